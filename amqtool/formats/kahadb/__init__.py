@@ -1,0 +1,1 @@
+"""Pure codecs for the ActiveMQ Classic KahaDB store."""

@@ -1,0 +1,202 @@
+"""Finding stores on disk: what kind of store a path holds, and where its parts are.
+
+A store path may be a broker instance, its data directory, or one journal directory (DESIGN.md). The kind
+is detected from the files, never from names alone: a directory of ``*.bindings`` files is a bindings
+journal, ``*.amq`` files a message journal, ``db-N.log``/``db.data`` a KahaDB store, and so on.
+``--broker-xml`` overrides discovery with the directories the broker itself uses.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amqtool.errors import UnknownStoreError
+from amqtool.store.brokerxml import BrokerSettings, find_broker_xml, read_broker_xml
+
+
+@dataclass(frozen=True)
+class JournalSpec:
+    """The naming of one Artemis journal (JournalStorageManager: prefix, extension, fixed sizes)."""
+
+    kind: str  # "bindings" | "messages"
+    prefix: str
+    extension: str
+    default_file_size: int
+    min_files: int
+
+    def file_name(self, file_id: int) -> str:
+        return f"{self.prefix}-{file_id}.{self.extension}"
+
+
+BINDINGS = JournalSpec("bindings", "activemq-bindings", "bindings", 1024 * 1024, 2)
+MESSAGES = JournalSpec("messages", "activemq-data", "amq", 10 * 1024 * 1024, 2)
+JOURNAL_SPECS = (BINDINGS, MESSAGES)
+
+CONTROL_FILE = "journal-rename-control.ctr"
+
+
+@dataclass
+class JournalDir:
+    """One Artemis journal directory and its naming."""
+
+    spec: JournalSpec
+    directory: Path
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    def journal_files(self) -> list[Path]:
+        """Files ending in ``.<ext>`` (not ``.cmp``/``.tmp``/``.bkp``), in directory order."""
+        suffix = "." + self.spec.extension
+        try:
+            names = os.listdir(self.directory)
+        except OSError as err:
+            raise UnknownStoreError(f"cannot list directory: {err.strerror}", path=str(self.directory)) from None
+        return sorted(self.directory / n for n in names if n.endswith(suffix) and (self.directory / n).is_file())
+
+
+@dataclass
+class ArtemisStore:
+    """An Artemis broker store: any of its parts may be absent."""
+
+    root: Path
+    bindings: JournalDir | None = None
+    messages: JournalDir | None = None
+    paging_dir: Path | None = None
+    large_messages_dir: Path | None = None
+    settings: BrokerSettings | None = None
+    kind: str = "artemis"
+
+    def journals(self) -> list[JournalDir]:
+        return [j for j in (self.bindings, self.messages) if j is not None]
+
+
+@dataclass
+class KahaDBStore:
+    """An ActiveMQ Classic KahaDB store, or an mKahaDB with one entry per sub-store."""
+
+    root: Path
+    directories: list[Path] = field(default_factory=list)
+    multi: bool = False
+    activemq_xml: str | None = None
+    kind: str = "kahadb"
+
+
+Store = ArtemisStore | KahaDBStore
+
+_KAHADB_LOG = re.compile(r"^db-\d+\.log$")
+
+
+def _has_files(directory: Path, ext: str) -> bool:
+    try:
+        return any(n.endswith("." + ext) for n in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def is_kahadb_dir(directory: Path) -> bool:
+    """A KahaDB store directory: ``db-N.log`` files or a ``db.data`` index."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return "db.data" in names or any(_KAHADB_LOG.match(n) for n in names)
+
+
+def _journal_dir(directory: Path) -> JournalDir | None:
+    for spec in JOURNAL_SPECS:
+        if _has_files(directory, spec.extension):
+            return JournalDir(spec, directory)
+    return None
+
+
+def _artemis_from_settings(settings: BrokerSettings) -> ArtemisStore:
+    store = ArtemisStore(root=settings.instance_dir or Path("."), settings=settings)
+    if settings.bindings_dir and settings.bindings_dir.is_dir():
+        store.bindings = JournalDir(BINDINGS, settings.bindings_dir)
+    if settings.journal_dir and settings.journal_dir.is_dir():
+        store.messages = JournalDir(MESSAGES, settings.journal_dir)
+    if settings.paging_dir and settings.paging_dir.is_dir():
+        store.paging_dir = settings.paging_dir
+    if settings.large_messages_dir and settings.large_messages_dir.is_dir():
+        store.large_messages_dir = settings.large_messages_dir
+    return store
+
+
+def _artemis_data_dir(data: Path) -> ArtemisStore | None:
+    store = ArtemisStore(root=data)
+    for name, spec in (("bindings", BINDINGS), ("journal", MESSAGES)):
+        d = data / name
+        if d.is_dir() and _has_files(d, spec.extension):
+            if spec is BINDINGS:
+                store.bindings = JournalDir(spec, d)
+            else:
+                store.messages = JournalDir(spec, d)
+    for name in ("paging",):
+        if (data / name).is_dir():
+            store.paging_dir = data / name
+    for name in ("large-messages", "largemessages"):
+        if (data / name).is_dir():
+            store.large_messages_dir = data / name
+            break
+    if store.bindings or store.messages:
+        return store
+    return None
+
+
+def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml: str | None = None) -> Store:
+    """Detect the store at ``path``.
+
+    Raises UnknownStoreError (exit 3) when nothing recognisable is there.
+    """
+    if broker_xml:
+        return _artemis_from_settings(read_broker_xml(broker_xml))
+    if activemq_xml:
+        from amqtool.store import kahadb_layout
+
+        return kahadb_layout.from_activemq_xml(Path(activemq_xml))
+    p = Path(path)
+    if not p.exists():
+        raise UnknownStoreError("no such file or directory", path=str(p))
+    if not p.is_dir():
+        raise UnknownStoreError("not a directory (give a broker instance, data directory or journal directory)",
+                                path=str(p))
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise UnknownStoreError("permission denied", path=str(p))
+
+    # A broker instance with its configuration.
+    xml = find_broker_xml(p)
+    if xml is not None:
+        return _artemis_from_settings(read_broker_xml(xml))
+
+    # One journal directory.
+    jd = _journal_dir(p)
+    if jd is not None:
+        store = ArtemisStore(root=p)
+        if jd.spec is BINDINGS:
+            store.bindings = jd
+        else:
+            store.messages = jd
+        # Siblings of a journal directory in a data directory (so large messages can be checked).
+        parent = _artemis_data_dir(p.parent)
+        if parent is not None:
+            store.paging_dir = parent.paging_dir
+            store.large_messages_dir = parent.large_messages_dir
+        return store
+
+    # A data directory, or an instance without etc/broker.xml.
+    for data in (p, p / "data"):
+        store = _artemis_data_dir(data)
+        if store is not None:
+            return store
+
+    # ActiveMQ Classic.
+    from amqtool.store import kahadb_layout
+
+    kstore = kahadb_layout.detect_kahadb(p)
+    if kstore is not None:
+        return kstore
+    raise UnknownStoreError("no Artemis journal or KahaDB store found here", path=str(p))

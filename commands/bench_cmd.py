@@ -1,0 +1,1 @@
+"""`amqtool bench` (being built in this session)."""

@@ -1,0 +1,1 @@
+"""`amqtool check` (being built in this session)."""

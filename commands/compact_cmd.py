@@ -1,0 +1,1 @@
+"""`amqtool compact` (being built in this session)."""

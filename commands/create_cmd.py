@@ -1,0 +1,1 @@
+"""`amqtool create` (being built in this session)."""

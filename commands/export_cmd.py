@@ -1,0 +1,1 @@
+"""`amqtool export` (being built in this session)."""

@@ -1,0 +1,78 @@
+"""The ``amqtool`` entry point: one Typer app, one module per subcommand.
+
+Usage errors exit 3 (UNKNOWN), not Click's 2: monitoring plugins and cron wrappers read 2 as CRITICAL.
+"""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from amqtool import __version__
+
+app = typer.Typer(
+    name="amqtool",
+    help="Storage administration for ActiveMQ Artemis and ActiveMQ Classic message stores.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"amqtool {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Print, verify, create, compact and export broker journals; check disks; benchmark journal writes."""
+
+
+def _register() -> None:
+    # Each module adds its command(s) to `app`. Imported here, not at the top, so that one module's
+    # heavy import never slows another command's start.
+    from amqtool.commands import (  # noqa: F401
+        bench_cmd,
+        check_cmd,
+        compact_cmd,
+        create_cmd,
+        export_cmd,
+        print_cmd,
+        verify_cmd,
+    )
+
+
+_register()
+
+
+# Typer's usage-error class, reached through a public name: Typer (0.2x) vendors Click, so the class is
+# not importable from `click` and its module path is private.
+_UsageError = typer.BadParameter.__mro__[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code. Usage errors (Click's 2) become UNKNOWN (3)."""
+    try:
+        rv = app(args=argv, prog_name="amqtool", standalone_mode=False)
+    except _UsageError as err:
+        sys.stderr.write(f"amqtool: usage error: {err.format_message()}\n")
+        ctx = getattr(err, "ctx", None)
+        if ctx is not None:
+            sys.stderr.write(f"Try '{ctx.command_path} --help'.\n")
+        return 3
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("amqtool: interrupted\n")
+        return 130
+    except typer.Exit as ex:
+        return ex.exit_code
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

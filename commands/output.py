@@ -1,0 +1,158 @@
+"""What every command shares: the stderr console, JSON and text emission, progress, and the exit path.
+
+Rules (DESIGN.md "The command line"): stdout carries data, stderr carries status, warnings and progress.
+Progress bars only on a terminal and never with ``--quiet``. Rich never interprets journal bytes: data
+goes to stdout through plain writes, and the stderr console has markup and highlighting off.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import os
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+import typer
+
+from amqtool.errors import AmqtoolError, Finding, Verdict, overall_verdict
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+FORMAT_OPTION = typer.Option(OutputFormat.text, "--format", "-f", help="Output format: text, json or jsonl.")
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="No progress and no status lines on stderr.")
+
+
+def stderr_console():
+    """A Rich console on stderr that never interprets the text it prints."""
+    from rich.console import Console
+
+    return Console(stderr=True, markup=False, highlight=False, emoji=False)
+
+
+def write_json(doc: dict) -> None:
+    """One JSON document on stdout."""
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))
+    sys.stdout.write("\n")
+
+
+def write_jsonl(rows: Iterable[dict]) -> None:
+    """One JSON object per line on stdout."""
+    out = sys.stdout
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+        out.write("\n")
+
+
+def write_lines(lines: Iterable[str]) -> None:
+    """Plain text lines on stdout, byte-faithful: no markup, no wrapping."""
+    out = sys.stdout
+    for line in lines:
+        out.write(line)
+        out.write("\n")
+
+
+def findings_json(findings: Iterable[Finding]) -> list[dict]:
+    return [f.to_json() for f in findings]
+
+
+def render_findings_text(findings: list[Finding]) -> None:
+    """Findings as one line each on stdout: SEVERITY code path[@offset]: message."""
+    for f in findings:
+        where = f.path or "-"
+        if f.offset is not None:
+            where += f"@{f.offset}"
+        sys.stdout.write(f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}\n")
+
+
+def show_progress(quiet: bool) -> bool:
+    """Progress only on an interactive stderr, never with --quiet or under cron (no TTY)."""
+    return not quiet and sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+@contextmanager
+def progress(description: str, total: int | None, quiet: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr (bytes), or a no-op callback when progress is off.
+
+    Yields ``advance(n)``; Rich refreshes at most a few times a second.
+    """
+    if not show_progress(quiet):
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=True,
+        refresh_per_second=4,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def finish(verdict: Verdict) -> None:
+    """End the command with the verdict's exit code."""
+    raise typer.Exit(verdict.exit_code)
+
+
+def verdict_of(findings: list[Finding]) -> Verdict:
+    return overall_verdict(findings)
+
+
+def fail(err: AmqtoolError) -> None:
+    """One clear line on stderr, then the error's exit code. Never a traceback."""
+    sys.stderr.write(f"amqtool: error: {err}\n")
+    raise typer.Exit(err.exit_code)
+
+
+def bug(exc: BaseException) -> None:
+    """An unexpected exception is a bug: a short traceback without local variables, exit 3.
+
+    Only frames and exception text are printed (never ``locals``), so message payloads cannot leak.
+    """
+    sys.stderr.write("amqtool: internal error (this is a bug; please report it):\n")
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-8)
+    sys.stderr.write("".join(tb))
+    raise typer.Exit(Verdict.UNKNOWN.exit_code)
+
+
+@contextmanager
+def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
+    """Run a command body, mapping errors to one stderr line and the right exit code.
+
+    With ``--format json`` an error still yields a JSON document with the UNKNOWN verdict on stdout, so
+    programs always get parseable output.
+    """
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except AmqtoolError as err:
+        if fmt in (OutputFormat.json, OutputFormat.jsonl):
+            verdict = Verdict.CRITICAL if err.exit_code == 2 else Verdict.UNKNOWN
+            write_json({"verdict": verdict.name, "error": str(err)})
+        fail(err)
+    except KeyboardInterrupt:
+        sys.stderr.write("amqtool: interrupted\n")
+        raise typer.Exit(130)
+    except BrokenPipeError:
+        # `amqtool print ... | head`: the reader went away; that is not an error.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        finally:
+            raise typer.Exit(0)
+    except OSError as err:
+        fail(AmqtoolError(f"{err.strerror or err}", path=getattr(err, "filename", None)))
+    except Exception as exc:  # noqa: BLE001 - last-resort bug report
+        bug(exc)
