@@ -1,0 +1,22 @@
+/* amqtool._native: shared declarations of the extension's C files.
+ *
+ * module.c   the module object and its method table
+ * scanner.c  the Artemis journal record scanner (JournalImpl.readJournalFile, format doc §1.5)
+ * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
+ */
+#ifndef AMQTOOL_NATIVE_H
+#define AMQTOOL_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
+
+PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_aio_probe(PyObject *self, PyObject *noargs);
+PyObject *amq_uring_probe(PyObject *self, PyObject *noargs);
+
+#endif

@@ -1,0 +1,770 @@
+/* Timed write loops of `amqtool bench`, one per Artemis journal type plus io_uring.
+ *
+ * Python prepares the file (pre-filled with zeros as JournalFilesRepository does, §1.3) and reads the
+ * results; everything between the first and the last timestamp runs here with the GIL released, so no
+ * interpreter work lands in a measured interval.  Times are CLOCK_MONOTONIC nanoseconds.
+ *
+ * Common shape of every loop:
+ *   - `block` is what one journal write carries; `unit` is the bytes one write puts on disk: the block
+ *     itself (NIO, MAPPED) or the block padded with zeros to `align` under O_DIRECT, as Artemis' AIO
+ *     buffers are (§1.3 "each flush of the timed buffer is padded with zeros up to the alignment").
+ *   - writes land on slots 0, 1, 2, ... of size `unit` inside the first `region` bytes, wrapping to slot 0
+ *     when the next group no longer fits: the bytes after the last whole slot are never written.
+ *   - the loop stops after `writes` writes, after `duration_ns` (when > 0), or when Python sets ctl[1];
+ *     it publishes its progress (writes done) in ctl[0].  ctl is any writable buffer of two int64.
+ *   - it returns (writes_done, elapsed_ns, latencies) where latencies is the bytes of a native uint64
+ *     array: one entry per sync (NIO, MAPPED) or per completed write (AIO, io_uring).
+ */
+#define _GNU_SOURCE
+#include "amqnative.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- shared plumbing --------------------------------------------------------------------------- */
+
+static inline uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct {
+    uint64_t *v;
+    size_t n, cap;
+} lat_t;
+
+static int lat_push(lat_t *l, uint64_t x) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        uint64_t *v = realloc(l->v, cap * sizeof(uint64_t));
+        if (v == NULL)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+typedef struct {
+    int err;          /* errno of the first failure, 0 when none */
+    const char *what; /* which step failed */
+} fail_t;
+
+#define FAIL(f, e, w)        \
+    do {                     \
+        (f)->err = (e);      \
+        (f)->what = (w);     \
+    } while (0)
+
+typedef struct {
+    int64_t *ctl; /* NULL or [done, stop] */
+} ctl_t;
+
+static inline int stop_requested(ctl_t *c) { return c->ctl && __atomic_load_n(&c->ctl[1], __ATOMIC_RELAXED); }
+static inline void publish(ctl_t *c, uint64_t done) {
+    if (c->ctl)
+        __atomic_store_n(&c->ctl[0], (int64_t)done, __ATOMIC_RELAXED);
+}
+
+static int get_ctl(PyObject *obj, Py_buffer *view, ctl_t *c) {
+    c->ctl = NULL;
+    view->obj = NULL;
+    if (obj == NULL || obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len < 16) {
+        PyBuffer_Release(view);
+        view->obj = NULL;
+        PyErr_SetString(PyExc_ValueError, "ctl must be a writable buffer of at least 16 bytes");
+        return -1;
+    }
+    c->ctl = (int64_t *)view->buf;
+    return 0;
+}
+
+static size_t round_up(size_t x, size_t a) { return a ? (x + a - 1) / a * a : x; }
+
+/* An aligned buffer holding `count` copies of the block, each followed by zeros up to `unit`. */
+static unsigned char *make_units(const Py_buffer *block, size_t unit, size_t count, size_t align) {
+    void *p = NULL;
+    size_t total = unit * count;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    if (posix_memalign(&p, align, round_up(total ? total : 1, align)) != 0)
+        return NULL;
+    memset(p, 0, round_up(total ? total : 1, align));
+    for (size_t i = 0; i < count; i++)
+        memcpy((unsigned char *)p + i * unit, block->buf, (size_t)block->len);
+    return p;
+}
+
+static int pwrite_full(int fd, const unsigned char *p, size_t len, off_t off) {
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}
+
+/* Build (done, elapsed, latencies) or raise OSError(errno, "<step>: <strerror>", path). */
+static PyObject *finish(fail_t *f, PyObject *path, uint64_t done, uint64_t elapsed, lat_t *lat) {
+    PyObject *res = NULL;
+    if (f->err) {
+        PyObject *msg = PyUnicode_FromFormat("%s: %s", f->what, strerror(f->err));
+        if (msg) {
+            PyObject *exc = PyObject_CallFunction(PyExc_OSError, "iOO", f->err, msg, path);
+            if (exc) {
+                PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+                Py_DECREF(exc);
+            }
+            Py_DECREF(msg);
+        }
+    } else if (lat->n == 0 && lat->v == NULL) {
+        res = Py_BuildValue("(KKy#)", (unsigned long long)done, (unsigned long long)elapsed, "", (Py_ssize_t)0);
+    } else {
+        res = Py_BuildValue("(KKy#)", (unsigned long long)done, (unsigned long long)elapsed, (const char *)lat->v,
+                            (Py_ssize_t)(lat->n * sizeof(uint64_t)));
+    }
+    free(lat->v);
+    return res;
+}
+
+static int check_geometry(size_t block_len, size_t unit, unsigned long long region, size_t group) {
+    if (block_len == 0) {
+        PyErr_SetString(PyExc_ValueError, "block must not be empty");
+        return -1;
+    }
+    if (unit * group > region) {
+        PyErr_Format(PyExc_ValueError, "region of %llu bytes holds no group of %zu writes of %zu bytes", region,
+                     group, unit);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- NIO: pwrite + fdatasync / fsync ----------------------------------------------------------- */
+/* NIOSequentialFile writes through a FileChannel and syncs with force(false) = fdatasync when
+ * journal-datasync is on.  batch > 1 models the TimedBuffer: `batch` records reach the file in one
+ * write (coalesce) or in `batch` writes, then one sync covers them all.  sync: 0 none, 1 fdatasync,
+ * 2 fsync.  oflags adds open flags (O_DSYNC, O_SYNC, O_DIRECT) for `bench sync-methods`. */
+
+PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"path", "block", "region", "writes", "batch", "coalesce", "sync", "oflags",
+                             "align", "duration_ns", "ctl", NULL};
+    PyObject *path = NULL, *ctlobj = NULL;
+    Py_buffer block, ctlview;
+    unsigned long long region, writes, duration = 0;
+    int batch = 1, coalesce = 1, sync = 1, oflags = 0, align = 4096;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|ipiiiKO:nio_run", kwlist, PyUnicode_FSConverter, &path,
+                                     &block, &region, &writes, &batch, &coalesce, &sync, &oflags, &align,
+                                     &duration, &ctlobj))
+        return NULL;
+    ctl_t c;
+    PyObject *res = NULL;
+    if (get_ctl(ctlobj, &ctlview, &c) < 0)
+        goto out_block;
+    if (batch < 1 || align < 1 || sync < 0 || sync > 2) {
+        PyErr_SetString(PyExc_ValueError, "batch and align must be >= 1, sync 0..2");
+        goto out_ctl;
+    }
+    size_t unit = (oflags & O_DIRECT) ? round_up((size_t)block.len, (size_t)align) : (size_t)block.len;
+    if (check_geometry((size_t)block.len, unit, region, (size_t)batch) < 0)
+        goto out_ctl;
+    unsigned char *buf = make_units(&block, unit, (size_t)batch, (size_t)align);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        goto out_ctl;
+    }
+    const char *cpath = PyBytes_AS_STRING(path);
+    size_t nslots = region / unit;
+    fail_t f = {0, NULL};
+    lat_t lat = {NULL, 0, 0};
+    uint64_t done = 0, t0 = 0, tlast = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    int fd = open(cpath, O_RDWR | O_CLOEXEC | oflags);
+    if (fd < 0) {
+        FAIL(&f, errno, (oflags & O_DIRECT) ? "open with O_DIRECT" : "open");
+    } else {
+        size_t slot = 0;
+        t0 = tlast = now_ns();
+        while (done < writes && !stop_requested(&c)) {
+            if (duration && tlast - t0 >= duration)
+                break;
+            size_t n = (size_t)batch;
+            if (writes - done < n)
+                n = (size_t)(writes - done);
+            if (slot + n > nslots)
+                slot = 0;
+            uint64_t ts = now_ns();
+            int rc = 0;
+            if (coalesce) {
+                rc = pwrite_full(fd, buf, n * unit, (off_t)(slot * unit));
+            } else {
+                for (size_t j = 0; j < n && rc == 0; j++)
+                    rc = pwrite_full(fd, buf + j * unit, unit, (off_t)((slot + j) * unit));
+            }
+            if (rc < 0) {
+                FAIL(&f, errno, "pwrite");
+                break;
+            }
+            if (sync == 1 && fdatasync(fd) < 0) {
+                FAIL(&f, errno, "fdatasync");
+                break;
+            }
+            if (sync == 2 && fsync(fd) < 0) {
+                FAIL(&f, errno, "fsync");
+                break;
+            }
+            tlast = now_ns();
+            if (lat_push(&lat, tlast - ts) < 0) {
+                FAIL(&f, ENOMEM, "latency buffer");
+                break;
+            }
+            slot += n;
+            done += n;
+            publish(&c, done);
+        }
+        close(fd);
+    }
+    Py_END_ALLOW_THREADS
+
+    free(buf);
+    res = finish(&f, path, done, tlast - t0, &lat);
+out_ctl:
+    if (ctlview.obj)
+        PyBuffer_Release(&ctlview);
+out_block:
+    PyBuffer_Release(&block);
+    Py_DECREF(path);
+    return res;
+}
+
+/* ---- ASYNCIO: O_DIRECT + Linux AIO through the raw system calls ------------------------------- */
+/* AIOSequentialFile / LibaioContext: the file is opened with O_DIRECT, writes are io_submit'ed pwrites of
+ * aligned buffers, and durability comes from their completion (no fdatasync on the write path).  Up to
+ * `depth` writes are in flight, as journal-max-io allows; latency runs from io_submit to the event. */
+
+static long sys_io_setup(unsigned nr, aio_context_t *ctx) { return syscall(SYS_io_setup, nr, ctx); }
+static long sys_io_destroy(aio_context_t ctx) { return syscall(SYS_io_destroy, ctx); }
+static long sys_io_submit(aio_context_t ctx, long n, struct iocb **iocbs) {
+    return syscall(SYS_io_submit, ctx, n, iocbs);
+}
+static long sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *ev, struct timespec *t) {
+    return syscall(SYS_io_getevents, ctx, min, max, ev, t);
+}
+
+PyObject *amq_aio_probe(PyObject *self, PyObject *noargs) {
+    aio_context_t ctx = 0;
+    if (sys_io_setup(1, &ctx) < 0)
+        return Py_BuildValue("(Os)", Py_False, strerror(errno));
+    sys_io_destroy(ctx);
+    return Py_BuildValue("(Os)", Py_True, "");
+}
+
+PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"path", "block", "region", "writes", "depth", "align", "duration_ns", "ctl", NULL};
+    PyObject *path = NULL, *ctlobj = NULL;
+    Py_buffer block, ctlview;
+    unsigned long long region, writes, duration = 0;
+    int depth = 1, align = 4096;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|iiKO:aio_run", kwlist, PyUnicode_FSConverter, &path,
+                                     &block, &region, &writes, &depth, &align, &duration, &ctlobj))
+        return NULL;
+    ctl_t c;
+    PyObject *res = NULL;
+    if (get_ctl(ctlobj, &ctlview, &c) < 0)
+        goto out_block;
+    if (depth < 1 || depth > 65536 || align < 512 || (align & (align - 1))) {
+        PyErr_SetString(PyExc_ValueError, "depth must be 1..65536 and align a power of two >= 512");
+        goto out_ctl;
+    }
+    size_t unit = round_up((size_t)block.len, (size_t)align);
+    if (check_geometry((size_t)block.len, unit, region, 1) < 0)
+        goto out_ctl;
+    unsigned char *buf = make_units(&block, unit, 1, (size_t)align);
+    struct iocb *cbs = calloc((size_t)depth, sizeof(struct iocb));
+    struct iocb **ptrs = calloc((size_t)depth, sizeof(struct iocb *));
+    struct io_event *events = calloc((size_t)depth, sizeof(struct io_event));
+    uint64_t *sent = calloc((size_t)depth, sizeof(uint64_t));
+    int *freelist = calloc((size_t)depth, sizeof(int));
+    if (!buf || !cbs || !ptrs || !events || !sent || !freelist) {
+        PyErr_NoMemory();
+        goto out_free;
+    }
+    const char *cpath = PyBytes_AS_STRING(path);
+    size_t nslots = region / unit;
+    fail_t f = {0, NULL};
+    lat_t lat = {NULL, 0, 0};
+    uint64_t done = 0, t0 = 0, tlast = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    aio_context_t ctx = 0;
+    int fd = open(cpath, O_RDWR | O_CLOEXEC | O_DIRECT);
+    if (fd < 0) {
+        FAIL(&f, errno, "open with O_DIRECT");
+    } else if (sys_io_setup((unsigned)depth, &ctx) < 0) {
+        FAIL(&f, errno, "io_setup");
+        close(fd);
+    } else {
+        int nfree = depth, inflight = 0;
+        for (int i = 0; i < depth; i++)
+            freelist[i] = depth - 1 - i;
+        uint64_t submitted = 0;
+        size_t slot = 0;
+        int stopping = 0;
+        t0 = tlast = now_ns();
+        while (!f.err) {
+            if (!stopping && (stop_requested(&c) || (duration && tlast - t0 >= duration)))
+                stopping = 1;
+            int n = 0;
+            while (!stopping && nfree > 0 && submitted + (uint64_t)n < writes) {
+                int idx = freelist[--nfree];
+                struct iocb *cb = &cbs[idx];
+                memset(cb, 0, sizeof(*cb));
+                cb->aio_lio_opcode = IOCB_CMD_PWRITE;
+                cb->aio_fildes = (uint32_t)fd;
+                cb->aio_buf = (uint64_t)(uintptr_t)buf;
+                cb->aio_nbytes = unit;
+                if (slot >= nslots)
+                    slot = 0;
+                cb->aio_offset = (int64_t)(slot * unit);
+                cb->aio_data = (uint64_t)idx;
+                slot++;
+                ptrs[n++] = cb;
+            }
+            if (n > 0) {
+                uint64_t ts = now_ns();
+                for (int i = 0; i < n; i++)
+                    sent[ptrs[i]->aio_data] = ts;
+                int off = 0;
+                while (off < n) {
+                    long r = sys_io_submit(ctx, n - off, ptrs + off);
+                    if (r < 0) {
+                        if (errno == EINTR || errno == EAGAIN)
+                            continue;
+                        FAIL(&f, errno, "io_submit");
+                        break;
+                    }
+                    off += (int)r;
+                }
+                /* what was not submitted goes back to the free list */
+                for (int i = off; i < n; i++)
+                    freelist[nfree++] = (int)ptrs[i]->aio_data;
+                submitted += (uint64_t)off;
+                inflight += off;
+            }
+            if (inflight == 0)
+                break;
+            long got = sys_io_getevents(ctx, 1, depth, events, NULL);
+            if (got < 0) {
+                if (errno == EINTR)
+                    continue;
+                FAIL(&f, errno, "io_getevents");
+                break;
+            }
+            uint64_t te = now_ns();
+            for (long i = 0; i < got; i++) {
+                int idx = (int)events[i].data;
+                freelist[nfree++] = idx;
+                inflight--;
+                if (events[i].res < 0) {
+                    if (!f.err)
+                        FAIL(&f, (int)-events[i].res, "AIO write");
+                } else if ((size_t)events[i].res != unit) {
+                    if (!f.err)
+                        FAIL(&f, EIO, "short AIO write");
+                } else {
+                    if (lat_push(&lat, te - sent[idx]) < 0 && !f.err)
+                        FAIL(&f, ENOMEM, "latency buffer");
+                    done++;
+                }
+            }
+            tlast = te;
+            publish(&c, done);
+            if (f.err)
+                break;
+        }
+        sys_io_destroy(ctx); /* waits for whatever is still in flight */
+        close(fd);
+    }
+    Py_END_ALLOW_THREADS
+
+    res = finish(&f, path, done, tlast - t0, &lat);
+out_free:
+    free(buf);
+    free(cbs);
+    free(ptrs);
+    free(events);
+    free(sent);
+    free(freelist);
+out_ctl:
+    if (ctlview.obj)
+        PyBuffer_Release(&ctlview);
+out_block:
+    PyBuffer_Release(&block);
+    Py_DECREF(path);
+    return res;
+}
+
+/* ---- MAPPED: memcpy into MAP_SHARED + msync(MS_SYNC) ------------------------------------------ */
+/* MappedSequentialFile maps the pre-filled file and syncs with MappedByteBuffer.force, i.e. msync with
+ * MS_SYNC over the written pages.  batch > 1: `batch` records copied, then one msync. */
+
+PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"path", "block", "region", "writes", "batch", "duration_ns", "ctl", NULL};
+    PyObject *path = NULL, *ctlobj = NULL;
+    Py_buffer block, ctlview;
+    unsigned long long region, writes, duration = 0;
+    int batch = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|iKO:mapped_run", kwlist, PyUnicode_FSConverter, &path,
+                                     &block, &region, &writes, &batch, &duration, &ctlobj))
+        return NULL;
+    ctl_t c;
+    PyObject *res = NULL;
+    if (get_ctl(ctlobj, &ctlview, &c) < 0)
+        goto out_block;
+    if (batch < 1) {
+        PyErr_SetString(PyExc_ValueError, "batch must be >= 1");
+        goto out_ctl;
+    }
+    size_t unit = (size_t)block.len;
+    if (check_geometry(unit, unit, region, (size_t)batch) < 0)
+        goto out_ctl;
+    unsigned char *src = make_units(&block, unit, (size_t)batch, 64);
+    if (src == NULL) {
+        PyErr_NoMemory();
+        goto out_ctl;
+    }
+    const char *cpath = PyBytes_AS_STRING(path);
+    size_t nslots = (size_t)(region / unit);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    fail_t f = {0, NULL};
+    lat_t lat = {NULL, 0, 0};
+    uint64_t done = 0, t0 = 0, tlast = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    int fd = open(cpath, O_RDWR | O_CLOEXEC);
+    unsigned char *map = MAP_FAILED;
+    if (fd < 0) {
+        FAIL(&f, errno, "open");
+    } else if ((map = mmap(NULL, (size_t)region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        FAIL(&f, errno, "mmap");
+    } else {
+        size_t slot = 0;
+        t0 = tlast = now_ns();
+        while (done < writes && !stop_requested(&c)) {
+            if (duration && tlast - t0 >= duration)
+                break;
+            size_t n = (size_t)batch;
+            if (writes - done < n)
+                n = (size_t)(writes - done);
+            if (slot + n > nslots)
+                slot = 0;
+            uint64_t ts = now_ns();
+            size_t start = slot * unit, len = n * unit;
+            memcpy(map + start, src, len);
+            size_t from = start / page * page;
+            if (msync(map + from, start + len - from, MS_SYNC) < 0) {
+                FAIL(&f, errno, "msync");
+                break;
+            }
+            tlast = now_ns();
+            if (lat_push(&lat, tlast - ts) < 0) {
+                FAIL(&f, ENOMEM, "latency buffer");
+                break;
+            }
+            slot += n;
+            done += n;
+            publish(&c, done);
+        }
+    }
+    if (map != MAP_FAILED)
+        munmap(map, (size_t)region);
+    if (fd >= 0)
+        close(fd);
+    Py_END_ALLOW_THREADS
+
+    free(src);
+    res = finish(&f, path, done, tlast - t0, &lat);
+out_ctl:
+    if (ctlview.obj)
+        PyBuffer_Release(&ctlview);
+out_block:
+    PyBuffer_Release(&block);
+    Py_DECREF(path);
+    return res;
+}
+
+/* ---- io_uring through io_uring_setup / io_uring_enter ----------------------------------------- */
+/* Not an Artemis journal type: the fourth line of the table, for comparison with ASYNCIO.  O_DIRECT
+ * IORING_OP_WRITE of aligned buffers, `depth` in flight; with sync=1 each write is linked
+ * (IOSQE_IO_LINK) to an IORING_OP_FSYNC with IORING_FSYNC_DATASYNC and its latency ends with the sync. */
+
+typedef struct {
+    int fd;
+    unsigned *sq_head, *sq_tail, *sq_mask, *sq_array;
+    unsigned *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+    void *sq_ptr, *cq_ptr;
+    size_t sq_sz, cq_sz, sqes_sz;
+    unsigned sq_entries;
+} ring_t;
+
+static int ring_open(ring_t *r, unsigned entries) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof(p));
+    memset(r, 0, sizeof(*r));
+    r->fd = (int)syscall(__NR_io_uring_setup, entries, &p);
+    if (r->fd < 0)
+        return -1;
+    r->sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    r->cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    int single = (p.features & IORING_FEAT_SINGLE_MMAP) != 0;
+    if (single) {
+        if (r->cq_sz > r->sq_sz)
+            r->sq_sz = r->cq_sz;
+        r->cq_sz = r->sq_sz;
+    }
+    r->sq_ptr = mmap(NULL, r->sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+    if (r->sq_ptr == MAP_FAILED)
+        goto fail;
+    if (single) {
+        r->cq_ptr = r->sq_ptr;
+    } else {
+        r->cq_ptr = mmap(NULL, r->cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+                         IORING_OFF_CQ_RING);
+        if (r->cq_ptr == MAP_FAILED)
+            goto fail;
+    }
+    r->sqes_sz = p.sq_entries * sizeof(struct io_uring_sqe);
+    r->sqes = mmap(NULL, r->sqes_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+    if (r->sqes == MAP_FAILED)
+        goto fail;
+    char *sq = r->sq_ptr, *cq = r->cq_ptr;
+    r->sq_head = (unsigned *)(sq + p.sq_off.head);
+    r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+    r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+    r->sq_array = (unsigned *)(sq + p.sq_off.array);
+    r->cq_head = (unsigned *)(cq + p.cq_off.head);
+    r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+    r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+    r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+    r->sq_entries = p.sq_entries;
+    return 0;
+fail: {
+    int e = errno;
+    if (r->sq_ptr && r->sq_ptr != MAP_FAILED)
+        munmap(r->sq_ptr, r->sq_sz);
+    if (!single && r->cq_ptr && r->cq_ptr != MAP_FAILED)
+        munmap(r->cq_ptr, r->cq_sz);
+    close(r->fd);
+    errno = e;
+    return -1;
+}
+}
+
+static void ring_close(ring_t *r) {
+    munmap(r->sqes, r->sqes_sz);
+    if (r->cq_ptr != r->sq_ptr)
+        munmap(r->cq_ptr, r->cq_sz);
+    munmap(r->sq_ptr, r->sq_sz);
+    close(r->fd);
+}
+
+PyObject *amq_uring_probe(PyObject *self, PyObject *noargs) {
+    ring_t r;
+    if (ring_open(&r, 2) < 0)
+        return Py_BuildValue("(Os)", Py_False, strerror(errno));
+    ring_close(&r);
+    return Py_BuildValue("(Os)", Py_True, "");
+}
+
+#define UD_SYNC (1ull << 62)
+
+PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"path", "block", "region", "writes", "depth", "sync", "align", "duration_ns", "ctl",
+                             NULL};
+    PyObject *path = NULL, *ctlobj = NULL;
+    Py_buffer block, ctlview;
+    unsigned long long region, writes, duration = 0;
+    int depth = 1, sync = 0, align = 4096;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|ipiKO:uring_run", kwlist, PyUnicode_FSConverter,
+                                     &path, &block, &region, &writes, &depth, &sync, &align, &duration, &ctlobj))
+        return NULL;
+    ctl_t c;
+    PyObject *res = NULL;
+    if (get_ctl(ctlobj, &ctlview, &c) < 0)
+        goto out_block;
+    if (depth < 1 || depth > 4096 || align < 512 || (align & (align - 1))) {
+        PyErr_SetString(PyExc_ValueError, "depth must be 1..4096 and align a power of two >= 512");
+        goto out_ctl;
+    }
+    size_t unit = round_up((size_t)block.len, (size_t)align);
+    if (check_geometry((size_t)block.len, unit, region, 1) < 0)
+        goto out_ctl;
+    unsigned char *buf = make_units(&block, unit, 1, (size_t)align);
+    uint64_t *sent = calloc((size_t)depth, sizeof(uint64_t));
+    int *freelist = calloc((size_t)depth, sizeof(int));
+    if (!buf || !sent || !freelist) {
+        PyErr_NoMemory();
+        goto out_free;
+    }
+    const char *cpath = PyBytes_AS_STRING(path);
+    size_t nslots = region / unit;
+    fail_t f = {0, NULL};
+    lat_t lat = {NULL, 0, 0};
+    uint64_t done = 0, t0 = 0, tlast = 0;
+    unsigned per = sync ? 2 : 1; /* sqes per write */
+
+    Py_BEGIN_ALLOW_THREADS
+    ring_t r;
+    int fd = open(cpath, O_RDWR | O_CLOEXEC | O_DIRECT);
+    if (fd < 0) {
+        FAIL(&f, errno, "open with O_DIRECT");
+    } else if (ring_open(&r, (unsigned)depth * per) < 0) {
+        FAIL(&f, errno, "io_uring_setup");
+        close(fd);
+    } else {
+        int nfree = depth, inflight = 0; /* inflight counts writes, not sqes */
+        for (int i = 0; i < depth; i++)
+            freelist[i] = depth - 1 - i;
+        uint64_t submitted = 0;
+        size_t slot = 0;
+        int stopping = 0;
+        t0 = tlast = now_ns();
+        while (!f.err) {
+            if (!stopping && (stop_requested(&c) || (duration && tlast - t0 >= duration)))
+                stopping = 1;
+            unsigned tail = *r.sq_tail, n = 0;
+            int idxs = 0;
+            while (!stopping && nfree > 0 && submitted + (uint64_t)idxs < writes) {
+                int idx = freelist[--nfree];
+                if (slot >= nslots)
+                    slot = 0;
+                struct io_uring_sqe *sqe = &r.sqes[(tail + n) & *r.sq_mask];
+                memset(sqe, 0, sizeof(*sqe));
+                sqe->opcode = IORING_OP_WRITE;
+                sqe->fd = fd;
+                sqe->addr = (uint64_t)(uintptr_t)buf;
+                sqe->len = (unsigned)unit;
+                sqe->off = (uint64_t)(slot * unit);
+                sqe->user_data = (uint64_t)idx;
+                if (sync) {
+                    sqe->flags = IOSQE_IO_LINK;
+                    r.sq_array[(tail + n) & *r.sq_mask] = (tail + n) & *r.sq_mask;
+                    n++;
+                    sqe = &r.sqes[(tail + n) & *r.sq_mask];
+                    memset(sqe, 0, sizeof(*sqe));
+                    sqe->opcode = IORING_OP_FSYNC;
+                    sqe->fd = fd;
+                    sqe->fsync_flags = IORING_FSYNC_DATASYNC;
+                    sqe->user_data = UD_SYNC | (uint64_t)idx;
+                }
+                r.sq_array[(tail + n) & *r.sq_mask] = (tail + n) & *r.sq_mask;
+                n++;
+                slot++;
+                idxs++;
+            }
+            uint64_t ts = now_ns();
+            if (n > 0) {
+                for (unsigned i = 0; i < n; i++) {
+                    uint64_t ud = r.sqes[(tail + i) & *r.sq_mask].user_data;
+                    if (!(ud & UD_SYNC))
+                        sent[ud] = ts;
+                }
+                __atomic_store_n(r.sq_tail, tail + n, __ATOMIC_RELEASE);
+                submitted += (uint64_t)idxs;
+                inflight += idxs;
+            }
+            if (inflight == 0)
+                break;
+            long rc = syscall(__NR_io_uring_enter, r.fd, n, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+            if (rc < 0 && errno != EINTR) {
+                FAIL(&f, errno, "io_uring_enter");
+                break;
+            }
+            uint64_t te = now_ns();
+            unsigned head = *r.cq_head;
+            unsigned ctail = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
+            for (; head != ctail; head++) {
+                struct io_uring_cqe *cqe = &r.cqes[head & *r.cq_mask];
+                uint64_t ud = cqe->user_data;
+                int idx = (int)(ud & ~UD_SYNC);
+                int last = sync ? (ud & UD_SYNC) != 0 : 1;
+                if (cqe->res < 0) {
+                    if (!f.err)
+                        FAIL(&f, -cqe->res, (ud & UD_SYNC) ? "io_uring fdatasync" : "io_uring write");
+                } else if (!(ud & UD_SYNC) && (size_t)cqe->res != unit) {
+                    if (!f.err)
+                        FAIL(&f, EIO, "short io_uring write");
+                }
+                if (last) {
+                    freelist[nfree++] = idx;
+                    inflight--;
+                    if (!f.err) {
+                        if (lat_push(&lat, te - sent[idx]) < 0)
+                            FAIL(&f, ENOMEM, "latency buffer");
+                        done++;
+                    }
+                }
+            }
+            __atomic_store_n(r.cq_head, head, __ATOMIC_RELEASE);
+            tlast = te;
+            publish(&c, done);
+        }
+        /* drain what is still in flight before tearing the ring down */
+        while (inflight > 0) {
+            if (syscall(__NR_io_uring_enter, r.fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
+                break;
+            unsigned head = *r.cq_head;
+            unsigned ctail = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
+            for (; head != ctail; head++) {
+                uint64_t ud = r.cqes[head & *r.cq_mask].user_data;
+                if (!sync || (ud & UD_SYNC))
+                    inflight--;
+            }
+            __atomic_store_n(r.cq_head, head, __ATOMIC_RELEASE);
+        }
+        ring_close(&r);
+        close(fd);
+    }
+    Py_END_ALLOW_THREADS
+
+    res = finish(&f, path, done, tlast - t0, &lat);
+out_free:
+    free(buf);
+    free(sent);
+    free(freelist);
+out_ctl:
+    if (ctlview.obj)
+        PyBuffer_Release(&ctlview);
+out_block:
+    PyBuffer_Release(&block);
+    Py_DECREF(path);
+    return res;
+}

@@ -1,0 +1,35 @@
+/* The module object of amqtool._native. Python reaches it only through amqtool/native.py. */
+#include "amqnative.h"
+
+static PyMethodDef amq_methods[] = {
+    {"scan_records", (PyCFunction)(void (*)(void))amq_scan_records, METH_VARARGS | METH_KEYWORDS,
+     "scan_records(buf, file_tag, version, check_tag=True, start=16) -> (records, marked_data_file)\n"
+     "JournalImpl.readJournalFile over one file's bytes; tuples as scan_records_py."},
+    {"nio_run", (PyCFunction)(void (*)(void))amq_nio_run, METH_VARARGS | METH_KEYWORDS,
+     "nio_run(path, block, region, writes, batch=1, coalesce=True, sync=1, oflags=0, align=4096,\n"
+     "        duration_ns=0, ctl=None) -> (ops, elapsed_ns, latencies)\n"
+     "pwrite + fdatasync/fsync loop; one latency (ns) per sync."},
+    {"aio_run", (PyCFunction)(void (*)(void))amq_aio_run, METH_VARARGS | METH_KEYWORDS,
+     "aio_run(path, block, region, writes, depth=1, align=4096, duration_ns=0, ctl=None)\n"
+     "O_DIRECT Linux AIO (io_setup/io_submit/io_getevents); one latency per write."},
+    {"mapped_run", (PyCFunction)(void (*)(void))amq_mapped_run, METH_VARARGS | METH_KEYWORDS,
+     "mapped_run(path, block, region, writes, batch=1, duration_ns=0, ctl=None)\n"
+     "memcpy into a shared mapping + msync(MS_SYNC); one latency per msync."},
+    {"uring_run", (PyCFunction)(void (*)(void))amq_uring_run, METH_VARARGS | METH_KEYWORDS,
+     "uring_run(path, block, region, writes, depth=1, sync=0, align=4096, duration_ns=0, ctl=None)\n"
+     "O_DIRECT io_uring writes (raw syscalls), optionally each linked to an fdatasync."},
+    {"aio_probe", (PyCFunction)amq_aio_probe, METH_NOARGS,
+     "aio_probe() -> (ok, reason): can this process create a Linux AIO context?"},
+    {"uring_probe", (PyCFunction)amq_uring_probe, METH_NOARGS,
+     "uring_probe() -> (ok, reason): can this process create an io_uring?"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef amq_module = {
+    PyModuleDef_HEAD_INIT, "amqtool._native",
+    "C helpers of amqtool: the journal record scanner and the benchmark's timed write loops.\n"
+    "Use amqtool.native, never this module directly.",
+    -1, amq_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&amq_module); }
