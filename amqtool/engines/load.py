@@ -1,0 +1,332 @@
+"""The live state of an Artemis journal, built exactly as ``JournalImpl.load`` builds it (§3).
+
+Rules mirrored from ``JournalImpl.load`` and ``JournalTransaction`` (artemis-journal-format.md §3):
+
+* files in header-fileID order, each scanned as ``readJournalFile`` does;
+* ADD and UPDATE go to the live list in scan order; a DELETE removes *every* entry of that id, including
+  an ADD that comes after it (the broker never reuses ids; Artemis filters by id at the end);
+* transactional records wait in a holder until COMMIT, when they join the live list in their order; a
+  COMMIT or PREPARE is healthy only if ``numberOfRecords`` equals the transaction's counter for the
+  commit's own file (the counter resets whenever the transaction touches another file, and reading it
+  for a PREPARE or COMMIT in a new file resets it too); an unhealthy COMMIT discards the transaction;
+* a COMMIT or ROLLBACK without a holder is ignored (its body may have been reclaimed) and does not make
+  the file a data file;
+* at the end, transactions never completed (or prepared unhealthily) are failed, prepared ones are
+  returned with their records, and ``maxID`` covers adds and updates including prepared ones.
+
+Bodies are not kept: a live record carries where its body is (file index, offset, length), so memory grows
+with live records, not with journal size. :meth:`LoadResult.body` reads one on demand.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import Callable
+
+from amqtool import native
+from amqtool.formats.artemis.records import (
+    ADD,
+    ADD_TX,
+    COMMIT,
+    DELETE,
+    DELETE_TX,
+    EVENT,
+    PREPARE,
+    ROLLBACK,
+    UPDATE,
+    UPDATE_TX,
+    fixed_size,
+)
+from amqtool.store.journal_files import JournalFile, OpenedJournal
+
+# One surviving record (RecordInfo without its data): where its body lies instead of the body itself.
+LiveRecord = namedtuple(
+    "LiveRecord", "id user_record_type is_update compact_count file_index body_offset body_len"
+)
+_new_live = tuple.__new__  # _new_live(LiveRecord, (...)) skips namedtuple argument parsing
+
+
+@dataclass
+class TxInfo:
+    """A transaction left open at the end of the load (prepared or failed), as Artemis reports it."""
+
+    tx_id: int
+    records: list[LiveRecord] = field(default_factory=list)
+    records_to_delete: list[LiveRecord] = field(default_factory=list)
+    prepared: bool = False
+    invalid: bool = False
+    extra: bytes | None = None
+    prepare_location: tuple[int, int] | None = None  # (file index, offset) of the PREPARE record
+
+
+@dataclass
+class FileScan:
+    """What scanning one file found."""
+
+    index: int
+    file: JournalFile
+    records: int = 0
+    marked: bool = False
+    has_data: bool = False
+    last_data_pos: int = 16
+    type_counts: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Anomaly:
+    """A load-time observation that ``verify`` turns into a finding."""
+
+    code: str
+    file_index: int
+    offset: int
+    ids: dict = field(default_factory=dict)
+
+
+@dataclass
+class LoadResult:
+    """The outcome of :func:`load_journal`."""
+
+    opened: OpenedJournal
+    live: list[LiveRecord]
+    prepared: list[TxInfo]
+    failed: list[TxInfo]
+    max_id: int
+    number_of_records: int  # JournalLoadInformation.numberOfRecords: ids in the live map
+    scans: list[FileScan]
+    anomalies: list[Anomaly]
+    anomaly_counts: dict[str, int]
+
+    @property
+    def files(self) -> list[JournalFile]:
+        return self.opened.files
+
+    def body(self, rec: LiveRecord) -> bytes:
+        """The body bytes of ``rec`` (read from its file now)."""
+        if rec.body_len == 0:
+            return b""
+        return self.opened.pread(rec.file_index, rec.body_offset, rec.body_len)
+
+    def body_sha256(self, rec: LiveRecord) -> str:
+        return hashlib.sha256(self.body(rec)).hexdigest()
+
+    @property
+    def data_files(self) -> list[JournalFile]:
+        """``getDataFiles()`` after a read-only load: every data file but the last, which becomes current."""
+        data = [s.file for s in self.scans if s.has_data]
+        return data[:-1]
+
+    @property
+    def current_file(self) -> JournalFile | None:
+        """The file Artemis would append to: the last data file (None when there is none, in which case
+        Artemis would take or create a free file)."""
+        data = [s.file for s in self.scans if s.has_data]
+        return data[-1] if data else None
+
+
+class _Tx:
+    """TransactionHolder + JournalTransaction counters, merged (they live and die together on load)."""
+
+    __slots__ = ("tx_id", "records", "deletes", "prepared", "invalid", "extra", "last_file", "counter",
+                 "prepare_location")
+
+    def __init__(self, tx_id: int):
+        self.tx_id = tx_id
+        self.records = []
+        self.deletes = []
+        self.prepared = False
+        self.invalid = False
+        self.extra = None
+        self.last_file = -1
+        self.counter = 0
+        self.prepare_location = None
+
+    def counter_for(self, file_index: int) -> int:
+        # JournalTransaction.getCounter: reading it for another file resets it.
+        if self.last_file != file_index:
+            self.last_file = file_index
+            self.counter = 0
+        return self.counter
+
+    def inc(self, file_index: int) -> None:
+        if self.last_file != file_index:
+            self.last_file = file_index
+            self.counter = 0
+        self.counter += 1
+
+
+MAX_ANOMALY_EXAMPLES = 100
+
+
+def load_journal(
+    opened: OpenedJournal,
+    *,
+    check_tag: bool = True,
+    on_file: Callable[[FileScan, bytes, list], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    record_filter: Callable[[tuple], bool] | None = None,
+) -> LoadResult:
+    """Load the live state of ``opened`` as ``JournalImpl.load(..., fixBadTx=false)`` would.
+
+    ``on_file(scan, data, records)`` is called after each file is scanned and processed, with the file's
+    bytes and scanner tuples (verify inspects the gaps between records there). ``progress(n)`` receives
+    bytes scanned. ``check_tag=False`` accepts records of earlier uses of reused files (``--reclaimed``).
+    """
+    scan = native.scan_records
+
+    entries: dict[int, LiveRecord] = {}  # sequence -> entry, in the order Artemis' list would hold them
+    by_id: dict[int, list[int]] = {}
+    deleted: set[int] = set()
+    live_ids: set[int] = set()  # JournalImpl.records keys
+    txs: dict[int, _Tx] = {}  # LinkedHashMap: failed/prepared are reported in first-seen order
+    anomalies: list[Anomaly] = []
+    counts: dict[str, int] = {}
+    scans: list[FileScan] = []
+    max_id = -1
+    seq = 0
+
+    def note(code: str, fi: int, off: int, **ids) -> None:
+        n = counts.get(code, 0)
+        counts[code] = n + 1
+        if n < MAX_ANOMALY_EXAMPLES:
+            anomalies.append(Anomaly(code, fi, off, ids))
+
+    def append(entry: LiveRecord) -> None:
+        nonlocal seq
+        rid = entry.id
+        if rid in deleted:
+            return  # Artemis drops every entry of a deleted id at the end of the load
+        seq += 1
+        entries[seq] = entry
+        lst = by_id.get(rid)
+        if lst is None:
+            by_id[rid] = [seq]
+        else:
+            lst.append(seq)
+
+    def delete(rid: int) -> None:
+        deleted.add(rid)
+        for s in by_id.pop(rid, ()):
+            del entries[s]
+
+    for fi, jf in enumerate(opened.files):
+        data = opened.read_file(fi)
+        version = jf.version
+        body_start = {t: fixed_size(t, version) - 4 for t in (EVENT, ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX)}
+        records, marked = scan(data, jf.tag, version, check_tag, 16)
+        if record_filter is not None:
+            records = [r for r in records if record_filter(r)]
+        fs = FileScan(fi, jf, records=len(records), marked=marked)
+        has_data = marked
+        tcounts = fs.type_counts
+        for rec in records:
+            t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len = rec
+            tcounts[t] = tcounts.get(t, 0) + 1
+            if t == ADD:
+                if rid > max_id:
+                    max_id = rid
+                has_data = True
+                append(_new_live(LiveRecord, (rid, utype, False, cc, fi, off + body_start[t], body_len)))
+                live_ids.add(rid)
+            elif t == UPDATE:
+                if rid > max_id:
+                    max_id = rid
+                has_data = True
+                append(_new_live(LiveRecord, (rid, utype, True, cc, fi, off + body_start[t], body_len)))
+                if rid not in live_ids:
+                    note("update-unknown-id", fi, off, id=rid)
+            elif t == DELETE:
+                has_data = True
+                if rid in live_ids:
+                    live_ids.discard(rid)
+                else:
+                    note("delete-unknown-id", fi, off, id=rid)
+                delete(rid)
+            elif t == ADD_TX or t == UPDATE_TX:
+                if rid > max_id:
+                    max_id = rid
+                has_data = True
+                tx = txs.get(tx_id)
+                if tx is None:
+                    tx = txs[tx_id] = _Tx(tx_id)
+                tx.records.append(_new_live(LiveRecord, (rid, utype, t == UPDATE_TX, cc, fi, off + body_start[t],
+                                                         body_len)))
+                tx.inc(fi)
+            elif t == DELETE_TX:
+                has_data = True
+                tx = txs.get(tx_id)
+                if tx is None:
+                    tx = txs[tx_id] = _Tx(tx_id)
+                # RecordInfo(id, 0, data, isUpdate=true, ..., compactCount)
+                tx.deletes.append(_new_live(LiveRecord, (rid, 0, True, cc, fi, off + body_start[t], body_len)))
+                tx.inc(fi)
+            elif t == PREPARE:
+                has_data = True
+                tx = txs.get(tx_id)
+                if tx is None:
+                    tx = txs[tx_id] = _Tx(tx_id)  # empty prepared transactions are allowed
+                tx.prepared = True
+                start = off + fixed_size(PREPARE, version) - 4
+                tx.extra = bytes(data[start:start + extra_len])
+                tx.prepare_location = (fi, off)
+                if tx.counter_for(fi) != nrec:
+                    tx.invalid = True
+                    note("prepare-count-mismatch", fi, off, txId=tx_id, expected=nrec, found=tx.counter)
+            elif t == COMMIT:
+                tx = txs.pop(tx_id, None)
+                if tx is None:
+                    note("commit-unknown-tx", fi, off, txId=tx_id)
+                    continue
+                has_data = True
+                found = tx.counter_for(fi)
+                if found == nrec:
+                    for r in tx.records:
+                        append(r)
+                        live_ids.add(r.id)
+                    for r in tx.deletes:
+                        live_ids.discard(r.id)
+                        delete(r.id)
+                else:
+                    note("commit-count-mismatch", fi, off, txId=tx_id, expected=nrec, found=found,
+                         records=len(tx.records) + len(tx.deletes))
+            elif t == ROLLBACK:
+                tx = txs.pop(tx_id, None)
+                if tx is None:
+                    note("rollback-unknown-tx", fi, off, txId=tx_id)
+                    continue
+                has_data = True
+            # EVENT: ignored by load (the default JournalReaderCallback does nothing, not even hasData).
+        fs.has_data = has_data
+        if records:
+            last = records[-1]
+            fs.last_data_pos = last[1] + last[2]
+        scans.append(fs)
+        if on_file is not None:
+            on_file(fs, data, records)
+        if progress is not None:
+            progress(len(data))
+        del data, records
+
+    prepared: list[TxInfo] = []
+    failed: list[TxInfo] = []
+    for tx in txs.values():
+        info = TxInfo(tx.tx_id, tx.records, tx.deletes, tx.prepared, tx.invalid, tx.extra, tx.prepare_location)
+        if not tx.prepared or tx.invalid:
+            failed.append(info)
+        else:
+            for r in tx.records:
+                if r.id > max_id:
+                    max_id = r.id
+            prepared.append(info)
+
+    return LoadResult(
+        opened=opened,
+        live=list(entries.values()),
+        prepared=prepared,
+        failed=failed,
+        max_id=max_id,
+        number_of_records=len(live_ids),
+        scans=scans,
+        anomalies=anomalies,
+        anomaly_counts=counts,
+    )

@@ -1,0 +1,222 @@
+"""Opening an Artemis journal directory read-only, as ``JournalImpl.load`` would see it.
+
+Artemis first processes ``journal-rename-control.ctr`` (rolling a committed compaction forward), deletes
+leftover ``.cmp``/``.tmp`` files and short files, then orders the rest by header fileID (§1.4, §4.3). A
+read-only tool must not do any of that on disk, so :func:`open_journal` computes the same *view* in memory:
+which bytes Artemis would load under which names, and what it would have changed first (reported as
+:class:`PendingAction` so ``verify`` can say so).
+
+Files are read one at a time into memory (a journal file is bounded, 10 MiB by default) and released after
+scanning, so memory does not grow with journal size. They are deliberately not ``mmap``-ed: a file that a
+running broker truncates while we read it would raise SIGBUS and kill the process, where ``read`` just
+returns fewer bytes.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amqtool.errors import FormatError, UnknownStoreError
+from amqtool.formats.artemis.control import CONTROL_FILE_NAME, ControlFile, decode_control_file
+from amqtool.formats.artemis.records import HEADER_SIZE, FileHeader, decode_header
+from amqtool.store.layout import JournalDir
+
+
+@dataclass
+class JournalFile:
+    """One journal file as Artemis would load it. ``path`` is where the bytes are (a ``.cmp`` file when a
+    committed compaction is still to be rolled forward); ``name`` is the name Artemis would give it."""
+
+    path: Path
+    name: str
+    size: int
+    header: FileHeader
+
+    @property
+    def file_id(self) -> int:
+        return self.header.file_id
+
+    @property
+    def tag(self) -> int:
+        return self.header.tag
+
+    @property
+    def version(self) -> int:
+        return self.header.version
+
+
+@dataclass
+class PendingAction:
+    """Something Artemis would do to the directory at its next start before loading."""
+
+    code: str  # control-file-rollforward | control-file-discard | leftover-cmp | leftover-tmp | short-file | ...
+    path: str
+    message: str
+
+
+@dataclass
+class SkippedFile:
+    """A journal file Artemis would refuse (its load fails) or drop."""
+
+    path: str
+    code: str  # bad-header-version | user-version-mismatch | unreadable
+    message: str
+    offset: int | None = 0
+
+
+@dataclass
+class OpenedJournal:
+    """The ordered journal files of one directory, mapped read-only. Use as a context manager."""
+
+    journal: JournalDir
+    files: list[JournalFile] = field(default_factory=list)
+    pending: list[PendingAction] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    control: ControlFile | None = None
+    _fd: int | None = field(default=None, repr=False)
+    _fd_index: int = field(default=-1, repr=False)
+
+    def __enter__(self) -> "OpenedJournal":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            self._fd_index = -1
+
+    def bytes_total(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def read_file(self, index: int) -> bytes:
+        """The whole file ``files[index]`` as Artemis reads it (``readJournalFile`` reads the file into one
+        buffer). The size is what was there when it was read; a file that changed since listing is read as
+        it is now."""
+        f = self.files[index]
+        try:
+            with open(f.path, "rb", buffering=0) as fh:
+                data = fh.read()
+        except OSError as err:
+            raise UnknownStoreError(f"cannot read journal file: {err.strerror}", path=str(f.path)) from None
+        f.size = len(data)
+        return data
+
+    def pread(self, index: int, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` of ``files[index]`` (fewer if the file shrank meanwhile). One
+        descriptor is cached: live records come in file order, so this is nearly always a hit."""
+        if self._fd_index != index:
+            self.close()
+            try:
+                self._fd = os.open(self.files[index].path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as err:
+                raise UnknownStoreError(f"cannot open journal file: {err.strerror}",
+                                        path=str(self.files[index].path)) from None
+            self._fd_index = index
+        return os.pread(self._fd, length, offset)
+
+
+def _read_small(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
+    """List, recover (in memory) and order the files of ``journal`` without changing anything on disk.
+
+    Raises UnknownStoreError when the directory cannot be listed.
+    """
+    directory = journal.directory
+    ext = "." + journal.spec.extension
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as err:
+        raise UnknownStoreError(f"cannot list journal directory: {err.strerror}", path=str(directory)) from None
+    result = OpenedJournal(journal)
+
+    # name -> path holding the bytes Artemis would load under that name
+    effective: dict[str, Path] = {n: directory / n for n in names if n.endswith(ext)}
+    consumed: set[str] = set()
+
+    # 1. checkControlFile (§4.3): a valid control file rolls the compaction forward.
+    if CONTROL_FILE_NAME in names:
+        ctl_path = directory / CONTROL_FILE_NAME
+        try:
+            control = decode_control_file(_read_small(ctl_path))
+        except FormatError as err:
+            control = None
+            result.pending.append(PendingAction("control-file-unreadable", str(ctl_path),
+                                                f"control file has a valid record but an unreadable body: {err}"))
+        except OSError as err:
+            raise UnknownStoreError(f"cannot read control file: {err.strerror}", path=str(ctl_path)) from None
+        result.control = control
+        if control is None:
+            result.pending.append(PendingAction(
+                "control-file-discard", str(ctl_path),
+                "interrupted compaction that never committed: Artemis will delete the control file and the "
+                ".cmp files and keep the old files"))
+        else:
+            result.pending.append(PendingAction(
+                "control-file-rollforward", str(ctl_path),
+                f"interrupted compaction that committed: Artemis will delete {len(control.old_files)} old "
+                f"file(s) and rename {len(control.new_files)} .cmp file(s) at its next start"))
+            for old in control.old_files:
+                effective.pop(old, None)
+            for new in control.new_files:
+                if new in names and new.endswith(".cmp"):
+                    effective[new[: -len(".cmp")]] = directory / new
+                    consumed.add(new)
+            for src, dst in control.renames:
+                if src in names:
+                    effective[dst] = directory / src
+                    effective.pop(src, None)
+                    consumed.add(src)
+
+    # 2. cleanupTmpFiles(".cmp"), (".tmp")
+    for n in names:
+        if n in consumed:
+            continue
+        for suffix, code in ((ext + ".cmp", "leftover-cmp"), (ext + ".tmp", "leftover-tmp")):
+            if n.endswith(suffix):
+                result.pending.append(PendingAction(
+                    code, str(directory / n), f"leftover {suffix[len(ext):]} file: Artemis deletes it at start"))
+
+    # 3. orderFiles (§1.4): short files are deleted by Artemis; headers must be readable and compatible.
+    files: list[JournalFile] = []
+    for name, path in effective.items():
+        try:
+            st = os.stat(path)
+        except OSError as err:
+            result.skipped.append(SkippedFile(str(path), "unreadable", f"cannot stat: {err.strerror}", None))
+            continue
+        if not os.path.isfile(path):
+            continue
+        if st.st_size < HEADER_SIZE:
+            result.pending.append(PendingAction(
+                "short-file", str(path),
+                f"file is {st.st_size} bytes, shorter than the 16-byte header: Artemis deletes it at start"))
+            continue
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(HEADER_SIZE)
+        except OSError as err:
+            result.skipped.append(SkippedFile(str(path), "unreadable", f"cannot read: {err.strerror}", None))
+            continue
+        try:
+            header = decode_header(head, path=str(path))
+        except FormatError as err:
+            result.skipped.append(SkippedFile(str(path), "bad-header-version", err.message))
+            continue
+        if header.user_version != user_version:
+            result.skipped.append(SkippedFile(
+                str(path), "user-version-mismatch",
+                f"header userVersion is {header.user_version}, expected {user_version}: Artemis refuses to load"))
+            continue
+        files.append(JournalFile(path=path, name=name, size=st.st_size, header=header))
+    # Artemis sorts by header fileID only; ties keep listing order, which we make deterministic by name.
+    files.sort(key=lambda f: (f.file_id, f.name))
+    result.files = files
+    return result
