@@ -1,1 +1,194 @@
-"""`amqtool check` (being built in this session)."""
+"""``amqtool check``: write-cache, disk-space, aio and all. Is this disk fit to hold a journal?
+
+Thin: options -> targets and limits -> ``amqtool.engines.check`` -> a Rich table or one JSON document ->
+exit code from the verdict. Nothing here changes the system.
+"""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from amqtool.commands.main import app
+from amqtool.commands.output import (
+    FORMAT_OPTION,
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    stderr_console,
+    write_json,
+)
+from amqtool.errors import UsageError
+
+check_app = typer.Typer(
+    name="check",
+    help="Is this disk fit to hold a journal? Write cache, free space against the broker limits, AIO/O_DIRECT.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(check_app, name="check")
+
+PATHS_ARG = typer.Argument(None, help="Directories to check (default: the broker's store directories, else .).")
+BROKER_XML = typer.Option(None, "--broker-xml", help="Artemis broker.xml: store directories and limits.")
+ACTIVEMQ_XML = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: store and usage limits.")
+MAX_DISK_USAGE = typer.Option(None, "--max-disk-usage",
+                              help="Artemis max-disk-usage in percent (default 90; -1 = off).")
+MIN_DISK_FREE = typer.Option(None, "--min-disk-free",
+                             help="Artemis min-disk-free, e.g. 10GB, 512MiB (wins over --max-disk-usage).")
+JOURNAL_MAX_IO = typer.Option(None, "--journal-max-io", help="Artemis journal-max-io (default 4096 for ASYNCIO).")
+DEVICE_BLOCK_SIZE = typer.Option(None, "--journal-device-block-size",
+                                 help="Artemis journal-device-block-size, e.g. 4096 or 4KiB.")
+PROBE_SECONDS = typer.Option(3.0, "--probe-seconds", help="Length of the fsync-rate probe in `check all` (0 = skip).")
+
+
+class _Config:
+    """Options resolved against broker.xml / activemq.xml and Artemis' defaults."""
+
+    def __init__(self, paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
+                 journal_device_block_size):
+        from amqtool.engines.check import Target
+        from amqtool.inspectors.space import ArtemisLimit, read_activemq_xml
+        from amqtool.store.brokerxml import DEFAULT_MAX_DISK_USAGE, parse_byte_size, read_broker_xml
+
+        settings = read_broker_xml(broker_xml) if broker_xml else None
+        self.classic = read_activemq_xml(activemq_xml) if activemq_xml else None
+        if paths:
+            self.targets = [Target("path", p, True) for p in paths]
+        else:
+            self.targets = []
+            if settings:
+                self.targets += [Target(role, str(d), False) for role, d in settings.directories().items()]
+            if self.classic:
+                self.targets += [Target(role, str(d), False) for role, d in self.classic.directories().items()]
+            if not self.targets:
+                self.targets = [Target("path", ".", True)]
+        mdu = max_disk_usage if max_disk_usage is not None else (
+            settings.max_disk_usage if settings else DEFAULT_MAX_DISK_USAGE)
+        if mdu != -1 and not 0 <= mdu <= 100:
+            raise UsageError(f"--max-disk-usage must be a percentage 0-100 or -1, not {mdu}")
+        if min_disk_free is not None:
+            mdf = -1 if min_disk_free.strip() == "-1" else parse_byte_size(min_disk_free)
+        else:
+            mdf = settings.min_disk_free if settings else None
+        self.limit = ArtemisLimit(max_disk_usage=mdu, min_disk_free=mdf)
+        if journal_max_io is not None and journal_max_io < 1:
+            raise UsageError(f"--journal-max-io must be at least 1, not {journal_max_io}")
+        self.journal_type = settings.journal_type if settings else "ASYNCIO"
+        self.journal_max_io = journal_max_io or (settings.effective_max_io if settings else 4096)
+        if journal_device_block_size is not None:
+            self.device_block_size = parse_byte_size(journal_device_block_size)
+        else:
+            self.device_block_size = settings.journal_device_block_size if settings else None
+
+
+def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
+    if fmt in (OutputFormat.json, OutputFormat.jsonl):
+        write_json({"check": name, **report.to_json()})
+    else:
+        _table(name, report)
+    finish(report.verdict)
+
+
+def _table(name: str, report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Console(file=sys.stdout, markup=False, highlight=False, emoji=False,
+                  width=None if sys.stdout.isatty() else 160)
+    table = Table(title=f"amqtool check {name}", title_justify="left", show_lines=False)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    table.add_column("path", overflow="fold")
+    table.add_column("message", overflow="fold")
+    for f in report.findings:
+        table.add_row(f.severity.value.upper(), f.code, f.path or "-", f.message)
+    out.print(table)
+    sys.stdout.write(f"verdict: {report.verdict.name}\n")
+
+
+def _status(quiet: bool, message: str) -> None:
+    if not quiet:
+        stderr_console().print(message)
+
+
+@check_app.command("write-cache")
+def write_cache(
+    paths: Optional[List[str]] = PATHS_ARG,
+    broker_xml: Optional[str] = BROKER_XML,
+    activemq_xml: Optional[str] = ACTIVEMQ_XML,
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
+    with guarded(fmt):
+        from amqtool.engines.check import check_write_cache
+
+        cfg = _Config(paths, broker_xml, activemq_xml, None, None, None, None)
+        _emit("write-cache", check_write_cache(cfg.targets), fmt, quiet)
+
+
+@check_app.command("disk-space")
+def disk_space(
+    paths: Optional[List[str]] = PATHS_ARG,
+    broker_xml: Optional[str] = BROKER_XML,
+    activemq_xml: Optional[str] = ACTIVEMQ_XML,
+    max_disk_usage: Optional[int] = MAX_DISK_USAGE,
+    min_disk_free: Optional[str] = MIN_DISK_FREE,
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
+    with guarded(fmt):
+        from amqtool.engines.check import check_disk_space
+
+        cfg = _Config(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, None, None)
+        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet)
+
+
+@check_app.command("aio")
+def aio(
+    path: str = typer.Argument(..., help="The journal directory (a test file is created there and removed)."),
+    broker_xml: Optional[str] = BROKER_XML,
+    journal_max_io: Optional[int] = JOURNAL_MAX_IO,
+    journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
+    with guarded(fmt):
+        from amqtool.engines.check import check_aio
+
+        cfg = _Config([path], broker_xml, None, None, None, journal_max_io, journal_device_block_size)
+        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet)
+
+
+@check_app.command("all")
+def check_all(
+    paths: Optional[List[str]] = PATHS_ARG,
+    broker_xml: Optional[str] = BROKER_XML,
+    activemq_xml: Optional[str] = ACTIVEMQ_XML,
+    max_disk_usage: Optional[int] = MAX_DISK_USAGE,
+    min_disk_free: Optional[str] = MIN_DISK_FREE,
+    journal_max_io: Optional[int] = JOURNAL_MAX_IO,
+    journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
+    probe_seconds: float = PROBE_SECONDS,
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
+    with guarded(fmt):
+        from amqtool.engines.check import check_all as run_all
+
+        cfg = _Config(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
+                      journal_device_block_size)
+        if probe_seconds < 0:
+            raise UsageError("--probe-seconds must not be negative")
+        if probe_seconds > 0:
+            _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
+        report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
+                         cfg.journal_type, probe_seconds)
+        _emit("all", report, fmt, quiet)
