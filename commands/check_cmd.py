@@ -120,6 +120,8 @@ def write_cache(
     paths: Optional[List[str]] = PATHS_ARG,
     broker_xml: Optional[str] = BROKER_XML,
     activemq_xml: Optional[str] = ACTIVEMQ_XML,
+    root: str = typer.Option("/", "--root", hidden=True,
+                             help="Read sys/, proc/self/mountinfo and run/udev/data from a recorded tree."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -128,7 +130,7 @@ def write_cache(
         from amqtool.engines.check import check_write_cache
 
         cfg = _Config(paths, broker_xml, activemq_xml, None, None, None, None)
-        _emit("write-cache", check_write_cache(cfg.targets), fmt, quiet)
+        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet)
 
 
 @check_app.command("disk-space")

@@ -246,7 +246,7 @@ class _Walker:
             stack.problems.append(f"device stack deeper than {MAX_DEPTH} levels under {path}; stopped")
             return None
         mount = find_mount(path, self.root, self.mounts)
-        if depth == 0:
+        if stack.mount is None:
             stack.mount = mount
         if mount is None:
             stack.problems.append(f"no mount holds {path}")

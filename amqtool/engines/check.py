@@ -82,8 +82,18 @@ def _resolve_targets(targets: list[Target], report: CheckReport) -> list[tuple[T
     """(target, existing path to inspect). Missing explicit paths become UNKNOWN findings."""
     out = []
     for t in targets:
-        if os.path.exists(t.path):
+        try:
+            os.stat(t.path)
             out.append((t, t.path))
+            continue
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            report.add(Severity.UNKNOWN, "permission-denied", "permission denied (cannot look up the path)", t.path,
+                       role=t.role)
+            continue
+        except OSError as err:
+            report.add(Severity.UNKNOWN, "path-unreadable", err.strerror or str(err), t.path, role=t.role)
             continue
         if t.explicit:
             report.add(Severity.UNKNOWN, "path-not-found", "no such file or directory", t.path, role=t.role)
