@@ -1,12 +1,104 @@
-"""`amqtool print` (being built in this session)."""
-from amqtool.commands.main import app
-from amqtool.commands.output import FORMAT_OPTION, OutputFormat, guarded, write_json
+"""``amqtool print PATH``: what a store holds, for people (text), programs (json, jsonl) and support
+runbooks (``--style artemis``, the lines of ``artemis data print``)."""
+from __future__ import annotations
+
+import enum
+import sys
+
 import typer
 
+from amqtool.commands.main import app
+from amqtool.commands.output import (
+    FORMAT_OPTION,
+    QUIET_OPTION,
+    OutputFormat,
+    guarded,
+    progress,
+    write_json,
+    write_jsonl,
+    write_lines,
+)
+from amqtool.errors import UsageError
+
+
+class Style(str, enum.Enum):
+    amqtool = "amqtool"
+    artemis = "artemis"
+
+
+class JournalChoice(str, enum.Enum):
+    bindings = "bindings"
+    messages = "messages"
+
+
 @app.command("print")
-def print_(path: str = typer.Argument(...), fmt: OutputFormat = FORMAT_OPTION) -> None:
-    """Print a store."""
+def print_(
+    path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
+    broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
+    activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
+    fmt: OutputFormat = FORMAT_OPTION,
+    style: Style = typer.Option(Style.amqtool, "--style", help="Text style: amqtool, or artemis (`artemis data print` lines)."),
+    safe: bool = typer.Option(False, "--safe", help="No body bytes: sizes and sha256 only."),
+    reclaimed: bool = typer.Option(False, "--reclaimed", help="Also show records left from earlier uses of reused files."),
+    ids: list[int] = typer.Option(None, "--id", help="Only this record id (repeatable)."),
+    types: list[int] = typer.Option(None, "--type", help="Only this user record type (repeatable)."),
+    files: list[str] = typer.Option(None, "--file", help="Only records whose body is in this file name (repeatable)."),
+    journal: JournalChoice = typer.Option(None, "--journal", help="Only the bindings or the messages journal."),
+    max_pages: int = typer.Option(-1, "--max-pages", help="Paging: at most this many pages per address (-1 all, 0 none)."),
+    pins: bool = typer.Option(False, "--pins", help="KahaDB: why each log file cannot be deleted yet."),
+    drain: str = typer.Option(None, "--drain", help="KahaDB, with --pins: which files would go if DEST were drained."),
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
         from amqtool.store.layout import detect
-        s = detect(path)
-        write_json({"verdict": "OK", "kind": s.kind})
+
+        store = detect(path, broker_xml, activemq_xml)
+        if store.kind == "kahadb":
+            _print_kahadb(store, fmt, safe, pins, drain, quiet)
+            return
+        if pins or drain:
+            raise UsageError("--pins and --drain apply to KahaDB stores only")
+        from amqtool.engines.journal_print import PrintOptions, iter_json, iter_rows, iter_text
+        from amqtool.engines.verify import total_bytes
+
+        opts = PrintOptions(
+            safe=safe,
+            reclaimed=reclaimed,
+            ids=set(ids) if ids else None,
+            user_types=set(types) if types else None,
+            files=set(files) if files else None,
+            journals={journal.value} if journal else None,
+        )
+        with progress("reading", total_bytes(store), quiet) as advance:
+            if style is Style.artemis:
+                if fmt is not OutputFormat.text:
+                    raise UsageError("--style artemis is a text style; use it without --format json")
+                from amqtool.engines.describe import describe_store
+
+                write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
+                                           progress=advance))
+            elif fmt is OutputFormat.json:
+                for chunk in iter_json(store, opts, advance):
+                    sys.stdout.write(chunk)
+            elif fmt is OutputFormat.jsonl:
+                write_jsonl(iter_rows(store, opts, advance))
+            else:
+                from amqtool.engines.describe import describe_live_record
+
+                write_lines(iter_text(store, opts, advance, describe=describe_live_record))
+
+
+def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool) -> None:
+    from amqtool.engines import kahadb
+
+    with progress("reading", None, quiet) as advance:
+        if fmt is OutputFormat.jsonl:
+            write_jsonl(kahadb.iter_record_rows(store, safe=safe))
+            return
+        doc = kahadb.print_document(store, safe=safe, records=False, pins=pins or bool(drain), drain=drain,
+                                    progress=advance)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    else:
+        write_lines(kahadb.render_text(doc))

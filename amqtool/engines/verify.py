@@ -1,0 +1,328 @@
+"""``verify`` for Artemis stores: findings with severity, code, file and offset, and one verdict.
+
+What is judged, and why (codes are documented in man/amqtool-verify.1):
+
+* The file view Artemis would load (:func:`open_journal`): an interrupted compaction (control file, leftover
+  ``.cmp``), leftover ``.tmp`` and short files, headers Artemis refuses (format version, userVersion), and
+  duplicate header fileIDs.
+* The bytes of each file between the records the scanner accepts. Zero (or HornetQ ``'J'``) filler is what
+  Artemis writes. Records with another tag after the data are left over from an earlier use of a reused
+  file, which Artemis ignores by design (``info``). Anything else after the last record of the newest file is
+  a torn tail, the normal result of a crash mid-write (``warning``: the broker drops that record). Damaged
+  bytes *followed by valid records* mean data was lost in the middle of a file (``critical``).
+* The transactions as the load sees them: a COMMIT whose record count does not match makes Artemis discard
+  the whole transaction (``critical``); an unhealthy PREPARE makes it a failed transaction (``warning``);
+  prepared and never-completed transactions are normal states and reported as ``info``.
+* Large messages: a live large-message record without its ``<id>.msg`` file is data loss (``critical``);
+  a ``.msg`` file no record points to is disk space the broker leaks (``warning``).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from amqtool.errors import Finding, Severity, UnknownStoreError
+from amqtool.formats.artemis.records import scan_records_py
+from amqtool.engines.load import FileScan, LoadResult, load_journal
+from amqtool.store.journal_files import open_journal
+from amqtool.store.layout import ArtemisStore, JournalDir
+
+ADD_LARGE_MESSAGE = 30  # JournalRecordIds.ADD_LARGE_MESSAGE
+
+_NOT_FILLER = re.compile(rb"[^\x00J]")
+_STALE_SEARCH_LIMIT = 64 * 1024
+MAX_DAMAGED_PER_FILE = 20
+
+
+@dataclass
+class JournalSummary:
+    kind: str
+    directory: str
+    files: int = 0
+    bytes: int = 0
+    records: int = 0
+    live_records: int = 0
+    prepared: int = 0
+    failed: int = 0
+    max_id: int = -1
+
+    def to_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "directory": self.directory,
+            "files": self.files,
+            "bytes": self.bytes,
+            "records": self.records,
+            "liveRecords": self.live_records,
+            "preparedTransactions": self.prepared,
+            "failedTransactions": self.failed,
+            "maxId": self.max_id,
+        }
+
+
+@dataclass
+class VerifyReport:
+    findings: list[Finding] = field(default_factory=list)
+    journals: list[JournalSummary] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {
+            "files": sum(j.files for j in self.journals),
+            "bytes": sum(j.bytes for j in self.journals),
+            "records": sum(j.records for j in self.journals),
+            "liveRecords": sum(j.live_records for j in self.journals),
+            "journals": [j.to_json() for j in self.journals],
+        }
+
+
+def _all_filler(data: bytes, start: int, end: int) -> bool:
+    if start >= end:
+        return True
+    # memcmp against zeros first (the common case, fast), then the slower search that also allows 'J'.
+    if data[start:end] == bytes(end - start):
+        return True
+    return _NOT_FILLER.search(data, start, end) is None
+
+
+def _first_foreign_record(data: bytes, start: int, end: int, tag: int, version: int) -> int | None:
+    """Offset of the first complete record whose tag is not ``tag`` in ``data[start:end]`` (looked for
+    in the first 64 KiB only), or None."""
+    stop = min(end, start + _STALE_SEARCH_LIMIT)
+    window = data[:stop]
+    records, _ = scan_records_py(window, tag, version, check_tag=False, start=start)
+    for rec in records:
+        if int.from_bytes(data[rec[1] + 1:rec[1] + 5], "big", signed=True) != tag:
+            return rec[1]
+    return None
+
+
+class _GapInspector:
+    """Classifies the bytes between accepted records of each file (called by load_journal per file)."""
+
+    def __init__(self, findings: list[Finding]):
+        self.findings = findings
+        self.tails: list[tuple[int, str, int, int]] = []
+
+    def __call__(self, scan: FileScan, data: bytes, records: list) -> None:
+        jf = scan.file
+        path = str(jf.path)
+        pos = 16
+        damaged = 0
+        for rec in records:
+            off = rec[1]
+            if not _all_filler(data, pos, off):
+                damaged += 1
+                first = _NOT_FILLER.search(data, pos, off).start()
+                if damaged <= MAX_DAMAGED_PER_FILE:
+                    self.findings.append(Finding(
+                        Severity.CRITICAL, "damaged-record",
+                        f"{off - first} damaged byte(s) followed by valid records: at least one record was "
+                        f"lost here (the broker skips it and goes on)", path, first, {"nextValidRecord": off}))
+            pos = off + rec[2]
+        if damaged > MAX_DAMAGED_PER_FILE:
+            self.findings.append(Finding(
+                Severity.CRITICAL, "damaged-record",
+                f"{damaged - MAX_DAMAGED_PER_FILE} more damaged region(s) in this file", path, None))
+        end = len(data)
+        if _all_filler(data, pos, end):
+            return
+        first = _NOT_FILLER.search(data, pos, end).start()
+        # A torn record of the current use of the file carries the file's own tag.
+        own_tag = (first + 5 <= end and 10 <= data[first] <= 19
+                   and int.from_bytes(data[first + 1:first + 5], "big", signed=True) == jf.tag)
+        stale_at = None if own_tag else _first_foreign_record(data, first, end, jf.tag, jf.version)
+        if stale_at is not None:
+            self.findings.append(Finding(
+                Severity.INFO, "stale-records",
+                "records of an earlier use of this reused file follow the data; Artemis ignores them "
+                "(their tag is not this file's)", path, stale_at))
+            return
+        last = len(data[first:end].rstrip(b"\x00"))
+        # Whether this is a torn tail (newest data file) is known only once every file is scanned.
+        self.tails.append((scan.index, path, first, last))
+
+    def finish(self, result) -> None:
+        data_indexes = [s.index for s in result.scans if s.has_data]
+        current = data_indexes[-1] if data_indexes else -1
+        for index, path, first, length in self.tails:
+            if index == current:
+                self.findings.append(Finding(
+                    Severity.WARNING, "torn-tail",
+                    f"{length} byte(s) of a partly written record after the last valid record of the "
+                    f"newest file: the broker stopped mid-write and will drop that record", path, first))
+            else:
+                self.findings.append(Finding(
+                    Severity.WARNING, "damaged-tail",
+                    f"{length} byte(s) of damaged data after the last valid record of a file that is not "
+                    f"the newest", path, first))
+
+
+def _pending_findings(opened, findings: list[Finding]) -> None:
+    for p in opened.pending:
+        if p.code in ("control-file-rollforward", "control-file-discard", "control-file-unreadable"):
+            findings.append(Finding(Severity.WARNING, "interrupted-compaction", p.message, p.path, None))
+        elif p.code == "leftover-cmp":
+            findings.append(Finding(Severity.WARNING, "leftover-cmp",
+                                    p.message + " (a compaction was interrupted before it committed)", p.path))
+        elif p.code == "leftover-tmp":
+            findings.append(Finding(Severity.INFO, "leftover-tmp", p.message, p.path))
+        elif p.code == "short-file":
+            findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
+    for s in opened.skipped:
+        findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
+                                s.path, s.offset))
+    seen: dict[int, str] = {}
+    for f in opened.files:
+        if f.file_id in seen:
+            findings.append(Finding(
+                Severity.CRITICAL, "duplicate-file-id",
+                f"header fileID {f.file_id} is also in {seen[f.file_id]}: their load order is undefined",
+                str(f.path), 8))
+        else:
+            seen[f.file_id] = f.name
+
+
+def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
+    files = result.files
+
+    def where(a) -> tuple[str, int]:
+        return str(files[a.file_index].path), a.offset
+
+    severities = {
+        "commit-count-mismatch": Severity.CRITICAL,
+        "prepare-count-mismatch": Severity.WARNING,
+        "update-unknown-id": Severity.INFO,
+        "delete-unknown-id": Severity.INFO,
+        "commit-unknown-tx": Severity.INFO,
+        "rollback-unknown-tx": Severity.INFO,
+    }
+    messages = {
+        "commit-count-mismatch": lambda i: (
+            f"transaction {i['txId']}: the commit record counts {i['expected']} record(s) in its file but "
+            f"{i['found']} are there; Artemis discards the whole transaction ({i['records']} record(s))"),
+        "prepare-count-mismatch": lambda i: (
+            f"transaction {i['txId']}: the prepare record counts {i['expected']} record(s) in its file but "
+            f"{i['found']} are there; Artemis treats the transaction as failed"),
+        "update-unknown-id": lambda i: (
+            f"update of record {i['id']}, which has no add (its file may have been reclaimed)"),
+        "delete-unknown-id": lambda i: (
+            f"delete of record {i['id']}, which has no add (its file may have been reclaimed)"),
+        "commit-unknown-tx": lambda i: (
+            f"commit of transaction {i['txId']}, which has no records (they may have been reclaimed)"),
+        "rollback-unknown-tx": lambda i: (
+            f"rollback of transaction {i['txId']}, which has no records (they may have been reclaimed)"),
+    }
+    listed: dict[str, int] = {}
+    for a in result.anomalies:
+        sev = severities[a.code]
+        if sev is Severity.INFO:
+            # Routine after reclaiming: one finding per kind, with the count and the first place.
+            if a.code in listed:
+                continue
+            listed[a.code] = 1
+            path, off = where(a)
+            n = result.anomaly_counts[a.code]
+            msg = messages[a.code](a.ids) + (f"; {n - 1} more like it" if n > 1 else "")
+            findings.append(Finding(sev, a.code, msg, path, off, {"count": n}))
+        else:
+            path, off = where(a)
+            findings.append(Finding(sev, a.code, messages[a.code](a.ids), path, off, dict(a.ids)))
+    for tx in result.prepared:
+        path, off = (str(files[tx.prepare_location[0]].path), tx.prepare_location[1]) if tx.prepare_location else (None, None)
+        findings.append(Finding(
+            Severity.INFO, "tx-prepared",
+            f"transaction {tx.tx_id} is prepared (XA, in doubt) with {len(tx.records)} record(s) and "
+            f"{len(tx.records_to_delete)} delete(s); the broker keeps it until a transaction manager "
+            f"resolves it", path, off, {"txId": tx.tx_id}))
+    for tx in result.failed:
+        first = (tx.records or tx.records_to_delete or [None])[0]
+        path = str(files[first.file_index].path) if first is not None else None
+        what = "was prepared unhealthily" if tx.prepared else "has no commit, prepare or rollback record"
+        findings.append(Finding(
+            Severity.INFO, "tx-incomplete",
+            f"transaction {tx.tx_id} {what}; the broker rolls back its {len(tx.records)} record(s) at start",
+            path, None, {"txId": tx.tx_id}))
+
+
+def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: list[Finding]) -> None:
+    ids = {r.id for r in result.live if r.user_record_type == ADD_LARGE_MESSAGE and not r.is_update}
+    for tx in result.prepared:
+        ids.update(r.id for r in tx.records if r.user_record_type == ADD_LARGE_MESSAGE)
+    lm_dir = store.large_messages_dir
+    files: dict[int, str] = {}
+    if lm_dir is not None:
+        try:
+            names = os.listdir(lm_dir)
+        except OSError as err:
+            findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot list: {err.strerror}", str(lm_dir)))
+            return
+        for n in names:
+            stem, dot, ext = n.partition(".")
+            if ext == "msg" and stem.isdigit():
+                files[int(stem)] = str(Path(lm_dir) / n)
+    for mid in sorted(ids - files.keys()):
+        findings.append(Finding(
+            Severity.CRITICAL, "large-message-missing",
+            f"large message {mid} has a journal record but no {mid}.msg body file",
+            str(lm_dir / f"{mid}.msg") if lm_dir else None, None, {"messageId": mid}))
+    for mid in sorted(files.keys() - ids):
+        findings.append(Finding(
+            Severity.WARNING, "large-message-orphan",
+            f"{mid}.msg has no large-message record in the journal (disk space the broker never frees)",
+            files[mid], None, {"messageId": mid}))
+
+
+def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
+                   progress: Callable[[int], None] | None = None) -> LoadResult | None:
+    """Verify one journal directory, appending findings and its summary to ``report``."""
+    findings = report.findings
+    summary = JournalSummary(journal.kind, str(journal.directory))
+    with open_journal(journal) as opened:
+        _pending_findings(opened, findings)
+        summary.files = len(opened.files)
+        if not opened.files:
+            if not opened.skipped:
+                findings.append(Finding(Severity.WARNING, "no-journal-files",
+                                        "no loadable journal file in this directory", str(journal.directory)))
+            report.journals.append(summary)
+            return None
+        inspector = _GapInspector(findings)
+        result = load_journal(opened, on_file=inspector, progress=progress)
+        inspector.finish(result)
+        summary.bytes = sum(s.file.size for s in result.scans)
+        summary.records = sum(s.records for s in result.scans)
+        summary.live_records = len(result.live)
+        summary.prepared = len(result.prepared)
+        summary.failed = len(result.failed)
+        summary.max_id = result.max_id
+        _load_findings(result, findings)
+        if journal.kind == "messages":
+            _large_message_findings(store, result, findings)
+    report.journals.append(summary)
+    return result
+
+
+def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None) -> VerifyReport:
+    """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal."""
+    report = VerifyReport()
+    journals = store.journals()
+    if not journals:
+        raise UnknownStoreError("no Artemis journal found", path=str(store.root))
+    for journal in journals:
+        verify_journal(store, journal, report, progress)
+    return report
+
+
+def total_bytes(store: ArtemisStore) -> int:
+    """Bytes of the journal files to scan (for progress totals)."""
+    total = 0
+    for j in store.journals():
+        for p in j.journal_files():
+            try:
+                total += p.stat().st_size
+            except OSError:
+                pass
+    return total
