@@ -83,6 +83,7 @@ class KahaDBStore:
     multi: bool = False
     activemq_xml: str | None = None
     kind: str = "kahadb"
+    settings: dict = field(default_factory=dict)  # persistence-adapter attributes from activemq.xml
 
 
 Store = ArtemisStore | KahaDBStore

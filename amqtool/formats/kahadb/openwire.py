@@ -385,3 +385,33 @@ def decode_message(buf, version: int = 11) -> OpenWireMessage:
     if r.pos != r.end:
         raise FormatError(f"OpenWire message: {r.end - r.pos} bytes left after the last field")
     return m
+
+
+@dataclass(frozen=True)
+class SubscriptionInfo:
+    client_id: str | None
+    destination: tuple | None
+    selector: str | None
+    subscription_name: str | None
+    no_local: bool
+
+
+def decode_subscription_info(buf, version: int = 11) -> SubscriptionInfo:
+    """``KahaSubscriptionCommand.subscriptionInfo``: size-prefixed loose SubscriptionInfo (type 55):
+    clientId, destination, selector, subscriptionName, subscribedDestination, noLocal."""
+    r = _Reader(bytes(buf))
+    size = r.int()
+    if size != r.end - r.pos:
+        raise FormatError(f"SubscriptionInfo size prefix {size} but {r.end - r.pos} bytes follow")
+    t = r.byte()
+    if t != 55:
+        raise FormatError(f"OpenWire type {t} is not a SubscriptionInfo (55)")
+    client = r.string()
+    d = _nested(r, version)
+    selector = r.string()
+    name = r.string()
+    _nested(r, version)  # subscribedDestination
+    no_local = r.bool()
+    if r.pos != r.end:
+        raise FormatError(f"SubscriptionInfo: {r.end - r.pos} bytes left after the last field")
+    return SubscriptionInfo(client, d[1] if d else None, selector, name, no_local)

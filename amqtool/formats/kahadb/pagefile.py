@@ -291,7 +291,7 @@ class IndexView:
     header: PageFileHeader
     metadata: Metadata
     destinations: dict = field(default_factory=dict)  # key -> StoredDestination
-    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes)}
+    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes, max end offset)}
     message_counts: dict = field(default_factory=dict)  # key -> number of locationIndex entries
     sub_locations: dict = field(default_factory=dict)  # key -> {subKey: Location}
 
@@ -310,16 +310,17 @@ def decode_index(buf) -> IndexView:
     def loc_key(r: _R):
         loc = r.location()
         size = r.i32() if loc_size == 12 else 0
-        return loc.log_id, size
+        return loc.log_id, loc.offset, size
 
     for key, sd in _iter_destinations(buf, ps, meta.destinations_page, v):
         view.destinations[key] = sd
         files: dict[int, list] = {}
         count = 0
-        for (fid, size), _seq in iter_btree(buf, ps, sd.location_index, loc_key, lambda r: r.i64()):
-            agg = files.setdefault(fid, [0, 0])
+        for (fid, off, size), _seq in iter_btree(buf, ps, sd.location_index, loc_key, lambda r: r.i64()):
+            agg = files.setdefault(fid, [0, 0, 0])
             agg[0] += 1
             agg[1] += size
+            agg[2] = max(agg[2], off + size)
             count += 1
         view.location_files[key] = {f: tuple(a) for f, a in files.items()}
         view.message_counts[key] = count

@@ -1,0 +1,263 @@
+"""Replaying a KahaDB journal to its live state (kahadb-format.md §6.4, the index-free algorithm).
+
+Records are applied in (file id, offset) order, as MessageDatabase.recover does:
+
+1. ADD without a transaction: the message becomes live on its destination; with one: buffered.
+2. REMOVE without subscriptionKey: queue ack; with one: ack by that durable subscription only; inside a
+   transaction: buffered (transactional acks take effect at COMMIT). A REMOVE for an unknown message is
+   normal when GC deleted the file with its ADD: counted, ignored.
+3. Transactions keyed by their full id; PREPARE applies nothing; COMMIT applies the buffer in order;
+   ROLLBACK drops it. Unresolved at the end: local/unprepared = "open" (the broker rolls them back at
+   start), prepared XA = "prepared" (in doubt). Neither is live.
+4. SUBSCRIPTION with info starts a durable subscription there (a non-retroactive one only wants topic
+   messages added after it); without info it removes it. A topic message is stored while any
+   subscription still waits for it.
+5. REMOVE_DESTINATION drops a destination; UPDATE_MESSAGE moves a message to its new record;
+   REWRITTEN_DATA_FILE skips the rest of an ack-compaction file whose source still exists.
+
+Memory grows with the live state only: a live message is kept as its id and journal location.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amqtool.formats.kahadb.commands import (
+    AddMessageCommand,
+    BlobCommand,
+    Command,
+    Destination,
+    EntryType,
+    RemoveDestinationCommand,
+    RemoveMessageCommand,
+    RewrittenDataFileCommand,
+    SubscriptionCommand,
+    TransactionCommand,
+    TransactionId,
+    UpdateMessageCommand,
+)
+
+
+@dataclass
+class LiveMessage:
+    message_id: str
+    file_id: int
+    offset: int
+    length: int  # record length incl. its 5-byte header (the index's Location size)
+    priority: int
+    transaction: str | None = None
+    waiting: set | None = None  # topic messages: subscription keys that still want it
+
+
+@dataclass
+class Subscription:
+    key: str
+    file_id: int  # where its KAHA_SUBSCRIPTION record is (subLocations)
+    offset: int
+    start: tuple  # (file id, offset) of the record that started it
+    retroactive: bool
+    info: bytes | None = None
+
+
+@dataclass
+class DestinationState:
+    destination: Destination
+    messages: dict = field(default_factory=dict)  # message id -> LiveMessage, in add order
+    subscriptions: dict = field(default_factory=dict)  # sub key -> Subscription
+
+
+@dataclass
+class Transaction:
+    id: TransactionId
+    first: tuple  # (file id, offset) of its first record
+    last: tuple
+    ops: list = field(default_factory=list)  # ("add", dest, LiveMessage) | ("remove", dest, msg id, sub key)
+    state: str = "open"  # open | prepared | committed | rolled-back
+    sends: int = 0
+    acks: int = 0
+    files: set = field(default_factory=set)
+
+    def to_json(self) -> dict:
+        return {
+            "id": str(self.id),
+            "kind": "local" if self.id.local else "xa",
+            "state": self.state,
+            "sends": self.sends,
+            "acks": self.acks,
+            "first": f"{self.first[0]}:{self.first[1]}",
+            "last": f"{self.last[0]}:{self.last[1]}",
+            "files": sorted(self.files),
+        }
+
+
+class Replay:
+    """Apply decoded commands in journal order; read the outcome from the attributes."""
+
+    def __init__(self, existing_file_ids: set[int]):
+        self.existing = existing_file_ids
+        self.destinations: dict[str, DestinationState] = {}
+        self.transactions: dict[tuple, Transaction] = {}
+        self.finished: list[Transaction] = []  # resolved transactions, the first MAX_FINISHED kept
+        self.finished_total: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.unknown_removes = 0
+        self.last_ack_map: tuple | None = None  # (file, offset) of the newest ACK_MESSAGE_FILE_MAP record
+        self.last_ack_map_blob: bytes | None = None
+        self.last_audit: tuple | None = None
+        self.skip_file: int | None = None
+        self.skipped_records = 0
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _dest(self, d: Destination) -> DestinationState:
+        st = self.destinations.get(d.key)
+        if st is None:
+            st = self.destinations[d.key] = DestinationState(d)
+        return st
+
+    def _tx(self, tid: TransactionId, loc: tuple) -> Transaction:
+        tx = self.transactions.get(tid.key)
+        if tx is None:
+            tx = self.transactions[tid.key] = Transaction(tid, loc, loc)
+        tx.last = loc
+        tx.files.add(loc[0])
+        return tx
+
+    def _add(self, d: Destination, m: LiveMessage, pos: tuple) -> None:
+        st = self._dest(d)
+        if d.type in (1, 3):
+            waiting = {k for k, s in st.subscriptions.items() if s.retroactive or s.start < pos}
+            if not waiting:
+                return  # no durable subscription wants it: the broker does not keep it
+            m.waiting = waiting
+        st.messages[m.message_id] = m
+
+    def _remove(self, d: Destination, msg_id: str, sub_key: str | None) -> None:
+        st = self.destinations.get(d.key)
+        m = st.messages.get(msg_id) if st else None
+        if m is None:
+            self.unknown_removes += 1
+            return
+        if sub_key is None or m.waiting is None:
+            del st.messages[msg_id]
+            return
+        m.waiting.discard(sub_key)
+        if not m.waiting:
+            del st.messages[msg_id]
+
+    # -- the dispatcher ------------------------------------------------------------------------------
+    def apply(self, file_id: int, offset: int, length: int, cmd: Command) -> None:
+        name = cmd.type.name
+        self.counts[name] = self.counts.get(name, 0) + 1
+        if self.skip_file == file_id:
+            self.skipped_records += 1
+            return
+        loc = (file_id, offset)
+        t = cmd.type
+        if t is EntryType.ADD_MESSAGE:
+            assert isinstance(cmd, AddMessageCommand)
+            m = LiveMessage(cmd.message_id, file_id, offset, length, cmd.priority,
+                            str(cmd.transaction) if cmd.transaction else None)
+            if cmd.transaction is not None:
+                tx = self._tx(cmd.transaction, loc)
+                tx.ops.append(("add", cmd.destination, m, loc))
+                tx.sends += 1
+            else:
+                self._add(cmd.destination, m, loc)
+        elif t is EntryType.REMOVE_MESSAGE:
+            assert isinstance(cmd, RemoveMessageCommand)
+            if cmd.transaction is not None:
+                tx = self._tx(cmd.transaction, loc)
+                tx.ops.append(("remove", cmd.destination, cmd.message_id, cmd.subscription_key))
+                tx.acks += 1
+            else:
+                self._remove(cmd.destination, cmd.message_id, cmd.subscription_key)
+        elif t in (EntryType.PREPARE, EntryType.COMMIT, EntryType.ROLLBACK):
+            assert isinstance(cmd, TransactionCommand)
+            tx = self._tx(cmd.transaction, loc)
+            if t is EntryType.PREPARE:
+                tx.state = "prepared"
+                return
+            del self.transactions[cmd.transaction.key]
+            if t is EntryType.COMMIT:
+                self._commit(tx)
+            else:
+                tx.state = "rolled-back"
+            self._finished(tx)
+        elif t is EntryType.SUBSCRIPTION:
+            assert isinstance(cmd, SubscriptionCommand)
+            st = self._dest(cmd.destination)
+            key = cmd.subscription_key
+            if cmd.subscription_info is None:
+                st.subscriptions.pop(key, None)
+                for mid in [mid for mid, m in st.messages.items() if m.waiting is not None]:
+                    msg = st.messages[mid]
+                    msg.waiting.discard(key)
+                    if not msg.waiting:
+                        del st.messages[mid]
+            else:
+                old = st.subscriptions.get(key)
+                # A re-written subscription record (GC moves it to the tail) keeps the original start.
+                start = old.start if old else loc
+                st.subscriptions[key] = Subscription(key, file_id, offset, start, cmd.retroactive,
+                                                     bytes(cmd.subscription_info))
+                if cmd.retroactive and old is None:
+                    for msg in st.messages.values():
+                        if msg.waiting is not None:
+                            msg.waiting.add(key)
+        elif t is EntryType.REMOVE_DESTINATION:
+            assert isinstance(cmd, RemoveDestinationCommand)
+            self.destinations.pop(cmd.destination.key, None)
+        elif t is EntryType.UPDATE_MESSAGE:
+            assert isinstance(cmd, UpdateMessageCommand)
+            add = cmd.add
+            st = self.destinations.get(add.destination.key)
+            m = st.messages.get(add.message_id) if st else None
+            if m is not None:
+                m.file_id, m.offset, m.length = file_id, offset, length
+                m.priority = add.priority
+        elif t is EntryType.ACK_MESSAGE_FILE_MAP:
+            assert isinstance(cmd, BlobCommand)
+            self.last_ack_map = loc
+            self.last_ack_map_blob = bytes(cmd.blob)
+        elif t is EntryType.PRODUCER_AUDIT:
+            self.last_audit = loc
+        elif t is EntryType.REWRITTEN_DATA_FILE:
+            assert isinstance(cmd, RewrittenDataFileCommand)
+            if cmd.skip_if_source_exists and cmd.source_data_file_id in self.existing:
+                self.skip_file = file_id
+
+    def _commit(self, tx: Transaction) -> None:
+        tx.state = "committed"
+        for op in tx.ops:
+            if op[0] == "add":
+                _, d, m, loc = op
+                self._add(d, m, loc)
+            else:
+                _, d, mid, sub = op
+                self._remove(d, mid, sub)
+
+    def finish(self) -> list[Transaction]:
+        """Unresolved transactions (open or prepared), in the order they started. Their operations are not
+        live: the broker rolls back open local ones at start and keeps prepared XA ones in doubt."""
+        return sorted(self.transactions.values(), key=lambda t: t.first)
+
+    def commit_prepared(self, key: tuple) -> bool:
+        """mKahaDB: a txStore COMMIT resolves a child store's prepared transaction."""
+        tx = self.transactions.pop(key, None)
+        if tx is None:
+            return False
+        self._commit(tx)
+        self._finished(tx)
+        return True
+
+    def _finished(self, tx: Transaction) -> None:
+        self.finished_total[tx.state] = self.finished_total.get(tx.state, 0) + 1
+        if len(self.finished) < MAX_FINISHED:
+            self.finished.append(_strip(tx))
+
+
+MAX_FINISHED = 10000
+
+
+def _strip(tx: Transaction) -> Transaction:
+    tx.ops = []
+    return tx
