@@ -1,20 +1,113 @@
-"""The one doorway to the C extension ``amqtool._native``, with pure-Python fallbacks.
+"""The one doorway to the C extension ``amqtool._native``, with pure-Python fallbacks and capability flags.
 
-(The bench work extends this module with the timed write loops and capability flags.)
+Nothing else imports ``amqtool._native``. What lives here:
+
+* ``scan_records(buf, file_tag, version, check_tag=True, start=16)``: the journal record scanner
+  (``JournalImpl.readJournalFile``). C when the extension is built, else the reference implementation
+  ``amqtool.formats.artemis.records.scan_records_py``; both return identical results.
+* the timed write loops of ``amqtool bench`` (``nio_run``, ``aio_run``, ``mapped_run``, ``uring_run``).
+  They have no fallback on purpose: a Python loop would put the interpreter inside every measured
+  interval, so without the extension they raise :class:`CapabilityError` (exit 3).
+
+Capability flags, computed once at import (each costs at most one cheap system call):
+
+* ``HAVE_NATIVE`` / ``NATIVE_REASON``: is the extension importable (and why not)?
+* ``HAVE_AIO`` / ``AIO_REASON``: can this process create a Linux AIO context (``io_setup``)?
+* ``HAVE_IO_URING`` / ``IO_URING_REASON``: can it create an io_uring (``io_uring_setup``)?
+
+Environment switches, for tests and for ruling the extension out when hunting a bug:
+``AMQTOOL_NO_NATIVE=1`` (act as if the extension were not built), ``AMQTOOL_NO_AIO=1``,
+``AMQTOOL_NO_IO_URING=1``.
 """
 from __future__ import annotations
 
 import os
 
-from amqtool.formats.artemis.records import scan_records_py
+from amqtool.errors import CapabilityError
 
-try:
-    if os.environ.get("AMQTOOL_NO_NATIVE") == "1":
-        raise ImportError("disabled by AMQTOOL_NO_NATIVE=1")
-    from amqtool import _native  # type: ignore[attr-defined]
-except ImportError:
-    _native = None
+_native = None
+if os.environ.get("AMQTOOL_NO_NATIVE") == "1":
+    NATIVE_REASON = "disabled by AMQTOOL_NO_NATIVE=1"
+else:
+    try:
+        from amqtool import _native  # type: ignore[attr-defined,no-redef]
+
+        NATIVE_REASON = ""
+    except ImportError as exc:  # built without a compiler: the pure-Python paths still work
+        NATIVE_REASON = f"the C extension amqtool._native is not built ({exc})"
 
 HAVE_NATIVE = _native is not None
 
-scan_records = getattr(_native, "scan_records", None) or scan_records_py
+
+def _probe(env: str, name: str, probe) -> tuple[bool, str]:
+    if os.environ.get(env) == "1":
+        return False, f"disabled by {env}=1"
+    if _native is None:
+        return False, NATIVE_REASON
+    ok, reason = probe()
+    if ok:
+        return True, ""
+    return False, f"{name} failed: {reason}"
+
+
+def _uring_reason_hint() -> str:
+    try:
+        with open("/proc/sys/kernel/io_uring_disabled") as fh:
+            value = fh.read().strip()
+    except OSError:
+        return ""
+    return " (kernel.io_uring_disabled=%s)" % value if value not in ("", "0") else ""
+
+
+HAVE_AIO, AIO_REASON = _probe("AMQTOOL_NO_AIO", "io_setup", lambda: _native.aio_probe())
+HAVE_IO_URING, IO_URING_REASON = _probe("AMQTOOL_NO_IO_URING", "io_uring_setup", lambda: _native.uring_probe())
+if not HAVE_IO_URING and IO_URING_REASON.startswith("io_uring_setup"):
+    IO_URING_REASON += _uring_reason_hint()
+
+
+def require_native(what: str):
+    """The extension module, or CapabilityError naming ``what`` needed it and how to get it."""
+    if _native is None:
+        raise CapabilityError(
+            f"{what} needs the C extension amqtool._native, which is not available: {NATIVE_REASON}; "
+            "reinstall amqtool with a C compiler present (AMQTOOL_REQUIRE_NATIVE=1 pip install ...)"
+        )
+    return _native
+
+
+# --- the record scanner ----------------------------------------------------------------------------
+
+
+def scan_records(buf, file_tag: int, version: int, check_tag: bool = True, start: int = 16):
+    """Scan one journal file's bytes (any buffer: bytes, mmap, memoryview) as ``readJournalFile`` does.
+
+    Returns ``(records, marked_data_file)``; see ``scan_records_py`` for the tuple layout.
+    """
+    if _native is not None:
+        return _native.scan_records(buf, file_tag, version, check_tag, start)
+    from amqtool.formats.artemis.records import scan_records_py
+
+    return scan_records_py(buf, file_tag, version, check_tag, start)
+
+
+# --- the benchmark's timed write loops (no fallback) -----------------------------------------------
+
+
+def nio_run(*args, **kwargs):
+    """pwrite + fdatasync/fsync loop: ``(writes_done, elapsed_ns, latencies_bytes)``; see native/bench_io.c."""
+    return require_native("the NIO benchmark").nio_run(*args, **kwargs)
+
+
+def aio_run(*args, **kwargs):
+    """O_DIRECT Linux AIO loop (io_setup/io_submit/io_getevents)."""
+    return require_native("the ASYNCIO benchmark").aio_run(*args, **kwargs)
+
+
+def mapped_run(*args, **kwargs):
+    """mmap + msync(MS_SYNC) loop."""
+    return require_native("the MAPPED benchmark").mapped_run(*args, **kwargs)
+
+
+def uring_run(*args, **kwargs):
+    """O_DIRECT io_uring loop (io_uring_setup/io_uring_enter)."""
+    return require_native("the io_uring benchmark").uring_run(*args, **kwargs)
