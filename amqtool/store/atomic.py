@@ -1,0 +1,333 @@
+"""Crash-safe writing primitives: tmp + fsync + rename + directory fsync, zero-filled pre-allocation,
+ownership copying, and a fault-injection hook for crash tests.
+
+Every durable step of amqtool's writers (``create``, the journal writer, compaction) goes through the
+functions here, so one hook sees them all:
+
+* :func:`fsync` / :func:`fsync_dir` / :func:`rename` / :func:`unlink` are the *checkpoints*. Each first calls
+  :func:`checkpoint` with its point name (``"fsync"``, ``"fsync-dir"``, ``"rename"``, ``"unlink"``), then does
+  the work. Writers may add their own named checkpoints (e.g. ``"write"``) with :func:`checkpoint`.
+* :func:`atomic_write` / :func:`write_file_atomic`: write ``<name>.tmp`` (or a given temporary name),
+  fsync it, rename it over the target, fsync the directory. A crash leaves either the old file or the new
+  one, plus at worst a stale temporary file, never a half-written target.
+* :func:`preallocate` creates a file of ``size`` zero bytes the way Artemis' NIO ``fill`` does (real zero
+  writes, not a sparse hole), so the space is allocated when the file is created.
+* :func:`copy_owner_and_mode` gives a new file the owner, group and mode of a reference file: a store
+  rewritten by root must stay readable and writable by the broker's user.
+
+Fault injection
+---------------
+
+Crash tests need to stop a writer at an exact durable step. Set a fault plan, either
+
+* in the environment: ``AMQTOOL_FAULT=<point>:<n>[:<action>]``, read at the first checkpoint of the
+  process (so a test can run ``amqtool compact`` in a subprocess with it), or
+* in-process: :func:`set_fault` / the :func:`fault` context manager.
+
+``point`` is a checkpoint name or ``*`` (any checkpoint); ``n`` is 1-based: the fault fires at the n-th
+checkpoint matching ``point``, **before** that step is performed (the n-th fsync never happens, the n-th
+rename is never done). ``action`` is
+
+* ``raise`` (default): raise :class:`InjectedFault`. It derives from ``BaseException`` so that ordinary
+  ``except Exception`` clean-up code does not swallow it; ``finally`` blocks still run, so for a faithful
+  power-cut use ``kill``;
+* ``kill``: ``SIGKILL`` the current process, a real crash (no clean-up, no flush of Python buffers).
+
+To sweep every step of an operation, first count its checkpoints with :func:`record_checkpoints`, then run
+it once per ``n`` with ``*:<n>:kill``. The hook costs one attribute test per checkpoint when no plan is
+set.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from amqtool.errors import AmqtoolError, UsageError
+
+FAULT_ENV = "AMQTOOL_FAULT"
+POINTS = ("fsync", "fsync-dir", "rename", "unlink", "write")
+_ZERO_CHUNK = 1 << 20
+
+
+class InjectedFault(BaseException):
+    """Raised at a checkpoint chosen by the fault plan (action ``raise``)."""
+
+    def __init__(self, point: str, n: int, where: str | None = None):
+        super().__init__(f"injected fault at {point} #{n}" + (f" ({where})" if where else ""))
+        self.point = point
+        self.n = n
+        self.where = where
+
+
+@dataclass
+class FaultPlan:
+    """Fire ``action`` at the ``n``-th checkpoint named ``point`` (``*`` = any)."""
+
+    point: str
+    n: int
+    action: str = "raise"
+    seen: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "FaultPlan":
+        parts = text.strip().split(":")
+        if len(parts) not in (2, 3):
+            raise UsageError(f"{FAULT_ENV}={text!r}: expected <point>:<n>[:raise|kill]")
+        point, n_text = parts[0], parts[1]
+        action = parts[2] if len(parts) == 3 else "raise"
+        if point != "*" and point not in POINTS:
+            raise UsageError(f"{FAULT_ENV}: unknown point {point!r} (one of *, {', '.join(POINTS)})")
+        try:
+            n = int(n_text)
+        except ValueError:
+            raise UsageError(f"{FAULT_ENV}: {n_text!r} is not a number") from None
+        if n < 1:
+            raise UsageError(f"{FAULT_ENV}: n must be 1 or more")
+        if action not in ("raise", "kill"):
+            raise UsageError(f"{FAULT_ENV}: unknown action {action!r} (raise or kill)")
+        return cls(point, n, action)
+
+
+@dataclass
+class _Recorder:
+    points: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+_plan: FaultPlan | None = None
+_env_read = False
+_recorders: list[_Recorder] = []
+
+#: Optional module-level hook called as ``hook(point, where)`` at every checkpoint, after the fault plan
+#: is consulted. Tests may set it to observe or to raise their own exception.
+hook: Callable[[str, str | None], None] | None = None
+
+
+def set_fault(point: str, n: int, action: str = "raise") -> None:
+    """Arm a fault plan in this process (replaces any plan, including one from the environment)."""
+    global _plan, _env_read
+    _plan = FaultPlan.parse(f"{point}:{n}:{action}")
+    _env_read = True
+
+
+def clear_fault() -> None:
+    """Disarm fault injection (the environment variable is not read again)."""
+    global _plan, _env_read
+    _plan = None
+    _env_read = True
+
+
+@contextlib.contextmanager
+def fault(point: str, n: int, action: str = "raise") -> Iterator[FaultPlan]:
+    """``with fault("rename", 2): ...`` arms a plan for the block and disarms it afterwards."""
+    set_fault(point, n, action)
+    try:
+        yield _plan  # type: ignore[misc]
+    finally:
+        clear_fault()
+
+
+@contextlib.contextmanager
+def record_checkpoints() -> Iterator[list[tuple[str, str | None]]]:
+    """Collect ``(point, where)`` for every checkpoint passed inside the block (to size a fault sweep)."""
+    rec = _Recorder()
+    _recorders.append(rec)
+    try:
+        yield rec.points
+    finally:
+        _recorders.remove(rec)
+
+
+def checkpoint(point: str, where: str | os.PathLike | None = None) -> None:
+    """Mark a durable step. Fires the fault plan when this is its n-th matching checkpoint."""
+    global _plan, _env_read
+    if not _env_read:
+        _env_read = True
+        text = os.environ.get(FAULT_ENV)
+        if text:
+            _plan = FaultPlan.parse(text)
+    w = None if where is None else os.fspath(where)
+    for rec in _recorders:
+        rec.points.append((point, w))
+    plan = _plan
+    if plan is not None and (plan.point == "*" or plan.point == point):
+        plan.seen += 1
+        if plan.seen == plan.n:
+            if plan.action == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            _plan = None  # fire once
+            raise InjectedFault(point, plan.n, w)
+    if hook is not None:
+        hook(point, w)
+
+
+# --- the checkpointed operations -----------------------------------------------------------------------
+
+def fsync(fd_or_file, where: str | os.PathLike | None = None) -> None:
+    """Flush a file's data and metadata to stable storage (``fsync(2)``)."""
+    checkpoint("fsync", where)
+    if hasattr(fd_or_file, "flush"):
+        fd_or_file.flush()
+        fd_or_file = fd_or_file.fileno()
+    os.fsync(fd_or_file)
+
+
+def fsync_dir(directory: str | os.PathLike) -> None:
+    """Make a directory's entries (creations, renames, removals) durable."""
+    checkpoint("fsync-dir", directory)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        # Some filesystems refuse fsync on directories; their renames are as durable as they get.
+        if err.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def rename(src: str | os.PathLike, dst: str | os.PathLike, *, sync_dir: bool = True) -> None:
+    """``rename(2)`` (atomically replacing ``dst``), then fsync the directories involved."""
+    checkpoint("rename", dst)
+    os.rename(src, dst)
+    if sync_dir:
+        src_dir = os.path.dirname(os.path.abspath(src))
+        dst_dir = os.path.dirname(os.path.abspath(dst))
+        fsync_dir(dst_dir)
+        if src_dir != dst_dir:
+            fsync_dir(src_dir)
+
+
+def unlink(path: str | os.PathLike, *, sync_dir: bool = True, missing_ok: bool = False) -> None:
+    """Remove a file, then fsync its directory."""
+    checkpoint("unlink", path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        return
+    if sync_dir:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+# --- composite helpers ---------------------------------------------------------------------------------
+
+def write_zeros(fd: int, size: int, offset: int = 0) -> None:
+    """Write ``size`` zero bytes at ``offset`` with large writes (what NIOSequentialFile.fill does)."""
+    zeros = bytes(min(_ZERO_CHUNK, size)) if size else b""
+    pos = offset
+    end = offset + size
+    while pos < end:
+        n = os.pwrite(fd, zeros[: min(len(zeros), end - pos)], pos)
+        if n <= 0:  # pragma: no cover - pwrite raises on error
+            raise OSError(errno.EIO, "short write while filling", None)
+        pos += n
+
+
+def preallocate(path: str | os.PathLike, size: int, *, header: bytes = b"", mode: int = 0o644,
+                sync: bool = True, exclusive: bool = True) -> None:
+    """Create ``path`` holding ``size`` bytes: ``header`` at offset 0, zeros after it.
+
+    Mirrors Artemis' file creation (JournalFilesRepository.createFile0 with NIO ``fill``): the zeros are
+    really written, so the space is allocated now and a full disk fails here, not at the first append.
+    With ``exclusive`` an existing file is an error (FileExistsError). Callers wanting the tmp-then-rename
+    protocol create ``<name>.tmp`` with this and :func:`rename` it.
+    """
+    if len(header) > size:
+        raise ValueError("header larger than the file")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, mode)
+    try:
+        write_zeros(fd, size)
+        if header:
+            os.pwrite(fd, header, 0)
+        if sync:
+            fsync(fd, path)
+    except BaseException:
+        os.close(fd)
+        fd = -1
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, *, tmp_path: str | os.PathLike | None = None, mode: int = 0o644,
+                 reference: str | os.PathLike | None = None, sync: bool = True) -> Iterator:
+    """Write a file crash-safely: yields a binary file object on the temporary file; on a clean exit the
+    data is fsynced, renamed over ``path`` and the directory fsynced. On an exception the temporary file
+    is removed and ``path`` is untouched.
+
+    ``tmp_path`` defaults to ``<path>.tmp``. ``reference``: copy owner, group and mode from that file.
+    """
+    target = Path(path)
+    tmp = Path(tmp_path) if tmp_path is not None else target.with_name(target.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+    fh = os.fdopen(fd, "wb")
+    try:
+        yield fh
+        fh.flush()
+        if reference is not None:
+            copy_owner_and_mode(reference, tmp)
+        if sync:
+            fsync(fh, tmp)
+        fh.close()
+        rename(tmp, target, sync_dir=sync)
+    except InjectedFault:
+        # a simulated crash: leave the temporary file behind exactly as a real crash would
+        fh.close()
+        raise
+    except BaseException:
+        fh.close()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_file_atomic(path: str | os.PathLike, data: bytes, **kwargs) -> None:
+    """:func:`atomic_write` for one bytes object."""
+    with atomic_write(path, **kwargs) as fh:
+        fh.write(data)
+
+
+def copy_owner_and_mode(reference: str | os.PathLike, target: str | os.PathLike) -> list[str]:
+    """Give ``target`` the owner, group and permission bits of ``reference``.
+
+    Compaction writes new journal files that must look like the store's existing ones to the broker's
+    user. Returns a list of warnings for what could not be copied (changing the owner needs root or the
+    same owner; changing only the group needs membership). The mode is always copied.
+    """
+    st = os.stat(reference)
+    warnings: list[str] = []
+    tst = os.stat(target)
+    if (tst.st_uid, tst.st_gid) != (st.st_uid, st.st_gid):
+        try:
+            os.chown(target, st.st_uid, st.st_gid)
+        except PermissionError:
+            try:
+                os.chown(target, -1, st.st_gid)
+                if tst.st_uid != st.st_uid:
+                    warnings.append(f"{target}: owner left as uid {tst.st_uid} (uid {st.st_uid} needs root)")
+            except PermissionError:
+                warnings.append(f"{target}: owner and group left as {tst.st_uid}:{tst.st_gid} "
+                                f"(reference has {st.st_uid}:{st.st_gid}; changing them needs root)")
+    os.chmod(target, stat.S_IMODE(st.st_mode))
+    return warnings
+
+
+def ensure_free_space(directory: str | os.PathLike, needed: int) -> None:
+    """Raise a clear error when ``directory``'s filesystem has fewer than ``needed`` free bytes."""
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    if free < needed:
+        raise AmqtoolError(f"not enough free space: {needed} bytes needed, {free} available",
+                           path=os.fspath(directory))

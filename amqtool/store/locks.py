@@ -1,0 +1,229 @@
+"""Is a broker using this store? Lock detection for Artemis and KahaDB, without touching anything.
+
+What the brokers hold while they run (all taken with Java's ``FileChannel.tryLock()``, which on Linux is an
+``fcntl`` record lock over the whole file):
+
+* Artemis, node manager (``FileLockNodeManager``, in the node-manager lock directory, by default the
+  journal directory): ``serverlock.1`` is locked by the live (primary) broker for as long as it runs,
+  ``serverlock.2`` by a waiting shared-store backup, and ``server.lock`` (19 bytes: state byte, ``00``,
+  16-byte node UUID) only briefly while the state byte is read or written.
+* Artemis CLI (``LockAbstract``): ``<instance>/lock/cli.lock``, held by ``artemis run`` and by the offline
+  ``artemis data`` tools.
+* KahaDB (``LockFile``/``SharedFileLocker``): ``<dir>/lock``.
+
+:func:`held_lock` opens the file read-only and asks the kernel whether a write lock could be placed
+(``F_OFD_GETLK``: it sees both classic POSIX locks and open-file-description locks, including ones held by
+this very process through another descriptor). It then tries and instantly drops a shared ``flock`` to
+see BSD locks, which live in a separate namespace. Nothing is created, written or truncated, and a lock
+is never held for longer than that probe. The holder's PID comes from ``F_OFD_GETLK`` for POSIX locks,
+else from ``/proc/locks`` (matched by device and inode).
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from amqtool.errors import AmqtoolError, StoreLockedError
+
+# struct flock on Linux (64-bit off_t): short l_type, short l_whence, off_t l_start, off_t l_len,
+# pid_t l_pid, with natural alignment -> 32 bytes on LP64.
+_FLOCK = struct.Struct("@hhqqi4x" if struct.calcsize("@l") == 8 else "@hhqqi")
+_F_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", 36)
+
+ARTEMIS_NODE_FILES = ("server.lock", "serverlock.1", "serverlock.2")
+_ROLES = {
+    "server.lock": "Artemis node manager state (server.lock)",
+    "serverlock.1": "Artemis live broker (serverlock.1)",
+    "serverlock.2": "Artemis shared-store backup (serverlock.2)",
+    "cli.lock": "Artemis broker or CLI (lock/cli.lock)",
+    "lock": "KahaDB broker (lock)",
+}
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock someone holds on ``path``."""
+
+    path: str
+    kind: str  # "posix" | "ofd" | "flock"
+    exclusive: bool
+    pid: int | None = None
+    command: str | None = None  # the holder's process name, when it can be read
+
+    def describe(self) -> str:
+        who = ""
+        if self.pid is not None:
+            who = f" by PID {self.pid}" + (f" ({self.command})" if self.command else "")
+        mode = "exclusive" if self.exclusive else "shared"
+        return f"{self.path} is locked ({mode} {self.kind} lock){who}"
+
+
+def _proc_comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def _proc_locks_pid(st: os.stat_result, kinds: tuple[str, ...]) -> int | None:
+    """The PID /proc/locks shows for a lock of one of ``kinds`` on the file ``st`` describes."""
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    by_inode = []
+    for line in lines:
+        parts = line.split()
+        # "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; blocked waiters carry "->" after the number
+        if len(parts) >= 6 and parts[1] == "->":
+            continue
+        if len(parts) < 6 or parts[1] not in kinds:
+            continue
+        try:
+            pid = int(parts[4])
+        except ValueError:
+            continue
+        if parts[5] == dev:
+            return pid if pid > 0 else None
+        if parts[5].rsplit(":", 1)[-1] == str(st.st_ino):
+            by_inode.append(pid)
+    # Stacked filesystems (overlayfs) may show another device number: fall back to a unique inode match.
+    if len(by_inode) == 1 and by_inode[0] > 0:
+        return by_inode[0]
+    return None
+
+
+def held_lock(path: str | os.PathLike) -> LockInfo | None:
+    """The lock another holder has on ``path``, or None when the file is absent or unlocked.
+
+    Read-only: opens ``path`` with O_RDONLY, never creates it. Raises AmqtoolError (exit 3) when the file
+    exists but cannot be opened to check it.
+    """
+    p = os.fspath(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return None
+    except OSError as err:
+        raise AmqtoolError(f"cannot open lock file to check whether a broker holds it: {err.strerror}",
+                           path=p) from None
+    try:
+        st = os.fstat(fd)
+        # 1. POSIX / OFD record locks: would a write lock over the whole file conflict?
+        req = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        try:
+            res = fcntl.fcntl(fd, _F_OFD_GETLK, req)
+            l_type, _whence, _start, _len, l_pid = _FLOCK.unpack(res)
+        except OSError as err:
+            if err.errno != errno.EINVAL:
+                raise
+            # Kernel without OFD locks (< 3.15): classic F_GETLK (misses this process's own locks).
+            res = fcntl.fcntl(fd, fcntl.F_GETLK, req)
+            l_type, _whence, _start, _len, l_pid = _FLOCK.unpack(res)
+        if l_type != fcntl.F_UNLCK:
+            if l_pid > 0:
+                kind, pid = "posix", l_pid
+            else:
+                kind = "ofd"
+                pid = _proc_locks_pid(st, ("OFDLCK",))
+            return LockInfo(p, kind, l_type == fcntl.F_WRLCK, pid, _proc_comm(pid) if pid else None)
+        # 2. BSD flock locks: a shared probe fails only under an exclusive flock. Held for no time at all.
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _proc_locks_pid(st, ("FLOCK",))
+            return LockInfo(p, "flock", True, pid, _proc_comm(pid) if pid else None)
+        except OSError:
+            return None  # filesystems without flock support cannot hold one either
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def artemis_lock_files(journal_dir: str | os.PathLike | None = None,
+                       instance_dir: str | os.PathLike | None = None,
+                       node_manager_dir: str | os.PathLike | None = None) -> list[Path]:
+    """The files a running Artemis broker locks, for a store with these directories."""
+    files: list[Path] = []
+    nm = node_manager_dir or journal_dir
+    if nm is not None:
+        files += [Path(nm) / n for n in ARTEMIS_NODE_FILES]
+    if instance_dir is not None:
+        files.append(Path(instance_dir) / "lock" / "cli.lock")
+    return files
+
+
+def find_locks(paths) -> list[LockInfo]:
+    """Every lock held on ``paths`` (absent files are skipped)."""
+    found = []
+    seen = set()
+    for path in paths:
+        key = os.path.abspath(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        info = held_lock(path)
+        if info is not None:
+            found.append(info)
+    return found
+
+
+def locked_error(locks: list[LockInfo]) -> StoreLockedError:
+    """The one-line refusal for a store in use."""
+    first = locks[0]
+    role = _ROLES.get(Path(first.path).name, "a broker")
+    who = f"PID {first.pid}" + (f" ({first.command})" if first.command else "") if first.pid else "another process"
+    more = f" (and {len(locks) - 1} more lock file(s))" if len(locks) > 1 else ""
+    return StoreLockedError(
+        f"store is in use: {who} holds the {role} lock{more}; stop the broker first "
+        f"(or --force, which may damage the store)",
+        path=first.path,
+    )
+
+
+def ensure_not_locked(paths, *, force: bool = False) -> list[LockInfo]:
+    """Raise StoreLockedError when any of ``paths`` is locked, unless ``force`` (then return the locks)."""
+    locks = find_locks(paths)
+    if locks and not force:
+        raise locked_error(locks)
+    return locks
+
+
+def artemis_store_lock_files(store) -> list[Path]:
+    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore` (node manager files in its
+    journal directory, or the broker's configured node-manager lock directory, and the instance's
+    ``lock/cli.lock``)."""
+    journal_dir = store.messages.directory if store.messages is not None else None
+    nm_dir = None
+    instance = None
+    settings = getattr(store, "settings", None)
+    if settings is not None:
+        raw = getattr(settings, "raw", {}) or {}
+        nm = raw.get("node-manager-lock-directory")
+        if nm:
+            nm_dir = Path(nm) if os.path.isabs(nm) or settings.instance_dir is None else settings.instance_dir / nm
+        instance = settings.instance_dir
+        if journal_dir is None and settings.journal_dir is not None:
+            journal_dir = settings.journal_dir
+    if instance is None:
+        root = Path(store.root)
+        # a data directory inside an instance: <instance>/data
+        for cand in (root, root.parent):
+            if (cand / "lock").is_dir() or (cand / "etc" / "broker.xml").is_file():
+                instance = cand
+                break
+    files = artemis_lock_files(journal_dir, instance, nm_dir)
+    if store.bindings is not None and journal_dir is None:
+        files += artemis_lock_files(store.bindings.directory)
+    return files
