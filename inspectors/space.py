@@ -78,7 +78,7 @@ class ArtemisLimit:
             return self.min_disk_free
         if self.mode == "max-disk-usage":
             # usage >= max  <=>  usable <= total * (1 - max/100)
-            return int(total * (1 - self.max_disk_usage / 100))
+            return total * (100 - self.max_disk_usage) // 100  # integers: no float fuzz at the boundary
         return None
 
     def within(self, usage: Usage) -> bool:

@@ -1,0 +1,192 @@
+"""`amqtool check ...` on the command line: JSON documents, exit codes, no tracebacks."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amqtool.commands.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests/inspectors"))
+
+
+def run(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(argv, capsys):
+    rc, out, err = run(argv + ["--format", "json"], capsys)
+    assert "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["verdict"] in ("OK", "WARNING", "CRITICAL", "UNKNOWN")
+    assert rc == {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}[doc["verdict"]]
+    if "error" in doc:  # the command could not run at all: one error line, UNKNOWN
+        return rc, doc
+    for f in doc["findings"]:
+        assert set(f) >= {"severity", "code", "message", "path", "offset"}
+    return rc, doc
+
+
+def _vda_write_back() -> bool:
+    try:
+        return Path("/sys/block/vda/queue/write_cache").read_text().strip() == "write back"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _vda_write_back(), reason="acceptance machine only: a virtio vda reporting 'write back'")
+def test_acceptance_write_cache_finds_and_explains_vda(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    rc, doc = run_json(["check", "write-cache", "."], capsys)
+    disks = [d for p in doc["checks"]["paths"] for d in p["disks"]]
+    if not any(d["name"] == "vda" for d in disks):
+        pytest.skip("the repository is not on vda here")
+    warn = [f for f in doc["findings"] if f["code"] == "write-cache-virtual"]
+    assert warn and "vda" in warn[0]["message"] and "hypervisor" in warn[0]["message"]
+    assert rc >= 1
+    rc_text, out, _ = run(["check", "write-cache", "."], capsys)
+    assert rc_text == rc and "write-cache-virtual" in out and "verdict: " in out
+
+
+def test_text_and_json_agree_on_exit_code(capsys, tmp_path):
+    rc_json, doc = run_json(["check", "disk-space", str(tmp_path), "--max-disk-usage", "100"], capsys)
+    rc_text, out, _ = run(["check", "disk-space", str(tmp_path), "--max-disk-usage", "100"], capsys)
+    assert rc_text == rc_json
+    assert f"verdict: {doc['verdict']}" in out
+
+
+def test_disk_space_flag_limits(capsys, tmp_path):
+    _, doc = run_json(["check", "disk-space", str(tmp_path), "--min-disk-free", "1EB"], capsys)  # bad unit
+    assert doc["verdict"] == "UNKNOWN" and "invalid byte size" in doc["error"]
+    rc, doc = run_json(["check", "disk-space", str(tmp_path), "--min-disk-free", "1000000TB"], capsys)
+    assert rc == 2 and doc["checks"]["limit"]["mode"] == "min-disk-free"
+    assert any(f["code"] == "disk-limit-breached" for f in doc["findings"])
+    rc, doc = run_json(["check", "disk-space", str(tmp_path), "--max-disk-usage", "-1"], capsys)
+    assert rc == 1 and doc["findings"][0]["code"] == "disk-limit-off"
+    rc, _, err = run(["check", "disk-space", str(tmp_path), "--max-disk-usage", "140"], capsys)
+    assert rc == 3 and "percentage" in err
+
+
+def test_broker_xml_directories_and_limits(capsys, tmp_path):
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (tmp_path / "data/journal").mkdir(parents=True)
+    (etc / "broker.xml").write_text(
+        '<configuration xmlns="urn:activemq"><core xmlns="urn:activemq:core">'
+        "<max-disk-usage>100</max-disk-usage><journal-max-io>999999999</journal-max-io>"
+        "</core></configuration>")
+    rc, doc = run_json(["check", "disk-space", "--broker-xml", str(etc / "broker.xml")], capsys)
+    [fs] = doc["checks"]["filesystems"]
+    assert sorted(fs["roles"]) == ["bindings", "journal", "large-messages", "paging"]
+    assert doc["checks"]["limit"] == {"mode": "max-disk-usage", "max_disk_usage": 100, "min_disk_free": None}
+    created = [f for f in doc["findings"] if f["code"] == "directory-not-created"]
+    assert len(created) == 3  # bindings, paging, large-messages do not exist yet
+    rc, doc = run_json(["check", "aio", str(tmp_path / "data/journal"), "--broker-xml", str(etc / "broker.xml")],
+                       capsys)
+    assert rc == 2 and any(f["code"] == "aio-max-nr-low" for f in doc["findings"])
+    assert os.listdir(tmp_path / "data/journal") == []
+
+
+def test_missing_path_is_unknown_without_traceback(capsys, tmp_path):
+    for sub in ("write-cache", "disk-space", "aio", "all"):
+        argv = ["check", sub, str(tmp_path / "missing")] + (["--probe-seconds", "0"] if sub == "all" else [])
+        rc, doc = run_json(argv, capsys)
+        assert rc == 3, sub
+        assert any(f["code"] == "path-not-found" for f in doc["findings"]), sub
+
+
+def test_missing_broker_xml_is_a_usage_error(capsys, tmp_path):
+    rc, out, err = run(["check", "write-cache", "--broker-xml", str(tmp_path / "broker.xml")], capsys)
+    assert rc == 3 and "broker.xml not found" in err and "Traceback" not in err
+
+
+def test_unknown_device_from_a_recorded_tree(capsys, tmp_path):
+    from machine_support import RecordedMachine
+
+    m = RecordedMachine(tmp_path / "m")
+    m.mount("/", 8, 77, "ext4", "/dev/sdq1")
+    rc, doc = run_json(["check", "write-cache", "/srv", "--root", str(m.root)], capsys)
+    assert rc == 3 and [f["code"] for f in doc["findings"]] == ["device-unknown"]
+
+
+def test_usage_error_is_exit_3(capsys):
+    rc, _, err = run(["check", "aio"], capsys)
+    assert rc == 3 and "usage error" in err
+
+
+def test_all_runs_every_check_and_reports_the_probe(capsys, tmp_path):
+    rc, doc = run_json(["check", "all", str(tmp_path), "--probe-seconds", "0.2"], capsys)
+    assert set(doc["checks"]) == {"write_cache", "disk_space", "aio", "fsync_probe"}
+    codes = [f["code"] for f in doc["findings"]]
+    assert "fs-type" in codes and ("disk-space" in codes or "disk-headroom-low" in codes
+                                   or "disk-limit-breached" in codes)
+    assert "fsync-rate" in codes or "fsync-probe-skipped" in codes
+    assert os.listdir(tmp_path) == []
+
+
+def _as_nobody(argv: list[str]) -> tuple[int, dict, str]:
+    """Run ``main(argv)`` in a forked child that has dropped to uid/gid 65534 (the interpreter lives under
+    /root, which nobody cannot reach, so a fresh process as nobody is not possible here)."""
+    import io
+
+    import amqtool.engines.check  # noqa: F401 - import everything lazy before dropping privileges
+    import amqtool.inspectors.devices  # noqa: F401
+    import amqtool.inspectors.filesystems  # noqa: F401
+    import amqtool.inspectors.space  # noqa: F401
+    import psutil  # noqa: F401
+    import pyudev  # noqa: F401
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 99
+        try:
+            os.close(out_r)
+            os.close(err_r)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+            code = main(argv + ["--format", "json"])
+            os.write(out_w, sys.stdout.getvalue().encode())
+            os.write(err_w, sys.stderr.getvalue().encode())
+        finally:
+            os._exit(code)
+    os.close(out_w)
+    os.close(err_w)
+    with os.fdopen(out_r) as fo, os.fdopen(err_r) as fe:
+        out, err = fo.read(), fe.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), json.loads(out), err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
+def test_permission_errors_are_findings_not_tracebacks(tmp_path):
+    base = Path("/tmp") / f"amqtool-perm-{os.getpid()}"
+    closed = base / "closed"
+    readonly = base / "readonly"
+    try:
+        closed.mkdir(parents=True)
+        readonly.mkdir()
+        os.chmod(base, 0o755)
+        os.chmod(closed, 0o700)
+        os.chmod(readonly, 0o555)
+        rc, doc, err = _as_nobody(["check", "write-cache", str(closed / "journal")])
+        assert "Traceback" not in err
+        assert rc == 3 and doc["findings"][0]["code"] == "permission-denied"
+        rc, doc, err = _as_nobody(["check", "aio", str(readonly)])
+        assert "Traceback" not in err
+        assert rc == 3 and any(f["code"] == "o-direct-not-tested" for f in doc["findings"])
+        assert os.listdir(readonly) == []
+    finally:
+        subprocess.run(["rm", "-rf", str(base)])
