@@ -34,6 +34,7 @@ from amqtool.errors import CapabilityError, Finding, Severity, Verdict, overall_
 HEADROOM_WARN_FRACTION = 0.05
 CLASSIC_MAX_FILE_LENGTH = 32 * 1024 * 1024  # KahaDB journalMaxFileLength default (Journal.DEFAULT_MAX_FILE_LENGTH)
 DEFAULT_PROBE_SECONDS = 3.0
+SUSPECT_FSYNC_RATE = 5000  # flushes/s at QD1 (peers.md 3.3, rules of thumb)
 
 
 @dataclass
@@ -532,8 +533,21 @@ def _probe(targets: list[Target], seconds: float, report: CheckReport) -> dict |
     except CapabilityError as err:
         report.add(Severity.INFO, "fsync-probe-skipped", str(err), target.path)
         return None
-    rate = (result or {}).get("fsyncs_per_second") or (result or {}).get("rate")
+    result = result or {}
+    rate = next((result[k] for k in ("ops_per_sec", "fsyncs_per_second", "rate") if k in result), None)
+    p99 = result.get("p99_us")
     msg = f"{rate:.0f} fsyncs/s over {seconds:g} s" if isinstance(rate, (int, float)) else "fsync probe ran"
-    report.add(Severity.INFO, "fsync-rate", msg, target.path, **{k: v for k, v in (result or {}).items()
-                                                                  if isinstance(v, (int, float, str, bool))})
+    if isinstance(p99, (int, float)):
+        msg += f", p99 {p99 / 1000:.2f} ms"
+    report.add(Severity.INFO, "fsync-rate", msg, target.path,
+               **{k: v for k, v in result.items() if isinstance(v, (int, float, str, bool))})
+    # peers.md 3.3: more than ~5,000 flushes/s at queue depth 1 from a stack reporting "write back" means the
+    # flushes are absorbed by a cache somewhere (host page cache, lying firmware), not written to media.
+    write_back = [d["name"] for p in report.checks.get("write_cache", {}).get("paths", [])
+                  if p.get("path") == os.path.realpath(target.path) for d in p.get("disks", []) if d.get("write_back")]
+    if isinstance(rate, (int, float)) and rate > SUSPECT_FSYNC_RATE and write_back:
+        report.add(Severity.WARNING, "fsync-rate-suspect",
+                   f"{rate:.0f} fsyncs/s at queue depth 1 on {', '.join(sorted(set(write_back)))} reporting 'write "
+                   f"back': above ~{SUSPECT_FSYNC_RATE} a flush is very likely absorbed by a volatile cache (host page "
+                   "cache, lying firmware) rather than reaching stable media", target.path)
     return result
