@@ -185,6 +185,43 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
             seen[f.file_id] = f.name
 
 
+def _name_number(name: str) -> int | None:
+    """N of ``<prefix>-N.<ext>`` (JournalFilesRepository.getFileNameID)."""
+    stem = name.split(".", 1)[0]
+    tail = stem.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
+    """Header fileIDs missing between data files: a file removed from the middle of the journal.
+
+    Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
+    reinitialises (which keep their old name). So an id missing between two data files is explained by a
+    reinitialised file for each missing id; more missing ids than reinitialised files means a file is gone
+    (removed by hand, or freed under journal-pool-files limits while still needed, which Artemis never does).
+    """
+    data_ids = [s.file.file_id for s in result.scans if s.has_data]
+    if len(data_ids) < 2:
+        return
+    present = {f.file_id for f in result.files}
+    missing = [i for i in range(min(data_ids) + 1, max(data_ids)) if i not in present]
+    if not missing:
+        return
+    reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
+    where = str(result.files[0].path.parent)
+    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    if len(missing) <= reused:
+        findings.append(Finding(
+            Severity.INFO, "file-id-gap",
+            f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
+            {"missingFileIds": missing}))
+    else:
+        findings.append(Finding(
+            Severity.WARNING, "missing-journal-file",
+            f"fileID(s) {shown} missing between data files and not explained by reused files: a journal "
+            f"file appears to have been removed; its records are lost", where, None, {"missingFileIds": missing}))
+
+
 def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
     files = result.files
 
@@ -298,6 +335,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.prepared = len(result.prepared)
         summary.failed = len(result.failed)
         summary.max_id = result.max_id
+        _gap_findings(result, findings)
         _load_findings(result, findings)
         if journal.kind == "messages":
             _large_message_findings(store, result, findings)

@@ -1,0 +1,49 @@
+"""Shared test data: where the fixtures are, copies of them, and file hashes.
+
+Fixtures under ``../shared/fixtures`` are read-only ground truth: a test that changes anything works on a
+copy in ``tmp_path``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = (REPO.parent / "shared" / "fixtures").resolve()
+ARTEMIS = FIXTURES / "artemis"
+ORACLE = ARTEMIS / "oracle"
+PUBLIC = ARTEMIS / "public"
+
+ORACLE_SCENARIOS = sorted(p.name for p in ORACLE.glob("0*") if p.is_dir()) if ORACLE.is_dir() else []
+PUBLIC_JOURNALS = sorted(p.parent for p in PUBLIC.glob("**/oracle-load.bindings.json")) if PUBLIC.is_dir() else []
+
+
+def oracle_manifest(scenario: str) -> dict:
+    return json.loads((ORACLE / scenario / "manifest.json").read_text())
+
+
+def public_expected(journal_dir: Path) -> dict:
+    return json.loads((journal_dir / "oracle-load.bindings.json").read_text())
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (relative path -> hex), to prove nothing was written."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            p = Path(dirpath) / n
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    """A writable copy of a (read-only) fixture directory."""
+    shutil.copytree(src, dst)
+    for dirpath, dirs, names in os.walk(dst):
+        os.chmod(dirpath, 0o755)
+        for n in names:
+            os.chmod(Path(dirpath) / n, 0o644)
+    return dst
