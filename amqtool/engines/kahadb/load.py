@@ -54,6 +54,8 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
     res.index = load_index(directory)
     meta = res.index.view.metadata if res.index.view else None
     last_update = (meta.last_update.log_id, meta.last_update.offset) if meta and meta.last_update else None
+    if meta is not None and last_update is None:
+        last_update = (-1, -1)  # never checkpointed: the broker replays the whole journal (§3.4)
     rp = res.replay = Replay({f.id for f in files})
     for f in files:
         scan = FileScan(f)

@@ -135,7 +135,8 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
         if d.records_after_last_update:
             s = d.replay_start
             add(Finding(W, "kahadb-journal-ahead-of-index",
-                        f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu}: the broker "
+                        f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu or '(none yet)'}: "
+                        "the broker "
                         f"will log 'Recovering from the journal @{s[0]}:{s[1]}' and replay them",
                         _log(d, s[0]), s[1], {"records": d.records_after_last_update,
                                               "replayFrom": f"{s[0]}:{s[1]}"}))
