@@ -100,6 +100,38 @@ def _proc_locks_pid(st: os.stat_result, kinds: tuple[str, ...]) -> int | None:
     return None
 
 
+def _fdinfo_pid(st: os.stat_result) -> int | None:
+    """The process with an open descriptor on the file ``st`` describes whose ``fdinfo`` shows a lock.
+
+    /proc/locks shows -1 as the PID of an OFD lock; ``/proc/<pid>/fdinfo/<fd>`` of the holder carries a
+    ``lock:`` line. Only processes this user may inspect are seen (all of them as root).
+    """
+    try:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return None
+    me = os.getpid()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                fst = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+                continue
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+                    if "\nlock:" in fh.read() and pid != me:
+                        return pid
+            except OSError:
+                continue
+    return None
+
+
 def held_lock(path: str | os.PathLike) -> LockInfo | None:
     """The lock another holder has on ``path``, or None when the file is absent or unlocked.
 
@@ -134,7 +166,7 @@ def held_lock(path: str | os.PathLike) -> LockInfo | None:
                 kind, pid = "posix", l_pid
             else:
                 kind = "ofd"
-                pid = _proc_locks_pid(st, ("OFDLCK",))
+                pid = _proc_locks_pid(st, ("OFDLCK",)) or _fdinfo_pid(st)
             return LockInfo(p, kind, l_type == fcntl.F_WRLCK, pid, _proc_comm(pid) if pid else None)
         # 2. BSD flock locks: a shared probe fails only under an exclusive flock. Held for no time at all.
         try:
