@@ -1,0 +1,190 @@
+"""`amqtool verify` on real journals and on damaged copies made here: findings, offsets, exit codes."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from amqtool.formats.artemis.records import decode_header, scan_records_py
+from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS, copy_tree, oracle_manifest, tree_hashes
+
+CLEAN = [s for s in ORACLE_SCENARIOS if not s.startswith("05")]
+
+
+def _codes(doc, severity=None):
+    return [f["code"] for f in doc["findings"] if severity is None or f["severity"] == severity]
+
+
+@pytest.mark.parametrize("scenario", CLEAN)
+def test_clean_oracle_journals_are_ok(run_json, scenario):
+    path = ORACLE / scenario / "journal"
+    before = tree_hashes(path)
+    code, doc, _ = run_json("verify", path)
+    assert code == 0 and doc["verdict"] == "OK", doc["findings"]
+    expected = oracle_manifest(scenario)["expectedAfterLoad"]
+    assert doc["summary"]["liveRecords"] == len(expected["live"])
+    assert tree_hashes(path) == before
+
+
+@pytest.mark.parametrize("journal_dir", PUBLIC_JOURNALS, ids=lambda p: p.parts[-4])
+def test_public_bindings_are_ok(run_json, journal_dir):
+    code, doc, _ = run_json("verify", journal_dir)
+    assert code == 0, doc["findings"]
+
+
+@pytest.mark.parametrize("scenario", ["05a_torn_tail_zeroed", "05b_torn_tail_truncated"])
+def test_torn_tail_is_a_warning_at_the_record(run_json, scenario):
+    code, doc, _ = run_json("verify", ORACLE / scenario / "journal")
+    assert code == 1 and doc["verdict"] == "WARNING"
+    m = oracle_manifest(scenario)
+    corrupt = next(o for o in m["operations"] if o["op"] == "corrupt")
+    torn_len = next(o["len"] for o in m["operations"] if o.get("op") == "add" and o["id"] == corrupt["lastRecordId"])
+    (torn,) = [f for f in doc["findings"] if f["severity"] == "warning"]
+    assert torn["code"] == "torn-tail"
+    assert os.path.basename(torn["path"]) == corrupt["file"]
+    # The manifest's lastRecordStart is one past the record's type byte; its end is exact.
+    assert torn["offset"] == corrupt["lastRecordEnd"] - (23 + torn_len)
+
+
+def _copy(tmp_path, scenario="01_simple_adds"):
+    return copy_tree(ORACLE / scenario / "journal", tmp_path / "journal")
+
+
+def _record_offsets(path):
+    data = path.read_bytes()
+    h = decode_header(data)
+    return scan_records_py(data, h.tag, h.version)[0]
+
+
+def test_flipped_byte_mid_file_is_critical_at_that_offset(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    target = journal / "activemq-data-2.amq"
+    recs = _record_offsets(target)
+    victim = recs[len(recs) // 2]
+    off = victim[1] + victim[2] - 2  # inside the checkSize of a record in the middle of the file
+    data = bytearray(target.read_bytes())
+    data[off] ^= 0xFF
+    target.write_bytes(bytes(data))
+    before = tree_hashes(journal)
+    code, doc, err = run_json("verify", journal)
+    assert code == 2 and doc["verdict"] == "CRITICAL"
+    crit = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert [f["code"] for f in crit] == ["damaged-record"]
+    assert os.path.basename(crit[0]["path"]) == "activemq-data-2.amq"
+    assert crit[0]["offset"] == victim[1]  # the damaged record's first byte
+    assert doc["summary"]["liveRecords"] == 259
+    assert tree_hashes(journal) == before
+
+
+def test_truncated_header_is_a_short_file(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    with open(journal / "activemq-data-5.amq", "r+b") as fh:
+        fh.truncate(10)
+    code, doc, _ = run_json("verify", journal)
+    assert code == 1 and "short-file" in _codes(doc, "warning")
+
+
+def test_removed_middle_file_is_reported(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    (journal / "activemq-data-3.amq").unlink()
+    code, doc, _ = run_json("verify", journal)
+    assert code == 1
+    (f,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    assert f["details"]["missingFileIds"] == [3]
+
+
+def test_random_bytes_file_is_critical(run_json, tmp_path):
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    (journal / "activemq-data-1.amq").write_bytes(os.urandom(65536))
+    code, doc, err = run_json("verify", journal)
+    assert code == 2 and "bad-header-version" in _codes(doc, "critical")
+    assert "Traceback" not in err
+
+
+def test_wrong_user_version_is_critical(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    target = journal / "activemq-data-1.amq"
+    data = bytearray(target.read_bytes())
+    data[4:8] = (7).to_bytes(4, "big")
+    target.write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", journal)
+    assert code == 2 and "user-version-mismatch" in _codes(doc, "critical")
+
+
+def test_duplicate_file_ids_are_critical(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    data = bytearray((journal / "activemq-data-4.amq").read_bytes())
+    data[8:16] = (3).to_bytes(8, "big")
+    (journal / "activemq-data-4.amq").write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", journal)
+    assert code == 2 and "duplicate-file-id" in _codes(doc, "critical")
+
+
+def test_empty_and_unrelated_directories_are_unknown(run_cli, tmp_path):
+    code, out, err = run_cli("verify", tmp_path)
+    assert code == 3 and err.startswith("amqtool: error:") and err.count("\n") == 1
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "photo.jpg").write_bytes(os.urandom(100))
+    code, out, err = run_cli("verify", tmp_path)
+    assert code == 3 and "Traceback" not in err
+
+
+def test_json_error_document_on_unknown_input(run_cli, tmp_path):
+    code, out, err = run_cli("verify", tmp_path, "--format", "json")
+    assert code == 3 and '"verdict": "UNKNOWN"' in out
+
+
+def test_interrupted_compaction_leftovers(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    (journal / "activemq-data-9.amq.cmp").write_bytes(bytes(1024))
+    (journal / "activemq-data-10.amq.tmp").write_bytes(bytes(1024))
+    code, doc, _ = run_json("verify", journal)
+    assert code == 1
+    assert "leftover-cmp" in _codes(doc, "warning") and "leftover-tmp" in _codes(doc, "info")
+
+
+def test_control_file_rolls_forward_in_the_view(run_json, tmp_path):
+    from amqtool.formats.artemis.control import ControlFile
+
+    journal = _copy(tmp_path, "04a_before_compact")
+    (journal / "journal-rename-control.ctr").write_bytes(ControlFile(["activemq-data-1.amq"], [], []).encode())
+    code, doc, _ = run_json("verify", journal)
+    assert code == 1 and "interrupted-compaction" in _codes(doc, "warning")
+    assert (journal / "activemq-data-1.amq").exists()  # read-only: nothing is applied on disk
+
+
+def test_large_message_files_against_records(run_json, tmp_path):
+    data_dir = tmp_path / "data"
+    copy_tree(ORACLE / "01_simple_adds" / "journal", data_dir / "journal")
+    (data_dir / "largemessages").mkdir()
+    (data_dir / "largemessages" / "999.msg").write_bytes(b"orphan")
+    code, doc, _ = run_json("verify", data_dir)
+    assert code == 1
+    (f,) = [f for f in doc["findings"] if f["code"] == "large-message-orphan"]
+    assert f["details"]["messageId"] == 999
+
+
+def test_file_growing_while_read(run_json, tmp_path):
+    journal = _copy(tmp_path)
+    target = journal / "activemq-data-5.amq"
+    stop = threading.Event()
+
+    def grow():
+        with open(target, "ab") as fh:
+            while not stop.is_set():
+                fh.write(b"\x00" * 4096)
+                fh.flush()
+                time.sleep(0.001)
+
+    t = threading.Thread(target=grow)
+    t.start()
+    try:
+        code, doc, err = run_json("verify", journal)
+    finally:
+        stop.set()
+        t.join()
+    assert code == 0 and "Traceback" not in err
+    assert doc["summary"]["liveRecords"] == 260
