@@ -186,7 +186,21 @@ class SchedulerCommand(Command):
     fields: dict = field(default_factory=dict)
 
 
+_DEST_CACHE: dict[bytes, Destination] = {}
+
+
 def decode_destination(buf) -> Destination:
+    """KahaDestination (cached by its bytes: a journal names few destinations many times)."""
+    raw = bytes(buf)
+    d = _DEST_CACHE.get(raw)
+    if d is None:
+        d = _decode_destination(raw)
+        if len(_DEST_CACHE) < 4096:
+            _DEST_CACHE[raw] = d
+    return d
+
+
+def _decode_destination(buf) -> Destination:
     dtype, name = None, None
     for f, wt, v in iter_fields(buf):
         if f == 1 and wt == VARINT:

@@ -54,14 +54,22 @@ def iter_fields(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[int
     if end is None:
         end = len(mv)
     while pos < end:
-        tag, pos = read_varint(mv, pos, end)
+        tag = mv[pos]
+        if tag < 0x80:  # fast path: one-byte tags and lengths are the common case
+            pos += 1
+        else:
+            tag, pos = read_varint(mv, pos, end)
         field, wt = tag >> 3, tag & 7
         if field == 0:
             raise FormatError("protobuf field number 0", offset=pos)
         if wt == VARINT:
             value, pos = read_varint(mv, pos, end)
         elif wt == LEN:
-            n, pos = read_varint(mv, pos, end)
+            if pos < end and mv[pos] < 0x80:
+                n = mv[pos]
+                pos += 1
+            else:
+                n, pos = read_varint(mv, pos, end)
             if pos + n > end:
                 raise FormatError(f"length-delimited field {field} of {n} bytes runs past its message", offset=pos)
             value = mv[pos:pos + n]

@@ -1,0 +1,102 @@
+"""Benchmark: `verify` of a KahaDB store of >= 512 MiB against `cat` of the same files, same run.
+
+The store is built by replicating the batches of the broker-written `basic` fixture (each batch keeps its
+own valid Adler-32) into 32 MiB journal files, with the fixture's db.data beside them. Both sides run warm
+(the files are read once before timing). Prints MiB/s for each and the ratio (target >= 0.5).
+
+Usage: .venv/bin/python bench/bench_kahadb_verify.py [--size-mib 544] [--dir /tmp/kahadb-bench] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "kahadb" / "basic" / "kahadb"
+FILE_SIZE = 32 * 1024 * 1024
+
+
+def fixture_batches() -> list[bytes]:
+    from amqtool.formats.kahadb import journal as jr
+
+    out = []
+    for f in sorted(FIXTURE.glob("db-*.log"), key=lambda p: int(p.stem[3:])):
+        data = f.read_bytes()
+        for ev in jr.scan_file(data):
+            if isinstance(ev, jr.Batch):
+                out.append(data[ev.offset:ev.end])
+    return out
+
+
+def build(target: Path, size_mib: int) -> int:
+    from amqtool.formats.kahadb.journal import EOF_RECORD
+
+    target.mkdir(parents=True, exist_ok=True)
+    batches = fixture_batches()
+    total = 0
+    fid = 0
+    while total < size_mib * 1024 * 1024:
+        fid += 1
+        parts, n = [], 0
+        i = 0
+        while True:
+            b = batches[i % len(batches)]
+            if n + len(b) + 5 > FILE_SIZE:
+                break
+            parts.append(b)
+            n += len(b)
+            i += 1
+        parts.append(EOF_RECORD)
+        parts.append(b"\x00" * (FILE_SIZE - n - 5))
+        (target / f"db-{fid}.log").write_bytes(b"".join(parts))
+        total += FILE_SIZE
+    shutil.copy(FIXTURE / "db.data", target / "db.data")
+    return total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mib", type=int, default=544)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    target = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="kahadb-bench-"))
+    try:
+        if not any(target.glob("db-*.log")):
+            build(target, args.size_mib)
+        files = sorted(target.glob("db-*.log"))
+        nbytes = sum(f.stat().st_size for f in files)
+        from amqtool.engines.kahadb import verify_store
+        from amqtool.store.layout import detect
+
+        store = detect(target)
+        cat_cmd = ["cat", *map(str, files)]
+        subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)  # warm the cache
+        verify_store(store)
+        best_cat = best_verify = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)
+            best_cat = min(best_cat, time.perf_counter() - t)
+            t = time.perf_counter()
+            findings, summary = verify_store(store)
+            best_verify = min(best_verify, time.perf_counter() - t)
+        mib = nbytes / 2**20
+        print(f"store: {len(files)} files, {mib:.0f} MiB, {summary['records']} records, "
+              f"{summary['live']} live, {len(findings)} findings")
+        print(f"cat    : {best_cat:.3f} s  {mib / best_cat:8.0f} MiB/s")
+        print(f"verify : {best_verify:.3f} s  {mib / best_verify:8.0f} MiB/s")
+        print(f"ratio verify/cat throughput: {best_cat / best_verify:.2f} (target >= 0.50)")
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(target, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
