@@ -1,1 +1,125 @@
-"""`amqtool compact` (being built in this session)."""
+"""``amqtool compact``: offline compaction of Artemis journals, safe to run from cron.
+
+Thin: parse options, detect the store, hand to :func:`amqtool.engines.compact.compact_store`, print.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from amqtool.commands.main import app
+from amqtool.commands.output import (
+    FORMAT_OPTION,
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    progress,
+    render_findings_text,
+    stderr_console,
+    write_json,
+    write_lines,
+)
+from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
+
+
+def _findings(reports, dry_run: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for r in reports:
+        for p in r.pending:
+            out.append(Finding(Severity.WARNING, "interrupted-compaction",
+                               f"{p['code']}: {p['message']}", p["path"]))
+        for line in r.recovered:
+            out.append(Finding(Severity.INFO, "interrupted-compaction-finished", line, r.directory))
+        if r.needed:
+            sev = Severity.WARNING if dry_run else Severity.INFO
+            out.append(Finding(sev, "compaction-needed", "; ".join(r.reasons), r.directory))
+        for w in r.warnings:
+            out.append(Finding(Severity.WARNING, "ownership" if "owner" in w else "compact-warning", w, r.directory))
+        if r.failed:
+            out.append(Finding(Severity.INFO, "failed-transactions-carried",
+                               f"{r.failed} unfinished transaction(s) carried over unresolved; the broker rolls "
+                               "them back at its next start", r.directory))
+    return out
+
+
+def _text(reports, mode: str) -> list[str]:
+    lines = []
+    for r in reports:
+        d = r.to_json()
+        lines.append(f"{r.kind} journal {r.directory}: {r.action}")
+        lines.append(f"  before: {d['before']['files']} files, {d['before']['bytes']} bytes, "
+                     f"{d['before']['dataFiles']} data files; live {r.live_records} records, {r.live_bytes} bytes "
+                     f"(live ratio {r.live_ratio:.1%})")
+        lines.append(f"  after:  {d['after']['files']} files, {d['after']['bytes']} bytes, "
+                     f"{d['after']['dataFiles']} data files; reclaimed {r.reclaimed_bytes} bytes")
+        if r.needed:
+            lines.append("  compaction needed: " + "; ".join(r.reasons))
+        for f in r.old_files:
+            lines.append(f"  {f.name} (fileID {f.file_id}): {f.fate}"
+                         + (f" as fileID {f.new_file_id}" if f.new_file_id is not None else ""))
+    return lines
+
+
+@app.command("compact")
+def compact(
+    path: Path = typer.Argument(..., help="Broker instance, data directory or journal directory."),
+    broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Read directories and journal settings from this broker.xml."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a compacted copy to DEST; PATH is left untouched."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what compaction would do; write nothing."),
+    if_needed: bool = typer.Option(False, "--if-needed", help="Compact only when Artemis' thresholds say so (exit 0 otherwise)."),
+    reclaim_only: bool = typer.Option(False, "--reclaim-only", help="Only free files that hold no live record (Reclaimer rules)."),
+    force: bool = typer.Option(False, "--force", help="Write even though a broker holds the store's lock (dangerous)."),
+    journal: str = typer.Option("all", "--journal", help="all, messages or bindings."),
+    file_size: Optional[str] = typer.Option(None, "--file-size", help="journal-file-size of the message journal (default: broker.xml, else the files' size)."),
+    min_files: Optional[int] = typer.Option(None, "--min-files", help="journal-min-files."),
+    pool_files: Optional[int] = typer.Option(None, "--pool-files", help="journal-pool-files (-1 = unlimited)."),
+    compact_min_files: Optional[int] = typer.Option(None, "--compact-min-files", help="journal-compact-min-files (default 10)."),
+    compact_percentage: Optional[int] = typer.Option(None, "--compact-percentage", help="journal-compact-percentage (default 30)."),
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Compact Artemis message and bindings journals offline, with Artemis' own crash-safe protocol."""
+    with guarded(fmt):
+        from amqtool.engines.compact import CompactRequest, compact_store
+        from amqtool.store.brokerxml import parse_byte_size
+        from amqtool.store.layout import ArtemisStore, detect
+
+        if journal not in ("all", "messages", "bindings"):
+            raise UsageError("--journal must be all, messages or bindings")
+        if output is not None and (dry_run or reclaim_only):
+            raise UsageError("-o/--output cannot be combined with --dry-run or --reclaim-only")
+        store = detect(path, broker_xml=broker_xml)
+        if not isinstance(store, ArtemisStore):
+            raise UsageError("compact works on Artemis journals; this is a KahaDB store")
+        req = CompactRequest(
+            dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
+            journals=("messages", "bindings") if journal == "all" else (journal,),
+            file_size=parse_byte_size(file_size) if file_size else None, min_files=min_files,
+            pool_files=pool_files, compact_min_files=compact_min_files, compact_percentage=compact_percentage,
+        )
+        if force and not dry_run and output is None and not quiet:
+            from amqtool.store import locks
+
+            for lk in locks.find_locks(locks.artemis_store_lock_files(store)):
+                stderr_console().print(f"amqtool: warning: --force: {lk.describe()}")
+        total = 0
+        for jd in store.journals():
+            total += sum(p.stat().st_size for p in jd.journal_files())
+        with progress("compact", total or None, quiet) as advance:
+            reports = compact_store(store, req, progress=advance)
+        mode = ("dry-run" if dry_run else "copy" if output is not None else
+                "reclaim-only" if reclaim_only else "in-place")
+        findings = _findings(reports, dry_run)
+        verdict = overall_verdict(findings)
+        if fmt in (OutputFormat.json, OutputFormat.jsonl):
+            write_json({"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
+                        "needed": any(r.needed for r in reports),
+                        "journals": [r.to_json() for r in reports],
+                        "findings": [f.to_json() for f in findings]})
+        else:
+            write_lines(_text(reports, mode))
+            render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
+        finish(verdict if verdict is not Verdict.OK else Verdict.OK)

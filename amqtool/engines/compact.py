@@ -867,3 +867,202 @@ def settings_for(journal: JournalDir, broker=None, *, file_size: int | None = No
     if s.file_size == 0 and opened_size_hint:
         s.file_size = opened_size_hint
     return s
+
+
+# --- reclaim without compaction --------------------------------------------------------------------------
+
+def reclaim_in_place(prep: _Prepared, *, dry_run: bool = False) -> JournalCompaction:
+    """Free the files the Reclaimer would free (``--reclaim-only``): reinitialised, deleted or moved to the
+    attic as ``addFreeFile`` does. Each step is one file and leaves a loadable store (a header rewrite
+    within one sector, or an unlink), as the broker's own reclaiming does."""
+    from amqtool.engines.reclaim import check_reclaim_safe, reclaimable_files
+
+    report = prep.report
+    opened = prep.opened
+    d = opened.journal.directory
+    s = report.settings
+    reclaim, data_files = reclaimable_files(opened)
+    if reclaim and not check_reclaim_safe(opened, reclaim):
+        report.warnings.append("the Reclaimer's counts would free files the load still needs; nothing reclaimed")
+        reclaim = []
+    remaining = len(data_files) - len(reclaim)
+    free_now = len(opened.files) - len(data_files)
+    next_id = prep.next_id
+    kept = free_now
+    fates = []
+    for fi in reclaim:
+        f = opened.files[fi]
+        fate = OldFileFate(f.name, f.file_id, f.size, True)
+        if f.size != s.file_size:
+            fate.fate = "attic"
+        elif _pool_keep(kept, remaining, s):
+            next_id += 1
+            fate.fate = "reinitialised"
+            fate.new_file_id = next_id
+            kept += 1
+        else:
+            fate.fate = "deleted"
+        fates.append((f, fate))
+    report.old_files = [fate for _, fate in fates]
+    report.outputs = []
+    if dry_run:
+        report.files_after = len(opened.files) - sum(1 for _, x in fates if x.fate != "reinitialised")
+        report.bytes_after = report.bytes_before - sum(f.size for f, x in fates if x.fate != "reinitialised")
+        report.action = "planned"
+        return report
+    opened.close()
+    attic = d / "attic"
+    for f, fate in fates:
+        path = d / f.name
+        if fate.fate == "attic":
+            attic.mkdir(exist_ok=True)
+            if len(os.listdir(attic)) < s.max_attic_files:
+                atomic.rename(path, attic / f.name)
+            else:
+                atomic.unlink(path)
+                fate.fate = "deleted"
+        elif fate.fate == "reinitialised":
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                atomic.checkpoint("write", path)
+                os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, fate.new_file_id).encode(), 0)
+                atomic.fsync(fd, path)
+            finally:
+                os.close(fd)
+        else:
+            atomic.unlink(path)
+    report.action = "reclaimed" if fates else "nothing-to-do"
+    _after_figures(report, d, opened.journal.spec)
+    return report
+
+
+# --- the command's engine --------------------------------------------------------------------------------
+
+@dataclass
+class CompactRequest:
+    """What ``amqtool compact`` was asked to do."""
+
+    dry_run: bool = False
+    if_needed: bool = False
+    output: Path | None = None
+    force: bool = False
+    reclaim_only: bool = False
+    journals: tuple[str, ...] = ("messages", "bindings")  # Artemis' CLI order
+    file_size: int | None = None
+    min_files: int | None = None
+    pool_files: int | None = None
+    compact_min_files: int | None = None
+    compact_percentage: int | None = None
+
+
+def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None] | None = None,
+                  lock_files: list | None = None) -> list[JournalCompaction]:
+    """Compact (or plan, or reclaim) every selected journal of an Artemis ``store``.
+
+    Raises StoreLockedError when a broker holds the store and ``force`` is not set (writing modes only),
+    UsageError for a bad destination.
+    """
+    from amqtool.store import locks
+
+    journals = [j for j in (store.messages, store.bindings) if j is not None and j.kind in req.journals]
+    if not journals:
+        raise UsageError("no Artemis journal selected in this store")
+    writes_source = not req.dry_run and req.output is None
+    if writes_source:
+        files = lock_files if lock_files is not None else locks.artemis_store_lock_files(store)
+        held = locks.ensure_not_locked(files, force=req.force)
+        for lk in held:
+            pass  # --force: the caller reports it
+    broker = getattr(store, "settings", None)
+    reports: list[JournalCompaction] = []
+    copies: list[tuple[_Prepared, str]] = []
+    for jd in journals:
+        if writes_source:
+            opened_probe = open_journal(jd)
+            interrupted = [p for p in opened_probe.pending
+                           if p.code in ("control-file-rollforward", "control-file-discard", "leftover-cmp",
+                                         "leftover-tmp")]
+            opened_probe.close()
+            recovered = finish_interrupted(jd) if interrupted else []
+        else:
+            recovered = []
+        settings = settings_for(jd, broker, file_size=req.file_size, min_files=req.min_files,
+                                pool_files=req.pool_files, compact_min_files=req.compact_min_files,
+                                compact_percentage=req.compact_percentage)
+        prep = plan_journal(jd, settings, progress=progress)
+        report = prep.report
+        report.recovered = recovered
+        reports.append(report)
+        if req.reclaim_only:
+            reclaim_in_place(prep, dry_run=req.dry_run or req.output is not None)
+            prep.opened.close()
+            continue
+        if req.if_needed and not report.needed:
+            report.action = "skipped"
+            predict_after(prep)
+            report.files_after, report.bytes_after = report.files_before, report.bytes_before
+            prep.opened.close()
+            continue
+        if req.dry_run:
+            predict_after(prep)
+            prep.opened.close()
+            continue
+        if req.output is not None:
+            copies.append((prep, jd.directory.name))
+            continue
+        try:
+            compact_in_place(prep)
+        finally:
+            prep.opened.close()
+    if copies:
+        _write_copy(copies, req.output, single=len(journals) == 1)
+    return reports
+
+
+def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool) -> None:
+    """``-o DEST``: build the compacted store in a temporary sibling directory, then rename it into place,
+    so DEST either does not exist (or stays empty) or holds the complete result."""
+    dest = Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UsageError(f"destination {dest} exists and is not an empty directory")
+    parent = dest.parent if str(dest.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".{dest.name}.amqtool-compact-{os.getpid()}"
+    if tmp.exists():
+        import shutil
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        used: set[str] = set()
+        for prep, name in copies:
+            if single:
+                target = tmp
+            else:
+                name = name if name not in used else prep.report.kind
+                used.add(name)
+                target = tmp / name
+                target.mkdir()
+            src_dir = prep.opened.journal.directory
+            try:
+                prep.report.warnings.extend(atomic.copy_owner_and_mode(src_dir, target))
+            except OSError:
+                pass
+            try:
+                compact_copy(prep, target)
+            finally:
+                prep.opened.close()
+            prep.report.directory = str(dest if single else dest / name)
+            if not single:
+                atomic.fsync_dir(tmp)
+        if dest.exists():
+            dest.rmdir()
+        atomic.rename(tmp, dest)
+    except atomic.InjectedFault:
+        raise
+    except BaseException as err:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, OSError):
+            raise AmqtoolError(f"writing the compacted copy failed, source untouched: {err.strerror or err}",
+                               path=err.filename or str(dest)) from None
+        raise
