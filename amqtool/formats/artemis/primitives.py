@@ -380,7 +380,12 @@ def _shortest_digits(value: float, single: bool) -> tuple[str, int]:
     a = abs(value)
     if single:
         target = struct.pack(">f", a)
-        fits = lambda t: struct.pack(">f", float(t)) == target  # noqa: E731
+
+        def fits(t: str) -> bool:
+            try:
+                return struct.pack(">f", float(t)) == target
+            except OverflowError:  # rounds past Float.MAX_VALUE
+                return False
         top = 9
     else:
         fits = lambda t: float(t) == a  # noqa: E731
