@@ -11,13 +11,13 @@ journal file and rewrites ``server.lock`` when it is short), and no ASCII-art ba
 """
 from __future__ import annotations
 
-import base64
 import os
 from pathlib import Path
 from typing import Callable, Iterator
 
 from amqtool.engines.load import LiveRecord, LoadResult, load_journal
-from amqtool.formats.artemis.primitives import Reader
+from amqtool.errors import FormatError
+from amqtool.formats.artemis.primitives import Reader, Xid, b64url, long_key_order
 from amqtool.formats.artemis.records import (
     ADD,
     ADD_TX,
@@ -92,36 +92,11 @@ def describe_live_record(result: LoadResult, rec: LiveRecord, kind: str, safe: b
 
 
 def _xid_text(extra: bytes) -> str:
+    """DescribeJournal.toXid(...).toString(): ``null`` when the extra data is no Xid."""
     try:
-        from amqtool.formats.artemis.primitives import decode_xid, xid_text
-    except ImportError:  # pragma: no cover
+        return Xid.decode(extra).describe(IDENTITY_HASH)
+    except FormatError:
         return "null"
-    try:
-        xid = decode_xid(extra)
-    except Exception:  # noqa: BLE001 - DescribeJournal.toXid returns null when the bytes are no Xid
-        return "null"
-    if xid is None:
-        return "null"
-    return xid_text(xid, IDENTITY_HASH)
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode("ascii")
-
-
-def _java_long_hashmap_order(keys: list[int]) -> list[int]:
-    """Iteration order of a java.util.HashMap<Long, ...> filled with ``keys`` in that order (§6.1 item 9)."""
-    cap = 16
-    while len(keys) > cap * 0.75:
-        cap *= 2
-
-    def bucket(k: int) -> int:
-        u = k & 0xFFFFFFFFFFFFFFFF
-        h = (u ^ (u >> 32)) & 0xFFFFFFFF
-        s = h ^ (h >> 16)
-        return s & (cap - 1)
-
-    return sorted(keys, key=lambda k: bucket(k))  # sorted() is stable: ties keep first-seen order
 
 
 class _Counter:
@@ -196,7 +171,7 @@ def _file_lines(opened, index: int, reclaimed: bool, safe: bool, counters: dict[
             yield f"operation@DeleteRecord;recordID={rid}"
         elif t == PREPARE:
             extra = bytes(data[start:start + extra_len])
-            yield (f"operation@Prepare,txID={tx_id},numberOfRecords={nrec},extraData={_b64(extra)}, "
+            yield (f"operation@Prepare,txID={tx_id},numberOfRecords={nrec},extraData={b64url(extra)}, "
                    f"xid={_xid_text(extra)}")
         elif t == COMMIT:
             yield f"operation@Commit;txID={tx_id},numberOfRecords={nrec}"
@@ -216,7 +191,7 @@ def describe_journal(journal: JournalDir, *, safe: bool = False, reclaimed: bool
         yield ""
         if counters:
             yield "#Counters during initial load:"
-            for q in _java_long_hashmap_order(list(counters)):
+            for q in long_key_order(list(counters)):
                 yield f"Queue {q} value={counters[q].value}"
         result = load_journal(opened, progress=progress)
         yield from _surviving_lines(result, safe)
@@ -259,7 +234,7 @@ def _surviving_lines(result: LoadResult, safe: bool) -> Iterator[str]:
             yield ""
     if counters:
         yield "### Page Counters"
-        for q in _java_long_hashmap_order(list(counters)):
+        for q in long_key_order(list(counters)):
             yield f"Queue {q} value={counters[q].value}"
     yield ""
     yield "### Prepared TX ###"
@@ -296,12 +271,12 @@ def _surviving_lines(result: LoadResult, safe: bool) -> Iterator[str]:
     yield f"message count={message_count}"
     yield f"large message count={large_count}"
     yield "message reference count"
-    for q in _java_long_hashmap_order(list(ref_counts)):
+    for q in long_key_order(list(ref_counts)):
         yield f"queue id {q},count={ref_counts[q]}"
     yield f"prepared message count={prepared_messages}"
     yield f"prepared large message count={prepared_large}"
     yield "prepared message reference count"
-    for q in _java_long_hashmap_order(list(prepared_refs)):
+    for q in long_key_order(list(prepared_refs)):
         yield f"queue id {q},count={prepared_refs[q]}"
 
 
