@@ -19,7 +19,12 @@ CTR = "journal-rename-control.ctr"
 
 
 def journal_of(directory: Path) -> JournalDir:
-    return detect(directory).journals()[0]
+    """The journal in ``directory``; a message journal when no ``.amq``/``.bindings`` file is left (a
+    compaction interrupted after deleting its old files leaves only ``.cmp`` files and the control file)."""
+    names = os.listdir(directory)
+    if any(n.endswith(".bindings") or n.endswith(".bindings.cmp") for n in names):
+        return JournalDir(BINDINGS, Path(directory))
+    return JournalDir(MESSAGES, Path(directory))
 
 
 def state(directory: Path, *, bump: bool = False, with_cc: bool = True):
