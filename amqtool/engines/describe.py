@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 from amqtool.engines.load import LiveRecord, LoadResult, load_journal
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.primitives import Reader, Xid, b64url, long_key_order
+from amqtool.formats.artemis.userrecords import describe_user_record
 from amqtool.formats.artemis.records import (
     ADD,
     ADD_TX,
@@ -48,37 +49,22 @@ PAGE_CURSOR_COUNTER_INC = 41
 ADD_MESSAGE_PROTOCOL = 45
 
 
-def _decode(user_record_type: int, body: bytes, is_update: bool):
-    """The decoded body (None for types DescribeJournal does not decode)."""
+def object_text(rec_id: int, user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
+    """DescribeJournal.toString(newObjectEncoding(info), safe): the decoded body, ``** null **`` for the
+    types the broker does not decode."""
     try:
-        from amqtool.formats.artemis.userrecords import decode_user_record
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        return decode_user_record(user_record_type, body, is_update=is_update)
-    except Exception:  # noqa: BLE001 - a body Artemis could not decode prints as a decode failure
-        return None
-
-
-def object_text(user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
-    """DescribeJournal.toString(newObjectEncoding(info), safe)."""
-    obj = _decode(user_record_type, body, is_update)
-    if obj is None:
-        return "** null **"
-    if safe:
-        safe_text = getattr(obj, "describe_safe", None)
-        if safe_text is not None:
-            text = safe_text()
-            if text is not None:
-                return text
-    return obj.describe()
+        return describe_user_record(user_record_type, body, record_id=rec_id, is_update=is_update, safe=safe,
+                                    hash_text=IDENTITY_HASH)
+    except FormatError as err:
+        # The Java tool would die on this record; say what is wrong and go on with the next.
+        return f"** undecodable: {err.message} **"
 
 
 def record_text(rec_id: int, user_record_type: int, is_update: bool, compact_count: int, body: bytes,
                 safe: bool) -> str:
     """DescribeJournal.describeRecord: ``recordID=..;userRecordType=..;isUpdate=..;compactCount=..;<obj>``."""
     return (f"recordID={rec_id};userRecordType={user_record_type};isUpdate={'true' if is_update else 'false'};"
-            f"compactCount={compact_count};{object_text(user_record_type, body, is_update, safe)}")
+            f"compactCount={compact_count};{object_text(rec_id, user_record_type, body, is_update, safe)}")
 
 
 def delete_text(rec_id: int, compact_count: int) -> str:
@@ -88,7 +74,7 @@ def delete_text(rec_id: int, compact_count: int) -> str:
 
 def describe_live_record(result: LoadResult, rec: LiveRecord, kind: str, safe: bool) -> str:
     """The decoded body of one live record, for ``print``'s text style."""
-    return object_text(rec.user_record_type, result.body(rec), rec.is_update, safe)
+    return object_text(rec.id, rec.user_record_type, result.body(rec), rec.is_update, safe)
 
 
 def _xid_text(extra: bytes) -> str:

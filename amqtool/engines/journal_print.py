@@ -24,16 +24,13 @@ from typing import Callable, Iterator
 
 from amqtool.engines.load import LiveRecord, LoadResult, TxInfo, load_journal
 from amqtool.formats.artemis.records import RECORD_TYPE_NAMES, scan_records_py
+from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 
 def _user_record_name(user_record_type: int) -> str | None:
-    try:
-        from amqtool.formats.artemis.userrecords import RECORD_NAMES
-    except ImportError:  # pragma: no cover - the codecs ship with amqtool
-        return None
-    return RECORD_NAMES.get(user_record_type)
+    return RECORD_TYPE_NAMES_USER.get(user_record_type)
 
 
 @dataclass
