@@ -1,0 +1,105 @@
+"""`amqtool compact` on the command line: JSON figures, exit codes, dry run and copy leave the source
+untouched, --if-needed for cron, refusal while a broker holds the store."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+
+from amqtool.commands.main import main
+from tests.engines.compact_helpers import build_store, state
+from tests.support import ORACLE, REPO, copy_tree, tree_hashes
+
+
+def _json(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_dry_run_json_and_nothing_written(tmp_path, capsys):
+    d = build_store(tmp_path / "data" / "journal", n=1200)
+    copy_tree(ORACLE / "06_bindings" / "journal", tmp_path / "data" / "bindings")
+    hashes = tree_hashes(tmp_path / "data")
+    code, doc = _json(capsys, ["compact", str(tmp_path / "data"), "--dry-run", "--format", "json",
+                               "--compact-min-files", "2", "--compact-percentage", "90"])
+    assert tree_hashes(tmp_path / "data") == hashes
+    assert doc["mode"] == "dry-run" and doc["verdict"] == "WARNING" and code == 1
+    kinds = [j["journal"] for j in doc["journals"]]
+    assert kinds == ["messages", "bindings"]
+    msg = doc["journals"][0]
+    assert msg["needed"] and msg["before"]["files"] > msg["after"]["dataFiles"] >= 1
+    assert 0 < msg["liveRatio"] < 1 and msg["liveRecords"] > 0
+    assert any(f["code"] == "compaction-needed" for f in doc["findings"])
+    assert all(set(f) >= {"severity", "code", "message", "path", "offset"} for f in doc["findings"])
+    assert d.exists()
+
+
+def test_in_place_then_if_needed_is_a_no_op(tmp_path, capsys):
+    d = build_store(tmp_path / "j", n=1200)
+    live_before = [e[0] for e in state(d)[0] if not (e[2] and e[1] in (34, 36))]
+    code, doc = _json(capsys, ["compact", str(d), "-f", "json", "--pool-files", "4"])
+    assert code == 0 and doc["verdict"] == "OK" and doc["journals"][0]["action"] == "compacted"
+    assert [e[0] for e in state(d)[0] if not (e[2] and e[1] in (34, 36))] == live_before
+    assert doc["journals"][0]["after"]["files"] <= 4 or doc["journals"][0]["after"]["dataFiles"] >= 4
+    hashes = tree_hashes(d)
+    code, doc = _json(capsys, ["compact", str(d), "--if-needed", "-f", "json"])
+    assert code == 0 and doc["journals"][0]["action"] == "skipped" and not doc["needed"]
+    assert tree_hashes(d) == hashes
+
+
+def test_copy_leaves_source_untouched(tmp_path, capsys):
+    src = copy_tree(ORACLE / "03_transactions" / "journal", tmp_path / "j")
+    hashes = tree_hashes(src)
+    code, doc = _json(capsys, ["compact", str(src), "-o", str(tmp_path / "out"), "-f", "json"])
+    assert code == 0 and doc["mode"] == "copy"
+    assert tree_hashes(src) == hashes
+    a, b = state(src, bump=True), state(tmp_path / "out")
+    assert a == b
+
+
+def test_usage_errors_exit_3(tmp_path, capsys):
+    src = copy_tree(ORACLE / "01_simple_adds" / "journal", tmp_path / "j")
+    assert main(["compact", str(src), "--dry-run", "-o", str(tmp_path / "x")]) == 3
+    assert main(["compact", str(tmp_path / "nothing-here")]) == 3
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "f").write_text("x")
+    assert main(["compact", str(src), "-o", str(tmp_path / "busy")]) == 3
+    capsys.readouterr()
+
+
+def test_refuses_while_a_broker_holds_the_lock(tmp_path, capsys):
+    d = copy_tree(ORACLE / "02_add_update_delete" / "journal", tmp_path / "j")
+    lock = d / "server.lock"
+    lock.write_bytes(bytes(19))
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
+                               "print('locked', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        hashes = tree_hashes(d)
+        code, doc = _json(capsys, ["compact", str(d), "-f", "json"])
+        assert code == 3 and doc["verdict"] == "UNKNOWN" and "in use" in doc["error"]
+        assert tree_hashes(d) == hashes
+        # a dry run only reads: allowed
+        assert main(["compact", str(d), "--dry-run", "-q"]) in (0, 1)
+        capsys.readouterr()
+        code, doc = _json(capsys, ["compact", str(d), "-f", "json", "--force", "-q"])
+        assert code == 0 and doc["journals"][0]["action"] == "compacted"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_installed_entry_point_exit_code(tmp_path):
+    src = copy_tree(ORACLE / "06_bindings" / "journal", tmp_path / "j")
+    exe = REPO / ".venv" / "bin" / "amqtool"
+    r = subprocess.run([str(exe), "compact", str(src), "--format", "json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["journals"][0]["journal"] == "bindings" and doc["journals"][0]["action"] == "compacted"
+    assert r.stderr == ""  # no progress bar without a terminal
