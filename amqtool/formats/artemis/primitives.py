@@ -579,7 +579,7 @@ class TypedProperties:
         if r.u8(what) == 0:
             return cls(None)
         n = r.i32(f"{what} count")
-        if n < 0 or n * 6 > r.remaining:  # every entry takes at least 6 bytes
+        if n < 0 or n * 5 > r.remaining:  # every entry takes at least 5 bytes (empty key, NULL)
             raise FormatError(f"{what} count {n} does not fit in {r.remaining} bytes")
         out = []
         for _ in range(n):
