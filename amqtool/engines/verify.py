@@ -67,15 +67,19 @@ class JournalSummary:
 class VerifyReport:
     findings: list[Finding] = field(default_factory=list)
     journals: list[JournalSummary] = field(default_factory=list)
+    paging: dict | None = None  # paging: PagingVerifier summary
 
     def summary(self) -> dict:
-        return {
+        doc = {
             "files": sum(j.files for j in self.journals),
             "bytes": sum(j.bytes for j in self.journals),
             "records": sum(j.records for j in self.journals),
             "liveRecords": sum(j.live_records for j in self.journals),
             "journals": [j.to_json() for j in self.journals],
         }
+        if self.paging is not None:  # paging
+            doc["paging"] = self.paging
+        return doc
 
 
 def _all_filler(data: bytes, start: int, end: int) -> bool:
@@ -284,10 +288,15 @@ def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
             path, None, {"txId": tx.tx_id}))
 
 
-def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: list[Finding]) -> None:
+def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: list[Finding],
+                            paging=None, paged: dict | None = None) -> None:
     ids = {r.id for r in result.live if r.user_record_type == ADD_LARGE_MESSAGE and not r.is_update}
     for tx in result.prepared:
         ids.update(r.id for r in tx.records if r.user_record_type == ADD_LARGE_MESSAGE)
+    # paging (amqtool.engines.paging): large messages in page files point at .msg files too, and the
+    # journal's headers carry _AMQ_LARGE_SIZE, which a broker-written .msg file matches.
+    paged = paged or {}
+    declared = {mid: j.declared_size for mid, j in paging.view.large.items()} if paging is not None else {}
     lm_dir = store.large_messages_dir
     files: dict[int, str] = {}
     if lm_dir is not None:
@@ -305,15 +314,36 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
             Severity.CRITICAL, "large-message-missing",
             f"large message {mid} has a journal record but no {mid}.msg body file",
             str(lm_dir / f"{mid}.msg") if lm_dir else None, None, {"messageId": mid}))
-    for mid in sorted(files.keys() - ids):
+    for mid in sorted(paged.keys() - ids - files.keys()):
+        p = paged[mid]
+        if p.pending:  # a paged large message every queue consumed keeps no claim on its body
+            findings.append(Finding(
+                Severity.CRITICAL, "large-message-missing",
+                f"paged large message {mid} (page {p.page}, message {p.number}) has no {mid}.msg body file",
+                str(lm_dir / f"{mid}.msg") if lm_dir else p.path, None, {"messageId": mid, "page": p.page}))
+    for mid in sorted(files.keys() - ids - paged.keys()):
         findings.append(Finding(
             Severity.WARNING, "large-message-orphan",
-            f"{mid}.msg has no large-message record in the journal (disk space the broker never frees)",
-            files[mid], None, {"messageId": mid}))
+            f"{mid}.msg has no large-message record in the journal or the pages (disk space the broker never "
+            f"frees)", files[mid], None, {"messageId": mid}))
+    for mid in sorted(files.keys() & (ids | paged.keys())):
+        size = declared.get(mid) if mid in ids else paged[mid].declared_size
+        if size is None:
+            continue
+        try:
+            actual = os.stat(files[mid]).st_size
+        except OSError:
+            continue
+        if actual != size:
+            findings.append(Finding(
+                Severity.CRITICAL, "large-message-size",
+                f"{mid}.msg holds {actual} byte(s) but its header says _AMQ_LARGE_SIZE={size}: the body is "
+                + ("truncated" if actual < size else "longer than written"), files[mid], None,
+                {"messageId": mid, "size": actual, "declaredSize": size}))
 
 
 def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
-                   progress: Callable[[int], None] | None = None) -> LoadResult | None:
+                   progress: Callable[[int], None] | None = None, paging=None) -> LoadResult | None:
     """Verify one journal directory, appending findings and its summary to ``report``."""
     findings = report.findings
     summary = JournalSummary(journal.kind, str(journal.directory))
@@ -337,8 +367,15 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.max_id = result.max_id
         _gap_findings(result, findings)
         _load_findings(result, findings)
+        if journal.kind == "bindings" and paging is not None:  # paging: queue ids for the page cursors
+            paging.add_bindings(result)
         if journal.kind == "messages":
-            _large_message_findings(store, result, findings)
+            paged = None
+            if paging is not None:  # paging: read the page files while the journal is open
+                paging.add_messages(result)
+                paged = paging.verify(findings)
+                report.paging = paging.summary_json()
+            _large_message_findings(store, result, findings, paging, paged)
     report.journals.append(summary)
     return result
 
@@ -349,8 +386,14 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     journals = store.journals()
     if not journals:
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))
+    from amqtool.engines.paging import PagingVerifier
+
+    paging = PagingVerifier(store, progress)
     for journal in journals:
-        verify_journal(store, journal, report, progress)
+        verify_journal(store, journal, report, progress, paging)
+    if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
+        paging.verify(report.findings)
+        report.paging = paging.summary_json()
     return report
 
 

@@ -1,0 +1,948 @@
+"""Paging and large messages: page stores, paged messages and their state, ``data print``'s paging section,
+and the paging part of ``verify`` (artemis-journal-format.md §5, §6.1 item 5, §7).
+
+**Page stores.** One per sub-folder of the paging directory that holds an ``address.txt`` (its first line is
+the address; ``PagingStoreFactoryNIO.reloadStores`` skips folders without one, or with an empty one). The
+pages are the ``*.page`` files; the page id is the number before the first dot. ``PagingStoreImpl.start``
+counts the files (``Number of pages``), takes the lowest id as the first page and the highest as the
+current writing page. When the current page does not end exactly after its last whole record, the broker
+(and ``data print``, which starts the stores) opens a new page after it (``reloadLivePage``): the printed
+counts then include that page, which amqtool does not create.
+
+**State of a paged message** (what the broker's cursors would do with it), from the surviving records of
+the message journal and the queue bindings of the bindings journal:
+
+* page transaction: ``None`` for a non-transactional send (``transactionID`` < 0); ``committed`` when a
+  surviving PAGE_TRANSACTION (35) record carries the id (add: transactionID, update: pageTX); ``prepared``
+  when its record is in a prepared (XA) transaction (the broker holds delivery until it is resolved);
+  otherwise ``not-found`` (rolled back, never committed, or every message of it was consumed): the broker
+  skips the message (``PageSubscriptionImpl``: "Could not locate page transaction ..., ignoring message").
+* per routed queue: ``acked`` (a surviving ACKNOWLEDGE_CURSOR (39) at this page and message number),
+  ``page-complete`` (a surviving PAGE_CURSOR_COMPLETE (42) for the queue and page), ``no-queue`` (no
+  surviving queue binding (21) with that id), else ``pending``: the queue still has to consume it (once
+  the page transaction, if any, is committed).
+
+These are exactly the flags ``data print`` shows (``(ACK)``, ``(PG-COMPLETE)``, ``(N/A)``, ``(OK)``,
+``**PG_TX_NOT_FOUND**``). Page files are read one at a time (mmap), so memory stays with the journal's
+cursor records, not with the size of the paging directory.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from amqtool.errors import FormatError, Finding, Severity
+from amqtool.formats.artemis.message import AmqpLargeMessage, AmqpMessage, CoreMessage, LargeMessage
+from amqtool.formats.artemis.paging import (
+    ADDRESS_FILE,
+    END_BAD_END,
+    END_BAD_LENGTH,
+    END_BAD_START,
+    END_CLEAN,
+    END_SHORT_TAIL,
+    PAGE_SUFFIX,
+    PagedMessage,
+    PageScanEnd,
+    PageScanner,
+    page_id_from_name,
+    summarize_record,
+)
+from amqtool.formats.artemis.primitives import Reader, simple_string_hash
+from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+PAGE_TX_COMMITTED = "committed"
+PAGE_TX_PREPARED = "prepared"
+PAGE_TX_NOT_FOUND = "not-found"
+
+Q_ACKED = "acked"
+Q_COMPLETE = "page-complete"
+Q_NO_QUEUE = "no-queue"
+Q_PENDING = "pending"
+
+HASH_LINE = "#" * 100
+MAX_LISTED = 20  # per-message findings listed before one summary finding
+
+_PAGING_TYPES = frozenset({R.PAGE_TRANSACTION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE,
+                           R.PAGE_CURSOR_COUNTER_VALUE, R.PAGE_CURSOR_COUNTER_INC, R.ADD_LARGE_MESSAGE})
+
+
+# --- what the journals say about paging ----------------------------------------------------------------------
+
+
+def _i64(body: bytes, at: int = 0) -> int:
+    return int.from_bytes(body[at:at + 8], "big", signed=True)
+
+
+def _i32(body: bytes, at: int) -> int:
+    return int.from_bytes(body[at:at + 4], "big", signed=True)
+
+
+@dataclass
+class JournalLarge:
+    """A large-message record (type 30) of the message journal."""
+
+    message_id: int
+    declared_size: int | None  # _AMQ_LARGE_SIZE
+    state: str  # "live" | "prepared"
+    decodable: bool = True
+
+
+@dataclass
+class PagingJournalView:
+    """The facts of the two journals that paging needs (surviving records unless said otherwise)."""
+
+    bindings_loaded: bool = False
+    messages_loaded: bool = False
+    queues: set[int] = field(default_factory=set)
+    page_tx: set[int] = field(default_factory=set)  # add.transactionID and update.pageTX of surviving 35s
+    page_tx_adds: dict[int, tuple[int, int]] = field(default_factory=dict)  # txID -> (record id, numberOfMessages)
+    page_tx_prepared: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (prepared)
+    page_tx_failed: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (failed)
+    acks: dict[int, set[tuple[int, int]]] = field(default_factory=dict)  # queue -> {(page, message nr)}
+    complete: dict[int, set[int]] = field(default_factory=dict)  # queue -> {page}
+    counter_value: dict[int, int] = field(default_factory=dict)  # queue -> last PAGE_CURSOR_COUNTER_VALUE
+    counter_inc: dict[int, int] = field(default_factory=dict)  # queue -> sum of PAGE_CURSOR_COUNTER_INC
+    large: dict[int, JournalLarge] = field(default_factory=dict)
+    undecodable: int = 0
+
+    def add_bindings(self, result) -> None:
+        """Queue ids: the record ids of surviving QUEUE_BINDING_RECORDs (``data print``'s existing queues)."""
+        self.bindings_loaded = True
+        for rec in result.live:
+            if rec.user_record_type == R.QUEUE_BINDING_RECORD:
+                self.queues.add(rec.id)
+
+    def add_messages(self, result) -> None:
+        """Page transactions, cursor acks, page-complete and counter records, and large-message headers.
+        Call while the journal is open (bodies are read from its files)."""
+        from amqtool.engines.broker_state import _read_small
+
+        self.messages_loaded = True
+        live = result.live
+        bodies = _read_small(result, live, _PAGING_TYPES)
+        for i, body in bodies.items():
+            self._live(live[i], body)
+        for txs, target in ((result.prepared, self.page_tx_prepared), (result.failed, self.page_tx_failed)):
+            for tx in txs:
+                tb = _read_small(result, tx.records, frozenset({R.PAGE_TRANSACTION, R.ADD_LARGE_MESSAGE}))
+                for i, body in tb.items():
+                    rec = tx.records[i]
+                    if rec.user_record_type == R.PAGE_TRANSACTION and len(body) >= 8:
+                        target.setdefault(_i64(body), tx.tx_id)
+                    elif rec.user_record_type == R.ADD_LARGE_MESSAGE and tx.prepared and not tx.invalid:
+                        self._large(rec.id, body, "prepared")
+
+    def _large(self, rid: int, body: bytes, state: str) -> None:
+        try:
+            lm = LargeMessage.decode(body)
+            self.large[lm.message_id] = JournalLarge(lm.message_id, lm.large_size, state)
+        except FormatError:
+            self.large.setdefault(rid, JournalLarge(rid, None, state, decodable=False))
+
+    def _live(self, rec, body: bytes) -> None:
+        t = rec.user_record_type
+        n = len(body)
+        if t == R.ADD_LARGE_MESSAGE:
+            self._large(rec.id, body, "live")
+            return
+        if n < 8:
+            self.undecodable += 1
+            return
+        if t == R.PAGE_TRANSACTION:
+            tx = _i64(body)
+            self.page_tx.add(tx)
+            if not rec.is_update and n >= 12:
+                self.page_tx_adds[tx] = (rec.id, _i32(body, 8))
+        elif t in (R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE):
+            if n < 20:
+                self.undecodable += 1
+                return
+            q, page, msg = _i64(body), _i64(body, 8), _i32(body, 16)
+            if t == R.ACKNOWLEDGE_CURSOR:
+                self.acks.setdefault(q, set()).add((page, msg))
+            else:
+                self.complete.setdefault(q, set()).add(page)
+        elif t == R.PAGE_CURSOR_COUNTER_VALUE and n >= 16:
+            self.counter_value[_i64(body)] = _i64(body, 8)
+        elif t == R.PAGE_CURSOR_COUNTER_INC and n >= 12:
+            q = _i64(body)
+            self.counter_inc[q] = self.counter_inc.get(q, 0) + _i32(body, 8)
+
+    # -- judging one paged message --
+
+    def tx_state(self, tx_id: int) -> str | None:
+        if tx_id < 0:
+            return None
+        if tx_id in self.page_tx:
+            return PAGE_TX_COMMITTED
+        if tx_id in self.page_tx_prepared:
+            return PAGE_TX_PREPARED
+        return PAGE_TX_NOT_FOUND
+
+    def queue_flags(self, queue_id: int, page: int, number: int) -> tuple[bool, bool, bool]:
+        """(acked, page complete, queue missing) as ``data print`` tests them."""
+        acks = self.acks.get(queue_id)
+        acked = acks is not None and (page, number) in acks
+        comp = self.complete.get(queue_id)
+        complete = comp is not None and page in comp
+        return acked, complete, queue_id not in self.queues
+
+    def queue_state(self, queue_id: int, page: int, number: int) -> str:
+        acked, complete, missing = self.queue_flags(queue_id, page, number)
+        if acked:
+            return Q_ACKED
+        if complete:
+            return Q_COMPLETE
+        if missing:
+            return Q_NO_QUEUE
+        return Q_PENDING
+
+    def counters(self) -> dict[int, int]:
+        """Queue -> stored page counter (last value record plus increments, as brokers before the counter
+        rebuild read it)."""
+        out = dict(self.counter_value)
+        for q, inc in self.counter_inc.items():
+            out[q] = out.get(q, 0) + inc
+        return out
+
+
+def load_view(store) -> PagingJournalView:
+    """Load the store's journals (read-only) and collect :class:`PagingJournalView`."""
+    from amqtool.engines.load import load_journal
+    from amqtool.store.journal_files import open_journal
+
+    view = PagingJournalView()
+    for journal in store.journals():
+        with open_journal(journal) as opened:
+            if not opened.files:
+                continue
+            result = load_journal(opened)
+            if journal.kind == "bindings":
+                view.add_bindings(result)
+            else:
+                view.add_messages(result)
+    return view
+
+
+# --- page stores on disk -----------------------------------------------------------------------------------
+
+
+@dataclass
+class PageStore:
+    """One address's paging folder."""
+
+    folder: Path
+    address: str
+    pages: dict[int, str] = field(default_factory=dict)  # page id -> file name
+    page_files: int = 0  # every *.page file, as PagingStoreImpl counts them
+    bad_names: list[str] = field(default_factory=list)
+
+    @property
+    def first_page(self) -> int | None:
+        return min(self.pages) if self.pages else None
+
+    @property
+    def current_page(self) -> int:
+        """The current writing page: the highest page id (0 when there are none)."""
+        return max(self.pages) if self.pages else 0
+
+    def page_path(self, page_id: int) -> Path:
+        return self.folder / self.pages[page_id]
+
+    def missing_pages(self) -> list[int]:
+        if not self.pages:
+            return []
+        return [p for p in range(self.first_page, self.current_page) if p not in self.pages]
+
+
+@dataclass
+class PagingDirNote:
+    """A paging sub-folder Artemis skips, or cannot use."""
+
+    code: str
+    path: str
+    message: str
+
+
+def _chm_order(keys: list[str]) -> list[int]:
+    """Indices of ``keys`` (SimpleString addresses, in put order) in the iteration order of the
+    ``ConcurrentHashMap`` PagingManagerImpl keeps its stores in: table of 16 doubling once the count reaches
+    3/4 of it; bins in index order, ties in put order."""
+    cap = 16
+    while len(keys) >= cap * 3 // 4:
+        cap *= 2
+    mask = cap - 1
+
+    def index(i: int) -> int:
+        h = simple_string_hash(keys[i])
+        return (h ^ (h >> 16)) & 0x7FFFFFFF & mask
+
+    return sorted(range(len(keys)), key=lambda i: (index(i), i))
+
+
+def _read_address(path: Path) -> str | None:
+    """``BufferedReader.readLine`` of address.txt (None for an empty file)."""
+    with open(path, "rb") as fh:
+        data = fh.read(1 << 20)
+    if not data:
+        return None
+    text = data.decode("utf-8", "replace")
+    for i, c in enumerate(text):
+        if c in "\r\n":
+            return text[:i]
+    return text
+
+
+def find_page_stores(paging_dir: Path | None) -> tuple[list[PageStore], list[PagingDirNote]]:
+    """The page stores of ``paging_dir`` in the order ``data print`` explores them, and notes on folders
+    Artemis would skip."""
+    if paging_dir is None:
+        return [], []
+    notes: list[PagingDirNote] = []
+    try:
+        names = os.listdir(paging_dir)
+    except OSError as err:
+        return [], [PagingDirNote("unreadable", str(paging_dir), f"cannot list: {err.strerror}")]
+    by_address: dict[str, PageStore] = {}
+    for name in names:  # File.listFiles order, as reloadStores iterates
+        folder = Path(paging_dir) / name
+        if not folder.is_dir():
+            continue
+        addr_file = folder / ADDRESS_FILE
+        if not addr_file.is_file():
+            notes.append(PagingDirNote("page-folder-no-address", str(folder),
+                                       f"no {ADDRESS_FILE}: Artemis skips this folder"))
+            continue
+        try:
+            address = _read_address(addr_file)
+        except OSError as err:
+            notes.append(PagingDirNote("unreadable", str(addr_file), f"cannot read: {err.strerror}"))
+            continue
+        if address is None:
+            notes.append(PagingDirNote("page-folder-no-address", str(addr_file),
+                                       f"empty {ADDRESS_FILE}: Artemis skips this folder"))
+            continue
+        ps = PageStore(folder, address)
+        try:
+            entries = os.listdir(folder)
+        except OSError as err:
+            notes.append(PagingDirNote("unreadable", str(folder), f"cannot list: {err.strerror}"))
+            continue
+        for n in entries:
+            if not n.endswith(PAGE_SUFFIX):
+                continue
+            ps.page_files += 1
+            pid = page_id_from_name(n)
+            if pid is None:
+                ps.bad_names.append(n)
+            else:
+                ps.pages[pid] = n
+        if address in by_address:
+            # ConcurrentHashMap.put: the later folder replaces the earlier one's store under the same key
+            notes.append(PagingDirNote("page-folder-duplicate-address", str(folder),
+                                       f"address {address!r} is also paged in {by_address[address].folder.name}: "
+                                       f"the broker uses only one of the folders"))
+        by_address[address] = ps
+    keys = list(by_address)
+    return [by_address[keys[i]] for i in _chm_order(keys)], notes
+
+
+class PageFile:
+    """A page file mapped read-only (an empty file reads as no bytes). Use as a context manager."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fh = open(path, "rb")
+        size = os.fstat(self._fh.fileno()).st_size
+        self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else None
+        self.buf = self._map if self._map is not None else b""
+        self.size = size
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        self._fh.close()
+
+    def __enter__(self) -> "PageFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def live_page_rollover(store: PageStore) -> bool:
+    """Whether starting the store would open a new page after the current one (``reloadLivePage``: the
+    current page does not end exactly after its last whole record). Page id 0 is never reloaded."""
+    cur = store.current_page
+    if cur == 0 or cur not in store.pages:
+        return False
+    try:
+        with PageFile(store.page_path(cur)) as pf:
+            s = PageScanner(pf.buf, pf.size)
+            for _ in s:
+                pass
+            return s.end.offset != pf.size
+    except OSError:
+        return False
+
+
+# --- paged messages ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class PagedEntry:
+    """One paged message with its state."""
+
+    address: str
+    page: int
+    number: int  # 0-based message number in the page
+    offset: int  # of the record in the page file
+    message: PagedMessage
+    tx_state: str | None
+    queue_states: list[tuple[int, str]]
+
+    @property
+    def pending_queues(self) -> list[int]:
+        return [q for q, s in self.queue_states if s == Q_PENDING]
+
+    @property
+    def deliverable(self) -> bool:
+        """The broker would deliver it now (no page transaction, or a committed one)."""
+        return self.tx_state in (None, PAGE_TX_COMMITTED)
+
+    def to_json(self, safe: bool = False) -> dict:
+        m = self.message
+        doc = {
+            "page": self.page,
+            "messageNumber": self.number,
+            "offset": self.offset,
+            "transactionId": m.transaction_id,
+            "pageTransaction": self.tx_state,
+            "messageId": m.message_id,
+            "address": m.address,
+            "largeMessageType": m.large_message_type,
+            "large": m.is_large,
+            "queues": list(m.queue_ids),
+            "queueStates": {str(q): s for q, s in self.queue_states},
+            "pendingQueues": self.pending_queues,
+            "deliverable": self.deliverable,
+        }
+        msg = m.message
+        if isinstance(msg, LargeMessage):
+            doc["headerSize"] = m.header_size
+            doc["largeSize"] = msg.large_size
+        elif isinstance(msg, CoreMessage):
+            doc["size"] = msg.encode_size()
+        if not safe:
+            doc["userId"] = getattr(msg, "user_id", None)
+        return doc
+
+
+def _entries_of_page(store: PageStore, page_id: int, view: PagingJournalView,
+                     errors: list | None = None) -> Iterator[PagedEntry]:
+    with PageFile(store.page_path(page_id)) as pf:
+        s = PageScanner(pf.buf, pf.size)
+        for number, off, ln in s:
+            try:
+                pm = PagedMessage.read(Reader(pf.buf, off + 5, off + 5 + ln))
+            except FormatError as err:
+                if errors is not None:
+                    errors.append((store, page_id, number, off, err))
+                return
+            states = [(q, view.queue_state(q, page_id, number)) for q in pm.queue_ids]
+            yield PagedEntry(store.address, page_id, number, off, pm, view.tx_state(pm.transaction_id), states)
+
+
+def iter_paged_entries(store, view: PagingJournalView | None = None,
+                       errors: list | None = None) -> Iterator[PagedEntry]:
+    """Every paged message of every page store, in exploring order, page by page. A record that does not
+    decode ends its page (as ``Page.read`` fails there); it is appended to ``errors`` when given."""
+    if view is None:
+        view = load_view(store)
+    stores, _ = find_page_stores(store.paging_dir)
+    for ps in stores:
+        for pid in sorted(ps.pages):
+            try:
+                yield from _entries_of_page(ps, pid, view, errors)
+            except OSError as err:
+                if errors is not None:
+                    errors.append((ps, pid, None, None, err))
+
+
+def iter_paged_rows(store, view: PagingJournalView | None = None, *, include_undeliverable: bool = False
+                    ) -> Iterator[tuple[PagedEntry, int]]:
+    """(paged message, queue id) for every queue that still has to consume a paged message, for export:
+    the pending queues of deliverable messages (committed or non-transactional; with
+    ``include_undeliverable`` also prepared and not-found ones)."""
+    for entry in iter_paged_entries(store, view):
+        if not (entry.deliverable or include_undeliverable):
+            continue
+        for q in entry.pending_queues:
+            yield entry, q
+
+
+def large_message_file(store, message_id: int) -> Path | None:
+    """``<largeMessagesDir>/<messageID>.msg`` when it exists."""
+    if store.large_messages_dir is None:
+        return None
+    p = Path(store.large_messages_dir) / f"{message_id}.msg"
+    return p if p.is_file() else None
+
+
+# --- data print's paging section ---------------------------------------------------------------------------
+
+
+def _message_text(pm: PagedMessage, tz=None) -> str:
+    msg = pm.message
+    if isinstance(msg, LargeMessage):
+        return msg.paged_text()
+    if isinstance(msg, CoreMessage):
+        return msg.to_string(tz=tz)
+    text = msg.describe(tz=tz)  # AMQP: abbreviated, the AMQP sections are not decoded
+    return text.split(";msg=", 1)[1] if ";msg=" in text else text
+
+
+def _safe_text(pm: PagedMessage) -> str:
+    msg = pm.message
+    if isinstance(msg, LargeMessage):
+        return f"NullStorageLargeServerMessage(safe data, size={pm.header_size})"
+    if isinstance(msg, CoreMessage):
+        return f"CoreMessage(safe data, size={msg.encode_size()})"
+    if isinstance(msg, AmqpLargeMessage):
+        return "AMQPLargeMessage(safe data)"
+    if isinstance(msg, AmqpMessage):
+        return f"AMQPStandardMessage(safe data, size={len(msg.data)})"
+    return f"{type(msg).__name__}(safe data)"  # pragma: no cover
+
+
+def message_line(pm: PagedMessage, page: int, number: int, view: PagingJournalView, safe: bool,
+                 tz=None) -> list[str]:
+    """The ``pg=..`` line of one paged message and, when not every routed queue is acked, the ``^^^`` line
+    and an empty line (PrintData.printPages)."""
+    head = f"pg={page}, msg={number},pgTX={pm.transaction_id}"
+    if safe:
+        text = head + ", msg=" + _safe_text(pm)
+    else:
+        uid = getattr(pm.message, "user_id", None) or ""
+        text = head + f",userMessageID={uid}, msg=" + _message_text(pm, tz)
+    parts = []
+    acked_count = 0
+    for q in pm.queue_ids:
+        acked, complete, missing = view.queue_flags(q, page, number)
+        s = str(q)
+        if acked:
+            s += " (ACK)"
+        if complete:
+            s += " (PG-COMPLETE)"
+        if missing:
+            s += " (N/A) "
+        if acked or complete or missing:
+            acked_count += 1
+        else:
+            s += " (OK) "
+        parts.append(s)
+    text += ",Queues = " + ",".join(parts)
+    if pm.transaction_id >= 0 and pm.transaction_id not in view.page_tx:
+        text += ", **PG_TX_NOT_FOUND**"
+    out = [text]
+    if acked_count != len(pm.queue_ids):
+        out += [f"^^^ Previous record has {acked_count} acked queues and {len(pm.queue_ids)} queues routed", ""]
+    return out
+
+
+def _page_messages(ps: PageStore, page_id: int) -> list[PagedMessage]:
+    """``Page.read``: the messages of a page (FormatError when a framed record does not decode)."""
+    if page_id not in ps.pages:
+        return []
+    with PageFile(ps.page_path(page_id)) as pf:
+        return [PagedMessage.read(Reader(pf.buf, off + 5, off + 5 + ln)) for _, off, ln in PageScanner(pf.buf)]
+
+
+def describe_paging(store, *, safe: bool = False, max_pages: int = -1, view: PagingJournalView | None = None,
+                    tz=None) -> Iterator[str]:
+    """The lines ``artemis data print`` writes after its ``P A G I N G`` banner (§6.1 item 5).
+
+    Where the Java tool throws (a page record that is framed but does not decode), its output stops and a
+    stack trace goes to stderr; here the lines stop at the same place. Differences on purpose: nothing is
+    written (the Java tool's store start creates the new page it counts after a torn current page), and
+    AMQP messages print an abbreviated text (their AMQP sections are not decoded).
+    """
+    if max_pages == 0:
+        yield ".... skipping"
+        yield ""
+        return
+    if store.paging_dir is None:
+        return
+    if view is None:
+        view = load_view(store)
+    stores, _ = find_page_stores(store.paging_dir)
+    # PagingManagerImpl.start reloads every store before anything is printed: a current page that fails to
+    # decode makes the whole start fail.
+    counts = []
+    for ps in stores:
+        rollover = live_page_rollover(ps)
+        if ps.bad_names:
+            return  # getPageIdFromFileName throws NumberFormatException in PagingStoreImpl.start
+        if ps.current_page != 0:
+            try:
+                _page_messages(ps, ps.current_page)
+            except (FormatError, OSError):
+                return
+        counts.append((ps.page_files + rollover, ps.current_page + rollover))
+    for ps, (n, current) in zip(stores, counts):
+        yield HASH_LINE
+        yield f"Exploring store {ps.address} folder = {ps.folder}"
+        yield f"Number of pages ::{n}, Current writing page ::{current}"
+        pgid = ps.first_page if ps.first_page is not None else 0
+        for pg in range(n):
+            if 0 <= max_pages < pg:
+                yield f"******* Giving up at Page {pgid}, System has a total of {n} pages"
+                break
+            while pgid not in ps.pages and pgid < current:
+                pgid += 1
+            yield f"*******   Page {pgid}"
+            try:
+                messages = _page_messages(ps, pgid)
+            except (FormatError, OSError):
+                return  # the exception ends printPages
+            for number, pm in enumerate(messages):
+                yield from message_line(pm, pgid, number, view, safe, tz)
+            pgid += 1
+
+
+# --- print JSON ----------------------------------------------------------------------------------------------
+
+
+def paging_document(store, *, safe: bool = False, max_pages: int = -1,
+                    view: PagingJournalView | None = None) -> dict:
+    """The ``paging`` section of the print document: page stores, their pages and paged messages with
+    their state, and the large-message files. ``max_pages`` limits the pages listed per store (-1 all)."""
+    if view is None:
+        view = load_view(store)
+    stores, notes = find_page_stores(store.paging_dir)
+    doc_stores = []
+    for ps in stores:
+        pages = []
+        messages = []
+        errors: list = []
+        for i, pid in enumerate(sorted(ps.pages)):
+            if 0 <= max_pages <= i:
+                break
+            path = ps.page_path(pid)
+            try:
+                with PageFile(path) as pf:
+                    s = PageScanner(pf.buf, pf.size)
+                    for _ in s:
+                        pass
+                    end = s.end
+                pages.append({"pageId": pid, "file": ps.pages[pid], "size": end.size, "records": end.records,
+                              "end": end.reason, "endOffset": end.offset})
+                messages.extend(e.to_json(safe) for e in _entries_of_page(ps, pid, view, errors))
+            except OSError as err:
+                pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
+        doc_stores.append({
+            "address": ps.address,
+            "folder": str(ps.folder),
+            "numberOfPages": ps.page_files,
+            "firstPage": ps.first_page,
+            "currentPage": ps.current_page,
+            "missingPages": ps.missing_pages(),
+            "pages": pages,
+            "messages": messages,
+            "undecodable": [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)}
+                            for _, pid, n, off, err in errors],
+        })
+    return {
+        "directory": str(store.paging_dir) if store.paging_dir is not None else None,
+        "stores": doc_stores,
+        "notes": [{"code": n.code, "path": n.path, "message": n.message} for n in notes],
+        "largeMessages": large_messages_json(store, view),
+    }
+
+
+def large_messages_json(store, view: PagingJournalView) -> list[dict]:
+    """The ``.msg`` files with their sizes and what points at them."""
+    files = _msg_files(store.large_messages_dir)
+    paged = _paged_large_ids(store, view)
+    out = []
+    for mid in sorted(set(files) | set(view.large) | set(paged)):
+        path = files.get(mid)
+        size = None
+        if path is not None:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                pass
+        j = view.large.get(mid)
+        declared = j.declared_size if j else paged.get(mid)
+        out.append({"messageId": mid, "file": os.path.basename(path) if path else None, "size": size,
+                    "declaredSize": declared, "journal": j.state if j else None, "paged": mid in paged})
+    return out
+
+
+def _msg_files(lm_dir) -> dict[int, str]:
+    files: dict[int, str] = {}
+    if lm_dir is None:
+        return files
+    try:
+        names = os.listdir(lm_dir)
+    except OSError:
+        return files
+    for n in names:
+        stem, _, ext = n.partition(".")
+        if ext == "msg" and stem.isdigit():
+            files[int(stem)] = str(Path(lm_dir) / n)
+    return files
+
+
+def _paged_large_ids(store, view: PagingJournalView) -> dict[int, int | None]:
+    """Message id -> declared size of every core large message in the pages (via the fast summary)."""
+    out: dict[int, int | None] = {}
+    stores, _ = find_page_stores(store.paging_dir)
+    for ps in stores:
+        for pid in sorted(ps.pages):
+            try:
+                with PageFile(ps.page_path(pid)) as pf:
+                    for _, off, ln in PageScanner(pf.buf, pf.size):
+                        try:
+                            s = summarize_record(pf.buf, off + 5, off + 5 + ln)
+                        except FormatError:
+                            break
+                        if s.header is not None:
+                            out[s.message_id] = _declared_size(pf.buf, s.header)
+            except OSError:
+                continue
+    return out
+
+
+def _declared_size(buf, header: tuple[int, int]) -> int | None:
+    try:
+        return LargeMessage.read(Reader(buf, header[0], header[1])).large_size
+    except FormatError:
+        return None
+
+
+# --- verify --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PagedLarge:
+    """A core large message found in a page."""
+
+    message_id: int
+    declared_size: int | None
+    path: str
+    page: int
+    number: int
+    pending: bool  # some queue still has to consume it
+
+
+@dataclass
+class PagingSummary:
+    stores: int = 0
+    pages: int = 0
+    bytes: int = 0
+    messages: int = 0
+    pending_messages: int = 0
+
+    def to_json(self) -> dict:
+        return {"stores": self.stores, "pages": self.pages, "bytes": self.bytes, "messages": self.messages,
+                "pendingMessages": self.pending_messages}
+
+
+def _torn_like(buf, end: PageScanEnd) -> bool:
+    """An ending a crash mid-append leaves: a short tail, a length that runs past the end of the file, or a
+    start byte followed by nothing but zeros (a tail the filesystem zero-filled)."""
+    if end.reason == END_SHORT_TAIL:
+        return True
+    if end.reason == END_BAD_LENGTH:
+        return end.length is not None and end.length >= 0
+    if end.reason == END_BAD_START:
+        rest = buf[end.offset:end.size]
+        return rest.count(0) == len(rest)
+    return False
+
+
+class PagingVerifier:
+    """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
+
+    def __init__(self, store, progress: Callable[[int], None] | None = None):
+        self.store = store
+        self.view = PagingJournalView()
+        self.progress = progress
+        self.summary = PagingSummary()
+
+    def add_bindings(self, result) -> None:
+        self.view.add_bindings(result)
+
+    def add_messages(self, result) -> None:
+        self.view.add_messages(result)
+
+    def verify(self, findings: list[Finding]) -> dict[int, PagedLarge]:
+        """Append paging findings; return the core large messages found in pages (by message id)."""
+        view = self.view
+        paged_large: dict[int, PagedLarge] = {}
+        stores, notes = find_page_stores(self.store.paging_dir)
+        for n in notes:
+            sev = Severity.UNKNOWN if n.code == "unreadable" else (
+                Severity.WARNING if n.code == "page-folder-duplicate-address" else Severity.INFO)
+            findings.append(Finding(sev, n.code, n.message, n.path))
+        expected: dict[int, int] = {}
+        not_found: dict[int, int] = {}  # page tx -> messages
+        prepared: dict[int, int] = {}
+        for ps in stores:
+            self.summary.stores += 1
+            self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
+        self._tx_findings(findings, not_found, prepared)
+        if stores or view.counter_value or view.counter_inc:
+            self._counter_findings(findings, expected)
+        return paged_large
+
+    def _verify_store(self, ps: PageStore, findings, expected, not_found, prepared, paged_large) -> None:
+        view = self.view
+        folder = str(ps.folder)
+        for n in ps.bad_names:
+            findings.append(Finding(Severity.CRITICAL, "page-bad-name",
+                                    f"page file name {n!r} has no page number: the broker fails to start this "
+                                    f"address's paging store", str(ps.folder / n)))
+        missing = ps.missing_pages()
+        if missing:
+            present = set(ps.pages)
+            acked_missing = sorted({p for acks in view.acks.values() for p, _ in acks if p in set(missing)})
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            if acked_missing:
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-missing",
+                    f"address {ps.address!r}: page(s) {', '.join(map(str, acked_missing[:10]))} are gone although "
+                    f"cursor acknowledgements point into them (partly consumed): their unconsumed messages are lost",
+                    folder, None, {"missingPages": missing, "ackedMissingPages": acked_missing}))
+            else:
+                findings.append(Finding(
+                    Severity.WARNING, "page-gap",
+                    f"address {ps.address!r}: page(s) {shown} missing between page {ps.first_page} and the "
+                    f"current page {ps.current_page}; the broker removes a page from the middle only once every "
+                    f"queue has consumed it, otherwise its messages were lost", folder, None,
+                    {"missingPages": missing, "presentPages": len(present)}))
+        current = ps.current_page
+        undecodable = 0
+        for pid in sorted(ps.pages):
+            path = ps.page_path(pid)
+            try:
+                pf = PageFile(path)
+            except OSError as err:
+                findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}", str(path)))
+                continue
+            with pf:
+                self.summary.pages += 1
+                self.summary.bytes += pf.size
+                buf = pf.buf
+                s = PageScanner(buf, pf.size)
+                for number, off, ln in s:
+                    try:
+                        rec = summarize_record(buf, off + 5, off + 5 + ln)
+                    except FormatError as err:
+                        undecodable += 1
+                        if undecodable <= MAX_LISTED:
+                            findings.append(Finding(
+                                Severity.CRITICAL, "page-record-undecodable",
+                                f"page {pid} message {number}: {err.message}; the broker cannot read this page "
+                                f"(its messages are not delivered)", str(path), off))
+                        break
+                    self.summary.messages += 1
+                    tx_state = view.tx_state(rec.transaction_id)
+                    pending = False
+                    for q in rec.queue_ids:
+                        if view.queue_state(q, pid, number) == Q_PENDING:
+                            pending = True
+                            # PageCounterRebuildManager: not acked and tx included (none or committed)
+                            if rec.transaction_id <= 0 or tx_state == PAGE_TX_COMMITTED:
+                                expected[q] = expected.get(q, 0) + 1
+                    if pending and tx_state in (None, PAGE_TX_COMMITTED):
+                        self.summary.pending_messages += 1
+                    if tx_state == PAGE_TX_NOT_FOUND:
+                        not_found[rec.transaction_id] = not_found.get(rec.transaction_id, 0) + 1
+                    elif tx_state == PAGE_TX_PREPARED:
+                        prepared[rec.transaction_id] = prepared.get(rec.transaction_id, 0) + 1
+                    if rec.header is not None:
+                        paged_large[rec.message_id] = PagedLarge(
+                            rec.message_id, _declared_size(buf, rec.header), str(path), pid, number,
+                            pending and tx_state != PAGE_TX_NOT_FOUND)
+                end = s.end
+                if self.progress is not None:
+                    self.progress(pf.size)
+                if end is None or end.reason == END_CLEAN:
+                    continue  # clean, or cut short by an undecodable record (reported above)
+                left = end.size - end.offset
+                is_current = pid == current
+                if _torn_like(buf, end):
+                    where = "the current page" if is_current else f"page {pid} (not the current page)"
+                    findings.append(Finding(
+                        Severity.WARNING, "page-torn-tail",
+                        f"{left} byte(s) of a partly written record after message {end.records - 1} of {where}: "
+                        f"the broker stopped mid-write; it ignores these bytes"
+                        + (" and starts a new page" if is_current else ""), str(path), end.offset,
+                        {"page": pid, "messages": end.records, "reason": end.reason}))
+                else:
+                    what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
+                            f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
+                    findings.append(Finding(
+                        Severity.CRITICAL, "page-damaged",
+                        f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
+                        f"so the {left} byte(s) after it (any messages in them) are lost", str(path), end.offset,
+                        {"page": pid, "messages": end.records, "reason": end.reason}))
+        if undecodable > MAX_LISTED:
+            findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
+                                    f"{undecodable - MAX_LISTED} more undecodable page record(s)", folder))
+
+    def _tx_findings(self, findings, not_found: dict[int, int], prepared: dict[int, int]) -> None:
+        view = self.view
+        for tx, n in sorted(prepared.items()):
+            findings.append(Finding(
+                Severity.INFO, "page-tx-prepared",
+                f"page transaction {tx} ({n} paged message(s)) is in prepared XA transaction "
+                f"{view.page_tx_prepared[tx]}: the broker holds these messages until it is resolved", None, None,
+                {"pageTransaction": tx, "messages": n, "txId": view.page_tx_prepared[tx]}))
+        failed = {tx: n for tx, n in not_found.items() if tx in view.page_tx_failed}
+        for tx, n in sorted(failed.items()):
+            findings.append(Finding(
+                Severity.WARNING, "page-tx-incomplete",
+                f"page transaction {tx} ({n} paged message(s)) was written in journal transaction "
+                f"{view.page_tx_failed[tx]}, which never completed: the broker rolls it back and skips "
+                f"these messages", None, None, {"pageTransaction": tx, "messages": n}))
+        rest = {tx: n for tx, n in not_found.items() if tx not in failed}
+        if rest:
+            total = sum(rest.values())
+            findings.append(Finding(
+                Severity.INFO, "page-tx-not-found",
+                f"{total} paged message(s) of {len(rest)} page transaction(s) have no page-transaction record "
+                f"(rolled back, or fully consumed and not yet cleaned up): the broker skips them", None, None,
+                {"pageTransactions": sorted(rest)[:100], "messages": total}))
+
+    def _counter_findings(self, findings, expected: dict[int, int]) -> None:
+        stored = self.view.counters()
+        for q in sorted(set(stored) | {q for q in expected if q in self.view.queues and expected[q]}):
+            if q not in self.view.queues:
+                continue
+            s, e = stored.get(q, 0), expected.get(q, 0)
+            if s != e:
+                findings.append(Finding(
+                    Severity.INFO, "page-counter-mismatch",
+                    f"queue {q}: the page counter records say {s} paged message(s), the pages hold {e} still to "
+                    f"consume; brokers since 2.27 rebuild the counters from the pages at start, older ones report "
+                    f"the stored value", None, None, {"queueId": q, "stored": s, "counted": e}))
+
+    def summary_json(self) -> dict:
+        return self.summary.to_json()
+
+
+__all__ = [
+    "PAGE_TX_COMMITTED", "PAGE_TX_PREPARED", "PAGE_TX_NOT_FOUND", "Q_ACKED", "Q_COMPLETE", "Q_NO_QUEUE",
+    "Q_PENDING", "PagingJournalView", "load_view", "PageStore", "find_page_stores", "PageFile", "PagedEntry",
+    "iter_paged_entries", "iter_paged_rows", "describe_paging", "message_line", "paging_document",
+    "PagingVerifier", "PagedLarge", "large_message_file", "live_page_rollover",
+]
