@@ -79,7 +79,14 @@ def print_(
                 write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
                                            progress=advance))
             elif fmt is OutputFormat.json:
-                for chunk in iter_json(store, opts, advance):
+                tail = None
+                if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
+                    from amqtool.engines.paging import iter_paging_json
+
+                    def tail():
+                        yield ', "paging": '
+                        yield from iter_paging_json(store, safe=safe, max_pages=max_pages)
+                for chunk in iter_json(store, opts, advance, tail=tail):
                     sys.stdout.write(chunk)
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))

@@ -160,7 +160,8 @@ def _chunks_for_journal(journal: JournalDir, result: LoadResult, opts: PrintOpti
 
 
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
-              extra: Callable[[], dict] | None = None) -> Iterator[str]:
+              extra: Callable[[], dict] | None = None,
+              tail: Callable[[], Iterator[str]] | None = None) -> Iterator[str]:
     """The print document as text chunks, streamed journal by journal."""
     yield '{"verdict": "OK", "kind": "artemis", "root": %s, "journals": [' % json.dumps(str(store.root))
     sep = ""
@@ -172,6 +173,8 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     if extra is not None:
         for key, value in extra().items():
             yield ", %s: %s" % (json.dumps(key), json.dumps(value))
+    if tail is not None:  # paging: streamed sections (amqtool.engines.paging.iter_paging_json)
+        yield from tail()
     yield "}\n"
 
 

@@ -28,6 +28,7 @@ cursor records, not with the size of the paging directory.
 """
 from __future__ import annotations
 
+import json
 import mmap
 import os
 from contextlib import ExitStack
@@ -618,51 +619,56 @@ def describe_paging(store, *, safe: bool = False, max_pages: int = -1, view: Pag
 # --- print JSON ----------------------------------------------------------------------------------------------
 
 
-def paging_document(store, *, safe: bool = False, max_pages: int = -1,
-                    view: PagingJournalView | None = None) -> dict:
-    """The ``paging`` section of the print document: page stores, their pages and paged messages with
-    their state, and the large-message files. ``max_pages`` limits the pages listed per store (-1 all)."""
+def iter_paging_json(store, *, safe: bool = False, max_pages: int = -1,
+                     view: PagingJournalView | None = None) -> Iterator[str]:
+    """The ``paging`` section of the print document as streamed JSON text: page stores, their pages and
+    paged messages with their state (one page in memory at a time), and the large-message files.
+    ``max_pages`` limits the pages listed per store (-1 all, 0 none)::
+
+        {"directory", "stores": [{"address", "folder", "numberOfPages", "firstPage", "currentPage",
+          "missingPages", "pages": [{"pageId", "file", "size", "records", "end", "endOffset"}],
+          "messages": [PagedEntry.to_json()], "undecodable": [...]}], "notes": [...],
+         "largeMessages": [{"messageId", "file", "size", "declaredSize", "journal", "paged"}]}
+    """
+    dumps = json.dumps
     if view is None:
         view = load_view(store)
     stores, notes = find_page_stores(store.paging_dir)
-    doc_stores = []
-    for ps in stores:
+    yield '{"directory": %s, "stores": [' % dumps(str(store.paging_dir) if store.paging_dir is not None else None)
+    for si, ps in enumerate(stores):
         pages = []
-        messages = []
         errors: list = []
+        yield ("" if si == 0 else ", ") + '{"address": %s, "folder": %s, "numberOfPages": %d, "firstPage": %s, ' \
+            '"currentPage": %d, "missingPages": %s, "messages": [' % (
+                dumps(ps.address), dumps(str(ps.folder)), ps.page_files, dumps(ps.first_page), ps.current_page,
+                dumps(ps.missing_pages()))
+        sep = ""
         for i, pid in enumerate(sorted(ps.pages)):
             if 0 <= max_pages <= i:
                 break
-            path = ps.page_path(pid)
             try:
-                with PageFile(path) as pf:
+                with PageFile(ps.page_path(pid)) as pf:
                     s = PageScanner(pf.buf, pf.size)
                     for _ in s:
                         pass
                     end = s.end
                 pages.append({"pageId": pid, "file": ps.pages[pid], "size": end.size, "records": end.records,
                               "end": end.reason, "endOffset": end.offset})
-                messages.extend(e.to_json(safe) for e in _entries_of_page(ps, pid, view, errors))
+                for e in _entries_of_page(ps, pid, view, errors):
+                    yield sep + "\n  " + dumps(e.to_json(safe), ensure_ascii=False)
+                    sep = ","
             except OSError as err:
                 pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
-        doc_stores.append({
-            "address": ps.address,
-            "folder": str(ps.folder),
-            "numberOfPages": ps.page_files,
-            "firstPage": ps.first_page,
-            "currentPage": ps.current_page,
-            "missingPages": ps.missing_pages(),
-            "pages": pages,
-            "messages": messages,
-            "undecodable": [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)}
-                            for _, pid, n, off, err in errors],
-        })
-    return {
-        "directory": str(store.paging_dir) if store.paging_dir is not None else None,
-        "stores": doc_stores,
-        "notes": [{"code": n.code, "path": n.path, "message": n.message} for n in notes],
-        "largeMessages": large_messages_json(store, view),
-    }
+        yield '], "pages": %s, "undecodable": %s}' % (dumps(pages), dumps(
+            [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)} for _, pid, n, off, err in errors]))
+    yield '], "notes": %s' % dumps([{"code": n.code, "path": n.path, "message": n.message} for n in notes])
+    yield ', "largeMessages": %s}' % dumps(large_messages_json(store, view))
+
+
+def paging_document(store, *, safe: bool = False, max_pages: int = -1,
+                    view: PagingJournalView | None = None) -> dict:
+    """:func:`iter_paging_json` as one dict."""
+    return json.loads("".join(iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)))
 
 
 def large_messages_json(store, view: PagingJournalView) -> list[dict]:
@@ -944,5 +950,6 @@ __all__ = [
     "PAGE_TX_COMMITTED", "PAGE_TX_PREPARED", "PAGE_TX_NOT_FOUND", "Q_ACKED", "Q_COMPLETE", "Q_NO_QUEUE",
     "Q_PENDING", "PagingJournalView", "load_view", "PageStore", "find_page_stores", "PageFile", "PagedEntry",
     "iter_paged_entries", "iter_paged_rows", "describe_paging", "message_line", "paging_document",
+    "iter_paging_json",
     "PagingVerifier", "PagedLarge", "large_message_file", "live_page_rollover",
 ]
