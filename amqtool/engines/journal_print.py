@@ -197,8 +197,11 @@ def iter_rows(store: ArtemisStore, opts: PrintOptions, progress=None) -> Iterato
 
 def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
               describe: Callable[[LoadResult, LiveRecord, str, bool], str] | None = None) -> Iterator[str]:
-    """Lines for people: per journal its files, then each live record with its decoded body."""
+    """Lines for people: per journal its files, then each live record with its decoded body, and last the
+    messages per queue (refs minus acks, as ``data exp`` resolves them)."""
+    results: dict[str, LoadResult] = {}
     for journal, result in load_store(store, opts, progress):
+        results[journal.kind] = result
         yield f"== {journal.kind} journal: {journal.directory}"
         for p in result.opened.pending:
             yield f"   pending at next broker start: {p.message} ({p.path})"
@@ -227,3 +230,27 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
                 for rec in tx.records_to_delete:
                     yield f"     - delete id={rec.id}"
         yield ""
+    if "messages" in results:
+        yield from queue_summary_lines(results.get("bindings"), results["messages"])
+
+
+def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
+    """The per-queue message summary: each queue's live messages (refs minus acks), then the
+    ``### Message Counts ###`` figures of ``artemis data print``."""
+    from amqtool.engines.broker_state import build_broker_state
+
+    state = build_broker_state(bindings, messages)
+    by_queue = state.live_by_queue()
+    yield "== messages per queue"
+    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
+    named = set()
+    for q in sorted(state.queues.values(), key=lambda q: q.name):
+        named.add(q.name)
+        yield f"   {q.name:40} {q.address:40} {q.routing_type or '-':9} {len(by_queue.get(q.name, ())):>9}"
+    for name in sorted(set(by_queue) - named):
+        yield f"   {name:40} {'(no queue binding)':40} {'-':9} {len(by_queue[name]):>9}"
+    counts = state.message_counts()
+    yield (f"   messages: {counts.messages}, large messages: {counts.large_messages}, "
+           f"prepared messages: {counts.prepared_messages}, prepared large messages: "
+           f"{counts.prepared_large_messages}")
+    yield ""
