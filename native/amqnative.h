@@ -2,6 +2,7 @@
  *
  * module.c   the module object and its method table
  * scanner.c  the Artemis journal record scanner (JournalImpl.readJournalFile, format doc §1.5)
+ * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
  */
 #ifndef AMQTOOL_NATIVE_H
@@ -11,6 +12,9 @@
 #include <Python.h>
 
 PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
+
+PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_adler32(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

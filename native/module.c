@@ -22,6 +22,11 @@ static PyMethodDef amq_methods[] = {
      "aio_probe() -> (ok, reason): can this process create a Linux AIO context?"},
     {"uring_probe", (PyCFunction)amq_uring_probe, METH_NOARGS,
      "uring_probe() -> (ok, reason): can this process create an io_uring?"},
+    {"kahadb_scan_file", (PyCFunction)(void (*)(void))amq_kahadb_scan_file, METH_VARARGS | METH_KEYWORDS,
+     "kahadb_scan_file(buf, file_id, checksums, last_update, hooks) -> tuple\n"
+     "KahaDB journal batch scan + replay fast path over one db-N.log; see native/kahadb_scan.c."},
+    {"adler32", (PyCFunction)(void (*)(void))amq_adler32, METH_VARARGS,
+     "adler32(data, value=1) -> int: java.util.zip.Adler32 / zlib.adler32 (SIMD when the CPU has AVX2)."},
     {NULL, NULL, 0, NULL},
 };
 

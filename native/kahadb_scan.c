@@ -1,0 +1,715 @@
+/* KahaDB journal files (db-N.log): the batch scan, Adler-32, and the replay's fast path.
+ *
+ * kahadb_scan_file(buf, file_id, checksums, last_update, hooks) does, over one mapped journal file, what
+ * amqtool/engines/kahadb/load.py does record by record in Python (the reference, kept as the fallback and
+ * held identical to this by tests/native/test_kahadb_native.py):
+ *
+ *  1. the broker's start-up batch scan (Journal.recoveryCheck; kahadb-format.md §2.3, §3.1), mirroring
+ *     amqtool.formats.kahadb.journal.scan_file branch by branch: batch control records, the Adler-32 of
+ *     each batch, corrupted ranges resumed at the next batch header, the logical end (EOF marker, zero
+ *     batch, zero header, physical end, corrupt tail);
+ *  2. the user records of every good batch (journal.iter_batch_records: they must tile the batch);
+ *  3. for each record, either the fast path or a call back into Python.  The fast path takes the two
+ *     commands that make up nearly every journal, KAHA_ADD_MESSAGE and KAHA_REMOVE_MESSAGE without a
+ *     transaction, extracts the few fields the replay needs (destination, messageId, priority,
+ *     subscriptionKey; the OpenWire message itself is not decoded: only live messages are, later) and
+ *     applies them to the Replay's own dicts (replay.py rules 1 and 2).  Anything else (other commands,
+ *     transactions, unknown fields, odd varints, invalid UTF-8, a destination that does not decode, a
+ *     file being skipped after REWRITTEN_DATA_FILE) goes to hooks.slow(offset, length), which decodes
+ *     and applies it exactly as the Python path does.  The fast path never decides anything the Python
+ *     decoder would decide differently: when in doubt it hands the record over.
+ *
+ * A live message added by the fast path is stored as the tuple (file_id, offset, length, priority,
+ * waiting) under its message id; Replay turns it into a LiveMessage when Python code touches it and
+ * when the load is done (Replay.materialize).
+ *
+ * hooks = (destinations, resolve, ensure, slow):
+ *   destinations  Replay.destinations (dict "<type>:<name>" -> DestinationState)
+ *   resolve(raw)  KahaDestination bytes -> ("<type>:<name>", type) or None when they do not decode
+ *   ensure(raw)   the DestinationState for those bytes, created if absent (Replay._dest)
+ *   slow(o, n)    decode and apply the record at offset o of total length n; returns True when the
+ *                 rest of the file must be skipped (Replay.skip_file)
+ *
+ * Returns (batches, data_bytes, records, corrupt, bad_records, end, counts, after, first_after,
+ *          last_offset, unknown_removes):
+ *   corrupt      [(first, last, reason, to_eof, stored|None, computed|None)]
+ *   bad_records  [(code, offset, batch_offset, value)]: 1 header crosses the batch end (value = bytes
+ *                left), 2 record type not 1 (value = type), 3 length does not fit (value = length)
+ *   end          (offset, how)
+ *   counts       17 ints: fast-path records per KahaEntryType (slow ones are counted by Replay.apply)
+ *   after        records after last_update (a (file id, offset) tuple or None); first_after the offset
+ *                of the first of them in this file or -1; last_offset the last record's offset or -1
+ */
+#include "amqnative.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+#endif
+
+/* ---------------------------------------------------------------------------------------------------
+ * Adler-32 (java.util.zip.Adler32 = zlib.adler32): s1 = 1 + sum of bytes, s2 = sum of the s1 values,
+ * both mod 65521.  NMAX is the longest run whose sums cannot overflow 32 bits before the reduction.
+ */
+#define ADLER_BASE 65521u
+#define ADLER_NMAX 5552
+
+static uint32_t adler32_scalar(uint32_t adler, const unsigned char *p, size_t len) {
+    uint32_t a = adler & 0xffff, b = adler >> 16;
+    while (len > 0) {
+        size_t n = len < ADLER_NMAX ? len : ADLER_NMAX;
+        len -= n;
+        while (n >= 8) {
+            a += p[0]; b += a; a += p[1]; b += a; a += p[2]; b += a; a += p[3]; b += a;
+            a += p[4]; b += a; a += p[5]; b += a; a += p[6]; b += a; a += p[7]; b += a;
+            p += 8;
+            n -= 8;
+        }
+        while (n-- > 0) {
+            a += *p++;
+            b += a;
+        }
+        a %= ADLER_BASE;
+        b %= ADLER_BASE;
+    }
+    return (b << 16) | a;
+}
+
+#ifdef HAVE_AVX2_PATH
+/* 32 bytes per step.  For a block b[0..31] entered with running sum S:
+ *   s1 += sum(b);  s2 += 32*S + sum((32-i) * b[i]).
+ * S is the incoming s1 plus the byte sums of the earlier blocks of the run; the vector `prev` keeps the
+ * latter (per lane), multiplied by 32 at the end of the run.  A run is at most NMAX bytes, so every lane
+ * and the total stay below 2^32; the final sums are taken in 64 bits. */
+__attribute__((target("avx2"))) static uint32_t adler32_avx2(uint32_t adler, const unsigned char *p, size_t len) {
+    uint32_t a = adler & 0xffff, b = adler >> 16;
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i weights = _mm256_setr_epi8(32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
+                                             15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
+    while (len >= 32) {
+        size_t blocks = len / 32;
+        if (blocks > ADLER_NMAX / 32)
+            blocks = ADLER_NMAX / 32;
+        len -= blocks * 32;
+        __m256i vs1 = zero, vs2 = zero, prev = zero;
+        for (size_t i = 0; i < blocks; i++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)p);
+            prev = _mm256_add_epi32(prev, vs1);
+            vs1 = _mm256_add_epi32(vs1, _mm256_sad_epu8(v, zero));
+            vs2 = _mm256_add_epi32(vs2, _mm256_madd_epi16(_mm256_maddubs_epi16(v, weights), ones));
+            p += 32;
+        }
+        vs2 = _mm256_add_epi32(vs2, _mm256_slli_epi32(prev, 5));
+        uint32_t l1[8], l2[8];
+        _mm256_storeu_si256((__m256i *)l1, vs1);
+        _mm256_storeu_si256((__m256i *)l2, vs2);
+        uint64_t t1 = 0, t2 = 0;
+        for (int i = 0; i < 8; i++) {
+            t1 += l1[i];
+            t2 += l2[i];
+        }
+        t2 += (uint64_t)a * 32 * blocks + b;
+        a = (uint32_t)((a + t1) % ADLER_BASE);
+        b = (uint32_t)(t2 % ADLER_BASE);
+    }
+    return adler32_scalar((b << 16) | a, p, len);
+}
+#endif
+
+static uint32_t adler32(uint32_t adler, const unsigned char *p, size_t len) {
+#ifdef HAVE_AVX2_PATH
+    static int avx2 = -1;
+    if (avx2 < 0) {
+        __builtin_cpu_init();
+        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    if (avx2)
+        return adler32_avx2(adler, p, len);
+#endif
+    return adler32_scalar(adler, p, len);
+}
+
+PyObject *amq_adler32(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    unsigned long value = 1;
+    if (!PyArg_ParseTuple(args, "y*|k:adler32", &view, &value))
+        return NULL;
+    uint32_t r = adler32((uint32_t)value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(r);
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Framing constants (kahadb-format.md §2.1).
+ */
+#define HEAD 5
+#define CONTROL_SIZE 28
+#define MAX_BATCH_SIZE (INT32_MAX - 33)
+static const unsigned char CONTROL_HEADER[16] = {0, 0, 0, 0x1c, 2, 'W', 'R', 'I', 'T', 'E', ' ', 'B', 'A', 'T', 'C', 'H'};
+static const unsigned char EOF_RECORD[5] = {'-', 'q', 'M', 'a', '4'};
+static const unsigned char ZERO_HEADER[5] = {0, 0, 0, 0, 0};
+
+enum { ENTRY_TYPES = 17, ADD_MESSAGE = 1, REMOVE_MESSAGE = 2 };
+
+static inline int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint32_t)be32(p + 4));
+}
+
+/* buf.find(CONTROL_HEADER, start): the header's only 0x1c byte is its 4th, so look for that. */
+static Py_ssize_t find_header(const unsigned char *b, Py_ssize_t n, Py_ssize_t start) {
+    Py_ssize_t i = start + 3;
+    while (i < n) {
+        const unsigned char *q = memchr(b + i, 0x1c, (size_t)(n - i));
+        if (q == NULL)
+            return -1;
+        Py_ssize_t pos = (q - b) - 3;
+        if (pos + 16 <= n && memcmp(b + pos, CONTROL_HEADER, 16) == 0)
+            return pos;
+        i = (q - b) + 1;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Protobuf, only as far as the fast path goes.  Anything the Python reader (formats/kahadb/protobuf.py)
+ * would treat specially makes the record "slow": multi-byte tags (every schema field of these commands
+ * has a one-byte tag), varints of 10 bytes (their value may not fit 64 bits), lengths past the message.
+ */
+typedef struct {
+    const unsigned char *p, *end;
+} pb_t;
+
+static inline int pb_varint(pb_t *s, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 63; shift += 7) {
+        if (s->p >= s->end)
+            return 0;
+        unsigned c = *s->p++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0; /* 10 bytes or more: leave it to Python */
+}
+
+/* One field: 1 = read (field, wt, and either value or [data, data+len)), 0 = end, -1 = slow. */
+static inline int pb_field(pb_t *s, int *field, int *wt, uint64_t *value, const unsigned char **data) {
+    if (s->p >= s->end)
+        return 0;
+    unsigned tag = *s->p;
+    if (tag >= 0x80 || (tag >> 3) == 0)
+        return -1;
+    s->p++;
+    *field = (int)(tag >> 3);
+    *wt = (int)(tag & 7);
+    if (*wt == 0)
+        return pb_varint(s, value) ? 1 : -1;
+    if (*wt == 2) {
+        uint64_t n;
+        if (!pb_varint(s, &n) || n > (uint64_t)(s->end - s->p))
+            return -1;
+        *data = s->p;
+        *value = n;
+        s->p += n;
+        return 1;
+    }
+    return -1; /* fixed32/64 and groups: no field of these commands has them */
+}
+
+static inline int32_t to_int32(uint64_t v) { return (int32_t)(uint32_t)v; }
+
+typedef struct {
+    int type;                       /* ADD_MESSAGE or REMOVE_MESSAGE */
+    const unsigned char *dest;      /* KahaDestination bytes */
+    Py_ssize_t dest_len;
+    const unsigned char *mid;       /* messageId */
+    Py_ssize_t mid_len;
+    const unsigned char *sub;       /* subscriptionKey (REMOVE) or NULL */
+    Py_ssize_t sub_len;
+    int32_t priority;
+} fast_t;
+
+/* Parse a user-record payload (entry type byte, varint length, body) for the fast path. */
+static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
+    if (n < 2)
+        return 0;
+    int etype = p[0];
+    if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE)
+        return 0;
+    pb_t s = {p + 1, p + n};
+    uint64_t body_len;
+    if (!pb_varint(&s, &body_len) || body_len != (uint64_t)(s.end - s.p))
+        return 0;
+    f->type = etype;
+    f->dest = f->mid = f->sub = NULL;
+    f->dest_len = f->mid_len = f->sub_len = 0;
+    f->priority = 4;
+    int have = 0, field, wt, r;
+    uint64_t v;
+    const unsigned char *d = NULL;
+    while ((r = pb_field(&s, &field, &wt, &v, &d)) == 1) {
+        /* A repeated destination, messageId or subscriptionKey: Python decodes (and may reject) every
+         * occurrence, the last one wins; leave that to it. */
+        if (field == 2 && wt == 2) {
+            if (have & 1)
+                return 0;
+            f->dest = d;
+            f->dest_len = (Py_ssize_t)v;
+            have |= 1;
+        } else if (field == 3 && wt == 2) {
+            if (have & 2)
+                return 0;
+            f->mid = d;
+            f->mid_len = (Py_ssize_t)v;
+            have |= 2;
+        } else if (field == 4 && wt == 2) {
+            have |= 4; /* ADD: the OpenWire message; REMOVE: the ack (neither is decoded here) */
+        } else if (etype == ADD_MESSAGE && field == 5 && wt == 0) {
+            f->priority = to_int32(v);
+        } else if (etype == ADD_MESSAGE && field == 6 && wt == 0) {
+            /* priority_supported: not used by the replay */
+        } else if (etype == REMOVE_MESSAGE && field == 5 && wt == 2) {
+            if (f->sub != NULL)
+                return 0;
+            f->sub = d;
+            f->sub_len = (Py_ssize_t)v;
+        } else {
+            return 0; /* transaction_info (field 1) or a field the schema does not have */
+        }
+    }
+    if (r < 0)
+        return 0;
+    return etype == ADD_MESSAGE ? have == 7 : (have & 3) == 3;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Destinations: a small direct-mapped memo from KahaDestination bytes to the key, type and the current
+ * DestinationState (checked against Replay.destinations on every use: Python code may drop or create it).
+ */
+#define MEMO 128
+
+typedef struct {
+    unsigned char *raw;
+    Py_ssize_t len;
+    PyObject *key;      /* "<type>:<name>" */
+    int dtype;
+    PyObject *state;    /* DestinationState last seen under key (or NULL), with its two dicts */
+    PyObject *messages;
+    PyObject *subs;
+} memo_t;
+
+typedef struct {
+    PyObject *destinations, *resolve, *ensure, *slow;
+    memo_t memo[MEMO];
+    long long counts[ENTRY_TYPES];
+    long long unknown_removes;
+} ctx_t;
+
+static void memo_clear_entry(memo_t *m) {
+    PyMem_Free(m->raw);
+    m->raw = NULL;
+    Py_CLEAR(m->key);
+    Py_CLEAR(m->state);
+    Py_CLEAR(m->messages);
+    Py_CLEAR(m->subs);
+}
+
+/* The memo entry for these destination bytes; NULL with no error set = they do not decode (slow). */
+static memo_t *memo_get(ctx_t *c, const unsigned char *raw, Py_ssize_t len) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = (h ^ raw[i]) * 16777619u;
+    memo_t *m = &c->memo[h & (MEMO - 1)];
+    if (m->raw != NULL && m->len == len && memcmp(m->raw, raw, (size_t)len) == 0)
+        return m;
+    PyObject *res = PyObject_CallFunction(c->resolve, "y#", (const char *)raw, len);
+    if (res == NULL)
+        return NULL;
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    PyObject *key;
+    int dtype;
+    if (!PyArg_ParseTuple(res, "Ui", &key, &dtype)) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    unsigned char *copy = PyMem_Malloc(len ? (size_t)len : 1);
+    if (copy == NULL) {
+        Py_DECREF(res);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memo_clear_entry(m);
+    memcpy(copy, raw, (size_t)len);
+    m->raw = copy;
+    m->len = len;
+    Py_INCREF(key);
+    m->key = key;
+    m->dtype = dtype;
+    Py_DECREF(res);
+    return m;
+}
+
+/* Point the entry at the DestinationState currently under its key (or none); -1 on error. */
+static int memo_refresh(memo_t *m, PyObject *state) {
+    Py_CLEAR(m->state);
+    Py_CLEAR(m->messages);
+    Py_CLEAR(m->subs);
+    if (state == NULL)
+        return 0;
+    PyObject *msgs = PyObject_GetAttrString(state, "messages");
+    if (msgs == NULL)
+        return -1;
+    PyObject *subs = PyObject_GetAttrString(state, "subscriptions");
+    if (subs == NULL) {
+        Py_DECREF(msgs);
+        return -1;
+    }
+    if (!PyDict_CheckExact(msgs) || !PyDict_CheckExact(subs)) {
+        Py_DECREF(msgs);
+        Py_DECREF(subs);
+        PyErr_SetString(PyExc_TypeError, "DestinationState.messages/subscriptions must be dicts");
+        return -1;
+    }
+    Py_INCREF(state);
+    m->state = state;
+    m->messages = msgs;
+    m->subs = subs;
+    return 0;
+}
+
+/* The current state for the entry's key; *st = NULL when there is none.  -1 on error. */
+static int memo_state(ctx_t *c, memo_t *m, int create, const unsigned char *raw, Py_ssize_t len) {
+    PyObject *cur = PyDict_GetItemWithError(c->destinations, m->key);
+    if (cur == NULL && PyErr_Occurred())
+        return -1;
+    if (cur == NULL && create) {
+        PyObject *st = PyObject_CallFunction(c->ensure, "y#", (const char *)raw, len);
+        if (st == NULL)
+            return -1;
+        int r = memo_refresh(m, st);
+        Py_DECREF(st);
+        return r;
+    }
+    if (cur != m->state)
+        return memo_refresh(m, cur);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * The replay's rules 1 and 2 (replay.py Replay._add / Replay._remove) for a record without a transaction.
+ * Returns 1 = applied, 0 = hand it to Python, -1 = error.
+ */
+static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset, Py_ssize_t length) {
+    memo_t *m = memo_get(c, f->dest, f->dest_len);
+    if (m == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *mid = PyUnicode_DecodeUTF8((const char *)f->mid, f->mid_len, NULL);
+    if (mid == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return -1;
+        PyErr_Clear();
+        return 0; /* Python reports the FormatError */
+    }
+    PyObject *sub = NULL;
+    if (f->sub != NULL) {
+        sub = PyUnicode_DecodeUTF8((const char *)f->sub, f->sub_len, NULL);
+        if (sub == NULL) {
+            Py_DECREF(mid);
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                return -1;
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    int rc = -1;
+    if (f->type == ADD_MESSAGE) {
+        if (memo_state(c, m, 1, f->dest, f->dest_len) < 0)
+            goto done;
+        PyObject *waiting = Py_None;
+        Py_INCREF(waiting);
+        if (m->dtype == 1 || m->dtype == 3) {
+            /* Topic: kept only for the durable subscriptions that want it.  Records are applied in
+             * journal order, so every existing subscription started before this record (s.start < pos). */
+            if (PyDict_GET_SIZE(m->subs) == 0) {
+                Py_DECREF(waiting);
+                rc = 1;
+                goto done;
+            }
+            Py_DECREF(waiting);
+            waiting = PySet_New(m->subs);
+            if (waiting == NULL)
+                goto done;
+        }
+        PyObject *entry = Py_BuildValue("(lnniN)", file_id, offset, length, (int)f->priority, waiting);
+        if (entry == NULL)
+            goto done;
+        int r = PyDict_SetItem(m->messages, mid, entry);
+        Py_DECREF(entry);
+        if (r < 0)
+            goto done;
+        rc = 1;
+    } else {
+        if (memo_state(c, m, 0, f->dest, f->dest_len) < 0)
+            goto done;
+        PyObject *msg = m->messages ? PyDict_GetItemWithError(m->messages, mid) : NULL;
+        if (msg == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            c->unknown_removes++; /* its ADD was in a file the broker's GC deleted */
+            rc = 1;
+            goto done;
+        }
+        PyObject *waiting;
+        if (PyTuple_CheckExact(msg)) {
+            waiting = PyTuple_GET_ITEM(msg, 4);
+            Py_INCREF(waiting);
+        } else {
+            waiting = PyObject_GetAttrString(msg, "waiting");
+            if (waiting == NULL)
+                goto done;
+        }
+        int drop = 1;
+        if (sub != NULL && waiting != Py_None) {
+            if (PySet_Discard(waiting, sub) < 0) {
+                Py_DECREF(waiting);
+                goto done;
+            }
+            drop = PySet_GET_SIZE(waiting) == 0;
+        }
+        Py_DECREF(waiting);
+        if (drop && PyDict_DelItem(m->messages, mid) < 0)
+            goto done;
+        rc = 1;
+    }
+    c->counts[f->type]++;
+done:
+    Py_DECREF(mid);
+    Py_XDECREF(sub);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * The scan.
+ */
+typedef struct {
+    long file_id;
+    int skipping;
+    int have_lu;
+    long long lu_file, lu_off;
+    long long records, after, first_after, last_offset;
+} file_t;
+
+static int record(ctx_t *c, file_t *ft, const unsigned char *b, Py_ssize_t pos, Py_ssize_t length) {
+    ft->records++;
+    ft->last_offset = pos;
+    if (ft->have_lu && (ft->file_id > ft->lu_file || (ft->file_id == ft->lu_file && pos > ft->lu_off))) {
+        if (ft->after == 0)
+            ft->first_after = pos;
+        ft->after++;
+    }
+    if (!ft->skipping) {
+        fast_t f;
+        if (parse_fast(b + pos + HEAD, length - HEAD, &f)) {
+            int r = apply_fast(c, &f, ft->file_id, pos, length);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+        }
+    }
+    PyObject *res = PyObject_CallFunction(c->slow, "nn", pos, length);
+    if (res == NULL)
+        return -1;
+    int skip = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    if (skip < 0)
+        return -1;
+    ft->skipping = skip;
+    return 0;
+}
+
+static int append_new(PyObject *list, PyObject *item) {
+    if (item == NULL)
+        return -1;
+    int r = PyList_Append(list, item);
+    Py_DECREF(item);
+    return r;
+}
+
+static PyObject *opt_ll(int present, long long v) {
+    if (!present)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(v);
+}
+
+PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"buf", "file_id", "checksums", "last_update", "hooks", NULL};
+    Py_buffer view;
+    long file_id;
+    int checksums;
+    PyObject *last_update, *hooks;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*lpOO:kahadb_scan_file", kwlist, &view, &file_id, &checksums,
+                                     &last_update, &hooks))
+        return NULL;
+    const unsigned char *b = view.buf;
+    const Py_ssize_t n = view.len;
+    PyObject *corrupt = PyList_New(0), *bad = PyList_New(0), *end = NULL, *result = NULL;
+    ctx_t *c = PyMem_Calloc(1, sizeof(ctx_t));
+    file_t ft = {.file_id = file_id, .first_after = -1, .last_offset = -1};
+    if (c == NULL || corrupt == NULL || bad == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (!PyArg_ParseTuple(hooks, "O!OOO:hooks", &PyDict_Type, &c->destinations, &c->resolve, &c->ensure, &c->slow))
+        goto out;
+    if (last_update != Py_None) {
+        if (!PyArg_ParseTuple(last_update, "LL:last_update", &ft.lu_file, &ft.lu_off))
+            goto out;
+        ft.have_lu = 1;
+    }
+    long long batches = 0, data_bytes = 0;
+    Py_ssize_t off = 0;
+    for (;;) {
+        if (off >= n) {
+            end = Py_BuildValue("(ns)", off, "end-of-file");
+            break;
+        }
+        Py_ssize_t avail = n - off;
+        if (avail >= 5 && memcmp(b + off, EOF_RECORD, 5) == 0) {
+            end = Py_BuildValue("(ns)", off, "eof-marker");
+            break;
+        }
+        const char *reason = NULL;
+        int has_stored = 0, has_computed = 0;
+        int64_t stored = 0;
+        uint32_t computed = 0;
+        int32_t size = 0;
+        if (avail < CONTROL_SIZE) {
+            /* Python compares buf[off:n] with the 16-byte header's first n-off bytes: only a tail of at
+             * most 16 bytes that is a prefix of the header counts as a truncated batch. */
+            reason = (avail <= 16 && memcmp(b + off, CONTROL_HEADER, (size_t)avail) == 0) ? "truncated" : "bad-header";
+        } else if (memcmp(b + off, CONTROL_HEADER, 16) != 0) {
+            reason = "bad-header";
+        } else {
+            size = be32(b + off + 16);
+            stored = be64(b + off + 20);
+            has_stored = 1;
+            if (size < 0 || size > MAX_BATCH_SIZE) {
+                reason = "bad-size";
+            } else if ((long long)off + CONTROL_SIZE + size > (long long)n) {
+                reason = "truncated";
+            } else if (checksums && stored > 0) {
+                computed = adler32(1, b + off + CONTROL_SIZE, (size_t)size);
+                has_computed = 1;
+                if ((int64_t)computed != stored)
+                    reason = "checksum";
+            }
+        }
+        if (reason == NULL) {
+            if (size == 0) {
+                end = Py_BuildValue("(ns)", off, "zero-batch");
+                break;
+            }
+            batches++;
+            data_bytes += (long long)size + CONTROL_SIZE;
+            /* The user records must tile the batch (journal.iter_batch_records). */
+            Py_ssize_t pos = off + CONTROL_SIZE, bend = off + CONTROL_SIZE + size;
+            while (pos < bend) {
+                int code = 0;
+                long long value = 0;
+                int32_t length = 0;
+                if (pos + HEAD > bend) {
+                    code = 1;
+                    value = bend - pos;
+                } else {
+                    length = be32(b + pos);
+                    if (b[pos + 4] != 1) {
+                        code = 2;
+                        value = b[pos + 4];
+                    } else if (length < HEAD || (long long)pos + length > (long long)bend) {
+                        code = 3;
+                        value = length;
+                    }
+                }
+                if (code) {
+                    if (append_new(bad, Py_BuildValue("(innL)", code, pos, off, value)) < 0)
+                        goto out;
+                    break;
+                }
+                if (record(c, &ft, b, pos, length) < 0)
+                    goto out;
+                pos += length;
+            }
+            off += CONTROL_SIZE + size;
+            continue;
+        }
+        PyObject *st = opt_ll(has_stored, stored), *cp = opt_ll(has_computed, computed);
+        if (st == NULL || cp == NULL) {
+            Py_XDECREF(st);
+            Py_XDECREF(cp);
+            goto out;
+        }
+        if (strcmp(reason, "bad-header") == 0 && avail >= 5 && memcmp(b + off, ZERO_HEADER, 5) == 0) {
+            /* A zero header ends the data unless a later batch follows (then it is a corrupted range). */
+            Py_DECREF(st);
+            Py_DECREF(cp);
+            Py_ssize_t nxt = find_header(b, n, off + 1);
+            if (nxt < 0) {
+                end = Py_BuildValue("(ns)", off, "zeros");
+                break;
+            }
+            if (append_new(corrupt, Py_BuildValue("(nnsOOO)", off, nxt - 1, reason, Py_False, Py_None, Py_None)) < 0)
+                goto out;
+            off = nxt;
+            continue;
+        }
+        Py_ssize_t nxt = find_header(b, n, off + 1);
+        if (nxt < 0) {
+            Py_ssize_t last = n - 1 > off ? n - 1 : off;
+            int r = append_new(corrupt, Py_BuildValue("(nnsONN)", off, last, reason, Py_True, st, cp));
+            if (r < 0)
+                goto out;
+            end = Py_BuildValue("(ns)", off, "corrupt-tail");
+            break;
+        }
+        if (append_new(corrupt, Py_BuildValue("(nnsONN)", off, nxt - 1, reason, Py_False, st, cp)) < 0)
+            goto out;
+        off = nxt;
+    }
+    if (end == NULL)
+        goto out;
+    PyObject *counts = PyTuple_New(ENTRY_TYPES);
+    if (counts == NULL)
+        goto out;
+    for (int i = 0; i < ENTRY_TYPES; i++) {
+        PyObject *v = PyLong_FromLongLong(c->counts[i]);
+        if (v == NULL) {
+            Py_DECREF(counts);
+            goto out;
+        }
+        PyTuple_SET_ITEM(counts, i, v);
+    }
+    result = Py_BuildValue("(LLLOOONLLLL)", batches, data_bytes, ft.records, corrupt, bad, end, counts, ft.after,
+                           ft.first_after, ft.last_offset, c->unknown_removes);
+out:
+    if (c != NULL) {
+        for (int i = 0; i < MEMO; i++)
+            memo_clear_entry(&c->memo[i]);
+        PyMem_Free(c);
+    }
+    Py_XDECREF(corrupt);
+    Py_XDECREF(bad);
+    Py_XDECREF(end);
+    PyBuffer_Release(&view);
+    return result;
+}
