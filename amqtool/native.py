@@ -111,3 +111,19 @@ def mapped_run(*args, **kwargs):
 def uring_run(*args, **kwargs):
     """O_DIRECT io_uring loop (io_uring_setup/io_uring_enter)."""
     return require_native("the io_uring benchmark").uring_run(*args, **kwargs)
+    return require_native("the io_uring benchmark").uring_run(*args, **kwargs)
+
+
+# --- KahaDB (native/kahadb_scan.c) -----------------------------------------------------------------
+# The batch scan + replay fast path over one db-N.log, or None: amqtool.engines.kahadb.load then runs its
+# Python loop (the reference; tests/native/test_kahadb_native.py holds the two identical).
+kahadb_scan_file = getattr(_native, "kahadb_scan_file", None)
+
+
+def adler32(data, value: int = 1) -> int:
+    """``zlib.adler32`` (= java.util.zip.Adler32), vectorised in C when the extension is built."""
+    if _native is not None:
+        return _native.adler32(data, value)
+    import zlib
+
+    return zlib.adler32(data, value)
