@@ -5,6 +5,8 @@ Nothing else imports ``amqtool._native``. What lives here:
 * ``scan_records(buf, file_tag, version, check_tag=True, start=16)``: the journal record scanner
   (``JournalImpl.readJournalFile``). C when the extension is built, else the reference implementation
   ``amqtool.formats.artemis.records.scan_records_py``; both return identical results.
+* ``Loader``: ``JournalImpl.load`` over files fed one at a time (``amqtool.engines.load`` uses it when
+  ``HAVE_NATIVE_LOADER``; its own Python loop is the reference and the fallback).
 * the timed write loops of ``amqtool bench`` (``nio_run``, ``aio_run``, ``mapped_run``, ``uring_run``).
   They have no fallback on purpose: a Python loop would put the interpreter inside every measured
   interval, so without the extension they raise :class:`CapabilityError` (exit 3).
@@ -37,6 +39,11 @@ else:
         NATIVE_REASON = f"the C extension amqtool._native is not built ({exc})"
 
 HAVE_NATIVE = _native is not None
+
+# The journal load state machine (native/journal_load.c); without it load.py runs its Python loop.
+Loader = getattr(_native, "Loader", None)
+LIVE_FORMAT = getattr(_native, "LIVE_FORMAT", "=qB?biqi")  # one packed live entry (see journal_load.c)
+HAVE_NATIVE_LOADER = Loader is not None
 
 
 def _probe(env: str, name: str, probe) -> tuple[bool, str]:
@@ -110,7 +117,6 @@ def mapped_run(*args, **kwargs):
 
 def uring_run(*args, **kwargs):
     """O_DIRECT io_uring loop (io_uring_setup/io_uring_enter)."""
-    return require_native("the io_uring benchmark").uring_run(*args, **kwargs)
     return require_native("the io_uring benchmark").uring_run(*args, **kwargs)
 
 

@@ -2,6 +2,8 @@
  *
  * module.c   the module object and its method table
  * scanner.c  the Artemis journal record scanner (JournalImpl.readJournalFile, format doc §1.5)
+ * journal_load.c the journal load state machine (JournalImpl.load, §3): the Loader type
+ * journal_scan.h the record-candidate logic both share
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
  */
@@ -12,6 +14,7 @@
 #include <Python.h>
 
 PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
+int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 
 PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_adler32(PyObject *self, PyObject *args);

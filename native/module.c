@@ -37,4 +37,9 @@ static struct PyModuleDef amq_module = {
     -1, amq_methods,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&amq_module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&amq_module);
+    if (m != NULL && amq_add_loader(m) < 0) /* journal_load.c: the Loader type */
+        Py_CLEAR(m);
+    return m;
+}

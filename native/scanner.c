@@ -8,123 +8,7 @@
  * with tx_id = -1 where the type has none, record_id = -1 for PREPARE/COMMIT/ROLLBACK,
  * number_of_records = -1 except PREPARE/COMMIT, extra_len = 0 except PREPARE.
  */
-#include "amqnative.h"
-
-#include <stdint.h>
-#include <string.h>
-
-enum { EVENT = 10, ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX, DELETE, PREPARE, COMMIT, ROLLBACK };
-
-/* Fixed part of a version-2 record (checkSize included), indexed by type - 10 (§2.2). */
-static const int fixed_v2[10] = {23, 23, 23, 31, 31, 30, 18, 26, 22, 18};
-
-static inline int is_tx(int t) { return t >= ADD_TX && t != DELETE; }
-static inline int has_id(int t) { return t < PREPARE; }
-static inline int has_body(int t) { return t <= DELETE_TX; }
-
-static inline int32_t be32(const unsigned char *p) {
-    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
-}
-static inline int64_t be64(const unsigned char *p) {
-    return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint32_t)be32(p + 4));
-}
-
-/* Does the 8-byte word hold a byte b with 9 < b < 20 (a record type)?  The classic "hasbetween" bit
- * trick: lets the scanner cross zero filler, AIO padding and most stale bytes eight at a time. */
-#define ONES (~(uint64_t)0 / 255)
-#define HAS_BETWEEN(x, m, n) \
-    (((ONES * (127 + (n)) - ((x) & ONES * 127)) & ~(x) & (((x) & ONES * 127) + ONES * (127 - (m)))) & ONES * 128)
-
-static inline Py_ssize_t next_candidate(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
-    while (pos + 8 <= end) {
-        uint64_t w;
-        memcpy(&w, b + pos, 8);
-        if (HAS_BETWEEN(w, 9, 20))
-            break;
-        pos += 8;
-    }
-    while (pos < end && (b[pos] < EVENT || b[pos] > ROLLBACK))
-        pos++;
-    return pos;
-}
-
-typedef enum { CAND_OK, CAND_QUIET, CAND_MARK } cand_result;
-
-typedef struct {
-    int t, cc, utype;
-    int64_t tx_id, rid, total;
-    int32_t body_len, nrec, extra_len;
-} record_t;
-
-/* Read the candidate at pos (type in range, tag already present and checked).  Mirrors the branch
- * structure of _candidate() in records.py: which failures mark the file as a data file and which are
- * abandoned quietly follows readJournalFile branch by branch. */
-static cand_result candidate(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end, int version, record_t *r) {
-    int t = b[pos];
-    Py_ssize_t p = pos + 5;
-    r->t = t;
-    r->cc = 0;
-    if (version >= 2) {
-        if (p + 1 > end)
-            return CAND_MARK;
-        r->cc = (int8_t)b[p];
-        p += 1;
-    }
-    r->tx_id = -1;
-    if (is_tx(t)) {
-        if (p + 8 > end)
-            return CAND_MARK;
-        r->tx_id = be64(b + p);
-        p += 8;
-    }
-    r->rid = -1;
-    if (has_id(t)) {
-        if (p + 8 > end)
-            return CAND_MARK;
-        r->rid = be64(b + p);
-        p += 8;
-    }
-    r->body_len = 0;
-    r->utype = 0;
-    if (has_body(t)) {
-        if (p + 4 > end)
-            return CAND_MARK;
-        r->body_len = be32(b + p);
-        p += 4;
-        if (t != DELETE_TX) {
-            if (p + 1 > end)
-                return CAND_QUIET;
-            r->utype = b[p];
-            p += 1;
-        }
-        if (r->body_len < 0 || (int64_t)p + r->body_len > (int64_t)end)
-            return CAND_QUIET;
-        p += r->body_len;
-    }
-    r->nrec = -1;
-    r->extra_len = 0;
-    if (t == PREPARE || t == COMMIT) {
-        if (p + 4 > end)
-            return CAND_QUIET;
-        r->nrec = be32(b + p);
-        p += 4;
-        if (t == PREPARE) {
-            if (p + 4 > end)
-                return CAND_QUIET;
-            r->extra_len = be32(b + p);
-            p += 4;
-            if (r->extra_len < 0)
-                return CAND_MARK;
-        }
-    }
-    int64_t total = (int64_t)(fixed_v2[t - EVENT] - (version >= 2 ? 0 : 1)) + r->body_len + r->extra_len;
-    if ((int64_t)pos + total > (int64_t)end)
-        return CAND_MARK;
-    if ((int64_t)be32(b + pos + total - 4) != total)
-        return CAND_MARK;
-    r->total = total;
-    return CAND_OK;
-}
+#include "journal_scan.h"
 
 PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"buf", "file_tag", "version", "check_tag", "start", NULL};
@@ -146,38 +30,16 @@ PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs) {
     int marked = 0;
     Py_ssize_t pos = start < 0 ? 0 : start;
     record_t r;
-    while (pos < end) {
-        pos = next_candidate(b, pos, end);
-        if (pos >= end)
-            break;
-        if (pos + 5 > end) { /* no room for the tag: markAsDataFile */
-            marked = 1;
-            pos++;
-            continue;
+    while (scan_next(b, &pos, end, file_tag, version, check_tag, &marked, &r)) {
+        PyObject *tup = Py_BuildValue("(inLiLLiiii)", r.t, r.pos, (long long)r.total, r.cc, (long long)r.tx_id,
+                                      (long long)r.rid, r.utype, (int)r.body_len, (int)r.nrec, (int)r.extra_len);
+        if (tup == NULL || PyList_Append(records, tup) < 0) {
+            Py_XDECREF(tup);
+            Py_DECREF(records);
+            PyBuffer_Release(&view);
+            return NULL;
         }
-        if (check_tag && (long long)be32(b + pos + 1) != file_tag) {
-            pos++; /* a record of an earlier use of this file */
-            continue;
-        }
-        cand_result res = candidate(b, pos, end, version, &r);
-        if (res == CAND_QUIET) {
-            pos++;
-        } else if (res == CAND_MARK) {
-            marked = 1;
-            pos++;
-        } else {
-            PyObject *tup = Py_BuildValue("(inLiLLiiii)", r.t, pos, (long long)r.total, r.cc, (long long)r.tx_id,
-                                          (long long)r.rid, r.utype, (int)r.body_len, (int)r.nrec,
-                                          (int)r.extra_len);
-            if (tup == NULL || PyList_Append(records, tup) < 0) {
-                Py_XDECREF(tup);
-                Py_DECREF(records);
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            Py_DECREF(tup);
-            pos += (Py_ssize_t)r.total;
-        }
+        Py_DECREF(tup);
     }
     PyBuffer_Release(&view);
     PyObject *result = Py_BuildValue("(NO)", records, marked ? Py_True : Py_False);

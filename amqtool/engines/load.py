@@ -16,11 +16,20 @@ Rules mirrored from ``JournalImpl.load`` and ``JournalTransaction`` (artemis-jou
 
 Bodies are not kept: a live record carries where its body is (file index, offset, length), so memory grows
 with live records, not with journal size. :meth:`LoadResult.body` reads one on demand.
+
+Two implementations give identical results (tests/native/test_loader.py): the loop in this module, which is
+the reference, and ``amqtool._native.Loader`` (native/journal_load.c), which makes the same decisions in C
+without a Python object per record and keeps the live list packed (:class:`LiveList`, 27 bytes an entry).
+:func:`load_journal` uses the C one when the extension is built, unless ``record_filter`` is given or
+``use_native=False``.
 """
 from __future__ import annotations
 
 import hashlib
+import re
+import struct
 from collections import namedtuple
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -45,6 +54,63 @@ LiveRecord = namedtuple(
     "LiveRecord", "id user_record_type is_update compact_count file_index body_offset body_len"
 )
 _new_live = tuple.__new__  # _new_live(LiveRecord, (...)) skips namedtuple argument parsing
+
+_LIVE = struct.Struct(native.LIVE_FORMAT)  # id, user_record_type, is_update, compact_count, file_index,
+#                                            body_offset, body_len: LiveRecord's fields in its order
+
+
+def _unpack_live(buf) -> list[LiveRecord]:
+    return [_new_live(LiveRecord, t) for t in _LIVE.iter_unpack(buf)]
+
+
+class LiveList(Sequence):
+    """The live list of a native load: packed entries (``native.LIVE_FORMAT``) in one buffer, handed out as
+    :class:`LiveRecord` on access. Behaves as the read-only list the Python load returns (``len``, iteration,
+    indexing and slicing, ``==`` against a list)."""
+
+    __slots__ = ("_buf", "_n")
+
+    def __init__(self, buf):
+        self._buf = memoryview(buf).cast("B")
+        self._n = len(self._buf) // _LIVE.size
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return map(_new_live, _live_cls_repeat(), _LIVE.iter_unpack(self._buf))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("live list index out of range")
+        return _new_live(LiveRecord, _LIVE.unpack_from(self._buf, i * _LIVE.size))
+
+    def tuples(self):
+        """The entries as plain tuples in LiveRecord's field order (cheaper than LiveRecord when scanning)."""
+        return _LIVE.iter_unpack(self._buf)
+
+    def __eq__(self, other):
+        if isinstance(other, (LiveList, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (LiveList, (bytes(self._buf),))
+
+    def __repr__(self) -> str:
+        return f"LiveList({self._n} records)"
+
+
+def _live_cls_repeat():
+    from itertools import repeat
+
+    return repeat(LiveRecord)
 
 
 @dataclass
@@ -84,11 +150,49 @@ class Anomaly:
 
 
 @dataclass
+class FileGaps:
+    """The bytes of one file outside its accepted records that are not filler (0 or HornetQ 'J'): what
+    ``verify`` judges. ``damaged`` holds the first :data:`GAP_EXAMPLES` regions *between* records as
+    (first non-filler offset, offset of the next record); ``damaged_count`` counts them all; ``end`` is where
+    the last record ends (16 without records) and ``tail_first`` the first non-filler byte after it (-1: none).
+    """
+
+    damaged: list[tuple[int, int]]
+    damaged_count: int
+    end: int
+    tail_first: int
+
+
+GAP_EXAMPLES = 20
+_NOT_FILLER = re.compile(rb"[^\x00J]")
+
+
+def file_gaps(data: bytes, records: list, examples: int = GAP_EXAMPLES) -> FileGaps:
+    """:class:`FileGaps` of a file from its bytes and scanner tuples (the reference of the C loader's)."""
+    search = _NOT_FILLER.search
+    pos = 16
+    damaged = []
+    count = 0
+    for rec in records:
+        off = rec[1]
+        if off > pos:
+            m = search(data, pos, off)
+            if m is not None:
+                count += 1
+                if len(damaged) < examples:
+                    damaged.append((m.start(), off))
+        pos = off + rec[2]
+    m = search(data, pos)
+    return FileGaps(damaged, count, pos, m.start() if m is not None else -1)
+
+
+@dataclass
 class LoadResult:
-    """The outcome of :func:`load_journal`."""
+    """The outcome of :func:`load_journal`. ``live`` is a list (Python load) or a :class:`LiveList` (C load):
+    use it as a read-only sequence."""
 
     opened: OpenedJournal
-    live: list[LiveRecord]
+    live: Sequence[LiveRecord]
     prepared: list[TxInfo]
     failed: list[TxInfo]
     max_id: int
@@ -165,13 +269,23 @@ def load_journal(
     on_file: Callable[[FileScan, bytes, list], None] | None = None,
     progress: Callable[[int], None] | None = None,
     record_filter: Callable[[tuple], bool] | None = None,
+    use_native: bool | None = None,
 ) -> LoadResult:
     """Load the live state of ``opened`` as ``JournalImpl.load(..., fixBadTx=false)`` would.
 
     ``on_file(scan, data, records)`` is called after each file is scanned and processed, with the file's
-    bytes and scanner tuples (verify inspects the gaps between records there). ``progress(n)`` receives
-    bytes scanned. ``check_tag=False`` accepts records of earlier uses of reused files (``--reclaimed``).
+    bytes and, from the Python load, its scanner tuples, from the C load its :class:`FileGaps` (verify
+    inspects the gaps between records; :func:`file_gaps` turns tuples into FileGaps). ``progress(n)``
+    receives bytes scanned. ``check_tag=False`` accepts records of earlier uses of reused files
+    (``--reclaimed``). ``record_filter`` (keep a scanner tuple or not) needs the Python load; ``use_native``
+    forces one implementation (None: C when built).
     """
+    if use_native is None:
+        use_native = native.HAVE_NATIVE_LOADER and record_filter is None
+    if use_native:
+        if record_filter is not None:
+            raise ValueError("record_filter needs the Python load")
+        return _load_native(opened, check_tag, on_file, progress)
     scan = native.scan_records
 
     entries: dict[int, LiveRecord] = {}  # sequence -> entry, in the order Artemis' list would hold them
@@ -329,4 +443,59 @@ def load_journal(
         scans=scans,
         anomalies=anomalies,
         anomaly_counts=counts,
+    )
+
+
+def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
+    # the keywords load_journal's note() gets for each code, in the same order
+    if code in ("update-unknown-id", "delete-unknown-id"):
+        return {"id": a}
+    if code == "prepare-count-mismatch":
+        return {"txId": a, "expected": b, "found": c}
+    if code == "commit-count-mismatch":
+        return {"txId": a, "expected": b, "found": c, "records": d}
+    return {"txId": a}
+
+
+def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress) -> LoadResult:
+    """load_journal through ``amqtool._native.Loader``: the same result as the loop above."""
+    loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES)
+    want_gaps = on_file is not None
+    scans: list[FileScan] = []
+    for fi, jf in enumerate(opened.files):
+        data = opened.read_file(fi)
+        n, marked, has_data, last_pos, tcounts, gaps = loader.feed(
+            data, fi, jf.tag, jf.version, check_tag, want_gaps, GAP_EXAMPLES)
+        fs = FileScan(fi, jf, records=n, marked=marked, has_data=has_data, last_data_pos=last_pos,
+                      type_counts=dict(tcounts))
+        scans.append(fs)
+        if on_file is not None:
+            on_file(fs, data, FileGaps(*gaps))
+        if progress is not None:
+            progress(len(data))
+        del data
+    _n, max_id, number_of_records, txs, raw_anomalies, counts = loader.finish()
+    prepared: list[TxInfo] = []
+    failed: list[TxInfo] = []
+    for tx_id, recs, dels, is_prepared, invalid, extra, ploc in txs:
+        info = TxInfo(tx_id, _unpack_live(recs), _unpack_live(dels), is_prepared, invalid, extra, ploc)
+        if not is_prepared or invalid:
+            failed.append(info)
+        else:
+            for r in info.records:
+                if r.id > max_id:
+                    max_id = r.id
+            prepared.append(info)
+    anomalies = [Anomaly(code, fi, off, _anomaly_ids(code, a, b, c, d))
+                 for code, fi, off, a, b, c, d in raw_anomalies]
+    return LoadResult(
+        opened=opened,
+        live=LiveList(loader),
+        prepared=prepared,
+        failed=failed,
+        max_id=max_id,
+        number_of_records=number_of_records,
+        scans=scans,
+        anomalies=anomalies,
+        anomaly_counts=dict(counts),
     )
