@@ -49,6 +49,7 @@ from amqtool.formats.artemis.paging import (
     PagedMessage,
     PageScanEnd,
     PageScanner,
+    PageSummaries,
     page_id_from_name,
     summarize_record,
 )
@@ -836,6 +837,10 @@ class PagingVerifier:
                     {"missingPages": missing, "presentPages": len(present)}))
         current = ps.current_page
         undecodable = 0
+        acks_by_page = self._acks_by_page()
+        queues = view.queues
+        complete = view.complete
+        summary = self.summary
         for pid in sorted(ps.pages):
             path = ps.page_path(pid)
             try:
@@ -843,41 +848,47 @@ class PagingVerifier:
             except OSError as err:
                 findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}", str(path)))
                 continue
+            # per queue on this page: the acked message numbers, or None when the queue takes nothing here
+            # (page complete, or no such queue)
+            page_queue: dict[int, set | None] = {}
             with pf:
-                self.summary.pages += 1
-                self.summary.bytes += pf.size
+                summary.pages += 1
+                summary.bytes += pf.size
                 buf = pf.buf
-                s = PageScanner(buf, pf.size)
-                for number, off, ln in s:
-                    try:
-                        rec = summarize_record(buf, off + 5, off + 5 + ln)
-                    except FormatError as err:
-                        undecodable += 1
-                        if undecodable <= MAX_LISTED:
-                            findings.append(Finding(
-                                Severity.CRITICAL, "page-record-undecodable",
-                                f"page {pid} message {number}: {err.message}; the broker cannot read this page "
-                                f"(its messages are not delivered)", str(path), off))
-                        break
-                    self.summary.messages += 1
-                    tx_state = view.tx_state(rec.transaction_id)
+                s = PageSummaries(buf, pf.size)
+                for number, off, _, tx_id, _, mid, qids, header in s:
+                    summary.messages += 1
+                    tx_state = view.tx_state(tx_id)
+                    counted = tx_id <= 0 or tx_state == PAGE_TX_COMMITTED  # PageCounterRebuildManager
                     pending = False
-                    for q in rec.queue_ids:
-                        if view.queue_state(q, pid, number) == Q_PENDING:
-                            pending = True
-                            # PageCounterRebuildManager: not acked and tx included (none or committed)
-                            if rec.transaction_id <= 0 or tx_state == PAGE_TX_COMMITTED:
-                                expected[q] = expected.get(q, 0) + 1
+                    for q in qids:
+                        acked = page_queue.get(q, 0)
+                        if acked == 0:
+                            c = complete.get(q)
+                            acked = page_queue[q] = (None if q not in queues or (c is not None and pid in c)
+                                                     else acks_by_page.get((q, pid), ()))
+                        if acked is None or number in acked:
+                            continue
+                        pending = True
+                        if counted:
+                            expected[q] = expected.get(q, 0) + 1
                     if pending and tx_state in (None, PAGE_TX_COMMITTED):
-                        self.summary.pending_messages += 1
+                        summary.pending_messages += 1
                     if tx_state == PAGE_TX_NOT_FOUND:
-                        not_found[rec.transaction_id] = not_found.get(rec.transaction_id, 0) + 1
+                        not_found[tx_id] = not_found.get(tx_id, 0) + 1
                     elif tx_state == PAGE_TX_PREPARED:
-                        prepared[rec.transaction_id] = prepared.get(rec.transaction_id, 0) + 1
-                    if rec.header is not None:
-                        paged_large[rec.message_id] = PagedLarge(
-                            rec.message_id, _declared_size(buf, rec.header), str(path), pid, number,
-                            pending and tx_state != PAGE_TX_NOT_FOUND)
+                        prepared[tx_id] = prepared.get(tx_id, 0) + 1
+                    if header is not None:
+                        paged_large[mid] = PagedLarge(mid, _declared_size(buf, header), str(path), pid, number,
+                                                      pending and tx_state != PAGE_TX_NOT_FOUND)
+                if s.error is not None:
+                    number, off, err = s.error
+                    undecodable += 1
+                    if undecodable <= MAX_LISTED:
+                        findings.append(Finding(
+                            Severity.CRITICAL, "page-record-undecodable",
+                            f"page {pid} message {number}: {err.message}; the broker cannot read this page "
+                            f"(its messages are not delivered)", str(path), off))
                 end = s.end
                 if self.progress is not None:
                     self.progress(pf.size)
@@ -904,6 +915,16 @@ class PagingVerifier:
         if undecodable > MAX_LISTED:
             findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
                                     f"{undecodable - MAX_LISTED} more undecodable page record(s)", folder))
+
+    def _acks_by_page(self) -> dict[tuple[int, int], set[int]]:
+        """(queue, page) -> acked message numbers (built once)."""
+        if getattr(self, "_acks_cache", None) is None:
+            out: dict[tuple[int, int], set[int]] = {}
+            for q, positions in self.view.acks.items():
+                for page, number in positions:
+                    out.setdefault((q, page), set()).add(number)
+            self._acks_cache = out
+        return self._acks_cache
 
     def _tx_findings(self, findings, not_found: dict[int, int], prepared: dict[int, int]) -> None:
         view = self.view
