@@ -89,6 +89,21 @@ class LiveList(Sequence):
             raise IndexError("live list index out of range")
         return _new_live(LiveRecord, _LIVE.unpack_from(self._buf, i * _LIVE.size))
 
+    def ids_of_type(self, user_record_type: int, is_update: bool | None = None) -> list[int]:
+        """Ids of the entries of ``user_record_type`` (and ``is_update`` unless None), in list order, found
+        without materialising the other entries: the type bytes are gathered with one strided copy."""
+        size = _LIVE.size
+        types = bytes(self._buf[8::size])  # user_record_type is the 9th byte of an entry ("=qB...")
+        needle = bytes([user_record_type & 0xFF])
+        out = []
+        i = types.find(needle)
+        while i >= 0:
+            rid, _t, upd = _LIVE.unpack_from(self._buf, i * size)[:3]
+            if is_update is None or upd == is_update:
+                out.append(rid)
+            i = types.find(needle, i + 1)
+        return out
+
     def tuples(self):
         """The entries as plain tuples in LiveRecord's field order (cheaper than LiveRecord when scanning)."""
         return _LIVE.iter_unpack(self._buf)
@@ -105,6 +120,15 @@ class LiveList(Sequence):
 
     def __repr__(self) -> str:
         return f"LiveList({self._n} records)"
+
+
+def live_ids_of_type(live, user_record_type: int, is_update: bool | None = None) -> list[int]:
+    """Ids of the live entries of ``user_record_type`` (and ``is_update`` unless None), for a list or a
+    :class:`LiveList` (which answers without building a LiveRecord per entry)."""
+    if isinstance(live, LiveList):
+        return live.ids_of_type(user_record_type, is_update)
+    return [r.id for r in live
+            if r.user_record_type == user_record_type and (is_update is None or r.is_update == is_update)]
 
 
 def _live_cls_repeat():

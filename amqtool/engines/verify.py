@@ -19,22 +19,20 @@ What is judged, and why (codes are documented in man/amqtool-verify.1):
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from amqtool.errors import Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
-from amqtool.engines.load import FileScan, LoadResult, load_journal
+from amqtool.engines.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, file_gaps, live_ids_of_type, load_journal
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 ADD_LARGE_MESSAGE = 30  # JournalRecordIds.ADD_LARGE_MESSAGE
 
-_NOT_FILLER = re.compile(rb"[^\x00J]")
 _STALE_SEARCH_LIMIT = 64 * 1024
-MAX_DAMAGED_PER_FILE = 20
+MAX_DAMAGED_PER_FILE = GAP_EXAMPLES  # FileGaps keeps this many examples per file
 
 
 @dataclass
@@ -82,15 +80,6 @@ class VerifyReport:
         return doc
 
 
-def _all_filler(data: bytes, start: int, end: int) -> bool:
-    if start >= end:
-        return True
-    # memcmp against zeros first (the common case, fast), then the slower search that also allows 'J'.
-    if data[start:end] == bytes(end - start):
-        return True
-    return _NOT_FILLER.search(data, start, end) is None
-
-
 def _first_foreign_record(data: bytes, start: int, end: int, tag: int, version: int) -> int | None:
     """Offset of the first complete record whose tag is not ``tag`` in ``data[start:end]`` (looked for
     in the first 64 KiB only), or None."""
@@ -110,30 +99,24 @@ class _GapInspector:
         self.findings = findings
         self.tails: list[tuple[int, str, int, int]] = []
 
-    def __call__(self, scan: FileScan, data: bytes, records: list) -> None:
+    def __call__(self, scan: FileScan, data: bytes, records) -> None:
+        # records: scanner tuples (Python load) or the FileGaps the C load computed while scanning
+        gaps = records if isinstance(records, FileGaps) else file_gaps(data, records)
         jf = scan.file
         path = str(jf.path)
-        pos = 16
-        damaged = 0
-        for rec in records:
-            off = rec[1]
-            if not _all_filler(data, pos, off):
-                damaged += 1
-                first = _NOT_FILLER.search(data, pos, off).start()
-                if damaged <= MAX_DAMAGED_PER_FILE:
-                    self.findings.append(Finding(
-                        Severity.CRITICAL, "damaged-record",
-                        f"{off - first} damaged byte(s) followed by valid records: at least one record was "
-                        f"lost here (the broker skips it and goes on)", path, first, {"nextValidRecord": off}))
-            pos = off + rec[2]
-        if damaged > MAX_DAMAGED_PER_FILE:
+        for first, off in gaps.damaged[:MAX_DAMAGED_PER_FILE]:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record",
-                f"{damaged - MAX_DAMAGED_PER_FILE} more damaged region(s) in this file", path, None))
+                f"{off - first} damaged byte(s) followed by valid records: at least one record was "
+                f"lost here (the broker skips it and goes on)", path, first, {"nextValidRecord": off}))
+        if gaps.damaged_count > MAX_DAMAGED_PER_FILE:
+            self.findings.append(Finding(
+                Severity.CRITICAL, "damaged-record",
+                f"{gaps.damaged_count - MAX_DAMAGED_PER_FILE} more damaged region(s) in this file", path, None))
         end = len(data)
-        if _all_filler(data, pos, end):
+        if gaps.tail_first < 0:
             return
-        first = _NOT_FILLER.search(data, pos, end).start()
+        first = gaps.tail_first
         # A torn record of the current use of the file carries the file's own tag.
         own_tag = (first + 5 <= end and 10 <= data[first] <= 19
                    and int.from_bytes(data[first + 1:first + 5], "big", signed=True) == jf.tag)
@@ -290,7 +273,7 @@ def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
 
 def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: list[Finding],
                             paging=None, paged: dict | None = None) -> None:
-    ids = {r.id for r in result.live if r.user_record_type == ADD_LARGE_MESSAGE and not r.is_update}
+    ids = set(live_ids_of_type(result.live, ADD_LARGE_MESSAGE, is_update=False))
     for tx in result.prepared:
         ids.update(r.id for r in tx.records if r.user_record_type == ADD_LARGE_MESSAGE)
     # paging (amqtool.engines.paging): large messages in page files point at .msg files too, and the
