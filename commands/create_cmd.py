@@ -31,6 +31,7 @@ def create(
     seed: int = typer.Option(1, "--seed", help="Demo: random seed (same seed, same bytes)."),
     live_ratio: float = typer.Option(0.3, "--live-ratio", help="Demo: fraction of written messages left live."),
     no_large: bool = typer.Option(False, "--no-large-messages", help="Demo: write no large messages."),
+    no_paging: bool = typer.Option(False, "--no-paging", help="Demo: no paged addresses."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -44,7 +45,7 @@ def create(
             with progress("creating demo store", size, quiet) as advance:
                 manifest = engine.create_demo(path, size, seed=seed, live_ratio=live_ratio, file_size=fs,
                                               min_files=min_files, progress=advance,
-                                              large_messages=not no_large)
+                                              large_messages=not no_large, paging=not no_paging)
             doc = {
                 "verdict": "OK",
                 "path": path,

@@ -73,8 +73,13 @@ from amqtool.formats.artemis.primitives import (
     hashmap_growing_order,
     simple_string_hash,
 )
+from amqtool.formats.artemis.paging import ADDRESS_FILE, PagedMessage, encode_page_record, page_file_name
 from amqtool.formats.artemis.userrecords import (
     AckRefRecord,
+    CursorAckRecord,
+    PageCompleteRecord,
+    PageCounterValueRecord,
+    PageTransactionRecord,
     AddRefRecord,
     AddressBindingRecord,
     DeliveryCountRecord,
@@ -116,7 +121,7 @@ class _Expected:
         self.max_id = -1
 
     def _entry(self, rid: int, utype: int, body: bytes, upd: bool) -> tuple:
-        return (rid, utype, upd, len(body), hashlib.sha256(body).hexdigest())
+        return (rid, utype, upd, len(body), hashlib.sha256(body).digest())
 
     def _append(self, e: tuple) -> None:
         if e[0] in self.deleted:
@@ -157,7 +162,7 @@ class _Expected:
 
     def live(self) -> list[dict]:
         return [{"id": e[0], "userRecordType": e[1], "isUpdate": e[2], "compactCount": 0, "bodySize": e[3],
-                 "bodySha256": e[4]} for e in self.entries.values()]
+                 "bodySha256": e[4].hex()} for e in self.entries.values()]
 
     def by_type(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -254,6 +259,70 @@ class _Message:
     deleted: bool = False
 
 
+@dataclass
+class _Paged:
+    """One message in a page file."""
+
+    id: int
+    store: "_PageStore"
+    page: int
+    number: int
+    queues: list[int]
+    tx: int | None  # page transaction id (None: not transactional)
+    body_size: int
+    body_sha256: str
+    persistent_size: int
+    large_file: str | None = None
+    acked: set[int] = field(default_factory=set)
+    ack_records: dict[int, int] = field(default_factory=dict)  # queue -> ACKNOWLEDGE_CURSOR record id
+
+
+@dataclass
+class _PageTx:
+    tx: int
+    record_id: int | None  # PAGE_TRANSACTION record id (None when never stored: rolled back)
+    state: str  # "open" (being sent) | "committed" | "prepared" | "not-found" (rolled back)
+    messages: list[_Paged] = field(default_factory=list)
+
+
+class _PageStore:
+    """``<paging>/<uuid>/``: address.txt and 9-digit page files, appended as PagingStoreImpl.page does
+    (a new page when the next message would pass page-size-bytes and the page is not empty)."""
+
+    def __init__(self, directory: Path, folder: str, address: str, page_size: int):
+        self.dir = directory / folder
+        self.folder = folder
+        self.address = address
+        self.page_size = page_size
+        self.dir.mkdir(parents=True)
+        (self.dir / ADDRESS_FILE).write_text(address + "\n", encoding="utf-8")
+        self.current = 1
+        self.buf = bytearray()
+        self.pages: dict[int, list[_Paged]] = {1: []}  # pages that exist -> messages in order
+        self.sizes: dict[int, int] = {}
+        self.complete: dict[tuple[int, int], int] = {}  # (queue, page) -> PAGE_CURSOR_COMPLETE record id
+
+    def _flush(self) -> None:
+        with open(self.dir / page_file_name(self.current), "wb") as fh:
+            fh.write(self.buf)
+        self.sizes[self.current] = len(self.buf)
+
+    def append(self, record: bytes) -> tuple[int, int, bool]:
+        """Add one framed record; returns (page, message number, whether a page was closed)."""
+        rolled = False
+        if len(self.buf) + len(record) > self.page_size and self.pages[self.current]:
+            self._flush()
+            self.current += 1
+            self.pages[self.current] = []
+            self.buf = bytearray()
+            rolled = True
+        self.buf += record
+        return self.current, len(self.pages[self.current]), rolled
+
+    def close(self) -> None:
+        self._flush()
+
+
 class _IdGenerator:
     """BatchingIDGenerator with CHECKPOINT_BATCH_SIZE = Integer.MAX_VALUE, storing to the bindings journal."""
 
@@ -294,7 +363,7 @@ class _IdGenerator:
 
 class _Demo:
     def __init__(self, root: Path, size: int, seed: int, live_ratio: float, file_size: int, min_files: int,
-                 progress: Callable[[int], None] | None, large_messages: bool):
+                 progress: Callable[[int], None] | None, large_messages: bool, paging: bool = True):
         self.root = root
         self.data = root / "data"
         self.size = size
@@ -305,6 +374,15 @@ class _Demo:
         self.min_files = min_files
         self.progress = progress
         self.large_enabled = large_messages
+        self.paging_enabled = paging
+        self.page_size = max(64 * 1024, min(10 * 1024 * 1024, size // 64))
+        self.page_stores: dict[str, _PageStore] = {}
+        self.page_txs: dict[int, _PageTx] = {}
+        self.paged: dict[int, _Paged] = {}  # paged messages still in existing pages
+        self.page_counter_records: dict[int, int] = {}  # queue -> PAGE_CURSOR_COUNTER_VALUE record id
+        self._paged_pending: list = []  # heap of (due step, seq, message id, queue id)
+        self._paged_since_snapshot = 0
+        self._budget = 1
         self.clock = BASE_TIME
         self.addresses: dict[str, _Address] = {}
         self.queues: dict[int, _Queue] = {}
@@ -312,7 +390,9 @@ class _Demo:
         self.prepared: list[dict] = []
         self.counts = {"sent": 0, "committedTx": 0, "rolledBackTx": 0, "rolledBackMessages": 0,
                        "acks": 0, "deletes": 0, "largeMessages": 0, "dlqMoves": 0, "duplicateIds": 0,
-                       "deliveryCountUpdates": 0, "scheduledUpdates": 0, "restarts": 1}
+                       "deliveryCountUpdates": 0, "scheduledUpdates": 0, "restarts": 1,
+                       "pagedSent": 0, "pagedAcks": 0, "pageTransactions": 0, "pagesDeleted": 0,
+                       "pageCompleteRecords": 0, "pageCounterSnapshots": 0, "pagedLargeMessages": 0}
         self._pending: list[tuple[int, int, int, int]] = []  # heap of (due step, seq, message id, queue id)
         self._seq = 0
         self._step = 0
@@ -395,6 +475,13 @@ class _Demo:
         self._queue("prices", "prices.feed", MULTICAST, purge=True)
         self._queue("prices", "prices.snapshot", ANYCAST)
         self._address("notifications", (MULTICAST,), auto_created=True)  # an address without queues
+        if self.paging_enabled:
+            # addresses that reached max-size-bytes in the second run: their messages go to page files
+            self._address("telemetry", (MULTICAST,))
+            self._queue("telemetry", "telemetry.ops", MULTICAST)
+            self._queue("telemetry", "telemetry.lake", MULTICAST)
+            self._address("backlog", (ANYCAST,))
+            self._queue("backlog", "backlog", ANYCAST)
 
     # --- messages ----------------------------------------------------------------------------------
 
@@ -562,13 +649,14 @@ class _Demo:
     def _delete_message(self, m: _Message) -> None:
         self.mw.delete(m.id)
         m.deleted = True
+        del self.messages[m.id]  # only live and in-flight messages are kept in memory
         self.counts["deletes"] += 1
         if m.large_file:
             os.unlink(self.data / "large-messages" / m.large_file)  # the broker deletes the body file
 
     def _ack(self, mid: int, q: int, tx: int | None = None) -> None:
-        m = self.messages[mid]
-        if m.deleted or q in m.acked:
+        m = self.messages.get(mid)
+        if m is None or q in m.acked:
             return
         if self.rng.random() < 0.05:  # redelivered before the ack: the delivery count is persisted
             n = self.rng.randrange(1, 4)
@@ -595,9 +683,9 @@ class _Demo:
                 tx = self.ids.generate()
                 touched = []
                 for _, _, mid, q in batch:
-                    before = len(self.messages[mid].acked)
-                    self._ack(mid, q, tx)
-                    if len(self.messages[mid].acked) != before:
+                    m = self.messages.get(mid)
+                    if m is not None and q not in m.acked:
+                        self._ack(mid, q, tx)
                         touched.append(mid)
                 self.mw.commit(tx)
                 self.counts["committedTx"] += 1
@@ -611,14 +699,13 @@ class _Demo:
                 i += 1
 
     def _maybe_delete(self, mid: int) -> None:
-        m = self.messages[mid]
-        if not m.deleted and set(m.queues) <= m.acked:
+        m = self.messages.get(mid)
+        if m is not None and set(m.queues) <= m.acked:
             self._delete_message(m)
 
     def _move_to_dlq(self) -> None:
         """A message that failed delivery too often: copied to DLQ (new id), original acked and deleted."""
-        cands = [self.messages[i] for i in self._recent_orders
-                 if not self.messages[i].deleted and not self.messages[i].acked]
+        cands = [m for m in (self.messages.get(i) for i in self._recent_orders) if m is not None and not m.acked]
         if not cands:
             return
         orig = self.rng.choice(cands)
@@ -643,6 +730,204 @@ class _Demo:
         self._maybe_delete(orig.id)
         self.counts["dlqMoves"] += 1
         self._plan_acks(m, force_live=True)
+
+    # --- paging -----------------------------------------------------------------------------------
+
+    def _page_store(self, address: str) -> _PageStore:
+        ps = self.page_stores.get(address)
+        if ps is None:
+            folder = self._uuid().hex()
+            folder = f"{folder[:8]}-{folder[8:12]}-{folder[12:16]}-{folder[16:20]}-{folder[20:]}"
+            ps = self.page_stores[address] = _PageStore(self.data / "paging", folder, address, self.page_size)
+        return ps
+
+    def send_paged(self, address: str, ptx: _PageTx | None = None, large: bool = False) -> _Paged:
+        """A message for a paging address: into the current page file (PagedMessage), no journal record."""
+        rng = self.rng
+        mid = self.ids.generate()
+        self.clock += rng.randrange(1, 20)
+        props = self._props([("sensor", STRING, "s-%03d" % rng.randrange(200)), ("seq", LONG, mid),
+                             ("value", DOUBLE, round(rng.uniform(-50, 150), 3)), ("ok", BOOLEAN, rng.random() < 0.9)])
+        large_file = None
+        if large:
+            size = rng.randrange(64 * 1024, 512 * 1024)
+            body = self._bytes_body(size, mid)
+            props = self._props([("sensor", STRING, "camera-1"), ("seq", LONG, mid), ("_AMQ_LARGE_SIZE", LONG, size)])
+            msg = LargeMessage(MessageHeaders(mid, address, self._uuid(), BYTES_TYPE, True, 0, self.clock, 4, props))
+            large_file = f"{mid}.msg"
+            (self.data / "large-messages" / large_file).write_bytes(body)
+            psize = len(msg.encode())
+            self.counts["pagedLargeMessages"] += 1
+        else:
+            body = self._bytes_body(self._body_size(64, 4096), mid)
+            msg = CoreMessage.build(message_id=mid, address=address, body=body, type=BYTES_TYPE, durable=True,
+                                    timestamp=self.clock, user_id=self._uuid(), properties=props)
+            psize = msg.encode_size()
+        queues = [q.id for q in self.addresses[address].queues]
+        pm = PagedMessage.build(msg, queues, transaction_id=ptx.tx if ptx is not None else -1)
+        ps = self._page_store(address)
+        page, number, rolled = ps.append(encode_page_record(pm))
+        p = _Paged(mid, ps, page, number, queues, ptx.tx if ptx is not None else None, len(body),
+                   hashlib.sha256(body).hexdigest(), psize, large_file)
+        ps.pages[page].append(p)
+        self.paged[mid] = p
+        if ptx is not None:
+            ptx.messages.append(p)
+        self.counts["pagedSent"] += 1
+        self._paged_since_snapshot += 1
+        if rolled:
+            self._cleanup_pages(ps)
+        return p
+
+    def _plan_paged_acks(self, p: _Paged, force_live: bool | None = None) -> None:
+        """Paged consumers are FIFO: a queue has consumed everything sent before a point, so old pages
+        are consumed (and completed, then deleted) and the backlog sits in the newest pages. The second
+        telemetry subscription lags further behind, so some pages are complete for one queue only."""
+        frac = (self.mw.used_bytes() + self._paging_bytes()) / max(self._budget, 1)
+        for i, q in enumerate(p.queues):
+            lag = 1.6 if i == 1 else 1.0
+            live = frac >= 1 - self.live_ratio * lag if force_live is None else force_live
+            if not live:
+                self._seq += 1
+                heapq.heappush(self._paged_pending, (self._step + self.rng.randrange(0, 200), self._seq, p.id, q))
+
+    def _paged_traffic(self) -> None:
+        rng = self.rng
+        address = "telemetry" if rng.random() < 0.7 else "backlog"
+        r = rng.random()
+        if r < 0.1:  # a transactional send: the PAGE_TRANSACTION record commits the paged messages
+            tx = self.ids.generate()
+            ptx = self.page_txs[tx] = _PageTx(tx, self.ids.generate(), "open")
+            for _ in range(rng.randrange(1, 5)):
+                self.send_paged(address, ptx)
+            self.mw.add_tx(tx, ptx.record_id, R.PAGE_TRANSACTION,
+                           PageTransactionRecord(transaction_id=tx, number_of_messages=len(ptx.messages)).encode())
+            self.mw.commit(tx)
+            ptx.state = "committed"
+            self.counts["pageTransactions"] += 1
+            self.counts["committedTx"] += 1
+            for p in ptx.messages:
+                self._plan_paged_acks(p)
+        elif r < 0.12:  # rolled back before commit: the paged messages stay in the page, never delivered
+            tx = self.ids.generate()
+            ptx = self.page_txs[tx] = _PageTx(tx, None, "open")
+            for _ in range(rng.randrange(1, 3)):
+                self.send_paged(address, ptx)
+            ptx.state = "not-found"
+            self.counts["rolledBackTx"] += 1
+        else:
+            self._plan_paged_acks(self.send_paged(address))
+
+    def _paged_ack(self, mid: int, q: int, tx: int | None) -> None:
+        p = self.paged.get(mid)
+        if p is None or q in p.acked:
+            return
+        rid = self.ids.generate()
+        body = CursorAckRecord(queue_id=q, page_nr=p.page, message_nr=p.number).encode()
+        if tx is None:
+            self.mw.add(rid, R.ACKNOWLEDGE_CURSOR, body)
+        else:
+            self.mw.add_tx(tx, rid, R.ACKNOWLEDGE_CURSOR, body)
+        p.acked.add(q)
+        p.ack_records[q] = rid
+        self.counts["pagedAcks"] += 1
+
+    def _drain_paged(self, until: int | None) -> None:
+        while self._paged_pending and (until is None or self._paged_pending[0][0] <= until):
+            due = [heapq.heappop(self._paged_pending)]
+            if self.rng.random() < 0.1:
+                while self._paged_pending and len(due) < 4 and (until is None or self._paged_pending[0][0] <= until):
+                    due.append(heapq.heappop(self._paged_pending))
+                tx = self.ids.generate()
+                for _, _, mid, q in due:
+                    self._paged_ack(mid, q, tx)
+                self.mw.commit(tx)
+                self.counts["committedTx"] += 1
+            else:
+                self._paged_ack(due[0][2], due[0][3], None)
+
+    def _paging_bytes(self) -> int:
+        return sum(sum(ps.sizes.values()) + len(ps.buf) for ps in self.page_stores.values())
+
+    def _consumed(self, p: _Paged, q: int) -> bool:
+        """The queue needs nothing more of this message: acked, or its page transaction never committed."""
+        if q in p.acked:
+            return True
+        return p.tx is not None and self.page_txs[p.tx].state == "not-found"
+
+    def _cleanup_pages(self, ps: _PageStore) -> None:
+        """PageSubscriptionImpl.cleanupEntries + PageCursorProviderImpl.cleanup on the closed pages: a queue
+        that consumed a whole page gets PAGE_CURSOR_COMPLETE and its acks of that page deleted (one
+        transaction); a page every queue completed is deleted with its records."""
+        queues = [q.id for q in self.addresses[ps.address].queues]
+        for page in [pg for pg in ps.pages if pg != ps.current]:
+            msgs = ps.pages[page]
+            if any(p.tx is not None and self.page_txs[p.tx].state in ("open", "prepared") for p in msgs):
+                continue
+            done = [q for q in queues if all(self._consumed(p, q) for p in msgs)]
+            for q in done:
+                if (q, page) in ps.complete:
+                    continue
+                tx = self.ids.generate()
+                rid = self.ids.generate()
+                self.mw.add_tx(tx, rid, R.PAGE_CURSOR_COMPLETE,
+                               PageCompleteRecord(queue_id=q, page_nr=page, message_nr=len(msgs)).encode())
+                for p in msgs:
+                    ar = p.ack_records.pop(q, None)
+                    if ar is not None:
+                        self.mw.w.append_delete_tx(tx, ar)
+                        self.mw.x.tx_delete(tx, ar)
+                self.mw.commit(tx)
+                ps.complete[(q, page)] = rid
+                self.counts["pageCompleteRecords"] += 1
+            if len(done) == len(queues):
+                os.unlink(ps.dir / page_file_name(page))
+                for q in queues:
+                    self.mw.delete(ps.complete.pop((q, page)))
+                for p in msgs:
+                    del self.paged[p.id]
+                    if p.large_file:
+                        os.unlink(self.data / "large-messages" / p.large_file)
+                    if p.tx is not None:
+                        ptx = self.page_txs[p.tx]
+                        ptx.messages.remove(p)
+                        if not ptx.messages:
+                            if ptx.record_id is not None and ptx.state == "committed":
+                                self.mw.delete(ptx.record_id)
+                            del self.page_txs[p.tx]
+                del ps.pages[page]
+                del ps.sizes[page]
+                self.counts["pagesDeleted"] += 1
+
+    def _pending_count(self, q: int) -> tuple[int, int]:
+        n = size = 0
+        for p in self.paged.values():
+            if q in p.queues and q not in p.acked and (p.tx is None or self.page_txs[p.tx].state == "committed"):
+                n += 1
+                size += p.persistent_size
+        return n, size
+
+    def _snapshot_counters(self) -> None:
+        """PageSubscriptionCounterImpl.snapshot for every paged queue: the old value record deleted and the
+        current value stored, in one transaction."""
+        for ps in self.page_stores.values():
+            for q in self.addresses[ps.address].queues:
+                value, size = self._pending_count(q.id)
+                old = self.page_counter_records.pop(q.id, None)
+                if old is None and value == 0:
+                    continue
+                tx = self.ids.generate()
+                if old is not None:
+                    self.mw.w.append_delete_tx(tx, old)
+                    self.mw.x.tx_delete(tx, old)
+                if value > 0:
+                    rid = self.ids.generate()
+                    self.mw.add_tx(tx, rid, R.PAGE_CURSOR_COUNTER_VALUE,
+                                   PageCounterValueRecord(queue_id=q.id, value=value, persistent_size=size).encode())
+                    self.page_counter_records[q.id] = rid
+                self.mw.commit(tx)
+                self.counts["pageCounterSnapshots"] += 1
+        self._paged_since_snapshot = 0
 
     # --- the two broker runs -----------------------------------------------------------------------
 
@@ -670,11 +955,17 @@ class _Demo:
                 del self.messages[m.id]
         elif r < 0.092:
             self._move_to_dlq()
+        elif self.paging_enabled and r < 0.25:
+            self._paged_traffic()
         else:
             m = self.send(address)
             self._plan_acks(m)
         if self._step % 16 == 0:
             self._drain(self._step)
+            if self.paging_enabled:
+                self._drain_paged(self._step)
+                if self._paged_since_snapshot >= 5000:
+                    self._snapshot_counters()
         self._tick()
 
     def _prepared_xa(self) -> None:
@@ -690,6 +981,13 @@ class _Demo:
             acked = live[-1]
             q = sorted(set(acked.queues) - acked.acked)[0]
             self.mw.update_tx(tx, acked.id, R.ACKNOWLEDGE_REF, AckRefRecord(queue_id=q).encode())
+        paged = []
+        if self.paging_enabled:
+            ptx = self.page_txs[tx] = _PageTx(tx, self.ids.generate(), "open")
+            paged = [self.send_paged("backlog", ptx)]
+            self.mw.add_tx(tx, ptx.record_id, R.PAGE_TRANSACTION,
+                           PageTransactionRecord(transaction_id=tx, number_of_messages=1).encode())
+            ptx.state = "prepared"
         extra = xid.encode()
         self.mw.prepare(tx, extra)
         for m in sent:
@@ -701,9 +999,10 @@ class _Demo:
                     "branchQualifier": xid.branch_qualifier.hex()},
             "extraDataHex": extra.hex(),
             "messageIds": [m.id for m in sent],
+            "pagedMessageIds": [p.id for p in paged],
             "acks": [{"messageId": acked.id, "queue": self.queues[q].name, "queueId": q}] if acked else [],
             "records": [{"id": e[0], "userRecordType": e[1], "isUpdate": e[2], "bodySize": e[3],
-                         "bodySha256": e[4]} for e in recs],
+                         "bodySha256": e[4].hex()} for e in recs],
             "recordsToDelete": [],
         })
 
@@ -729,11 +1028,12 @@ class _Demo:
                     QueueStatusRecord(queue_id=paused.id, status=0).encode())
         paused.status = "PAUSED"
         budget = self.size - 2 * BINDINGS.default_file_size
+        self._budget = int(budget * 0.97)
         large_every = 48 * 1024 * 1024
         next_large = large_every // 2 if self.large_enabled else None
         large_bytes = 0
         # leave room for the final ack drain and the prepared transaction
-        while self.mw.used_bytes() + large_bytes < budget * 0.97:
+        while self.mw.used_bytes() + large_bytes + self._paging_bytes() < budget * 0.97:
             self._traffic_step()
             if next_large is not None and self.mw.used_bytes() >= next_large:
                 m = self.send_large()
@@ -742,14 +1042,68 @@ class _Demo:
                 next_large += large_every
         if self.large_enabled and self.counts["largeMessages"] == 0:
             self._plan_acks(self.send_large(), force_live=True)
+        if self.paging_enabled and self.large_enabled:
+            self._plan_paged_acks(self.send_paged("telemetry", large=True), force_live=True)
         self._drain(None)
+        if self.paging_enabled:
+            self._drain_paged(None)
         self._prepared_xa()
+        if self.paging_enabled:
+            for ps in self.page_stores.values():
+                self._cleanup_pages(ps)
+                ps.close()
+            self._snapshot_counters()
         self.ids.persist_current()
         self._close()
         if self.progress is not None:
             self.progress(max(self.size - self._reported, 0))
 
     # --- manifest ----------------------------------------------------------------------------------
+
+    def _paging_manifest(self, qname: dict[int, str]) -> dict:
+        stores = []
+        messages = []
+        pending: dict[str, list[int]] = {}
+        for ps in self.page_stores.values():
+            for q in self.addresses[ps.address].queues:
+                pending[q.name] = []
+            pages = sorted(ps.pages)
+            stores.append({
+                "address": ps.address, "folder": f"data/paging/{ps.folder}", "numberOfPages": len(pages),
+                "firstPage": pages[0] if pages else None, "currentPage": ps.current,
+                "pages": [{"pageId": pg, "file": page_file_name(pg), "size": ps.sizes[pg],
+                           "records": len(ps.pages[pg])} for pg in pages],
+            })
+            for pg in pages:
+                for p in ps.pages[pg]:
+                    state = None if p.tx is None else self.page_txs[p.tx].state
+                    qstates = {}
+                    for q in p.queues:
+                        if q in p.acked:
+                            qstates[str(q)] = "acked"
+                        elif (q, pg) in ps.complete:
+                            qstates[str(q)] = "page-complete"
+                        else:
+                            qstates[str(q)] = "pending"
+                    pend = [q for q in p.queues if qstates[str(q)] == "pending"]
+                    deliverable = state in (None, "committed")
+                    e = {"address": ps.address, "page": pg, "messageNumber": p.number, "messageId": p.id,
+                         "transactionId": -1 if p.tx is None else p.tx, "pageTransaction": state,
+                         "queues": list(p.queues), "queueStates": qstates, "pendingQueues": pend,
+                         "deliverable": deliverable, "large": p.large_file is not None,
+                         "bodySize": p.body_size, "bodySha256": p.body_sha256}
+                    messages.append(e)
+                    if deliverable:
+                        for q in pend:
+                            pending[qname[q]].append(p.id)
+        counters = {}
+        for ps in self.page_stores.values():
+            for q in self.addresses[ps.address].queues:
+                if q.id in self.page_counter_records:
+                    counters[q.name] = self._pending_count(q.id)[0]
+        return {"pageSize": self.page_size, "stores": stores, "messages": messages,
+                "pendingByQueue": {k: sorted(v) for k, v in pending.items()},
+                "counters": counters}
 
     def manifest(self) -> dict:
         qname = {q.id: q.name for q in self.queues.values()}
@@ -776,7 +1130,10 @@ class _Demo:
                 live_by_queue[qname[q]].append(e)
         written = self.counts["sent"]
         large = [{"messageId": m.id, "file": f"data/large-messages/{m.large_file}", "size": m.body_size,
-                  "sha256": m.body_sha256} for m in live_msgs if m.large_file]
+                  "sha256": m.body_sha256, "paged": False} for m in live_msgs if m.large_file]
+        large += [{"messageId": p.id, "file": f"data/large-messages/{p.large_file}", "size": p.body_size,
+                   "sha256": p.body_sha256, "paged": True} for p in sorted(self.paged.values(), key=lambda p: p.id)
+                  if p.large_file]
 
         def journal_doc(j: _Journal, rel: str) -> dict:
             w = j.w
@@ -821,6 +1178,7 @@ class _Demo:
                 "prepared": self.prepared,
                 "failed": [],
                 "largeMessages": large,
+                "paging": self._paging_manifest(qname) if self.paging_enabled else None,
             },
         }
 
@@ -838,7 +1196,8 @@ def _fsync_tree(root: Path) -> None:
 
 def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio: float = 0.3,
                 file_size: int | None = None, min_files: int | None = None,
-                progress: Callable[[int], None] | None = None, large_messages: bool = True) -> dict:
+                progress: Callable[[int], None] | None = None, large_messages: bool = True,
+                paging: bool = True) -> dict:
     """Write a demo broker store of about ``size`` bytes at ``path`` and return its manifest (also written to
     ``path/manifest.json``). ``path`` must not exist or be an empty directory. ``progress(n)`` receives
     bytes of progress (they add up to ``size``)."""
@@ -866,7 +1225,7 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
         shutil.rmtree(tmp)
     tmp.mkdir()
     try:
-        demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages)
+        demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
         demo.run()
         manifest = demo.manifest()
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
