@@ -28,6 +28,7 @@ cursor records, not with the size of the paging directory.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -417,7 +418,27 @@ class PagedEntry:
         """The broker would deliver it now (no page transaction, or a committed one)."""
         return self.tx_state in (None, PAGE_TX_COMMITTED)
 
-    def to_json(self, safe: bool = False) -> dict:
+    def body_digest(self, large_dir=None) -> tuple[int | None, str | None]:
+        """(size, sha256) of the message body: the body in the page, or for a large message its ``.msg``
+        file (None, None when that file is missing)."""
+        msg = self.message.message
+        if self.message.is_large:
+            if large_dir is None:
+                return None, None
+            h = hashlib.sha256()
+            n = 0
+            try:
+                with open(Path(large_dir) / f"{self.message.message_id}.msg", "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+                        n += len(chunk)
+            except OSError:
+                return None, None
+            return n, h.hexdigest()
+        body = msg.body
+        return len(body), hashlib.sha256(body).hexdigest()
+
+    def to_json(self, safe: bool = False, large_dir=None) -> dict:
         m = self.message
         doc = {
             "page": self.page,
@@ -434,6 +455,7 @@ class PagedEntry:
             "pendingQueues": self.pending_queues,
             "deliverable": self.deliverable,
         }
+        doc["bodySize"], doc["bodySha256"] = self.body_digest(large_dir)
         msg = m.message
         if isinstance(msg, LargeMessage):
             doc["headerSize"] = m.header_size
@@ -656,7 +678,7 @@ def iter_paging_json(store, *, safe: bool = False, max_pages: int = -1,
                 pages.append({"pageId": pid, "file": ps.pages[pid], "size": end.size, "records": end.records,
                               "end": end.reason, "endOffset": end.offset})
                 for e in _entries_of_page(ps, pid, view, errors):
-                    yield sep + "\n  " + dumps(e.to_json(safe), ensure_ascii=False)
+                    yield sep + "\n  " + dumps(e.to_json(safe, store.large_messages_dir), ensure_ascii=False)
                     sep = ","
             except OSError as err:
                 pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
