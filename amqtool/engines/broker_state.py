@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from amqtool.engines.load import LiveRecord, LoadResult, TxInfo
+from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage, PersistedMessage, decode_persisted_message
 from amqtool.formats.artemis.primitives import long_key_order
@@ -125,9 +125,13 @@ class PreparedTransaction:
 def _read_small(result: LoadResult, records: list[LiveRecord], wanted) -> dict[int, bytes]:
     """Bodies of ``records[i]`` whose type is in ``wanted`` (all when None), reading each journal file once."""
     by_file: dict[int, list[int]] = defaultdict(list)
-    for i, rec in enumerate(records):
-        if wanted is None or rec.user_record_type in wanted:
-            by_file[rec.file_index].append(i)
+    if wanted is not None and isinstance(records, LiveList):  # C load: find them without a LiveRecord each
+        for i in records.indexes_of_types(wanted):
+            by_file[records[i].file_index].append(i)
+    else:
+        for i, rec in enumerate(records):
+            if wanted is None or rec.user_record_type in wanted:
+                by_file[rec.file_index].append(i)
     bodies: dict[int, bytes] = {}
     for fi in sorted(by_file):
         data = result.opened.read_file(fi)

@@ -89,19 +89,30 @@ class LiveList(Sequence):
             raise IndexError("live list index out of range")
         return _new_live(LiveRecord, _LIVE.unpack_from(self._buf, i * _LIVE.size))
 
-    def ids_of_type(self, user_record_type: int, is_update: bool | None = None) -> list[int]:
-        """Ids of the entries of ``user_record_type`` (and ``is_update`` unless None), in list order, found
-        without materialising the other entries: the type bytes are gathered with one strided copy."""
-        size = _LIVE.size
-        types = bytes(self._buf[8::size])  # user_record_type is the 9th byte of an entry ("=qB...")
-        needle = bytes([user_record_type & 0xFF])
+    def indexes_of_types(self, user_record_types) -> list[int]:
+        """Indexes of the entries whose user_record_type is in ``user_record_types``, found without
+        materialising the others: the type bytes are gathered with one strided copy and searched in C."""
+        types = bytes(self._buf[8::_LIVE.size])  # user_record_type is the 9th byte of an entry ("=qB...")
+        table = bytearray(256)
+        for t in user_record_types:
+            if 0 <= t < 256:
+                table[t] = 1
+        marks = types.translate(table)
         out = []
-        i = types.find(needle)
+        find = marks.find
+        i = find(1)
         while i >= 0:
-            rid, _t, upd = _LIVE.unpack_from(self._buf, i * size)[:3]
+            out.append(i)
+            i = find(1, i + 1)
+        return out
+
+    def ids_of_type(self, user_record_type: int, is_update: bool | None = None) -> list[int]:
+        """Ids of the entries of ``user_record_type`` (and ``is_update`` unless None), in list order."""
+        out = []
+        for i in self.indexes_of_types((user_record_type,)):
+            rid, _t, upd = _LIVE.unpack_from(self._buf, i * _LIVE.size)[:3]
             if is_update is None or upd == is_update:
                 out.append(rid)
-            i = types.find(needle, i + 1)
         return out
 
     def tuples(self):
