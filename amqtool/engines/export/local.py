@@ -1,0 +1,136 @@
+"""The in-process export engine: no JVM, for small stores (and the reference the Spark engine is held to).
+
+Liveness is exactly ``JournalImpl.load`` (:func:`amqtool.engines.load.load_journal`) and the broker's view of
+it exactly what ``artemis data exp`` builds (:func:`amqtool.engines.broker_state.build_broker_state`): a
+message survives on a queue when it has an ADD_REF (32) for that queue and no ACKNOWLEDGE_REF (33), whatever
+their order. Rows come from :mod:`amqtool.engines.export.parse`, the same functions the Spark workers run.
+
+Row rules (both engines):
+
+* one row per (live message, queue), ordered by message id, then by the queue order ``data exp`` uses;
+* ``transaction_state`` is ``committed`` for references in the committed live list and ``prepared`` for the
+  ADD_REFs of a prepared (XA, in doubt) transaction whose pair is not already live; a prepared transaction's
+  acks are not applied (they take effect only if it commits);
+* ``delivery_count`` and ``scheduled_time`` are the last committed UPDATE_DELIVERY_COUNT (34) and
+  SET_SCHEDULED_DELIVERY_TIME (36) for the pair in live-list order (what the broker's load applies); 0 and
+  null when there is none.
+
+Memory: the live-record index of ``load_journal`` (a small tuple per live record, no bodies) and the
+reference maps; bodies are read one message at a time and handed on, so the output streams.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from amqtool.engines.export.model import ExportOptions, ExportSummary
+from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row
+from amqtool.errors import FormatError
+
+ENGINE = "local"
+
+
+class LocalArtemisExport:
+    """Export an Artemis store in process. Build, then take :meth:`binding_rows` and iterate :meth:`rows`."""
+
+    def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
+        from amqtool.engines.broker_state import build_broker_state
+        from amqtool.engines.load import load_journal
+        from amqtool.store.journal_files import open_journal
+
+        self.options = options
+        self.summary = ExportSummary(ENGINE, "artemis")
+        self.large = LargeBodies(getattr(store, "large_messages_dir", None))
+        self._opened = []
+        results = {}
+        for jd in store.journals():
+            opened = open_journal(jd)
+            self._opened.append(opened)
+            self.summary.bytes_scanned += opened.bytes_total()
+            results[jd.kind] = load_journal(opened, check_tag=options.check_tag, progress=progress)
+        self.bindings_result = results.get("bindings")
+        self.messages_result = results.get("messages")
+        self.state = build_broker_state(None, self.messages_result)
+        live_bindings = []
+        if self.bindings_result is not None:
+            for rec in self.bindings_result.live:
+                if rec.user_record_type in (21, 44):
+                    live_bindings.append((rec.id, rec.user_record_type, self.bindings_result.body(rec)))
+        self.bindings = Bindings(live_bindings, options.undefined_prefix)
+        for rid, msg in self.bindings.problems:
+            self.summary.problem(rid, f"binding record does not decode: {msg}")
+
+    def close(self) -> None:
+        for o in self._opened:
+            o.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def binding_rows(self) -> list[tuple]:
+        rows = self.bindings.rows()
+        self.summary.bindings = len(rows)
+        return rows
+
+    def _pairs(self) -> Iterator[tuple[int, list[tuple[int, str, int | None]]]]:
+        """(message id, [(queue id, state, tx id)]) in message-id order; queues in data exp order, then the
+        prepared ones in their transaction's ADD_REF order."""
+        st = self.state
+        prepared: dict[int, list[tuple[int, int]]] = {}
+        prepared_messages = {}
+        for tx in st.prepared:
+            for mid, qids in tx.refs.items():
+                for qid in qids:
+                    prepared.setdefault(mid, []).append((qid, tx.tx_id))
+            for mid in tx.messages:
+                prepared_messages.setdefault(mid, tx)
+        self._prepared_messages = prepared_messages
+        ids = set(st.message_records) | {m for m in prepared if m in prepared_messages or m in st.message_records}
+        for mid in sorted(ids):
+            committed = st.live_refs(mid) if mid in st.message_records else None
+            pairs = [(q, "committed", None) for q in (committed or ())]
+            seen = {q for q, _, _ in pairs}
+            for qid, tx_id in prepared.get(mid, ()):
+                if qid not in seen:
+                    seen.add(qid)
+                    pairs.append((qid, "prepared", tx_id))
+            if pairs:
+                yield mid, pairs
+
+    def _message(self, mid: int, state: str):
+        st = self.state
+        if state == "committed" or mid in st.message_records:
+            rec = st.message_records[mid]
+        else:
+            rec = self._prepared_messages[mid].messages[mid]
+        body = self.messages_result.body(rec)
+        return decode_message(rec.user_record_type, body, message_id=mid, large=self.large, safe=self.options.safe)
+
+    def rows(self) -> Iterator[tuple]:
+        """Export rows (``schema.MESSAGE_COLUMNS``), message by message in id order."""
+        if self.messages_result is None:
+            return
+        st = self.state
+        opts = self.options
+        b = self.bindings
+        summary = self.summary
+        for mid, pairs in self._pairs():
+            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))]
+            if not wanted:
+                continue
+            try:
+                msg = self._message(mid, wanted[0][1])
+            except FormatError as err:
+                summary.problem(mid, err.message)
+                continue
+            summary.messages += 1
+            for qid, state, tx_id in wanted:
+                name = b.queue_name(qid)
+                summary.count_row(name, state)
+                yield message_row(msg, queue=name, queue_id=qid, routing_type=b.routing_type(qid),
+                                  delivery_count=st.delivery_counts.get((mid, qid), 0),
+                                  scheduled_time=st.scheduled.get((mid, qid)), transaction_state=state,
+                                  transaction_id=tx_id)
+

@@ -1,0 +1,78 @@
+"""What both export engines share besides the parser: options, the outcome summary, and queue selection."""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+MAX_PROBLEM_EXAMPLES = 100
+UNDEFINED_PREFIX = "UndefinedQueue_"  # data exp's default ``undefined-prefix``
+
+
+@dataclass
+class ExportOptions:
+    """``safe``: no body bytes (size and sha256 only). ``queues``: fnmatch patterns on queue names (None:
+    all). ``check_tag=False`` would accept records of earlier uses of reused files (not exposed)."""
+
+    safe: bool = False
+    queues: tuple[str, ...] | None = None
+    undefined_prefix: str = UNDEFINED_PREFIX
+    check_tag: bool = True
+
+    def wants(self, queue: str) -> bool:
+        if not self.queues:
+            return True
+        return any(fnmatch.fnmatchcase(queue, p) for p in self.queues)
+
+
+@dataclass
+class Problem:
+    """A live message the export could not write (its record does not decode)."""
+
+    message_id: int | str
+    message: str
+
+    def to_json(self) -> dict:
+        return {"messageId": self.message_id, "message": self.message}
+
+
+@dataclass
+class ExportSummary:
+    """Counts of what was exported (the command's JSON document carries these)."""
+
+    engine: str
+    store_kind: str
+    rows: int = 0
+    messages: int = 0
+    bindings: int = 0
+    rows_by_queue: dict[str, int] = field(default_factory=dict)
+    prepared_rows: int = 0
+    skipped_not_xml: int = 0  # messages XML cannot carry (AMQP, not converted to core)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    bytes_scanned: int = 0
+
+    def problem(self, message_id, message: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEM_EXAMPLES:
+            self.problems.append(Problem(message_id, message))
+
+    def count_row(self, queue: str, state: str) -> None:
+        self.rows += 1
+        self.rows_by_queue[queue] = self.rows_by_queue.get(queue, 0) + 1
+        if state == "prepared":
+            self.prepared_rows += 1
+
+    def to_json(self) -> dict:
+        return {
+            "engine": self.engine,
+            "storeKind": self.store_kind,
+            "rows": self.rows,
+            "messages": self.messages,
+            "bindings": self.bindings,
+            "preparedRows": self.prepared_rows,
+            "rowsByQueue": dict(sorted(self.rows_by_queue.items())),
+            "skippedNotXml": self.skipped_not_xml,
+            "problemCount": self.problem_count,
+            "problems": [p.to_json() for p in self.problems],
+            "bytesScanned": self.bytes_scanned,
+        }

@@ -1,0 +1,306 @@
+"""The export's per-file parser and per-message row builder, shared by both engines.
+
+* :func:`parse_file` turns one journal file's bytes into record rows (``schema.RECORD_COLUMNS``): every record
+  the scanner accepts (``JournalImpl.readJournalFile``, through :func:`amqtool.native.scan_records`) with its
+  location, ids, counts and the small fields liveness needs (the queue of an ADD_REF/ACK/delivery-count/
+  scheduled-delivery record and its value). The Spark engine runs it inside ``mapInArrow`` on the workers;
+  it needs nothing but the file.
+* :func:`decode_message` turns a message record's body (type 45 with its persister byte, or a type-30 large
+  message header) into the message's columns; :func:`message_row` adds one queue reference and gives a row in
+  ``schema.MESSAGE_COLUMNS`` order. Both engines build every row through these two functions, so the local
+  and the Spark engine cannot disagree on how a message looks. Paged messages (page files) are meant to feed
+  :func:`message_row` too: it takes ``paged``, ``page`` and ``page_position``.
+
+Property values are the text ``artemis data exp`` writes (``XmlDataExporterUtil.convertProperty``): Java
+``toString`` of the value, bytes as URL-safe base64, a null value as ``_AMQ_NULL`` typed ``bytes``; a char has
+no type (``getPropertyType`` returns null for Character).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+
+from amqtool import native
+from amqtool.errors import FormatError
+from amqtool.formats.artemis import primitives as P
+from amqtool.formats.artemis.message import (
+    BYTES_TYPE,
+    MAP_TYPE,
+    OBJECT_TYPE,
+    STREAM_TYPE,
+    TEXT_TYPE,
+    AmqpLargeMessage,
+    AmqpMessage,
+    CoreMessage,
+    LargeMessage,
+    decode_persisted_message,
+)
+from amqtool.formats.artemis.records import (
+    ADD,
+    ADD_TX,
+    DELETE_TX,
+    EVENT,
+    UPDATE,
+    UPDATE_TX,
+    fixed_size,
+)
+
+ADD_LARGE_MESSAGE = 30
+ADD_MESSAGE = 31
+ADD_REF = 32
+ACKNOWLEDGE_REF = 33
+UPDATE_DELIVERY_COUNT = 34
+SET_SCHEDULED_DELIVERY_TIME = 36
+ADD_MESSAGE_PROTOCOL = 45
+MESSAGE_TYPES = frozenset({ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL})
+
+_I64 = struct.Struct(">q")
+_I64_I32 = struct.Struct(">qi")
+_I64_I64 = struct.Struct(">qq")
+_WITH_BODY = (EVENT, ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX)
+
+# XmlDataExporterUtil.getMessagePrettyType: every other type (0, 7, 8, unknown) is "default".
+XML_TYPE_NAMES = {BYTES_TYPE: "bytes", MAP_TYPE: "map", OBJECT_TYPE: "object", STREAM_TYPE: "stream",
+                  TEXT_TYPE: "text"}
+
+# XmlDataExporterUtil.getPropertyType by TypedProperties tag (a null value is "bytes", a char has none).
+PROPERTY_TYPES = {P.NULL: "bytes", P.BOOLEAN: "boolean", P.BYTE: "byte", P.SHORT: "short", P.INT: "integer",
+                  P.LONG: "long", P.FLOAT: "float", P.DOUBLE: "double", P.STRING: "simple-string",
+                  P.BYTES: "bytes", P.CHAR: None}
+NULL_VALUE = "_AMQ_NULL"
+
+
+# --- journal files -> record rows ------------------------------------------------------------------------
+
+
+def read_file(path) -> bytes:
+    """A journal file's bytes (read, not mmap-ed: a file truncated under us must not SIGBUS the worker)."""
+    with open(path, "rb", buffering=0) as fh:
+        return fh.read()
+
+
+def parse_file(data, *, journal: str, file_seq: int, file_id: int, version: int, tag: int,
+               check_tag: bool = True, keep_body: bool | None = None) -> dict[str, list]:
+    """Scan one journal file and return its records as columns (``schema.RECORD_COLUMNS`` names).
+
+    ``keep_body`` (default: only for the bindings journal) copies each record's body into the ``body``
+    column; message-journal bodies stay in the file and are read by location later.
+    """
+    if keep_body is None:
+        keep_body = journal == "bindings"
+    records, _marked = native.scan_records(data, tag, version, check_tag, 16)
+    n = len(records)
+    cols = {name: [None] * n for name in (
+        "offset", "type", "tx_id", "record_id", "user_record_type", "compact_count", "number_of_records",
+        "body_offset", "body_len", "queue_id", "value", "body")}
+    body_start = {t: fixed_size(t, version) - 4 for t in _WITH_BODY}
+    is_messages = journal == "messages"
+    c_off, c_type, c_tx, c_id, c_ut, c_cc, c_nrec, c_bo, c_bl, c_q, c_v, c_body = (
+        cols["offset"], cols["type"], cols["tx_id"], cols["record_id"], cols["user_record_type"],
+        cols["compact_count"], cols["number_of_records"], cols["body_offset"], cols["body_len"], cols["queue_id"],
+        cols["value"], cols["body"])
+    for i, (t, off, _size, cc, tx_id, rid, utype, body_len, nrec, _extra) in enumerate(records):
+        c_off[i] = off
+        c_type[i] = t
+        c_tx[i] = tx_id
+        c_id[i] = rid
+        c_ut[i] = utype
+        c_cc[i] = cc
+        c_nrec[i] = nrec
+        bo = off + body_start[t] if t in body_start else off
+        c_bo[i] = bo
+        c_bl[i] = body_len
+        if keep_body:
+            c_body[i] = bytes(data[bo:bo + body_len])
+        if is_messages and utype and (t == UPDATE or t == UPDATE_TX or t == ADD or t == ADD_TX):
+            if (utype == ADD_REF or utype == ACKNOWLEDGE_REF) and body_len >= 8:
+                c_q[i] = _I64.unpack_from(data, bo)[0]
+            elif utype == UPDATE_DELIVERY_COUNT and body_len >= 12:
+                c_q[i], c_v[i] = _I64_I32.unpack_from(data, bo)
+            elif utype == SET_SCHEDULED_DELIVERY_TIME and body_len >= 16:
+                c_q[i], c_v[i] = _I64_I64.unpack_from(data, bo)
+    cols["journal"] = [journal] * n
+    cols["file_seq"] = [file_seq] * n
+    cols["file_id"] = [file_id] * n
+    return cols
+
+
+def parse_file_batch(path, *, journal: str, file_seq: int, file_id: int, version: int, tag: int,
+                     check_tag: bool = True):
+    """:func:`parse_file` on the file at ``path``, as a pyarrow RecordBatch of ``schema.RECORD_COLUMNS``."""
+    import pyarrow as pa
+
+    from amqtool.engines.export.schema import RECORD_COLUMNS, arrow_schema
+
+    data = read_file(path)
+    cols = parse_file(data, journal=journal, file_seq=file_seq, file_id=file_id, version=version, tag=tag,
+                      check_tag=check_tag)
+    schema = arrow_schema(RECORD_COLUMNS)
+    return pa.RecordBatch.from_arrays([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
+
+
+# --- message records -> message columns -----------------------------------------------------------------
+
+
+def property_rows(props) -> list[dict]:
+    """TypedProperties as ``[{name, type, value}]`` in the reader's (``data exp``'s) iteration order."""
+    if props is None or not props.entries:
+        return []
+    out = []
+    for p in props.reader_order():
+        t, v = p.type, p.value
+        if t == P.NULL or v is None:
+            text = NULL_VALUE
+        elif t == P.BOOLEAN:
+            text = "true" if v else "false"
+        elif t == P.FLOAT:
+            text = P.java_float_text(v)
+        elif t == P.DOUBLE:
+            text = P.java_double_text(v)
+        elif t == P.BYTES:
+            text = P.b64url(v)
+        elif t in (P.STRING, P.CHAR):
+            text = v
+        else:
+            text = str(v)
+        out.append({"name": p.key, "type": PROPERTY_TYPES.get(t), "value": text})
+    return out
+
+
+class LargeBodies:
+    """Where large-message bodies are: ``<dir>/<messageID>.msg`` (§7.2). ``None`` directory: none."""
+
+    def __init__(self, directory: str | os.PathLike | None):
+        self.directory = None if directory is None else os.fspath(directory)
+
+    def path(self, message_id: int) -> str | None:
+        if self.directory is None:
+            return None
+        p = os.path.join(self.directory, f"{message_id}.msg")
+        return p if os.path.isfile(p) else None
+
+    def read(self, message_id: int) -> bytes | None:
+        p = self.path(message_id)
+        if p is None:
+            return None
+        with open(p, "rb") as fh:
+            return fh.read()
+
+    def size(self, message_id: int) -> int | None:
+        p = self.path(message_id)
+        return None if p is None else os.path.getsize(p)
+
+
+def decode_message(user_record_type: int, body: bytes, *, message_id: int, large: LargeBodies | None = None,
+                   safe: bool = False) -> dict:
+    """The message columns of a message record (type 45 or 30). Raises FormatError for a body that does not
+    decode, including the legacy type 31 that current Artemis cannot read either."""
+    if user_record_type == ADD_MESSAGE:
+        raise FormatError("ADD-MESSAGE (31) records of Artemis 1.x are not decodable (use export/import of 1.x)")
+    if user_record_type == ADD_LARGE_MESSAGE:
+        msg = LargeMessage.decode(body)
+    elif user_record_type == ADD_MESSAGE_PROTOCOL:
+        msg = decode_persisted_message(body)
+    else:
+        raise FormatError(f"user record type {user_record_type} is not a message record")
+    cols: dict = {"message_id": message_id, "large": bool(msg.is_large)}
+    if isinstance(msg, (CoreMessage, LargeMessage)):
+        h = msg.headers
+        cols.update(protocol="core", address=msg.address, durable=bool(h.durable), priority=h.priority,
+                    timestamp=h.timestamp, expiration=h.expiration, user_id=h.user_id_text,
+                    type=XML_TYPE_NAMES.get(h.type, "default"), properties=property_rows(h.properties))
+    else:
+        cols.update(protocol="amqp", address=msg.address,
+                    durable=msg.durable if isinstance(msg, AmqpLargeMessage) else None, priority=None,
+                    timestamp=None, expiration=msg.expiration if isinstance(msg, AmqpMessage) and
+                    msg.persister == 5 else None, user_id=None, type=None,
+                    properties=property_rows(msg.extra_properties))
+    if msg.is_large:
+        data = None if large is None else large.read(message_id)
+        if data is None:
+            size = msg.large_size if isinstance(msg, LargeMessage) else None
+            cols.update(body=None, body_size=size, body_sha256=None)
+        else:
+            cols.update(body=None if safe else data, body_size=len(data),
+                        body_sha256=hashlib.sha256(data).hexdigest())
+    else:
+        data = msg.body
+        cols.update(body=None if safe else data, body_size=len(data), body_sha256=hashlib.sha256(data).hexdigest())
+    return cols
+
+
+def message_row(msg: dict, *, queue: str, queue_id: int | None, routing_type: str | None,
+                delivery_count: int = 0, scheduled_time: int | None = None, transaction_state: str = "committed",
+                transaction_id: int | None = None, paged: bool = False, page: int | None = None,
+                page_position: int | None = None, store_message_id: str | None = None) -> tuple:
+    """One export row (``schema.MESSAGE_COLUMNS`` order): a decoded message on one queue."""
+    return (
+        msg["message_id"], queue, queue_id, msg["address"], routing_type, msg["protocol"], msg["durable"],
+        msg["priority"], msg["timestamp"], msg["expiration"], msg["user_id"], msg["type"], msg["properties"],
+        msg["body"], msg["body_size"], msg["body_sha256"], msg["large"], paged, page, page_position,
+        delivery_count, scheduled_time, transaction_state, transaction_id, store_message_id,
+    )
+
+
+# --- bindings ----------------------------------------------------------------------------------------------
+
+
+class Bindings:
+    """The bindings journal's addresses and queues as ``data exp`` reads them (XmlDataExporter.getBindings):
+    every live QUEUE_BINDING_RECORD (21) and ADDRESS_BINDING_RECORD (44) put into a ``HashMap<Long, …>`` by
+    record id in live-list order (a later record of the same id replaces the value, keeping its place), and
+    written in that map's iteration order. Built from ``(record_id, user_record_type, body)`` in live order,
+    whichever engine resolved the live list. Bodies that do not decode are counted in ``problems``."""
+
+    def __init__(self, live_records, undefined_prefix: str = "UndefinedQueue_"):
+        from amqtool.formats.artemis.userrecords import AddressBindingRecord, QueueBindingRecord
+
+        self.undefined_prefix = undefined_prefix
+        self.addresses: dict[int, AddressBindingRecord] = {}
+        self.queues: dict[int, QueueBindingRecord] = {}
+        self.problems: list[tuple[int, str]] = []
+        for rid, utype, body in live_records:
+            try:
+                if utype == 21:
+                    self.queues[rid] = QueueBindingRecord.decode(bytes(body), record_id=rid)
+                elif utype == 44:
+                    self.addresses[rid] = AddressBindingRecord.decode(bytes(body), record_id=rid)
+            except FormatError as err:
+                self.problems.append((rid, err.message))
+
+    def queue_name(self, queue_id: int) -> str:
+        q = self.queues.get(queue_id)
+        return q.name if q is not None else f"{self.undefined_prefix}{queue_id}"
+
+    def routing_type(self, queue_id: int) -> str | None:
+        q = self.queues.get(queue_id)
+        if q is None:
+            return None
+        # PersistentQueueBindingEncoding without the routing-type group decodes to the default (MULTICAST)
+        return q.routing_type_name or "MULTICAST"
+
+    def queue_map(self) -> dict[int, tuple[str, str | None]]:
+        """queue id -> (name, routing type), for shipping to workers."""
+        return {qid: (q.name, self.routing_type(qid)) for qid, q in self.queues.items()}
+
+    def rows(self) -> list[tuple]:
+        """``schema.BINDING_COLUMNS`` rows: addresses, then queues, each in HashMap iteration order."""
+        out = []
+        for aid in P.long_key_order(list(self.addresses)):
+            a = self.addresses[aid]
+            out.append(("address", aid, a.name, a.name, ",".join(a.routing_type_names), None, bool(a.auto_created),
+                        None))
+        for qid in P.long_key_order(list(self.queues)):
+            q = self.queues[qid]
+            out.append(("queue", qid, q.name, q.address, self.routing_type(qid), q.filter_string,
+                        bool(q.auto_created), q.user))
+        return out
+
+
+def xml_queue_order(queue_ids_in_ref_order: list[int]) -> list[int]:
+    """The order ``data exp`` lists a message's queues: its ``HashMap<Long, …>`` of ADD_REFs filled in ref
+    order (``extractQueueNames`` iterates ``values()``)."""
+    if len(queue_ids_in_ref_order) < 2:
+        return list(queue_ids_in_ref_order)
+    return P.long_key_order(queue_ids_in_ref_order)

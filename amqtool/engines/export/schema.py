@@ -1,0 +1,119 @@
+"""The export's row schemas, defined once: the Arrow schema (local engine, Parquet) and the Spark StructType
+(Spark engine) are both derived from the column lists below, so the two engines cannot drift apart.
+
+``MESSAGE_COLUMNS``: one row per live message per queue (a message routed to three queues gives three rows).
+``BINDING_COLUMNS``: one row per address binding and per queue binding. ``RECORD_COLUMNS``: one row per
+journal record as :mod:`amqtool.engines.export.parse` scans it (the Spark engine's input table).
+
+Types are written as small strings (``long``, ``int``, ``bool``, ``string``, ``binary``, ``props``) and
+mapped by :func:`arrow_schema` / :func:`spark_schema`. ``props`` is the message properties: a list of
+``{name, type, value}`` structs in the order the broker's reader iterates them, ``value`` being the text
+``artemis data exp`` writes (``toString``; bytes as URL-safe base64; null as ``_AMQ_NULL``), ``type`` its
+property type name (``boolean``, ``byte``, ``short``, ``integer``, ``long``, ``float``, ``double``,
+``simple-string``, ``bytes``; null for a char, which data exp writes without a type).
+"""
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# (name, type, nullable)
+MESSAGE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("message_id", "long", False),
+    ("queue", "string", False),
+    ("queue_id", "long", True),
+    ("address", "string", True),
+    ("routing_type", "string", True),
+    ("protocol", "string", False),  # core | amqp | openwire
+    ("durable", "bool", True),
+    ("priority", "int", True),
+    ("timestamp", "long", True),
+    ("expiration", "long", True),
+    ("user_id", "string", True),
+    ("type", "string", True),
+    ("properties", "props", True),
+    ("body", "binary", True),  # null with --safe, and for a large message whose body file is missing
+    ("body_size", "long", True),
+    ("body_sha256", "string", True),
+    ("large", "bool", False),
+    ("paged", "bool", False),
+    ("page", "long", True),  # paged messages: page number and 0-based position in the page
+    ("page_position", "int", True),
+    ("delivery_count", "int", False),
+    ("scheduled_time", "long", True),
+    ("transaction_state", "string", False),  # committed | prepared
+    ("transaction_id", "long", True),
+    ("store_message_id", "string", True),  # KahaDB: the OpenWire message id ("ID:..."); null for Artemis
+)
+
+BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("kind", "string", False),  # address | queue
+    ("id", "long", True),
+    ("name", "string", False),
+    ("address", "string", True),
+    ("routing_type", "string", True),  # queue: ANYCAST|MULTICAST; address: the routing types, comma-joined
+    ("filter_string", "string", True),
+    ("auto_created", "bool", True),
+    ("user", "string", True),
+)
+
+# The Spark engine's per-record table (see parse.py): metadata of every scanned record plus the small
+# decoded fields the liveness joins need. ``body`` is kept only for bindings-journal records (small);
+# message bodies are read again, by location, only for the messages that survive.
+RECORD_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("journal", "string", False),  # bindings | messages
+    ("file_seq", "int", False),  # position of the file in load order
+    ("file_id", "long", False),
+    ("offset", "int", False),
+    ("type", "int", False),
+    ("tx_id", "long", False),  # -1 when the record type has none
+    ("record_id", "long", False),  # -1 for PREPARE/COMMIT/ROLLBACK
+    ("user_record_type", "int", False),
+    ("compact_count", "int", False),
+    ("number_of_records", "int", False),  # -1 except PREPARE/COMMIT
+    ("body_offset", "int", False),
+    ("body_len", "int", False),
+    ("queue_id", "long", True),  # 32, 33, 34, 36: the queue the record is about
+    ("value", "long", True),  # 34: delivery count; 36: scheduled delivery time
+    ("body", "binary", True),  # bindings journal only
+)
+
+# What the Spark engine hands to the per-location decoder: one live (message, queue) pair with where the
+# message record is. Columns after the message record's location describe the reference.
+REF_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("file_seq", "int", False),
+    ("body_offset", "int", False),
+    ("body_len", "int", False),
+    ("user_record_type", "int", False),
+    ("message_id", "long", False),
+    ("queue_id", "long", False),
+    ("delivery_count", "int", False),
+    ("scheduled_time", "long", True),
+    ("transaction_state", "string", False),
+    ("transaction_id", "long", True),
+)
+
+MESSAGE_COLUMN_NAMES = tuple(c[0] for c in MESSAGE_COLUMNS)
+BINDING_COLUMN_NAMES = tuple(c[0] for c in BINDING_COLUMNS)
+RECORD_COLUMN_NAMES = tuple(c[0] for c in RECORD_COLUMNS)
+
+
+def arrow_schema(columns=MESSAGE_COLUMNS):
+    """The pyarrow schema of ``columns``."""
+    import pyarrow as pa
+
+    prop = pa.struct([pa.field("name", pa.string(), False), pa.field("type", pa.string(), True),
+                      pa.field("value", pa.string(), True)])
+    types = {"long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(), "string": pa.string(),
+             "binary": pa.binary(), "props": pa.list_(pa.field("element", prop, False))}
+    return pa.schema([pa.field(n, types[t], nullable) for n, t, nullable in columns])
+
+
+def spark_schema(columns=MESSAGE_COLUMNS):
+    """The Spark StructType of ``columns``."""
+    from pyspark.sql import types as T
+
+    prop = T.StructType([T.StructField("name", T.StringType(), False), T.StructField("type", T.StringType(), True),
+                         T.StructField("value", T.StringType(), True)])
+    types = {"long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType(), "string": T.StringType(),
+             "binary": T.BinaryType(), "props": T.ArrayType(prop, False)}
+    return T.StructType([T.StructField(n, types[t], nullable) for n, t, nullable in columns])

@@ -1,0 +1,268 @@
+"""Export output: built under a private temporary name, renamed into place when complete.
+
+Exports hold message bodies, so (issue 4, DESIGN.md "Safety rules"):
+
+* everything is created readable by its owner only: files 0600, directories 0700, unless ``mode`` says
+  otherwise (directories then get an execute bit wherever they get a read bit);
+* it is written inside a sibling work directory ``.<name>.amqtool-tmp-<pid>`` (0700, so nothing inside is
+  reachable by others while it is written, whatever umask the JVM uses), fsynced, then renamed to the
+  output name; a crash leaves no partial output under that name;
+* an existing output is never replaced unless ``force``; with ``force`` it is replaced only after the new
+  one is complete.
+
+The work directory also holds what the engines need on the side (Spark's log and spill directory); it is
+removed after the rename. :class:`OutputTarget` is the one place these rules live; the local engine's
+Parquet and JSON Lines writers are here too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from amqtool.errors import UsageError
+from amqtool.store import atomic
+
+DEFAULT_FILE_MODE = 0o600
+
+
+def parse_mode(text: str | None) -> int:
+    """``--mode`` (octal, e.g. ``640``) -> file mode. UsageError when invalid."""
+    if text is None:
+        return DEFAULT_FILE_MODE
+    try:
+        mode = int(str(text), 8)
+    except ValueError:
+        raise UsageError(f"invalid --mode {text!r} (expected octal, e.g. 600 or 640)") from None
+    if not 0 <= mode <= 0o777:
+        raise UsageError(f"invalid --mode {text!r} (expected 000..777)")
+    return mode
+
+
+def dir_mode_for(file_mode: int) -> int:
+    """Directories: the file mode plus search (x) wherever read (r) is granted, and always owner rwx."""
+    return file_mode | ((file_mode & 0o444) >> 2) | 0o700
+
+
+class OutputTarget:
+    """Where one export goes. ``is_dir``: a directory of tables (jsonl, parquet) or one file (xml)."""
+
+    def __init__(self, out: str | os.PathLike, *, is_dir: bool, force: bool = False, mode: int = DEFAULT_FILE_MODE):
+        self.out = Path(out).absolute()
+        self.is_dir = is_dir
+        self.force = force
+        self.file_mode = mode
+        self.dir_mode = dir_mode_for(mode)
+        self.work: Path | None = None
+
+    def check(self) -> None:
+        """Refuse an existing output (without force) and a missing parent, before any work starts."""
+        if self.out.exists() or self.out.is_symlink():
+            if not self.force:
+                raise UsageError("output exists; use --force to replace it", path=str(self.out))
+            if self.out.is_dir() != self.is_dir and not self.out.is_symlink():
+                kind = "directory" if self.out.is_dir() else "file"
+                raise UsageError(f"output exists and is a {kind}; refusing to replace it with a "
+                                 f"{'directory' if self.is_dir else 'file'}", path=str(self.out))
+        parent = self.out.parent
+        if not parent.is_dir():
+            raise UsageError("output directory does not exist", path=str(parent))
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError("output directory is not writable", path=str(parent))
+
+    def begin(self) -> Path:
+        """Create the private work directory; returns :attr:`path`, where the output is to be built."""
+        self.check()
+        work = self.out.parent / f".{self.out.name}.amqtool-tmp-{os.getpid()}"
+        if work.exists():
+            shutil.rmtree(work)
+        os.mkdir(work, 0o700)
+        os.chmod(work, 0o700)  # whatever the umask
+        self.work = work
+        if self.is_dir:
+            os.mkdir(self.path, self.dir_mode)
+            os.chmod(self.path, self.dir_mode)
+        return self.path
+
+    @property
+    def path(self) -> Path:
+        assert self.work is not None, "begin() first"
+        return self.work / "out"
+
+    def side(self, name: str) -> Path:
+        """A path in the work directory for side files (logs, spill space); removed with it."""
+        assert self.work is not None, "begin() first"
+        return self.work / name
+
+    def open_file(self, relative: str | None = None):
+        """Open a new output file (binary, exclusive, the export's mode) under :attr:`path`."""
+        p = self.path if relative is None else self.path / relative
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, self.file_mode)
+        os.fchmod(fd, self.file_mode)
+        return os.fdopen(fd, "wb")
+
+    def _finish_tree(self) -> None:
+        """Modes, Spark's bookkeeping files removed, everything fsynced."""
+        root = self.path
+        if not root.is_dir():
+            os.chmod(root, self.file_mode)
+            with open(root, "rb") as fh:
+                atomic.fsync(fh.fileno(), root)
+            return
+        for dirpath, dirs, names in os.walk(root, topdown=False):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                if n == "_SUCCESS" or (n.startswith(".") and n.endswith(".crc")):
+                    os.unlink(p)
+                    continue
+                os.chmod(p, self.file_mode)
+                fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    atomic.fsync(fd, p)
+                finally:
+                    os.close(fd)
+            os.chmod(dirpath, self.dir_mode)
+            atomic.fsync_dir(dirpath)
+
+    def commit(self) -> None:
+        """Rename the finished output into place (replacing an old one only now, with force)."""
+        assert self.work is not None
+        self._finish_tree()
+        if self.out.exists() or self.out.is_symlink():
+            if not self.force:  # appeared while we worked
+                raise UsageError("output appeared while exporting; use --force to replace it", path=str(self.out))
+            old = self.work / "old"
+            os.rename(self.out, old)
+        atomic.rename(self.path, self.out)
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work = None
+
+    def abort(self) -> None:
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work = None
+
+
+# --- the local engine's table writers -------------------------------------------------------------------
+
+
+def _row_dict(names, row) -> dict:
+    return dict(zip(names, row))
+
+
+class JsonlTableWriter:
+    """One JSON object per line, keys in schema order, nulls written; binary as URL-safe base64 text."""
+
+    def __init__(self, target: OutputTarget, table: str, names):
+        from amqtool.formats.artemis.primitives import b64url
+
+        self._b64 = b64url
+        self.names = tuple(names)
+        self.fh = target.open_file(f"{table}/part-00000.jsonl")
+
+    def write(self, row) -> None:
+        d = {}
+        for k, v in zip(self.names, row):
+            if isinstance(v, (bytes, bytearray, memoryview)):
+                v = self._b64(bytes(v))
+            d[k] = v
+        self.fh.write(json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        self.fh.write(b"\n")
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+class ParquetTableWriter:
+    """Parquet files, partitioned like Spark's ``partitionBy`` (``<col>=<value>/part-*.parquet``) when
+    ``partition_by`` is given. Rows are buffered per partition and flushed as row groups when the buffers
+    together pass ``buffer_bytes``, so memory stays bounded whatever the store size."""
+
+    def __init__(self, target: OutputTarget, table: str, columns, partition_by: str | None = None,
+                 buffer_bytes: int = 64 << 20, row_group_rows: int = 50_000):
+        import pyarrow as pa
+
+        from amqtool.engines.export.schema import arrow_schema
+
+        self.pa = pa
+        self.target = target
+        self.table = table
+        self.schema = arrow_schema(columns)
+        self.names = [f.name for f in self.schema]
+        self.part_index = self.names.index(partition_by) if partition_by else None
+        self.file_schema = (self.schema.remove(self.part_index) if self.part_index is not None else self.schema)
+        self.buffer_bytes = buffer_bytes
+        self.row_group_rows = row_group_rows
+        self._bufs: dict[object, list] = {}
+        self._sizes: dict[object, int] = {}
+        self._total = 0
+        self._writers: dict[object, object] = {}
+
+    def write(self, row) -> None:
+        key = row[self.part_index] if self.part_index is not None else None
+        buf = self._bufs.get(key)
+        if buf is None:
+            buf = self._bufs[key] = []
+            self._sizes[key] = 0
+        buf.append(row)
+        size = 200
+        for v in row:
+            if isinstance(v, (bytes, str)):
+                size += len(v)
+        self._sizes[key] += size
+        self._total += size
+        if len(buf) >= self.row_group_rows:
+            self._flush(key)
+        elif self._total > self.buffer_bytes:
+            self._flush(max(self._sizes, key=self._sizes.get))
+
+    def _flush(self, key) -> None:
+        import pyarrow.parquet as pq
+
+        rows = self._bufs.pop(key, None)
+        if not rows:
+            return
+        self._total -= self._sizes.pop(key)
+        columns = list(zip(*rows))
+        arrays = []
+        for i, f in enumerate(self.schema):
+            if i == self.part_index:
+                continue
+            arrays.append(self.pa.array(columns[i], type=f.type))
+        batch = self.pa.RecordBatch.from_arrays(arrays, schema=self.file_schema)
+        w = self._writers.get(key)
+        if w is None:
+            rel = self.table
+            if self.part_index is not None:
+                rel += "/" + partition_dir(self.names[self.part_index], key)
+            fh = self.target.open_file(rel + "/part-00000.parquet")
+            w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy"), fh)
+        w[0].write_batch(batch)
+
+    def close(self) -> None:
+        for key in list(self._bufs):
+            self._flush(key)
+        for w, fh in self._writers.values():
+            w.close()
+            fh.close()
+        if not self._writers:
+            # an empty table is still a table: one file with the schema and no rows
+            import pyarrow.parquet as pq
+
+            with self.target.open_file(f"{self.table}/part-00000.parquet") as fh:
+                pq.write_table(self.schema.empty_table(), fh)
+
+
+# Spark's ExternalCatalogUtils.escapePathName: these characters (and controls) become %XX in partition names.
+_SPARK_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def partition_dir(column: str, value) -> str:
+    """``column=value`` as Spark names a partition directory (``__HIVE_DEFAULT_PARTITION__`` for null)."""
+    if value is None or value == "":
+        return f"{column}=__HIVE_DEFAULT_PARTITION__"
+    text = "".join(f"%{ord(ch):02X}" if ch in _SPARK_ESCAPE or ord(ch) < 0x20 else ch for ch in str(value))
+    return f"{column}={text}"
