@@ -100,6 +100,7 @@ def session_conf(master: str, *, local_dir: str | None = None, cores: int | None
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if local_dir:
+        os.makedirs(local_dir, mode=0o700, exist_ok=True)
         conf["spark.local.dir"] = local_dir
     return conf
 
@@ -283,15 +284,17 @@ class SparkArtemisExport:
         self.options = options
         self.progress = progress
         self.summary = ExportSummary(ENGINE, "artemis")
-        self.large_dir = str(store.large_messages_dir) if getattr(store, "large_messages_dir", None) else None
+        large = getattr(store, "large_messages_dir", None)
+        self.large_dir = os.path.abspath(large) if large else None
         files = []
         self.paths: dict[str, dict[int, str]] = {}
         for jd in store.journals():
             with open_journal(jd) as opened:
                 self.summary.bytes_scanned += opened.bytes_total()
                 for seq, f in enumerate(opened.files):
-                    files.append((jd.kind, seq, str(f.path), f.file_id, f.version, f.tag))
-                    self.paths.setdefault(jd.kind, {})[seq] = str(f.path)
+                    path = os.path.abspath(f.path)  # workers may run elsewhere: no relative paths
+                    files.append((jd.kind, seq, path, f.file_id, f.version, f.tag))
+                    self.paths.setdefault(jd.kind, {})[seq] = path
         self.files = files
         self._records = None
         self._live = None

@@ -1,0 +1,160 @@
+"""``amqtool export``: a store's live messages as the ``data exp`` XML document, or as JSON Lines / Parquet
+tables (one row per live message per queue, plus a bindings table), by the local or the Spark engine.
+
+:func:`run_export` is what the command calls. Both engines build rows with :mod:`.parse` and must give the
+same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``local[*]`` or a cluster).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from amqtool.engines.export.model import ExportOptions, ExportSummary
+from amqtool.engines.export.schema import BINDING_COLUMN_NAMES, MESSAGE_COLUMN_NAMES, MESSAGE_COLUMNS, BINDING_COLUMNS, SCHEMA_VERSION
+from amqtool.engines.export.writers import JsonlTableWriter, OutputTarget, ParquetTableWriter
+from amqtool.errors import CapabilityError, UsageError, Verdict
+
+FORMATS = ("xml", "jsonl", "parquet")
+ENGINES = ("auto", "local", "spark")
+# --engine auto: the local engine below this many journal bytes, Spark above (a JVM start costs ~10 s).
+AUTO_SPARK_THRESHOLD = int(os.environ.get("AMQTOOL_EXPORT_SPARK_THRESHOLD", str(256 << 20)))
+
+
+@dataclass
+class ExportRequest:
+    path: str
+    out: str
+    fmt: str
+    engine: str = "auto"
+    master: str | None = None
+    queues: tuple[str, ...] | None = None
+    safe: bool = False
+    force: bool = False
+    mode: int = 0o600
+    broker_xml: str | None = None
+
+
+def choose_engine(req: ExportRequest, store_bytes: int) -> str:
+    if req.engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}")
+    if req.engine != "auto":
+        if req.master and req.engine == "local":
+            raise UsageError("--master needs the Spark engine (--engine spark or auto)")
+        return req.engine
+    if req.master:
+        return "spark"
+    return "spark" if store_bytes >= AUTO_SPARK_THRESHOLD else "local"
+
+
+def _store_bytes(store) -> int:
+    total = 0
+    for jd in store.journals():
+        for p in jd.journal_files():
+            try:
+                total += p.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
+               task_progress: Callable[[int, int], None] | None = None, spark_session=None) -> tuple[dict, Verdict]:
+    """Export as ``req`` says. Returns the summary document (without ``verdict``) and the verdict: OK, or
+    WARNING when some live message could not be written (undecodable record, or not representable in XML).
+    ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks."""
+    from amqtool.store.layout import detect
+
+    if req.fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if req.safe and req.fmt == "xml":
+        raise UsageError("--safe leaves bodies out, which the XML document (for `artemis data imp`) cannot do; "
+                         "use --format jsonl or parquet")
+    store = detect(req.path, req.broker_xml)
+    if store.kind != "artemis":
+        raise CapabilityError("export of KahaDB stores is not implemented yet (Artemis stores only)", path=req.path)
+    if not store.journals():
+        raise UsageError("no bindings or messages journal found", path=req.path)
+    engine = choose_engine(req, _store_bytes(store))
+    options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
+    target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
+    target.begin()
+    xml_writer = None
+    try:
+        if engine == "local":
+            summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
+        else:
+            summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+        doc = summary.to_json()
+        if xml_writer is not None:
+            doc["xml"] = {"messagesWritten": xml_writer.messages_written, "skippedAmqp": xml_writer.skipped_amqp,
+                          "skippedPrepared": xml_writer.skipped_prepared, "charactersReplaced": xml_writer.replaced}
+            summary.skipped_not_xml = xml_writer.skipped_amqp
+            doc["skippedNotXml"] = xml_writer.skipped_amqp
+        doc.update(format=req.fmt, output=str(target.out), schemaVersion=SCHEMA_VERSION,
+                   store=str(getattr(store, "root", req.path)))
+        if target.is_dir:
+            with target.open_file("export.json") as fh:
+                fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
+        target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
+    return doc, (Verdict.WARNING if warn else Verdict.OK)
+
+
+def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows) -> None:
+    if fmt == "jsonl":
+        bw = JsonlTableWriter(target, "bindings", BINDING_COLUMN_NAMES)
+        mw = JsonlTableWriter(target, "messages", MESSAGE_COLUMN_NAMES)
+    else:
+        bw = ParquetTableWriter(target, "bindings", BINDING_COLUMNS)
+        mw = ParquetTableWriter(target, "messages", MESSAGE_COLUMNS, partition_by="queue")
+    for r in binding_rows:
+        bw.write(r)
+    bw.close()
+    for r in rows:
+        mw.write(r)
+    mw.close()
+
+
+def _run_local(store, options, target, fmt, progress):
+    from amqtool.engines.export.local import LocalArtemisExport
+    from amqtool.engines.export.xml import write_document
+
+    with LocalArtemisExport(store, options, progress=progress) as ex:
+        bindings = ex.binding_rows()
+        if fmt == "xml":
+            with target.open_file() as fh:
+                w = write_document(fh, bindings, ex.rows())
+            return ex.summary, w
+        _write_tables(target, fmt, bindings, ex.rows())
+        return ex.summary, None
+
+
+def _run_spark(store, options, target, req, task_progress, spark_session):
+    from amqtool.engines.export.spark import SparkArtemisExport, get_session
+    from amqtool.engines.export.xml import write_document
+
+    own = spark_session is None
+    spark = spark_session or get_session(req.master, log_path=str(target.side("spark.log")),
+                                         local_dir=str(target.side("spark-local")))
+    try:
+        ex = SparkArtemisExport(spark, store, options, progress=task_progress)
+        if req.fmt == "xml":
+            bindings = ex.binding_rows()
+            with target.open_file() as fh:
+                w = write_document(fh, bindings, ex.iter_rows_for_xml())
+            ex.records().unpersist()
+            return ex.summary, w
+        ex.write_tables(str(target.path), req.fmt)
+        ex.records().unpersist()
+        return ex.summary, None
+    finally:
+        if own:
+            spark.stop()
+
+
+__all__ = ["ExportRequest", "ExportOptions", "ExportSummary", "run_export", "choose_engine", "FORMATS", "ENGINES"]
