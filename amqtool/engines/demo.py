@@ -375,7 +375,7 @@ class _Demo:
         self.progress = progress
         self.large_enabled = large_messages
         self.paging_enabled = paging
-        self.page_size = max(64 * 1024, min(10 * 1024 * 1024, size // 64))
+        self.page_size = max(64 * 1024, min(10 * 1024 * 1024, size // 256))
         self.page_stores: dict[str, _PageStore] = {}
         self.page_txs: dict[int, _PageTx] = {}
         self.paged: dict[int, _Paged] = {}  # paged messages still in existing pages
@@ -504,9 +504,17 @@ class _Demo:
         return int(lo * (hi / lo) ** self.rng.random())
 
     def _bytes_body(self, n: int, mid: int) -> bytes:
-        off = self.rng.randrange(0, len(self.byte_pool) - n) if n < len(self.byte_pool) else 0
-        head = mid.to_bytes(8, "big")
-        return (head + self.byte_pool[off:off + max(n - 8, 0)])[:n]
+        """``n`` bytes: the message id, then pool bytes from a random offset (wrapping around the pool)."""
+        pool = self.byte_pool
+        need = max(n - 8, 0)
+        off = self.rng.randrange(0, len(pool))
+        parts = []
+        while need > 0:
+            chunk = pool[off:off + need]
+            parts.append(chunk)
+            need -= len(chunk)
+            off = 0
+        return (mid.to_bytes(8, "big") + b"".join(parts))[:n]
 
     def _text(self, n: int, mid: int) -> str:
         off = self.rng.randrange(0, len(self.text_pool) - n) if n < len(self.text_pool) else 0
@@ -955,7 +963,7 @@ class _Demo:
                 del self.messages[m.id]
         elif r < 0.092:
             self._move_to_dlq()
-        elif self.paging_enabled and r < 0.25:
+        elif self.paging_enabled and r < 0.35:
             self._paged_traffic()
         else:
             m = self.send(address)
@@ -1079,7 +1087,7 @@ class _Demo:
                     state = None if p.tx is None else self.page_txs[p.tx].state
                     qstates = {}
                     for q in p.queues:
-                        if q in p.acked:
+                        if q in p.ack_records:  # its ACKNOWLEDGE_CURSOR still exists
                             qstates[str(q)] = "acked"
                         elif (q, pg) in ps.complete:
                             qstates[str(q)] = "page-complete"
