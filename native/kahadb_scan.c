@@ -11,7 +11,8 @@
  *  2. the user records of every good batch (journal.iter_batch_records: they must tile the batch);
  *  3. for each record, either the fast path or a call back into Python.  The fast path takes the two
  *     commands that make up nearly every journal, KAHA_ADD_MESSAGE and KAHA_REMOVE_MESSAGE without a
- *     transaction, extracts the few fields the replay needs (destination, messageId, priority,
+ *     transaction (and the checkpoint's TRACE, PRODUCER_AUDIT and ACK_MESSAGE_FILE_MAP, which only need
+ *     their framing checked and their location kept), extracts the few fields the replay needs (destination, messageId, priority,
  *     subscriptionKey; the OpenWire message itself is not decoded: only live messages are, later) and
  *     applies them to the Replay's own dicts (replay.py rules 1 and 2).  Anything else (other commands,
  *     transactions, unknown fields, odd varints, invalid UTF-8, a destination that does not decode, a
@@ -31,14 +32,17 @@
  *                 rest of the file must be skipped (Replay.skip_file)
  *
  * Returns (batches, data_bytes, records, corrupt, bad_records, end, counts, after, first_after,
- *          last_offset, unknown_removes):
+ *          last_offset, unknown_removes, last_audit, last_ack, ack_blob):
  *   corrupt      [(first, last, reason, to_eof, stored|None, computed|None)]
- *   bad_records  [(code, offset, batch_offset, value)]: 1 header crosses the batch end (value = bytes
- *                left), 2 record type not 1 (value = type), 3 length does not fit (value = length)
+ *   bad_records  [(code, offset, batch_offset, batch_end, value)]: 1 header crosses the batch end
+ *                (value = bytes left), 2 record type not 1 (value = type), 3 length does not fit (value =
+ *                length); journal.tiling_error() words them
  *   end          (offset, how)
  *   counts       17 ints: fast-path records per KahaEntryType (slow ones are counted by Replay.apply)
  *   after        records after last_update (a (file id, offset) tuple or None); first_after the offset
  *                of the first of them in this file or -1; last_offset the last record's offset or -1
+ *   last_audit, last_ack, ack_blob: offsets of the newest PRODUCER_AUDIT / ACK_MESSAGE_FILE_MAP taken by
+ *                the fast path (-1 = none) and that ack map's blob (bytes, or None)
  */
 #include "amqnative.h"
 
@@ -121,6 +125,7 @@ __attribute__((target("avx2"))) static uint32_t adler32_avx2(uint32_t adler, con
 #endif
 
 static uint32_t adler32(uint32_t adler, const unsigned char *p, size_t len) {
+    adler = (((adler >> 16) % ADLER_BASE) << 16) | ((adler & 0xffff) % ADLER_BASE); /* as zlib: any start value */
 #ifdef HAVE_AVX2_PATH
     static int avx2 = -1;
     if (avx2 < 0) {
@@ -153,7 +158,7 @@ static const unsigned char CONTROL_HEADER[16] = {0, 0, 0, 0x1c, 2, 'W', 'R', 'I'
 static const unsigned char EOF_RECORD[5] = {'-', 'q', 'M', 'a', '4'};
 static const unsigned char ZERO_HEADER[5] = {0, 0, 0, 0, 0};
 
-enum { ENTRY_TYPES = 17, ADD_MESSAGE = 1, REMOVE_MESSAGE = 2 };
+enum { ENTRY_TYPES = 17, TRACE = 0, ADD_MESSAGE = 1, REMOVE_MESSAGE = 2, PRODUCER_AUDIT = 8, ACK_MESSAGE_FILE_MAP = 9 };
 
 static inline int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
@@ -228,7 +233,7 @@ static inline int pb_field(pb_t *s, int *field, int *wt, uint64_t *value, const 
 static inline int32_t to_int32(uint64_t v) { return (int32_t)(uint32_t)v; }
 
 typedef struct {
-    int type;                       /* ADD_MESSAGE or REMOVE_MESSAGE */
+    int type;                       /* ADD_MESSAGE, REMOVE_MESSAGE, TRACE, PRODUCER_AUDIT, ACK_MESSAGE_FILE_MAP */
     const unsigned char *dest;      /* KahaDestination bytes */
     Py_ssize_t dest_len;
     const unsigned char *mid;       /* messageId */
@@ -236,19 +241,42 @@ typedef struct {
     const unsigned char *sub;       /* subscriptionKey (REMOVE) or NULL */
     Py_ssize_t sub_len;
     int32_t priority;
+    const unsigned char *text;      /* TRACE message, blob of PRODUCER_AUDIT / ACK_MESSAGE_FILE_MAP (or NULL) */
+    Py_ssize_t text_len;
 } fast_t;
+
+/* TRACE (one string, field 1) and the two one-blob commands (field 1, bytes; the last occurrence wins
+ * as in commands._decode_blob).  A repeated TRACE message goes to Python: it validates each one. */
+static int parse_single(int etype, pb_t *s, fast_t *f) {
+    int field, wt, r;
+    uint64_t v;
+    const unsigned char *d = NULL;
+    f->type = etype;
+    f->text = NULL;
+    f->text_len = 0;
+    while ((r = pb_field(s, &field, &wt, &v, &d)) == 1) {
+        if (field != 1 || wt != 2 || (etype == TRACE && f->text != NULL))
+            return 0;
+        f->text = d;
+        f->text_len = (Py_ssize_t)v;
+    }
+    return r == 0;
+}
 
 /* Parse a user-record payload (entry type byte, varint length, body) for the fast path. */
 static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
     if (n < 2)
         return 0;
     int etype = p[0];
-    if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE)
+    if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE && etype != TRACE && etype != PRODUCER_AUDIT &&
+        etype != ACK_MESSAGE_FILE_MAP)
         return 0;
     pb_t s = {p + 1, p + n};
     uint64_t body_len;
     if (!pb_varint(&s, &body_len) || body_len != (uint64_t)(s.end - s.p))
         return 0;
+    if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE)
+        return parse_single(etype, &s, f);
     f->type = etype;
     f->dest = f->mid = f->sub = NULL;
     f->dest_len = f->mid_len = f->sub_len = 0;
@@ -312,6 +340,10 @@ typedef struct {
     memo_t memo[MEMO];
     long long counts[ENTRY_TYPES];
     long long unknown_removes;
+    PyObject *file_id_obj;
+    Py_ssize_t last_audit, last_ack;         /* offsets of the newest fast-path records, or -1 */
+    const unsigned char *ack_blob;           /* the newest ack map's blob (NULL = absent, b"") */
+    Py_ssize_t ack_blob_len;
 } ctx_t;
 
 static void memo_clear_entry(memo_t *m) {
@@ -412,6 +444,32 @@ static int memo_state(ctx_t *c, memo_t *m, int create, const unsigned char *raw,
  * Returns 1 = applied, 0 = hand it to Python, -1 = error.
  */
 static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset, Py_ssize_t length) {
+    if (f->type == TRACE) {
+        if (f->text != NULL) { /* the message must be UTF-8 (commands.utf8) */
+            PyObject *t = PyUnicode_DecodeUTF8((const char *)f->text, f->text_len, NULL);
+            if (t == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                    return -1;
+                PyErr_Clear();
+                return 0;
+            }
+            Py_DECREF(t);
+        }
+        c->counts[TRACE]++;
+        return 1;
+    }
+    if (f->type == PRODUCER_AUDIT) { /* Replay.last_audit */
+        c->last_audit = offset;
+        c->counts[PRODUCER_AUDIT]++;
+        return 1;
+    }
+    if (f->type == ACK_MESSAGE_FILE_MAP) { /* Replay.last_ack_map and its blob */
+        c->last_ack = offset;
+        c->ack_blob = f->text;
+        c->ack_blob_len = f->text_len;
+        c->counts[ACK_MESSAGE_FILE_MAP]++;
+        return 1;
+    }
     memo_t *m = memo_get(c, f->dest, f->dest_len);
     if (m == NULL)
         return PyErr_Occurred() ? -1 : 0;
@@ -434,6 +492,7 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
         }
     }
     int rc = -1;
+    c->counts[f->type]++; /* from here on the record is the fast path's (or an error) */
     if (f->type == ADD_MESSAGE) {
         if (memo_state(c, m, 1, f->dest, f->dest_len) < 0)
             goto done;
@@ -452,9 +511,25 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
             if (waiting == NULL)
                 goto done;
         }
-        PyObject *entry = Py_BuildValue("(lnniN)", file_id, offset, length, (int)f->priority, waiting);
-        if (entry == NULL)
+        PyObject *entry = PyTuple_New(5);
+        if (entry == NULL) {
+            Py_DECREF(waiting);
             goto done;
+        }
+        Py_INCREF(c->file_id_obj);
+        PyTuple_SET_ITEM(entry, 0, c->file_id_obj);
+        PyTuple_SET_ITEM(entry, 4, waiting);
+        PyObject *o = PyLong_FromSsize_t(offset), *l = PyLong_FromSsize_t(length), *p = PyLong_FromLong(f->priority);
+        if (o != NULL)
+            PyTuple_SET_ITEM(entry, 1, o);
+        if (l != NULL)
+            PyTuple_SET_ITEM(entry, 2, l);
+        if (p != NULL)
+            PyTuple_SET_ITEM(entry, 3, p);
+        if (o == NULL || l == NULL || p == NULL) {
+            Py_DECREF(entry);
+            goto done;
+        }
         int r = PyDict_SetItem(m->messages, mid, entry);
         Py_DECREF(entry);
         if (r < 0)
@@ -493,7 +568,6 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
             goto done;
         rc = 1;
     }
-    c->counts[f->type]++;
 done:
     Py_DECREF(mid);
     Py_XDECREF(sub);
@@ -572,6 +646,9 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (!PyArg_ParseTuple(hooks, "O!OOO:hooks", &PyDict_Type, &c->destinations, &c->resolve, &c->ensure, &c->slow))
         goto out;
+    c->last_audit = c->last_ack = -1;
+    if ((c->file_id_obj = PyLong_FromLong(file_id)) == NULL)
+        goto out;
     if (last_update != Py_None) {
         if (!PyArg_ParseTuple(last_update, "LL:last_update", &ft.lu_file, &ft.lu_off))
             goto out;
@@ -642,7 +719,7 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
                     }
                 }
                 if (code) {
-                    if (append_new(bad, Py_BuildValue("(innL)", code, pos, off, value)) < 0)
+                    if (append_new(bad, Py_BuildValue("(innnL)", code, pos, off, bend, value)) < 0)
                         goto out;
                     break;
                 }
@@ -699,12 +776,21 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
         }
         PyTuple_SET_ITEM(counts, i, v);
     }
-    result = Py_BuildValue("(LLLOOONLLLL)", batches, data_bytes, ft.records, corrupt, bad, end, counts, ft.after,
-                           ft.first_after, ft.last_offset, c->unknown_removes);
+    PyObject *blob = c->last_ack < 0 ? Py_None : c->ack_blob == NULL
+                   ? PyBytes_FromStringAndSize("", 0) : PyBytes_FromStringAndSize((const char *)c->ack_blob, c->ack_blob_len);
+    if (blob == NULL) {
+        Py_DECREF(counts);
+        goto out;
+    }
+    if (blob == Py_None)
+        Py_INCREF(blob);
+    result = Py_BuildValue("(LLLOOONLLLLnnN)", batches, data_bytes, ft.records, corrupt, bad, end, counts, ft.after,
+                           ft.first_after, ft.last_offset, c->unknown_removes, c->last_audit, c->last_ack, blob);
 out:
     if (c != NULL) {
         for (int i = 0; i < MEMO; i++)
             memo_clear_entry(&c->memo[i]);
+        Py_XDECREF(c->file_id_obj);
         PyMem_Free(c);
     }
     Py_XDECREF(corrupt);

@@ -5,6 +5,11 @@ record integrity (tiling, command decoding) and the replayed live state; db.data
 the per-destination journal files it still references. mKahaDB: every sub-store is loaded, then the
 ``txStore`` COMMIT records resolve the child stores' prepared cross-store transactions
 (MultiKahaDBTransactionStore recovery).
+
+Two implementations of the per-file loop give identical results: the Python one below (the reference, used
+when the extension is not built or ``AMQTOOL_NO_NATIVE=1``) and ``amqtool._native.kahadb_scan_file``
+(native/kahadb_scan.c), which scans batches, checks Adler-32 and applies plain ADD/REMOVE records in C and
+calls back here (:func:`_apply_record`) for every other record.
 """
 from __future__ import annotations
 
@@ -12,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from amqtool import native
 from amqtool.errors import FormatError
-from amqtool.formats.kahadb.commands import EntryType, decode_command
+from amqtool.formats.kahadb import journal as jr
+from amqtool.formats.kahadb.commands import EntryType, decode_command, decode_destination
 from amqtool.engines.kahadb.replay import Replay, Transaction
 from amqtool.engines.kahadb.scan import FileScan, IndexState, JournalFile, iter_file, journal_files, load_index, mapped
 
@@ -48,7 +55,8 @@ class DirResult:
 
 
 def load_directory(directory: Path, *, progress: Callable[[int], None] | None = None,
-                   checksums: bool = True) -> DirResult:
+                   checksums: bool = True, use_native: bool | None = None) -> DirResult:
+    """Scan, replay and index-read one store directory. ``use_native``: None = the C loop when built."""
     files = journal_files(directory)
     res = DirResult(directory, files, is_tx_store=directory.name == "txStore")
     res.index = load_index(directory)
@@ -57,41 +65,115 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
     if meta is not None and last_update is None:
         last_update = (-1, -1)  # never checkpointed: the broker replays the whole journal (§3.4)
     rp = res.replay = Replay({f.id for f in files})
+    c_scan = native.kahadb_scan_file if use_native is not False else None
+    if use_native and c_scan is None:
+        raise RuntimeError(f"the C KahaDB scanner is not available: {native.NATIVE_REASON or 'not built'}")
     for f in files:
         scan = FileScan(f)
         res.scans[f.id] = scan
         with mapped(f.path) as buf:
-            for rec in iter_file(f, buf, scan, checksums=checksums):
-                loc = (f.id, rec.offset)
-                res.records += 1
-                res.last_record = loc
-                if last_update is not None and loc > last_update:
-                    if res.records_after_last_update == 0:
-                        res.replay_start = loc
-                    res.records_after_last_update += 1
-                try:
-                    cmd = decode_command(rec.payload)
-                except FormatError as err:
-                    res.decode_errors.append((f.id, rec.offset, err.message))
-                    continue
-                finally:
-                    rec.payload.release()
-                if cmd.unknown:
-                    res.unknown_fields.append((f.id, rec.offset, cmd.type.name, list(cmd.unknown)))
-                rp.apply(f.id, rec.offset, rec.length, cmd)
-                if cmd.type is EntryType.ADD_MESSAGE or cmd.type is EntryType.REMOVE_MESSAGE:
-                    # drop the memoryviews into the map before it is closed
-                    cmd.message = b""
-                    cmd.ack = None
+            if c_scan is not None:
+                _load_file_native(c_scan, res, f, buf, scan, last_update, checksums)
+            else:
+                _load_file_python(res, f, buf, scan, last_update, checksums)
         res.bytes_scanned += f.size
         if progress is not None:
             progress(f.size)
+    rp.materialize()
     res.open_transactions = rp.finish()
     return res
 
 
-def load_store(store, *, progress=None, checksums: bool = True) -> list[DirResult]:
-    results = [load_directory(Path(d), progress=progress, checksums=checksums) for d in store.directories]
+def _apply_record(res: DirResult, fid: int, offset: int, length: int, payload) -> None:
+    """Decode one record's command and apply it (the whole per-record rule set of the Python loop)."""
+    try:
+        cmd = decode_command(payload)
+    except FormatError as err:
+        res.decode_errors.append((fid, offset, err.message))
+        return
+    finally:
+        payload.release()
+    if cmd.unknown:
+        res.unknown_fields.append((fid, offset, cmd.type.name, list(cmd.unknown)))
+    res.replay.apply(fid, offset, length, cmd)
+    if cmd.type is EntryType.ADD_MESSAGE or cmd.type is EntryType.REMOVE_MESSAGE:
+        # drop the memoryviews into the map before it is closed
+        cmd.message = b""
+        cmd.ack = None
+
+
+def _load_file_python(res: DirResult, f: JournalFile, buf, scan: FileScan, last_update, checksums: bool) -> None:
+    for rec in iter_file(f, buf, scan, checksums=checksums):
+        loc = (f.id, rec.offset)
+        res.records += 1
+        res.last_record = loc
+        if last_update is not None and loc > last_update:
+            if res.records_after_last_update == 0:
+                res.replay_start = loc
+            res.records_after_last_update += 1
+        _apply_record(res, f.id, rec.offset, rec.length, rec.payload)
+
+
+def _resolve_destination(raw: bytes):
+    try:
+        d = decode_destination(raw)
+    except FormatError:
+        return None
+    return d.key, d.type
+
+
+_ENTRY_NAMES = [EntryType(i).name for i in range(len(EntryType))]
+
+
+def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileScan, last_update,
+                      checksums: bool) -> None:
+    rp = res.replay
+    fid = f.id
+    mv = memoryview(buf)
+
+    def slow(offset: int, length: int) -> bool:
+        _apply_record(res, fid, offset, length, mv[offset + jr.RECORD_HEAD_SPACE:offset + length])
+        return rp.skip_file == fid
+
+    def ensure(raw: bytes):
+        return rp._dest(decode_destination(raw))
+
+    try:
+        (batches, data_bytes, records, corrupt, bad, end, counts, after, first_after, last_offset,
+         unknown_removes, last_audit, last_ack, ack_blob) = c_scan(buf, fid, checksums, last_update, (rp.destinations, _resolve_destination,
+                                                                      ensure, slow))
+    finally:
+        mv.release()
+    scan.batches += batches
+    scan.data_bytes += data_bytes
+    scan.records += records
+    scan.corrupt.extend(jr.CorruptRange(*c) for c in corrupt)
+    for code, pos, boff, bend, value in bad:
+        scan.bad_records.append((pos, jr.tiling_error(code, pos, boff, bend, value).message))
+    scan.end = jr.End(*end)
+    res.records += records
+    if last_offset >= 0:
+        res.last_record = (fid, last_offset)
+    if after:
+        if res.records_after_last_update == 0:
+            res.replay_start = (fid, first_after)
+        res.records_after_last_update += after
+    for t, n in enumerate(counts):
+        if n:
+            name = _ENTRY_NAMES[t]
+            rp.counts[name] = rp.counts.get(name, 0) + n
+    rp.unknown_removes += unknown_removes
+    # The newest of the fast path's and the slow path's checkpoint records of this file wins.
+    if last_audit >= 0 and (rp.last_audit is None or (fid, last_audit) > rp.last_audit):
+        rp.last_audit = (fid, last_audit)
+    if last_ack >= 0 and (rp.last_ack_map is None or (fid, last_ack) > rp.last_ack_map):
+        rp.last_ack_map = (fid, last_ack)
+        rp.last_ack_map_blob = ack_blob
+
+
+def load_store(store, *, progress=None, checksums: bool = True, use_native: bool | None = None) -> list[DirResult]:
+    results = [load_directory(Path(d), progress=progress, checksums=checksums, use_native=use_native)
+               for d in store.directories]
     if store.multi:
         tx_stores = [r for r in results if r.is_tx_store]
         children = [r for r in results if not r.is_tx_store]

@@ -16,6 +16,11 @@ Records are applied in (file id, offset) order, as MessageDatabase.recover does:
    REWRITTEN_DATA_FILE skips the rest of an ack-compaction file whose source still exists.
 
 Memory grows with the live state only: a live message is kept as its id and journal location.
+
+The C fast path (native/kahadb_scan.c) applies rules 1 and 2 for records without a transaction straight to
+these dicts and stores a live message as the compact tuple ``(file_id, offset, length, priority, waiting)``;
+every method here accepts that form, turns it into a :class:`LiveMessage` before changing it, and
+:meth:`Replay.materialize` converts whatever is left once the journal is read.
 """
 from __future__ import annotations
 
@@ -46,6 +51,17 @@ class LiveMessage:
     priority: int
     transaction: str | None = None
     waiting: set | None = None  # topic messages: subscription keys that still want it
+
+
+def _waiting(m) -> set | None:
+    """``waiting`` of a LiveMessage or of the fast path's compact tuple."""
+    return m[4] if type(m) is tuple else m.waiting
+
+
+def _to_live(mid: str, m) -> "LiveMessage":
+    if type(m) is tuple:
+        return LiveMessage(mid, m[0], m[1], m[2], m[3], None, m[4])
+    return m
 
 
 @dataclass
@@ -136,11 +152,12 @@ class Replay:
         if m is None:
             self.unknown_removes += 1
             return
-        if sub_key is None or m.waiting is None:
+        waiting = _waiting(m)
+        if sub_key is None or waiting is None:
             del st.messages[msg_id]
             return
-        m.waiting.discard(sub_key)
-        if not m.waiting:
+        waiting.discard(sub_key)
+        if not waiting:
             del st.messages[msg_id]
 
     # -- the dispatcher ------------------------------------------------------------------------------
@@ -188,10 +205,10 @@ class Replay:
             key = cmd.subscription_key
             if cmd.subscription_info is None:
                 st.subscriptions.pop(key, None)
-                for mid in [mid for mid, m in st.messages.items() if m.waiting is not None]:
-                    msg = st.messages[mid]
-                    msg.waiting.discard(key)
-                    if not msg.waiting:
+                for mid in [mid for mid, m in st.messages.items() if _waiting(m) is not None]:
+                    waiting = _waiting(st.messages[mid])
+                    waiting.discard(key)
+                    if not waiting:
                         del st.messages[mid]
             else:
                 old = st.subscriptions.get(key)
@@ -201,8 +218,9 @@ class Replay:
                                                      bytes(cmd.subscription_info))
                 if cmd.retroactive and old is None:
                     for msg in st.messages.values():
-                        if msg.waiting is not None:
-                            msg.waiting.add(key)
+                        waiting = _waiting(msg)
+                        if waiting is not None:
+                            waiting.add(key)
         elif t is EntryType.REMOVE_DESTINATION:
             assert isinstance(cmd, RemoveDestinationCommand)
             self.destinations.pop(cmd.destination.key, None)
@@ -212,6 +230,7 @@ class Replay:
             st = self.destinations.get(add.destination.key)
             m = st.messages.get(add.message_id) if st else None
             if m is not None:
+                m = st.messages[add.message_id] = _to_live(add.message_id, m)  # same place in the dict
                 m.file_id, m.offset, m.length = file_id, offset, length
                 m.priority = add.priority
         elif t is EntryType.ACK_MESSAGE_FILE_MAP:
@@ -234,6 +253,14 @@ class Replay:
             else:
                 _, d, mid, sub = op
                 self._remove(d, mid, sub)
+
+    def materialize(self) -> None:
+        """Turn the fast path's compact tuples into LiveMessage objects (dict order unchanged)."""
+        for st in self.destinations.values():
+            msgs = st.messages
+            for mid, m in msgs.items():
+                if type(m) is tuple:
+                    msgs[mid] = _to_live(mid, m)
 
     def finish(self) -> list[Transaction]:
         """Unresolved transactions (open or prepared), in the order they started. Their operations are not

@@ -166,6 +166,22 @@ def scan_file(buf, *, checksums: bool = True) -> Iterator[ScanEvent]:
         mv.release()
 
 
+# Why the user records of a batch do not tile it (codes shared with native/kahadb_scan.c).
+TILE_HEADER_CROSSES, TILE_BAD_TYPE, TILE_BAD_LENGTH = 1, 2, 3
+
+
+def tiling_error(code: int, pos: int, batch_offset: int, batch_end: int, value: int) -> FormatError:
+    """The FormatError for a record at ``pos`` that breaks the tiling of the batch at ``batch_offset``;
+    ``value``: bytes left (header crosses the end), the record type, or the record length."""
+    if code == TILE_HEADER_CROSSES:
+        msg = f"record header crosses the end of its batch (batch at {batch_offset}, {value} bytes left)"
+    elif code == TILE_BAD_TYPE:
+        msg = f"record type {value} inside a batch, expected {USER_RECORD_TYPE}"
+    else:
+        msg = f"record length {value} does not fit its batch (batch at {batch_offset} ends at {batch_end})"
+    return FormatError(msg, offset=pos)
+
+
 def iter_batch_records(buf, batch: Batch) -> Iterator[UserRecord]:
     """The user records of one good batch. Raises FormatError when they do not tile the batch exactly
     (each length >= 5, type 1, sum of lengths == batchSize)."""
@@ -174,14 +190,12 @@ def iter_batch_records(buf, batch: Batch) -> Iterator[UserRecord]:
     mv = memoryview(buf)
     while pos < end:
         if pos + RECORD_HEAD_SPACE > end:
-            raise FormatError(f"record header crosses the end of its batch (batch at {batch.offset}, "
-                              f"{end - pos} bytes left)", offset=pos)
+            raise tiling_error(TILE_HEADER_CROSSES, pos, batch.offset, end, end - pos)
         length, rtype = _REC.unpack_from(mv, pos)
         if rtype != USER_RECORD_TYPE:
-            raise FormatError(f"record type {rtype} inside a batch, expected {USER_RECORD_TYPE}", offset=pos)
+            raise tiling_error(TILE_BAD_TYPE, pos, batch.offset, end, rtype)
         if length < RECORD_HEAD_SPACE or pos + length > end:
-            raise FormatError(f"record length {length} does not fit its batch (batch at {batch.offset} "
-                              f"ends at {end})", offset=pos)
+            raise tiling_error(TILE_BAD_LENGTH, pos, batch.offset, end, length)
         yield UserRecord(pos, length, mv[pos + RECORD_HEAD_SPACE:pos + length])
         pos += length
 
