@@ -44,6 +44,9 @@ HAVE_NATIVE = _native is not None
 Loader = getattr(_native, "Loader", None)
 LIVE_FORMAT = getattr(_native, "LIVE_FORMAT", "=qB?biqi")  # one packed live entry (see journal_load.c)
 HAVE_NATIVE_LOADER = Loader is not None
+# print's JSON for runs of live entries (native/live_json.c); needs libcrypto's SHA256 (found at run time).
+live_json = getattr(_native, "live_json", None)
+HAVE_LIVE_JSON = live_json is not None and HAVE_NATIVE_LOADER and bool(_native.sha256_available())
 
 
 def _probe(env: str, name: str, probe) -> tuple[bool, str]:

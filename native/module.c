@@ -5,6 +5,11 @@ static PyMethodDef amq_methods[] = {
     {"scan_records", (PyCFunction)(void (*)(void))amq_scan_records, METH_VARARGS | METH_KEYWORDS,
      "scan_records(buf, file_tag, version, check_tag=True, start=16) -> (records, marked_data_file)\n"
      "JournalImpl.readJournalFile over one file's bytes; tuples as scan_records_py."},
+    {"live_json", (PyCFunction)(void (*)(void))amq_live_json, METH_VARARGS | METH_KEYWORDS,
+     "live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first)\n"
+     "-> (text, next): print's JSON for a run of live entries in one file (live_json.c)."},
+    {"sha256_available", (PyCFunction)amq_sha256_available, METH_NOARGS,
+     "sha256_available() -> bool: did live_json find libcrypto's SHA256?"},
     {"nio_run", (PyCFunction)(void (*)(void))amq_nio_run, METH_VARARGS | METH_KEYWORDS,
      "nio_run(path, block, region, writes, batch=1, coalesce=True, sync=1, oflags=0, align=4096,\n"
      "        duration_ns=0, ctl=None) -> (ops, elapsed_ns, latencies)\n"

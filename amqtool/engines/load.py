@@ -115,6 +115,14 @@ class LiveList(Sequence):
                 out.append(rid)
         return out
 
+    @property
+    def buffer(self) -> memoryview:
+        """The packed entries (``native.LIVE_FORMAT`` each), read-only."""
+        return self._buf
+
+    def file_index_at(self, i: int) -> int:
+        return _LIVE.unpack_from(self._buf, i * _LIVE.size)[4]
+
     def tuples(self):
         """The entries as plain tuples in LiveRecord's field order (cheaper than LiveRecord when scanning)."""
         return _LIVE.iter_unpack(self._buf)
