@@ -5,7 +5,7 @@
  *   {"id": 1, "userRecordType": 45, "isUpdate": false, "compactCount": 0, "bodySize": 3,
  *    "bodySha256": "...", "file": "activemq-data-1.amq", "offset": 31, "recordType": "ADD_MESSAGE", "body": "..."}
  *
- * (one line; "body" -- URL-safe base64 -- unless safe).  tests/engines/test_journal_print_fast.py holds the
+ * (one line; "body" -- URL-safe base64 -- unless safe).  tests/native/test_live_json.py holds the
  * two to identical text.
  *
  * SHA-256 comes from the libcrypto the interpreter already uses for hashlib, found with dlopen at first use:
