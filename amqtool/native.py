@@ -127,6 +127,8 @@ def uring_run(*args, **kwargs):
 # The batch scan + replay fast path over one db-N.log, or None: amqtool.engines.kahadb.load then runs its
 # Python loop (the reference; tests/native/test_kahadb_native.py holds the two identical).
 kahadb_scan_file = getattr(_native, "kahadb_scan_file", None)
+# The checksum pass alone, GIL released: load.py runs it in a thread one file ahead of the scan.
+kahadb_check_batches = getattr(_native, "kahadb_check_batches", None)
 
 
 def adler32(data, value: int = 1) -> int:

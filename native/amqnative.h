@@ -21,6 +21,7 @@ PyObject *amq_sha256_available(PyObject *self, PyObject *noargs);
 
 PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_adler32(PyObject *self, PyObject *args);
+PyObject *amq_kahadb_check_batches(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -1,6 +1,6 @@
 /* KahaDB journal files (db-N.log): the batch scan, Adler-32, and the replay's fast path.
  *
- * kahadb_scan_file(buf, file_id, checksums, last_update, hooks) does, over one mapped journal file, what
+ * kahadb_scan_file(buf, file_id, checksums, last_update, hooks, verified=0) does, over one mapped journal file, what
  * amqtool/engines/kahadb/load.py does record by record in Python (the reference, kept as the fallback and
  * held identical to this by tests/native/test_kahadb_native.py):
  *
@@ -20,9 +20,9 @@
  *     and applies it exactly as the Python path does.  The fast path never decides anything the Python
  *     decoder would decide differently: when in doubt it hands the record over.
  *
- * A live message added by the fast path is stored as the tuple (file_id, offset, length, priority,
- * waiting) under its message id; Replay turns it into a LiveMessage when Python code touches it and
- * when the load is done (Replay.materialize).
+ * A live message added by the fast path is stored under its message id as a KahaLiveEntry (file_id,
+ * offset, length, priority, waiting, transaction=None: read-only, a third of the allocations of a tuple);
+ * Replay turns it into a LiveMessage before changing it and when the load is done (Replay.materialize).
  *
  * hooks = (destinations, resolve, ensure, slow):
  *   destinations  Replay.destinations (dict "<type>:<name>" -> DestinationState)
@@ -48,6 +48,8 @@
 
 #include <stdint.h>
 #include <string.h>
+
+#include "structmember.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -101,6 +103,10 @@ __attribute__((target("avx2"))) static uint32_t adler32_avx2(uint32_t adler, con
         len -= blocks * 32;
         __m256i vs1 = zero, vs2 = zero, prev = zero;
         for (size_t i = 0; i < blocks; i++) {
+            /* Mapped page-cache pages: the hardware prefetcher stops at every 4 KiB page boundary, so ask
+             * for the data a page ahead (a prefetch never faults, even past the end). */
+            if ((i & 1) == 0)
+                _mm_prefetch((const char *)p + 4096, _MM_HINT_T0);
             __m256i v = _mm256_loadu_si256((const __m256i *)p);
             prev = _mm256_add_epi32(prev, vs1);
             vs1 = _mm256_add_epi32(vs1, _mm256_sad_epu8(v, zero));
@@ -320,6 +326,64 @@ static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
 }
 
 /* ---------------------------------------------------------------------------------------------------
+ * A live message stored by the fast path: one small object (file_id, offset, length, priority, waiting),
+ * read-only, not tracked by the GC (it only ever refers to a set of str, which cannot refer back).
+ * Replay reads it like a LiveMessage and converts it before changing it (replay.py).
+ */
+typedef struct {
+    PyObject_HEAD
+    long file_id;
+    Py_ssize_t offset, length;
+    int priority;
+    PyObject *waiting; /* set of subscription keys (topics) or NULL (queues) */
+} entry_t;
+
+static void entry_dealloc(PyObject *self) {
+    Py_XDECREF(((entry_t *)self)->waiting);
+    PyObject_Free(self);
+}
+
+static PyObject *entry_transaction(PyObject *self, void *closure) { Py_RETURN_NONE; }
+
+static PyMemberDef entry_members[] = {
+    {"file_id", T_LONG, offsetof(entry_t, file_id), READONLY, NULL},
+    {"offset", T_PYSSIZET, offsetof(entry_t, offset), READONLY, NULL},
+    {"length", T_PYSSIZET, offsetof(entry_t, length), READONLY, NULL},
+    {"priority", T_INT, offsetof(entry_t, priority), READONLY, NULL},
+    {"waiting", T_OBJECT, offsetof(entry_t, waiting), READONLY, "subscription keys still waiting, or None"},
+    {NULL},
+};
+
+static PyGetSetDef entry_getset[] = {
+    {"transaction", entry_transaction, NULL, "always None: the fast path takes no transactional record", NULL},
+    {NULL},
+};
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "amqtool._native.KahaLiveEntry",
+    .tp_doc = "A live KahaDB message as the fast path stores it (see replay.py).",
+    .tp_basicsize = sizeof(entry_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = entry_dealloc,
+    .tp_members = entry_members,
+    .tp_getset = entry_getset,
+};
+
+static PyObject *entry_new(long file_id, Py_ssize_t offset, Py_ssize_t length, int priority, PyObject *waiting) {
+    entry_t *e = PyObject_Malloc(sizeof(entry_t));
+    if (e == NULL)
+        return PyErr_NoMemory();
+    PyObject_Init((PyObject *)e, &EntryType);
+    e->file_id = file_id;
+    e->offset = offset;
+    e->length = length;
+    e->priority = priority;
+    e->waiting = waiting; /* stolen */
+    return (PyObject *)e;
+}
+
+/* ---------------------------------------------------------------------------------------------------
  * Destinations: a small direct-mapped memo from KahaDestination bytes to the key, type and the current
  * DestinationState (checked against Replay.destinations on every use: Python code may drop or create it).
  */
@@ -333,14 +397,15 @@ typedef struct {
     PyObject *state;    /* DestinationState last seen under key (or NULL), with its two dicts */
     PyObject *messages;
     PyObject *subs;
+    long long gen;      /* ctx gen when state was last checked against Replay.destinations */
 } memo_t;
 
 typedef struct {
     PyObject *destinations, *resolve, *ensure, *slow;
+    long long gen; /* bumped after every call into Python (the only code that changes destinations) */
     memo_t memo[MEMO];
     long long counts[ENTRY_TYPES];
     long long unknown_removes;
-    PyObject *file_id_obj;
     Py_ssize_t last_audit, last_ack;         /* offsets of the newest fast-path records, or -1 */
     const unsigned char *ack_blob;           /* the newest ack map's blob (NULL = absent, b"") */
     Py_ssize_t ack_blob_len;
@@ -357,10 +422,20 @@ static void memo_clear_entry(memo_t *m) {
 
 /* The memo entry for these destination bytes; NULL with no error set = they do not decode (slow). */
 static memo_t *memo_get(ctx_t *c, const unsigned char *raw, Py_ssize_t len) {
-    uint32_t h = 2166136261u;
-    for (Py_ssize_t i = 0; i < len; i++)
-        h = (h ^ raw[i]) * 16777619u;
-    memo_t *m = &c->memo[h & (MEMO - 1)];
+    /* Slot from the length and the first and last 8 bytes (the name's end); a collision costs a resolve. */
+    uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
+    if (len >= 8) {
+        uint64_t x, y;
+        memcpy(&x, raw, 8);
+        memcpy(&y, raw + len - 8, 8);
+        h ^= x * 0xC2B2AE3D27D4EB4Full ^ y * 0x165667B19E3779F9ull;
+    } else {
+        for (Py_ssize_t i = 0; i < len; i++)
+            h = (h ^ raw[i]) * 0x100000001B3ull;
+    }
+    h ^= h >> 29;
+    h ^= h >> 17;
+    memo_t *m = &c->memo[(h ^ (h >> 7)) & (MEMO - 1)];
     if (m->raw != NULL && m->len == len && memcmp(m->raw, raw, (size_t)len) == 0)
         return m;
     PyObject *res = PyObject_CallFunction(c->resolve, "y#", (const char *)raw, len);
@@ -384,6 +459,7 @@ static memo_t *memo_get(ctx_t *c, const unsigned char *raw, Py_ssize_t len) {
     }
     memo_clear_entry(m);
     memcpy(copy, raw, (size_t)len);
+    m->gen = -1;
     m->raw = copy;
     m->len = len;
     Py_INCREF(key);
@@ -423,11 +499,16 @@ static int memo_refresh(memo_t *m, PyObject *state) {
 
 /* The current state for the entry's key; *st = NULL when there is none.  -1 on error. */
 static int memo_state(ctx_t *c, memo_t *m, int create, const unsigned char *raw, Py_ssize_t len) {
+    /* Only Python code changes Replay.destinations; none has run since the entry was last checked. */
+    if (m->gen == c->gen && (m->state != NULL || !create))
+        return 0;
+    m->gen = c->gen;
     PyObject *cur = PyDict_GetItemWithError(c->destinations, m->key);
     if (cur == NULL && PyErr_Occurred())
         return -1;
     if (cur == NULL && create) {
         PyObject *st = PyObject_CallFunction(c->ensure, "y#", (const char *)raw, len);
+        m->gen = ++c->gen;
         if (st == NULL)
             return -1;
         int r = memo_refresh(m, st);
@@ -496,38 +577,21 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
     if (f->type == ADD_MESSAGE) {
         if (memo_state(c, m, 1, f->dest, f->dest_len) < 0)
             goto done;
-        PyObject *waiting = Py_None;
-        Py_INCREF(waiting);
+        PyObject *waiting = NULL;
         if (m->dtype == 1 || m->dtype == 3) {
             /* Topic: kept only for the durable subscriptions that want it.  Records are applied in
              * journal order, so every existing subscription started before this record (s.start < pos). */
             if (PyDict_GET_SIZE(m->subs) == 0) {
-                Py_DECREF(waiting);
                 rc = 1;
                 goto done;
             }
-            Py_DECREF(waiting);
             waiting = PySet_New(m->subs);
             if (waiting == NULL)
                 goto done;
         }
-        PyObject *entry = PyTuple_New(5);
+        PyObject *entry = entry_new(file_id, offset, length, f->priority, waiting);
         if (entry == NULL) {
-            Py_DECREF(waiting);
-            goto done;
-        }
-        Py_INCREF(c->file_id_obj);
-        PyTuple_SET_ITEM(entry, 0, c->file_id_obj);
-        PyTuple_SET_ITEM(entry, 4, waiting);
-        PyObject *o = PyLong_FromSsize_t(offset), *l = PyLong_FromSsize_t(length), *p = PyLong_FromLong(f->priority);
-        if (o != NULL)
-            PyTuple_SET_ITEM(entry, 1, o);
-        if (l != NULL)
-            PyTuple_SET_ITEM(entry, 2, l);
-        if (p != NULL)
-            PyTuple_SET_ITEM(entry, 3, p);
-        if (o == NULL || l == NULL || p == NULL) {
-            Py_DECREF(entry);
+            Py_XDECREF(waiting);
             goto done;
         }
         int r = PyDict_SetItem(m->messages, mid, entry);
@@ -547,8 +611,8 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
             goto done;
         }
         PyObject *waiting;
-        if (PyTuple_CheckExact(msg)) {
-            waiting = PyTuple_GET_ITEM(msg, 4);
+        if (Py_IS_TYPE(msg, &EntryType)) {
+            waiting = ((entry_t *)msg)->waiting ? ((entry_t *)msg)->waiting : Py_None;
             Py_INCREF(waiting);
         } else {
             waiting = PyObject_GetAttrString(msg, "waiting");
@@ -572,6 +636,36 @@ done:
     Py_DECREF(mid);
     Py_XDECREF(sub);
     return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * kahadb_check_batches(buf) -> verified: the checksum pass on its own, without the GIL, so that it can run
+ * in a thread one file ahead of kahadb_scan_file (which then skips the Adler-32 of every batch that ends
+ * at or before `verified`).  It follows the good-batch path of the scan below from offset 0 and stops at
+ * the first thing that is not a good batch; everything before that offset is a chain of batches whose
+ * stored checksum (when non-zero) matched.  Touching the pages here also takes the page faults off the
+ * replaying thread.
+ */
+PyObject *amq_kahadb_check_batches(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:kahadb_check_batches", &view))
+        return NULL;
+    const unsigned char *b = view.buf;
+    const Py_ssize_t n = view.len;
+    Py_ssize_t off = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (n - off >= CONTROL_SIZE && memcmp(b + off, CONTROL_HEADER, 16) == 0) {
+        int32_t size = be32(b + off + 16);
+        int64_t stored = be64(b + off + 20);
+        if (size <= 0 || size > MAX_BATCH_SIZE || (long long)off + CONTROL_SIZE + size > (long long)n)
+            break;
+        if (stored > 0 && (int64_t)adler32(1, b + off + CONTROL_SIZE, (size_t)size) != stored)
+            break;
+        off += CONTROL_SIZE + size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(off);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -602,6 +696,7 @@ static int record(ctx_t *c, file_t *ft, const unsigned char *b, Py_ssize_t pos, 
         }
     }
     PyObject *res = PyObject_CallFunction(c->slow, "nn", pos, length);
+    c->gen++;
     if (res == NULL)
         return -1;
     int skip = PyObject_IsTrue(res);
@@ -627,13 +722,14 @@ static PyObject *opt_ll(int present, long long v) {
 }
 
 PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"buf", "file_id", "checksums", "last_update", "hooks", NULL};
+    static char *kwlist[] = {"buf", "file_id", "checksums", "last_update", "hooks", "verified", NULL};
     Py_buffer view;
     long file_id;
     int checksums;
     PyObject *last_update, *hooks;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*lpOO:kahadb_scan_file", kwlist, &view, &file_id, &checksums,
-                                     &last_update, &hooks))
+    long long verified = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*lpOO|L:kahadb_scan_file", kwlist, &view, &file_id, &checksums,
+                                     &last_update, &hooks, &verified))
         return NULL;
     const unsigned char *b = view.buf;
     const Py_ssize_t n = view.len;
@@ -647,8 +743,10 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTuple(hooks, "O!OOO:hooks", &PyDict_Type, &c->destinations, &c->resolve, &c->ensure, &c->slow))
         goto out;
     c->last_audit = c->last_ack = -1;
-    if ((c->file_id_obj = PyLong_FromLong(file_id)) == NULL)
-        goto out;
+    if (!(EntryType.tp_flags & Py_TPFLAGS_READY)) {
+        if (PyType_Ready(&EntryType) < 0)
+            goto out;
+    }
     if (last_update != Py_None) {
         if (!PyArg_ParseTuple(last_update, "LL:last_update", &ft.lu_file, &ft.lu_off))
             goto out;
@@ -686,10 +784,14 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
             } else if ((long long)off + CONTROL_SIZE + size > (long long)n) {
                 reason = "truncated";
             } else if (checksums && stored > 0) {
-                computed = adler32(1, b + off + CONTROL_SIZE, (size_t)size);
+                if ((long long)off + CONTROL_SIZE + size <= verified) {
+                    computed = (uint32_t)stored; /* kahadb_check_batches matched it already */
+                } else {
+                    computed = adler32(1, b + off + CONTROL_SIZE, (size_t)size);
+                    if ((int64_t)computed != stored)
+                        reason = "checksum";
+                }
                 has_computed = 1;
-                if ((int64_t)computed != stored)
-                    reason = "checksum";
             }
         }
         if (reason == NULL) {
@@ -790,7 +892,6 @@ out:
     if (c != NULL) {
         for (int i = 0; i < MEMO; i++)
             memo_clear_entry(&c->memo[i]);
-        Py_XDECREF(c->file_id_obj);
         PyMem_Free(c);
     }
     Py_XDECREF(corrupt);

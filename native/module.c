@@ -32,6 +32,9 @@ static PyMethodDef amq_methods[] = {
      "KahaDB journal batch scan + replay fast path over one db-N.log; see native/kahadb_scan.c."},
     {"adler32", (PyCFunction)(void (*)(void))amq_adler32, METH_VARARGS,
      "adler32(data, value=1) -> int: java.util.zip.Adler32 / zlib.adler32 (SIMD when the CPU has AVX2)."},
+    {"kahadb_check_batches", (PyCFunction)amq_kahadb_check_batches, METH_VARARGS,
+     "kahadb_check_batches(buf) -> verified: end of the leading run of good batches (Adler-32 checked,\n"
+     "GIL released: run it a file ahead of kahadb_scan_file(..., verified=...))."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,7 +41,7 @@ def snapshot(d: L.DirResult) -> dict:
     rp = d.replay
     dests = []
     for key, stt in rp.destinations.items():
-        assert all(type(m) is LiveMessage for m in stt.messages.values()), "compact tuples left behind"
+        assert all(type(m) is LiveMessage for m in stt.messages.values()), "compact entries left behind"
         dests.append((key, stt.destination, list(stt.messages.items()), list(stt.subscriptions.items())))
     scans = {fid: (s.batches, s.records, s.data_bytes, s.corrupt, s.bad_records, s.end)
              for fid, s in d.scans.items()}

@@ -13,9 +13,10 @@ calls back here (:func:`_apply_record`) for every other record.
 """
 from __future__ import annotations
 
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from amqtool import native
 from amqtool.errors import FormatError
@@ -68,20 +69,59 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
     c_scan = native.kahadb_scan_file if use_native is not False else None
     if use_native and c_scan is None:
         raise RuntimeError(f"the C KahaDB scanner is not available: {native.NATIVE_REASON or 'not built'}")
-    for f in files:
+    check = native.kahadb_check_batches if c_scan is not None and checksums and len(files) > 1 else None
+    for f, buf, verified in _mapped_files(files, check):
         scan = FileScan(f)
         res.scans[f.id] = scan
-        with mapped(f.path) as buf:
-            if c_scan is not None:
-                _load_file_native(c_scan, res, f, buf, scan, last_update, checksums)
-            else:
-                _load_file_python(res, f, buf, scan, last_update, checksums)
+        if c_scan is not None:
+            _load_file_native(c_scan, res, f, buf, scan, last_update, checksums, verified)
+        else:
+            _load_file_python(res, f, buf, scan, last_update, checksums)
         res.bytes_scanned += f.size
         if progress is not None:
             progress(f.size)
     rp.materialize()
     res.open_transactions = rp.finish()
     return res
+
+
+def _mapped_files(files: list[JournalFile], check) -> Iterator[tuple]:
+    """``(file, map, verified)`` in id order. With ``check`` (the C checksum pass, which runs without the
+    GIL) each file's Adler-32 pass runs in a worker thread while the previous file is replayed, and
+    ``verified`` is the end of its leading run of checked-good batches; otherwise ``verified`` is 0."""
+    if check is None:
+        for f in files:
+            with mapped(f.path) as buf:
+                yield f, buf, 0
+        return
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kahadb-adler32")
+    opened: list = []  # (context manager, map, future) of the current and the next file
+
+    def start(f: JournalFile) -> None:
+        cm = mapped(f.path)
+        buf = cm.__enter__()
+        opened.append((cm, buf, pool.submit(check, buf) if len(buf) else None))
+
+    try:
+        start(files[0])
+        for i, f in enumerate(files):
+            cm, buf, fut = opened[0]
+            verified = fut.result() if fut is not None else 0
+            if i + 1 < len(files):
+                start(files[i + 1])
+            yield f, buf, verified
+            opened.pop(0)
+            cm.__exit__(None, None, None)
+    finally:
+        for cm, _buf, fut in opened:
+            if fut is not None:
+                fut.cancel()
+                try:
+                    fut.result()
+                except (CancelledError, Exception):  # noqa: BLE001 - only waiting for the worker to let go
+                    pass
+            cm.__exit__(None, None, None)
+        pool.shutdown(wait=True)
 
 
 def _apply_record(res: DirResult, fid: int, offset: int, length: int, payload) -> None:
@@ -126,7 +166,7 @@ _ENTRY_NAMES = [EntryType(i).name for i in range(len(EntryType))]
 
 
 def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileScan, last_update,
-                      checksums: bool) -> None:
+                      checksums: bool, verified: int = 0) -> None:
     rp = res.replay
     fid = f.id
     mv = memoryview(buf)
@@ -141,7 +181,7 @@ def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileSca
     try:
         (batches, data_bytes, records, corrupt, bad, end, counts, after, first_after, last_offset,
          unknown_removes, last_audit, last_ack, ack_blob) = c_scan(buf, fid, checksums, last_update, (rp.destinations, _resolve_destination,
-                                                                      ensure, slow))
+                                                                      ensure, slow), verified)
     finally:
         mv.release()
     scan.batches += batches

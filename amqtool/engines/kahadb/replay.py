@@ -18,9 +18,10 @@ Records are applied in (file id, offset) order, as MessageDatabase.recover does:
 Memory grows with the live state only: a live message is kept as its id and journal location.
 
 The C fast path (native/kahadb_scan.c) applies rules 1 and 2 for records without a transaction straight to
-these dicts and stores a live message as the compact tuple ``(file_id, offset, length, priority, waiting)``;
-every method here accepts that form, turns it into a :class:`LiveMessage` before changing it, and
-:meth:`Replay.materialize` converts whatever is left once the journal is read.
+these dicts and stores a live message as a compact read-only object with the same attributes (file_id,
+offset, length, priority, transaction, waiting; its message id is the dict key); every method here reads it
+like a LiveMessage, turns it into one before changing it, and :meth:`Replay.materialize` converts whatever
+is left once the journal is read.
 """
 from __future__ import annotations
 
@@ -53,14 +54,10 @@ class LiveMessage:
     waiting: set | None = None  # topic messages: subscription keys that still want it
 
 
-def _waiting(m) -> set | None:
-    """``waiting`` of a LiveMessage or of the fast path's compact tuple."""
-    return m[4] if type(m) is tuple else m.waiting
-
-
 def _to_live(mid: str, m) -> "LiveMessage":
-    if type(m) is tuple:
-        return LiveMessage(mid, m[0], m[1], m[2], m[3], None, m[4])
+    """A LiveMessage for the fast path's compact entry (``m`` itself when it is one already)."""
+    if type(m) is not LiveMessage:
+        return LiveMessage(mid, m.file_id, m.offset, m.length, m.priority, m.transaction, m.waiting)
     return m
 
 
@@ -152,7 +149,7 @@ class Replay:
         if m is None:
             self.unknown_removes += 1
             return
-        waiting = _waiting(m)
+        waiting = m.waiting
         if sub_key is None or waiting is None:
             del st.messages[msg_id]
             return
@@ -205,8 +202,8 @@ class Replay:
             key = cmd.subscription_key
             if cmd.subscription_info is None:
                 st.subscriptions.pop(key, None)
-                for mid in [mid for mid, m in st.messages.items() if _waiting(m) is not None]:
-                    waiting = _waiting(st.messages[mid])
+                for mid in [mid for mid, m in st.messages.items() if m.waiting is not None]:
+                    waiting = st.messages[mid].waiting
                     waiting.discard(key)
                     if not waiting:
                         del st.messages[mid]
@@ -218,7 +215,7 @@ class Replay:
                                                      bytes(cmd.subscription_info))
                 if cmd.retroactive and old is None:
                     for msg in st.messages.values():
-                        waiting = _waiting(msg)
+                        waiting = msg.waiting
                         if waiting is not None:
                             waiting.add(key)
         elif t is EntryType.REMOVE_DESTINATION:
@@ -255,11 +252,11 @@ class Replay:
                 self._remove(d, mid, sub)
 
     def materialize(self) -> None:
-        """Turn the fast path's compact tuples into LiveMessage objects (dict order unchanged)."""
+        """Turn the fast path's compact entries into LiveMessage objects (dict order unchanged)."""
         for st in self.destinations.values():
             msgs = st.messages
             for mid, m in msgs.items():
-                if type(m) is tuple:
+                if type(m) is not LiveMessage:
                     msgs[mid] = _to_live(mid, m)
 
     def finish(self) -> list[Transaction]:

@@ -10,6 +10,7 @@ stores int32 uncompressed length + zlib stream (ActiveMQBytesMessage.storeConten
 """
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -30,13 +31,16 @@ _d = struct.Struct(">d")
 _f = struct.Struct(">f")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def decode_modified_utf8(b: bytes) -> str:
     """Java modified UTF-8 (``C0 80`` for NUL, surrogates as two 3-byte sequences) to a Python str."""
     try:
         s = bytes(b).replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as err:
         raise FormatError(f"invalid modified UTF-8 ({err.reason})") from None
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+    if not s.isascii() and _SURROGATE.search(s):
         s = s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return s
 
