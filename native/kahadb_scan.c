@@ -24,12 +24,13 @@
  * offset, length, priority, waiting, transaction=None: read-only, a third of the allocations of a tuple);
  * Replay turns it into a LiveMessage before changing it and when the load is done (Replay.materialize).
  *
- * hooks = (destinations, resolve, ensure, slow):
+ * hooks = (destinations, resolve, ensure, slow, Subscription):
  *   destinations  Replay.destinations (dict "<type>:<name>" -> DestinationState)
  *   resolve(raw)  KahaDestination bytes -> ("<type>:<name>", type) or None when they do not decode
  *   ensure(raw)   the DestinationState for those bytes, created if absent (Replay._dest)
  *   slow(o, n)    decode and apply the record at offset o of total length n; returns True when the
  *                 rest of the file must be skipped (Replay.skip_file)
+ *   Subscription  replay.Subscription, for the durable subscriptions the fast path starts
  *
  * Returns (batches, data_bytes, records, corrupt, bad_records, end, counts, after, first_after,
  *          last_offset, unknown_removes, last_audit, last_ack, ack_blob):
@@ -164,7 +165,10 @@ static const unsigned char CONTROL_HEADER[16] = {0, 0, 0, 0x1c, 2, 'W', 'R', 'I'
 static const unsigned char EOF_RECORD[5] = {'-', 'q', 'M', 'a', '4'};
 static const unsigned char ZERO_HEADER[5] = {0, 0, 0, 0, 0};
 
-enum { ENTRY_TYPES = 17, TRACE = 0, ADD_MESSAGE = 1, REMOVE_MESSAGE = 2, PRODUCER_AUDIT = 8, ACK_MESSAGE_FILE_MAP = 9 };
+enum {
+    ENTRY_TYPES = 17, TRACE = 0, ADD_MESSAGE = 1, REMOVE_MESSAGE = 2, SUBSCRIPTION = 7, PRODUCER_AUDIT = 8,
+    ACK_MESSAGE_FILE_MAP = 9
+};
 
 static inline int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
@@ -247,9 +251,43 @@ typedef struct {
     const unsigned char *sub;       /* subscriptionKey (REMOVE) or NULL */
     Py_ssize_t sub_len;
     int32_t priority;
-    const unsigned char *text;      /* TRACE message, blob of PRODUCER_AUDIT / ACK_MESSAGE_FILE_MAP (or NULL) */
+    const unsigned char *text;      /* TRACE message, blob of PRODUCER_AUDIT / ACK_MESSAGE_FILE_MAP (or NULL),
+                                       subscriptionInfo of SUBSCRIPTION */
     Py_ssize_t text_len;
+    int retroactive;                /* SUBSCRIPTION */
 } fast_t;
+
+/* KahaSubscriptionCommand: destination (1), subscriptionKey (2, here in sub), retroactive (3),
+ * subscriptionInfo (4).  Without subscriptionInfo it removes the subscription: Python does that. */
+static int parse_subscription(pb_t *s, fast_t *f) {
+    int field, wt, r, have = 0;
+    uint64_t v;
+    const unsigned char *d = NULL;
+    f->type = SUBSCRIPTION;
+    f->dest = f->sub = f->text = NULL;
+    f->dest_len = f->sub_len = f->text_len = 0;
+    f->retroactive = 0;
+    while ((r = pb_field(s, &field, &wt, &v, &d)) == 1) {
+        if (field == 1 && wt == 2 && !(have & 1)) {
+            f->dest = d;
+            f->dest_len = (Py_ssize_t)v;
+            have |= 1;
+        } else if (field == 2 && wt == 2 && !(have & 2)) {
+            f->sub = d;
+            f->sub_len = (Py_ssize_t)v;
+            have |= 2;
+        } else if (field == 3 && wt == 0) {
+            f->retroactive = v != 0;
+        } else if (field == 4 && wt == 2) {
+            f->text = d;
+            f->text_len = (Py_ssize_t)v;
+            have |= 4;
+        } else {
+            return 0; /* repeated destination or key, or a field the schema does not have */
+        }
+    }
+    return r == 0 && have == 7;
+}
 
 /* TRACE (one string, field 1) and the two one-blob commands (field 1, bytes; the last occurrence wins
  * as in commands._decode_blob).  A repeated TRACE message goes to Python: it validates each one. */
@@ -275,12 +313,14 @@ static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
         return 0;
     int etype = p[0];
     if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE && etype != TRACE && etype != PRODUCER_AUDIT &&
-        etype != ACK_MESSAGE_FILE_MAP)
+        etype != ACK_MESSAGE_FILE_MAP && etype != SUBSCRIPTION)
         return 0;
     pb_t s = {p + 1, p + n};
     uint64_t body_len;
     if (!pb_varint(&s, &body_len) || body_len != (uint64_t)(s.end - s.p))
         return 0;
+    if (etype == SUBSCRIPTION)
+        return parse_subscription(&s, f);
     if (etype != ADD_MESSAGE && etype != REMOVE_MESSAGE)
         return parse_single(etype, &s, f);
     f->type = etype;
@@ -401,7 +441,7 @@ typedef struct {
 } memo_t;
 
 typedef struct {
-    PyObject *destinations, *resolve, *ensure, *slow;
+    PyObject *destinations, *resolve, *ensure, *slow, *subscription_cls;
     long long gen; /* bumped after every call into Python (the only code that changes destinations) */
     memo_t memo[MEMO];
     long long counts[ENTRY_TYPES];
@@ -520,6 +560,62 @@ static int memo_state(ctx_t *c, memo_t *m, int create, const unsigned char *raw,
     return 0;
 }
 
+/* Replay rule 4 for a KAHA_SUBSCRIPTION with subscriptionInfo (replay.py, Replay.apply): the
+ * subscription starts here, or keeps its start when the record is a re-write of an existing one (GC moves
+ * subscription records to the journal's tail); a new retroactive one also wants every stored topic
+ * message.  1 = applied, 0 = hand it to Python, -1 = error. */
+static int apply_subscription(ctx_t *c, const fast_t *f, memo_t *m, long file_id, Py_ssize_t offset) {
+    PyObject *key = PyUnicode_DecodeUTF8((const char *)f->sub, f->sub_len, NULL);
+    if (key == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    int rc = -1;
+    PyObject *start = NULL, *info = NULL, *sub = NULL;
+    c->counts[SUBSCRIPTION]++;
+    if (memo_state(c, m, 1, f->dest, f->dest_len) < 0)
+        goto done;
+    PyObject *old = PyDict_GetItemWithError(m->subs, key);
+    if (old == NULL && PyErr_Occurred())
+        goto done;
+    start = old != NULL ? PyObject_GetAttrString(old, "start") : Py_BuildValue("(ln)", file_id, offset);
+    info = PyBytes_FromStringAndSize((const char *)f->text, f->text_len);
+    if (start == NULL || info == NULL)
+        goto done;
+    int new_retroactive = f->retroactive && old == NULL;
+    sub = PyObject_CallFunction(c->subscription_cls, "OlnOOO", key, file_id, offset, start,
+                                f->retroactive ? Py_True : Py_False, info);
+    c->gen++; /* Python code ran */
+    if (sub == NULL || PyDict_SetItem(m->subs, key, sub) < 0)
+        goto done;
+    if (new_retroactive) {
+        Py_ssize_t i = 0;
+        PyObject *mid, *msg;
+        while (PyDict_Next(m->messages, &i, &mid, &msg)) {
+            PyObject *waiting;
+            if (Py_IS_TYPE(msg, &EntryType)) {
+                waiting = ((entry_t *)msg)->waiting;
+                Py_XINCREF(waiting);
+            } else if ((waiting = PyObject_GetAttrString(msg, "waiting")) == NULL) {
+                goto done;
+            }
+            int r = (waiting != NULL && waiting != Py_None) ? PySet_Add(waiting, key) : 0;
+            Py_XDECREF(waiting);
+            if (r < 0)
+                goto done;
+        }
+    }
+    rc = 1;
+done:
+    Py_DECREF(key);
+    Py_XDECREF(start);
+    Py_XDECREF(info);
+    Py_XDECREF(sub);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------------------------
  * The replay's rules 1 and 2 (replay.py Replay._add / Replay._remove) for a record without a transaction.
  * Returns 1 = applied, 0 = hand it to Python, -1 = error.
@@ -554,6 +650,8 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
     memo_t *m = memo_get(c, f->dest, f->dest_len);
     if (m == NULL)
         return PyErr_Occurred() ? -1 : 0;
+    if (f->type == SUBSCRIPTION)
+        return apply_subscription(c, f, m, file_id, offset);
     PyObject *mid = PyUnicode_DecodeUTF8((const char *)f->mid, f->mid_len, NULL);
     if (mid == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
@@ -707,6 +805,25 @@ static int record(ctx_t *c, file_t *ft, const unsigned char *b, Py_ssize_t pos, 
     return 0;
 }
 
+/* The replay reads the start of each record (destination, messageId) and its end (the fields after the
+ * message body); when the checksum pass ran on another core neither is in this core's cache.  While batch
+ * i is replayed, ask for the end of batch i+1 (its header was asked for one batch earlier, so reading its
+ * size here rarely waits) and for the start of batch i+2. */
+static inline void prefetch_ahead(const unsigned char *b, Py_ssize_t n, Py_ssize_t next) {
+    if (next + CONTROL_SIZE > n)
+        return;
+    int32_t size = be32(b + next + 16);
+    Py_ssize_t after = next + CONTROL_SIZE + (Py_ssize_t)size;
+    if (size <= 0 || after > n)
+        return;
+    __builtin_prefetch(b + after - 1);
+    if (after + 128 <= n) {
+        __builtin_prefetch(b + after);
+        __builtin_prefetch(b + after + 64);
+        __builtin_prefetch(b + after + 127);
+    }
+}
+
 static int append_new(PyObject *list, PyObject *item) {
     if (item == NULL)
         return -1;
@@ -740,7 +857,8 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         goto out;
     }
-    if (!PyArg_ParseTuple(hooks, "O!OOO:hooks", &PyDict_Type, &c->destinations, &c->resolve, &c->ensure, &c->slow))
+    if (!PyArg_ParseTuple(hooks, "O!OOOO:hooks", &PyDict_Type, &c->destinations, &c->resolve, &c->ensure, &c->slow,
+                          &c->subscription_cls))
         goto out;
     c->last_audit = c->last_ack = -1;
     if (!(EntryType.tp_flags & Py_TPFLAGS_READY)) {
@@ -801,6 +919,7 @@ PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             batches++;
             data_bytes += (long long)size + CONTROL_SIZE;
+            prefetch_ahead(b, n, off + CONTROL_SIZE + size);
             /* The user records must tile the batch (journal.iter_batch_records). */
             Py_ssize_t pos = off + CONTROL_SIZE, bend = off + CONTROL_SIZE + size;
             while (pos < bend) {

@@ -190,6 +190,7 @@ def story() -> list[list[bytes]]:
         [subscription(T, "c2:s2"), add(T, "ID:t-1"), add(T, "ID:t-2")],
         [remove(T, "ID:t-1", sub="c1:s1"), remove(T, "ID:t-1", sub="c2:s2"), remove(T, "ID:t-2", sub="c1:s1")],
         [subscription(T, "c3:s3", retro=True), subscription(T, "c2:s2", info=None)],
+        [subscription(T, "c1:s1", info=b"\x01")],  # re-written (GC moves it): keeps its start
         [add(dest(1, "t.nobody"), "ID:lost")],  # no subscription: not kept, destination created
         [add(Q, "ID:m-2", prio=9)],  # same id again: overwritten in place
         [cmd(10, encode_field(1, add(Q, "ID:m-3", prio=1)[2:]))],  # UPDATE of a fast-path message
@@ -250,20 +251,38 @@ def test_story_identical(tmp_path):
     assert live["1:t.events"] == ["ID:t-0", "ID:t-2"]
     assert d.replay.destinations["1:t.events"].messages["ID:t-2"].waiting == {"c3:s3"}
     assert live["1:t.nobody"] == [] and live["2:tmp.q"] == ["ID:tq-2"]
+    c1 = d.replay.destinations["1:t.events"].subscriptions["c1:s1"]
+    assert c1.info == b"\x01" and c1.start < (c1.file_id, c1.offset)
     assert d.replay.unknown_removes == 3  # m-1 twice, q.two before it exists, tmp.q after its removal
     assert len(d.decode_errors) == 7 and len(d.unknown_fields) == 3
     assert [t.state for t in d.open_transactions] == ["open"]
     assert d.replay.last_ack_map_blob == b"" and d.replay.last_audit is not None
 
 
-def test_fast_path_takes_the_plain_records(monkeypatch):
-    """On the broker-written basic store only the two SUBSCRIPTION records go back to Python."""
+def _handed_back(monkeypatch) -> list:
+    """Entry-type bytes of the records the C loop hands to Python."""
     handed = []
     orig = L._apply_record
-    monkeypatch.setattr(L, "_apply_record", lambda res, fid, off, n, payload: (handed.append(payload[0]),
+    monkeypatch.setattr(L, "_apply_record", lambda res, fid, off, n, payload: (handed.append(payload[0] if len(payload) else None),
                                                                                orig(res, fid, off, n, payload)))
+    return handed
+
+
+def test_fast_path_takes_the_plain_records(monkeypatch, tmp_path):
+    """The broker-written basic store never leaves the C loop; the hand-built story hands back exactly
+    the records the fast path must not decide."""
+    handed = _handed_back(monkeypatch)
     d = L.load_directory(FIXTURES / "basic" / "kahadb", use_native=True)
-    assert d.records == 729 and handed == [7, 7]
+    assert d.records == 729 and handed == []
+    write_journal(tmp_path / "s", story())
+    L.load_directory(tmp_path / "s", use_native=True)
+    # subscription removal; tx ADD x3 + tx REMOVE, COMMIT, ROLLBACK; REMOVE_DESTINATION; UPDATE; then the
+    # hand-backs of the story's tail (unknown field, repeated id, 10-byte varint, bad UTF-8 x2, bad
+    # destination, truncated, bad length, unknown type, bad trace, repeated trace, audit with extra field,
+    # two-byte tag)
+    tx_records = [1, 1, 2, 4, 1, 5, 1]
+    tail = [1, 1, 1, 1, 2, 1, 1, 1, 0x63, 0, 0, 8, 1]
+    assert sorted(handed) == sorted([7] + tx_records + [6, 10] + tail)
 
 
 def test_story_with_rewritten_file_skip(tmp_path):

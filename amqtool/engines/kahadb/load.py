@@ -8,8 +8,8 @@ the per-destination journal files it still references. mKahaDB: every sub-store 
 
 Two implementations of the per-file loop give identical results: the Python one below (the reference, used
 when the extension is not built or ``AMQTOOL_NO_NATIVE=1``) and ``amqtool._native.kahadb_scan_file``
-(native/kahadb_scan.c), which scans batches, checks Adler-32 and applies plain ADD/REMOVE records in C and
-calls back here (:func:`_apply_record`) for every other record.
+(native/kahadb_scan.c), which scans batches, checks Adler-32 and applies plain ADD/REMOVE, subscription
+and checkpoint records in C and calls back here (:func:`_apply_record`) for every other record.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command, decode_destination
-from amqtool.engines.kahadb.replay import Replay, Transaction
+from amqtool.engines.kahadb.replay import Replay, Subscription, Transaction
 from amqtool.engines.kahadb.scan import FileScan, IndexState, JournalFile, iter_file, journal_files, load_index, mapped
 
 
@@ -181,7 +181,7 @@ def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileSca
     try:
         (batches, data_bytes, records, corrupt, bad, end, counts, after, first_after, last_offset,
          unknown_removes, last_audit, last_ack, ack_blob) = c_scan(buf, fid, checksums, last_update, (rp.destinations, _resolve_destination,
-                                                                      ensure, slow), verified)
+                                                                      ensure, slow, Subscription), verified)
     finally:
         mv.release()
     scan.batches += batches

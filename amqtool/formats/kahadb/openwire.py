@@ -29,6 +29,7 @@ _H = struct.Struct(">H")
 _h = struct.Struct(">h")
 _d = struct.Struct(">d")
 _f = struct.Struct(">f")
+_I_unpack, _Q_unpack = _I.unpack_from, _Q.unpack_from
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -71,20 +72,32 @@ class _Reader:
         return v
 
     def byte(self) -> int:
-        if self.pos >= self.end:
-            raise FormatError("OpenWire value runs past the end", offset=self.pos)
-        v = self.buf[self.pos]
-        self.pos += 1
-        return v
+        pos = self.pos
+        if pos >= self.end:
+            raise FormatError("OpenWire value runs past the end", offset=pos)
+        self.pos = pos + 1
+        return self.buf[pos]
 
     def bool(self) -> bool:
-        return self.byte() != 0
+        pos = self.pos
+        if pos >= self.end:
+            raise FormatError("OpenWire value runs past the end", offset=pos)
+        self.pos = pos + 1
+        return self.buf[pos] != 0
 
     def int(self) -> int:
-        return self._unpack(_I)
+        pos = self.pos
+        if pos + 4 > self.end:
+            raise FormatError("OpenWire value runs past the end", offset=pos)
+        self.pos = pos + 4
+        return _I_unpack(self.buf, pos)[0]
 
     def long(self) -> int:
-        return self._unpack(_Q)
+        pos = self.pos
+        if pos + 8 > self.end:
+            raise FormatError("OpenWire value runs past the end", offset=pos)
+        self.pos = pos + 8
+        return _Q_unpack(self.buf, pos)[0]
 
     def short(self) -> int:
         return self._unpack(_h)
