@@ -78,6 +78,13 @@ static inline Py_ssize_t map_slot(const i64map *m, int64_t k) {
     }
 }
 
+/* Start loading k's home slot: a load touches two tables per record, and prefetching both first lets the
+ * two cache misses overlap instead of following each other. */
+static inline void map_prefetch(const i64map *m, int64_t k) {
+    if (m->cap)
+        __builtin_prefetch(&m->keys[home_slot(k, m->cap - 1)]);
+}
+
 static inline int map_contains(const i64map *m, int64_t k) {
     if (k == EMPTY_KEY)
         return m->has_min;
@@ -442,6 +449,10 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
         }
         entry_t e;
         tx_t *tx;
+        if (t <= DELETE && t != EVENT) {
+            map_prefetch(&self->live_ids, r.rid);
+            map_prefetch(&self->deleted, r.rid);
+        }
         switch (t) {
         case ADD:
         case UPDATE:
