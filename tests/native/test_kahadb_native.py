@@ -356,6 +356,26 @@ def test_random_files_identical(tmp_path_factory, data):
     assert_twins(d)
 
 
+# --- the checksum pass that runs a file ahead ------------------------------------------------------
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/**/db-*.log")), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_check_batches_ends_at_the_logical_end(path):
+    data = path.read_bytes()
+    end = [e for e in jr.scan_file(data) if isinstance(e, jr.End)][0]
+    assert native.kahadb_check_batches(data) == end.offset
+
+
+def test_check_batches_stops_at_the_first_bad_batch():
+    good = [jr.encode_batch([add(Q, f"ID:{i}")])[:-5] for i in range(4)]
+    unchecked = jr.encode_batch([add(Q, "ID:nock")], checksum=False)[:-5]
+    data = bytearray(b"".join(good[:2]) + unchecked + b"".join(good[2:]) + jr.EOF_RECORD)
+    assert native.kahadb_check_batches(bytes(data)) == len(data) - 5  # checksum 0 is not checked
+    victim = len(good[0]) + len(good[1]) + len(unchecked)
+    data[victim + 40] ^= 1
+    assert native.kahadb_check_batches(bytes(data)) == victim
+    assert native.kahadb_check_batches(b"") == 0 and native.kahadb_check_batches(bytes(100)) == 0
+
+
 # --- Adler-32 --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n", [0, 1, 7, 31, 32, 33, 63, 64, 5551, 5552, 5553, 5552 * 3 + 17, 1 << 20])
