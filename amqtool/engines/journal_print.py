@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from amqtool import native
-from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo, load_journal
+from amqtool.engines.load import FileReader, LiveList, LiveRecord, LoadResult, TxInfo, load_journal
 from amqtool.formats.artemis.records import RECORD_TYPE_NAMES, scan_records_py
 from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
 from amqtool.store.journal_files import open_journal
@@ -187,17 +187,18 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions) -> Iterator[str]:
     cache: dict[int, bytes] = {}
     i = 0
     first = True
-    while i < n:
-        fi = live.file_index_at(i)
-        data = cache.pop(fi, None)
-        if data is None:
-            data = result.opened.read_file(fi)
-            if len(cache) >= 2:
-                del cache[next(iter(cache))]  # least recently used
-        cache[fi] = data
-        text, i = fmt(buf, i, min(n, i + _FAST_RUN), data, fi, names[fi], types, opts.safe, first)
-        first = False
-        yield text
+    with FileReader(result.opened) as reader:  # reads the next file while this one is hashed
+        while i < n:
+            fi = live.file_index_at(i)
+            data = cache.pop(fi, None)
+            if data is None:
+                data = reader.read(fi, then=max(fi, *cache) + 1 if cache else fi + 1)
+                if len(cache) >= 2:
+                    del cache[next(iter(cache))]  # least recently used
+            cache[fi] = data
+            text, i = fmt(buf, i, min(n, i + _FAST_RUN), data, fi, names[fi], types, opts.safe, first)
+            first = False
+            yield text
 
 
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,

@@ -489,6 +489,44 @@ def load_journal(
     )
 
 
+class FileReader:
+    """Whole journal files (``opened.read_file``) with the next one read ahead in a background thread.
+
+    The C scan and the kernel's copy of the next file then run on two cores at once (both release the GIL).
+    At most the file in use and the one after it are in memory; nothing is mapped. Use as a context manager.
+    """
+
+    def __init__(self, opened: OpenedJournal):
+        self.opened = opened
+        self._pool = None
+        self._ahead: tuple[int, object] | None = None  # (index, Future)
+
+    def __enter__(self) -> "FileReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._ahead = None
+
+    def read(self, index: int, then: int | None = None) -> bytes:
+        """The bytes of ``files[index]``; starts reading ``files[then]`` (default index + 1) behind it."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == index:
+            data = ahead[1].result()
+        else:
+            data = self.opened.read_file(index)
+        nxt = index + 1 if then is None else then
+        if 0 <= nxt < len(self.opened.files):
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="amqtool-read")
+            self._ahead = (nxt, self._pool.submit(self.opened.read_file, nxt))
+        return data
+
+
 def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
     # the keywords load_journal's note() gets for each code, in the same order
     if code in ("update-unknown-id", "delete-unknown-id"):
@@ -505,18 +543,19 @@ def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress) -> L
     loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES)
     want_gaps = on_file is not None
     scans: list[FileScan] = []
-    for fi, jf in enumerate(opened.files):
-        data = opened.read_file(fi)
-        n, marked, has_data, last_pos, tcounts, gaps = loader.feed(
-            data, fi, jf.tag, jf.version, check_tag, want_gaps, GAP_EXAMPLES)
-        fs = FileScan(fi, jf, records=n, marked=marked, has_data=has_data, last_data_pos=last_pos,
-                      type_counts=dict(tcounts))
-        scans.append(fs)
-        if on_file is not None:
-            on_file(fs, data, FileGaps(*gaps))
-        if progress is not None:
-            progress(len(data))
-        del data
+    with FileReader(opened) as reader:
+        for fi, jf in enumerate(opened.files):
+            data = reader.read(fi)
+            n, marked, has_data, last_pos, tcounts, gaps = loader.feed(
+                data, fi, jf.tag, jf.version, check_tag, want_gaps, GAP_EXAMPLES)
+            fs = FileScan(fi, jf, records=n, marked=marked, has_data=has_data, last_data_pos=last_pos,
+                          type_counts=dict(tcounts))
+            scans.append(fs)
+            if on_file is not None:
+                on_file(fs, data, FileGaps(*gaps))
+            if progress is not None:
+                progress(len(data))
+            del data
     _n, max_id, number_of_records, txs, raw_anomalies, counts = loader.finish()
     prepared: list[TxInfo] = []
     failed: list[TxInfo] = []

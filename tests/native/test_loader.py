@@ -387,3 +387,17 @@ def test_no_native_switch_falls_back_to_python():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     fields = out.stdout.split()
     assert fields[:2] == ["False", "list"] and int(fields[2]) > 0
+
+
+def test_file_reader_reads_ahead_and_out_of_order():
+    from amqtool.engines.load import FileReader
+
+    journal = detect(ORACLE / "03_transactions" / "journal").journals()[0]
+    with open_journal(journal) as opened, FileReader(opened) as reader:
+        n = len(opened.files)
+        assert n >= 2
+        want = [Path(f.path).read_bytes() for f in opened.files]
+        order = [0, 1, 0, n - 1, 1, 1, 0]
+        for k, i in enumerate(order):
+            then = order[k + 1] if k % 2 and k + 1 < len(order) else None  # right and wrong guesses
+            assert reader.read(i, then) == want[i]
