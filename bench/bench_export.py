@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Export of a `create --demo` store to Parquet: the local engine, Spark local[1] and Spark local[2], in one
+run, with the ratios the export issue sets as targets (Spark 1 -> 2 cores >= 1.6x; Spark faster than local).
+
+Usage: .venv/bin/python bench/bench_export.py [--store DIR | --size 1GiB] [--work DIR] [--keep]
+
+Without --store a demo store of --size is created first (deterministic, seed 1) under --work. Each run
+writes to a fresh output directory; wall time covers the whole export as the CLI runs it (store detection,
+load/parse, liveness, decode, write, fsync, rename), Spark session start excluded and reported apart (it is
+paid once per process). Peak RSS of the local engine is reported too (it must stay flat as stores grow).
+Also checks that the three outputs hold the same rows (count and per-queue counts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from amqtool.engines.create import parse_size  # noqa: E402
+from amqtool.engines.export import ExportRequest, run_export  # noqa: E402
+
+
+def _spark_run(store: Path, out: Path, master: str) -> dict:
+    """One Spark export in a fresh process, so that local[1] and local[2] each get their own JVM."""
+    import subprocess
+
+    code = f"""
+import json, time, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+from amqtool.engines.export.spark import get_session
+from amqtool.engines.export import ExportRequest, run_export
+t0 = time.perf_counter()
+spark = get_session({master!r}, log_path={str(out) + '.spark.log'!r})
+spark.range(1).count()
+t1 = time.perf_counter()
+doc, verdict = run_export(ExportRequest({str(store)!r}, {str(out)!r}, "parquet", engine="spark"), spark_session=spark)
+t2 = time.perf_counter()
+print(json.dumps({{"session": t1 - t0, "export": t2 - t1, "rows": doc["rows"], "rowsByQueue": doc["rowsByQueue"]}}))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"spark run failed: {p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", help="an existing demo store (else one is created)")
+    ap.add_argument("--size", default="1GiB", help="demo size when creating one (default 1GiB)")
+    ap.add_argument("--work", default="/tmp/amqtool-bench-export", help="work directory")
+    ap.add_argument("--keep", action="store_true", help="keep outputs (and a created store)")
+    args = ap.parse_args()
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    created = False
+    if args.store:
+        store = Path(args.store)
+    else:
+        store = work / "demo"
+        if not (store / "manifest.json").exists():
+            from amqtool.engines.demo import create_demo
+
+            shutil.rmtree(store, ignore_errors=True)
+            t = time.perf_counter()
+            create_demo(store, parse_size(args.size), seed=1)
+            print(f"created demo store {store} in {time.perf_counter() - t:.1f} s")
+            created = True
+    journal_bytes = sum(p.stat().st_size for p in (store / "data" / "journal").glob("*.amq"))
+    print(f"store: {store} ({journal_bytes / 2**20:.0f} MiB of message journal)")
+
+    results = {}
+    out = work / "out-local"
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    doc, _ = run_export(ExportRequest(str(store), str(out), "parquet", engine="local"))
+    results["local"] = {"export": time.perf_counter() - t, "rows": doc["rows"], "rowsByQueue": doc["rowsByQueue"]}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"local engine:     {results['local']['export']:7.1f} s   rows={doc['rows']}  peak RSS {rss:.0f} MiB")
+
+    for master in ("local[1]", "local[2]"):
+        out = work / f"out-{master.strip('local[]')}"
+        shutil.rmtree(out, ignore_errors=True)
+        r = _spark_run(store, out, master)
+        results[master] = r
+        print(f"spark {master}: {r['export']:7.1f} s   rows={r['rows']}  (session start {r['session']:.1f} s)")
+
+    same = all(r["rowsByQueue"] == results["local"]["rowsByQueue"] for r in results.values())
+    scaling = results["local[1]"]["export"] / results["local[2]"]["export"]
+    vs_local = results["local"]["export"] / results["local[2]"]["export"]
+    mib = journal_bytes / 2**20
+    print(f"throughput: local {mib / results['local']['export']:.1f} MiB/s, local[1] "
+          f"{mib / results['local[1]']['export']:.1f} MiB/s, local[2] {mib / results['local[2]']['export']:.1f} MiB/s")
+    print(f"ratio spark local[1] / local[2] time (scaling 1->2 cores): {scaling:.2f}x   target >= 1.6x  "
+          f"{'MET' if scaling >= 1.6 else 'NOT MET'}")
+    print(f"ratio local engine / spark local[2] time:                  {vs_local:.2f}x   target > 1.0x  "
+          f"{'MET' if vs_local > 1.0 else 'NOT MET'}")
+    print(f"same rows per queue in all three outputs: {same}")
+    if not args.keep:
+        for name in ("out-local", "out-1", "out-2"):
+            shutil.rmtree(work / name, ignore_errors=True)
+        if created:
+            shutil.rmtree(store, ignore_errors=True)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

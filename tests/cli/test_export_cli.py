@@ -1,0 +1,84 @@
+"""``amqtool export``: exit codes, the JSON report, refusals, and that the source is never written."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engines.export_store import EXPECTED, build_store, read_jsonl_table
+from tests.support import tree_hashes
+
+REPO = Path(__file__).resolve().parents[2]
+AMQTOOL = [sys.executable, "-m", "amqtool.commands.main"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    return build_store(tmp_path_factory.mktemp("broker"))
+
+
+def test_jsonl_report_and_warning_exit(run_cli, store, tmp_path):
+    before = tree_hashes(store)
+    out = tmp_path / "o"
+    code, stdout, stderr = run_cli("export", store, "-o", out, "--format", "jsonl", "--engine", "local",
+                                   "--report", "json", "--quiet")
+    doc = json.loads(stdout)
+    assert code == 1 and doc["verdict"] == "WARNING"  # one live legacy record does not decode
+    assert doc["rows"] == len(EXPECTED) and doc["problemCount"] == 1 and doc["problems"][0]["messageId"] == 111
+    assert doc["engine"] == "local" and doc["format"] == "jsonl" and doc["bindings"] == 5
+    assert len(read_jsonl_table(out / "messages")) == len(EXPECTED)
+    assert json.loads((out / "export.json").read_text())["rows"] == len(EXPECTED)
+    assert tree_hashes(store) == before
+    assert stderr == ""
+
+
+def test_queue_filter_ok_exit_and_text(run_cli, store, tmp_path):
+    code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "parquet", "--engine", "local",
+                              "--queue", "events.*", "-q")
+    assert code == 0
+    assert stdout.startswith("exported 82 rows (42 messages on 2 queues, 5 bindings) to ")
+
+
+@pytest.mark.parametrize("args", [
+    ["--format", "xml", "--safe"],
+    ["--format", "csv"],
+    ["--engine", "local", "--master", "spark://127.0.0.1:1"],
+    ["--mode", "999"],
+])
+def test_usage_errors_exit_3(run_cli, store, tmp_path, args):
+    code, _, stderr = run_cli("export", store, "-o", tmp_path / "o", *args)
+    assert code == 3 and "Traceback" not in stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_existing_output_refused_then_forced(run_cli, store, tmp_path):
+    out = tmp_path / "x.xml"
+    out.write_text("keep me")
+    code, stdout, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--report", "json", "-q")
+    assert code == 3 and json.loads(stdout)["verdict"] == "UNKNOWN" and "--force" in stderr
+    assert out.read_text() == "keep me"
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
+    assert code == 1 and out.read_text().startswith("\n<activemq-journal>")
+
+
+def test_unknown_store_exit_3(run_cli, tmp_path):
+    code, _, stderr = run_cli("export", tmp_path, "-o", tmp_path / "o")
+    assert code == 3 and "amqtool: error:" in stderr
+
+
+@pytest.mark.spark
+def test_spark_engine_keeps_jvm_chatter_off_the_terminal(store, tmp_path):
+    """A real process: the JVM's log4j lines must not reach our stderr; the rows equal the local engine's."""
+    out = tmp_path / "s"
+    p = subprocess.run([str(REPO / ".venv" / "bin" / "amqtool"), "export", str(store), "-o", str(out), "-f", "jsonl",
+                        "--engine", "spark", "--master", "local[2]", "--report", "json"],
+                       capture_output=True, text=True, timeout=600)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["engine"] == "spark" and doc["rows"] == len(EXPECTED)
+    assert p.stderr == "", p.stderr[:2000]
+    rows = read_jsonl_table(out / "messages")
+    assert {(r["message_id"], r["queue"]): r["transaction_state"] for r in rows} == EXPECTED
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["s"]
