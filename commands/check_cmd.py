@@ -45,46 +45,6 @@ DEVICE_BLOCK_SIZE = typer.Option(None, "--journal-device-block-size",
 PROBE_SECONDS = typer.Option(3.0, "--probe-seconds", help="Length of the fsync-rate probe in `check all` (0 = skip).")
 
 
-class _Config:
-    """Options resolved against broker.xml / activemq.xml and Artemis' defaults."""
-
-    def __init__(self, paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
-                 journal_device_block_size):
-        from amqtool.engines.check import Target
-        from amqtool.inspectors.space import ArtemisLimit, read_activemq_xml
-        from amqtool.store.brokerxml import DEFAULT_MAX_DISK_USAGE, parse_byte_size, read_broker_xml
-
-        settings = read_broker_xml(broker_xml) if broker_xml else None
-        self.classic = read_activemq_xml(activemq_xml) if activemq_xml else None
-        if paths:
-            self.targets = [Target("path", p, True) for p in paths]
-        else:
-            self.targets = []
-            if settings:
-                self.targets += [Target(role, str(d), False) for role, d in settings.directories().items()]
-            if self.classic:
-                self.targets += [Target(role, str(d), False) for role, d in self.classic.directories().items()]
-            if not self.targets:
-                self.targets = [Target("path", ".", True)]
-        mdu = max_disk_usage if max_disk_usage is not None else (
-            settings.max_disk_usage if settings else DEFAULT_MAX_DISK_USAGE)
-        if mdu != -1 and not 0 <= mdu <= 100:
-            raise UsageError(f"--max-disk-usage must be a percentage 0-100 or -1, not {mdu}")
-        if min_disk_free is not None:
-            mdf = -1 if min_disk_free.strip() == "-1" else parse_byte_size(min_disk_free)
-        else:
-            mdf = settings.min_disk_free if settings else None
-        self.limit = ArtemisLimit(max_disk_usage=mdu, min_disk_free=mdf)
-        if journal_max_io is not None and journal_max_io < 1:
-            raise UsageError(f"--journal-max-io must be at least 1, not {journal_max_io}")
-        self.journal_type = settings.journal_type if settings else "ASYNCIO"
-        self.journal_max_io = journal_max_io or (settings.effective_max_io if settings else 4096)
-        if journal_device_block_size is not None:
-            self.device_block_size = parse_byte_size(journal_device_block_size)
-        else:
-            self.device_block_size = settings.journal_device_block_size if settings else None
-
-
 def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
         write_json({"check": name, **report.to_json()})
@@ -127,9 +87,9 @@ def write_cache(
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
     with guarded(fmt):
-        from amqtool.engines.check import check_write_cache
+        from amqtool.engines.check import check_write_cache, configure
 
-        cfg = _Config(paths, broker_xml, activemq_xml, None, None, None, None)
+        cfg = configure(paths, broker_xml, activemq_xml)
         _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet)
 
 
@@ -145,9 +105,9 @@ def disk_space(
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
     with guarded(fmt):
-        from amqtool.engines.check import check_disk_space
+        from amqtool.engines.check import check_disk_space, configure
 
-        cfg = _Config(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, None, None)
+        cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
         _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet)
 
 
@@ -162,9 +122,10 @@ def aio(
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
     with guarded(fmt):
-        from amqtool.engines.check import check_aio
+        from amqtool.engines.check import check_aio, configure
 
-        cfg = _Config([path], broker_xml, None, None, None, journal_max_io, journal_device_block_size)
+        cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
+                        journal_device_block_size=journal_device_block_size)
         _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet)
 
 
@@ -183,10 +144,10 @@ def check_all(
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
     with guarded(fmt):
-        from amqtool.engines.check import check_all as run_all
+        from amqtool.engines.check import check_all as run_all, configure
 
-        cfg = _Config(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
-                      journal_device_block_size)
+        cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
+                        journal_device_block_size)
         if probe_seconds < 0:
             raise UsageError("--probe-seconds must not be negative")
         if probe_seconds > 0:

@@ -21,14 +21,7 @@ Producers block when the usage reaches the limit.
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from amqtool.errors import UsageError
-
-CLASSIC_DEFAULT_STORE_LIMIT = 100 * 1024**3   # BrokerService.getSystemUsage
-CLASSIC_DEFAULT_TEMP_LIMIT = 50 * 1024**3
+from dataclasses import dataclass
 
 
 @dataclass
@@ -111,127 +104,10 @@ def directory_size(path: str) -> int:
     return total
 
 
-# --------------------------------------------------------------------------------------------------
-# ActiveMQ Classic activemq.xml (only what the space check needs)
-
-_CLASSIC_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)(b)?\s*$", re.IGNORECASE)
-
-
-def parse_classic_size(text: str) -> int:
-    """``XBeanByteConverterUtil.convertToLongBytes``: ``20 Mb``, ``1024kb``, ``1g``; powers of 1024."""
-    m = _CLASSIC_SIZE.match(text or "")
-    if not m:
-        raise UsageError(f"invalid ActiveMQ size {text!r} (expected e.g. 100 gb, 512 mb, 1024)")
-    return int(m.group(1)) * 1024 ** " kmg".index((m.group(2) or " ").lower())
-
-
-@dataclass
-class ClassicUsageLimit:
-    name: str                 # "storeUsage" | "tempUsage"
-    directory: Path
-    limit: int
-    percent_limit: int = 0
-    total: int = 0            # usage "total" attribute (overrides the partition size)
-    explicit: bool = False    # set in activemq.xml (else the broker default)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "directory": str(self.directory), "limit": self.limit,
-                "percent_limit": self.percent_limit, "total": self.total, "explicit": self.explicit}
-
-
-@dataclass
-class ClassicSettings:
-    source: str
-    data_directory: Path
-    broker_name: str
-    store_directory: Path | None
-    tmp_directory: Path
-    adjust_usage_limits: bool = True
-    limits: list[ClassicUsageLimit] = field(default_factory=list)
-
-    def directories(self) -> dict[str, Path]:
-        dirs = {"kahadb": self.store_directory, "tmp_storage": self.tmp_directory}
-        return {k: v for k, v in dirs.items() if v is not None}
-
-
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-def read_activemq_xml(path: str | os.PathLike) -> ClassicSettings:
-    """Read the store directory and usage limits from an ActiveMQ Classic ``activemq.xml``.
-
-    ``${activemq.base}`` is the parent of the file's directory (``conf/``), ``${activemq.data}`` is
-    ``${activemq.base}/data`` (the ``bin/activemq`` defaults); environment variables of the same names win.
-    """
-    from defusedxml import ElementTree as ET
-
-    path = Path(path)
-    try:
-        tree = ET.parse(path)
-    except FileNotFoundError:
-        raise UsageError("activemq.xml not found", path=str(path)) from None
-    except (OSError, ET.ParseError) as err:
-        raise UsageError(f"cannot read activemq.xml: {err}", path=str(path)) from None
-    except Exception as err:  # defusedxml refusals
-        raise UsageError(f"refusing activemq.xml: {err}", path=str(path)) from None
-    broker = next((e for e in tree.iter() if _local(e.tag) == "broker"), None)
-    if broker is None:
-        raise UsageError("not an ActiveMQ activemq.xml (no <broker> element)", path=str(path))
-    base = path.resolve().parent.parent
-    props = {
-        "activemq.base": os.environ.get("ACTIVEMQ_BASE", str(base)),
-        "activemq.home": os.environ.get("ACTIVEMQ_HOME", str(base)),
-        "activemq.conf": os.environ.get("ACTIVEMQ_CONF", str(path.resolve().parent)),
-    }
-    props["activemq.data"] = os.environ.get("ACTIVEMQ_DATA", props["activemq.base"] + "/data")
-
-    def expand(text: str) -> str:
-        return re.sub(r"\$\{([^}:]*)(?::([^}]*))?\}", lambda m: props.get(m.group(1), m.group(2) or m.group(0)),
-                      text)
-
-    def as_path(text: str) -> Path:
-        p = Path(expand(text))
-        return p if p.is_absolute() else base / p
-
-    data_dir = as_path(broker.get("dataDirectory", "activemq-data"))
-    name = broker.get("brokerName", "localhost")
-    tmp = broker.get("tmpDataDirectory")
-    tmp_dir = as_path(tmp) if tmp else data_dir / name / "tmp_storage"
-    store_dir = None
-    for elem in tree.iter():
-        tag = _local(elem.tag)
-        if tag in ("kahaDB", "mKahaDB", "levelDB", "replicatedLevelDB") and elem.get("directory"):
-            store_dir = as_path(elem.get("directory"))
-            break
-        if tag in ("kahaDB", "mKahaDB"):
-            store_dir = data_dir / name / "KahaDB"  # BrokerService: default persistence directory
-            break
-    adjust = broker.get("adjustUsageLimits", "true").strip().lower() != "false"
-    settings = ClassicSettings(str(path), data_dir, name, store_dir, tmp_dir, adjust)
-    defaults = {"storeUsage": CLASSIC_DEFAULT_STORE_LIMIT, "tempUsage": CLASSIC_DEFAULT_TEMP_LIMIT}
-    found: dict[str, ClassicUsageLimit] = {}
-    for elem in tree.iter():
-        tag = _local(elem.tag)
-        # <storeUsage><storeUsage limit="..."/></storeUsage>: the inner element carries the attributes.
-        if tag in defaults and (elem.get("limit") or elem.get("percentLimit")):
-            try:
-                limit = parse_classic_size(expand(elem.get("limit"))) if elem.get("limit") else defaults[tag]
-                percent = int(expand(elem.get("percentLimit", "0")))
-                total = parse_classic_size(expand(elem.get("total"))) if elem.get("total") else 0
-            except ValueError:
-                raise UsageError(f"<{tag}> has a non-numeric attribute", path=str(path)) from None
-            found[tag] = ClassicUsageLimit(tag, Path(), limit, percent, total, explicit=True)
-    for tag, default in defaults.items():
-        lim = found.get(tag) or ClassicUsageLimit(tag, Path(), default)
-        lim.directory = (store_dir or data_dir) if tag == "storeUsage" else tmp_dir
-        settings.limits.append(lim)
-    return settings
-
-
 @dataclass
 class ClassicAssessment:
-    limit: ClassicUsageLimit
+    """What the broker makes of one storeUsage/tempUsage limit on this filesystem."""
+
     fs_total: int
     fs_usable: int
     current: int
@@ -245,23 +121,27 @@ class ClassicAssessment:
         return self.effective_limit - self.current
 
     def to_json(self) -> dict:
-        return {**self.limit.to_json(), "current_usage": self.current, "configured_limit": self.configured_limit,
+        return {"current_usage": self.current, "configured_limit": self.configured_limit,
                 "effective_limit": self.effective_limit, "cut_at_start": self.cut_at_start,
                 "refuses_start": self.refuses_start, "headroom": self.headroom,
                 "fs_total": self.fs_total, "fs_usable": self.fs_usable}
 
 
-def assess_classic(limit: ClassicUsageLimit, usage: Usage, current: int, adjust: bool) -> ClassicAssessment:
-    """What the broker makes of ``limit`` at start (``checkUsageLimit``) given the filesystem and usage."""
-    total = limit.total if limit.total > 0 else usage.total
-    configured = limit.limit
-    if limit.percent_limit > 0:
-        configured = total * limit.percent_limit // 100  # PercentLimitUsage.updateLimitBasedOnPercent
-    usable_plus_current = (limit.total if limit.total > 0 else usage.usable) + current
+def assess_classic(limit: int, usage: Usage, current: int, adjust: bool, percent_limit: int = 0,
+                   total: int = 0) -> ClassicAssessment:
+    """What the broker makes of a ``limit`` at start (``checkUsageLimit``) given the filesystem and usage.
+
+    ``percent_limit`` and ``total`` are the usage element's ``percentLimit`` and ``total`` attributes (0: unset).
+    """
+    configured = limit
+    if percent_limit > 0:
+        # PercentLimitUsage.updateLimitBasedOnPercent
+        configured = (total if total > 0 else usage.total) * percent_limit // 100
+    usable_plus_current = (total if total > 0 else usage.usable) + current
     effective, cut, refuses = configured, False, False
     if configured > usable_plus_current:
         if adjust:
             effective, cut = usable_plus_current, True
         else:
             refuses = True
-    return ClassicAssessment(limit, usage.total, usage.usable, current, configured, effective, cut, refuses)
+    return ClassicAssessment(usage.total, usage.usable, current, configured, effective, cut, refuses)

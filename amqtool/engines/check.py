@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from amqtool.errors import CapabilityError, Finding, Severity, Verdict, overall_verdict
+from amqtool.errors import CapabilityError, Finding, Severity, UsageError, Verdict, overall_verdict
 
 # A limit is "close" when less than this share of the filesystem (or of a Classic limit) is left.
 HEADROOM_WARN_FRACTION = 0.05
@@ -65,6 +65,56 @@ class CheckReport:
     def to_json(self) -> dict:
         return {"verdict": self.verdict.name, "findings": [f.to_json() for f in self.findings],
                 "checks": self.checks}
+
+
+@dataclass
+class CheckConfig:
+    """What the checks need, from the command line, broker.xml / activemq.xml and Artemis' defaults."""
+
+    targets: list[Target]
+    limit: object = None              # inspectors.space.ArtemisLimit
+    classic: object = None            # store.activemqxml.ActiveMQSettings, when --activemq-xml was given
+    journal_type: str = "ASYNCIO"
+    journal_max_io: int = 4096
+    device_block_size: int | None = None
+
+
+def configure(paths=None, broker_xml: str | None = None, activemq_xml: str | None = None,
+              max_disk_usage: int | None = None, min_disk_free: str | None = None,
+              journal_max_io: int | None = None, journal_device_block_size: str | None = None) -> CheckConfig:
+    """Resolve the options against the broker configuration files; an option wins over the file.
+
+    Without ``paths`` the targets are the store directories the configuration names (they may not exist
+    yet), else the current directory. Raises UsageError for values out of range.
+    """
+    from amqtool.inspectors.space import ArtemisLimit
+    from amqtool.store.activemqxml import read_activemq_xml
+    from amqtool.store.brokerxml import DEFAULT_MAX_DISK_USAGE, parse_byte_size, read_broker_xml
+
+    settings = read_broker_xml(broker_xml) if broker_xml else None
+    classic = read_activemq_xml(activemq_xml) if activemq_xml else None
+    if paths:
+        targets = [Target("path", p, True) for p in paths]
+    else:
+        targets = [Target(role, str(d), False) for conf in (settings, classic) if conf
+                   for role, d in conf.directories().items()] or [Target("path", ".", True)]
+    mdu = max_disk_usage if max_disk_usage is not None else (
+        settings.max_disk_usage if settings else DEFAULT_MAX_DISK_USAGE)
+    if mdu != -1 and not 0 <= mdu <= 100:
+        raise UsageError(f"--max-disk-usage must be a percentage 0-100 or -1, not {mdu}")
+    if min_disk_free is not None:
+        mdf = -1 if min_disk_free.strip() == "-1" else parse_byte_size(min_disk_free)
+    else:
+        mdf = settings.min_disk_free if settings else None
+    if journal_max_io is not None and journal_max_io < 1:
+        raise UsageError(f"--journal-max-io must be at least 1, not {journal_max_io}")
+    if journal_device_block_size is not None:
+        block_size = parse_byte_size(journal_device_block_size)
+    else:
+        block_size = settings.journal_device_block_size if settings else None
+    return CheckConfig(targets, ArtemisLimit(max_disk_usage=mdu, min_disk_free=mdf), classic,
+                       settings.journal_type if settings else "ASYNCIO",
+                       journal_max_io or (settings.effective_max_io if settings else 4096), block_size)
 
 
 def _size(n: int | None) -> str:
@@ -230,7 +280,7 @@ def check_write_cache(targets: list[Target], root: str = "/", udev=None) -> Chec
 
 def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckReport:
     """Artemis limits for ``targets`` (grouped by filesystem) and Classic usage limits for ``classic``."""
-    from amqtool.inspectors.space import ArtemisLimit, assess_classic, directory_size, disk_usage
+    from amqtool.inspectors.space import ArtemisLimit, disk_usage
 
     report = CheckReport()
     limit = limit or ArtemisLimit()
@@ -286,12 +336,14 @@ def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckRe
                        f"{used}; {rule}: {_size(headroom)} until producers block" if headroom is not None
                        else f"{used}; {rule}", where, roles=roles)
     if classic is not None:
-        _check_classic(classic, report, assess_classic, directory_size, disk_usage)
+        _check_classic(classic, report)
     return report
 
 
-def _check_classic(classic, report, assess_classic, directory_size, disk_usage) -> None:
+def _check_classic(classic, report: CheckReport) -> None:
+    """storeUsage/tempUsage of an ActiveMQSettings (``store.activemqxml``) against their filesystems."""
     from amqtool.inspectors.mounts import nearest_existing
+    from amqtool.inspectors.space import assess_classic, directory_size, disk_usage
 
     for lim in classic.limits:
         directory = str(lim.directory)
@@ -303,8 +355,8 @@ def _check_classic(classic, report, assess_classic, directory_size, disk_usage) 
                        directory)
             continue
         current = directory_size(directory) if os.path.isdir(directory) else 0
-        a = assess_classic(lim, usage, current, classic.adjust_usage_limits)
-        report.checks["classic"].append(a.to_json())
+        a = assess_classic(lim.limit, usage, current, classic.adjust_usage_limits, lim.percent_limit, lim.total)
+        report.checks["classic"].append({**lim.to_json(), **a.to_json()})
         name = lim.name
         if a.refuses_start:
             report.add(Severity.CRITICAL, "classic-limit-refuses-start",

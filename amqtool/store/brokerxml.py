@@ -1,9 +1,8 @@
 """Reading an Artemis ``broker.xml`` for the settings amqtool needs (directories, journal and disk limits).
 
-Parsing goes through defusedxml: broker.xml files come from operators and support tickets, and an entity
-expansion must not take the tool down. Values follow Artemis' defaults (``ActiveMQDefaultConfiguration``)
-when an element is absent. Relative directories resolve against the broker instance directory (the parent
-of ``etc/``), as Artemis resolves them against ``artemis.instance``.
+Parsing goes through defusedxml (``store.xmlconfig``). Values follow Artemis' defaults
+(``ActiveMQDefaultConfiguration``) when an element is absent. Relative directories resolve against the broker
+instance directory (the parent of ``etc/``), as Artemis resolves them against ``artemis.instance``.
 """
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amqtool.errors import UsageError
+from amqtool.store.xmlconfig import local_name, parse_config
 
 # ActiveMQDefaultConfiguration / ArtemisConstants
 DEFAULT_JOURNAL_DIR = "data/journal"
@@ -117,24 +117,15 @@ def _expand(text: str, props: dict[str, str]) -> str:
 
 def read_broker_xml(path: str | os.PathLike) -> BrokerSettings:
     """Read ``broker.xml``. Raises UsageError when the file is missing or not a broker configuration."""
-    from defusedxml import ElementTree as ET  # imported here: only commands given --broker-xml pay for it
-
     path = Path(path)
-    try:
-        tree = ET.parse(path)
-    except FileNotFoundError:
-        raise UsageError("broker.xml not found", path=str(path)) from None
-    except (OSError, ET.ParseError) as err:
-        raise UsageError(f"cannot read broker.xml: {err}", path=str(path)) from None
-    except Exception as err:  # defusedxml's entity/DTD refusals
-        raise UsageError(f"refusing broker.xml: {err}", path=str(path)) from None
+    tree = parse_config(path, "broker.xml")
     instance = path.resolve().parent.parent if path.resolve().parent.name == "etc" else path.resolve().parent
     values: dict[str, str] = {}
     for elem in tree.iter():
-        tag = elem.tag.rsplit("}", 1)[-1] if isinstance(elem.tag, str) else ""
+        tag = local_name(elem.tag)
         if tag in _CORE_ELEMENTS and elem.text is not None and tag not in values:
             values[tag] = elem.text.strip()
-    if not any(el.tag.rsplit("}", 1)[-1] == "core" for el in tree.iter() if isinstance(el.tag, str)):
+    if not any(local_name(el.tag) == "core" for el in tree.iter()):
         raise UsageError("not an Artemis broker.xml (no <core> element)", path=str(path))
     props = {"artemis.instance": str(instance), "data.dir": str(instance / "data")}
     values = {k: _expand(v, props) for k, v in values.items()}

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from amqtool.errors import UnknownStoreError, UsageError
+from amqtool.errors import UnknownStoreError
 
 _LOG = re.compile(r"^db-(\d+)\.log$")
 _USUAL_NAMES = ("kahadb", "KahaDB", "mkahadb", "mKahaDB", "multiKahaDB")
@@ -82,81 +82,27 @@ def detect_kahadb(path: Path):
     return None
 
 
-_PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
-
-
-def _expand(text: str, props: dict[str, str], xml: Path) -> str:
-    def sub(m: re.Match) -> str:
-        key = m.group(1)
-        if key in props:
-            return props[key]
-        if key in os.environ:
-            return os.environ[key]
-        raise UsageError(f"activemq.xml uses ${{{key}}}, which is not known offline "
-                         "(set it in the environment to resolve it)", path=str(xml))
-
-    return _PLACEHOLDER.sub(sub, text)
-
-
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
-
-
 def from_activemq_xml(path: Path):
-    """The KahaDB store an ActiveMQ Classic ``activemq.xml`` configures.
+    """The KahaDB store an ActiveMQ Classic ``activemq.xml`` configures (``store.activemqxml`` reads it).
 
-    ``${activemq.base}`` is the directory above ``conf/``, ``${activemq.data}`` its ``data/`` (as the
-    ``bin/activemq`` script sets them); other placeholders come from the environment. Adapter attributes
-    (journalMaxFileLength, checksumJournalFiles, …) are kept in ``settings``.
+    Adapter attributes (journalMaxFileLength, checksumJournalFiles, …) are kept in the store's ``settings``,
+    with ``adapter`` naming the element (``kahaDB``/``mKahaDB``).
     """
-    from defusedxml import ElementTree as ET
+    from amqtool.store.activemqxml import read_activemq_xml
 
-    xml = Path(path)
-    try:
-        tree = ET.parse(str(xml))
-    except FileNotFoundError:
-        raise UsageError("activemq.xml not found", path=str(xml)) from None
-    except OSError as err:
-        raise UsageError(f"cannot read activemq.xml: {err.strerror}", path=str(xml)) from None
-    except Exception as err:  # noqa: BLE001 - ParseError and defusedxml refusals
-        raise UsageError(f"activemq.xml is not well-formed XML: {err}", path=str(xml)) from None
-    base = xml.resolve().parent.parent
-    props = {"activemq.base": str(base), "activemq.home": str(base), "activemq.conf": str(xml.resolve().parent),
-             "activemq.data": str(base / "data")}
-    broker = None
-    for el in tree.iter():
-        if _local(el.tag) == "broker":
-            broker = el
-            break
-    if broker is None:
-        raise UsageError("activemq.xml has no <broker> element", path=str(xml))
-    data_dir = Path(_expand(broker.get("dataDirectory", "${activemq.data}"), props, xml))
-    broker_name = broker.get("brokerName", "localhost")
-    if broker.get("persistent", "true") == "false":
-        raise UnknownStoreError("activemq.xml: the broker is not persistent (persistent=\"false\")", path=str(xml))
-    adapter = None
-    for el in broker.iter():
-        if _local(el.tag) in ("kahaDB", "mKahaDB"):
-            adapter = el
-            break
-    if adapter is None:
-        for el in broker.iter():
-            if _local(el.tag) in ("jdbcPersistenceAdapter", "levelDB", "memoryPersistenceAdapter"):
-                raise UnknownStoreError(f"activemq.xml: persistence adapter <{_local(el.tag)}> is not KahaDB",
-                                        path=str(xml))
-        directory = data_dir / broker_name / "KahaDB"  # BrokerService.createPersistenceAdapter default
-        settings = {"adapter": "kahaDB"}
-    else:
-        settings = {k: _expand(v, props, xml) for k, v in adapter.attrib.items()}
-        settings["adapter"] = _local(adapter.tag)
-        default = "KahaDB" if settings["adapter"] == "kahaDB" else "mKahaDB"
-        directory = Path(settings.get("directory") or data_dir / default)
-        if not directory.is_absolute():
-            directory = base / directory
+    conf = read_activemq_xml(path)
+    if not conf.persistent:
+        raise UnknownStoreError("activemq.xml: the broker is not persistent (persistent=\"false\")",
+                                path=conf.source)
+    if conf.adapter not in (None, "kahaDB", "mKahaDB"):
+        raise UnknownStoreError(f"activemq.xml: persistence adapter <{conf.adapter}> is not KahaDB",
+                                path=conf.source)
+    directory = conf.store_directory
     if not directory.is_dir():
         raise UnknownStoreError("the KahaDB directory configured in activemq.xml does not exist",
                                 path=str(directory))
-    store = _store(directory, str(xml), settings)
+    settings = {**conf.adapter_attributes, "adapter": conf.adapter or "kahaDB"}
+    store = _store(directory, conf.source, settings)
     if store is None:
         raise UnknownStoreError("the KahaDB directory configured in activemq.xml holds no store yet",
                                 path=str(directory))

@@ -5,14 +5,8 @@ import pytest
 
 from amqtool.engines.check import Target, check_disk_space
 from amqtool.errors import UsageError, Verdict
-from amqtool.inspectors import space
-from amqtool.inspectors.space import (
-    ArtemisLimit,
-    Usage,
-    assess_classic,
-    parse_classic_size,
-    read_activemq_xml,
-)
+from amqtool.inspectors.space import ArtemisLimit, Usage, assess_classic
+from amqtool.store.activemqxml import parse_classic_size, read_activemq_xml
 from amqtool.store.brokerxml import parse_byte_size
 
 GiB = 1024**3
@@ -89,13 +83,15 @@ def test_read_activemq_xml_errors(tmp_path):
 
 
 def test_classic_limit_larger_than_the_disk_is_cut_or_refused():
-    lim = space.ClassicUsageLimit("storeUsage", None, limit=100 * GiB)
     u = Usage("/x", 1, total=20 * GiB, usable=10 * GiB)
-    a = assess_classic(lim, u, current=1 * GiB, adjust=True)
+    a = assess_classic(100 * GiB, u, current=1 * GiB, adjust=True)
     assert a.cut_at_start and a.effective_limit == 11 * GiB and a.headroom == 10 * GiB
-    assert assess_classic(lim, u, current=1 * GiB, adjust=False).refuses_start
-    pct = space.ClassicUsageLimit("storeUsage", None, limit=100 * GiB, percent_limit=25)
-    assert assess_classic(pct, u, current=0, adjust=True).effective_limit == 5 * GiB
+    assert assess_classic(100 * GiB, u, current=1 * GiB, adjust=False).refuses_start
+    assert assess_classic(100 * GiB, u, current=0, adjust=True, percent_limit=25).effective_limit == 5 * GiB
+    # "total" stands in for the partition: 25 % of 8 GiB, and the cut is to total + current
+    assert assess_classic(100 * GiB, u, current=0, adjust=True, percent_limit=25, total=8 * GiB).effective_limit \
+        == 2 * GiB
+    assert assess_classic(100 * GiB, u, current=GiB, adjust=True, total=8 * GiB).effective_limit == 9 * GiB
 
 
 def test_classic_store_usage_flips_when_the_store_reaches_its_limit(tmp_path):
