@@ -105,7 +105,7 @@ def main() -> int:
                 if not r.available:
                     break
                 a_ops.append(r.ops_per_sec)
-                a_p99.append(r.latency["p99_us"])
+                a_p99.append(r.latency["p99Us"])
                 o, p = fio_figures(fio_job(directory, f"{method}-{pattern}", args.seconds, **job), per_io, sync)
                 f_ops.append(o)
                 f_p99.append(p)

@@ -135,7 +135,7 @@ def _table(report) -> None:
     from rich.table import Table
 
     table = Table(title=f"journal writes in {report.directory} ({report.filesystem or '?'}, "
-                        f"{report.parameters['block_size']} B blocks)", title_justify="left")
+                        f"{report.parameters['blockSize']} B blocks)", title_justify="left")
     for col, just in (("journal type", "left"), ("pattern", "left"), ("sync", "left"), ("ops/s", "right"),
                       ("MB/s", "right"), ("p50 µs", "right"), ("p90 µs", "right"), ("p99 µs", "right"),
                       ("p99.9 µs", "right"), ("max µs", "right")):
@@ -146,8 +146,8 @@ def _table(report) -> None:
             continue
         lat = r.latency
         table.add_row(r.journal_type, r.label, r.sync, _fmt(r.ops_per_sec), _fmt(r.mb_per_sec, 1),
-                      _fmt(lat.get("p50_us"), 1), _fmt(lat.get("p90_us"), 1), _fmt(lat.get("p99_us"), 1),
-                      _fmt(lat.get("p999_us"), 1), _fmt(lat.get("max_us"), 1))
+                      _fmt(lat.get("p50Us"), 1), _fmt(lat.get("p90Us"), 1), _fmt(lat.get("p99Us"), 1),
+                      _fmt(lat.get("p999Us"), 1), _fmt(lat.get("maxUs"), 1))
     Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=140).print(table)
     for r in report.results:
         if not r.available:
@@ -222,10 +222,10 @@ def bench(
                 sys.stdout.write("\n")
                 render_findings_text(shown)
             rec = report.recommendation
-            if rec.get("broker_xml"):
-                sys.stdout.write(f"\nRecommended broker.xml settings ({rec['journal-type']} carried the most "
-                                 f"records per second; buffer timeout from {rec['basis'].get('journal-buffer-timeout')}):\n")
-                write_lines(rec["broker_xml"])
+            if rec.get("brokerXml"):
+                sys.stdout.write(f"\nRecommended broker.xml settings ({rec['journalType']} carried the most "
+                                 f"records per second; buffer timeout from {rec['basis'].get('journalBufferTimeout')}):\n")
+                write_lines(rec["brokerXml"])
         else:
             write_json(report.to_json())
     finish(report.verdict)
@@ -265,9 +265,9 @@ def _perf_journal(engine, directory, settings, journal_type, block_size, writes,
     if fmt == OutputFormat.text:
         write_lines(doc["lines"])
         ex = doc["exact"]
-        sys.stdout.write(f"# amqtool: best try {doc['tries_ns'] and min(doc['tries_ns']) / 1e6:.3f} ms; "
-                         f"without the millisecond clock: {ex['writes_per_ms']:.2f} writes per millisecond, "
-                         f"journal-buffer-timeout {ex['journal_buffer_timeout']}\n")
+        sys.stdout.write(f"# amqtool: best try {doc['triesNs'] and min(doc['triesNs']) / 1e6:.3f} ms; "
+                         f"without the millisecond clock: {ex['writesPerMs']:.2f} writes per millisecond, "
+                         f"journal-buffer-timeout {ex['journalBufferTimeout']}\n")
     else:
         write_json(doc)
     finish(Verdict.OK)
@@ -292,18 +292,18 @@ def sync_methods(
         if fmt == OutputFormat.text:
             out = []
             for n in (1, 2):
-                rows = [r for r in doc["results"] if r["writes_per_op"] == n]
+                rows = [r for r in doc["results"] if r["writesPerOp"] == n]
                 if not rows:
                     continue
                 what = "one 8kB write" if n == 1 else "two 8kB writes"
                 out += ["", f"Compare file sync methods using {what}:",
                         "(in wal_sync_method preference order, except fdatasync is Linux's default)"]
                 for r in rows:
-                    label = r["method"] + (" (O_DIRECT)" if r["o_direct"] else "")
+                    label = r["method"] + (" (O_DIRECT)" if r["oDirect"] else "")
                     if r["available"]:
                         lat = r["latency"]
-                        line = engine.pg_line(label, r["ops_per_sec"], r["usecs_per_op"])
-                        line += f"  p50 {lat['p50_us']:.0f}  p99 {lat['p99_us']:.0f}  max {lat['max_us']:.0f} µs"
+                        line = engine.pg_line(label, r["opsPerSec"], r["usecsPerOp"])
+                        line += f"  p50 {lat['p50Us']:.0f}  p99 {lat['p99Us']:.0f}  max {lat['maxUs']:.0f} µs"
                     else:
                         line = engine.pg_line(label, None, None, available=False)
                     out.append(line)

@@ -145,15 +145,15 @@ class Disk:
             "serial": self.serial,
             "rotational": self.rotational,
             "fua": self.fua,
-            "write_cache": self.write_cache,
-            "write_back": self.write_back,
-            "scsi_cache_type": self.scsi_cache_type,
-            "ata_write_cache": self.ata_write_cache,
-            "ata_write_cache_enabled": self.ata_write_cache_enabled,
-            "nvme_controller": self.nvme_controller,
-            "nvme_volatile_write_cache": self.nvme_volatile_write_cache,
-            "logical_block_size": self.logical_block_size,
-            "physical_block_size": self.physical_block_size,
+            "writeCache": self.write_cache,
+            "writeBack": self.write_back,
+            "scsiCacheType": self.scsi_cache_type,
+            "ataWriteCache": self.ata_write_cache,
+            "ataWriteCacheEnabled": self.ata_write_cache_enabled,
+            "nvmeController": self.nvme_controller,
+            "nvmeVolatileWriteCache": self.nvme_volatile_write_cache,
+            "logicalBlockSize": self.logical_block_size,
+            "physicalBlockSize": self.physical_block_size,
             "redundant": self.redundant,
             "via": self.via,
         }
@@ -197,8 +197,8 @@ class DeviceStack:
             "mount": self.mount.to_json() if self.mount else None,
             "stack": self.top.to_json() if self.top else None,
             "disks": [d.to_json() for d in self.disks],
-            "memory_backed": self.memory_backed,
-            "no_block_device": self.no_block_device,
+            "memoryBacked": self.memory_backed,
+            "noBlockDevice": self.no_block_device,
             "problems": self.problems,
         }
 
@@ -312,7 +312,7 @@ class _Walker:
         if os.path.isdir(os.path.join(sys_dir, "dm")):
             uuid = _read(os.path.join(sys_dir, "dm/uuid")) or ""
             kind = _dm_kind(uuid)
-            layer = Layer(name, kind, sys_dir, {"dm_name": _read(os.path.join(sys_dir, "dm/name")), "dm_uuid": uuid})
+            layer = Layer(name, kind, sys_dir, {"dmName": _read(os.path.join(sys_dir, "dm/name")), "dmUuid": uuid})
             layer.lower = self._slaves(sys_dir, stack, via, redundant, depth)
             return layer
         if os.path.isdir(os.path.join(sys_dir, "md")):
@@ -320,9 +320,9 @@ class _Walker:
             degraded = _read_int(os.path.join(sys_dir, "md/degraded"))
             layer = Layer(name, "md", sys_dir, {
                 "level": level or None,
-                "raid_disks": _read_int(os.path.join(sys_dir, "md/raid_disks")),
+                "raidDisks": _read_int(os.path.join(sys_dir, "md/raid_disks")),
                 "degraded": degraded,
-                "array_state": _read(os.path.join(sys_dir, "md/array_state")),
+                "arrayState": _read(os.path.join(sys_dir, "md/array_state")),
             })
             is_redundant = level in REDUNDANT_MD_LEVELS and not degraded
             layer.lower = self._slaves(sys_dir, stack, via, redundant or is_redundant, depth)
@@ -330,8 +330,8 @@ class _Walker:
         if name.startswith("loop"):
             backing = _read(os.path.join(sys_dir, "loop/backing_file"))
             layer = Layer(name, "loop", sys_dir, {
-                "backing_file": backing,
-                "direct_io": _read_int(os.path.join(sys_dir, "loop/dio")),
+                "backingFile": backing,
+                "directIo": _read_int(os.path.join(sys_dir, "loop/dio")),
             })
             if backing is None:
                 stack.problems.append(f"loop device {name} has no backing file (detached?)")
@@ -493,6 +493,6 @@ def top_block_device(path: str, root: str = "/", mounts: list[Mount] | None = No
         q = os.path.join(os.path.dirname(sys_dir), "queue")
     return {
         "name": os.path.basename(sys_dir),
-        "logical_block_size": _read_int(os.path.join(q, "logical_block_size")),
-        "physical_block_size": _read_int(os.path.join(q, "physical_block_size")),
+        "logicalBlockSize": _read_int(os.path.join(q, "logical_block_size")),
+        "physicalBlockSize": _read_int(os.path.join(q, "physical_block_size")),
     }

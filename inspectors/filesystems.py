@@ -143,7 +143,7 @@ def aio_limits(root: str = "/") -> dict:
         except (OSError, ValueError):
             return None
 
-    return {"aio_max_nr": read("aio-max-nr"), "aio_nr": read("aio-nr")}
+    return {"aioMaxNr": read("aio-max-nr"), "aioNr": read("aio-nr")}
 
 
 def find_libaio(sonames=LIBAIO_SONAMES) -> dict[str, bool]:
@@ -163,16 +163,16 @@ def filesystem_facts(path: str, root: str = "/") -> dict:
     mount = find_mount(path, root, read_mounts(root))
     facts = {
         "fstype": mount.fstype if mount else None,
-        "fs_class": mount.fs_class if mount else None,
+        "fsClass": mount.fs_class if mount else None,
         "mount": mount.to_json() if mount else None,
-        "read_only": mount.read_only if mount else None,
-        "st_blksize": None,
+        "readOnly": mount.read_only if mount else None,
+        "stBlksize": None,
     }
     if root in ("/", ""):
         try:
-            facts["st_blksize"] = os.stat(path).st_blksize
+            facts["stBlksize"] = os.stat(path).st_blksize
         except OSError:
             pass
     if mount and mount.fstype in ("ext3", "ext4") and "data=journal" in (mount.super_options + "," + mount.options):
-        facts["ext4_data_journal"] = True  # O_DIRECT silently falls back to buffered I/O in this mode
+        facts["ext4DataJournal"] = True  # O_DIRECT silently falls back to buffered I/O in this mode
     return facts

@@ -74,7 +74,7 @@ class Mount:
 
     def to_json(self) -> dict:
         return {
-            "mount_point": self.mount_point,
+            "mountPoint": self.mount_point,
             "fstype": self.fstype,
             "source": self.source,
             "device": f"{self.major}:{self.minor}",

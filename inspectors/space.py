@@ -39,7 +39,7 @@ class Usage:
         return 0.0 if self.total == 0 else 1.0 - self.usable / self.total
 
     def to_json(self) -> dict:
-        return {"total": self.total, "usable": self.usable, "used_percent": round(self.used_fraction * 100, 2)}
+        return {"total": self.total, "usable": self.usable, "usedPercent": round(self.used_fraction * 100, 2)}
 
 
 def disk_usage(path: str) -> Usage:
@@ -87,7 +87,7 @@ class ArtemisLimit:
         return None if floor is None else usage.usable - floor
 
     def to_json(self) -> dict:
-        return {"mode": self.mode, "max_disk_usage": self.max_disk_usage, "min_disk_free": self.min_disk_free}
+        return {"mode": self.mode, "maxDiskUsage": self.max_disk_usage, "minDiskFree": self.min_disk_free}
 
 
 def directory_size(path: str) -> int:
@@ -121,10 +121,10 @@ class ClassicAssessment:
         return self.effective_limit - self.current
 
     def to_json(self) -> dict:
-        return {"current_usage": self.current, "configured_limit": self.configured_limit,
-                "effective_limit": self.effective_limit, "cut_at_start": self.cut_at_start,
-                "refuses_start": self.refuses_start, "headroom": self.headroom,
-                "fs_total": self.fs_total, "fs_usable": self.fs_usable}
+        return {"currentUsage": self.current, "configuredLimit": self.configured_limit,
+                "effectiveLimit": self.effective_limit, "cutAtStart": self.cut_at_start,
+                "refusesStart": self.refuses_start, "headroom": self.headroom,
+                "fsTotal": self.fs_total, "fsUsable": self.fs_usable}
 
 
 def assess_classic(limit: int, usage: Usage, current: int, adjust: bool, percent_limit: int = 0,

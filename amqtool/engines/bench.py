@@ -80,17 +80,17 @@ def latency_stats(latencies_ns) -> dict:
         while i < n and values[i] <= bound * 1000:
             c += 1
             i += 1
-        hist.append({"le_us": bound, "count": c})
-    hist.append({"le_us": None, "count": n - i})
+        hist.append({"leUs": bound, "count": c})
+    hist.append({"leUs": None, "count": n - i})
     return {
         "count": n,
-        "min_us": values[0] / 1000.0,
-        "p50_us": pct(0.50),
-        "p90_us": pct(0.90),
-        "p99_us": pct(0.99),
-        "p999_us": pct(0.999),
-        "max_us": values[-1] / 1000.0,
-        "mean_us": sum(values) / n / 1000.0,
+        "minUs": values[0] / 1000.0,
+        "p50Us": pct(0.50),
+        "p90Us": pct(0.90),
+        "p99Us": pct(0.99),
+        "p999Us": pct(0.999),
+        "maxUs": values[-1] / 1000.0,
+        "meanUs": sum(values) / n / 1000.0,
         "histogram": hist,
     }
 
@@ -311,17 +311,17 @@ class Result:
     def to_json(self) -> dict:
         return {
             "method": self.method,
-            "journal_type": self.journal_type,
+            "journalType": self.journal_type,
             "pattern": self.pattern,
             "depth": self.depth,
-            "block_size": self.block_size,
+            "blockSize": self.block_size,
             "sync": self.sync,
             "available": self.available,
             "reason": self.reason or None,
             "ops": self.ops,
-            "elapsed_ns": self.elapsed_ns,
-            "ops_per_sec": self.ops_per_sec,
-            "mb_per_sec": self.mb_per_sec,
+            "elapsedNs": self.elapsed_ns,
+            "opsPerSec": self.ops_per_sec,
+            "mbPerSec": self.mb_per_sec,
             "latency": self.latency or None,
         }
 
@@ -409,8 +409,8 @@ def buffer_timeout_ns(writes: int, total_ns: float) -> int:
 
 def _recommend(results: list[Result], max_io: int, block_size: int) -> dict:
     by = {(r.method, r.pattern): r for r in results if r.available and r.ops}
-    rec: dict = {"journal-type": None, "journal-buffer-timeout": None, "journal-max-io": None,
-                 "page-sync-timeout": None, "basis": {}, "broker_xml": []}
+    rec: dict = {"journalType": None, "journalBufferTimeout": None, "journalMaxIo": None,
+                 "pageSyncTimeout": None, "basis": {}, "brokerXml": []}
     # journal-type: the Artemis type that carried the most records per second with many producers, the
     # broker's working pattern; ASYNCIO wins ties within 10 % (it is Artemis' choice whenever it runs).
     candidates = [by[(m, "many")] for m in ("asyncio", "nio", "mapped") if (m, "many") in by]
@@ -424,7 +424,7 @@ def _recommend(results: list[Result], max_io: int, block_size: int) -> dict:
             best = r
             break
     jt = best.method
-    rec["journal-type"] = JOURNAL_TYPE[jt]
+    rec["journalType"] = JOURNAL_TYPE[jt]
     # journal-buffer-timeout: perf-journal's formula on the run perf-journal itself would time for this
     # type (one write after the other for NIO and MAPPED; queued up to max-io for ASYNCIO), with the sum of
     # the measured latencies (NIO, MAPPED) or the measured wall time (ASYNCIO) instead of a ms clock.
@@ -434,31 +434,31 @@ def _recommend(results: list[Result], max_io: int, block_size: int) -> dict:
     else:
         basis = by.get((jt, "one")) or best
         lat = basis.latency
-        timeout = buffer_timeout_ns(lat["count"], lat["mean_us"] * 1000 * lat["count"]) if lat else 0
-    rec["journal-buffer-timeout"] = timeout
-    rec["basis"]["journal-buffer-timeout"] = f"{basis.journal_type} {basis.label}"
+        timeout = buffer_timeout_ns(lat["count"], lat["meanUs"] * 1000 * lat["count"]) if lat else 0
+    rec["journalBufferTimeout"] = timeout
+    rec["basis"]["journalBufferTimeout"] = f"{basis.journal_type} {basis.label}"
     # journal-max-io: the depth measured for ASYNCIO when it paid off, else 1 (Artemis' NIO value).
     if jt == "asyncio":
         many, one = by.get(("asyncio", "many")), by.get(("asyncio", "one"))
         if many and one and many.ops_per_sec >= 1.2 * one.ops_per_sec:
-            rec["journal-max-io"] = many.depth
+            rec["journalMaxIo"] = many.depth
         else:
-            rec["journal-max-io"] = 1 if one and not many else (many.depth if many else 1)
+            rec["journalMaxIo"] = 1 if one and not many else (many.depth if many else 1)
     else:
-        rec["journal-max-io"] = 1
+        rec["journalMaxIo"] = 1
     # page-sync-timeout: `artemis create` times one NIO run for it (paging always writes through NIO).
     nio = by.get(("nio", "one"))
     if nio and nio.latency:
         lat = nio.latency
-        rec["page-sync-timeout"] = buffer_timeout_ns(lat["count"], lat["mean_us"] * 1000 * lat["count"])
-        rec["basis"]["page-sync-timeout"] = "NIO 1 producer"
-    rec["broker_xml"] = [
-        f"<journal-type>{rec['journal-type']}</journal-type>",
-        f"<journal-buffer-timeout>{rec['journal-buffer-timeout']}</journal-buffer-timeout>",
-        f"<journal-max-io>{rec['journal-max-io']}</journal-max-io>",
+        rec["pageSyncTimeout"] = buffer_timeout_ns(lat["count"], lat["meanUs"] * 1000 * lat["count"])
+        rec["basis"]["pageSyncTimeout"] = "NIO 1 producer"
+    rec["brokerXml"] = [
+        f"<journal-type>{rec['journalType']}</journal-type>",
+        f"<journal-buffer-timeout>{rec['journalBufferTimeout']}</journal-buffer-timeout>",
+        f"<journal-max-io>{rec['journalMaxIo']}</journal-max-io>",
     ]
-    if rec["page-sync-timeout"] is not None:
-        rec["broker_xml"].append(f"<page-sync-timeout>{rec['page-sync-timeout']}</page-sync-timeout>")
+    if rec["pageSyncTimeout"] is not None:
+        rec["brokerXml"].append(f"<page-sync-timeout>{rec['pageSyncTimeout']}</page-sync-timeout>")
     return rec
 
 
@@ -483,7 +483,7 @@ def _judge(target: Target, results: list[Result], explicit: bool, datasync: bool
             f"({target.device.get('name')}); a platter cannot sync more than a few hundred times a second, "
             "so a cache between the program and the platter (disk write cache, controller, hypervisor) "
             "is acknowledging writes before they are durable", d,
-            details={"ops_per_sec": nio.ops_per_sec, "device": target.device.get("name")}))
+            details={"opsPerSec": nio.ops_per_sec, "device": target.device.get("name")}))
     if any(r.method == "asyncio" and r.available and r.ops for r in results):
         findings.append(Finding(Severity.INFO, "aio-durability",
                                 "ASYNCIO figures are O_DIRECT completions without a cache flush, as Artemis "
@@ -551,8 +551,8 @@ def run_bench(
                                         datasync=datasync, on_progress=on_progress))
         findings = _judge(target, results, explicit, datasync)
         fstype, device = target.fstype, target.device
-    params = {"file_size": file_size, "block_size": block_size, "writes": writes, "seconds": seconds,
-              "producers": producers, "max_io": max_io, "datasync": datasync, "methods": methods,
+    params = {"fileSize": file_size, "blockSize": block_size, "writes": writes, "seconds": seconds,
+              "producers": producers, "maxIo": max_io, "datasync": datasync, "methods": methods,
               "patterns": patterns}
     return BenchReport(str(directory), fstype, device, params, results, findings,
                        _recommend(results, max_io, block_size))
@@ -645,17 +645,17 @@ def run_perf_journal(directory: str | os.PathLike, *, journal_type: str = "NIO",
     return {
         "verdict": Verdict.OK.name,
         "compat": "perf-journal",
-        "journal_type": jt,
-        "block_size": block_size,
+        "journalType": jt,
+        "blockSize": block_size,
         "writes": writes,
         "tries": tries,
         "sync": sync,
-        "sync_writes": sync_writes,
-        "tries_ns": elapsed,
-        "best_ms": time_ms,
-        "writes_per_ms": None if math.isinf(wpm) else wpm,
-        "journal_buffer_timeout": timeout,
-        "exact": {"writes_per_ms": exact_wpm, "journal_buffer_timeout": buffer_timeout_ns(writes, best_ns)},
+        "syncWrites": sync_writes,
+        "triesNs": elapsed,
+        "bestMs": time_ms,
+        "writesPerMs": None if math.isinf(wpm) else wpm,
+        "journalBufferTimeout": timeout,
+        "exact": {"writesPerMs": exact_wpm, "journalBufferTimeout": buffer_timeout_ns(writes, best_ns)},
         "lines": lines,
     }
 
@@ -685,7 +685,7 @@ def run_sync_methods(directory: str | os.PathLike, *, seconds: float = 1.0, writ
         for n in sizes:
             for name, oflags, sync in _SYNC_METHODS:
                 for direct in (True, False):
-                    row = {"writes_per_op": n, "method": name, "o_direct": direct, "available": True,
+                    row = {"writesPerOp": n, "method": name, "oDirect": direct, "available": True,
                            "reason": None}
                     rows.append(row)
                     if direct and not target.odirect:
@@ -704,15 +704,15 @@ def run_sync_methods(directory: str | os.PathLike, *, seconds: float = 1.0, writ
                             continue
                         raise
                     ops = len(lat)
-                    row.update(ops=ops, elapsed_ns=ns, ops_per_sec=ops / (ns / 1e9) if ns else None,
-                               usecs_per_op=(ns / 1000 / ops) if ops else None, latency=latency_stats(lat))
+                    row.update({"ops": ops, "elapsedNs": ns, "opsPerSec": ops / (ns / 1e9) if ns else None,
+                                "usecsPerOp": (ns / 1000 / ops) if ops else None, "latency": latency_stats(lat)})
         fstype = target.fstype
     findings = []
-    if any(r["o_direct"] and not r["available"] for r in rows):
+    if any(r["oDirect"] and not r["available"] for r in rows):
         findings.append(Finding(Severity.INFO, "odirect-unsupported",
                                 f"O_DIRECT is not supported here: {target.odirect_reason}", str(directory)))
     return {"verdict": overall_verdict(findings).name, "directory": str(directory), "filesystem": fstype,
-            "seconds": seconds, "block_size": PG_BLOCK, "results": rows,
+            "seconds": seconds, "blockSize": PG_BLOCK, "results": rows,
             "findings": [f.to_json() for f in findings]}
 
 
@@ -729,8 +729,8 @@ def pg_line(label: str, ops_per_sec: float | None, usecs: float | None, availabl
 def fsync_probe(directory: str, seconds: float = 2.0, block_size: int = DEFAULT_BLOCK_SIZE) -> dict:
     """A few seconds of 4 KiB ``pwrite`` + ``fdatasync`` in ``directory`` (the NIO one-producer line).
 
-    Returns ``{"ops_per_sec", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "mean_us", "count",
-    "seconds", "block_size", "native"}``. Without the C extension a Python loop measures instead
+    Returns ``{"opsPerSec", "p50Us", "p90Us", "p99Us", "p999Us", "maxUs", "meanUs", "count",
+    "seconds", "blockSize", "native"}``. Without the C extension a Python loop measures instead
     (``native: False``); fine for syncs of tens of µs and more, which is what it is for.
     """
     size = 1 * MIB
@@ -757,6 +757,6 @@ def fsync_probe(directory: str, seconds: float = 2.0, block_size: int = DEFAULT_
             ops, ns = len(lat), last - t0
     stats = latency_stats(lat)
     stats.pop("histogram", None)
-    stats.update(ops_per_sec=ops / (ns / 1e9) if ns else 0.0, seconds=ns / 1e9, block_size=block_size,
-                 native=native.HAVE_NATIVE)
+    stats.update({"opsPerSec": ops / (ns / 1e9) if ns else 0.0, "seconds": ns / 1e9, "blockSize": block_size,
+                  "native": native.HAVE_NATIVE})
     return stats

@@ -308,9 +308,9 @@ def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckRe
         headroom = limit.headroom(usage)
         floor = limit.blocking_usable(usage.total)
         doc = {"device": f"{os.major(dev)}:{os.minor(dev)}", "paths": [t.path for t, _ in members],
-               "roles": roles, **usage.to_json(), "blocking_usable": floor, "headroom": headroom,
-               "headroom_percent": None if headroom is None or not usage.total
-               else round(headroom * 100 / usage.total, 2), "within_limit": limit.within(usage)}
+               "roles": roles, **usage.to_json(), "blockingUsable": floor, "headroom": headroom,
+               "headroomPercent": None if headroom is None or not usage.total
+               else round(headroom * 100 / usage.total, 2), "withinLimit": limit.within(usage)}
         report.checks["filesystems"].append(doc)
         used = f"{usage.used_fraction * 100:.1f}% used, {_size(usage.usable)} usable of {_size(usage.total)}"
         if limit.mode == "min-disk-free":
@@ -329,7 +329,7 @@ def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckRe
                        "freed", where, roles=roles)
         elif headroom is not None and headroom < usage.total * HEADROOM_WARN_FRACTION:
             report.add(Severity.WARNING, "disk-headroom-low",
-                       f"{used}: only {_size(headroom)} ({doc['headroom_percent']}% of the filesystem) until "
+                       f"{used}: only {_size(headroom)} ({doc['headroomPercent']}% of the filesystem) until "
                        f"{rule} blocks producers", where, roles=roles)
         else:
             report.add(Severity.INFO, "disk-space",
@@ -411,9 +411,9 @@ def check_aio(path: str, journal_max_io: int = 4096, journal_device_block_size: 
     fallback = Severity.WARNING if aio_wanted else Severity.INFO
     facts = fsi.filesystem_facts(inspect, root)
     block = top_block_device(inspect, root)
-    report.checks = {"path": path, "inspected": inspect, "journal_type": journal_type, "filesystem": facts,
-                     "block_device": block}
-    fstype, cls = facts["fstype"], facts["fs_class"]
+    report.checks = {"path": path, "inspected": inspect, "journalType": journal_type, "filesystem": facts,
+                     "blockDevice": block}
+    fstype, cls = facts["fstype"], facts["fsClass"]
     report.add(Severity.INFO, "fs-type", f"{fstype} ({cls})", path, fstype=fstype)
     if cls == "memory":
         report.add(Severity.CRITICAL, "fs-memory",
@@ -431,18 +431,18 @@ def check_aio(path: str, journal_max_io: int = 4096, journal_device_block_size: 
                    f"{fstype} is a FUSE filesystem: O_DIRECT and sync semantics depend on the daemon", path)
     elif cls == "other":
         report.add(Severity.WARNING, "fs-unusual", f"{fstype}: not a filesystem Artemis is usually run on", path)
-    if facts.get("ext4_data_journal"):
+    if facts.get("ext4DataJournal"):
         report.add(Severity.WARNING, "ext4-data-journal",
                    "ext4 mounted data=journal: O_DIRECT is silently done as buffered I/O", path)
 
     # O_DIRECT, as validateAIO.bin
-    align = max(4096, (block or {}).get("logical_block_size") or 0, journal_device_block_size or 0)
-    if facts.get("read_only"):
+    align = max(4096, (block or {}).get("logicalBlockSize") or 0, journal_device_block_size or 0)
+    if facts.get("readOnly"):
         probe = fsi.ProbeResult(None, "the filesystem is mounted read-only")
     else:
         probe = fsi.o_direct_probe(inspect, align)
-    report.checks["o_direct"] = {**probe.to_json(), "test_file": os.path.join(inspect, fsi.TEST_FILE),
-                                 "write_size": align}
+    report.checks["oDirect"] = {**probe.to_json(), "testFile": os.path.join(inspect, fsi.TEST_FILE),
+                                "writeSize": align}
     if probe.ok:
         report.add(Severity.INFO, "o-direct-ok", probe.detail, path)
     elif probe.ok is None:
@@ -453,7 +453,7 @@ def check_aio(path: str, journal_max_io: int = 4096, journal_device_block_size: 
 
     # io_setup
     io = (io_setup or fsi.io_setup_probe)()
-    report.checks["io_setup"] = io.to_json()
+    report.checks["ioSetup"] = io.to_json()
     libs = (libaio_finder or fsi.find_libaio)()
     report.checks["libaio"] = libs
     have_so1 = libs.get("libaio.so.1", False)
@@ -481,30 +481,30 @@ def check_aio(path: str, journal_max_io: int = 4096, journal_device_block_size: 
 
     # aio-max-nr against journal-max-io (fs/aio.c ioctx_alloc counts nr_events as requested)
     lim = fsi.aio_limits(root)
-    free = None if None in lim.values() else lim["aio_max_nr"] - lim["aio_nr"]
-    report.checks["aio_limits"] = {**lim, "free": free, "journal_max_io": journal_max_io}
-    if lim["aio_max_nr"] is None:
+    free = None if None in lim.values() else lim["aioMaxNr"] - lim["aioNr"]
+    report.checks["aioLimits"] = {**lim, "free": free, "journalMaxIo": journal_max_io}
+    if lim["aioMaxNr"] is None:
         report.add(Severity.UNKNOWN, "aio-max-nr-unreadable", "/proc/sys/fs/aio-max-nr cannot be read", path)
-    elif aio_wanted and lim["aio_max_nr"] < journal_max_io:
+    elif aio_wanted and lim["aioMaxNr"] < journal_max_io:
         report.add(Severity.CRITICAL, "aio-max-nr-low",
-                   f"fs.aio-max-nr {lim['aio_max_nr']} < journal-max-io {journal_max_io}: io_setup fails with "
+                   f"fs.aio-max-nr {lim['aioMaxNr']} < journal-max-io {journal_max_io}: io_setup fails with "
                    f"EAGAIN; raise it (sysctl -w fs.aio-max-nr=1048576) or lower journal-max-io", path)
     elif aio_wanted and free is not None and free < journal_max_io:
         report.add(Severity.WARNING, "aio-nr-exhausted",
-                   f"only {free} AIO events free (aio-nr {lim['aio_nr']} of aio-max-nr {lim['aio_max_nr']}) for "
+                   f"only {free} AIO events free (aio-nr {lim['aioNr']} of aio-max-nr {lim['aioMaxNr']}) for "
                    f"journal-max-io {journal_max_io}: a broker starting now would fail io_setup", path)
     else:
         report.add(Severity.INFO, "aio-max-nr-ok",
-                   f"aio-nr {lim['aio_nr']} of aio-max-nr {lim['aio_max_nr']}; journal-max-io {journal_max_io} fits",
+                   f"aio-nr {lim['aioNr']} of aio-max-nr {lim['aioMaxNr']}; journal-max-io {journal_max_io} fits",
                    path)
 
     # Block sizes
-    logical = (block or {}).get("logical_block_size")
-    physical = (block or {}).get("physical_block_size")
-    alignment = journal_device_block_size or facts.get("st_blksize")
-    report.checks["alignment"] = {"journal_device_block_size": journal_device_block_size,
-                                  "st_blksize": facts.get("st_blksize"), "effective": alignment,
-                                  "logical_block_size": logical, "physical_block_size": physical}
+    logical = (block or {}).get("logicalBlockSize")
+    physical = (block or {}).get("physicalBlockSize")
+    alignment = journal_device_block_size or facts.get("stBlksize")
+    report.checks["alignment"] = {"journalDeviceBlockSize": journal_device_block_size,
+                                  "stBlksize": facts.get("stBlksize"), "effective": alignment,
+                                  "logicalBlockSize": logical, "physicalBlockSize": physical}
     if journal_device_block_size is not None:
         bs = journal_device_block_size
         if bs <= 0 or bs & (bs - 1):
@@ -547,8 +547,8 @@ def check_all(targets: list[Target], limit=None, classic=None, journal_max_io: i
     """Every check for every store directory, plus an fsync-rate probe where the benchmark exists."""
     report = CheckReport()
     wc = check_write_cache(targets)
-    report.merge(wc, "write_cache")
-    report.merge(check_disk_space(targets, limit, classic), "disk_space")
+    report.merge(wc, "writeCache")
+    report.merge(check_disk_space(targets, limit, classic), "diskSpace")
     report.checks["aio"] = []
     # One AIO test per filesystem: the result is a property of the filesystem, not of the directory.
     seen = set()
@@ -569,7 +569,7 @@ def check_all(targets: list[Target], limit=None, classic=None, journal_max_io: i
         sub.findings = [f for f in sub.findings if f.code not in ("path-not-found", "directory-not-created")]
         report.findings.extend(sub.findings)
         report.checks["aio"].append(sub.checks)
-    report.checks["fsync_probe"] = _probe(targets, probe_seconds, report)
+    report.checks["fsyncProbe"] = _probe(targets, probe_seconds, report)
     return report
 
 
@@ -586,8 +586,8 @@ def _probe(targets: list[Target], seconds: float, report: CheckReport) -> dict |
         report.add(Severity.INFO, "fsync-probe-skipped", str(err), target.path)
         return None
     result = result or {}
-    rate = next((result[k] for k in ("ops_per_sec", "fsyncs_per_second", "rate") if k in result), None)
-    p99 = result.get("p99_us")
+    rate = result.get("opsPerSec")
+    p99 = result.get("p99Us")
     msg = f"{rate:.0f} fsyncs/s over {seconds:g} s" if isinstance(rate, (int, float)) else "fsync probe ran"
     if isinstance(p99, (int, float)):
         msg += f", p99 {p99 / 1000:.2f} ms"
@@ -595,8 +595,8 @@ def _probe(targets: list[Target], seconds: float, report: CheckReport) -> dict |
                **{k: v for k, v in result.items() if isinstance(v, (int, float, str, bool))})
     # peers.md 3.3: more than ~5,000 flushes/s at queue depth 1 from a stack reporting "write back" means the
     # flushes are absorbed by a cache somewhere (host page cache, lying firmware), not written to media.
-    write_back = [d["name"] for p in report.checks.get("write_cache", {}).get("paths", [])
-                  if p.get("path") == os.path.realpath(target.path) for d in p.get("disks", []) if d.get("write_back")]
+    write_back = [d["name"] for p in report.checks.get("writeCache", {}).get("paths", [])
+                  if p.get("path") == os.path.realpath(target.path) for d in p.get("disks", []) if d.get("writeBack")]
     if isinstance(rate, (int, float)) and rate > SUSPECT_FSYNC_RATE and write_back:
         report.add(Severity.WARNING, "fsync-rate-suspect",
                    f"{rate:.0f} fsyncs/s at queue depth 1 on {', '.join(sorted(set(write_back)))} reporting 'write "

@@ -62,7 +62,7 @@ class UsageLimit:
 
     def to_json(self) -> dict:
         return {"name": self.name, "directory": str(self.directory), "limit": self.limit,
-                "percent_limit": self.percent_limit, "total": self.total, "explicit": self.explicit}
+                "percentLimit": self.percent_limit, "total": self.total, "explicit": self.explicit}
 
 
 @dataclass

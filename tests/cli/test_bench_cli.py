@@ -34,14 +34,14 @@ def test_bench_json(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert rc == {"OK": 0, "WARNING": 1}[doc["verdict"]]
     assert len(doc["results"]) == 8
-    assert {r["journal_type"] for r in doc["results"]} == {"NIO", "ASYNCIO", "MAPPED", "IO_URING"}
+    assert {r["journalType"] for r in doc["results"]} == {"NIO", "ASYNCIO", "MAPPED", "IO_URING"}
     for r in doc["results"]:
         if r["available"]:
-            assert r["ops"] == 20 and set(r["latency"]) >= {"p50_us", "p90_us", "p99_us", "p999_us", "max_us"}
+            assert r["ops"] == 20 and set(r["latency"]) >= {"p50Us", "p90Us", "p99Us", "p999Us", "maxUs"}
         else:
             assert r["reason"]
-    assert set(doc["recommendation"]) >= {"journal-type", "journal-buffer-timeout", "journal-max-io",
-                                          "page-sync-timeout", "broker_xml"}
+    assert set(doc["recommendation"]) >= {"journalType", "journalBufferTimeout", "journalMaxIo",
+                                          "pageSyncTimeout", "brokerXml"}
     assert _leftovers(tmp_path) == []
 
 
@@ -86,7 +86,7 @@ def test_sync_methods_json(tmp_path, capsys):
     rc = main(["bench", "sync-methods", str(tmp_path), "--writes", "2", "--seconds", "0", "-f", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["verdict"] == "OK"
-    assert len(doc["results"]) == 16 and doc["block_size"] == 8192
+    assert len(doc["results"]) == 16 and doc["blockSize"] == 8192
 
 
 @needs_c

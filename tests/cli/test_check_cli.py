@@ -85,7 +85,7 @@ def test_broker_xml_directories_and_limits(capsys, tmp_path):
     rc, doc = run_json(["check", "disk-space", "--broker-xml", str(etc / "broker.xml")], capsys)
     [fs] = doc["checks"]["filesystems"]
     assert sorted(fs["roles"]) == ["bindings", "journal", "large-messages", "paging"]
-    assert doc["checks"]["limit"] == {"mode": "max-disk-usage", "max_disk_usage": 100, "min_disk_free": None}
+    assert doc["checks"]["limit"] == {"mode": "max-disk-usage", "maxDiskUsage": 100, "minDiskFree": None}
     created = [f for f in doc["findings"] if f["code"] == "directory-not-created"]
     assert len(created) == 3  # bindings, paging, large-messages do not exist yet
     rc, doc = run_json(["check", "aio", str(tmp_path / "data/journal"), "--broker-xml", str(etc / "broker.xml")],
@@ -123,7 +123,7 @@ def test_usage_error_is_exit_3(capsys):
 
 def test_all_runs_every_check_and_reports_the_probe(capsys, tmp_path):
     rc, doc = run_json(["check", "all", str(tmp_path), "--probe-seconds", "0.2"], capsys)
-    assert set(doc["checks"]) == {"write_cache", "disk_space", "aio", "fsync_probe"}
+    assert set(doc["checks"]) == {"writeCache", "diskSpace", "aio", "fsyncProbe"}
     codes = [f["code"] for f in doc["findings"]]
     assert "fs-type" in codes and ("disk-space" in codes or "disk-headroom-low" in codes
                                    or "disk-limit-breached" in codes)

@@ -22,10 +22,10 @@ def _leftovers(d: Path):
 def test_latency_stats_nearest_rank():
     s = bench.latency_stats(array.array("Q", [i * 1000 for i in range(1, 1001)]))  # 1..1000 µs
     assert s["count"] == 1000
-    assert (s["p50_us"], s["p90_us"], s["p99_us"], s["p999_us"], s["max_us"]) == (500, 900, 990, 999, 1000)
-    assert s["min_us"] == 1 and s["mean_us"] == 500.5
+    assert (s["p50Us"], s["p90Us"], s["p99Us"], s["p999Us"], s["maxUs"]) == (500, 900, 990, 999, 1000)
+    assert s["minUs"] == 1 and s["meanUs"] == 500.5
     assert sum(b["count"] for b in s["histogram"]) == 1000
-    assert s["histogram"][0] == {"le_us": 10, "count": 10}
+    assert s["histogram"][0] == {"leUs": 10, "count": 10}
     assert bench.latency_stats([]) == {"count": 0}
 
 
@@ -67,9 +67,9 @@ def test_run_bench_small(tmp_path):
             assert x.ops == 40 and x.latency["count"] == (40 if x.pattern == "one" or x.method in ("asyncio", "io_uring") else 10)
             assert x.ops_per_sec > 0 and x.mb_per_sec > 0
     rec = r.recommendation
-    assert rec["journal-type"] in ("NIO", "ASYNCIO", "MAPPED")
-    assert rec["journal-buffer-timeout"] > 0 and rec["page-sync-timeout"] > 0
-    assert rec["broker_xml"][0] == f"<journal-type>{rec['journal-type']}</journal-type>"
+    assert rec["journalType"] in ("NIO", "ASYNCIO", "MAPPED")
+    assert rec["journalBufferTimeout"] > 0 and rec["pageSyncTimeout"] > 0
+    assert rec["brokerXml"][0] == f"<journal-type>{rec['journalType']}</journal-type>"
     doc = r.to_json()
     assert doc["verdict"] in ("OK", "WARNING") and len(doc["results"]) == 8
     assert _leftovers(tmp_path) == []
@@ -106,9 +106,9 @@ def test_o_direct_na_on_ramfs(ramfs):
     for m in ("asyncio", "io_uring"):
         assert not by[m].available and "O_DIRECT" in by[m].reason and "ramfs" in by[m].reason
     assert "memory-filesystem" in [f.code for f in r.findings]
-    assert r.recommendation["journal-type"] in ("NIO", "MAPPED")
+    assert r.recommendation["journalType"] in ("NIO", "MAPPED")
     sm = bench.run_sync_methods(ramfs, seconds=0, writes=2)
-    assert [x["available"] for x in sm["results"]] == [not x["o_direct"] for x in sm["results"]]
+    assert [x["available"] for x in sm["results"]] == [not x["oDirect"] for x in sm["results"]]
     assert _leftovers(ramfs) == []
 
 
@@ -130,9 +130,9 @@ def test_perf_journal_lines(tmp_path):
     assert lines[0] == "" and lines[1] == "Auto tuning journal ..."
     assert lines[2] == "Performing 2 tests writing 10 blocks of 4096 on each test, sync=true with journalType = NIO"
     assert lines[3].startswith("Your system can execute ") and lines[3].endswith(" writes per millisecond")
-    assert lines[4] == f"Your journal-buffer-timeout should be:{doc['journal_buffer_timeout']}"
-    assert lines[7] == f"<journal-buffer-timeout>{doc['journal_buffer_timeout']}</journal-buffer-timeout>"
-    assert len(doc["tries_ns"]) == 2 and doc["best_ms"] == min(doc["tries_ns"]) // 1_000_000
+    assert lines[4] == f"Your journal-buffer-timeout should be:{doc['journalBufferTimeout']}"
+    assert lines[7] == f"<journal-buffer-timeout>{doc['journalBufferTimeout']}</journal-buffer-timeout>"
+    assert len(doc["triesNs"]) == 2 and doc["bestMs"] == min(doc["triesNs"]) // 1_000_000
     assert _leftovers(tmp_path) == []
     for jt in ("MAPPED", "ASYNCIO"):
         if jt == "ASYNCIO" and not native.HAVE_AIO:
@@ -145,7 +145,7 @@ def test_sync_methods_rows(tmp_path):
     doc = bench.run_sync_methods(tmp_path, seconds=0, writes=3)
     rows = doc["results"]
     assert len(rows) == 16
-    assert {(r["writes_per_op"], r["method"], r["o_direct"]) for r in rows} == {
+    assert {(r["writesPerOp"], r["method"], r["oDirect"]) for r in rows} == {
         (n, m, d) for n in (1, 2) for m in ("open_datasync", "fdatasync", "fsync", "open_sync") for d in (True, False)}
     assert all(r["ops"] == 3 for r in rows if r["available"])
     assert bench.pg_line("fdatasync", 1234.5678, 810.2) == "        fdatasync                          1234.568 ops/sec     810 usecs/op"
@@ -158,8 +158,8 @@ def test_fsync_probe(tmp_path, monkeypatch, have_native):
     monkeypatch.setattr(native, "HAVE_NATIVE", have_native)
     res = bench.fsync_probe(str(tmp_path), 0.05)
     assert res["native"] is have_native
-    assert res["count"] > 0 and res["ops_per_sec"] > 0
-    assert res["p50_us"] <= res["p99_us"] <= res["max_us"]
+    assert res["count"] > 0 and res["opsPerSec"] > 0
+    assert res["p50Us"] <= res["p99Us"] <= res["maxUs"]
     assert _leftovers(tmp_path) == []
 
 

@@ -117,7 +117,7 @@ def test_loop_device_backed_by_a_file_on_tmpfs(machine):
     machine.mount("/srv/journal", 7, 0, "ext4", "/dev/loop0")
     stack = device_stack("/srv/journal", root=str(machine.root))
     assert stack.top.kind == "loop"
-    assert stack.top.details["backing_file"] == "/dev/shm/journal.img"
+    assert stack.top.details["backingFile"] == "/dev/shm/journal.img"
     assert stack.top.backing.mount.fstype == "tmpfs"
     assert stack.disks == [] and stack.memory_backed == ["tmpfs at /dev/shm"]
     report = check_write_cache([Target("path", "/srv/journal")], root=str(machine.root))

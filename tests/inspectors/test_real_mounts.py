@@ -29,7 +29,7 @@ def test_loop_filesystem_walks_to_the_disk_under_its_backing_file(tmp_path, fsty
         stack = device_stack(str(mnt))
         assert stack.mount.fstype == fstype
         assert stack.top.kind == "loop" and stack.top.name == os.path.basename(loop)
-        assert stack.top.details["backing_file"] == str(tmp_path / f"{fstype}.img")
+        assert stack.top.details["backingFile"] == str(tmp_path / f"{fstype}.img")
         # The backing file lives on the machine's own filesystem: the walk continues there.
         host = device_stack(str(tmp_path))
         assert [d.sys_path for d in stack.disks] == [d.sys_path for d in host.disks]
@@ -45,7 +45,7 @@ def test_aio_on_ext4_loop_is_ok_and_leaves_nothing_behind(tmp_path):
         assert sorted(os.listdir(mnt)) == before
         assert "o-direct-ok" in codes(report) and "fs-type" in codes(report)
         assert report.checks["filesystem"]["fstype"] == "ext4"
-        io_ok = report.checks["io_setup"]["ok"]
+        io_ok = report.checks["ioSetup"]["ok"]
         assert report.verdict == (Verdict.OK if io_ok else Verdict.CRITICAL)
 
 
@@ -73,7 +73,7 @@ def test_aio_on_overlay_warns(tmp_path):
         report = check_aio(str(merged), libaio_finder=LIBAIO_PRESENT)
         assert "fs-union" in codes(report)
         assert report.verdict in (Verdict.WARNING, Verdict.CRITICAL)
-        assert report.verdict == (Verdict.CRITICAL if report.checks["io_setup"]["ok"] is False else Verdict.WARNING)
+        assert report.verdict == (Verdict.CRITICAL if report.checks["ioSetup"]["ok"] is False else Verdict.WARNING)
         assert os.listdir(merged) == [] and os.listdir(upper) == []
         # The write-cache walk goes through the upper directory to the host's disk.
         stack = device_stack(str(merged))
@@ -97,7 +97,7 @@ def test_filling_a_size_limited_filesystem_flips_the_verdict(tmp_path):
         assert before.verdict == Verdict.OK
         assert "shared-filesystem" in codes(before)
         [fs] = before.checks["filesystems"]
-        assert fs["within_limit"] and fs["headroom"] > 3 * 1024 * 1024
+        assert fs["withinLimit"] and fs["headroom"] > 3 * 1024 * 1024
         with open(journal / "activemq-data-1.amq", "wb") as fh:
             fh.write(b"\0" * (5 * 1024 * 1024))
         after = check_disk_space(targets, limit)

@@ -102,7 +102,7 @@ def test_classic_store_usage_flips_when_the_store_reaches_its_limit(tmp_path):
     (s.store_directory / "db-1.log").write_bytes(b"\0" * 1000)
     ok = check_disk_space([], ArtemisLimit(), s)
     [store] = [c for c in ok.checks["classic"] if c["name"] == "storeUsage"]
-    assert store["current_usage"] == 1000 and store["effective_limit"] == 1024 * 1024
+    assert store["currentUsage"] == 1000 and store["effectiveLimit"] == 1024 * 1024
     assert "classic-limit-below-journal-file" in [f.code for f in ok.findings]
     (s.store_directory / "db-2.log").write_bytes(b"\0" * (1024 * 1024))
     full = check_disk_space([], ArtemisLimit(), s)
