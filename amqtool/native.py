@@ -11,11 +11,14 @@ Nothing else imports ``amqtool._native``. What lives here:
   They have no fallback on purpose: a Python loop would put the interpreter inside every measured
   interval, so without the extension they raise :class:`CapabilityError` (exit 3).
 
-Capability flags, computed once at import (each costs at most one cheap system call):
+Capability flags:
 
-* ``HAVE_NATIVE`` / ``NATIVE_REASON``: is the extension importable (and why not)?
+* ``HAVE_NATIVE`` / ``NATIVE_REASON``: is the extension importable (and why not)? Set at import.
 * ``HAVE_AIO`` / ``AIO_REASON``: can this process create a Linux AIO context (``io_setup``)?
 * ``HAVE_IO_URING`` / ``IO_URING_REASON``: can it create an io_uring (``io_uring_setup``)?
+
+The last two are probed on first access (``aio_capability()``/``io_uring_capability()``, cached), not at
+import: every print and verify imports this module and has no use for them.
 
 Environment switches, for tests and for ruling the extension out when hunting a bug:
 ``AMQTOOL_NO_NATIVE=1`` (act as if the extension were not built), ``AMQTOOL_NO_AIO=1``,
@@ -23,6 +26,7 @@ Environment switches, for tests and for ruling the extension out when hunting a 
 """
 from __future__ import annotations
 
+import functools
 import os
 
 from amqtool.errors import CapabilityError
@@ -69,10 +73,37 @@ def _uring_reason_hint() -> str:
     return " (kernel.io_uring_disabled=%s)" % value if value not in ("", "0") else ""
 
 
-HAVE_AIO, AIO_REASON = _probe("AMQTOOL_NO_AIO", "io_setup", lambda: _native.aio_probe())
-HAVE_IO_URING, IO_URING_REASON = _probe("AMQTOOL_NO_IO_URING", "io_uring_setup", lambda: _native.uring_probe())
-if not HAVE_IO_URING and IO_URING_REASON.startswith("io_uring_setup"):
-    IO_URING_REASON += _uring_reason_hint()
+@functools.cache
+def aio_capability() -> tuple[bool, str]:
+    """``(ok, reason)``: can this process create a Linux AIO context (``io_setup``)? Probed once, on first use."""
+    return _probe("AMQTOOL_NO_AIO", "io_setup", lambda: _native.aio_probe())
+
+
+@functools.cache
+def io_uring_capability() -> tuple[bool, str]:
+    """``(ok, reason)``: can this process create an io_uring (``io_uring_setup``)? Probed once, on first use."""
+    ok, reason = _probe("AMQTOOL_NO_IO_URING", "io_uring_setup", lambda: _native.uring_probe())
+    if not ok and reason.startswith("io_uring_setup"):
+        reason += _uring_reason_hint()
+    return ok, reason
+
+
+# The flags as module attributes, computed on first access: print and verify import this module and never
+# need AIO, so they should not pay for the probes' system calls.
+_LAZY_FLAGS = {
+    "HAVE_AIO": (aio_capability, 0),
+    "AIO_REASON": (aio_capability, 1),
+    "HAVE_IO_URING": (io_uring_capability, 0),
+    "IO_URING_REASON": (io_uring_capability, 1),
+}
+
+
+def __getattr__(name: str):
+    try:
+        probe, index = _LAZY_FLAGS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return probe()[index]
 
 
 def require_native(what: str):
