@@ -207,6 +207,15 @@ class BrokerState:
             body = bodies.get(i)
             if body is None:
                 continue
+            if (t == R.ADD_REF or t == R.ACKNOWLEDGE_REF) and len(body) == 8:
+                # RefEncoding is one i64 queueID; by far the most common record, so skip the generic decode.
+                queue_id = int.from_bytes(body, "big", signed=True)
+                if t == R.ADD_REF:
+                    q = self.refs.setdefault(rec.id, {})
+                    q[queue_id] = q.get(queue_id, 0) + 1
+                else:
+                    self.acked.add((rec.id, queue_id))
+                continue
             obj = self._decode("messages", rec, body)
             if obj is None:
                 continue

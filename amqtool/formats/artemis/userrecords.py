@@ -15,6 +15,8 @@ change).
 """
 from __future__ import annotations
 
+import functools
+
 import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
@@ -98,6 +100,12 @@ def _s(v) -> str:
     return "null" if v is None else str(v)
 
 
+@functools.cache
+def _has_record_id(cls) -> bool:
+    """Whether a record class takes the journal record id (decode runs per record: look it up once)."""
+    return any(f.name == "record_id" for f in fields(cls))
+
+
 @dataclass(frozen=True)
 class UserRecordBody:
     """Common behaviour. Subclasses set ``TYPE`` and implement ``_read``/``_write``/``describe``."""
@@ -109,7 +117,7 @@ class UserRecordBody:
     def decode(cls, body: bytes, *, record_id: int = 0):
         r = Reader(body)
         kwargs = cls._read(r)
-        if "record_id" in {f.name for f in fields(cls)}:
+        if _has_record_id(cls):
             kwargs.setdefault("record_id", record_id)
         return cls(**kwargs, trailing=r.bytes(r.remaining, "trailing bytes"))
 
