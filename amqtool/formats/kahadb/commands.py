@@ -253,169 +253,81 @@ def decode_transaction_info(buf) -> TransactionId:
     raise FormatError("KahaTransactionInfo without a transaction id")
 
 
-def _decode_add(body, etype=EntryType.ADD_MESSAGE) -> AddMessageCommand:
-    cmd = AddMessageCommand(etype)
-    have = 0
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.transaction = decode_transaction_info(v)
-        elif f == 2 and wt == LEN:
-            cmd.destination = decode_destination(v)
-            have |= 1
-        elif f == 3 and wt == LEN:
-            cmd.message_id = utf8(v)
-            have |= 2
-        elif f == 4 and wt == LEN:
-            cmd.message = v
-            have |= 4
-        elif f == 5 and wt == VARINT:
-            cmd.priority = to_int32(v)
-        elif f == 6 and wt == VARINT:
-            cmd.priority_supported = bool(v)
-        else:
-            cmd.unknown.append((f, wt))
-    if have != 7:
-        raise FormatError("KahaAddMessageCommand without destination, messageId or message")
-    return cmd
+# Each message of journal-data.proto as a table: field number -> (attribute, wire type, value decoder). A field
+# that is not in the table, or comes with another wire type, lands in ``unknown``.
+def _raw(v):
+    return v  # length-delimited bytes kept as the memoryview slice (no copy)
 
 
-def _decode_remove(body) -> RemoveMessageCommand:
-    cmd = RemoveMessageCommand(EntryType.REMOVE_MESSAGE)
-    have = 0
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.transaction = decode_transaction_info(v)
-        elif f == 2 and wt == LEN:
-            cmd.destination = decode_destination(v)
-            have |= 1
-        elif f == 3 and wt == LEN:
-            cmd.message_id = utf8(v)
-            have |= 2
-        elif f == 4 and wt == LEN:
-            cmd.ack = v
-        elif f == 5 and wt == LEN:
-            cmd.subscription_key = utf8(v)
-        else:
-            cmd.unknown.append((f, wt))
-    if have != 3:
-        raise FormatError("KahaRemoveMessageCommand without destination or messageId")
-    return cmd
+_TRANSACTION = {1: ("transaction", LEN, decode_transaction_info)}
+_ADD = {**_TRANSACTION, 2: ("destination", LEN, decode_destination), 3: ("message_id", LEN, utf8),
+        4: ("message", LEN, _raw), 5: ("priority", VARINT, to_int32), 6: ("priority_supported", VARINT, bool)}
+_REMOVE = {**_TRANSACTION, 2: ("destination", LEN, decode_destination), 3: ("message_id", LEN, utf8),
+           4: ("ack", LEN, _raw), 5: ("subscription_key", LEN, utf8)}
+_SUBSCRIPTION = {1: ("destination", LEN, decode_destination), 2: ("subscription_key", LEN, utf8),
+                 3: ("retroactive", VARINT, bool), 4: ("subscription_info", LEN, _raw)}
+_REWRITTEN = {1: ("source_data_file_id", VARINT, to_int32), 2: ("rewrite_type", VARINT, to_int32),
+              3: ("skip_if_source_exists", VARINT, bool)}
 
 
-def _decode_tx(body, etype) -> TransactionCommand:
-    cmd = TransactionCommand(etype)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.transaction = decode_transaction_info(v)
-        else:
-            cmd.unknown.append((f, wt))
-    if cmd.transaction is None:
-        raise FormatError(f"{etype.name} command without transaction_info")
-    return cmd
+def _nested_add(v) -> "AddMessageCommand":
+    """KahaUpdateMessageCommand.message: a whole KahaAddMessageCommand."""
+    return _decode_body(EntryType.ADD_MESSAGE, v)
 
 
-def _decode_trace(body) -> TraceCommand:
-    cmd = TraceCommand(EntryType.TRACE)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.message = utf8(v)
-        else:
-            cmd.unknown.append((f, wt))
-    return cmd
+# EntryType -> (command class, fields, required field numbers, error when one is missing)
+_COMMANDS = {
+    EntryType.ADD_MESSAGE: (AddMessageCommand, _ADD, {2, 3, 4},
+                            "KahaAddMessageCommand without destination, messageId or message"),
+    EntryType.REMOVE_MESSAGE: (RemoveMessageCommand, _REMOVE, {2, 3},
+                               "KahaRemoveMessageCommand without destination or messageId"),
+    EntryType.PREPARE: (TransactionCommand, _TRANSACTION, {1}, "PREPARE command without transaction_info"),
+    EntryType.COMMIT: (TransactionCommand, _TRANSACTION, {1}, "COMMIT command without transaction_info"),
+    EntryType.ROLLBACK: (TransactionCommand, _TRANSACTION, {1}, "ROLLBACK command without transaction_info"),
+    EntryType.TRACE: (TraceCommand, {1: ("message", LEN, utf8)}, set(), ""),
+    EntryType.REMOVE_DESTINATION: (RemoveDestinationCommand, {1: ("destination", LEN, decode_destination)}, {1},
+                                   "KahaRemoveDestinationCommand without destination"),
+    EntryType.SUBSCRIPTION: (SubscriptionCommand, _SUBSCRIPTION, {1, 2},
+                             "KahaSubscriptionCommand without destination or subscriptionKey"),
+    EntryType.PRODUCER_AUDIT: (BlobCommand, {1: ("blob", LEN, _raw)}, set(), ""),
+    EntryType.ACK_MESSAGE_FILE_MAP: (BlobCommand, {1: ("blob", LEN, _raw)}, set(), ""),
+    EntryType.UPDATE_MESSAGE: (UpdateMessageCommand, {1: ("add", LEN, _nested_add)}, {1},
+                               "KahaUpdateMessageCommand without message"),
+    EntryType.REWRITTEN_DATA_FILE: (RewrittenDataFileCommand, _REWRITTEN, set(), ""),
+}
 
-
-def _decode_remove_destination(body) -> RemoveDestinationCommand:
-    cmd = RemoveDestinationCommand(EntryType.REMOVE_DESTINATION)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.destination = decode_destination(v)
-        else:
-            cmd.unknown.append((f, wt))
-    if cmd.destination is None:
-        raise FormatError("KahaRemoveDestinationCommand without destination")
-    return cmd
-
-
-def _decode_subscription(body) -> SubscriptionCommand:
-    cmd = SubscriptionCommand(EntryType.SUBSCRIPTION)
-    have = 0
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.destination = decode_destination(v)
-            have |= 1
-        elif f == 2 and wt == LEN:
-            cmd.subscription_key = utf8(v)
-            have |= 2
-        elif f == 3 and wt == VARINT:
-            cmd.retroactive = bool(v)
-        elif f == 4 and wt == LEN:
-            cmd.subscription_info = v
-        else:
-            cmd.unknown.append((f, wt))
-    if have != 3:
-        raise FormatError("KahaSubscriptionCommand without destination or subscriptionKey")
-    return cmd
-
-
-def _decode_blob(body, etype) -> BlobCommand:
-    cmd = BlobCommand(etype)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.blob = v
-        else:
-            cmd.unknown.append((f, wt))
-    return cmd
-
-
-def _decode_update(body) -> UpdateMessageCommand:
-    cmd = UpdateMessageCommand(EntryType.UPDATE_MESSAGE)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == LEN:
-            cmd.add = _decode_add(v)
-        else:
-            cmd.unknown.append((f, wt))
-    if cmd.add is None:
-        raise FormatError("KahaUpdateMessageCommand without message")
-    return cmd
-
-
-def _decode_rewritten(body) -> RewrittenDataFileCommand:
-    cmd = RewrittenDataFileCommand(EntryType.REWRITTEN_DATA_FILE)
-    for f, wt, v in iter_fields(body):
-        if f == 1 and wt == VARINT:
-            cmd.source_data_file_id = to_int32(v)
-        elif f == 2 and wt == VARINT:
-            cmd.rewrite_type = to_int32(v)
-        elif f == 3 and wt == VARINT:
-            cmd.skip_if_source_exists = bool(v)
-        else:
-            cmd.unknown.append((f, wt))
-    return cmd
-
-
-# Scheduler commands: (name, kind) per field number; kinds: s string, i int32, l int64, b bytes.
+# Scheduler commands keep their fields in ``SchedulerCommand.fields`` under these names.
+_SCHEDULER = {1: ("scheduler", LEN, utf8)}
 _SCHED = {
-    EntryType.ADD_SCHEDULED_JOB: {1: ("scheduler", "s"), 2: ("job_id", "s"), 3: ("start_time", "l"),
-                                  4: ("cron_entry", "s"), 5: ("delay", "l"), 6: ("period", "l"),
-                                  7: ("repeat", "i"), 8: ("payload", "b"), 9: ("next_execution_time", "l")},
-    EntryType.RESCHEDULE_JOB: {1: ("scheduler", "s"), 2: ("job_id", "s"), 3: ("execution_time", "l"),
-                               4: ("next_execution_time", "l"), 5: ("rescheduled_count", "i")},
-    EntryType.REMOVE_SCHEDULED_JOB: {1: ("scheduler", "s"), 2: ("job_id", "s"), 3: ("next_execution_time", "l")},
-    EntryType.REMOVE_SCHEDULED_JOBS: {1: ("scheduler", "s"), 2: ("start_time", "l"), 3: ("end_time", "l")},
-    EntryType.DESTROY_SCHEDULER: {1: ("scheduler", "s")},
+    EntryType.ADD_SCHEDULED_JOB: {**_SCHEDULER, 2: ("job_id", LEN, utf8), 3: ("start_time", VARINT, to_int64),
+                                  4: ("cron_entry", LEN, utf8), 5: ("delay", VARINT, to_int64),
+                                  6: ("period", VARINT, to_int64), 7: ("repeat", VARINT, to_int32),
+                                  8: ("payload", LEN, bytes), 9: ("next_execution_time", VARINT, to_int64)},
+    EntryType.RESCHEDULE_JOB: {**_SCHEDULER, 2: ("job_id", LEN, utf8), 3: ("execution_time", VARINT, to_int64),
+                               4: ("next_execution_time", VARINT, to_int64),
+                               5: ("rescheduled_count", VARINT, to_int32)},
+    EntryType.REMOVE_SCHEDULED_JOB: {**_SCHEDULER, 2: ("job_id", LEN, utf8),
+                                     3: ("next_execution_time", VARINT, to_int64)},
+    EntryType.REMOVE_SCHEDULED_JOBS: {**_SCHEDULER, 2: ("start_time", VARINT, to_int64),
+                                      3: ("end_time", VARINT, to_int64)},
+    EntryType.DESTROY_SCHEDULER: _SCHEDULER,
 }
 
 
-def _decode_sched(body, etype) -> SchedulerCommand:
-    cmd = SchedulerCommand(etype)
-    spec = _SCHED[etype]
+def _decode_fields(cmd, body, fields: dict, required=frozenset(), missing: str = "", put=None):
+    """Set ``cmd``'s attributes (or ``put(name, value)``) from ``body``; FormatError(``missing``) when a
+    ``required`` field number never came."""
+    put = put or cmd.__setattr__
+    seen = set()
     for f, wt, v in iter_fields(body):
-        name_kind = spec.get(f)
-        if name_kind is None or (wt == LEN) != (name_kind[1] in "sb"):
+        spec = fields.get(f)
+        if spec is None or spec[1] != wt:
             cmd.unknown.append((f, wt))
             continue
-        name, kind = name_kind
-        cmd.fields[name] = utf8(v) if kind == "s" else bytes(v) if kind == "b" else to_int32(v) if kind == "i" else to_int64(v)
+        put(spec[0], spec[2](v))
+        seen.add(f)
+    if not required <= seen:
+        raise FormatError(missing)
     return cmd
 
 
@@ -434,26 +346,15 @@ def decode_command(payload) -> Command:
     if pos + length != len(mv):
         raise FormatError(f"{etype.name} body length {length} does not match its record "
                           f"({len(mv) - pos} bytes follow the length)")
-    body = mv[pos:]
-    if etype is EntryType.ADD_MESSAGE:
-        return _decode_add(body)
-    if etype is EntryType.REMOVE_MESSAGE:
-        return _decode_remove(body)
-    if etype in (EntryType.PREPARE, EntryType.COMMIT, EntryType.ROLLBACK):
-        return _decode_tx(body, etype)
-    if etype is EntryType.TRACE:
-        return _decode_trace(body)
-    if etype is EntryType.SUBSCRIPTION:
-        return _decode_subscription(body)
-    if etype in (EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP):
-        return _decode_blob(body, etype)
-    if etype is EntryType.REMOVE_DESTINATION:
-        return _decode_remove_destination(body)
-    if etype is EntryType.UPDATE_MESSAGE:
-        return _decode_update(body)
-    if etype is EntryType.REWRITTEN_DATA_FILE:
-        return _decode_rewritten(body)
-    return _decode_sched(body, etype)
+    return _decode_body(etype, mv[pos:])
+
+
+def _decode_body(etype: EntryType, body) -> Command:
+    if etype in _SCHED:
+        cmd = SchedulerCommand(etype)
+        return _decode_fields(cmd, body, _SCHED[etype], put=cmd.fields.__setitem__)
+    cls, fields, required, missing = _COMMANDS[etype]
+    return _decode_fields(cls(etype), body, fields, required, missing)
 
 
 def entry_type_of(payload) -> int:
