@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+
+from tests.support import KAHADB
 
 
 @pytest.fixture
@@ -28,3 +31,22 @@ def run_json(run_cli):
         return code, json.loads(out), err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def kahadb_fixtures():
+    """The ActiveMQ 5.17 KahaDB fixtures (read-only; copy before changing)."""
+    if not KAHADB.is_dir():
+        pytest.skip(f"KahaDB fixtures not found at {KAHADB}")
+    return KAHADB
+
+
+@pytest.fixture
+def ramfs(tmp_path):
+    """A ramfs mount: a filesystem without O_DIRECT (tmpfs has it since Linux 6.6). Needs root."""
+    mnt = tmp_path / "ramfs"
+    mnt.mkdir()
+    if os.system(f"mount -t ramfs ramfs {mnt} 2>/dev/null") != 0:
+        pytest.skip("cannot mount ramfs (needs root)")
+    yield mnt
+    os.system(f"umount {mnt}")

@@ -16,6 +16,7 @@ FIXTURES = (REPO.parent / "shared" / "fixtures").resolve()
 ARTEMIS = FIXTURES / "artemis"
 ORACLE = ARTEMIS / "oracle"
 PUBLIC = ARTEMIS / "public"
+KAHADB = FIXTURES / "kahadb"
 
 ORACLE_SCENARIOS = sorted(p.name for p in ORACLE.glob("0*") if p.is_dir()) if ORACLE.is_dir() else []
 PUBLIC_JOURNALS = sorted(p.parent for p in PUBLIC.glob("**/oracle-load.bindings.json")) if PUBLIC.is_dir() else []

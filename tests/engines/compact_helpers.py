@@ -9,6 +9,7 @@ import random
 import struct
 from pathlib import Path
 
+from amqtool.engines import compact as C
 from amqtool.engines.load import load_journal
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.store.journal_files import open_journal
@@ -45,6 +46,20 @@ def state(directory: Path, *, bump: bool = False, with_cc: bool = True):
                     [(x.id, x.user_record_type, x.is_update, cc(x), r.body_sha256(x)) for x in t.records],
                     [(x.id, r.body_sha256(x)) for x in t.records_to_delete])
         return live, [tx(t) for t in r.prepared], [tx(t) for t in r.failed], r.max_id
+
+
+def replaceable_collapsed(st):
+    """The live list Artemis' compactor leaves from ``state(...)``: non-transactional updates of types 34/36
+    keep only the last per (type, id), moved to the end (the builder writes them only outside transactions)."""
+    live, prepared, failed, max_id = st
+    others, last = [], {}
+    for e in live:
+        if e[2] and e[1] in C.REPLACEABLE_MESSAGE_TYPES:
+            last.pop((e[1], e[0]), None)
+            last[(e[1], e[0])] = e
+        else:
+            others.append(e)
+    return others + list(last.values()), prepared, failed, max_id
 
 
 def pending_codes(directory: Path) -> list[str]:

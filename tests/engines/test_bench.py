@@ -3,7 +3,6 @@ Small files and a handful of writes; no timing is asserted."""
 from __future__ import annotations
 
 import array
-import os
 from pathlib import Path
 
 import pytest
@@ -86,16 +85,6 @@ def test_io_uring_unavailable_is_na_or_unknown_when_asked(tmp_path, monkeypatch)
     r = bench.run_bench(tmp_path, methods=["io_uring"], file_size=64 * 1024, writes=5, patterns=["one"])
     assert r.verdict == Verdict.UNKNOWN
     assert [f.code for f in r.findings if f.severity == Severity.UNKNOWN] == ["method-unavailable"]
-
-
-@pytest.fixture
-def ramfs(tmp_path):
-    mnt = tmp_path / "ramfs"
-    mnt.mkdir()
-    if os.system(f"mount -t ramfs ramfs {mnt} 2>/dev/null") != 0:
-        pytest.skip("cannot mount ramfs (needs root)")
-    yield mnt
-    os.system(f"umount {mnt}")
 
 
 @needs_c

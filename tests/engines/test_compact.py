@@ -18,7 +18,7 @@ from amqtool.store import atomic
 from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES, detect
-from tests.engines.compact_helpers import CTR, build_store, journal_of, pending_codes, state
+from tests.engines.compact_helpers import CTR, build_store, journal_of, pending_codes, replaceable_collapsed, state
 from tests.support import ARTEMIS, ORACLE, copy_tree, oracle_manifest, tree_hashes
 
 FIXTURE_JOURNALS = sorted({p.parent for p in ARTEMIS.rglob("*.amq")} | {p.parent for p in ARTEMIS.rglob("*.bindings")})
@@ -31,20 +31,6 @@ def _compact(directory: Path, **overrides):
         return C.compact_in_place(prep)
     finally:
         prep.opened.close()
-
-
-def _replaceable_collapsed(st):
-    """The live list Artemis' compactor leaves: non-transactional updates of types 34/36 keep only the last
-    per (type, id), moved to the end (the builder writes them only outside transactions)."""
-    live, prepared, failed, max_id = st
-    others, last = [], {}
-    for e in live:
-        if e[2] and e[1] in C.REPLACEABLE_MESSAGE_TYPES:
-            last.pop((e[1], e[0]), None)
-            last[(e[1], e[0])] = e
-        else:
-            others.append(e)
-    return others + list(last.values()), prepared, failed, max_id
 
 
 def _names(directory: Path) -> list[str]:
@@ -106,7 +92,7 @@ def test_04a_compacts_to_what_artemis_compaction_produced(tmp_path):
 
 def test_compact_twice_append_compact_again(tmp_path):
     d = build_store(tmp_path / "j", n=1500)
-    expected = _replaceable_collapsed(state(d, bump=True))
+    expected = replaceable_collapsed(state(d, bump=True))
     _compact(d)
     assert state(d) == expected
     live, prepared, failed, max_id = state(d, bump=True)
@@ -119,7 +105,7 @@ def test_compact_twice_append_compact_again(tmp_path):
         w.add(max_id + 1, 101, b"appended after two compactions")
         w.update(max_id + 1, 103, b"and updated")
         w.delete(live[0][0])
-    after_append = _replaceable_collapsed(state(d, bump=True))
+    after_append = replaceable_collapsed(state(d, bump=True))
     assert after_append[1] == []
     assert [(e[0], e[2]) for e in after_append[0] if e[0] == max_id + 1] == [(max_id + 1, False), (max_id + 1, True)]
     assert not any(e[0] == live[0][0] for e in after_append[0])
@@ -214,7 +200,7 @@ def test_pool_rules_and_attic(tmp_path):
     # a wrong-size (truncated) empty-looking journal file goes to the attic when freed
     odd = d / "activemq-data-999.amq"
     odd.write_bytes((2).to_bytes(4, "big") + (0).to_bytes(4, "big") + (500).to_bytes(8, "big") + bytes(100))
-    expected = _replaceable_collapsed(state(d, bump=True))
+    expected = replaceable_collapsed(state(d, bump=True))
     report = _compact(d, pool_files=4)
     assert state(d) == expected
     fates = {f.name: f.fate for f in report.old_files}
@@ -228,7 +214,7 @@ def test_pool_rules_and_attic(tmp_path):
 def test_copy_and_dry_run_leave_the_source_untouched(tmp_path):
     src = build_store(tmp_path / "j", n=1200)
     hashes = tree_hashes(src)
-    expected = _replaceable_collapsed(state(src, bump=True))
+    expected = replaceable_collapsed(state(src, bump=True))
     store = detect(src)
     C.compact_store(store, C.CompactRequest(dry_run=True))
     assert tree_hashes(src) == hashes
@@ -321,7 +307,7 @@ def test_new_files_take_owner_group_and_mode_of_the_store(tmp_path):
     for p in d.iterdir():
         os.chown(p, 12345, 12345)
         os.chmod(p, 0o640)
-    expected = _replaceable_collapsed(state(d, bump=True))
+    expected = replaceable_collapsed(state(d, bump=True))
     report = _compact(d, pool_files=3)
     assert state(d) == expected
     for o in report.outputs:
@@ -341,7 +327,7 @@ def test_new_files_take_owner_group_and_mode_of_the_store(tmp_path):
 def test_interrupted_compaction_is_finished_first(tmp_path):
     """A store left with a committed control file is rolled forward before a new compaction."""
     d = build_store(tmp_path / "j", n=800)
-    expected = _replaceable_collapsed(state(d, bump=True))
+    expected = replaceable_collapsed(state(d, bump=True))
     with atomic.fault("rename", 2):  # after the control file's rename (1st), before the first .cmp rename
         with pytest.raises(atomic.InjectedFault):
             _compact(d)

@@ -23,28 +23,17 @@ from tests.engines.compact_helpers import (
     build_store,
     journal_of,
     pending_codes,
+    replaceable_collapsed,
     state,
 )
 from tests.support import REPO
-
-
-def _collapsed(st):
-    live, prepared, failed, max_id = st
-    others, last = [], {}
-    for e in live:
-        if e[2] and e[1] in C.REPLACEABLE_MESSAGE_TYPES:
-            last.pop((e[1], e[0]), None)
-            last[(e[1], e[0])] = e
-        else:
-            others.append(e)
-    return others + list(last.values()), prepared, failed, max_id
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     d = build_store(tmp_path_factory.mktemp("crash") / "j", n=900, seed=11)
     before = state(d)
-    after = _collapsed(state(d, bump=True))
+    after = replaceable_collapsed(state(d, bump=True))
     return d, before, after
 
 

@@ -16,17 +16,9 @@ from amqtool.formats.artemis.records import decode_header
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect
+from tests.support import tree_hashes
 
 MiB = 1024 * 1024
-
-
-def _tree(root: Path) -> dict[str, str]:
-    out = {}
-    for dirpath, _, names in os.walk(root):
-        for n in names:
-            p = Path(dirpath) / n
-            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -88,16 +80,16 @@ def test_broker_layout(tmp_path):
 
 def test_existing_journal_is_refused_untouched(tmp_path):
     create_journals(tmp_path / "j", "messages", file_size=64 * 1024)
-    before = _tree(tmp_path)
+    before = tree_hashes(tmp_path)
     for kind in ("messages", "broker"):
         target = tmp_path / "j" if kind == "messages" else tmp_path
         if kind == "broker":
             (tmp_path / "data").mkdir()
             os.rename(tmp_path / "j", tmp_path / "data" / "journal")
-            before = _tree(tmp_path)
+            before = tree_hashes(tmp_path)
         with pytest.raises(UsageError, match="existing journal"):
             create_journals(target, kind, file_size=64 * 1024)
-        assert _tree(tmp_path) == before
+        assert tree_hashes(tmp_path) == before
 
 
 def test_leftover_tmp_counts_as_a_journal(tmp_path):
@@ -275,7 +267,7 @@ def test_demo_is_deterministic(tmp_path, demo):
     root, manifest, _ = demo
     again = create_demo(tmp_path / "again", 8 * MiB, seed=5, live_ratio=0.3, file_size=1 * MiB)
     assert again == manifest
-    assert _tree(tmp_path / "again" / "data") == _tree(root / "data")
+    assert tree_hashes(tmp_path / "again" / "data") == tree_hashes(root / "data")
     other = create_demo(tmp_path / "other", 8 * MiB, seed=6, live_ratio=0.3, file_size=1 * MiB)
     assert other["expected"]["liveByQueue"] != manifest["expected"]["liveByQueue"]
 

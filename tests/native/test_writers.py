@@ -150,17 +150,6 @@ def test_errors_are_oserrors_with_errno(tmp_path, target):
         native.aio_run(str(p), BLOCK, 1 << 20, 1, align=1000)  # not a power of two
 
 
-@pytest.fixture
-def ramfs(tmp_path):
-    """A ramfs mount: a filesystem without O_DIRECT (tmpfs has it since Linux 6.6)."""
-    mnt = tmp_path / "ramfs"
-    mnt.mkdir()
-    if os.system(f"mount -t ramfs ramfs {mnt} 2>/dev/null") != 0:
-        pytest.skip("cannot mount ramfs (needs root)")
-    yield mnt
-    os.system(f"umount {mnt}")
-
-
 def test_o_direct_refused_on_ramfs(ramfs):
     p = ramfs / "f"
     p.write_bytes(bytes(8192))
