@@ -28,6 +28,16 @@ def journal_of(directory: Path) -> JournalDir:
     return JournalDir(MESSAGES, Path(directory))
 
 
+def compact(directory: Path, **overrides):
+    """Plan and compact the journal in ``directory`` in place (``overrides`` go to ``settings_for``)."""
+    jd = journal_of(directory)
+    prep = C.plan_journal(jd, C.settings_for(jd, **overrides))
+    try:
+        return C.compact_in_place(prep)
+    finally:
+        prep.opened.close()
+
+
 def state(directory: Path, *, bump: bool = False, with_cc: bool = True):
     """(live, prepared, failed, maxID) as load_journal reports them; ``bump`` gives the state expected after
     one compaction (compactCount + 1, saturating at 127)."""

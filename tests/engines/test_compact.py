@@ -18,19 +18,18 @@ from amqtool.store import atomic
 from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES, detect
-from tests.engines.compact_helpers import CTR, build_store, journal_of, pending_codes, replaceable_collapsed, state
+from tests.engines.compact_helpers import (
+    CTR,
+    build_store,
+    compact,
+    journal_of,
+    pending_codes,
+    replaceable_collapsed,
+    state,
+)
 from tests.support import ARTEMIS, ORACLE, copy_tree, oracle_manifest, tree_hashes
 
 FIXTURE_JOURNALS = sorted({p.parent for p in ARTEMIS.rglob("*.amq")} | {p.parent for p in ARTEMIS.rglob("*.bindings")})
-
-
-def _compact(directory: Path, **overrides):
-    jd = journal_of(directory)
-    prep = C.plan_journal(jd, C.settings_for(jd, **overrides))
-    try:
-        return C.compact_in_place(prep)
-    finally:
-        prep.opened.close()
 
 
 def _names(directory: Path) -> list[str]:
@@ -45,7 +44,7 @@ def test_every_fixture_compacts_to_the_same_state(tmp_path, src):
         old_ids = [f.file_id for f in op.files]
         old_numbers = [C.name_number(journal_of(d).spec.prefix, f.name) for f in op.files]
         data_ids = [s.file.file_id for s in load_journal(op).scans if s.has_data]
-    report = C_report = _compact(d)
+    report = C_report = compact(d)
     assert state(d) == expected
     # the control file and every .cmp are gone; nothing left for Artemis to recover
     assert CTR not in _names(d) and not [n for n in _names(d) if n.endswith(".cmp")]
@@ -61,7 +60,7 @@ def test_every_fixture_compacts_to_the_same_state(tmp_path, src):
             assert hdr.file_id == f.new_file_id
     # compacting a compacted journal gives the same state again (one more compactCount)
     again = state(d, bump=True)
-    _compact(d)
+    compact(d)
     assert state(d) == again
 
 
@@ -69,7 +68,7 @@ def test_04a_compacts_to_what_artemis_compaction_produced(tmp_path):
     """Scenario 04b is 04a after Artemis' own compact(): same live list (compactCount 1), prepared and
     failed transactions."""
     d = copy_tree(ORACLE / "04a_before_compact" / "journal", tmp_path / "j")
-    _compact(d)
+    compact(d)
     expected = oracle_manifest("04b_after_compact")["expectedAfterLoad"]
     with open_journal(journal_of(d)) as op:
         r = load_journal(op)
@@ -93,10 +92,10 @@ def test_04a_compacts_to_what_artemis_compaction_produced(tmp_path):
 def test_compact_twice_append_compact_again(tmp_path):
     d = build_store(tmp_path / "j", n=1500)
     expected = replaceable_collapsed(state(d, bump=True))
-    _compact(d)
+    compact(d)
     assert state(d) == expected
     live, prepared, failed, max_id = state(d, bump=True)
-    _compact(d)
+    compact(d)
     assert state(d) == (live, prepared, failed, max_id)
     # the broker continues: commit the prepared transaction, add and delete, roll back nothing open
     with JournalWriter.open(d, MESSAGES, file_size=64 * 1024) as w:
@@ -109,7 +108,7 @@ def test_compact_twice_append_compact_again(tmp_path):
     assert after_append[1] == []
     assert [(e[0], e[2]) for e in after_append[0] if e[0] == max_id + 1] == [(max_id + 1, False), (max_id + 1, True)]
     assert not any(e[0] == live[0][0] for e in after_append[0])
-    _compact(d)
+    compact(d)
     assert state(d) == after_append
 
 
@@ -122,7 +121,7 @@ def test_replaceable_updates_keep_the_last_one_at_the_end(tmp_path):
             w.update(1, 34, bytes([i]))
             w.update(2, 36, bytes([i]) * 8)
         w.update(1, 103, b"ordinary update stays in place")
-    _compact(d)
+    compact(d)
     live = state(d)[0]
     assert [(e[0], e[1], e[2]) for e in live] == [(1, 45, False), (2, 45, False), (1, 103, True),
                                                   (1, 34, True), (2, 36, True)]
@@ -141,7 +140,7 @@ def test_split_line_puts_long_lived_records_first(tmp_path):
             w.add(i, 101, b"old" * 10, compact_count=3)
         for i in range(6, 11):
             w.add(i, 101, b"new" * 10)
-    report = _compact(d)
+    report = compact(d)
     assert [o.records for o in report.outputs] == [5, 5]
     with open_journal(journal_of(d)) as op:
         r = load_journal(op)
@@ -156,7 +155,7 @@ def test_compact_count_saturates_at_127(tmp_path):
     with JournalWriter.create(d, MESSAGES, file_size=64 * 1024) as w:
         w.add(1, 101, b"x", compact_count=127)
         w.add(2, 101, b"y", compact_count=126)
-    _compact(d)
+    compact(d)
     assert [(e[0], e[3]) for e in state(d)[0]] == [(1, 127), (2, 127)]
 
 
@@ -167,7 +166,7 @@ def test_max_id_of_a_dead_record_is_kept(tmp_path):
         w.add(99, 101, b"dead")
         w.delete(99)
     before = state(d, bump=True)
-    report = _compact(d)
+    report = compact(d)
     assert report.max_id_marker
     assert state(d) == before and before[3] == 99
 
@@ -190,7 +189,7 @@ def test_failed_prepared_transaction_stays_failed(tmp_path):
     path.write_bytes(bytes(data))
     before = state(d, bump=True)
     assert before[1] == [] and before[2][0][1:3] == (True, True)  # failed, prepared, invalid
-    _compact(d)
+    compact(d)
     assert state(d) == before
 
 
@@ -201,7 +200,7 @@ def test_pool_rules_and_attic(tmp_path):
     odd = d / "activemq-data-999.amq"
     odd.write_bytes((2).to_bytes(4, "big") + (0).to_bytes(4, "big") + (500).to_bytes(8, "big") + bytes(100))
     expected = replaceable_collapsed(state(d, bump=True))
-    report = _compact(d, pool_files=4)
+    report = compact(d, pool_files=4)
     assert state(d) == expected
     fates = {f.name: f.fate for f in report.old_files}
     assert fates["activemq-data-999.amq"] == "attic" and (d / "attic" / "activemq-data-999.amq").exists()
@@ -281,7 +280,7 @@ def test_enospc_and_eio_before_commit_leave_the_source_intact(tmp_path, point, n
     atomic.hook = _FailAt(point, n, err)
     try:
         with pytest.raises(AmqtoolError) as info:
-            _compact(d)
+            compact(d)
     finally:
         atomic.hook = None
     assert "store unchanged" in str(info.value) and os.strerror(err) in str(info.value)
@@ -297,7 +296,7 @@ def test_not_enough_space_is_refused_first(tmp_path, monkeypatch):
         f_bavail, f_frsize = 1, 4096
     monkeypatch.setattr(atomic.os, "statvfs", lambda p: _St())
     with pytest.raises(AmqtoolError, match="not enough free space"):
-        _compact(d)
+        compact(d)
     assert tree_hashes(d) == hashes
 
 
@@ -308,7 +307,7 @@ def test_new_files_take_owner_group_and_mode_of_the_store(tmp_path):
         os.chown(p, 12345, 12345)
         os.chmod(p, 0o640)
     expected = replaceable_collapsed(state(d, bump=True))
-    report = _compact(d, pool_files=3)
+    report = compact(d, pool_files=3)
     assert state(d) == expected
     for o in report.outputs:
         st = os.stat(d / o.name)
@@ -330,7 +329,7 @@ def test_interrupted_compaction_is_finished_first(tmp_path):
     expected = replaceable_collapsed(state(d, bump=True))
     with atomic.fault("rename", 2):  # after the control file's rename (1st), before the first .cmp rename
         with pytest.raises(atomic.InjectedFault):
-            _compact(d)
+            compact(d)
     assert "control-file-rollforward" in pending_codes(d)
     assert state(d) == expected  # open_journal's view rolls forward in memory
     reports = C.compact_store(detect(d), C.CompactRequest())

@@ -21,7 +21,7 @@ from amqtool.store import atomic
 from tests.engines.compact_helpers import (
     artemis_startup,
     build_store,
-    journal_of,
+    compact,
     pending_codes,
     replaceable_collapsed,
     state,
@@ -53,22 +53,13 @@ def _check_recovers(d: Path, tmp: Path, before, after) -> str:
     return "old" if recovered == before else "new"
 
 
-def _run(d: Path, **kw):
-    jd = journal_of(d)
-    prep = C.plan_journal(jd, C.settings_for(jd, **kw))
-    try:
-        return C.compact_in_place(prep)
-    finally:
-        prep.opened.close()
-
-
 @pytest.mark.parametrize("pool", [-1, 3])
 def test_stopped_at_every_checkpoint(tmp_path, pristine, pool):
     src, before, after = pristine
     probe = tmp_path / "probe"
     shutil.copytree(src, probe)
     with atomic.record_checkpoints() as points:
-        _run(probe, pool_files=pool)
+        compact(probe, pool_files=pool)
     kinds = {p for p, _ in points}
     assert {"write", "fsync", "fsync-dir", "rename", "unlink"} <= kinds
     outcomes = {}
@@ -78,7 +69,7 @@ def test_stopped_at_every_checkpoint(tmp_path, pristine, pool):
         shutil.copytree(src, d)
         with atomic.fault("*", n):
             with pytest.raises(atomic.InjectedFault):
-                _run(d, pool_files=pool)
+                compact(d, pool_files=pool)
         # until Artemis (or amqtool) finishes it, the interrupted compaction is visible (after the control
         # file's unlink only its directory fsync remains: the compaction is complete)
         if n > ctr_gone:
