@@ -162,6 +162,15 @@ kahadb_scan_file = getattr(_native, "kahadb_scan_file", None)
 kahadb_check_batches = getattr(_native, "kahadb_check_batches", None)
 
 
+# --- page files (native/page_scan.c) ---------------------------------------------------------------
+# page_walk(buf, pos, number, mode, ...): the page framing, the paged messages' fields and state (mode 1,
+# verify) and print's JSON (mode 2), handing back the records it does not cover; or None, and
+# amqtool.engines.paging runs its Python loops (the reference; tests/native/test_page_scan.py holds the
+# two identical).
+page_walk = getattr(_native, "page_walk", None)
+HAVE_PAGE_JSON = page_walk is not None and bool(_native.page_json_available())
+
+
 def adler32(data, value: int = 1) -> int:
     """``zlib.adler32`` (= java.util.zip.Adler32), vectorised in C when the extension is built."""
     if _native is not None:

@@ -5,6 +5,7 @@
  * journal_load.c the journal load state machine (JournalImpl.load, §3): the Loader type
  * journal_scan.h the record-candidate logic both share
  * live_json.c print's JSON for runs of live entries (SHA-256 through libcrypto)
+ * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
  */
@@ -18,6 +19,9 @@ PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
 int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_sha256_available(PyObject *self, PyObject *noargs);
+
+PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);
 
 PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_adler32(PyObject *self, PyObject *args);

@@ -35,6 +35,11 @@ static PyMethodDef amq_methods[] = {
     {"kahadb_check_batches", (PyCFunction)amq_kahadb_check_batches, METH_VARARGS,
      "kahadb_check_batches(buf) -> verified: end of the leading run of good batches (Adler-32 checked,\n"
      "GIL released: run it a file ahead of kahadb_scan_file(..., verified=...))."},
+    {"page_walk", (PyCFunction)(void (*)(void))amq_page_walk, METH_VARARGS | METH_KEYWORDS,
+     "page_walk(buf, pos, number, mode, tables=None, acc=None, lists=None, page=0, safe=False, limit=-1,\n"
+     "          dumps=None) -> (status, pos, number, length, text): page records; see native/page_scan.c."},
+    {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
+     "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,11 +32,15 @@ import hashlib
 import json
 import mmap
 import os
+from array import array
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
+from amqtool import native
 from amqtool.errors import FormatError, Finding, Severity
 from amqtool.formats.artemis.message import AmqpLargeMessage, AmqpMessage, CoreMessage, LargeMessage
 from amqtool.formats.artemis.paging import (
@@ -213,13 +217,18 @@ class PagingJournalView:
         return out
 
 
-def load_view(store) -> PagingJournalView:
-    """Load the store's journals (read-only) and collect :class:`PagingJournalView`."""
+def load_view(store, view: PagingJournalView | None = None) -> PagingJournalView:
+    """Load the store's journals (read-only) and collect :class:`PagingJournalView`. Given a ``view`` that a
+    command already fed with the results of its own load (``add_bindings``/``add_messages`` while each journal
+    was open), only the journals it has not seen are loaded: each journal is read once per command."""
     from amqtool.engines.load import load_journal
     from amqtool.store.journal_files import open_journal
 
-    view = PagingJournalView()
+    if view is None:
+        view = PagingJournalView()
     for journal in store.journals():
+        if view.bindings_loaded if journal.kind == "bindings" else view.messages_loaded:
+            continue
         with open_journal(journal) as opened:
             if not opened.files:
                 continue
@@ -229,6 +238,74 @@ def load_view(store) -> PagingJournalView:
             else:
                 view.add_messages(result)
     return view
+
+
+# --- the journals' facts as the C page walk takes them (native/page_scan.c) --------------------------------
+
+_WALK_FRAME, _WALK_VERIFY, _WALK_JSON = 0, 1, 2
+_WALK_HANDBACK, _WALK_PAUSE = 5, 6
+_WALK_ENDS = (END_CLEAN, END_SHORT_TAIL, END_BAD_START, END_BAD_LENGTH, END_BAD_END)
+_Q_KNOWN, _Q_COMPLETE = 1, 2
+
+
+class WalkTables:
+    """:class:`PagingJournalView` packed for ``native.page_walk``: sorted committed and prepared page
+    transaction ids, and per page a table of the queues (exists, page complete, the message numbers acked
+    on that page). Built once per command; a page's table is a few bytes per queue."""
+
+    def __init__(self, view: PagingJournalView):
+        self.view = view
+        self.committed = array("q", sorted(view.page_tx))
+        self.prepared = array("q", sorted(view.page_tx_prepared))
+        acks: dict[int, dict[int, list[int]]] = {}  # page -> queue -> acked message numbers
+        for q, positions in view.acks.items():
+            for page, number in positions:
+                acks.setdefault(page, {}).setdefault(q, []).append(number)
+        complete: dict[int, set[int]] = {}  # page -> queues
+        for q, pages in view.complete.items():
+            for page in pages:
+                complete.setdefault(page, set()).add(q)
+        self._acks, self._complete = acks, complete
+        self._base = None
+
+    def page(self, page_id: int) -> tuple[array, array, array, array]:
+        """``(committed, prepared, qtab, acks)`` for one page (see native/page_scan.c)."""
+        acks = self._acks.get(page_id)
+        complete = self._complete.get(page_id)
+        if acks is None and complete is None:
+            if self._base is None:
+                self._base = self._table(None, None)
+            return self._base
+        return self._table(acks, complete)
+
+    def _table(self, acks, complete):
+        queues = set(self.view.queues) | set(acks or ()) | set(complete or ())
+        qtab, numbers = array("q"), array("i")
+        for q in sorted(queues):
+            acked = sorted(set(acks.get(q, ()))) if acks else []
+            flags = (_Q_KNOWN if q in self.view.queues else 0) | (_Q_COMPLETE if complete and q in complete else 0)
+            qtab.extend((q, flags, len(numbers), len(acked)))
+            numbers.extend(acked)
+        return self.committed, self.prepared, qtab, numbers
+
+    def queue_ids(self, tables) -> array:
+        return array("q", tables[2][0::4])
+
+
+def _end_of_walk(status: int, pos: int, number: int, length: int, size: int) -> PageScanEnd:
+    reason = _WALK_ENDS[status]
+    return PageScanEnd(reason, pos, number, size, length if reason in (END_BAD_LENGTH, END_BAD_END) else None)
+
+
+def page_framing(buf, size: int) -> PageScanEnd:
+    """How reading the page's records ends (:class:`PageScanner`), in C when the extension is built."""
+    if native.page_walk is not None:
+        status, pos, number, length, _ = native.page_walk(buf, 0, 0, _WALK_FRAME)
+        return _end_of_walk(status, pos, number, length, size)
+    s = PageScanner(buf, size)
+    for _ in s:
+        pass
+    return s.end
 
 
 # --- page stores on disk -----------------------------------------------------------------------------------
@@ -386,10 +463,7 @@ def live_page_rollover(store: PageStore) -> bool:
         return False
     try:
         with PageFile(store.page_path(cur)) as pf:
-            s = PageScanner(pf.buf, pf.size)
-            for _ in s:
-                pass
-            return s.end.offset != pf.size
+            return page_framing(pf.buf, pf.size).offset != pf.size
     except OSError:
         return False
 
@@ -654,38 +728,107 @@ def iter_paging_json(store, *, safe: bool = False, max_pages: int = -1,
          "largeMessages": [{"messageId", "file", "size", "declaredSize", "journal", "paged"}]}
     """
     dumps = json.dumps
-    if view is None:
-        view = load_view(store)
+    view = load_view(store, view)
     stores, notes = find_page_stores(store.paging_dir)
+    use_native = native.HAVE_PAGE_JSON  # else the Python reference: PagedEntry.to_json + json.dumps
+    tables = WalkTables(view) if use_native else None
+    large_by_page: list[list[tuple[int, dict | None]]] = []  # per store: (page, its core large messages)
     yield '{"directory": %s, "stores": [' % dumps(str(store.paging_dir) if store.paging_dir is not None else None)
     for si, ps in enumerate(stores):
         pages = []
         errors: list = []
+        store_large: list[tuple[int, dict | None]] = []
+        large_by_page.append(store_large)
         yield ("" if si == 0 else ", ") + '{"address": %s, "folder": %s, "numberOfPages": %d, "firstPage": %s, ' \
             '"currentPage": %d, "missingPages": %s, "messages": [' % (
                 dumps(ps.address), dumps(str(ps.folder)), ps.page_files, dumps(ps.first_page), ps.current_page,
                 dumps(ps.missing_pages()))
-        sep = ""
+        first = [True]
         for i, pid in enumerate(sorted(ps.pages)):
             if 0 <= max_pages <= i:
                 break
             try:
+                if use_native:
+                    with PageFile(ps.page_path(pid)) as pf:
+                        end = page_framing(pf.buf, pf.size)
+                        pages.append(_page_json(ps, pid, end))
+                        large: list[dict | None] = [{}]
+                        for text in _json_page_native(ps, pid, pf.buf, view, tables, errors, safe,
+                                                      store.large_messages_dir, first, large):
+                            yield text
+                        store_large.append((pid, large[0]))  # None: the pass stopped early, scan it again
+                    continue
                 with PageFile(ps.page_path(pid)) as pf:
-                    s = PageScanner(pf.buf, pf.size)
-                    for _ in s:
-                        pass
-                    end = s.end
-                pages.append({"pageId": pid, "file": ps.pages[pid], "size": end.size, "records": end.records,
-                              "end": end.reason, "endOffset": end.offset})
+                    end = page_framing(pf.buf, pf.size)
+                pages.append(_page_json(ps, pid, end))
                 for e in _entries_of_page(ps, pid, view, errors):
-                    yield sep + "\n  " + dumps(e.to_json(safe, store.large_messages_dir), ensure_ascii=False)
-                    sep = ","
+                    yield ("" if first[0] else ",") + "\n  " + dumps(e.to_json(safe, store.large_messages_dir),
+                                                                     ensure_ascii=False)
+                    first[0] = False
             except OSError as err:
                 pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
         yield '], "pages": %s, "undecodable": %s}' % (dumps(pages), dumps(
             [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)} for _, pid, n, off, err in errors]))
     yield '], "notes": %s' % dumps([{"code": n.code, "path": n.path, "message": n.message} for n in notes])
-    yield ', "largeMessages": %s}' % dumps(large_messages_json(store, view))
+    paged = _paged_large_ids(store, stores, large_by_page) if use_native else None
+    yield ', "largeMessages": %s}' % dumps(large_messages_json(store, view, paged))
+
+
+def _page_json(ps: PageStore, pid: int, end: PageScanEnd) -> dict:
+    return {"pageId": pid, "file": ps.pages[pid], "size": end.size, "records": end.records, "end": end.reason,
+            "endOffset": end.offset}
+
+
+_JSON_RUN = 4096  # paged messages per C call: bounds the text held at once
+
+
+def _json_page_native(ps: PageStore, pid: int, buf, view: PagingJournalView, tables: WalkTables, errors: list,
+                      safe: bool, large_dir, first: list, large: list) -> Iterator[str]:
+    """The page's ``messages`` items as :func:`iter_paging_json`'s Python path writes them: the C walk
+    (mode 2) formats the core and AMQP messages, the records it hands back (core and AMQP large messages,
+    records that do not decode) go through :class:`PagedEntry` here. ``first[0]``: nothing written yet in
+    this store's array. ``large[0]`` collects the page's core large messages (message id -> declared size, as
+    :func:`_page_large_ids` finds them); it becomes None when the pass cannot stand for that scan (a record
+    that does not decode)."""
+    walk = native.page_walk
+    dumps = json.dumps
+    table = tables.page(pid)
+    flag = array("q", [1 if first[0] else 0])
+    pos = number = 0
+    try:
+        while True:
+            status, pos, number, length, text = walk(buf, pos, number, _WALK_JSON, table, flag, None, pid, safe,
+                                                     _JSON_RUN, _dumps_unicode)
+            if text:
+                yield text
+            if status == _WALK_PAUSE:
+                continue
+            if status != _WALK_HANDBACK:
+                return
+            start, stop = pos + 5, pos + 5 + length
+            try:
+                sr = summarize_record(buf, start, stop)
+                if sr.header is not None and large[0] is not None:
+                    large[0][sr.message_id] = _declared_size(buf, sr.header)
+            except FormatError:
+                large[0] = None
+            try:
+                pm = PagedMessage.read(Reader(buf, start, stop))
+            except FormatError as err:
+                errors.append((ps, pid, number, pos, err))
+                large[0] = None
+                return
+            states = [(q, view.queue_state(q, pid, number)) for q in pm.queue_ids]
+            entry = PagedEntry(ps.address, pid, number, pos, pm, view.tx_state(pm.transaction_id), states)
+            yield ("" if flag[0] else ",") + "\n  " + dumps(entry.to_json(safe, large_dir), ensure_ascii=False)
+            flag[0] = 0
+            pos += 6 + length
+            number += 1
+    finally:
+        first[0] = bool(flag[0])
+
+
+_dumps_unicode = partial(json.dumps, ensure_ascii=False)  # an address's JSON, as the Python path writes it
 
 
 def paging_document(store, *, safe: bool = False, max_pages: int = -1,
@@ -694,10 +837,12 @@ def paging_document(store, *, safe: bool = False, max_pages: int = -1,
     return json.loads("".join(iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)))
 
 
-def large_messages_json(store, view: PagingJournalView) -> list[dict]:
-    """The ``.msg`` files with their sizes and what points at them."""
+def large_messages_json(store, view: PagingJournalView, paged: dict[int, int | None] | None = None) -> list[dict]:
+    """The ``.msg`` files with their sizes and what points at them. ``paged``: the core large messages of the
+    pages (:func:`_paged_large_ids`), when the caller already has them."""
     files = _msg_files(store.large_messages_dir)
-    paged = _paged_large_ids(store, view)
+    if paged is None:
+        paged = _paged_large_ids(store)
     out = []
     for mid in sorted(set(files) | set(view.large) | set(paged)):
         path = files.get(mid)
@@ -729,24 +874,60 @@ def _msg_files(lm_dir) -> dict[int, str]:
     return files
 
 
-def _paged_large_ids(store, view: PagingJournalView) -> dict[int, int | None]:
-    """Message id -> declared size of every core large message in the pages (via the fast summary)."""
+def _paged_large_ids(store, stores: list[PageStore] | None = None,
+                     known: list[list[tuple[int, dict | None]]] | None = None) -> dict[int, int | None]:
+    """Message id -> declared size of every core large message in the pages (a page's scan stops at a record
+    that does not summarize). ``known``: per store of ``stores``, (page, its large messages or None) for pages
+    a previous pass already covered; the others are scanned here. Later pages win, as in a full scan."""
     out: dict[int, int | None] = {}
-    stores, _ = find_page_stores(store.paging_dir)
-    for ps in stores:
+    if stores is None:
+        stores, _ = find_page_stores(store.paging_dir)
+    for si, ps in enumerate(stores):
+        done = dict(known[si]) if known is not None else {}
         for pid in sorted(ps.pages):
-            try:
-                with PageFile(ps.page_path(pid)) as pf:
-                    for _, off, ln in PageScanner(pf.buf, pf.size):
-                        try:
-                            s = summarize_record(pf.buf, off + 5, off + 5 + ln)
-                        except FormatError:
-                            break
-                        if s.header is not None:
-                            out[s.message_id] = _declared_size(pf.buf, s.header)
-            except OSError:
-                continue
+            found = done.get(pid)
+            if found is None:
+                try:
+                    with PageFile(ps.page_path(pid)) as pf:
+                        found = _page_large_ids(pf.buf, pf.size)
+                except OSError:
+                    continue
+            out.update(found)
     return out
+
+
+_NO_TABLES = (array("q"), array("q"), array("q"), array("i"))
+
+
+def _page_large_ids(buf, size: int) -> dict[int, int | None]:
+    """The core large messages of one page (message id -> declared size), up to the first record that does
+    not summarize."""
+    out: dict[int, int | None] = {}
+    if native.page_walk is None:
+        for _, off, ln in PageScanner(buf, size):
+            try:
+                s = summarize_record(buf, off + 5, off + 5 + ln)
+            except FormatError:
+                break
+            if s.header is not None:
+                out[s.message_id] = _declared_size(buf, s.header)
+        return out
+    acc, lists = array("q", bytes(16)), ([], [])
+    pos = number = 0
+    while True:  # the C walk skips the rest; core large messages are handed back
+        status, pos, number, length, _ = native.page_walk(buf, pos, number, _WALK_VERIFY, _NO_TABLES, acc, lists)
+        if status != _WALK_HANDBACK:
+            return out
+        try:
+            s = summarize_record(buf, pos + 5, pos + 5 + length)
+        except FormatError:
+            return out
+        if s.header is not None:
+            out[s.message_id] = _declared_size(buf, s.header)
+        pos += 6 + length
+        number += 1
+        lists[0].clear()
+        lists[1].clear()
 
 
 def _declared_size(buf, header: tuple[int, int]) -> int | None:
@@ -797,6 +978,53 @@ def _torn_like(buf, end: PageScanEnd) -> bool:
     return False
 
 
+class _PageAccount:
+    """Verify's accounting of one page's records: pending queues, expected page counters, page transactions
+    not found or prepared, paged large messages. The Python reference, used for every record without the
+    extension and for the records native/page_scan.c (mode 1) hands back; the C walk mirrors it."""
+
+    __slots__ = ("view", "summary", "pid", "path", "buf", "expected", "not_found", "prepared", "paged_large",
+                 "acks_by_page", "page_queue")
+
+    def __init__(self, verifier: "PagingVerifier", pid: int, path: str, buf, expected, not_found, prepared,
+                 paged_large):
+        self.view = verifier.view
+        self.summary = verifier.summary
+        self.acks_by_page = verifier._acks_by_page()
+        self.pid, self.path, self.buf = pid, path, buf
+        self.expected, self.not_found, self.prepared, self.paged_large = expected, not_found, prepared, paged_large
+        # per queue on this page: the acked message numbers, or None when the queue takes nothing here
+        # (page complete, or no such queue)
+        self.page_queue: dict[int, set | None] = {}
+
+    def record(self, number: int, tx_id: int, mid: int, qids, header) -> None:
+        view, pid, page_queue = self.view, self.pid, self.page_queue
+        self.summary.messages += 1
+        tx_state = view.tx_state(tx_id)
+        counted = tx_id <= 0 or tx_state == PAGE_TX_COMMITTED  # PageCounterRebuildManager
+        pending = False
+        for q in qids:
+            acked = page_queue.get(q, 0)
+            if acked == 0:
+                c = view.complete.get(q)
+                acked = page_queue[q] = (None if q not in view.queues or (c is not None and pid in c)
+                                         else self.acks_by_page.get((q, pid), ()))
+            if acked is None or number in acked:
+                continue
+            pending = True
+            if counted:
+                self.expected[q] = self.expected.get(q, 0) + 1
+        if pending and tx_state in (None, PAGE_TX_COMMITTED):
+            self.summary.pending_messages += 1
+        if tx_state == PAGE_TX_NOT_FOUND:
+            self.not_found[tx_id] = self.not_found.get(tx_id, 0) + 1
+        elif tx_state == PAGE_TX_PREPARED:
+            self.prepared[tx_id] = self.prepared.get(tx_id, 0) + 1
+        if header is not None:
+            self.paged_large[mid] = PagedLarge(mid, _declared_size(self.buf, header), self.path, pid, number,
+                                               pending and tx_state != PAGE_TX_NOT_FOUND)
+
+
 class PagingVerifier:
     """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
 
@@ -805,6 +1033,7 @@ class PagingVerifier:
         self.view = PagingJournalView()
         self.progress = progress
         self.summary = PagingSummary()
+        self._tables: WalkTables | None = None
 
     def add_bindings(self, result) -> None:
         self.view.add_bindings(result)
@@ -859,10 +1088,9 @@ class PagingVerifier:
                     {"missingPages": missing, "presentPages": len(present)}))
         current = ps.current_page
         undecodable = 0
-        acks_by_page = self._acks_by_page()
-        queues = view.queues
-        complete = view.complete
-        summary = self.summary
+        use_native = native.page_walk is not None  # else the Python reference loop
+        if use_native and self._tables is None:
+            self._tables = WalkTables(view)
         for pid in sorted(ps.pages):
             path = ps.page_path(pid)
             try:
@@ -870,48 +1098,27 @@ class PagingVerifier:
             except OSError as err:
                 findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}", str(path)))
                 continue
-            # per queue on this page: the acked message numbers, or None when the queue takes nothing here
-            # (page complete, or no such queue)
-            page_queue: dict[int, set | None] = {}
             with pf:
-                summary.pages += 1
-                summary.bytes += pf.size
+                self.summary.pages += 1
+                self.summary.bytes += pf.size
                 buf = pf.buf
-                s = PageSummaries(buf, pf.size)
-                for number, off, _, tx_id, _, mid, qids, header in s:
-                    summary.messages += 1
-                    tx_state = view.tx_state(tx_id)
-                    counted = tx_id <= 0 or tx_state == PAGE_TX_COMMITTED  # PageCounterRebuildManager
-                    pending = False
-                    for q in qids:
-                        acked = page_queue.get(q, 0)
-                        if acked == 0:
-                            c = complete.get(q)
-                            acked = page_queue[q] = (None if q not in queues or (c is not None and pid in c)
-                                                     else acks_by_page.get((q, pid), ()))
-                        if acked is None or number in acked:
-                            continue
-                        pending = True
-                        if counted:
-                            expected[q] = expected.get(q, 0) + 1
-                    if pending and tx_state in (None, PAGE_TX_COMMITTED):
-                        summary.pending_messages += 1
-                    if tx_state == PAGE_TX_NOT_FOUND:
-                        not_found[tx_id] = not_found.get(tx_id, 0) + 1
-                    elif tx_state == PAGE_TX_PREPARED:
-                        prepared[tx_id] = prepared.get(tx_id, 0) + 1
-                    if header is not None:
-                        paged_large[mid] = PagedLarge(mid, _declared_size(buf, header), str(path), pid, number,
-                                                      pending and tx_state != PAGE_TX_NOT_FOUND)
-                if s.error is not None:
-                    number, off, err = s.error
+                account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
+                if use_native:
+                    end, error = self._walk_page(buf, pf.size, pid, account)
+                else:
+                    s = PageSummaries(buf, pf.size)
+                    record = account.record
+                    for number, _, _, tx_id, _, mid, qids, header in s:
+                        record(number, tx_id, mid, qids, header)
+                    end, error = s.end, s.error
+                if error is not None:
+                    number, off, err = error
                     undecodable += 1
                     if undecodable <= MAX_LISTED:
                         findings.append(Finding(
                             Severity.CRITICAL, "page-record-undecodable",
                             f"page {pid} message {number}: {err.message}; the broker cannot read this page "
                             f"(its messages are not delivered)", str(path), off))
-                end = s.end
                 if self.progress is not None:
                     self.progress(pf.size)
                 if end is None or end.reason == END_CLEAN:
@@ -937,6 +1144,40 @@ class PagingVerifier:
         if undecodable > MAX_LISTED:
             findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
                                     f"{undecodable - MAX_LISTED} more undecodable page record(s)", folder))
+
+    def _walk_page(self, buf, size: int, pid: int, account: "_PageAccount"):
+        """The page's records through ``native.page_walk`` (mode 1): C does the accounting of the records
+        it covers, :class:`_PageAccount` (the Python reference) the ones it hands back. Returns (end, error)
+        as :class:`PageSummaries` leaves them."""
+        tables = self._tables.page(pid)
+        acc = array("q", bytes(8 * (2 + len(tables[2]) // 4)))
+        lists: tuple[list, list] = ([], [])
+        walk = native.page_walk
+        pos = number = 0
+        end = error = None
+        while True:
+            status, pos, number, length, _ = walk(buf, pos, number, _WALK_VERIFY, tables, acc, lists)
+            if status != _WALK_HANDBACK:
+                end = _end_of_walk(status, pos, number, length, size)
+                break
+            try:
+                sr = summarize_record(buf, pos + 5, pos + 5 + length)
+            except FormatError as err:
+                error = (number, pos, err)
+                break
+            account.record(number, sr.transaction_id, sr.message_id, sr.queue_ids, sr.header)
+            pos += 6 + length
+            number += 1
+        self.summary.messages += acc[0]
+        self.summary.pending_messages += acc[1]
+        expected = account.expected
+        for q, n in zip(tables[2][0::4], acc[2:]):
+            if n:
+                expected[q] = expected.get(q, 0) + n
+        for target, txs in ((account.not_found, lists[0]), (account.prepared, lists[1])):
+            for tx, n in Counter(txs).items():
+                target[tx] = target.get(tx, 0) + n
+        return end, error
 
     def _acks_by_page(self) -> dict[tuple[int, int], set[int]]:
         """(queue, page) -> acked message numbers (built once)."""
