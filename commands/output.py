@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 import typer
 
-from amqtool.errors import AmqtoolError, Finding, Verdict, overall_verdict
+from amqtool.errors import AmqtoolError, Finding, Verdict
 
 
 class OutputFormat(str, enum.Enum):
@@ -56,10 +56,6 @@ def write_lines(lines: Iterable[str]) -> None:
     for line in lines:
         out.write(line)
         out.write("\n")
-
-
-def findings_json(findings: Iterable[Finding]) -> list[dict]:
-    return [f.to_json() for f in findings]
 
 
 def render_findings_text(findings: list[Finding]) -> None:
@@ -106,12 +102,15 @@ def finish(verdict: Verdict) -> None:
     raise typer.Exit(verdict.exit_code)
 
 
-def verdict_of(findings: list[Finding]) -> Verdict:
-    return overall_verdict(findings)
+def fail(err: AmqtoolError, fmt: OutputFormat | None = None) -> None:
+    """One clear line on stderr, then the error's exit code. Never a traceback.
 
-
-def fail(err: AmqtoolError) -> None:
-    """One clear line on stderr, then the error's exit code. Never a traceback."""
+    With ``--format json`` (or jsonl) a document with the verdict and the error goes to stdout first, so
+    programs always get parseable output.
+    """
+    if fmt in (OutputFormat.json, OutputFormat.jsonl):
+        verdict = Verdict.CRITICAL if err.exit_code == Verdict.CRITICAL.exit_code else Verdict.UNKNOWN
+        write_json({"verdict": verdict.name, "error": str(err)})
     sys.stderr.write(f"amqtool: error: {err}\n")
     raise typer.Exit(err.exit_code)
 
@@ -129,20 +128,13 @@ def bug(exc: BaseException) -> None:
 
 @contextmanager
 def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
-    """Run a command body, mapping errors to one stderr line and the right exit code.
-
-    With ``--format json`` an error still yields a JSON document with the UNKNOWN verdict on stdout, so
-    programs always get parseable output.
-    """
+    """Run a command body, mapping errors to one stderr line (and a JSON document) and the right exit code."""
     try:
         yield
     except typer.Exit:
         raise
     except AmqtoolError as err:
-        if fmt in (OutputFormat.json, OutputFormat.jsonl):
-            verdict = Verdict.CRITICAL if err.exit_code == 2 else Verdict.UNKNOWN
-            write_json({"verdict": verdict.name, "error": str(err)})
-        fail(err)
+        fail(err, fmt)
     except KeyboardInterrupt:
         sys.stderr.write("amqtool: interrupted\n")
         raise typer.Exit(130)
@@ -153,6 +145,6 @@ def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
         finally:
             raise typer.Exit(0)
     except OSError as err:
-        fail(AmqtoolError(f"{err.strerror or err}", path=getattr(err, "filename", None)))
+        fail(AmqtoolError(f"{err.strerror or err}", path=getattr(err, "filename", None)), fmt)
     except Exception as exc:  # noqa: BLE001 - last-resort bug report
         bug(exc)

@@ -195,7 +195,7 @@ def bench_file(directory: str | os.PathLike, size: int, name: str | None = None)
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise UsageError(f"not a directory: {directory}")
+        raise UsageError("not a directory" if directory.exists() else "no such directory", path=str(directory))
     if not os.access(directory, os.W_OK | os.X_OK):
         raise CapabilityError("directory is not writable", path=str(directory))
     check_room(directory, size + MIB)

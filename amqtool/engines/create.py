@@ -63,7 +63,8 @@ def journal_entries(directory: Path) -> list[str]:
     except FileNotFoundError:
         return []
     except NotADirectoryError:
-        raise UsageError("exists and is not a directory", path=str(directory)) from None
+        what = "exists and is not a directory" if directory.exists() else "a parent directory is a file"
+        raise UsageError(what, path=str(directory)) from None
     return sorted(n for n in names if n.endswith(_JOURNAL_SUFFIXES))
 
 

@@ -1,0 +1,68 @@
+"""Every command on input it cannot use: one error line on stderr, exit 3, and with --format json a document
+that still carries the verdict."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+READERS = [["print"], ["verify"], ["compact", "--dry-run"], ["compact"], ["bench", "--seconds", "0.01", "-m", "nio"]]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "random.bin").write_bytes(os.urandom(65536))
+    return {"missing": tmp_path / "missing", "empty": tmp_path / "empty", "random": tmp_path / "random.bin"}
+
+
+def _one_error(run_cli, *argv):
+    code, out, err = run_cli(*argv, "--format", "json")
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("amqtool: error: ") and "Traceback" not in err, err
+    return code, json.loads(out), lines[0]
+
+
+@pytest.mark.parametrize("argv", READERS, ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize("kind", ["missing", "random"])
+def test_unusable_path(run_cli, inputs, argv, kind):
+    code, doc, line = _one_error(run_cli, *argv, inputs[kind])
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and str(inputs[kind]) in doc["error"]
+    assert ("no such" in line) if kind == "missing" else ("not a directory" in line)
+
+
+@pytest.mark.parametrize("argv", READERS[:4], ids=lambda a: " ".join(a[:2]))
+def test_directory_without_a_store(run_cli, inputs, argv):
+    code, doc, line = _one_error(run_cli, *argv, inputs["empty"])
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and "no Artemis journal or KahaDB store" in line
+
+
+def test_create_refuses_files(run_cli, inputs):
+    code, doc, line = _one_error(run_cli, "create", inputs["random"])
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and "exists and is not a directory" in line
+    code, doc, line = _one_error(run_cli, "create", inputs["random"] / "sub")
+    assert code == 3 and "a parent directory is a file" in line
+
+
+@pytest.mark.parametrize("sub", ["write-cache", "disk-space", "aio", "all"])
+def test_check_missing_path(run_json, inputs, sub):
+    extra = ["--probe-seconds", "0"] if sub == "all" else []
+    code, doc, _ = run_json("check", sub, inputs["missing"], *extra)
+    assert code == 3 and doc["verdict"] == "UNKNOWN"
+    assert "path-not-found" in [f["code"] for f in doc["findings"]]
+
+
+def test_os_error_still_gives_a_json_verdict(capsys):
+    import errno
+
+    import typer
+
+    from amqtool.commands.output import OutputFormat, guarded
+
+    with pytest.raises(typer.Exit) as exc:
+        with guarded(OutputFormat.json):
+            raise OSError(errno.EACCES, "Permission denied", "/srv/journal")
+    out, err = capsys.readouterr()
+    assert exc.value.exit_code == 3 and json.loads(out)["verdict"] == "UNKNOWN"
+    assert err == 'amqtool: error: file "/srv/journal": Permission denied\n'
