@@ -79,14 +79,17 @@ def print_(
                 write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
                                            progress=advance))
             elif fmt is OutputFormat.json:
-                tail = None
+                tail = on_result = None
                 if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
-                    from amqtool.engines.paging import iter_paging_json
+                    from amqtool.engines.paging import PagingJournalView, iter_paging_json
+
+                    view = PagingJournalView()  # fed by the journals print loads (each is read once)
+                    on_result = view.add_journal
 
                     def tail():
                         yield ', "paging": '
-                        yield from iter_paging_json(store, safe=safe, max_pages=max_pages)
-                for chunk in iter_json(store, opts, advance, tail=tail):
+                        yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
+                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result):
                     sys.stdout.write(chunk)
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))

@@ -298,8 +298,10 @@ def describe_store(store: ArtemisStore, *, safe: bool = False, reclaimed: bool =
     if len(journals) == 1 and store.paging_dir is None and store.large_messages_dir is None:
         yield from describe_journal(journals[0], safe=safe, reclaimed=reclaimed, progress=progress)
         return
+    from amqtool.engines.paging import PagingJournalView, describe_paging
+
     yield from _server_lock_lines(store.messages.directory if store.messages else None)
-    messages_result: list[LoadResult] = []
+    view = PagingJournalView()  # the paging section's view of the journals, taken from their load here
     for title, journal in (("B I N D I N G S  J O U R N A L", store.bindings),
                            ("M E S S A G E S   J O U R N A L", store.messages)):
         yield ""
@@ -308,13 +310,9 @@ def describe_store(store: ArtemisStore, *, safe: bool = False, reclaimed: bool =
         yield BANNER
         if journal is not None:
             yield from describe_journal(journal, safe=safe, reclaimed=reclaimed, progress=progress,
-                                        on_result=messages_result.append if journal is store.messages else None)
+                                        on_result=lambda result, j=journal: view.add_journal(j, result))
     yield ""
     yield BANNER
     yield "P A G I N G"
     yield BANNER
-    try:
-        from amqtool.engines.paging import describe_paging
-    except ImportError:
-        return
-    yield from describe_paging(store, safe=safe, max_pages=max_pages)
+    yield from describe_paging(store, safe=safe, max_pages=max_pages, view=view)

@@ -203,13 +203,18 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions) -> Iterator[str]:
 
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
               extra: Callable[[], dict] | None = None,
-              tail: Callable[[], Iterator[str]] | None = None) -> Iterator[str]:
-    """The print document as text chunks, streamed journal by journal."""
+              tail: Callable[[], Iterator[str]] | None = None,
+              on_result: Callable[[JournalDir, LoadResult], None] | None = None) -> Iterator[str]:
+    """The print document as text chunks, streamed journal by journal. ``on_result(journal, result)`` is
+    called after each journal's part, while its files are still open (paging takes its view of the journals
+    from there instead of loading them again)."""
     yield '{"verdict": "OK", "kind": "artemis", "root": %s, "journals": [' % json.dumps(str(store.root))
     sep = ""
     for journal, result in load_store(store, opts, progress):
         yield sep
         yield from _chunks_for_journal(journal, result, opts)
+        if on_result is not None:
+            on_result(journal, result)
         sep = ", "
     yield "]"
     if extra is not None:

@@ -143,6 +143,13 @@ class PagingJournalView:
                     elif rec.user_record_type == R.ADD_LARGE_MESSAGE and tx.prepared and not tx.invalid:
                         self._large(rec.id, body, "prepared")
 
+    def add_journal(self, journal, result) -> None:
+        """:meth:`add_bindings` or :meth:`add_messages` by ``journal.kind`` (a command's load hook)."""
+        if journal.kind == "bindings":
+            self.add_bindings(result)
+        else:
+            self.add_messages(result)
+
     def _large(self, rid: int, body: bytes, state: str) -> None:
         try:
             lm = LargeMessage.decode(body)
@@ -560,8 +567,7 @@ def iter_paged_entries(store, view: PagingJournalView | None = None,
                        errors: list | None = None) -> Iterator[PagedEntry]:
     """Every paged message of every page store, in exploring order, page by page. A record that does not
     decode ends its page (as ``Page.read`` fails there); it is appended to ``errors`` when given."""
-    if view is None:
-        view = load_view(store)
+    view = load_view(store, view)
     stores, _ = find_page_stores(store.paging_dir)
     for ps in stores:
         for pid in sorted(ps.pages):
@@ -676,8 +682,7 @@ def describe_paging(store, *, safe: bool = False, max_pages: int = -1, view: Pag
         return
     if store.paging_dir is None:
         return
-    if view is None:
-        view = load_view(store)
+    view = load_view(store, view)
     stores, _ = find_page_stores(store.paging_dir)
     # PagingManagerImpl.start reloads every store before anything is printed: a current page that fails to
     # decode makes the whole start fail.
@@ -1267,8 +1272,7 @@ def paged_export_rows(store, *, bindings, large=None, safe: bool = False,
     files are read one at a time, so memory does not grow with the paging directory."""
     from amqtool.engines.export.parse import decode_message, message_row
 
-    if view is None:
-        view = load_view(store)
+    view = load_view(store, view)
     errors: list = []
     for entry in iter_paged_entries(store, view, errors):
         if entry.tx_state == PAGE_TX_NOT_FOUND:
