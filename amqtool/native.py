@@ -47,10 +47,18 @@ HAVE_NATIVE = _native is not None
 # The journal load state machine (native/journal_load.c); without it load.py runs its Python loop.
 Loader = getattr(_native, "Loader", None)
 LIVE_FORMAT = getattr(_native, "LIVE_FORMAT", "=qB?biqi")  # one packed live entry (see journal_load.c)
+SOURCE_FORMAT = getattr(_native, "SOURCE_FORMAT", "=qB")  # where a live entry came from (Loader(sources=True))
 HAVE_NATIVE_LOADER = Loader is not None
 # print's JSON for runs of live entries (native/live_json.c); needs libcrypto's SHA256 (found at run time).
 live_json = getattr(_native, "live_json", None)
 HAVE_LIVE_JSON = live_json is not None and HAVE_NATIVE_LOADER and bool(_native.sha256_available())
+# compaction's layout and output filling (native/compact_write.c); without them compact.py runs its Python
+# reference (_items/_Layout).
+compact_layout = getattr(_native, "compact_layout", None)
+compact_fill = getattr(_native, "compact_fill", None)
+compact_sources = getattr(_native, "compact_sources", None)
+PLAN_FORMAT = getattr(_native, "PLAN_FORMAT", "=BBbbBBiqiqiqqii")  # one compaction plan item
+HAVE_COMPACT = compact_layout is not None and HAVE_NATIVE_LOADER
 
 
 def _probe(env: str, name: str, probe) -> tuple[bool, str]:

@@ -4,6 +4,7 @@
  * scanner.c  the Artemis journal record scanner (JournalImpl.readJournalFile, format doc §1.5)
  * journal_load.c the journal load state machine (JournalImpl.load, §3): the Loader type
  * journal_scan.h the record-candidate logic both share
+ * compact_write.c compaction's layout and output-file filling
  * live_json.c print's JSON for runs of live entries (SHA-256 through libcrypto)
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
@@ -19,6 +20,10 @@ PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
 int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_sha256_available(PyObject *self, PyObject *noargs);
+PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs); /* compact_write.c */
+PyObject *amq_compact_fill(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_compact_sources(PyObject *self, PyObject *args);
+int amq_add_compact(PyObject *module); /* adds PLAN_FORMAT */
 
 PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);

@@ -13,7 +13,10 @@
  *
  * after which the Loader itself exports the live list through the buffer protocol: live_count packed
  * entries of LIVE_FORMAT ("=qB?biqi": id, user_record_type, is_update, compact_count, file_index,
- * body_offset, body_len), in the order Artemis' load returns them.
+ * body_offset, body_len), in the order Artemis' load returns them.  Loader(sources=True) also keeps, per
+ * live entry, the record it came from (SOURCE_FORMAT "=qB": tx id or -1, ADD/UPDATE/ADD_TX/UPDATE_TX),
+ * returned by ld.sources() — what compaction needs to write committed records back as a transaction and
+ * to copy version-2 records verbatim.
  *
  * The rules mirrored (see load.py's docstring for the prose): ADD/UPDATE append in scan order; DELETE removes
  * every entry of the id, also later ones (we keep a deleted-id set and filter, which gives the same list);
@@ -215,6 +218,37 @@ typedef struct {
     size_t n, cap;
 } entries_t;
 
+/* Where a live entry came from, kept beside the live list when the Loader is created with sources=True
+ * (compaction: a committed transaction's records are written back as ADD_TX/UPDATE_TX + COMMIT, and a
+ * version-2 record can be copied verbatim once its header size is known). Packed as SOURCE_FORMAT "=qB":
+ * the transaction id (-1 for ADD/UPDATE) and the record type (ADD, UPDATE, ADD_TX or UPDATE_TX). */
+#pragma pack(push, 1)
+typedef struct {
+    int64_t tx_id;
+    uint8_t type;
+} source_t;
+#pragma pack(pop)
+
+typedef struct {
+    source_t *v;
+    size_t n, cap;
+} sources_t;
+
+static inline int sources_push(sources_t *a, int64_t tx_id, int type) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        source_t *v = realloc(a->v, cap * sizeof(source_t));
+        if (v == NULL)
+            return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n].tx_id = tx_id;
+    a->v[a->n].type = (uint8_t)type;
+    a->n++;
+    return 0;
+}
+
 static inline int entries_push(entries_t *a, const entry_t *e) {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
@@ -289,6 +323,8 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     entries_t live;   /* appended entries; ids in `deleted` are filtered out (compact()) */
+    int want_sources; /* keep `sources` in step with `live` */
+    sources_t sources;
     size_t compacted; /* live.n right after the last compaction */
     i64map deleted;   /* ids deleted at any point: every entry of them is dropped */
     i64map live_ids;  /* JournalImpl.records keys: numberOfRecords */
@@ -332,9 +368,11 @@ static int note(LoaderObject *self, int code, int32_t fi, int64_t off, int64_t a
 }
 
 /* load.py's append(): an entry of an already deleted id is dropped right away. */
-static inline int append_live(LoaderObject *self, const entry_t *e) {
+static inline int append_live(LoaderObject *self, const entry_t *e, int64_t tx_id, int type) {
     if (self->deleted.n + self->deleted.has_min && map_contains(&self->deleted, e->id))
         return 0;
+    if (self->want_sources && sources_push(&self->sources, tx_id, type) < 0)
+        return -1;
     return entries_push(&self->live, e);
 }
 
@@ -345,15 +383,21 @@ static void compact_live(LoaderObject *self) {
         return;
     }
     entry_t *v = self->live.v;
+    source_t *src = self->want_sources ? self->sources.v : NULL;
     size_t w = 0;
     for (size_t r = 0; r < self->live.n; r++) {
         if (!map_contains(&self->deleted, v[r].id)) {
-            if (w != r)
+            if (w != r) {
                 v[w] = v[r];
+                if (src)
+                    src[w] = src[r];
+            }
             w++;
         }
     }
     self->live.n = w;
+    if (src)
+        self->sources.n = w;
     self->compacted = w;
 }
 
@@ -466,7 +510,7 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
             e.file_index = fi;
             e.body_offset = r.pos + body_start[t - EVENT];
             e.body_len = r.body_len;
-            if (append_live(self, &e) < 0)
+            if (append_live(self, &e, -1, t) < 0)
                 goto nomem;
             if (t == ADD) {
                 if (map_put(&self->live_ids, r.rid, 0) < 0)
@@ -539,7 +583,7 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
             int64_t found = tx_counter_for(tx, fi);
             if (found == r.nrec) {
                 for (size_t i = 0; i < tx->recs.n; i++) {
-                    if (append_live(self, &tx->recs.v[i]) < 0 || map_put(&self->live_ids, tx->recs.v[i].id, 0) < 0) {
+                    if (append_live(self, &tx->recs.v[i], tx->tx_id, tx->recs.v[i].is_update ? UPDATE_TX : ADD_TX) < 0 || map_put(&self->live_ids, tx->recs.v[i].id, 0) < 0) {
                         tx_free(tx);
                         goto nomem;
                     }
@@ -700,6 +744,13 @@ static PyObject *Loader_finish(LoaderObject *self, PyObject *noargs) {
             self->live.v = v;
             self->live.cap = self->live.n;
         }
+        if (self->want_sources && self->sources.n < self->sources.cap) {
+            source_t *sv = realloc(self->sources.v, self->sources.n * sizeof(source_t));
+            if (sv != NULL) {
+                self->sources.v = sv;
+                self->sources.cap = self->sources.n;
+            }
+        }
     }
     map_free(&self->deleted);
 
@@ -788,15 +839,17 @@ static PyObject *Loader_finish(LoaderObject *self, PyObject *noargs) {
 }
 
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"max_examples", NULL};
+    static char *kwlist[] = {"max_examples", "sources", NULL};
     Py_ssize_t max_examples = 100;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|n:Loader", kwlist, &max_examples))
+    int want_sources = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|np:Loader", kwlist, &max_examples, &want_sources))
         return -1;
     if (self->live.v != NULL || self->txs.cap != 0 || self->finished) {
         PyErr_SetString(PyExc_RuntimeError, "Loader cannot be re-initialised");
         return -1;
     }
     self->max_examples = max_examples < 0 ? 0 : max_examples;
+    self->want_sources = want_sources;
     self->max_id = -1;
     self->txs.is_map = 1;
     return 0;
@@ -804,6 +857,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs) {
 
 static void Loader_dealloc(LoaderObject *self) {
     free(self->live.v);
+    free(self->sources.v);
     map_free(&self->deleted);
     map_free(&self->live_ids);
     if (self->txs.has_min)
@@ -834,6 +888,18 @@ static void Loader_releasebuffer(LoaderObject *self, Py_buffer *view) { self->ex
 
 static PyBufferProcs Loader_as_buffer = {(getbufferproc)Loader_getbuffer, (releasebufferproc)Loader_releasebuffer};
 
+static PyObject *Loader_sources(LoaderObject *self, PyObject *noargs) {
+    if (!self->finished || self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the sources exist once Loader.finish() has run");
+        return NULL;
+    }
+    if (!self->want_sources) {
+        PyErr_SetString(PyExc_RuntimeError, "the Loader was created without sources=True");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize((const char *)self->sources.v, (Py_ssize_t)(self->sources.n * sizeof(source_t)));
+}
+
 static PyMethodDef Loader_methods[] = {
     {"feed", (PyCFunction)(void (*)(void))Loader_feed, METH_VARARGS | METH_KEYWORDS,
      "feed(data, file_index, tag, version, check_tag=True, gaps=False, max_gaps=20)\n"
@@ -844,6 +910,9 @@ static PyMethodDef Loader_methods[] = {
      "finish() -> (live_count, max_id, number_of_records, [(tx_id, records, deletes, prepared, invalid,\n"
      "extra, prepare_location)...], [(code, file_index, offset, a, b, c, d)...], [(code, count)...])\n"
      "End the load; the Loader then exports the live list (LIVE_FORMAT entries) as a buffer."},
+    {"sources", (PyCFunction)Loader_sources, METH_NOARGS,
+     "sources() -> bytes: one SOURCE_FORMAT entry (tx_id, record type) per live entry, in list order\n"
+     "(Loader(sources=True) only, after finish()): the transaction id is -1 for ADD/UPDATE."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -854,7 +923,7 @@ PyTypeObject amq_LoaderType = {
     .tp_dealloc = (destructor)Loader_dealloc,
     .tp_as_buffer = &Loader_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Loader(max_examples=100): JournalImpl.load over files fed one at a time (see journal_load.c).",
+    .tp_doc = "Loader(max_examples=100, sources=False): JournalImpl.load over files fed one at a time (see journal_load.c).",
     .tp_methods = Loader_methods,
     .tp_init = (initproc)Loader_init,
     .tp_new = PyType_GenericNew,
@@ -873,5 +942,11 @@ int amq_add_loader(PyObject *module) {
         PyErr_SetString(PyExc_ImportError, "live entry is not packed to 27 bytes");
         return -1;
     }
+    if (sizeof(source_t) != 9) {
+        PyErr_SetString(PyExc_ImportError, "live source entry is not packed to 9 bytes");
+        return -1;
+    }
+    if (PyModule_AddStringConstant(module, "SOURCE_FORMAT", "=qB") < 0)
+        return -1;
     return PyModule_AddStringConstant(module, "LIVE_FORMAT", "=qB?biqi");
 }

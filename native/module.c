@@ -8,6 +8,14 @@ static PyMethodDef amq_methods[] = {
     {"live_json", (PyCFunction)(void (*)(void))amq_live_json, METH_VARARGS | METH_KEYWORDS,
      "live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first)\n"
      "-> (text, next): print's JSON for a run of live entries in one file (live_json.c)."},
+    {"compact_layout", (PyCFunction)(void (*)(void))amq_compact_layout, METH_VARARGS | METH_KEYWORDS,
+     "compact_layout(live, sources, tail, extra_lens, replaceable, file_size, max_id) -> plan and figures\n"
+     "Where compaction writes every record (compact_write.c)."},
+    {"compact_fill", (PyCFunction)(void (*)(void))amq_compact_fill, METH_VARARGS | METH_KEYWORDS,
+     "compact_fill(plan, start, stop, out, tag, fds, versions, extras, used) -> None or (file_index, offset)\n"
+     "Encode one compacted output file's records into out (compact_write.c)."},
+    {"compact_sources", (PyCFunction)amq_compact_sources, METH_VARARGS,
+     "compact_sources(plan, start, stop, nfiles) -> [file_index...]: the source files items read."},
     {"sha256_available", (PyCFunction)amq_sha256_available, METH_NOARGS,
      "sha256_available() -> bool: did live_json find libcrypto's SHA256?"},
     {"nio_run", (PyCFunction)(void (*)(void))amq_nio_run, METH_VARARGS | METH_KEYWORDS,
@@ -53,6 +61,8 @@ static struct PyModuleDef amq_module = {
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&amq_module);
     if (m != NULL && amq_add_loader(m) < 0) /* journal_load.c: the Loader type */
+        Py_CLEAR(m);
+    if (m != NULL && amq_add_compact(m) < 0) /* compact_write.c: PLAN_FORMAT */
         Py_CLEAR(m);
     return m;
 }

@@ -57,8 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from amqtool.errors import AmqtoolError, DataAtRiskError, FormatError, UsageError
-from amqtool.engines.load import LiveRecord, LoadResult, load_journal
+from amqtool import native
+from amqtool.errors import AmqtoolError, DataAtRiskError, FormatError, UnknownStoreError, UsageError
+from amqtool.engines.load import LiveList, LiveRecord, LoadResult, load_journal
 from amqtool.formats.artemis.control import CONTROL_FILE_NAME, ControlFile
 from amqtool.formats.artemis.records import (
     ADD,
@@ -95,6 +96,10 @@ _HDR_DELTX = struct.Struct(">Bibqqi")  # type, tag, cc(0), txID, id, bodyLen
 _REC_PREPARE = struct.Struct(">Bibqii")  # type, tag, cc, txID, numberOfRecords, extraLen
 _REC_COMMIT = struct.Struct(">Bibqii")  # type, tag, cc, txID, numberOfRecords, checkSize
 _REC_DELETE = struct.Struct(">Bibqi")  # type, tag, cc, id, checkSize
+_TX_TYPES = (ADD_TX, UPDATE_TX)
+_LIVE = struct.Struct(native.LIVE_FORMAT)
+_SOURCE = struct.Struct(native.SOURCE_FORMAT)  # LoadResult.live_sources: tx id, record type
+_PLAN = struct.Struct(native.PLAN_FORMAT)  # compact_layout's items (native/compact_write.c)
 
 
 @dataclass
@@ -268,46 +273,11 @@ def _bump(cc: int) -> int:
     return MAX_COMPACT_COUNT if cc > MAX_COMPACT_COUNT else cc
 
 
-def _tx_ids_of_live(load: LoadResult) -> array:
-    """For each live entry: its transaction id when it was written as ADD_TX/UPDATE_TX, else -1.
-
-    The load list does not say which entries came from committed transactions; the record header in front
-    of the body does. Both layouts end with (id, bodyLen, userRecordType) right before the body, so only the
-    bytes before those differ; when both readings fit, the record's checkSize (31+N vs 23+N) decides.
-    """
-    out = array("q")
-    opened = load.opened
-    for rec in load.live:
-        jf = opened.files[rec.file_index]
-        v = jf.version
-        tx_hdr = fixed_size(ADD_TX, v) - 4  # bytes before the body
-        nt_hdr = fixed_size(ADD, v) - 4
-        start = rec.body_offset - tx_hdr
-        if start < 0:
-            prefix = b"\x00" * (-start) + opened.pread(rec.file_index, 0, rec.body_offset)
-        else:
-            prefix = opened.pread(rec.file_index, start, tx_hdr)
-        tag = _I32.pack(jf.tag)
-        want_types = (UPDATE_TX,) if rec.is_update else (ADD_TX,)
-        as_tx = prefix[0] in want_types and prefix[1:5] == tag
-        k = tx_hdr - nt_hdr
-        as_plain = prefix[k] in ((UPDATE,) if rec.is_update else (ADD,)) and prefix[k + 1:k + 5] == tag
-        if as_tx and as_plain:
-            end = opened.pread(rec.file_index, rec.body_offset + rec.body_len, 4)
-            as_tx = len(end) == 4 and _I32.unpack(end)[0] == fixed_size(ADD_TX, v) + rec.body_len
-        if as_tx:
-            off = 6 if v >= 2 else 5
-            out.append(struct.unpack_from(">q", prefix, off)[0])
-        elif as_plain:
-            out.append(-1)
-        else:  # pragma: no cover - the scanner accepted a record here
-            raise FormatError("live record header not found where the load placed it",
-                              path=str(jf.path), offset=rec.body_offset)
-    return out
-
-
-def _items(load: LoadResult, tx_ids: array, replaceable: tuple[int, ...], max_id_marker: int | None) -> Iterator[_Item]:
-    """The records to write, in write order (see the module docstring)."""
+def _items(load: LoadResult, sources: list[tuple[int, int]], replaceable: tuple[int, ...],
+           max_id_marker: int | None) -> Iterator[_Item]:
+    """The records to write, in write order (see the module docstring). ``sources`` holds (tx id, record
+    type) per live entry (``LoadResult.live_sources``). The reference of ``compact_layout`` in
+    native/compact_write.c, and the path taken without the extension."""
     replace = set(replaceable)
     last_updates: dict[tuple[int, int], LiveRecord] = {}
     live = load.live
@@ -315,8 +285,8 @@ def _items(load: LoadResult, tx_ids: array, replaceable: tuple[int, ...], max_id
     i = 0
     while i < n:
         rec = live[i]
-        tx = tx_ids[i]
-        if tx < 0:
+        tx, rtype = sources[i]
+        if rtype not in _TX_TYPES:
             if rec.is_update and rec.user_record_type in replace:
                 key = (rec.user_record_type, rec.id)
                 last_updates.pop(key, None)  # dict order = order of the last update
@@ -327,7 +297,7 @@ def _items(load: LoadResult, tx_ids: array, replaceable: tuple[int, ...], max_id
             i += 1
             continue
         # a committed transaction's records sit together where its COMMIT was
-        while i < n and tx_ids[i] == tx:
+        while i < n and sources[i][1] in _TX_TYPES and sources[i][0] == tx:
             rec = live[i]
             yield _Item(UPDATE_TX if rec.is_update else ADD_TX, _bump(rec.compact_count), rec.compact_count, tx,
                         rec.id, rec.user_record_type, (rec.file_index, rec.body_offset, rec.body_len))
@@ -347,6 +317,11 @@ def _items(load: LoadResult, tx_ids: array, replaceable: tuple[int, ...], max_id
     if max_id_marker is not None:
         yield _Item(ADD, 0, -1, -1, max_id_marker, 0, None)
         yield _Item(DELETE, 0, -1, -1, max_id_marker)
+
+
+def _too_big(size: int, file_size: int) -> DataAtRiskError:
+    return DataAtRiskError(f"a record of {size} bytes does not fit in a journal file of {file_size} "
+                           "bytes: give the journal's real file size (--file-size or --broker-xml)")
 
 
 class _Layout:
@@ -395,8 +370,7 @@ class _Layout:
 
     def _check_size(self, size: int) -> None:
         if size > self.file_size - HEADER_SIZE:
-            raise DataAtRiskError(f"a record of {size} bytes does not fit in a journal file of {self.file_size} "
-                                  "bytes: give the journal's real file size (--file-size or --broker-xml)")
+            raise _too_big(size, self.file_size)
         if not self.files or self.used + size > self.file_size:
             self._open()
 
@@ -478,10 +452,12 @@ class _Prepared:
     opened: OpenedJournal
     load: LoadResult
     report: JournalCompaction
-    tx_ids: array
+    sources: list[tuple[int, int]] | None  # (tx id, record type) per live entry; None with a native plan
     first_id: int
     next_id: int  # highest header ID / name number seen
     marker: int | None
+    plan: bytes | None = None  # compact_layout's items (native.PLAN_FORMAT), None: the Python path
+    extras: tuple = ()  # PREPARE extra data, indexed by the plan's items
 
 
 def _kept_max_id(load: LoadResult) -> int:
@@ -497,8 +473,10 @@ def _kept_max_id(load: LoadResult) -> int:
 
 
 def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *,
-                 progress: Callable[[int], None] | None = None, file_size_default: int | None = None) -> _Prepared:
-    """Load ``journal`` read-only and lay out its compacted form (nothing is written)."""
+                 progress: Callable[[int], None] | None = None, file_size_default: int | None = None,
+                 use_native: bool | None = None) -> _Prepared:
+    """Load ``journal`` read-only and lay out its compacted form (nothing is written). ``use_native``:
+    lay out and later write with native/compact_write.c (None: when built) or with the Python reference."""
     opened = open_journal(journal)
     if opened.skipped:
         s = opened.skipped[0]
@@ -511,7 +489,7 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
         settings.file_size = infer_file_size(opened, file_size_default or journal.spec.default_file_size)
     report = JournalCompaction(kind=journal.kind, directory=str(journal.directory), settings=settings)
     report.pending = [{"code": p.code, "path": p.path, "message": p.message} for p in opened.pending]
-    load = load_journal(opened, progress=progress)
+    load = load_journal(opened, progress=progress, sources=True)
     report.files_before = len(opened.files)
     report.bytes_before = opened.bytes_total()
     data_scans = [s for s in load.scans if s.has_data]
@@ -520,21 +498,6 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
     report.prepared = len(load.prepared)
     report.failed = len(load.failed)
     report.max_id = load.max_id
-
-    tx_ids = _tx_ids_of_live(load)
-    live_bytes = 0
-    adds = 0
-    repl = 0
-    replaceable = set(settings.replaceable_types)
-    for rec, tx in zip(load.live, tx_ids):
-        live_bytes += fixed_size(ADD_TX if tx >= 0 else ADD, FORMAT_VERSION) + rec.body_len
-        if not rec.is_update:
-            adds += 1
-        elif tx < 0 and rec.user_record_type in replaceable:
-            repl += 1
-    report.live_bytes = live_bytes
-    report.reasons = needs_compact(report.data_files, settings.file_size, live_bytes, adds, repl, settings)
-    report.needed = bool(report.reasons)
 
     first_id = min((s.file.file_id for s in data_scans), default=None)
     next_id = -1
@@ -545,16 +508,81 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
             next_id = max(next_id, name_number(journal.spec.prefix, n))
     if first_id is None:
         first_id = next_id + 1
+
+    if use_native is None:
+        use_native = native.HAVE_COMPACT
+    if use_native:
+        prep = _plan_native(opened, load, report, first_id, next_id)
+    else:
+        prep = _plan_python(opened, load, report, first_id, next_id)
+    report.needed = bool(report.reasons)
+    report.max_id_marker = prep.marker is not None
+    return prep
+
+
+def _plan_python(opened: OpenedJournal, load: LoadResult, report: JournalCompaction, first_id: int,
+                 next_id: int) -> _Prepared:
+    """The layout by the Python reference (one :class:`_Item` per record)."""
+    settings = report.settings
+    sources = list(_SOURCE.iter_unpack(load.live_sources))
+    live_bytes = 0
+    adds = 0
+    repl = 0
+    replaceable = set(settings.replaceable_types)
+    for rec, (_tx, rtype) in zip(load.live, sources):
+        is_tx = rtype in _TX_TYPES
+        live_bytes += fixed_size(ADD_TX if is_tx else ADD, FORMAT_VERSION) + rec.body_len
+        if not rec.is_update:
+            adds += 1
+        elif not is_tx and rec.user_record_type in replaceable:
+            repl += 1
+    report.live_bytes = live_bytes
+    report.reasons = needs_compact(report.data_files, settings.file_size, live_bytes, adds, repl, settings)
     marker = None
     if load.max_id >= 0 and _kept_max_id(load) < load.max_id:
         marker = load.max_id
-    report.max_id_marker = marker is not None
-
     layout = _Layout(settings.file_size, first_id)
-    for item in _items(load, tx_ids, settings.replaceable_types, marker):
+    for item in _items(load, sources, settings.replaceable_types, marker):
         layout.add(item)
     report.outputs = layout.finish()
-    return _Prepared(opened, load, report, tx_ids, first_id, next_id, marker)
+    return _Prepared(opened, load, report, sources, first_id, next_id, marker)
+
+
+def _plan_native(opened: OpenedJournal, load: LoadResult, report: JournalCompaction, first_id: int,
+                 next_id: int) -> _Prepared:
+    """The layout by ``compact_layout`` (native/compact_write.c): no Python object per record."""
+    settings = report.settings
+    live = load.live
+    live_buf = live.buffer if isinstance(live, LiveList) else b"".join(_LIVE.pack(*r) for r in live)
+    tail: list[bytes] = []
+    extras: list[bytes] = []
+    for info in list(load.prepared) + list(load.failed):
+        tx = info.tx_id
+        for r in info.records:
+            t = UPDATE_TX if r.is_update else ADD_TX
+            tail.append(_PLAN.pack(t, t, _bump(r.compact_count), r.compact_count, r.user_record_type, 0, 0, 0,
+                                   r.file_index, r.body_offset, r.body_len, tx, r.id, 0, -1))
+        for r in info.records_to_delete:
+            tail.append(_PLAN.pack(DELETE_TX, DELETE_TX, 0, -1, 0, 0, 0, 0, r.file_index, r.body_offset,
+                                   r.body_len, tx, r.id, 0, -1))
+        if info.prepared:
+            tail.append(_PLAN.pack(PREPARE, 0, 0, -1, 0, 1 if info.invalid else 0, 0, 0, -1, 0, 0, tx, -1, 0,
+                                   len(extras)))
+            extras.append(bytes(info.extra or b""))
+    table = bytearray(256)
+    for t in settings.replaceable_types:
+        if 0 <= t < 256:
+            table[t] = 1
+    res = native.compact_layout(live_buf, load.live_sources, b"".join(tail),
+                                array("i", [len(x) for x in extras]).tobytes(), bytes(table), settings.file_size,
+                                load.max_id)
+    if res[0] is None:
+        raise _too_big(res[1], settings.file_size)
+    plan, outs, live_bytes, adds, repl, marker = res
+    report.live_bytes = live_bytes
+    report.reasons = needs_compact(report.data_files, settings.file_size, live_bytes, adds, repl, settings)
+    report.outputs = [OutputFile(name="", file_id=first_id + k, records=r, used=u) for k, (r, u) in enumerate(outs)]
+    return _Prepared(opened, load, report, None, first_id, next_id, marker, plan, tuple(extras))
 
 
 class _CmpSink:
@@ -601,12 +629,16 @@ class _CmpSink:
 
 def _write_outputs(prep: _Prepared, directory: Path, names: list[str], reference: Path | None,
                    created: list[Path]) -> None:
-    """Second pass: encode every record into its output buffer (bodies read from the source now)."""
+    """Second pass: encode every record into its output buffer (bodies read from the source now), write
+    each buffer whole and fsync it."""
     s = prep.report.settings
     sink = _CmpSink(directory, names, s.file_size, reference, created, prep.report.warnings)
+    if prep.plan is not None:
+        _fill_native(prep, sink)
+        return
     layout = _Layout(s.file_size, prep.first_id, sink)
     opened = prep.opened
-    for item in _items(prep.load, prep.tx_ids, s.replaceable_types, prep.marker):
+    for item in _items(prep.load, prep.sources, s.replaceable_types, prep.marker):
         body = None
         if item.src is not None and item.src[2]:
             fi, off, ln = item.src
@@ -618,6 +650,43 @@ def _write_outputs(prep: _Prepared, directory: Path, names: list[str], reference
     files = layout.finish()
     if [(f.file_id, f.records, f.used) for f in files] != [(f.file_id, f.records, f.used) for f in prep.report.outputs]:
         raise AmqtoolError("internal error: write pass disagrees with the plan")  # pragma: no cover
+
+
+def _fill_native(prep: _Prepared, sink: "_CmpSink") -> None:
+    """The write pass of a native plan: ``compact_fill`` encodes each output file's records into one
+    buffer (version-2 records copied whole, neighbours in one pread, tag and compactCount rewritten)."""
+    opened = prep.opened
+    files = opened.files
+    versions = bytes(min(max(f.version, 0), 255) for f in files)
+    buf = sink.buffer
+    start = 0
+    for k, out in enumerate(prep.report.outputs):
+        stop = start + out.records
+        buf[0:HEADER_SIZE] = FileHeader(FORMAT_VERSION, 0, out.file_id).encode()
+        fds = array("i", [-1]) * len(files)
+        try:
+            for fi in native.compact_sources(prep.plan, start, stop, len(files)):
+                try:
+                    fds[fi] = os.open(files[fi].path, os.O_RDONLY | os.O_CLOEXEC)
+                except OSError as err:
+                    raise UnknownStoreError(f"cannot open journal file: {err.strerror}",
+                                            path=str(files[fi].path)) from None
+            try:
+                bad = native.compact_fill(prep.plan, start, stop, buf, file_tag(out.file_id), fds, versions,
+                                          prep.extras, out.used)
+            except OSError as err:
+                raise AmqtoolError(f"reading a journal file failed while compacting: {err.strerror or err}",
+                                   path=str(opened.journal.directory)) from None
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+        if bad is not None:
+            fi, off = bad
+            raise AmqtoolError("journal file changed or shrank while compacting: the record the load found "
+                               "there is gone", path=str(files[fi].path), offset=off)
+        sink.close_file(k, buf, out.used)
+        start = stop
 
 
 def _reference_file(prep: _Prepared) -> Path | None:

@@ -55,6 +55,7 @@ LiveRecord = namedtuple(
 )
 _new_live = tuple.__new__  # _new_live(LiveRecord, (...)) skips namedtuple argument parsing
 
+_SOURCE = struct.Struct(native.SOURCE_FORMAT)  # LoadResult.live_sources entries: tx id, record type
 _LIVE = struct.Struct(native.LIVE_FORMAT)  # id, user_record_type, is_update, compact_count, file_index,
 #                                            body_offset, body_len: LiveRecord's fields in its order
 
@@ -243,6 +244,9 @@ class LoadResult:
     scans: list[FileScan]
     anomalies: list[Anomaly]
     anomaly_counts: dict[str, int]
+    # load_journal(sources=True): per live entry, in list order, the record it came from, packed as
+    # native.SOURCE_FORMAT ("=qB": transaction id or -1, record type ADD/UPDATE/ADD_TX/UPDATE_TX)
+    live_sources: bytes | None = None
 
     @property
     def files(self) -> list[JournalFile]:
@@ -313,6 +317,7 @@ def load_journal(
     progress: Callable[[int], None] | None = None,
     record_filter: Callable[[tuple], bool] | None = None,
     use_native: bool | None = None,
+    sources: bool = False,
 ) -> LoadResult:
     """Load the live state of ``opened`` as ``JournalImpl.load(..., fixBadTx=false)`` would.
 
@@ -321,19 +326,20 @@ def load_journal(
     inspects the gaps between records; :func:`file_gaps` turns tuples into FileGaps). ``progress(n)``
     receives bytes scanned. ``check_tag=False`` accepts records of earlier uses of reused files
     (``--reclaimed``). ``record_filter`` (keep a scanner tuple or not) needs the Python load; ``use_native``
-    forces one implementation (None: C when built).
+    forces one implementation (None: C when built). ``sources=True`` fills ``LoadResult.live_sources``.
     """
     if use_native is None:
         use_native = native.HAVE_NATIVE_LOADER and record_filter is None
     if use_native:
         if record_filter is not None:
             raise ValueError("record_filter needs the Python load")
-        return _load_native(opened, check_tag, on_file, progress)
+        return _load_native(opened, check_tag, on_file, progress, sources)
     scan = native.scan_records
 
     entries: dict[int, LiveRecord] = {}  # sequence -> entry, in the order Artemis' list would hold them
     by_id: dict[int, list[int]] = {}
     deleted: set[int] = set()
+    srcs: dict[int, tuple[int, int]] | None = {} if sources else None  # sequence -> (tx id, record type)
     live_ids: set[int] = set()  # JournalImpl.records keys
     txs: dict[int, _Tx] = {}  # LinkedHashMap: failed/prepared are reported in first-seen order
     anomalies: list[Anomaly] = []
@@ -348,13 +354,15 @@ def load_journal(
         if n < MAX_ANOMALY_EXAMPLES:
             anomalies.append(Anomaly(code, fi, off, ids))
 
-    def append(entry: LiveRecord) -> None:
+    def append(entry: LiveRecord, tx_id: int, rtype: int) -> None:
         nonlocal seq
         rid = entry.id
         if rid in deleted:
             return  # Artemis drops every entry of a deleted id at the end of the load
         seq += 1
         entries[seq] = entry
+        if srcs is not None:
+            srcs[seq] = (tx_id, rtype)
         lst = by_id.get(rid)
         if lst is None:
             by_id[rid] = [seq]
@@ -365,6 +373,8 @@ def load_journal(
         deleted.add(rid)
         for s in by_id.pop(rid, ()):
             del entries[s]
+            if srcs is not None:
+                del srcs[s]
 
     for fi, jf in enumerate(opened.files):
         data = opened.read_file(fi)
@@ -383,13 +393,13 @@ def load_journal(
                 if rid > max_id:
                     max_id = rid
                 has_data = True
-                append(_new_live(LiveRecord, (rid, utype, False, cc, fi, off + body_start[t], body_len)))
+                append(_new_live(LiveRecord, (rid, utype, False, cc, fi, off + body_start[t], body_len)), -1, t)
                 live_ids.add(rid)
             elif t == UPDATE:
                 if rid > max_id:
                     max_id = rid
                 has_data = True
-                append(_new_live(LiveRecord, (rid, utype, True, cc, fi, off + body_start[t], body_len)))
+                append(_new_live(LiveRecord, (rid, utype, True, cc, fi, off + body_start[t], body_len)), -1, t)
                 if rid not in live_ids:
                     note("update-unknown-id", fi, off, id=rid)
             elif t == DELETE:
@@ -438,7 +448,7 @@ def load_journal(
                 found = tx.counter_for(fi)
                 if found == nrec:
                     for r in tx.records:
-                        append(r)
+                        append(r, tx_id, UPDATE_TX if r.is_update else ADD_TX)
                         live_ids.add(r.id)
                     for r in tx.deletes:
                         live_ids.discard(r.id)
@@ -486,6 +496,7 @@ def load_journal(
         scans=scans,
         anomalies=anomalies,
         anomaly_counts=counts,
+        live_sources=(b"".join(_SOURCE.pack(*v) for v in srcs.values()) if srcs is not None else None),
     )
 
 
@@ -538,9 +549,9 @@ def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
     return {"txId": a}
 
 
-def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress) -> LoadResult:
+def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress, sources: bool = False) -> LoadResult:
     """load_journal through ``amqtool._native.Loader``: the same result as the loop above."""
-    loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES)
+    loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES, sources=sources)
     want_gaps = on_file is not None
     scans: list[FileScan] = []
     with FileReader(opened) as reader:
@@ -580,4 +591,5 @@ def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress) -> L
         scans=scans,
         anomalies=anomalies,
         anomaly_counts=dict(counts),
+        live_sources=loader.sources() if sources else None,
     )
