@@ -136,7 +136,8 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     if active is not None:
         return active
     master = master or os.environ.get("MASTER") or DEFAULT_MASTER
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if (_is_local(master) or _loopback_master(master)) else None
+    if _is_local(master) or _loopback_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver and block manager bind loopback only
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for k, v in session_conf(master, local_dir=local_dir).items():
