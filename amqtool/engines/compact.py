@@ -585,11 +585,75 @@ def _plan_native(opened: OpenedJournal, load: LoadResult, report: JournalCompact
     return _Prepared(opened, load, report, None, first_id, next_id, marker, plan, tuple(extras))
 
 
+class _Syncer:
+    """fsync(2) of many files at once: each fsync's checkpoint is passed in the caller's order when it is
+    queued, the fsyncs themselves run on a few threads (``os.fsync`` releases the GIL), so the device gets
+    them together instead of one round trip each. :meth:`wait` returns once every queued file is durable
+    (and closed) and raises the first error. Use as a context manager; leaving it waits for every fsync."""
+
+    THREADS = 4
+    BATCH = 64  # files open at once at most
+
+    def __init__(self):
+        self._pool = None
+        self._pending: list = []
+
+    def __enter__(self) -> "_Syncer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._drain(raise_first=False)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def submit(self, fd: int, path: Path) -> None:
+        """Queue ``fd`` (owned from now on: closed once synced) for fsync."""
+        try:
+            atomic.checkpoint("fsync", path)
+        except BaseException:
+            os.close(fd)
+            raise
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="amqtool-fsync")
+        self._pending.append(self._pool.submit(_fsync_close, fd, path))
+        if len(self._pending) >= self.BATCH:
+            self.wait()
+
+    def wait(self) -> None:
+        self._drain(raise_first=True)
+
+    def _drain(self, raise_first: bool) -> None:
+        pending, self._pending = self._pending, []
+        first = None
+        for fut in pending:
+            try:
+                fut.result()
+            except OSError as err:
+                first = first or err
+        if first is not None and raise_first:
+            raise first
+
+
+def _fsync_close(fd: int, path: Path) -> None:
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, str(path)) from None
+    finally:
+        os.close(fd)
+
+
 class _CmpSink:
-    """Writes each finished output buffer whole to its ``.cmp`` file and fsyncs it."""
+    """Writes each finished output buffer whole to its ``.cmp`` file and queues its fsync (``syncer``)."""
 
     def __init__(self, directory: Path, names: list[str], file_size: int, reference: Path | None,
-                 created: list[Path], warnings: list[str]):
+                 created: list[Path], warnings: list[str], syncer: _Syncer):
+        self.syncer = syncer
         self.directory = directory
         self.names = names
         self.file_size = file_size
@@ -622,17 +686,25 @@ class _CmpSink:
                 pos += n
             if self.reference is not None:
                 self.warnings.extend(atomic.copy_owner_and_mode(self.reference, path))
-            atomic.fsync(fd, path)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self.syncer.submit(fd, path)  # durable before the caller's wait() returns
 
 
 def _write_outputs(prep: _Prepared, directory: Path, names: list[str], reference: Path | None,
                    created: list[Path]) -> None:
     """Second pass: encode every record into its output buffer (bodies read from the source now), write
     each buffer whole and fsync it."""
+    with _Syncer() as syncer:
+        _write_outputs_synced(prep, directory, names, reference, created, syncer)
+        syncer.wait()
+
+
+def _write_outputs_synced(prep: _Prepared, directory: Path, names: list[str], reference: Path | None,
+                          created: list[Path], syncer: _Syncer) -> None:
     s = prep.report.settings
-    sink = _CmpSink(directory, names, s.file_size, reference, created, prep.report.warnings)
+    sink = _CmpSink(directory, names, s.file_size, reference, created, prep.report.warnings, syncer)
     if prep.plan is not None:
         _fill_native(prep, sink)
         return
@@ -778,35 +850,47 @@ def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_i
     has_data = {s.file.name for s in prep.load.scans if s.has_data}
     kept_free = 0
     attic = d / "attic"
-    for f in opened.files:
-        fate = OldFileFate(f.name, f.file_id, f.size, f.name in has_data)
-        report.old_files.append(fate)
-        path = d / f.name
-        if f.size != settings.file_size:
-            attic.mkdir(exist_ok=True)
-            if len(os.listdir(attic)) < settings.max_attic_files:
-                atomic.rename(path, attic / f.name)
-                fate.fate = "attic"
+    attic_used = False
+    # Every step below is undone or redone by the control file until it is gone (Artemis' rollforward
+    # deletes each listed old file that exists and renames each .cmp that exists), so none needs to be
+    # durable on its own: the reinitialised headers are fsynced together and the directory once, all before
+    # the control file's removal, which is what must not become durable ahead of them.
+    with _Syncer() as syncer:
+        for f in opened.files:
+            fate = OldFileFate(f.name, f.file_id, f.size, f.name in has_data)
+            report.old_files.append(fate)
+            path = d / f.name
+            if f.size != settings.file_size:
+                attic.mkdir(exist_ok=True)
+                if len(os.listdir(attic)) < settings.max_attic_files:
+                    atomic.rename(path, attic / f.name, sync_dir=False)
+                    attic_used = True
+                    fate.fate = "attic"
+                else:
+                    atomic.unlink(path, sync_dir=False)
+                    fate.fate = "deleted"
+            elif _pool_keep(kept_free, len(names), settings):
+                next_id += 1
+                fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    atomic.checkpoint("write", path)
+                    os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, next_id).encode(), 0)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                syncer.submit(fd, path)
+                fate.fate = "reinitialised"
+                fate.new_file_id = next_id
+                kept_free += 1
             else:
-                atomic.unlink(path)
+                atomic.unlink(path, sync_dir=False)
                 fate.fate = "deleted"
-        elif _pool_keep(kept_free, len(names), settings):
-            next_id += 1
-            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                atomic.checkpoint("write", path)
-                os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, next_id).encode(), 0)
-                atomic.fsync(fd, path)
-            finally:
-                os.close(fd)
-            fate.fate = "reinitialised"
-            fate.new_file_id = next_id
-            kept_free += 1
-        else:
-            atomic.unlink(path)
-            fate.fate = "deleted"
+        syncer.wait()
     for cmp, final in zip(cmp_names, names):
-        atomic.rename(d / cmp, d / final)
+        atomic.rename(d / cmp, d / final, sync_dir=False)
+    if attic_used:
+        atomic.fsync_dir(attic)
+    atomic.fsync_dir(d)
     atomic.unlink(d / CONTROL_FILE_NAME)
 
 
