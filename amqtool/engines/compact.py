@@ -35,11 +35,19 @@ when the highest record id (``maxID``) belongs to a record that is not kept, an 
 (userRecordType 0, empty body) is appended so that load still reports the same maxID. Neither record is
 ever handed to the broker (load removes deleted ids from its list).
 
+How (performance): the load keeps each live entry's source record type and transaction id
+(``load_journal(sources=True)``); the layout and the encoding of each output file run in C
+(native/compact_write.c: version-2 records are copied whole, neighbours with one ``pread``, only tag and
+compactCount rewritten), with :func:`_items`/:class:`_Layout` as the Python reference and fallback. Memory:
+the packed live list and the plan (58 bytes a record) plus one output file's buffer.
+
 Switch-over (``JournalImpl.compact`` + ``renameFiles`` + ``checkControlFile``, §4.3): the new files are
 written as ``<name>.cmp`` and fsynced; ``journal-rename-control.ctr`` (old names, ``.cmp`` names) is
 written to a temporary name, fsynced and renamed into place, and the directory fsynced: **that rename is
 the commit point**. Then each old file goes to the attic (wrong size), is reinitialised with a new header
-fileID (pool not full) or deleted; each ``.cmp`` is renamed to its final name; the control file is deleted.
+fileID (pool not full) or deleted; each ``.cmp`` is renamed to its final name; the reinitialised files and the
+directory are fsynced (together, not one round trip per step: the control file makes each step redoable
+until it is gone); the control file is deleted.
 A crash before the commit leaves ``.cmp`` files that Artemis (and :func:`open_journal`) discards; a crash
 after it is rolled forward by Artemis' ``checkControlFile`` at the next start. Every old file, including
 the empty (free) ones, is listed in the control file, because every one of them is rewritten or removed
