@@ -233,6 +233,8 @@ def load_view(store, view: PagingJournalView | None = None) -> PagingJournalView
 
     if view is None:
         view = PagingJournalView()
+    if view.bindings_loaded and view.messages_loaded:
+        return view
     for journal in store.journals():
         if view.bindings_loaded if journal.kind == "bindings" else view.messages_loaded:
             continue
