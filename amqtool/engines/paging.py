@@ -32,6 +32,7 @@ import hashlib
 import json
 import mmap
 import os
+import struct
 from array import array
 from collections import Counter
 from contextlib import ExitStack
@@ -60,6 +61,8 @@ from amqtool.formats.artemis.paging import (
 )
 from amqtool.formats.artemis.primitives import Reader, simple_string_hash
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+_LIVE = struct.Struct(native.LIVE_FORMAT)  # a packed live entry of the C load (LiveRecord's field order)
 
 PAGE_TX_COMMITTED = "committed"
 PAGE_TX_PREPARED = "prepared"
@@ -125,23 +128,36 @@ class PagingJournalView:
 
     def add_messages(self, result) -> None:
         """Page transactions, cursor acks, page-complete and counter records, and large-message headers.
-        Call while the journal is open (bodies are read from its files)."""
-        from amqtool.engines.broker_state import _read_small
+        Call while the journal is open (bodies are read from its files, each file once: a store holds
+        many cursor acks and can hold many prepared transactions)."""
+        from amqtool.engines.load import LiveList
 
         self.messages_loaded = True
         live = result.live
-        bodies = _read_small(result, live, _PAGING_TYPES)
-        for i, body in bodies.items():
-            self._live(live[i], body)
-        for txs, target in ((result.prepared, self.page_tx_prepared), (result.failed, self.page_tx_failed)):
-            for tx in txs:
-                tb = _read_small(result, tx.records, frozenset({R.PAGE_TRANSACTION, R.ADD_LARGE_MESSAGE}))
-                for i, body in tb.items():
-                    rec = tx.records[i]
-                    if rec.user_record_type == R.PAGE_TRANSACTION and len(body) >= 8:
-                        target.setdefault(_i64(body), tx.tx_id)
-                    elif rec.user_record_type == R.ADD_LARGE_MESSAGE and tx.prepared and not tx.invalid:
-                        self._large(rec.id, body, "prepared")
+        if isinstance(live, LiveList):  # C load: no LiveRecord for the entries paging does not want
+            buf, unpack, size = live.buffer, _LIVE.unpack_from, _LIVE.size
+            wanted = [unpack(buf, i * size) for i in live.indexes_of_types(_PAGING_TYPES)]
+        else:
+            wanted = [rec for rec in live if rec.user_record_type in _PAGING_TYPES]
+        tx_types = (R.PAGE_TRANSACTION, R.ADD_LARGE_MESSAGE)
+        in_txs = [[(tx, target, rec) for rec in tx.records if rec.user_record_type in tx_types]
+                  for txs, target in ((result.prepared, self.page_tx_prepared), (result.failed, self.page_tx_failed))
+                  for tx in txs]
+        bodies = _bodies(result, wanted + [rec for group in in_txs for _, _, rec in group])
+        # in file order, as each record's body is read (the last counter value of a queue wins)
+        order = sorted(range(len(wanted)), key=lambda i: wanted[i][4])
+        for i in order:
+            self._live(wanted[i], bodies[i])
+        k = len(wanted)
+        for group in in_txs:
+            for j in sorted(range(len(group)), key=lambda j: group[j][2][4]):
+                tx, target, rec = group[j]
+                body = bodies[k + j]
+                if rec.user_record_type == R.PAGE_TRANSACTION and len(body) >= 8:
+                    target.setdefault(_i64(body), tx.tx_id)
+                elif rec.user_record_type == R.ADD_LARGE_MESSAGE and tx.prepared and not tx.invalid:
+                    self._large(rec.id, body, "prepared")
+            k += len(group)
 
     def add_journal(self, journal, result) -> None:
         """:meth:`add_bindings` or :meth:`add_messages` by ``journal.kind`` (a command's load hook)."""
@@ -158,10 +174,11 @@ class PagingJournalView:
             self.large.setdefault(rid, JournalLarge(rid, None, state, decodable=False))
 
     def _live(self, rec, body: bytes) -> None:
-        t = rec.user_record_type
+        """One surviving record: ``rec`` in LiveRecord's field order (a LiveRecord or a packed entry)."""
+        rid, t, is_update = rec[0], rec[1], rec[2]
         n = len(body)
         if t == R.ADD_LARGE_MESSAGE:
-            self._large(rec.id, body, "live")
+            self._large(rid, body, "live")
             return
         if n < 8:
             self.undecodable += 1
@@ -169,8 +186,8 @@ class PagingJournalView:
         if t == R.PAGE_TRANSACTION:
             tx = _i64(body)
             self.page_tx.add(tx)
-            if not rec.is_update and n >= 12:
-                self.page_tx_adds[tx] = (rec.id, _i32(body, 8))
+            if not is_update and n >= 12:
+                self.page_tx_adds[tx] = (rid, _i32(body, 8))
         elif t in (R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE):
             if n < 20:
                 self.undecodable += 1
@@ -222,6 +239,22 @@ class PagingJournalView:
         for q, inc in self.counter_inc.items():
             out[q] = out.get(q, 0) + inc
         return out
+
+
+def _bodies(result, records) -> list[bytes]:
+    """The bodies of ``records`` (LiveRecord field order: file index 4, body offset 5, length 6), reading
+    each journal file once."""
+    by_file: dict[int, list[int]] = {}
+    for i, rec in enumerate(records):
+        by_file.setdefault(rec[4], []).append(i)
+    out: list[bytes] = [b""] * len(records)
+    for fi in sorted(by_file):
+        data = result.opened.read_file(fi)
+        for i in by_file[fi]:
+            off, ln = records[i][5], records[i][6]
+            out[i] = bytes(data[off:off + ln])
+        del data
+    return out
 
 
 def load_view(store, view: PagingJournalView | None = None) -> PagingJournalView:
