@@ -63,6 +63,7 @@ from amqtool.formats.artemis.primitives import Reader, simple_string_hash
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
 _LIVE = struct.Struct(native.LIVE_FORMAT)  # a packed live entry of the C load (LiveRecord's field order)
+_CURSOR = struct.Struct(">qqi")  # ACKNOWLEDGE_CURSOR / PAGE_CURSOR_COMPLETE: queue, page, message number
 
 PAGE_TX_COMMITTED = "committed"
 PAGE_TX_PREPARED = "prepared"
@@ -146,8 +147,17 @@ class PagingJournalView:
         bodies = _bodies(result, wanted + [rec for group in in_txs for _, _, rec in group])
         # in file order, as each record's body is read (the last counter value of a queue wins)
         order = sorted(range(len(wanted)), key=lambda i: wanted[i][4])
+        ack, ack_fields, acks = R.ACKNOWLEDGE_CURSOR, _CURSOR.unpack_from, self.acks
         for i in order:
-            self._live(wanted[i], bodies[i])
+            rec, body = wanted[i], bodies[i]
+            if rec[1] == ack and len(body) >= 20:  # most paging records: inline
+                q, page, msg = ack_fields(body)
+                positions = acks.get(q)
+                if positions is None:
+                    positions = acks[q] = set()
+                positions.add((page, msg))
+            else:
+                self._live(rec, body)
         k = len(wanted)
         for group in in_txs:
             for j in sorted(range(len(group)), key=lambda j: group[j][2][4]):
@@ -241,16 +251,28 @@ class PagingJournalView:
         return out
 
 
+_PREAD_BELOW = 8192  # file bytes per wanted record below which the whole file is read instead
+
+
 def _bodies(result, records) -> list[bytes]:
-    """The bodies of ``records`` (LiveRecord field order: file index 4, body offset 5, length 6), reading
-    each journal file once."""
+    """The bodies of ``records`` (LiveRecord field order: file index 4, body offset 5, length 6): one pread
+    each where they are sparse in their file (paging records spread over a large journal), else the file
+    read once."""
     by_file: dict[int, list[int]] = {}
     for i, rec in enumerate(records):
         by_file.setdefault(rec[4], []).append(i)
     out: list[bytes] = [b""] * len(records)
+    opened = result.opened
     for fi in sorted(by_file):
-        data = result.opened.read_file(fi)
-        for i in by_file[fi]:
+        wanted = by_file[fi]
+        if len(wanted) * _PREAD_BELOW < result.files[fi].size:
+            pread = opened.pread
+            for i in wanted:
+                off, ln = records[i][5], records[i][6]
+                out[i] = pread(fi, off, ln) if ln else b""
+            continue
+        data = opened.read_file(fi)
+        for i in wanted:
             off, ln = records[i][5], records[i][6]
             out[i] = bytes(data[off:off + ln])
         del data
