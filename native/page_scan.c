@@ -15,7 +15,9 @@
  * (persister 4), unknown persisters, and any record that does not decode -- are handed back: the walk stops
  * with status HANDBACK at that record and Python (the reference path) takes it, then resumes after it. So
  * error texts and the rare kinds stay in one place, and results are identical to the Python path
- * (tests/native/test_page_scan.py holds the two equal).
+ * (tests/native/test_page_scan.py holds the two equal). The walk runs without the GIL (taking it back only
+ * for an address not seen before and, in mode 1, for each record of a page transaction not committed), so
+ * print formats two runs of records at once on two cores.
  *
  * Returns (status, pos, number, length, text):
  *   status 0..4  the framing ended: "end", "short-tail", "bad-start-marker", "bad-length", "bad-end-marker";
@@ -424,6 +426,7 @@ typedef struct {
     size_t n, cap;
 } outbuf;
 
+/* No Python error set on failure: the walk runs without the GIL (the caller raises MemoryError). */
 static int ob_reserve(outbuf *o, size_t more) {
     if (o->n + more <= o->cap)
         return 0;
@@ -431,10 +434,8 @@ static int ob_reserve(outbuf *o, size_t more) {
     while (cap < o->n + more)
         cap *= 2;
     char *p = PyMem_RawRealloc(o->p, cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
+    if (p == NULL)
         return -1;
-    }
     o->p = p;
     o->cap = cap;
     return 0;
@@ -469,7 +470,12 @@ static const char hexdig[] = "0123456789abcdef";
 typedef struct {
     PyObject *raw;  /* bytes of the last address seen (flag + text) */
     PyObject *json; /* its JSON text, UTF-8 bytes */
+    int ascii;      /* every text written so far is ASCII */
+    PyThreadState *ts; /* the walk runs without the GIL: a miss takes it back for the Python calls */
 } addr_cache;
+
+static int address_json_miss(addr_cache *c, PyObject *dumps, const unsigned char *b, Py_ssize_t s,
+                             Py_ssize_t n);
 
 static int address_json(addr_cache *c, PyObject *dumps, const unsigned char *b, Py_ssize_t s, Py_ssize_t n,
                         const char **out, Py_ssize_t *out_len) {
@@ -483,6 +489,22 @@ static int address_json(addr_cache *c, PyObject *dumps, const unsigned char *b, 
         *out_len = PyBytes_GET_SIZE(c->json);
         return 0;
     }
+    PyEval_RestoreThread(c->ts);
+    int rc = address_json_miss(c, dumps, b, s, n);
+    c->ts = PyEval_SaveThread();
+    if (rc < 0)
+        return -1;
+    *out = PyBytes_AS_STRING(c->json);
+    *out_len = PyBytes_GET_SIZE(c->json);
+    for (Py_ssize_t i = 0; i < *out_len; i++)
+        if ((unsigned char)(*out)[i] >= 0x80)
+            c->ascii = 0;
+    return 0;
+}
+
+/* With the GIL: decode the address, json.dumps it, keep it as the cache's entry. */
+static int address_json_miss(addr_cache *c, PyObject *dumps, const unsigned char *b, Py_ssize_t s,
+                             Py_ssize_t n) {
     int order = -1; /* little-endian */
     PyObject *text = PyUnicode_DecodeUTF16((const char *)b + s, n, "surrogatepass", &order);
     if (text == NULL)
@@ -502,8 +524,6 @@ static int address_json(addr_cache *c, PyObject *dumps, const unsigned char *b, 
     }
     Py_XSETREF(c->raw, raw);
     Py_XSETREF(c->json, utf8);
-    *out = PyBytes_AS_STRING(c->json);
-    *out_len = PyBytes_GET_SIZE(c->json);
     return 0;
 }
 
@@ -513,7 +533,7 @@ static const char *const q_json[] = {"\"acked\"", "\"page-complete\"", "\"no-que
 /* Size of a nullable simple string as Writer writes it. */
 static inline int64_t nss_size(Py_ssize_t s, Py_ssize_t n) { return s < 0 ? 1 : 5 + (int64_t)n; }
 
-/* PagedEntry.to_json for a fast-path record. */
+/* PagedEntry.to_json for a fast-path record (without the GIL): -1 a Python error is set, -2 no memory. */
 static int record_json(outbuf *o, const unsigned char *b, const rec_t *m, const tables_t *t, int64_t page,
                        int32_t number, Py_ssize_t offset, int safe, PyObject *dumps, addr_cache *ac) {
     const char *addr;
@@ -522,7 +542,7 @@ static int record_json(outbuf *o, const unsigned char *b, const rec_t *m, const 
         return -1;
     /* fixed text ~400 bytes, per queue ~60 */
     if (ob_reserve(o, 600 + (size_t)addr_len + 96 * (size_t)m->nq) < 0)
-        return -1;
+        return -2;
     int ts = tx_state(t, m->tx_id);
     OB_LIT(o, "{\"page\": ");
     ob_int(o, page);
@@ -658,7 +678,7 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     PyObject *result = NULL;
     outbuf o = {NULL, 0, 0};
-    addr_cache ac = {NULL, NULL};
+    addr_cache ac = {NULL, NULL, 1, NULL};
     if (mode != MODE_FRAME && tables_get(tabobj, &t) < 0)
         goto done;
     if (mode != MODE_FRAME) {
@@ -687,6 +707,9 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
     int status = ST_END;
     int32_t length = -1;
     Py_ssize_t done_records = 0;
+    int failed = 0, nomem = 0; /* a Python error is set (failed), or MemoryError is due (nomem) */
+    /* The walk runs without the GIL (print formats pages in two threads); Python calls take it back. */
+    ac.ts = PyEval_SaveThread();
     while (1) {
         if (size - pos < 6) {
             status = pos == size ? ST_END : ST_SHORT_TAIL;
@@ -741,31 +764,48 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
                 if (pending && (ts == TX_NONE || ts == TX_COMMITTED))
                     acc[1]++;
                 if (ts == TX_NOT_FOUND || ts == TX_PREPARED) {
+                    PyEval_RestoreThread(ac.ts);
                     PyObject *v = PyLong_FromLongLong(m.tx_id);
-                    if (v == NULL || PyList_Append(PyTuple_GET_ITEM(lists, ts == TX_NOT_FOUND ? 0 : 1), v) < 0) {
-                        Py_XDECREF(v);
-                        goto done;
-                    }
-                    Py_DECREF(v);
+                    failed = v == NULL || PyList_Append(PyTuple_GET_ITEM(lists, ts == TX_NOT_FOUND ? 0 : 1), v) < 0;
+                    Py_XDECREF(v);
+                    ac.ts = PyEval_SaveThread();
+                    if (failed)
+                        break;
                 }
             } else {
-                if (ob_reserve(&o, 4) < 0)
-                    goto done;
+                if (ob_reserve(&o, 4) < 0) {
+                    nomem = 1;
+                    break;
+                }
                 if (acc[0])
                     acc[0] = 0;
                 else
                     o.p[o.n++] = ',';
                 OB_LIT(&o, "\n  ");
-                if (record_json(&o, b, &m, &t, page, number, pos, safe, dumps, &ac) < 0)
-                    goto done;
+                int rc = record_json(&o, b, &m, &t, page, number, pos, safe, dumps, &ac);
+                if (rc < 0) {
+                    *(rc == -2 ? &nomem : &failed) = 1;
+                    break;
+                }
             }
         }
         number++;
         done_records++;
         pos = nxt;
     }
+    PyEval_RestoreThread(ac.ts);
+    if (nomem)
+        PyErr_NoMemory();
+    if (nomem || failed)
+        goto done;
     PyObject *text;
-    if (mode == MODE_JSON) {
+    if (mode == MODE_JSON && ac.ascii) { /* the common case: no UTF-8 to validate */
+        text = PyUnicode_New((Py_ssize_t)o.n, 127);
+        if (text == NULL)
+            goto done;
+        if (o.n)
+            memcpy(PyUnicode_DATA(text), o.p, o.n);
+    } else if (mode == MODE_JSON) {
         text = PyUnicode_DecodeUTF8(o.p ? o.p : "", (Py_ssize_t)o.n, "surrogatepass");
         if (text == NULL)
             goto done;

@@ -34,7 +34,8 @@ import mmap
 import os
 import struct
 from array import array
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -796,44 +797,46 @@ def iter_paging_json(store, *, safe: bool = False, max_pages: int = -1,
     tables = WalkTables(view) if use_native else None
     large_by_page: list[list[tuple[int, dict | None]]] = []  # per store: (page, its core large messages)
     yield '{"directory": %s, "stores": [' % dumps(str(store.paging_dir) if store.paging_dir is not None else None)
-    for si, ps in enumerate(stores):
-        pages = []
-        errors: list = []
-        store_large: list[tuple[int, dict | None]] = []
-        large_by_page.append(store_large)
-        yield ("" if si == 0 else ", ") + '{"address": %s, "folder": %s, "numberOfPages": %d, "firstPage": %s, ' \
-            '"currentPage": %d, "missingPages": %s, "messages": [' % (
-                dumps(ps.address), dumps(str(ps.folder)), ps.page_files, dumps(ps.first_page), ps.current_page,
-                dumps(ps.missing_pages()))
-        first = [True]
-        for i, pid in enumerate(sorted(ps.pages)):
-            if 0 <= max_pages <= i:
-                break
-            try:
-                if use_native:
-                    with PageFile(ps.page_path(pid)) as pf:
-                        end = page_framing(pf.buf, pf.size)
-                        pages.append(_page_json(ps, pid, end))
-                        large: list[dict | None] = [{}]
-                        for text in _json_page_native(ps, pid, pf.buf, view, tables, errors, safe,
-                                                      store.large_messages_dir, first, large):
-                            yield text
-                        store_large.append((pid, large[0]))  # None: the pass stopped early, scan it again
-                    continue
-                with PageFile(ps.page_path(pid)) as pf:
-                    end = page_framing(pf.buf, pf.size)
-                pages.append(_page_json(ps, pid, end))
-                for e in _entries_of_page(ps, pid, view, errors):
-                    yield ("" if first[0] else ",") + "\n  " + dumps(e.to_json(safe, store.large_messages_dir),
-                                                                     ensure_ascii=False)
-                    first[0] = False
-            except OSError as err:
-                pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
-        yield '], "pages": %s, "undecodable": %s}' % (dumps(pages), dumps(
-            [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)} for _, pid, n, off, err in errors]))
+    with ExitStack() as stack:
+        pool = stack.enter_context(ThreadPoolExecutor(_json_workers())) if use_native else None
+        for si, ps in enumerate(stores):
+            yield from _json_store(store, si, ps, view, tables, pool, safe, max_pages, large_by_page)
     yield '], "notes": %s' % dumps([{"code": n.code, "path": n.path, "message": n.message} for n in notes])
     paged = _paged_large_ids(store, stores, large_by_page) if use_native else None
     yield ', "largeMessages": %s}' % dumps(large_messages_json(store, view, paged))
+
+
+def _json_store(store, si: int, ps: PageStore, view, tables, pool, safe: bool, max_pages: int,
+                large_by_page: list) -> Iterator[str]:
+    """One item of the ``stores`` array: through the C walk when ``pool`` is given, else the Python path."""
+    dumps = json.dumps
+    pages = []
+    errors: list = []
+    store_large: list[tuple[int, dict | None]] = []
+    large_by_page.append(store_large)
+    yield ("" if si == 0 else ", ") + '{"address": %s, "folder": %s, "numberOfPages": %d, "firstPage": %s, ' \
+        '"currentPage": %d, "missingPages": %s, "messages": [' % (
+            dumps(ps.address), dumps(str(ps.folder)), ps.page_files, dumps(ps.first_page), ps.current_page,
+            dumps(ps.missing_pages()))
+    first = [True]
+    pids = sorted(ps.pages)[:max_pages] if max_pages >= 0 else sorted(ps.pages)
+    if pool is not None:
+        yield from _json_pages_native(ps, pids, view, tables, pool, safe, store.large_messages_dir, pages,
+                                      errors, store_large)
+        pids = []
+    for pid in pids:
+        try:
+            with PageFile(ps.page_path(pid)) as pf:
+                end = page_framing(pf.buf, pf.size)
+            pages.append(_page_json(ps, pid, end))
+            for e in _entries_of_page(ps, pid, view, errors):
+                yield ("" if first[0] else ",") + "\n  " + dumps(e.to_json(safe, store.large_messages_dir),
+                                                                 ensure_ascii=False)
+                first[0] = False
+        except OSError as err:
+            pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
+    yield '], "pages": %s, "undecodable": %s}' % (dumps(pages), dumps(
+        [{"page": pid, "messageNumber": n, "offset": off, "error": str(err)} for _, pid, n, off, err in errors]))
 
 
 def _page_json(ps: PageStore, pid: int, end: PageScanEnd) -> dict:
@@ -841,53 +844,138 @@ def _page_json(ps: PageStore, pid: int, end: PageScanEnd) -> dict:
             "endOffset": end.offset}
 
 
-_JSON_RUN = 4096  # paged messages per C call: bounds the text held at once
+_JSON_RUN = 4096  # paged messages per C call and per task: bounds the text held at once
 
 
-def _json_page_native(ps: PageStore, pid: int, buf, view: PagingJournalView, tables: WalkTables, errors: list,
-                      safe: bool, large_dir, first: list, large: list) -> Iterator[str]:
-    """The page's ``messages`` items as :func:`iter_paging_json`'s Python path writes them: the C walk
-    (mode 2) formats the core and AMQP messages, the records it hands back (core and AMQP large messages,
-    records that do not decode) go through :class:`PagedEntry` here. ``first[0]``: nothing written yet in
-    this store's array. ``large[0]`` collects the page's core large messages (message id -> declared size, as
-    :func:`_page_large_ids` finds them); it becomes None when the pass cannot stand for that scan (a record
-    that does not decode)."""
-    walk = native.page_walk
-    dumps = json.dumps
-    table = tables.page(pid)
-    flag = array("q", [1 if first[0] else 0])
-    pos = number = 0
-    try:
-        while True:
-            status, pos, number, length, text = walk(buf, pos, number, _WALK_JSON, table, flag, None, pid, safe,
-                                                     _JSON_RUN, _dumps_unicode)
-            if text:
+def _json_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+@dataclass
+class _PageRuns:
+    """A page whose runs of records are being formatted: open until its last run is written."""
+
+    pid: int
+    file: "PageFile"
+    runs_left: int = 0
+    stopped: bool = False  # a record did not decode: the page's messages end there
+    large: dict | None = field(default_factory=dict)  # its core large messages (None: scan the page again)
+
+
+def _json_pages_native(ps: PageStore, pids: list[int], view: PagingJournalView, tables: WalkTables, pool,
+                       safe: bool, large_dir, pages: list, errors: list, store_large: list) -> Iterator[str]:
+    """The ``messages`` items of ``pids`` as the Python path writes them, formatted by the C walk (mode 2) in
+    runs of :data:`_JSON_RUN` records on ``pool``'s threads (the walk releases the GIL: SHA-256 of the bodies
+    is most of the work), written here in order with at most one run more than there are threads in flight.
+    Framing (``pages``), ``errors`` and the pages' core large messages (``store_large``: page -> message id
+    -> declared size, or None where the pass cannot stand for :func:`_page_large_ids`) as the Python path
+    finds them."""
+    pending: deque = deque()
+    first = True
+    opened: list[_PageRuns] = []
+    workers = _json_workers()  # the pool's size
+
+    def written(state: _PageRuns, future) -> Iterator[str]:
+        nonlocal first
+        texts, errs, large, stopped = future.result()
+        if not state.stopped:
+            errors.extend(errs)
+            if large is None:
+                state.large = None
+            elif state.large is not None:
+                state.large.update(large)
+            for text in texts:
+                if first and text:
+                    text, first = text[1:], False  # every run's items start with ","
                 yield text
-            if status == _WALK_PAUSE:
-                continue
-            if status != _WALK_HANDBACK:
-                return
-            start, stop = pos + 5, pos + 5 + length
-            try:
-                sr = summarize_record(buf, start, stop)
-                if sr.header is not None and large[0] is not None:
-                    large[0][sr.message_id] = _declared_size(buf, sr.header)
-            except FormatError:
-                large[0] = None
-            try:
-                pm = PagedMessage.read(Reader(buf, start, stop))
-            except FormatError as err:
-                errors.append((ps, pid, number, pos, err))
-                large[0] = None
-                return
-            states = [(q, view.queue_state(q, pid, number)) for q in pm.queue_ids]
-            entry = PagedEntry(ps.address, pid, number, pos, pm, view.tx_state(pm.transaction_id), states)
-            yield ("" if flag[0] else ",") + "\n  " + dumps(entry.to_json(safe, large_dir), ensure_ascii=False)
-            flag[0] = 0
-            pos += 6 + length
-            number += 1
+            state.stopped = stopped
+        state.runs_left -= 1
+        if state.runs_left == 0:
+            store_large.append((state.pid, state.large))
+            state.file.close()
+
+    try:
+        for state, pos, number, count in _page_runs(ps, pids, pages, opened):
+            pending.append((state, pool.submit(_json_run, ps, state, pos, number, count, view, tables, safe,
+                                               large_dir)))
+            while len(pending) > workers:
+                yield from written(*pending.popleft())
+        while pending:
+            yield from written(*pending.popleft())
     finally:
-        first[0] = bool(flag[0])
+        for _, future in pending:
+            future.cancel()
+        for _, future in pending:
+            if not future.cancelled():
+                future.exception()  # wait: its thread still reads the page
+        for state in opened:
+            state.file.close()
+
+
+def _page_runs(ps: PageStore, pids: list[int], pages: list, opened: list) -> Iterator[tuple]:
+    """(page, start offset, start message number, records) of each run of each page, the page's framing
+    appended to ``pages`` (C framing walk, :data:`_JSON_RUN` records at a time)."""
+    walk = native.page_walk
+    for pid in pids:
+        try:
+            pf = PageFile(ps.page_path(pid))
+        except OSError as err:
+            pages.append({"pageId": pid, "file": ps.pages[pid], "error": err.strerror})
+            continue
+        state = _PageRuns(pid, pf)
+        opened.append(state)
+        runs = []
+        pos = number = 0
+        while True:
+            status, npos, nnumber, length, _ = walk(pf.buf, pos, number, _WALK_FRAME, limit=_JSON_RUN)
+            runs.append((pos, number, nnumber - number))
+            if status != _WALK_PAUSE:
+                break
+            pos, number = npos, nnumber
+        pages.append(_page_json(ps, pid, _end_of_walk(status, npos, nnumber, length, pf.size)))
+        state.runs_left = len(runs)
+        for pos, number, count in runs:
+            yield state, pos, number, count
+
+
+def _json_run(ps: PageStore, state: _PageRuns, pos: int, number: int, count: int, view: PagingJournalView,
+              tables: WalkTables, safe: bool, large_dir):
+    """One run of records (in a worker thread): ``(texts, errors, large, stopped)``. The C walk formats the
+    core and AMQP messages; the records it hands back (core and AMQP large messages, records that do not
+    decode) go through :class:`PagedEntry` here."""
+    walk, dumps = native.page_walk, json.dumps
+    buf, pid = state.file.buf, state.pid
+    table = tables.page(pid)
+    flag = array("q", [0])  # items start with ","
+    texts: list[str] = []
+    errors: list = []
+    large: dict | None = {}
+    stop = number + count
+    while number < stop:
+        status, pos, number, length, text = walk(buf, pos, number, _WALK_JSON, table, flag, None, pid, safe,
+                                                 stop - number, _dumps_unicode)
+        if text:
+            texts.append(text)
+        if status != _WALK_HANDBACK:
+            break
+        start, end = pos + 5, pos + 5 + length
+        try:
+            sr = summarize_record(buf, start, end)
+            if sr.header is not None and large is not None:
+                large[sr.message_id] = _declared_size(buf, sr.header)
+        except FormatError:
+            large = None
+        try:
+            pm = PagedMessage.read(Reader(buf, start, end))
+        except FormatError as err:
+            errors.append((ps, pid, number, pos, err))
+            return texts, errors, None, True
+        states = [(q, view.queue_state(q, pid, number)) for q in pm.queue_ids]
+        entry = PagedEntry(ps.address, pid, number, pos, pm, view.tx_state(pm.transaction_id), states)
+        texts.append(",\n  " + dumps(entry.to_json(safe, large_dir), ensure_ascii=False))
+        pos += 6 + length
+        number += 1
+    return texts, errors, large, False
 
 
 _dumps_unicode = partial(json.dumps, ensure_ascii=False)  # an address's JSON, as the Python path writes it
