@@ -283,3 +283,16 @@ def test_hypothesis_pages(data):
         (root / "large-messages").mkdir()
         store = SimpleNamespace(paging_dir=root / "paging", large_messages_dir=root / "large-messages")
         assert_twins(store, view)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=12), st.builds(lambda b: b"{" + len(b).to_bytes(4, "big") + b + b"}",
+                                                              st.binary(max_size=30))), max_size=6).map(b"".join))
+def test_any_bytes_frame_as_the_python_scanner(page):
+    s = PageScanner(page)
+    n = len(list(s))
+    end = paging.page_framing(page, len(page))
+    assert end == s.end and end.records == n
+    found = paging._page_large_ids(page, len(page))
+    with python_only():
+        assert paging._page_large_ids(page, len(page)) == found
