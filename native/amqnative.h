@@ -39,4 +39,8 @@ PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_probe(PyObject *self, PyObject *noargs);
 PyObject *amq_uring_probe(PyObject *self, PyObject *noargs);
 
+/* sha256.c: SHA-256 through libcrypto, looked up at first use */
+int amq_sha256_ready(void);
+void amq_sha256(const unsigned char *d, size_t n, unsigned char md[32]);
+
 #endif

@@ -15,48 +15,11 @@
  */
 #include "amqnative.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
-/* libcrypto's low-level SHA-256 (SHA256_Init/Update/Final: no EVP fetch, no lock per call, which the one-shot
- * SHA256() of OpenSSL 3 costs). The context is opaque here: SHA256_CTX is 112 bytes, we give it 256. */
-typedef int (*sha_init_fn)(void *ctx);
-typedef int (*sha_update_fn)(void *ctx, const void *d, size_t n);
-typedef int (*sha_final_fn)(unsigned char *md, void *ctx);
-static sha_init_fn sha_init;
-static sha_update_fn sha_update;
-static sha_final_fn sha_final;
-static int sha256_looked_up = 0;
-
-
-static int find_sha256(void) {
-    if (!sha256_looked_up) {
-        static const char *const names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", NULL};
-        for (int i = 0; names[i] && sha_final == NULL; i++) {
-            void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-            if (h == NULL)
-                continue; /* the handle stays open for the life of the process */
-            sha_init = (sha_init_fn)dlsym(h, "SHA256_Init");
-            sha_update = (sha_update_fn)dlsym(h, "SHA256_Update");
-            sha_final = (sha_final_fn)dlsym(h, "SHA256_Final");
-            if (sha_init == NULL || sha_update == NULL || sha_final == NULL)
-                sha_init = NULL, sha_update = NULL, sha_final = NULL;
-        }
-        sha256_looked_up = 1;
-    }
-    return sha_final != NULL;
-}
-
-static void sha256(const unsigned char *d, size_t n, unsigned char *md) {
-    _Alignas(64) unsigned char ctx[256];
-    sha_init(ctx);
-    sha_update(ctx, d, n);
-    sha_final(md, ctx);
-}
-
 PyObject *amq_sha256_available(PyObject *self, PyObject *noargs) {
-    return PyBool_FromLong(find_sha256());
+    return PyBool_FromLong(amq_sha256_ready());
 }
 
 /* One packed live entry: native.LIVE_FORMAT "=qB?biqi" (journal_load.c). */
@@ -153,7 +116,7 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *result = NULL;
     const char *tnames[256];
     Py_ssize_t tlens[256];
-    if (!find_sha256()) {
+    if (!amq_sha256_ready()) {
         PyErr_SetString(PyExc_RuntimeError, "no libcrypto SHA256 found");
         goto done;
     }
@@ -216,7 +179,7 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
         ob_int(&o, blen);
         PUT(&o, ", \"bodySha256\": \"");
         unsigned char md[32];
-        sha256(db + bs, (size_t)(be - bs), md);
+        amq_sha256(db + bs, (size_t)(be - bs), md);
         static const char hex[] = "0123456789abcdef";
         for (int k = 0; k < 32; k++) {
             o.p[o.n++] = hex[md[k] >> 4];

@@ -38,7 +38,6 @@
  */
 #include "amqnative.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -55,36 +54,8 @@ static inline int64_t be64(const unsigned char *p) {
     return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint32_t)be32(p + 4));
 }
 
-/* --- SHA-256 from libcrypto (the same lookup as live_json.c, kept private to this file) ------------------ */
-
-typedef int (*sha_init_fn)(void *ctx);
-typedef int (*sha_update_fn)(void *ctx, const void *d, size_t n);
-typedef int (*sha_final_fn)(unsigned char *md, void *ctx);
-static sha_init_fn sha_init;
-static sha_update_fn sha_update;
-static sha_final_fn sha_final;
-static int sha_looked_up = 0;
-
-static int page_find_sha256(void) {
-    if (!sha_looked_up) {
-        static const char *const names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", NULL};
-        for (int i = 0; names[i] && sha_final == NULL; i++) {
-            void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-            if (h == NULL)
-                continue;
-            sha_init = (sha_init_fn)dlsym(h, "SHA256_Init");
-            sha_update = (sha_update_fn)dlsym(h, "SHA256_Update");
-            sha_final = (sha_final_fn)dlsym(h, "SHA256_Final");
-            if (sha_init == NULL || sha_update == NULL || sha_final == NULL)
-                sha_init = NULL, sha_update = NULL, sha_final = NULL;
-        }
-        sha_looked_up = 1;
-    }
-    return sha_final != NULL;
-}
-
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs) {
-    return PyBool_FromLong(page_find_sha256());
+    return PyBool_FromLong(amq_sha256_ready());
 }
 
 /* --- bounded reads: every check mirrors a FormatError of the Python codec (failure = hand back) ---------- */
@@ -606,10 +577,7 @@ static int record_json(outbuf *o, const unsigned char *b, const rec_t *m, const 
     ob_int(o, m->body_len);
     OB_LIT(o, ", \"bodySha256\": \"");
     unsigned char md[32];
-    _Alignas(64) unsigned char ctx[256];
-    sha_init(ctx);
-    sha_update(ctx, b + m->body, (size_t)m->body_len);
-    sha_final(md, ctx);
+    amq_sha256(b + m->body, (size_t)m->body_len, md);
     for (int i = 0; i < 32; i++) {
         o->p[o->n++] = hexdig[md[i] >> 4];
         o->p[o->n++] = hexdig[md[i] & 15];
@@ -667,7 +635,7 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_ValueError, "mode must be 0, 1 or 2");
         return NULL;
     }
-    if (mode == MODE_JSON && (!page_find_sha256() || !PyCallable_Check(dumps))) {
+    if (mode == MODE_JSON && (!amq_sha256_ready() || !PyCallable_Check(dumps))) {
         PyErr_SetString(PyExc_RuntimeError, "page_walk JSON needs libcrypto's SHA256 and a dumps callable");
         return NULL;
     }
