@@ -35,6 +35,7 @@ from typing import Callable
 
 from amqtool import native
 from amqtool.formats.artemis.records import (
+    TransactionCounter,
     ADD,
     ADD_TX,
     COMMIT,
@@ -275,35 +276,20 @@ class LoadResult:
         return data[-1] if data else None
 
 
-class _Tx:
+class _Tx(TransactionCounter):
     """TransactionHolder + JournalTransaction counters, merged (they live and die together on load)."""
 
-    __slots__ = ("tx_id", "records", "deletes", "prepared", "invalid", "extra", "last_file", "counter",
-                 "prepare_location")
+    __slots__ = ("tx_id", "records", "deletes", "prepared", "invalid", "extra", "prepare_location")
 
     def __init__(self, tx_id: int):
+        super().__init__()
         self.tx_id = tx_id
         self.records = []
         self.deletes = []
         self.prepared = False
         self.invalid = False
         self.extra = None
-        self.last_file = -1
-        self.counter = 0
         self.prepare_location = None
-
-    def counter_for(self, file_index: int) -> int:
-        # JournalTransaction.getCounter: reading it for another file resets it.
-        if self.last_file != file_index:
-            self.last_file = file_index
-            self.counter = 0
-        return self.counter
-
-    def inc(self, file_index: int) -> None:
-        if self.last_file != file_index:
-            self.last_file = file_index
-            self.counter = 0
-        self.counter += 1
 
 
 MAX_ANOMALY_EXAMPLES = 100

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from amqtool import native
 from amqtool.engines.load import load_journal
 from amqtool.formats.artemis.records import (
+    TransactionCounter,
     ADD,
     ADD_TX,
     COMMIT,
@@ -53,25 +54,14 @@ class _Rec:
         self.updates: dict[int, int] = {}
 
 
-class _Tx:
-    __slots__ = ("files", "pos", "neg", "last_file", "counter")
+class _Tx(TransactionCounter):
+    __slots__ = ("files", "pos", "neg")
 
     def __init__(self):
+        super().__init__()
         self.files: set[int] = set()
         self.pos: list[tuple[int, int, bool]] = []  # (file, id, is_update)
         self.neg: list[tuple[int, int]] = []
-        self.last_file = -1
-        self.counter = 0
-
-    def counter_for(self, fi: int) -> int:
-        if self.last_file != fi:
-            self.last_file = fi
-            self.counter = 0
-        return self.counter
-
-    def inc(self, fi: int) -> None:
-        self.counter_for(fi)
-        self.counter += 1
 
 
 def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from amqtool.errors import AmqtoolError, UsageError
 from amqtool.formats.artemis.records import (
+    TransactionCounter,
     ADD,
     ADD_TX,
     COMMIT,
@@ -116,24 +117,18 @@ class WriterFile:
         return file_tag(self.file_id)
 
 
-@dataclass
-class _TxState:
-    last_file: int = -1  # fileID of the last file the tx touched (JournalTransaction.lastFile)
-    counter: int = 0
-    prepared: bool = False
-    records: int = 0
+class _TxState(TransactionCounter):
+    """A transaction being written: its per-file counter (keyed by fileID) and totals."""
 
-    def counter_for(self, file_id: int) -> int:
-        if self.last_file != file_id:
-            self.last_file = file_id
-            self.counter = 0
-        return self.counter
+    __slots__ = ("prepared", "records")
+
+    def __init__(self, prepared: bool = False, records: int = 0):
+        super().__init__()
+        self.prepared = prepared
+        self.records = records
 
     def inc(self, file_id: int) -> None:
-        if self.last_file != file_id:
-            self.last_file = file_id
-            self.counter = 0
-        self.counter += 1
+        super().inc(file_id)
         self.records += 1
 
 

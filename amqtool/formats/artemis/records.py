@@ -213,6 +213,31 @@ def record_from_tuple(buf, rec: tuple, version: int, tag: int | None = None) -> 
     )
 
 
+class TransactionCounter:
+    """The ``numberOfRecords`` of COMMIT and PREPARE records (``JournalTransaction.getCounter/incCounter``,
+    §2.3): how many records of the transaction are in the file of the COMMIT/PREPARE. The counter resets
+    whenever the transaction touches a file other than the last one, and *reading* it for another file resets
+    it too. Files are identified by any key that differs between files (index or fileID)."""
+
+    __slots__ = ("last_file", "counter")
+
+    def __init__(self):
+        self.last_file = None
+        self.counter = 0
+
+    def counter_for(self, file) -> int:
+        if self.last_file != file:
+            self.last_file = file
+            self.counter = 0
+        return self.counter
+
+    def inc(self, file) -> None:
+        if self.last_file != file:
+            self.last_file = file
+            self.counter = 0
+        self.counter += 1
+
+
 def body_offset(rec: tuple, version: int) -> int:
     """Where the body of a scanner tuple starts in its file."""
     t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len = rec
