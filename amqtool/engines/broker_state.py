@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo
+from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo, _new_live
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage, PersistedMessage, decode_persisted_message
 from amqtool.formats.artemis.primitives import long_key_order
@@ -49,6 +49,7 @@ from amqtool.formats.artemis.userrecords import (
 
 MESSAGE_TYPES = frozenset({R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE})
 # Message-journal types read eagerly (small bodies); messages themselves are read lazily.
+_REF_TYPES = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF})
 _SMALL_MESSAGE_TYPES = frozenset({
     R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.PAGE_TRANSACTION, R.SET_SCHEDULED_DELIVERY_TIME,
     R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COUNTER_VALUE,
@@ -122,22 +123,23 @@ class PreparedTransaction:
     ref_sequence: list[int] = field(default_factory=list)  # queue ids of the ADD_REFs in record order
 
 
-def _read_small(result: LoadResult, records: list[LiveRecord], wanted) -> dict[int, bytes]:
+def _entries(records):
+    """The records as plain tuples in LiveRecord's field order: a native LiveList unpacks them without
+    building a LiveRecord each (these loops see every live record of the journal)."""
+    return records.tuples() if isinstance(records, LiveList) else records
+
+
+def _read_small(result: LoadResult, records, wanted) -> dict[int, bytes]:
     """Bodies of ``records[i]`` whose type is in ``wanted`` (all when None), reading each journal file once."""
-    by_file: dict[int, list[int]] = defaultdict(list)
-    if wanted is not None and isinstance(records, LiveList):  # C load: find them without a LiveRecord each
-        for i in records.indexes_of_types(wanted):
-            by_file[records[i].file_index].append(i)
-    else:
-        for i, rec in enumerate(records):
-            if wanted is None or rec.user_record_type in wanted:
-                by_file[rec.file_index].append(i)
+    by_file: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for i, rec in enumerate(_entries(records)):
+        if wanted is None or rec[1] in wanted:
+            by_file[rec[4]].append((i, rec[5], rec[6]))
     bodies: dict[int, bytes] = {}
     for fi in sorted(by_file):
         data = result.opened.read_file(fi)
-        for i in by_file[fi]:
-            rec = records[i]
-            bodies[i] = data[rec.body_offset:rec.body_offset + rec.body_len]
+        for i, off, n in by_file[fi]:
+            bodies[i] = data[off:off + n]
         del data
     return bodies
 
@@ -145,9 +147,12 @@ def _read_small(result: LoadResult, records: list[LiveRecord], wanted) -> dict[i
 class BrokerState:
     """What a broker would see in a store: see the module docstring. Build with :func:`build_broker_state`."""
 
-    def __init__(self, bindings: LoadResult | None, messages: LoadResult | None):
+    def __init__(self, bindings: LoadResult | None, messages: LoadResult | None, refs_only: bool = False):
         self.bindings_result = bindings
         self.messages_result = messages
+        # refs_only: decode only what messages per queue need (messages, ADD_REF, ACKNOWLEDGE_REF); the
+        # lists of other records (delivery counts, page records, ...) then stay empty.
+        self._small_types = _REF_TYPES if refs_only else _SMALL_MESSAGE_TYPES
         self.queues: dict[int, Queue] = {}
         self.addresses: dict[int, Address] = {}
         self.bindings_records: list[tuple[LiveRecord, object]] = []  # every decoded bindings record, load order
@@ -196,13 +201,13 @@ class BrokerState:
 
     def _load_messages(self, result: LoadResult) -> None:
         live = result.live
-        bodies = _read_small(result, live, _SMALL_MESSAGE_TYPES)
-        for i, rec in enumerate(live):
-            t = rec.user_record_type
+        bodies = _read_small(result, live, self._small_types)
+        for i, entry in enumerate(_entries(live)):
+            t = entry[1]
             if t in MESSAGE_TYPES:
-                self.message_records[rec.id] = rec
+                self.message_records[entry[0]] = _new_live(LiveRecord, entry)
                 if t == R.ADD_LARGE_MESSAGE:
-                    self.large_messages.append(rec.id)
+                    self.large_messages.append(entry[0])
                 continue
             body = bodies.get(i)
             if body is None:
@@ -211,11 +216,12 @@ class BrokerState:
                 # RefEncoding is one i64 queueID; by far the most common record, so skip the generic decode.
                 queue_id = int.from_bytes(body, "big", signed=True)
                 if t == R.ADD_REF:
-                    q = self.refs.setdefault(rec.id, {})
+                    q = self.refs.setdefault(entry[0], {})
                     q[queue_id] = q.get(queue_id, 0) + 1
                 else:
-                    self.acked.add((rec.id, queue_id))
+                    self.acked.add((entry[0], queue_id))
                 continue
+            rec = _new_live(LiveRecord, entry)
             obj = self._decode("messages", rec, body)
             if obj is None:
                 continue
@@ -250,7 +256,7 @@ class BrokerState:
 
     def _prepared(self, result: LoadResult, tx: TxInfo) -> PreparedTransaction:
         p = PreparedTransaction(tx.tx_id, deletes=list(tx.records_to_delete))
-        bodies = _read_small(result, tx.records, _SMALL_MESSAGE_TYPES)
+        bodies = _read_small(result, tx.records, self._small_types)
         for i, rec in enumerate(tx.records):
             if rec.user_record_type in MESSAGE_TYPES:
                 p.messages[rec.id] = rec
@@ -350,8 +356,8 @@ class BrokerState:
         if result is not None:
             counts: dict[int, int] = {}
             bodies = self._small_bodies
-            for i, rec in enumerate(result.live):
-                t = rec.user_record_type
+            for i, entry in enumerate(_entries(result.live)):
+                t = entry[1]
                 if t in (R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL):
                     c.messages += 1
                 elif t == R.ADD_LARGE_MESSAGE:
@@ -383,9 +389,13 @@ class BrokerState:
         return c
 
 
-def build_broker_state(bindings: LoadResult | None, messages: LoadResult | None) -> BrokerState:
-    """Decode the live records of the two journals (either may be None) into a :class:`BrokerState`."""
-    state = BrokerState(bindings, messages)
+def build_broker_state(bindings: LoadResult | None, messages: LoadResult | None, *,
+                       refs_only: bool = False) -> BrokerState:
+    """Decode the live records of the two journals (either may be None) into a :class:`BrokerState`.
+
+    With ``refs_only`` only messages, refs and acks are decoded: enough for messages per queue and the
+    message counts, at a fraction of the cost on a large journal."""
+    state = BrokerState(bindings, messages, refs_only)
     state._small_bodies = {}
     if bindings is not None:
         state._load_bindings(bindings)

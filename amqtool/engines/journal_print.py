@@ -286,7 +286,7 @@ def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> It
     ``### Message Counts ###`` figures of ``artemis data print``."""
     from amqtool.engines.broker_state import build_broker_state
 
-    state = build_broker_state(bindings, messages)
+    state = build_broker_state(bindings, messages, refs_only=True)
     by_queue = state.live_by_queue()
     yield "== messages per queue"
     yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
