@@ -13,7 +13,9 @@
  *   - the loop stops after `writes` writes, after `duration_ns` (when > 0), or when Python sets ctl[1];
  *     it publishes its progress (writes done) in ctl[0].  ctl is any writable buffer of two int64.
  *   - it returns (writes_done, elapsed_ns, latencies) where latencies is the bytes of a native uint64
- *     array: one entry per sync (NIO, MAPPED) or per completed write (AIO, io_uring).
+ *     array: one entry per sync (NIO, MAPPED) or per completed write (AIO, io_uring).  NIO and MAPPED
+ *     with sync_lat=True add a fourth item: the same count of entries timing the sync call alone
+ *     (fdatasync/fsync/msync), which is what fio reports as its "sync" latency.
  */
 #define _GNU_SOURCE
 #include "amqnative.h"
@@ -129,8 +131,13 @@ static int pwrite_full(int fd, const unsigned char *p, size_t len, off_t off) {
     return 0;
 }
 
-/* Build (done, elapsed, latencies) or raise OSError(errno, "<step>: <strerror>", path). */
-static PyObject *finish(fail_t *f, PyObject *path, uint64_t done, uint64_t elapsed, lat_t *lat) {
+static PyObject *lat_bytes(const lat_t *lat) {
+    return PyBytes_FromStringAndSize(lat->v ? (const char *)lat->v : "", (Py_ssize_t)(lat->n * sizeof(uint64_t)));
+}
+
+/* Build (done, elapsed, latencies[, sync_latencies]) or raise OSError(errno, "<step>: <strerror>", path).
+ * Frees both arrays; `slat` NULL means no fourth item. */
+static PyObject *finish2(fail_t *f, PyObject *path, uint64_t done, uint64_t elapsed, lat_t *lat, lat_t *slat) {
     PyObject *res = NULL;
     if (f->err) {
         PyObject *msg = PyUnicode_FromFormat("%s: %s", f->what, strerror(f->err));
@@ -142,14 +149,23 @@ static PyObject *finish(fail_t *f, PyObject *path, uint64_t done, uint64_t elaps
             }
             Py_DECREF(msg);
         }
-    } else if (lat->n == 0 && lat->v == NULL) {
-        res = Py_BuildValue("(KKy#)", (unsigned long long)done, (unsigned long long)elapsed, "", (Py_ssize_t)0);
     } else {
-        res = Py_BuildValue("(KKy#)", (unsigned long long)done, (unsigned long long)elapsed, (const char *)lat->v,
-                            (Py_ssize_t)(lat->n * sizeof(uint64_t)));
+        PyObject *a = lat_bytes(lat), *b = slat ? lat_bytes(slat) : NULL;
+        if (a && (b || !slat))
+            res = slat ? Py_BuildValue("(KKOO)", (unsigned long long)done, (unsigned long long)elapsed, a, b)
+                       : Py_BuildValue("(KKO)", (unsigned long long)done, (unsigned long long)elapsed, a);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
     }
     free(lat->v);
+    if (slat)
+        free(slat->v);
     return res;
+}
+
+/* Build (done, elapsed, latencies) or raise OSError(errno, "<step>: <strerror>", path). */
+static PyObject *finish(fail_t *f, PyObject *path, uint64_t done, uint64_t elapsed, lat_t *lat) {
+    return finish2(f, path, done, elapsed, lat, NULL);
 }
 
 static int check_geometry(size_t block_len, size_t unit, unsigned long long region, size_t group) {
@@ -173,14 +189,14 @@ static int check_geometry(size_t block_len, size_t unit, unsigned long long regi
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"path", "block", "region", "writes", "batch", "coalesce", "sync", "oflags",
-                             "align", "duration_ns", "ctl", NULL};
+                             "align", "duration_ns", "ctl", "sync_lat", NULL};
     PyObject *path = NULL, *ctlobj = NULL;
     Py_buffer block, ctlview;
     unsigned long long region, writes, duration = 0;
-    int batch = 1, coalesce = 1, sync = 1, oflags = 0, align = 4096;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|ipiiiKO:nio_run", kwlist, PyUnicode_FSConverter, &path,
-                                     &block, &region, &writes, &batch, &coalesce, &sync, &oflags, &align,
-                                     &duration, &ctlobj))
+    int batch = 1, coalesce = 1, sync = 1, oflags = 0, align = 4096, want_slat = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|ipiiiKOp:nio_run", kwlist, PyUnicode_FSConverter,
+                                     &path, &block, &region, &writes, &batch, &coalesce, &sync, &oflags, &align,
+                                     &duration, &ctlobj, &want_slat))
         return NULL;
     ctl_t c;
     PyObject *res = NULL;
@@ -201,7 +217,7 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     const char *cpath = PyBytes_AS_STRING(path);
     size_t nslots = region / unit;
     fail_t f = {0, NULL};
-    lat_t lat = {NULL, 0, 0};
+    lat_t lat = {NULL, 0, 0}, slat = {NULL, 0, 0};
     uint64_t done = 0, t0 = 0, tlast = 0;
 
     Py_BEGIN_ALLOW_THREADS
@@ -231,6 +247,7 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
                 FAIL(&f, errno, "pwrite");
                 break;
             }
+            uint64_t tw = want_slat ? now_ns() : 0;
             if (sync == 1 && fdatasync(fd) < 0) {
                 FAIL(&f, errno, "fdatasync");
                 break;
@@ -240,7 +257,7 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
                 break;
             }
             tlast = now_ns();
-            if (lat_push(&lat, tlast - ts) < 0) {
+            if (lat_push(&lat, tlast - ts) < 0 || (want_slat && lat_push(&slat, tlast - tw) < 0)) {
                 FAIL(&f, ENOMEM, "latency buffer");
                 break;
             }
@@ -253,7 +270,7 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_END_ALLOW_THREADS
 
     free(buf);
-    res = finish(&f, path, done, tlast - t0, &lat);
+    res = finish2(&f, path, done, tlast - t0, &lat, want_slat ? &slat : NULL);
 out_ctl:
     if (ctlview.obj)
         PyBuffer_Release(&ctlview);
@@ -266,7 +283,11 @@ out_block:
 /* ---- ASYNCIO: O_DIRECT + Linux AIO through the raw system calls ------------------------------- */
 /* AIOSequentialFile / LibaioContext: the file is opened with O_DIRECT, writes are io_submit'ed pwrites of
  * aligned buffers, and durability comes from their completion (no fdatasync on the write path).  Up to
- * `depth` writes are in flight, as journal-max-io allows; latency runs from io_submit to the event. */
+ * `depth` writes are in flight, as journal-max-io allows; latency runs from io_submit to the event.
+ * As LibaioContext does, every write is its own io_submit(ctx, 1, &iocb) (the native submit() helper)
+ * and completions are reaped in batches, io_getevents(ctx, 1, max) (LibaioContext.poll); fio's libaio
+ * engine with iodepth_batch_submit=1, iodepth_batch_complete_min=1, iodepth_batch_complete_max=depth
+ * issues the same calls. */
 
 static long sys_io_setup(unsigned nr, aio_context_t *ctx) { return syscall(SYS_io_setup, nr, ctx); }
 static long sys_io_destroy(aio_context_t ctx) { return syscall(SYS_io_destroy, ctx); }
@@ -357,12 +378,10 @@ PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
                 ptrs[n++] = cb;
             }
             if (n > 0) {
-                uint64_t ts = now_ns();
-                for (int i = 0; i < n; i++)
-                    sent[ptrs[i]->aio_data] = ts;
                 int off = 0;
                 while (off < n) {
-                    long r = sys_io_submit(ctx, n - off, ptrs + off);
+                    sent[ptrs[off]->aio_data] = now_ns();
+                    long r = sys_io_submit(ctx, 1, ptrs + off);
                     if (r < 0) {
                         if (errno == EINTR || errno == EAGAIN)
                             continue;
@@ -431,17 +450,19 @@ out_block:
 }
 
 /* ---- MAPPED: memcpy into MAP_SHARED + msync(MS_SYNC) ------------------------------------------ */
-/* MappedSequentialFile maps the pre-filled file and syncs with MappedByteBuffer.force, i.e. msync with
- * MS_SYNC over the written pages.  batch > 1: `batch` records copied, then one msync. */
+/* MappedSequentialFile maps the whole pre-filled file (MappedFile.of: channel.map over the file's size)
+ * and syncs with MappedFile.force() = MappedByteBuffer.force(), i.e. msync(MS_SYNC) over the WHOLE
+ * mapping, not just the pages written since the last sync; fio's mmap engine with fdatasync=1 does the
+ * same.  batch > 1: `batch` records copied, then one msync. */
 
 PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"path", "block", "region", "writes", "batch", "duration_ns", "ctl", NULL};
+    static char *kwlist[] = {"path", "block", "region", "writes", "batch", "duration_ns", "ctl", "sync_lat", NULL};
     PyObject *path = NULL, *ctlobj = NULL;
     Py_buffer block, ctlview;
     unsigned long long region, writes, duration = 0;
-    int batch = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|iKO:mapped_run", kwlist, PyUnicode_FSConverter, &path,
-                                     &block, &region, &writes, &batch, &duration, &ctlobj))
+    int batch = 1, want_slat = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&y*KK|iKOp:mapped_run", kwlist, PyUnicode_FSConverter,
+                                     &path, &block, &region, &writes, &batch, &duration, &ctlobj, &want_slat))
         return NULL;
     ctl_t c;
     PyObject *res = NULL;
@@ -461,9 +482,8 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     const char *cpath = PyBytes_AS_STRING(path);
     size_t nslots = (size_t)(region / unit);
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     fail_t f = {0, NULL};
-    lat_t lat = {NULL, 0, 0};
+    lat_t lat = {NULL, 0, 0}, slat = {NULL, 0, 0};
     uint64_t done = 0, t0 = 0, tlast = 0;
 
     Py_BEGIN_ALLOW_THREADS
@@ -487,13 +507,13 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
             uint64_t ts = now_ns();
             size_t start = slot * unit, len = n * unit;
             memcpy(map + start, src, len);
-            size_t from = start / page * page;
-            if (msync(map + from, start + len - from, MS_SYNC) < 0) {
+            uint64_t tw = want_slat ? now_ns() : 0;
+            if (msync(map, (size_t)region, MS_SYNC) < 0) {
                 FAIL(&f, errno, "msync");
                 break;
             }
             tlast = now_ns();
-            if (lat_push(&lat, tlast - ts) < 0) {
+            if (lat_push(&lat, tlast - ts) < 0 || (want_slat && lat_push(&slat, tlast - tw) < 0)) {
                 FAIL(&f, ENOMEM, "latency buffer");
                 break;
             }
@@ -509,7 +529,7 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_END_ALLOW_THREADS
 
     free(src);
-    res = finish(&f, path, done, tlast - t0, &lat);
+    res = finish2(&f, path, done, tlast - t0, &lat, want_slat ? &slat : NULL);
 out_ctl:
     if (ctlview.obj)
         PyBuffer_Release(&ctlview);

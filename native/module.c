@@ -20,14 +20,14 @@ static PyMethodDef amq_methods[] = {
      "sha256_available() -> bool: did live_json find libcrypto's SHA256?"},
     {"nio_run", (PyCFunction)(void (*)(void))amq_nio_run, METH_VARARGS | METH_KEYWORDS,
      "nio_run(path, block, region, writes, batch=1, coalesce=True, sync=1, oflags=0, align=4096,\n"
-     "        duration_ns=0, ctl=None) -> (ops, elapsed_ns, latencies)\n"
+     "        duration_ns=0, ctl=None, sync_lat=False) -> (ops, elapsed_ns, latencies[, sync_latencies])\n"
      "pwrite + fdatasync/fsync loop; one latency (ns) per sync."},
     {"aio_run", (PyCFunction)(void (*)(void))amq_aio_run, METH_VARARGS | METH_KEYWORDS,
      "aio_run(path, block, region, writes, depth=1, align=4096, duration_ns=0, ctl=None)\n"
      "O_DIRECT Linux AIO (io_setup/io_submit/io_getevents); one latency per write."},
     {"mapped_run", (PyCFunction)(void (*)(void))amq_mapped_run, METH_VARARGS | METH_KEYWORDS,
-     "mapped_run(path, block, region, writes, batch=1, duration_ns=0, ctl=None)\n"
-     "memcpy into a shared mapping + msync(MS_SYNC); one latency per msync."},
+     "mapped_run(path, block, region, writes, batch=1, duration_ns=0, ctl=None, sync_lat=False)\n"
+     "memcpy into a shared mapping + msync(MS_SYNC) of the whole mapping; one latency per msync."},
     {"uring_run", (PyCFunction)(void (*)(void))amq_uring_run, METH_VARARGS | METH_KEYWORDS,
      "uring_run(path, block, region, writes, depth=1, sync=0, align=4096, duration_ns=0, ctl=None)\n"
      "O_DIRECT io_uring writes (raw syscalls), optionally each linked to an fdatasync."},

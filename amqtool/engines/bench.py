@@ -8,8 +8,10 @@ Methods (one table line each, for each pattern):
 
 * ``nio``: ``pwrite`` + ``fdatasync`` (``fsync`` with ``datasync=False``), as ``NIOSequentialFile``.
 * ``asyncio``: ``O_DIRECT`` + Linux AIO, as ``AIOSequentialFile``/``LibaioContext`` (durability from the
-  completion, no fdatasync), queue depth = producers, capped by ``journal-max-io``.
-* ``mapped``: ``memcpy`` into a shared mapping + ``msync(MS_SYNC)``, as ``MappedSequentialFile``.
+  completion, no fdatasync), queue depth = producers, capped by ``journal-max-io``; one ``io_submit``
+  per write and completions reaped in batches, as ``LibaioContext`` does.
+* ``mapped``: ``memcpy`` into a shared mapping of the whole file + ``msync(MS_SYNC)`` of the whole
+  mapping, as ``MappedSequentialFile`` (``MappedByteBuffer.force()``).
 * ``io_uring``: ``O_DIRECT`` writes through io_uring; no Artemis journal uses it, shown for comparison.
 
 Patterns: ``one`` producer waits for each sync (queue depth 1, one record per sync); ``many`` producers
@@ -238,7 +240,8 @@ def _sigterm(signum, frame):  # pragma: no cover - exercised through a subproces
 
 def run_loop(fn: Callable, *args, on_progress: Callable[[int], None] | None = None, **kwargs):
     """Run one C loop in a worker thread; poll its progress; on KeyboardInterrupt ask it to stop, wait for
-    it, and re-raise. Returns ``(writes_done, elapsed_ns, latencies_ns: array)``."""
+    it, and re-raise. Returns ``(writes_done, elapsed_ns, latencies_ns: array)``, plus a fourth item,
+    the sync calls' own latencies (array), when the loop was asked for them (``sync_lat=True``)."""
     ctl = array.array("q", [0, 0])
     box: dict = {}
 
@@ -261,12 +264,15 @@ def run_loop(fn: Callable, *args, on_progress: Callable[[int], None] | None = No
         raise
     if "error" in box:
         raise box["error"]
-    done, elapsed, raw = box["result"]
-    lat = array.array("Q")
-    lat.frombytes(raw)
+    done, elapsed, *raws = box["result"]
+    lats = []
+    for raw in raws:
+        lat = array.array("Q")
+        lat.frombytes(raw)
+        lats.append(lat)
     if on_progress is not None:
         on_progress(int(done))
-    return done, elapsed, lat
+    return (done, elapsed, *lats)
 
 
 # --- the journal benchmark ------------------------------------------------------------------------
@@ -286,6 +292,8 @@ class Result:
     ops: int = 0
     elapsed_ns: int = 0
     latency: dict = field(default_factory=dict)
+    # NIO and MAPPED: the sync call alone (fdatasync/fsync/msync), without the write or memcpy before it
+    sync_latency: dict = field(default_factory=dict)
 
     @property
     def journal_type(self) -> str:
@@ -323,6 +331,7 @@ class Result:
             "opsPerSec": self.ops_per_sec,
             "mbPerSec": self.mb_per_sec,
             "latency": self.latency or None,
+            "syncLatency": self.sync_latency or None,
         }
 
 
@@ -364,8 +373,9 @@ def availability(method: str, target: Target) -> tuple[bool, str]:
     return True, ""
 
 
-def _run_one(method: str, pattern: str, target: Target, *, block: bytes, region: int, writes: int,
-             duration_ns: int, producers: int, max_io: int, datasync: bool, on_progress) -> Result:
+def run_line(method: str, pattern: str, target: Target, *, block: bytes, region: int, writes: int,
+             duration_ns: int, producers: int, max_io: int, datasync: bool, on_progress=None) -> Result:
+    """One line of the table: ``method`` with ``pattern`` on ``target``'s file (see :func:`run_bench`)."""
     depth = 1 if pattern == "one" else producers
     if method in ("asyncio", "io_uring") and pattern == "many":
         depth = min(producers, max_io)
@@ -380,10 +390,11 @@ def _run_one(method: str, pattern: str, target: Target, *, block: bytes, region:
     try:
         if method == "nio":
             out = run_loop(native.nio_run, path, block, region, writes, batch=depth, coalesce=True,
-                           sync=1 if datasync else 2, duration_ns=duration_ns, on_progress=on_progress)
+                           sync=1 if datasync else 2, duration_ns=duration_ns, sync_lat=True,
+                           on_progress=on_progress)
         elif method == "mapped":
             out = run_loop(native.mapped_run, path, block, region, writes, batch=depth,
-                           duration_ns=duration_ns, on_progress=on_progress)
+                           duration_ns=duration_ns, sync_lat=True, on_progress=on_progress)
         elif method == "asyncio":
             out = run_loop(native.aio_run, path, block, region, writes, depth=depth, align=target.align,
                            duration_ns=duration_ns, on_progress=on_progress)
@@ -395,8 +406,11 @@ def _run_one(method: str, pattern: str, target: Target, *, block: bytes, region:
             res.available, res.reason = False, exc.strerror or str(exc)
             return res
         raise
-    res.ops, res.elapsed_ns, lat = out
+    res.ops, res.elapsed_ns, lat, *sync_lat = out
     res.latency = latency_stats(lat)
+    if sync_lat:
+        res.sync_latency = latency_stats(sync_lat[0])
+        res.sync_latency.pop("histogram", None)
     return res
 
 
@@ -546,7 +560,7 @@ def run_bench(
                 if on_start is not None:
                     label = f"{JOURNAL_TYPE[m]} {'1 producer' if p == 'one' else f'{producers} producers'}"
                     on_start(label, writes)
-                results.append(_run_one(m, p, target, block=block, region=file_size, writes=limit,
+                results.append(run_line(m, p, target, block=block, region=file_size, writes=limit,
                                         duration_ns=duration_ns, producers=producers, max_io=max_io,
                                         datasync=datasync, on_progress=on_progress))
         findings = _judge(target, results, explicit, datasync)

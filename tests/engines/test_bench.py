@@ -65,6 +65,12 @@ def test_run_bench_small(tmp_path):
         if x.available:
             assert x.ops == 40 and x.latency["count"] == (40 if x.pattern == "one" or x.method in ("asyncio", "io_uring") else 10)
             assert x.ops_per_sec > 0 and x.mb_per_sec > 0
+            if x.method in ("nio", "mapped"):  # the sync call alone, one per op, never above the op
+                assert x.sync_latency["count"] == x.latency["count"]
+                assert 0 < x.sync_latency["p50Us"] <= x.latency["maxUs"]
+                assert x.to_json()["syncLatency"]["count"] == x.latency["count"]
+            else:
+                assert x.sync_latency == {} and x.to_json()["syncLatency"] is None
     rec = r.recommendation
     assert rec["journalType"] in ("NIO", "ASYNCIO", "MAPPED")
     assert rec["journalBufferTimeout"] > 0 and rec["pageSyncTimeout"] > 0

@@ -74,6 +74,19 @@ def test_nio_o_direct_pads_to_alignment(target):
     assert data[3 * 4096:] == bytes([FILL]) * 100
 
 
+def test_nio_and_mapped_sync_latencies_one_per_sync_within_the_op(target):
+    """sync_lat=True: a fourth item timing the sync call alone, one entry per op, each no longer than its op."""
+    for run, kw in ((native.nio_run, {"coalesce": True, "sync": 1}), (native.mapped_run, {})):
+        p = target(10_000)
+        res = run(str(p), BLOCK, 10_000, 12, batch=3, sync_lat=True, **kw)
+        assert len(res) == 4 and res[0] == 12
+        op, sync = array.array("Q", res[2]), array.array("Q", res[3])
+        assert len(op) == len(sync) == 4
+        assert all(0 < s <= o for s, o in zip(sync, op))
+        assert all(s == BLOCK for s in _slots(p.read_bytes(), 1000, 9))
+        assert len(run(str(p), BLOCK, 10_000, 3, **kw)) == 3  # without it: the three items as before
+
+
 @pytest.mark.parametrize("depth", [1, 4])
 def test_aio_pads_blocks_and_leaves_tail(target, depth):
     if not native.HAVE_AIO:
