@@ -110,7 +110,7 @@ def test_live_list_equals_load_on_every_fixture(spark):
     assert sorted(ex.live_records(), key=key) == sorted(want_live, key=key)
     assert sorted(ex.prepared_records(), key=key) == sorted(want_prepared, key=key)
     assert {r[0] for r in want_live} == set(_fixture_journals())  # every fixture has live records
-    ex.records().unpersist()
+    ex.unpersist()
 
 
 def test_live_list_equals_load_on_built_store_and_demo(spark, store, demo):
@@ -119,7 +119,7 @@ def test_live_list_equals_load_on_built_store_and_demo(spark, store, demo):
         live, prepared = loader_view(path)
         assert ex.live_records() == live
         assert ex.prepared_records() == prepared
-        ex.records().unpersist()
+        ex.unpersist()
 
 
 def _local_rows(path, **opts):
@@ -142,7 +142,7 @@ def test_rows_equal_local_engine(spark, store, opts):
     assert (ex.summary.rows, ex.summary.messages, ex.summary.prepared_rows) == (
         summary.rows, summary.messages, summary.prepared_rows)
     assert [p.message_id for p in ex.summary.problems] == [p.message_id for p in summary.problems]
-    ex.records().unpersist()
+    ex.unpersist()
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "xml"])

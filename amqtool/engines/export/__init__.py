@@ -147,10 +147,10 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             bindings = ex.binding_rows()
             with target.open_file() as fh:
                 w = write_document(fh, bindings, ex.iter_rows_for_xml())
-            ex.records().unpersist()
+            ex.unpersist()
             return ex.summary, w
         ex.write_tables(str(target.path), req.fmt)
-        ex.records().unpersist()
+        ex.unpersist()
         return ex.summary, None
     finally:
         if own:

@@ -182,7 +182,7 @@ class ParquetTableWriter:
     together pass ``buffer_bytes``, so memory stays bounded whatever the store size."""
 
     def __init__(self, target: OutputTarget, table: str, columns, partition_by: str | None = None,
-                 buffer_bytes: int = 64 << 20, row_group_rows: int = 50_000):
+                 buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000):
         import pyarrow as pa
 
         from amqtool.engines.export.schema import arrow_schema
@@ -208,10 +208,14 @@ class ParquetTableWriter:
             buf = self._bufs[key] = []
             self._sizes[key] = 0
         buf.append(row)
-        size = 200
+        # Python object sizes, not just payload bytes: a row tuple with its ints and strings, and each
+        # property as a small dict (measured: ~250 bytes each)
+        size = 600
         for v in row:
             if isinstance(v, (bytes, str)):
-                size += len(v)
+                size += len(v) + 50
+            elif isinstance(v, list):
+                size += 250 * len(v)
         self._sizes[key] += size
         self._total += size
         if len(buf) >= self.row_group_rows:
