@@ -23,9 +23,9 @@ Why each pair is the same job (checked with `strace -f -c` / `strace -f -tt` on 
 |   the whole-file mapping + msync of  |                                            | 10 MiB mapping, MS_SYNC)       |
 |   the whole mapping (MappedFile.force)|                                           |                                |
 | MAPPED N per sync                    | mmap bs=N*4k fdatasync=1                   | same, N*4k memcpy              |
-| IO_URING 1 / N in flight: O_DIRECT   | io_uring direct=1 iodepth=1/N nonvectored=1| amqtool: one io_uring_enter    |
-|   IORING_OP_WRITE, all free slots    | iodepth_batch_submit=N                     | (submit k, wait 1); fio: one   |
-|   submitted, then wait for >= 1      | iodepth_batch_complete_min=1, _max=N       | to submit k + one to wait      |
+| IO_URING 1 / N in flight: O_DIRECT   | io_uring direct=1 iodepth=1/N nonvectored=1| io_uring_enter(1, 0) per write,|
+|   IORING_OP_WRITE, one enter per     | iodepth_batch_submit=1                     | io_uring_enter(0, min 1,       |
+|   write, reap >= 1 (ASYNCIO's shape) | iodepth_batch_complete_min=1, _max=N       | GETEVENTS) when the CQ is empty|
 
 Common to every fio job, so that the file and the bytes are amqtool's:
   --filename=<amqtool's bench file> --size=10M (exists at that size: fio lays nothing out, overwrite=0),
@@ -44,9 +44,8 @@ What is compared:
     fio's total latency ("lat", lat_percentiles=1).
 Every figure is the median over --rounds; the load average is printed (these machines are shared).
 
-Known, unavoidable differences: fio spends more CPU per I/O than amqtool's loops (its own bookkeeping,
-and for io_uring a separate io_uring_enter to wait); on a CPU-starved machine that shows up as amqtool
-ahead at high queue depths.
+Known, unavoidable differences: fio spends more CPU per I/O than amqtool's loops (its own bookkeeping
+and statistics); on a CPU-starved machine that shows up as amqtool ahead at high queue depths.
 """
 from __future__ import annotations
 
@@ -92,7 +91,7 @@ def fio_figures(job: dict, records_per_io: int, sync: bool) -> tuple[float, floa
 def lines(n: int):
     """(label, method, pattern, fio options, records per fio I/O, compare sync latency?)"""
     aio = dict(iodepth_batch_submit=1, iodepth_batch_complete_min=1)
-    uring = dict(nonvectored=1, iodepth_batch_complete_min=1)
+    uring = dict(nonvectored=1, iodepth_batch_submit=1, iodepth_batch_complete_min=1)
     return [
         ("NIO", "nio", "one", dict(ioengine="psync", fdatasync=1, bs=BS), 1, True),
         ("NIO", "nio", "many", dict(ioengine="psync", fdatasync=1, bs=BS * n), n, True),
@@ -103,9 +102,9 @@ def lines(n: int):
         ("MAPPED", "mapped", "one", dict(ioengine="mmap", fdatasync=1, bs=BS), 1, True),
         ("MAPPED", "mapped", "many", dict(ioengine="mmap", fdatasync=1, bs=BS * n), n, True),
         ("IO_URING", "io_uring", "one", dict(ioengine="io_uring", direct=1, iodepth=1, bs=BS, **uring,
-                                             iodepth_batch_submit=1, iodepth_batch_complete_max=1), 1, False),
+                                             iodepth_batch_complete_max=1), 1, False),
         ("IO_URING", "io_uring", "many", dict(ioengine="io_uring", direct=1, iodepth=n, bs=BS, **uring,
-                                              iodepth_batch_submit=n, iodepth_batch_complete_max=n), 1, False),
+                                              iodepth_batch_complete_max=n), 1, False),
     ]
 
 
@@ -116,6 +115,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--producers", type=int, default=32)
     ap.add_argument("--only", default="", help="comma-separated methods (nio,asyncio,mapped,io_uring)")
+    ap.add_argument("--verbose", action="store_true", help="print every run's figures to stderr")
     args = ap.parse_args()
     if shutil.which("fio") is None:
         print("fio not found (apt-get install -y fio)", file=sys.stderr)
@@ -150,12 +150,18 @@ def main() -> int:
                             return
                         fig["a_ops"].append(r.ops_per_sec)
                         fig["a_p99"].append((r.sync_latency if sync else r.latency)["p99Us"])
+                        if args.verbose:
+                            print(f"round {rnd} {method} {pattern} amqtool {fig['a_ops'][-1]:,.0f} ops/s "
+                                  f"p99 {fig['a_p99'][-1]:,.1f} µs  load {os.getloadavg()[0]:.2f}", file=sys.stderr)
 
                     def fio():
                         o, p = fio_figures(fio_job(target.path, f"{method}-{pattern}", args.seconds, **job),
                                            per_io, sync)
                         fig["f_ops"].append(o)
                         fig["f_p99"].append(p)
+                        if args.verbose:
+                            print(f"round {rnd} {method} {pattern} fio     {o:,.0f} ops/s p99 {p:,.1f} µs  "
+                                  f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
 
                     # alternate who goes first, so a drift in the machine's load hits both sides alike
                     for step in ((amq, fio) if rnd % 2 == 0 else (fio, amq)):

@@ -542,7 +542,12 @@ out_block:
 /* ---- io_uring through io_uring_setup / io_uring_enter ----------------------------------------- */
 /* Not an Artemis journal type: the fourth line of the table, for comparison with ASYNCIO.  O_DIRECT
  * IORING_OP_WRITE of aligned buffers, `depth` in flight; with sync=1 each write is linked
- * (IOSQE_IO_LINK) to an IORING_OP_FSYNC with IORING_FSYNC_DATASYNC and its latency ends with the sync. */
+ * (IOSQE_IO_LINK) to an IORING_OP_FSYNC with IORING_FSYNC_DATASYNC and its latency ends with the sync.
+ * Same shape as the ASYNCIO loop, so the two lines differ only in the kernel interface: every write is
+ * submitted by its own io_uring_enter(1, 0, 0) and completions are reaped in batches after waiting for
+ * at least one (fio: ioengine=io_uring iodepth_batch_submit=1 iodepth_batch_complete_min=1).  Submitting
+ * all free slots in one enter instead lets the block layer merge the sequential 4 KiB writes of one
+ * batch into one large request, which measures something else. */
 
 typedef struct {
     int fd;
@@ -680,13 +685,13 @@ PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs) {
         while (!f.err) {
             if (!stopping && (stop_requested(&c) || (duration && tlast - t0 >= duration)))
                 stopping = 1;
-            unsigned tail = *r.sq_tail, n = 0;
-            int idxs = 0;
-            while (!stopping && nfree > 0 && submitted + (uint64_t)idxs < writes) {
+            /* each write (with its linked sync) is submitted on its own, as ASYNCIO's io_submit per write */
+            while (!stopping && nfree > 0 && submitted < writes) {
                 int idx = freelist[--nfree];
                 if (slot >= nslots)
                     slot = 0;
-                struct io_uring_sqe *sqe = &r.sqes[(tail + n) & *r.sq_mask];
+                unsigned tail = *r.sq_tail, n = 0;
+                struct io_uring_sqe *sqe = &r.sqes[tail & *r.sq_mask];
                 memset(sqe, 0, sizeof(*sqe));
                 sqe->opcode = IORING_OP_WRITE;
                 sqe->fd = fd;
@@ -696,7 +701,7 @@ PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs) {
                 sqe->user_data = (uint64_t)idx;
                 if (sync) {
                     sqe->flags = IOSQE_IO_LINK;
-                    r.sq_array[(tail + n) & *r.sq_mask] = (tail + n) & *r.sq_mask;
+                    r.sq_array[tail & *r.sq_mask] = tail & *r.sq_mask;
                     n++;
                     sqe = &r.sqes[(tail + n) & *r.sq_mask];
                     memset(sqe, 0, sizeof(*sqe));
@@ -707,26 +712,30 @@ PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs) {
                 }
                 r.sq_array[(tail + n) & *r.sq_mask] = (tail + n) & *r.sq_mask;
                 n++;
-                slot++;
-                idxs++;
-            }
-            uint64_t ts = now_ns();
-            if (n > 0) {
-                for (unsigned i = 0; i < n; i++) {
-                    uint64_t ud = r.sqes[(tail + i) & *r.sq_mask].user_data;
-                    if (!(ud & UD_SYNC))
-                        sent[ud] = ts;
-                }
+                sent[idx] = now_ns();
                 __atomic_store_n(r.sq_tail, tail + n, __ATOMIC_RELEASE);
-                submitted += (uint64_t)idxs;
-                inflight += idxs;
+                long rc;
+                do
+                    rc = syscall(__NR_io_uring_enter, r.fd, n, 0, 0, NULL, 0);
+                while (rc < 0 && errno == EINTR);
+                if (rc < 0) {
+                    FAIL(&f, errno, "io_uring_enter");
+                    break;
+                }
+                slot++;
+                submitted++;
+                inflight++;
             }
-            if (inflight == 0)
+            if (f.err || inflight == 0)
                 break;
-            long rc = syscall(__NR_io_uring_enter, r.fd, n, 1, IORING_ENTER_GETEVENTS, NULL, 0);
-            if (rc < 0 && errno != EINTR) {
-                FAIL(&f, errno, "io_uring_enter");
-                break;
+            /* reap: wait for at least one completion unless some are already there (fio's
+             * iodepth_batch_complete_min=1), then take all that are (up to `depth`) */
+            if (*r.cq_head == __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE)) {
+                long rc = syscall(__NR_io_uring_enter, r.fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+                if (rc < 0 && errno != EINTR) {
+                    FAIL(&f, errno, "io_uring_enter");
+                    break;
+                }
             }
             uint64_t te = now_ns();
             unsigned head = *r.cq_head;

@@ -12,7 +12,8 @@ Methods (one table line each, for each pattern):
   per write and completions reaped in batches, as ``LibaioContext`` does.
 * ``mapped``: ``memcpy`` into a shared mapping of the whole file + ``msync(MS_SYNC)`` of the whole
   mapping, as ``MappedSequentialFile`` (``MappedByteBuffer.force()``).
-* ``io_uring``: ``O_DIRECT`` writes through io_uring; no Artemis journal uses it, shown for comparison.
+* ``io_uring``: ``O_DIRECT`` writes through io_uring; no Artemis journal uses it, shown for comparison
+  with ``asyncio`` in the same shape (one submission per write, completions reaped in batches).
 
 Patterns: ``one`` producer waits for each sync (queue depth 1, one record per sync); ``many`` producers
 are batched, as the broker's ``TimedBuffer`` does: NIO and MAPPED put ``producers`` records in one write
