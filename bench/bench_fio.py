@@ -42,7 +42,10 @@ What is compared:
     each write). amqtool's own table shows write+sync, which fio does not report as one figure.
   p99, ASYNCIO and IO_URING: submission to reaped completion on both sides: amqtool's latency against
     fio's total latency ("lat", lat_percentiles=1).
-Every figure is the median over --rounds; the load average is printed (these machines are shared).
+Each round runs amqtool and fio back to back (who goes first alternates); a ratio is the median over
+rounds of that round's amqtool/fio (paired, so a drift in the machine's load cancels), with the range of
+the per-round ratios after it; the ops/s and p99 columns are the medians of each side. The load average
+is printed (these machines are shared).
 
 Known, unavoidable differences: fio spends more CPU per I/O than amqtool's loops (its own bookkeeping
 and statistics); on a CPU-starved machine that shows up as amqtool ahead at high queue depths.
@@ -176,8 +179,8 @@ def main() -> int:
           f"4 KiB records; ratios amqtool/fio, target 0.8-1.25")
     print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)")
-    hdr = (f"{'line':<26}{'amq ops/s':>11}{'fio ops/s':>11}{'ratio':>7}{'amq p99µs':>11}{'fio p99µs':>11}"
-           f"{'ratio':>7}  p99 of")
+    hdr = (f"{'line':<26}{'amq ops/s':>11}{'fio ops/s':>11}{'ratio':>7} {'range':<10}{'amq p99µs':>10}"
+           f"{'fio p99µs':>11}{'ratio':>7} {'range':<10} p99 of")
     print(hdr)
     print("-" * len(hdr))
     med = statistics.median
@@ -190,11 +193,14 @@ def main() -> int:
             continue
         fig = figures[(method, pattern)]
         ao, fo, ap_, fp = (med(fig[k]) for k in ("a_ops", "f_ops", "a_p99", "f_p99"))
-        ro, rp = ao / fo, ap_ / fp
+        rops = [a / f for a, f in zip(fig["a_ops"], fig["f_ops"])]
+        rp99 = [a / f for a, f in zip(fig["a_p99"], fig["f_p99"])]
+        ro, rp = med(rops), med(rp99)
         flag = "" if 0.8 <= ro <= 1.25 and 0.8 <= rp <= 1.25 else "  *"
-        print(f"{name:<26}{ao:>11,.0f}{fo:>11,.0f}{ro:>7.2f}{ap_:>11,.1f}{fp:>11,.1f}{rp:>7.2f}  "
+        print(f"{name:<26}{ao:>11,.0f}{fo:>11,.0f}{ro:>7.2f} {min(rops):4.2f}-{max(rops):<5.2f}"
+              f"{ap_:>10,.1f}{fp:>11,.1f}{rp:>7.2f} {min(rp99):4.2f}-{max(rp99):<5.2f} "
               f"{'sync call' if sync else 'submit->completion'}{flag}")
-    print("* outside 0.8-1.25")
+    print("ratio: median of the per-round amqtool/fio ratios, then their range; * outside 0.8-1.25")
     return 0
 
 
