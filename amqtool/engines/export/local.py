@@ -15,6 +15,11 @@ Row rules (both engines):
   SET_SCHEDULED_DELIVERY_TIME (36) for the pair in live-list order (what the broker's load applies); 0 and
   null when there is none.
 
+* then the paged messages (``data/paging``), store by store, page by page, as ``data exp`` writes them
+  (artemis-journal-format.md §6.2): one row per (paged message, queue still to consume it), ``paged`` with
+  ``page`` and ``page_position`` (:func:`amqtool.engines.paging.paged_export_rows`, from the same journal
+  load); ``prepared`` when its page transaction is in a prepared XA transaction.
+
 Memory: the live-record index of ``load_journal`` (a small tuple per live record, no bodies) and the
 reference maps; bodies are read one message at a time and handed on, so the output streams.
 """
@@ -24,6 +29,7 @@ from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row
+from amqtool.engines.paging import paged_export_rows
 from amqtool.errors import FormatError
 
 ENGINE = "local"
@@ -38,6 +44,7 @@ class LocalArtemisExport:
         from amqtool.store.journal_files import open_journal
 
         self.options = options
+        self._store = store
         self.summary = ExportSummary(ENGINE, "artemis")
         self.large = LargeBodies(getattr(store, "large_messages_dir", None))
         self._opened = []
@@ -109,9 +116,25 @@ class LocalArtemisExport:
         return decode_message(rec.user_record_type, body, message_id=mid, large=self.large, safe=self.options.safe)
 
     def rows(self) -> Iterator[tuple]:
-        """Export rows (``schema.MESSAGE_COLUMNS``), message by message in id order."""
+        """Export rows (``schema.MESSAGE_COLUMNS``): the journal's messages in id order, then the paged ones."""
         if self.messages_result is None:
             return
+        yield from self._journal_rows()
+        yield from self.paged_rows()
+
+    def paged_rows(self) -> Iterator[tuple]:
+        """The paged messages' rows, from the journals this engine already loaded (read once)."""
+        from amqtool.engines.paging import PagingJournalView
+
+        view = PagingJournalView()
+        if self.bindings_result is not None:
+            view.add_bindings(self.bindings_result)
+        view.add_messages(self.messages_result)
+        yield from count_paged(paged_export_rows(
+            self._store, bindings=self.bindings, large=self.large, safe=self.options.safe, wants=self.options.wants,
+            view=view, problem=self.summary.problem, count_row=self.summary.count_row), self.summary)
+
+    def _journal_rows(self) -> Iterator[tuple]:
         st = self.state
         opts = self.options
         b = self.bindings
@@ -134,3 +157,15 @@ class LocalArtemisExport:
                                   scheduled_time=st.scheduled.get((mid, qid)), transaction_state=state,
                                   transaction_id=tx_id)
 
+
+
+def count_paged(rows: Iterator[tuple], summary: ExportSummary) -> Iterator[tuple]:
+    """Pass paged rows through, counting messages in ``summary`` (a paged message's rows are consecutive;
+    ``paged_export_rows`` counts the rows itself)."""
+    last = None
+    for row in rows:
+        key = (row[0], row[3], row[18], row[19])  # message id, address, page, position
+        if key != last:
+            last = key
+            summary.messages += 1
+        yield row

@@ -25,8 +25,11 @@ Pipeline (each step a DataFrame; nothing is collected on the driver but the bind
    update per pair (``max`` of a struct led by the live position), prepared ADD_REFs for pairs not live.
 5. **Decode** (``mapPartitions`` again, sorted by location): the workers read each surviving message body by
    its location and build rows with :func:`parse.decode_message` / :func:`parse.message_row`.
+   **Paged messages** (``data/paging``): one task runs :func:`amqtool.engines.paging.paged_export_rows`, the
+   function the local engine calls (it loads the journals' page transactions and cursors itself and reads
+   the page files one at a time); its rows are unioned with the journal's.
 6. **Write**: Parquet partitioned by queue, or JSON Lines, written by Spark; XML streamed by the driver from
-   the rows sorted by message id (``toLocalIterator``).
+   the journal rows sorted by message id (``toLocalIterator``), then the paged rows in page order.
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, few shuffle partitions, no
 UI, bound to 127.0.0.1); ``master`` (or ``spark-submit --master``) takes the same job to a cluster, where
@@ -255,6 +258,43 @@ def _decode_partition(paths: dict, queues: dict, large_dir, options: ExportOptio
     return run
 
 
+def _paged_partition(store, bindings: P.Bindings, large_dir, options: ExportOptions, problems, counts):
+    """mapPartitions body over one element: the store's paged messages as export rows
+    (``MESSAGE_COLUMNS`` + ``_k1`` = sequence in ``data exp`` order, ``_k2`` = 0), built by
+    :func:`amqtool.engines.paging.paged_export_rows` - the function the local engine calls - so both engines
+    give the same paged rows. It loads the journals' page transactions, cursors and counters itself and reads
+    the page files one at a time, in the task (not the driver)."""
+    def run(_):
+        from amqtool.engines.paging import paged_export_rows
+
+        local_problems: list = []
+        local_counts: dict = {}
+
+        def problem(mid, msg):
+            if len(local_problems) < 100:
+                local_problems.append((mid, msg))
+            local_counts[("x",)] = local_counts.get(("x",), 0) + 1
+
+        def count_row(queue, state):
+            for k in (("q", queue), ("p",) if state == "prepared" else None):
+                if k is not None:
+                    local_counts[k] = local_counts.get(k, 0) + 1
+        last = None
+        try:
+            rows = paged_export_rows(store, bindings=bindings, large=P.LargeBodies(large_dir), safe=options.safe,
+                                     wants=options.wants, problem=problem, count_row=count_row)
+            for seq, row in enumerate(rows):
+                key = (row[0], row[3], row[18], row[19])  # message id, address, page, position
+                if key != last:
+                    last = key
+                    local_counts[("m",)] = local_counts.get(("m",), 0) + 1
+                yield row + (seq, 0)
+        finally:
+            counts.add({"paged": local_counts})
+            problems.add({"paged": local_problems})
+    return run
+
+
 # --- the engine -------------------------------------------------------------------------------------------
 
 
@@ -304,6 +344,8 @@ class SparkArtemisExport:
         self._live = None
         self._bindings = None
         self._rows = None
+        self._paged = None
+        self.store = store
         self.problems_acc, self.counts_acc = _accumulators(self.sc)
 
     # --- step 2: parse ------------------------------------------------------------------------------------
@@ -479,7 +521,21 @@ class SparkArtemisExport:
     # --- step 5: decode -----------------------------------------------------------------------------------
 
     def rows_df(self):
-        """The export rows (``MESSAGE_COLUMNS`` + ``_k1``, ``_k2``) as a DataFrame."""
+        """The export rows (``MESSAGE_COLUMNS`` + ``_k1``, ``_k2``) as a DataFrame: the journal's messages and
+        the paged ones."""
+        return self.journal_rows_df().unionByName(self.paged_df())
+
+    def paged_df(self):
+        """The paged messages' rows (``_k1``: their order in ``data exp``), computed by one task."""
+        if self._paged is None:
+            fn = _paged_partition(self.store, self.bindings(), self.large_dir, self.options, self.problems_acc,
+                                  self.counts_acc)
+            self._paged = self.spark.createDataFrame(self.sc.parallelize([0], 1).mapPartitions(fn),
+                                                     spark_schema(MESSAGE_COLUMNS + ORDER_COLUMNS), verifySchema=False)
+        return self._paged
+
+    def journal_rows_df(self):
+        """The journal's message rows (``MESSAGE_COLUMNS`` + ``_k1``, ``_k2``)."""
         if self._rows is None:
             refs = self.refs()
             n = self.spark.conf.get("spark.sql.shuffle.partitions")
@@ -502,6 +558,8 @@ class SparkArtemisExport:
         for rid, msg in self.bindings().problems:
             s.problem(rid, f"binding record does not decode: {msg}")
         for key, n in sorted(total.items()):
+            if key[0] == "x":  # paged problems beyond the examples kept
+                continue
             if key[0] == "q":
                 self.summary.rows_by_queue[key[1]] = n
                 self.summary.rows += n
@@ -512,6 +570,8 @@ class SparkArtemisExport:
         for part in self.problems_acc.value.values():
             for mid, msg in part:
                 self.summary.problem(mid, msg)
+        extra = total.get(("x",), 0) - len(self.problems_acc.value.get("paged", ()))
+        self.summary.problem_count += max(0, extra)
 
     # --- step 6: write ------------------------------------------------------------------------------------
 
@@ -536,7 +596,7 @@ class SparkArtemisExport:
     def iter_rows_for_xml(self):
         """Rows (tuples in ``MESSAGE_COLUMNS`` order) sorted by message id, each message's queues in data
         exp's order: the driver pulls them one partition at a time."""
-        ordered = self.rows_df().orderBy("message_id", "_k1", "_k2")
+        ordered = self.journal_rows_df().orderBy("message_id", "_k1", "_k2")
         names = MESSAGE_COLUMN_NAMES
         group: list[tuple] = []
         keys: list[int] = []
@@ -553,6 +613,12 @@ class SparkArtemisExport:
                 group.append(row)
                 keys.append(row[2])
             yield from _xml_group(group, keys)
+            # then the paged messages, store by store and page by page, as data exp writes them (§6.2)
+            for r in self.paged_df().orderBy("_k1").toLocalIterator():
+                row = tuple(r[n] for n in names)
+                if row[12] is not None:
+                    row = row[:12] + ([p.asDict() for p in row[12]],) + row[13:]
+                yield row
         self._collect_counts()
 
 
