@@ -56,7 +56,7 @@ class _TaskBar:
 
 @app.command("export")
 def export(
-    path: str = typer.Argument(".", help="Broker instance, data directory or journal directory."),
+    path: str = typer.Argument(".", help="Artemis instance, data or journal directory; or a KahaDB/mKahaDB directory."),
     out: str = typer.Option(..., "--output", "-o", help="Output: a file (xml) or a directory of tables (jsonl, parquet)."),
     fmt: ExportFormat = typer.Option(ExportFormat.xml, "--format", "-f", help="xml (artemis data exp), jsonl or parquet."),
     engine: Engine = typer.Option(Engine.auto, "--engine", help="local (in process), spark, or auto (by store size)."),
@@ -69,7 +69,7 @@ def export(
     report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
-    """Export a store's live messages (one row per message per queue) and its bindings."""
+    """Export a store's live messages (one row per message per queue, paged ones included) and its bindings."""
     with guarded(None if report is Report.text else "json"):
         from amqtool.engines.export import ExportRequest, run_export
         from amqtool.engines.export.writers import parse_mode

@@ -1,5 +1,6 @@
-"""``amqtool export``: a store's live messages as the ``data exp`` XML document, or as JSON Lines / Parquet
-tables (one row per live message per queue, plus a bindings table), by the local or the Spark engine.
+"""``amqtool export``: a store's live messages as the ``data exp`` XML document (Artemis), or as JSON Lines /
+Parquet tables (one row per live message per queue, plus a bindings table; Artemis and KahaDB stores), by
+the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines.
 
 :func:`run_export` is what the command calls. Both engines build rows with :mod:`.parse` and must give the
 same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``local[*]`` or a cluster).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
@@ -50,6 +52,14 @@ def choose_engine(req: ExportRequest, store_bytes: int) -> str:
 
 def _store_bytes(store) -> int:
     total = 0
+    if store.kind == "kahadb":
+        for d in store.directories:
+            for p in Path(d).glob("db-*.log"):
+                try:
+                    total += p.stat().st_size
+                except OSError:
+                    pass
+        return total
     for jd in store.journals():
         for p in jd.journal_files():
             try:
@@ -72,9 +82,13 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         raise UsageError("--safe leaves bodies out, which the XML document (for `artemis data imp`) cannot do; "
                          "use --format jsonl or parquet")
     store = detect(req.path, req.broker_xml)
-    if store.kind != "artemis":
-        raise CapabilityError("export of KahaDB stores is not implemented yet (Artemis stores only)", path=req.path)
-    if not store.journals():
+    if store.kind == "kahadb":
+        if req.fmt == "xml":
+            raise UsageError("the XML document is `artemis data exp`'s, for Artemis stores; export KahaDB stores "
+                             "with --format jsonl or parquet", path=req.path)
+    elif store.kind != "artemis":
+        raise CapabilityError(f"cannot export a {store.kind} store", path=req.path)
+    elif not store.journals():
         raise UsageError("no bindings or messages journal found", path=req.path)
     engine = choose_engine(req, _store_bytes(store))
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
@@ -124,6 +138,12 @@ def _run_local(store, options, target, fmt, progress):
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.export.xml import write_document
 
+    if store.kind == "kahadb":
+        from amqtool.engines.export.kahadb import KahaDBExport
+
+        ex = KahaDBExport(store, options, progress=progress)
+        _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        return ex.summary, None
     with LocalArtemisExport(store, options, progress=progress) as ex:
         bindings = ex.binding_rows()
         if fmt == "xml":
@@ -135,14 +155,17 @@ def _run_local(store, options, target, fmt, progress):
 
 
 def _run_spark(store, options, target, req, task_progress, spark_session):
-    from amqtool.engines.export.spark import SparkArtemisExport, get_session
+    from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport, get_session
     from amqtool.engines.export.xml import write_document
 
     own = spark_session is None
     spark = spark_session or get_session(req.master, log_path=str(target.side("spark.log")),
                                          local_dir=str(target.side("spark-local")))
     try:
-        ex = SparkArtemisExport(spark, store, options, progress=task_progress)
+        if store.kind == "kahadb":
+            ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
+        else:
+            ex = SparkArtemisExport(spark, store, options, progress=task_progress)
         if req.fmt == "xml":
             bindings = ex.binding_rows()
             with target.open_file() as fh:

@@ -578,19 +578,7 @@ class SparkArtemisExport:
     def write_tables(self, out_dir: str, fmt: str) -> None:
         """``messages`` and ``bindings`` tables under ``out_dir`` (``parquet``: messages partitioned by queue;
         ``jsonl``: one JSON object per line, binary as URL-safe base64)."""
-        from pyspark.sql import functions as F
-
-        rows = self.rows_df().drop("_k1", "_k2")
-        bindings = self.spark.createDataFrame(self.binding_rows(), spark_schema(BINDING_COLUMNS)).coalesce(1)
-        with _Progress(self.sc, self.progress):
-            if fmt == "parquet":
-                rows.write.mode("errorifexists").partitionBy("queue").parquet(os.path.join(out_dir, "messages"))
-                bindings.write.parquet(os.path.join(out_dir, "bindings"))
-            else:
-                rows = rows.withColumn("body", F.translate(F.base64("body"), "+/", "-_"))
-                opts = {"ignoreNullFields": "false", "compression": "none"}
-                rows.write.options(**opts).json(os.path.join(out_dir, "messages"))
-                bindings.write.options(**opts).json(os.path.join(out_dir, "bindings"))
+        write_frames(self.spark, self.rows_df().drop("_k1", "_k2"), self.binding_rows(), out_dir, fmt, self.progress)
         self._collect_counts()
 
     def iter_rows_for_xml(self):
@@ -620,6 +608,58 @@ class SparkArtemisExport:
                     row = row[:12] + ([p.asDict() for p in row[12]],) + row[13:]
                 yield row
         self._collect_counts()
+
+
+def write_frames(spark, rows, binding_rows: list[tuple], out_dir: str, fmt: str,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+    """Write the ``messages`` DataFrame and the bindings under ``out_dir`` as Spark writes the export's
+    tables (``parquet``: messages partitioned by queue; ``jsonl``: binary as URL-safe base64 text)."""
+    from pyspark.sql import functions as F
+
+    bindings = spark.createDataFrame(binding_rows, spark_schema(BINDING_COLUMNS)).coalesce(1)
+    with _Progress(spark.sparkContext, progress):
+        if fmt == "parquet":
+            rows.write.mode("errorifexists").partitionBy("queue").parquet(os.path.join(out_dir, "messages"))
+            bindings.write.parquet(os.path.join(out_dir, "bindings"))
+        else:
+            rows = rows.withColumn("body", F.translate(F.base64("body"), "+/", "-_"))
+            opts = {"ignoreNullFields": "false", "compression": "none"}
+            rows.write.options(**opts).json(os.path.join(out_dir, "messages"))
+            bindings.write.options(**opts).json(os.path.join(out_dir, "bindings"))
+
+
+class SparkKahaDBExport:
+    """A KahaDB store through the Spark engine. The journal replay is sequential by nature (every record's
+    effect depends on all before it), so the driver replays it with the KahaDB engine and builds the rows
+    (:class:`amqtool.engines.export.kahadb.KahaDBExport`, the local engine's code); Spark distributes them
+    and writes the tables. The driver holds the rows of the store until Spark has them."""
+
+    def __init__(self, spark, store, options: ExportOptions, progress: Callable[[int, int], None] | None = None):
+        from amqtool.engines.export.kahadb import KahaDBExport
+
+        self.spark = spark
+        self.progress = progress
+        self.ex = KahaDBExport(store, options, engine=ENGINE)
+        self.summary = self.ex.summary
+        self._rows = None
+
+    def binding_rows(self) -> list[tuple]:
+        return self.ex.binding_rows()
+
+    def rows_df(self):
+        """The rows (``MESSAGE_COLUMNS``) as a DataFrame, spread over the default parallelism."""
+        if self._rows is None:
+            sc = self.spark.sparkContext
+            rows = list(self.ex.rows())
+            self._rows = self.spark.createDataFrame(sc.parallelize(rows, max(1, min(len(rows), sc.defaultParallelism))),
+                                                    spark_schema(MESSAGE_COLUMNS), verifySchema=False)
+        return self._rows
+
+    def write_tables(self, out_dir: str, fmt: str) -> None:
+        write_frames(self.spark, self.rows_df(), self.binding_rows(), out_dir, fmt, self.progress)
+
+    def unpersist(self) -> None:
+        pass
 
 
 def _xml_group(group: list[tuple], qids: list[int]):
