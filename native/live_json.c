@@ -14,6 +14,7 @@
  * Without libcrypto, sha256_available() says so and Python keeps its per-record path.
  */
 #include "amqnative.h"
+#include "outbuf.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -24,47 +25,6 @@ PyObject *amq_sha256_available(PyObject *self, PyObject *noargs) {
 
 /* One packed live entry: native.LIVE_FORMAT "=qB?biqi" (journal_load.c). */
 #define ENTRY_SIZE 27
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int nomem;
-} outbuf;
-
-static int ob_reserve(outbuf *o, size_t more) {
-    if (o->n + more <= o->cap)
-        return 0;
-    size_t cap = o->cap ? o->cap : 1 << 16;
-    while (cap < o->n + more)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(o->p, cap);
-    if (p == NULL) {
-        o->nomem = 1;
-        return -1;
-    }
-    o->p = p;
-    o->cap = cap;
-    return 0;
-}
-
-static inline void ob_put(outbuf *o, const char *s, size_t n) {
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-}
-
-static inline void ob_int(outbuf *o, long long v) {
-    char tmp[24];
-    int k = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[k++] = '-';
-    while (k)
-        o->p[o->n++] = tmp[--k];
-}
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

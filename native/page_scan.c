@@ -37,6 +37,7 @@
  *   mode 1 also appends page transaction ids of not-found / prepared records to the lists in acc_lists.
  */
 #include "amqnative.h"
+#include "outbuf.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -391,47 +392,6 @@ static int tables_get(PyObject *tup, tables_t *t) {
 }
 
 /* --- JSON text ------------------------------------------------------------------------------------- */
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-} outbuf;
-
-/* No Python error set on failure: the walk runs without the GIL (the caller raises MemoryError). */
-static int ob_reserve(outbuf *o, size_t more) {
-    if (o->n + more <= o->cap)
-        return 0;
-    size_t cap = o->cap ? o->cap : 1 << 16;
-    while (cap < o->n + more)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(o->p, cap);
-    if (p == NULL)
-        return -1;
-    o->p = p;
-    o->cap = cap;
-    return 0;
-}
-
-static inline void ob_put(outbuf *o, const char *s, size_t n) {
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-}
-
-#define OB_LIT(o, s) ob_put((o), (s), sizeof(s) - 1)
-
-static inline void ob_int(outbuf *o, long long v) {
-    char tmp[24];
-    int k = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[k++] = '-';
-    while (k)
-        o->p[o->n++] = tmp[--k];
-}
 
 static const char hexdig[] = "0123456789abcdef";
 
