@@ -33,4 +33,6 @@ setup(
     package_dir=PACKAGE_DIRS,
     ext_modules=[native] if glob("native/*.c") else [],
     include_package_data=True,
+    # The man pages install where `man` looks under the environment's prefix (<venv>/share/man/man1).
+    data_files=[("share/man/man1", sorted(glob("man/*.1")))],
 )
