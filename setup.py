@@ -24,6 +24,7 @@ def _packages():
 native = Extension(
     "amqtool._native",
     sources=sorted(glob("native/*.c")),
+    depends=sorted(glob("native/*.h")),
     extra_compile_args=["-O2", "-std=gnu11", "-Wall"],
     optional=os.environ.get("AMQTOOL_REQUIRE_NATIVE") != "1",
 )
