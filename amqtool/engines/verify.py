@@ -33,6 +33,7 @@ ADD_LARGE_MESSAGE = 30  # JournalRecordIds.ADD_LARGE_MESSAGE
 
 _STALE_SEARCH_LIMIT = 64 * 1024
 MAX_DAMAGED_PER_FILE = GAP_EXAMPLES  # FileGaps keeps this many examples per file
+MAX_LISTED_MISSING_IDS = 100  # of the fileIDs missing between data files
 
 
 @dataclass
@@ -190,23 +191,34 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
     data_ids = [s.file.file_id for s in result.scans if s.has_data]
     if len(data_ids) < 2:
         return
-    present = {f.file_id for f in result.files}
-    missing = [i for i in range(min(data_ids) + 1, max(data_ids)) if i not in present]
-    if not missing:
+    low, high = min(data_ids), max(data_ids)
+    # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
+    # 64-bit fileID.
+    inside = sorted({f.file_id for f in result.files if low < f.file_id < high})
+    count = high - low - 1 - len(inside)
+    if count <= 0:
         return
+    missing: list[int] = []  # the first few, for people
+    expected = low + 1
+    for fid in inside + [high]:
+        while expected < fid and len(missing) < MAX_LISTED_MISSING_IDS:
+            missing.append(expected)
+            expected += 1
+        expected = fid + 1
     reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
     where = str(result.files[0].path.parent)
-    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-    if len(missing) <= reused:
+    shown = ", ".join(map(str, missing[:10])) + (f" ... ({count} in all)" if count > 10 else "")
+    details = {"missingFileIds": missing, "missingCount": count}
+    if count <= reused:
         findings.append(Finding(
             Severity.INFO, "file-id-gap",
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
-            {"missingFileIds": missing}))
+            details))
     else:
         findings.append(Finding(
             Severity.WARNING, "missing-journal-file",
             f"fileID(s) {shown} missing between data files and not explained by reused files: a journal "
-            f"file appears to have been removed; its records are lost", where, None, {"missingFileIds": missing}))
+            f"file appears to have been removed; its records are lost", where, None, details))
 
 
 def _load_findings(result: LoadResult, findings: list[Finding]) -> None:

@@ -188,3 +188,19 @@ def test_file_growing_while_read(run_json, tmp_path):
         t.join()
     assert code == 0 and "Traceback" not in err
     assert doc["summary"]["liveRecords"] == 260
+
+
+def test_huge_file_id_gap_is_counted_not_listed(run_json, tmp_path):
+    # A damaged header can claim any 64-bit fileID: the gap is counted, never walked (found by Hypothesis,
+    # which once drove this check to 21 GB).
+    from amqtool.formats.artemis.records import ADD, FileHeader, Record
+
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    for n, fid in enumerate((1, 0x2B00000000000001), 1):
+        rec = Record(ADD, fid & 0x7FFFFFFF, 0, record_id=n, user_record_type=1, body=b"x").encode()
+        (journal / f"activemq-data-{n}.amq").write_bytes(FileHeader(2, 0, fid).encode() + rec + bytes(4096))
+    code, doc, _ = run_json("verify", journal)
+    (f,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    assert f["details"]["missingCount"] == 0x2B00000000000001 - 2
+    assert f["details"]["missingFileIds"][:3] == [2, 3, 4] and len(f["details"]["missingFileIds"]) == 100
