@@ -5,8 +5,15 @@ import json
 import os
 
 import pytest
+from hypothesis import settings
 
 from tests.support import KAHADB
+
+# Hypothesis: derandomized by default so a CI run is reproducible (as dulwich's "ci" profile);
+# HYPOTHESIS_PROFILE=explore searches with fresh randomness, for a local bug hunt.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
