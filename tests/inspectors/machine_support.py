@@ -128,9 +128,15 @@ def tmpfs_mount(where: Path, size: str = "8m"):
         subprocess.run(["umount", str(where)], capture_output=True)
 
 
+# Smallest filesystem mkfs accepts: xfsprogs 6 refuses anything under 300 MB. The image is sparse, so
+# the size costs no disk.
+MIN_SIZE_MB = {"xfs": 320}
+
+
 @contextmanager
 def loop_filesystem(tmp_path: Path, fstype: str, size_mb: int = 64):
-    """A real filesystem on a loop device backed by a file in ``tmp_path``; always torn down."""
+    """A real filesystem on a loop device backed by a (sparse) file in ``tmp_path``; always torn down."""
+    size_mb = max(size_mb, MIN_SIZE_MB.get(fstype, 0))
     _need_root()
     mkfs = shutil.which(f"mkfs.{fstype}")
     if mkfs is None:
