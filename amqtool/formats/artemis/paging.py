@@ -419,27 +419,15 @@ class PageSummaries:
         self.error: tuple[int, int, FormatError] | None = None
 
     def __iter__(self):
-        buf, size = self.buf, self.size
-        head = _HEAD.unpack_from
+        buf = self.buf
         fast = _TX_TYPE_PERSISTER_ID.unpack_from
         i32 = _I32.unpack_from
         qs = _queue_ids_struct
-        pos = 0
-        n = 0
-        while size - pos >= RECORD_OVERHEAD:
-            start, length = head(buf, pos)
-            if start != START_BYTE:
-                self.end = PageScanEnd(END_BAD_START, pos, n, size)
-                return
-            nxt = pos + RECORD_OVERHEAD + length
-            if length < 0 or nxt > size:
-                self.end = PageScanEnd(END_BAD_LENGTH, pos, n, size, length)
-                return
-            if buf[nxt - 1] != END_BYTE:
-                self.end = PageScanEnd(END_BAD_END, pos, n, size, length)
-                return
+        # The framing is PageScanner's; this only adds the per-record summary.
+        scanner = PageScanner(buf, self.size)
+        for n, pos, length in scanner:
             p = pos + 5
-            end = nxt - 1
+            end = pos + RECORD_OVERHEAD + length - 1
             rec = None
             if length >= 27:
                 tx_id, ltype, persister, mid = fast(buf, p)
@@ -465,9 +453,7 @@ class PageSummaries:
                 rec = (n, pos, length, s.transaction_id, s.large_message_type, s.message_id, s.queue_ids,
                        s.header)
             yield rec
-            n += 1
-            pos = nxt
-        self.end = PageScanEnd(END_CLEAN if pos == size else END_SHORT_TAIL, pos, n, size)
+        self.end = scanner.end
 
 
 __all__ = [
