@@ -87,8 +87,10 @@ def export(
                              f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings) to {doc['output']} "
                              f"[{doc['format']}, {doc['engine']} engine]\n")
             if doc["problemCount"]:
-                sys.stdout.write(f"WARNING: {doc['problemCount']} live message(s) could not be decoded; first: "
-                                 f"{doc['problems'][0]['messageId']}: {doc['problems'][0]['message']}\n")
+                first = doc["problems"][0]
+                where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
+                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s) (undecodable messages, refused journal "
+                                 f"files); first: {where}{first['message']}\n")
             if doc.get("skippedNotXml"):
                 sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                                  "(not converted to core); export them with --format jsonl or parquet\n")

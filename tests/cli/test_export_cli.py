@@ -82,3 +82,18 @@ def test_spark_engine_keeps_jvm_chatter_off_the_terminal(store, tmp_path):
     rows = read_jsonl_table(out / "messages")
     assert {(r["message_id"], r["queue"]): r["transaction_state"] for r in rows} == EXPECTED
     assert sorted(x.name for x in tmp_path.iterdir()) == ["s"]
+
+
+def test_refused_journal_file_is_reported_not_silently_empty(run_cli, tmp_path):
+    # A file Artemis refuses to load (random bytes: no valid header) is left out by both engines; the export
+    # must say so and end with WARNING rather than report an empty store as OK.
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
+    code, out, err = run_cli("export", journal, "-o", tmp_path / "out", "--format", "jsonl", "--engine", "local",
+                             "--report", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "WARNING" and doc["rows"] == 0
+    (problem,) = doc["problems"]
+    assert problem["messageId"] is None and "activemq-data-1.amq" in problem["message"]
+    assert "journal format version" in problem["message"]

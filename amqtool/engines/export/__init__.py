@@ -100,6 +100,9 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
             summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+        if store.kind == "artemis":
+            for path, message in _refused_files(store):
+                summary.problem(None, f"{path}: {message}; its records are not exported")
         doc = summary.to_json()
         if xml_writer is not None:
             doc["xml"] = {"messagesWritten": xml_writer.messages_written, "skippedAmqp": xml_writer.skipped_amqp,
@@ -117,6 +120,18 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         raise
     warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
     return doc, (Verdict.WARNING if warn else Verdict.OK)
+
+
+def _refused_files(store) -> list[tuple[str, str]]:
+    """Journal files Artemis would refuse to load (bad header version or userVersion): the engines leave
+    them out, as the load view does, so the export must say so instead of exporting nothing silently."""
+    from amqtool.store.journal_files import open_journal
+
+    refused = []
+    for journal in store.journals():
+        with open_journal(journal) as opened:
+            refused += [(s.path, s.message) for s in opened.skipped]
+    return refused
 
 
 def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows) -> None:
