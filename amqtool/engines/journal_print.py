@@ -146,6 +146,10 @@ def _chunks_for_journal(journal: JournalDir, result: LoadResult, opts: PrintOpti
         yield ', "staleRecords": ' + dumps(stale)
     pending = [{"code": p.code, "path": p.path, "message": p.message} for p in result.opened.pending]
     yield ', "pending": ' + dumps(pending)
+    # Files Artemis would refuse to load (its start fails): not part of the live state, but never silent.
+    refused = [{"code": f.code, "path": f.path, "message": f.message, "offset": f.offset}
+               for f in result.opened.skipped]
+    yield ', "refused": ' + dumps(refused)
     yield ', "live": ['
     if _fast_live_possible(result, opts):
         yield from _fast_live_chunks(result, opts)
@@ -252,6 +256,8 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
         yield f"== {journal.kind} journal: {journal.directory}"
         for p in result.opened.pending:
             yield f"   pending at next broker start: {p.message} ({p.path})"
+        for f in result.opened.skipped:
+            yield f"   refused by Artemis (its start fails): {f.message} ({f.path})"
         yield f"   {'file':32} {'fileId':>10} {'ver':>3} {'size':>10} {'records':>8}"
         for scan in result.scans:
             f = scan.file

@@ -112,3 +112,15 @@ def test_print_errors_are_one_line_exit_3(run_cli, tmp_path):
     assert code == 3 and "no Artemis journal or KahaDB store" in err
     code, out, err = run_cli("print", tmp_path, "--bogus")
     assert code == 3
+
+
+def test_refused_files_are_shown_not_silently_dropped(run_cli, run_json, tmp_path):
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
+    code, doc, _ = run_json("print", journal)
+    (refused,) = doc["journals"][0]["refused"]
+    assert code == 0 and refused["code"] == "bad-header-version" and refused["offset"] == 0
+    assert refused["path"].endswith("activemq-data-1.amq") and doc["journals"][0]["live"] == []
+    code, out, _ = run_cli("print", journal)
+    assert "refused by Artemis" in out and "activemq-data-1.amq" in out
