@@ -13,6 +13,7 @@ and checkpoint records in C and calls back here (:func:`_apply_record`) for ever
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,20 @@ def _mapped_files(files: list[JournalFile], check) -> Iterator[tuple]:
     def start(f: JournalFile) -> None:
         cm = mapped(f.path)
         buf = cm.__enter__()
-        opened.append((cm, buf, pool.submit(check, buf) if len(buf) else None))
+        fut = None
+        if len(buf):
+            # The scan holds the GIL for a whole file (it calls back into Python), so a worker that has not
+            # yet reached the GIL-free check would wait for it: the two passes would run one after the
+            # other. Wait until the worker is about to enter the check (measured: 0.34 s -> 0.26 s a GiB).
+            entered = threading.Event()
+
+            def run(buf=buf, entered=entered):
+                entered.set()
+                return check(buf)
+
+            fut = pool.submit(run)
+            entered.wait()
+        opened.append((cm, buf, fut))
 
     try:
         start(files[0])
