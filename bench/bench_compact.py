@@ -12,6 +12,7 @@ For each live ratio (default 10% and 30%) this creates a demo store of SIZE (def
   records rather than to journal size.
 
 Timing goes here, never in tests. Usage: bench/bench_compact.py [--size 1GiB] [--ratios 0.1,0.3] [--dir D]
+                                                         [--runs 3] [--reuse]
 """
 from __future__ import annotations
 
@@ -100,6 +101,8 @@ def main() -> int:
     ap.add_argument("--ratios", default="0.1,0.3")
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="keep the demo stores in --dir and reuse them next time")
+    ap.add_argument("--runs", type=int, default=3, help="compactions per store, each on a fresh copy (best kept)")
     args = ap.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-compact-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -107,19 +110,33 @@ def main() -> int:
     try:
         for ratio in [float(x) for x in args.ratios.split(",")]:
             store = work / f"demo-{ratio}"
-            if store.exists():
+            created = 0.0
+            if store.exists() and not args.reuse:
                 shutil.rmtree(store)
-            t0 = time.perf_counter()
-            subprocess.run([AMQTOOL, "create", str(store), "--demo", args.size, "--live-ratio", str(ratio), "-q",
-                            "--format", "json"], check=True, stdout=subprocess.DEVNULL)
-            created = time.perf_counter() - t0
-            subprocess.run(["cat"] + [str(p) for p in sorted((store / "data" / "journal").iterdir())],
-                           stdout=subprocess.DEVNULL, check=True)  # warm, as cp's source is
+            if not store.exists():
+                t0 = time.perf_counter()
+                subprocess.run([AMQTOOL, "create", str(store), "--demo", args.size, "--live-ratio", str(ratio), "-q",
+                                "--format", "json"], check=True, stdout=subprocess.DEVNULL)
+                created = time.perf_counter() - t0
             load_before = os.getloadavg()[0]
             dry_s, dry_rss, dry = _peak_of([AMQTOOL, "compact", str(store), "--dry-run", "-q", "--format", "json"])
             dry_cpu = _CPU[0]
-            elapsed, rss, r = _peak_of([AMQTOOL, "compact", str(store), "-q", "--format", "json"])
-            cpu = _CPU[0]
+            # Each run compacts a fresh copy of the store, written back to disk first (`sync`), so that the
+            # compaction's fsyncs pay for its own output only, not for the copy's (or create's) dirty pages.
+            best = None
+            for _ in range(args.runs):
+                copy = work / "compact-run"
+                if copy.exists():
+                    shutil.rmtree(copy)
+                subprocess.run(["cp", "-a", str(store), str(copy)], check=True)
+                subprocess.run(["sync"], check=True)
+                subprocess.run(["cat"] + [str(p) for p in sorted((copy / "data" / "journal").iterdir())],
+                               stdout=subprocess.DEVNULL, check=True)  # warm, as cp's source is
+                elapsed, rss, r = _peak_of([AMQTOOL, "compact", str(copy), "-q", "--format", "json"])
+                if best is None or elapsed < best[0]:
+                    best = (elapsed, rss, r, _CPU[0])
+                shutil.rmtree(copy)
+            elapsed, rss, r, cpu = best
             doc = json.loads(r.stdout)
             msgs = [j for j in doc["journals"] if j["journal"] == "messages"][0]
             live_bytes = sum(j["liveBytes"] for j in doc["journals"])
@@ -127,7 +144,8 @@ def main() -> int:
             cp_plain, cp_sync = _cp(live_bytes, work)
             rows.append((ratio, msgs, elapsed, rss, dry_s, dry_rss, live_bytes, written, cp_plain, cp_sync, created,
                          cpu, dry_cpu, load_before))
-            shutil.rmtree(store)
+            if not args.reuse:
+                shutil.rmtree(store)
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -142,7 +160,7 @@ def main() -> int:
     print("target: compaction within 3x of cp of the live bytes; RSS grows with live records, not journal size")
     print("compact s / dry-run s: wall time of the CLI (interpreter start included); CPU s: its user+system time;")
     print(f"load: 1-minute load average before the runs on {os.cpu_count()} CPUs (wall > CPU on a shared machine);")
-    print("cp / cp+sync: best of three")
+    print(f"compact: best of {args.runs} runs, each on a fresh synced copy; cp / cp+sync: best of three")
     return 0
 
 
