@@ -621,19 +621,24 @@ def _entries_of_page(store: PageStore, page_id: int, view: PagingJournalView,
             yield PagedEntry(store.address, page_id, number, off, pm, view.tx_state(pm.transaction_id), states)
 
 
-def iter_paged_entries(store, view: PagingJournalView | None = None,
-                       errors: list | None = None) -> Iterator[PagedEntry]:
-    """Every paged message of every page store, in exploring order, page by page. A record that does not
-    decode ends its page (as ``Page.read`` fails there); it is appended to ``errors`` when given."""
-    view = load_view(store, view)
+def store_pages(store) -> list[tuple[PageStore, int]]:
+    """(page store, page id) of every page of the store, in exploring order, page by page."""
     stores, _ = find_page_stores(store.paging_dir)
-    for ps in stores:
-        for pid in sorted(ps.pages):
-            try:
-                yield from _entries_of_page(ps, pid, view, errors)
-            except OSError as err:
-                if errors is not None:
-                    errors.append((ps, pid, None, None, err))
+    return [(ps, pid) for ps in stores for pid in sorted(ps.pages)]
+
+
+def iter_paged_entries(store, view: PagingJournalView | None = None, errors: list | None = None,
+                       pages: list[tuple[PageStore, int]] | None = None) -> Iterator[PagedEntry]:
+    """Every paged message of every page store, in exploring order, page by page (only ``pages``, a run of
+    :func:`store_pages`, when given). A record that does not decode ends its page (as ``Page.read`` fails
+    there); it is appended to ``errors`` when given."""
+    view = load_view(store, view)
+    for ps, pid in store_pages(store) if pages is None else pages:
+        try:
+            yield from _entries_of_page(ps, pid, view, errors)
+        except OSError as err:
+            if errors is not None:
+                errors.append((ps, pid, None, None, err))
 
 
 def iter_paged_rows(store, view: PagingJournalView | None = None, *, include_undeliverable: bool = False
@@ -1383,7 +1388,7 @@ class PagingVerifier:
 __all__ = [
     "PAGE_TX_COMMITTED", "PAGE_TX_PREPARED", "PAGE_TX_NOT_FOUND", "Q_ACKED", "Q_COMPLETE", "Q_NO_QUEUE",
     "Q_PENDING", "PagingJournalView", "load_view", "PageStore", "find_page_stores", "PageFile", "PagedEntry",
-    "iter_paged_entries", "iter_paged_rows", "describe_paging", "message_line", "paging_document",
+    "iter_paged_entries", "store_pages", "iter_paged_rows", "describe_paging", "message_line", "paging_document",
     "iter_paging_json",
     "PagingVerifier", "PagedLarge", "large_message_file", "live_page_rollover", "paged_export_rows",
 ]
@@ -1403,7 +1408,8 @@ def _record_for_export(pm: PagedMessage) -> tuple[int, bytes]:
 def paged_export_rows(store, *, bindings, large=None, safe: bool = False,
                       wants: Callable[[str], bool] | None = None, view: PagingJournalView | None = None,
                       problem: Callable[[int, str], None] | None = None,
-                      count_row: Callable[[str, str], None] | None = None) -> Iterator[tuple]:
+                      count_row: Callable[[str, str], None] | None = None,
+                      pages: list[tuple[PageStore, int]] | None = None) -> Iterator[tuple]:
     """Export rows (``export.schema.MESSAGE_COLUMNS``, built by ``export.parse.message_row``) of the paged
     messages: one per (paged message, queue that still has to consume it), flagged ``paged`` with the page
     number and 0-based position. Messages of a committed or non-transactional page send are
@@ -1413,13 +1419,14 @@ def paged_export_rows(store, *, bindings, large=None, safe: bool = False,
 
     ``bindings`` is the export's ``Bindings`` (queue names and routing types), ``large`` its ``LargeBodies``;
     ``wants(queue name)`` filters queues; ``problem(message id, text)`` receives undecodable records and
-    ``count_row(queue, state)`` every row written. Both export engines call this in the driver process: page
-    files are read one at a time, so memory does not grow with the paging directory."""
+    ``count_row(queue, state)`` every row written. ``pages`` (a run of :func:`store_pages`) limits the walk
+    to those pages: the Spark engine splits the pages over its tasks, each with the ``view`` facts of its
+    pages. Page files are read one at a time, so memory does not grow with the paging directory."""
     from amqtool.engines.export.parse import decode_message, message_row
 
     view = load_view(store, view)
     errors: list = []
-    for entry in iter_paged_entries(store, view, errors):
+    for entry in iter_paged_entries(store, view, errors, pages):
         if entry.tx_state == PAGE_TX_NOT_FOUND:
             continue
         state = "prepared" if entry.tx_state == PAGE_TX_PREPARED else "committed"
