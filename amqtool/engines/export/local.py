@@ -106,14 +106,24 @@ class LocalArtemisExport:
             if pairs:
                 yield mid, pairs
 
-    def _message(self, mid: int, state: str):
+    def message_refs(self) -> Iterator[tuple[int, object, list[tuple]]]:
+        """``(message id, record, refs)`` of every journal message with rows, in message-id order: ``record``
+        the LiveRecord its rows are decoded from (its live record, else the one of the prepared transaction
+        that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
+        order, only queues the options want. What :func:`journal_message_rows` takes (both engines)."""
         st = self.state
-        if state == "committed" or mid in st.message_records:
-            rec = st.message_records[mid]
-        else:
-            rec = self._prepared_messages[mid].messages[mid]
-        body = self.messages_result.body(rec)
-        return decode_message(rec.user_record_type, body, message_id=mid, large=self.large, safe=self.options.safe)
+        opts = self.options
+        b = self.bindings
+        for mid, pairs in self._pairs():
+            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))]
+            if not wanted:
+                continue
+            if wanted[0][1] == "committed" or mid in st.message_records:
+                rec = st.message_records[mid]
+            else:
+                rec = self._prepared_messages[mid].messages[mid]
+            yield mid, rec, [(q, s, t, st.delivery_counts.get((mid, q), 0), st.scheduled.get((mid, q)))
+                             for q, s, t in wanted]
 
     def rows(self) -> Iterator[tuple]:
         """Export rows (``schema.MESSAGE_COLUMNS``): the journal's messages in id order, then the paged ones."""
@@ -122,41 +132,45 @@ class LocalArtemisExport:
         yield from self._journal_rows()
         yield from self.paged_rows()
 
-    def paged_rows(self) -> Iterator[tuple]:
-        """The paged messages' rows, from the journals this engine already loaded (read once)."""
+    def paging_view(self):
+        """What the journals this engine loaded say about paging (read once, while they are open)."""
         from amqtool.engines.paging import PagingJournalView
 
         view = PagingJournalView()
         if self.bindings_result is not None:
             view.add_bindings(self.bindings_result)
         view.add_messages(self.messages_result)
+        return view
+
+    def paged_rows(self) -> Iterator[tuple]:
+        """The paged messages' rows, from the journals this engine already loaded (read once)."""
         yield from count_paged(paged_export_rows(
             self._store, bindings=self.bindings, large=self.large, safe=self.options.safe, wants=self.options.wants,
-            view=view, problem=self.summary.problem, count_row=self.summary.count_row), self.summary)
+            view=self.paging_view(), problem=self.summary.problem, count_row=self.summary.count_row), self.summary)
 
     def _journal_rows(self) -> Iterator[tuple]:
-        st = self.state
-        opts = self.options
-        b = self.bindings
-        summary = self.summary
-        for mid, pairs in self._pairs():
-            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))]
-            if not wanted:
-                continue
-            try:
-                msg = self._message(mid, wanted[0][1])
-            except FormatError as err:
-                summary.problem(mid, err.message)
-                continue
-            summary.messages += 1
-            for qid, state, tx_id in wanted:
-                name = b.queue_name(qid)
-                summary.count_row(name, state)
-                yield message_row(msg, queue=name, queue_id=qid, routing_type=b.routing_type(qid),
-                                  delivery_count=st.delivery_counts.get((mid, qid), 0),
-                                  scheduled_time=st.scheduled.get((mid, qid)), transaction_state=state,
-                                  transaction_id=tx_id)
+        read = self.messages_result.body
+        for mid, rec, refs in self.message_refs():
+            yield from journal_message_rows(mid, rec.user_record_type, read(rec), refs, bindings=self.bindings,
+                                            large=self.large, safe=self.options.safe, summary=self.summary)
 
+
+def journal_message_rows(mid: int, user_record_type: int, body: bytes, refs: list[tuple], *, bindings: Bindings,
+                         large: LargeBodies | None, safe: bool, summary: ExportSummary) -> Iterator[tuple]:
+    """The rows of one journal message (one per ``refs`` entry, see :meth:`LocalArtemisExport.message_refs`)
+    from its record's body, counted in ``summary``; a body that does not decode is a problem, no rows."""
+    try:
+        msg = decode_message(user_record_type, body, message_id=mid, large=large, safe=safe)
+    except FormatError as err:
+        summary.problem(mid, err.message)
+        return
+    summary.messages += 1
+    for qid, state, tx_id, delivery_count, scheduled_time in refs:
+        name = bindings.queue_name(qid)
+        summary.count_row(name, state)
+        yield message_row(msg, queue=name, queue_id=qid, routing_type=bindings.routing_type(qid),
+                          delivery_count=delivery_count, scheduled_time=scheduled_time, transaction_state=state,
+                          transaction_id=tx_id)
 
 
 def count_paged(rows: Iterator[tuple], summary: ExportSummary) -> Iterator[tuple]:
