@@ -1,6 +1,6 @@
-"""The Spark export engine against the local engine and the loader: the live list its joins compute is the
-one ``JournalImpl.load`` builds (in order, with prepared transactions) on every fixture, and its rows, tables
-and XML equal the local engine's. One SparkSession (local[2]) serves the whole module."""
+"""The Spark export engine against the local engine: on every fixture, the built store and a demo store, its
+rows (in the local engine's order), tables, XML and counts equal the local engine's, however the plan is cut
+into parts; and the planner's cutting itself. One SparkSession (local[2]) serves the whole module."""
 from __future__ import annotations
 
 import json
@@ -11,11 +11,9 @@ import pytest
 from amqtool.engines.export import ExportRequest, run_export
 from amqtool.engines.export.model import ExportOptions
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
-from amqtool.engines.load import load_journal
-from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect
 from tests.engines.export_store import build_store, normalise, read_jsonl_table, read_parquet_table
-from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS, oracle_manifest
+from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
 
 pytestmark = pytest.mark.spark
 
@@ -50,89 +48,91 @@ def spark_export(spark, path, **opts):
     return SparkArtemisExport(spark, detect(path), ExportOptions(**opts))
 
 
-def loader_view(path) -> tuple[list, list]:
-    """load_journal's live list and prepared records, in the shape SparkArtemisExport reports them."""
-    live, prepared = [], []
-    for jd in detect(path).journals():
-        with open_journal(jd) as opened:
-            res = load_journal(opened)
-        live += [(jd.kind, r.id, r.user_record_type, r.is_update, r.compact_count, r.file_index, r.body_offset,
-                  r.body_len) for r in res.live]
-        for tx in sorted(res.prepared, key=lambda t: t.tx_id):
-            prepared += [(jd.kind, tx.tx_id, r.id, r.user_record_type, r.is_update, r.file_index, r.body_offset)
-                         for r in tx.records]
-    return live, prepared
-
-
-def _fixture_journals() -> dict[str, Path]:
+def _fixture_stores() -> dict[str, Path]:
+    """Every Artemis fixture: the oracle journals (a journal directory each) and the public broker stores."""
     out = {s: ORACLE / s / "journal" for s in ORACLE_SCENARIOS}
-    out.update({p.relative_to(p.parents[2]).as_posix(): p for p in PUBLIC_JOURNALS})
+    out.update({p.parent.relative_to(p.parents[3]).as_posix(): p.parent for p in PUBLIC_JOURNALS})
     return out
 
 
-class _Named:
-    """One fixture journal under its own name: the Spark engine keys everything by journal name, so all
-    fixtures go through one job (a fleet of stores, as a cluster would take them)."""
-
-    def __init__(self, name: str, jd):
-        self.kind, self.jd, self.directory, self.spec = name, jd, jd.directory, jd.spec
-
-    def journal_files(self):
-        return self.jd.journal_files()
-
-
-class _Fleet:
-    large_messages_dir = None
-
-    def __init__(self, journals):
-        self._journals = journals
-
-    def journals(self):
-        return self._journals
-
-
-def test_live_list_equals_load_on_every_fixture(spark):
-    from amqtool.engines.export.spark import SparkArtemisExport
-
-    named, want_live, want_prepared = [], [], []
-    for name, path in _fixture_journals().items():
-        (jd,) = detect(path).journals()
-        named.append(_Named(name, jd))
-        live, prepared = loader_view(path)
-        want_live += [(name,) + r[1:] for r in live]
-        want_prepared += [(name,) + r[1:] for r in prepared]
-        if path.parent.parent == ORACLE:  # the loader itself equals what the real JournalImpl returned
-            want = oracle_manifest(path.parent.name)["expectedAfterLoad"]["live"]
-            assert [(r[1], r[2], r[3], r[4], r[7]) for r in live] == [
-                (e["id"], e["type"], e["isUpdate"], e["compactCount"], e["len"]) for e in want]
-    ex = SparkArtemisExport(spark, _Fleet(named), ExportOptions())
-    key = lambda r: r[0]  # noqa: E731 - journals sort by name, each keeps its live order
-    assert sorted(ex.live_records(), key=key) == sorted(want_live, key=key)
-    assert sorted(ex.prepared_records(), key=key) == sorted(want_prepared, key=key)
-    assert {r[0] for r in want_live} == set(_fixture_journals())  # every fixture has live records
-    ex.unpersist()
-
-
-def test_live_list_equals_load_on_built_store_and_demo(spark, store, demo):
-    for path in (store, demo):
-        ex = spark_export(spark, path)
-        live, prepared = loader_view(path)
-        assert ex.live_records() == live
-        assert ex.prepared_records() == prepared
-        ex.unpersist()
-
-
-def _local_rows(path, **opts):
+def _local_export(path, **opts):
     from amqtool.engines.export.local import LocalArtemisExport
 
     with LocalArtemisExport(detect(path), ExportOptions(**opts)) as ex:
-        return ex.binding_rows(), list(ex.rows()), ex.summary
+        bindings = ex.binding_rows()
+        return bindings, list(ex.rows()), ex.summary
+
+
+def _spark_rows(ex) -> list[tuple]:
+    """The rows as the XML path pulls them: in the plan's order, as tuples (properties as dicts)."""
+    return list(ex.iter_rows_for_xml())
+
+
+def _same_summary(got, want) -> None:
+    a, b = got.to_json(), want.to_json()
+    assert (a.pop("engine"), b.pop("engine")) == ("spark", "local")
+    assert a == b
+
+
+def test_rows_equal_local_engine_on_every_fixture(spark):
+    stores = _fixture_stores()
+    assert len(stores) >= 20
+    bindings_seen = 0
+    for name, path in stores.items():
+        bindings, rows, summary = _local_export(path)
+        ex = spark_export(spark, path)
+        assert ex.binding_rows() == bindings, name
+        assert _spark_rows(ex) == rows, name
+        _same_summary(ex.summary, summary)
+        ex.unpersist()
+        bindings_seen += len(bindings)
+    assert bindings_seen > 100  # the public stores' addresses and queues
+
+
+@pytest.mark.parametrize("opts", [{}, {"safe": True, "queues": ("telemetry.*", "orders")}])
+def test_rows_in_order_however_the_plan_is_cut(spark, demo, monkeypatch, opts):
+    """Many small parts (runs of messages; runs of pages, each with only its pages' cursor acks): the same
+    rows in the same order as the local engine, the same counts."""
+    from amqtool.engines.export import spark as S
+
+    bindings, rows, summary = _local_export(demo, **opts)
+    assert any(r[17] for r in rows) and any(not r[17] for r in rows)  # paged and journal rows
+    for min_cost, per_core in ((1, 7), (S.MIN_PART_COST, S.PARTS_PER_CORE)):
+        monkeypatch.setattr(S, "MIN_PART_COST", min_cost)
+        monkeypatch.setattr(S, "PARTS_PER_CORE", per_core)
+        ex = spark_export(spark, demo, **opts)
+        if min_cost == 1:  # local[2], 7 parts a core: several of each kind
+            assert ex.parts["journal"] >= 5 and ex.parts["paged"] >= 3, ex.parts
+        else:  # by default this small store is one part of each kind
+            assert ex.parts == {"journal": 1, "paged": 1}
+        assert ex.binding_rows() == bindings
+        assert _spark_rows(ex) == rows
+        _same_summary(ex.summary, summary)
+        ex.unpersist()
+
+
+def test_split_runs_and_plan_partitions():
+    from amqtool.engines.export.spark import MIN_PART_COST, plan_partitions, split_runs
+
+    costs = [5, 1, 1, 1, 1, 1, 9, 1, 1, 1]
+    for k in range(1, 12):
+        runs = split_runs(costs, k)
+        assert runs[0][0] == 0 and runs[-1][1] == len(costs) and len(runs) <= k
+        assert all(a < b for a, b in runs) and all(r[1] == n[0] for r, n in zip(runs, runs[1:]))
+    assert split_runs([], 4) == [] and split_runs([3], 4) == [(0, 1)]
+    assert [b - a for a, b in split_runs([1] * 12, 3)] == [4, 4, 4]
+    big = MIN_PART_COST
+    # a few parts per core, shared by cost: a journal three times the paging's cost takes most of them
+    assert [len(r) for r in plan_partitions([big] * 30, [big] * 10, cores=2)] == [4, 2]
+    assert [len(r) for r in plan_partitions([big] * 30, [], cores=1)] == [3, 0]
+    assert plan_partitions([1] * 30, [1] * 3, cores=2) == ([(0, 30)], [(0, 3)])  # tiny: one of each kind
+    assert plan_partitions([], [], cores=2) == ([], [])
 
 
 @pytest.mark.parametrize("opts", [{}, {"safe": True, "queues": ("events.*", "Undefined*")}])
 def test_rows_equal_local_engine(spark, store, opts):
     ex = spark_export(spark, store, **opts)
-    bindings, rows, summary = _local_rows(store, **opts)
+    bindings, rows, summary = _local_export(store, **opts)
     assert ex.binding_rows() == bindings
     got = [tuple(r[n] for n in MESSAGE_COLUMN_NAMES) for r in ex.rows_df().collect()]
     got = [g[:12] + ([p.asDict() for p in g[12]] if g[12] is not None else None,) + g[13:] for g in got]

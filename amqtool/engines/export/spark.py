@@ -1,69 +1,94 @@
-"""The Spark export engine: journal files parsed in parallel, liveness resolved with joins, output by Spark.
+"""The Spark export engine: the driver plans with the local engine's load, Spark tasks read and decode the
+message bodies through a Python data source and hand the rows to the JVM as Arrow, Spark writes the tables.
 
-Pipeline (each step a DataFrame; nothing is collected on the driver but the bindings and the file list):
+Why this shape. An export's bulk work is reading and decoding message bodies: Python decoding
+(:func:`parse.decode_message`: the core message, its TypedProperties, the property rows; a paged message is
+read, re-encoded and decoded) costs ~100-150 µs a message, while the liveness of a 1 GiB journal costs ~2 s
+on the driver (the C loader, then the broker state). The first Spark engine parsed *every* journal record
+into a Python Row in the workers, resolved liveness with DataFrame joins, then built the message rows in
+Python and pickled them into the JVM again: per-record Python rows through py4j and pickle cost 5x the local
+engine (1 GiB demo store: 124 s on one core, 91 s on two, against 23 s). So liveness is computed once, on
+the driver, by the local engine's own code (memory in proportion to the live records, as there), and what
+Spark distributes is the work that costs: bodies and decoding.
 
-1. **Files.** The driver orders each journal's files as ``JournalImpl.load`` does (:func:`open_journal`: header
-   fileIDs, a committed compaction rolled forward in memory) and ships ``(journal, file_seq, path, ...)`` rows.
-2. **Parse** (``mapPartitions`` over the file list): every worker runs
-   :func:`amqtool.engines.export.parse.parse_file` on its files - the same parser the local engine uses -
-   giving one row per record (``schema.RECORD_COLUMNS``), message bodies left in the files.
-3. **Liveness**, the rules of ``JournalImpl.load`` (artemis-journal-format.md §3.2) as joins:
+1. **Plan** (driver). :class:`~amqtool.engines.export.local.LocalArtemisExport` loads the journals exactly
+   as the local engine does and lists every journal message with rows
+   (:meth:`~amqtool.engines.export.local.LocalArtemisExport.message_refs`: its record's location and its
+   rows' queue, state, transaction, delivery count and scheduled time) in message-id order; for the paged
+   messages, the journals' paging facts (:class:`~amqtool.engines.paging.PagingJournalView`, from the same
+   load) and the store's pages (:func:`~amqtool.engines.paging.store_pages`). The plan is cut into
+   :class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the
+   cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
+   message and a row, plus the bytes), a few per core (:func:`plan_partitions`), and pickled to a private
+   file that only the driver side reads.
+2. **Read** (Spark tasks). :class:`ExportSource`, a PySpark Python data source: ``partitions()`` hands out
+   the parts (a task receives its own; the reader carries what every part shares: file paths, bindings,
+   options), ``read(part)`` runs the local engine's functions on it,
+   :func:`~amqtool.engines.export.local.journal_message_rows` on each message body (read by its location)
+   or :func:`~amqtool.engines.paging.paged_export_rows` on its pages, and yields ``pyarrow.RecordBatch`` es
+   of a few thousand rows (``schema.MESSAGE_COLUMNS``): the rows reach the JVM as Arrow, not as pickled
+   Rows. Rows and order are the local engine's: the parts in message-id order, then the pages in exploring
+   order. Each part's counts and problems come back in an accumulator keyed by part (a re-evaluated part
+   replaces its value) and are merged in part order.
+3. **Write**: Parquet partitioned by queue, or JSON Lines, by Spark's own writers; XML streamed by the
+   driver in the local engine's order (``toLocalIterator`` keeps the order of the parts).
 
-   * transactions: records of one tx id are split into *generations* ended by its COMMIT or ROLLBACK (a
-     window sum over scan order), because a holder lives from its first record to its completion;
-   * a COMMIT is healthy when its ``numberOfRecords`` equals the number of the generation's ADD_TX/UPDATE_TX/
-     DELETE_TX records *in the commit's own file* (the counter resets whenever the transaction moves to
-     another file, so that is what it holds at the commit); a PREPARE when it equals those in its file
-     *before* it (a running window count); a failed PREPARE makes the transaction invalid;
-   * healthy commits put their adds/updates into the live list *at the commit's position* and their
-     DELETE_TXs into the delete set; rolled-back, unhealthy and never-completed generations are dropped;
-     never-completed generations with a valid PREPARE are the prepared transactions;
-   * the live list is the non-transactional ADD/UPDATEs plus committed ones, minus every record whose id is
-     in the delete set (``left_anti`` join), ordered by (position or commit position, record position).
-4. **Broker state** as ``data exp`` reads it: message records (45/30/31, the last of an id wins), ADD_REFs
-   minus ACKNOWLEDGE_REFs per (message, queue) (``left_anti``), last delivery-count and scheduled-delivery
-   update per pair (``max`` of a struct led by the live position), prepared ADD_REFs for pairs not live.
-5. **Decode** (``mapPartitions`` again, sorted by location): the workers read each surviving message body by
-   its location and build rows with :func:`parse.decode_message` / :func:`parse.message_row`.
-   **Paged messages** (``data/paging``): one task runs :func:`amqtool.engines.paging.paged_export_rows`, the
-   function the local engine calls (it loads the journals' page transactions and cursors itself and reads
-   the page files one at a time); its rows are unioned with the journal's.
-6. **Write**: Parquet partitioned by queue, or JSON Lines, written by Spark; XML streamed by the driver from
-   the journal rows sorted by message id (``toLocalIterator``), then the paged rows in page order.
+What bounds it (1 GiB demo store, 2 cores): the decoding is the local engine's, ~20-25 s of Python CPU
+however it is spread; Spark's JVM side (Arrow to rows, the row-by-row Parquet writer, its JIT) adds
+~20 s of CPU, and the driver's load and plan ~3.5 s; each Python process Spark launches compiles pyspark
+from its zip (~1.2 s). With ``local[1]`` the JVM already works on the second core next to the one Python
+worker, so two task slots cannot make it 2x faster, and on two cores the total CPU is about the local
+engine's own. Only more cores (or a cluster) can let it pay off: all but the driver's ~3.5 s spreads.
 
-The session: ``local[*]`` by default, tuned for a small machine (driver memory, few shuffle partitions, no
-UI, bound to 127.0.0.1); ``master`` (or ``spark-submit --master``) takes the same job to a cluster, where
-every worker must see the store at the same path and have amqtool installed. The JVM's own stdout/stderr
-(log4j start-up chatter) go to a log file, never to the user's terminal.
+The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
+127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
+cluster, where every worker must see the store at the same path and have amqtool installed (the plan holds
+absolute paths). The JVM's own stdout/stderr (log4j start-up chatter) go to a log file, never to the
+user's terminal.
 """
 from __future__ import annotations
 
+import math
 import os
+import pickle
+import shutil
 import sys
+import tempfile
 import threading
-import time
+import weakref
 from contextlib import contextmanager
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
 
-from amqtool.engines.export import parse as P
-from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import (
-    BINDING_COLUMNS,
-    MESSAGE_COLUMN_NAMES,
-    MESSAGE_COLUMNS,
-    RECORD_COLUMNS,
-    REF_COLUMNS,
-    spark_schema,
-)
+from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, spark_schema
 from amqtool.errors import CapabilityError
+
+try:
+    from pyspark.accumulators import AccumulatorParam
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+except ImportError:  # pragma: no cover - pyspark is a dependency; get_session says so when it is missing
+    AccumulatorParam = DataSource = DataSourceReader = InputPartition = object
 
 ENGINE = "spark"
 DEFAULT_MASTER = "local[*]"
-# Internal ordering columns carried next to the row columns (the first ADD_REF's live position), so the
-# driver can list a message's queues in data exp's order; dropped before Parquet/JSON output.
-ORDER_COLUMNS = (("_k1", "long", False), ("_k2", "long", False))
 
-DATA_TX = (13, 14, 15)
+# Planning: parts are sized by estimated cost, in nanoseconds of one core: decoding a message in Python
+# (the core message, its properties; a paged one is read, re-encoded and decoded), building each of its rows
+# and converting and writing them (Arrow, then the JVM's Parquet writer), and the body bytes (read, hashed,
+# copied, compressed). Measured on the 1 GiB demo store (85,738 journal messages in 105,151 rows, 37,517
+# paged messages in 55,567 rows). A few parts per core keep the cores busy to the end when a part is slower
+# than estimated; a part below MIN_PART_COST (about a second of work) is not worth a task.
+JOURNAL_MESSAGE_NS = 100_000
+PAGED_MESSAGE_NS = 150_000
+ROW_NS = 25_000
+BYTE_NS = 1
+PARTS_PER_CORE = 3
+MIN_PART_COST = 1_000_000_000
+MAX_PARTS = 1024
+# Arrow batches handed to the JVM: this many rows, or fewer when their bodies pass BATCH_BYTES.
+BATCH_ROWS = 4096
+BATCH_BYTES = 16 << 20
 
 
 # --- the session -----------------------------------------------------------------------------------------
@@ -78,30 +103,31 @@ def _loopback_master(master: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-def session_conf(master: str, *, local_dir: str | None = None, cores: int | None = None) -> dict[str, str]:
-    """The Spark settings of an export session (see the module docstring)."""
-    ncores = cores or os.cpu_count() or 2
+def session_conf(master: str, *, local_dir: str | None = None) -> dict[str, str]:
+    """The Spark settings of an export session (see the module docstring). No shuffle settings: the export
+    has no shuffle (the driver plans, each task reads its own part and writes it)."""
     conf = {
         "spark.master": master,
         "spark.app.name": "amqtool-export",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("AMQTOOL_SPARK_DRIVER_MEMORY", "6g"),
-        # few, fixed shuffle partitions: the tables of the liveness joins are metadata (tens of bytes a
-        # record); adaptive re-planning cost more than it saved on small machines (measured: liveness of a
-        # 64 MiB store 20 s -> 13 s on 2 cores with AQE off and 2 partitions)
-        "spark.sql.shuffle.partitions": str(max(2, ncores)),
-        "spark.default.parallelism": str(max(2, ncores)),
-        "spark.sql.adaptive.enabled": "false" if _is_local(master) else "true",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
         "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
         "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
         "spark.sql.parquet.compression.codec": "snappy",
+        # partitionBy("queue") without a sort: each task keeps a writer per queue open instead of sorting its
+        # rows (bodies and all) by queue first (measured: the sort cost the JVM ~6 s CPU on the 1 GiB demo)
+        "spark.sql.maxConcurrentOutputFileWriters": "64",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+    if _is_local(master):
+        # The driver's JVM runs the tasks' JVM side (Arrow to rows, the Parquet writer). It lives for one
+        # export, and its C2 JIT compiler spent as much CPU as the tasks (measured on the 1 GiB demo, 2 cores:
+        # 13 s of compiler threads, 28 s of JVM CPU in all); with C1 only, 20 s and the export ~10% faster.
+        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
     if _is_local(master) or _loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
@@ -194,416 +220,377 @@ class _Progress:
             self._thread.join(2)
 
 
-# --- worker functions (shipped to the executors by cloudpickle) -------------------------------------------
+# --- the plan --------------------------------------------------------------------------------------------
 
 
-def _parse_partition(check_tag: bool):
-    """mapPartitions body: (journal, file_seq, path, file_id, version, tag) -> record tuples."""
-    names = [c[0] for c in RECORD_COLUMNS]
+class JournalPart(InputPartition):
+    """A run of journal messages in message-id order: ``(message id, file index, body offset, body length,
+    user record type, refs)`` each, ``refs`` as :meth:`LocalArtemisExport.message_refs` gives them."""
 
-    def run(files):
-        for journal, seq, path, file_id, version, tag in files:
-            cols = P.parse_file(P.read_file(path), journal=journal, file_seq=seq, file_id=file_id, version=version,
-                                tag=tag, check_tag=check_tag)
-            yield from zip(*(cols[n] for n in names))
-    return run
+    def __init__(self, index: int, messages: list[tuple]):
+        self.index = index
+        self.messages = messages
 
 
-def _decode_partition(paths: dict, queues: dict, large_dir, options: ExportOptions, problems, counts):
-    """mapPartitions body: ref rows (``REF_COLUMNS`` + ``_k1``/``_k2``), sorted by message location ->
-    export row tuples (``MESSAGE_COLUMNS`` + ``_k1``/``_k2``). Each message body is read and decoded once."""
-    def run(refs):
-        from pyspark import TaskContext
+class PagedPart(InputPartition):
+    """A run of whole pages in exploring order (``(PageStore, page id)``, each PageStore trimmed to the
+    run's pages) and the paging facts they need: the journals' view with only these pages' cursor acks and
+    page-complete records."""
 
-        from amqtool.errors import FormatError
+    def __init__(self, index: int, pages: list[tuple], view):
+        self.index = index
+        self.pages = pages
+        self.view = view
 
-        pid = TaskContext.get().partitionId()
-        local_problems: list = []
-        large = P.LargeBodies(large_dir)
-        fds: dict[int, int] = {}
-        local_counts: dict = {}
-        cache_key = cache_msg = counted = None
+
+@dataclass
+class ReadContext:
+    """What every part's reader needs: the message journal's files (absolute paths by file index), the
+    bindings, where large-message bodies are, the options, the store, and the accumulator the parts report
+    their counts and problems to."""
+
+    paths: dict[int, str]
+    bindings: object  # parse.Bindings
+    large_dir: str | None
+    options: ExportOptions
+    store: object
+    summaries: object  # Accumulator of {part index: ExportSummary}
+
+
+def split_runs(costs: list[int], k: int) -> list[tuple[int, int]]:
+    """``[start, end)`` runs of consecutive items whose costs are about ``sum / k`` each (at most ``k``)."""
+    n = len(costs)
+    if n == 0:
+        return []
+    total = sum(costs)
+    if k <= 1 or n == 1 or total <= 0:
+        return [(0, n)]
+    runs, start, acc, j = [], 0, 0, 1
+    for i, c in enumerate(costs):
+        acc += c
+        if j < k and i + 1 < n and acc >= total * j / k:
+            runs.append((start, i + 1))
+            start, j = i + 1, j + 1
+    runs.append((start, n))
+    return runs
+
+
+def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int) -> tuple[list, list]:
+    """The runs of journal messages and of pages the parts take: a few parts per core (enough for the cores
+    to finish together), none much smaller than :data:`MIN_PART_COST`, shared between the journal and the
+    paging part in proportion to their costs."""
+    wj, wp = sum(journal_costs), sum(page_costs)
+    parts = max(1, min(MAX_PARTS, PARTS_PER_CORE * max(1, cores), math.ceil((wj + wp) / MIN_PART_COST)))
+    kj = kp = 0
+    if journal_costs:
+        kj = max(1, round(parts * wj / (wj + wp))) if wj + wp else 1
+    if page_costs:
+        kp = max(1, parts - kj)
+    return split_runs(journal_costs, kj), split_runs(page_costs, kp)
+
+
+def journal_cost(body_len: int, rows: int, large_size: int = 0) -> int:
+    """Estimated cost of a journal message (see :data:`JOURNAL_MESSAGE_NS`)."""
+    return JOURNAL_MESSAGE_NS + ROW_NS * rows + BYTE_NS * (body_len + large_size)
+
+
+def _page_costs(pages: list[tuple], bindings) -> list[int]:
+    """Estimated cost of each page. Its messages are estimated from its size and the average record size of
+    the first page of its store (framed in C, not decoded); their rows from the number of queues bound to
+    the store's address (each paged message has a row per queue still to consume it)."""
+    from amqtool.engines.paging import PageFile, page_framing
+
+    queues: dict[str, int] = {}
+    for q in bindings.queues.values():
+        queues[q.address] = queues.get(q.address, 0) + 1
+    per_record: dict[int, float] = {}
+    out = []
+    for ps, pid in pages:
         try:
-            for (fseq, off, ln, utype, mid, qid, dc, sched, state, txid, k1, k2) in refs:
-                name, routing = queues.get(qid) or (f"{options.undefined_prefix}{qid}", None)
-                if not options.wants(name):
-                    continue
-                key = (fseq, off)
-                if key != cache_key:
-                    cache_key = key
-                    fd = fds.get(fseq)
-                    if fd is None:
-                        fd = fds[fseq] = os.open(paths[fseq], os.O_RDONLY | os.O_CLOEXEC)
-                    body = os.pread(fd, ln, off)
-                    try:
-                        cache_msg = P.decode_message(utype, body, message_id=mid, large=large, safe=options.safe)
-                    except FormatError as err:
-                        cache_msg = None
-                        if len(local_problems) < 100:
-                            local_problems.append((mid, err.message))
-                if cache_msg is None:
-                    continue
-                row = P.message_row(cache_msg, queue=name, queue_id=qid, routing_type=routing, delivery_count=dc,
-                                    scheduled_time=sched, transaction_state=state, transaction_id=txid)
-                for k in (("q", name), ("m",) if counted != key else None, ("p",) if state == "prepared" else None):
-                    if k is not None:
-                        local_counts[k] = local_counts.get(k, 0) + 1
-                counted = key
-                yield row + (k1, k2)
-        finally:
-            for fd in fds.values():
-                os.close(fd)
-            counts.add({pid: local_counts})
-            problems.add({pid: local_problems})
-    return run
+            size = os.path.getsize(ps.page_path(pid))
+        except OSError:
+            out.append(PAGED_MESSAGE_NS)
+            continue
+        if id(ps) not in per_record and size > 0:
+            per_record[id(ps)] = 0
+            try:
+                with PageFile(ps.page_path(pid)) as pf:
+                    end = page_framing(pf.buf, pf.size)
+                per_record[id(ps)] = end.offset / end.records if end.records else 0
+            except OSError:
+                pass
+        avg = per_record.get(id(ps)) or 0
+        messages = max(1, int(size / avg)) if avg else 1
+        out.append(messages * (PAGED_MESSAGE_NS + ROW_NS * max(1, queues.get(ps.address, 1))) + BYTE_NS * size)
+    return out
 
 
-def _paged_partition(store, bindings: P.Bindings, large_dir, options: ExportOptions, problems, counts):
-    """mapPartitions body over one element: the store's paged messages as export rows
-    (``MESSAGE_COLUMNS`` + ``_k1`` = sequence in ``data exp`` order, ``_k2`` = 0), built by
-    :func:`amqtool.engines.paging.paged_export_rows` - the function the local engine calls - so both engines
-    give the same paged rows. It loads the journals' page transactions, cursors and counters itself and reads
-    the page files one at a time, in the task (not the driver)."""
-    def run(_):
-        from amqtool.engines.paging import paged_export_rows
+class _PagingByPage:
+    """A :class:`~amqtool.engines.paging.PagingJournalView`'s cursor acks and page-complete records indexed
+    by page, so each run of pages takes its own in one pass (a store can hold millions of cursor acks)."""
 
-        local_problems: list = []
-        local_counts: dict = {}
+    def __init__(self, view):
+        self.view = view
+        self.acks: dict[int, list[tuple[int, int]]] = {}  # page -> [(queue, message number)]
+        for q, positions in view.acks.items():
+            for page, number in positions:
+                self.acks.setdefault(page, []).append((q, number))
+        self.complete: dict[int, list[int]] = {}  # page -> [queue]
+        for q, pages in view.complete.items():
+            for page in pages:
+                self.complete.setdefault(page, []).append(q)
 
-        def problem(mid, msg):
-            if len(local_problems) < 100:
-                local_problems.append((mid, msg))
-            local_counts[("x",)] = local_counts.get(("x",), 0) + 1
+    def slice(self, page_ids: set[int]):
+        """The view with only the cursor acks and page-complete records of ``page_ids`` (a queue belongs to
+        one address, so other stores' pages of the same number only add entries nobody asks for)."""
+        from amqtool.engines.paging import PagingJournalView
 
-        def count_row(queue, state):
-            for k in (("q", queue), ("p",) if state == "prepared" else None):
-                if k is not None:
-                    local_counts[k] = local_counts.get(k, 0) + 1
-        last = None
-        try:
-            rows = paged_export_rows(store, bindings=bindings, large=P.LargeBodies(large_dir), safe=options.safe,
-                                     wants=options.wants, problem=problem, count_row=count_row)
-            for seq, row in enumerate(rows):
-                key = (row[0], row[3], row[18], row[19])  # message id, address, page, position
-                if key != last:
-                    last = key
-                    local_counts[("m",)] = local_counts.get(("m",), 0) + 1
-                yield row + (seq, 0)
-        finally:
-            counts.add({"paged": local_counts})
-            problems.add({"paged": local_problems})
-    return run
+        acks: dict[int, set] = {}
+        complete: dict[int, set] = {}
+        for page in page_ids:
+            for q, number in self.acks.get(page, ()):
+                acks.setdefault(q, set()).add((page, number))
+            for q in self.complete.get(page, ()):
+                complete.setdefault(q, set()).add(page)
+        v = self.view
+        # loaded: the task must not load the journals again (load_view returns a loaded view as it is)
+        return PagingJournalView(bindings_loaded=True, messages_loaded=True, queues=v.queues, page_tx=v.page_tx,
+                                 page_tx_prepared=v.page_tx_prepared, acks=acks, complete=complete)
 
 
-# --- the engine -------------------------------------------------------------------------------------------
+def _paged_parts(pages: list[tuple], runs: list[tuple[int, int]], view, first_index: int) -> list[PagedPart]:
+    by_page = _PagingByPage(view) if runs else None
+    parts = []
+    for i, (a, b) in enumerate(runs):
+        run, trimmed = [], {}
+        for ps, pid in pages[a:b]:
+            t = trimmed.get(id(ps))
+            if t is None:  # absolute folder: tasks may run elsewhere, in another working directory
+                t = trimmed[id(ps)] = replace(ps, folder=type(ps.folder)(os.path.abspath(ps.folder)), pages={},
+                                              bad_names=[])
+            t.pages[pid] = ps.pages[pid]
+            run.append((t, pid))
+        parts.append(PagedPart(first_index + i, run, by_page.slice({pid for _, pid in run})))
+    return parts
 
 
-def _accumulators(sc):
-    from pyspark.accumulators import AccumulatorParam
+def _write_plan(directory: str, name: str, ctx, parts: list) -> str:
+    path = os.path.join(directory, name)
+    with open(path, "wb") as fh:  # in a 0700 directory of its own (mkdtemp)
+        pickle.dump(ctx, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(parts, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
 
-    class PerPartition(AccumulatorParam):
-        """partition index -> that partition's value; a re-evaluated partition (Spark samples before a
-        global sort, retries failed tasks) overwrites its earlier value instead of adding to it."""
 
-        def zero(self, value):
-            return {}
+def _source_df(spark, plan_path: str):
+    # the schema given: Spark need not start a Python process to ask the source for it
+    return spark.read.format(ExportSource.name()).schema(spark_schema(MESSAGE_COLUMNS)).option("plan", plan_path).load()
 
-        def addInPlace(self, a, b):
-            a.update(b)
-            return a
 
-    return sc.accumulator({}, PerPartition()), sc.accumulator({}, PerPartition())
+class _PerPart(AccumulatorParam):
+    """part index -> that part's summary; a re-evaluated part (a retried task, a second action on the same
+    rows) replaces its earlier value instead of adding to it."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
+
+
+# --- the data source (what Spark tasks run) ---------------------------------------------------------------
+
+
+class ExportSource(DataSource):
+    """The export rows of a plan (option ``plan``: the plan file the driver wrote) as a Spark data source."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "amqtool_export"
+
+    def schema(self):
+        return spark_schema(MESSAGE_COLUMNS)
+
+    def reader(self, schema):
+        return ExportReader(self.options["plan"])
+
+
+class ExportReader(DataSourceReader):
+    """Reads the plan file (on the driver, where Spark plans the scan): the :class:`ReadContext`, then the
+    parts. Only the context travels with the reader to every task; each task gets its own part."""
+
+    def __init__(self, plan_path: str):
+        with open(plan_path, "rb") as fh:
+            self.ctx = pickle.load(fh)
+            self._parts = pickle.load(fh)
+
+    def __getstate__(self):
+        return {"ctx": self.ctx}
+
+    def partitions(self):
+        return self._parts
+
+    def read(self, partition) -> Iterator:
+        return read_part(self.ctx, partition)
+
+
+def read_part(ctx: ReadContext, part) -> Iterator:
+    """The rows of one part as Arrow record batches; its summary goes to ``ctx.summaries``."""
+    from amqtool.engines.export.local import count_paged, journal_message_rows
+    from amqtool.engines.export.parse import LargeBodies
+    from amqtool.engines.export.schema import arrow_schema
+    from amqtool.engines.paging import paged_export_rows
+
+    if not isinstance(part, (JournalPart, PagedPart)):  # Spark's stand-in for an empty plan
+        return
+    summary = ExportSummary(ENGINE, "artemis")
+    large = LargeBodies(ctx.large_dir)
+    opts = ctx.options
+    fds: dict[int, int] = {}
+
+    def journal_rows():
+        for mid, fi, off, length, utype, refs in part.messages:
+            body = b""
+            if length:
+                fd = fds.get(fi)
+                if fd is None:
+                    fd = fds[fi] = os.open(ctx.paths[fi], os.O_RDONLY | os.O_CLOEXEC)
+                body = os.pread(fd, length, off)
+            yield from journal_message_rows(mid, utype, body, refs, bindings=ctx.bindings, large=large,
+                                            safe=opts.safe, summary=summary)
+
+    if isinstance(part, JournalPart):
+        rows = journal_rows()
+    else:
+        rows = count_paged(paged_export_rows(
+            ctx.store, bindings=ctx.bindings, large=large, safe=opts.safe, wants=opts.wants, view=part.view,
+            problem=summary.problem, count_row=summary.count_row, pages=part.pages), summary)
+    try:
+        yield from arrow_batches(rows, arrow_schema(MESSAGE_COLUMNS))
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    ctx.summaries.add({part.index: summary})
+
+
+def arrow_batches(rows: Iterator[tuple], schema, max_rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES):
+    """Rows (``MESSAGE_COLUMNS`` tuples) as ``pyarrow.RecordBatch`` es of at most ``max_rows`` rows, cut
+    earlier when their bodies pass ``max_bytes``."""
+    import pyarrow as pa
+
+    types = [f.type for f in schema]
+    body = [f.name for f in schema].index("body")
+
+    def batch(buf):
+        return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*buf), types)], schema=schema)
+
+    buf, size = [], 0
+    for row in rows:
+        buf.append(row)
+        b = row[body]
+        if b is not None:
+            size += len(b)
+        if len(buf) >= max_rows or size >= max_bytes:
+            yield batch(buf)
+            buf, size = [], 0
+    if buf:
+        yield batch(buf)
+
+
+# --- the engine (driver) ----------------------------------------------------------------------------------
 
 
 class SparkArtemisExport:
-    """Export an Artemis store with Spark. :meth:`binding_rows` (driver-side list), :meth:`rows_df` (the
-    message rows with the internal ordering columns), :meth:`write_table`, :meth:`iter_rows_for_xml`."""
+    """Export an Artemis store with Spark. Build (the driver loads and plans), then :meth:`binding_rows`,
+    and :meth:`write_tables` or :meth:`iter_rows_for_xml`; :meth:`rows_df` is the rows as a DataFrame.
+    :meth:`unpersist` removes the plan file."""
 
     def __init__(self, spark, store, options: ExportOptions,
                  progress: Callable[[int, int], None] | None = None):
-        from amqtool.store.journal_files import open_journal
+        from amqtool.engines.export.local import LocalArtemisExport
+        from amqtool.engines.paging import store_pages
 
         self.spark = spark
         self.sc = spark.sparkContext
         self.options = options
         self.progress = progress
         self.summary = ExportSummary(ENGINE, "artemis")
+        self.summaries = self.sc.accumulator({}, _PerPart())
+        self._plan_dir = tempfile.mkdtemp(prefix="amqtool-export-plan-")
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._plan_dir, True)
+        cores = max(1, self.sc.defaultParallelism)
         large = getattr(store, "large_messages_dir", None)
-        self.large_dir = os.path.abspath(large) if large else None
-        files = []
-        self.paths: dict[str, dict[int, str]] = {}
-        for jd in store.journals():
-            with open_journal(jd) as opened:
-                self.summary.bytes_scanned += opened.bytes_total()
-                for seq, f in enumerate(opened.files):
-                    path = os.path.abspath(f.path)  # workers may run elsewhere: no relative paths
-                    files.append((jd.kind, seq, path, f.file_id, f.version, f.tag))
-                    self.paths.setdefault(jd.kind, {})[seq] = path
-        self.files = files
-        self._records = None
-        self._live = None
-        self._bindings = None
+        large_dir = os.path.abspath(large) if large else None
+        journal_items, journal_costs, pages, view, paths = [], [], [], None, {}
+        with LocalArtemisExport(store, options) as ex:
+            self.summary.bytes_scanned = ex.summary.bytes_scanned
+            self._binding_problems = list(ex.summary.problems)  # the bindings' (decoded on the driver)
+            self._binding_rows = ex.binding_rows()
+            self.bindings = ex.bindings
+            if ex.messages_result is not None:  # as the local engine: no message journal, no rows
+                paths = {i: os.path.abspath(f.path) for i, f in enumerate(ex.messages_result.files)}
+                lb = ex.large
+                for mid, rec, refs in ex.message_refs():
+                    journal_items.append((mid, rec.file_index, rec.body_offset, rec.body_len, rec.user_record_type,
+                                          refs))
+                    large = (lb.size(mid) or 0) if rec.user_record_type == 30 else 0  # body: its .msg file
+                    journal_costs.append(journal_cost(rec.body_len, len(refs), large))
+                view = ex.paging_view()
+                pages = store_pages(store)
+        jruns, pruns = plan_partitions(journal_costs, _page_costs(pages, self.bindings), cores)
+        parts = [JournalPart(i, journal_items[a:b]) for i, (a, b) in enumerate(jruns)]
+        parts += _paged_parts(pages, pruns, view, len(parts))
+        self.parts = {"journal": len(jruns), "paged": len(pruns)}
+        ctx = ReadContext(paths, self.bindings, large_dir, options, store, self.summaries)
+        self.plan_path = _write_plan(self._plan_dir, "plan.pickle", ctx, parts)
         self._rows = None
-        self._paged = None
-        self.store = store
-        self.problems_acc, self.counts_acc = _accumulators(self.sc)
-
-    # --- step 2: parse ------------------------------------------------------------------------------------
 
     def unpersist(self) -> None:
-        """Drop the cached tables (records, live list)."""
-        for df in (self._records, *(self._live or ())):
-            if df is not None:
-                df.unpersist()
-
-    def records(self):
-        """One row per scanned record (``RECORD_COLUMNS``), cached (no message bodies in it)."""
-        if self._records is None:
-            from pyspark import StorageLevel
-
-            n = max(1, len(self.files))
-            rdd = self.sc.parallelize(self.files, min(n, max(self.sc.defaultParallelism * 4, 1)))
-            recs = self.spark.createDataFrame(rdd.mapPartitions(_parse_partition(self.options.check_tag)),
-                                              spark_schema(RECORD_COLUMNS), verifySchema=False)
-            self._records = recs.persist(StorageLevel.MEMORY_AND_DISK)
-        return self._records
-
-    # --- step 3: liveness ---------------------------------------------------------------------------------
-
-    def liveness(self):
-        """``(live, prepared)``: the committed live list and the records of prepared transactions, each with
-        ``k1 = (position or commit position)`` and ``k2 = record position`` (file_seq << 32 | offset)."""
-        if self._live is not None:
-            return self._live
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        recs = self.records()
-        pos = (F.col("file_seq").cast("long") * F.lit(1 << 32) + F.col("offset").cast("long"))
-        base = recs.withColumn("k2", pos)
-
-        nontx = (base.filter(F.col("type").isin(11, 12)).withColumn("k1", F.col("k2"))
-                 .withColumn("tx_id", F.lit(None).cast("long")))
-
-        txr = base.filter(F.col("type").isin(13, 14, 15, 17, 18, 19))
-        terminal = F.col("type").isin(18, 19)
-        is_data = F.col("type").isin(*DATA_TX)
-        w_gen = (Window.partitionBy("journal", "tx_id").orderBy("file_seq", "offset")
-                 .rowsBetween(Window.unboundedPreceding, -1))
-        txr = txr.withColumn("gen", F.coalesce(F.sum(F.when(terminal, 1).otherwise(0)).over(w_gen), F.lit(0)))
-        w_file = (Window.partitionBy("journal", "tx_id", "gen", "file_seq").orderBy("offset")
-                  .rowsBetween(Window.unboundedPreceding, -1))
-        txr = txr.withColumn("before_in_file",
-                             F.coalesce(F.sum(F.when(is_data, 1).otherwise(0)).over(w_file), F.lit(0)))
-        gkeys = ["journal", "tx_id", "gen"]
-        groups = txr.groupBy(*gkeys).agg(
-            F.max(F.when(terminal, F.col("type"))).alias("term_type"),
-            F.max(F.when(terminal, F.col("file_seq"))).alias("term_file"),
-            F.max(F.when(terminal, F.col("k2"))).alias("term_k"),
-            F.max(F.when(F.col("type") == 18, F.col("number_of_records"))).alias("term_nrec"),
-            F.max(F.when(F.col("type") == 17, 1).otherwise(0)).alias("has_prepare"),
-            F.max(F.when((F.col("type") == 17) & (F.col("before_in_file") != F.col("number_of_records")), 1)
-                  .otherwise(0)).alias("invalid"),
-        )
-        per_file = (txr.filter(is_data).groupBy(*gkeys, "file_seq").agg(F.count(F.lit(1)).alias("n_in_file"))
-                    .withColumnRenamed("file_seq", "term_file"))
-        groups = groups.join(per_file, on=[*gkeys, "term_file"], how="left")
-        groups = groups.withColumn(
-            "outcome",
-            F.when((F.col("term_type") == 18) & (F.coalesce(F.col("n_in_file"), F.lit(0)) == F.col("term_nrec")),
-                   F.lit("committed"))
-            .when(F.col("term_type").isNull() & (F.col("has_prepare") == 1) & (F.col("invalid") == 0),
-                  F.lit("prepared"))
-            .otherwise(F.lit("dropped")))
-        tx_data = (txr.filter(is_data).join(groups.select(*gkeys, "outcome", "term_k"), on=gkeys)
-                   .withColumn("k1", F.col("term_k")))
-        committed = tx_data.filter(F.col("outcome") == "committed")
-        deletes = (base.filter(F.col("type") == 16).select("journal", "record_id")
-                   .unionByName(committed.filter(F.col("type") == 15).select("journal", "record_id")))
-        cols = ["journal", "record_id", "type", "user_record_type", "compact_count", "file_seq", "offset",
-                "body_offset", "body_len", "queue_id", "value", "body", "k1", "k2", "tx_id"]
-        entries = nontx.select(*cols).unionByName(committed.filter(F.col("type").isin(13, 14)).select(*cols))
-        live = entries.join(deletes.distinct(), on=["journal", "record_id"], how="left_anti")
-        live = live.withColumn("is_update", F.col("type").isin(12, 14))
-        prepared = tx_data.filter((F.col("outcome") == "prepared") & F.col("type").isin(13, 14)).select(*cols)
-        # Materialised once: the broker-state step reads the live list in many branches (messages, refs,
-        # acks, counters, bindings), which would each re-run the windows and joins above.
-        from pyspark import StorageLevel
-
-        self._live = (live.persist(StorageLevel.MEMORY_AND_DISK), prepared.persist(StorageLevel.MEMORY_AND_DISK))
-        return self._live
-
-    def live_records(self) -> list[tuple]:
-        """The live list as ``load_journal`` returns it, per journal: ``(journal, id, user_record_type,
-        is_update, compact_count, file_index, body_offset, body_len)`` in live order (for verification)."""
-        from pyspark.sql import functions as F
-
-        live, _ = self.liveness()
-        rows = (live.select("journal", "record_id", "user_record_type", "is_update", "compact_count", "file_seq",
-                            "body_offset", "body_len", "k1", "k2")
-                .orderBy("journal", "k1", "k2").collect())
-        return [tuple(r)[:8] for r in rows]
-
-    def prepared_records(self) -> list[tuple]:
-        """``(journal, tx_id, id, user_record_type, is_update, file_index, body_offset)`` of prepared
-        transactions' adds/updates, by tx id then position."""
-        from pyspark.sql import functions as F
-
-        _, prepared = self.liveness()
-        rows = (prepared.select("journal", "tx_id", "record_id", "user_record_type", (F.col("type") == 14),
-                                "file_seq", "body_offset", "k2").orderBy("journal", "tx_id", "k2").collect())
-        return [tuple(r)[:7] for r in rows]
-
-    # --- step 4: broker state -----------------------------------------------------------------------------
-
-    def bindings(self) -> P.Bindings:
-        if self._bindings is None:
-            from pyspark.sql import functions as F
-
-            live, _ = self.liveness()
-            recs = (live.filter((F.col("journal") == "bindings") & F.col("user_record_type").isin(21, 44))
-                    .select("record_id", "user_record_type", "body", "k1", "k2").orderBy("k1", "k2").collect())
-            self._bindings = P.Bindings([(r[0], r[1], r[2]) for r in recs], self.options.undefined_prefix)
-        return self._bindings
+        """Remove the plan file (the rows can no longer be read)."""
+        self._cleanup()
 
     def binding_rows(self) -> list[tuple]:
-        rows = self.bindings().rows()
-        self.summary.bindings = len(rows)
-        return rows
-
-    def refs(self):
-        """One row per live (message, queue) pair with the message record's location (``REF_COLUMNS`` +
-        ``_k1``/``_k2``, the first ADD_REF's live position)."""
-        from pyspark.sql import functions as F
-
-        live, prepared = self.liveness()
-        m_live = live.filter(F.col("journal") == "messages")
-        m_prep = prepared.filter(F.col("journal") == "messages")
-        msg_types = (30, 31, 45)
-        loc = F.struct("k1", "k2", "file_seq", "body_offset", "body_len", "user_record_type")
-        msgs_c = (m_live.filter(F.col("user_record_type").isin(*msg_types)).groupBy(F.col("record_id").alias("mid"))
-                  .agg(F.max(loc).alias("m")))
-        msgs_p = (m_prep.filter(F.col("user_record_type").isin(*msg_types)).groupBy(F.col("record_id").alias("mid"))
-                  .agg(F.max(loc).alias("m")).join(msgs_c.select("mid"), on="mid", how="left_anti"))
-        msgs_any = msgs_c.unionByName(msgs_p)
-
-        pair = [F.col("record_id").alias("mid"), F.col("queue_id").alias("qid")]
-        refs_c = (m_live.filter((F.col("user_record_type") == 32) & F.col("queue_id").isNotNull())
-                  .groupBy(*pair).agg(F.min(F.struct("k1", "k2")).alias("first")))
-        acks_c = (m_live.filter((F.col("user_record_type") == 33) & F.col("queue_id").isNotNull())
-                  .select(*pair).distinct())
-        live_c = (refs_c.join(acks_c, on=["mid", "qid"], how="left_anti")
-                  .withColumn("state", F.lit("committed")).withColumn("txid", F.lit(None).cast("long"))
-                  .join(msgs_c, on="mid"))
-        refs_p = (m_prep.filter((F.col("user_record_type") == 32) & F.col("queue_id").isNotNull())
-                  .groupBy(*pair).agg(F.min(F.struct("k1", "k2", "tx_id")).alias("first"))
-                  .join(live_c.select("mid", "qid"), on=["mid", "qid"], how="left_anti")
-                  .withColumn("state", F.lit("prepared")).withColumn("txid", F.col("first.tx_id"))
-                  .withColumn("first", F.struct("first.k1", "first.k2"))
-                  .join(msgs_any, on="mid"))
-        pairs = live_c.unionByName(refs_p)
-
-        def last_value(utype: int, name: str):
-            return (m_live.filter((F.col("user_record_type") == utype) & F.col("queue_id").isNotNull())
-                    .groupBy(*pair).agg(F.max(F.struct("k1", "k2", "value")).alias("v"))
-                    .select("mid", "qid", F.col("v.value").alias(name)))
-
-        pairs = (pairs.join(last_value(34, "dc"), on=["mid", "qid"], how="left")
-                 .join(last_value(36, "sched"), on=["mid", "qid"], how="left"))
-        return pairs.select(
-            F.col("m.file_seq").alias("file_seq"), F.col("m.body_offset").alias("body_offset"),
-            F.col("m.body_len").alias("body_len"), F.col("m.user_record_type").alias("user_record_type"),
-            F.col("mid").alias("message_id"), F.col("qid").alias("queue_id"),
-            F.coalesce(F.col("dc").cast("int"), F.lit(0)).alias("delivery_count"),
-            F.col("sched").alias("scheduled_time"), F.col("state").alias("transaction_state"),
-            F.col("txid").alias("transaction_id"), F.col("first.k1").alias("_k1"), F.col("first.k2").alias("_k2"))
-
-    # --- step 5: decode -----------------------------------------------------------------------------------
+        self.summary.bindings = len(self._binding_rows)
+        return self._binding_rows
 
     def rows_df(self):
-        """The export rows (``MESSAGE_COLUMNS`` + ``_k1``, ``_k2``) as a DataFrame: the journal's messages and
-        the paged ones."""
-        return self.journal_rows_df().unionByName(self.paged_df())
-
-    def paged_df(self):
-        """The paged messages' rows (``_k1``: their order in ``data exp``), computed by one task."""
-        if self._paged is None:
-            fn = _paged_partition(self.store, self.bindings(), self.large_dir, self.options, self.problems_acc,
-                                  self.counts_acc)
-            self._paged = self.spark.createDataFrame(self.sc.parallelize([0], 1).mapPartitions(fn),
-                                                     spark_schema(MESSAGE_COLUMNS + ORDER_COLUMNS), verifySchema=False)
-        return self._paged
-
-    def journal_rows_df(self):
-        """The journal's message rows (``MESSAGE_COLUMNS`` + ``_k1``, ``_k2``)."""
+        """The export rows (``MESSAGE_COLUMNS``) as a DataFrame: the journal's messages in id order, then the
+        paged ones in page order, one Spark partition per part."""
         if self._rows is None:
-            refs = self.refs()
-            n = self.spark.conf.get("spark.sql.shuffle.partitions")
-            refs = refs.repartition(int(n), "file_seq").sortWithinPartitions("file_seq", "body_offset")
-            fn = _decode_partition(self.paths.get("messages", {}), self.bindings().queue_map(), self.large_dir,
-                                   self.options, self.problems_acc, self.counts_acc)
-            self._rows = self.spark.createDataFrame(refs.rdd.map(tuple).mapPartitions(fn),
-                                                    spark_schema(MESSAGE_COLUMNS + ORDER_COLUMNS), verifySchema=False)
+            self.spark.dataSource.register(ExportSource)
+            self._rows = _source_df(self.spark, self.plan_path)
         return self._rows
 
     def _collect_counts(self) -> None:
-        total: dict = {}
-        for part in self.counts_acc.value.values():
-            for key, n in part.items():
-                total[key] = total.get(key, 0) + n
+        """The summary: the bindings' problems, then each part's counts and problems in part order."""
         s = self.summary
         s.rows = s.messages = s.prepared_rows = 0
         s.rows_by_queue = {}
-        s.problems, s.problem_count = [], 0
-        for rid, msg in self.bindings().problems:
-            s.problem(rid, f"binding record does not decode: {msg}")
-        for key, n in sorted(total.items()):
-            if key[0] == "x":  # paged problems beyond the examples kept
-                continue
-            if key[0] == "q":
-                self.summary.rows_by_queue[key[1]] = n
-                self.summary.rows += n
-            elif key[0] == "m":
-                self.summary.messages += n
-            elif key[0] == "p":
-                self.summary.prepared_rows += n
-        for part in self.problems_acc.value.values():
-            for mid, msg in part:
-                self.summary.problem(mid, msg)
-        extra = total.get(("x",), 0) - len(self.problems_acc.value.get("paged", ()))
-        self.summary.problem_count += max(0, extra)
-
-    # --- step 6: write ------------------------------------------------------------------------------------
+        s.problems, s.problem_count = list(self._binding_problems), len(self._binding_problems)
+        parts = self.summaries.value
+        for index in sorted(parts):
+            p = parts[index]
+            s.rows += p.rows
+            s.messages += p.messages
+            s.prepared_rows += p.prepared_rows
+            for q, n in p.rows_by_queue.items():
+                s.rows_by_queue[q] = s.rows_by_queue.get(q, 0) + n
+            s.problems += p.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(s.problems))]
+            s.problem_count += p.problem_count
 
     def write_tables(self, out_dir: str, fmt: str) -> None:
         """``messages`` and ``bindings`` tables under ``out_dir`` (``parquet``: messages partitioned by queue;
         ``jsonl``: one JSON object per line, binary as URL-safe base64)."""
-        write_frames(self.spark, self.rows_df().drop("_k1", "_k2"), self.binding_rows(), out_dir, fmt, self.progress)
+        write_frames(self.spark, self.rows_df(), self.binding_rows(), out_dir, fmt, self.progress)
         self._collect_counts()
 
     def iter_rows_for_xml(self):
-        """Rows (tuples in ``MESSAGE_COLUMNS`` order) sorted by message id, each message's queues in data
-        exp's order: the driver pulls them one partition at a time."""
-        ordered = self.journal_rows_df().orderBy("message_id", "_k1", "_k2")
-        names = MESSAGE_COLUMN_NAMES
-        group: list[tuple] = []
-        keys: list[int] = []
-        current = None
+        """Rows (tuples in ``MESSAGE_COLUMNS`` order) in the local engine's order, pulled by the driver one
+        part at a time."""
         with _Progress(self.sc, self.progress):
-            for r in ordered.toLocalIterator(prefetchPartitions=True):
-                row = tuple(r[n] for n in names)
-                props = row[12]
-                if props is not None:
-                    row = row[:12] + ([p.asDict() for p in props],) + row[13:]
-                if row[0] != current:
-                    yield from _xml_group(group, keys)
-                    group, keys, current = [], [], row[0]
-                group.append(row)
-                keys.append(row[2])
-            yield from _xml_group(group, keys)
-            # then the paged messages, store by store and page by page, as data exp writes them (§6.2)
-            for r in self.paged_df().orderBy("_k1").toLocalIterator():
-                row = tuple(r[n] for n in names)
+            for r in self.rows_df().toLocalIterator(prefetchPartitions=True):
+                row = tuple(r)
                 if row[12] is not None:
                     row = row[:12] + ([p.asDict() for p in row[12]],) + row[13:]
                 yield row
@@ -616,7 +603,7 @@ def write_frames(spark, rows, binding_rows: list[tuple], out_dir: str, fmt: str,
     tables (``parquet``: messages partitioned by queue; ``jsonl``: binary as URL-safe base64 text)."""
     from pyspark.sql import functions as F
 
-    bindings = spark.createDataFrame(binding_rows, spark_schema(BINDING_COLUMNS)).coalesce(1)
+    bindings = spark.createDataFrame(arrow_table(binding_rows, BINDING_COLUMNS)).coalesce(1)
     with _Progress(spark.sparkContext, progress):
         if fmt == "parquet":
             rows.write.mode("errorifexists").partitionBy("queue").parquet(os.path.join(out_dir, "messages"))
@@ -626,6 +613,18 @@ def write_frames(spark, rows, binding_rows: list[tuple], out_dir: str, fmt: str,
             opts = {"ignoreNullFields": "false", "compression": "none"}
             rows.write.options(**opts).json(os.path.join(out_dir, "messages"))
             bindings.write.options(**opts).json(os.path.join(out_dir, "bindings"))
+
+
+def arrow_table(rows: list[tuple], columns):
+    """``rows`` (tuples in ``columns`` order) as a pyarrow Table: what ``createDataFrame`` takes without
+    pickling every row or starting a Python worker."""
+    import pyarrow as pa
+
+    from amqtool.engines.export.schema import arrow_schema
+
+    schema = arrow_schema(columns)
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
 
 
 class SparkKahaDBExport:
@@ -647,12 +646,10 @@ class SparkKahaDBExport:
         return self.ex.binding_rows()
 
     def rows_df(self):
-        """The rows (``MESSAGE_COLUMNS``) as a DataFrame, spread over the default parallelism."""
+        """The rows (``MESSAGE_COLUMNS``) as a DataFrame, handed to the JVM as Arrow (a partition per
+        ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows)."""
         if self._rows is None:
-            sc = self.spark.sparkContext
-            rows = list(self.ex.rows())
-            self._rows = self.spark.createDataFrame(sc.parallelize(rows, max(1, min(len(rows), sc.defaultParallelism))),
-                                                    spark_schema(MESSAGE_COLUMNS), verifySchema=False)
+            self._rows = self.spark.createDataFrame(arrow_table(list(self.ex.rows()), MESSAGE_COLUMNS))
         return self._rows
 
     def write_tables(self, out_dir: str, fmt: str) -> None:
@@ -660,17 +657,3 @@ class SparkKahaDBExport:
 
     def unpersist(self) -> None:
         pass
-
-
-def _xml_group(group: list[tuple], qids: list[int]):
-    if not group:
-        return
-    by_q = {}
-    for row in group:
-        by_q.setdefault((row[2], row[22]), row)
-    committed = [q for q, row in zip(qids, group) if row[22] == "committed"]
-    for q in P.xml_queue_order(committed):
-        yield by_q[(q, "committed")]
-    for row in group:
-        if row[22] != "committed":
-            yield row
