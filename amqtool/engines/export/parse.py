@@ -1,15 +1,12 @@
-"""The export's per-file parser and per-message row builder, shared by both engines.
+"""The export's per-message row builder, shared by both engines.
 
-* :func:`parse_file` turns one journal file's bytes into record rows (``schema.RECORD_COLUMNS``): every record
-  the scanner accepts (``JournalImpl.readJournalFile``, through :func:`amqtool.native.scan_records`) with its
-  location, ids, counts and the small fields liveness needs (the queue of an ADD_REF/ACK/delivery-count/
-  scheduled-delivery record and its value). The Spark engine runs it inside ``mapInArrow`` on the workers;
-  it needs nothing but the file.
 * :func:`decode_message` turns a message record's body (type 45 with its persister byte, or a type-30 large
   message header) into the message's columns; :func:`message_row` adds one queue reference and gives a row in
-  ``schema.MESSAGE_COLUMNS`` order. Both engines build every row through these two functions, so the local
-  and the Spark engine cannot disagree on how a message looks. Paged messages (page files) are meant to feed
-  :func:`message_row` too: it takes ``paged``, ``page`` and ``page_position``.
+  ``schema.MESSAGE_COLUMNS`` order. Both engines build every row through these two functions (the Spark
+  engine's tasks run the local engine's :func:`~amqtool.engines.export.local.journal_message_rows` and
+  :func:`~amqtool.engines.paging.paged_export_rows`), so the local and the Spark engine cannot disagree on
+  how a message looks. Paged messages feed :func:`message_row` too: it takes ``paged``, ``page`` and
+  ``page_position``.
 
 Property values are the text ``artemis data exp`` writes (``XmlDataExporterUtil.convertProperty``): Java
 ``toString`` of the value, bytes as URL-safe base64, a null value as ``_AMQ_NULL`` typed ``bytes``; a char has
@@ -19,9 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import struct
 
-from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.artemis import primitives as P
 from amqtool.formats.artemis.message import (
@@ -36,29 +31,11 @@ from amqtool.formats.artemis.message import (
     LargeMessage,
     decode_persisted_message,
 )
-from amqtool.formats.artemis.records import (
-    ADD,
-    ADD_TX,
-    DELETE_TX,
-    EVENT,
-    UPDATE,
-    UPDATE_TX,
-    fixed_size,
-)
 
 ADD_LARGE_MESSAGE = 30
 ADD_MESSAGE = 31
-ADD_REF = 32
-ACKNOWLEDGE_REF = 33
-UPDATE_DELIVERY_COUNT = 34
-SET_SCHEDULED_DELIVERY_TIME = 36
 ADD_MESSAGE_PROTOCOL = 45
 MESSAGE_TYPES = frozenset({ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL})
-
-_I64 = struct.Struct(">q")
-_I64_I32 = struct.Struct(">qi")
-_I64_I64 = struct.Struct(">qq")
-_WITH_BODY = (EVENT, ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX)
 
 # XmlDataExporterUtil.getMessagePrettyType: every other type (0, 7, 8, unknown) is "default".
 XML_TYPE_NAMES = {BYTES_TYPE: "bytes", MAP_TYPE: "map", OBJECT_TYPE: "object", STREAM_TYPE: "stream",
@@ -69,75 +46,6 @@ PROPERTY_TYPES = {P.NULL: "bytes", P.BOOLEAN: "boolean", P.BYTE: "byte", P.SHORT
                   P.LONG: "long", P.FLOAT: "float", P.DOUBLE: "double", P.STRING: "simple-string",
                   P.BYTES: "bytes", P.CHAR: None}
 NULL_VALUE = "_AMQ_NULL"
-
-
-# --- journal files -> record rows ------------------------------------------------------------------------
-
-
-def read_file(path) -> bytes:
-    """A journal file's bytes (read, not mmap-ed: a file truncated under us must not SIGBUS the worker)."""
-    with open(path, "rb", buffering=0) as fh:
-        return fh.read()
-
-
-def parse_file(data, *, journal: str, file_seq: int, file_id: int, version: int, tag: int,
-               check_tag: bool = True, keep_body: bool | None = None) -> dict[str, list]:
-    """Scan one journal file and return its records as columns (``schema.RECORD_COLUMNS`` names).
-
-    ``keep_body`` (default: only for the bindings journal) copies each record's body into the ``body``
-    column; message-journal bodies stay in the file and are read by location later.
-    """
-    if keep_body is None:
-        keep_body = journal == "bindings"
-    records, _marked = native.scan_records(data, tag, version, check_tag, 16)
-    n = len(records)
-    cols = {name: [None] * n for name in (
-        "offset", "type", "tx_id", "record_id", "user_record_type", "compact_count", "number_of_records",
-        "body_offset", "body_len", "queue_id", "value", "body")}
-    body_start = {t: fixed_size(t, version) - 4 for t in _WITH_BODY}
-    is_messages = journal == "messages"
-    c_off, c_type, c_tx, c_id, c_ut, c_cc, c_nrec, c_bo, c_bl, c_q, c_v, c_body = (
-        cols["offset"], cols["type"], cols["tx_id"], cols["record_id"], cols["user_record_type"],
-        cols["compact_count"], cols["number_of_records"], cols["body_offset"], cols["body_len"], cols["queue_id"],
-        cols["value"], cols["body"])
-    for i, (t, off, _size, cc, tx_id, rid, utype, body_len, nrec, _extra) in enumerate(records):
-        c_off[i] = off
-        c_type[i] = t
-        c_tx[i] = tx_id
-        c_id[i] = rid
-        c_ut[i] = utype
-        c_cc[i] = cc
-        c_nrec[i] = nrec
-        bo = off + body_start[t] if t in body_start else off
-        c_bo[i] = bo
-        c_bl[i] = body_len
-        if keep_body:
-            c_body[i] = bytes(data[bo:bo + body_len])
-        if is_messages and utype and (t == UPDATE or t == UPDATE_TX or t == ADD or t == ADD_TX):
-            if (utype == ADD_REF or utype == ACKNOWLEDGE_REF) and body_len >= 8:
-                c_q[i] = _I64.unpack_from(data, bo)[0]
-            elif utype == UPDATE_DELIVERY_COUNT and body_len >= 12:
-                c_q[i], c_v[i] = _I64_I32.unpack_from(data, bo)
-            elif utype == SET_SCHEDULED_DELIVERY_TIME and body_len >= 16:
-                c_q[i], c_v[i] = _I64_I64.unpack_from(data, bo)
-    cols["journal"] = [journal] * n
-    cols["file_seq"] = [file_seq] * n
-    cols["file_id"] = [file_id] * n
-    return cols
-
-
-def parse_file_batch(path, *, journal: str, file_seq: int, file_id: int, version: int, tag: int,
-                     check_tag: bool = True):
-    """:func:`parse_file` on the file at ``path``, as a pyarrow RecordBatch of ``schema.RECORD_COLUMNS``."""
-    import pyarrow as pa
-
-    from amqtool.engines.export.schema import RECORD_COLUMNS, arrow_schema
-
-    data = read_file(path)
-    cols = parse_file(data, journal=journal, file_seq=file_seq, file_id=file_id, version=version, tag=tag,
-                      check_tag=check_tag)
-    schema = arrow_schema(RECORD_COLUMNS)
-    return pa.RecordBatch.from_arrays([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
 # --- message records -> message columns -----------------------------------------------------------------

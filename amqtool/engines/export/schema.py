@@ -2,8 +2,7 @@
 (Spark engine) are both derived from the column lists below, so the two engines cannot drift apart.
 
 ``MESSAGE_COLUMNS``: one row per live message per queue (a message routed to three queues gives three rows).
-``BINDING_COLUMNS``: one row per address binding and per queue binding. ``RECORD_COLUMNS``: one row per
-journal record as :mod:`amqtool.engines.export.parse` scans it (the Spark engine's input table).
+``BINDING_COLUMNS``: one row per address binding and per queue binding.
 
 Types are written as small strings (``long``, ``int``, ``bool``, ``string``, ``binary``, ``props``) and
 mapped by :func:`arrow_schema` / :func:`spark_schema`. ``props`` is the message properties: a list of
@@ -56,45 +55,8 @@ BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("user", "string", True),
 )
 
-# The Spark engine's per-record table (see parse.py): metadata of every scanned record plus the small
-# decoded fields the liveness joins need. ``body`` is kept only for bindings-journal records (small);
-# message bodies are read again, by location, only for the messages that survive.
-RECORD_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("journal", "string", False),  # bindings | messages
-    ("file_seq", "int", False),  # position of the file in load order
-    ("file_id", "long", False),
-    ("offset", "int", False),
-    ("type", "int", False),
-    ("tx_id", "long", False),  # -1 when the record type has none
-    ("record_id", "long", False),  # -1 for PREPARE/COMMIT/ROLLBACK
-    ("user_record_type", "int", False),
-    ("compact_count", "int", False),
-    ("number_of_records", "int", False),  # -1 except PREPARE/COMMIT
-    ("body_offset", "int", False),
-    ("body_len", "int", False),
-    ("queue_id", "long", True),  # 32, 33, 34, 36: the queue the record is about
-    ("value", "long", True),  # 34: delivery count; 36: scheduled delivery time
-    ("body", "binary", True),  # bindings journal only
-)
-
-# What the Spark engine hands to the per-location decoder: one live (message, queue) pair with where the
-# message record is. Columns after the message record's location describe the reference.
-REF_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("file_seq", "int", False),
-    ("body_offset", "int", False),
-    ("body_len", "int", False),
-    ("user_record_type", "int", False),
-    ("message_id", "long", False),
-    ("queue_id", "long", False),
-    ("delivery_count", "int", False),
-    ("scheduled_time", "long", True),
-    ("transaction_state", "string", False),
-    ("transaction_id", "long", True),
-)
-
 MESSAGE_COLUMN_NAMES = tuple(c[0] for c in MESSAGE_COLUMNS)
 BINDING_COLUMN_NAMES = tuple(c[0] for c in BINDING_COLUMNS)
-RECORD_COLUMN_NAMES = tuple(c[0] for c in RECORD_COLUMNS)
 
 
 def arrow_schema(columns=MESSAGE_COLUMNS):
