@@ -33,12 +33,14 @@ Spark distributes is the work that costs: bodies and decoding.
 3. **Write**: Parquet partitioned by queue, or JSON Lines, by Spark's own writers; XML streamed by the
    driver in the local engine's order (``toLocalIterator`` keeps the order of the parts).
 
-What bounds it (1 GiB demo store, 2 cores): the decoding is the local engine's, ~20-25 s of Python CPU
-however it is spread; Spark's JVM side (Arrow to rows, the row-by-row Parquet writer, its JIT) adds
-~20 s of CPU, and the driver's load and plan ~3.5 s; each Python process Spark launches compiles pyspark
-from its zip (~1.2 s). With ``local[1]`` the JVM already works on the second core next to the one Python
-worker, so two task slots cannot make it 2x faster, and on two cores the total CPU is about the local
-engine's own. Only more cores (or a cluster) can let it pay off: all but the driver's ~3.5 s spreads.
+What bounds it (1 GiB demo store, 2 cores; CPU seconds measured per process): the tasks' decoding is
+the local engine's own Python, ~25 s (the local engine's whole export is ~25-30 s of one core); Spark
+adds ~18 s of JVM (Arrow to rows and its row-by-row Parquet writer, C1-compiled), ~8 s of Python start-up
+(every Python process Spark launches compiles pyspark from its zip, ~1.3 s each, and an export needs
+four kinds: data source lookup, creation, read planning, task workers) and the driver's ~3.5 s of load
+and plan. ~55 s of CPU on two cores: ``local[2]`` comes out level with the local engine (25-29 s against
+25-30 s when the machine is otherwise idle) and 1.4-1.6x faster than ``local[1]``, whose JVM side mostly
+waits for its one Python worker. Only more cores (or a cluster) can make it pay.
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
 127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
