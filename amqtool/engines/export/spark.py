@@ -38,9 +38,9 @@ the local engine's own Python, ~25 s (the local engine's whole export is ~25-30 
 adds ~18 s of JVM (Arrow to rows and its row-by-row Parquet writer, C1-compiled), ~8 s of Python start-up
 (every Python process Spark launches compiles pyspark from its zip, ~1.3 s each, and an export needs
 four kinds: data source lookup, creation, read planning, task workers) and the driver's ~3.5 s of load
-and plan. ~55 s of CPU on two cores: ``local[2]`` comes out level with the local engine (25-29 s against
-25-30 s when the machine is otherwise idle) and 1.4-1.6x faster than ``local[1]``, whose JVM side mostly
-waits for its one Python worker. Only more cores (or a cluster) can make it pay.
+and plan. ~55 s of CPU on two cores: ``local[2]`` comes out about level with the local engine (four runs on
+an otherwise quiet machine: 25-32 s against 22-29 s) and 1.3-1.6x faster than ``local[1]``, whose JVM side
+mostly waits for its one Python worker. Only more cores (or a cluster) can make it pay.
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
 127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
