@@ -14,6 +14,9 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip setuptools wheel
 	$(VENV)/bin/pip install -q -e '.[test]'
+	# An editable install leaves the sources uncompiled; with PYTHONDONTWRITEBYTECODE set (as on CI machines)
+	# every run would compile them again (~0.05 s of each command's start-up, measured on verify).
+	$(PY) -m compileall -q amqtool commands inspectors >/dev/null
 	touch $@
 
 install: $(VENV)/.installed
