@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from amqtool.formats.artemis.message import BYTES_TYPE, TEXT_TYPE, AmqpMessage, CoreMessage, MessageHeaders
 from amqtool.formats.artemis.primitives import (
     BOOLEAN, BYTE, BYTES, CHAR, DOUBLE, FLOAT, INT, LONG, NULL, SHORT, STRING, Property, TypedProperties, Xid,
@@ -161,3 +163,20 @@ def normalise(rows: list[dict]) -> list[dict]:
             d["queue"] = str(d["queue"])
         out.append(d)
     return sorted(out, key=lambda d: (d.get("message_id"), d.get("queue"), d.get("kind"), d.get("id")))
+
+
+# Module-scoped fixtures shared by the export engine tests (imported by name into each test module).
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """The record-by-record store of :func:`build_store`."""
+    return build_store(tmp_path_factory.mktemp("broker"))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """A small ``create --demo`` store (6 MiB, 1 MiB files, seed 7) with its manifest."""
+    from amqtool.engines.demo import create_demo
+
+    path = tmp_path_factory.mktemp("demo") / "store"
+    create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    return path

@@ -18,26 +18,13 @@ from amqtool.errors import UsageError, Verdict
 from amqtool.formats.artemis.primitives import b64url_decode
 from amqtool.store.layout import detect
 from tests.engines.export_store import (
-    DELIVERY, EXPECTED, LARGE_BODY, PROBLEM_IDS, SCHEDULED, build_store, normalise, read_jsonl_table,
+    DELIVERY, EXPECTED, LARGE_BODY, PROBLEM_IDS, SCHEDULED, normalise, read_jsonl_table,
     read_parquet_table,
 )
+from tests.engines.export_store import demo, store  # noqa: F401 - fixtures
 from tests.support import ORACLE, ORACLE_SCENARIOS, tree_hashes
 
 N = {n: i for i, n in enumerate(MESSAGE_COLUMN_NAMES)}
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
-    return build_store(tmp_path_factory.mktemp("broker"))
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    from amqtool.engines.demo import create_demo
-
-    path = tmp_path_factory.mktemp("demo") / "store"
-    create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
-    return path
 
 
 def local_rows(path, **opts) -> tuple[list[tuple], LocalArtemisExport]:

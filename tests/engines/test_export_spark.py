@@ -12,7 +12,8 @@ from amqtool.engines.export import ExportRequest, run_export
 from amqtool.engines.export.model import ExportOptions
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
 from amqtool.store.layout import detect
-from tests.engines.export_store import build_store, normalise, read_jsonl_table, read_parquet_table
+from tests.engines.export_store import normalise, read_jsonl_table, read_parquet_table
+from tests.engines.export_store import demo, store  # noqa: F401 - fixtures
 from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
 
 pytestmark = pytest.mark.spark
@@ -26,20 +27,6 @@ def spark(tmp_path_factory):
     session = get_session("local[2]", log_path=str(log))
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
-    return build_store(tmp_path_factory.mktemp("broker"))
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    from amqtool.engines.demo import create_demo
-
-    path = tmp_path_factory.mktemp("demo") / "store"
-    create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
-    return path
 
 
 def spark_export(spark, path, **opts):
