@@ -234,15 +234,23 @@ typedef struct {
     size_t n, cap;
 } sources_t;
 
+/* Room for one more element in a doubling array (*v, *cap, n elements of elem bytes): 0, or -1 when out of
+ * memory (the array is left as it was). */
+static inline int grow_for_one(void **v, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *nv = realloc(*v, c * elem);
+    if (nv == NULL)
+        return -1;
+    *v = nv;
+    *cap = c;
+    return 0;
+}
+
 static inline int sources_push(sources_t *a, int64_t tx_id, int type) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        source_t *v = realloc(a->v, cap * sizeof(source_t));
-        if (v == NULL)
-            return -1;
-        a->v = v;
-        a->cap = cap;
-    }
+    if (grow_for_one((void **)&a->v, &a->cap, a->n, sizeof(source_t)) < 0)
+        return -1;
     a->v[a->n].tx_id = tx_id;
     a->v[a->n].type = (uint8_t)type;
     a->n++;
@@ -250,14 +258,8 @@ static inline int sources_push(sources_t *a, int64_t tx_id, int type) {
 }
 
 static inline int entries_push(entries_t *a, const entry_t *e) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        entry_t *v = realloc(a->v, cap * sizeof(entry_t));
-        if (v == NULL)
-            return -1;
-        a->v = v;
-        a->cap = cap;
-    }
+    if (grow_for_one((void **)&a->v, &a->cap, a->n, sizeof(entry_t)) < 0)
+        return -1;
     a->v[a->n++] = *e;
     return 0;
 }
@@ -348,14 +350,8 @@ static int note(LoaderObject *self, int code, int32_t fi, int64_t off, int64_t a
         self->count_order[self->n_count_order++] = code;
     if (n >= self->max_examples)
         return 0;
-    if (self->n_anomalies == self->cap_anomalies) {
-        size_t cap = self->cap_anomalies ? self->cap_anomalies * 2 : 16;
-        anomaly_t *v = realloc(self->anomalies, cap * sizeof(anomaly_t));
-        if (v == NULL)
-            return -1;
-        self->anomalies = v;
-        self->cap_anomalies = cap;
-    }
+    if (grow_for_one((void **)&self->anomalies, &self->cap_anomalies, self->n_anomalies, sizeof(anomaly_t)) < 0)
+        return -1;
     anomaly_t *x = &self->anomalies[self->n_anomalies++];
     x->code = code;
     x->fi = fi;

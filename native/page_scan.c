@@ -293,41 +293,31 @@ typedef struct {
     int have;
 } tables_t;
 
-static int bsearch64(const int64_t *a, Py_ssize_t n, int64_t v) {
+/* Index of v among the n sorted keys a[0], a[stride], a[2 * stride]..., or -1. */
+static Py_ssize_t find64(const int64_t *a, Py_ssize_t n, Py_ssize_t stride, int64_t v) {
     Py_ssize_t lo = 0, hi = n;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
-        if (a[mid] < v)
+        if (a[stride * mid] < v)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && a[lo] == v;
+    return (lo < n && a[stride * lo] == v) ? lo : -1;
 }
 
 static int tx_state(const tables_t *t, int64_t tx) {
     if (tx < 0)
         return TX_NONE;
-    if (bsearch64(t->committed.buf, t->committed.len / 8, tx))
+    if (find64(t->committed.buf, t->committed.len / 8, 1, tx) >= 0)
         return TX_COMMITTED;
-    if (bsearch64(t->prepared.buf, t->prepared.len / 8, tx))
+    if (find64(t->prepared.buf, t->prepared.len / 8, 1, tx) >= 0)
         return TX_PREPARED;
     return TX_NOT_FOUND;
 }
 
-/* Index of queue q in qtab, or -1. */
-static Py_ssize_t qfind(const tables_t *t, int64_t q) {
-    const int64_t *a = t->qtab.buf;
-    Py_ssize_t lo = 0, hi = t->qtab.len / 32;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (a[4 * mid] < q)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < t->qtab.len / 32 && a[4 * lo] == q) ? lo : -1;
-}
+/* Index of queue q in qtab (rows of 4 int64s led by the queue id), or -1. */
+static Py_ssize_t qfind(const tables_t *t, int64_t q) { return find64(t->qtab.buf, t->qtab.len / 32, 4, q); }
 
 static int acked(const tables_t *t, Py_ssize_t qi, int32_t number) {
     const int64_t *e = (const int64_t *)t->qtab.buf + 4 * qi;
