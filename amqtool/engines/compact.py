@@ -39,7 +39,8 @@ How (performance): the load keeps each live entry's source record type and trans
 (``load_journal(sources=True)``); the layout and the encoding of each output file run in C
 (native/compact_write.c: version-2 records are copied whole, neighbours with one ``pread``, only tag and
 compactCount rewritten), with :func:`_items`/:class:`_Layout` as the Python reference and fallback. Memory:
-the packed live list and the plan (58 bytes a record) plus one output file's buffer.
+the packed live list and the plan (58 bytes a record) plus one buffer per output file in flight
+(:data:`FILL_THREADS`).
 
 Switch-over (``JournalImpl.compact`` + ``renameFiles`` + ``checkControlFile``, §4.3): the new files are
 written as ``<name>.cmp`` and fsynced; ``journal-rename-control.ctr`` (old names, ``.cmp`` names) is
