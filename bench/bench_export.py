@@ -2,7 +2,7 @@
 """Export of a `create --demo` store to Parquet: the local engine, Spark local[1] and Spark local[2], in one
 run, with the ratios the export issue sets as targets (Spark 1 -> 2 cores >= 1.6x; Spark faster than local).
 
-Usage: .venv/bin/python bench/bench_export.py [--store DIR | --size 1GiB] [--work DIR] [--keep]
+Usage: .venv/bin/python bench/bench_export.py [--store DIR | --size 1GiB] [--work DIR] [--runs N] [--keep]
 
 Without --store a demo store of --size is created first (deterministic, seed 1) under --work. Each run
 writes to a fresh output directory; wall time covers the whole export as the CLI runs it (store detection,
@@ -11,8 +11,10 @@ Spark figures are given both without it (the ratios the targets are judged on: i
 and with it (what one `amqtool export` invocation costs). Each Spark run is a fresh process, so its first
 job also pays Spark's Python worker start-up. Peak RSS of the local engine is reported too (it must stay
 flat as stores grow). The 1-minute load average is printed before each run: other work on the machine
-skews the figures, and the Spark runs use every core. Also checks that the three outputs hold the same rows
-(count and per-queue counts).
+skews the figures, and the Spark runs use every core. The three exports run in --runs interleaved rounds
+and the ratios are taken on the medians: this virtual machine's speed drifts by 10-15% from one minute to
+the next (the same task, the same process: 22.6 s of CPU in one run, 25.3 s in the next). Also checks that
+the three outputs hold the same rows (count and per-queue counts).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -64,6 +67,7 @@ def main() -> int:
     ap.add_argument("--size", default="1GiB", help="demo size when creating one (default 1GiB)")
     ap.add_argument("--work", default="/tmp/amqtool-bench-export", help="work directory")
     ap.add_argument("--keep", action="store_true", help="keep outputs (and a created store)")
+    ap.add_argument("--runs", type=int, default=3, help="rounds of the three exports (default 3)")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -84,40 +88,50 @@ def main() -> int:
     journal_bytes = sum(p.stat().st_size for p in (store / "data" / "journal").glob("*.amq"))
     print(f"store: {store} ({journal_bytes / 2**20:.0f} MiB of message journal)")
 
-    results = {}
-    out = work / "out-local"
-    shutil.rmtree(out, ignore_errors=True)
-    print(f"load average before the local engine: {_load()}")
-    t = time.perf_counter()
-    doc, _ = run_export(ExportRequest(str(store), str(out), "parquet", engine="local"))
-    results["local"] = {"export": time.perf_counter() - t, "rows": doc["rows"], "rowsByQueue": doc["rowsByQueue"]}
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"local engine:     {results['local']['export']:7.1f} s   rows={doc['rows']}  peak RSS {rss:.0f} MiB")
-
-    for master in ("local[1]", "local[2]"):
-        out = work / f"out-{master.strip('local[]')}"
+    # Rounds of the three exports, interleaved, so that a slow spell of this (virtual) machine hits all
+    # three alike; the ratios are taken on each engine's median time and given per round too.
+    times: dict[str, list[float]] = {"local": [], "local[1]": [], "local[2]": []}
+    sessions: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
+    by_queue: dict[str, dict] = {}
+    rss = 0.0
+    for rnd in range(1, args.runs + 1):
+        out = work / "out-local"
         shutil.rmtree(out, ignore_errors=True)
-        print(f"load average before spark {master}: {_load()}")
-        r = _spark_run(store, out, master)
-        results[master] = r
-        print(f"spark {master}: {r['export']:7.1f} s   rows={r['rows']}  (session start {r['session']:.1f} s; "
-              f"with it {r['session'] + r['export']:.1f} s)")
+        print(f"round {rnd}: load average before the local engine: {_load()}")
+        t = time.perf_counter()
+        doc, _ = run_export(ExportRequest(str(store), str(out), "parquet", engine="local"))
+        times["local"].append(time.perf_counter() - t)
+        by_queue["local"] = doc["rowsByQueue"]
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  local engine:   {times['local'][-1]:7.1f} s   rows={doc['rows']}  peak RSS {rss:.0f} MiB")
+        for master in ("local[1]", "local[2]"):
+            out = work / f"out-{master.strip('local[]')}"
+            shutil.rmtree(out, ignore_errors=True)
+            print(f"  load average before spark {master}: {_load()}")
+            r = _spark_run(store, out, master)
+            times[master].append(r["export"])
+            sessions[master].append(r["session"])
+            by_queue[master] = r["rowsByQueue"]
+            print(f"  spark {master}: {r['export']:7.1f} s   rows={r['rows']}  (session start {r['session']:.1f} s; "
+                  f"with it {r['session'] + r['export']:.1f} s)")
+        print(f"  round {rnd}: scaling {times['local[1]'][-1] / times['local[2]'][-1]:.2f}x, local engine / "
+              f"local[2] {times['local'][-1] / times['local[2]'][-1]:.2f}x")
     print(f"load average after: {_load()}")
 
-    same = all(r["rowsByQueue"] == results["local"]["rowsByQueue"] for r in results.values())
-    one, two, local = results["local[1]"], results["local[2]"], results["local"]["export"]
-    scaling = one["export"] / two["export"]
-    vs_local = local / two["export"]
+    same = all(q == by_queue["local"] for q in by_queue.values())
+    one, two, local = (statistics.median(times[k]) for k in ("local[1]", "local[2]", "local"))
+    s1, s2 = statistics.median(sessions["local[1]"]), statistics.median(sessions["local[2]"])
+    scaling = one / two
+    vs_local = local / two
     mib = journal_bytes / 2**20
-    print(f"throughput: local {mib / local:.1f} MiB/s, local[1] "
-          f"{mib / one['export']:.1f} MiB/s, local[2] {mib / two['export']:.1f} MiB/s")
+    print(f"medians of {args.runs} rounds: local {local:.1f} s, local[1] {one:.1f} s, local[2] {two:.1f} s")
+    print(f"throughput: local {mib / local:.1f} MiB/s, local[1] {mib / one:.1f} MiB/s, local[2] {mib / two:.1f} MiB/s")
     print(f"ratio spark local[1] / local[2] time (scaling 1->2 cores): {scaling:.2f}x   target >= 1.6x  "
           f"{'MET' if scaling >= 1.6 else 'NOT MET'}")
     print(f"ratio local engine / spark local[2] time:                  {vs_local:.2f}x   target > 1.0x  "
           f"{'MET' if vs_local > 1.0 else 'NOT MET'}")
-    with_session = (one["session"] + one["export"]) / (two["session"] + two["export"])
-    print(f"  the same with session start: scaling {with_session:.2f}x, local engine / spark local[2] "
-          f"{local / (two['session'] + two['export']):.2f}x")
+    print(f"  the same with session start: scaling {(s1 + one) / (s2 + two):.2f}x, local engine / spark local[2] "
+          f"{local / (s2 + two):.2f}x")
     print(f"same rows per queue in all three outputs: {same}")
     if not args.keep:
         for name in ("out-local", "out-1", "out-2"):

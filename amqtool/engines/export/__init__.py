@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMN_NAMES, MESSAGE_COLUMN_NAMES, MESSAGE_COLUMNS, BINDING_COLUMNS, SCHEMA_VERSION
-from amqtool.engines.export.writers import JsonlTableWriter, OutputTarget, ParquetTableWriter
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
+from amqtool.engines.export.writers import OutputTarget, table_writer
 from amqtool.errors import CapabilityError, UsageError, Verdict
 
 FORMATS = ("xml", "jsonl", "parquet")
@@ -135,15 +135,11 @@ def _refused_files(store) -> list[tuple[str, str]]:
 
 
 def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows) -> None:
-    if fmt == "jsonl":
-        bw = JsonlTableWriter(target, "bindings", BINDING_COLUMN_NAMES)
-        mw = JsonlTableWriter(target, "messages", MESSAGE_COLUMN_NAMES)
-    else:
-        bw = ParquetTableWriter(target, "bindings", BINDING_COLUMNS)
-        mw = ParquetTableWriter(target, "messages", MESSAGE_COLUMNS, partition_by="queue")
+    bw = table_writer(target, fmt, "bindings", BINDING_COLUMNS)
     for r in binding_rows:
         bw.write(r)
     bw.close()
+    mw = table_writer(target, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue")
     for r in rows:
         mw.write(r)
     mw.close()
@@ -185,10 +181,8 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             bindings = ex.binding_rows()
             with target.open_file() as fh:
                 w = write_document(fh, bindings, ex.iter_rows_for_xml())
-            ex.unpersist()
             return ex.summary, w
-        ex.write_tables(str(target.path), req.fmt)
-        ex.unpersist()
+        ex.write_tables(target, req.fmt)
         return ex.summary, None
     finally:
         if own:

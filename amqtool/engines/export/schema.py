@@ -1,11 +1,11 @@
-"""The export's row schemas, defined once: the Arrow schema (local engine, Parquet) and the Spark StructType
-(Spark engine) are both derived from the column lists below, so the two engines cannot drift apart.
+"""The export's row schemas, defined once: the column lists below, and the Arrow schema both engines' table
+writers take from them (:func:`arrow_schema`), so the two engines cannot drift apart.
 
 ``MESSAGE_COLUMNS``: one row per live message per queue (a message routed to three queues gives three rows).
 ``BINDING_COLUMNS``: one row per address binding and per queue binding.
 
 Types are written as small strings (``long``, ``int``, ``bool``, ``string``, ``binary``, ``props``) and
-mapped by :func:`arrow_schema` / :func:`spark_schema`. ``props`` is the message properties: a list of
+mapped by :func:`arrow_schema`. ``props`` is the message properties: a list of
 ``{name, type, value}`` structs in the order the broker's reader iterates them, ``value`` being the text
 ``artemis data exp`` writes (``toString``; bytes as URL-safe base64; null as ``_AMQ_NULL``), ``type`` its
 property type name (``boolean``, ``byte``, ``short``, ``integer``, ``long``, ``float``, ``double``,
@@ -68,14 +68,3 @@ def arrow_schema(columns=MESSAGE_COLUMNS):
     types = {"long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(), "string": pa.string(),
              "binary": pa.binary(), "props": pa.list_(pa.field("element", prop, False))}
     return pa.schema([pa.field(n, types[t], nullable) for n, t, nullable in columns])
-
-
-def spark_schema(columns=MESSAGE_COLUMNS):
-    """The Spark StructType of ``columns``."""
-    from pyspark.sql import types as T
-
-    prop = T.StructType([T.StructField("name", T.StringType(), False), T.StructField("type", T.StringType(), True),
-                         T.StructField("value", T.StringType(), True)])
-    types = {"long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType(), "string": T.StringType(),
-             "binary": T.BinaryType(), "props": T.ArrayType(prop, False)}
-    return T.StructType([T.StructField(n, types[t], nullable) for n, t, nullable in columns])

@@ -1,5 +1,5 @@
-"""The Spark export engine: the driver plans with the local engine's load, Spark tasks read and decode the
-message bodies through a Python data source and hand the rows to the JVM as Arrow, Spark writes the tables.
+"""The Spark export engine: the driver plans with the local engine's load; Spark tasks (``mapPartitions``
+over the plan's parts) read and decode the message bodies and write their part of the tables.
 
 Why this shape. An export's bulk work is reading and decoding message bodies: Python decoding
 (:func:`parse.decode_message`: the core message, its TypedProperties, the property rows; a paged message is
@@ -9,7 +9,7 @@ into a Python Row in the workers, resolved liveness with DataFrame joins, then b
 Python and pickled them into the JVM again: per-record Python rows through py4j and pickle cost 5x the local
 engine (1 GiB demo store: 124 s on one core, 91 s on two, against 23 s). So liveness is computed once, on
 the driver, by the local engine's own code (memory in proportion to the live records, as there), and what
-Spark distributes is the work that costs: bodies and decoding.
+Spark distributes is the work that costs: bodies, decoding and writing.
 
 1. **Plan** (driver). :class:`~amqtool.engines.export.local.LocalArtemisExport` loads the journals exactly
    as the local engine does and lists every journal message with rows
@@ -19,43 +19,38 @@ Spark distributes is the work that costs: bodies and decoding.
    load) and the store's pages (:func:`~amqtool.engines.paging.store_pages`). The plan is cut into
    :class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the
    cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
-   message and a row, plus the bytes), a few per core (:func:`plan_partitions`), and pickled to a private
-   file that only the driver side reads.
-2. **Read** (Spark tasks). :class:`ExportSource`, a PySpark Python data source: ``partitions()`` hands out
-   the parts (a task receives its own; the reader carries what every part shares: file paths, bindings,
-   options), ``read(part)`` runs the local engine's functions on it,
+   message and a row, plus the bytes), a few per core (:func:`plan_partitions`); an RDD holds one part per
+   Spark partition.
+2. **Rows** (Spark tasks): :func:`part_rows` runs the local engine's functions on a part,
    :func:`~amqtool.engines.export.local.journal_message_rows` on each message body (read by its location)
-   or :func:`~amqtool.engines.paging.paged_export_rows` on its pages, and yields ``pyarrow.RecordBatch`` es
-   of a few thousand rows (``schema.MESSAGE_COLUMNS``): the rows reach the JVM as Arrow, not as pickled
-   Rows. Rows and order are the local engine's: the parts in message-id order, then the pages in exploring
-   order. Each part's counts and problems come back in an accumulator keyed by part (a re-evaluated part
-   replaces its value) and are merged in part order.
-3. **Write**: Parquet partitioned by queue, or JSON Lines, by Spark's own writers; XML streamed by the
-   driver in the local engine's order (``toLocalIterator`` keeps the order of the parts).
+   or :func:`~amqtool.engines.paging.paged_export_rows` on its pages. Rows and order are the local
+   engine's: the parts in message-id order, then the pages in exploring order.
+3. **Write.** Parquet and JSON Lines: each task writes its part's files (``part-NNNNN``, Parquet
+   partitioned by queue) with the local engine's own table writers (:func:`~.writers.table_writer`) into a
+   directory of its own task attempt, and returns its counts; the driver commits the attempts whose results
+   it received by renaming their files into the output tree, as Hadoop's FileOutputCommitter does, and
+   discards the others (failed or retried attempts). XML: the driver pulls the rows part by part
+   (``toLocalIterator`` keeps the parts' order) and streams the document as the local engine does.
 
-What bounds it (1 GiB demo store, 2 cores; CPU seconds measured per process): the tasks' decoding is
-the local engine's own Python, ~25 s (the local engine's whole export is ~25-30 s of one core); Spark
-adds ~18 s of JVM (Arrow to rows and its row-by-row Parquet writer, C1-compiled), ~8 s of Python start-up
-(every Python process Spark launches compiles pyspark from its zip, ~1.3 s each, and an export needs
-four kinds: data source lookup, creation, read planning, task workers) and the driver's ~3.5 s of load
-and plan. ~55 s of CPU on two cores: ``local[2]`` comes out about level with the local engine (four runs on
-an otherwise quiet machine: 25-32 s against 22-29 s) and 1.3-1.6x faster than ``local[1]``, whose JVM side
-mostly waits for its one Python worker. Only more cores (or a cluster) can make it pay.
+Why the tasks write, not Spark's DataFrame writer. The rows are made in Python; handing them to the JVM's
+Parquet writer meant Arrow batches converted to JVM rows and then written row by row: ~18 s of JVM CPU on
+the 1 GiB demo store, against the ~25 s of the decoding itself, so that two cores came out level with the
+local engine. Written where they are made, by pyarrow's Parquet writer (the same C++ writer the local engine
+uses), the rows never enter the JVM, and the JVM only schedules: the export scales with the cores that
+decode.
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
 127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
-cluster, where every worker must see the store at the same path and have amqtool installed (the plan holds
-absolute paths). The JVM's own stdout/stderr (log4j start-up chatter) go to a log file, never to the
-user's terminal.
+cluster, where every worker must see the store and the output directory at the same paths (shared storage;
+the plan holds absolute paths) and have amqtool installed. The JVM's own stdout/stderr (log4j start-up
+chatter) go to a log file, never to the user's terminal.
 """
 from __future__ import annotations
 
 import math
 import os
-import pickle
 import shutil
 import sys
-import tempfile
 import threading
 import weakref
 from contextlib import contextmanager
@@ -63,31 +58,26 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, spark_schema
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
+from amqtool.engines.export.writers import FileMaker, table_writer
 from amqtool.errors import CapabilityError
-
-try:
-    from pyspark.accumulators import AccumulatorParam
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-except ImportError:  # pragma: no cover - pyspark is a dependency; get_session says so when it is missing
-    AccumulatorParam = DataSource = DataSourceReader = InputPartition = object
 
 ENGINE = "spark"
 DEFAULT_MASTER = "local[*]"
 
 # Planning: parts are sized by estimated cost, in nanoseconds of one core. Measured in the tasks on the 1 GiB
-# demo store (2 cores): a journal message (3.2 KB body, 1.2 rows) and a paged one (1.3 KB, 1.5 rows) both
-# cost ~300 µs, Python decoding and the JVM's conversion and Parquet writing together; so mostly a fixed
-# cost a message, plus one a row and a little a body byte (read, hashed, copied, compressed).
+# demo store (2 cores): a journal message (3.2 KB body, 1.2 rows) and a paged one (1.3 KB, 1.5 rows) cost
+# about the same, decoding and writing together; so mostly a fixed cost a message, plus one a row and a
+# little a body byte (read, hashed, copied, compressed).
 MESSAGE_NS = 200_000
 ROW_NS = 50_000
 BYTE_NS = 5
-PARTS_PER_CORE = 3
+# Parts a core: with the parts started largest first (write_parts), the cores finish within about one
+# part of each other; parts are cheap (a task and a file a queue), so a 1 GiB store's ~12 parts of ~2 s
+# leave a tail of ~1 s where 6 parts left ~2 s.
+PARTS_PER_CORE = 6
 MIN_PART_COST = 1_000_000_000
 MAX_PARTS = 1024
-# Arrow batches handed to the JVM: this many rows, or fewer when their bodies pass BATCH_BYTES.
-BATCH_ROWS = 4096
-BATCH_BYTES = 16 << 20
 
 
 # --- the session -----------------------------------------------------------------------------------------
@@ -103,29 +93,23 @@ def _loopback_master(master: str) -> bool:
 
 
 def session_conf(master: str, *, local_dir: str | None = None) -> dict[str, str]:
-    """The Spark settings of an export session (see the module docstring). No shuffle settings: the export
-    has no shuffle (the driver plans, each task reads its own part and writes it)."""
+    """The Spark settings of an export session (see the module docstring). No shuffle or SQL settings: the
+    export has no shuffle and no DataFrame (the driver plans, each task reads its own part and writes it)."""
     conf = {
         "spark.master": master,
         "spark.app.name": "amqtool-export",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("AMQTOOL_SPARK_DRIVER_MEMORY", "6g"),
-        "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
+        "spark.python.worker.faulthandler.enabled": "true",  # a crashed task worker's traceback in the log
         "spark.python.worker.reuse": "true",
-        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-        "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-        "spark.sql.parquet.compression.codec": "snappy",
-        # partitionBy("queue") without a sort: each task keeps a writer per queue open instead of sorting its
-        # rows (bodies and all) by queue first (measured: the sort cost the JVM ~6 s CPU on the 1 GiB demo)
-        "spark.sql.maxConcurrentOutputFileWriters": "64",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
     if _is_local(master):
-        # The driver's JVM runs the tasks' JVM side (Arrow to rows, the Parquet writer). It lives for one
-        # export, and its C2 JIT compiler spent as much CPU as the tasks (measured on the 1 GiB demo, 2 cores:
-        # 13 s of compiler threads, 28 s of JVM CPU in all); with C1 only, 20 s and the export ~10% faster.
+        # The JVM only schedules the tasks and passes their parts to Python; it lives for one export, and
+        # its C2 JIT compiler would spend seconds of CPU on start-up code it never runs again (measured when
+        # the JVM still converted and wrote the rows: 13 s of compiler threads, gone with C1 only).
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
     if _is_local(master) or _loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
@@ -226,38 +210,48 @@ class _Progress:
 # --- the plan --------------------------------------------------------------------------------------------
 
 
-class JournalPart(InputPartition):
+class JournalPart:
     """A run of journal messages in message-id order: ``(message id, file index, body offset, body length,
-    user record type, refs)`` each, ``refs`` as :meth:`LocalArtemisExport.message_refs` gives them."""
+    user record type, refs)`` each, ``refs`` as :meth:`LocalArtemisExport.message_refs` gives them.
+    ``cost``: the estimate it was cut by (every part has one)."""
 
-    def __init__(self, index: int, messages: list[tuple]):
+    def __init__(self, index: int, messages: list[tuple], cost: int = 0):
         self.index = index
         self.messages = messages
+        self.cost = cost
 
 
-class PagedPart(InputPartition):
+class PagedPart:
     """A run of whole pages in exploring order (``(PageStore, page id)``, each PageStore trimmed to the
     run's pages) and the paging facts they need: the journals' view with only these pages' cursor acks and
     page-complete records."""
 
-    def __init__(self, index: int, pages: list[tuple], view):
+    def __init__(self, index: int, pages: list[tuple], view, cost: int = 0):
         self.index = index
         self.pages = pages
         self.view = view
+        self.cost = cost
+
+
+class RowsPart:
+    """Rows already made (KahaDB: the driver's journal replay builds them), written by a task as any part."""
+
+    def __init__(self, index: int, rows: list[tuple]):
+        self.index = index
+        self.rows = rows
+        self.cost = len(rows)
 
 
 @dataclass
 class ReadContext:
-    """What every part's reader needs: the message journal's files (absolute paths by file index), the
-    bindings, where large-message bodies are, the options, the store, and the accumulator the parts report
-    their counts and problems to."""
+    """What every part's task needs besides its part: the message journal's files (absolute paths by file
+    index), the bindings, where large-message bodies are, the options and the store."""
 
     paths: dict[int, str]
     bindings: object  # parse.Bindings
     large_dir: str | None
     options: ExportOptions
     store: object
-    summaries: object  # Accumulator of {part index: ExportSummary}
 
 
 def split_runs(costs: list[int], k: int) -> list[tuple[int, int]]:
@@ -357,7 +351,8 @@ class _PagingByPage:
                                  page_tx_prepared=v.page_tx_prepared, acks=acks, complete=complete)
 
 
-def _paged_parts(pages: list[tuple], runs: list[tuple[int, int]], view, first_index: int) -> list[PagedPart]:
+def _paged_parts(pages: list[tuple], costs: list[int], runs: list[tuple[int, int]], view,
+                 first_index: int) -> list[PagedPart]:
     by_page = _PagingByPage(view) if runs else None
     parts = []
     for i, (a, b) in enumerate(runs):
@@ -369,106 +364,55 @@ def _paged_parts(pages: list[tuple], runs: list[tuple[int, int]], view, first_in
                                               bad_names=[])
             t.pages[pid] = ps.pages[pid]
             run.append((t, pid))
-        parts.append(PagedPart(first_index + i, run, by_page.slice({pid for _, pid in run})))
+        parts.append(PagedPart(first_index + i, run, by_page.slice({pid for _, pid in run}), sum(costs[a:b])))
     return parts
-
-
-def _write_plan(directory: str, name: str, ctx, parts: list) -> str:
-    path = os.path.join(directory, name)
-    with open(path, "wb") as fh:  # in a 0700 directory of its own (mkdtemp)
-        pickle.dump(ctx, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.dump(parts, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return path
-
-
-def _source_df(spark, plan_path: str):
-    # the schema given: Spark need not start a Python process to ask the source for it
-    return spark.read.format(ExportSource.name()).schema(spark_schema(MESSAGE_COLUMNS)).option("plan", plan_path).load()
 
 
 WARM_UP_GROUP = "amqtool-export-warm-up"
 _WARMED: "weakref.WeakSet" = weakref.WeakSet()
 
 
-def _warm_up(spark, plan_dir: str, cores: int) -> None:
-    """Run the data source once on an empty plan, in a thread, while the driver loads the store and plans.
-    Before its first task Spark runs a chain of Python processes, one after the other: one to look up data
-    sources (at the first registration), one to create the source, one to plan the read, then the task
-    workers; each first compiles pyspark from its zip (~1.3 s apiece on this machine). Measured on the 1 GiB
-    demo store: 7 s from the write to the first task without this, 2 s with it (the driver's plan takes
-    ~3.5 s). The export's own job then finds the processes running. A failure here is left to that job."""
+def _import_engine(_partition) -> None:
+    import pyarrow.parquet  # noqa: F401
+
+    import amqtool.engines.export.local  # noqa: F401
+    import amqtool.engines.paging  # noqa: F401
+
+
+def _warm_up(sc, cores: int) -> None:
+    """Start Spark's Python workers, one a core, and import the engine in them, in a thread while the
+    driver loads the store and plans (~1-2 s of the ~3.5 s plan of the 1 GiB demo store: the daemon's
+    start compiles pyspark from its zip). The export's own job then finds them running (workers are
+    reused). A failure here is left to that job."""
     try:
-        spark.sparkContext.setJobGroup(WARM_UP_GROUP, "amqtool export: start Spark's Python processes")
-        spark.dataSource.register(ExportSource)
-        path = _write_plan(plan_dir, "warm-up.pickle", None, [InputPartition(i) for i in range(cores)])
-        _source_df(spark, path).write.format("noop").mode("overwrite").save()
+        sc.setJobGroup(WARM_UP_GROUP, "amqtool export: start Spark's Python workers")
+        sc.parallelize(range(cores), cores).foreachPartition(_import_engine)
     except Exception:  # noqa: BLE001
         pass
 
 
-class _PerPart(AccumulatorParam):
-    """part index -> that part's summary; a re-evaluated part (a retried task, a second action on the same
-    rows) replaces its earlier value instead of adding to it."""
-
-    def zero(self, value):
-        return {}
-
-    def addInPlace(self, a, b):
-        a.update(b)
-        return a
+# --- what Spark tasks run --------------------------------------------------------------------------------
 
 
-# --- the data source (what Spark tasks run) ---------------------------------------------------------------
-
-
-class ExportSource(DataSource):
-    """The export rows of a plan (option ``plan``: the plan file the driver wrote) as a Spark data source."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "amqtool_export"
-
-    def schema(self):
-        return spark_schema(MESSAGE_COLUMNS)
-
-    def reader(self, schema):
-        return ExportReader(self.options["plan"])
-
-
-class ExportReader(DataSourceReader):
-    """Reads the plan file (on the driver, where Spark plans the scan): the :class:`ReadContext`, then the
-    parts. Only the context travels with the reader to every task; each task gets its own part."""
-
-    def __init__(self, plan_path: str):
-        with open(plan_path, "rb") as fh:
-            self.ctx = pickle.load(fh)
-            self._parts = pickle.load(fh)
-
-    def __getstate__(self):
-        return {"ctx": self.ctx}
-
-    def partitions(self):
-        return self._parts
-
-    def read(self, partition) -> Iterator:
-        return read_part(self.ctx, partition)
-
-
-def read_part(ctx: ReadContext, part) -> Iterator:
-    """The rows of one part as Arrow record batches; its summary goes to ``ctx.summaries``."""
+def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator[tuple]:
+    """The rows of one part (``MESSAGE_COLUMNS`` tuples, in the local engine's order), counted in
+    ``summary`` as the local engine counts them (a :class:`RowsPart` was counted where it was made)."""
     from amqtool.engines.export.local import count_paged, journal_message_rows
     from amqtool.engines.export.parse import LargeBodies
-    from amqtool.engines.export.schema import arrow_schema
     from amqtool.engines.paging import paged_export_rows
 
-    if not isinstance(part, (JournalPart, PagedPart)):  # Spark's stand-in for an empty plan
+    if isinstance(part, RowsPart):
+        yield from part.rows
         return
-    summary = ExportSummary(ENGINE, "artemis")
     large = LargeBodies(ctx.large_dir)
     opts = ctx.options
+    if isinstance(part, PagedPart):
+        yield from count_paged(paged_export_rows(
+            ctx.store, bindings=ctx.bindings, large=large, safe=opts.safe, wants=opts.wants, view=part.view,
+            problem=summary.problem, count_row=summary.count_row, pages=part.pages), summary)
+        return
     fds: dict[int, int] = {}
-
-    def journal_rows():
+    try:
         for mid, fi, off, length, utype, refs in part.messages:
             body = b""
             if length:
@@ -478,43 +422,90 @@ def read_part(ctx: ReadContext, part) -> Iterator:
                 body = os.pread(fd, length, off)
             yield from journal_message_rows(mid, utype, body, refs, bindings=ctx.bindings, large=large,
                                             safe=opts.safe, summary=summary)
-
-    if isinstance(part, JournalPart):
-        rows = journal_rows()
-    else:
-        rows = count_paged(paged_export_rows(
-            ctx.store, bindings=ctx.bindings, large=large, safe=opts.safe, wants=opts.wants, view=part.view,
-            problem=summary.problem, count_row=summary.count_row, pages=part.pages), summary)
-    try:
-        yield from arrow_batches(rows, arrow_schema(MESSAGE_COLUMNS))
     finally:
         for fd in fds.values():
             os.close(fd)
-    ctx.summaries.add({part.index: summary})
 
 
-def arrow_batches(rows: Iterator[tuple], schema, max_rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES):
-    """Rows (``MESSAGE_COLUMNS`` tuples) as ``pyarrow.RecordBatch`` es of at most ``max_rows`` rows, cut
-    earlier when their bodies pass ``max_bytes``."""
-    import pyarrow as pa
+def _rows_task(ctx: ReadContext | None):
+    """Task function (``mapPartitions``): each part's rows, then its :class:`ExportSummary`."""
 
-    types = [f.type for f in schema]
-    body = [f.name for f in schema].index("body")
+    def run(parts):
+        for part in parts:
+            summary = ExportSummary(ENGINE, "artemis")
+            yield from part_rows(ctx, part, summary)
+            yield summary
 
-    def batch(buf):
-        return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*buf), types)], schema=schema)
+    return run
 
-    buf, size = [], 0
-    for row in rows:
-        buf.append(row)
-        b = row[body]
-        if b is not None:
-            size += len(b)
-        if len(buf) >= max_rows or size >= max_bytes:
-            yield batch(buf)
-            buf, size = [], 0
-    if buf:
-        yield batch(buf)
+
+def _write_task(ctx: ReadContext | None, fmt: str, attempts: str, file_mode: int):
+    """Task function (``mapPartitions``): each part's rows written as ``messages`` table files
+    (``part-<part index>``) under a directory of this task attempt's own, ``attempts/attempt-<id>``; yields
+    ``(part index, that directory, the part's summary)`` for the driver to commit."""
+
+    def run(parts):
+        from pyspark import TaskContext
+
+        attempt = os.path.join(attempts, f"attempt-{TaskContext.get().taskAttemptId()}")
+        files = FileMaker(attempt, file_mode)
+        for part in parts:
+            summary = ExportSummary(ENGINE, "artemis")
+            writer = table_writer(files, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue", part=part.index,
+                                  write_empty=False)
+            for row in part_rows(ctx, part, summary):
+                writer.write(row)
+            writer.close()
+            yield part.index, attempt, summary
+
+    return run
+
+
+def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,
+                progress: Callable[[int, int], None] | None = None) -> dict[int, ExportSummary]:
+    """Write the ``messages`` table of ``parts`` into ``target`` (an :class:`~.writers.OutputTarget`) in Spark
+    tasks, a part per task, and commit it: the files of the task attempts whose results came back are
+    renamed into ``target.path``, every other attempt's are removed (a failed or retried task leaves no
+    file behind, none twice). The bindings table is the driver's (:func:`write_bindings`). Returns each
+    part's summary by part index."""
+    attempts = str(target.side("task-attempts"))
+    os.makedirs(attempts, mode=0o700, exist_ok=True)
+    results = []
+    if parts:
+        # one part a Spark partition; tasks start in partition order, so the largest first (the longest
+        # processing time rule): the last to start are the shortest, and the cores finish close together
+        parts = sorted(parts, key=lambda p: -p.cost)
+        with _Progress(sc, progress):
+            rdd = sc.parallelize(parts, len(parts))
+            results = rdd.mapPartitions(_write_task(ctx, fmt, attempts, target.file_mode)).collect()
+    commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
+    if not os.path.isdir(os.path.join(target.path, "messages")):
+        table_writer(target, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue").close()  # empty table
+    return {index: summary for index, _, summary in results}
+
+
+def commit_attempts(committed: list[str], attempts: str, out: str) -> None:
+    """The job commit: move the files of the ``committed`` attempt directories (those whose results the
+    driver received, one per part) into the tree ``out``, then remove ``attempts`` with every other attempt
+    in it. Part files are named by part index, so no two committed attempts hold the same name; a name
+    already in ``out`` is an error, never overwritten."""
+    for attempt in dict.fromkeys(committed):
+        for dirpath, _dirs, names in os.walk(attempt):
+            dest = os.path.join(out, os.path.relpath(dirpath, attempt))
+            os.makedirs(dest, exist_ok=True)
+            for n in names:
+                src, dst = os.path.join(dirpath, n), os.path.join(dest, n)
+                os.link(src, dst)  # fails if dst exists
+                os.unlink(src)
+    shutil.rmtree(attempts)
+
+
+def write_bindings(target, fmt: str, rows: list[tuple]) -> None:
+    """The bindings table, written by the driver (a few rows an address and a queue)."""
+    w = table_writer(target, fmt, "bindings", BINDING_COLUMNS)
+    for r in rows:
+        w.write(r)
+    w.close()
 
 
 # --- the engine (driver) ----------------------------------------------------------------------------------
@@ -522,8 +513,7 @@ def arrow_batches(rows: Iterator[tuple], schema, max_rows: int = BATCH_ROWS, max
 
 class SparkArtemisExport:
     """Export an Artemis store with Spark. Build (the driver loads and plans), then :meth:`binding_rows`,
-    and :meth:`write_tables` or :meth:`iter_rows_for_xml`; :meth:`rows_df` is the rows as a DataFrame.
-    :meth:`unpersist` removes the plan file."""
+    and :meth:`write_tables` or :meth:`iter_rows_for_xml`."""
 
     def __init__(self, spark, store, options: ExportOptions,
                  progress: Callable[[int, int], None] | None = None):
@@ -535,13 +525,10 @@ class SparkArtemisExport:
         self.options = options
         self.progress = progress
         self.summary = ExportSummary(ENGINE, "artemis")
-        self.summaries = self.sc.accumulator({}, _PerPart())
-        self._plan_dir = tempfile.mkdtemp(prefix="amqtool-export-plan-")
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self._plan_dir, True)
         cores = max(1, self.sc.defaultParallelism)
-        if self.sc not in _WARMED:  # once per SparkContext: its Python processes then stay up
+        if self.sc not in _WARMED:  # once per SparkContext: its Python workers then stay up
             _WARMED.add(self.sc)
-            threading.Thread(target=_warm_up, args=(spark, self._plan_dir, cores), name="amqtool-spark-warm-up",
+            threading.Thread(target=_warm_up, args=(self.sc, cores), name="amqtool-spark-warm-up",
                              daemon=True).start()
         large = getattr(store, "large_messages_dir", None)
         large_dir = os.path.abspath(large) if large else None
@@ -561,37 +548,23 @@ class SparkArtemisExport:
                     journal_costs.append(journal_cost(rec.body_len, len(refs), large))
                 view = ex.paging_view()
                 pages = store_pages(store)
-        jruns, pruns = plan_partitions(journal_costs, _page_costs(pages), cores)
-        parts = [JournalPart(i, journal_items[a:b]) for i, (a, b) in enumerate(jruns)]
-        parts += _paged_parts(pages, pruns, view, len(parts))
+        page_costs = _page_costs(pages)
+        jruns, pruns = plan_partitions(journal_costs, page_costs, cores)
+        self._parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
+        self._parts += _paged_parts(pages, page_costs, pruns, view, len(self._parts))
         self.parts = {"journal": len(jruns), "paged": len(pruns)}
-        ctx = ReadContext(paths, self.bindings, large_dir, options, store, self.summaries)
-        self.plan_path = _write_plan(self._plan_dir, "plan.pickle", ctx, parts)
-        self._rows = None
-
-    def unpersist(self) -> None:
-        """Remove the plan file (the rows can no longer be read)."""
-        self._cleanup()
+        self._ctx = ReadContext(paths, self.bindings, large_dir, options, store)
 
     def binding_rows(self) -> list[tuple]:
         self.summary.bindings = len(self._binding_rows)
         return self._binding_rows
 
-    def rows_df(self):
-        """The export rows (``MESSAGE_COLUMNS``) as a DataFrame: the journal's messages in id order, then the
-        paged ones in page order, one Spark partition per part."""
-        if self._rows is None:
-            self.spark.dataSource.register(ExportSource)
-            self._rows = _source_df(self.spark, self.plan_path)
-        return self._rows
-
-    def _collect_counts(self) -> None:
+    def _collect_counts(self, parts: dict[int, ExportSummary]) -> None:
         """The summary: the bindings' problems, then each part's counts and problems in part order."""
         s = self.summary
         s.rows = s.messages = s.prepared_rows = 0
         s.rows_by_queue = {}
         s.problems, s.problem_count = list(self._binding_problems), len(self._binding_problems)
-        parts = self.summaries.value
         for index in sorted(parts):
             p = parts[index]
             s.rows += p.rows
@@ -602,84 +575,48 @@ class SparkArtemisExport:
             s.problems += p.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(s.problems))]
             s.problem_count += p.problem_count
 
-    def write_tables(self, out_dir: str, fmt: str) -> None:
-        """``messages`` and ``bindings`` tables under ``out_dir`` (``parquet``: messages partitioned by queue;
-        ``jsonl``: one JSON object per line, binary as URL-safe base64)."""
-        write_frames(self.spark, self.rows_df(), self.binding_rows(), out_dir, fmt, self.progress)
-        self._collect_counts()
+    def write_tables(self, target, fmt: str) -> None:
+        """``messages`` and ``bindings`` tables under ``target.path`` (``parquet``: messages partitioned by
+        queue; ``jsonl``: one JSON object per line, binary as URL-safe base64), as the local engine writes
+        them, a set of ``part-NNNNN`` files per part."""
+        write_bindings(target, fmt, self.binding_rows())
+        self._collect_counts(write_parts(self.sc, self._parts, self._ctx, target, fmt, self.progress))
 
-    def iter_rows_for_xml(self):
-        """Rows (tuples in ``MESSAGE_COLUMNS`` order) in the local engine's order, pulled by the driver one
-        part at a time."""
-        with _Progress(self.sc, self.progress):
-            for r in self.rows_df().toLocalIterator(prefetchPartitions=True):
-                row = tuple(r)
-                if row[12] is not None:
-                    row = row[:12] + ([p.asDict() for p in row[12]],) + row[13:]
-                yield row
-        self._collect_counts()
-
-
-def write_frames(spark, rows, binding_rows: list[tuple], out_dir: str, fmt: str,
-                 progress: Callable[[int, int], None] | None = None) -> None:
-    """Write the ``messages`` DataFrame and the bindings under ``out_dir`` as Spark writes the export's
-    tables (``parquet``: messages partitioned by queue; ``jsonl``: binary as URL-safe base64 text)."""
-    from pyspark.sql import functions as F
-
-    bindings = spark.createDataFrame(arrow_table(binding_rows, BINDING_COLUMNS)).coalesce(1)
-    with _Progress(spark.sparkContext, progress):
-        if fmt == "parquet":
-            # no dictionary encoding: bodies, digests, ids, timestamps and property values are mostly distinct,
-            # and trying cost the JVM ~30% of its Parquet writing (measured on the 1 GiB demo store)
-            (rows.write.mode("errorifexists").partitionBy("queue").option("parquet.enable.dictionary", "false")
-             .parquet(os.path.join(out_dir, "messages")))
-            bindings.write.parquet(os.path.join(out_dir, "bindings"))
-        else:
-            rows = rows.withColumn("body", F.translate(F.base64("body"), "+/", "-_"))
-            opts = {"ignoreNullFields": "false", "compression": "none"}
-            rows.write.options(**opts).json(os.path.join(out_dir, "messages"))
-            bindings.write.options(**opts).json(os.path.join(out_dir, "bindings"))
-
-
-def arrow_table(rows: list[tuple], columns):
-    """``rows`` (tuples in ``columns`` order) as a pyarrow Table: what ``createDataFrame`` takes without
-    pickling every row or starting a Python worker."""
-    import pyarrow as pa
-
-    from amqtool.engines.export.schema import arrow_schema
-
-    schema = arrow_schema(columns)
-    cols = list(zip(*rows)) if rows else [()] * len(schema)
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+    def iter_rows_for_xml(self) -> Iterator[tuple]:
+        """Rows (tuples in ``MESSAGE_COLUMNS`` order, properties as dicts) in the local engine's order,
+        pulled by the driver one part at a time."""
+        summaries = {}
+        if self._parts:
+            rdd = self.sc.parallelize(self._parts, len(self._parts))
+            with _Progress(self.sc, self.progress):
+                for r in rdd.mapPartitions(_rows_task(self._ctx)).toLocalIterator(prefetchPartitions=True):
+                    if isinstance(r, ExportSummary):  # a part's last item
+                        summaries[len(summaries)] = r
+                    else:
+                        yield r
+        self._collect_counts(summaries)
 
 
 class SparkKahaDBExport:
     """A KahaDB store through the Spark engine. The journal replay is sequential by nature (every record's
     effect depends on all before it), so the driver replays it with the KahaDB engine and builds the rows
-    (:class:`amqtool.engines.export.kahadb.KahaDBExport`, the local engine's code); Spark distributes them
-    and writes the tables. The driver holds the rows of the store until Spark has them."""
+    (:class:`amqtool.engines.export.kahadb.KahaDBExport`, the local engine's code); Spark tasks write them,
+    as :class:`RowsPart` s, a few a core. The driver holds the rows of the store until the tasks have them."""
 
     def __init__(self, spark, store, options: ExportOptions, progress: Callable[[int, int], None] | None = None):
         from amqtool.engines.export.kahadb import KahaDBExport
 
-        self.spark = spark
+        self.sc = spark.sparkContext
         self.progress = progress
         self.ex = KahaDBExport(store, options, engine=ENGINE)
         self.summary = self.ex.summary
-        self._rows = None
 
     def binding_rows(self) -> list[tuple]:
         return self.ex.binding_rows()
 
-    def rows_df(self):
-        """The rows (``MESSAGE_COLUMNS``) as a DataFrame, handed to the JVM as Arrow (a partition per
-        ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows)."""
-        if self._rows is None:
-            self._rows = self.spark.createDataFrame(arrow_table(list(self.ex.rows()), MESSAGE_COLUMNS))
-        return self._rows
-
-    def write_tables(self, out_dir: str, fmt: str) -> None:
-        write_frames(self.spark, self.rows_df(), self.binding_rows(), out_dir, fmt, self.progress)
-
-    def unpersist(self) -> None:
-        pass
+    def write_tables(self, target, fmt: str) -> None:
+        rows = list(self.ex.rows())  # counted in self.summary as they are made
+        runs = split_runs([1] * len(rows), PARTS_PER_CORE * max(1, self.sc.defaultParallelism))
+        parts = [RowsPart(i, rows[a:b]) for i, (a, b) in enumerate(runs)]
+        write_bindings(target, fmt, self.binding_rows())
+        write_parts(self.sc, parts, None, target, fmt, self.progress)

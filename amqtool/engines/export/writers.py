@@ -10,9 +10,10 @@ Exports hold message bodies, so (issue 4, DESIGN.md "Safety rules"):
 * an existing output is never replaced unless ``force``; with ``force`` it is replaced only after the new
   one is complete.
 
-The work directory also holds what the engines need on the side (Spark's log and spill directory); it is
-removed after the rename. :class:`OutputTarget` is the one place these rules live; the local engine's
-Parquet and JSON Lines writers are here too.
+The work directory also holds what the engines need on the side (Spark's log and local directory, the
+Spark tasks' attempt directories); it is removed after the rename. :class:`OutputTarget` is the one place
+these rules live; the Parquet and JSON Lines table writers, which both engines write through (the Spark
+engine in its tasks, a set of ``part-NNNNN`` files per part), are here too.
 """
 from __future__ import annotations
 
@@ -98,11 +99,9 @@ class OutputTarget:
 
     def open_file(self, relative: str | None = None):
         """Open a new output file (binary, exclusive, the export's mode) under :attr:`path`."""
-        p = self.path if relative is None else self.path / relative
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, self.file_mode)
-        os.fchmod(fd, self.file_mode)
-        return os.fdopen(fd, "wb")
+        if relative is None:
+            return FileMaker(self.path.parent, self.file_mode).open_file(self.path.name)
+        return FileMaker(self.path, self.file_mode).open_file(relative)
 
     def _finish_tree(self) -> None:
         """Modes, Spark's bookkeeping files removed, everything fsynced."""
@@ -146,24 +145,57 @@ class OutputTarget:
             self.work = None
 
 
-# --- the local engine's table writers -------------------------------------------------------------------
+class FileMaker:
+    """Creates new files under ``root``: exclusive (never over an existing file), with ``file_mode`` whatever
+    the umask. Parent directories are created as needed; :meth:`OutputTarget.commit` gives them their mode.
+    What the table writers write through, in the driver (:meth:`OutputTarget.open_file`) and in Spark tasks
+    (their attempt directories), and picklable for the tasks."""
+
+    def __init__(self, root: str | os.PathLike, file_mode: int = DEFAULT_FILE_MODE):
+        self.root = Path(root)
+        self.file_mode = file_mode
+
+    def open_file(self, relative: str):
+        p = self.root / relative
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, self.file_mode)
+        os.fchmod(fd, self.file_mode)
+        return os.fdopen(fd, "wb")
+
+
+# --- the table writers (both engines) --------------------------------------------------------------------
 
 
 def _row_dict(names, row) -> dict:
     return dict(zip(names, row))
 
 
+def table_writer(files, fmt: str, table: str, columns, partition_by: str | None = None, part: int = 0,
+                 write_empty: bool = True):
+    """The writer of one part of a table (``part-NNNNN`` files) in ``fmt`` (``jsonl`` or ``parquet``);
+    ``files``: anything with ``open_file(relative)`` (an :class:`OutputTarget`, a :class:`FileMaker`).
+    ``partition_by`` applies to Parquet (JSON Lines tables are not partitioned). ``write_empty``: a part
+    that receives no rows still leaves a file (with the Parquet schema), so that a table always exists."""
+    if fmt == "jsonl":
+        return JsonlTableWriter(files, table, [c[0] for c in columns], part=part, write_empty=write_empty)
+    return ParquetTableWriter(files, table, columns, partition_by=partition_by, part=part, write_empty=write_empty)
+
+
 class JsonlTableWriter:
     """One JSON object per line, keys in schema order, nulls written; binary as URL-safe base64 text."""
 
-    def __init__(self, target: OutputTarget, table: str, names):
+    def __init__(self, files, table: str, names, part: int = 0, write_empty: bool = True):
         from amqtool.formats.artemis.primitives import b64url
 
         self._b64 = b64url
         self.names = tuple(names)
-        self.fh = target.open_file(f"{table}/part-00000.jsonl")
+        self.files = files
+        self.name = f"{table}/part-{part:05d}.jsonl"
+        self.fh = files.open_file(self.name) if write_empty else None
 
     def write(self, row) -> None:
+        if self.fh is None:
+            self.fh = self.files.open_file(self.name)
         d = {}
         for k, v in zip(self.names, row):
             if isinstance(v, (bytes, bytearray, memoryview)):
@@ -173,7 +205,8 @@ class JsonlTableWriter:
         self.fh.write(b"\n")
 
     def close(self) -> None:
-        self.fh.close()
+        if self.fh is not None:
+            self.fh.close()
 
 
 class ParquetTableWriter:
@@ -181,15 +214,17 @@ class ParquetTableWriter:
     ``partition_by`` is given. Rows are buffered per partition and flushed as row groups when the buffers
     together pass ``buffer_bytes``, so memory stays bounded whatever the store size."""
 
-    def __init__(self, target: OutputTarget, table: str, columns, partition_by: str | None = None,
-                 buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000):
+    def __init__(self, files, table: str, columns, partition_by: str | None = None, part: int = 0,
+                 write_empty: bool = True, buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000):
         import pyarrow as pa
 
         from amqtool.engines.export.schema import arrow_schema
 
         self.pa = pa
-        self.target = target
+        self.files = files
         self.table = table
+        self.file_name = f"part-{part:05d}.parquet"
+        self.write_empty = write_empty
         self.schema = arrow_schema(columns)
         self.names = [f.name for f in self.schema]
         self.part_index = self.names.index(partition_by) if partition_by else None
@@ -242,7 +277,7 @@ class ParquetTableWriter:
             rel = self.table
             if self.part_index is not None:
                 rel += "/" + partition_dir(self.names[self.part_index], key)
-            fh = self.target.open_file(rel + "/part-00000.parquet")
+            fh = self.files.open_file(f"{rel}/{self.file_name}")
             w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy"), fh)
         w[0].write_batch(batch)
 
@@ -252,11 +287,11 @@ class ParquetTableWriter:
         for w, fh in self._writers.values():
             w.close()
             fh.close()
-        if not self._writers:
+        if not self._writers and self.write_empty:
             # an empty table is still a table: one file with the schema and no rows
             import pyarrow.parquet as pq
 
-            with self.target.open_file(f"{self.table}/part-00000.parquet") as fh:
+            with self.files.open_file(f"{self.table}/{self.file_name}") as fh:
                 pq.write_table(self.schema.empty_table(), fh)
 
 
