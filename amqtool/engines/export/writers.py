@@ -211,11 +211,15 @@ class JsonlTableWriter:
 
 class ParquetTableWriter:
     """Parquet files, partitioned like Spark's ``partitionBy`` (``<col>=<value>/part-*.parquet``) when
-    ``partition_by`` is given. Rows are buffered per partition and flushed as row groups when the buffers
-    together pass ``buffer_bytes``, so memory stays bounded whatever the store size."""
+    ``partition_by`` is given. Rows are turned into Arrow a small batch at a time per partition (``batch_rows``:
+    converted while their bodies are still in the CPU's cache, and no Python objects held longer), and a
+    partition's batches are written as one row group when it has ``row_group_rows`` rows or when all
+    partitions' batches together pass ``buffer_bytes`` (the largest is written), so memory stays bounded
+    whatever the store size."""
 
     def __init__(self, files, table: str, columns, partition_by: str | None = None, part: int = 0,
-                 write_empty: bool = True, buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000):
+                 write_empty: bool = True, buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000,
+                 batch_rows: int = 256):
         import pyarrow as pa
 
         from amqtool.engines.export.schema import arrow_schema
@@ -229,49 +233,50 @@ class ParquetTableWriter:
         self.names = [f.name for f in self.schema]
         self.part_index = self.names.index(partition_by) if partition_by else None
         self.file_schema = (self.schema.remove(self.part_index) if self.part_index is not None else self.schema)
+        self._types = [(i, f.type) for i, f in enumerate(self.schema) if i != self.part_index]
         self.buffer_bytes = buffer_bytes
         self.row_group_rows = row_group_rows
-        self._bufs: dict[object, list] = {}
-        self._sizes: dict[object, int] = {}
+        self.batch_rows = batch_rows
+        self._rows: dict[object, list] = {}  # partition -> rows not yet in a batch
+        self._batches: dict[object, list] = {}  # partition -> Arrow batches not yet written
+        self._batched_rows: dict[object, int] = {}
+        self._bytes: dict[object, int] = {}
         self._total = 0
         self._writers: dict[object, object] = {}
 
     def write(self, row) -> None:
         key = row[self.part_index] if self.part_index is not None else None
-        buf = self._bufs.get(key)
-        if buf is None:
-            buf = self._bufs[key] = []
-            self._sizes[key] = 0
-        buf.append(row)
-        # Python object sizes, not just payload bytes: a row tuple with its ints and strings, and each
-        # property as a small dict (measured: ~250 bytes each)
-        size = 600
-        for v in row:
-            if isinstance(v, (bytes, str)):
-                size += len(v) + 50
-            elif isinstance(v, list):
-                size += 250 * len(v)
-        self._sizes[key] += size
-        self._total += size
-        if len(buf) >= self.row_group_rows:
-            self._flush(key)
-        elif self._total > self.buffer_bytes:
-            self._flush(max(self._sizes, key=self._sizes.get))
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = []
+        rows.append(row)
+        if len(rows) >= self.batch_rows:
+            self._batch(key)
+            if self._batched_rows[key] >= self.row_group_rows:
+                self._write_group(key)
+            elif self._total > self.buffer_bytes:
+                self._write_group(max(self._bytes, key=self._bytes.get))
 
-    def _flush(self, key) -> None:
-        import pyarrow.parquet as pq
-
-        rows = self._bufs.pop(key, None)
+    def _batch(self, key) -> None:
+        rows = self._rows.pop(key, None)
         if not rows:
             return
-        self._total -= self._sizes.pop(key)
         columns = list(zip(*rows))
-        arrays = []
-        for i, f in enumerate(self.schema):
-            if i == self.part_index:
-                continue
-            arrays.append(self.pa.array(columns[i], type=f.type))
-        batch = self.pa.RecordBatch.from_arrays(arrays, schema=self.file_schema)
+        batch = self.pa.RecordBatch.from_arrays([self.pa.array(columns[i], type=t) for i, t in self._types],
+                                                schema=self.file_schema)
+        self._batches.setdefault(key, []).append(batch)
+        self._batched_rows[key] = self._batched_rows.get(key, 0) + batch.num_rows
+        self._bytes[key] = self._bytes.get(key, 0) + batch.nbytes
+        self._total += batch.nbytes
+
+    def _write_group(self, key) -> None:
+        import pyarrow.parquet as pq
+
+        batches = self._batches.pop(key, None)
+        if not batches:
+            return
+        self._batched_rows.pop(key)
+        self._total -= self._bytes.pop(key)
         w = self._writers.get(key)
         if w is None:
             rel = self.table
@@ -279,11 +284,14 @@ class ParquetTableWriter:
                 rel += "/" + partition_dir(self.names[self.part_index], key)
             fh = self.files.open_file(f"{rel}/{self.file_name}")
             w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy"), fh)
-        w[0].write_batch(batch)
+        # one row group per write (the batches' rows are far below the writer's default group size)
+        w[0].write_table(self.pa.Table.from_batches(batches, schema=self.file_schema))
 
     def close(self) -> None:
-        for key in list(self._bufs):
-            self._flush(key)
+        for key in list(self._rows):
+            self._batch(key)
+        for key in list(self._batches):
+            self._write_group(key)
         for w, fh in self._writers.values():
             w.close()
             fh.close()
