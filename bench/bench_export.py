@@ -13,8 +13,11 @@ job also pays Spark's Python worker start-up. Peak RSS of the local engine is re
 flat as stores grow). The 1-minute load average is printed before each run: other work on the machine
 skews the figures, and the Spark runs use every core. The three exports run in --runs interleaved rounds
 and the ratios are taken on the medians: this virtual machine's speed drifts by 10-15% from one minute to
-the next (the same task, the same process: 22.6 s of CPU in one run, 25.3 s in the next). Also checks that
-the three outputs hold the same rows (count and per-queue counts).
+the next (the same task, the same process: 22.6 s of CPU in one run, 25.3 s in the next). Each round also
+runs the tasks' work (the plan's parts decoded and written by the tasks' own functions) in one process and
+in two at once, without Spark: the 1 -> 2 core ceiling this machine gives that work, which bounds the Spark
+scaling from above (the Spark runs add the driver's serial load and plan). Also checks that the three
+outputs hold the same rows (count and per-queue counts).
 """
 from __future__ import annotations
 
@@ -57,6 +60,56 @@ print(json.dumps({{"session": t1 - t0, "export": t2 - t1, "rows": doc["rows"], "
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _parts_in_process(ctx, parts, out: str) -> None:
+    """What a Spark task does with its parts (decode, write part files), without Spark."""
+    from amqtool.engines.export.model import ExportSummary
+    from amqtool.engines.export.schema import MESSAGE_COLUMNS
+    from amqtool.engines.export.spark import part_rows
+    from amqtool.engines.export.writers import FileMaker, table_writer
+
+    for part in parts:
+        w = table_writer(FileMaker(out), "parquet", "messages", MESSAGE_COLUMNS, partition_by="queue", part=part.index,
+                         write_empty=False)
+        for row in part_rows(ctx, part, ExportSummary("spark", "artemis")):
+            w.write(row)
+        w.close()
+
+
+def _ceiling(store: Path, work: Path) -> tuple[float, float]:
+    """This machine's own 1 -> 2 core ceiling for the tasks' work: the plan's parts for two cores, decoded and
+    written by the tasks' functions in one forked process, then shared (largest first, to the less loaded)
+    by two at once; no Spark, no plan, no serial part. Returns (one process, two processes) wall seconds."""
+    import multiprocessing
+
+    from amqtool.engines.export.model import ExportOptions
+    from amqtool.engines.export.spark import plan_export
+    from amqtool.store.layout import detect
+
+    plan = plan_export(detect(str(store)), ExportOptions(), 2)
+    fork = multiprocessing.get_context("fork")
+    shares: list[list] = [[], []]
+    loads = [0, 0]
+    for part in sorted(plan.parts, key=lambda p: -p.cost):
+        i = loads.index(min(loads))
+        shares[i].append(part)
+        loads[i] += part.cost
+    times = []
+    for groups in ([plan.parts], shares):
+        out = work / "out-ceiling"
+        shutil.rmtree(out, ignore_errors=True)
+        procs = [fork.Process(target=_parts_in_process, args=(plan.ctx, g, str(out))) for g in groups]
+        t = time.perf_counter()
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        times.append(time.perf_counter() - t)
+        if any(p.exitcode for p in procs):
+            raise SystemExit("ceiling run failed")
+    shutil.rmtree(work / "out-ceiling", ignore_errors=True)
+    return times[0], times[1]
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -93,6 +146,7 @@ def main() -> int:
     times: dict[str, list[float]] = {"local": [], "local[1]": [], "local[2]": []}
     sessions: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
     by_queue: dict[str, dict] = {}
+    ceilings: list[float] = []
     rss = 0.0
     for rnd in range(1, args.runs + 1):
         out = work / "out-local"
@@ -102,7 +156,8 @@ def main() -> int:
         doc, _ = run_export(ExportRequest(str(store), str(out), "parquet", engine="local"))
         times["local"].append(time.perf_counter() - t)
         by_queue["local"] = doc["rowsByQueue"]
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if rnd == 1:  # later rounds' peak would include the ceiling runs' plan, made in this process
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"  local engine:   {times['local'][-1]:7.1f} s   rows={doc['rows']}  peak RSS {rss:.0f} MiB")
         for master in ("local[1]", "local[2]"):
             out = work / f"out-{master.strip('local[]')}"
@@ -114,6 +169,10 @@ def main() -> int:
             by_queue[master] = r["rowsByQueue"]
             print(f"  spark {master}: {r['export']:7.1f} s   rows={r['rows']}  (session start {r['session']:.1f} s; "
                   f"with it {r['session'] + r['export']:.1f} s)")
+        c1, c2 = _ceiling(store, work)
+        ceilings.append(c1 / c2)
+        print(f"  the tasks' work without Spark: one process {c1:.1f} s, two processes {c2:.1f} s "
+              f"(this machine's ceiling {c1 / c2:.2f}x)")
         print(f"  round {rnd}: scaling {times['local[1]'][-1] / times['local[2]'][-1]:.2f}x, local engine / "
               f"local[2] {times['local'][-1] / times['local[2]'][-1]:.2f}x")
     print(f"load average after: {_load()}")
@@ -130,6 +189,7 @@ def main() -> int:
           f"{'MET' if scaling >= 1.6 else 'NOT MET'}")
     print(f"ratio local engine / spark local[2] time:                  {vs_local:.2f}x   target > 1.0x  "
           f"{'MET' if vs_local > 1.0 else 'NOT MET'}")
+    print(f"this machine's own 1 -> 2 process ceiling for the tasks' work (median): {statistics.median(ceilings):.2f}x")
     print(f"  the same with session start: scaling {(s1 + one) / (s2 + two):.2f}x, local engine / spark local[2] "
           f"{local / (s2 + two):.2f}x")
     print(f"same rows per queue in all three outputs: {same}")

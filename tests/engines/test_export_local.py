@@ -198,3 +198,29 @@ def test_failed_export_leaves_nothing(store, tmp_path, monkeypatch):
 def test_safe_xml_refused(store, tmp_path):
     with pytest.raises(UsageError):
         run_export(ExportRequest(str(store), str(tmp_path / "x.xml"), "xml", safe=True))
+
+
+def test_auto_engine_choice(monkeypatch):
+    """--engine auto: Spark only where the cost model says it finishes first, JVM start included (never on
+    one core, from fewer bytes with more cores), always with --master; the environment overrides it; an
+    explicit engine is taken as asked, and --master with the local engine is a usage error."""
+    from amqtool.engines.export import auto_spark_threshold, choose_engine
+
+    monkeypatch.delenv("AMQTOOL_EXPORT_SPARK_THRESHOLD", raising=False)
+    req = ExportRequest("s", "o", "parquet")
+    gib = 2**30
+    assert auto_spark_threshold(1) is None
+    t2, t4, t8 = auto_spark_threshold(2), auto_spark_threshold(4), auto_spark_threshold(8)
+    assert gib < t2 < 2 * gib and t8 < t4 < t2  # 2 cores: ~1.3 GiB (bench/bench_export.py's figures)
+    assert choose_engine(req, 100 * gib, cores=1) == "local"
+    assert choose_engine(req, gib, cores=2) == "local" and choose_engine(req, 2 * gib, cores=2) == "spark"
+    assert choose_engine(req, gib, cores=4) == "spark"
+    assert choose_engine(ExportRequest("s", "o", "parquet", master="spark://h:7077"), 0, cores=1) == "spark"
+    assert choose_engine(ExportRequest("s", "o", "parquet", engine="spark"), 0, cores=1) == "spark"
+    assert choose_engine(ExportRequest("s", "o", "parquet", engine="local"), 100 * gib, cores=8) == "local"
+    monkeypatch.setenv("AMQTOOL_EXPORT_SPARK_THRESHOLD", "1000")
+    assert choose_engine(req, 1000, cores=1) == "spark" and choose_engine(req, 999, cores=8) == "local"
+    with pytest.raises(UsageError):
+        choose_engine(ExportRequest("s", "o", "parquet", engine="local", master="local[2]"), 0)
+    with pytest.raises(UsageError):
+        choose_engine(ExportRequest("s", "o", "parquet", engine="gpu"), 0)
