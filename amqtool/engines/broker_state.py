@@ -48,9 +48,12 @@ from amqtool.formats.artemis.userrecords import (
 )
 
 MESSAGE_TYPES = frozenset({R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE})
-# Message-journal types read eagerly (small bodies); messages themselves are read lazily.
-_REF_TYPES = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF})
-_SMALL_MESSAGE_TYPES = frozenset({
+# Message-journal types read eagerly (small bodies); messages themselves are read lazily. What a BrokerState
+# decodes is one of these sets: REF_TYPES (messages per queue), DELIVERY_TYPES (and each reference's delivery
+# count and scheduled time: what ``data exp`` writes), ALL_SMALL_TYPES (everything, for print and verify).
+REF_TYPES = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF})
+DELIVERY_TYPES = REF_TYPES | {R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME}
+ALL_SMALL_TYPES = frozenset({
     R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.PAGE_TRANSACTION, R.SET_SCHEDULED_DELIVERY_TIME,
     R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COUNTER_VALUE,
     R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_COMPLETE, R.PAGE_CURSOR_PENDING_COUNTER,
@@ -147,12 +150,13 @@ def _read_small(result: LoadResult, records, wanted) -> dict[int, bytes]:
 class BrokerState:
     """What a broker would see in a store: see the module docstring. Build with :func:`build_broker_state`."""
 
-    def __init__(self, bindings: LoadResult | None, messages: LoadResult | None, refs_only: bool = False):
+    def __init__(self, bindings: LoadResult | None, messages: LoadResult | None,
+                 decode: frozenset = ALL_SMALL_TYPES):
         self.bindings_result = bindings
         self.messages_result = messages
-        # refs_only: decode only what messages per queue need (messages, ADD_REF, ACKNOWLEDGE_REF); the
-        # lists of other records (delivery counts, page records, ...) then stay empty.
-        self._small_types = _REF_TYPES if refs_only else _SMALL_MESSAGE_TYPES
+        # decode: the message-journal record types to decode (messages are always listed); the lists of
+        # records of other types (delivery counts, page records, ...) then stay empty.
+        self._small_types = decode
         self.queues: dict[int, Queue] = {}
         self.addresses: dict[int, Address] = {}
         self.bindings_records: list[tuple[LiveRecord, object]] = []  # every decoded bindings record, load order
@@ -390,12 +394,14 @@ class BrokerState:
 
 
 def build_broker_state(bindings: LoadResult | None, messages: LoadResult | None, *,
-                       refs_only: bool = False) -> BrokerState:
+                       decode: frozenset = ALL_SMALL_TYPES) -> BrokerState:
     """Decode the live records of the two journals (either may be None) into a :class:`BrokerState`.
 
-    With ``refs_only`` only messages, refs and acks are decoded: enough for messages per queue and the
-    message counts, at a fraction of the cost on a large journal."""
-    state = BrokerState(bindings, messages, refs_only)
+    ``decode``: the message-journal record types to decode besides the messages themselves; with
+    :data:`REF_TYPES` only refs and acks (enough for messages per queue and the message counts), with
+    :data:`DELIVERY_TYPES` their delivery counts and scheduled times too, each at a fraction of the cost on a
+    large journal."""
+    state = BrokerState(bindings, messages, decode)
     state._small_bodies = {}
     if bindings is not None:
         state._load_bindings(bindings)

@@ -290,9 +290,9 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
 def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
     """The per-queue message summary: each queue's live messages (refs minus acks), then the
     ``### Message Counts ###`` figures of ``artemis data print``."""
-    from amqtool.engines.broker_state import build_broker_state
+    from amqtool.engines.broker_state import REF_TYPES, build_broker_state
 
-    state = build_broker_state(bindings, messages, refs_only=True)
+    state = build_broker_state(bindings, messages, decode=REF_TYPES)
     by_queue = state.live_by_queue()
     yield "== messages per queue"
     yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"

@@ -124,3 +124,23 @@ def test_refused_files_are_shown_not_silently_dropped(run_cli, run_json, tmp_pat
     assert refused["path"].endswith("activemq-data-1.amq") and doc["journals"][0]["live"] == []
     code, out, _ = run_cli("print", journal)
     assert "refused by Artemis" in out and "activemq-data-1.amq" in out
+
+
+def test_text_print_counts_messages_per_queue(run_cli, tmp_path):
+    """The text report ends with the messages each queue still holds in the journal: on a demo store, the
+    manifest's counts, queue by queue (every bound queue listed, empty ones with 0)."""
+    from amqtool.engines.demo import create_demo
+
+    store = tmp_path / "store"
+    create_demo(store, 4 * 1024 * 1024, file_size=1024 * 1024, seed=3)
+    expected = json.loads((store / "manifest.json").read_text())["expected"]["messageCounts"]
+    code, out, _ = run_cli("print", store)  # both journals: queue names come from the bindings
+    assert code == 0
+    section = out.split("== messages per queue\n", 1)[1].splitlines()[1:]
+    counts = {}
+    for line in section:
+        if not line.strip() or line.lstrip().startswith("messages:"):
+            break
+        fields = line.split()
+        counts[fields[0]] = int(fields[-1])
+    assert counts == {q: n for q, n in expected.items()} and any(expected.values())

@@ -39,7 +39,7 @@ class LocalArtemisExport:
     """Export an Artemis store in process. Build, then take :meth:`binding_rows` and iterate :meth:`rows`."""
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
-        from amqtool.engines.broker_state import build_broker_state
+        from amqtool.engines.broker_state import DELIVERY_TYPES, build_broker_state
         from amqtool.engines.load import load_journal
         from amqtool.store.journal_files import open_journal
 
@@ -56,7 +56,9 @@ class LocalArtemisExport:
             results[jd.kind] = load_journal(opened, check_tag=options.check_tag, progress=progress)
         self.bindings_result = results.get("bindings")
         self.messages_result = results.get("messages")
-        self.state = build_broker_state(None, self.messages_result)
+        # only what the rows need: refs, acks, delivery counts, scheduled times (the paging facts come
+        # from paging_view; duplicate ids and the rest are never exported)
+        self.state = build_broker_state(None, self.messages_result, decode=DELIVERY_TYPES)
         live_bindings = []
         if self.bindings_result is not None:
             for rec in self.bindings_result.live:
