@@ -117,7 +117,7 @@ class LocalArtemisExport:
         opts = self.options
         b = self.bindings
         for mid, pairs in self._pairs():
-            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))]
+            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))] if opts.queues else pairs
             if not wanted:
                 continue
             if wanted[0][1] == "committed" or mid in st.message_records:

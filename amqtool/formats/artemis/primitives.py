@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -296,8 +297,13 @@ def hashmap_growing_order(hashes: Iterable[int]) -> list[int]:
 def long_key_order(keys: Iterable[int]) -> list[int]:
     """The keys of a default ``HashMap<Long, …>`` in iteration order; ``keys`` distinct, in first-put
     order (``data print`` message-reference counts and page counters, §6.1 item 9)."""
-    keys = list(keys)
-    return [keys[i] for i in hashmap_growing_order([long_hash(k) for k in keys])]
+    return list(_long_key_order(tuple(keys)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _long_key_order(keys: tuple[int, ...]) -> tuple[int, ...]:
+    # a store's messages are routed to a few sets of queues, each asked for once per message
+    return tuple(keys[i] for i in hashmap_growing_order([long_hash(k) for k in keys]))
 
 
 # --- text forms Artemis prints -------------------------------------------------------------------------------
