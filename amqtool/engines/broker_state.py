@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from amqtool.gcpause import gc_paused
 from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo, _new_live
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage, PersistedMessage, decode_persisted_message
@@ -403,8 +404,9 @@ def build_broker_state(bindings: LoadResult | None, messages: LoadResult | None,
     large journal."""
     state = BrokerState(bindings, messages, decode)
     state._small_bodies = {}
-    if bindings is not None:
-        state._load_bindings(bindings)
-    if messages is not None:
-        state._load_messages(messages)
+    with gc_paused():  # a large state is acyclic and lives on: see amqtool.gcpause
+        if bindings is not None:
+            state._load_bindings(bindings)
+        if messages is not None:
+            state._load_messages(messages)
     return state

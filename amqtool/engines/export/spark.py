@@ -65,6 +65,7 @@ from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, Ex
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
 from amqtool.engines.export.writers import FileMaker, table_writer
 from amqtool.errors import CapabilityError
+from amqtool.gcpause import gc_paused
 
 ENGINE = "spark"
 DEFAULT_MASTER = "local[*]"
@@ -538,7 +539,7 @@ def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
     large = getattr(store, "large_messages_dir", None)
     large_dir = os.path.abspath(large) if large else None
     journal_items, journal_costs, pages, view, paths = [], [], [], None, {}
-    with LocalArtemisExport(store, options) as ex:
+    with gc_paused(), LocalArtemisExport(store, options) as ex:  # the plan is acyclic: see amqtool.gcpause
         bytes_scanned = ex.summary.bytes_scanned
         binding_problems = list(ex.summary.problems)
         binding_rows = ex.binding_rows()
