@@ -10,6 +10,7 @@ import pytest
 
 from amqtool.engines.export import ExportRequest, run_export
 from amqtool.engines.export.model import ExportOptions
+from amqtool.errors import AmqtoolError
 from amqtool.store.layout import detect
 from tests.engines.export_store import normalise, read_jsonl_table, read_parquet_table
 from tests.engines.export_store import demo, store  # noqa: F401 - fixtures
@@ -95,6 +96,20 @@ def test_rows_in_order_however_the_plan_is_cut(spark, demo, monkeypatch, opts):
         _same_summary(ex.summary, summary)
 
 
+def test_task_failure_is_the_tasks_exception_line():
+    from amqtool.engines.export.spark import task_failure
+
+    jvm = ("An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job aborted\n"
+           "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+           '  File "x.py", line 1, in run\n    raise ValueError(1)\nKeyError: 1\n\nDuring handling of the above '
+           "exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+           '  File "x.py", line 3, in run\namqtool.errors.FormatError: file "a.amq" at offset 8: bad\n'
+           "\tat org.apache.spark.api.python.BasePythonRunner.read(PythonRunner.scala:1)\n")
+    assert task_failure(jvm) == 'amqtool.errors.FormatError: file "a.amq" at offset 8: bad'
+    assert task_failure("Job aborted: no traceback\nmore") == "Job aborted: no traceback"
+    assert task_failure("") == "unknown error"
+
+
 def test_split_runs_and_plan_partitions():
     from amqtool.engines.export.spark import MIN_PART_COST, plan_partitions, split_runs
 
@@ -152,8 +167,8 @@ def test_commit_takes_only_the_committed_attempts(tmp_path):
 
 
 def test_failed_task_leaves_no_output(spark, demo, tmp_path):
-    """A task that fails (its journal files vanished after the plan) fails the write: nothing is committed
-    under the output name, and the abort leaves no work directory or attempt behind."""
+    """A task that fails (its journal files vanished after the plan) fails the write with a one-line error:
+    nothing is committed under the output name, and the abort leaves no work directory or attempt behind."""
     import shutil
 
     from amqtool.engines.export.writers import OutputTarget
@@ -168,8 +183,11 @@ def test_failed_task_leaves_no_output(spark, demo, tmp_path):
     out = tmp_path / "out"
     target = OutputTarget(out, is_dir=True)
     target.begin()
-    with pytest.raises(Exception):
+    with pytest.raises(AmqtoolError) as err:
         ex.write_tables(target, "parquet")
+    # one line: the exception the task raised, not pyspark's pages of Python and JVM stack
+    assert str(err.value).startswith("a Spark task failed: FileNotFoundError: [Errno 2] No such file")
+    assert "\n" not in str(err.value) and err.value.exit_code == 3
     target.abort()
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["store"]
 

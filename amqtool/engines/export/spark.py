@@ -64,7 +64,7 @@ from typing import Callable, Iterator
 from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
 from amqtool.engines.export.writers import FileMaker, table_writer
-from amqtool.errors import CapabilityError
+from amqtool.errors import AmqtoolError, CapabilityError
 from amqtool.gcpause import gc_paused
 
 ENGINE = "spark"
@@ -396,6 +396,32 @@ def _warm_up(sc, cores: int) -> None:
         pass
 
 
+def task_failure(text: str) -> str:
+    """The exception line of the last Python traceback in a Spark error's text (what the task raised: the
+    frames, Spark's wrapping and the JVM's stack are left out), else the text's first line."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
+    if starts:
+        for line in lines[starts[-1] + 1:]:
+            if line.strip() and not line[0].isspace():
+                return line.strip()
+    return lines[0].strip() if lines else "unknown error"
+
+
+@contextmanager
+def _task_errors():
+    """A failed Spark job becomes one line (an :class:`AmqtoolError`, exit 3): the exception the failing task
+    raised, not the pages of Python and JVM stack pyspark reports."""
+    try:
+        yield
+    except AmqtoolError:
+        raise
+    except Exception as err:
+        if not type(err).__module__.startswith(("pyspark", "py4j")):
+            raise
+        raise AmqtoolError(f"a Spark task failed: {task_failure(str(err))}") from None
+
+
 # --- what Spark tasks run --------------------------------------------------------------------------------
 
 
@@ -480,7 +506,7 @@ def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,
         # one part a Spark partition; tasks start in partition order, so the largest first (the longest
         # processing time rule): the last to start are the shortest, and the cores finish close together
         parts = sorted(parts, key=lambda p: -p.cost)
-        with _Progress(sc, progress):
+        with _Progress(sc, progress), _task_errors():
             rdd = sc.parallelize(parts, len(parts))
             results = rdd.mapPartitions(_write_task(ctx, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
@@ -619,7 +645,7 @@ class SparkArtemisExport:
         summaries = {}
         if self._parts:
             rdd = self.sc.parallelize(self._parts, len(self._parts))
-            with _Progress(self.sc, self.progress):
+            with _Progress(self.sc, self.progress), _task_errors():
                 for r in rdd.mapPartitions(_rows_task(self._ctx)).toLocalIterator(prefetchPartitions=True):
                     if isinstance(r, ExportSummary):  # a part's last item
                         summaries[len(summaries)] = r
