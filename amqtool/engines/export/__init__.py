@@ -21,19 +21,19 @@ from amqtool.errors import CapabilityError, UsageError, Verdict
 FORMATS = ("xml", "jsonl", "parquet")
 ENGINES = ("auto", "local", "spark")
 # --engine auto picks the engine that finishes first, by a cost model measured with bench/bench_export.py on
-# the 1 GiB demo store (2 cores, medians of 3 rounds): the local engine ~26 s a GiB of journal; Spark ~11 s to
-# start its JVM, ~3.6 s a GiB of load and plan on the driver, then ~22 s a GiB of task work shared by the
-# cores at ~80% efficiency each (two processes decoding at once each run ~20% slower on this machine).
-LOCAL_S_PER_GIB = 26.0
-SPARK_START_S = 11.0
-SPARK_PLAN_S_PER_GIB = 3.6
+# the 1 GiB demo store (2 cores, medians of rounds): the local engine ~25 s a GiB of journal; Spark ~10 s to
+# start its JVM, ~2 s a GiB of load and plan on the driver, then ~22 s a GiB of task work shared by the
+# cores at ~80% efficiency each (two processes decoding at once each run slower than one alone here).
+LOCAL_S_PER_GIB = 25.0
+SPARK_START_S = 10.0
+SPARK_PLAN_S_PER_GIB = 2.0
 SPARK_TASK_S_PER_GIB = 22.0
 SPARK_CORE_EFFICIENCY = 0.8
 
 
 def auto_spark_threshold(cores: int) -> int | None:
     """Journal bytes from which Spark ``local[*]`` on ``cores`` cores beats the local engine, JVM start
-    included (2 cores: ~1.3 GiB; 4: ~0.7 GiB; 8: ~0.6 GiB); None when it never does (one core).
+    included (2 cores: ~1.1 GiB; 4: ~0.6 GiB; 8: ~0.5 GiB); None when it never does (one core).
     ``AMQTOOL_EXPORT_SPARK_THRESHOLD`` (bytes) overrides it."""
     env = os.environ.get("AMQTOOL_EXPORT_SPARK_THRESHOLD")
     if env:
