@@ -116,6 +116,39 @@ def _ceiling(store: Path, work: Path) -> tuple[float, float]:
     return times[0], times[1]
 
 
+def _table(directory: Path):
+    """A messages table as written (hive-partitioned by queue), sorted by its row key."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(str(directory), format="parquet", partitioning="hive").to_table()
+    t = t.set_column(t.schema.get_field_index("queue"), "queue", t["queue"].cast(pa.string()))
+    keys = ["message_id", "queue", "page", "page_position"]
+    return t.select(sorted(t.column_names)).sort_by([(k, "ascending") for k in keys])
+
+
+def _check_rows(store: Path, local_out: Path, spark_out: Path) -> tuple[bool, bool]:
+    """(the two engines' messages tables hold identical rows, the rows equal the demo manifest's live
+    messages: committed journal rows per queue = its messageCounts, committed paged ones = its
+    pendingByQueue ids)."""
+    a, b = _table(local_out / "messages"), _table(spark_out / "messages")
+    identical = a.num_rows == b.num_rows and a.equals(b)
+    manifest = json.loads((store / "manifest.json").read_text())["expected"]
+    counts: dict[str, int] = {}
+    paged: dict[str, list] = {}
+    for r in a.select(["queue", "message_id", "paged", "transaction_state"]).to_pylist():
+        if r["transaction_state"] != "committed":
+            continue
+        if r["paged"]:
+            paged.setdefault(r["queue"], []).append(r["message_id"])
+        else:
+            counts[r["queue"]] = counts.get(r["queue"], 0) + 1
+    want_paged = {q: sorted(ids) for q, ids in manifest["paging"]["pendingByQueue"].items() if ids}
+    ok = counts == {q: n for q, n in manifest["messageCounts"].items() if n} and \
+        {q: sorted(ids) for q, ids in paged.items()} == want_paged
+    return identical, ok
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -153,6 +186,7 @@ def main() -> int:
     sessions: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
     by_queue: dict[str, dict] = {}
     ceilings: list[float] = []
+    checks: dict[str, bool] = {}
     rss = 0.0
     for rnd in range(1, args.runs + 1):
         out = work / "out-local"
@@ -179,6 +213,11 @@ def main() -> int:
         ceilings.append(c1 / c2)
         print(f"  the tasks' work without Spark: one process {c1:.1f} s, two processes {c2:.1f} s "
               f"(this machine's ceiling {c1 / c2:.2f}x)")
+        if rnd == 1 and (store / "manifest.json").exists():
+            identical, manifest_ok = _check_rows(store, work / "out-local", work / "out-2")
+            checks.update(identical=identical, manifest=manifest_ok)
+            print(f"  local engine and spark local[2] rows identical: {identical}; rows equal the demo "
+                  f"manifest's live messages per queue: {manifest_ok}")
         print(f"  round {rnd}: scaling {times['local[1]'][-1] / times['local[2]'][-1]:.2f}x, local engine / "
               f"local[2] {times['local'][-1] / times['local[2]'][-1]:.2f}x")
     print(f"load average after: {_load()}")
@@ -199,6 +238,7 @@ def main() -> int:
     print(f"  the same with session start: scaling {(s1 + one) / (s2 + two):.2f}x, local engine / spark local[2] "
           f"{local / (s2 + two):.2f}x")
     print(f"same rows per queue in all three outputs: {same}")
+    same = same and all(checks.values())
     if not args.keep:
         for name in ("out-local", "out-1", "out-2"):
             shutil.rmtree(work / name, ignore_errors=True)

@@ -83,12 +83,11 @@ def test_rows_in_order_however_the_plan_is_cut(spark, demo, monkeypatch, opts):
 
     bindings, rows, summary = _local_export(demo, **opts)
     assert any(r[17] for r in rows) and any(not r[17] for r in rows)  # paged and journal rows
-    for min_cost, per_core in ((1, 7), (S.MIN_PART_COST, S.PARTS_PER_CORE)):
+    for min_cost in (1, S.MIN_PART_COST):
         monkeypatch.setattr(S, "MIN_PART_COST", min_cost)
-        monkeypatch.setattr(S, "PARTS_PER_CORE", per_core)
         ex = spark_export(spark, demo, **opts)
-        if min_cost == 1:  # local[2], 7 parts a core: several of each kind
-            assert ex.parts["journal"] >= 5 and ex.parts["paged"] >= 3, ex.parts
+        if min_cost == 1:  # guided parts down to single messages: several of each kind
+            assert ex.parts["journal"] >= 3 and ex.parts["paged"] >= 3, ex.parts
         else:  # by default this small store is one part of each kind
             assert ex.parts == {"journal": 1, "paged": 1}
         assert ex.binding_rows() == bindings
@@ -110,23 +109,27 @@ def test_task_failure_is_the_tasks_exception_line():
     assert task_failure("") == "unknown error"
 
 
-def test_split_runs_and_plan_partitions():
-    from amqtool.engines.export.spark import MIN_PART_COST, plan_partitions, split_runs
+def test_guided_runs_and_plan_partitions(monkeypatch):
+    from amqtool.engines.export import spark as S
 
-    costs = [5, 1, 1, 1, 1, 1, 9, 1, 1, 1]
-    for k in range(1, 12):
-        runs = split_runs(costs, k)
-        assert runs[0][0] == 0 and runs[-1][1] == len(costs) and len(runs) <= k
-        assert all(a < b for a, b in runs) and all(r[1] == n[0] for r, n in zip(runs, runs[1:]))
-    assert split_runs([], 4) == [] and split_runs([3], 4) == [(0, 1)]
-    assert [b - a for a, b in split_runs([1] * 12, 3)] == [4, 4, 4]
-    big = MIN_PART_COST
-    # a few parts per core (PARTS_PER_CORE, 6), shared by cost: a journal three times the paging's cost
-    # takes most of them
-    assert [len(r) for r in plan_partitions([big] * 30, [big] * 10, cores=2)] == [9, 3]
-    assert [len(r) for r in plan_partitions([big] * 30, [], cores=1)] == [6, 0]
-    assert plan_partitions([1] * 30, [1] * 3, cores=2) == ([(0, 30)], [(0, 3)])  # tiny: one of each kind
-    assert plan_partitions([], [], cores=2) == ([], [])
+    second = 1_000_000_000
+    monkeypatch.setattr(S, "MIN_PART_COST", second)
+    costs = [second] * 40  # 40 s of work for 2 cores: parts of 1/4 of what is left, never below 1 s
+    runs = S.guided_runs(costs, cores=2)
+    assert runs[0][0] == 0 and runs[-1][1] == len(costs) and all(a < b for a, b in runs)
+    assert all(r[1] == n[0] for r, n in zip(runs, runs[1:]))
+    sizes = [b - a for a, b in runs]
+    assert sizes == [10, 8, 6, 4, 3, 3, 2, 1, 1, 1, 1]  # 40/4, 30/4, 22/4, ... then the 1 s floor
+    assert S.guided_runs(costs, cores=1)[0] == (0, 20) and S.guided_runs(costs, cores=8)[0] == (0, 3)
+    assert S.guided_runs([], 4) == [] and S.guided_runs([3], 4) == [(0, 1)]
+    monkeypatch.setattr(S, "MAX_PART_COST", 3 * second)
+    assert max(b - a for a, b in S.guided_runs(costs, cores=1)) == 3  # a ceiling on a part's work
+    monkeypatch.setattr(S, "MAX_PART_COST", 60 * second)
+    # the journal's runs are sized by all the work left (pages included), the pages' runs come last
+    jr, pr = S.plan_partitions([second] * 30, [second] * 10, cores=2)
+    assert jr[0] == (0, 10) and pr[0] == (0, 3) and pr[-1][1] == 10
+    assert S.plan_partitions([1] * 30, [1] * 3, cores=2) == ([(0, 30)], [(0, 3)])  # tiny: one of each kind
+    assert S.plan_partitions([], [], cores=2) == ([], [])
 
 
 @pytest.mark.parametrize("opts", [{}, {"safe": True, "queues": ("events.*", "Undefined*")}])

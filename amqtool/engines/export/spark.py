@@ -19,8 +19,8 @@ Spark distributes is the work that costs: bodies, decoding and writing.
    load) and the store's pages (:func:`~amqtool.engines.paging.store_pages`). The plan is cut into
    :class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the
    cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
-   message and a row, plus the bytes), a few per core (:func:`plan_partitions`); an RDD holds one part per
-   Spark partition.
+   message and a row, plus the bytes), large parts first and smaller ones after (:func:`plan_partitions`);
+   an RDD holds one part per Spark partition.
 2. **Rows** (Spark tasks): :func:`part_rows` runs the local engine's functions on a part,
    :func:`~amqtool.engines.export.local.journal_message_rows` on each message body (read by its location)
    or :func:`~amqtool.engines.paging.paged_export_rows` on its pages. Rows and order are the local
@@ -52,7 +52,6 @@ chatter) go to a log file, never to the user's terminal.
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys
@@ -78,12 +77,15 @@ DEFAULT_MASTER = "local[*]"
 MESSAGE_NS = 200_000
 ROW_NS = 50_000
 BYTE_NS = 5
-# Parts a core: with the parts started largest first (write_parts), the cores finish within about one
-# part of each other; parts are cheap (a task and a file a queue), so a 1 GiB store's ~12 parts of ~2 s
-# leave a tail of ~1 s where 6 parts left ~2 s.
-PARTS_PER_CORE = 6
-MIN_PART_COST = 1_000_000_000
-MAX_PARTS = 1024
+# Guided parts (as OpenMP's guided schedule): each part takes 1/(GUIDED_SHARE x cores) of the work not yet
+# in a part, so the parts shrink as the plan goes on, never below MIN_PART_COST (a part's own cost, a task
+# and a file a queue, is a few ms) nor above MAX_PART_COST (what a retried task redoes, and its part's
+# memory). Started largest first (write_parts), the last to start are the shortest and the cores finish
+# within one small part of each other: with parts of equal size (2 s each on the 1 GiB demo store) one
+# core sat idle for up to a whole part at the end.
+GUIDED_SHARE = 2
+MIN_PART_COST = 250_000_000
+MAX_PART_COST = 60_000_000_000
 
 
 # --- the session -----------------------------------------------------------------------------------------
@@ -260,36 +262,30 @@ class ReadContext:
     store: object
 
 
-def split_runs(costs: list[int], k: int) -> list[tuple[int, int]]:
-    """``[start, end)`` runs of consecutive items whose costs are about ``sum / k`` each (at most ``k``)."""
+def guided_runs(costs: list[int], cores: int, remaining: int | None = None) -> list[tuple[int, int]]:
+    """``[start, end)`` runs of consecutive items, each about ``remaining / (GUIDED_SHARE * cores)`` of the cost
+    still unassigned (within ``MIN_PART_COST`` and ``MAX_PART_COST``): large runs first, smaller and smaller
+    after. ``remaining``: the work still to assign, these items included (default: their sum)."""
     n = len(costs)
-    if n == 0:
-        return []
-    total = sum(costs)
-    if k <= 1 or n == 1 or total <= 0:
-        return [(0, n)]
-    runs, start, acc, j = [], 0, 0, 1
-    for i, c in enumerate(costs):
-        acc += c
-        if j < k and i + 1 < n and acc >= total * j / k:
-            runs.append((start, i + 1))
-            start, j = i + 1, j + 1
-    runs.append((start, n))
+    remaining = sum(costs) if remaining is None else remaining
+    runs, start = [], 0
+    while start < n:
+        target = min(MAX_PART_COST, max(MIN_PART_COST, remaining / (GUIDED_SHARE * max(1, cores))))
+        acc, end = 0, start
+        while end < n and (end == start or acc < target):
+            acc += costs[end]
+            end += 1
+        runs.append((start, end))
+        remaining -= acc
+        start = end
     return runs
 
 
 def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int) -> tuple[list, list]:
-    """The runs of journal messages and of pages the parts take: a few parts per core (enough for the cores
-    to finish together), none much smaller than :data:`MIN_PART_COST`, shared between the journal and the
-    paging part in proportion to their costs."""
-    wj, wp = sum(journal_costs), sum(page_costs)
-    parts = max(1, min(MAX_PARTS, PARTS_PER_CORE * max(1, cores), math.ceil((wj + wp) / MIN_PART_COST)))
-    kj = kp = 0
-    if journal_costs:
-        kj = max(1, round(parts * wj / (wj + wp))) if wj + wp else 1
-    if page_costs:
-        kp = max(1, parts - kj)
-    return split_runs(journal_costs, kj), split_runs(page_costs, kp)
+    """The runs of journal messages and of pages the parts take (:func:`guided_runs`, the journal's first:
+    the pages' runs are the plan's last and smallest)."""
+    return (guided_runs(journal_costs, cores, sum(journal_costs) + sum(page_costs)),
+            guided_runs(page_costs, cores))
 
 
 def journal_cost(body_len: int, rows: int, large_size: int = 0) -> int:
@@ -659,7 +655,8 @@ class SparkKahaDBExport:
     """A KahaDB store through the Spark engine. The journal replay is sequential by nature (every record's
     effect depends on all before it), so the driver replays it with the KahaDB engine and builds the rows
     (:class:`amqtool.engines.export.kahadb.KahaDBExport`, the local engine's code); Spark tasks write them,
-    as :class:`RowsPart` s, a few a core. The driver holds the rows of the store until the tasks have them."""
+    as :class:`RowsPart` s cut as the plan's parts are. The driver holds the rows of the store until the
+    tasks have them."""
 
     def __init__(self, spark, store, options: ExportOptions, progress: Callable[[int, int], None] | None = None):
         from amqtool.engines.export.kahadb import KahaDBExport
@@ -674,7 +671,9 @@ class SparkKahaDBExport:
 
     def write_tables(self, target, fmt: str) -> None:
         rows = list(self.ex.rows())  # counted in self.summary as they are made
-        runs = split_runs([1] * len(rows), PARTS_PER_CORE * max(1, self.sc.defaultParallelism))
+        body = [c[0] for c in MESSAGE_COLUMNS].index("body")
+        costs = [MESSAGE_NS + BYTE_NS * len(r[body] or b"") for r in rows]
+        runs = guided_runs(costs, max(1, self.sc.defaultParallelism))
         parts = [RowsPart(i, rows[a:b]) for i, (a, b) in enumerate(runs)]
         write_bindings(target, fmt, self.binding_rows())
         write_parts(self.sc, parts, None, target, fmt, self.progress)
