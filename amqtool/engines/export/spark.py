@@ -38,11 +38,12 @@ the 1 GiB demo store, against the ~25 s of the decoding itself, so that two core
 local engine. Written where they are made, by pyarrow's Parquet writer (the same C++ writer the local engine
 uses), the rows never enter the JVM, and the JVM only schedules: the export scales with the cores that
 decode. Measured (bench/bench_export.py, 1 GiB demo store, medians of three interleaved rounds, Spark session
-start excluded): local engine 23.8 s, ``local[1]`` 24.9 s, ``local[2]`` 14.3 s (other runs of three rounds:
-scaling 1.41-1.74x, ``local[2]`` 1.45-1.67x faster than the local engine). What keeps two cores from twice
-one: the driver's load and plan (~2 s) come before the first task, and two decoding processes at once each
-run slower than one alone on this machine (the tasks' work without Spark, one process against two: 1.3-2.0x
-from round to round; this virtual machine's speed drifts by 10-30% between minutes).
+start excluded): local engine 28.9 s, ``local[1]`` 29.4 s, ``local[2]`` 18.1 s: 1.62x from one core to
+two (rounds: 1.51-1.62x) and 1.60x the local engine's speed. Two cores do not give twice one because two
+decoding processes at once each run slower than one alone on this machine: the tasks' work without Spark,
+in one process and in two, gives 1.59x (the ceiling; 1.3-2.0x from round to round, as this virtual
+machine's speed drifts by 10-30% between minutes), and the driver's load and plan (~2 s) come before the
+first task.
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
 127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
