@@ -39,7 +39,8 @@ local engine. Written where they are made, by pyarrow's Parquet writer (the same
 uses), the rows never enter the JVM, and the JVM only schedules: the export scales with the cores that
 decode. Measured (bench/bench_export.py, 1 GiB demo store, medians of three interleaved rounds, Spark session
 start excluded): local engine 28.9 s, ``local[1]`` 29.4 s, ``local[2]`` 18.1 s: 1.62x from one core to
-two (rounds: 1.51-1.62x) and 1.60x the local engine's speed. Two cores do not give twice one because two
+two and 1.60x the local engine's speed; a second run 1.57x and 1.43x (six rounds: 1.50-1.62x from one core
+to two, 1.36-1.71x the local engine's speed). Two cores do not give twice one because two
 decoding processes at once each run slower than one alone on this machine: the tasks' work without Spark,
 in one process and in two, gives 1.59x (the ceiling; 1.3-2.0x from round to round, as this virtual
 machine's speed drifts by 10-30% between minutes), and the driver's load and plan (~2 s) come before the
