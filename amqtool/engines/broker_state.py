@@ -23,7 +23,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from amqtool.gcpause import gc_paused
 from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo, _new_live
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage, PersistedMessage, decode_persisted_message
@@ -47,6 +46,7 @@ from amqtool.formats.artemis.userrecords import (
     ScheduledDeliveryRecord,
     decode_user_record,
 )
+from amqtool.gcpause import gc_paused
 
 MESSAGE_TYPES = frozenset({R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE})
 # Message-journal types read eagerly (small bodies); messages themselves are read lazily. What a BrokerState

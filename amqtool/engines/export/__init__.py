@@ -15,7 +15,7 @@ from typing import Callable
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
-from amqtool.engines.export.writers import OutputTarget, table_writer
+from amqtool.engines.export.writers import OutputTarget, write_table
 from amqtool.errors import CapabilityError, UsageError, Verdict
 
 FORMATS = ("xml", "jsonl", "parquet")
@@ -166,14 +166,8 @@ def _refused_files(store) -> list[tuple[str, str]]:
 
 
 def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows) -> None:
-    bw = table_writer(target, fmt, "bindings", BINDING_COLUMNS)
-    for r in binding_rows:
-        bw.write(r)
-    bw.close()
-    mw = table_writer(target, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue")
-    for r in rows:
-        mw.write(r)
-    mw.close()
+    write_table(target, fmt, "bindings", BINDING_COLUMNS, binding_rows)
+    write_table(target, fmt, "messages", MESSAGE_COLUMNS, rows, partition_by="queue")
 
 
 def _run_local(store, options, target, fmt, progress):

@@ -65,7 +65,7 @@ from typing import Callable, Iterator
 
 from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
-from amqtool.engines.export.writers import FileMaker, table_writer
+from amqtool.engines.export.writers import FileMaker, table_writer, write_table
 from amqtool.errors import AmqtoolError, CapabilityError
 from amqtool.gcpause import gc_paused
 
@@ -246,10 +246,10 @@ class PagedPart:
 class RowsPart:
     """Rows already made (KahaDB: the driver's journal replay builds them), written by a task as any part."""
 
-    def __init__(self, index: int, rows: list[tuple]):
+    def __init__(self, index: int, rows: list[tuple], cost: int = 0):
         self.index = index
         self.rows = rows
-        self.cost = len(rows)
+        self.cost = cost
 
 
 @dataclass
@@ -385,8 +385,8 @@ def _import_engine(_partition) -> None:
 
 def _warm_up(sc, cores: int) -> None:
     """Start Spark's Python workers, one a core, and import the engine in them, in a thread while the
-    driver loads the store and plans (~1-2 s of the ~3.5 s plan of the 1 GiB demo store: the daemon's
-    start compiles pyspark from its zip). The export's own job then finds them running (workers are
+    driver loads the store and plans (~1-2 s, as long as the 1 GiB demo store's plan: the daemon's start
+    compiles pyspark from its zip). The export's own job then finds them running (workers are
     reused). A failure here is left to that job."""
     try:
         sc.setJobGroup(WARM_UP_GROUP, "amqtool export: start Spark's Python workers")
@@ -496,7 +496,7 @@ def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,
     """Write the ``messages`` table of ``parts`` into ``target`` (an :class:`~.writers.OutputTarget`) in Spark
     tasks, a part per task, and commit it: the files of the task attempts whose results came back are
     renamed into ``target.path``, every other attempt's are removed (a failed or retried task leaves no
-    file behind, none twice). The bindings table is the driver's (:func:`write_bindings`). Returns each
+    file behind, none twice). The bindings table is the driver's (a few rows an address and a queue). Returns each
     part's summary by part index."""
     attempts = str(target.side("task-attempts"))
     os.makedirs(attempts, mode=0o700, exist_ok=True)
@@ -528,14 +528,6 @@ def commit_attempts(committed: list[str], attempts: str, out: str) -> None:
                 os.link(src, dst)  # fails if dst exists
                 os.unlink(src)
     shutil.rmtree(attempts)
-
-
-def write_bindings(target, fmt: str, rows: list[tuple]) -> None:
-    """The bindings table, written by the driver (a few rows an address and a queue)."""
-    w = table_writer(target, fmt, "bindings", BINDING_COLUMNS)
-    for r in rows:
-        w.write(r)
-    w.close()
 
 
 # --- the engine (driver) ----------------------------------------------------------------------------------
@@ -635,7 +627,7 @@ class SparkArtemisExport:
         """``messages`` and ``bindings`` tables under ``target.path`` (``parquet``: messages partitioned by
         queue; ``jsonl``: one JSON object per line, binary as URL-safe base64), as the local engine writes
         them, a set of ``part-NNNNN`` files per part."""
-        write_bindings(target, fmt, self.binding_rows())
+        write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         self._collect_counts(write_parts(self.sc, self._parts, self._ctx, target, fmt, self.progress))
 
     def iter_rows_for_xml(self) -> Iterator[tuple]:
@@ -676,6 +668,6 @@ class SparkKahaDBExport:
         body = [c[0] for c in MESSAGE_COLUMNS].index("body")
         costs = [MESSAGE_NS + BYTE_NS * len(r[body] or b"") for r in rows]
         runs = guided_runs(costs, max(1, self.sc.defaultParallelism))
-        parts = [RowsPart(i, rows[a:b]) for i, (a, b) in enumerate(runs)]
-        write_bindings(target, fmt, self.binding_rows())
+        parts = [RowsPart(i, rows[a:b], sum(costs[a:b])) for i, (a, b) in enumerate(runs)]
+        write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         write_parts(self.sc, parts, None, target, fmt, self.progress)

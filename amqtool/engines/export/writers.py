@@ -166,10 +166,6 @@ class FileMaker:
 # --- the table writers (both engines) --------------------------------------------------------------------
 
 
-def _row_dict(names, row) -> dict:
-    return dict(zip(names, row))
-
-
 def table_writer(files, fmt: str, table: str, columns, partition_by: str | None = None, part: int = 0,
                  write_empty: bool = True):
     """The writer of one part of a table (``part-NNNNN`` files) in ``fmt`` (``jsonl`` or ``parquet``);
@@ -179,6 +175,14 @@ def table_writer(files, fmt: str, table: str, columns, partition_by: str | None 
     if fmt == "jsonl":
         return JsonlTableWriter(files, table, [c[0] for c in columns], part=part, write_empty=write_empty)
     return ParquetTableWriter(files, table, columns, partition_by=partition_by, part=part, write_empty=write_empty)
+
+
+def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | None = None) -> None:
+    """A whole table (one part) of ``rows`` through :func:`table_writer`."""
+    w = table_writer(files, fmt, table, columns, partition_by=partition_by)
+    for r in rows:
+        w.write(r)
+    w.close()
 
 
 class JsonlTableWriter:
