@@ -5,7 +5,7 @@ Nothing else imports ``amqtool._native``. What lives here:
 * ``scan_records(buf, file_tag, version, check_tag=True, start=16)``: the journal record scanner
   (``JournalImpl.readJournalFile``). C when the extension is built, else the reference implementation
   ``amqtool.formats.artemis.records.scan_records_py``; both return identical results.
-* ``Loader``: ``JournalImpl.load`` over files fed one at a time (``amqtool.engines.load`` uses it when
+* ``Loader``: ``JournalImpl.load`` over files fed one at a time (``amqtool.engines.artemis.load`` uses it when
   ``HAVE_NATIVE_LOADER``; its own Python loop is the reference and the fallback).
 * the timed write loops of ``amqtool bench`` (``nio_run``, ``aio_run``, ``mapped_run``, ``uring_run``).
   They have no fallback on purpose: a Python loop would put the interpreter inside every measured
@@ -173,7 +173,7 @@ kahadb_check_batches = getattr(_native, "kahadb_check_batches", None)
 # --- page files (native/page_scan.c) ---------------------------------------------------------------
 # page_walk(buf, pos, number, mode, ...): the page framing, the paged messages' fields and state (mode 1,
 # verify) and print's JSON (mode 2), handing back the records it does not cover; or None, and
-# amqtool.engines.paging runs its Python loops (the reference; tests/native/test_page_scan.py holds the
+# amqtool.engines.artemis.paging runs its Python loops (the reference; tests/native/test_page_scan.py holds the
 # two identical).
 page_walk = getattr(_native, "page_walk", None)
 HAVE_PAGE_JSON = page_walk is not None and bool(_native.page_json_available())

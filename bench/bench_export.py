@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amqtool.engines.create import parse_size  # noqa: E402
+from amqtool.engines.artemis.create import parse_size  # noqa: E402
 from amqtool.engines.export import ExportRequest, run_export  # noqa: E402
 
 
@@ -170,7 +170,7 @@ def main() -> int:
     else:
         store = work / "demo"
         if not (store / "manifest.json").exists():
-            from amqtool.engines.demo import create_demo
+            from amqtool.engines.artemis.demo import create_demo
 
             shutil.rmtree(store, ignore_errors=True)
             t = time.perf_counter()

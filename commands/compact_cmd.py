@@ -1,6 +1,6 @@
 """``amqtool compact``: offline compaction of Artemis journals, safe to run from cron.
 
-Thin: parse options, detect the store, hand to :func:`amqtool.engines.compact.compact_store`, print.
+Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.compact.compact_store`, print.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def compact(
 ) -> None:
     """Compact Artemis message and bindings journals offline, with Artemis' own crash-safe protocol."""
     with guarded(fmt):
-        from amqtool.engines.compact import CompactRequest, compact_store
+        from amqtool.engines.artemis.compact import CompactRequest, compact_store
         from amqtool.store.brokerxml import parse_byte_size
         from amqtool.store.layout import ArtemisStore, detect
 

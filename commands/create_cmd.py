@@ -37,15 +37,17 @@ def create(
 ) -> None:
     """Pre-create a journal as Artemis does on first start, or write a demo broker store (--demo)."""
     with guarded(fmt):
-        from amqtool.engines import create as engine
+        from amqtool.engines.artemis import create as engine
 
         fs = engine.parse_size(file_size, "--file-size") if file_size is not None else None
         if demo is not None:
             size = engine.parse_size(demo, "--demo size")
+            from amqtool.engines.artemis.demo import create_demo
+
             with progress("creating demo store", size, quiet) as advance:
-                manifest = engine.create_demo(path, size, seed=seed, live_ratio=live_ratio, file_size=fs,
-                                              min_files=min_files, progress=advance,
-                                              large_messages=not no_large, paging=not no_paging)
+                manifest = create_demo(path, size, seed=seed, live_ratio=live_ratio, file_size=fs,
+                                       min_files=min_files, progress=advance,
+                                       large_messages=not no_large, paging=not no_paging)
             doc = {
                 "verdict": "OK",
                 "path": path,

@@ -59,8 +59,8 @@ def print_(
             return
         if pins or drain:
             raise UsageError("--pins and --drain apply to KahaDB stores only")
-        from amqtool.engines.journal_print import PrintOptions, iter_json, iter_rows, iter_text
-        from amqtool.engines.verify import total_bytes
+        from amqtool.engines.artemis.journal_print import PrintOptions, iter_json, iter_rows, iter_text
+        from amqtool.engines.artemis.verify import total_bytes
 
         opts = PrintOptions(
             safe=safe,
@@ -74,14 +74,14 @@ def print_(
             if style is Style.artemis:
                 if fmt is not OutputFormat.text:
                     raise UsageError("--style artemis is a text style; use it without --format json")
-                from amqtool.engines.describe import describe_store
+                from amqtool.engines.artemis.describe import describe_store
 
                 write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
                                            progress=advance))
             elif fmt is OutputFormat.json:
                 tail = on_result = None
                 if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
-                    from amqtool.engines.paging import PagingJournalView, iter_paging_json
+                    from amqtool.engines.artemis.paging import PagingJournalView, iter_paging_json
 
                     view = PagingJournalView()  # fed by the journals print loads (each is read once)
                     on_result = view.add_journal
@@ -94,7 +94,7 @@ def print_(
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))
             else:
-                from amqtool.engines.describe import describe_live_record
+                from amqtool.engines.artemis.describe import describe_live_record
 
                 write_lines(iter_text(store, opts, advance, describe=describe_live_record))
 

@@ -38,7 +38,7 @@ def verify(
             with progress("verifying", None, quiet) as advance:
                 findings, summary = kahadb.verify_store(store, progress=advance)
         else:
-            from amqtool.engines.verify import total_bytes, verify_store
+            from amqtool.engines.artemis.verify import total_bytes, verify_store
 
             with progress("verifying", total_bytes(store), quiet) as advance:
                 report = verify_store(store, progress=advance)

@@ -1,5 +1,5 @@
 /* Compaction's two per-record loops in C: where every record goes (compact_layout) and filling one output
- * file's buffer (compact_fill).  amqtool/engines/compact.py holds the Python reference of both (_items and
+ * file's buffer (compact_fill).  amqtool/engines/artemis/compact.py holds the Python reference of both (_items and
  * _Layout); tests/engines/test_compact_native.py holds the two to byte-identical output files.
  *
  * compact_layout(live, sources, tail, replaceable, file_size, max_id)

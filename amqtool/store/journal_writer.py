@@ -19,7 +19,7 @@ What is mirrored (artemis-journal-format.md §1, §2, §3; ``JournalImpl``, ``Jo
   too when the commit lands in a new file). A COMMIT/PREPARE/ROLLBACK of an unknown transaction is refused
   like ``appendCommitRecord`` refuses it.
 * **Opening an existing journal** (:meth:`JournalWriter.open`): the directory is loaded with
-  :func:`amqtool.engines.load.load_journal`; files without data are re-initialised as free files with new
+  :func:`amqtool.engines.artemis.load.load_journal`; files without data are re-initialised as free files with new
   fileIDs (header rewritten, body left as it is: ``addFreeFile``/``reinitializeFile``), the last data file
   becomes the current file positioned at its last data position, missing files are created up to
   ``minFiles``, one file is pre-opened, and transactions left incomplete get a ROLLBACK record appended
@@ -202,7 +202,7 @@ class JournalWriter:
     def open(cls, directory: str | os.PathLike, spec: JournalSpec, *, rollback_incomplete: bool = True,
              **kwargs) -> "JournalWriter":
         """Continue an existing journal exactly where Artemis would append after loading it."""
-        from amqtool.engines.load import load_journal
+        from amqtool.engines.artemis.load import load_journal
         from amqtool.store.journal_files import open_journal
 
         w = cls(directory, spec, **kwargs)

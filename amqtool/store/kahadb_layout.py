@@ -13,9 +13,22 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from amqtool.errors import UnknownStoreError
+
+@dataclass
+class KahaDBStore:
+    """An ActiveMQ Classic KahaDB store, or an mKahaDB with one entry per sub-store."""
+
+    root: Path
+    directories: list[Path] = field(default_factory=list)
+    multi: bool = False
+    activemq_xml: str | None = None
+    kind: str = "kahadb"
+    settings: dict = field(default_factory=dict)  # persistence-adapter attributes from activemq.xml
+
 
 _LOG = re.compile(r"^db-(\d+)\.log$")
 _USUAL_NAMES = ("kahadb", "KahaDB", "mkahadb", "mKahaDB", "multiKahaDB")
@@ -46,8 +59,6 @@ def _sub_stores(directory: Path) -> list[Path]:
 
 
 def _store(root: Path, xml: str | None = None, settings: dict | None = None):
-    from amqtool.store.layout import KahaDBStore
-
     if is_store_dir(root):
         return KahaDBStore(root=root, directories=[root], multi=False, activemq_xml=xml, settings=settings or {})
     subs = _sub_stores(root)

@@ -8,12 +8,13 @@ journal, ``*.amq`` files a message journal, ``db-N.log``/``db.data`` a KahaDB st
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from amqtool.errors import UnknownStoreError
+from amqtool.store import kahadb_layout
 from amqtool.store.brokerxml import BrokerSettings, find_broker_xml, read_broker_xml
+from amqtool.store.kahadb_layout import KahaDBStore
 
 
 @dataclass(frozen=True)
@@ -74,37 +75,13 @@ class ArtemisStore:
         return [j for j in (self.bindings, self.messages) if j is not None]
 
 
-@dataclass
-class KahaDBStore:
-    """An ActiveMQ Classic KahaDB store, or an mKahaDB with one entry per sub-store."""
-
-    root: Path
-    directories: list[Path] = field(default_factory=list)
-    multi: bool = False
-    activemq_xml: str | None = None
-    kind: str = "kahadb"
-    settings: dict = field(default_factory=dict)  # persistence-adapter attributes from activemq.xml
-
-
 Store = ArtemisStore | KahaDBStore
-
-_KAHADB_LOG = re.compile(r"^db-\d+\.log$")
-
 
 def _has_files(directory: Path, ext: str) -> bool:
     try:
         return any(n.endswith("." + ext) for n in os.listdir(directory))
     except OSError:
         return False
-
-
-def is_kahadb_dir(directory: Path) -> bool:
-    """A KahaDB store directory: ``db-N.log`` files or a ``db.data`` index."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return False
-    return "db.data" in names or any(_KAHADB_LOG.match(n) for n in names)
 
 
 def _journal_dir(directory: Path) -> JournalDir | None:
@@ -156,7 +133,6 @@ def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml:
     if broker_xml:
         return _artemis_from_settings(read_broker_xml(broker_xml))
     if activemq_xml:
-        from amqtool.store import kahadb_layout
 
         return kahadb_layout.from_activemq_xml(Path(activemq_xml))
     p = Path(path)
@@ -195,7 +171,6 @@ def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml:
             return store
 
     # ActiveMQ Classic.
-    from amqtool.store import kahadb_layout
 
     kstore = kahadb_layout.detect_kahadb(p)
     if kstore is not None:

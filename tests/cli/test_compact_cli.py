@@ -10,7 +10,7 @@ import sys
 import time
 
 from amqtool.commands.main import main
-from tests.engines.compact_helpers import build_store, state
+from tests.engines.artemis.compact_helpers import build_store, state
 from tests.support import ORACLE, REPO, copy_tree, tree_hashes
 
 

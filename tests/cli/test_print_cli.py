@@ -129,7 +129,7 @@ def test_refused_files_are_shown_not_silently_dropped(run_cli, run_json, tmp_pat
 def test_text_print_counts_messages_per_queue(run_cli, tmp_path):
     """The text report ends with the messages each queue still holds in the journal: on a demo store, the
     manifest's counts, queue by queue (every bound queue listed, empty ones with 0)."""
-    from amqtool.engines.demo import create_demo
+    from amqtool.engines.artemis.demo import create_demo
 
     store = tmp_path / "store"
     create_demo(store, 4 * 1024 * 1024, file_size=1024 * 1024, seed=3)

@@ -175,7 +175,7 @@ def store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     """A small ``create --demo`` store (6 MiB, 1 MiB files, seed 7) with its manifest."""
-    from amqtool.engines.demo import create_demo
+    from amqtool.engines.artemis.demo import create_demo
 
     path = tmp_path_factory.mktemp("demo") / "store"
     create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)

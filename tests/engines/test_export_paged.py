@@ -23,7 +23,7 @@ N = {n: i for i, n in enumerate(MESSAGE_COLUMN_NAMES)}
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    from amqtool.engines.demo import create_demo
+    from amqtool.engines.artemis.demo import create_demo
 
     path = tmp_path_factory.mktemp("demo") / "store"
     create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)

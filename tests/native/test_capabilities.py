@@ -9,7 +9,7 @@ from amqtool import native
 
 def test_probes_are_lazy_and_cached():
     code = (
-        "import amqtool.engines.load, amqtool.native as n\n"
+        "import amqtool.engines.artemis.load, amqtool.native as n\n"
         "before = (n.aio_capability.cache_info().currsize, n.io_uring_capability.cache_info().currsize)\n"
         "flags = (n.HAVE_AIO, n.AIO_REASON, n.HAVE_IO_URING, n.IO_URING_REASON, n.HAVE_AIO)\n"
         "after = n.aio_capability.cache_info()\n"

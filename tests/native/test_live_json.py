@@ -10,8 +10,8 @@ import os
 import pytest
 
 from amqtool import native
-from amqtool.engines.journal_print import PrintOptions, _fast_live_chunks, _fast_live_possible, record_json
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.journal_print import PrintOptions, _fast_live_chunks, _fast_live_possible, record_json
+from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis import records as R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect

@@ -1,4 +1,4 @@
-"""The C load (amqtool._native.Loader, native/journal_load.c) against the Python load in amqtool.engines.load.
+"""The C load (amqtool._native.Loader, native/journal_load.c) against the Python load in amqtool.engines.artemis.load.
 
 The Python loop is the reference (tests/engines/test_load.py holds it to Artemis' own load on every fixture).
 Here both implementations run over the same journals and must agree on everything a caller can see: the live
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amqtool import native
-from amqtool.engines.load import (
+from amqtool.engines.artemis.load import (
     FileGaps,
     LiveList,
     LiveRecord,
@@ -378,7 +378,7 @@ def test_record_filter_and_switch_select_the_python_load():
 
 
 def test_no_native_switch_falls_back_to_python():
-    code = ("from amqtool import native; from amqtool.engines.load import load_journal\n"
+    code = ("from amqtool import native; from amqtool.engines.artemis.load import load_journal\n"
             "from amqtool.store.layout import detect; from amqtool.store.journal_files import open_journal\n"
             f"j = detect({str(ORACLE / '01_simple_adds' / 'journal')!r}).journals()[0]\n"
             "o = open_journal(j); r = load_journal(o)\n"
@@ -390,7 +390,7 @@ def test_no_native_switch_falls_back_to_python():
 
 
 def test_file_reader_reads_ahead_and_out_of_order():
-    from amqtool.engines.load import FileReader
+    from amqtool.engines.artemis.load import FileReader
 
     journal = detect(ORACLE / "03_transactions" / "journal").journals()[0]
     with open_journal(journal) as opened, FileReader(opened) as reader:

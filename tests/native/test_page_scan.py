@@ -1,4 +1,4 @@
-"""The C page walk (native/page_scan.c) equals the Python reference of amqtool.engines.paging: framing,
+"""The C page walk (native/page_scan.c) equals the Python reference of amqtool.engines.artemis.paging: framing,
 verify's paging findings and summary, print's paging JSON (safe or not, all pages or --max-pages) and the
 paged large messages, on the stores of tests/paging_stores.py, a ``create --demo`` store, damaged copies and
 Hypothesis-written (and mutated) pages."""
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from amqtool import native
-from amqtool.engines import paging
-from amqtool.engines.paging import PagingJournalView, PagingVerifier, find_page_stores, iter_paging_json, load_view
+from amqtool.engines.artemis import paging
+from amqtool.engines.artemis.paging import PagingJournalView, PagingVerifier, find_page_stores, iter_paging_json, load_view
 from amqtool.formats.artemis.message import AmqpMessage, CoreMessage, LargeMessage, MessageHeaders
 from amqtool.formats.artemis.paging import PagedMessage, PageScanner, encode_page_record, page_file_name
 from amqtool.formats.artemis.primitives import (
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(native.page_walk is None, reason="the C extensio
 
 @contextmanager
 def python_only():
-    """Run amqtool.engines.paging without the C page walk (its Python reference path)."""
+    """Run amqtool.engines.artemis.paging without the C page walk (its Python reference path)."""
     saved = native.page_walk, native.HAVE_PAGE_JSON
     native.page_walk, native.HAVE_PAGE_JSON = None, False
     try:
@@ -158,7 +158,7 @@ def test_broken_core_records_are_handed_back(tmp_path):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from amqtool.engines.create import create_demo
+    from amqtool.engines.artemis.demo import create_demo
 
     root = tmp_path_factory.mktemp("demo") / "broker"
     create_demo(root, 8 * 1024 * 1024)
@@ -190,7 +190,7 @@ def test_shared_view_equals_a_fresh_load(tmp_path):
     """print hands the journals it loaded to the paging section: the same document as loading them again."""
     layout = sample_store(tmp_path / "data")
     store = detect(layout.root)
-    from amqtool.engines.journal_print import PrintOptions, iter_json
+    from amqtool.engines.artemis.journal_print import PrintOptions, iter_json
 
     view = PagingJournalView()
     text = "".join(iter_json(store, PrintOptions(safe=True), on_result=view.add_journal,

@@ -7,7 +7,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqtool.engines.verify import verify_store
+from amqtool.engines.artemis.verify import verify_store
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.records import decode_header, decode_record, scan_records_py
 from amqtool.store.layout import detect

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from amqtool import native
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.load import load_journal
 from amqtool.errors import UsageError
 from amqtool.formats.artemis.records import (
     ADD,

@@ -1,7 +1,7 @@
 """The in-process export engine: no JVM, for small stores (and the reference the Spark engine is held to).
 
-Liveness is exactly ``JournalImpl.load`` (:func:`amqtool.engines.load.load_journal`) and the broker's view of
-it exactly what ``artemis data exp`` builds (:func:`amqtool.engines.broker_state.build_broker_state`): a
+Liveness is exactly ``JournalImpl.load`` (:func:`amqtool.engines.artemis.load.load_journal`) and the broker's view of
+it exactly what ``artemis data exp`` builds (:func:`amqtool.engines.artemis.broker_state.build_broker_state`): a
 message survives on a queue when it has an ADD_REF (32) for that queue and no ACKNOWLEDGE_REF (33), whatever
 their order. Rows come from :mod:`amqtool.engines.export.parse`, the same functions the Spark workers run.
 
@@ -17,7 +17,7 @@ Row rules (both engines):
 
 * then the paged messages (``data/paging``), store by store, page by page, as ``data exp`` writes them
   (artemis-journal-format.md §6.2): one row per (paged message, queue still to consume it), ``paged`` with
-  ``page`` and ``page_position`` (:func:`amqtool.engines.paging.paged_export_rows`, from the same journal
+  ``page`` and ``page_position`` (:func:`amqtool.engines.artemis.paging.paged_export_rows`, from the same journal
   load); ``prepared`` when its page transaction is in a prepared XA transaction.
 
 Memory: the live-record index of ``load_journal`` (a small tuple per live record, no bodies) and the
@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row
-from amqtool.engines.paging import paged_export_rows
+from amqtool.engines.artemis.paging import paged_export_rows
 from amqtool.errors import FormatError
 
 ENGINE = "local"
@@ -39,8 +39,8 @@ class LocalArtemisExport:
     """Export an Artemis store in process. Build, then take :meth:`binding_rows` and iterate :meth:`rows`."""
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
-        from amqtool.engines.broker_state import DELIVERY_TYPES, build_broker_state
-        from amqtool.engines.load import load_journal
+        from amqtool.engines.artemis.broker_state import DELIVERY_TYPES, build_broker_state
+        from amqtool.engines.artemis.load import load_journal
         from amqtool.store.journal_files import open_journal
 
         self.options = options
@@ -136,7 +136,7 @@ class LocalArtemisExport:
 
     def paging_view(self):
         """What the journals this engine loaded say about paging (read once, while they are open)."""
-        from amqtool.engines.paging import PagingJournalView
+        from amqtool.engines.artemis.paging import PagingJournalView
 
         view = PagingJournalView()
         if self.bindings_result is not None:

@@ -4,7 +4,7 @@
   message header) into the message's columns; :func:`message_row` adds one queue reference and gives a row in
   ``schema.MESSAGE_COLUMNS`` order. Both engines build every row through these two functions (the Spark
   engine's tasks run the local engine's :func:`~amqtool.engines.export.local.journal_message_rows` and
-  :func:`~amqtool.engines.paging.paged_export_rows`), so the local and the Spark engine cannot disagree on
+  :func:`~amqtool.engines.artemis.paging.paged_export_rows`), so the local and the Spark engine cannot disagree on
   how a message looks. Paged messages feed :func:`message_row` too: it takes ``paged``, ``page`` and
   ``page_position``.
 

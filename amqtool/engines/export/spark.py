@@ -15,15 +15,15 @@ Spark distributes is the work that costs: bodies, decoding and writing.
    as the local engine does and lists every journal message with rows
    (:meth:`~amqtool.engines.export.local.LocalArtemisExport.message_refs`: its record's location and its
    rows' queue, state, transaction, delivery count and scheduled time) in message-id order; for the paged
-   messages, the journals' paging facts (:class:`~amqtool.engines.paging.PagingJournalView`, from the same
-   load) and the store's pages (:func:`~amqtool.engines.paging.store_pages`). The plan is cut into
+   messages, the journals' paging facts (:class:`~amqtool.engines.artemis.paging.PagingJournalView`, from the same
+   load) and the store's pages (:func:`~amqtool.engines.artemis.paging.store_pages`). The plan is cut into
    :class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the
    cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
    message and a row, plus the bytes), large parts first and smaller ones after (:func:`plan_partitions`);
    an RDD holds one part per Spark partition.
 2. **Rows** (Spark tasks): :func:`part_rows` runs the local engine's functions on a part,
    :func:`~amqtool.engines.export.local.journal_message_rows` on each message body (read by its location)
-   or :func:`~amqtool.engines.paging.paged_export_rows` on its pages. Rows and order are the local
+   or :func:`~amqtool.engines.artemis.paging.paged_export_rows` on its pages. Rows and order are the local
    engine's: the parts in message-id order, then the pages in exploring order.
 3. **Write.** Parquet and JSON Lines: each task writes its part's files (``part-NNNNN``, Parquet
    partitioned by queue) with the local engine's own table writers (:func:`~.writers.table_writer`) into a
@@ -298,7 +298,7 @@ def journal_cost(body_len: int, rows: int, large_size: int = 0) -> int:
 def _page_costs(pages: list[tuple]) -> list[int]:
     """Estimated cost of each page: its messages, estimated from its size and the average record size of the
     first page of its store (framed in C, not decoded), with a row each, and its bytes."""
-    from amqtool.engines.paging import PageFile, page_framing
+    from amqtool.engines.artemis.paging import PageFile, page_framing
 
     per_record: dict[int, float] = {}
     out = []
@@ -323,7 +323,7 @@ def _page_costs(pages: list[tuple]) -> list[int]:
 
 
 class _PagingByPage:
-    """A :class:`~amqtool.engines.paging.PagingJournalView`'s cursor acks and page-complete records indexed
+    """A :class:`~amqtool.engines.artemis.paging.PagingJournalView`'s cursor acks and page-complete records indexed
     by page, so each run of pages takes its own in one pass (a store can hold millions of cursor acks)."""
 
     def __init__(self, view):
@@ -340,7 +340,7 @@ class _PagingByPage:
     def slice(self, page_ids: set[int]):
         """The view with only the cursor acks and page-complete records of ``page_ids`` (a queue belongs to
         one address, so other stores' pages of the same number only add entries nobody asks for)."""
-        from amqtool.engines.paging import PagingJournalView
+        from amqtool.engines.artemis.paging import PagingJournalView
 
         acks: dict[int, set] = {}
         complete: dict[int, set] = {}
@@ -380,7 +380,7 @@ def _import_engine(_partition) -> None:
     import pyarrow.parquet  # noqa: F401
 
     import amqtool.engines.export.local  # noqa: F401
-    import amqtool.engines.paging  # noqa: F401
+    import amqtool.engines.artemis.paging  # noqa: F401
 
 
 def _warm_up(sc, cores: int) -> None:
@@ -429,7 +429,7 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
     ``summary`` as the local engine counts them (a :class:`RowsPart` was counted where it was made)."""
     from amqtool.engines.export.local import count_paged, journal_message_rows
     from amqtool.engines.export.parse import LargeBodies
-    from amqtool.engines.paging import paged_export_rows
+    from amqtool.engines.artemis.paging import paged_export_rows
 
     if isinstance(part, RowsPart):
         yield from part.rows
@@ -551,7 +551,7 @@ def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
     (step 1 of the module docstring)."""
     from amqtool.engines.export.local import LocalArtemisExport
-    from amqtool.engines.paging import store_pages
+    from amqtool.engines.artemis.paging import store_pages
 
     large = getattr(store, "large_messages_dir", None)
     large_dir = os.path.abspath(large) if large else None

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.load import load_journal
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import CoreMessage, LargeMessage, MessageHeaders
 from amqtool.formats.artemis.primitives import Writer, Xid

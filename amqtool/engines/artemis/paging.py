@@ -132,7 +132,7 @@ class PagingJournalView:
         """Page transactions, cursor acks, page-complete and counter records, and large-message headers.
         Call while the journal is open (bodies are read from its files, each file once: a store holds
         many cursor acks and can hold many prepared transactions)."""
-        from amqtool.engines.load import LiveList
+        from amqtool.engines.artemis.load import LiveList
 
         self.messages_loaded = True
         live = result.live
@@ -284,7 +284,7 @@ def load_view(store, view: PagingJournalView | None = None) -> PagingJournalView
     """Load the store's journals (read-only) and collect :class:`PagingJournalView`. Given a ``view`` that a
     command already fed with the results of its own load (``add_bindings``/``add_messages`` while each journal
     was open), only the journals it has not seen are loaded: each journal is read once per command."""
-    from amqtool.engines.load import load_journal
+    from amqtool.engines.artemis.load import load_journal
     from amqtool.store.journal_files import open_journal
 
     if view is None:

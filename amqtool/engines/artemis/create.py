@@ -10,7 +10,7 @@ Plain create (:func:`create_journals`) mirrors ``JournalImpl`` start-up on an em
 * every file zero-filled, headed (format version 2, userVersion 0, fileID N) and created as ``.tmp`` then
   renamed. A directory that already holds journal files is refused; nothing in it is touched.
 
-The demo (:func:`create_demo`) lives in :mod:`amqtool.engines.demo`.
+The demo (:func:`create_demo`) lives in :mod:`amqtool.engines.artemis.demo`.
 """
 from __future__ import annotations
 
@@ -139,10 +139,3 @@ def _existing_parent(p: Path) -> Path:
     while not p.exists():
         p = p.parent
     return p
-
-
-def create_demo(path, size, **kwargs):
-    """See :func:`amqtool.engines.demo.create_demo`."""
-    from amqtool.engines.demo import create_demo as _create_demo
-
-    return _create_demo(path, size, **kwargs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amqtool.engines.paging import (
+from amqtool.engines.artemis.paging import (
     PAGE_TX_COMMITTED,
     PAGE_TX_NOT_FOUND,
     PAGE_TX_PREPARED,
@@ -19,7 +19,7 @@ from amqtool.engines.paging import (
     paging_document,
     _chm_order,
 )
-from amqtool.engines.verify import verify_store
+from amqtool.engines.artemis.verify import verify_store
 from amqtool.errors import Severity, overall_verdict, Verdict
 from amqtool.formats.artemis.paging import PagedMessage, encode_page_record, page_file_name
 from amqtool.formats.artemis.primitives import simple_string_hash
@@ -311,7 +311,7 @@ def test_page_with_appended_records_round_trips(sample):
 def demo(tmp_path_factory):
     import json
 
-    from amqtool.engines.create import create_demo
+    from amqtool.engines.artemis.demo import create_demo
 
     root = tmp_path_factory.mktemp("demo") / "broker"
     create_demo(root, 8 * 1024 * 1024)

@@ -68,7 +68,7 @@ from typing import Callable, Iterator
 
 from amqtool import native
 from amqtool.errors import AmqtoolError, DataAtRiskError, FormatError, UnknownStoreError, UsageError
-from amqtool.engines.load import LiveList, LiveRecord, LoadResult, load_journal
+from amqtool.engines.artemis.load import LiveList, LiveRecord, LoadResult, load_journal
 from amqtool.formats.artemis.control import CONTROL_FILE_NAME, ControlFile
 from amqtool.formats.artemis.records import (
     ADD,
@@ -1082,7 +1082,7 @@ def reclaim_in_place(prep: _Prepared, *, dry_run: bool = False) -> JournalCompac
     """Free the files the Reclaimer would free (``--reclaim-only``): reinitialised, deleted or moved to the
     attic as ``addFreeFile`` does. Each step is one file and leaves a loadable store (a header rewrite
     within one sector, or an unlink), as the broker's own reclaiming does."""
-    from amqtool.engines.reclaim import check_reclaim_safe, reclaimable_files
+    from amqtool.engines.artemis.reclaim import check_reclaim_safe, reclaimable_files
 
     report = prep.report
     opened = prep.opened

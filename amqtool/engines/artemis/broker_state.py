@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from amqtool.engines.load import LiveList, LiveRecord, LoadResult, TxInfo, _new_live
+from amqtool.engines.artemis.load import LiveList, LiveRecord, LoadResult, TxInfo, _new_live
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage, PersistedMessage, decode_persisted_message
 from amqtool.formats.artemis.primitives import long_key_order

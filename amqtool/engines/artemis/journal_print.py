@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from amqtool import native
-from amqtool.engines.load import FileReader, LiveList, LiveRecord, LoadResult, TxInfo, load_journal
+from amqtool.engines.artemis.load import FileReader, LiveList, LiveRecord, LoadResult, TxInfo, load_journal
 from amqtool.formats.artemis.records import RECORD_TYPE_NAMES, scan_records_py
 from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
 from amqtool.store.journal_files import open_journal
@@ -224,7 +224,7 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     if extra is not None:
         for key, value in extra().items():
             yield ", %s: %s" % (json.dumps(key), json.dumps(value))
-    if tail is not None:  # paging: streamed sections (amqtool.engines.paging.iter_paging_json)
+    if tail is not None:  # paging: streamed sections (amqtool.engines.artemis.paging.iter_paging_json)
         yield from tail()
     yield "}\n"
 
@@ -290,7 +290,7 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
 def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
     """The per-queue message summary: each queue's live messages (refs minus acks), then the
     ``### Message Counts ###`` figures of ``artemis data print``."""
-    from amqtool.engines.broker_state import REF_TYPES, build_broker_state
+    from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
 
     state = build_broker_state(bindings, messages, decode=REF_TYPES)
     by_queue = state.live_by_queue()

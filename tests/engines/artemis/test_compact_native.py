@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from amqtool import native
-from amqtool.engines import compact as C
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis import compact as C
+from amqtool.engines.artemis.load import load_journal
 from amqtool.errors import AmqtoolError
 from amqtool.formats.artemis import records as R
 from amqtool.formats.artemis.records import ADD, ADD_TX, UPDATE, UPDATE_TX, fixed_size
 from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES
-from tests.engines.compact_helpers import build_store, journal_of, pending_codes, replaceable_collapsed, state
+from tests.engines.artemis.compact_helpers import build_store, journal_of, pending_codes, replaceable_collapsed, state
 from tests.support import ARTEMIS, copy_tree, tree_hashes
 
 pytestmark = pytest.mark.skipif(not native.HAVE_COMPACT, reason="the C extension is not built")

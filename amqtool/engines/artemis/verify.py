@@ -25,7 +25,7 @@ from typing import Callable
 
 from amqtool.errors import Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
-from amqtool.engines.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, file_gaps, live_ids_of_type, load_journal
+from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, file_gaps, live_ids_of_type, load_journal
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -288,7 +288,7 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
     ids = set(live_ids_of_type(result.live, ADD_LARGE_MESSAGE, is_update=False))
     for tx in result.prepared:
         ids.update(r.id for r in tx.records if r.user_record_type == ADD_LARGE_MESSAGE)
-    # paging (amqtool.engines.paging): large messages in page files point at .msg files too, and the
+    # paging (amqtool.engines.artemis.paging): large messages in page files point at .msg files too, and the
     # journal's headers carry _AMQ_LARGE_SIZE, which a broker-written .msg file matches.
     paged = paged or {}
     declared = {mid: j.declared_size for mid, j in paging.view.large.items()} if paging is not None else {}
@@ -381,7 +381,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     journals = store.journals()
     if not journals:
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))
-    from amqtool.engines.paging import PagingVerifier
+    from amqtool.engines.artemis.paging import PagingVerifier
 
     paging = PagingVerifier(store, progress)
     for journal in journals:
@@ -402,7 +402,7 @@ def total_bytes(store: ArtemisStore) -> int:
             except OSError:
                 pass
     if store.paging_dir is not None:  # paging: the page files verify reads too
-        from amqtool.engines.paging import find_page_stores
+        from amqtool.engines.artemis.paging import find_page_stores
 
         for ps in find_page_stores(store.paging_dir)[0]:
             for pid in ps.pages:

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from amqtool.engines import compact as C
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis import compact as C
+from amqtool.engines.artemis.load import load_journal
 from amqtool.errors import AmqtoolError
 from amqtool.formats.artemis.records import HEADER_SIZE, decode_header
 from amqtool.store import atomic
 from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES, detect
-from tests.engines.compact_helpers import (
+from tests.engines.artemis.compact_helpers import (
     CTR,
     build_store,
     compact,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from amqtool.engines.create import create_demo, create_journals, parse_size
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.create import create_journals, parse_size
+from amqtool.engines.artemis.demo import create_demo
+from amqtool.engines.artemis.load import load_journal
 from amqtool.errors import StoreLockedError, UsageError
 from amqtool.formats.artemis.message import CoreMessage, LargeMessage
 from amqtool.formats.artemis.records import decode_header
@@ -317,8 +318,8 @@ def test_demo_bad_arguments(tmp_path, kw):
 
 def test_demo_paging_matches_the_paging_engine(demo):
     """Every paged message with its page, number, page-transaction state and queue states, as the
-    broker's cursors (amqtool.engines.paging) see them, equals the manifest's paging section."""
-    from amqtool.engines import paging as P
+    broker's cursors (amqtool.engines.artemis.paging) see them, equals the manifest's paging section."""
+    from amqtool.engines.artemis import paging as P
 
     root, manifest, _ = demo
     pg = manifest["expected"]["paging"]
@@ -384,7 +385,7 @@ def test_demo_without_paging(tmp_path):
 
 @pytest.mark.parametrize("n", [0, 5, 8, 9, 4096, 3 * MiB + 7])
 def test_demo_bodies_have_the_size_asked_for(tmp_path, n):
-    from amqtool.engines.demo import _Demo
+    from amqtool.engines.artemis.demo import _Demo
 
     d = _Demo(tmp_path, 8 * MiB, 1, 0.3, MiB, 2, None, True)
     assert len(d._bytes_body(n, 123)) == n

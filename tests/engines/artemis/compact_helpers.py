@@ -9,8 +9,8 @@ import random
 import struct
 from pathlib import Path
 
-from amqtool.engines import compact as C
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis import compact as C
+from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Callable
 
 from amqtool import __version__
+from amqtool.engines.artemis.create import resolve_messages_settings
 from amqtool.errors import UsageError
 from amqtool.formats.artemis.message import (
     BYTES_TYPE,
@@ -1209,8 +1210,6 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
     """Write a demo broker store of about ``size`` bytes at ``path`` and return its manifest (also written to
     ``path/manifest.json``). ``path`` must not exist or be an empty directory. ``progress(n)`` receives
     bytes of progress (they add up to ``size``)."""
-    from amqtool.engines.create import resolve_messages_settings
-
     if not 0.0 <= live_ratio <= 1.0:
         raise UsageError("--live-ratio must be between 0 and 1")
     if size < MIN_SIZE:

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from amqtool.engines.broker_state import build_broker_state
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.broker_state import build_broker_state
+from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis.message import CoreMessage, LargeMessage, MessageHeaders
 from amqtool.formats.artemis.primitives import Xid
 from amqtool.formats.artemis.records import (

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from amqtool.engines import compact as C
+from amqtool.engines.artemis import compact as C
 from amqtool.store import atomic
-from tests.engines.compact_helpers import (
+from tests.engines.artemis.compact_helpers import (
     artemis_startup,
     build_store,
     compact,
@@ -88,7 +88,7 @@ def test_stopped_at_every_checkpoint(tmp_path, pristine, pool):
 _CHILD = """
 import sys
 from pathlib import Path
-from amqtool.engines import compact as C
+from amqtool.engines.artemis import compact as C
 from amqtool.store.layout import detect
 d = Path(sys.argv[1])
 jd = detect(d).journals()[0]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.load import load_journal
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect
 from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS, oracle_manifest, public_expected

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from amqtool.engines.load import LiveRecord, LoadResult, load_journal
+from amqtool.engines.artemis.load import LiveRecord, LoadResult, load_journal
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.primitives import Reader, Xid, b64url, long_key_order
 from amqtool.formats.artemis.userrecords import describe_user_record
@@ -298,7 +298,7 @@ def describe_store(store: ArtemisStore, *, safe: bool = False, reclaimed: bool =
     if len(journals) == 1 and store.paging_dir is None and store.large_messages_dir is None:
         yield from describe_journal(journals[0], safe=safe, reclaimed=reclaimed, progress=progress)
         return
-    from amqtool.engines.paging import PagingJournalView, describe_paging
+    from amqtool.engines.artemis.paging import PagingJournalView, describe_paging
 
     yield from _server_lock_lines(store.messages.directory if store.messages else None)
     view = PagingJournalView()  # the paging section's view of the journals, taken from their load here

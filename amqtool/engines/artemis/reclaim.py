@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from amqtool import native
-from amqtool.engines.load import load_journal
+from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis.records import (
     TransactionCounter,
     ADD,
