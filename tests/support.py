@@ -48,3 +48,8 @@ def copy_tree(src: Path, dst: Path) -> Path:
         for n in names:
             os.chmod(Path(dirpath) / n, 0o644)
     return dst
+
+# Broker data directories written (and some compacted) by a real Artemis broker, each with its manifest and the
+# broker's own `artemis data print` output (print.txt, print-safe.txt). Not every checkout has them.
+MESSAGES = Path(os.environ.get("AMQTOOL_TEST_BROKER_STORES", ARTEMIS / "messages"))
+BROKER_STORES = sorted(p for p in MESSAGES.iterdir() if p.is_dir()) if MESSAGES.is_dir() else []
