@@ -8,11 +8,12 @@
  *   live: the live list (LIVE_FORMAT entries), sources: one SOURCE_FORMAT entry per live entry
  *   (Loader(sources=True)), tail: PLAN_FORMAT items of the transactions still open (prepared and failed:
  *   their records, deletes and PREPARE, in write order; k/out_off/nrec are filled in here), replaceable:
- *   256 bytes, non-zero for the user record types of which only the last update per id survives,
+ *   256 bytes, non-zero for the replaceable user record types (counted for needsCompact's update factor;
+ *   their updates are written in place like every other, as JournalCompactor.onReadUpdateRecord does),
  *   max_id: the load's maxID (an ADD + DELETE marker of it is appended when no kept record holds it).
  *   The write order and file placement are JournalCompactor's (see compact.py's docstring): the live list
- *   in order, committed transactions' records as ADD_TX/UPDATE_TX + COMMIT, then the tail, then the last
- *   replaceable update per (type, id) in the order of those last updates, then the marker;
+ *   in order (every update where the load has it), committed transactions' records as ADD_TX/UPDATE_TX +
+ *   COMMIT, then the tail, then the marker;
  *   COMPACT_SPLIT_LINE starts a new file once; numberOfRecords counts a transaction's records in the
  *   COMMIT's (or PREPARE's) own file.
  *
@@ -196,20 +197,6 @@ static inline void group_start(layout_t *L) {
     L->grp_count = 0;
 }
 
-static int cmp_repl(const void *a, const void *b) {
-    /* (utype, id, index) ascending: the last index of each (utype, id) ends its run */
-    const int64_t *x = a, *y = b;
-    for (int i = 0; i < 3; i++)
-        if (x[i] != y[i])
-            return x[i] < y[i] ? -1 : 1;
-    return 0;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void live_item(item_t *it, const live_t *e, int type, int64_t tx_id) {
     it->type = (uint8_t)type;
     it->src_type = (uint8_t)type;
@@ -233,7 +220,6 @@ PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *result = NULL;
     items_t items = {0};
     layout_t L = {0};
-    int64_t *repl_idx = NULL;
     L.file_size = file_size;
     L.grp_k = -1;
     size_t n = (size_t)live_b.len / sizeof(live_t);
@@ -256,7 +242,6 @@ PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
 
     int64_t live_bytes = 0, adds = 0, repl_updates = 0, kept_max = -1;
-    size_t n_repl = 0, cap_repl = 0;
     Py_BEGIN_ALLOW_THREADS
     size_t i = 0;
     while (i < n && !L.too_big && !L.nomem) {
@@ -268,25 +253,9 @@ PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs) {
             live_bytes += fixed_size(ADD, FORMAT_VERSION) + e->body_len;
             if (!e->is_update)
                 adds++;
-            if (e->is_update && repl[e->user_record_type]) {
+            /* counted for needsCompact's update factor, written in place like every other update */
+            if (e->is_update && repl[e->user_record_type])
                 repl_updates++;
-                if (n_repl == cap_repl) {
-                    size_t cap = cap_repl ? cap_repl * 2 : 1024;
-                    int64_t *v = realloc(repl_idx, cap * 3 * sizeof(int64_t));
-                    if (v == NULL) {
-                        L.nomem = 1;
-                        break;
-                    }
-                    repl_idx = v;
-                    cap_repl = cap;
-                }
-                repl_idx[3 * n_repl] = e->user_record_type;
-                repl_idx[3 * n_repl + 1] = e->id;
-                repl_idx[3 * n_repl + 2] = (int64_t)i;
-                n_repl++;
-                i++;
-                continue;
-            }
             item_t *it = items_new(&items);
             if (it == NULL) {
                 L.nomem = 1;
@@ -342,25 +311,6 @@ PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs) {
             kept_max = it->rid;
         lay_add(&L, it, it->type == PREPARE ? extra_lens[it->extra] : 0);
     }
-    /* the last replaceable update per (type, id), in the order of those last updates */
-    if (n_repl && !L.too_big && !L.nomem) {
-        qsort(repl_idx, n_repl, 3 * sizeof(int64_t), cmp_repl);
-        size_t w = 0;
-        for (size_t j = 0; j < n_repl; j++)
-            if (j + 1 == n_repl || repl_idx[3 * j] != repl_idx[3 * j + 3] || repl_idx[3 * j + 1] != repl_idx[3 * j + 4])
-                repl_idx[w++] = repl_idx[3 * j + 2];
-        qsort(repl_idx, w, sizeof(int64_t), cmp_i64);
-        for (size_t j = 0; j < w && !L.too_big; j++) {
-            item_t *it = items_new(&items);
-            if (it == NULL) {
-                L.nomem = 1;
-                break;
-            }
-            live_item(it, &live[repl_idx[j]], UPDATE, -1);
-            group_start(&L);
-            lay_add(&L, it, 0);
-        }
-    }
     /* maxID held by no kept record: an ADD + DELETE of it keeps load's maxID */
     if (max_id >= 0 && kept_max < max_id && !L.too_big && !L.nomem) {
         for (int m = 0; m < 2 && !L.nomem; m++) {
@@ -409,7 +359,6 @@ done:
     free(items.v);
     free(L.records);
     free(L.usedv);
-    free(repl_idx);
     PyBuffer_Release(&live_b);
     PyBuffer_Release(&src_b);
     PyBuffer_Release(&tail_b);

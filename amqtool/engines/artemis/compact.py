@@ -19,8 +19,13 @@ compacted journal loads to exactly the same state (the acceptance of ``amqtool c
   because the broker rolls such a transaction back at its next start. A failed *prepared* transaction keeps
   its PREPARE (and Xid) with a ``numberOfRecords`` of -1, which can never match, so it stays failed: a
   count rewritten to match would turn an incomplete transaction into a valid in-doubt one.
-* replaceable updates (message journal: 34 UPDATE_DELIVERY_COUNT, 36 SET_SCHEDULED_DELIVERY_TIME): only the
-  last per (type, id) survives, written after everything else (``flushUpdates``);
+* every update where the load has it, replaceable ones (message journal: 34 UPDATE_DELIVERY_COUNT, 36
+  SET_SCHEDULED_DELIVERY_TIME) included: ``JournalCompactor.onReadUpdateRecord`` writes each update of a live
+  record in scan order, and a real broker's compaction keeps every record in identical load order. (An earlier
+  version kept only the last replaceable update per id, moved to the end: a compacted store then loaded with
+  updates missing and delivery-count updates after the ack of their reference, which the broker logs as
+  "cannot find message" at start-up.) Replaceable updates are still counted for ``needsCompact``'s update
+  factor;
 * compactCount + 1 on ADD/UPDATE/ADD_TX/UPDATE_TX, saturating at 127; 0 on DELETE_TX/PREPARE/COMMIT;
   the ``COMPACT_SPLIT_LINE`` (2) rule starts a new output file once, at the first record with an original
   compactCount below 2 that follows records at or above it;
@@ -282,13 +287,10 @@ def _bump(cc: int) -> int:
     return MAX_COMPACT_COUNT if cc > MAX_COMPACT_COUNT else cc
 
 
-def _items(load: LoadResult, sources: list[tuple[int, int]], replaceable: tuple[int, ...],
-           max_id_marker: int | None) -> Iterator[_Item]:
+def _items(load: LoadResult, sources: list[tuple[int, int]], max_id_marker: int | None) -> Iterator[_Item]:
     """The records to write, in write order (see the module docstring). ``sources`` holds (tx id, record
     type) per live entry (``LoadResult.live_sources``). The reference of ``compact_layout`` in
     native/compact_write.c, and the path taken without the extension."""
-    replace = set(replaceable)
-    last_updates: dict[tuple[int, int], LiveRecord] = {}
     live = load.live
     n = len(live)
     i = 0
@@ -296,13 +298,8 @@ def _items(load: LoadResult, sources: list[tuple[int, int]], replaceable: tuple[
         rec = live[i]
         tx, rtype = sources[i]
         if rtype not in _TX_TYPES:
-            if rec.is_update and rec.user_record_type in replace:
-                key = (rec.user_record_type, rec.id)
-                last_updates.pop(key, None)  # dict order = order of the last update
-                last_updates[key] = rec
-            else:
-                yield _Item(UPDATE if rec.is_update else ADD, _bump(rec.compact_count), rec.compact_count, -1,
-                            rec.id, rec.user_record_type, (rec.file_index, rec.body_offset, rec.body_len))
+            yield _Item(UPDATE if rec.is_update else ADD, _bump(rec.compact_count), rec.compact_count, -1,
+                        rec.id, rec.user_record_type, (rec.file_index, rec.body_offset, rec.body_len))
             i += 1
             continue
         # a committed transaction's records sit together where its COMMIT was
@@ -320,9 +317,6 @@ def _items(load: LoadResult, sources: list[tuple[int, int]], replaceable: tuple[
             yield _Item(DELETE_TX, 0, -1, info.tx_id, rec.id, 0, (rec.file_index, rec.body_offset, rec.body_len))
         if info.prepared:
             yield _Item(PREPARE, 0, -1, info.tx_id, extra=info.extra or b"", invalid=info.invalid)
-    for rec in last_updates.values():
-        yield _Item(UPDATE, _bump(rec.compact_count), rec.compact_count, -1, rec.id, rec.user_record_type,
-                    (rec.file_index, rec.body_offset, rec.body_len))
     if max_id_marker is not None:
         yield _Item(ADD, 0, -1, -1, max_id_marker, 0, None)
         yield _Item(DELETE, 0, -1, -1, max_id_marker)
@@ -551,7 +545,7 @@ def _plan_python(opened: OpenedJournal, load: LoadResult, report: JournalCompact
     if load.max_id >= 0 and _kept_max_id(load) < load.max_id:
         marker = load.max_id
     layout = _Layout(settings.file_size, first_id)
-    for item in _items(load, sources, settings.replaceable_types, marker):
+    for item in _items(load, sources, marker):
         layout.add(item)
     report.outputs = layout.finish()
     return _Prepared(opened, load, report, sources, first_id, next_id, marker)
@@ -724,7 +718,7 @@ def _write_outputs_synced(prep: _Prepared, directory: Path, names: list[str], re
         return
     layout = _Layout(s.file_size, prep.first_id, sink)
     opened = prep.opened
-    for item in _items(prep.load, prep.sources, s.replaceable_types, prep.marker):
+    for item in _items(prep.load, prep.sources, prep.marker):
         body = None
         if item.src is not None and item.src[2]:
             fi, off, ln = item.src

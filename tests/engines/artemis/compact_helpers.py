@@ -58,20 +58,6 @@ def state(directory: Path, *, bump: bool = False, with_cc: bool = True):
         return live, [tx(t) for t in r.prepared], [tx(t) for t in r.failed], r.max_id
 
 
-def replaceable_collapsed(st):
-    """The live list Artemis' compactor leaves from ``state(...)``: non-transactional updates of types 34/36
-    keep only the last per (type, id), moved to the end (the builder writes them only outside transactions)."""
-    live, prepared, failed, max_id = st
-    others, last = [], {}
-    for e in live:
-        if e[2] and e[1] in C.REPLACEABLE_MESSAGE_TYPES:
-            last.pop((e[1], e[0]), None)
-            last[(e[1], e[0])] = e
-        else:
-            others.append(e)
-    return others + list(last.values()), prepared, failed, max_id
-
-
 def pending_codes(directory: Path) -> list[str]:
     with open_journal(journal_of(directory)) as opened:
         return [p.code for p in opened.pending]

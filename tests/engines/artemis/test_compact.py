@@ -24,7 +24,6 @@ from tests.engines.artemis.compact_helpers import (
     compact,
     journal_of,
     pending_codes,
-    replaceable_collapsed,
     state,
 )
 from tests.support import ARTEMIS, ORACLE, copy_tree, oracle_manifest, tree_hashes
@@ -91,7 +90,7 @@ def test_04a_compacts_to_what_artemis_compaction_produced(tmp_path):
 
 def test_compact_twice_append_compact_again(tmp_path):
     d = build_store(tmp_path / "j", n=1500)
-    expected = replaceable_collapsed(state(d, bump=True))
+    expected = state(d, bump=True)
     compact(d)
     assert state(d) == expected
     live, prepared, failed, max_id = state(d, bump=True)
@@ -104,7 +103,7 @@ def test_compact_twice_append_compact_again(tmp_path):
         w.add(max_id + 1, 101, b"appended after two compactions")
         w.update(max_id + 1, 103, b"and updated")
         w.delete(live[0][0])
-    after_append = replaceable_collapsed(state(d, bump=True))
+    after_append = state(d, bump=True)
     assert after_append[1] == []
     assert [(e[0], e[2]) for e in after_append[0] if e[0] == max_id + 1] == [(max_id + 1, False), (max_id + 1, True)]
     assert not any(e[0] == live[0][0] for e in after_append[0])
@@ -112,20 +111,29 @@ def test_compact_twice_append_compact_again(tmp_path):
     assert state(d) == after_append
 
 
-def test_replaceable_updates_keep_the_last_one_at_the_end(tmp_path):
+def test_replaceable_updates_all_kept_in_load_order(tmp_path):
+    # Issue 13 item 1b: JournalCompactor.onReadUpdateRecord writes every update of a live record where the
+    # scan meets it. Keeping only the last delivery-count/scheduled-time update and moving it to the end lost
+    # updates and put a delivery-count update after the ack of the same reference ("cannot find message").
     d = tmp_path / "j"
     with JournalWriter.create(d, MESSAGES, file_size=64 * 1024) as w:
         w.add(1, 45, b"m1")
         w.add(2, 45, b"m2")
+        w.update(1, 32, b"ref queue A")
+        w.update(1, 32, b"ref queue B")
         for i in range(5):
             w.update(1, 34, bytes([i]))
             w.update(2, 36, bytes([i]) * 8)
+        w.update(1, 33, b"ack queue A")
         w.update(1, 103, b"ordinary update stays in place")
+    before = state(d, bump=True)
     compact(d)
-    live = state(d)[0]
-    assert [(e[0], e[1], e[2]) for e in live] == [(1, 45, False), (2, 45, False), (1, 103, True),
-                                                  (1, 34, True), (2, 36, True)]
-    assert live[3][4] == state_sha(bytes([4])) and live[4][4] == state_sha(bytes([4]) * 8)
+    after = state(d)
+    assert after == before
+    kinds = [(e[0], e[1]) for e in after[0]]
+    assert kinds.count((1, 34)) == 5 and kinds.count((2, 36)) == 5
+    assert max(i for i, k in enumerate(kinds) if k == (1, 34)) < kinds.index((1, 33))
+    assert after[0][-1][4] == state_sha(b"ordinary update stays in place")
 
 
 def state_sha(b: bytes) -> str:
@@ -199,7 +207,7 @@ def test_pool_rules_and_attic(tmp_path):
     # a wrong-size (truncated) empty-looking journal file goes to the attic when freed
     odd = d / "activemq-data-999.amq"
     odd.write_bytes((2).to_bytes(4, "big") + (0).to_bytes(4, "big") + (500).to_bytes(8, "big") + bytes(100))
-    expected = replaceable_collapsed(state(d, bump=True))
+    expected = state(d, bump=True)
     report = compact(d, pool_files=4)
     assert state(d) == expected
     fates = {f.name: f.fate for f in report.old_files}
@@ -213,7 +221,7 @@ def test_pool_rules_and_attic(tmp_path):
 def test_copy_and_dry_run_leave_the_source_untouched(tmp_path):
     src = build_store(tmp_path / "j", n=1200)
     hashes = tree_hashes(src)
-    expected = replaceable_collapsed(state(src, bump=True))
+    expected = state(src, bump=True)
     store = detect(src)
     C.compact_store(store, C.CompactRequest(dry_run=True))
     assert tree_hashes(src) == hashes
@@ -306,7 +314,7 @@ def test_new_files_take_owner_group_and_mode_of_the_store(tmp_path):
     for p in d.iterdir():
         os.chown(p, 12345, 12345)
         os.chmod(p, 0o640)
-    expected = replaceable_collapsed(state(d, bump=True))
+    expected = state(d, bump=True)
     report = compact(d, pool_files=3)
     assert state(d) == expected
     for o in report.outputs:
@@ -326,7 +334,7 @@ def test_new_files_take_owner_group_and_mode_of_the_store(tmp_path):
 def test_interrupted_compaction_is_finished_first(tmp_path):
     """A store left with a committed control file is rolled forward before a new compaction."""
     d = build_store(tmp_path / "j", n=800)
-    expected = replaceable_collapsed(state(d, bump=True))
+    expected = state(d, bump=True)
     with atomic.fault("rename", 2):  # after the control file's rename (1st), before the first .cmp rename
         with pytest.raises(atomic.InjectedFault):
             compact(d)
