@@ -103,3 +103,82 @@ def test_installed_entry_point_exit_code(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["journals"][0]["journal"] == "bindings" and doc["journals"][0]["action"] == "compacted"
     assert r.stderr == ""  # no progress bar without a terminal
+
+
+def _journal_figures(journal_dir):
+    files = [p for p in journal_dir.iterdir() if p.suffix in (".amq", ".bindings")]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def test_ten_nightly_compactions_keep_the_store_size_and_verify_clean(tmp_path, capsys):
+    # Issue 13 items 1 and 2: every run used to add a file per output (the freed files kept as pool files)
+    # and the fileID gaps it left made verify report "missing-journal-file ... its records are lost".
+    from amqtool.engines.artemis.demo import create_demo
+
+    store = tmp_path / "store"
+    create_demo(store, 6 * 1024 * 1024, file_size=1024 * 1024, seed=3)
+    journal = store / "data" / "journal"
+    before = state(journal, with_cc=False)
+    figures = []
+    for run in range(10):
+        code, dry = _json(capsys, ["compact", str(store), "--dry-run", "--format", "json"])
+        code, doc = _json(capsys, ["compact", str(store), "--format", "json"])
+        assert code == 0, doc
+        (msg,) = [j for j in doc["journals"] if j["journal"] == "messages"]
+        (pred,) = [j for j in dry["journals"] if j["journal"] == "messages"]
+        assert pred["after"] == msg["after"]  # the dry run predicts the after-figures exactly
+        got = _journal_figures(journal)
+        assert (msg["after"]["files"], msg["after"]["bytes"]) == got
+        assert msg["reclaimedBytes"] == max(0, msg["before"]["bytes"] - got[1])
+        figures.append(got + _journal_figures(store / "data" / "bindings"))
+        code, ver = _json(capsys, ["verify", str(store), "--format", "json"])
+        assert (code, ver["verdict"]) == (0, "OK"), [f for f in ver["findings"] if f["severity"] != "info"]
+    assert len(set(figures[1:])) == 1, figures
+    assert state(journal, with_cc=False) == before
+
+
+def test_pool_files_cron_example_then_verify_is_ok(tmp_path, capsys):
+    # The man page's cron line: `compact --pool-files 10`, twice, then verify: no false data-loss warning.
+    from amqtool.engines.artemis.demo import create_demo
+
+    store = tmp_path / "store"
+    create_demo(store, 6 * 1024 * 1024, file_size=1024 * 1024, seed=4)
+    sizes = []
+    for _ in range(3):
+        code, doc = _json(capsys, ["compact", str(store), "--pool-files", "10", "--format", "json"])
+        assert code == 0, doc
+        sizes.append(_journal_figures(store / "data" / "journal"))
+        code, ver = _json(capsys, ["verify", str(store), "--format", "json"])
+        assert (code, ver["verdict"]) == (0, "OK"), [f for f in ver["findings"] if f["severity"] != "info"]
+        assert not [f for f in ver["findings"] if f["code"] == "missing-journal-file"]
+    assert sizes[0] == sizes[1] == sizes[2]
+
+
+def test_a_file_removed_after_compaction_is_still_a_loss(tmp_path, capsys):
+    # A compacted journal explains fileID gaps, but not a live update whose add is gone: removing the
+    # output file that holds adds of records updated in a later file is still reported.
+    from amqtool.store.journal_writer import JournalWriter
+    from amqtool.store.layout import MESSAGES
+
+    d = tmp_path / "journal"
+    with JournalWriter.create(d, MESSAGES, file_size=64 * 1024) as w:
+        for i in range(1, 1000):
+            w.add(i, 45, bytes(300))
+    code, _ = _json(capsys, ["compact", str(d), "--format", "json"])
+    assert code == 0
+    with JournalWriter.open(d, MESSAGES, file_size=64 * 1024) as w:
+        for i in range(1, 1000, 7):
+            w.update(i, 34, b"\x00\x00\x00\x01")
+    code, ver = _json(capsys, ["verify", str(d), "--format", "json"])
+    assert code == 0
+    from amqtool.store.journal_files import open_journal
+    from tests.engines.artemis.compact_helpers import journal_of
+    from amqtool.engines.artemis.load import load_journal
+
+    with open_journal(journal_of(d)) as op:
+        data = sorted((s.file.file_id, s.file.path) for s in load_journal(op).scans if s.has_data)
+    data[1][1].unlink()  # a middle data file of the compacted block
+    code, ver = _json(capsys, ["verify", str(d), "--format", "json"])
+    assert len(data) >= 4
+    (f,) = [f for f in ver["findings"] if f["code"] == "missing-journal-file"]
+    assert code == 1 and f["details"]["liveUpdatesWithoutAdd"] > 0

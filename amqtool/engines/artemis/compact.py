@@ -655,8 +655,9 @@ class _CmpSink:
     """Writes each finished output buffer whole to its ``.cmp`` file and queues its fsync (``syncer``)."""
 
     def __init__(self, directory: Path, names: list[str], file_size: int, reference: Path | None,
-                 created: list[Path], warnings: list[str], syncer: _Syncer):
+                 created: list[Path], warnings: list[str], syncer: _Syncer, reused: int = 0):
         self.syncer = syncer
+        self.reused = reused  # outputs [0, reused) overwrite free files already renamed to their .cmp name
         self.directory = directory
         self.names = names
         self.file_size = file_size
@@ -674,14 +675,18 @@ class _CmpSink:
         self.syncer.submit(self.write_file(k, buf), self.directory / self.names[k])  # durable before wait()
 
     def write_file(self, k: int, buf: bytearray) -> int:
-        """Create output ``k`` (``O_EXCL``) and write ``buf`` whole; returns the open fd, not yet synced.
+        """Create output ``k`` (``O_EXCL``), or overwrite the free file taken for it (of the same size, so
+        every byte is rewritten), and write ``buf`` whole; returns the open fd, not yet synced.
         Thread-safe: the native write pass calls it from its workers."""
         path = self.directory / self.names[k]
-        mode = 0o644
-        if self.reference is not None:
-            mode = os.stat(self.reference).st_mode & 0o7777
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-        self.created.append(path)
+        if k < self.reused:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        else:
+            mode = 0o644
+            if self.reference is not None:
+                mode = os.stat(self.reference).st_mode & 0o7777
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            self.created.append(path)
         try:
             view = memoryview(buf)
             pos = 0
@@ -701,18 +706,18 @@ class _CmpSink:
 
 
 def _write_outputs(prep: _Prepared, directory: Path, names: list[str], reference: Path | None,
-                   created: list[Path]) -> None:
+                   created: list[Path], *, reused: int = 0) -> None:
     """Second pass: encode every record into its output buffer (bodies read from the source now), write
-    each buffer whole and fsync it."""
+    each buffer whole and fsync it. The first ``reused`` names are free files to overwrite."""
     with _Syncer() as syncer:
-        _write_outputs_synced(prep, directory, names, reference, created, syncer)
+        _write_outputs_synced(prep, directory, names, reference, created, syncer, reused)
         syncer.wait()
 
 
 def _write_outputs_synced(prep: _Prepared, directory: Path, names: list[str], reference: Path | None,
-                          created: list[Path], syncer: _Syncer) -> None:
+                          created: list[Path], syncer: _Syncer, reused: int = 0) -> None:
     s = prep.report.settings
-    sink = _CmpSink(directory, names, s.file_size, reference, created, prep.report.warnings, syncer)
+    sink = _CmpSink(directory, names, s.file_size, reference, created, prep.report.warnings, syncer, reused)
     if prep.plan is not None:
         _fill_native(prep, sink)
         return
@@ -832,6 +837,39 @@ def _pool_keep(kept_free: int, outputs: int, settings: CompactSettings) -> bool:
     return settings.pool_files < 0 or total < settings.pool_files or total < settings.min_files
 
 
+def _reusable_free_files(prep: _Prepared) -> list[str]:
+    """The store's free files that the outputs are written into, in file order (at most one per output).
+
+    A free file holds no data (its records, if any, are stale: another tag) and has the journal's file size.
+    Artemis' compactor takes its output files from the pool the same way (``JournalFilesRepository
+    .openFileCMP`` -> ``takeFile``, renamed to ``.cmp``) and only creates files when the pool is empty; so
+    repeated compaction keeps the file count constant instead of adding a file per output every run.
+    """
+    has_data = {s.file.name for s in prep.load.scans if s.has_data}
+    size = prep.report.settings.file_size
+    free = [f.name for f in prep.opened.files if f.name not in has_data and f.size == size]
+    return free[:len(prep.report.outputs)]
+
+
+def _give_back(d: Path, name: str, header: bytes) -> None:
+    """Return a taken free file to the pool after a failure before the commit point: its own header again
+    (so its fileID clashes with nothing), then its own name. Records already written after the header carry
+    the tags of the new layout, not this file's, so the load ignores them as the stale records of a reused
+    file. If even that fails the ``.cmp`` is removed, which Artemis would do at its start anyway."""
+    cmp = d / (name + ".cmp")
+    try:
+        fd = os.open(cmp, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.pwrite(fd, header, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(cmp, d / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(cmp)
+
+
 def compact_in_place(prep: _Prepared) -> JournalCompaction:
     """Write the ``.cmp`` files, commit with the control file, then switch over (Artemis' order)."""
     report = prep.report
@@ -844,21 +882,32 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         report.action = "nothing-to-do"
         return report
     next_id = prep.next_id
-    names: list[str] = []
-    for _ in report.outputs:
+    reused = _reusable_free_files(prep)
+    names: list[str] = list(reused)
+    while len(names) < len(report.outputs):
         next_id += 1
         names.append(spec.file_name(next_id))
     for out, name in zip(report.outputs, names):
         out.name = name
     cmp_names = [n + ".cmp" for n in names]
     reference = _reference_file(prep)
-    _check_space(d, len(names) * settings.file_size + 4096)
+    _check_space(d, (len(names) - len(reused)) * settings.file_size + 4096)
 
     created: list[Path] = []
+    taken = set(reused)
+    headers = {f.name: f.header.encode() for f in opened.files if f.name in taken}
+    renamed: list[str] = []
     try:
-        _write_outputs(prep, d, cmp_names, reference, created)
+        # A taken free file becomes <name>.cmp before it is overwritten: until the commit point Artemis (and
+        # open_journal) discard every .cmp, so a kill costs at most that free file, never a data file.
+        for name in reused:
+            atomic.rename(d / name, d / (name + ".cmp"), sync_dir=False)
+            renamed.append(name)
+        _write_outputs(prep, d, cmp_names, reference, created, reused=len(reused))
         atomic.fsync_dir(d)
-        control = ControlFile(old_files=[f.name for f in opened.files], new_files=cmp_names)
+        # The taken free files are no longer old files: Artemis' roll-forward deletes every old file it
+        # lists *before* it renames the .cmp files, so listing one would delete its new contents.
+        control = ControlFile(old_files=[f.name for f in opened.files if f.name not in taken], new_files=cmp_names)
         with atomic.atomic_write(d / CONTROL_FILE_NAME, tmp_path=d / CONTROL_TMP_NAME,
                                  reference=reference) as fh:
             fh.write(control.encode())
@@ -869,6 +918,8 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         for p in created + [d / CONTROL_TMP_NAME]:
             with contextlib.suppress(OSError):
                 os.unlink(p)
+        for name in renamed:
+            _give_back(d, name, headers[name])
         with contextlib.suppress(OSError):
             atomic.fsync_dir(d)
         if isinstance(err, OSError):
@@ -877,7 +928,7 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         raise
     opened.close()
     try:
-        _switch_over(prep, names, cmp_names, next_id)
+        _switch_over(prep, names, cmp_names, next_id, taken)
     except atomic.InjectedFault:
         raise
     except OSError as err:
@@ -889,8 +940,10 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
     return report
 
 
-def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_id: int) -> None:
-    """``renameFiles`` then ``deleteControlFile``: free every old file, rename the new ones."""
+def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_id: int,
+                 taken: set[str] = frozenset()) -> None:
+    """``renameFiles`` then ``deleteControlFile``: free every old file (but the free files ``taken`` for
+    outputs), rename the new ones."""
     report = prep.report
     opened = prep.opened
     d = opened.journal.directory
@@ -907,6 +960,9 @@ def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_i
         for f in opened.files:
             fate = OldFileFate(f.name, f.file_id, f.size, f.name in has_data)
             report.old_files.append(fate)
+            if f.name in taken:
+                fate.fate = "reused"
+                continue
             path = d / f.name
             if f.size != settings.file_size:
                 attic.mkdir(exist_ok=True)
@@ -954,9 +1010,10 @@ def predict_after(prep: _Prepared) -> None:
     :func:`_switch_over`)."""
     report = prep.report
     s = report.settings
+    taken = set(_reusable_free_files(prep))
     kept = 0
     for f in prep.opened.files:
-        if f.size == s.file_size and _pool_keep(kept, len(report.outputs), s):
+        if f.name not in taken and f.size == s.file_size and _pool_keep(kept, len(report.outputs), s):
             kept += 1
     report.files_after = len(report.outputs) + kept
     report.bytes_after = report.files_after * s.file_size

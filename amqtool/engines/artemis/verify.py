@@ -181,12 +181,18 @@ def _name_number(name: str) -> int | None:
 
 
 def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
-    """Header fileIDs missing between data files: a file removed from the middle of the journal.
+    """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
-    reinitialises (which keep their old name). So an id missing between two data files is explained by a
-    reinitialised file for each missing id; more missing ids than reinitialised files means a file is gone
-    (removed by hand, or freed under journal-pool-files limits while still needed, which Artemis never does).
+    reinitialises (``JournalFilesRepository.addFreeFile`` -> ``reinitializeFile``, which keeps the old name).
+    A reinitialised free file that is later deleted (pool trimming by ``journal-pool-files``, or a
+    compaction's switch-over) takes its id with it, and a compaction gives its outputs the lowest old ids
+    (``nextOrderingID``) while the freed files get new ones. So a gap proves nothing by itself once the journal
+    has been compacted (a live record with compactCount > 0 says so). What does prove a loss is a live UPDATE
+    whose ADD is gone: the broker never frees a file that holds the ADD of a live record, so only a removed
+    file explains it. Hence: a gap is ``missing-journal-file`` (warning) when the journal was never compacted
+    and reused files do not explain it, or when live updates without their add corroborate it; otherwise it is
+    ``file-id-gap`` (info).
     """
     data_ids = [s.file.file_id for s in result.scans if s.has_data]
     if len(data_ids) < 2:
@@ -214,11 +220,29 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
             Severity.INFO, "file-id-gap",
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
             details))
-    else:
+        return
+    added = set()
+    compacted = False
+    for r in result.live:
+        if not r.is_update:
+            added.add(r.id)
+        if r.compact_count > 0:
+            compacted = True
+    orphans = sum(1 for r in result.live if r.is_update and r.id not in added)
+    details["liveUpdatesWithoutAdd"] = orphans
+    if compacted and not orphans:
         findings.append(Finding(
-            Severity.WARNING, "missing-journal-file",
-            f"fileID(s) {shown} missing between data files and not explained by reused files: a journal "
-            f"file appears to have been removed; its records are lost", where, None, details))
+            Severity.INFO, "file-id-gap",
+            f"fileID(s) {shown} missing between data files; the journal has been compacted, which frees and "
+            f"deletes files, and every live update still has its add: nothing shows a lost file", where, None,
+            details))
+        return
+    because = (f"; {orphans} live update(s) have lost their add record" if orphans else
+               " and not explained by reused files")
+    findings.append(Finding(
+        Severity.WARNING, "missing-journal-file",
+        f"fileID(s) {shown} missing between data files{because}: a journal file appears to have been "
+        f"removed; its records are lost", where, None, details))
 
 
 def _load_findings(result: LoadResult, findings: list[Finding]) -> None:

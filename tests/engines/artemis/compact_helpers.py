@@ -155,3 +155,18 @@ def build_store(directory: Path, *, seed: int = 7, n: int = 600, file_size: int 
     w.add(next_id, 101, b"after-prepare"); next_id += 1
     w.close()
     return directory
+
+
+def store_snapshot(directory: Path) -> dict:
+    """What a compaction that failed before its commit point must leave as it was: every file's name and
+    size, its header, and the bytes of every file holding data. A free file taken for an output and given
+    back keeps its header and name; the bytes after its header may now be stale records of other tags,
+    which the load ignores, so they are not compared (``state`` is, by the callers)."""
+    jd = journal_of(directory)
+    with open_journal(jd) as opened:
+        data = {s.file.name for s in load_journal(opened).scans if s.has_data}
+    snap = {}
+    for p in sorted(Path(directory).iterdir()):
+        raw = p.read_bytes()
+        snap[p.name] = (len(raw), raw[:16], raw if p.name in data or not p.name.endswith("." + jd.spec.extension) else None)
+    return snap

@@ -19,6 +19,7 @@ from amqtool.store.journal_files import open_journal
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES, detect
 from tests.engines.artemis.compact_helpers import (
+    store_snapshot,
     CTR,
     build_store,
     compact,
@@ -41,6 +42,7 @@ def test_every_fixture_compacts_to_the_same_state(tmp_path, src):
     expected = state(d, bump=True)
     with open_journal(journal_of(d)) as op:
         old_ids = [f.file_id for f in op.files]
+        old_names = [f.name for f in op.files]
         old_numbers = [C.name_number(journal_of(d).spec.prefix, f.name) for f in op.files]
         data_ids = [s.file.file_id for s in load_journal(op).scans if s.has_data]
     report = C_report = compact(d)
@@ -48,10 +50,14 @@ def test_every_fixture_compacts_to_the_same_state(tmp_path, src):
     # the control file and every .cmp are gone; nothing left for Artemis to recover
     assert CTR not in _names(d) and not [n for n in _names(d) if n.endswith(".cmp")]
     assert pending_codes(d) == []
-    # output files reuse the lowest old data fileIDs and carry fresh names above every old number
+    # output files reuse the lowest old data fileIDs; they go into the old free files first (fate "reused"),
+    # and only past those get fresh names above every old number
     top = max(old_ids + old_numbers)
     assert [o.file_id for o in report.outputs] == list(range(min(data_ids), min(data_ids) + len(report.outputs)))
-    assert all(C.name_number(journal_of(d).spec.prefix, o.name) > top for o in report.outputs)
+    reused = [f.name for f in report.old_files if f.fate == "reused"]
+    assert [o.name for o in report.outputs[:len(reused)]] == reused
+    assert not set(reused) & {n for n, sid in zip(old_names, old_ids) if sid in data_ids}
+    assert all(C.name_number(journal_of(d).spec.prefix, o.name) > top for o in report.outputs[len(reused):])
     for f in C_report.old_files:
         if f.fate == "reinitialised":
             assert f.new_file_id > top
@@ -284,7 +290,7 @@ class _FailAt:
                                          ("rename", 1, errno.EIO), ("write", 1, errno.ENOSPC)])
 def test_enospc_and_eio_before_commit_leave_the_source_intact(tmp_path, point, n, err):
     d = build_store(tmp_path / "j", n=1500)
-    hashes = tree_hashes(d)
+    before, loaded = store_snapshot(d), state(d)
     atomic.hook = _FailAt(point, n, err)
     try:
         with pytest.raises(AmqtoolError) as info:
@@ -292,7 +298,7 @@ def test_enospc_and_eio_before_commit_leave_the_source_intact(tmp_path, point, n
     finally:
         atomic.hook = None
     assert "store unchanged" in str(info.value) and os.strerror(err) in str(info.value)
-    assert tree_hashes(d) == hashes
+    assert store_snapshot(d) == before and state(d) == loaded
     assert pending_codes(d) == []
 
 
@@ -335,7 +341,12 @@ def test_interrupted_compaction_is_finished_first(tmp_path):
     """A store left with a committed control file is rolled forward before a new compaction."""
     d = build_store(tmp_path / "j", n=800)
     expected = state(d, bump=True)
-    with atomic.fault("rename", 2):  # after the control file's rename (1st), before the first .cmp rename
+    jd = journal_of(d)
+    prep = C.plan_journal(jd, C.settings_for(jd))
+    taken = len(C._reusable_free_files(prep))  # each taken free file is renamed to .cmp first
+    prep.opened.close()
+    # after the control file's rename, before the first .cmp is renamed to its final name
+    with atomic.fault("rename", taken + 2):
         with pytest.raises(atomic.InjectedFault):
             compact(d)
     assert "control-file-rollforward" in pending_codes(d)

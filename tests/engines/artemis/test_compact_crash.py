@@ -25,7 +25,7 @@ from tests.engines.artemis.compact_helpers import (
     pending_codes,
     state,
 )
-from tests.support import REPO
+from tests.support import REPO, tree_hashes
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +74,9 @@ def test_stopped_at_every_checkpoint(tmp_path, pristine, pool):
         if n > ctr_gone:
             assert pending_codes(d) == []
         else:
+            # (stopped at the very first step, before the first free file is taken, nothing has changed yet)
             assert set(pending_codes(d)) & {"leftover-cmp", "control-file-rollforward", "control-file-discard",
-                                            "leftover-tmp"}, (n, points[n - 1])
+                                            "leftover-tmp"} or tree_hashes(d) == tree_hashes(src), (n, points[n - 1])
         outcomes[n] = _check_recovers(d, tmp_path, before, after)
         shutil.rmtree(d)
     # the commit point is the control file's rename: everything before rolls back, everything after forward
