@@ -186,3 +186,14 @@ def adler32(data, value: int = 1) -> int:
     import zlib
 
     return zlib.adler32(data, value)
+
+
+# --- `print --style artemis` (native/describe.c) ------------------------------------------------------
+# describe_body(user_record_type, body, record_id, is_update, safe) -> str | None and
+# describe_lines(data, version, records, safe) -> [str | int]: the DescribeJournal text of record bodies and
+# of one file's scanned records, or None (for a body) / an index (for a record) where the C code leaves the
+# record to the Python decoders (amqtool.formats.artemis.userrecords, the reference; tests/native/
+# test_describe_native.py holds the two identical). Without the extension both are None and
+# amqtool.engines.artemis.describe writes every line in Python.
+describe_body = getattr(_native, "describe_body", None)
+describe_lines = getattr(_native, "describe_lines", None)

@@ -46,6 +46,12 @@ static PyMethodDef amq_methods[] = {
     {"page_walk", (PyCFunction)(void (*)(void))amq_page_walk, METH_VARARGS | METH_KEYWORDS,
      "page_walk(buf, pos, number, mode, tables=None, acc=None, lists=None, page=0, safe=False, limit=-1,\n"
      "          dumps=None) -> (status, pos, number, length, text): page records; see native/page_scan.c."},
+    {"describe_body", (PyCFunction)amq_describe_body, METH_VARARGS,
+     "describe_body(user_record_type, body, record_id, is_update, safe) -> str or None\n"
+     "The data print text of one record body, or None when Python must write it (describe.c)."},
+    {"describe_lines", (PyCFunction)amq_describe_lines, METH_VARARGS,
+     "describe_lines(data, version, records, safe) -> [str | int]\n"
+     "The operation@ lines of one file's scanned records: runs of lines, and indexes Python writes."},
     {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
      "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},

@@ -37,6 +37,9 @@ from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 from amqtool import native
 
+_describe_body = native.describe_body
+_describe_lines = native.describe_lines
+
 IDENTITY_HASH = "0"  # stands for System.identityHashCode, which no two JVM runs share
 
 # JournalRecordIds used by the layout itself
@@ -51,7 +54,17 @@ ADD_MESSAGE_PROTOCOL = 45
 
 def object_text(rec_id: int, user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
     """DescribeJournal.toString(newObjectEncoding(info), safe): the decoded body, ``** null **`` for the
-    types the broker does not decode."""
+    types the broker does not decode. Written in C (native.describe_body) for the records it covers; the
+    Python decoders below are the reference and write the rest."""
+    if _describe_body is not None:
+        text = _describe_body(user_record_type, body, rec_id, is_update, safe)
+        if text is not None:
+            return text
+    return object_text_py(rec_id, user_record_type, body, is_update, safe)
+
+
+def object_text_py(rec_id: int, user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
+    """:func:`object_text` through the Python decoders only (the reference the C path is tested against)."""
     try:
         return describe_user_record(user_record_type, body, record_id=rec_id, is_update=is_update, safe=safe,
                                     hash_text=IDENTITY_HASH)
@@ -132,6 +145,19 @@ def _file_lines(opened, index: int, reclaimed: bool, safe: bool, counters: dict[
     version = f.version
     scan = native.scan_records if not reclaimed else scan_records_py
     records, _ = scan(data, f.tag, version, not reclaimed, 16)
+    if _describe_lines is None:
+        yield from _record_lines(data, version, records, safe, counters)
+        return
+    # C writes runs of lines; an int is a record it leaves to the Python loop (same text, in place).
+    for item in _describe_lines(data, version, records, safe):
+        if item.__class__ is str:
+            yield item
+        else:
+            yield from _record_lines(data, version, records[item:item + 1], safe, counters)
+
+
+def _record_lines(data, version: int, records: list, safe: bool, counters: dict[int, _Counter]) -> Iterator[str]:
+    """The ``operation@...`` lines of scanned records, in Python (the reference for native.describe_lines)."""
     for t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len in records:
         start = off + fixed_size(t, version) - 4
         if t == ADD:
