@@ -197,3 +197,8 @@ def adler32(data, value: int = 1) -> int:
 # amqtool.engines.artemis.describe writes every line in Python.
 describe_body = getattr(_native, "describe_body", None)
 describe_lines = getattr(_native, "describe_lines", None)
+# describe_live(live, start, stop, data, file_index, safe, ref_counts): the surviving-records lines of a run of
+# packed live entries (LiveList) in one file, with their tallies.
+describe_live = getattr(_native, "describe_live", None)
+# describe_paged(buf, start, end, safe): data print's text of one paged core message, or None (decode in Python).
+describe_paged = getattr(_native, "describe_paged", None)

@@ -28,6 +28,8 @@ int amq_add_compact(PyObject *module); /* adds PLAN_FORMAT */
 
 PyObject *amq_describe_body(PyObject *self, PyObject *args); /* describe.c */
 PyObject *amq_describe_lines(PyObject *self, PyObject *args);
+PyObject *amq_describe_live(PyObject *self, PyObject *args);
+PyObject *amq_describe_paged(PyObject *self, PyObject *args);
 
 PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);

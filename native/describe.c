@@ -633,7 +633,10 @@ static int put_nss(outbuf *o, const unsigned char *s, Py_ssize_t n, int present)
     return put_utf16(o, s, n, 0);
 }
 
-static int describe_core(outbuf *o, rd *r, int safe) {
+/* mode 0: MessageDescribe ("Message(messageID=..;msg=CoreMessage[...]@0"); mode 1: data print's paged form
+ * (",userMessageID=<uid or empty>, msg=CoreMessage[...]@0"); safe: "CoreMessage(safe data, size=N)" after
+ * ", msg=" in mode 1. */
+static int describe_core(outbuf *o, rd *r, int safe, int mode) {
     int64_t mid = r_i64(r);
     const unsigned char *addr = NULL;
     Py_ssize_t alen = 0;
@@ -685,17 +688,27 @@ static int describe_core(outbuf *o, rd *r, int safe) {
     }
     int rc = 0;
     if (safe) {
+        if (mode == 1)
+            PUTL(o, ", msg=");
         PUTL(o, "CoreMessage(safe data, size=");
         put_int(o, size);
         PUTL(o, ")");
     } else {
-        PUTL(o, "Message(messageID=");
-        put_int(o, mid);
-        if (uid) {
-            PUTL(o, ";userMessageID=");
-            put_uuid(o, uid);
+        if (mode == 1) {
+            PUTL(o, ",userMessageID=");
+            if (uid)
+                put_uuid(o, uid);
+            PUTL(o, ", msg=");
+        } else {
+            PUTL(o, "Message(messageID=");
+            put_int(o, mid);
+            if (uid) {
+                PUTL(o, ";userMessageID=");
+                put_uuid(o, uid);
+            }
+            PUTL(o, ";msg=");
         }
-        PUTL(o, ";msg=CoreMessage[messageID=");
+        PUTL(o, "CoreMessage[messageID=");
         put_int(o, mid);
         PUTL(o, ", durable=");
         put_bool(o, durable);
@@ -929,7 +942,7 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
     case 45:
         if (len >= 1 && body[0] == 1) {
             r.pos = 1;
-            return describe_core(o, &r, safe);
+            return describe_core(o, &r, safe, 0);
         }
         return -1;
     default:
@@ -956,6 +969,8 @@ static int obj_or_rollback(outbuf *o, int utype, const unsigned char *body, Py_s
 static PyObject *take_text(outbuf *o) {
     if (o->nomem) {
         PyMem_RawFree(o->p);
+        o->p = NULL;
+        o->n = o->cap = 0;
         return PyErr_NoMemory();
     }
     PyObject *s = PyUnicode_DecodeUTF8(o->p ? o->p : "", (Py_ssize_t)o->n, "strict");
@@ -1105,4 +1120,191 @@ fail:
     Py_XDECREF(out);
     PyBuffer_Release(&data);
     return NULL;
+}
+
+/* ---- the surviving records: describe._surviving_lines ---- */
+
+#define LIVE_ENTRY 27 /* native.LIVE_FORMAT "=qB?biqi" (journal_load.c) */
+
+/* describe_live(live, start, stop, data, file_index, safe, ref_counts)
+ *   -> (text, next, messages, large_messages)
+ * The "recordID=...;<obj>" lines of live entries start.. while they are in file `file_index` (bytes `data`),
+ * stopping at `stop`, at an entry of another file, or at one C leaves to Python (page counters, which print
+ * state, and bodies it does not cover): `next` is that entry. Tallies what _surviving_lines tallies for the
+ * entries written: messages (31, 45), large messages (30) and, in `ref_counts` (a dict, first-put order),
+ * +1 per ADD_REF and -1 per ACKNOWLEDGE_REF of a queue already seen (0 for an unseen one). */
+PyObject *amq_describe_live(PyObject *self, PyObject *args) {
+    Py_buffer live, data;
+    Py_ssize_t start, stop;
+    int file_index, safe;
+    PyObject *refs;
+    if (!PyArg_ParseTuple(args, "y*nny*ipO!:describe_live", &live, &start, &stop, &data, &file_index, &safe,
+                          &PyDict_Type, &refs))
+        return NULL;
+    PyObject *result = NULL;
+    outbuf o = {0};
+    long long messages = 0, large = 0;
+    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
+    if (start < 0 || stop > total || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "describe_live range out of bounds");
+        goto done;
+    }
+    const unsigned char *lb = live.buf, *db = data.buf;
+    Py_ssize_t dlen = data.len;
+    for (; i < stop; i++) {
+        const unsigned char *e = lb + i * LIVE_ENTRY;
+        int64_t id, off;
+        int32_t fi, blen;
+        memcpy(&id, e, 8);
+        memcpy(&fi, e + 11, 4);
+        memcpy(&off, e + 15, 8);
+        memcpy(&blen, e + 23, 4);
+        if (fi != file_index)
+            break;
+        int utype = e[8], upd = e[9] != 0, cc = (int8_t)e[10];
+        if (utype == 40 || utype == 41)
+            break;
+        /* the bytes LoadResult.body() reads: fewer if the file is shorter */
+        Py_ssize_t bs = off < 0 ? 0 : (off > dlen ? dlen : (Py_ssize_t)off);
+        Py_ssize_t be = blen <= 0 ? bs : (off + blen > dlen ? dlen : (Py_ssize_t)(off + blen));
+        if (be < bs)
+            be = bs;
+        size_t mark = o.n;
+        PUTL(&o, "recordID=");
+        put_int(&o, id);
+        PUTL(&o, ";userRecordType=");
+        put_int(&o, utype);
+        PUTL(&o, ";isUpdate=");
+        put_bool(&o, upd);
+        PUTL(&o, ";compactCount=");
+        put_int(&o, cc);
+        PUTL(&o, ";");
+        if (!obj_or_rollback(&o, utype, db + bs, be - bs, id, upd, safe)) {
+            if (o.nomem)
+                break;
+            o.n = mark;
+            break;
+        }
+        PUTL(&o, "\n");
+        if (o.nomem)
+            break;
+        if (utype == 45 || utype == 31) {
+            messages++;
+        } else if (utype == 30) {
+            large++;
+        } else if ((utype == 32 || utype == 33) && be - bs >= 8) {
+            PyObject *q = PyLong_FromLongLong(be64(db + bs));
+            if (q == NULL)
+                goto done;
+            PyObject *cur = PyDict_GetItemWithError(refs, q);
+            long long v;
+            int put_it = 1;
+            if (cur == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+                v = utype == 32 ? 1 : 0;
+            } else {
+                v = PyLong_AsLongLong(cur) + (utype == 32 ? 1 : -1);
+                if (v == -1 && PyErr_Occurred()) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+            }
+            if (put_it) {
+                PyObject *nv = PyLong_FromLongLong(v);
+                int rc = nv == NULL ? -1 : PyDict_SetItem(refs, q, nv);
+                Py_XDECREF(nv);
+                if (rc < 0) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+            }
+            Py_DECREF(q);
+        }
+        if (o.n >= (1u << 20)) { /* bound the text held at once */
+            i++;
+            break;
+        }
+    }
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (o.n)
+        o.n--; /* the last "\n": the caller's writer adds it */
+    PyObject *text = take_text(&o);
+    if (text != NULL)
+        result = Py_BuildValue("(NnLL)", text, i, messages, large);
+done:
+    PyMem_RawFree(o.p);
+    PyBuffer_Release(&live);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* ---- paged messages: paging.message_line's message part ---- */
+
+/* describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None
+ * One page record (the PagedMessage filling buf[start:end]) when it holds a core message (persister 1, no
+ * large-message header): `text` is what message_line writes after "pg=.., msg=..,pgTX=.." and before
+ * ",Queues = ". None for everything else, including bytes PagedMessage.read would refuse: the caller then
+ * decodes in Python (which raises where it must). */
+PyObject *amq_describe_paged(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start, end;
+    int safe;
+    if (!PyArg_ParseTuple(args, "y*nnp:describe_paged", &b, &start, &end, &safe))
+        return NULL;
+    PyObject *result = NULL;
+    outbuf o = {0};
+    if (start < 0 || end > b.len || start > end) {
+        PyErr_SetString(PyExc_IndexError, "describe_paged range out of bounds");
+        goto done;
+    }
+    rd r = {b.buf, start, end, 0};
+    int64_t tx = r_i64(&r);
+    int ltype = r_i8(&r);
+    if (r.bad || ltype == 1 || ltype == -1 || r.pos >= r.end || r.p[r.pos] != 1)
+        goto none;
+    r.pos++;
+    if (describe_core(&o, &r, safe, 1) < 0 || r.bad)
+        goto none_or_nomem;
+    int32_t n = r_i32(&r);
+    if (r.bad || n < 0 || (int64_t)n * 8 > (int64_t)(r.end - r.pos))
+        goto none;
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *qs = PyTuple_New(n);
+    if (qs == NULL)
+        goto done;
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *q = PyLong_FromLongLong(be64(r.p + r.pos + 8 * (Py_ssize_t)i));
+        if (q == NULL) {
+            Py_DECREF(qs);
+            goto done;
+        }
+        PyTuple_SET_ITEM(qs, i, q);
+    }
+    PyObject *text = take_text(&o);
+    if (text == NULL) {
+        Py_DECREF(qs);
+        goto done;
+    }
+    result = Py_BuildValue("(LNN)", (long long)tx, qs, text);
+    goto done;
+none_or_nomem:
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+none:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_RawFree(o.p);
+    PyBuffer_Release(&b);
+    return result;
 }

@@ -52,6 +52,12 @@ static PyMethodDef amq_methods[] = {
     {"describe_lines", (PyCFunction)amq_describe_lines, METH_VARARGS,
      "describe_lines(data, version, records, safe) -> [str | int]\n"
      "The operation@ lines of one file's scanned records: runs of lines, and indexes Python writes."},
+    {"describe_live", (PyCFunction)amq_describe_live, METH_VARARGS,
+     "describe_live(live, start, stop, data, file_index, safe, ref_counts) -> (text, next, messages, large)\n"
+     "The surviving-record lines of a run of live entries in one file, with their tallies (describe.c)."},
+    {"describe_paged", (PyCFunction)amq_describe_paged, METH_VARARGS,
+     "describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None\n"
+     "data print's text of one paged core message (describe.c); None: decode it in Python."},
     {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
      "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},

@@ -15,6 +15,8 @@ from amqtool import native
 from amqtool.engines.artemis import describe
 from amqtool.engines.artemis.demo import create_demo
 from amqtool.formats.artemis.message import CoreMessage
+from amqtool.engines.artemis.paging import PagingJournalView, _queues_line, message_line
+from amqtool.formats.artemis.paging import PagedMessage
 from amqtool.formats.artemis.primitives import Property, TypedProperties
 from amqtool.store.layout import detect
 from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
@@ -30,6 +32,8 @@ def _text(store, safe, monkeypatch, use_native):
         if not use_native:
             m.setattr(describe, "_describe_body", None)
             m.setattr(describe, "_describe_lines", None)
+            m.setattr(describe, "_describe_live", None)
+            m.setattr(native, "describe_paged", None)
         return "\n".join(describe.describe_store(store, safe=safe))
 
 
@@ -60,6 +64,7 @@ def test_native_text_equals_python_on_demo_store(tmp_path, monkeypatch):
     # the C path did the work: every message the demo sent appears as a core message line
     assert text.count("operation@AddRecord") + text.count("operation@AddRecordTX") > 0
     assert text.count(";msg=CoreMessage[") >= manifest["counts"]["messagesWritten"]
+    assert manifest["counts"]["pagedSent"] > 0 and text.count(", msg=CoreMessage[") > 0  # the paging section
 
 
 def test_c_covers_the_common_records():
@@ -187,3 +192,29 @@ def test_duplicate_id_bodies(address, dup):
     raw = prefix.encode("utf-16-le")
     body = struct.pack(">i", len(raw)) + raw + struct.pack(">i", 24) + bytes(range(24))
     assert "nodeUUID=" in _same(37, body)
+
+
+# --- paged messages -----------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(_core_message(), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4), st.integers(-(2**63), 2**63 - 1),
+       st.sampled_from([0, 2, 1, -1]), st.binary(max_size=3), st.integers(0, 400), st.integers(-1, 255))
+def test_generated_paged_messages(message, queue_ids, tx, ltype, trailing, pos, byte):
+    # a page record: i64 tx, i8 largeMessageType, the persisted message, i32 n + n queue ids, trailing bytes
+    rec = bytearray(struct.pack(">qb", tx, ltype) + message + struct.pack(">i", len(queue_ids))
+                    + b"".join(struct.pack(">q", q) for q in queue_ids) + trailing)
+    if byte >= 0:  # and mutated copies
+        rec[pos % len(rec)] = byte
+    rec = bytes(rec)
+    view = PagingJournalView()
+    for safe in (False, True):
+        got = native.describe_paged(b"xx" + rec + b"yy", 2, 2 + len(rec), safe)
+        try:
+            pm = PagedMessage.decode(rec)
+            py = message_line(pm, 3, 4, view, safe)
+        except Exception as exc:  # noqa: BLE001 -- whatever Python raises, C must have declined
+            assert got is None, exc
+            continue
+        if got is not None:
+            assert _queues_line(got[2], got[0], got[1], 3, 4, view) == py
