@@ -218,3 +218,21 @@ def test_generated_paged_messages(message, queue_ids, tx, ltype, trailing, pos, 
             continue
         if got is not None:
             assert _queues_line(got[2], got[0], got[1], 3, 4, view) == py
+
+
+def test_no_native_prints_the_same_and_says_so_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "demo"
+    create_demo(root, 6 * 1024 * 1024, file_size=1024 * 1024, seed=3)
+    cmd = [sys.executable, "-c", "import sys; from amqtool.commands.main import main; sys.exit(main(sys.argv[1:]))",
+           "print", str(root), "--style", "artemis"]
+    fast = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, AMQTOOL_NO_NATIVE="0"))
+    slow = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, AMQTOOL_NO_NATIVE="1"))
+    assert fast.returncode == slow.returncode == 0
+    assert fast.stdout == slow.stdout and fast.stdout.count("CoreMessage[") > 0
+    assert fast.stderr == ""
+    assert slow.stderr.count("running without the C extension (disabled by AMQTOOL_NO_NATIVE=1)") == 1
+    assert len(slow.stderr.splitlines()) == 1
