@@ -9,7 +9,8 @@ in man/amqtool-print.1) is::
       "live": [{"id", "userRecordType", "isUpdate", "compactCount", "bodySize", "bodySha256", "file",
                 "offset", "recordType", "body"?}],
       "prepared": [{"txId", "extraData", "records": [...], "recordsToDelete": [...]}],
-      "failed": [...], "maxId", "numberOfRecords"}]}
+      "failed": [...], "maxId", "numberOfRecords"}],
+     "queueSummary": {"queues": [{"name", "address", "routingType", "messages"}], "messages", ...}}
 
 ``live`` keeps the order Artemis' load returns. Bodies are included (URL-safe base64, ``body``) unless
 ``safe`` is set; ``bodySha256`` is always there.
@@ -214,13 +215,17 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     from there instead of loading them again)."""
     yield '{"verdict": "OK", "kind": "artemis", "root": %s, "journals": [' % json.dumps(str(store.root))
     sep = ""
+    results: dict[str, LoadResult] = {}
     for journal, result in load_store(store, opts, progress):
+        results[journal.kind] = result
         yield sep
         yield from _chunks_for_journal(journal, result, opts)
         if on_result is not None:
             on_result(journal, result)
         sep = ", "
     yield "]"
+    if "messages" in results:  # as text print's summary: needs the messages journal
+        yield ', "queueSummary": ' + json.dumps(queue_summary(results.get("bindings"), results["messages"]))
     if extra is not None:
         for key, value in extra().items():
             yield ", %s: %s" % (json.dumps(key), json.dumps(value))
@@ -287,23 +292,37 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
         yield from queue_summary_lines(results.get("bindings"), results["messages"])
 
 
-def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
-    """The per-queue message summary: each queue's live messages (refs minus acks), then the
-    ``### Message Counts ###`` figures of ``artemis data print``."""
+def queue_summary(bindings: LoadResult | None, messages: LoadResult) -> dict:
+    """The per-queue message summary (text print's ``== messages per queue``, print JSON's
+    ``queueSummary``): each queue by name with its live messages (refs minus acks, as ``data exp`` resolves
+    them), then queues known only from references (``address`` null), and the ``### Message Counts ###``
+    figures of ``artemis data print``."""
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
 
     state = build_broker_state(bindings, messages, decode=REF_TYPES)
     by_queue = state.live_by_queue()
-    yield "== messages per queue"
-    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
+    queues = []
     named = set()
     for q in sorted(state.queues.values(), key=lambda q: q.name):
         named.add(q.name)
-        yield f"   {q.name:40} {q.address:40} {q.routing_type or '-':9} {len(by_queue.get(q.name, ())):>9}"
+        queues.append({"name": q.name, "address": q.address, "routingType": q.routing_type,
+                       "messages": len(by_queue.get(q.name, ()))})
     for name in sorted(set(by_queue) - named):
-        yield f"   {name:40} {'(no queue binding)':40} {'-':9} {len(by_queue[name]):>9}"
+        queues.append({"name": name, "address": None, "routingType": None, "messages": len(by_queue[name])})
     counts = state.message_counts()
-    yield (f"   messages: {counts.messages}, large messages: {counts.large_messages}, "
-           f"prepared messages: {counts.prepared_messages}, prepared large messages: "
-           f"{counts.prepared_large_messages}")
+    return {"queues": queues, "messages": counts.messages, "largeMessages": counts.large_messages,
+            "preparedMessages": counts.prepared_messages, "preparedLargeMessages": counts.prepared_large_messages}
+
+
+def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
+    """The per-queue message summary as text lines (:func:`queue_summary`)."""
+    summary = queue_summary(bindings, messages)
+    yield "== messages per queue"
+    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
+    for q in summary["queues"]:
+        address = q["address"] if q["address"] is not None else "(no queue binding)"
+        yield f"   {q['name']:40} {address:40} {q['routingType'] or '-':9} {q['messages']:>9}"
+    yield (f"   messages: {summary['messages']}, large messages: {summary['largeMessages']}, "
+           f"prepared messages: {summary['preparedMessages']}, prepared large messages: "
+           f"{summary['preparedLargeMessages']}")
     yield ""
