@@ -202,3 +202,10 @@ describe_lines = getattr(_native, "describe_lines", None)
 describe_live = getattr(_native, "describe_live", None)
 # describe_paged(buf, start, end, safe): data print's text of one paged core message, or None (decode in Python).
 describe_paged = getattr(_native, "describe_paged", None)
+
+# --- print JSON's per-queue summary (native/queue_tally.c) ---------------------------------------------
+# tally_live(live, start, stop, data, file_index, acc) over runs of packed live entries, then
+# tally_counts(acc) -> ({queue id: live messages}, messages, large_messages); or None, and
+# amqtool.engines.artemis.journal_print.queue_summary builds a BrokerState (the reference).
+tally_live = getattr(_native, "tally_live", None)
+tally_counts = getattr(_native, "tally_counts", None)

@@ -58,6 +58,11 @@ static PyMethodDef amq_methods[] = {
     {"describe_paged", (PyCFunction)amq_describe_paged, METH_VARARGS,
      "describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None\n"
      "data print's text of one paged core message (describe.c); None: decode it in Python."},
+    {"tally_live", (PyCFunction)amq_tally_live, METH_VARARGS,
+     "tally_live(live, start, stop, data, file_index, acc) -> next: refs, acks and messages into acc\n"
+     "(queue_tally.c)."},
+    {"tally_counts", (PyCFunction)amq_tally_counts, METH_VARARGS,
+     "tally_counts(acc) -> ({queue id: live messages}, messages, large_messages) (queue_tally.c)."},
     {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
      "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},

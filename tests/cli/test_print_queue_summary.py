@@ -46,3 +46,43 @@ def test_no_summary_without_the_messages_journal(demo, run_json):
     root, _ = demo
     code, doc, _ = run_json("print", root, "--safe", "--journal", "bindings")
     assert code == 0 and "queueSummary" not in doc
+
+
+def _summaries(path):
+    """(native, reference) queue summaries of the store at ``path``: the C tally print JSON keeps while it
+    writes the live array, and BrokerState's."""
+    from amqtool import native
+    from amqtool.engines.artemis.journal_print import PrintOptions, _fast_live_chunks, load_store, queue_summary
+    from amqtool.store.layout import detect
+
+    store = detect(str(path))
+    results, tally = {}, bytearray()
+    for journal, result in load_store(store, PrintOptions(safe=True)):
+        results[journal.kind] = result
+        if journal.kind == "messages":
+            for _ in _fast_live_chunks(result, PrintOptions(safe=True), tally):
+                pass
+            ref = queue_summary(results.get("bindings"), result)
+            fast = queue_summary(results.get("bindings"), result, tally)
+            assert native.tally_live is not None
+            return fast, ref
+    return None, None
+
+
+def test_native_tally_equals_reference_on_demo(demo):
+    root, manifest = demo
+    fast, ref = _summaries(root)
+    assert fast == ref
+    assert {q["name"]: q["messages"] for q in fast["queues"]} == manifest["expected"]["messageCounts"]
+
+
+def test_native_tally_equals_reference_on_fixtures():
+    from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
+
+    seen = 0
+    for path in [ORACLE / s / "journal" for s in ORACLE_SCENARIOS] + list(PUBLIC_JOURNALS):
+        fast, ref = _summaries(path)
+        if fast is not None:
+            assert fast == ref, path
+            seen += 1
+    assert seen >= 5
