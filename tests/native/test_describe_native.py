@@ -236,3 +236,41 @@ def test_no_native_prints_the_same_and_says_so_once(tmp_path):
     assert fast.stderr == ""
     assert slow.stderr.count("running without the C extension (disabled by AMQTOOL_NO_NATIVE=1)") == 1
     assert len(slow.stderr.splitlines()) == 1
+
+
+# --- whole journal files, mutated -----------------------------------------------------------------------------
+
+
+def _fixture_files():
+    files = []
+    for path in STORES:
+        files += sorted(p for p in path.rglob("*") if p.suffix in (".amq", ".bindings") and p.stat().st_size < 2**21)
+    return files
+
+
+_FILES = _fixture_files()
+
+
+@SETTINGS
+@given(st.sampled_from(_FILES) if _FILES else st.nothing(), st.lists(st.tuples(st.integers(0, 2**21), st.integers(0, 255)),
+                                                                     max_size=12), st.booleans())
+def test_mutated_journal_files_lines(path, flips, safe):
+    from amqtool.formats.artemis.records import scan_records_py
+
+    data = bytearray(path.read_bytes())
+    for pos, byte in flips:
+        data[16 + pos % max(1, len(data) - 16)] = byte
+    data = bytes(data)
+    version = int.from_bytes(data[0:4], "big", signed=True)
+    tag = int.from_bytes(data[8:16], "big", signed=True) & 0x7FFFFFFF
+    records, _ = scan_records_py(data, tag, version, False, 16)
+    c_lines, counters_c = [], {}
+    for item in native.describe_lines(data, version, records, safe):
+        if isinstance(item, str):
+            c_lines.append(item)
+        else:
+            c_lines += describe._record_lines(data, version, records[item:item + 1], safe, counters_c)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(describe, "_describe_body", None)
+        py_lines = list(describe._record_lines(data, version, records, safe, {}))
+    assert "\n".join(c_lines) == "\n".join(py_lines)
