@@ -186,3 +186,26 @@ def adler32(data, value: int = 1) -> int:
     import zlib
 
     return zlib.adler32(data, value)
+
+
+# --- `print --style artemis` (native/describe.c) ------------------------------------------------------
+# describe_body(user_record_type, body, record_id, is_update, safe) -> str | None and
+# describe_lines(data, version, records, safe) -> [str | int]: the DescribeJournal text of record bodies and
+# of one file's scanned records, or None (for a body) / an index (for a record) where the C code leaves the
+# record to the Python decoders (amqtool.formats.artemis.userrecords, the reference; tests/native/
+# test_describe_native.py holds the two identical). Without the extension both are None and
+# amqtool.engines.artemis.describe writes every line in Python.
+describe_body = getattr(_native, "describe_body", None)
+describe_lines = getattr(_native, "describe_lines", None)
+# describe_live(live, start, stop, data, file_index, safe, ref_counts): the surviving-records lines of a run of
+# packed live entries (LiveList) in one file, with their tallies.
+describe_live = getattr(_native, "describe_live", None)
+# describe_paged(buf, start, end, safe): data print's text of one paged core message, or None (decode in Python).
+describe_paged = getattr(_native, "describe_paged", None)
+
+# --- print JSON's per-queue summary (native/queue_tally.c) ---------------------------------------------
+# tally_live(live, start, stop, data, file_index, acc) over runs of packed live entries, then
+# tally_counts(acc) -> ({queue id: live messages}, messages, large_messages); or None, and
+# amqtool.engines.artemis.journal_print.queue_summary builds a BrokerState (the reference).
+tally_live = getattr(_native, "tally_live", None)
+tally_counts = getattr(_native, "tally_counts", None)

@@ -58,6 +58,11 @@ _UsageError = typer.BadParameter.__mro__[1]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code. Usage errors (Click's 2) become UNKNOWN (3)."""
+    from amqtool import native
+
+    if not native.HAVE_NATIVE:  # once per run: every decoder then runs its (much slower) Python reference
+        sys.stderr.write(f"amqtool: note: running without the C extension ({native.NATIVE_REASON}); "
+                         "the pure-Python paths are slower\n")
     try:
         rv = app(args=argv, prog_name="amqtool", standalone_mode=False)
     except _UsageError as err:

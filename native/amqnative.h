@@ -6,6 +6,8 @@
  * journal_scan.h the record-candidate logic both share
  * compact_write.c compaction's layout and output-file filling
  * live_json.c print's JSON for runs of live entries (SHA-256 through libcrypto)
+ * describe.c `print --style artemis` lines (DescribeJournal) of journal records
+ * queue_tally.c print JSON's per-queue summary from the packed live entries
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
@@ -24,6 +26,13 @@ PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs); 
 PyObject *amq_compact_fill(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_compact_sources(PyObject *self, PyObject *args);
 int amq_add_compact(PyObject *module); /* adds PLAN_FORMAT */
+
+PyObject *amq_describe_body(PyObject *self, PyObject *args); /* describe.c */
+PyObject *amq_describe_lines(PyObject *self, PyObject *args);
+PyObject *amq_describe_live(PyObject *self, PyObject *args);
+PyObject *amq_describe_paged(PyObject *self, PyObject *args);
+PyObject *amq_tally_live(PyObject *self, PyObject *args); /* queue_tally.c */
+PyObject *amq_tally_counts(PyObject *self, PyObject *args);
 
 PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);

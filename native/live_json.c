@@ -28,15 +28,26 @@ PyObject *amq_sha256_available(PyObject *self, PyObject *noargs) {
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* Two output characters per 12 input bits: one table load instead of two (~2x the one-character loop). */
+static char b64pairs[4096][2];
+static int b64pairs_ready;
+
+static void b64pairs_init(void) {
+    for (int i = 0; i < 4096; i++) {
+        b64pairs[i][0] = b64url[i >> 6];
+        b64pairs[i][1] = b64url[i & 63];
+    }
+    b64pairs_ready = 1;
+}
+
 static void ob_b64(outbuf *o, const unsigned char *s, size_t n) {
     char *d = o->p + o->n;
     size_t i = 0;
     for (; i + 3 <= n; i += 3) {
         uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-        *d++ = b64url[v >> 18];
-        *d++ = b64url[(v >> 12) & 63];
-        *d++ = b64url[(v >> 6) & 63];
-        *d++ = b64url[v & 63];
+        memcpy(d, b64pairs[v >> 12], 2);
+        memcpy(d + 2, b64pairs[v & 0xFFF], 2);
+        d += 4;
     }
     if (n - i == 1) {
         uint32_t v = (uint32_t)s[i] << 16;
@@ -80,6 +91,8 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_RuntimeError, "no libcrypto SHA256 found");
         goto done;
     }
+    if (!b64pairs_ready) /* under the GIL: set once before any thread-free use */
+        b64pairs_init();
     if (PyTuple_GET_SIZE(types) != 256) {
         PyErr_SetString(PyExc_ValueError, "type_names_json must hold 256 strings");
         goto done;

@@ -46,6 +46,23 @@ static PyMethodDef amq_methods[] = {
     {"page_walk", (PyCFunction)(void (*)(void))amq_page_walk, METH_VARARGS | METH_KEYWORDS,
      "page_walk(buf, pos, number, mode, tables=None, acc=None, lists=None, page=0, safe=False, limit=-1,\n"
      "          dumps=None) -> (status, pos, number, length, text): page records; see native/page_scan.c."},
+    {"describe_body", (PyCFunction)amq_describe_body, METH_VARARGS,
+     "describe_body(user_record_type, body, record_id, is_update, safe) -> str or None\n"
+     "The data print text of one record body, or None when Python must write it (describe.c)."},
+    {"describe_lines", (PyCFunction)amq_describe_lines, METH_VARARGS,
+     "describe_lines(data, version, records, safe) -> [str | int]\n"
+     "The operation@ lines of one file's scanned records: runs of lines, and indexes Python writes."},
+    {"describe_live", (PyCFunction)amq_describe_live, METH_VARARGS,
+     "describe_live(live, start, stop, data, file_index, safe, ref_counts) -> (text, next, messages, large)\n"
+     "The surviving-record lines of a run of live entries in one file, with their tallies (describe.c)."},
+    {"describe_paged", (PyCFunction)amq_describe_paged, METH_VARARGS,
+     "describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None\n"
+     "data print's text of one paged core message (describe.c); None: decode it in Python."},
+    {"tally_live", (PyCFunction)amq_tally_live, METH_VARARGS,
+     "tally_live(live, start, stop, data, file_index, acc) -> next: refs, acks and messages into acc\n"
+     "(queue_tally.c)."},
+    {"tally_counts", (PyCFunction)amq_tally_counts, METH_VARARGS,
+     "tally_counts(acc) -> ({queue id: live messages}, messages, large_messages) (queue_tally.c)."},
     {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
      "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},

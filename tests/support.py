@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = (REPO.parent / "shared" / "fixtures").resolve()
+# AMQTOOL_FIXTURES points elsewhere (a worktree outside /work has no ../shared beside it).
+FIXTURES = Path(os.environ.get("AMQTOOL_FIXTURES") or REPO.parent / "shared" / "fixtures").resolve()
 ARTEMIS = FIXTURES / "artemis"
 ORACLE = ARTEMIS / "oracle"
 PUBLIC = ARTEMIS / "public"

@@ -76,7 +76,9 @@ def test_missing_extension_exit_3(tmp_path):
         r = _run(args + ["-f", "json"], AMQTOOL_NO_NATIVE="1")
         assert r.returncode == 3
         assert "needs the C extension amqtool._native" in r.stderr
-        assert len(r.stderr.strip().splitlines()) == 1
+        # the error line, after the one note that the extension is off
+        assert r.stderr.count("running without the C extension (disabled by AMQTOOL_NO_NATIVE=1)") == 1
+        assert len(r.stderr.strip().splitlines()) == 2
         assert json.loads(r.stdout)["verdict"] == "UNKNOWN"
     assert _leftovers(tmp_path) == []
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from amqtool.engines.artemis.load import LiveRecord, LoadResult, load_journal
+from amqtool.engines.artemis.load import LiveList, LiveRecord, LoadResult, load_journal
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.primitives import Reader, Xid, b64url, long_key_order
 from amqtool.formats.artemis.userrecords import describe_user_record
@@ -37,6 +37,10 @@ from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 from amqtool import native
 
+_describe_body = native.describe_body
+_describe_lines = native.describe_lines
+_describe_live = native.describe_live
+
 IDENTITY_HASH = "0"  # stands for System.identityHashCode, which no two JVM runs share
 
 # JournalRecordIds used by the layout itself
@@ -51,7 +55,17 @@ ADD_MESSAGE_PROTOCOL = 45
 
 def object_text(rec_id: int, user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
     """DescribeJournal.toString(newObjectEncoding(info), safe): the decoded body, ``** null **`` for the
-    types the broker does not decode."""
+    types the broker does not decode. Written in C (native.describe_body) for the records it covers; the
+    Python decoders below are the reference and write the rest."""
+    if _describe_body is not None:
+        text = _describe_body(user_record_type, body, rec_id, is_update, safe)
+        if text is not None:
+            return text
+    return object_text_py(rec_id, user_record_type, body, is_update, safe)
+
+
+def object_text_py(rec_id: int, user_record_type: int, body: bytes, is_update: bool, safe: bool) -> str:
+    """:func:`object_text` through the Python decoders only (the reference the C path is tested against)."""
     try:
         return describe_user_record(user_record_type, body, record_id=rec_id, is_update=is_update, safe=safe,
                                     hash_text=IDENTITY_HASH)
@@ -132,6 +146,19 @@ def _file_lines(opened, index: int, reclaimed: bool, safe: bool, counters: dict[
     version = f.version
     scan = native.scan_records if not reclaimed else scan_records_py
     records, _ = scan(data, f.tag, version, not reclaimed, 16)
+    if _describe_lines is None:
+        yield from _record_lines(data, version, records, safe, counters)
+        return
+    # C writes runs of lines; an int is a record it leaves to the Python loop (same text, in place).
+    for item in _describe_lines(data, version, records, safe):
+        if item.__class__ is str:
+            yield item
+        else:
+            yield from _record_lines(data, version, records[item:item + 1], safe, counters)
+
+
+def _record_lines(data, version: int, records: list, safe: bool, counters: dict[int, _Counter]) -> Iterator[str]:
+    """The ``operation@...`` lines of scanned records, in Python (the reference for native.describe_lines)."""
     for t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len in records:
         start = off + fixed_size(t, version) - 4
         if t == ADD:
@@ -185,39 +212,87 @@ def describe_journal(journal: JournalDir, *, safe: bool = False, reclaimed: bool
             on_result(result)
 
 
+class _Tally:
+    """What the surviving-records pass counts (DescribeJournal's message and reference counts)."""
+
+    __slots__ = ("counters", "messages", "large", "refs")
+
+    def __init__(self):
+        self.counters: dict[int, _Counter] = {}
+        self.messages = 0
+        self.large = 0
+        self.refs: dict[int, int] = {}  # first-put order: the Java HashMap<Long, ...> order is taken from it
+
+
+def _surviving_record(result: LoadResult, rec: LiveRecord, safe: bool, tally: _Tally) -> Iterator[str]:
+    """One surviving record's line(s) and tallies, in Python (the reference for native.describe_live)."""
+    body = result.body(rec)
+    utype = rec.user_record_type
+    if utype in (ADD_MESSAGE, ADD_MESSAGE_PROTOCOL):
+        tally.messages += 1
+    elif utype == ADD_LARGE_MESSAGE:
+        tally.large += 1
+    elif utype in (ADD_REF, ACKNOWLEDGE_REF) and len(body) >= 8:
+        q = int.from_bytes(body[:8], "big", signed=True)
+        ref_counts = tally.refs
+        if utype == ADD_REF:
+            ref_counts[q] = ref_counts.get(q, 0) + 1
+        elif q not in ref_counts:
+            ref_counts[q] = 0  # an ack for an unseen queue creates 0 without decrementing
+        else:
+            ref_counts[q] -= 1
+    yield record_text(rec.id, utype, rec.is_update, rec.compact_count, body, safe)
+    if utype in (PAGE_CURSOR_COUNTER_VALUE, PAGE_CURSOR_COUNTER_INC):
+        try:
+            queue_id, value, size = _counter_fields(utype, body)
+        except Exception:  # noqa: BLE001
+            return
+        c = tally.counters.get(queue_id)
+        if c is None:
+            c = tally.counters[queue_id] = _Counter()
+        if utype == PAGE_CURSOR_COUNTER_VALUE:
+            c.value, c.persistent_size = value, size
+        yield f"##SubsCounter for queue={queue_id}, value={c.value}"
+        yield ""
+
+
+def _surviving_native(result: LoadResult, safe: bool, tally: _Tally) -> Iterator[str]:
+    """The surviving records through native.describe_live: runs of lines from each journal file read once;
+    the entries C leaves (page counters, bodies it does not cover) go through :func:`_surviving_record`.
+    Live entries come mostly in file order; the two most recently used files stay in memory."""
+    live = result.live
+    buf = live.buffer
+    n = len(live)
+    cache: dict[int, bytes] = {}
+    i = 0
+    while i < n:
+        fi = live.file_index_at(i)
+        data = cache.pop(fi, None)
+        if data is None:
+            data = result.opened.read_file(fi)
+            if len(cache) >= 2:
+                del cache[next(iter(cache))]  # least recently used
+        cache[fi] = data
+        text, j, messages, large = _describe_live(buf, i, n, data, fi, safe, tally.refs)
+        tally.messages += messages
+        tally.large += large
+        if text:
+            yield text
+        if j == i:  # left to Python
+            yield from _surviving_record(result, live[i], safe, tally)
+            j += 1
+        i = j
+
+
 def _surviving_lines(result: LoadResult, safe: bool) -> Iterator[str]:
     yield "### Surviving Records Summary ###"
-    counters: dict[int, _Counter] = {}
-    message_count = large_count = 0
-    ref_counts: dict[int, int] = {}
-    for rec in result.live:
-        body = result.body(rec)
-        utype = rec.user_record_type
-        if utype in (ADD_MESSAGE, ADD_MESSAGE_PROTOCOL):
-            message_count += 1
-        elif utype == ADD_LARGE_MESSAGE:
-            large_count += 1
-        elif utype in (ADD_REF, ACKNOWLEDGE_REF) and len(body) >= 8:
-            q = int.from_bytes(body[:8], "big", signed=True)
-            if utype == ADD_REF:
-                ref_counts[q] = ref_counts.get(q, 0) + 1
-            elif q not in ref_counts:
-                ref_counts[q] = 0  # an ack for an unseen queue creates 0 without decrementing
-            else:
-                ref_counts[q] -= 1
-        yield record_text(rec.id, utype, rec.is_update, rec.compact_count, body, safe)
-        if utype in (PAGE_CURSOR_COUNTER_VALUE, PAGE_CURSOR_COUNTER_INC):
-            try:
-                queue_id, value, size = _counter_fields(utype, body)
-            except Exception:  # noqa: BLE001
-                continue
-            c = counters.get(queue_id)
-            if c is None:
-                c = counters[queue_id] = _Counter()
-            if utype == PAGE_CURSOR_COUNTER_VALUE:
-                c.value, c.persistent_size = value, size
-            yield f"##SubsCounter for queue={queue_id}, value={c.value}"
-            yield ""
+    tally = _Tally()
+    if _describe_live is not None and isinstance(result.live, LiveList):
+        yield from _surviving_native(result, safe, tally)
+    else:
+        for rec in result.live:
+            yield from _surviving_record(result, rec, safe, tally)
+    counters, message_count, large_count, ref_counts = tally.counters, tally.messages, tally.large, tally.refs
     if counters:
         yield "### Page Counters"
         for q in long_key_order(list(counters)):

@@ -9,7 +9,8 @@ in man/amqtool-print.1) is::
       "live": [{"id", "userRecordType", "isUpdate", "compactCount", "bodySize", "bodySha256", "file",
                 "offset", "recordType", "body"?}],
       "prepared": [{"txId", "extraData", "records": [...], "recordsToDelete": [...]}],
-      "failed": [...], "maxId", "numberOfRecords"}]}
+      "failed": [...], "maxId", "numberOfRecords"}],
+     "queueSummary": {"queues": [{"name", "address", "routingType", "messages"}], "messages", ...}}
 
 ``live`` keeps the order Artemis' load returns. Bodies are included (URL-safe base64, ``body``) unless
 ``safe`` is set; ``bodySha256`` is always there.
@@ -137,7 +138,8 @@ def load_store(store: ArtemisStore, opts: PrintOptions,
             yield journal, load_journal(opened, progress=progress)
 
 
-def _chunks_for_journal(journal: JournalDir, result: LoadResult, opts: PrintOptions) -> Iterator[str]:
+def _chunks_for_journal(journal: JournalDir, result: LoadResult, opts: PrintOptions,
+                        tallies: dict[str, bytearray] | None = None) -> Iterator[str]:
     dumps = json.dumps
     yield '{"kind": %s, "directory": %s' % (dumps(journal.kind), dumps(str(journal.directory)))
     yield ', "files": ' + dumps(files_json(result, opts))
@@ -152,7 +154,10 @@ def _chunks_for_journal(journal: JournalDir, result: LoadResult, opts: PrintOpti
     yield ', "refused": ' + dumps(refused)
     yield ', "live": ['
     if _fast_live_possible(result, opts):
-        yield from _fast_live_chunks(result, opts)
+        tally = None
+        if tallies is not None and journal.kind == "messages" and native.tally_live is not None:
+            tally = tallies[journal.kind] = bytearray()
+        yield from _fast_live_chunks(result, opts, tally)
     else:
         first = True
         names = [f.name for f in result.files]
@@ -175,7 +180,7 @@ def _fast_live_possible(result: LoadResult, opts: PrintOptions) -> bool:
 _FAST_RUN = 4096  # live entries per C call: bounds the text held at once
 
 
-def _fast_live_chunks(result: LoadResult, opts: PrintOptions) -> Iterator[str]:
+def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray | None = None) -> Iterator[str]:
     """The ``live`` array's items as :func:`record_json` + ``json.dumps`` would write them, formatted in C
     (native/live_json.c) from each journal file read once, instead of one pread and one hash object per record.
 
@@ -200,7 +205,10 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions) -> Iterator[str]:
                 if len(cache) >= 2:
                     del cache[next(iter(cache))]  # least recently used
             cache[fi] = data
+            start = i
             text, i = fmt(buf, i, min(n, i + _FAST_RUN), data, fi, names[fi], types, opts.safe, first)
+            if tally is not None:  # the queue summary's share, from the bytes in hand
+                native.tally_live(buf, start, i, data, fi, tally)
             first = False
             yield text
 
@@ -214,13 +222,19 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     from there instead of loading them again)."""
     yield '{"verdict": "OK", "kind": "artemis", "root": %s, "journals": [' % json.dumps(str(store.root))
     sep = ""
+    results: dict[str, LoadResult] = {}
+    tallies: dict[str, bytearray] = {}
     for journal, result in load_store(store, opts, progress):
+        results[journal.kind] = result
         yield sep
-        yield from _chunks_for_journal(journal, result, opts)
+        yield from _chunks_for_journal(journal, result, opts, tallies)
         if on_result is not None:
             on_result(journal, result)
         sep = ", "
     yield "]"
+    if "messages" in results:  # as text print's summary: needs the messages journal
+        summary = queue_summary(results.get("bindings"), results["messages"], tallies.get("messages"))
+        yield ', "queueSummary": ' + json.dumps(summary)
     if extra is not None:
         for key, value in extra().items():
             yield ", %s: %s" % (json.dumps(key), json.dumps(value))
@@ -287,23 +301,52 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
         yield from queue_summary_lines(results.get("bindings"), results["messages"])
 
 
-def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
-    """The per-queue message summary: each queue's live messages (refs minus acks), then the
-    ``### Message Counts ###`` figures of ``artemis data print``."""
+def queue_summary(bindings: LoadResult | None, messages: LoadResult, tally: bytearray | None = None) -> dict:
+    """The per-queue message summary (text print's ``== messages per queue``, print JSON's
+    ``queueSummary``): each queue by name with its live messages (refs minus acks, as ``data exp`` resolves
+    them), then queues known only from references (``address`` null), and the ``### Message Counts ###``
+    figures of ``artemis data print``.
+
+    ``tally``: what native.tally_live gathered over every live entry of ``messages`` (print JSON's fast
+    path does it on the file bytes it already holds); the figures then come from native.tally_counts
+    instead of a BrokerState of the messages journal (the reference; the same numbers)."""
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
 
-    state = build_broker_state(bindings, messages, decode=REF_TYPES)
-    by_queue = state.live_by_queue()
-    yield "== messages per queue"
-    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
+    if tally is None:
+        state = build_broker_state(bindings, messages, decode=REF_TYPES)
+        by_queue = {name: len(mids) for name, mids in state.live_by_queue().items()}
+        counts = state.message_counts()
+        figures = (counts.messages, counts.large_messages, counts.prepared_messages, counts.prepared_large_messages)
+    else:
+        state = build_broker_state(bindings, None)
+        per_id, n_messages, n_large = native.tally_counts(tally)
+        by_queue = {}
+        for qid, n in per_id.items():
+            name = state.queue_name(qid)
+            by_queue[name] = by_queue.get(name, 0) + n
+        prepared = [rec.user_record_type for tx in messages.prepared for rec in tx.records]
+        figures = (n_messages, n_large, sum(t in (31, 45) for t in prepared), prepared.count(30))
+    queues = []
     named = set()
     for q in sorted(state.queues.values(), key=lambda q: q.name):
         named.add(q.name)
-        yield f"   {q.name:40} {q.address:40} {q.routing_type or '-':9} {len(by_queue.get(q.name, ())):>9}"
+        queues.append({"name": q.name, "address": q.address, "routingType": q.routing_type,
+                       "messages": by_queue.get(q.name, 0)})
     for name in sorted(set(by_queue) - named):
-        yield f"   {name:40} {'(no queue binding)':40} {'-':9} {len(by_queue[name]):>9}"
-    counts = state.message_counts()
-    yield (f"   messages: {counts.messages}, large messages: {counts.large_messages}, "
-           f"prepared messages: {counts.prepared_messages}, prepared large messages: "
-           f"{counts.prepared_large_messages}")
+        queues.append({"name": name, "address": None, "routingType": None, "messages": by_queue[name]})
+    return {"queues": queues, "messages": figures[0], "largeMessages": figures[1],
+            "preparedMessages": figures[2], "preparedLargeMessages": figures[3]}
+
+
+def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
+    """The per-queue message summary as text lines (:func:`queue_summary`)."""
+    summary = queue_summary(bindings, messages)
+    yield "== messages per queue"
+    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
+    for q in summary["queues"]:
+        address = q["address"] if q["address"] is not None else "(no queue binding)"
+        yield f"   {q['name']:40} {address:40} {q['routingType'] or '-':9} {q['messages']:>9}"
+    yield (f"   messages: {summary['messages']}, large messages: {summary['largeMessages']}, "
+           f"prepared messages: {summary['preparedMessages']}, prepared large messages: "
+           f"{summary['preparedLargeMessages']}")
     yield ""

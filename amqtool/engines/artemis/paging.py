@@ -691,15 +691,21 @@ def message_line(pm: PagedMessage, page: int, number: int, view: PagingJournalVi
                  tz=None) -> list[str]:
     """The ``pg=..`` line of one paged message and, when not every routed queue is acked, the ``^^^`` line
     and an empty line (PrintData.printPages)."""
-    head = f"pg={page}, msg={number},pgTX={pm.transaction_id}"
     if safe:
-        text = head + ", msg=" + _safe_text(pm)
+        text = ", msg=" + _safe_text(pm)
     else:
         uid = getattr(pm.message, "user_id", None) or ""
-        text = head + f",userMessageID={uid}, msg=" + _message_text(pm, tz)
+        text = f",userMessageID={uid}, msg=" + _message_text(pm, tz)
+    return _queues_line(text, pm.transaction_id, pm.queue_ids, page, number, view)
+
+
+def _queues_line(text: str, transaction_id: int, queue_ids: tuple[int, ...], page: int, number: int,
+                 view: PagingJournalView) -> list[str]:
+    """message_line from the message's text (what follows ``pgTX=..``), for the Python and the C path."""
+    text = f"pg={page}, msg={number},pgTX={transaction_id}" + text
     parts = []
     acked_count = 0
-    for q in pm.queue_ids:
+    for q in queue_ids:
         acked, complete, missing = view.queue_flags(q, page, number)
         s = str(q)
         if acked:
@@ -714,12 +720,35 @@ def message_line(pm: PagedMessage, page: int, number: int, view: PagingJournalVi
             s += " (OK) "
         parts.append(s)
     text += ",Queues = " + ",".join(parts)
-    if pm.transaction_id >= 0 and pm.transaction_id not in view.page_tx:
+    if transaction_id >= 0 and transaction_id not in view.page_tx:
         text += ", **PG_TX_NOT_FOUND**"
     out = [text]
-    if acked_count != len(pm.queue_ids):
-        out += [f"^^^ Previous record has {acked_count} acked queues and {len(pm.queue_ids)} queues routed", ""]
+    if acked_count != len(queue_ids):
+        out += [f"^^^ Previous record has {acked_count} acked queues and {len(queue_ids)} queues routed", ""]
     return out
+
+
+def _page_lines(ps: PageStore, page_id: int, view: PagingJournalView, safe: bool, tz=None) -> list[str]:
+    """The lines of one page's messages (FormatError as :func:`_page_messages`). Core messages are written
+    by native.describe_paged from the page bytes; a page holding anything else (or bytes in doubt) goes
+    through the Python decoders whole, so a record that does not decode stops the output where it did."""
+    if native.describe_paged is not None and tz is None and page_id in ps.pages:
+        with PageFile(ps.page_path(page_id)) as pf:
+            parts = []
+            for _, off, ln in PageScanner(pf.buf):
+                got = native.describe_paged(pf.buf, off + 5, off + 5 + ln, safe)
+                if got is None:
+                    break
+                parts.append(got)
+            else:
+                lines = []
+                for number, (tx, queue_ids, text) in enumerate(parts):
+                    lines += _queues_line(text, tx, queue_ids, page_id, number, view)
+                return lines
+    lines = []
+    for number, pm in enumerate(_page_messages(ps, page_id)):
+        lines += message_line(pm, page_id, number, view, safe, tz)
+    return lines
 
 
 def _page_messages(ps: PageStore, page_id: int) -> list[PagedMessage]:
@@ -773,11 +802,10 @@ def describe_paging(store, *, safe: bool = False, max_pages: int = -1, view: Pag
                 pgid += 1
             yield f"*******   Page {pgid}"
             try:
-                messages = _page_messages(ps, pgid)
+                lines = _page_lines(ps, pgid, view, safe, tz)
             except (FormatError, OSError):
                 return  # the exception ends printPages
-            for number, pm in enumerate(messages):
-                yield from message_line(pm, pgid, number, view, safe, tz)
+            yield from lines
             pgid += 1
 
 

@@ -1,0 +1,1310 @@
+/* `print --style artemis` in C: the `artemis data print` text of journal records (DescribeJournal), byte for
+ * byte what amqtool.engines.artemis.describe writes through the Python decoders of
+ * amqtool.formats.artemis.userrecords / message / primitives (the reference).
+ *
+ * Two entry points (reached only through amqtool/native.py):
+ *
+ *   describe_body(user_record_type, body, record_id, is_update, safe) -> str or None
+ *       the <obj> part of one line (describe_user_record); None when C does not cover the record, and
+ *       Python writes it.
+ *   describe_lines(data, version, records, safe) -> list of str and int
+ *       the `operation@...` lines of one journal file's scanned records (the tuples of scan_records):
+ *       each str is a run of lines joined by "\n", each int the index of a record Python writes itself.
+ *
+ * C covers the records that fill real journals (message adds of core messages, refs, acks, cursor acks,
+ * duplicate ids, delivery counts, scheduled times, page transactions, counters, ...). Anything else --
+ * AMQP messages, bindings-journal configuration, Xids, page-counter updates (which carry print state),
+ * prepare records -- and every body whose decoding is in any doubt (a bound crossed, a lone surrogate, a
+ * date outside Python's range) is handed back, so the Python path stays the one definition of the text,
+ * including its "** undecodable: ... **" messages. Every read of the untrusted bytes is bounds-checked.
+ */
+#include "amqnative.h"
+#include "outbuf.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- output helpers: failures are sticky in o->nomem ---- */
+
+static inline void put(outbuf *o, const char *s, size_t n) {
+    if (o->nomem || ob_reserve(o, n) < 0)
+        return;
+    ob_put(o, s, n);
+}
+#define PUTL(o, lit) put((o), (lit), sizeof(lit) - 1)
+static inline void puts_(outbuf *o, const char *s) { put(o, s, strlen(s)); }
+static inline void put_int(outbuf *o, long long v) {
+    if (o->nomem || ob_reserve(o, 24) < 0)
+        return;
+    ob_int(o, v);
+}
+static inline void put_bool(outbuf *o, int v) {
+    if (v)
+        PUTL(o, "true");
+    else
+        PUTL(o, "false");
+}
+
+/* ---- bounds-checked big-endian reader: any failure sets bad ---- */
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t pos, end;
+    int bad;
+} rd;
+
+static inline int need(rd *r, Py_ssize_t n) {
+    if (r->bad || n < 0 || r->pos + n > r->end) {
+        r->bad = 1;
+        return 0;
+    }
+    return 1;
+}
+static inline int r_u8(rd *r) {
+    if (!need(r, 1))
+        return 0;
+    return r->p[r->pos++];
+}
+static inline int r_i8(rd *r) { return (int)(signed char)r_u8(r); }
+static inline int r_i16(rd *r) {
+    if (!need(r, 2))
+        return 0;
+    int v = (int16_t)((r->p[r->pos] << 8) | r->p[r->pos + 1]);
+    r->pos += 2;
+    return v;
+}
+static inline int r_u16(rd *r) {
+    if (!need(r, 2))
+        return 0;
+    int v = (r->p[r->pos] << 8) | r->p[r->pos + 1];
+    r->pos += 2;
+    return v;
+}
+static inline int32_t be32(const unsigned char *q) {
+    return (int32_t)(((uint32_t)q[0] << 24) | ((uint32_t)q[1] << 16) | ((uint32_t)q[2] << 8) | q[3]);
+}
+static inline int64_t be64(const unsigned char *q) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | q[i];
+    return (int64_t)v;
+}
+static inline int32_t r_i32(rd *r) {
+    if (!need(r, 4))
+        return 0;
+    int32_t v = be32(r->p + r->pos);
+    r->pos += 4;
+    return v;
+}
+static inline int64_t r_i64(rd *r) {
+    if (!need(r, 8))
+        return 0;
+    int64_t v = be64(r->p + r->pos);
+    r->pos += 8;
+    return v;
+}
+
+/* A SimpleString's bytes (i32 length, UTF-16LE): *s and *n, or bad. */
+static void r_ss(rd *r, const unsigned char **s, Py_ssize_t *n) {
+    int32_t len = r_i32(r);
+    if (r->bad)
+        return;
+    if (len % 2) { /* odd length: FormatError in Python */
+        r->bad = 1;
+        return;
+    }
+    if (!need(r, len))
+        return;
+    *s = r->p + r->pos;
+    *n = len;
+    r->pos += len;
+}
+
+/* UTF-16 units (little- or big-endian) as UTF-8; a lone surrogate makes the record Python's (returns -1). */
+static int put_utf16(outbuf *o, const unsigned char *s, Py_ssize_t nbytes, int big) {
+    if (o->nomem || ob_reserve(o, (size_t)nbytes * 2 + 4) < 0) /* <= 3 bytes per 2-byte unit */
+        return 0;
+    char *d = o->p + o->n;
+    Py_ssize_t i = 0;
+    while (i < nbytes) {
+        unsigned c = big ? (unsigned)(s[i] << 8 | s[i + 1]) : (unsigned)(s[i] | s[i + 1] << 8);
+        i += 2;
+        if (c < 0x80) {
+            *d++ = (char)c;
+        } else if (c < 0x800) {
+            *d++ = (char)(0xC0 | (c >> 6));
+            *d++ = (char)(0x80 | (c & 0x3F));
+        } else if (c >= 0xD800 && c <= 0xDFFF) {
+            if (c >= 0xDC00 || i + 2 > nbytes)
+                return -1;
+            unsigned c2 = big ? (unsigned)(s[i] << 8 | s[i + 1]) : (unsigned)(s[i] | s[i + 1] << 8);
+            if (c2 < 0xDC00 || c2 > 0xDFFF)
+                return -1;
+            i += 2;
+            unsigned cp = 0x10000 + ((c - 0xD800) << 10) + (c2 - 0xDC00);
+            *d++ = (char)(0xF0 | (cp >> 18));
+            *d++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+            *d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+            *d++ = (char)(0x80 | (cp & 0x3F));
+        } else {
+            *d++ = (char)(0xE0 | (c >> 12));
+            *d++ = (char)(0x80 | ((c >> 6) & 0x3F));
+            *d++ = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    o->n = (size_t)(d - o->p);
+    return 0;
+}
+
+static const char HEXU[] = "0123456789ABCDEF";
+static const char HEXL[] = "0123456789abcdef";
+
+/* primitives.uuid_text: version nibble of byte 6 set to 1, variant bits of byte 8 to 10. */
+static void put_uuid(outbuf *o, const unsigned char *raw) {
+    unsigned char b[16];
+    memcpy(b, raw, 16);
+    b[6] = (unsigned char)((b[6] & 0x0F) | 0x10);
+    b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);
+    char t[36];
+    int k = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            t[k++] = '-';
+        t[k++] = HEXL[b[i] >> 4];
+        t[k++] = HEXL[b[i] & 15];
+    }
+    put(o, t, 36);
+}
+
+/* primitives.bytes_to_hex(data, 2): character i of the text (groups of 4 hex digits, one space between). */
+static inline char hex_at(const unsigned char *b, size_t i) {
+    size_t g = i / 5, j = i % 5;
+    if (j == 4)
+        return ' ';
+    unsigned char x = b[g * 2 + j / 2];
+    return HEXU[(j % 2) ? (x & 15) : (x >> 4)];
+}
+static size_t hex_len(size_t n) { return n == 0 ? 2 : 2 * n + (n + 1) / 2 - 1; }
+
+/* bytes_to_hex, or with maxlen > 0 max_string(bytes_to_hex(...), maxlen). */
+static void put_hex(outbuf *o, const unsigned char *b, size_t n, size_t maxlen) {
+    if (n == 0) {
+        PUTL(o, "[]");
+        return;
+    }
+    size_t L = hex_len(n);
+    if (o->nomem || ob_reserve(o, L + 8) < 0)
+        return;
+    char *d = o->p + o->n;
+    if (maxlen == 0 || L < maxlen) {
+        for (size_t i = 0; i < L; i++)
+            *d++ = hex_at(b, i);
+    } else {
+        size_t h = maxlen / 2;
+        for (size_t i = 0; i < h; i++)
+            *d++ = hex_at(b, i);
+        memcpy(d, " ... ", 5);
+        d += 5;
+        for (size_t i = L - h; i < L; i++)
+            *d++ = hex_at(b, i);
+    }
+    o->n = (size_t)(d - o->p);
+}
+
+/* ---- java.util.Date.toString in UTC (primitives.java_date_text with tz None) ---- */
+
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+static const char *DAYS[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+static const char *MONTHS[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* message._date: "0" for 0; returns -1 outside datetime's years 1..9999 (Python raises FormatError). */
+static int put_date(outbuf *o, int64_t millis) {
+    if (millis == 0) {
+        PUTL(o, "0");
+        return 0;
+    }
+    int64_t days = floordiv(millis, 86400000);
+    if (days < -719162 || days > 2932896)
+        return -1;
+    int64_t ms = millis - days * 86400000;
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    int wd = (int)(((days + 3) % 7 + 7) % 7); /* 1970-01-01 was a Thursday (Mon = 0) */
+    int secs = (int)(ms / 1000);
+    char t[48];
+    int k = snprintf(t, sizeof t, "%s %s %02u %02d:%02d:%02d UTC %lld", DAYS[wd], MONTHS[m - 1], d, secs / 3600,
+                     (secs / 60) % 60, secs % 60, (long long)y);
+    put(o, t, (size_t)k);
+    return 0;
+}
+
+/* ---- Float/Double.toString (primitives.java_double_text / java_float_text) ---- */
+
+/* _java_fp_text: digits (no trailing zeros) and exp10 as in 0.digits x 10^exp10. */
+static void put_java_fp(outbuf *o, int neg, const char *digits, int nd, int exp10) {
+    char t[64];
+    int k = 0;
+    int e = exp10 - 1;
+    if (neg)
+        t[k++] = '-';
+    if (e >= -3 && e < 7) {
+        if (e >= 0) {
+            for (int i = 0; i <= e; i++)
+                t[k++] = i < nd ? digits[i] : '0';
+            t[k++] = '.';
+            if (nd > e + 1)
+                for (int i = e + 1; i < nd; i++)
+                    t[k++] = digits[i];
+            else
+                t[k++] = '0';
+        } else {
+            t[k++] = '0';
+            t[k++] = '.';
+            for (int i = 0; i < -e - 1; i++)
+                t[k++] = '0';
+            for (int i = 0; i < nd; i++)
+                t[k++] = digits[i];
+        }
+    } else {
+        t[k++] = digits[0];
+        t[k++] = '.';
+        if (nd > 1)
+            for (int i = 1; i < nd; i++)
+                t[k++] = digits[i];
+        else
+            t[k++] = '0';
+        k += snprintf(t + k, sizeof t - (size_t)k, "E%d", e);
+    }
+    put(o, t, (size_t)k);
+}
+
+/* The digits of "%.Ne"-style text "d.ddde+XX" (trailing zeros dropped) and exp10 = XX + 1. */
+static int parse_e(const char *s, char *digits, int *exp10) {
+    int nd = 0;
+    const char *q = s;
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9')
+            digits[nd++] = *q;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    *exp10 = (*q == 'e' ? atoi(q + 1) : 0) + 1;
+    return nd;
+}
+
+static int fits_double(const char *t, double a) { return strtod(t, NULL) == a; }
+
+static int fits_float(const char *t, double a) {
+    double x = strtod(t, NULL);
+    float y = (float)x;
+    if (isinf(y) && !isinf(x)) /* struct.pack('>f') raises OverflowError */
+        return 0;
+    return y == (float)a;
+}
+
+/* _shortest_digits: the first precision 1..top whose correctly rounded "%.{p-1}e" round-trips; when one digit
+ * does, the two-digit "%.1e" instead. For doubles the search starts at the length of Python's repr (the
+ * shortest round-tripping length, so no shorter precision can fit). */
+static void put_fp(outbuf *o, double v, int single) {
+    if (isnan(v)) {
+        PUTL(o, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        if (v > 0)
+            PUTL(o, "Infinity");
+        else
+            PUTL(o, "-Infinity");
+        return;
+    }
+    int neg = signbit(v) != 0;
+    if (v == 0) {
+        if (neg)
+            PUTL(o, "-0.0");
+        else
+            PUTL(o, "0.0");
+        return;
+    }
+    double a = fabs(v);
+    int top = single ? 9 : 17;
+    int start = 1;
+    if (!single) {
+        char *r = PyOS_double_to_string(a, 'r', 0, 0, NULL);
+        if (r != NULL) {
+            int n = 0, lead = 1;
+            for (const char *q = r; *q && *q != 'e'; q++) {
+                if (*q >= '0' && *q <= '9') {
+                    if (lead && *q == '0')
+                        continue; /* leading zeros of 0.000123 */
+                    lead = 0;
+                    n++;
+                }
+            }
+            /* trailing zeros of an integer repr ("1e+16" has none; "120.0"-style forms are not produced
+             * with flags 0, but "100" could be): count only up to the last non-zero digit */
+            int n2 = 0, seen = 0, cnt = 0;
+            lead = 1;
+            for (const char *q = r; *q && *q != 'e'; q++) {
+                if (*q >= '0' && *q <= '9') {
+                    if (lead && *q == '0')
+                        continue;
+                    lead = 0;
+                    cnt++;
+                    if (*q != '0') {
+                        n2 = cnt;
+                        seen = 1;
+                    }
+                }
+            }
+            PyMem_Free(r);
+            (void)n;
+            if (seen && n2 >= 1 && n2 <= top)
+                start = n2;
+        } else {
+            PyErr_Clear();
+        }
+    }
+    char t[48], digits[32];
+    int prec = top + 1;
+    for (int p = start; p <= top; p++) {
+        snprintf(t, sizeof t, "%.*e", p - 1, a);
+        if (single ? fits_float(t, a) : fits_double(t, a)) {
+            prec = p;
+            break;
+        }
+    }
+    if (prec > top)
+        snprintf(t, sizeof t, "%.*e", top - 1, a);
+    else if (prec == 1)
+        snprintf(t, sizeof t, "%.1e", a);
+    int exp10;
+    int nd = parse_e(t, digits, &exp10);
+    put_java_fp(o, neg, digits, nd, exp10);
+}
+
+/* ---- TypedProperties ---- */
+
+typedef struct {
+    const unsigned char *key;
+    Py_ssize_t klen;
+    uint32_t hash;
+    int type;
+    Py_ssize_t vpos, vlen; /* value bytes in the buffer */
+} prop;
+
+static uint32_t ss_hash(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = 31 * h + (uint32_t)(int32_t)(signed char)s[i];
+    return h;
+}
+
+/* Read a TypedProperties block (TypedProperties.read's checks). Returns the entry count (-1 for the flag-0
+ * form) and fills *props (PyMem-allocated when n > 0; caller frees). bad on malformed bytes. */
+static Py_ssize_t read_props(rd *r, prop **out) {
+    *out = NULL;
+    if (r_u8(r) == 0)
+        return r->bad ? 0 : -1;
+    int32_t n = r_i32(r);
+    if (r->bad)
+        return 0;
+    if (n < 0 || (int64_t)n * 5 > (int64_t)(r->end - r->pos)) {
+        r->bad = 1;
+        return 0;
+    }
+    if (n == 0)
+        return 0;
+    prop *ps = PyMem_Malloc(sizeof(prop) * (size_t)n);
+    if (ps == NULL) {
+        r->bad = 2; /* no memory: the caller raises */
+        return 0;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        prop *p = &ps[i];
+        p->key = NULL;
+        p->klen = 0;
+        r_ss(r, &p->key, &p->klen);
+        p->type = r_u8(r);
+        if (r->bad)
+            break;
+        p->vpos = r->pos;
+        Py_ssize_t w;
+        switch (p->type) {
+        case 0: w = 0; break;
+        case 2: case 3: w = 1; break;
+        case 5: case 11: w = 2; break;
+        case 6: case 8: w = 4; break;
+        case 7: case 9: w = 8; break;
+        case 4: {
+            int32_t ln = r_i32(r);
+            if (ln < 0)
+                r->bad = 1;
+            p->vpos = r->pos;
+            w = ln;
+            break;
+        }
+        case 10: {
+            int32_t ln = r_i32(r);
+            if (ln % 2)
+                r->bad = 1;
+            p->vpos = r->pos;
+            w = ln;
+            break;
+        }
+        default: r->bad = 1; w = 0;
+        }
+        if (!need(r, w))
+            break;
+        p->vlen = w;
+        r->pos += w;
+        p->hash = ss_hash(p->key, p->klen);
+    }
+    if (r->bad) {
+        PyMem_Free(ps);
+        return 0;
+    }
+    *out = ps;
+    return n;
+}
+
+static int key_starts(const prop *p, const char *ascii) {
+    Py_ssize_t n = (Py_ssize_t)strlen(ascii);
+    if (p->klen < 2 * n)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p->key[2 * i] != (unsigned char)ascii[i] || p->key[2 * i + 1] != 0)
+            return 0;
+    return 1;
+}
+
+/* Property.value_text; -1 when Python must write it (a lone surrogate). */
+static int put_value(outbuf *o, const unsigned char *buf, const prop *p) {
+    const unsigned char *v = buf + p->vpos;
+    switch (p->type) {
+    case 0: PUTL(o, "NULL-value"); return 0;
+    case 2: put_bool(o, v[0] != 0); return 0;
+    case 3: put_int(o, (signed char)v[0]); return 0;
+    case 5: put_int(o, (int16_t)(v[0] << 8 | v[1])); return 0;
+    case 6: put_int(o, be32(v)); return 0;
+    case 7: put_int(o, be64(v)); return 0;
+    case 8: {
+        uint32_t bits = (uint32_t)be32(v);
+        float f;
+        memcpy(&f, &bits, 4);
+        put_fp(o, (double)f, 1);
+        return 0;
+    }
+    case 9: {
+        uint64_t bits = (uint64_t)be64(v);
+        double d;
+        memcpy(&d, &bits, 8);
+        put_fp(o, d, 0);
+        return 0;
+    }
+    case 10: return put_utf16(o, v, p->vlen, 0);
+    case 11: {
+        unsigned c = (unsigned)(v[0] << 8 | v[1]);
+        if (c >= 0xD800 && c <= 0xDFFF)
+            return -1;
+        return put_utf16(o, v, 2, 1);
+    }
+    case 4: {
+        PUTL(o, "[");
+        put_hex(o, v, (size_t)p->vlen, 150);
+        PUTL(o, "]");
+        if (key_starts(p, "_AMQ_ROUTE_TO")) {
+            PUTL(o, ", bytesAsLongs[");
+            Py_ssize_t nl = p->vlen / 8;
+            for (Py_ssize_t i = 0; i < nl; i++) {
+                if (i)
+                    PUTL(o, ", ");
+                put_int(o, be64(v + 8 * i));
+            }
+            if (p->vlen % 8) {
+                if (nl)
+                    PUTL(o, ", ");
+                PUTL(o, "error-converting-longs=null");
+            }
+            PUTL(o, "]");
+        }
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static int cmp_order_mask;
+static const prop *cmp_base;
+static int order_cmp(const void *a, const void *b) {
+    int ia = *(const int *)a, ib = *(const int *)b;
+    uint32_t ha = cmp_base[ia].hash, hb = cmp_base[ib].hash;
+    uint32_t ba = (ha ^ (ha >> 16)) & (uint32_t)cmp_order_mask, bb = (hb ^ (hb >> 16)) & (uint32_t)cmp_order_mask;
+    if (ba != bb)
+        return ba < bb ? -1 : 1;
+    return ia < ib ? -1 : (ia > ib);
+}
+
+/* TypedProperties.describe: "TypedProperties[k=v, ...]" in the reader's HashMap order. -1: Python's. */
+static int put_props(outbuf *o, const unsigned char *buf, prop *ps, Py_ssize_t n) {
+    if (n > 4096) /* the duplicate check is quadratic: leave huge maps to Python */
+        return -1;
+    PUTL(o, "TypedProperties[");
+    if (n > 0) {
+        /* merged: first position of each key, last value */
+        int small[64];
+        int *idx = n <= 64 ? small : PyMem_Malloc(sizeof(int) * (size_t)n);
+        if (idx == NULL) {
+            o->nomem = 1;
+            return 0;
+        }
+        Py_ssize_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t j;
+            for (j = 0; j < m; j++) {
+                const prop *q = &ps[idx[j]];
+                if (q->klen == ps[i].klen && memcmp(q->key, ps[i].key, (size_t)q->klen) == 0)
+                    break;
+            }
+            if (j < m) { /* duplicate: keep the position, take the value */
+                prop *q = &ps[idx[j]];
+                q->type = ps[i].type;
+                q->vpos = ps[i].vpos;
+                q->vlen = ps[i].vlen;
+            } else {
+                idx[m++] = (int)i;
+            }
+        }
+        uint32_t cap = 1;
+        while ((Py_ssize_t)cap < n)
+            cap *= 2;
+        cmp_order_mask = (int)(cap - 1);
+        cmp_base = ps;
+        /* stable by (bucket, first position): idx holds ascending positions, the comparator breaks ties */
+        qsort(idx, (size_t)m, sizeof(int), order_cmp);
+        int rc = 0;
+        for (Py_ssize_t j = 0; j < m && rc == 0; j++) {
+            const prop *p = &ps[idx[j]];
+            if (j)
+                PUTL(o, ", ");
+            if (put_utf16(o, p->key, p->klen, 0) < 0)
+                rc = -1;
+            PUTL(o, "=");
+            if (rc == 0 && put_value(o, buf, p) < 0)
+                rc = -1;
+        }
+        if (idx != small)
+            PyMem_Free(idx);
+        if (rc < 0)
+            return -1;
+    }
+    PUTL(o, "]");
+    return 0;
+}
+
+/* ---- the core message (type 45, persister 1): message.CoreMessage.describe ---- */
+
+static int put_nss(outbuf *o, const unsigned char *s, Py_ssize_t n, int present) {
+    if (!present) {
+        PUTL(o, "null");
+        return 0;
+    }
+    return put_utf16(o, s, n, 0);
+}
+
+/* mode 0: MessageDescribe ("Message(messageID=..;msg=CoreMessage[...]@0"); mode 1: data print's paged form
+ * (",userMessageID=<uid or empty>, msg=CoreMessage[...]@0"); safe: "CoreMessage(safe data, size=N)" after
+ * ", msg=" in mode 1. */
+static int describe_core(outbuf *o, rd *r, int safe, int mode) {
+    int64_t mid = r_i64(r);
+    const unsigned char *addr = NULL;
+    Py_ssize_t alen = 0;
+    int apresent = r_u8(r) != 0;
+    if (apresent)
+        r_ss(r, &addr, &alen);
+    int32_t buf_len = r_i32(r);
+    if (r->bad || buf_len < 4 || buf_len > r->end - r->pos)
+        return -1;
+    rd in = {r->p, r->pos, r->pos + buf_len, 0};
+    r->pos += buf_len;
+    int32_t eob = r_i32(&in);
+    int64_t body_len = (int64_t)eob - 13;
+    if (in.bad || body_len < 0 || !need(&in, (Py_ssize_t)body_len))
+        return -1;
+    in.pos += (Py_ssize_t)body_len;
+    /* MessageHeaders.read */
+    (void)r_i64(&in); /* the buffer's messageID: the persister's wins */
+    const unsigned char *haddr = NULL;
+    Py_ssize_t halen = 0;
+    int hpresent = r_u8(&in) != 0;
+    if (hpresent)
+        r_ss(&in, &haddr, &halen);
+    const unsigned char *uid = NULL;
+    if (r_u8(&in) == 1) {
+        if (need(&in, 16)) {
+            uid = in.p + in.pos;
+            in.pos += 16;
+        }
+    }
+    (void)r_i8(&in); /* type */
+    int durable = r_u8(&in) != 0;
+    int64_t expiration = r_i64(&in);
+    int64_t timestamp = r_i64(&in);
+    int priority = r_i8(&in);
+    prop *ps = NULL;
+    Py_ssize_t np = read_props(&in, &ps);
+    if (in.bad) {
+        if (in.bad == 2)
+            o->nomem = 1;
+        return -1;
+    }
+    /* encode_size: bufLen, or with the persister's address re-encoded in place of the buffer's */
+    int64_t size = buf_len;
+    int same = apresent == hpresent && (!apresent || (alen == halen && memcmp(addr, haddr, (size_t)alen) == 0));
+    if (!same) {
+        Py_ssize_t tail = in.end - in.pos;
+        size = (int64_t)buf_len - tail - (hpresent ? 5 + halen : 1) + (apresent ? 5 + alen : 1);
+    }
+    int rc = 0;
+    if (safe) {
+        if (mode == 1)
+            PUTL(o, ", msg=");
+        PUTL(o, "CoreMessage(safe data, size=");
+        put_int(o, size);
+        PUTL(o, ")");
+    } else {
+        if (mode == 1) {
+            PUTL(o, ",userMessageID=");
+            if (uid)
+                put_uuid(o, uid);
+            PUTL(o, ", msg=");
+        } else {
+            PUTL(o, "Message(messageID=");
+            put_int(o, mid);
+            if (uid) {
+                PUTL(o, ";userMessageID=");
+                put_uuid(o, uid);
+            }
+            PUTL(o, ";msg=");
+        }
+        PUTL(o, "CoreMessage[messageID=");
+        put_int(o, mid);
+        PUTL(o, ", durable=");
+        put_bool(o, durable);
+        PUTL(o, ", userID=");
+        if (uid)
+            put_uuid(o, uid);
+        else
+            PUTL(o, "null");
+        PUTL(o, ", priority=");
+        put_int(o, priority);
+        PUTL(o, ", timestamp=");
+        if (put_date(o, timestamp) < 0)
+            rc = -1;
+        PUTL(o, ", expiration=");
+        if (put_date(o, expiration) < 0)
+            rc = -1;
+        PUTL(o, ", durable=");
+        put_bool(o, durable);
+        PUTL(o, ", address=");
+        if (put_nss(o, addr, alen, apresent) < 0)
+            rc = -1;
+        PUTL(o, ", size=");
+        put_int(o, size);
+        PUTL(o, ", properties=");
+        if (rc == 0 && put_props(o, in.p, ps, np) < 0)
+            rc = -1;
+        PUTL(o, "]@0");
+    }
+    if (ps)
+        PyMem_Free(ps);
+    return rc;
+}
+
+/* ---- one body: describe_user_record ---- */
+
+static void put_position(outbuf *o, int64_t page, int32_t msg) {
+    PUTL(o, "PagePositionImpl [pageNr=");
+    put_int(o, page);
+    PUTL(o, ", messageNr=");
+    put_int(o, msg);
+    PUTL(o, ", recordID=-1]");
+}
+
+/* The <obj> text of one record into o: 0 done, -1 Python's (o rolled back by the caller). */
+static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssize_t len, int64_t rid, int is_update,
+                        int safe) {
+    rd r = {body, 0, len, 0};
+    switch (utype) {
+    case 32:
+    case 33: {
+        int64_t q = r_i64(&r);
+        if (r.bad)
+            return -1;
+        if (utype == 32)
+            PUTL(o, "AddRef;QueueEncoding [queueID=");
+        else
+            PUTL(o, "ACK;QueueEncoding [queueID=");
+        put_int(o, q);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 34: {
+        int64_t q = r_i64(&r);
+        int32_t c = r_i32(&r);
+        if (r.bad)
+            return -1;
+        PUTL(o, "DeliveryCountUpdateEncoding [queueID=");
+        put_int(o, q);
+        PUTL(o, ", count=");
+        put_int(o, c);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 35: {
+        int64_t a = r_i64(&r);
+        int32_t b = r_i32(&r);
+        if (r.bad)
+            return -1;
+        if (is_update) {
+            PUTL(o, "PageUpdateTXEncoding [pageTX=");
+            put_int(o, a);
+            PUTL(o, ", records=");
+            put_int(o, b);
+            PUTL(o, "]");
+        } else {
+            PUTL(o, "PageTransactionInfoImpl(transactionID=");
+            put_int(o, a);
+            PUTL(o, ",id=");
+            put_int(o, rid);
+            PUTL(o, ",numberOfMessages=");
+            put_int(o, b);
+            PUTL(o, ")");
+        }
+        return 0;
+    }
+    case 36: {
+        int64_t q = r_i64(&r), t = r_i64(&r);
+        if (r.bad)
+            return -1;
+        PUTL(o, "ScheduledDeliveryEncoding [scheduledDeliveryTime=");
+        put_int(o, t);
+        PUTL(o, ", queueID=");
+        put_int(o, q);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 37: {
+        const unsigned char *a = NULL;
+        Py_ssize_t an = 0;
+        r_ss(&r, &a, &an);
+        int32_t n = r_i32(&r);
+        if (r.bad || n < 0 || !need(&r, n))
+            return -1;
+        const unsigned char *d = body + r.pos;
+        PUTL(o, "DuplicateIDEncoding [address=");
+        if (put_utf16(o, a, an, 0) < 0)
+            return -1;
+        PUTL(o, ", duplID=");
+        put_hex(o, d, (size_t)n, 0);
+        static const unsigned char BRIDGE[] = {'B', 0, 'R', 0, 'I', 0, 'D', 0, 'G', 0, 'E', 0};
+        if (an >= 12 && memcmp(a, BRIDGE, 12) == 0 && n == 24) {
+            PUTL(o, " / nodeUUID=");
+            put_uuid(o, d);
+            PUTL(o, " messageID=");
+            put_int(o, be64(d + 16));
+        }
+        PUTL(o, "]");
+        return 0;
+    }
+    case 39:
+    case 42: {
+        int64_t q = r_i64(&r), page = r_i64(&r);
+        int32_t m = r_i32(&r);
+        if (r.bad)
+            return -1;
+        if (utype == 39)
+            PUTL(o, "CursorAckRecordEncoding [queueID=");
+        else
+            PUTL(o, "PGComplete [queueID=");
+        put_int(o, q);
+        PUTL(o, ", position=");
+        put_position(o, page, m);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 40:
+    case 41: {
+        int64_t q = r_i64(&r);
+        int64_t v = utype == 40 ? r_i64(&r) : r_i32(&r);
+        int64_t ps = 0;
+        if (!r.bad && r.end - r.pos > 0)
+            ps = r_i64(&r);
+        if (r.bad)
+            return -1;
+        if (utype == 40)
+            PUTL(o, "PageCountRecord [queueID=");
+        else
+            PUTL(o, "PageCountRecordInc [queueID=");
+        put_int(o, q);
+        PUTL(o, ", value=");
+        put_int(o, v);
+        PUTL(o, ", persistentSize=");
+        put_int(o, ps);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 43: {
+        int64_t q = r_i64(&r), p = r_i64(&r);
+        if (r.bad)
+            return -1;
+        PUTL(o, "PageCountPendingImpl [queueID=");
+        put_int(o, q);
+        PUTL(o, ", pageID=");
+        put_int(o, p);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 24: {
+        int64_t v = r_i64(&r);
+        if (r.bad)
+            return -1;
+        PUTL(o, "IDCounterEncoding [id=");
+        put_int(o, v);
+        PUTL(o, "]");
+        return 0;
+    }
+    case 29: {
+        int64_t v = r_i64(&r);
+        if (r.bad)
+            return -1;
+        PUTL(o, "PendingLargeMessageEncoding::MessageID=");
+        put_int(o, v);
+        return 0;
+    }
+    case 22:
+    case 46: {
+        int64_t q = r_i64(&r);
+        int s = r_i16(&r);
+        if (r.bad)
+            return -1;
+        const char *name = s == 0 ? "PAUSED" : s == 1 ? "RUNNING" : "null";
+        if (utype == 22) {
+            PUTL(o, "QueueStatusEncoding [id=");
+            put_int(o, rid);
+            PUTL(o, ", queueID=");
+            put_int(o, q);
+            PUTL(o, ", status=");
+            puts_(o, name);
+            PUTL(o, "]");
+        } else {
+            PUTL(o, "AddressStatusEncoding{status=");
+            puts_(o, name);
+            PUTL(o, ", id=");
+            put_int(o, q);
+            PUTL(o, "}");
+        }
+        return 0;
+    }
+    case 28:
+        PUTL(o, "PersistedBridgeConfiguration(<");
+        put_int(o, len);
+        PUTL(o, " bytes not decoded>)");
+        return 0;
+    case 31:
+        PUTL(o, "ADD-MESSAGE is not supported any longer, use export/import");
+        return 0;
+    case 49:
+    case 51:
+        PUTL(o, "** null **");
+        return 0;
+    case 45:
+        if (len >= 1 && body[0] == 1) {
+            r.pos = 1;
+            return describe_core(o, &r, safe, 0);
+        }
+        return -1;
+    default:
+        if (utype < 20 || utype > 53 || utype == 23) { /* not decoded by DescribeJournal */
+            PUTL(o, "** null **");
+            return 0;
+        }
+        return -1;
+    }
+}
+
+/* describe_obj with rollback: 1 written, 0 Python's. */
+static int obj_or_rollback(outbuf *o, int utype, const unsigned char *body, Py_ssize_t len, int64_t rid,
+                           int is_update, int safe) {
+    size_t mark = o->n;
+    if (describe_obj(o, utype, body, len, rid, is_update, safe) < 0) {
+        if (!o->nomem)
+            o->n = mark;
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *take_text(outbuf *o) {
+    if (o->nomem) {
+        PyMem_RawFree(o->p);
+        o->p = NULL;
+        o->n = o->cap = 0;
+        return PyErr_NoMemory();
+    }
+    PyObject *s = PyUnicode_DecodeUTF8(o->p ? o->p : "", (Py_ssize_t)o->n, "strict");
+    PyMem_RawFree(o->p);
+    o->p = NULL;
+    o->n = o->cap = 0;
+    return s;
+}
+
+PyObject *amq_describe_body(PyObject *self, PyObject *args) {
+    int utype, is_update, safe;
+    long long rid;
+    Py_buffer body;
+    if (!PyArg_ParseTuple(args, "iy*Lpp:describe_body", &utype, &body, &rid, &is_update, &safe))
+        return NULL;
+    outbuf o = {0};
+    int ok = obj_or_rollback(&o, utype, body.buf, body.len, rid, is_update, safe);
+    PyBuffer_Release(&body);
+    if (!ok && !o.nomem) {
+        PyMem_RawFree(o.p);
+        Py_RETURN_NONE;
+    }
+    return take_text(&o);
+}
+
+/* ---- one file's records: describe._file_lines ---- */
+
+enum { EVENT = 10, ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX, DELETE, PREPARE, COMMIT, ROLLBACK };
+static const int FIXED_V2[] = {23, 23, 23, 31, 31, 30, 18, 26, 22, 18}; /* records._FIXED_V2 from EVENT */
+
+static int flush_run(outbuf *o, PyObject *out) {
+    if (o->n == 0)
+        return 0;
+    o->n--; /* the last line's "\n": write_lines adds it */
+    PyObject *s = take_text(o);
+    if (s == NULL)
+        return -1;
+    int rc = PyList_Append(out, s);
+    Py_DECREF(s);
+    return rc;
+}
+
+static inline int tuple_ll(PyObject *t, Py_ssize_t i, long long *v) {
+    *v = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+    return (*v == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+PyObject *amq_describe_lines(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    int version, safe;
+    PyObject *records;
+    if (!PyArg_ParseTuple(args, "y*iO!p:describe_lines", &data, &version, &PyList_Type, &records, &safe))
+        return NULL;
+    const unsigned char *buf = data.buf;
+    Py_ssize_t size = data.len;
+    PyObject *out = PyList_New(0);
+    outbuf o = {0};
+    if (out == NULL)
+        goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(records, i);
+        long long f[10];
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 10) {
+            PyErr_SetString(PyExc_TypeError, "describe_lines: records must be scan_records tuples");
+            goto fail;
+        }
+        for (int k = 0; k < 10; k++)
+            if (tuple_ll(t, k, &f[k]) < 0)
+                goto fail;
+        long long rt = f[0], off = f[1], cc = f[3], tx = f[4], rid = f[5], utype = f[6], blen = f[7], nrec = f[8];
+        size_t mark = o.n;
+        int done = 0;
+        if (rt >= EVENT && rt <= ROLLBACK && rt != PREPARE) {
+            long long start = off + FIXED_V2[rt - EVENT] - (version >= 2 ? 0 : 1) - 4;
+            int has_body = rt <= UPDATE_TX;
+            int counter = (rt == UPDATE || rt == UPDATE_TX) && (utype == 40 || utype == 41);
+            if (has_body && (start < 0 || blen < 0 || start + blen > size || counter)) {
+                done = 0; /* slices Python would clamp, or counter lines with print state: Python's */
+            } else {
+                done = 1;
+                switch (rt) {
+                case ADD: PUTL(&o, "operation@AddRecord;"); break;
+                case UPDATE: PUTL(&o, "operation@Update;"); break;
+                case EVENT: PUTL(&o, "operation@Event;"); break;
+                case ADD_TX: PUTL(&o, "operation@AddRecordTX;txID="); put_int(&o, tx); PUTL(&o, ","); break;
+                case UPDATE_TX: PUTL(&o, "operation@UpdateTX;txID="); put_int(&o, tx); PUTL(&o, ","); break;
+                case DELETE_TX:
+                    PUTL(&o, "operation@DeleteRecordTX;txID=");
+                    put_int(&o, tx);
+                    PUTL(&o, ",recordID=");
+                    put_int(&o, rid);
+                    PUTL(&o, ";userRecordType=0;isUpdate=true;compactCount=");
+                    put_int(&o, cc);
+                    PUTL(&o, ";** null **");
+                    break;
+                case DELETE: PUTL(&o, "operation@DeleteRecord;recordID="); put_int(&o, rid); break;
+                case COMMIT:
+                    PUTL(&o, "operation@Commit;txID=");
+                    put_int(&o, tx);
+                    PUTL(&o, ",numberOfRecords=");
+                    put_int(&o, nrec);
+                    break;
+                case ROLLBACK: PUTL(&o, "operation@Rollback;txID="); put_int(&o, tx); break;
+                }
+                if (has_body) {
+                    int upd = rt == UPDATE || rt == UPDATE_TX;
+                    PUTL(&o, "recordID=");
+                    put_int(&o, rid);
+                    PUTL(&o, ";userRecordType=");
+                    put_int(&o, utype);
+                    PUTL(&o, ";isUpdate=");
+                    put_bool(&o, upd);
+                    PUTL(&o, ";compactCount=");
+                    put_int(&o, cc);
+                    PUTL(&o, ";");
+                    done = obj_or_rollback(&o, (int)utype, buf + start, (Py_ssize_t)blen, rid, upd, safe);
+                }
+            }
+        }
+        if (o.nomem) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        if (done) {
+            PUTL(&o, "\n");
+        } else {
+            o.n = mark;
+            if (flush_run(&o, out) < 0)
+                goto fail;
+            PyObject *ix = PyLong_FromSsize_t(i);
+            if (ix == NULL || PyList_Append(out, ix) < 0) {
+                Py_XDECREF(ix);
+                goto fail;
+            }
+            Py_DECREF(ix);
+        }
+        if (o.n >= (1u << 20) && flush_run(&o, out) < 0) /* bound the text held at once */
+            goto fail;
+    }
+    if (flush_run(&o, out) < 0)
+        goto fail;
+    PyBuffer_Release(&data);
+    return out;
+fail:
+    PyMem_RawFree(o.p);
+    Py_XDECREF(out);
+    PyBuffer_Release(&data);
+    return NULL;
+}
+
+/* ---- the surviving records: describe._surviving_lines ---- */
+
+#define LIVE_ENTRY 27 /* native.LIVE_FORMAT "=qB?biqi" (journal_load.c) */
+
+/* describe_live(live, start, stop, data, file_index, safe, ref_counts)
+ *   -> (text, next, messages, large_messages)
+ * The "recordID=...;<obj>" lines of live entries start.. while they are in file `file_index` (bytes `data`),
+ * stopping at `stop`, at an entry of another file, or at one C leaves to Python (page counters, which print
+ * state, and bodies it does not cover): `next` is that entry. Tallies what _surviving_lines tallies for the
+ * entries written: messages (31, 45), large messages (30) and, in `ref_counts` (a dict, first-put order),
+ * +1 per ADD_REF and -1 per ACKNOWLEDGE_REF of a queue already seen (0 for an unseen one). */
+PyObject *amq_describe_live(PyObject *self, PyObject *args) {
+    Py_buffer live, data;
+    Py_ssize_t start, stop;
+    int file_index, safe;
+    PyObject *refs;
+    if (!PyArg_ParseTuple(args, "y*nny*ipO!:describe_live", &live, &start, &stop, &data, &file_index, &safe,
+                          &PyDict_Type, &refs))
+        return NULL;
+    PyObject *result = NULL;
+    outbuf o = {0};
+    long long messages = 0, large = 0;
+    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
+    if (start < 0 || stop > total || start > stop) {
+        PyErr_SetString(PyExc_IndexError, "describe_live range out of bounds");
+        goto done;
+    }
+    const unsigned char *lb = live.buf, *db = data.buf;
+    Py_ssize_t dlen = data.len;
+    for (; i < stop; i++) {
+        const unsigned char *e = lb + i * LIVE_ENTRY;
+        int64_t id, off;
+        int32_t fi, blen;
+        memcpy(&id, e, 8);
+        memcpy(&fi, e + 11, 4);
+        memcpy(&off, e + 15, 8);
+        memcpy(&blen, e + 23, 4);
+        if (fi != file_index)
+            break;
+        int utype = e[8], upd = e[9] != 0, cc = (int8_t)e[10];
+        if (utype == 40 || utype == 41)
+            break;
+        /* the bytes LoadResult.body() reads: fewer if the file is shorter */
+        Py_ssize_t bs = off < 0 ? 0 : (off > dlen ? dlen : (Py_ssize_t)off);
+        Py_ssize_t be = blen <= 0 ? bs : (off + blen > dlen ? dlen : (Py_ssize_t)(off + blen));
+        if (be < bs)
+            be = bs;
+        size_t mark = o.n;
+        PUTL(&o, "recordID=");
+        put_int(&o, id);
+        PUTL(&o, ";userRecordType=");
+        put_int(&o, utype);
+        PUTL(&o, ";isUpdate=");
+        put_bool(&o, upd);
+        PUTL(&o, ";compactCount=");
+        put_int(&o, cc);
+        PUTL(&o, ";");
+        if (!obj_or_rollback(&o, utype, db + bs, be - bs, id, upd, safe)) {
+            if (o.nomem)
+                break;
+            o.n = mark;
+            break;
+        }
+        PUTL(&o, "\n");
+        if (o.nomem)
+            break;
+        if (utype == 45 || utype == 31) {
+            messages++;
+        } else if (utype == 30) {
+            large++;
+        } else if ((utype == 32 || utype == 33) && be - bs >= 8) {
+            PyObject *q = PyLong_FromLongLong(be64(db + bs));
+            if (q == NULL)
+                goto done;
+            PyObject *cur = PyDict_GetItemWithError(refs, q);
+            long long v;
+            int put_it = 1;
+            if (cur == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+                v = utype == 32 ? 1 : 0;
+            } else {
+                v = PyLong_AsLongLong(cur) + (utype == 32 ? 1 : -1);
+                if (v == -1 && PyErr_Occurred()) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+            }
+            if (put_it) {
+                PyObject *nv = PyLong_FromLongLong(v);
+                int rc = nv == NULL ? -1 : PyDict_SetItem(refs, q, nv);
+                Py_XDECREF(nv);
+                if (rc < 0) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+            }
+            Py_DECREF(q);
+        }
+        if (o.n >= (1u << 20)) { /* bound the text held at once */
+            i++;
+            break;
+        }
+    }
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (o.n)
+        o.n--; /* the last "\n": the caller's writer adds it */
+    PyObject *text = take_text(&o);
+    if (text != NULL)
+        result = Py_BuildValue("(NnLL)", text, i, messages, large);
+done:
+    PyMem_RawFree(o.p);
+    PyBuffer_Release(&live);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* ---- paged messages: paging.message_line's message part ---- */
+
+/* describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None
+ * One page record (the PagedMessage filling buf[start:end]) when it holds a core message (persister 1, no
+ * large-message header): `text` is what message_line writes after "pg=.., msg=..,pgTX=.." and before
+ * ",Queues = ". None for everything else, including bytes PagedMessage.read would refuse: the caller then
+ * decodes in Python (which raises where it must). */
+PyObject *amq_describe_paged(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start, end;
+    int safe;
+    if (!PyArg_ParseTuple(args, "y*nnp:describe_paged", &b, &start, &end, &safe))
+        return NULL;
+    PyObject *result = NULL;
+    outbuf o = {0};
+    if (start < 0 || end > b.len || start > end) {
+        PyErr_SetString(PyExc_IndexError, "describe_paged range out of bounds");
+        goto done;
+    }
+    rd r = {b.buf, start, end, 0};
+    int64_t tx = r_i64(&r);
+    int ltype = r_i8(&r);
+    if (r.bad || ltype == 1 || ltype == -1 || r.pos >= r.end || r.p[r.pos] != 1)
+        goto none;
+    r.pos++;
+    if (describe_core(&o, &r, safe, 1) < 0 || r.bad)
+        goto none_or_nomem;
+    int32_t n = r_i32(&r);
+    if (r.bad || n < 0 || (int64_t)n * 8 > (int64_t)(r.end - r.pos))
+        goto none;
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *qs = PyTuple_New(n);
+    if (qs == NULL)
+        goto done;
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *q = PyLong_FromLongLong(be64(r.p + r.pos + 8 * (Py_ssize_t)i));
+        if (q == NULL) {
+            Py_DECREF(qs);
+            goto done;
+        }
+        PyTuple_SET_ITEM(qs, i, q);
+    }
+    PyObject *text = take_text(&o);
+    if (text == NULL) {
+        Py_DECREF(qs);
+        goto done;
+    }
+    result = Py_BuildValue("(LNN)", (long long)tx, qs, text);
+    goto done;
+none_or_nomem:
+    if (o.nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+none:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_RawFree(o.p);
+    PyBuffer_Release(&b);
+    return result;
+}
