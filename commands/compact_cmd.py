@@ -37,7 +37,8 @@ def _findings(reports, dry_run: bool) -> list[Finding]:
             sev = Severity.WARNING if dry_run else Severity.INFO
             out.append(Finding(sev, "compaction-needed", "; ".join(r.reasons), r.directory))
         for w in r.warnings:
-            out.append(Finding(Severity.WARNING, "ownership" if "owner" in w else "compact-warning", w, r.directory))
+            code = "store-in-use" if w.startswith("the store is in use") else "ownership" if "owner" in w else "compact-warning"
+            out.append(Finding(Severity.WARNING, code, w, r.directory))
         if r.failed:
             out.append(Finding(Severity.INFO, "failed-transactions-carried",
                                f"{r.failed} unfinished transaction(s) carried over unresolved; the broker rolls "

@@ -232,30 +232,58 @@ def ensure_not_locked(paths, *, force: bool = False) -> list[LockInfo]:
     return locks
 
 
+def instance_above(paths) -> Path | None:
+    """The broker instance holding any of ``paths``: the nearest directory at or above one of them that has
+    ``lock/`` (``artemis create`` makes it; ``LockAbstract`` keeps ``cli.lock`` there) or ``etc/broker.xml``."""
+    for p in paths:
+        p = Path(os.path.abspath(p))
+        for cand in (p, *p.parents):
+            if (cand / "lock").is_dir() or (cand / "etc" / "broker.xml").is_file():
+                return cand
+    return None
+
+
 def artemis_store_lock_files(store) -> list[Path]:
-    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore` (node manager files in its
-    journal directory, or the broker's configured node-manager lock directory, and the instance's
-    ``lock/cli.lock``)."""
+    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore`, whatever path named it.
+
+    Node-manager files (``FileLockNodeManager``) in the broker's configured node-manager lock directory, else
+    its journal directory; the instance's ``lock/cli.lock`` (``LockAbstract``). The instance is found from any
+    path inside it (instance, data directory, journal or bindings directory), and its ``etc/broker.xml`` then
+    names the journal and node-manager directories even when PATH was only the bindings journal: a store named
+    by its journal directory is the same store, and the broker holds it all the same.
+    """
+    from amqtool.store.brokerxml import read_broker_xml
+
     journal_dir = store.messages.directory if store.messages is not None else None
-    nm_dir = None
-    instance = None
     settings = getattr(store, "settings", None)
+    known = [Path(store.root)] + [j.directory for j in (store.messages, store.bindings) if j is not None]
+    instance = settings.instance_dir if settings is not None else None
+    if instance is None:
+        instance = instance_above(known)
+        xml = instance / "etc" / "broker.xml" if instance is not None else None
+        if xml is not None and xml.is_file():
+            try:
+                settings = read_broker_xml(xml)
+            except AmqtoolError:
+                settings = None  # an unreadable broker.xml: the default places below still count
+    files: list[Path] = []
+    nm_dirs: list[Path] = []
     if settings is not None:
         raw = getattr(settings, "raw", {}) or {}
         nm = raw.get("node-manager-lock-directory")
+        base = settings.instance_dir or instance
         if nm:
-            nm_dir = Path(nm) if os.path.isabs(nm) or settings.instance_dir is None else settings.instance_dir / nm
-        instance = settings.instance_dir
-        if journal_dir is None and settings.journal_dir is not None:
-            journal_dir = settings.journal_dir
-    if instance is None:
-        root = Path(store.root)
-        # a data directory inside an instance: <instance>/data
-        for cand in (root, root.parent):
-            if (cand / "lock").is_dir() or (cand / "etc" / "broker.xml").is_file():
-                instance = cand
-                break
-    files = artemis_lock_files(journal_dir, instance, nm_dir)
-    if store.bindings is not None and journal_dir is None:
-        files += artemis_lock_files(store.bindings.directory)
+            nm_dirs.append(Path(nm) if os.path.isabs(nm) or base is None else base / nm)
+        if settings.journal_dir is not None:
+            nm_dirs.append(Path(settings.journal_dir))
+    if journal_dir is not None:
+        nm_dirs.append(journal_dir)
+    if instance is not None:
+        nm_dirs.append(instance / "data" / "journal")  # artemis create's default journal directory
+    if store.bindings is not None and not nm_dirs:
+        nm_dirs.append(store.bindings.directory)
+    for d in nm_dirs:
+        files += artemis_lock_files(d)
+    if instance is not None:
+        files.append(instance / "lock" / "cli.lock")
     return files

@@ -182,3 +182,68 @@ def test_a_file_removed_after_compaction_is_still_a_loss(tmp_path, capsys):
     assert len(data) >= 4
     (f,) = [f for f in ver["findings"] if f["code"] == "missing-journal-file"]
     assert code == 1 and f["details"]["liveUpdatesWithoutAdd"] > 0
+
+
+def _hold(lock):
+    """A child process holding ``lock`` the way the broker's FileLock does (fcntl over the whole file)."""
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
+                               "print('locked', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def _instance(tmp_path):
+    from amqtool.engines.artemis.demo import create_demo
+
+    inst = tmp_path / "broker1"
+    create_demo(inst, 5 * 1024 * 1024, file_size=1024 * 1024, seed=2, paging=False, large_messages=False)
+    (inst / "lock").mkdir()
+    (inst / "lock" / "cli.lock").write_bytes(b"")
+    return inst
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("where", ["", "data", "data/journal", "data/bindings"])
+def test_the_instance_lock_is_found_from_any_path_inside_it(tmp_path, capsys, where):
+    # Issue 13 item 3: `compact INSTANCE/data/journal` compacted in place while lock/cli.lock was held.
+    inst = _instance(tmp_path)
+    holder = _hold(inst / "lock" / "cli.lock")
+    try:
+        hashes = tree_hashes(inst / "data")
+        code, doc = _json(capsys, ["compact", str(inst / where), "-f", "json"])
+        assert code == 3 and doc["verdict"] == "UNKNOWN" and "in use" in doc["error"], doc
+        assert "lock/cli.lock" in doc["error"]
+        assert tree_hashes(inst / "data") == hashes
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_node_manager_lock_is_found_from_the_bindings_directory(tmp_path, capsys):
+    inst = _instance(tmp_path)
+    lock = inst / "data" / "journal" / "server.lock"
+    lock.write_bytes(bytes(19))
+    holder = _hold(lock)
+    try:
+        code, doc = _json(capsys, ["compact", str(inst / "data" / "bindings"), "-f", "json"])
+        assert code == 3 and str(lock) in doc["error"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_copy_while_a_broker_holds_the_store_warns(tmp_path, capsys):
+    inst = _instance(tmp_path)
+    holder = _hold(inst / "lock" / "cli.lock")
+    try:
+        code, doc = _json(capsys, ["compact", str(inst / "data" / "journal"), "-o", str(tmp_path / "copy"),
+                                   "-f", "json"])
+        assert code == 1 and doc["verdict"] == "WARNING"
+        assert [f["code"] for f in doc["findings"] if f["severity"] == "warning"] == ["store-in-use"]
+    finally:
+        holder.kill()
+        holder.wait()

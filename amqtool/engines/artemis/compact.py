@@ -1226,11 +1226,17 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
     if not journals:
         raise UsageError("no Artemis journal selected in this store")
     writes_source = not req.dry_run and req.output is None
+    copy_warning = None
     if writes_source:
         files = lock_files if lock_files is not None else locks.artemis_store_lock_files(store)
-        held = locks.ensure_not_locked(files, force=req.force)
-        for lk in held:
-            pass  # --force: the caller reports it
+        locks.ensure_not_locked(files, force=req.force)  # --force: the caller reports the locks
+    elif req.output is not None and not req.dry_run:
+        # -o never writes the source, but a running broker may be writing it while it is read: say so.
+        files = lock_files if lock_files is not None else locks.artemis_store_lock_files(store)
+        held = locks.find_locks(files)
+        if held:
+            copy_warning = (f"the store is in use ({held[0].describe()}): the copy was read while a broker may "
+                            "have been writing it and may be torn; stop the broker and copy again to be sure")
     broker = getattr(store, "settings", None)
     reports: list[JournalCompaction] = []
     copies: list[tuple[_Prepared, str]] = []
@@ -1250,6 +1256,8 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
         prep = plan_journal(jd, settings, progress=progress)
         report = prep.report
         report.recovered = recovered
+        if copy_warning:
+            report.warnings.append(copy_warning)
         reports.append(report)
         if req.reclaim_only:
             reclaim_in_place(prep, dry_run=req.dry_run or req.output is not None)

@@ -70,13 +70,14 @@ def journal_entries(directory: Path) -> list[str]:
 
 def refuse_existing_journal(directory: Path) -> None:
     """UsageError when ``directory`` already holds journal files; StoreLockedError when a broker holds
-    its node-manager lock."""
+    its node-manager lock or its instance's ``lock/cli.lock``."""
     existing = journal_entries(directory)
     if existing:
         raise UsageError(f"refusing to touch an existing journal ({existing[0]}"
                          + (f" and {len(existing) - 1} more" if len(existing) > 1 else "") + ")",
                          path=str(directory))
-    locks.ensure_not_locked(locks.artemis_lock_files(directory))
+    # the instance's cli.lock too, found from any directory inside it (a broker may be starting there)
+    locks.ensure_not_locked(locks.artemis_lock_files(directory, locks.instance_above([directory])))
 
 
 def _create_one(directory: Path, spec: JournalSpec, file_size: int, min_files: int) -> CreatedJournal:
