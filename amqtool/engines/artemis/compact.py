@@ -173,6 +173,7 @@ class JournalCompaction:
     recovered: list[str] = field(default_factory=list)  # what finishing an interrupted compaction did
     warnings: list[str] = field(default_factory=list)
     max_id_marker: bool = False
+    carried_over: object | None = None  # -o of a whole store: store_copy.CarriedOver (pages, large messages)
 
     @property
     def live_ratio(self) -> float:
@@ -212,6 +213,7 @@ class JournalCompaction:
             "pending": self.pending,
             "recovered": self.recovered,
             "warnings": self.warnings,
+            "carriedOver": self.carried_over.to_json() if self.carried_over is not None else None,
         }
 
 
@@ -1281,13 +1283,15 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
         finally:
             prep.opened.close()
     if copies:
-        _write_copy(copies, req.output, single=len(journals) == 1)
+        _write_copy(copies, req.output, single=len(journals) == 1, store=store)
     return reports
 
 
-def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool) -> None:
+def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool, store=None) -> None:
     """``-o DEST``: build the compacted store in a temporary sibling directory, then rename it into place,
-    so DEST either does not exist (or stays empty) or holds the complete result."""
+    so DEST either does not exist (or stays empty) or holds the complete result. With ``store`` (a whole
+    store was compacted), its page files, large-message files and node ID come along
+    (:mod:`.store_copy`), so DEST is a store a broker can start from."""
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"destination {dest} exists and is not an empty directory")
@@ -1320,6 +1324,12 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
             prep.report.directory = str(dest if single else dest / name)
             if not single:
                 atomic.fsync_dir(tmp)
+        if store is not None and not single:
+            from amqtool.engines.artemis.store_copy import carry_over
+
+            carried = carry_over(store, tmp, copies[0][0].report.warnings)
+            for prep, _name in copies:
+                prep.report.carried_over = carried
         if dest.exists():
             dest.rmdir()
         atomic.rename(tmp, dest)
