@@ -204,3 +204,49 @@ def test_huge_file_id_gap_is_counted_not_listed(run_json, tmp_path):
     (f,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
     assert f["details"]["missingCount"] == 0x2B00000000000001 - 2
     assert f["details"]["missingFileIds"][:3] == [2, 3, 4] and len(f["details"]["missingFileIds"]) == 100
+
+
+def test_a_flip_inside_a_paged_message_is_critical(run_json, tmp_path):
+    # Issue 13 item 5: a flipped bit inside a paged core message's properties passed the page framing and the
+    # fast record summary, so verify said OK while the broker (and export) stop reading the page there.
+    from amqtool.engines.artemis.demo import create_demo
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.paging import PagedMessage, PageScanner, summarize_record
+    from amqtool.formats.artemis.primitives import Reader
+
+    def only_the_full_decode_fails(b, off, ln):
+        try:
+            summarize_record(b, off + 5, off + 5 + ln)
+        except FormatError:
+            return False
+        try:
+            PagedMessage.read(Reader(b, off + 5, off + 5 + ln))
+        except FormatError:
+            return True
+        return False
+
+    store = tmp_path / "store"
+    create_demo(store, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    page = sorted((store / "data" / "paging").glob("*/*.page"))[0]
+    buf = bytearray(page.read_bytes())
+    records = list(PageScanner(bytes(buf)))
+
+    def first_hole():
+        for number, off, ln in records[:50]:
+            for at in range(off + 5, off + 5 + ln):
+                for bit in range(8):
+                    buf[at] ^= 1 << bit
+                    if only_the_full_decode_fails(buf, off, ln):
+                        return number, off
+                    buf[at] ^= 1 << bit
+        return None
+
+    found = first_hole()
+    assert found, "no flip in the first records that only the full decode sees"
+    page.write_bytes(bytes(buf))
+    number, off = found
+    code, doc, _ = run_json("verify", store)
+    crit = [f for f in doc["findings"] if f["code"] == "page-record-undecodable"]
+    assert code == 2 and doc["verdict"] == "CRITICAL"
+    assert [(f["path"], f["offset"]) for f in crit] == [(str(page), off)]
+    assert crit[0]["details"]["messagesLost"] == len(records) - number

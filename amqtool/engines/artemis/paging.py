@@ -1208,6 +1208,22 @@ class _PageAccount:
                                                pending and tx_state != PAGE_TX_NOT_FOUND)
 
 
+def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
+    """The first well-framed record of a page whose message does not decode as ``Page.read`` decodes it
+    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None.
+
+    The framing and the fast summary (:func:`summarize_record`) skip a core message's properties and body by
+    their lengths, so a flipped bit inside them passed both while the broker, and ``export``, stop reading
+    the page at that record and lose every message after it. About 25 µs a paged message.
+    """
+    for number, off, ln in PageScanner(buf, size):
+        try:
+            PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
+        except FormatError as err:
+            return number, off, err
+    return None
+
+
 class PagingVerifier:
     """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
 
@@ -1294,14 +1310,18 @@ class PagingVerifier:
                     for number, _, _, tx_id, _, mid, qids, header in s:
                         record(number, tx_id, mid, qids, header)
                     end, error = s.end, s.error
+                if error is None:
+                    error = _first_undecodable(buf, pf.size)
                 if error is not None:
                     number, off, err = error
                     undecodable += 1
                     if undecodable <= MAX_LISTED:
+                        after = sum(1 for _ in PageScanner(buf, pf.size)) - number
                         findings.append(Finding(
                             Severity.CRITICAL, "page-record-undecodable",
-                            f"page {pid} message {number}: {err.message}; the broker cannot read this page "
-                            f"(its messages are not delivered)", str(path), off))
+                            f"page {pid} message {number}: {err.message}; the broker stops reading this page "
+                            f"there: this message and the {after - 1} after it are not delivered", str(path), off,
+                            {"page": pid, "message": number, "messagesLost": after}))
                 if self.progress is not None:
                     self.progress(pf.size)
                 if end is None or end.reason == END_CLEAN:
