@@ -57,7 +57,7 @@ def test_verify_clean_store(sample, run_json):
 @pytest.mark.parametrize("damage, code, finding, severity", [
     ("cut", 1, "page-torn-tail", "warning"),
     ("end-marker", 2, "page-damaged", "critical"),
-    ("remove-middle", 1, "page-gap", "warning"),
+    ("remove-middle", 2, "page-missing", "critical"),  # the sample's page counters prove the loss
     ("remove-msg", 2, "large-message-missing", "critical"),
     ("stray-msg", 1, "large-message-orphan", "warning"),
     ("short-msg", 2, "large-message-size", "critical"),

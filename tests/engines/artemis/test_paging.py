@@ -224,8 +224,10 @@ def test_corrupted_end_marker(sample):
 def test_removed_page_in_the_middle(sample):
     os.remove(sample.folders["orders"] / page_file_name(2))
     report = _verify(sample.root)
-    f = [x for x in report.findings if x.code == "page-gap"]
-    assert len(f) == 1 and f[0].severity is Severity.WARNING and f[0].details["missingPages"] == [2]
+    # the page counters of queues 7 (4) and 10 (3) are above what pages 1 and 3 still hold (2 and 1): a loss
+    f = [x for x in report.findings if x.code in ("page-gap", "page-missing")]
+    assert len(f) == 1 and f[0].code == "page-missing" and f[0].severity is Severity.CRITICAL
+    assert f[0].details["missingPages"] == [2] and f[0].details["lostByQueue"] == {"7": 2, "10": 2}
     # the paged large message's body is no longer referenced by anything
     assert [x.details["messageId"] for x in report.findings if x.code == "large-message-orphan"] == [104]
 
@@ -236,6 +238,20 @@ def test_removed_page_that_was_partly_consumed(tmp_path):
     os.remove(layout.folders["a"] / page_file_name(2))
     f = [x for x in _verify(layout.root).findings if x.code in ("page-gap", "page-missing")]
     assert [(x.code, x.severity) for x in f] == [("page-missing", Severity.CRITICAL)]
+
+
+@pytest.mark.parametrize("counter, complete, want", [
+    (6, [], ("page-missing", Severity.CRITICAL, 2)),  # the counter says 6 pending, pages 1 and 3 hold 4
+    (4, [(1, 2)], ("page-gap", Severity.WARNING, None)),  # page 2 was consumed and the counter agrees
+])
+def test_removed_middle_page_is_judged_by_the_page_counters(tmp_path, counter, complete, want):
+    # Issue 13 item 6: the counters prove whether the missing page still held unconsumed messages.
+    msgs = {p: [PagedMessage.build(core_message(p * 10 + i, "a", "m"), [1]) for i in range(2)] for p in (1, 2, 3)}
+    layout = build_store(tmp_path / "d", queues={1: ("a", "a")}, pages={"a": msgs}, counters={1: counter},
+                         completes=complete)
+    os.remove(layout.folders["a"] / page_file_name(2))
+    f = [x for x in _verify(layout.root).findings if x.code in ("page-gap", "page-missing")]
+    assert [(x.code, x.severity, x.details.get("messagesLost")) for x in f] == [want]
 
 
 def test_removed_and_stray_msg_files(sample):
