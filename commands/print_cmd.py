@@ -12,13 +12,14 @@ from amqtool.commands.output import (
     FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
+    finish,
     guarded,
     progress,
     write_json,
     write_jsonl,
     write_lines,
 )
-from amqtool.errors import UsageError
+from amqtool.errors import UsageError, Verdict
 
 
 class Style(str, enum.Enum):
@@ -59,7 +60,13 @@ def print_(
             return
         if pins or drain:
             raise UsageError("--pins and --drain apply to KahaDB stores only")
-        from amqtool.engines.artemis.journal_print import PrintOptions, iter_json, iter_rows, iter_text
+        from amqtool.engines.artemis.journal_print import (
+            PrintOptions,
+            iter_json,
+            iter_rows,
+            iter_text,
+            refused_verdict,
+        )
         from amqtool.engines.artemis.verify import total_bytes
 
         opts = PrintOptions(
@@ -70,6 +77,7 @@ def print_(
             files=set(files) if files else None,
             journals={journal.value} if journal else None,
         )
+        verdict = refused_verdict(store, opts)  # files Artemis refuses: the same verdict as verify's
         with progress("reading", total_bytes(store), quiet) as advance:
             if style is Style.artemis:
                 if fmt is not OutputFormat.text:
@@ -89,7 +97,7 @@ def print_(
                     def tail():
                         yield ', "paging": '
                         yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
-                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result):
+                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict):
                     sys.stdout.write(chunk)
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))
@@ -97,6 +105,8 @@ def print_(
                 from amqtool.engines.artemis.describe import describe_live_record
 
                 write_lines(iter_text(store, opts, advance, describe=describe_live_record))
+        if verdict is not Verdict.OK:
+            finish(verdict)
 
 
 def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool) -> None:

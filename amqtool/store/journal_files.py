@@ -13,7 +13,9 @@ returns fewer bytes.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +62,7 @@ class SkippedFile:
     """A journal file Artemis would refuse (its load fails) or drop."""
 
     path: str
-    code: str  # bad-header-version | user-version-mismatch | unreadable
+    code: str  # bad-header-version | user-version-mismatch | bad-file-id | not-a-regular-file | unreadable
     message: str
     offset: int | None = 0
 
@@ -117,6 +119,22 @@ class OpenedJournal:
                                         path=str(self.files[index].path)) from None
             self._fd_index = index
         return os.pread(self._fd, length, offset)
+
+
+def _cannot(what: str, err: OSError) -> str:
+    """The reason a file could not be checked, naming a permission problem as such."""
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return (f"cannot {what} it: permission denied for this user (uid {os.geteuid()}); run as the broker's "
+                f"user or root")
+    return f"cannot {what} it: {err.strerror}"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
 
 
 def _read_small(path: Path) -> bytes:
@@ -190,9 +208,15 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
         try:
             st = os.stat(path)
         except OSError as err:
-            result.skipped.append(SkippedFile(str(path), "unreadable", f"cannot stat: {err.strerror}", None))
+            result.skipped.append(SkippedFile(str(path), "unreadable", _cannot("stat", err), None))
             continue
-        if not os.path.isfile(path):
+        if not stat.S_ISREG(st.st_mode):
+            # JournalFilesRepository lists every name with the extension (File.list), so the broker takes it
+            # for a journal file; never opened here (a FIFO would block the reader, as it blocks the broker).
+            result.skipped.append(SkippedFile(
+                str(path), "not-a-regular-file",
+                f"a {_kind(st.st_mode)} named like a journal file: Artemis lists it with the journal files and "
+                f"cannot read a header from it", None))
             continue
         if st.st_size < HEADER_SIZE:
             result.pending.append(PendingAction(
@@ -203,12 +227,22 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
             with open(path, "rb") as fh:
                 head = fh.read(HEADER_SIZE)
         except OSError as err:
-            result.skipped.append(SkippedFile(str(path), "unreadable", f"cannot read: {err.strerror}", None))
+            result.skipped.append(SkippedFile(str(path), "unreadable", _cannot("read", err), None))
             continue
         try:
             header = decode_header(head, path=str(path))
         except FormatError as err:
             result.skipped.append(SkippedFile(str(path), "bad-header-version", err.message))
+            continue
+        if header.file_id < 0:
+            # generateFileID never hands out a negative id; with one, the records' tags (the low 32 bits of
+            # the fileID they were written under) match nothing: the broker sees an empty free file, reuses it
+            # and overwrites whatever it held.
+            result.skipped.append(SkippedFile(
+                str(path), "bad-file-id",
+                f"header fileID {header.file_id} is not one Artemis writes: the broker reads none of this file's "
+                f"records (their tags belong to another fileID) and will reuse it as a free file, overwriting "
+                f"them", 8))
             continue
         if header.user_version != user_version:
             result.skipped.append(SkippedFile(

@@ -120,10 +120,12 @@ def test_refused_files_are_shown_not_silently_dropped(run_cli, run_json, tmp_pat
     (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
     code, doc, _ = run_json("print", journal)
     (refused,) = doc["journals"][0]["refused"]
-    assert code == 0 and refused["code"] == "bad-header-version" and refused["offset"] == 0
+    # issue 13 item 7: the verdict (and exit code) agree with the refusal, as verify's would
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert refused["code"] == "bad-header-version" and refused["offset"] == 0
     assert refused["path"].endswith("activemq-data-1.amq") and doc["journals"][0]["live"] == []
     code, out, _ = run_cli("print", journal)
-    assert "refused by Artemis" in out and "activemq-data-1.amq" in out
+    assert code == 2 and "refused by Artemis" in out and "activemq-data-1.amq" in out
 
 
 def test_text_print_counts_messages_per_queue(run_cli, tmp_path):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import threading
 import time
 
@@ -274,3 +275,90 @@ def test_a_missing_middle_page_that_held_unconsumed_messages_is_critical(run_jso
     (f,) = [f for f in doc["findings"] if f["code"] in ("page-missing", "page-gap")]
     assert (code, f["code"], f["severity"]) == (2, "page-missing", "critical")
     assert f["details"]["missingPages"] == [pid] and f["details"]["messagesLost"] == held
+
+
+def test_a_fifo_named_like_a_journal_file_is_critical_and_never_blocks(run_json, tmp_path):
+    # Issue 13 item 7: a FIFO named activemq-data-N.amq gave no finding (and opening it would block).
+    journal = _copy(tmp_path)
+    os.mkfifo(journal / "activemq-data-99.amq")
+    code, doc, _ = run_json("verify", journal)
+    (f,) = [f for f in doc["findings"] if f["code"] == "not-a-regular-file"]
+    assert code == 2 and f["severity"] == "critical" and f["path"].endswith("activemq-data-99.amq")
+    assert "FIFO" in f["message"]
+    code, doc, _ = run_json("print", journal)
+    assert code == 2 and doc["verdict"] == "CRITICAL"
+    assert [r["code"] for r in doc["journals"][0]["refused"]] == ["not-a-regular-file"]
+
+
+def test_a_header_file_id_of_minus_one_is_critical(run_json, tmp_path):
+    # Issue 13 item 7: fileID -1 hid every record of the file behind an INFO (stale records), verdict OK.
+    import struct
+
+    journal = _copy(tmp_path)
+    victim = journal / "activemq-data-2.amq"
+    with open(victim, "r+b") as fh:
+        fh.seek(8)
+        fh.write(struct.pack(">q", -1))
+    code, doc, _ = run_json("verify", journal)
+    (f,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
+    assert (code, f["severity"], f["path"], f["offset"]) == (2, "critical", str(victim), 8)
+
+
+@pytest.fixture
+def request_cleanup():
+    import shutil
+
+    paths: list = []
+    yield paths
+    for p in paths:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def test_an_unreadable_file_is_unknown_and_names_the_permission(request_cleanup):
+    # Issue 13 item 7: a file the checking user cannot read was CRITICAL "Artemis will refuse to start"; it
+    # is UNKNOWN (could not check). Run as an unprivileged user: root reads anything.
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the check as another user")
+    # pytest's tmp_path sits under a root-only directory: the other user needs a path it can walk
+    top = Path(tempfile.mkdtemp(prefix="amqtool-perm-", dir="/tmp"))
+    request_cleanup.append(top)
+    os.chmod(top, 0o755)
+    journal = _copy(top)
+    victim = journal / "activemq-data-2.amq"
+    for p in [journal, *journal.iterdir()]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    os.chmod(victim, 0)
+    # (the modules are imported before the privileges drop: the interpreter's own files may be root's only)
+    code = ("import os, sys, json; from amqtool.commands.main import main; import amqtool.commands.verify_cmd, "
+            "amqtool.engines.artemis.verify, amqtool.engines.artemis.paging, amqtool.engines.artemis.load; "
+            "os.setgid(65534); os.setuid(65534); sys.exit(main(sys.argv[1:]))")
+    res = subprocess.run([sys.executable, "-c", code, "verify", str(journal), "--format", "json"],
+                         capture_output=True, text=True, cwd="/")
+    if "PermissionError" in res.stderr and "setuid" in res.stderr:  # pragma: no cover
+        pytest.skip("cannot drop privileges here")
+    doc = json.loads(res.stdout)
+    assert "findings" in doc, (doc, res.stderr[-2000:])
+    (f,) = [f for f in doc["findings"] if f["code"] == "unreadable"]
+    assert (res.returncode, doc["verdict"], f["severity"]) == (3, "UNKNOWN", "unknown")
+    assert "permission denied" in f["message"] and f["path"] == str(victim)
+    assert not [f for f in doc["findings"] if f["severity"] in ("warning", "critical")]
+
+
+def test_a_fifo_named_like_a_page_is_critical_and_never_blocks(run_json, tmp_path):
+    from amqtool.engines.artemis.demo import create_demo
+
+    store = tmp_path / "store"
+    create_demo(store, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    folder = next((store / "data" / "paging").iterdir())
+    last = max(int(p.name.split(".")[0]) for p in folder.glob("*.page"))
+    os.mkfifo(folder / f"{last + 1:09d}.page")
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "not-a-regular-file"]
+    assert code == 2 and f["severity"] == "critical"

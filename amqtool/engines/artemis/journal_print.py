@@ -25,6 +25,7 @@ from typing import Callable, Iterator
 
 from amqtool import native
 from amqtool.engines.artemis.load import FileReader, LiveList, LiveRecord, LoadResult, TxInfo, load_journal
+from amqtool.errors import Verdict
 from amqtool.formats.artemis.records import RECORD_TYPE_NAMES, scan_records_py
 from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
 from amqtool.store.journal_files import open_journal
@@ -128,6 +129,20 @@ def stale_records(result: LoadResult, index: int) -> list[dict]:
     return out
 
 
+def refused_verdict(store: ArtemisStore, opts: PrintOptions) -> Verdict:
+    """The verdict print carries for the files Artemis would refuse (read from the headers only, before the
+    document starts, so the JSON's leading verdict and the exit code agree with the ``refused`` lists and
+    with ``verify``): UNKNOWN when a file could not be read, CRITICAL when the broker refuses one, else OK."""
+    verdict = Verdict.OK
+    for journal in store.journals():
+        if opts.journals is not None and journal.kind not in opts.journals:
+            continue
+        with open_journal(journal) as opened:
+            for s in opened.skipped:
+                verdict = max(verdict, Verdict.UNKNOWN if s.code == "unreadable" else Verdict.CRITICAL)
+    return verdict
+
+
 def load_store(store: ArtemisStore, opts: PrintOptions,
                progress: Callable[[int], None] | None = None) -> Iterator[tuple[JournalDir, LoadResult]]:
     """Open and load each selected journal in turn (the previous one is closed before the next opens)."""
@@ -216,11 +231,12 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray |
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
               extra: Callable[[], dict] | None = None,
               tail: Callable[[], Iterator[str]] | None = None,
-              on_result: Callable[[JournalDir, LoadResult], None] | None = None) -> Iterator[str]:
+              on_result: Callable[[JournalDir, LoadResult], None] | None = None,
+              verdict: Verdict = Verdict.OK) -> Iterator[str]:
     """The print document as text chunks, streamed journal by journal. ``on_result(journal, result)`` is
     called after each journal's part, while its files are still open (paging takes its view of the journals
     from there instead of loading them again)."""
-    yield '{"verdict": "OK", "kind": "artemis", "root": %s, "journals": [' % json.dumps(str(store.root))
+    yield '{"verdict": "%s", "kind": "artemis", "root": %s, "journals": [' % (verdict.name, json.dumps(str(store.root)))
     sep = ""
     results: dict[str, LoadResult] = {}
     tallies: dict[str, bytearray] = {}

@@ -28,10 +28,12 @@ cursor records, not with the size of the paging directory.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from array import array
 from collections import Counter, deque
@@ -511,8 +513,14 @@ class PageFile:
 
     def __init__(self, path: Path):
         self.path = path
-        self._fh = open(path, "rb")
-        size = os.fstat(self._fh.fileno()).st_size
+        # O_NONBLOCK: a FIFO named like a page must not block the reader (it would block the broker too)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file: the broker cannot read it as a page", str(path))
+        self._fh = os.fdopen(fd, "rb")
+        size = st.st_size
         self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size > 0 else None
         self.buf = self._map if self._map is not None else b""
         self.size = size
@@ -1338,7 +1346,11 @@ class PagingVerifier:
             try:
                 pf = PageFile(path)
             except OSError as err:
-                findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}", str(path)))
+                if err.errno == errno.EINVAL:  # a FIFO, socket, device or directory named like a page
+                    findings.append(Finding(Severity.CRITICAL, "not-a-regular-file", err.strerror, str(path)))
+                else:
+                    findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}",
+                                            str(path)))
                 continue
             with pf:
                 self.summary.pages += 1

@@ -160,8 +160,13 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
         elif p.code == "short-file":
             findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
     for s in opened.skipped:
-        findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
-                                s.path, s.offset))
+        if s.code == "unreadable":  # could not check: not a verdict on the store
+            findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset))
+        elif s.code == "bad-file-id":
+            findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
+        else:
+            findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
+                                    s.path, s.offset))
     seen: dict[int, str] = {}
     for f in opened.files:
         if f.file_id in seen:
@@ -384,7 +389,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.prepared = len(result.prepared)
         summary.failed = len(result.failed)
         summary.max_id = result.max_id
-        _gap_findings(result, findings)
+        if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
+            _gap_findings(result, findings)
         _load_findings(result, findings)
         if journal.kind == "bindings" and paging is not None:  # paging: queue ids for the page cursors
             paging.add_bindings(result)
