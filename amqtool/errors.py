@@ -81,6 +81,16 @@ def overall_verdict(findings) -> Verdict:
     return max((f.severity.verdict for f in findings), default=Verdict.OK)
 
 
+def _noun(path: str) -> str:
+    """How to name ``path`` in a message: a directory, a file, or (gone, a dangling or looping link) a path."""
+    import os
+
+    try:
+        return "directory" if os.path.isdir(path) else "file" if os.path.exists(path) else "path"
+    except (OSError, ValueError):
+        return "path"
+
+
 class AmqtoolError(Exception):
     """Base of every error amqtool raises on purpose. The message is one line, PostgreSQL style:
     what failed, which file, at what offset, expected vs found."""
@@ -96,7 +106,9 @@ class AmqtoolError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
-            where = f'file "{self.path}"'
+            # (formats never open files; this only looks at what the path names, for the reader's sake)
+            noun = "file" if self.offset is not None else _noun(self.path)
+            where = f'{noun} "{self.path}"'
             if self.offset is not None:
                 where += f" at offset {self.offset}"
             where += ": "

@@ -7,6 +7,7 @@ journal, ``*.amq`` files a message journal, ``db-N.log``/``db.data`` a KahaDB st
 """
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,8 +137,14 @@ def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml:
 
         return kahadb_layout.from_activemq_xml(Path(activemq_xml))
     p = Path(path)
-    if not p.exists():
-        raise UnknownStoreError("no such file or directory", path=str(p))
+    try:
+        os.stat(p)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnknownStoreError("too many levels of symbolic links (a symlink loop)", path=str(p)) from None
+        if err.errno in (errno.EACCES, errno.EPERM):
+            raise UnknownStoreError("permission denied", path=str(p)) from None
+        raise UnknownStoreError("no such file or directory", path=str(p)) from None
     if not p.is_dir():
         raise UnknownStoreError("not a directory (give a broker instance, data directory or journal directory)",
                                 path=str(p))
@@ -175,4 +182,10 @@ def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml:
     kstore = kahadb_layout.detect_kahadb(p)
     if kstore is not None:
         return kstore
+    try:
+        empty = not os.listdir(p)
+    except OSError:
+        empty = False
+    if empty:
+        raise UnknownStoreError("it is empty: no Artemis journal or KahaDB store found here", path=str(p))
     raise UnknownStoreError("no Artemis journal or KahaDB store found here", path=str(p))

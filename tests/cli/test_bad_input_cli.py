@@ -65,4 +65,17 @@ def test_os_error_still_gives_a_json_verdict(capsys):
             raise OSError(errno.EACCES, "Permission denied", "/srv/journal")
     out, err = capsys.readouterr()
     assert exc.value.exit_code == 3 and json.loads(out)["verdict"] == "UNKNOWN"
-    assert err == 'amqtool: error: file "/srv/journal": Permission denied\n'
+    assert err == 'amqtool: error: path "/srv/journal": Permission denied\n'
+
+
+def test_an_empty_directory_and_a_symlink_loop_say_what_they_are(run_cli, tmp_path):
+    # Issue 13 item 18: `verify EMPTY_DIR` said `file "empty"`; a symlink loop said "no such file or directory".
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for command in (["verify"], ["print"], ["compact"], ["export", "-o", str(tmp_path / "out")]):
+        code, _, err = run_cli(command[0], empty, *command[1:])
+        assert code == 3 and err == f'amqtool: error: directory "{empty}": it is empty: no Artemis journal or KahaDB store found here\n'
+        code, _, err = run_cli(command[0], tmp_path / "a", *command[1:])
+        assert code == 3 and err == f'amqtool: error: path "{tmp_path / "a"}": too many levels of symbolic links (a symlink loop)\n'
