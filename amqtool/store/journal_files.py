@@ -25,6 +25,9 @@ from amqtool.formats.artemis.records import HEADER_SIZE, FileHeader, decode_head
 from amqtool.store.layout import JournalDir
 
 
+MAX_LOADABLE_SIZE = 2**31 - 1  # readJournalFile's (int) file size
+
+
 @dataclass
 class JournalFile:
     """One journal file as Artemis would load it. ``path`` is where the bytes are (a ``.cmp`` file when a
@@ -217,6 +220,14 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
                 str(path), "not-a-regular-file",
                 f"a {_kind(st.st_mode)} named like a journal file: Artemis lists it with the journal files and "
                 f"cannot read a header from it", None))
+            continue
+        if st.st_size > MAX_LOADABLE_SIZE:
+            # readJournalFile: `final int filesize = (int) file.getFile().size()` and one buffer of that size;
+            # past 2^31 - 1 bytes the cast wraps and the load fails. Never read whole here either.
+            result.skipped.append(SkippedFile(
+                str(path), "file-too-large",
+                f"file is {st.st_size} bytes; Artemis reads a journal file into one buffer of int size and "
+                f"cannot load a file over {MAX_LOADABLE_SIZE} bytes", None))
             continue
         if st.st_size < HEADER_SIZE:
             result.pending.append(PendingAction(

@@ -1,6 +1,7 @@
 """`amqtool verify` on real journals and on damaged copies made here: findings, offsets, exit codes."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 import threading
@@ -362,3 +363,26 @@ def test_a_fifo_named_like_a_page_is_critical_and_never_blocks(run_json, tmp_pat
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "not-a-regular-file"]
     assert code == 2 and f["severity"] == "critical"
+
+
+@pytest.mark.parametrize("command", ["verify", "print", "compact"])
+def test_a_huge_sparse_journal_file_is_refused_not_read(run_json, tmp_path, command):
+    # Issue 13 item 8 (part): a 50 GiB sparse file with a valid header ended in MemoryError. Artemis reads a
+    # journal file into one int-sized buffer and cannot load one over 2^31 - 1 bytes: refused, never read.
+    import resource
+    import struct
+
+    journal = _copy(tmp_path)
+    big = journal / "activemq-data-9.amq"
+    big.write_bytes((journal / "activemq-data-1.amq").read_bytes())
+    with open(big, "r+b") as fh:
+        fh.seek(8)
+        fh.write(struct.pack(">q", 9))
+        fh.truncate(50 * 2**30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    args = [command, journal] + (["--dry-run"] if command == "compact" else [])
+    code, doc, _ = run_json(*args)
+    assert code in (2, 3)
+    text = json.dumps(doc)
+    assert "file-too-large" in text and "MemoryError" not in text
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: nothing read whole
