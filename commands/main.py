@@ -56,8 +56,29 @@ _register()
 _UsageError = typer.BadParameter.__mro__[1]
 
 
+def _raise_terminated(signum, _frame):
+    from amqtool.commands.output import Terminated
+
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code. Usage errors (Click's 2) become UNKNOWN (3)."""
+    """Run the CLI and return the exit code. Usage errors (Click's 2) become UNKNOWN (3). SIGTERM and SIGHUP
+    clean up as Ctrl-C does (temporary outputs removed) and exit 128 + the signal number."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    saved = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _main(argv)
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     from amqtool import native
 
     if not native.HAVE_NATIVE:  # once per run: every decoder then runs its (much slower) Python reference
@@ -71,9 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         if ctx is not None:
             sys.stderr.write(f"Try '{ctx.command_path} --help'.\n")
         return 3
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort:
         sys.stderr.write("amqtool: interrupted\n")
         return 130
+    except KeyboardInterrupt as err:
+        from amqtool.commands.output import interrupted
+
+        return interrupted(err)
     except typer.Exit as ex:
         return ex.exit_code
     return rv if isinstance(rv, int) else 0

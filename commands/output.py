@@ -126,6 +126,24 @@ def bug(exc: BaseException) -> None:
     raise typer.Exit(Verdict.UNKNOWN.exit_code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C so every cleanup (temporary outputs, Spark
+    work directories) runs the same way; the exit code is 128 + the signal number, as a shell reports it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupted(err: KeyboardInterrupt) -> int:
+    """Say so on stderr; the exit code of an interrupted run (130 for SIGINT)."""
+    import signal
+
+    signum = err.signum if isinstance(err, Terminated) else signal.SIGINT
+    sys.stderr.write(f"amqtool: interrupted ({signal.Signals(signum).name})\n")
+    return 128 + signum
+
+
 @contextmanager
 def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
     """Run a command body, mapping errors to one stderr line (and a JSON document) and the right exit code."""
@@ -135,9 +153,8 @@ def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
         raise
     except AmqtoolError as err:
         fail(err, fmt)
-    except KeyboardInterrupt:
-        sys.stderr.write("amqtool: interrupted\n")
-        raise typer.Exit(130)
+    except KeyboardInterrupt as err:
+        raise typer.Exit(interrupted(err))
     except BrokenPipeError:
         # `amqtool print ... | head`: the reader went away; that is not an error.
         try:

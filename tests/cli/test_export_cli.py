@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,25 @@ def test_refused_journal_file_is_reported_not_silently_empty(run_cli, tmp_path):
     (problem,) = doc["problems"]
     assert problem["messageId"] is None and "activemq-data-1.amq" in problem["message"]
     assert "journal format version" in problem["message"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_mid_export_leaves_nothing_behind(tmp_path, sig):
+    # Issue 13 item 12: SIGTERM left .OUT.amqtool-tmp-PID (53 MB) behind; only SIGINT cleaned up.
+    from amqtool.engines.artemis.demo import create_demo
+
+    store = tmp_path / "store"
+    create_demo(store, 48 * 1024 * 1024, seed=2)
+    exe = REPO / ".venv" / "bin" / "amqtool"
+    proc = subprocess.Popen([str(exe), "export", str(store), "-o", str(tmp_path / "out"), "--format", "jsonl",
+                             "--engine", "local", "-q"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not [p for p in tmp_path.iterdir() if "amqtool-tmp" in p.name]:
+        assert proc.poll() is None, "the export finished before it could be interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig
+    assert f"interrupted ({sig.name})" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
