@@ -121,3 +121,18 @@ def test_a_signal_mid_export_leaves_nothing_behind(tmp_path, sig):
     assert proc.returncode == 128 + sig
     assert f"interrupted ({sig.name})" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+@pytest.mark.spark
+def test_a_spark_failure_names_a_log_that_still_exists(tmp_path):
+    # Issue 13 item 13: the error named .../amqtool-tmp-N/spark.log, deleted with the work directory before the
+    # message was read. The log now sits beside OUT and is kept when the export fails.
+    store = build_store(tmp_path / "store")
+    out = tmp_path / "out"
+    p = subprocess.run([str(REPO / ".venv" / "bin" / "amqtool"), "export", str(store), "-o", str(out),
+                        "--format", "jsonl", "--engine", "spark", "--master", "bogus://nowhere", "-q"],
+                       capture_output=True, text=True, timeout=300)
+    log = tmp_path / "out.spark.log"
+    assert p.returncode == 3 and f"(see {log})" in p.stderr
+    assert log.is_file() and log.stat().st_size > 0
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.spark.log", "store"]

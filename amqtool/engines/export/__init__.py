@@ -7,8 +7,11 @@ same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``
 """
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -16,7 +19,7 @@ from typing import Callable
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
 from amqtool.engines.export.writers import OutputTarget, write_table
-from amqtool.errors import CapabilityError, UsageError, Verdict
+from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 
 FORMATS = ("xml", "jsonl", "parquet")
 ENGINES = ("auto", "local", "spark")
@@ -195,8 +198,18 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
     from amqtool.engines.export.xml import write_document
 
     own = spark_session is None
-    spark = spark_session or get_session(req.master, log_path=str(target.side("spark.log")),
-                                         local_dir=str(target.side("spark-local")))
+    # The JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it
+    # is kept when the export fails, so the path the error names still exists, and removed when it succeeds.
+    log = target.out.parent / f"{target.out.name}.spark.log"
+    try:
+        spark = spark_session or get_session(req.master, log_path=str(log),
+                                             local_dir=str(target.side("spark-local")))
+    except BaseException:
+        if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            with contextlib.suppress(OSError):
+                log.unlink()
+        raise
+    keep = False
     try:
         if store.kind == "kahadb":
             ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
@@ -209,9 +222,18 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             return ex.summary, w
         ex.write_tables(target, req.fmt)
         return ex.summary, None
+    except Exception as err:  # a failure (not an interruption): keep the log the message names
+        keep = own and log.exists()
+        if keep and isinstance(err, AmqtoolError) and str(log) not in err.message:
+            err.message = f"{err.message} (Spark's log: {log})"
+            err.args = (err.message,)
+        raise
     finally:
         if own:
             spark.stop()
+            if not keep:
+                with contextlib.suppress(OSError):
+                    log.unlink()
 
 
 __all__ = ["ExportRequest", "ExportOptions", "ExportSummary", "run_export", "choose_engine", "FORMATS", "ENGINES"]
