@@ -24,7 +24,21 @@ def parse_config(path: Path, name: str):
     except (OSError, ET.ParseError) as err:
         raise UsageError(f"cannot read {name}: {err}", path=str(path)) from None
     except Exception as err:  # noqa: BLE001 - defusedxml's entity/DTD refusals
-        raise UsageError(f"refusing {name}: {err}", path=str(path)) from None
+        raise UsageError(f"refusing {name}: {_refusal(err)}", path=str(path)) from None
+
+
+def _refusal(err: Exception) -> str:
+    """defusedxml's refusal in words (its exceptions print as a Python repr)."""
+    from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
+
+    if isinstance(err, EntitiesForbidden):
+        what = f"an external entity ({err.sysid})" if err.sysid else "an entity declaration"
+        return f"it declares {what} {err.name!r}, which is never expanded (XML external entities are refused)"
+    if isinstance(err, ExternalReferenceForbidden):
+        return f"it refers to an external resource ({err.sysid or err.pubid}), which is never fetched"
+    if isinstance(err, DTDForbidden):
+        return "it has a DTD, which is refused"
+    return f"{type(err).__name__}: {err}"
 
 
 def local_name(tag) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -136,3 +137,20 @@ def test_a_spark_failure_names_a_log_that_still_exists(tmp_path):
     assert p.returncode == 3 and f"(see {log})" in p.stderr
     assert log.is_file() and log.stat().st_size > 0
     assert sorted(x.name for x in tmp_path.iterdir()) == ["out.spark.log", "store"]
+
+
+def test_a_full_disk_names_the_output_and_leaves_nothing(run_cli, tmp_path):
+    # Issue 13 item 18: a full disk in export said only "No space left on device".
+    from amqtool.engines.artemis.demo import create_demo
+    from tests.inspectors.machine_support import tmpfs_mount
+
+    store = tmp_path / "store"
+    create_demo(store, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    small = tmp_path / "small"
+    small.mkdir()
+    with tmpfs_mount(small, "256k"):
+        out = small / "out"
+        code, _, err = run_cli("export", store, "-o", out, "--format", "jsonl", "--engine", "local", "-q")
+        assert code == 3
+        assert err.startswith(f'amqtool: error: path "{out}": writing the export failed: No space left on device')
+        assert os.listdir(small) == []

@@ -86,3 +86,17 @@ def test_refused_and_broken_files(tmp_path):
         read_activemq_xml(broken)
     with pytest.raises(UsageError, match="activemq.xml not found"):
         read_activemq_xml(tmp_path / "missing.xml")
+
+
+def test_an_external_entity_is_refused_in_words(tmp_path):
+    # Issue 13 item 18: the XXE refusal printed defusedxml's Python repr.
+    from amqtool.errors import UsageError
+    from amqtool.store.brokerxml import read_broker_xml
+
+    xml = tmp_path / "broker.xml"
+    xml.write_text('<?xml version="1.0"?><!DOCTYPE c [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                   "<configuration><core><journal-directory>&x;</journal-directory></core></configuration>")
+    with pytest.raises(UsageError) as err:
+        read_broker_xml(xml)
+    assert str(err.value) == (f'file "{xml}": refusing broker.xml: it declares an external entity '
+                              "(file:///etc/passwd) 'x', which is never expanded (XML external entities are refused)")

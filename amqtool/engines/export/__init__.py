@@ -8,6 +8,7 @@ same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``
 from __future__ import annotations
 
 import contextlib
+import errno
 
 import json
 import os
@@ -149,6 +150,13 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
             with target.open_file("export.json") as fh:
                 fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
         target.commit()
+    except OSError as err:
+        target.abort()
+        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS):
+            # a write error names no file: say which output it was, and that nothing was left behind
+            raise AmqtoolError(f"writing the export failed: {err.strerror}; nothing was written to the "
+                               f"output (its temporary files are removed)", path=str(target.out)) from None
+        raise
     except BaseException:
         target.abort()
         raise
