@@ -25,6 +25,7 @@ from amqtool.commands.output import (
     render_findings_text,
     show_progress,
     stderr_console,
+    table_console,
     write_json,
     write_lines,
 )
@@ -131,7 +132,6 @@ def _fmt(v, digits=0):
 
 
 def _table(report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"journal writes in {report.directory} ({report.filesystem or '?'}, "
@@ -148,7 +148,7 @@ def _table(report) -> None:
         table.add_row(r.journal_type, r.label, r.sync, _fmt(r.ops_per_sec), _fmt(r.mb_per_sec, 1),
                       _fmt(lat.get("p50Us"), 1), _fmt(lat.get("p90Us"), 1), _fmt(lat.get("p99Us"), 1),
                       _fmt(lat.get("p999Us"), 1), _fmt(lat.get("maxUs"), 1))
-    Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=140).print(table)
+    table_console().print(table)
     for r in report.results:
         if not r.available:
             sys.stdout.write(f"n/a: {r.journal_type} {r.label}: {r.reason}\n")

@@ -18,6 +18,7 @@ from amqtool.commands.output import (
     finish,
     guarded,
     stderr_console,
+    table_console,
     write_json,
 )
 from amqtool.errors import UsageError
@@ -54,11 +55,9 @@ def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
 
 
 def _table(name: str, report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    out = Console(file=sys.stdout, markup=False, highlight=False, emoji=False,
-                  width=None if sys.stdout.isatty() else 160)
+    out = table_console()
     table = Table(title=f"amqtool check {name}", title_justify="left", show_lines=False)
     table.add_column("severity", no_wrap=True)
     table.add_column("code", no_wrap=True)

@@ -36,6 +36,36 @@ def stderr_console():
     return Console(stderr=True, markup=False, highlight=False, emoji=False)
 
 
+def terminal_width() -> int:
+    """The width text is fitted to: ``COLUMNS`` when set, else the terminal's, else 80 (piped)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size(fallback=(80, 24)).columns)
+
+
+def table_console():
+    """A Rich console on stdout for tables: fitted to :func:`terminal_width`, never interpreting the text."""
+    from rich.console import Console
+
+    return Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=terminal_width())
+
+
+def fit_lines(lines: Iterable[str]) -> Iterator[str]:
+    """On a terminal, lines longer than its width are cut with a mark saying how much was left out (a
+    1,000-character queue configuration would fill the screen); piped, lines stay whole for grep and
+    scripts (``--format json`` always has every value)."""
+    if not sys.stdout.isatty():
+        yield from lines
+        return
+    width = terminal_width()
+    for line in lines:
+        if len(line) <= width:
+            yield line
+        else:
+            mark = f"… (+{len(line) - (width - 12)} chars)"
+            yield line[:max(0, width - len(mark))] + mark
+
+
 def write_json(doc: dict) -> None:
     """One JSON document on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))

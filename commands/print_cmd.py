@@ -13,6 +13,7 @@ from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
     finish,
+    fit_lines,
     guarded,
     progress,
     write_json,
@@ -104,7 +105,7 @@ def print_(
             else:
                 from amqtool.engines.artemis.describe import describe_live_record
 
-                write_lines(iter_text(store, opts, advance, describe=describe_live_record))
+                write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record)))
         if verdict is not Verdict.OK:
             finish(verdict)
 

@@ -190,3 +190,30 @@ def test_permission_errors_are_findings_not_tracebacks(tmp_path):
         assert os.listdir(readonly) == []
     finally:
         subprocess.run(["rm", "-rf", str(base)])
+
+
+@pytest.mark.parametrize("columns, width", [("100", 100), (None, 80)])
+def test_tables_fit_columns_or_80_when_piped(tmp_path, columns, width):
+    # Issue 13 item 15: tables were ~160 columns even when piped and ignored COLUMNS.
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns:
+        env["COLUMNS"] = columns
+    from tests.support import REPO
+
+    p = subprocess.run([str(REPO / ".venv" / "bin" / "amqtool"), "check", "disk-space", str(tmp_path)],
+                       capture_output=True, text=True, env=env)
+    lines = p.stdout.splitlines()
+    assert p.returncode in (0, 1, 2) and any("disk-space" in line for line in lines)
+    assert max(len(line.rstrip()) for line in lines) <= width
+
+
+def test_long_print_lines_are_cut_on_a_terminal_only(monkeypatch):
+    from amqtool.commands import output
+
+    monkeypatch.setenv("COLUMNS", "60")
+    long = "QueueConfiguration[" + "x" * 1000 + "]"
+    monkeypatch.setattr(output.sys.stdout, "isatty", lambda: False, raising=False)
+    assert list(output.fit_lines([long, "short"])) == [long, "short"]
+    monkeypatch.setattr(output.sys.stdout, "isatty", lambda: True, raising=False)
+    cut, short = output.fit_lines([long, "short"])
+    assert len(cut) == 60 and cut.endswith(f"(+{len(long) - 48} chars)") and short == "short"
