@@ -26,6 +26,7 @@ from amqtool.commands.output import (
     show_progress,
     stderr_console,
     table_console,
+    terminal_width,
     write_json,
     write_lines,
 )
@@ -132,22 +133,30 @@ def _fmt(v, digits=0):
 
 
 def _table(report) -> None:
+    from rich import box
     from rich.table import Table
 
+    # Fitted to the terminal (80 columns when piped): figures never wrap or get cut; on a narrow screen the
+    # latencies lose their decimals and the labels wrap instead.
+    narrow = terminal_width() < 120
+    lat_digits = 0 if narrow else 1
     table = Table(title=f"journal writes in {report.directory} ({report.filesystem or '?'}, "
-                        f"{report.parameters['blockSize']} B blocks)", title_justify="left")
+                        f"{report.parameters['blockSize']} B blocks; latencies in µs)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col, just in (("journal type", "left"), ("pattern", "left"), ("sync", "left"), ("ops/s", "right"),
-                      ("MB/s", "right"), ("p50 µs", "right"), ("p90 µs", "right"), ("p99 µs", "right"),
-                      ("p99.9 µs", "right"), ("max µs", "right")):
-        table.add_column(col, justify=just)
+                      ("MB/s", "right"), ("p50", "right"), ("p90", "right"), ("p99", "right"),
+                      ("p99.9", "right"), ("max", "right")):
+        figure = just == "right"
+        table.add_column(col, justify=just, no_wrap=figure or col == "journal type")
     for r in report.results:
         if not r.available:
             table.add_row(r.journal_type, r.label, r.sync, "n/a", "", "", "", "", "", "")
             continue
         lat = r.latency
         table.add_row(r.journal_type, r.label, r.sync, _fmt(r.ops_per_sec), _fmt(r.mb_per_sec, 1),
-                      _fmt(lat.get("p50Us"), 1), _fmt(lat.get("p90Us"), 1), _fmt(lat.get("p99Us"), 1),
-                      _fmt(lat.get("p999Us"), 1), _fmt(lat.get("maxUs"), 1))
+                      _fmt(lat.get("p50Us"), lat_digits), _fmt(lat.get("p90Us"), lat_digits),
+                      _fmt(lat.get("p99Us"), lat_digits), _fmt(lat.get("p999Us"), lat_digits),
+                      _fmt(lat.get("maxUs"), lat_digits))
     table_console().print(table)
     for r in report.results:
         if not r.available:
