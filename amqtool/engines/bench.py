@@ -507,6 +507,14 @@ def _judge(target: Target, results: list[Result], explicit: bool, datasync: bool
     return findings
 
 
+def _positive(**values) -> None:
+    """Refuse counts and durations that are zero or negative (UsageError, exit 3): a line bounded by
+    nothing never ends, and one bounded by zero measures nothing."""
+    for name, value in values.items():
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be greater than 0 (got {value})")
+
+
 def run_bench(
     directory: str | os.PathLike,
     *,
@@ -528,6 +536,8 @@ def run_bench(
     most 1,000,000 writes). ``methods`` given means the user asked for them: one that cannot run makes
     the verdict UNKNOWN. ``on_start(label, total)`` / ``on_progress(done)`` feed a progress display.
     """
+    _positive(writes=writes, seconds=seconds, producers=producers, max_io=max_io, file_size=file_size,
+              block_size=block_size)
     native.require_native("amqtool bench")
     explicit = methods is not None
     methods = list(methods or METHODS)
@@ -600,6 +610,7 @@ def run_perf_journal(directory: str | os.PathLike, *, journal_type: str = "NIO",
     whole ms, which is what a difference of two ``currentTimeMillis`` readings most often gives);
     ``exact`` gives the same formula on the nanosecond figure.
     """
+    _positive(writes=writes, tries=tries, block_size=block_size, max_io=max_aio)
     native.require_native("amqtool bench --compat perf-journal")
     jt = journal_type.upper()
     if jt not in ("NIO", "ASYNCIO", "MAPPED"):
@@ -691,6 +702,7 @@ def run_sync_methods(directory: str | os.PathLike, *, seconds: float = 1.0, writ
                      sizes: tuple[int, ...] = (1, 2), on_start=None, on_progress=None) -> dict:
     """pg_test_fsync's "Compare file sync methods" in ops/s and µs/op, with and without O_DIRECT, plus
     latency percentiles. One op = ``n`` 8 kB writes at offsets 0, 8 kB, ... then the sync (as pg does)."""
+    _positive(seconds=seconds, writes=writes)
     native.require_native("amqtool bench sync-methods")
     duration_ns = int(seconds * 1e9) if seconds else 0
     limit = writes if writes is not None else 10_000_000

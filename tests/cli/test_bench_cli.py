@@ -138,3 +138,18 @@ def test_signal_removes_the_temp_file(tmp_path, sig, code):
     assert proc.returncode == code, err
     assert "interrupted" in err
     assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [["--seconds", "0"], ["--seconds", "-1"], ["--writes", "0"],
+                                  ["sync-methods", "-s", "0"], ["sync-methods", "--writes", "0"],
+                                  ["--compat", "perf-journal", "--tries", "0"], ["--producers", "0"]],
+                         ids=lambda a: " ".join(a))
+def test_zero_or_negative_bounds_are_usage_errors(run_cli, tmp_path, args):
+    # Issue 13 item 11: `bench --seconds 0` never ended; `--writes 0` printed rows of "-" with exit 0.
+    if args[0] == "sync-methods":
+        argv = ["bench", "sync-methods", str(tmp_path), *args[1:]]
+    else:
+        argv = ["bench", str(tmp_path), *args]
+    code, out, err = run_cli(*argv)
+    assert code == 3 and "must be greater than 0" in err
+    assert list(tmp_path.iterdir()) == []  # refused before any file is made
