@@ -36,16 +36,18 @@ class _TaskBar:
         self.bar = None
 
     def __enter__(self):
-        if self.enabled:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        # Started by the first report, which only the Spark engine sends: with --engine auto choosing the
+        # local engine, no Spark bar appears.
+        if self.bar is None and self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(TextColumn("spark tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 console=stderr_console(), transient=True, refresh_per_second=4)
             self.bar.start()
             self.task = self.bar.add_task("spark", total=None)
-        return self
-
-    def update(self, done: int, total: int) -> None:
         if self.bar is not None:
             self.bar.update(self.task, completed=done, total=total)
 
@@ -89,8 +91,7 @@ def export(
             if doc["problemCount"]:
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
-                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s) (undecodable messages, refused journal "
-                                 f"files); first: {where}{first['message']}\n")
+                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
             if doc.get("skippedNotXml"):
                 sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                                  "(not converted to core); export them with --format jsonl or parquet\n")

@@ -57,6 +57,36 @@ def test_usage_errors_exit_3(run_cli, store, tmp_path, args):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("mode", ["000", "200", "444"])
+def test_a_mode_the_owner_cannot_read_and_write_is_refused(run_cli, store, tmp_path, mode):
+    # Issue 13 item 18: `--mode 000` was accepted.
+    code, _, stderr = run_cli("export", store, "-o", tmp_path / "o", "--mode", mode, "--engine", "local")
+    assert code == 3 and f"--mode {mode} leaves the owner unable to read or replace the export" in stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_queue_filter_that_matches_nothing_warns_with_the_queues(run_json, run_cli, store, tmp_path):
+    # Issue 13 item 17: `--queue 'nomatch*'` exported 0 rows with exit 0.
+    code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "jsonl", "--engine", "local",
+                              "--queue", "nomatch*", "--report", "json", "-q")
+    doc = json.loads(stdout)
+    assert (code, doc["verdict"], doc["rows"]) == (1, "WARNING", 0)
+    (problem,) = doc["problems"]
+    assert problem["message"].startswith("no queue matches --queue nomatch*; the store's queues: ")
+    assert problem["message"].endswith("events.a, events.b, orders")
+
+
+def test_the_local_engine_shows_no_spark_bar(tmp_path, store):
+    from amqtool.commands.export_cmd import _TaskBar
+
+    with _TaskBar(quiet=False) as bar:
+        bar.enabled = True  # as on a terminal
+        assert bar.bar is None  # nothing shown until the Spark engine reports tasks
+        bar.update(0, 4)
+        assert bar.bar is not None
+    assert bar.bar is not None
+
+
 def test_existing_output_refused_then_forced(run_cli, store, tmp_path):
     out = tmp_path / "x.xml"
     out.write_text("keep me")

@@ -135,6 +135,11 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
             summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+        if options.queues and not any(options.wants(q) for q in summary.queue_names):
+            names = summary.queue_names
+            shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
+            summary.problem(None, f"no queue matches --queue {' '.join(options.queues)}; the store's queues: "
+                                  f"{shown or '(none)'}")
         if store.kind == "artemis":
             for path, message in _refused_files(store):
                 summary.problem(None, f"{path}: {message}; its records are not exported")

@@ -154,7 +154,7 @@ class KahaDBExport:
                     continue
                 for _key, qname, sub in self._subscriptions(d, st):
                     rows.append(("queue", None, qname, name, "MULTICAST", self._selector(d, sub), None, None))
-        self.summary.bindings = len(rows)
+        self.summary.set_bindings(rows)
         return rows
 
     def _prepared_adds(self, d) -> dict[str, list]:

@@ -80,7 +80,7 @@ class LocalArtemisExport:
 
     def binding_rows(self) -> list[tuple]:
         rows = self.bindings.rows()
-        self.summary.bindings = len(rows)
+        self.summary.set_bindings(rows)
         return rows
 
     def _pairs(self) -> Iterator[tuple[int, list[tuple[int, str, int | None]]]]:

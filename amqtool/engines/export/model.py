@@ -50,6 +50,12 @@ class ExportSummary:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     bytes_scanned: int = 0
+    queue_names: list[str] = field(default_factory=list)  # every queue of the store, matched or not
+
+    def set_bindings(self, rows: list[tuple]) -> None:
+        """Count the binding rows (``schema.BINDING_COLUMNS``) and note the store's queue names."""
+        self.bindings = len(rows)
+        self.queue_names = sorted({r[2] for r in rows if r[0] == "queue"})
 
     def problem(self, message_id, message: str) -> None:
         self.problem_count += 1

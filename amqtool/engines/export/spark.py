@@ -604,7 +604,7 @@ class SparkArtemisExport:
         self._ctx = plan.ctx
 
     def binding_rows(self) -> list[tuple]:
-        self.summary.bindings = len(self._binding_rows)
+        self.summary.set_bindings(self._binding_rows)
         return self._binding_rows
 
     def _collect_counts(self, parts: dict[int, ExportSummary]) -> None:

@@ -39,6 +39,9 @@ def parse_mode(text: str | None) -> int:
         raise UsageError(f"invalid --mode {text!r} (expected octal, e.g. 600 or 640)") from None
     if not 0 <= mode <= 0o777:
         raise UsageError(f"invalid --mode {text!r} (expected 000..777)")
+    if mode & 0o600 != 0o600:
+        raise UsageError(f"--mode {text} leaves the owner unable to read or replace the export "
+                         f"(give at least 600)")
     return mode
 
 
