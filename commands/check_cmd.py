@@ -19,7 +19,7 @@ from amqtool.commands.output import (
     guarded,
     stderr_console,
     table_console,
-    write_json,
+    write_document,
 )
 from amqtool.errors import UsageError
 
@@ -48,7 +48,7 @@ PROBE_SECONDS = typer.Option(3.0, "--probe-seconds", help="Length of the fsync-r
 
 def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        write_json({"check": name, **report.to_json()})
+        write_document({"check": name, **report.to_json()}, fmt)
     else:
         _table(name, report)
     finish(report.verdict)

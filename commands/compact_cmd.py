@@ -19,7 +19,7 @@ from amqtool.commands.output import (
     progress,
     render_findings_text,
     stderr_console,
-    write_json,
+    write_document,
     write_lines,
 )
 from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
@@ -116,10 +116,10 @@ def compact(
         findings = _findings(reports, dry_run)
         verdict = overall_verdict(findings)
         if fmt in (OutputFormat.json, OutputFormat.jsonl):
-            write_json({"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
-                        "needed": any(r.needed for r in reports),
-                        "journals": [r.to_json() for r in reports],
-                        "findings": [f.to_json() for f in findings]})
+            write_document({"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
+                            "needed": any(r.needed for r in reports),
+                            "journals": [r.to_json() for r in reports],
+                            "findings": [f.to_json() for f in findings]}, fmt)
         else:
             write_lines(_text(reports, mode))
             render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])

@@ -14,7 +14,7 @@ from amqtool.commands.output import (
     guarded,
     progress,
     stderr_console,
-    write_json,
+    write_document,
 )
 
 
@@ -70,7 +70,7 @@ def create(
         if fmt is OutputFormat.text:
             _text(doc, quiet)
         else:
-            write_json(doc)
+            write_document(doc, fmt)
 
 
 def _text(doc: dict, quiet: bool) -> None:

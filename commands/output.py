@@ -80,6 +80,30 @@ def write_jsonl(rows: Iterable[dict]) -> None:
         out.write("\n")
 
 
+# --format jsonl for commands whose JSON is one document: each item of its lists becomes a line tagged with
+# the list it came from ("record": "finding", "journal", "file", ...), then one last line, "record": "summary",
+# with everything else, the verdict included. One JSON object a line, always; the last line judges.
+_RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result"}
+
+
+def write_document(doc: dict, fmt: "OutputFormat", lists: tuple[str, ...] = ("findings", "journals")) -> None:
+    """``doc`` as one JSON document (json) or as JSON lines (jsonl, see above)."""
+    if fmt is not OutputFormat.jsonl:
+        write_json(doc)
+        return
+    rest = {k: v for k, v in doc.items() if k not in lists or not isinstance(v, list)}
+
+    def rows():
+        for key in lists:
+            items = doc.get(key)
+            if isinstance(items, list):
+                for item in items:
+                    yield {"record": _RECORD_NAMES.get(key, key), **(item if isinstance(item, dict) else {"value": item})}
+        yield {"record": "summary", **rest}
+
+    write_jsonl(rows())
+
+
 def write_lines(lines: Iterable[str]) -> None:
     """Plain text lines on stdout, byte-faithful: no markup, no wrapping."""
     out = sys.stdout
@@ -140,7 +164,7 @@ def fail(err: AmqtoolError, fmt: OutputFormat | None = None) -> None:
     """
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
         verdict = Verdict.CRITICAL if err.exit_code == Verdict.CRITICAL.exit_code else Verdict.UNKNOWN
-        write_json({"verdict": verdict.name, "error": str(err)})
+        write_document({"verdict": verdict.name, "error": str(err)}, OutputFormat(fmt))
     sys.stderr.write(f"amqtool: error: {err}\n")
     raise typer.Exit(err.exit_code)
 

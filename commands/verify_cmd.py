@@ -14,7 +14,7 @@ from amqtool.commands.output import (
     guarded,
     progress,
     render_findings_text,
-    write_json,
+    write_document,
 )
 from amqtool.errors import overall_verdict
 
@@ -49,13 +49,13 @@ def verify(
             sys.stdout.write(_summary_line(summary))
             sys.stdout.write(f"verdict: {verdict.name}\n")
         else:
-            write_json({
+            write_document({
                 "verdict": verdict.name,
                 "kind": store.kind,
                 "path": str(store.root),
                 "findings": [f.to_json() for f in findings],
                 "summary": summary,
-            })
+            }, fmt)
         finish(verdict)
 
 

@@ -85,7 +85,7 @@ def test_missing_extension_exit_3(tmp_path):
 
 @needs_c
 def test_sync_methods_json(tmp_path, capsys):
-    rc = main(["bench", "sync-methods", str(tmp_path), "--writes", "2", "--seconds", "0", "-f", "json"])
+    rc = main(["bench", "sync-methods", str(tmp_path), "--writes", "2", "--seconds", "0.05", "-f", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["verdict"] == "OK"
     assert len(doc["results"]) == 16 and doc["blockSize"] == 8192
@@ -93,7 +93,7 @@ def test_sync_methods_json(tmp_path, capsys):
 
 @needs_c
 def test_sync_methods_text(tmp_path, capsys):
-    rc = main(["bench", "sync-methods", str(tmp_path), "--writes", "2", "--seconds", "0"])
+    rc = main(["bench", "sync-methods", str(tmp_path), "--writes", "2", "--seconds", "0.05"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "Compare file sync methods using one 8kB write:" in out
