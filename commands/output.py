@@ -126,6 +126,23 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
+def _bytes_column():
+    """Bytes done / total and the rate, in the binary units every other amqtool size uses (Rich's own
+    columns count in GB)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    from amqtool.units import binary
+
+    class BytesColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            total = f"/{binary(task.total)}" if task.total is not None else ""
+            rate = f" {binary(task.speed)}/s" if task.speed else ""
+            return Text(f"{binary(task.completed)}{total}{rate}")
+
+    return BytesColumn()
+
+
 @contextmanager
 def progress(description: str, total: int | None, quiet: bool) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr (bytes), or a no-op callback when progress is off.
@@ -135,13 +152,12 @@ def progress(description: str, total: int | None, quiet: bool) -> Iterator[Calla
     if not show_progress(quiet):
         yield lambda n: None
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
+        _bytes_column(),
         TimeRemainingColumn(),
         console=stderr_console(),
         transient=True,

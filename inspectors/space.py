@@ -56,6 +56,7 @@ class ArtemisLimit:
 
     max_disk_usage: int = 90
     min_disk_free: int | None = None
+    min_disk_free_given: str | None = None  # the text the operator typed, echoed beside the bytes
 
     @property
     def mode(self) -> str:

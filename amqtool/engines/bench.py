@@ -698,11 +698,14 @@ _SYNC_METHODS = (
 )
 
 
-def run_sync_methods(directory: str | os.PathLike, *, seconds: float = 1.0, writes: int | None = None,
+def run_sync_methods(directory: str | os.PathLike, *, seconds: float | None = 1.0, writes: int | None = None,
                      sizes: tuple[int, ...] = (1, 2), on_start=None, on_progress=None) -> dict:
     """pg_test_fsync's "Compare file sync methods" in ops/s and µs/op, with and without O_DIRECT, plus
-    latency percentiles. One op = ``n`` 8 kB writes at offsets 0, 8 kB, ... then the sync (as pg does)."""
+    latency percentiles. One op = ``n`` 8 kB writes at offsets 0, 8 kB, ... then the sync (as pg does).
+    ``seconds`` None bounds each test by ``writes`` alone (then required)."""
     _positive(seconds=seconds, writes=writes)
+    if seconds is None and writes is None:
+        raise UsageError("sync-methods needs --seconds or --writes: a test bounded by neither never ends")
     native.require_native("amqtool bench sync-methods")
     duration_ns = int(seconds * 1e9) if seconds else 0
     limit = writes if writes is not None else 10_000_000

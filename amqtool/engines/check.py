@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 
 from amqtool.errors import CapabilityError, Finding, Severity, UsageError, Verdict, overall_verdict
+from amqtool.units import as_given, binary
 
 # A limit is "close" when less than this share of the filesystem (or of a Classic limit) is left.
 HEADROOM_WARN_FRACTION = 0.05
@@ -112,21 +113,10 @@ def configure(paths=None, broker_xml: str | None = None, activemq_xml: str | Non
         block_size = parse_byte_size(journal_device_block_size)
     else:
         block_size = settings.journal_device_block_size if settings else None
-    return CheckConfig(targets, ArtemisLimit(max_disk_usage=mdu, min_disk_free=mdf), classic,
+    return CheckConfig(targets, ArtemisLimit(max_disk_usage=mdu, min_disk_free=mdf,
+                                             min_disk_free_given=min_disk_free), classic,
                        settings.journal_type if settings else "ASYNCIO",
                        journal_max_io or (settings.effective_max_io if settings else 4096), block_size)
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
-        n /= 1024
-    return f"{sign}{n}"
 
 
 def _resolve_targets(targets: list[Target], report: CheckReport) -> list[tuple[Target, str]]:
@@ -312,9 +302,9 @@ def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckRe
                "headroomPercent": None if headroom is None or not usage.total
                else round(headroom * 100 / usage.total, 2), "withinLimit": limit.within(usage)}
         report.checks["filesystems"].append(doc)
-        used = f"{usage.used_fraction * 100:.1f}% used, {_size(usage.usable)} usable of {_size(usage.total)}"
+        used = f"{usage.used_fraction * 100:.1f}% used, {binary(usage.usable)} usable of {binary(usage.total)}"
         if limit.mode == "min-disk-free":
-            rule = f"min-disk-free {_size(limit.min_disk_free)}"
+            rule = f"min-disk-free {as_given(limit.min_disk_free_given, limit.min_disk_free)}"
         elif limit.mode == "max-disk-usage":
             rule = f"max-disk-usage {limit.max_disk_usage}%"
         else:
@@ -329,11 +319,11 @@ def check_disk_space(targets: list[Target], limit=None, classic=None) -> CheckRe
                        "freed", where, roles=roles)
         elif headroom is not None and headroom < usage.total * HEADROOM_WARN_FRACTION:
             report.add(Severity.WARNING, "disk-headroom-low",
-                       f"{used}: only {_size(headroom)} ({doc['headroomPercent']}% of the filesystem) until "
+                       f"{used}: only {binary(headroom)} ({doc['headroomPercent']}% of the filesystem) until "
                        f"{rule} blocks producers", where, roles=roles)
         else:
             report.add(Severity.INFO, "disk-space",
-                       f"{used}; {rule}: {_size(headroom)} until producers block" if headroom is not None
+                       f"{used}; {rule}: {binary(headroom)} until producers block" if headroom is not None
                        else f"{used}; {rule}", where, roles=roles)
     if classic is not None:
         _check_classic(classic, report)
@@ -360,30 +350,30 @@ def _check_classic(classic, report: CheckReport) -> None:
         name = lim.name
         if a.refuses_start:
             report.add(Severity.CRITICAL, "classic-limit-refuses-start",
-                       f"{name} limit {_size(a.configured_limit)} exceeds the {_size(usage.usable + current)} this "
+                       f"{name} limit {binary(a.configured_limit)} exceeds the {binary(usage.usable + current)} this "
                        "filesystem can hold and adjustUsageLimits is false: the broker refuses to start",
                        directory, limit=name)
         elif a.current >= a.effective_limit:
             report.add(Severity.CRITICAL, "classic-limit-breached",
-                       f"{name} {_size(current)} used of {_size(a.effective_limit)}: producers are blocked",
+                       f"{name} {binary(current)} used of {binary(a.effective_limit)}: producers are blocked",
                        directory, limit=name)
         elif a.cut_at_start:
             report.add(Severity.WARNING, "classic-limit-exceeds-disk",
-                       f"{name} limit {_size(a.configured_limit)} is more than the filesystem can hold; the broker "
-                       f"cuts it to {_size(a.effective_limit)} at start, {_size(a.headroom)} left", directory,
+                       f"{name} limit {binary(a.configured_limit)} is more than the filesystem can hold; the broker "
+                       f"cuts it to {binary(a.effective_limit)} at start, {binary(a.headroom)} left", directory,
                        limit=name)
         elif a.headroom < a.effective_limit * HEADROOM_WARN_FRACTION:
             report.add(Severity.WARNING, "classic-headroom-low",
-                       f"{name} {_size(current)} used of {_size(a.effective_limit)}: {_size(a.headroom)} until "
+                       f"{name} {binary(current)} used of {binary(a.effective_limit)}: {binary(a.headroom)} until "
                        "producers block", directory, limit=name)
         else:
             report.add(Severity.INFO, "classic-usage",
-                       f"{name} {_size(current)} used of {_size(a.effective_limit)}"
-                       f"{'' if lim.explicit else ' (broker default)'}: {_size(a.headroom)} until producers block",
+                       f"{name} {binary(current)} used of {binary(a.effective_limit)}"
+                       f"{'' if lim.explicit else ' (broker default)'}: {binary(a.headroom)} until producers block",
                        directory, limit=name)
         if 0 < a.effective_limit < CLASSIC_MAX_FILE_LENGTH:
             report.add(Severity.WARNING, "classic-limit-below-journal-file",
-                       f"{name} limit {_size(a.effective_limit)} is smaller than one 32 MiB journal file: the store "
+                       f"{name} limit {binary(a.effective_limit)} is smaller than one 32 MiB journal file: the store "
                        "will not accept any data", directory, limit=name)
 
 
