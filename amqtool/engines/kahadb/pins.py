@@ -97,29 +97,40 @@ def referenced_files(d) -> dict[int, list[str]]:
 class _State:
     live: dict  # file id -> {dest key: [count, bytes]}
     subs: dict  # file id -> [(dest key, sub key, pending count)]
+    owed: dict  # file id -> {dest key: {sub key: messages it still owes there}} (topics)
 
 
-def _state(d, drained: set[str]) -> _State:
+def _state(d, drained: set[str], drained_subs: frozenset = frozenset()) -> _State:
+    """What pins files: live messages per destination, subscription records, and for a topic which durable
+    subscriptions still owe each file's messages. A topic message lives while one subscription still has
+    to acknowledge it (``MessageDatabase``: the ack positions of ``TopicMessageStore``), so draining a
+    subscription (``drained_subs``: (destination key, subscription key)) removes it from every message's
+    waiting set and frees the messages no other subscription owes."""
     live: dict = {}
     subs: dict = {}
+    owed: dict = {}
     for key, st in d.replay.destinations.items():
-        if key in drained:
-            pending = {}
-        else:
+        pending: dict = {}
+        if key not in drained:
+            gone = {s for k, s in drained_subs if k == key}
             for m in st.messages.values():
+                waiting = m.waiting - gone if m.waiting is not None else None
+                if waiting is not None and not waiting:
+                    continue  # a topic message no subscription owes any more
                 agg = live.setdefault(m.file_id, {}).setdefault(key, [0, 0])
                 agg[0] += 1
                 agg[1] += m.length
-            pending = {}
-            for m in st.messages.values():
-                for s in m.waiting or ():
+                for s in waiting or ():
                     pending[s] = pending.get(s, 0) + 1
+                    per = owed.setdefault(m.file_id, {}).setdefault(key, {})
+                    per[s] = per.get(s, 0) + 1
         for skey, sub in st.subscriptions.items():
             subs.setdefault(sub.file_id, []).append((key, skey, pending.get(skey, 0)))
-    return _State(live, subs)
+    return _State(live, subs, owed)
 
 
-def _gc(d, drained: set[str] = frozenset()) -> tuple[dict[int, list[dict]], set[int]]:
+def _gc(d, drained: set[str] = frozenset(), drained_subs: frozenset = frozenset()
+        ) -> tuple[dict[int, list[dict]], set[int]]:
     """Reasons per file id and the set of file ids the next GC pass would delete."""
     present = sorted(d.file_ids)
     reasons: dict[int, list[dict]] = {f: [] for f in present}
@@ -161,11 +172,16 @@ def _gc(d, drained: set[str] = frozenset()) -> tuple[dict[int, list[dict]], set[
                 reasons[f].append({"reason": "transaction", "detail": f"inside the in-progress transaction range "
                                    f"db-{lo}..db-{hi}.log ({names or 'page 0 firstInProgressTransactionLocation'})"})
                 candidates.discard(f)
-    st = _state(d, drained)
+    st = _state(d, drained, drained_subs)
     for f in present:
         for key, (count, size) in sorted(st.live.get(f, {}).items()):
-            reasons[f].append({"reason": "live-messages", "destination": qualified(key), "messages": count,
-                               "bytes": size, "detail": f"{qualified(key)}: {count} live message(s), {size} bytes"})
+            reason = {"reason": "live-messages", "destination": qualified(key), "messages": count, "bytes": size,
+                      "detail": f"{qualified(key)}: {count} live message(s), {size} bytes"}
+            owing = st.owed.get(f, {}).get(key)
+            if owing:  # a topic: the durable subscriptions that still owe these messages free the file
+                reason["subscriptions"] = dict(sorted(owing.items()))
+                reason["detail"] += ", owed to " + ", ".join(f"{s} ({n})" for s, n in sorted(owing.items()))
+            reasons[f].append(reason)
             candidates.discard(f)
     lowest = min(candidates) if candidates else None
     for f in present:
@@ -215,14 +231,30 @@ def match_destinations(d, name: str) -> set[str]:
     return out
 
 
+def match_subscriptions(d, name: str) -> set[tuple[str, str]]:
+    """Durable subscriptions matching ``name``: ``clientId:subscriptionName`` (on any topic), or
+    ``topic://T|clientId:subscriptionName`` for one topic's."""
+    topic, sep, sub = name.rpartition("|")
+    out = set()
+    for key, st in d.replay.destinations.items():
+        if sep and topic not in (key, qualified(key), key.partition(":")[2]):
+            continue
+        for skey in st.subscriptions:
+            if skey == (sub if sep else name):
+                out.add((key, skey))
+    return out
+
+
 def drain_effect(d, name: str) -> dict:
-    """Which files the next GC pass would delete if destination ``name`` were drained (all its messages
-    acknowledged; the acks land in the current file, which is never a candidate)."""
+    """Which files the next GC pass would delete if ``name`` were drained: a destination (all its messages
+    acknowledged) or a durable subscription (it acknowledges everything it owes, or unsubscribes; a message
+    no other subscription owes then goes). The acks land in the current file, which is never a candidate."""
     keys = match_destinations(d, name)
+    subs = frozenset(match_subscriptions(d, name))
     _, before = _gc(d)
-    _, after = _gc(d, keys)
+    _, after = _gc(d, keys, subs)
     freed = sorted(after - before)
-    return {"destination": name, "matched": sorted(qualified(k) for k in keys),
+    return {"destination": name, "matched": sorted(qualified(k) for k in keys) + sorted(s for _, s in subs),
             "filesFreed": [f"db-{i}.log" for i in freed],
             "bytesFreed": sum(f.size for f in d.files if f.id in freed),
             "collectableNow": [f"db-{i}.log" for i in sorted(before)]}
