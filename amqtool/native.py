@@ -52,7 +52,7 @@ HAVE_NATIVE_LOADER = Loader is not None
 # print's JSON for runs of live entries (native/live_json.c); needs libcrypto's SHA256 (found at run time).
 live_json = getattr(_native, "live_json", None)
 HAVE_LIVE_JSON = live_json is not None and HAVE_NATIVE_LOADER and bool(_native.sha256_available())
-# compaction's layout and output filling (native/compact_write.c); without them compact.py runs its Python
+# compaction's layout and output filling (native/compact_write.c); without them engines/artemis/compact runs its Python
 # reference (_items/_Layout).
 compact_layout = getattr(_native, "compact_layout", None)
 compact_fill = getattr(_native, "compact_fill", None)

@@ -1,5 +1,5 @@
 /* Compaction's two per-record loops in C: where every record goes (compact_layout) and filling one output
- * file's buffer (compact_fill).  amqtool/engines/artemis/compact.py holds the Python reference of both (_items and
+ * file's buffer (compact_fill).  amqtool/engines/artemis/compact/plan.py holds the Python reference of both (_items and
  * _Layout); tests/engines/test_compact_native.py holds the two to byte-identical output files.
  *
  * compact_layout(live, sources, tail, replaceable, file_size, max_id)
@@ -11,7 +11,7 @@
  *   256 bytes, non-zero for the replaceable user record types (counted for needsCompact's update factor;
  *   their updates are written in place like every other, as JournalCompactor.onReadUpdateRecord does),
  *   max_id: the load's maxID (an ADD + DELETE marker of it is appended when no kept record holds it).
- *   The write order and file placement are JournalCompactor's (see compact.py's docstring): the live list
+ *   The write order and file placement are JournalCompactor's (see the compact package's docstring): the live list
  *   in order (every update where the load has it), committed transactions' records as ADD_TX/UPDATE_TX +
  *   COMMIT, then the tail, then the marker;
  *   COMPACT_SPLIT_LINE starts a new file once; numberOfRecords counts a transaction's records in the
@@ -98,7 +98,7 @@ static item_t *items_new(items_t *a) {
     return it;
 }
 
-/* _Layout of compact.py: places items into files of file_size bytes. */
+/* _Layout of compact/plan.py: places items into files of file_size bytes. */
 typedef struct {
     int64_t file_size;
     int64_t used;

@@ -343,7 +343,9 @@ def test_interrupted_compaction_is_finished_first(tmp_path):
     expected = state(d, bump=True)
     jd = journal_of(d)
     prep = C.plan_journal(jd, C.settings_for(jd))
-    taken = len(C._reusable_free_files(prep))  # each taken free file is renamed to .cmp first
+    from amqtool.engines.artemis.compact.switch import _reusable_free_files
+
+    taken = len(_reusable_free_files(prep))  # each taken free file is renamed to .cmp first
     prep.opened.close()
     # after the control file's rename, before the first .cmp is renamed to its final name
     with atomic.fault("rename", taken + 2):
