@@ -15,7 +15,8 @@ from amqtool import native
 from amqtool.engines.artemis import describe
 from amqtool.engines.artemis.demo import create_demo
 from amqtool.formats.artemis.message import CoreMessage
-from amqtool.engines.artemis.paging import PagingJournalView, _queues_line, message_line
+from amqtool.engines.artemis.paging import PagingJournalView, message_line
+from amqtool.engines.artemis.paging.describe import _queues_line
 from amqtool.formats.artemis.paging import PagedMessage
 from amqtool.formats.artemis.primitives import Property, TypedProperties
 from amqtool.store.layout import detect

@@ -59,9 +59,9 @@ def _framings(store):
             s = PageScanner(data)
             records = list(s)
             out.append((paging.page_framing(data, len(data)), s.end, len(records)))
-            found = paging._page_large_ids(data, len(data))
+            found = paging.print_json._page_large_ids(data, len(data))
             with python_only():
-                assert paging._page_large_ids(data, len(data)) == found
+                assert paging.print_json._page_large_ids(data, len(data)) == found
     return out
 
 
@@ -74,12 +74,12 @@ def assert_twins(store, view) -> dict:
     variants = [dict(), dict(safe=True), dict(max_pages=1), dict(max_pages=0, safe=True)]
     for i, kw in enumerate(variants):
         got[i] = _json(store, view, **kw)
-    saved = paging._JSON_RUN
-    paging._JSON_RUN = 2  # many runs per page, formatted by two threads and written in order
+    saved = paging.print_json._JSON_RUN
+    paging.print_json._JSON_RUN = 2  # many runs per page, formatted by two threads and written in order
     try:
         assert _json(store, view) == got[0]
     finally:
-        paging._JSON_RUN = saved
+        paging.print_json._JSON_RUN = saved
     with python_only():
         assert _verify(store, view) == got["verify"]
         for i, kw in enumerate(variants):
@@ -293,6 +293,6 @@ def test_any_bytes_frame_as_the_python_scanner(page):
     n = len(list(s))
     end = paging.page_framing(page, len(page))
     assert end == s.end and end.records == n
-    found = paging._page_large_ids(page, len(page))
+    found = paging.print_json._page_large_ids(page, len(page))
     with python_only():
-        assert paging._page_large_ids(page, len(page)) == found
+        assert paging.print_json._page_large_ids(page, len(page)) == found

@@ -17,8 +17,8 @@ from amqtool.engines.artemis.paging import (
     iter_paged_entries,
     load_view,
     paging_document,
-    _chm_order,
 )
+from amqtool.engines.artemis.paging.stores import _chm_order
 from amqtool.engines.artemis.verify import verify_store
 from amqtool.errors import Severity, overall_verdict, Verdict
 from amqtool.formats.artemis.paging import PagedMessage, encode_page_record, page_file_name

@@ -1,0 +1,379 @@
+"""The paging part of ``verify``: every page read as the broker reads it, page transactions, counters and
+missing pages judged."""
+from __future__ import annotations
+
+import errno
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+from amqtool import native
+from amqtool.errors import FormatError, Finding, Severity
+from amqtool.formats.artemis.paging import (
+    END_BAD_END,
+    END_BAD_LENGTH,
+    END_BAD_START,
+    END_CLEAN,
+    END_SHORT_TAIL,
+    PagedMessage,
+    PageScanEnd,
+    PageScanner,
+    PageSummaries,
+    summarize_record,
+)
+from amqtool.formats.artemis.primitives import Reader
+from amqtool.engines.artemis.paging.print_json import _declared_size
+from amqtool.engines.artemis.paging.stores import PageFile, PageStore, find_page_stores
+from amqtool.engines.artemis.paging.view import MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, PagingJournalView
+from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
+
+
+# --- verify --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PagedLarge:
+    """A core large message found in a page."""
+
+    message_id: int
+    declared_size: int | None
+    path: str
+    page: int
+    number: int
+    pending: bool  # some queue still has to consume it
+
+
+@dataclass
+class PagingSummary:
+    stores: int = 0
+    pages: int = 0
+    bytes: int = 0
+    messages: int = 0
+    pending_messages: int = 0
+
+    def to_json(self) -> dict:
+        return {"stores": self.stores, "pages": self.pages, "bytes": self.bytes, "messages": self.messages,
+                "pendingMessages": self.pending_messages}
+
+
+def _torn_like(buf, end: PageScanEnd) -> bool:
+    """An ending a crash mid-append leaves: a short tail, a length that runs past the end of the file, or a
+    start byte followed by nothing but zeros (a tail the filesystem zero-filled)."""
+    if end.reason == END_SHORT_TAIL:
+        return True
+    if end.reason == END_BAD_LENGTH:
+        return end.length is not None and end.length >= 0
+    if end.reason == END_BAD_START:
+        rest = buf[end.offset:end.size]
+        return rest.count(0) == len(rest)
+    return False
+
+
+class _PageAccount:
+    """Verify's accounting of one page's records: pending queues, expected page counters, page transactions
+    not found or prepared, paged large messages. The Python reference, used for every record without the
+    extension and for the records native/page_scan.c (mode 1) hands back; the C walk mirrors it."""
+
+    __slots__ = ("view", "summary", "pid", "path", "buf", "expected", "not_found", "prepared", "paged_large",
+                 "acks_by_page", "page_queue")
+
+    def __init__(self, verifier: "PagingVerifier", pid: int, path: str, buf, expected, not_found, prepared,
+                 paged_large):
+        self.view = verifier.view
+        self.summary = verifier.summary
+        self.acks_by_page = verifier._acks_by_page()
+        self.pid, self.path, self.buf = pid, path, buf
+        self.expected, self.not_found, self.prepared, self.paged_large = expected, not_found, prepared, paged_large
+        # per queue on this page: the acked message numbers, or None when the queue takes nothing here
+        # (page complete, or no such queue)
+        self.page_queue: dict[int, set | None] = {}
+
+    def record(self, number: int, tx_id: int, mid: int, qids, header) -> None:
+        view, pid, page_queue = self.view, self.pid, self.page_queue
+        self.summary.messages += 1
+        tx_state = view.tx_state(tx_id)
+        counted = tx_id <= 0 or tx_state == PAGE_TX_COMMITTED  # PageCounterRebuildManager
+        pending = False
+        for q in qids:
+            acked = page_queue.get(q, 0)
+            if acked == 0:
+                c = view.complete.get(q)
+                acked = page_queue[q] = (None if q not in view.queues or (c is not None and pid in c)
+                                         else self.acks_by_page.get((q, pid), ()))
+            if acked is None or number in acked:
+                continue
+            pending = True
+            if counted:
+                self.expected[q] = self.expected.get(q, 0) + 1
+        if pending and tx_state in (None, PAGE_TX_COMMITTED):
+            self.summary.pending_messages += 1
+        if tx_state == PAGE_TX_NOT_FOUND:
+            self.not_found[tx_id] = self.not_found.get(tx_id, 0) + 1
+        elif tx_state == PAGE_TX_PREPARED:
+            self.prepared[tx_id] = self.prepared.get(tx_id, 0) + 1
+        if header is not None:
+            self.paged_large[mid] = PagedLarge(mid, _declared_size(self.buf, header), self.path, pid, number,
+                                               pending and tx_state != PAGE_TX_NOT_FOUND)
+
+
+def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
+    """The first well-framed record of a page whose message does not decode as ``Page.read`` decodes it
+    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None.
+
+    The framing and the fast summary (:func:`summarize_record`) skip a core message's properties and body by
+    their lengths, so a flipped bit inside them passed both while the broker, and ``export``, stop reading
+    the page at that record and lose every message after it. About 25 µs a paged message.
+    """
+    for number, off, ln in PageScanner(buf, size):
+        try:
+            PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
+        except FormatError as err:
+            return number, off, err
+    return None
+
+
+class PagingVerifier:
+    """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
+
+    def __init__(self, store, progress: Callable[[int], None] | None = None):
+        self.store = store
+        self.view = PagingJournalView()
+        self.progress = progress
+        self.summary = PagingSummary()
+        self._tables: WalkTables | None = None
+        self._gaps: list[tuple[PageStore, list[int], int, list[int]]] = []
+
+    def add_bindings(self, result) -> None:
+        self.view.add_bindings(result)
+
+    def add_messages(self, result) -> None:
+        self.view.add_messages(result)
+
+    def verify(self, findings: list[Finding]) -> dict[int, PagedLarge]:
+        """Append paging findings; return the core large messages found in pages (by message id)."""
+        view = self.view
+        paged_large: dict[int, PagedLarge] = {}
+        stores, notes = find_page_stores(self.store.paging_dir)
+        for n in notes:
+            sev = Severity.UNKNOWN if n.code == "unreadable" else (
+                Severity.WARNING if n.code == "page-folder-duplicate-address" else Severity.INFO)
+            findings.append(Finding(sev, n.code, n.message, n.path))
+        expected: dict[int, int] = {}
+        not_found: dict[int, int] = {}  # page tx -> messages
+        prepared: dict[int, int] = {}
+        for ps in stores:
+            self.summary.stores += 1
+            self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
+        self._tx_findings(findings, not_found, prepared)
+        self._gap_findings(findings, expected)
+        if stores or view.counter_value or view.counter_inc:
+            self._counter_findings(findings, expected)
+        return paged_large
+
+    def _gap_findings(self, findings, expected: dict[int, int]) -> None:
+        """Pages missing between an address's first and current page, once nothing pointed into them.
+
+        ``PageCursorProviderImpl`` deletes a page only when every subscription has consumed it, so a gap is
+        harmless when the queues' page counters (``PageSubscriptionCounterImpl``: incremented per paged
+        message, decremented per ack) agree with what the present pages still hold for them. When the counters
+        of the address's queues say more messages are unconsumed than the present pages hold, those messages
+        were in the missing pages: CRITICAL ``page-missing`` with their count. With nothing to prove a loss,
+        WARNING ``page-gap``.
+        """
+        view = self.view
+        stored = view.counters()
+        for ps, missing, present, acked_missing in self._gaps:
+            folder = str(ps.folder)
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            queues = sorted(q for q, a in view.queue_address.items() if a == ps.address and q in view.queues)
+            lost = {q: stored[q] - expected.get(q, 0) for q in queues
+                    if q in stored and stored[q] > expected.get(q, 0)}
+            if acked_missing and not lost:
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-missing",
+                    f"address {ps.address!r}: page(s) {', '.join(map(str, acked_missing[:10]))} are gone although "
+                    f"cursor acknowledgements point into them (partly consumed): their unconsumed messages are lost",
+                    folder, None, {"missingPages": missing, "ackedMissingPages": acked_missing,
+                                   "messagesLost": None}))
+            elif lost:
+                n = sum(lost.values())
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-missing",
+                    f"address {ps.address!r}: page(s) {shown} are gone and the page counters of its queues say "
+                    f"{n} unconsumed message reference(s) ("
+                    + ", ".join(f"queue {q}: {v}" for q, v in lost.items())
+                    + ") are not in the pages that remain: they were in the missing page(s) and are lost",
+                    folder, None,
+                    {"missingPages": missing, "ackedMissingPages": acked_missing, "messagesLost": n,
+                     "lostByQueue": {str(q): v for q, v in lost.items()}}))
+            else:
+                findings.append(Finding(
+                    Severity.WARNING, "page-gap",
+                    f"address {ps.address!r}: page(s) {shown} missing between page {ps.first_page} and the "
+                    f"current page {ps.current_page}; the broker removes a page from the middle only once every "
+                    f"queue has consumed it, and nothing here shows unconsumed messages were in it", folder,
+                    None, {"missingPages": missing, "presentPages": present}))
+
+    def _verify_store(self, ps: PageStore, findings, expected, not_found, prepared, paged_large) -> None:
+        view = self.view
+        folder = str(ps.folder)
+        for n in ps.bad_names:
+            findings.append(Finding(Severity.CRITICAL, "page-bad-name",
+                                    f"page file name {n!r} has no page number: the broker fails to start this "
+                                    f"address's paging store", str(ps.folder / n)))
+        missing = ps.missing_pages()
+        if missing:
+            # judged once the counters are known (_gap_findings)
+            acked_missing = sorted({p for acks in view.acks.values() for p, _ in acks if p in set(missing)})
+            self._gaps.append((ps, missing, len(ps.pages), acked_missing))
+        current = ps.current_page
+        undecodable = 0
+        use_native = native.page_walk is not None  # else the Python reference loop
+        if use_native and self._tables is None:
+            self._tables = WalkTables(view)
+        for pid in sorted(ps.pages):
+            path = ps.page_path(pid)
+            try:
+                pf = PageFile(path)
+            except OSError as err:
+                if err.errno == errno.EINVAL:  # a FIFO, socket, device or directory named like a page
+                    findings.append(Finding(Severity.CRITICAL, "not-a-regular-file", err.strerror, str(path)))
+                else:
+                    findings.append(Finding(Severity.UNKNOWN, "unreadable", f"cannot read: {err.strerror}",
+                                            str(path)))
+                continue
+            with pf:
+                self.summary.pages += 1
+                self.summary.bytes += pf.size
+                buf = pf.buf
+                account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
+                if use_native:
+                    end, error = self._walk_page(buf, pf.size, pid, account)
+                else:
+                    s = PageSummaries(buf, pf.size)
+                    record = account.record
+                    for number, _, _, tx_id, _, mid, qids, header in s:
+                        record(number, tx_id, mid, qids, header)
+                    end, error = s.end, s.error
+                if error is None:
+                    error = _first_undecodable(buf, pf.size)
+                if error is not None:
+                    number, off, err = error
+                    undecodable += 1
+                    if undecodable <= MAX_LISTED:
+                        after = sum(1 for _ in PageScanner(buf, pf.size)) - number
+                        findings.append(Finding(
+                            Severity.CRITICAL, "page-record-undecodable",
+                            f"page {pid} message {number}: {err.message}; the broker stops reading this page "
+                            f"there: this message and the {after - 1} after it are not delivered", str(path), off,
+                            {"page": pid, "message": number, "messagesLost": after}))
+                if self.progress is not None:
+                    self.progress(pf.size)
+                if end is None or end.reason == END_CLEAN:
+                    continue  # clean, or cut short by an undecodable record (reported above)
+                left = end.size - end.offset
+                is_current = pid == current
+                if _torn_like(buf, end):
+                    where = "the current page" if is_current else f"page {pid} (not the current page)"
+                    findings.append(Finding(
+                        Severity.WARNING, "page-torn-tail",
+                        f"{left} byte(s) of a partly written record after message {end.records - 1} of {where}: "
+                        f"the broker stopped mid-write; it ignores these bytes"
+                        + (" and starts a new page" if is_current else ""), str(path), end.offset,
+                        {"page": pid, "messages": end.records, "reason": end.reason}))
+                else:
+                    what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
+                            f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
+                    findings.append(Finding(
+                        Severity.CRITICAL, "page-damaged",
+                        f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
+                        f"so the {left} byte(s) after it (any messages in them) are lost", str(path), end.offset,
+                        {"page": pid, "messages": end.records, "reason": end.reason}))
+        if undecodable > MAX_LISTED:
+            findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
+                                    f"{undecodable - MAX_LISTED} more undecodable page record(s)", folder))
+
+    def _walk_page(self, buf, size: int, pid: int, account: "_PageAccount"):
+        """The page's records through ``native.page_walk`` (mode 1): C does the accounting of the records
+        it covers, :class:`_PageAccount` (the Python reference) the ones it hands back. Returns (end, error)
+        as :class:`PageSummaries` leaves them."""
+        tables = self._tables.page(pid)
+        acc = array("q", bytes(8 * (2 + len(tables[2]) // 4)))
+        lists: tuple[list, list] = ([], [])
+        walk = native.page_walk
+        pos = number = 0
+        end = error = None
+        while True:
+            status, pos, number, length, _ = walk(buf, pos, number, _WALK_VERIFY, tables, acc, lists)
+            if status != _WALK_HANDBACK:
+                end = _end_of_walk(status, pos, number, length, size)
+                break
+            try:
+                sr = summarize_record(buf, pos + 5, pos + 5 + length)
+            except FormatError as err:
+                error = (number, pos, err)
+                break
+            account.record(number, sr.transaction_id, sr.message_id, sr.queue_ids, sr.header)
+            pos += 6 + length
+            number += 1
+        self.summary.messages += acc[0]
+        self.summary.pending_messages += acc[1]
+        expected = account.expected
+        for q, n in zip(tables[2][0::4], acc[2:]):
+            if n:
+                expected[q] = expected.get(q, 0) + n
+        for target, txs in ((account.not_found, lists[0]), (account.prepared, lists[1])):
+            for tx, n in Counter(txs).items():
+                target[tx] = target.get(tx, 0) + n
+        return end, error
+
+    def _acks_by_page(self) -> dict[tuple[int, int], set[int]]:
+        """(queue, page) -> acked message numbers (built once)."""
+        if getattr(self, "_acks_cache", None) is None:
+            out: dict[tuple[int, int], set[int]] = {}
+            for q, positions in self.view.acks.items():
+                for page, number in positions:
+                    out.setdefault((q, page), set()).add(number)
+            self._acks_cache = out
+        return self._acks_cache
+
+    def _tx_findings(self, findings, not_found: dict[int, int], prepared: dict[int, int]) -> None:
+        view = self.view
+        for tx, n in sorted(prepared.items()):
+            findings.append(Finding(
+                Severity.INFO, "page-tx-prepared",
+                f"page transaction {tx} ({n} paged message(s)) is in prepared XA transaction "
+                f"{view.page_tx_prepared[tx]}: the broker holds these messages until it is resolved", None, None,
+                {"pageTransaction": tx, "messages": n, "txId": view.page_tx_prepared[tx]}))
+        failed = {tx: n for tx, n in not_found.items() if tx in view.page_tx_failed}
+        for tx, n in sorted(failed.items()):
+            findings.append(Finding(
+                Severity.WARNING, "page-tx-incomplete",
+                f"page transaction {tx} ({n} paged message(s)) was written in journal transaction "
+                f"{view.page_tx_failed[tx]}, which never completed: the broker rolls it back and skips "
+                f"these messages", None, None, {"pageTransaction": tx, "messages": n}))
+        rest = {tx: n for tx, n in not_found.items() if tx not in failed}
+        if rest:
+            total = sum(rest.values())
+            findings.append(Finding(
+                Severity.INFO, "page-tx-not-found",
+                f"{total} paged message(s) of {len(rest)} page transaction(s) have no page-transaction record "
+                f"(rolled back, or fully consumed and not yet cleaned up): the broker skips them", None, None,
+                {"pageTransactions": sorted(rest)[:100], "messages": total}))
+
+    def _counter_findings(self, findings, expected: dict[int, int]) -> None:
+        stored = self.view.counters()
+        for q in sorted(set(stored) | {q for q in expected if q in self.view.queues and expected[q]}):
+            if q not in self.view.queues:
+                continue
+            s, e = stored.get(q, 0), expected.get(q, 0)
+            if s != e:
+                findings.append(Finding(
+                    Severity.INFO, "page-counter-mismatch",
+                    f"queue {q}: the page counter records say {s} paged message(s), the pages hold {e} still to "
+                    f"consume; brokers since 2.27 rebuild the counters from the pages at start, older ones report "
+                    f"the stored value", None, None, {"queueId": q, "stored": s, "counted": e}))
+
+    def summary_json(self) -> dict:
+        return self.summary.to_json()
