@@ -98,7 +98,11 @@ def print_(
                     def tail():
                         yield ', "paging": '
                         yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
-                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict):
+                from amqtool.engines.artemis.jms import jms_document
+
+                extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
+                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
+                                       extra=extra):
                     sys.stdout.write(chunk)
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))
@@ -106,6 +110,10 @@ def print_(
                 from amqtool.engines.artemis.describe import describe_live_record
 
                 write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record)))
+                if store.jms is not None:
+                    from amqtool.engines.artemis.jms import jms_document, jms_text
+
+                    write_lines(fit_lines(jms_text(jms_document(store))))
         if verdict is not Verdict.OK:
             finish(verdict)
 

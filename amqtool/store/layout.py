@@ -22,7 +22,7 @@ from amqtool.store.kahadb_layout import KahaDBStore
 class JournalSpec:
     """The naming of one Artemis journal (JournalStorageManager: prefix, extension, fixed sizes)."""
 
-    kind: str  # "bindings" | "messages"
+    kind: str  # "bindings" | "messages" | "jms"
     prefix: str
     extension: str
     default_file_size: int
@@ -34,6 +34,8 @@ class JournalSpec:
 
 BINDINGS = JournalSpec("bindings", "activemq-bindings", "bindings", 1024 * 1024, 2)
 MESSAGES = JournalSpec("messages", "activemq-data", "amq", 10 * 1024 * 1024, 2)
+# Artemis 1.x's JMS journal (JMSJournalStorageManagerImpl): in the bindings directory, kept by upgraded brokers.
+JMS = JournalSpec("jms", "activemq-jms", "jms", 1024 * 1024, 2)
 JOURNAL_SPECS = (BINDINGS, MESSAGES)
 
 CONTROL_FILE = "journal-rename-control.ctr"
@@ -71,9 +73,16 @@ class ArtemisStore:
     large_messages_dir: Path | None = None
     settings: BrokerSettings | None = None
     kind: str = "artemis"
+    jms: JournalDir | None = None  # a 1.x JMS journal beside the bindings journal
 
     def journals(self) -> list[JournalDir]:
+        """The journals the 2.x broker loads (bindings, messages); the 1.x JMS journal is :attr:`jms`."""
         return [j for j in (self.bindings, self.messages) if j is not None]
+
+    def find_jms(self, directory: Path | None) -> None:
+        """Note the 1.x JMS journal when ``directory`` (the bindings location) holds one."""
+        if self.jms is None and directory is not None and _has_files(directory, JMS.extension):
+            self.jms = JournalDir(JMS, directory)
 
 
 Store = ArtemisStore | KahaDBStore
@@ -86,7 +95,7 @@ def _has_files(directory: Path, ext: str) -> bool:
 
 
 def _journal_dir(directory: Path) -> JournalDir | None:
-    for spec in JOURNAL_SPECS:
+    for spec in JOURNAL_SPECS + (JMS,):
         if _has_files(directory, spec.extension):
             return JournalDir(spec, directory)
     return None
@@ -96,6 +105,7 @@ def _artemis_from_settings(settings: BrokerSettings) -> ArtemisStore:
     store = ArtemisStore(root=settings.instance_dir or Path("."), settings=settings)
     if settings.bindings_dir and settings.bindings_dir.is_dir():
         store.bindings = JournalDir(BINDINGS, settings.bindings_dir)
+        store.find_jms(settings.bindings_dir)
     if settings.journal_dir and settings.journal_dir.is_dir():
         store.messages = JournalDir(MESSAGES, settings.journal_dir)
     if settings.paging_dir and settings.paging_dir.is_dir():
@@ -114,6 +124,7 @@ def _artemis_data_dir(data: Path) -> ArtemisStore | None:
                 store.bindings = JournalDir(spec, d)
             else:
                 store.messages = JournalDir(spec, d)
+    store.find_jms(data / "bindings" if (data / "bindings").is_dir() else None)
     for name in ("paging",):
         if (data / name).is_dir():
             store.paging_dir = data / name
@@ -121,7 +132,7 @@ def _artemis_data_dir(data: Path) -> ArtemisStore | None:
         if (data / name).is_dir():
             store.large_messages_dir = data / name
             break
-    if store.bindings or store.messages:
+    if store.bindings or store.messages or store.jms:
         return store
     return None
 
@@ -162,6 +173,9 @@ def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml:
         store = ArtemisStore(root=p)
         if jd.spec is BINDINGS:
             store.bindings = jd
+            store.find_jms(p)
+        elif jd.spec is JMS:
+            store.jms = jd
         else:
             store.messages = jd
         # Siblings of a journal directory in a data directory (so large messages can be checked).

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from amqtool.errors import Finding, Severity, UnknownStoreError
+from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, file_gaps, live_ids_of_type, load_journal
 from amqtool.store.journal_files import open_journal
@@ -366,6 +366,22 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
                 {"messageId": mid, "size": actual, "declaredSize": size}))
 
 
+def _jms_findings(result: LoadResult, findings: list[Finding]) -> None:
+    """A 1.x JMS journal's live records must decode as ``JMSJournalStorageManagerImpl.load`` decodes them:
+    an unknown record type or a body that does not decode makes that load throw (the 1.x broker does not
+    start; a 2.x broker ignores the journal, so what it held is only in these records)."""
+    from amqtool.formats.artemis.jmsrecords import decode_jms_record
+
+    for rec in result.live:
+        try:
+            decode_jms_record(rec.user_record_type, result.body(rec))
+        except FormatError as err:
+            findings.append(Finding(
+                Severity.CRITICAL, "jms-record-undecodable",
+                f"JMS journal record {rec.id} (type {rec.user_record_type}): {err.message}",
+                str(result.files[rec.file_index].path), rec.body_offset))
+
+
 def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
                    progress: Callable[[int], None] | None = None, paging=None) -> LoadResult | None:
     """Verify one journal directory, appending findings and its summary to ``report``."""
@@ -392,6 +408,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
             _gap_findings(result, findings)
         _load_findings(result, findings)
+        if journal.kind == "jms":
+            _jms_findings(result, findings)
         if journal.kind == "bindings" and paging is not None:  # paging: queue ids for the page cursors
             paging.add_bindings(result)
         if journal.kind == "messages":
@@ -409,13 +427,15 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal."""
     report = VerifyReport()
     journals = store.journals()
-    if not journals:
+    if not journals and store.jms is None:
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))
     from amqtool.engines.artemis.paging import PagingVerifier
 
     paging = PagingVerifier(store, progress)
     for journal in journals:
         verify_journal(store, journal, report, progress, paging)
+    if store.jms is not None:
+        verify_journal(store, store.jms, report, progress)
     if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()

@@ -79,7 +79,9 @@ class LocalArtemisExport:
         self.close()
 
     def binding_rows(self) -> list[tuple]:
-        rows = self.bindings.rows()
+        from amqtool.engines.artemis.jms import jms_binding_rows
+
+        rows = self.bindings.rows() + jms_binding_rows(self._store)  # an upgraded broker's 1.x JMS objects
         self.summary.set_bindings(rows)
         return rows
 

@@ -45,7 +45,7 @@ MESSAGE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
 )
 
 BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("kind", "string", False),  # address | queue
+    ("kind", "string", False),  # address | queue; jms-queue | jms-topic | jms-connection-factory (1.x JMS journal)
     ("id", "long", True),
     ("name", "string", False),
     ("address", "string", True),
