@@ -385,7 +385,7 @@ def test_demo_without_paging(tmp_path):
 
 @pytest.mark.parametrize("n", [0, 5, 8, 9, 4096, 3 * MiB + 7])
 def test_demo_bodies_have_the_size_asked_for(tmp_path, n):
-    from amqtool.engines.artemis.demo import _Demo
+    from amqtool.engines.artemis.demo.broker import _Demo
 
     d = _Demo(tmp_path, 8 * MiB, 1, 0.3, MiB, 2, None, True)
     assert len(d._bytes_body(n, 123)) == n

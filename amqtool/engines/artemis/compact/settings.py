@@ -21,7 +21,6 @@ INVALID_PREPARE_COUNT = -1  # a numberOfRecords no counter can equal: the transa
 CONTROL_TMP_NAME = CONTROL_FILE_NAME + ".amqtool-tmp"
 
 
-
 @dataclass
 class CompactSettings:
     """The journal settings compaction follows (broker.xml names)."""
@@ -163,8 +162,6 @@ def needs_compact(data_files: int, file_size: int, live_bytes: int, adds: int, r
         reasons.append(f"live bytes {live_bytes} < {settings.compact_percentage}% of {data_files} data files "
                        f"x {file_size} B ({margin})")
     return reasons
-
-
 
 
 def settings_for(journal: JournalDir, broker=None, *, file_size: int | None = None, min_files: int | None = None,
