@@ -11,7 +11,6 @@ journal file and rewrites ``server.lock`` when it is short), and no ASCII-art ba
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable, Iterator
 
