@@ -386,3 +386,21 @@ def test_a_huge_sparse_journal_file_is_refused_not_read(run_json, tmp_path, comm
     text = json.dumps(doc)
     assert "file-too-large" in text and "MemoryError" not in text
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: nothing read whole
+
+
+def test_a_huge_refused_file_does_not_count_toward_the_export_cost(tmp_path):
+    # `export --engine auto` chose Spark for a small store beside a 50 GiB sparse file it never reads.
+    import struct
+
+    from amqtool.engines.export import _store_bytes
+    from amqtool.store.layout import detect
+
+    journal = _copy(tmp_path)
+    small = _store_bytes(detect(journal))
+    big = journal / "activemq-data-9.amq"
+    big.write_bytes((journal / "activemq-data-1.amq").read_bytes()[:16])
+    with open(big, "r+b") as fh:
+        fh.seek(8)
+        fh.write(struct.pack(">q", 9))
+        fh.truncate(50 * 2**30)
+    assert _store_bytes(detect(journal)) == small

@@ -95,12 +95,16 @@ def _store_bytes(store) -> int:
                 except OSError:
                     pass
         return total
+    from amqtool.store.journal_files import MAX_LOADABLE_SIZE
+
     for jd in store.journals():
         for p in jd.journal_files():
             try:
-                total += p.stat().st_size
+                size = p.stat().st_size
             except OSError:
-                pass
+                continue
+            if size <= MAX_LOADABLE_SIZE:  # a larger file is refused, never read: it costs no export time
+                total += size
     return total
 
 
