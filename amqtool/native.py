@@ -139,6 +139,12 @@ def scan_records(buf, file_tag: int, version: int, check_tag: bool = True, start
     return scan_records_py(buf, file_tag, version, check_tag, start)
 
 
+# scan_window(fd, pos, file_tag, version, check_tag, marked, window) -> (base, data, records, next_pos, marked,
+# done): the scanner over one bounded window of an open file (native/journal_window.h); callers go through
+# OpenedJournal.scan_windows, which falls back to reading the file whole for scan_records_py.
+scan_window = getattr(_native, "scan_window", None)
+
+
 # --- the benchmark's timed write loops (no fallback) -----------------------------------------------
 
 

@@ -19,6 +19,7 @@
 #include <Python.h>
 
 PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_scan_window(PyObject *self, PyObject *args, PyObject *kwargs);
 int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_sha256_available(PyObject *self, PyObject *noargs);
@@ -51,5 +52,26 @@ PyObject *amq_uring_probe(PyObject *self, PyObject *noargs);
 /* sha256.c: SHA-256 through libcrypto, looked up at first use */
 int amq_sha256_ready(void);
 void amq_sha256(const unsigned char *d, size_t n, unsigned char md[32]);
+
+
+/* A live entry's body inside a window of its journal file.  `data` holds the file's bytes
+ * [base, base + dlen); the file has fsize bytes (fsize < 0: the window ends where the file ends).  The body
+ * (off, blen) is first clipped to the file, as LoadResult.body reads it (fewer bytes if the file is
+ * shorter); then *bs and *be are set to its bounds in data and 1 returned, or 0 when it is not wholly in the
+ * window (the caller stops at that entry and Python reads the window that holds it). */
+static inline int body_in_window(int64_t off, int32_t blen, int64_t base, Py_ssize_t dlen, int64_t fsize,
+                                 Py_ssize_t *bs, Py_ssize_t *be) {
+    if (fsize < 0)
+        fsize = base + dlen;
+    int64_t s = off < 0 ? 0 : (off > fsize ? fsize : off);
+    int64_t e = blen <= 0 ? s : (off + blen > fsize ? fsize : off + blen);
+    if (e < s)
+        e = s;
+    if (s < base || e > base + dlen)
+        return 0;
+    *bs = (Py_ssize_t)(s - base);
+    *be = (Py_ssize_t)(e - base);
+    return 1;
+}
 
 #endif

@@ -1138,8 +1138,9 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
     Py_ssize_t start, stop;
     int file_index, safe;
     PyObject *refs;
-    if (!PyArg_ParseTuple(args, "y*nny*ipO!:describe_live", &live, &start, &stop, &data, &file_index, &safe,
-                          &PyDict_Type, &refs))
+    long long wbase = 0, fsize = -1;
+    if (!PyArg_ParseTuple(args, "y*nny*ipO!|LL:describe_live", &live, &start, &stop, &data, &file_index, &safe,
+                          &PyDict_Type, &refs, &wbase, &fsize))
         return NULL;
     PyObject *result = NULL;
     outbuf o = {0};
@@ -1165,10 +1166,9 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
         if (utype == 40 || utype == 41)
             break;
         /* the bytes LoadResult.body() reads: fewer if the file is shorter */
-        Py_ssize_t bs = off < 0 ? 0 : (off > dlen ? dlen : (Py_ssize_t)off);
-        Py_ssize_t be = blen <= 0 ? bs : (off + blen > dlen ? dlen : (Py_ssize_t)(off + blen));
-        if (be < bs)
-            be = bs;
+        Py_ssize_t bs, be;
+        if (!body_in_window(off, blen, wbase, dlen, fsize, &bs, &be))
+            break;
         size_t mark = o.n;
         PUTL(&o, "recordID=");
         put_int(&o, id);

@@ -5,10 +5,11 @@
  * second and the live list costs 27 bytes per entry.  tests/native/test_loader.py holds the two to identical
  * results (live list, prepared and failed transactions, counts, anomalies, per-file statistics).
  *
- * Python drives it one file at a time (files are read into memory and released, never mapped):
+ * Python drives it one file at a time; the Loader reads each file itself through a bounded window
+ * (journal_window.h: never the whole file, never mapped), so memory is the window plus the live index:
  *
- *   ld = Loader(max_examples=100)
- *   for each file:  ld.feed(data, file_index, tag, version, check_tag, gaps) -> file statistics
+ *   ld = Loader(max_examples=100, window=4 << 20)
+ *   for each file:  ld.feed(fd, file_index, tag, version, check_tag, gaps) -> file statistics
  *   ld.finish() -> (live_count, max_id, number_of_records, transactions, anomalies, anomaly_counts)
  *
  * after which the Loader itself exports the live list through the buffer protocol: live_count packed
@@ -24,7 +25,7 @@
  * the commit's file, the counter resetting whenever the file changes); unknown COMMIT/ROLLBACK are noted and
  * do not make the file a data file; EVENT is ignored.
  */
-#include "journal_scan.h"
+#include "journal_window.h"
 
 #include <stdlib.h>
 
@@ -340,6 +341,9 @@ typedef struct {
     Py_ssize_t max_examples;
     int finished;
     int busy;      /* a feed() runs without the GIL: refuse reentry from another thread */
+    unsigned char *wbuf; /* the read window, reused from file to file */
+    size_t wcap;
+    Py_ssize_t window;
     Py_ssize_t exports; /* buffer views handed out */
 } LoaderObject;
 
@@ -432,60 +436,56 @@ typedef struct {
     int want_gaps;
     Py_ssize_t max_gaps, n_gaps;
     Py_ssize_t *gaps; /* pairs (first non-filler offset, next record offset), up to max_gaps */
-    Py_ssize_t end_pos, tail_first;
+    Py_ssize_t end_pos, tail_first, tail_end;
+    int64_t size; /* bytes the file had (as read) */
     int nomem;
+    int io_errno; /* a read failed: errno */
 } file_stats;
 
-/* First byte in [s, e) that is neither 0 nor 'J' (Artemis' fillers), or -1. */
-static Py_ssize_t first_non_filler(const unsigned char *b, Py_ssize_t s, Py_ssize_t e) {
-    while (s + 8 <= e) {
-        uint64_t w;
-        memcpy(&w, b + s, 8);
-        if (w != 0 && w != 0x4A4A4A4A4A4A4A4AULL) {
-            for (int k = 0; k < 8; k++)
-                if (b[s + k] != 0 && b[s + k] != 'J')
-                    return s + k;
-        }
-        s += 8;
-    }
-    for (; s < e; s++)
-        if (b[s] != 0 && b[s] != 'J')
-            return s;
-    return -1;
-}
-
 /* The per-file loop of load.py's load_journal. Runs without the GIL: no Python object is touched. */
-static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end, int32_t fi, long long tag,
-                      int version, int check_tag, file_stats *st) {
-    Py_ssize_t pos = 16, gap_from = 16, pf = 16;
+static void feed_file(LoaderObject *self, wfile *w, int32_t fi, long long tag, int version, int check_tag,
+                      file_stats *st) {
+    int64_t pos = 16, pf = 16;
     int marked = 0, has_data = 0;
     record_t r;
     int body_start[10];
     for (int t = EVENT; t <= ROLLBACK; t++)
         body_start[t - EVENT] = fixed_size(t, version) - 4;
     int64_t max_id = self->max_id;
-    while (scan_next(b, &pos, end, tag, version, check_tag, &marked, &r)) {
+    for (;;) {
+        int rc = wscan_next(w, &pos, tag, version, check_tag, &marked, &r);
+        if (rc == 2) {
+            if (wfill(w, pos, w->need) < 0)
+                goto ioerr;
+            continue;
+        }
+        if (rc < 0)
+            goto ioerr;
+        if (rc == 0)
+            break;
         int t = r.t;
-        /* Stream the file into the cache ahead of the scan: each record's checkSize (and the next header
+        const unsigned char *b = w->buf;
+        Py_ssize_t rel = (Py_ssize_t)(r.pos - w->base); /* the record's offset in the window */
+        /* Stream the window into the cache ahead of the scan: each record's checkSize (and the next header
          * behind it) is a body length away, a jump the hardware prefetcher does not follow. */
-        for (; pf < pos + 8192 && pf < end; pf += 64)
-            __builtin_prefetch(b + pf);
+        if (pf < w->base)
+            pf = w->base;
+        for (; pf < pos + 8192 && pf < w->base + w->len; pf += 64)
+            __builtin_prefetch(b + (pf - w->base));
         st->records++;
         if (st->type_counts[t - EVENT]++ == 0)
             st->type_order[st->n_types++] = t;
         st->last_data_pos = r.pos + (Py_ssize_t)r.total;
         if (st->want_gaps) {
-            if (r.pos > gap_from) {
-                Py_ssize_t f = first_non_filler(b, gap_from, r.pos);
-                if (f >= 0) {
-                    if (st->n_gaps < st->max_gaps) {
-                        st->gaps[2 * st->n_gaps] = f;
-                        st->gaps[2 * st->n_gaps + 1] = r.pos;
-                    }
-                    st->n_gaps++;
+            w_track_region(w, r.pos);
+            if (w->gap_first >= 0) {
+                if (st->n_gaps < st->max_gaps) {
+                    st->gaps[2 * st->n_gaps] = (Py_ssize_t)w->gap_first;
+                    st->gaps[2 * st->n_gaps + 1] = r.pos;
                 }
+                st->n_gaps++;
             }
-            gap_from = st->last_data_pos;
+            w_track_reset(w, st->last_data_pos);
         }
         entry_t e;
         tx_t *tx;
@@ -553,7 +553,7 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
             unsigned char *x = malloc(r.extra_len ? (size_t)r.extra_len : 1);
             if (x == NULL)
                 goto nomem;
-            memcpy(x, b + r.pos + fixed_size(PREPARE, version) - 4, (size_t)r.extra_len);
+            memcpy(x, b + rel + fixed_size(PREPARE, version) - 4, (size_t)r.extra_len);
             free(tx->extra);
             tx->extra = x;
             tx->extra_len = r.extra_len;
@@ -616,9 +616,12 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
     self->max_id = max_id;
     st->marked = marked;
     st->has_data = has_data || marked;
+    st->size = w->size;
     if (st->want_gaps) {
         st->end_pos = st->records ? st->last_data_pos : 16;
-        st->tail_first = first_non_filler(b, st->end_pos, end);
+        w_track_region(w, w->size);
+        st->tail_first = (Py_ssize_t)w->gap_first;
+        st->tail_end = (Py_ssize_t)w->gap_end_nz;
     }
     /* Entries of deleted ids pile up in churned journals: drop them once they could double the list. */
     if (self->live.n >= 2 * self->compacted + (1 << 20))
@@ -627,24 +630,25 @@ static void feed_file(LoaderObject *self, const unsigned char *b, Py_ssize_t end
 nomem:
     self->max_id = max_id;
     st->nomem = 1;
+    return;
+ioerr:
+    self->max_id = max_id;
+    st->io_errno = w->err ? w->err : EIO;
 }
 
 static PyObject *Loader_feed(LoaderObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"data", "file_index", "tag", "version", "check_tag", "gaps", "max_gaps", NULL};
-    Py_buffer view;
-    int fi, version, check_tag = 1, want_gaps = 0;
+    static char *kwlist[] = {"fd", "file_index", "tag", "version", "check_tag", "gaps", "max_gaps", NULL};
+    int fd, fi, version, check_tag = 1, want_gaps = 0;
     long long tag;
     Py_ssize_t max_gaps = 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*iLi|ppn:feed", kwlist, &view, &fi, &tag, &version,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiLi|ppn:feed", kwlist, &fd, &fi, &tag, &version,
                                      &check_tag, &want_gaps, &max_gaps))
         return NULL;
     if (self->finished || self->busy) {
-        PyBuffer_Release(&view);
         PyErr_SetString(PyExc_RuntimeError, self->busy ? "Loader.feed is already running" : "Loader is finished");
         return NULL;
     }
     if (version != 1 && version != 2) {
-        PyBuffer_Release(&view);
         PyErr_Format(PyExc_ValueError, "journal format version %d, expected 1 or 2", version);
         return NULL;
     }
@@ -655,21 +659,27 @@ static PyObject *Loader_feed(LoaderObject *self, PyObject *args, PyObject *kwarg
     st.max_gaps = max_gaps < 0 ? 0 : max_gaps;
     if (want_gaps) {
         st.gaps = PyMem_RawMalloc(2 * sizeof(Py_ssize_t) * (size_t)(st.max_gaps ? st.max_gaps : 1));
-        if (st.gaps == NULL) {
-            PyBuffer_Release(&view);
+        if (st.gaps == NULL)
             return PyErr_NoMemory();
-        }
     }
+    wfile w;
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    feed_file(self, view.buf, view.len, fi, tag, version, check_tag, &st);
+    if (wopen(&w, fd, self->wbuf, self->wcap, self->window, want_gaps) < 0)
+        st.io_errno = w.err;
+    else
+        feed_file(self, &w, fi, tag, version, check_tag, &st);
     Py_END_ALLOW_THREADS
+    self->wbuf = w.buf; /* wfill may have grown it */
+    self->wcap = w.cap;
     self->busy = 0;
-    PyBuffer_Release(&view);
-    if (st.nomem) {
+    if (st.nomem || st.io_errno) {
         PyMem_RawFree(st.gaps);
         self->finished = 1; /* the state is incomplete: refuse to go on */
-        return PyErr_NoMemory();
+        if (st.nomem || st.io_errno == ENOMEM)
+            return PyErr_NoMemory();
+        errno = st.io_errno;
+        return PyErr_SetFromErrno(PyExc_OSError);
     }
     PyObject *counts = PyList_New(st.n_types);
     if (counts == NULL)
@@ -704,15 +714,15 @@ static PyObject *Loader_feed(LoaderObject *self, PyObject *args, PyObject *kwarg
             PyList_SET_ITEM(list, i, pair);
         }
         Py_DECREF(gaps);
-        gaps = Py_BuildValue("(Nnnn)", list, st.n_gaps, st.end_pos, st.tail_first);
+        gaps = Py_BuildValue("(Nnnnn)", list, st.n_gaps, st.end_pos, st.tail_first, st.tail_end);
         if (gaps == NULL) {
             Py_DECREF(counts);
             goto fail;
         }
     }
     PyMem_RawFree(st.gaps);
-    return Py_BuildValue("(nOOnNN)", st.records, st.marked ? Py_True : Py_False, st.has_data ? Py_True : Py_False,
-                         st.last_data_pos, counts, gaps);
+    return Py_BuildValue("(nOOnNNL)", st.records, st.marked ? Py_True : Py_False,
+                         st.has_data ? Py_True : Py_False, st.last_data_pos, counts, gaps, (long long)st.size);
 fail:
     PyMem_RawFree(st.gaps);
     return NULL;
@@ -835,11 +845,12 @@ static PyObject *Loader_finish(LoaderObject *self, PyObject *noargs) {
 }
 
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kwlist[] = {"max_examples", "sources", NULL};
-    Py_ssize_t max_examples = 100;
+    static char *kwlist[] = {"max_examples", "sources", "window", NULL};
+    Py_ssize_t max_examples = 100, window = 4 << 20;
     int want_sources = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|np:Loader", kwlist, &max_examples, &want_sources))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|npn:Loader", kwlist, &max_examples, &want_sources, &window))
         return -1;
+    self->window = window < WINDOW_MIN ? WINDOW_MIN : window;
     if (self->live.v != NULL || self->txs.cap != 0 || self->finished) {
         PyErr_SetString(PyExc_RuntimeError, "Loader cannot be re-initialised");
         return -1;
@@ -863,6 +874,7 @@ static void Loader_dealloc(LoaderObject *self) {
             tx_free((tx_t *)(intptr_t)self->txs.vals[i]);
     map_free(&self->txs);
     free(self->anomalies);
+    free(self->wbuf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -898,10 +910,12 @@ static PyObject *Loader_sources(LoaderObject *self, PyObject *noargs) {
 
 static PyMethodDef Loader_methods[] = {
     {"feed", (PyCFunction)(void (*)(void))Loader_feed, METH_VARARGS | METH_KEYWORDS,
-     "feed(data, file_index, tag, version, check_tag=True, gaps=False, max_gaps=20)\n"
-     "-> (records, marked, has_data, last_data_pos, [(type, count)...], gaps)\n"
-     "Scan one file's bytes (the next in load order) and apply its records. gaps (when asked) is\n"
-     "([(first_non_filler, next_record)...], damaged_regions, end_of_last_record, first_non_filler_after)."},
+     "feed(fd, file_index, tag, version, check_tag=True, gaps=False, max_gaps=20)\n"
+     "-> (records, marked, has_data, last_data_pos, [(type, count)...], gaps, size)\n"
+     "Read one open journal file (the next in load order) through the Loader's window and apply its\n"
+     "records; size is the file's size as read. gaps (when asked) is ([(first_non_filler, next_record)...],\n"
+     "damaged_regions, end_of_last_record, first_non_filler_after, end_of_last_non_zero_after). A failed\n"
+     "read raises OSError and ends the Loader."},
     {"finish", (PyCFunction)Loader_finish, METH_NOARGS,
      "finish() -> (live_count, max_id, number_of_records, [(tx_id, records, deletes, prepared, invalid,\n"
      "extra, prepare_location)...], [(code, file_index, offset, a, b, c, d)...], [(code, count)...])\n"

@@ -49,6 +49,10 @@ static inline Py_ssize_t next_candidate(const unsigned char *b, Py_ssize_t pos, 
     return pos;
 }
 
+/* Every header field of a record lies in its first WSCAN_HEAD bytes (the largest fixed part, 31, less its
+ * checkSize, plus the type byte's neighbours). */
+#define WSCAN_HEAD 32
+
 typedef enum { CAND_OK, CAND_QUIET, CAND_MARK } cand_result;
 
 typedef struct {
@@ -58,9 +62,12 @@ typedef struct {
     Py_ssize_t pos; /* offset of the record (set by scan_next) */
 } record_t;
 
-/* Read the candidate at pos (type in range, tag already present and checked).  Mirrors the branch
- * structure of _candidate() in records.py: which failures mark the file as a data file and which are
- * abandoned quietly follows readJournalFile branch by branch. */
+/* Read the header of the candidate at pos (type in range, tag already present and checked), up to its total
+ * size; `end` is where the file ends.  Mirrors the branch structure of _candidate() in records.py: which
+ * failures mark the file as a data file and which are abandoned quietly follows readJournalFile branch by
+ * branch.  Reads only the first WSCAN_HEAD bytes at pos: the caller compares the checkSize at
+ * pos + total - 4 with r->total (the last check of readJournalFile, a CAND_MARK when it fails), so a windowed
+ * reader can fetch those four bytes without holding the whole record. */
 static inline cand_result candidate(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end, int version,
                                     record_t *r) {
     int t = b[pos];
@@ -123,8 +130,6 @@ static inline cand_result candidate(const unsigned char *b, Py_ssize_t pos, Py_s
     int64_t total = (int64_t)fixed_size(t, version) + r->body_len + r->extra_len;
     if ((int64_t)pos + total > (int64_t)end)
         return CAND_MARK;
-    if ((int64_t)be32(b + pos + total - 4) != total)
-        return CAND_MARK;
     r->total = total;
     return CAND_OK;
 }
@@ -149,6 +154,8 @@ static inline int scan_next(const unsigned char *b, Py_ssize_t *ppos, Py_ssize_t
             continue;
         }
         cand_result res = candidate(b, pos, end, version, r);
+        if (res == CAND_OK && (int64_t)be32(b + pos + r->total - 4) != r->total)
+            res = CAND_MARK;
         if (res == CAND_OK) {
             r->pos = pos;
             *ppos = pos + (Py_ssize_t)r->total;

@@ -74,15 +74,17 @@ static void ob_b64(outbuf *o, const unsigned char *s, size_t n) {
  * is preceded by "\n  " (the very first of the array, when `first`) or ",\n  ". */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"live", "start", "stop", "data", "file_index", "file_name_json", "type_names_json",
-                             "safe", "first", NULL};
+                             "safe", "first", "base", "file_size", NULL};
     Py_buffer live, data;
     Py_ssize_t start, stop;
     int file_index, safe, first;
     const char *fname;
     Py_ssize_t fname_len;
     PyObject *types;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nny*is#O!pp:live_json", kwlist, &live, &start, &stop, &data,
-                                     &file_index, &fname, &fname_len, &PyTuple_Type, &types, &safe, &first))
+    long long wbase = 0, fsize = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nny*is#O!pp|LL:live_json", kwlist, &live, &start, &stop,
+                                     &data, &file_index, &fname, &fname_len, &PyTuple_Type, &types, &safe, &first,
+                                     &wbase, &fsize))
         return NULL;
     PyObject *result = NULL;
     const char *tnames[256];
@@ -126,10 +128,9 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
             break;
         int utype = e[8], upd = e[9], cc = (int8_t)e[10];
         /* the bytes LoadResult.body() would read now: fewer if the file is shorter */
-        Py_ssize_t bs = off < 0 ? 0 : (off > dlen ? dlen : (Py_ssize_t)off);
-        Py_ssize_t be = blen <= 0 ? bs : (off + blen > dlen ? dlen : (Py_ssize_t)(off + blen));
-        if (be < bs)
-            be = bs;
+        Py_ssize_t bs, be;
+        if (!body_in_window(off, blen, wbase, dlen, fsize, &bs, &be))
+            break;
         size_t need = 256 + (size_t)fname_len + (size_t)tlens[utype] + (safe ? 0 : (size_t)(be - bs) / 3 * 4 + 16);
         if (ob_reserve(&o, need) < 0)
             break;

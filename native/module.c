@@ -2,6 +2,10 @@
 #include "amqnative.h"
 
 static PyMethodDef amq_methods[] = {
+    {"scan_window", (PyCFunction)(void (*)(void))amq_scan_window, METH_VARARGS | METH_KEYWORDS,
+     "scan_window(fd, pos, file_tag, version, check_tag=True, marked=False, window=4 MiB)\n"
+     "-> (base, data, records, next_pos, marked, done): scan_records over one window of an open journal\n"
+     "file; records (offsets relative to base) lie wholly in data; go on at next_pos until done."},
     {"scan_records", (PyCFunction)(void (*)(void))amq_scan_records, METH_VARARGS | METH_KEYWORDS,
      "scan_records(buf, file_tag, version, check_tag=True, start=16) -> (records, marked_data_file)\n"
      "JournalImpl.readJournalFile over one file's bytes; tuples as scan_records_py."},

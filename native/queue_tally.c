@@ -32,8 +32,9 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
     Py_ssize_t start, stop;
     int file_index;
     PyObject *acc;
-    if (!PyArg_ParseTuple(args, "y*nny*iO!:tally_live", &live, &start, &stop, &data, &file_index,
-                          &PyByteArray_Type, &acc))
+    long long wbase = 0, fsize = -1;
+    if (!PyArg_ParseTuple(args, "y*nny*iO!|LL:tally_live", &live, &start, &stop, &data, &file_index,
+                          &PyByteArray_Type, &acc, &wbase, &fsize))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
@@ -70,8 +71,12 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
             n++;
             kind = 0;
         } else if (t == 32 || t == 33) {
-            Py_ssize_t bs = off < 0 ? 0 : (off > dlen ? dlen : (Py_ssize_t)off);
-            Py_ssize_t be = blen <= 0 ? bs : (off + blen > dlen ? dlen : (Py_ssize_t)(off + blen));
+            Py_ssize_t bs, be;
+            if (!body_in_window(off, blen, wbase, dlen, fsize, &bs, &be)) {
+                PyErr_SetString(PyExc_ValueError, "tally_live: a body outside the window given");
+                PyByteArray_Resize(acc, base); /* nothing added */
+                goto done;
+            }
             if (be - bs < 8)
                 continue;
             q = be64(db + bs);

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from amqtool.formats.artemis.records import decode_header, scan_records_py
+from amqtool.formats.artemis.records import decode_header, fixed_size, scan_records_py
 from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS, copy_tree, oracle_manifest, tree_hashes
 
 CLEAN = [s for s in ORACLE_SCENARIOS if not s.startswith("05")]
@@ -404,3 +404,59 @@ def test_a_huge_refused_file_does_not_count_toward_the_export_cost(tmp_path):
         fh.write(struct.pack(">q", 9))
         fh.truncate(50 * 2**30)
     assert _store_bytes(detect(journal)) == small
+
+
+@pytest.mark.parametrize("command", ["verify", "print", "print-artemis", "compact"])
+def test_a_journal_file_at_the_int_limit_is_read_in_bounded_windows(run_cli, tmp_path, command):
+    # Issue 13 item 8: a 2 GiB journal file cost 2.1 GB of RSS (every file was read whole). Here the newest
+    # data file is stretched to Artemis' limit (2^31 - 1 bytes, sparse) with one more record after 2 GiB of
+    # zeros and a torn record behind it: that record must load, the torn tail must be found at its offset,
+    # and the peak memory must not follow the file's size (it did until the loader, the
+    # scanners and the body readers went through bounded windows: journal_window.h, BodyWindows).
+    import resource
+    import struct
+
+    journal = _copy(tmp_path)
+    path = journal / "activemq-data-4.amq"
+    data = path.read_bytes()
+    h = decode_header(data)
+    add = next(r for r in scan_records_py(data, h.tag, h.version)[0] if r[0] == 11)  # an AddRecord
+    record = bytearray(data[add[1]:add[1] + add[2]])
+    new_id = 2**40 + 7
+    id_at = 5 + (1 if h.version >= 2 else 0)  # type, tag, compactCount (version 2)
+    record[id_at:id_at + 8] = struct.pack(">q", new_id)
+    size = 2**31 - 1
+    at = size - 4096
+    torn_at = at + len(record) + 100
+    torn = bytes([11]) + struct.pack(">i", h.tag) + b"\x01\x02\x03"  # an AddRecord of this file, cut short
+    with open(path, "r+b") as fh:
+        fh.truncate(size)
+        fh.seek(at)
+        fh.write(record)
+        fh.seek(torn_at)
+        fh.write(torn)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if command == "verify":
+        code, out, _ = run_cli("verify", journal, "--format", "json")
+        (tail,) = [f for f in json.loads(out)["findings"] if f["code"] == "torn-tail"]
+        assert (tail["offset"], tail["message"].split()[0]) == (torn_at, str(len(torn)))
+        assert code == 1
+    elif command == "print":
+        code, out, _ = run_cli("print", journal, "--format", "json")
+        (j,) = json.loads(out)["journals"]
+        (rec,) = [r for r in j["live"] if r["id"] == new_id]
+        body_at = at + fixed_size(11, h.version) - 4  # "offset" is where the body starts
+        assert (code, rec["file"], rec["offset"], rec["bodySize"]) == (0, path.name, body_at, add[7])
+    elif command == "print-artemis":
+        code, out, _ = run_cli("print", journal, "--style", "artemis")
+        assert code == 0
+        assert f"(activemq-data-4.amq id = 4, recordID = {h.tag}) (size={size})" in out
+        assert out.count(f"recordID={new_id};") == 2  # its operation@AddRecord line and its surviving line
+    else:
+        code, out, _ = run_cli("compact", journal, "--format", "json")
+        assert code == 0
+        code, out, _ = run_cli("print", journal, "--format", "json")
+        (j,) = json.loads(out)["journals"]
+        assert [r["id"] for r in j["live"]].count(new_id) == 1
+        assert max(os.path.getsize(p) for p in journal.glob("*.amq")) < 2**20  # the big file was freed
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB

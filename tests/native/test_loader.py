@@ -18,22 +18,23 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amqtool import native
+from amqtool.engines.artemis import load as load_module
 from amqtool.engines.artemis.load import (
     FileGaps,
     LiveList,
     LiveRecord,
-    file_gaps,
     live_ids_of_type,
     load_journal,
 )
 from amqtool.formats.artemis import records as R
-from amqtool.store.journal_files import open_journal
+from amqtool.store.journal_files import WINDOW, BodyWindows, open_journal
 from amqtool.store.layout import detect
 from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
 
@@ -67,28 +68,35 @@ def _snapshot(result, gaps):
     }
 
 
-def _load_both(journal, check_tag=True):
+# The C load reads each file through a window (journal_window.h): its default, and windows so small that
+# nearly every record straddles one or is larger than one (64 is the least the loader takes).
+WINDOWS = (None, 64, 101)
+
+
+def _load_both(journal, check_tag=True, windows=(None,)):
+    """The Python load, then the C load with each window size: [(result, snapshot)...]."""
     out = []
-    for use_native in (False, True):
+    for use_native, window in [(False, None)] + [(True, w) for w in windows]:
         gaps = []
 
-        def on_file(scan, data, records):
-            g = records if isinstance(records, FileGaps) else file_gaps(data, records)
-            assert isinstance(records, FileGaps) == use_native
-            gaps.append((scan.index, g.damaged, g.damaged_count, g.end, g.tail_first))
+        def on_file(scan, g):
+            assert isinstance(g, FileGaps)
+            gaps.append((scan.index, g.damaged, g.damaged_count, g.end, g.tail_first, g.tail_end))
 
-        with open_journal(journal) as opened:
+        with open_journal(journal) as opened, mock.patch.object(load_module, "WINDOW", window or WINDOW):
             result = load_journal(opened, check_tag=check_tag, on_file=on_file, use_native=use_native)
             out.append((result, _snapshot(result, gaps)))
     return out
 
 
 def _assert_same(journal, check_tag=True):
-    (py, a), (c, b) = _load_both(journal, check_tag)
-    assert isinstance(py.live, list) and isinstance(c.live, LiveList)
-    for key in a:
-        assert a[key] == b[key], key
-    return py, c
+    (py, a), *natives = _load_both(journal, check_tag, WINDOWS)
+    assert isinstance(py.live, list)
+    for (c, b), window in zip(natives, WINDOWS):
+        assert isinstance(c.live, LiveList)
+        for key in a:
+            assert a[key] == b[key], (key, window)
+    return py, natives[0][0]
 
 
 # --- fixtures ----------------------------------------------------------------------------------------------
@@ -353,16 +361,21 @@ def test_loader_refuses_misuse():
     ld = native.Loader()
     with pytest.raises(BufferError):
         memoryview(ld)
-    data = (ORACLE / "01_simple_adds" / "journal" / "activemq-data-1.amq").read_bytes()
-    h = R.decode_header(data)
-    with pytest.raises(ValueError):
-        ld.feed(data, 0, h.tag, 3)
-    n, marked, has_data, last, counts, gaps = ld.feed(data, 0, h.tag, h.version, True, True)
-    assert n > 0 and has_data and gaps[0] == [] and gaps[2] == last
-    res = ld.finish()
-    assert res[0] == len(memoryview(ld)) // 27
-    with pytest.raises(RuntimeError):
-        ld.feed(data, 1, h.tag, h.version)
+    path = ORACLE / "01_simple_adds" / "journal" / "activemq-data-1.amq"
+    h = R.decode_header(path.read_bytes())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(ValueError):
+            ld.feed(fd, 0, h.tag, 3)
+        n, marked, has_data, last, counts, gaps, size = ld.feed(fd, 0, h.tag, h.version, True, True)
+        assert n > 0 and has_data and gaps[0] == [] and gaps[2] == last
+        assert size == path.stat().st_size
+        res = ld.finish()
+        assert res[0] == len(memoryview(ld)) // 27
+        with pytest.raises(RuntimeError):
+            ld.feed(fd, 1, h.tag, h.version)
+    finally:
+        os.close(fd)
     with pytest.raises(RuntimeError):
         ld.finish()
 
@@ -379,7 +392,7 @@ def test_record_filter_and_switch_select_the_python_load():
 
 def test_no_native_switch_falls_back_to_python():
     code = ("from amqtool import native; from amqtool.engines.artemis.load import load_journal\n"
-            "from amqtool.store.layout import detect; from amqtool.store.journal_files import open_journal\n"
+            "from amqtool.store.layout import detect; from amqtool.store.journal_files import WINDOW, BodyWindows, open_journal\n"
             f"j = detect({str(ORACLE / '01_simple_adds' / 'journal')!r}).journals()[0]\n"
             "o = open_journal(j); r = load_journal(o)\n"
             "print(native.HAVE_NATIVE_LOADER, type(r.live).__name__, len(r.live))")
@@ -389,15 +402,32 @@ def test_no_native_switch_falls_back_to_python():
     assert fields[:2] == ["False", "list"] and int(fields[2]) > 0
 
 
-def test_file_reader_reads_ahead_and_out_of_order():
-    from amqtool.engines.artemis.load import FileReader
+@pytest.mark.parametrize("journal_dir", FIXTURE_DIRS, ids=lambda p: "/".join(p.parts[-4:]))
+@pytest.mark.parametrize("window", [64, 101, 4096])
+def test_scan_windows_equal_the_whole_file_scan(journal_dir, window):
+    # Window by window, the C scanner finds what the reference finds over the whole file: same records at
+    # the same file offsets, each wholly in its window, and the same data-file mark.
+    for journal in detect(journal_dir).journals():
+        with open_journal(journal) as opened:
+            for i, f in enumerate(opened.files):
+                data = Path(f.path).read_bytes()
+                for check_tag in (True, False):
+                    want, want_marked = R.scan_records_py(data, f.tag, f.version, check_tag, 16)
+                    got, marked = [], False
+                    for base, win, records, marked in opened.scan_windows(i, check_tag, window):
+                        assert win == data[base:base + len(win)]
+                        for rec in records:
+                            assert rec[1] + rec[2] <= len(win)
+                            got.append((rec[0], base + rec[1]) + tuple(rec[2:]))
+                    assert got == want and marked == want_marked
 
+
+def test_body_windows_hold_every_body():
     journal = detect(ORACLE / "03_transactions" / "journal").journals()[0]
-    with open_journal(journal) as opened, FileReader(opened) as reader:
-        n = len(opened.files)
-        assert n >= 2
-        want = [Path(f.path).read_bytes() for f in opened.files]
-        order = [0, 1, 0, n - 1, 1, 1, 0]
-        for k, i in enumerate(order):
-            then = order[k + 1] if k % 2 and k + 1 < len(order) else None  # right and wrong guesses
-            assert reader.read(i, then) == want[i]
+    with open_journal(journal) as opened:
+        result = load_journal(opened)
+        windows = BodyWindows(opened, window=64)
+        for rec in result.live:
+            base, data = windows.holding(rec.file_index, rec.body_offset, rec.body_len)
+            assert base <= rec.body_offset and rec.body_offset + rec.body_len <= base + len(data)
+            assert windows.body(rec.file_index, rec.body_offset, rec.body_len) == result.body(rec)

@@ -19,7 +19,6 @@ memory at a time; message bodies stay on disk until :meth:`BrokerState.message` 
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -47,6 +46,7 @@ from amqtool.formats.artemis.userrecords import (
     decode_user_record,
 )
 from amqtool.gcpause import gc_paused
+from amqtool.store.journal_files import BodyWindows
 
 MESSAGE_TYPES = frozenset({R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE})
 # Message-journal types read eagerly (small bodies); messages themselves are read lazily. What a BrokerState
@@ -134,18 +134,13 @@ def _entries(records):
 
 
 def _read_small(result: LoadResult, records, wanted) -> dict[int, bytes]:
-    """Bodies of ``records[i]`` whose type is in ``wanted`` (all when None), reading each journal file once."""
-    by_file: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for i, rec in enumerate(_entries(records)):
-        if wanted is None or rec[1] in wanted:
-            by_file[rec[4]].append((i, rec[5], rec[6]))
-    bodies: dict[int, bytes] = {}
-    for fi in sorted(by_file):
-        data = result.opened.read_file(fi)
-        for i, off, n in by_file[fi]:
-            bodies[i] = data[off:off + n]
-        del data
-    return bodies
+    """Bodies of ``records[i]`` whose type is in ``wanted`` (all when None), read file by file in offset
+    order through bounded windows (:class:`BodyWindows`)."""
+    spans = [(rec[4], rec[5], rec[6], i) for i, rec in enumerate(_entries(records))
+             if wanted is None or rec[1] in wanted]
+    spans.sort()
+    windows = BodyWindows(result.opened)
+    return {i: windows.body(fi, off, n) for fi, off, n, i in spans}
 
 
 class BrokerState:

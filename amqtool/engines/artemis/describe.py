@@ -11,6 +11,7 @@ journal file and rewrites ``server.lock`` when it is short), and no ASCII-art ba
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -32,7 +33,7 @@ from amqtool.formats.artemis.records import (
     fixed_size,
     scan_records_py,
 )
-from amqtool.store.journal_files import open_journal
+from amqtool.store.journal_files import BodyWindows, open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 from amqtool import native
 
@@ -140,11 +141,16 @@ def _counter_lines(counters: dict[int, _Counter], user_record_type: int, body: b
 
 def _file_lines(opened, index: int, reclaimed: bool, safe: bool, counters: dict[int, _Counter]) -> Iterator[str]:
     f = opened.files[index]
-    data = opened.read_file(index)
-    yield f"#JournalFileImpl: ({f.name} id = {f.file_id}, recordID = {f.tag}) (size={len(data)})"
+    windows = opened.scan_windows(index, check_tag=not reclaimed)
+    first = next(windows)
+    # the size as read: known when the scan ends, or at once when one window held the whole file
+    yield f"#JournalFileImpl: ({f.name} id = {f.file_id}, recordID = {f.tag}) (size={f.size})"
     version = f.version
-    scan = native.scan_records if not reclaimed else scan_records_py
-    records, _ = scan(data, f.tag, version, not reclaimed, 16)
+    for _base, data, records, _marked in itertools.chain((first,), windows):
+        yield from _window_lines(data, version, records, safe, counters)
+
+
+def _window_lines(data, version: int, records: list, safe: bool, counters: dict[int, _Counter]) -> Iterator[str]:
     if _describe_lines is None:
         yield from _record_lines(data, version, records, safe, counters)
         return
@@ -256,28 +262,26 @@ def _surviving_record(result: LoadResult, rec: LiveRecord, safe: bool, tally: _T
 
 
 def _surviving_native(result: LoadResult, safe: bool, tally: _Tally) -> Iterator[str]:
-    """The surviving records through native.describe_live: runs of lines from each journal file read once;
-    the entries C leaves (page counters, bodies it does not cover) go through :func:`_surviving_record`.
-    Live entries come mostly in file order; the two most recently used files stay in memory."""
+    """The surviving records through native.describe_live: runs of lines from windows of the journal files
+    (:class:`BodyWindows`); the entries C leaves (page counters, bodies it does not cover) go through
+    :func:`_surviving_record`. C stops at an entry whose body is not in the window; the next run starts with
+    a window that holds it."""
     live = result.live
     buf = live.buffer
     n = len(live)
-    cache: dict[int, bytes] = {}
+    windows = BodyWindows(result.opened)
     i = 0
     while i < n:
-        fi = live.file_index_at(i)
-        data = cache.pop(fi, None)
-        if data is None:
-            data = result.opened.read_file(fi)
-            if len(cache) >= 2:
-                del cache[next(iter(cache))]  # least recently used
-        cache[fi] = data
-        text, j, messages, large = _describe_live(buf, i, n, data, fi, safe, tally.refs)
+        rec = live[i]
+        fi = rec.file_index
+        base, data = windows.holding(fi, rec.body_offset, rec.body_len)
+        text, j, messages, large = _describe_live(buf, i, n, data, fi, safe, tally.refs, base,
+                                                  result.files[fi].size)
         tally.messages += messages
         tally.large += large
         if text:
             yield text
-        if j == i:  # left to Python
+        if j == i:  # left to Python (the window holds entry i's body: C stops short only where it must)
             yield from _surviving_record(result, live[i], safe, tally)
             j += 1
         i = j

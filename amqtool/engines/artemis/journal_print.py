@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from amqtool import native
-from amqtool.engines.artemis.load import FileReader, LiveList, LiveRecord, LoadResult, TxInfo, load_journal
+from amqtool.engines.artemis.load import LiveList, LiveRecord, LoadResult, TxInfo, load_journal
 from amqtool.errors import Verdict
-from amqtool.formats.artemis.records import RECORD_TYPE_NAMES, scan_records_py
+from amqtool.formats.artemis.records import RECORD_TYPE_NAMES
 from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
-from amqtool.store.journal_files import open_journal
+from amqtool.store.journal_files import BodyWindows, open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 
@@ -116,16 +116,15 @@ def files_json(result: LoadResult, opts: PrintOptions) -> list[dict]:
 def stale_records(result: LoadResult, index: int) -> list[dict]:
     """Records of earlier uses of ``files[index]`` (``--reclaimed``): what ``data print --reclaimed`` adds."""
     f = result.files[index]
-    data = result.opened.read_file(index)
-    records, _ = scan_records_py(data, f.tag, f.version, check_tag=False)
     out = []
-    for rec in records:
-        tag = int.from_bytes(data[rec[1] + 1:rec[1] + 5], "big", signed=True)
-        if tag == f.tag:
-            continue
-        out.append({"offset": rec[1], "tag": tag, "type": RECORD_TYPE_NAMES[rec[0]],
-                    "id": rec[5] if rec[5] != -1 else None, "txId": rec[4] if rec[4] != -1 else None,
-                    "userRecordType": rec[6], "size": rec[2]})
+    for base, data, records, _marked in result.opened.scan_windows(index, check_tag=False):
+        for rec in records:
+            tag = int.from_bytes(data[rec[1] + 1:rec[1] + 5], "big", signed=True)
+            if tag == f.tag:
+                continue
+            out.append({"offset": base + rec[1], "tag": tag, "type": RECORD_TYPE_NAMES[rec[0]],
+                        "id": rec[5] if rec[5] != -1 else None, "txId": rec[4] if rec[4] != -1 else None,
+                        "userRecordType": rec[6], "size": rec[2]})
     return out
 
 
@@ -197,10 +196,9 @@ _FAST_RUN = 4096  # live entries per C call: bounds the text held at once
 
 def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray | None = None) -> Iterator[str]:
     """The ``live`` array's items as :func:`record_json` + ``json.dumps`` would write them, formatted in C
-    (native/live_json.c) from each journal file read once, instead of one pread and one hash object per record.
-
-    Live entries come mostly in file order; a committed transaction's entries point back into the files it
-    spanned, so the two most recently used files stay in memory (a miss just reads the file again)."""
+    (native/live_json.c) from windows of the journal files (:class:`BodyWindows`), instead of one pread and one
+    hash object per record. C stops at an entry whose body is not in the window; the next run starts with a
+    window that holds it."""
     live = result.live
     buf = live.buffer
     n = len(live)
@@ -208,24 +206,22 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray |
     names = [dumps(f.name, ensure_ascii=False) for f in result.files]
     types = tuple(dumps(_user_record_name(t), ensure_ascii=False) for t in range(256))
     fmt = native.live_json
-    cache: dict[int, bytes] = {}
+    windows = BodyWindows(result.opened)
     i = 0
     first = True
-    with FileReader(result.opened) as reader:  # reads the next file while this one is hashed
-        while i < n:
-            fi = live.file_index_at(i)
-            data = cache.pop(fi, None)
-            if data is None:
-                data = reader.read(fi, then=max(fi, *cache) + 1 if cache else fi + 1)
-                if len(cache) >= 2:
-                    del cache[next(iter(cache))]  # least recently used
-            cache[fi] = data
-            start = i
-            text, i = fmt(buf, i, min(n, i + _FAST_RUN), data, fi, names[fi], types, opts.safe, first)
-            if tally is not None:  # the queue summary's share, from the bytes in hand
-                native.tally_live(buf, start, i, data, fi, tally)
-            first = False
-            yield text
+    while i < n:
+        rec = live[i]
+        fi = rec.file_index
+        base, data = windows.holding(fi, rec.body_offset, rec.body_len)
+        size = result.files[fi].size
+        start = i
+        text, i = fmt(buf, i, min(n, i + _FAST_RUN), data, fi, names[fi], types, opts.safe, first, base, size)
+        if i == start:  # the window holds entry i's body: C always takes it
+            raise RuntimeError(f"live_json made no progress at live entry {i}")
+        if tally is not None:  # the queue summary's share, from the bytes in hand
+            native.tally_live(buf, start, i, data, fi, tally, base, size)
+        first = False
+        yield text
 
 
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,

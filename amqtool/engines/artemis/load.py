@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from amqtool import native
+from amqtool.errors import UnknownStoreError
 from amqtool.formats.artemis.records import (
     TransactionCounter,
     ADD,
@@ -48,7 +49,7 @@ from amqtool.formats.artemis.records import (
     UPDATE_TX,
     fixed_size,
 )
-from amqtool.store.journal_files import JournalFile, OpenedJournal
+from amqtool.store.journal_files import WINDOW, JournalFile, OpenedJournal
 
 # One surviving record (RecordInfo without its data): where its body lies instead of the body itself.
 LiveRecord = namedtuple(
@@ -199,13 +200,15 @@ class FileGaps:
     """The bytes of one file outside its accepted records that are not filler (0 or HornetQ 'J'): what
     ``verify`` judges. ``damaged`` holds the first :data:`GAP_EXAMPLES` regions *between* records as
     (first non-filler offset, offset of the next record); ``damaged_count`` counts them all; ``end`` is where
-    the last record ends (16 without records) and ``tail_first`` the first non-filler byte after it (-1: none).
+    the last record ends (16 without records), ``tail_first`` the first non-filler byte after it (-1: none)
+    and ``tail_end`` the offset just past the last non-zero byte of the file when ``tail_first`` is one.
     """
 
     damaged: list[tuple[int, int]]
     damaged_count: int
     end: int
     tail_first: int
+    tail_end: int = -1
 
 
 GAP_EXAMPLES = 20
@@ -228,7 +231,9 @@ def file_gaps(data: bytes, records: list, examples: int = GAP_EXAMPLES) -> FileG
                     damaged.append((m.start(), off))
         pos = off + rec[2]
     m = search(data, pos)
-    return FileGaps(damaged, count, pos, m.start() if m is not None else -1)
+    if m is None:
+        return FileGaps(damaged, count, pos, -1, -1)
+    return FileGaps(damaged, count, pos, m.start(), len(data.rstrip(b"\x00")))
 
 
 @dataclass
@@ -299,7 +304,7 @@ def load_journal(
     opened: OpenedJournal,
     *,
     check_tag: bool = True,
-    on_file: Callable[[FileScan, bytes, list], None] | None = None,
+    on_file: Callable[[FileScan, "FileGaps"], None] | None = None,
     progress: Callable[[int], None] | None = None,
     record_filter: Callable[[tuple], bool] | None = None,
     use_native: bool | None = None,
@@ -307,10 +312,11 @@ def load_journal(
 ) -> LoadResult:
     """Load the live state of ``opened`` as ``JournalImpl.load(..., fixBadTx=false)`` would.
 
-    ``on_file(scan, data, records)`` is called after each file is scanned and processed, with the file's
-    bytes and, from the Python load, its scanner tuples, from the C load its :class:`FileGaps` (verify
-    inspects the gaps between records; :func:`file_gaps` turns tuples into FileGaps). ``progress(n)``
-    receives bytes scanned. ``check_tag=False`` accepts records of earlier uses of reused files
+    ``on_file(scan, gaps)`` is called after each file is scanned and processed, with its :class:`FileGaps`
+    (verify judges the bytes between and after records from them; it reads what else it needs with
+    ``opened.pread``). ``progress(n)`` receives bytes scanned. The C load reads each file through a bounded
+    window (memory: the window plus the live index, whatever the files' sizes); this Python loop, the
+    reference, reads each file whole. ``check_tag=False`` accepts records of earlier uses of reused files
     (``--reclaimed``). ``record_filter`` (keep a scanner tuple or not) needs the Python load; ``use_native``
     forces one implementation (None: C when built). ``sources=True`` fills ``LoadResult.live_sources``.
     """
@@ -455,7 +461,7 @@ def load_journal(
             fs.last_data_pos = last[1] + last[2]
         scans.append(fs)
         if on_file is not None:
-            on_file(fs, data, records)
+            on_file(fs, file_gaps(data, records))
         if progress is not None:
             progress(len(data))
         del data, records
@@ -486,44 +492,6 @@ def load_journal(
     )
 
 
-class FileReader:
-    """Whole journal files (``opened.read_file``) with the next one read ahead in a background thread.
-
-    The C scan and the kernel's copy of the next file then run on two cores at once (both release the GIL).
-    At most the file in use and the one after it are in memory; nothing is mapped. Use as a context manager.
-    """
-
-    def __init__(self, opened: OpenedJournal):
-        self.opened = opened
-        self._pool = None
-        self._ahead: tuple[int, object] | None = None  # (index, Future)
-
-    def __enter__(self) -> "FileReader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        self._ahead = None
-
-    def read(self, index: int, then: int | None = None) -> bytes:
-        """The bytes of ``files[index]``; starts reading ``files[then]`` (default index + 1) behind it."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == index:
-            data = ahead[1].result()
-        else:
-            data = self.opened.read_file(index)
-        nxt = index + 1 if then is None else then
-        if 0 <= nxt < len(self.opened.files):
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="amqtool-read")
-            self._ahead = (nxt, self._pool.submit(self.opened.read_file, nxt))
-        return data
-
-
 def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
     # the keywords load_journal's note() gets for each code, in the same order
     if code in ("update-unknown-id", "delete-unknown-id"):
@@ -537,22 +505,23 @@ def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
 
 def _load_native(opened: OpenedJournal, check_tag: bool, on_file, progress, sources: bool = False) -> LoadResult:
     """load_journal through ``amqtool._native.Loader``: the same result as the loop above."""
-    loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES, sources=sources)
+    loader = native.Loader(max_examples=MAX_ANOMALY_EXAMPLES, sources=sources, window=WINDOW)
     want_gaps = on_file is not None
     scans: list[FileScan] = []
-    with FileReader(opened) as reader:
-        for fi, jf in enumerate(opened.files):
-            data = reader.read(fi)
-            n, marked, has_data, last_pos, tcounts, gaps = loader.feed(
-                data, fi, jf.tag, jf.version, check_tag, want_gaps, GAP_EXAMPLES)
-            fs = FileScan(fi, jf, records=n, marked=marked, has_data=has_data, last_data_pos=last_pos,
-                          type_counts=dict(tcounts))
-            scans.append(fs)
-            if on_file is not None:
-                on_file(fs, data, FileGaps(*gaps))
-            if progress is not None:
-                progress(len(data))
-            del data
+    for fi, jf in enumerate(opened.files):
+        try:
+            n, marked, has_data, last_pos, tcounts, gaps, size = loader.feed(
+                opened.fd(fi), fi, jf.tag, jf.version, check_tag, want_gaps, GAP_EXAMPLES)
+        except OSError as err:
+            raise UnknownStoreError(f"cannot read journal file: {err.strerror}", path=str(jf.path)) from None
+        jf.size = size  # as read: a file that changed since it was listed is read as it is now
+        fs = FileScan(fi, jf, records=n, marked=marked, has_data=has_data, last_data_pos=last_pos,
+                      type_counts=dict(tcounts))
+        scans.append(fs)
+        if on_file is not None:
+            on_file(fs, FileGaps(*gaps))
+        if progress is not None:
+            progress(size)
     _n, max_id, number_of_records, txs, raw_anomalies, counts = loader.finish()
     prepared: list[TxInfo] = []
     failed: list[TxInfo] = []

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amqtool import native
 from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis.records import (
     TransactionCounter,
@@ -94,65 +93,64 @@ def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
             counts[fi].pos += 1
 
     for fi, jf in enumerate(files):
-        data = opened.read_file(fi)
-        recs, marked = native.scan_records(data, jf.tag, jf.version, True, 16)
-        del data
-        hd = marked
-        for t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len in recs:
-            if t == ADD:
-                hd = True
-                records[rid] = _Rec(fi)
-                counts[fi].pos += 1
-            elif t == UPDATE:
-                hd = True
-                update(rid, fi)
-            elif t == DELETE:
-                hd = True
-                delete(rid, fi)
-            elif t in (ADD_TX, UPDATE_TX, DELETE_TX):
-                hd = True
-                tx = txs.get(tx_id)
-                if tx is None:
-                    tx = txs[tx_id] = _Tx()
-                tx.inc(fi)
-                add_file(tx, fi)
-                if t == DELETE_TX:
-                    tx.neg.append((fi, rid))
-                else:
-                    tx.pos.append((fi, rid, t == UPDATE_TX))
-            elif t == PREPARE:
-                hd = True
-                tx = txs.get(tx_id)
-                if tx is None:
-                    tx = txs[tx_id] = _Tx()
-                tx.counter_for(fi)
-                add_file(tx, fi)
-            elif t == COMMIT:
-                tx = txs.pop(tx_id, None)
-                if tx is None:
-                    continue
-                hd = True
-                if tx.counter_for(fi) == nrec:
-                    for pf, prid, is_upd in tx.pos:
-                        if prid in records:
-                            update(prid, pf)
-                        else:
-                            records[prid] = _Rec(pf)
-                            counts[pf].pos += 1
-                    for nf, nrid in tx.neg:
-                        delete(nrid, fi)
+        hd = False
+        for _base, _data, recs, marked in opened.scan_windows(fi):
+            hd = hd or marked
+            for t, off, size, cc, tx_id, rid, utype, body_len, nrec, extra_len in recs:
+                if t == ADD:
+                    hd = True
+                    records[rid] = _Rec(fi)
+                    counts[fi].pos += 1
+                elif t == UPDATE:
+                    hd = True
+                    update(rid, fi)
+                elif t == DELETE:
+                    hd = True
+                    delete(rid, fi)
+                elif t in (ADD_TX, UPDATE_TX, DELETE_TX):
+                    hd = True
+                    tx = txs.get(tx_id)
+                    if tx is None:
+                        tx = txs[tx_id] = _Tx()
+                    tx.inc(fi)
+                    add_file(tx, fi)
+                    if t == DELETE_TX:
+                        tx.neg.append((fi, rid))
+                    else:
+                        tx.pos.append((fi, rid, t == UPDATE_TX))
+                elif t == PREPARE:
+                    hd = True
+                    tx = txs.get(tx_id)
+                    if tx is None:
+                        tx = txs[tx_id] = _Tx()
+                    tx.counter_for(fi)
+                    add_file(tx, fi)
+                elif t == COMMIT:
+                    tx = txs.pop(tx_id, None)
+                    if tx is None:
+                        continue
+                    hd = True
+                    if tx.counter_for(fi) == nrec:
+                        for pf, prid, is_upd in tx.pos:
+                            if prid in records:
+                                update(prid, pf)
+                            else:
+                                records[prid] = _Rec(pf)
+                                counts[pf].pos += 1
+                        for nf, nrid in tx.neg:
+                            delete(nrid, fi)
+                        for tf in tx.files:
+                            counts[fi].inc_neg(tf)
+                    else:
+                        for tf in tx.files:  # forget()
+                            counts[tf].pos -= 1
+                elif t == ROLLBACK:
+                    tx = txs.pop(tx_id, None)
+                    if tx is None:
+                        continue
+                    hd = True
                     for tf in tx.files:
                         counts[fi].inc_neg(tf)
-                else:
-                    for tf in tx.files:  # forget()
-                        counts[tf].pos -= 1
-            elif t == ROLLBACK:
-                tx = txs.pop(tx_id, None)
-                if tx is None:
-                    continue
-                hd = True
-                for tf in tx.files:
-                    counts[fi].inc_neg(tf)
         has_data[fi] = hd
 
     data_files = [i for i, h in enumerate(has_data) if h]

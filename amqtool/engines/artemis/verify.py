@@ -25,7 +25,7 @@ from typing import Callable
 
 from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
-from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, file_gaps, live_ids_of_type, load_journal
+from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -81,28 +81,26 @@ class VerifyReport:
         return doc
 
 
-def _first_foreign_record(data: bytes, start: int, end: int, tag: int, version: int) -> int | None:
-    """Offset of the first complete record whose tag is not ``tag`` in ``data[start:end]`` (looked for
-    in the first 64 KiB only), or None."""
-    stop = min(end, start + _STALE_SEARCH_LIMIT)
-    window = data[:stop]
-    records, _ = scan_records_py(window, tag, version, check_tag=False, start=start)
+def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int | None:
+    """Offset of the first complete record whose tag is not ``tag`` in ``data`` (the file's bytes from
+    ``base``, the first 64 KiB of a tail), or None."""
+    records, _ = scan_records_py(data, tag, version, check_tag=False, start=0)
     for rec in records:
         if int.from_bytes(data[rec[1] + 1:rec[1] + 5], "big", signed=True) != tag:
-            return rec[1]
+            return base + rec[1]
     return None
 
 
 class _GapInspector:
-    """Classifies the bytes between accepted records of each file (called by load_journal per file)."""
+    """Classifies the bytes between accepted records of each file (called by load_journal per file). Reads
+    only the first bytes of a tail (``opened.pread``), never a whole file."""
 
-    def __init__(self, findings: list[Finding]):
+    def __init__(self, opened, findings: list[Finding]):
+        self.opened = opened
         self.findings = findings
         self.tails: list[tuple[int, str, int, int]] = []
 
-    def __call__(self, scan: FileScan, data: bytes, records) -> None:
-        # records: scanner tuples (Python load) or the FileGaps the C load computed while scanning
-        gaps = records if isinstance(records, FileGaps) else file_gaps(data, records)
+    def __call__(self, scan: FileScan, gaps: FileGaps) -> None:
         jf = scan.file
         path = str(jf.path)
         for first, off in gaps.damaged[:MAX_DAMAGED_PER_FILE]:
@@ -114,21 +112,21 @@ class _GapInspector:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record",
                 f"{gaps.damaged_count - MAX_DAMAGED_PER_FILE} more damaged region(s) in this file", path, None))
-        end = len(data)
         if gaps.tail_first < 0:
             return
         first = gaps.tail_first
+        head = self.opened.pread(scan.index, first, _STALE_SEARCH_LIMIT)
         # A torn record of the current use of the file carries the file's own tag.
-        own_tag = (first + 5 <= end and 10 <= data[first] <= 19
-                   and int.from_bytes(data[first + 1:first + 5], "big", signed=True) == jf.tag)
-        stale_at = None if own_tag else _first_foreign_record(data, first, end, jf.tag, jf.version)
+        own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
+                   and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
+        stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is not None:
             self.findings.append(Finding(
                 Severity.INFO, "stale-records",
                 "records of an earlier use of this reused file follow the data; Artemis ignores them "
                 "(their tag is not this file's)", path, stale_at))
             return
-        last = len(data[first:end].rstrip(b"\x00"))
+        last = gaps.tail_end - first
         # Whether this is a torn tail (newest data file) is known only once every file is scanned.
         self.tails.append((scan.index, path, first, last))
 
@@ -396,7 +394,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
                                         "no loadable journal file in this directory", str(journal.directory)))
             report.journals.append(summary)
             return None
-        inspector = _GapInspector(findings)
+        inspector = _GapInspector(opened, findings)
         result = load_journal(opened, on_file=inspector, progress=progress)
         inspector.finish(result)
         summary.bytes = sum(s.file.size for s in result.scans)

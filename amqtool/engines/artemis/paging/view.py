@@ -9,6 +9,7 @@ from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.message import LargeMessage
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+from amqtool.store.journal_files import BodyWindows
 
 
 _LIVE = struct.Struct(native.LIVE_FORMAT)  # a packed live entry of the C load (LiveRecord's field order)
@@ -210,31 +211,27 @@ class PagingJournalView:
         return out
 
 
-_PREAD_BELOW = 8192  # file bytes per wanted record below which the whole file is read instead
+_PREAD_BELOW = 8192  # file bytes per wanted record below which records are read one by one
 
 
 def _bodies(result, records) -> list[bytes]:
     """The bodies of ``records`` (LiveRecord field order: file index 4, body offset 5, length 6): one pread
-    each where they are sparse in their file (paging records spread over a large journal), else the file
-    read once."""
+    each where they are sparse in their file (paging records spread over a large journal), else read in
+    offset order through bounded windows (:class:`BodyWindows`) that they share."""
     by_file: dict[int, list[int]] = {}
     for i, rec in enumerate(records):
         by_file.setdefault(rec[4], []).append(i)
     out: list[bytes] = [b""] * len(records)
     opened = result.opened
+    windows = BodyWindows(opened)
     for fi in sorted(by_file):
         wanted = by_file[fi]
-        if len(wanted) * _PREAD_BELOW < result.files[fi].size:
-            pread = opened.pread
-            for i in wanted:
-                off, ln = records[i][5], records[i][6]
-                out[i] = pread(fi, off, ln) if ln else b""
-            continue
-        data = opened.read_file(fi)
+        sparse = len(wanted) * _PREAD_BELOW < result.files[fi].size
+        wanted.sort(key=lambda i: records[i][5])
         for i in wanted:
             off, ln = records[i][5], records[i][6]
-            out[i] = bytes(data[off:off + ln])
-        del data
+            if ln:
+                out[i] = opened.pread(fi, off, ln) if sparse else windows.body(fi, off, ln)
     return out
 
 
