@@ -50,6 +50,10 @@ def is_store_dir(directory: Path) -> bool:
 def _sub_stores(directory: Path) -> list[Path]:
     subs = []
     for n in sorted(_names(directory)):
+        if n.startswith("."):
+            # not a sub-store the broker would open (it names them after filters, or txStore): e.g. the
+            # staging directory of an interrupted `amqtool compact`
+            continue
         p = directory / n
         if p.is_dir() and is_store_dir(p):
             subs.append(p)

@@ -88,6 +88,7 @@ class Transaction:
     sends: int = 0
     acks: int = 0
     files: set = field(default_factory=set)
+    records: list = field(default_factory=list)  # (file id, offset, length) of its ADD/REMOVE/PREPARE records
 
     def to_json(self) -> dict:
         return {
@@ -173,6 +174,7 @@ class Replay:
             if cmd.transaction is not None:
                 tx = self._tx(cmd.transaction, loc)
                 tx.ops.append(("add", cmd.destination, m, loc))
+                tx.records.append((file_id, offset, length))
                 tx.sends += 1
             else:
                 self._add(cmd.destination, m, loc)
@@ -181,6 +183,7 @@ class Replay:
             if cmd.transaction is not None:
                 tx = self._tx(cmd.transaction, loc)
                 tx.ops.append(("remove", cmd.destination, cmd.message_id, cmd.subscription_key))
+                tx.records.append((file_id, offset, length))
                 tx.acks += 1
             else:
                 self._remove(cmd.destination, cmd.message_id, cmd.subscription_key)
@@ -189,6 +192,7 @@ class Replay:
             tx = self._tx(cmd.transaction, loc)
             if t is EntryType.PREPARE:
                 tx.state = "prepared"
+                tx.records.append((file_id, offset, length))
                 return
             del self.transactions[cmd.transaction.key]
             if t is EntryType.COMMIT:
@@ -284,4 +288,5 @@ MAX_FINISHED = 10000
 
 def _strip(tx: Transaction) -> Transaction:
     tx.ops = []
+    tx.records = []
     return tx

@@ -120,3 +120,18 @@ def encode_field(field: int, value) -> bytes:
     if isinstance(value, str):
         value = value.encode("utf-8")
     return encode_varint(field << 3 | LEN) + encode_varint(len(value)) + bytes(value)
+
+
+def encode_raw_field(field: int, wt: int, value) -> bytes:
+    """Encode one field as :func:`iter_fields` yields it (so a message can be rewritten field by field
+    without knowing its schema): varints and fixed ints as ints, length-delimited fields as bytes."""
+    tag = encode_varint(field << 3 | wt)
+    if wt == VARINT:
+        return tag + encode_varint(value)
+    if wt == LEN:
+        return tag + encode_varint(len(value)) + bytes(value)
+    if wt == FIXED64:
+        return tag + struct.pack("<Q", value)
+    if wt == FIXED32:
+        return tag + struct.pack("<I", value)
+    raise ValueError(f"unsupported protobuf wire type {wt}")
