@@ -1,6 +1,7 @@
-"""``amqtool compact``: offline compaction of Artemis journals, safe to run from cron.
+"""``amqtool compact``: offline compaction of Artemis journals and KahaDB stores, safe to run from cron.
 
-Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.compact.compact_store`, print.
+Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.compact.compact_store` or
+:func:`amqtool.engines.kahadb.compact.compact_kahadb`, print.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
+from amqtool.units import binary
 
 
 def _findings(reports, dry_run: bool) -> list[Finding]:
@@ -79,10 +81,13 @@ def compact(
     pool_files: Optional[int] = typer.Option(None, "--pool-files", help="journal-pool-files (-1 = unlimited)."),
     compact_min_files: Optional[int] = typer.Option(None, "--compact-min-files", help="journal-compact-min-files (default 10)."),
     compact_percentage: Optional[int] = typer.Option(None, "--compact-percentage", help="journal-compact-percentage (default 30)."),
+    live_below: float = typer.Option(50.0, "--live-below", help="KahaDB --if-needed: compact when live bytes are below this percentage of the log bytes."),
+    pinned_below: int = typer.Option(0, "--pinned-below", help="KahaDB --if-needed: ... or when a log file is kept by fewer than N live messages."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
-    """Compact Artemis message and bindings journals offline, with Artemis' own crash-safe protocol."""
+    """Compact Artemis journals (Artemis' own crash-safe protocol) or a KahaDB store (live state rewritten,
+    switched in atomically, index rebuilt by the broker) offline."""
     with guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
         from amqtool.store.brokerxml import parse_byte_size
@@ -94,7 +99,14 @@ def compact(
             raise UsageError("-o/--output cannot be combined with --dry-run or --reclaim-only")
         store = detect(path, broker_xml=broker_xml)
         if not isinstance(store, ArtemisStore):
-            raise UsageError("compact works on Artemis journals; this is a KahaDB store")
+            artemis_only = {"--reclaim-only": reclaim_only, "--journal": journal != "all", "--file-size": file_size,
+                            "--min-files": min_files, "--pool-files": pool_files,
+                            "--compact-min-files": compact_min_files, "--compact-percentage": compact_percentage}
+            given = [name for name, v in artemis_only.items() if v not in (None, False)]
+            if given:
+                raise UsageError(f"{', '.join(given)}: Artemis journal option(s); this is a KahaDB store")
+            _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, fmt, quiet)
+            return
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
             journals=("messages", "bindings") if journal == "all" else (journal,),
@@ -124,3 +136,59 @@ def compact(
             write_lines(_text(reports, mode))
             render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
+
+
+def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, fmt, quiet) -> None:
+    from amqtool.engines.kahadb.compact import KahaCompactRequest, compact_kahadb
+    from amqtool.engines.kahadb.scan import journal_files
+
+    if not 0 <= live_below <= 100:
+        raise UsageError("--live-below must be a percentage between 0 and 100")
+    if pinned_below < 0:
+        raise UsageError("--pinned-below must be 0 or more")
+    req = KahaCompactRequest(dry_run=dry_run, output=output, if_needed=if_needed, live_below=live_below,
+                             pinned_below=pinned_below, force=force)
+    if output is not None and not quiet:
+        from amqtool.store import locks
+
+        for lk in locks.find_locks([store.root / "lock"]):
+            stderr_console().print(f"amqtool: warning: {lk.describe()}: the copy may be torn")
+    total = sum(f.size for d in store.directories for f in journal_files(Path(d)))
+    with progress("compact", total or None, quiet) as advance:
+        reports = compact_kahadb(store, req, progress=advance)
+    mode = "dry-run" if dry_run else "copy" if output is not None else "in-place"
+    findings: list[Finding] = []
+    for r in reports:
+        for note in r.notes:
+            findings.append(Finding(Severity.INFO, "compact-note", note, r.directory))
+        if r.reasons:
+            sev = Severity.WARNING if dry_run else Severity.INFO
+            findings.append(Finding(sev, "compaction-needed", "; ".join(r.reasons), r.directory))
+        if r.open_transactions_dropped:
+            findings.append(Finding(Severity.INFO, "open-transactions-dropped",
+                                    f"{r.open_transactions_dropped} open local transaction(s) left out: the broker "
+                                    "rolls them back at its next start", r.directory))
+    verdict = overall_verdict(findings)
+    if fmt in (OutputFormat.json, OutputFormat.jsonl):
+        write_document({"verdict": verdict.name, "kind": "kahadb", "mode": mode, "ifNeeded": if_needed,
+                        "needed": any(r.reasons for r in reports),
+                        "stores": [r.to_json() for r in reports],
+                        "findings": [f.to_json() for f in findings]}, fmt)
+    else:
+        lines = []
+        for r in reports:
+            lines.append(f"KahaDB {r.directory}: {r.action}")
+            if r.action == "left":
+                continue
+            ratio = f" (live ratio {r.live_ratio:.1%})" if r.live_ratio is not None else ""
+            lines.append(f"  before: {r.files_before} files, {binary(r.bytes_before)}; live {binary(r.live_bytes)}"
+                         + ratio)
+            if r.action != "not-needed":
+                lines.append(f"  after:  {r.files_after} files, {binary(r.bytes_after)}; reclaimed "
+                             f"{binary(r.reclaimed)}; {r.messages} messages, {r.subscriptions} subscriptions, "
+                             f"{r.prepared_transactions} prepared transactions")
+                for t in r.top[:5]:
+                    lines.append(f"    {t['destination']}: {t['messages']} messages, {binary(t['bytes'])}")
+        write_lines(lines)
+        render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
+    finish(verdict)
