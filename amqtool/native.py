@@ -215,3 +215,12 @@ describe_paged = getattr(_native, "describe_paged", None)
 # amqtool.engines.artemis.journal_print.queue_summary builds a BrokerState (the reference).
 tally_live = getattr(_native, "tally_live", None)
 tally_counts = getattr(_native, "tally_counts", None)
+
+# --- the export's message columns (native/export_columns.c) ---------------------------------------------
+# message_columns(items, safe) -> (status, strings, fixed, list offsets) or None: Arrow buffers of the
+# message columns of core messages; items it leaves (status 1) are decoded by the Python reference
+# (amqtool.engines.export.parse.decode_message), as are all of them when this is None (no extension, or no
+# libcrypto SHA-256). amqtool.engines.export.columns assembles both; tests/native/test_export_columns.py
+# holds them identical.
+message_columns = getattr(_native, "message_columns", None)
+HAVE_MESSAGE_COLUMNS = message_columns is not None and bool(_native.sha256_available())

@@ -62,6 +62,8 @@ static PyMethodDef amq_methods[] = {
     {"describe_paged", (PyCFunction)amq_describe_paged, METH_VARARGS,
      "describe_paged(buf, start, end, safe) -> (transaction_id, queue_ids, text) or None\n"
      "data print's text of one paged core message (describe.c); None: decode it in Python."},
+    {"message_columns", (PyCFunction)amq_message_columns, METH_VARARGS,
+     "message_columns(items, safe) -> (status, strings, fixed, list offsets) or None: export columns."},
     {"tally_live", (PyCFunction)amq_tally_live, METH_VARARGS,
      "tally_live(live, start, stop, data, file_index, acc) -> next: refs, acks and messages into acc\n"
      "(queue_tally.c)."},

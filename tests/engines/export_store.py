@@ -161,6 +161,9 @@ def normalise(rows: list[dict]) -> list[dict]:
             d["body"] = base64.urlsafe_b64decode(d["body"])
         if d.get("queue") is not None:
             d["queue"] = str(d["queue"])
+        for k in ("properties", "annotations"):  # map columns: Parquet gives pairs, JSON Lines an object
+            if isinstance(d.get(k), list):
+                d[k] = dict(d[k])
         out.append(d)
     return sorted(out, key=lambda d: (d.get("message_id"), d.get("queue"), d.get("kind"), d.get("id")))
 

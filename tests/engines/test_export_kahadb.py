@@ -76,7 +76,7 @@ def test_rows_equal_manifest(ds):
         assert r[N["routing_type"]] == ("MULTICAST" if topic else "ANYCAST")
         assert r[N["protocol"]] == "openwire" and r[N["durable"]] and r[N["transaction_state"]] == "committed"
         assert r[N["type"]] == ("text" if m["jms_type"] == "TextMessage" else "bytes")
-        props = {p["name"]: (p["type"], p["value"]) for p in r[N["properties"]]}
+        props = {p["name"]: (p["type"], p["value"]) for p in r[N["typed_properties"]]}
         assert props["fx_id"] == ("string", m["fx_id"])
         assert r[N["body"]] is not None and len(r[N["body"]]) == m["size"]
     queues = {(b[2], b[3], b[4]) for b in bindings if b[0] == "queue"}

@@ -48,7 +48,7 @@ def test_built_store_rows(store):
     assert amqp[N["protocol"]] == "amqp" and amqp[N["expiration"]] == 1717999999999
     text = by[(101, 11)]
     assert text[N["type"]] == "text" and text[N["user_id"]] is not None
-    props = {p["name"]: (p["type"], p["value"]) for p in text[N["properties"]]}
+    props = {p["name"]: (p["type"], p["value"]) for p in text[N["typed_properties"]]}
     assert props["n"] == ("bytes", "_AMQ_NULL") and props["c"] == (None, "Z") and props["x"] == ("bytes", "AP9hYg==")
     assert props["f"] == ("float", "1.5") and props["l"] == ("long", str(1 << 40))
     prepared = by[(106, 13)]
@@ -142,7 +142,7 @@ def test_xml_layout_and_round_trip(store, tmp_path):
         assert attrs["type"] == r[N["type"]] and int(attrs["priority"]) == r[N["priority"]]
         assert int(attrs["timestamp"]) == r[N["timestamp"]] and int(attrs["expiration"]) == r[N["expiration"]]
         assert attrs.get("user-id") == r[N["user_id"]]
-        assert props == [(p["name"], p["type"], p["value"]) for p in r[N["properties"]]]  # tab survives (&#9;)
+        assert props == [(p["name"], p["type"], p["value"]) for p in r[N["typed_properties"]]]  # tab survives (&#9;)
     assert text.count("<![CDATA[") == len(msgs) + 2  # the large body is three 1000-byte chunks
 
 

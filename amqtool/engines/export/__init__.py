@@ -19,7 +19,7 @@ from typing import Callable
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
-from amqtool.engines.export.writers import OutputTarget, write_table
+from amqtool.engines.export.writers import OutputTarget, write_batches, write_table
 from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 
 FORMATS = ("xml", "jsonl", "parquet")
@@ -185,9 +185,13 @@ def _refused_files(store) -> list[tuple[str, str]]:
     return refused
 
 
-def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows) -> None:
+def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows=None, batches=None) -> None:
+    """The bindings table, and the messages table from row tuples or from Arrow record batches."""
     write_table(target, fmt, "bindings", BINDING_COLUMNS, binding_rows)
-    write_table(target, fmt, "messages", MESSAGE_COLUMNS, rows, partition_by="queue")
+    if batches is not None:
+        write_batches(target, fmt, "messages", MESSAGE_COLUMNS, batches, partition_by="queue")
+    else:
+        write_table(target, fmt, "messages", MESSAGE_COLUMNS, rows, partition_by="queue")
 
 
 def _run_local(store, options, target, fmt, progress):
@@ -206,7 +210,7 @@ def _run_local(store, options, target, fmt, progress):
             with target.open_file() as fh:
                 w = write_document(fh, bindings, ex.rows())
             return ex.summary, w
-        _write_tables(target, fmt, bindings, ex.rows())
+        _write_tables(target, fmt, bindings, batches=ex.batches())
         return ex.summary, None
 
 

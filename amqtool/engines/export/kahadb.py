@@ -94,11 +94,24 @@ def property_rows(raw: bytes | None) -> list[dict]:
 
 def decode_openwire(m, msg, *, address: str, safe: bool) -> dict:
     """The message columns of one stored OpenWire message (``m``: the replay's live entry)."""
+    from amqtool.engines.export.parse import property_map
+
     data = msg.body_bytes()
+    kind = TYPE_NAMES.get(msg.type_code, "default")
+    typed = property_rows(msg.marshalled_properties)
+    text = None
+    if kind == "text":  # null text stays null (body_bytes would give b""); a lone surrogate has no UTF-8
+        b = msg.body()
+        if isinstance(b, str):
+            try:
+                b.encode("utf-8")
+                text = b
+            except UnicodeEncodeError:
+                text = None
     return {"message_id": (m.file_id << 32) | m.offset, "address": address, "protocol": "openwire",
             "durable": bool(msg.persistent), "priority": msg.priority, "timestamp": msg.timestamp,
-            "expiration": msg.expiration, "user_id": msg.user_id, "type": TYPE_NAMES.get(msg.type_code, "default"),
-            "properties": property_rows(msg.marshalled_properties), "body": None if safe else data,
+            "expiration": msg.expiration, "user_id": msg.user_id, "type": kind, "typed_properties": typed,
+            "properties": property_map(typed), "annotations": None, "text": text, "body": None if safe else data,
             "body_size": len(data), "body_sha256": hashlib.sha256(data).hexdigest(), "large": False,
             "delivery_count": msg.redelivery_counter}
 

@@ -17,7 +17,7 @@ Row rules (both engines):
 
 * then the paged messages (``data/paging``), store by store, page by page, as ``data exp`` writes them
   (artemis-journal-format.md §6.2): one row per (paged message, queue still to consume it), ``paged`` with
-  ``page`` and ``page_position`` (:func:`amqtool.engines.artemis.paging.paged_export_rows`, from the same journal
+  ``page`` and ``page_position`` (:func:`amqtool.engines.artemis.paging.paged_export_messages`, from the same journal
   load); ``prepared`` when its page transaction is in a prepared XA transaction.
 
 Memory: the live-record index of ``load_journal`` (a small tuple per live record, no bodies) and the
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
+from amqtool.engines.export.columns import MessageBatch, row
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row
-from amqtool.engines.artemis.paging import paged_export_rows
+from amqtool.engines.artemis.paging import paged_export_messages
 from amqtool.errors import FormatError
 
 ENGINE = "local"
@@ -114,7 +115,7 @@ class LocalArtemisExport:
         """``(message id, record, refs)`` of every journal message with rows, in message-id order: ``record``
         the LiveRecord its rows are decoded from (its live record, else the one of the prepared transaction
         that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
-        order, only queues the options want. What :func:`journal_message_rows` takes (both engines)."""
+        order, only queues the options want. What :meth:`messages` is built from."""
         st = self.state
         opts = self.options
         b = self.bindings
@@ -130,11 +131,24 @@ class LocalArtemisExport:
                              for q, s, t in wanted]
 
     def rows(self) -> Iterator[tuple]:
-        """Export rows (``schema.MESSAGE_COLUMNS``): the journal's messages in id order, then the paged ones."""
+        """Export rows (``schema.MESSAGE_COLUMNS`` tuples, decoded by the Python reference): the journal's
+        messages in id order, then the paged ones. The XML document's path; tables take :meth:`batches`."""
         if self.messages_result is None:
             return
-        yield from self._journal_rows()
-        yield from self.paged_rows()
+        yield from message_rows(self.messages(), large=self.large, safe=self.options.safe, summary=self.summary)
+
+    def messages(self) -> Iterator[tuple]:
+        """Every message to export as ``(user record type, body, message id, rows, where)``
+        (:class:`~amqtool.engines.export.columns.MessageBatch`'s input): the journal's in message-id order,
+        then the paged ones."""
+        read = self.messages_result.body
+        b = self.bindings
+        for mid, rec, refs in self.message_refs():
+            rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
+                        transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
+            yield rec.user_record_type, read(rec), mid, rows, ""
+        yield from paged_export_messages(self._store, bindings=b, wants=self.options.wants,
+                                         view=self.paging_view(), problem=self.summary.problem)
 
     def paging_view(self):
         """What the journals this engine loaded say about paging (read once, while they are open)."""
@@ -146,44 +160,43 @@ class LocalArtemisExport:
         view.add_messages(self.messages_result)
         return view
 
-    def paged_rows(self) -> Iterator[tuple]:
-        """The paged messages' rows, from the journals this engine already loaded (read once)."""
-        yield from count_paged(paged_export_rows(
-            self._store, bindings=self.bindings, large=self.large, safe=self.options.safe, wants=self.options.wants,
-            view=self.paging_view(), problem=self.summary.problem, count_row=self.summary.count_row), self.summary)
-
-    def _journal_rows(self) -> Iterator[tuple]:
-        read = self.messages_result.body
-        for mid, rec, refs in self.message_refs():
-            yield from journal_message_rows(mid, rec.user_record_type, read(rec), refs, bindings=self.bindings,
-                                            large=self.large, safe=self.options.safe, summary=self.summary)
+    def batches(self, use_native: bool | None = None) -> Iterator:
+        """The rows of :meth:`rows` as Arrow record batches (``export.columns``), counted in the summary: what
+        the table formats are written from. ``use_native`` False: the Python reference decoder only."""
+        if self.messages_result is None:
+            return
+        yield from message_batches(self.messages(), safe=self.options.safe, large=self.large,
+                                   summary=self.summary, use_native=use_native)
 
 
-def journal_message_rows(mid: int, user_record_type: int, body: bytes, refs: list[tuple], *, bindings: Bindings,
-                         large: LargeBodies | None, safe: bool, summary: ExportSummary) -> Iterator[tuple]:
-    """The rows of one journal message (one per ``refs`` entry, see :meth:`LocalArtemisExport.message_refs`)
-    from its record's body, counted in ``summary``; a body that does not decode is a problem, no rows."""
-    try:
-        msg = decode_message(user_record_type, body, message_id=mid, large=large, safe=safe)
-    except FormatError as err:
-        summary.problem(mid, err.message)
-        return
-    summary.messages += 1
-    for qid, state, tx_id, delivery_count, scheduled_time in refs:
-        name = bindings.queue_name(qid)
-        summary.count_row(name, state)
-        yield message_row(msg, queue=name, queue_id=qid, routing_type=bindings.routing_type(qid),
-                          delivery_count=delivery_count, scheduled_time=scheduled_time, transaction_state=state,
-                          transaction_id=tx_id)
+def message_rows(messages, *, large: LargeBodies | None, safe: bool, summary: ExportSummary) -> Iterator[tuple]:
+    """Row tuples of ``messages`` (as :meth:`LocalArtemisExport.messages` gives them), decoded by the Python
+    reference and counted in ``summary``; a body that does not decode is a problem and gives no rows."""
+    for utype, body, mid, rows, where in messages:
+        try:
+            msg = decode_message(utype, body, message_id=mid, large=large, safe=safe)
+        except FormatError as err:
+            summary.problem(mid, where + err.message)
+            continue
+        summary.messages += 1
+        for (name, q, routing, paged, page, position, dc, sched, state, tx_id, smid) in rows:
+            summary.count_row(name, state)
+            yield message_row(msg, queue=name, queue_id=q, routing_type=routing, delivery_count=dc,
+                              scheduled_time=sched, transaction_state=state, transaction_id=tx_id, paged=paged,
+                              page=page, page_position=position, store_message_id=smid)
 
 
-def count_paged(rows: Iterator[tuple], summary: ExportSummary) -> Iterator[tuple]:
-    """Pass paged rows through, counting messages in ``summary`` (a paged message's rows are consecutive;
-    ``paged_export_rows`` counts the rows itself)."""
-    last = None
-    for row in rows:
-        key = (row[0], row[3], row[18], row[19])  # message id, address, page, position
-        if key != last:
-            last = key
-            summary.messages += 1
-        yield row
+def message_batches(messages, *, safe: bool, large: LargeBodies | None, summary: ExportSummary,
+                    use_native: bool | None = None) -> Iterator:
+    """Arrow record batches of ``messages`` (``(user record type, body, message id, rows, where)``, see
+    :class:`~amqtool.engines.export.columns.MessageBatch`), a bounded number of messages and bytes each."""
+    batch = MessageBatch(safe=safe, large=large, summary=summary, use_native=use_native)
+    for m in messages:
+        batch.add(*m)
+        if batch.full:
+            out = batch.take()
+            if out is not None:
+                yield out
+    out = batch.take()
+    if out is not None:
+        yield out

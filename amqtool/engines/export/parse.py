@@ -100,6 +100,81 @@ class LargeBodies:
         return None if p is None else os.path.getsize(p)
 
 
+def property_map(rows: list[dict]) -> list[tuple[str, str | None]]:
+    """The ``properties`` map column from typed property rows: name -> value text in the same order, a null
+    value (``_AMQ_NULL``) as null; a repeated name keeps its first place and takes the last value."""
+    out: dict[str, str | None] = {}
+    for p in rows:
+        v = p["value"]
+        out[p["name"]] = None if v == NULL_VALUE and p["type"] == "bytes" else v
+    return list(out.items())
+
+
+def amqp_property_rows(pairs) -> list[dict]:
+    """AMQP map entries ``(key, type, value)`` as typed property rows (type the AMQP type name)."""
+    from amqtool.formats.artemis.amqp import value_text
+
+    return [{"name": k, "type": t, "value": value_text(t, v)} for k, t, v in pairs]
+
+
+def _dedup(rows: list[dict]) -> list[tuple[str, str | None]]:
+    out: dict[str, str | None] = {}
+    for p in rows:
+        out[p["name"]] = p["value"]
+    return list(out.items())
+
+
+def core_text(msg) -> str | None:
+    """The ``text`` column of a core message: the body's NullableSimpleString when the message is a TEXT
+    message (``TextMessageUtil.readBodyText``), null otherwise and when the body does not hold one whole."""
+    if msg.headers.type != TEXT_TYPE or msg.is_large:
+        return None
+    r = P.Reader(msg.body)
+    try:
+        text = r.nullable_simple_string("text body")
+    except (FormatError, UnicodeDecodeError):
+        return None
+    return text if r.remaining == 0 else None
+
+
+def _amqp_columns(msg) -> dict:
+    """The AMQP message's columns from its sections (:mod:`amqtool.formats.artemis.amqp`); an encoding that
+    does not decode leaves them null, the row is still exported (its body is the raw encoding)."""
+    from amqtool.formats.artemis.amqp import decode_sections
+
+    extra = property_rows(msg.extra_properties)
+    cols = dict(durable=msg.durable if isinstance(msg, AmqpLargeMessage) else None, priority=None, timestamp=None,
+                expiration=msg.expiration if isinstance(msg, AmqpMessage) and msg.persister == 5 else None,
+                user_id=None, type=None, text=None, annotations=None)
+    sections = None
+    if isinstance(msg, AmqpMessage):
+        try:
+            sections = decode_sections(msg.data)
+        except FormatError:
+            sections = None
+    app = []
+    if sections is not None:
+        if sections.durable is not None:
+            cols["durable"] = sections.durable
+        cols["priority"] = sections.priority
+        cols["timestamp"] = sections.creation_time
+        if cols["expiration"] is None:
+            cols["expiration"] = sections.absolute_expiry_time
+        if sections.user_id is not None:
+            try:
+                cols["user_id"] = sections.user_id.decode("utf-8")
+            except UnicodeDecodeError:
+                cols["user_id"] = None
+        cols["text"] = sections.text
+        app = amqp_property_rows(sections.application_properties)
+        cols["annotations"] = _dedup(amqp_property_rows(sections.message_annotations))
+    typed = extra + app
+    cols["typed_properties"] = typed
+    cols["properties"] = _dedup([dict(r, value=None if r["value"] == NULL_VALUE and r["type"] == "bytes"
+                                      else r["value"]) for r in extra] + app)
+    return cols
+
+
 def decode_message(user_record_type: int, body: bytes, *, message_id: int, large: LargeBodies | None = None,
                    safe: bool = False) -> dict:
     """The message columns of a message record (type 45 or 30). Raises FormatError for a body that does not
@@ -115,15 +190,13 @@ def decode_message(user_record_type: int, body: bytes, *, message_id: int, large
     cols: dict = {"message_id": message_id, "large": bool(msg.is_large)}
     if isinstance(msg, (CoreMessage, LargeMessage)):
         h = msg.headers
+        typed = property_rows(h.properties)
         cols.update(protocol="core", address=msg.address, durable=bool(h.durable), priority=h.priority,
                     timestamp=h.timestamp, expiration=h.expiration, user_id=h.user_id_text,
-                    type=XML_TYPE_NAMES.get(h.type, "default"), properties=property_rows(h.properties))
+                    type=XML_TYPE_NAMES.get(h.type, "default"), typed_properties=typed,
+                    properties=property_map(typed), annotations=None, text=core_text(msg))
     else:
-        cols.update(protocol="amqp", address=msg.address,
-                    durable=msg.durable if isinstance(msg, AmqpLargeMessage) else None, priority=None,
-                    timestamp=None, expiration=msg.expiration if isinstance(msg, AmqpMessage) and
-                    msg.persister == 5 else None, user_id=None, type=None,
-                    properties=property_rows(msg.extra_properties))
+        cols.update(protocol="amqp", address=msg.address, **_amqp_columns(msg))
     if msg.is_large:
         data = None if large is None else large.read(message_id)
         if data is None:
@@ -145,9 +218,10 @@ def message_row(msg: dict, *, queue: str, queue_id: int | None, routing_type: st
     """One export row (``schema.MESSAGE_COLUMNS`` order): a decoded message on one queue."""
     return (
         msg["message_id"], queue, queue_id, msg["address"], routing_type, msg["protocol"], msg["durable"],
-        msg["priority"], msg["timestamp"], msg["expiration"], msg["user_id"], msg["type"], msg["properties"],
+        msg["priority"], msg["timestamp"], msg["expiration"], msg["user_id"], msg["type"], msg["typed_properties"],
         msg["body"], msg["body_size"], msg["body_sha256"], msg["large"], paged, page, page_position,
         delivery_count, scheduled_time, transaction_state, transaction_id, store_message_id,
+        msg["properties"], msg["annotations"], msg["text"],
     )
 
 

@@ -5,7 +5,7 @@ writers take from them (:func:`arrow_schema`), so the two engines cannot drift a
 ``BINDING_COLUMNS``: one row per address binding and per queue binding.
 
 Types are written as small strings (``long``, ``int``, ``bool``, ``string``, ``binary``, ``props``) and
-mapped by :func:`arrow_schema`. ``props`` is the message properties: a list of
+mapped by :func:`arrow_schema`. ``strmap`` is a map from string to nullable string. ``props`` is the message properties: a list of
 ``{name, type, value}`` structs in the order the broker's reader iterates them, ``value`` being the text
 ``artemis data exp`` writes (``toString``; bytes as URL-safe base64; null as ``_AMQ_NULL``), ``type`` its
 property type name (``boolean``, ``byte``, ``short``, ``integer``, ``long``, ``float``, ``double``,
@@ -13,7 +13,7 @@ property type name (``boolean``, ``byte``, ``short``, ``integer``, ``long``, ``f
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: properties renamed typed_properties; properties (map), annotations, text added
 
 # (name, type, nullable)
 MESSAGE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -29,7 +29,7 @@ MESSAGE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("expiration", "long", True),
     ("user_id", "string", True),
     ("type", "string", True),
-    ("properties", "props", True),
+    ("typed_properties", "props", True),
     ("body", "binary", True),  # null with --safe, and for a large message whose body file is missing
     ("body_size", "long", True),
     ("body_sha256", "string", True),
@@ -42,6 +42,10 @@ MESSAGE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("transaction_state", "string", False),  # committed | prepared
     ("transaction_id", "long", True),
     ("store_message_id", "string", True),  # KahaDB: the OpenWire message id ("ID:..."); null for Artemis
+    # schema 2: what an analyst queries (Spark SQL ``properties['region'] = 'EU'``)
+    ("properties", "strmap", True),  # name -> value text (typed_properties' values; a null value null)
+    ("annotations", "strmap", True),  # AMQP message annotations, same form; null for other protocols
+    ("text", "string", True),  # the text of a text message (core TextMessage, AMQP AmqpValue string)
 )
 
 BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -66,5 +70,6 @@ def arrow_schema(columns=MESSAGE_COLUMNS):
     prop = pa.struct([pa.field("name", pa.string(), False), pa.field("type", pa.string(), True),
                       pa.field("value", pa.string(), True)])
     types = {"long": pa.int64(), "int": pa.int32(), "bool": pa.bool_(), "string": pa.string(),
-             "binary": pa.binary(), "props": pa.list_(pa.field("element", prop, False))}
+             "binary": pa.binary(), "props": pa.list_(pa.field("element", prop, False)),
+             "strmap": pa.map_(pa.string(), pa.string())}
     return pa.schema([pa.field(n, types[t], nullable) for n, t, nullable in columns])

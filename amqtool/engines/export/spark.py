@@ -3,7 +3,7 @@ over the plan's parts) read and decode the message bodies and write their part o
 
 Why this shape. An export's bulk work is reading and decoding message bodies: Python decoding
 (:func:`parse.decode_message`: the core message, its TypedProperties, the property rows; a paged message is
-read, re-encoded and decoded) costs ~100-150 µs a message, while the liveness of a 1 GiB journal costs ~2 s
+read, re-encoded and decoded) cost ~100-150 µs a message in Python (the C columns now take a few), while the liveness of a 1 GiB journal costs ~2 s
 on the driver (the C loader, then the broker state). The first Spark engine parsed *every* journal record
 into a Python Row in the workers, resolved liveness with DataFrame joins, then built the message rows in
 Python and pickled them into the JVM again: per-record Python rows through py4j and pickle cost 5x the local
@@ -21,10 +21,12 @@ Spark distributes is the work that costs: bodies, decoding and writing.
    cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
    message and a row, plus the bytes), large parts first and smaller ones after (:func:`plan_partitions`);
    an RDD holds one part per Spark partition.
-2. **Rows** (Spark tasks): :func:`part_rows` runs the local engine's functions on a part,
-   :func:`~amqtool.engines.export.local.journal_message_rows` on each message body (read by its location)
-   or :func:`~amqtool.engines.artemis.paging.paged_export_rows` on its pages. Rows and order are the local
-   engine's: the parts in message-id order, then the pages in exploring order.
+2. **Rows** (Spark tasks): :func:`part_messages` reads a part's message bodies (by their locations) or
+   walks its pages (:func:`~amqtool.engines.artemis.paging.paged_export_messages`), and
+   :func:`part_batches` decodes them with the local engine's own record batches
+   (:func:`~amqtool.engines.export.local.message_batches`: the C decoder, the Python reference for the rest;
+   :func:`part_rows` gives row tuples for the XML document). Rows and order are the local engine's: the
+   parts in message-id order, then the pages in exploring order.
 3. **Write.** Parquet and JSON Lines: each task writes its part's files (``part-NNNNN``, Parquet
    partitioned by queue) with the local engine's own table writers (:func:`~.writers.table_writer`) into a
    directory of its own task attempt, and returns its counts; the driver commits the attempts whose results
@@ -427,20 +429,28 @@ def _task_errors():
 def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator[tuple]:
     """The rows of one part (``MESSAGE_COLUMNS`` tuples, in the local engine's order), counted in
     ``summary`` as the local engine counts them (a :class:`RowsPart` was counted where it was made)."""
-    from amqtool.engines.export.local import count_paged, journal_message_rows
+    from amqtool.engines.export.local import message_rows
     from amqtool.engines.export.parse import LargeBodies
-    from amqtool.engines.artemis.paging import paged_export_rows
 
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    large = LargeBodies(ctx.large_dir)
+    yield from message_rows(part_messages(ctx, part), large=LargeBodies(ctx.large_dir), safe=ctx.options.safe,
+                            summary=summary)
+
+
+def part_messages(ctx: ReadContext, part) -> Iterator[tuple]:
+    """The messages of a journal or paged part as ``(user record type, body, message id, rows, where)``
+    (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order."""
+    from amqtool.engines.artemis.paging import paged_export_messages
+    from amqtool.engines.export.columns import row
+
     opts = ctx.options
     if isinstance(part, PagedPart):
-        yield from count_paged(paged_export_rows(
-            ctx.store, bindings=ctx.bindings, large=large, safe=opts.safe, wants=opts.wants, view=part.view,
-            problem=summary.problem, count_row=summary.count_row, pages=part.pages), summary)
+        yield from paged_export_messages(ctx.store, bindings=ctx.bindings, wants=opts.wants, view=part.view,
+                                         pages=part.pages)
         return
+    b = ctx.bindings
     fds: dict[int, int] = {}
     try:
         for mid, fi, off, length, utype, refs in part.messages:
@@ -450,11 +460,25 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
                 if fd is None:
                     fd = fds[fi] = os.open(ctx.paths[fi], os.O_RDONLY | os.O_CLOEXEC)
                 body = os.pread(fd, length, off)
-            yield from journal_message_rows(mid, utype, body, refs, bindings=ctx.bindings, large=large,
-                                            safe=opts.safe, summary=summary)
+            rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
+                        transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
+            yield utype, body, mid, rows, ""
     finally:
         for fd in fds.values():
             os.close(fd)
+
+
+def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator:
+    """The rows of one part as Arrow record batches (the local engine's :func:`~.local.message_batches`),
+    counted in ``summary``; a :class:`RowsPart`'s rows as they are (counted where it was made)."""
+    from amqtool.engines.export.local import message_batches
+    from amqtool.engines.export.parse import LargeBodies
+
+    if isinstance(part, RowsPart):
+        yield from part.rows
+        return
+    yield from message_batches(part_messages(ctx, part), safe=ctx.options.safe, large=LargeBodies(ctx.large_dir),
+                               summary=summary)
 
 
 def _rows_task(ctx: ReadContext | None):
@@ -483,8 +507,11 @@ def _write_task(ctx: ReadContext | None, fmt: str, attempts: str, file_mode: int
             summary = ExportSummary(ENGINE, "artemis")
             writer = table_writer(files, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue", part=part.index,
                                   write_empty=False)
-            for row in part_rows(ctx, part, summary):
-                writer.write(row)
+            for item in part_batches(ctx, part, summary):
+                if isinstance(item, tuple):
+                    writer.write(item)  # a RowsPart's row
+                else:
+                    writer.write_batch(item)
             writer.close()
             yield part.index, attempt, summary
 

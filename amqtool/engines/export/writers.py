@@ -176,7 +176,7 @@ def table_writer(files, fmt: str, table: str, columns, partition_by: str | None 
     ``partition_by`` applies to Parquet (JSON Lines tables are not partitioned). ``write_empty``: a part
     that receives no rows still leaves a file (with the Parquet schema), so that a table always exists."""
     if fmt == "jsonl":
-        return JsonlTableWriter(files, table, [c[0] for c in columns], part=part, write_empty=write_empty)
+        return JsonlTableWriter(files, table, columns, part=part, write_empty=write_empty)
     return ParquetTableWriter(files, table, columns, partition_by=partition_by, part=part, write_empty=write_empty)
 
 
@@ -188,14 +188,24 @@ def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | 
     w.close()
 
 
-class JsonlTableWriter:
-    """One JSON object per line, keys in schema order, nulls written; binary as URL-safe base64 text."""
+def write_batches(files, fmt: str, table: str, columns, batches, partition_by: str | None = None) -> None:
+    """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`."""
+    w = table_writer(files, fmt, table, columns, partition_by=partition_by)
+    for b in batches:
+        w.write_batch(b)
+    w.close()
 
-    def __init__(self, files, table: str, names, part: int = 0, write_empty: bool = True):
+
+class JsonlTableWriter:
+    """One JSON object per line, keys in schema order, nulls written; binary as URL-safe base64 text, a map
+    column (``strmap``) as a JSON object."""
+
+    def __init__(self, files, table: str, columns, part: int = 0, write_empty: bool = True):
         from amqtool.formats.artemis.primitives import b64url
 
         self._b64 = b64url
-        self.names = tuple(names)
+        self.names = tuple(c[0] for c in columns)
+        self._maps = frozenset(c[0] for c in columns if c[1] == "strmap")
         self.files = files
         self.name = f"{table}/part-{part:05d}.jsonl"
         self.fh = files.open_file(self.name) if write_empty else None
@@ -207,9 +217,17 @@ class JsonlTableWriter:
         for k, v in zip(self.names, row):
             if isinstance(v, (bytes, bytearray, memoryview)):
                 v = self._b64(bytes(v))
+            elif v is not None and k in self._maps:
+                v = dict(v)
             d[k] = v
         self.fh.write(json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         self.fh.write(b"\n")
+
+    def write_batch(self, batch) -> None:
+        """The rows of an Arrow record batch in this table's columns (maps come back as pairs)."""
+        names = self.names
+        for values in zip(*(batch.column(n).to_pylist() for n in names)):
+            self.write(values)
 
     def close(self) -> None:
         if self.fh is not None:
@@ -263,6 +281,37 @@ class ParquetTableWriter:
                 self._write_group(key)
             elif self._total > self.buffer_bytes:
                 self._write_group(max(self._bytes, key=self._bytes.get))
+
+    def write_batch(self, batch) -> None:
+        """An Arrow record batch in this table's schema: its rows go to their partitions in order, after
+        any rows :meth:`write` left waiting there."""
+        pa = self.pa
+        if batch.num_rows == 0:
+            return
+        if self.part_index is None:
+            self._add_batch(None, batch)
+            return
+        import pyarrow.compute as pc
+
+        col = batch.column(self.part_index)
+        rest = batch.drop_columns([self.names[self.part_index]]) if hasattr(batch, "drop_columns") else \
+            pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
+        keys = pc.unique(col).to_pylist()
+        for key in keys:
+            part = rest if len(keys) == 1 else rest.filter(pc.equal(col, key) if key is not None else pc.is_null(col))
+            self._add_batch(key, part)
+
+    def _add_batch(self, key, batch) -> None:
+        self._batch(key)  # rows written one at a time before this batch come first
+        batch = batch.cast(self.file_schema) if batch.schema != self.file_schema else batch
+        self._batches.setdefault(key, []).append(batch)
+        self._batched_rows[key] = self._batched_rows.get(key, 0) + batch.num_rows
+        self._bytes[key] = self._bytes.get(key, 0) + batch.nbytes
+        self._total += batch.nbytes
+        if self._batched_rows[key] >= self.row_group_rows:
+            self._write_group(key)
+        elif self._total > self.buffer_bytes:
+            self._write_group(max(self._bytes, key=self._bytes.get))
 
     def _batch(self, key) -> None:
         rows = self._rows.pop(key, None)

@@ -127,7 +127,7 @@ class XmlExportWriter:
             attrs.append(("user-id", row[c["user_id"]]))
         self._w(NL + INDENT * 2 + "<message" + "".join(f' {k}="{self._attr(v)}"' for k, v in attrs) + ">")
         self._w(NL + INDENT * 3 + "<properties>")
-        for p in row[c["properties"]] or ():
+        for p in row[c["typed_properties"]] or ():
             attrs = [("name", p["name"]), ("value", p["value"])]
             if p["type"] is not None:
                 attrs.append(("type", p["type"]))

@@ -79,7 +79,7 @@ from amqtool.engines.artemis.paging.verify import (
     PagingVerifier,
 )
 from amqtool.engines.artemis.paging.export import (
-    paged_export_rows,
+    paged_export_messages,
 )
 
 __all__ = [
@@ -113,7 +113,7 @@ __all__ = [
     "load_view",
     "message_line",
     "page_framing",
-    "paged_export_rows",
+    "paged_export_messages",
     "paging_document",
     "store_pages",
 ]

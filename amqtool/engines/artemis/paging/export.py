@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from amqtool.errors import FormatError
 from amqtool.formats.artemis.paging import (
     PagedMessage,
 )
@@ -24,24 +23,23 @@ def _record_for_export(pm: PagedMessage) -> tuple[int, bytes]:
     return R.ADD_MESSAGE_PROTOCOL, pm.message.encode()
 
 
-def paged_export_rows(store, *, bindings, large=None, safe: bool = False,
-                      wants: Callable[[str], bool] | None = None, view: PagingJournalView | None = None,
-                      problem: Callable[[int, str], None] | None = None,
-                      count_row: Callable[[str, str], None] | None = None,
-                      pages: list[tuple[PageStore, int]] | None = None) -> Iterator[tuple]:
-    """Export rows (``export.schema.MESSAGE_COLUMNS``, built by ``export.parse.message_row``) of the paged
-    messages: one per (paged message, queue that still has to consume it), flagged ``paged`` with the page
-    number and 0-based position. Messages of a committed or non-transactional page send are
-    ``committed``; those of a page transaction in a prepared XA transaction are ``prepared`` (with that
-    transaction's id); messages whose page transaction is gone are skipped, as the broker skips them.
-    Order: page stores in exploring order, pages by id, messages by position; queues in routed order.
+def paged_export_messages(store, *, bindings, wants: Callable[[str], bool] | None = None,
+                          view: PagingJournalView | None = None, problem: Callable[[int, str], None] | None = None,
+                          pages: list[tuple[PageStore, int]] | None = None) -> Iterator[tuple]:
+    """The paged messages to export, each as ``(user record type, body, message id, rows, where)``: the
+    record ``export.parse.decode_message`` takes, the rows it gives (``export.columns.row`` tuples, one per
+    queue that still has to consume it, flagged ``paged`` with the page number and 0-based position), and the
+    prefix of its problem text should it not decode. What the export's rows and record batches
+    (``export.local.message_rows``, ``export.columns.MessageBatch``) are both built from.
 
-    ``bindings`` is the export's ``Bindings`` (queue names and routing types), ``large`` its ``LargeBodies``;
-    ``wants(queue name)`` filters queues; ``problem(message id, text)`` receives undecodable records and
-    ``count_row(queue, state)`` every row written. ``pages`` (a run of :func:`store_pages`) limits the walk
-    to those pages: the Spark engine splits the pages over its tasks, each with the ``view`` facts of its
+    Messages of a committed or non-transactional page send are ``committed``; those of a page transaction
+    in a prepared XA transaction are ``prepared`` (with that transaction's id); messages whose page
+    transaction is gone are skipped, as the broker skips them. Order: page stores in exploring order, pages
+    by id, messages by position; queues in routed order. ``wants(queue name)`` filters queues; ``problem``
+    receives page records that do not frame. ``pages`` (a run of :func:`store_pages`) limits the walk to
+    those pages: the Spark engine splits the pages over its tasks, each with the ``view`` facts of its
     pages. Page files are read one at a time, so memory does not grow with the paging directory."""
-    from amqtool.engines.export.parse import decode_message, message_row
+    from amqtool.engines.export.columns import row
 
     view = load_view(store, view)
     errors: list = []
@@ -55,19 +53,9 @@ def paged_export_rows(store, *, bindings, large=None, safe: bool = False,
             continue
         pm = entry.message
         utype, body = _record_for_export(pm)
-        try:
-            msg = decode_message(utype, body, message_id=pm.message_id, large=large, safe=safe)
-        except FormatError as err:
-            if problem is not None:
-                problem(pm.message_id, f"paged message (page {entry.page}, message {entry.number}): {err.message}")
-            continue
-        for q in queues:
-            name = bindings.queue_name(q)
-            if count_row is not None:
-                count_row(name, state)
-            yield message_row(msg, queue=name, queue_id=q, routing_type=bindings.routing_type(q),
-                              transaction_state=state, transaction_id=tx_id, paged=True, page=entry.page,
-                              page_position=entry.number)
+        rows = [row(bindings.queue_name(q), q, bindings.routing_type(q), transaction_state=state,
+                    transaction_id=tx_id, paged=True, page=entry.page, page_position=entry.number) for q in queues]
+        yield utype, body, pm.message_id, rows, f"paged message (page {entry.page}, message {entry.number}): "
     if problem is not None:
         for ps, pid, number, off, err in errors:
             problem(-1, f"{ps.folder}/{ps.pages.get(pid, pid)}: record {number} at offset {off}: {err}")

@@ -1,0 +1,198 @@
+"""Message rows as Arrow record batches: what both engines' ``messages`` tables are written from.
+
+A :class:`MessageBatch` collects messages -- each a record body (type 45, or a type-30 large message
+header) with the rows it gives, one per queue -- and turns them into one ``pyarrow.RecordBatch`` in
+``schema.MESSAGE_COLUMNS`` order. The message columns are decoded
+
+* in C (``native.message_columns``: core and core large messages, straight into Arrow buffers), and
+* by the Python reference (:func:`~amqtool.engines.export.parse.decode_message`) for whatever C leaves:
+  AMQP messages, a large message whose body file is missing, anything in doubt, and everything when the
+  extension is not built (``AMQTOOL_NO_NATIVE=1``).
+
+Both give identical columns (tests/native/test_export_columns.py, on every fixture and on generated
+messages). A message is decoded once whatever the number of its queues: its rows take its columns by
+index. Undecodable messages become problems in the summary and give no rows; the rows and messages that
+are written are counted there as the row-at-a-time path counts them.
+"""
+from __future__ import annotations
+
+from amqtool import native
+from amqtool.engines.export.parse import LargeBodies, decode_message
+from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES, arrow_schema
+from amqtool.errors import FormatError
+
+# the columns a message gives (the rest are its row's: queue, position, state ...)
+MESSAGE_LEVEL = ("address", "protocol", "durable", "priority", "timestamp", "expiration", "user_id", "type",
+                 "typed_properties", "body", "body_size", "body_sha256", "large", "properties", "annotations",
+                 "text")
+# what each row brings, in this order (see MessageBatch.add)
+ROW_LEVEL = ("queue", "queue_id", "routing_type", "paged", "page", "page_position", "delivery_count",
+             "scheduled_time", "transaction_state", "transaction_id", "store_message_id")
+
+# native/export_columns.c's buffers, in its order
+_STRINGS = ("address", "user_id", "type", "pname", "ptype", "pvalue", "mvalue", "text", "body", "body_sha256")
+_FIXED = ("durable", "priority", "timestamp", "expiration", "body_size", "large")
+
+MAX_MESSAGES = 1024
+MAX_BODY_BYTES = 64 << 20  # Arrow binary offsets are int32; a batch stays far below 2 GiB
+
+
+def row(queue: str, queue_id: int | None, routing_type: str | None, *, paged: bool = False, page: int | None = None,
+        page_position: int | None = None, delivery_count: int = 0, scheduled_time: int | None = None,
+        transaction_state: str = "committed", transaction_id: int | None = None,
+        store_message_id: str | None = None) -> tuple:
+    """One row's own values (``ROW_LEVEL`` order), for :meth:`MessageBatch.add`."""
+    return (queue, queue_id, routing_type, paged, page, page_position, delivery_count, scheduled_time,
+            transaction_state, transaction_id, store_message_id)
+
+
+class MessageBatch:
+    """Messages waiting to become one record batch. ``use_native`` None: the C decoder when it is built."""
+
+    def __init__(self, *, safe: bool, large: LargeBodies | None, summary, use_native: bool | None = None):
+        import pyarrow as pa
+
+        self.pa = pa
+        self.safe = safe
+        self.large = large
+        self.summary = summary
+        self.native = native.HAVE_MESSAGE_COLUMNS if use_native is None else use_native
+        self.schema = arrow_schema()
+        self._types = {f.name: f.type for f in self.schema}
+        self._messages: list[tuple] = []  # (utype, body, message id, rows, where)
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @property
+    def full(self) -> bool:
+        return len(self._messages) >= MAX_MESSAGES or self._bytes >= MAX_BODY_BYTES
+
+    def add(self, user_record_type: int, body: bytes, message_id: int, rows: list[tuple], where: str = "") -> None:
+        """One message (record type and body as ``decode_message`` takes them) and its rows (:func:`row`
+        tuples). ``where`` prefixes its problem text if it does not decode."""
+        self._messages.append((user_record_type, bytes(body), message_id, rows, where))
+        self._bytes += len(body)
+
+    def take(self):
+        """The batch of everything added (None when no row results), and start afresh."""
+        messages, self._messages, self._bytes = self._messages, [], 0
+        if not messages:
+            return None
+        pa = self.pa
+        parts, starts = self._decode(messages)
+        # row order is message order: C wrote each of its messages' rows in place; a message of the Python
+        # part has one entry there, which each of its rows takes
+        take_idx, mids, row_cols = [], [], [[] for _ in ROW_LEVEL]
+        identity = True
+        summary = self.summary
+        for (utype, body, mid, rows, where), start in zip(messages, starts):
+            if start is None:
+                continue
+            summary.messages += 1
+            native_rows = start >= 0
+            for k, r in enumerate(rows):
+                pos = start + k if native_rows else -start - 1
+                identity = identity and pos == len(take_idx)
+                take_idx.append(pos)
+                mids.append(mid)
+                for c, v in zip(row_cols, r):
+                    c.append(v)
+                summary.count_row(r[0], r[8])
+        if not take_idx:
+            return None
+        arrays = {}
+        for name in MESSAGE_LEVEL:
+            col = [p[name] for p in parts]
+            col = col[0] if len(col) == 1 else pa.concat_arrays(col)
+            arrays[name] = col if identity and len(col) == len(take_idx) else col.take(
+                pa.array(take_idx, type=pa.int64()))
+        arrays["message_id"] = pa.array(mids, type=pa.int64())
+        for name, values in zip(ROW_LEVEL, row_cols):
+            arrays[name] = pa.array(values, type=self._types[name])
+        return pa.RecordBatch.from_arrays([arrays[n] for n in MESSAGE_COLUMN_NAMES], schema=self.schema)
+
+    # --- decoding --------------------------------------------------------------------------------------
+
+    def _decode(self, messages):
+        """The message columns as a list of parts (dicts of arrays: C's first, one entry per row; then the
+        Python reference's, one per message), and for each message where its entries start: ``k >= 0``, the
+        first of its rows at ``k``; ``-k - 1``, its one entry at ``k``; None, it did not decode."""
+        starts: list = [None] * len(messages)
+        parts = []
+        left = range(len(messages))
+        base = 0
+        if self.native:
+            items = []
+            for utype, body, mid, rows, _where in messages:
+                data = self.large.read(mid) if utype == 30 and self.large is not None else None
+                items.append((utype, body, data, len(rows)))
+            result = native.message_columns(items, self.safe)
+            if result is not None:
+                status, strings, fixed, plist = result
+                left = []
+                for i, st in enumerate(status):
+                    if st == 0:
+                        starts[i] = base
+                        base += len(messages[i][3])
+                    else:
+                        left.append(i)
+                if base:
+                    parts.append(self._native_part(base, strings, fixed, plist))
+        decoded = []
+        for i in left:
+            utype, body, mid, _rows, where = messages[i]
+            try:
+                cols = decode_message(utype, body, message_id=mid, large=self.large, safe=self.safe)
+            except FormatError as err:
+                self.summary.problem(mid, where + err.message)
+                continue
+            starts[i] = -(base + len(decoded)) - 1
+            decoded.append(cols)
+        if decoded:
+            pa = self.pa
+            parts.append({n: pa.array([c[n] for c in decoded], type=self._types[n]) for n in MESSAGE_LEVEL})
+        return parts, starts
+
+    def _native_part(self, n: int, strings, fixed, plist) -> dict:
+        pa = self.pa
+        buf = pa.py_buffer
+
+        def strings_of(name: str, typ, length: int):
+            valid, offs, data = strings[_STRINGS.index(name)]
+            return pa.Array.from_buffers(typ, length, [None if valid is None else buf(valid), buf(offs), buf(data)])
+
+        def fixed_of(name: str, typ):
+            valid, values = fixed[_FIXED.index(name)]
+            return pa.Array.from_buffers(typ, n, [None if valid is None else buf(valid), buf(values)])
+
+        nprops = (len(strings[_STRINGS.index("pname")][1]) // 4) - 1
+        t = self._types
+        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buf(plist)])
+        pname = strings_of("pname", pa.string(), nprops)
+        ptype = strings_of("ptype", pa.string(), nprops)
+        pvalue = strings_of("pvalue", pa.string(), nprops)
+        mvalue = strings_of("mvalue", pa.string(), nprops)
+        element = t["typed_properties"].value_type
+        structs = pa.StructArray.from_arrays([pname, ptype, pvalue], fields=list(element))
+        typed = pa.ListArray.from_arrays(offsets, structs, type=t["typed_properties"])
+        props = pa.MapArray.from_arrays(offsets, pname, mvalue, type=t["properties"])
+        return {
+            "address": strings_of("address", pa.string(), n),
+            "protocol": pa.array(["core"] * n, type=pa.string()),
+            "durable": fixed_of("durable", pa.bool_()),
+            "priority": fixed_of("priority", pa.int32()),
+            "timestamp": fixed_of("timestamp", pa.int64()),
+            "expiration": fixed_of("expiration", pa.int64()),
+            "user_id": strings_of("user_id", pa.string(), n),
+            "type": strings_of("type", pa.string(), n),
+            "typed_properties": typed,
+            "body": strings_of("body", pa.binary(), n),
+            "body_size": fixed_of("body_size", pa.int64()),
+            "body_sha256": strings_of("body_sha256", pa.string(), n),
+            "large": fixed_of("large", pa.bool_()),
+            "properties": props,
+            "annotations": pa.nulls(n, type=t["annotations"]),
+            "text": strings_of("text", pa.string(), n),
+        }

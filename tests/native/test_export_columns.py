@@ -1,0 +1,172 @@
+"""The export's message columns: the C decoder (native/export_columns.c) against the Python reference
+(export.parse.decode_message), on every fixture, the built store, a demo store and generated messages; and
+the schema-2 columns (text, properties map, annotations) against what the messages were built with."""
+from __future__ import annotations
+
+import struct
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amqtool import native
+from amqtool.engines.export.columns import MessageBatch, row
+from amqtool.engines.export.local import LocalArtemisExport
+from amqtool.engines.export.model import ExportOptions, ExportSummary
+from amqtool.formats.artemis import primitives as P
+from amqtool.formats.artemis.message import TEXT_TYPE, AmqpMessage, CoreMessage
+from amqtool.store.layout import detect
+from tests.engines.export_store import demo, store  # noqa: F401 - fixtures
+from tests.support import ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS
+
+needs_native = pytest.mark.skipif(not native.HAVE_MESSAGE_COLUMNS, reason=native.NATIVE_REASON or "no libcrypto")
+
+
+def _table(path, use_native: bool, **opts):
+    with LocalArtemisExport(detect(path), ExportOptions(**opts)) as ex:
+        ex.binding_rows()
+        batches = list(ex.batches(use_native=use_native))
+        schema = MessageBatch(safe=False, large=None, summary=None).schema
+        return pa.Table.from_batches(batches, schema=schema), ex.summary.to_json()
+
+
+def _stores(store, demo):
+    out = {f"oracle/{s}": ORACLE / s / "journal" for s in ORACLE_SCENARIOS}
+    out.update({p.parent.name: p.parent for p in PUBLIC_JOURNALS})
+    out.update(built=store, demo=demo)
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("safe", [False, True])
+def test_native_columns_equal_the_reference_on_every_store(store, demo, safe):  # noqa: F811
+    checked = 0
+    for name, path in _stores(store, demo).items():
+        got, got_summary = _table(path, True, safe=safe)
+        want, want_summary = _table(path, False, safe=safe)
+        assert got.equals(want), name
+        assert got_summary == want_summary, name
+        checked += got.num_rows
+    assert checked > 500  # the demo store alone has hundreds of rows
+
+
+def test_the_built_store_text_and_maps(store):  # noqa: F811
+    t, summary = _table(store, native.HAVE_MESSAGE_COLUMNS)
+    rows = {r["message_id"]: r for r in t.to_pylist()}
+    amqp = rows[110]  # "\x00Sp\xc0\x02\x01A": a header section, durable true
+    assert (amqp["protocol"], amqp["durable"], amqp["priority"], amqp["expiration"]) == ("amqp", True, 4,
+                                                                                         1717999999999)
+    assert amqp["properties"] == [] and amqp["annotations"] == [] and amqp["text"] is None
+    large = rows[109]
+    assert large["large"] and large["text"] is None and dict(large["properties"])["_AMQ_LARGE_SIZE"] is not None
+    assert summary["problemCount"] == 1  # the legacy type-31 record
+
+
+# --- generated core messages ---------------------------------------------------------------------------
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)  # non-BMP included, no lone surrogates
+_values = st.one_of(
+    st.tuples(st.just(P.NULL), st.none()),
+    st.tuples(st.just(P.BOOLEAN), st.booleans()),
+    st.tuples(st.just(P.BYTE), st.integers(-128, 127)),
+    st.tuples(st.just(P.SHORT), st.integers(-2**15, 2**15 - 1)),
+    st.tuples(st.just(P.INT), st.integers(-2**31, 2**31 - 1)),
+    st.tuples(st.just(P.LONG), st.integers(-2**63, 2**63 - 1)),
+    st.tuples(st.just(P.FLOAT), st.floats(width=32, allow_nan=False)),
+    st.tuples(st.just(P.DOUBLE), st.floats(allow_nan=False)),
+    st.tuples(st.just(P.STRING), _text),
+    st.tuples(st.just(P.BYTES), st.binary(max_size=20)),
+    st.tuples(st.just(P.CHAR), st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",))),
+)
+_message = st.fixed_dictionaries({
+    "props": st.dictionaries(_text, _values, max_size=8),
+    "text": st.one_of(st.none(), _text),
+    "type": st.sampled_from([0, 2, TEXT_TYPE, 4, 5, 6]),
+    "user_id": st.one_of(st.none(), st.binary(min_size=16, max_size=16)),
+    "address": st.one_of(st.none(), _text),
+    "queues": st.integers(1, 3),
+})
+
+
+def _expected_text(t, v) -> str | None:
+    if t == P.NULL:
+        return None
+    if t == P.BOOLEAN:
+        return "true" if v else "false"
+    if t == P.FLOAT:
+        return P.java_float_text(v)
+    if t == P.DOUBLE:
+        return P.java_double_text(v)
+    if t == P.BYTES:
+        return P.b64url(v)
+    return v if isinstance(v, str) else str(v)
+
+
+def _batch(messages, use_native):
+    summary = ExportSummary("local", "artemis")
+    b = MessageBatch(safe=False, large=None, summary=summary, use_native=use_native)
+    for i, m in enumerate(messages):
+        props = P.TypedProperties.of({k: v for k, v in m["props"].items()})
+        body = CoreMessage.text_body(m["text"]) if m["type"] == TEXT_TYPE else (m["text"] or "").encode()
+        msg = CoreMessage.build(message_id=i + 1, address=m["address"], body=body, type=m["type"],
+                                user_id=m["user_id"], properties=props)
+        b.add(45, msg.encode(), i + 1, [row(f"q{k}", k, "ANYCAST") for k in range(m["queues"])])
+    return b.take()
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_message, min_size=1, max_size=6))
+def test_generated_core_messages(messages):
+    got = _batch(messages, True)
+    want = _batch(messages, False)
+    assert got.equals(want)
+    rows = got.to_pylist()
+    assert len(rows) == sum(m["queues"] for m in messages)
+    it = iter(rows)
+    for m in messages:
+        for _ in range(m["queues"]):
+            r = next(it)
+            assert r["text"] == (m["text"] if m["type"] == TEXT_TYPE else None)
+            assert dict(r["properties"]) == {k: _expected_text(t, v) for k, (t, v) in m["props"].items()}
+            assert r["address"] == m["address"]
+
+
+# --- AMQP sections -------------------------------------------------------------------------------------
+
+
+def _str8(s: str, code=0xA1) -> bytes:
+    b = s.encode()
+    return bytes([code, len(b)]) + b
+
+
+def _list8(items: list[bytes]) -> bytes:
+    body = b"".join(items)
+    return bytes([0xC0, len(body) + 1, len(items)]) + body
+
+
+def _map8(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    body = b"".join(k + v for k, v in pairs)
+    return bytes([0xC1, len(body) + 1, 2 * len(pairs)]) + body
+
+
+def test_amqp_sections_become_columns():
+    header = b"\x00\x53\x70" + _list8([b"\x41", b"\x50\x07"])  # durable true, priority 7
+    # properties: message-id .. absolute-expiry-time null (9 fields), creation-time
+    props = b"\x00\x53\x73" + _list8([b"\x40"] * 9 + [b"\x83" + struct.pack(">q", 1717000000000)])
+    ann = b"\x00\x53\x72" + _map8([(_str8("x-opt-a", 0xA3), _str8("v"))])
+    app = b"\x00\x53\x74" + _map8([(_str8("region"), _str8("EU")), (_str8("n"), b"\x54\x05"),
+                                   (_str8("d"), b"\x82" + struct.pack(">d", 1.5)), (_str8("z"), b"\x40")])
+    value = b"\x00\x53\x77" + _str8("h\u00e9llo \U0001F600")
+    msg = AmqpMessage(5, 7, 0, "orders", header + props + ann + app + value, 0, None, 0)
+    summary = ExportSummary("local", "artemis")
+    b = MessageBatch(safe=False, large=None, summary=summary)
+    b.add(45, msg.encode(), 7, [row("orders", 1, "ANYCAST")])
+    (r,) = b.take().to_pylist()
+    assert (r["protocol"], r["durable"], r["priority"], r["timestamp"]) == ("amqp", True, 7, 1717000000000)
+    assert r["text"] == "h\u00e9llo \U0001F600"
+    assert dict(r["properties"]) == {"region": "EU", "n": "5", "d": "1.5", "z": None}
+    assert [(p["name"], p["type"]) for p in r["typed_properties"]] == [("region", "string"), ("n", "int"),
+                                                                        ("d", "double"), ("z", "null")]
+    assert dict(r["annotations"]) == {"x-opt-a": "v"}
