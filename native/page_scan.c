@@ -9,7 +9,12 @@
  *   1  verify: the fields of summarize_record (core messages skipped by their lengths, AMQP 2/3/5 read as
  *      AmqpMessage.read does) and PagingVerifier's per-record accounting into `acc`;
  *   2  print JSON: the message validated as PagedMessage.read does, and its text exactly as
- *      json.dumps(PagedEntry.to_json(safe), ensure_ascii=False) writes it (bodySha256 via libcrypto).
+ *      json.dumps(PagedEntry.to_json(safe), ensure_ascii=False) writes it (bodySha256 via libcrypto);
+ *   3  export: the message validated as in mode 2; per record, packed native-endian into `text` (bytes):
+ *      i32 number, i64 message start, i64 message end (the persisted message, persister byte first),
+ *      i64 page transaction id, u8 its state (0 none, 1 committed, 2 prepared, 3 not found), i32 count,
+ *      then that many i64 queue ids: the record's queues still to consume it (queue_state pending), in
+ *      routed order (amqtool.engines.artemis.paging.export.paged_export_messages).
  *
  * Records the fast path does not cover -- core large messages (largeMessageType 1/-1), AMQP large messages
  * (persister 4), unknown persisters, and any record that does not decode -- are handed back: the walk stops
@@ -25,7 +30,8 @@
  *   status 5     HANDBACK: pos/number/length of the record Python must take
  *   status 6     PAUSE: `limit` records done (mode 2 bounds the text held at once); resume at pos/number
  *   text         mode 2: the JSON of the records done ("\n  {...}" joined by ","; `acc` holds the
- *                "first" flag as acc[0]: 1 until something is written), else None.
+ *                "first" flag as acc[0]: 1 until something is written); mode 3: the packed records;
+ *                else None.
  *
  * tables (modes 1, 2): (committed, prepared, qtab, acks) buffers:
  *   committed, prepared: sorted native int64 page transaction ids (PAGE_TRANSACTION records; the ones
@@ -43,7 +49,7 @@
 #include <string.h>
 
 enum { ST_END, ST_SHORT_TAIL, ST_BAD_START, ST_BAD_LENGTH, ST_BAD_END, ST_HANDBACK, ST_PAUSE };
-enum { MODE_FRAME, MODE_VERIFY, MODE_JSON };
+enum { MODE_FRAME, MODE_VERIFY, MODE_JSON, MODE_EXPORT };
 enum { TX_NONE, TX_COMMITTED, TX_PREPARED, TX_NOT_FOUND };
 enum { Q_KNOWN = 1, Q_COMPLETE = 2 };
 
@@ -581,8 +587,8 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Onii|OOOLpnO", kwlist, &bufobj, &pos, &number, &mode,
                                      &tabobj, &accobj, &lists, &page, &safe, &limit, &dumps))
         return NULL;
-    if (mode < MODE_FRAME || mode > MODE_JSON) {
-        PyErr_SetString(PyExc_ValueError, "mode must be 0, 1 or 2");
+    if (mode < MODE_FRAME || mode > MODE_EXPORT) {
+        PyErr_SetString(PyExc_ValueError, "mode must be 0, 1, 2 or 3");
         return NULL;
     }
     if (mode == MODE_JSON && (!amq_sha256_ready() || !PyCallable_Check(dumps))) {
@@ -655,7 +661,7 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
         if (mode != MODE_FRAME) {
             rec_t m;
-            if (read_record(b, pos + 5, nxt - 1, mode == MODE_JSON, &m) < 0) {
+            if (read_record(b, pos + 5, nxt - 1, mode == MODE_JSON || mode == MODE_EXPORT, &m) < 0) {
                 status = ST_HANDBACK;
                 length = len;
                 break;
@@ -690,6 +696,34 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
                     if (failed)
                         break;
                 }
+            } else if (mode == MODE_EXPORT) {
+                /* export: where the persisted message lies, its page transaction's state and the queues
+                 * still to consume it (queue_state pending), as paged_export_messages reads them */
+                int ts = tx_state(&t, m.tx_id);
+                if (ob_reserve(&o, 4 + 8 + 8 + 8 + 1 + 4 + 8 * (size_t)m.nq) < 0) {
+                    nomem = 1;
+                    break;
+                }
+                size_t head = o.n;
+                int32_t num = number, npend = 0;
+                int64_t ms = pos + 5 + 9, me = m.qids - 4;
+                unsigned char tsb = (unsigned char)ts;
+                memcpy(o.p + o.n, &num, 4);
+                memcpy(o.p + o.n + 4, &ms, 8);
+                memcpy(o.p + o.n + 12, &me, 8);
+                memcpy(o.p + o.n + 20, &m.tx_id, 8);
+                o.p[o.n + 28] = (char)tsb;
+                o.n += 33;
+                const unsigned char *qp = b + m.qids;
+                for (int32_t i = 0; i < m.nq; i++) {
+                    int64_t q = be64(qp + 8 * i);
+                    if (queue_state(&t, q, number) != 3)
+                        continue;
+                    memcpy(o.p + o.n, &q, 8);
+                    o.n += 8;
+                    npend++;
+                }
+                memcpy(o.p + head + 29, &npend, 4);
             } else {
                 if (ob_reserve(&o, 4) < 0) {
                     nomem = 1;
@@ -725,6 +759,10 @@ PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs) {
             memcpy(PyUnicode_DATA(text), o.p, o.n);
     } else if (mode == MODE_JSON) {
         text = PyUnicode_DecodeUTF8(o.p ? o.p : "", (Py_ssize_t)o.n, "surrogatepass");
+        if (text == NULL)
+            goto done;
+    } else if (mode == MODE_EXPORT) {
+        text = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.n);
         if (text == NULL)
             goto done;
     } else {

@@ -84,7 +84,19 @@ def assert_twins(store, view) -> dict:
         assert _verify(store, view) == got["verify"]
         for i, kw in enumerate(variants):
             assert _json(store, view, **kw) == got[i], kw
+    assert _export_entries(store, view, native_walk=True) == _export_entries(store, view, native_walk=False)
     return json.loads(got[0])
+
+
+def _export_entries(store, view, *, native_walk: bool):
+    """What the export takes from the pages (paging.export's entries and their page errors), through the C
+    walk's export mode or the reference."""
+    from amqtool.engines.artemis.paging import export
+
+    errors: list = []
+    walk = export._native_entries if native_walk else export._reference_entries
+    entries = list(walk(store, view, errors, None))
+    return entries, [(ps.folder, pid, n, off, str(err)) for ps, pid, n, off, err in errors]
 
 
 # --- stores on disk --------------------------------------------------------------------------------------

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+# Arrow's memory pool is chosen when pyarrow is first imported (which this package does later): jemalloc
+# hands the memory of written batches back where the default mimalloc pool keeps it (1 GiB demo store,
+# Parquet: 247 MiB peak against 294 MiB). A pool the user chose is kept; a pyarrow built without jemalloc
+# warns and falls back to its default.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
 from amqtool.engines.export.writers import OutputTarget, write_batches, write_table

@@ -34,7 +34,7 @@ _STRINGS = ("address", "user_id", "type", "pname", "ptype", "pvalue", "mvalue", 
 _FIXED = ("durable", "priority", "timestamp", "expiration", "body_size", "large")
 
 MAX_MESSAGES = 1024
-MAX_BODY_BYTES = 64 << 20  # Arrow binary offsets are int32; a batch stays far below 2 GiB
+MAX_BODY_BYTES = 16 << 20  # Arrow binary offsets are int32; small batches keep peak memory low
 
 
 def row(queue: str, queue_id: int | None, routing_type: str | None, *, paged: bool = False, page: int | None = None,
@@ -84,30 +84,35 @@ class MessageBatch:
         parts, starts = self._decode(messages)
         # row order is message order: C wrote each of its messages' rows in place; a message of the Python
         # part has one entry there, which each of its rows takes
-        take_idx, mids, row_cols = [], [], [[] for _ in ROW_LEVEL]
+        flat: list[tuple] = []
+        mids: list[int] = []
+        take_idx: list[int] = []
         identity = True
-        summary = self.summary
+        decoded = 0
         for (utype, body, mid, rows, where), start in zip(messages, starts):
             if start is None:
                 continue
-            summary.messages += 1
-            native_rows = start >= 0
-            for k, r in enumerate(rows):
-                pos = start + k if native_rows else -start - 1
-                identity = identity and pos == len(take_idx)
-                take_idx.append(pos)
-                mids.append(mid)
-                for c, v in zip(row_cols, r):
-                    c.append(v)
-                summary.count_row(r[0], r[8])
-        if not take_idx:
+            decoded += 1
+            n = len(rows)
+            if identity and start != len(flat):
+                identity = False
+                take_idx = list(range(len(flat)))
+            if not identity:
+                take_idx.extend(range(start, start + n) if start >= 0 else [-start - 1] * n)
+            flat.extend(rows)
+            mids.extend([mid] * n)
+        if not flat:
+            self.summary.messages += decoded
             return None
+        row_cols = list(zip(*flat))
+        self.summary.count_rows(row_cols[0], row_cols[8])
+        self.summary.messages += decoded
         arrays = {}
         for name in MESSAGE_LEVEL:
             col = [p[name] for p in parts]
             col = col[0] if len(col) == 1 else pa.concat_arrays(col)
-            arrays[name] = col if identity and len(col) == len(take_idx) else col.take(
-                pa.array(take_idx, type=pa.int64()))
+            arrays[name] = col if identity and len(col) == len(flat) else col.take(
+                pa.array(take_idx if not identity else range(len(flat)), type=pa.int64()))
         arrays["message_id"] = pa.array(mids, type=pa.int64())
         for name, values in zip(ROW_LEVEL, row_cols):
             arrays[name] = pa.array(values, type=self._types[name])

@@ -62,6 +62,15 @@ class ExportSummary:
         if len(self.problems) < MAX_PROBLEM_EXAMPLES:
             self.problems.append(Problem(message_id, message))
 
+    def count_rows(self, queues, states) -> None:
+        """:meth:`count_row` for each (queue, state) of the two parallel sequences."""
+        from collections import Counter
+
+        self.rows += len(queues)
+        for q, n in Counter(queues).items():
+            self.rows_by_queue[q] = self.rows_by_queue.get(q, 0) + n
+        self.prepared_rows += sum(1 for s in states if s == "prepared")
+
     def count_row(self, queue: str, state: str) -> None:
         self.rows += 1
         self.rows_by_queue[queue] = self.rows_by_queue.get(queue, 0) + 1

@@ -243,7 +243,7 @@ class ParquetTableWriter:
     whatever the store size."""
 
     def __init__(self, files, table: str, columns, partition_by: str | None = None, part: int = 0,
-                 write_empty: bool = True, buffer_bytes: int = 32 << 20, row_group_rows: int = 50_000,
+                 write_empty: bool = True, buffer_bytes: int = 16 << 20, row_group_rows: int = 50_000,
                  batch_rows: int = 256):
         import pyarrow as pa
 

@@ -1,15 +1,27 @@
 """The paged messages' export rows."""
 from __future__ import annotations
 
+import struct
+from array import array
 from typing import Callable, Iterator
 
-from amqtool.formats.artemis.paging import (
-    PagedMessage,
-)
+from amqtool import native
+from amqtool.errors import FormatError
+from amqtool.formats.artemis.paging import PagedMessage
+from amqtool.formats.artemis.primitives import Reader
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
-from amqtool.engines.artemis.paging.entries import iter_paged_entries
-from amqtool.engines.artemis.paging.stores import PageStore
-from amqtool.engines.artemis.paging.view import PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, PagingJournalView, load_view
+from amqtool.engines.artemis.paging.entries import iter_paged_entries, store_pages
+from amqtool.engines.artemis.paging.stores import PageFile, PageStore
+from amqtool.engines.artemis.paging.view import (
+    PAGE_TX_COMMITTED,
+    PAGE_TX_NOT_FOUND,
+    PAGE_TX_PREPARED,
+    Q_PENDING,
+    PagingJournalView,
+    load_view,
+)
+
+_I64 = struct.Struct(">q")
 
 
 # --- export ------------------------------------------------------------------------------------------------
@@ -43,19 +55,80 @@ def paged_export_messages(store, *, bindings, wants: Callable[[str], bool] | Non
 
     view = load_view(store, view)
     errors: list = []
-    for entry in iter_paged_entries(store, view, errors, pages):
-        if entry.tx_state == PAGE_TX_NOT_FOUND:
+    entries = (_native_entries(store, view, errors, pages) if native.page_walk is not None
+               else _reference_entries(store, view, errors, pages))
+    for page, number, tx_id, tx_state, pending, utype, body, mid in entries:
+        if tx_state == PAGE_TX_NOT_FOUND:
             continue
-        state = "prepared" if entry.tx_state == PAGE_TX_PREPARED else "committed"
-        tx_id = view.page_tx_prepared.get(entry.message.transaction_id) if state == "prepared" else None
-        queues = [q for q in entry.pending_queues if wants is None or wants(bindings.queue_name(q))]
+        state = "prepared" if tx_state == PAGE_TX_PREPARED else "committed"
+        prepared_tx = view.page_tx_prepared.get(tx_id) if state == "prepared" else None
+        queues = [q for q in pending if wants is None or wants(bindings.queue_name(q))]
         if not queues:
             continue
-        pm = entry.message
-        utype, body = _record_for_export(pm)
         rows = [row(bindings.queue_name(q), q, bindings.routing_type(q), transaction_state=state,
-                    transaction_id=tx_id, paged=True, page=entry.page, page_position=entry.number) for q in queues]
-        yield utype, body, pm.message_id, rows, f"paged message (page {entry.page}, message {entry.number}): "
+                    transaction_id=prepared_tx, paged=True, page=page, page_position=number) for q in queues]
+        yield utype, body, mid, rows, f"paged message (page {page}, message {number}): "
     if problem is not None:
         for ps, pid, number, off, err in errors:
             problem(-1, f"{ps.folder}/{ps.pages.get(pid, pid)}: record {number} at offset {off}: {err}")
+
+
+# (page, number, page tx id, its state, pending queue ids, user record type, body, message id) per paged
+# message: the Python reference walks PagedEntry objects, the native walk reads the same from page_walk's
+# export mode (native/page_scan.c, mode 3) and hands the rare kinds (large messages) back to the reference.
+
+def _reference_entries(store, view, errors, pages) -> Iterator[tuple]:
+    for entry in iter_paged_entries(store, view, errors, pages):
+        pm = entry.message
+        utype, body = _record_for_export(pm)
+        yield (entry.page, entry.number, pm.transaction_id, entry.tx_state, entry.pending_queues, utype, body,
+               pm.message_id)
+
+
+_EXPORT_MODE = 3
+_HANDBACK = 5
+_TX_STATES = (None, PAGE_TX_COMMITTED, PAGE_TX_PREPARED, PAGE_TX_NOT_FOUND)
+_HEAD = struct.Struct("=iqqqBi")
+
+
+def _native_entries(store, view, errors, pages) -> Iterator[tuple]:
+    from amqtool.engines.artemis.paging.walk import WalkTables
+
+    tables = WalkTables(view)
+    acc = array("q", [0])
+    for ps, pid in store_pages(store) if pages is None else pages:
+        try:
+            with PageFile(ps.page_path(pid)) as pf:
+                yield from _native_page(ps, pid, pf, tables.page(pid), view, acc, errors)
+        except OSError as err:
+            errors.append((ps, pid, None, None, err))
+
+
+def _native_page(ps, pid, pf, tables, view, acc, errors) -> Iterator[tuple]:
+    buf = pf.buf
+    pos, number = 0, 0
+    while True:
+        status, end, stop_number, length, packed = native.page_walk(buf, pos, number, _EXPORT_MODE, tables, acc)
+        at = 0
+        while at < len(packed):
+            num, ms, me, tx_id, ts, n = _HEAD.unpack_from(packed, at)
+            at += _HEAD.size
+            pending = list(struct.unpack_from(f"={n}q", packed, at)) if n else []
+            at += 8 * n
+            body = bytes(buf[ms:me])
+            # the message id is the persisted message's first field after the persister byte
+            yield pid, num, tx_id, _TX_STATES[ts], pending, R.ADD_MESSAGE_PROTOCOL, body, _I64.unpack_from(body, 1)[0]
+        if status != _HANDBACK:
+            return  # the framing ended (cleanly or not: the reference's PageScanner stops there too)
+        # a record C leaves to the reference: decoded as _entries_of_page decodes it
+        off = end
+        try:
+            pm = PagedMessage.read(Reader(buf, off + 5, off + 5 + length))
+        except FormatError as err:
+            errors.append((ps, pid, stop_number, off, err))
+            return
+        utype, body = _record_for_export(pm)
+        pending = [q for q in pm.queue_ids if view.queue_state(q, pid, stop_number) == Q_PENDING]
+        yield pid, stop_number, pm.transaction_id, view.tx_state(pm.transaction_id), pending, utype, body, \
+            pm.message_id
+        pos, number = off + 6 + length, stop_number + 1
