@@ -224,3 +224,7 @@ tally_counts = getattr(_native, "tally_counts", None)
 # holds them identical.
 message_columns = getattr(_native, "message_columns", None)
 HAVE_MESSAGE_COLUMNS = message_columns is not None and bool(_native.sha256_available())
+# jsonl_lines(columns, rows) -> bytes: the JSON Lines text of an Arrow record batch (native/jsonl_batch.c), what
+# amqtool.engines.export.writers.JsonlTableWriter.write gives row by row (the reference; tests/native/
+# test_jsonl_batch.py holds the two identical). None without the extension.
+jsonl_lines = getattr(_native, "jsonl_lines", None)

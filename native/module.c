@@ -64,6 +64,8 @@ static PyMethodDef amq_methods[] = {
      "data print's text of one paged core message (describe.c); None: decode it in Python."},
     {"message_columns", (PyCFunction)amq_message_columns, METH_VARARGS,
      "message_columns(items, safe) -> (status, strings, fixed, list offsets) or None: export columns."},
+    {"jsonl_lines", (PyCFunction)amq_jsonl_lines, METH_VARARGS,
+     "jsonl_lines(columns, rows) -> bytes: JSON Lines of an Arrow record batch's buffers."},
     {"tally_live", (PyCFunction)amq_tally_live, METH_VARARGS,
      "tally_live(live, start, stop, data, file_index, acc) -> next: refs, acks and messages into acc\n"
      "(queue_tally.c)."},
