@@ -232,22 +232,26 @@ static int read_core(const unsigned char *b, Py_ssize_t len, core *m) {
     return 0;
 }
 
-/* the text of a TEXT message: the body's NullableSimpleString, whole (parse.core_text) */
-static void put_text(vcol *c, const core *m, int large) {
+/* the text of a TEXT message: the body's NullableSimpleString, whole (parse.core_text); -1 (Python's) on a
+ * lone surrogate, which the reference replaces */
+static int put_text(vcol *c, const core *m, int large) {
     if (m->mtype != 3 || large) {
         v_null(c);
-        return;
+        return 0;
     }
     rd r = {m->body, 0, m->blen, 0};
     if (r_u8(&r) == 0 || r.bad) {
         v_null(c);
-        return;
+        return 0;
     }
     const unsigned char *s = NULL;
     Py_ssize_t n = 0;
     r_ss(&r, &s, &n);
-    if (r.bad || r.pos != r.end || v_utf16(c, s, n) < 0)
+    if (r.bad || r.pos != r.end) {
         v_null(c);
+        return 0;
+    }
+    return v_utf16(c, s, n);
 }
 
 /* One property's export text (parse.property_rows) into c; 0, or -1 when Python must write it. */
@@ -337,7 +341,8 @@ static int append_message(cols *k, const core *m, const unsigned char *body, Py_
     }
     const char *tn = m->mtype >= 0 && m->mtype <= 6 ? TYPE_NAMES[m->mtype] : "default";
     v_put(&k->v[C_TYPE], tn, strlen(tn));
-    put_text(&k->v[C_TEXT], m, large);
+    if (put_text(&k->v[C_TEXT], m, large) < 0)
+        return -1;
     int durable = m->durable;
     int32_t priority = m->priority;
     f_push(&k->f[F_DURABLE], &durable, 1);

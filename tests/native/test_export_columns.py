@@ -4,6 +4,8 @@ the schema-2 columns (text, properties map, annotations) against what the messag
 from __future__ import annotations
 
 import struct
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -14,6 +16,7 @@ from amqtool import native
 from amqtool.engines.export.columns import MessageBatch, row
 from amqtool.engines.export.local import LocalArtemisExport
 from amqtool.engines.export.model import ExportOptions, ExportSummary
+from amqtool.engines.export.parse import LargeBodies
 from amqtool.formats.artemis import primitives as P
 from amqtool.formats.artemis.message import TEXT_TYPE, AmqpMessage, CoreMessage
 from amqtool.store.layout import detect
@@ -170,3 +173,57 @@ def test_amqp_sections_become_columns():
     assert [(p["name"], p["type"]) for p in r["typed_properties"]] == [("region", "string"), ("n", "int"),
                                                                         ("d", "double"), ("z", "null")]
     assert dict(r["annotations"]) == {"x-opt-a": "v"}
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_message, min_size=1, max_size=3), st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)),
+                                                             max_size=4), st.integers(0, 40), st.booleans())
+def test_damaged_records_decode_alike(messages, flips, cut, large):
+    """Flipped and cut record bytes: C refuses what the reference refuses (the same problems), never reads out of
+    bounds, and whatever decodes gives the same columns."""
+    def run(use_native):
+        summary = ExportSummary("local", "artemis")
+        b = MessageBatch(safe=False, large=LargeBodies(bodies), summary=summary, use_native=use_native)
+        for i, m in enumerate(messages):
+            props = P.TypedProperties.of({k: v for k, v in m["props"].items()})
+            msg = CoreMessage.build(message_id=i + 1, address=m["address"], body=CoreMessage.text_body(m["text"]),
+                                    type=TEXT_TYPE, user_id=m["user_id"], properties=props)
+            data = bytearray(msg.headers.encode() if large else msg.encode())
+            for at, x in flips:
+                if data:
+                    data[at % len(data)] ^= x
+            if cut and len(data) > cut:
+                data = data[:-cut]
+            b.add(30 if large else 45, bytes(data), i + 1, [row("q", 1, "ANYCAST")])
+        t = b.take()
+        return (None if t is None else t.to_pylist()), summary.to_json()
+
+    with tempfile.TemporaryDirectory() as bodies:
+        for i in range(len(messages)):
+            if i % 2 == 0:  # every other large message has its body file
+                (Path(bodies) / f"{i + 1}.msg").write_bytes(bytes([i]) * (i * 100))
+        assert run(True) == run(False)
+
+
+@pytest.mark.parametrize("use_native", [True, False])
+def test_a_lone_surrogate_becomes_a_replacement_character(use_native):
+    """Java strings may hold a lone UTF-16 surrogate; Arrow text cannot. The row is kept, the unit replaced (the
+    export crashed on such a message before)."""
+    if use_native and not native.HAVE_MESSAGE_COLUMNS:
+        pytest.skip("no C decoder")
+    props = P.TypedProperties.of({"k\ud800": (P.STRING, "v\udc00w")})
+    msg = CoreMessage.build(message_id=1, address="a\ud83d", body=CoreMessage.text_body("t\udfff"), type=TEXT_TYPE,
+                            properties=props)
+    summary = ExportSummary("local", "artemis")
+    b = MessageBatch(safe=False, large=None, summary=summary, use_native=use_native)
+    b.add(45, msg.encode(), 1, [row("q\udc01", 1, "ANYCAST")])
+    (r,) = b.take().to_pylist()
+    assert (r["address"], r["queue"], dict(r["properties"])) == ("a\ufffd", "q\ufffd", {"k\ufffd": "v\ufffdw"})
+    assert r["text"] == "t\ufffd"
+    assert summary.problem_count == 0 and summary.rows == 1
+    # only the text holds one: C leaves the message to the reference, which replaces it the same way
+    msg = CoreMessage.build(message_id=2, address="a", body=CoreMessage.text_body("t\udfff"), type=TEXT_TYPE)
+    b.add(45, msg.encode(), 2, [row("q", 1, "ANYCAST")])
+    (r,) = b.take().to_pylist()
+    assert r["text"] == "t\ufffd"

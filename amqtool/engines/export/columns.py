@@ -17,7 +17,7 @@ are written are counted there as the row-at-a-time path counts them.
 from __future__ import annotations
 
 from amqtool import native
-from amqtool.engines.export.parse import LargeBodies, decode_message
+from amqtool.engines.export.parse import LargeBodies, decode_message, text_safe
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES, arrow_schema
 from amqtool.errors import FormatError
 
@@ -115,7 +115,10 @@ class MessageBatch:
                 pa.array(take_idx if not identity else range(len(flat)), type=pa.int64()))
         arrays["message_id"] = pa.array(mids, type=pa.int64())
         for name, values in zip(ROW_LEVEL, row_cols):
-            arrays[name] = pa.array(values, type=self._types[name])
+            try:
+                arrays[name] = pa.array(values, type=self._types[name])
+            except UnicodeEncodeError:  # a queue name with a lone surrogate
+                arrays[name] = pa.array(text_safe(values), type=self._types[name])
         return pa.RecordBatch.from_arrays([arrays[n] for n in MESSAGE_COLUMN_NAMES], schema=self.schema)
 
     # --- decoding --------------------------------------------------------------------------------------
@@ -157,7 +160,14 @@ class MessageBatch:
             decoded.append(cols)
         if decoded:
             pa = self.pa
-            parts.append({n: pa.array([c[n] for c in decoded], type=self._types[n]) for n in MESSAGE_LEVEL})
+            part = {}
+            for n in MESSAGE_LEVEL:
+                values = [c[n] for c in decoded]
+                try:
+                    part[n] = pa.array(values, type=self._types[n])
+                except UnicodeEncodeError:  # a lone surrogate (C left the message to us for it)
+                    part[n] = pa.array(text_safe(values), type=self._types[n])
+            parts.append(part)
         return parts, starts
 
     def _native_part(self, n: int, strings, fixed, plist) -> dict:

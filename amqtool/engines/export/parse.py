@@ -51,6 +51,27 @@ NULL_VALUE = "_AMQ_NULL"
 # --- message records -> message columns -----------------------------------------------------------------
 
 
+def _lone_surrogate_free(v):
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+            return v
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in v)
+    if isinstance(v, dict):
+        return {_lone_surrogate_free(k): _lone_surrogate_free(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_lone_surrogate_free(x) for x in v)
+    return v
+
+
+def text_safe(values):
+    """``values`` (a row, a column, a dict of columns) with every lone UTF-16 surrogate in its strings replaced
+    by U+FFFD. A Java string may hold one (SimpleString and modified UTF-8 carry UTF-16 units as they are);
+    Arrow and JSON text are UTF-8, which cannot. Only called when the text as it is does not encode."""
+    return _lone_surrogate_free(values)
+
+
 def property_rows(props) -> list[dict]:
     """TypedProperties as ``[{name, type, value}]`` in the reader's (``data exp``'s) iteration order."""
     if props is None or not props.entries:

@@ -220,7 +220,14 @@ class JsonlTableWriter:
             elif v is not None and k in self._maps:
                 v = dict(v)
             d[k] = v
-        self.fh.write(json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        text = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: U+FFFD, as in the Parquet tables
+            from amqtool.engines.export.parse import text_safe
+
+            data = json.dumps(text_safe(d), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.fh.write(data)
         self.fh.write(b"\n")
 
     def write_batch(self, batch, use_native: bool | None = None) -> None:
@@ -362,8 +369,13 @@ class ParquetTableWriter:
         if not rows:
             return
         columns = list(zip(*rows))
-        batch = self.pa.RecordBatch.from_arrays([self.pa.array(columns[i], type=t) for i, t in self._types],
-                                                schema=self.file_schema)
+        try:
+            arrays = [self.pa.array(columns[i], type=t) for i, t in self._types]
+        except UnicodeEncodeError:  # a lone surrogate: U+FFFD, as the batch path writes it
+            from amqtool.engines.export.parse import text_safe
+
+            arrays = [self.pa.array(text_safe(columns[i]), type=t) for i, t in self._types]
+        batch = self.pa.RecordBatch.from_arrays(arrays, schema=self.file_schema)
         self._batches.setdefault(key, []).append(batch)
         self._batched_rows[key] = self._batched_rows.get(key, 0) + batch.num_rows
         self._bytes[key] = self._bytes.get(key, 0) + batch.nbytes
