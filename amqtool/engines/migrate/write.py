@@ -63,7 +63,7 @@ def open_source(source: str | os.PathLike, *, force: bool = False):
 
     store = detect(source)
     if store.kind != "kahadb":
-        raise UsageError(f"--from needs an ActiveMQ Classic KahaDB or mKahaDB store, not a {store.kind} store",
+        raise UsageError(f"--from needs an ActiveMQ Classic KahaDB or mKahaDB store (found: {store.kind})",
                          path=str(source))
     locks.ensure_not_locked([Path(store.root) / "lock"] + [Path(p) / "lock" for p in store.directories],
                             force=force)
