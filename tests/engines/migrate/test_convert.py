@@ -219,4 +219,5 @@ def test_old_store_message_id_gets_text_view():
 def test_java_map_order_matches_hashmap():
     # HashMap(3): capacity 4; "a" (97) bucket 1, "b" 2, "c" 3
     assert java_map_order(["a", "b", "c"]) == [0, 1, 2]
-    assert java_map_order(["a", "d"]) == [1, 0]  # capacity 4 (2 keys grow HashMap(2)): "d" (100) bucket 0, "a" (97) bucket 1
+    # capacity 4 (HashMap(2) grows at the 2nd key): "d" (100) bucket 0, "a" (97) bucket 1
+    assert java_map_order(["a", "d"]) == [1, 0]
