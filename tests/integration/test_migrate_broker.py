@@ -159,3 +159,99 @@ def test_migrated_store_holds_what_the_classic_broker_held(tmp_path, brokers, ru
     assert run_cli("export", b.data, "-o", tmp_path / "k.xml", "--format", "xml", "-q")[0] == 0
     assert run_cli("export", dest, "-o", tmp_path / "a.xml", "--format", "xml", "-q")[0] == 0
     assert (tmp_path / "k.xml").read_bytes() == (tmp_path / "a.xml").read_bytes()
+
+
+def test_openwire_message_kinds_migrate(tmp_path, brokers, run_cli, monkeypatch):  # noqa: F811
+    """Every message kind and property type, sent by an OpenWire producer, stored by the real broker and
+    migrated: core types, bodies (map and stream re-typed, object length-prefixed, compressed ones inflated
+    with __HDR_COMPRESSED), typed properties, group, correlation id, reply-to, expiration, priority."""
+    import struct
+
+    from tests.engines.migrate import openwire_builder as B
+    from tests.integration import test_activemq_broker as tab
+    from tests.integration.openwire_client import OpenWireProducer
+    from amqtool.formats.artemis import primitives as P
+
+    ow_port = tab.free_port()
+    monkeypatch.setattr(tab, "CONFIG", tab.CONFIG.replace(
+        '<transportConnector name="stomp"',
+        f'<transportConnector name="openwire" uri="tcp://127.0.0.1:{ow_port}"/><transportConnector name="stomp"'))
+    b = Broker(tmp_path / "classic")
+    brokers.append(b)
+    b.start()
+    s = Stomp(b.port, client_id="it-sub")
+    s.request("SUBSCRIBE", {"destination": "/topic/it.kinds.t", "id": "d", "ack": "client-individual",
+                            "activemq.subscriptionName": "all"})
+    s.close()
+    props = [("p_bool", 1, True), ("p_byte", 2, -7), ("p_short", 4, -300), ("p_int", 5, 70000),
+             ("p_long", 6, 2**40), ("p_double", 7, 2.5), ("p_float", 8, 1.5), ("p_str", 9, "héllo")]
+    map_entries = [("m_bool", 1, False), ("m_int", 5, 42), ("m_str", 9, "v"), ("m_bytes", 10, b"\x00\x01\x02"),
+                   ("m_double", 7, 0.125), ("m_long", 6, -5)]
+    stream = [(1, True), (5, 9), (9, "s"), (10, b"zz"), (7, 1.25), (0, None)]
+    ser = b"\xac\xed\x00\x05" + b"java-serialized" * 20
+    big = bytes(range(256)) * 600  # 150 KiB: a large message
+    text = "compressible text " * 500
+    p = OpenWireProducer(ow_port)
+    q = (100, "it.kinds")
+    kinds = {
+        1: dict(type_code=28, content=B.text_content("plain text"), props=props, dest=q, group="g1", group_seq=2,
+                correlation="c-1", jms_type="invoice", reply_to=(100, "it.replies"), priority=8,
+                expiration=4_000_000_000_000),
+        2: dict(type_code=28, content=B.text_content(text), compressed=True, dest=q),
+        3: dict(type_code=24, content=big, compressed=True, dest=q),
+        4: dict(type_code=25, content=B.prim_map(map_entries), dest=q),
+        5: dict(type_code=25, content=B.prim_map(map_entries), compressed=True, dest=q),
+        6: dict(type_code=27, content=b"".join(B.prim(t, v) for t, v in stream), dest=q),
+        7: dict(type_code=26, content=ser, dest=q),
+        8: dict(type_code=26, content=ser, compressed=True, dest=q),
+        9: dict(type_code=23, content=None, props=[("only", 9, "headers")], dest=q),
+        10: dict(type_code=28, content=B.text_content("to the topic"), props=props, dest=(101, "it.kinds.t")),
+    }
+    for seq, kw in kinds.items():
+        kw = dict(kw)
+        p.send(kw.pop("type_code"), kw.pop("content"), seq=seq, **kw)
+    p.close()
+    b.stop()
+
+    dest = tmp_path / "artemis"
+    code, out, err = run_cli("create", dest, "--from", b.data, "--format", "json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["notConverted"] == []
+    with LocalArtemisExport(detect(dest), ExportOptions()) as ex:
+        rows = list(ex.rows())
+    by_seq = {}
+    for r in rows:
+        mid = base64.urlsafe_b64decode(prop(r, "__HDR_MESSAGE_ID")[1])
+        by_seq[struct.unpack_from(">q", mid, len(mid) - 16)[0]] = r  # producerSequenceId
+    assert sorted(by_seq) == list(kinds) and len(rows) == len(kinds)
+    assert by_seq[10][N["queue"]] == "it-sub.all" and by_seq[1][N["queue"]] == "it.kinds"
+
+    r = by_seq[1]
+    assert r[N["type"]] == "text" and consumer_bytes(r) == b"plain text"
+    assert (r[N["priority"]], r[N["expiration"]]) == (8, 4_000_000_000_000)
+    assert prop(r, "_AMQ_GROUP_ID") == ("simple-string", "g1") and prop(r, "__HDR_GROUP_SEQUENCE") == ("integer", "2")
+    assert prop(r, "JMSCorrelationID") == ("simple-string", "c-1")
+    assert prop(r, "JMSType") == ("simple-string", "invoice")
+    assert base64.urlsafe_b64decode(prop(r, "__HDR_REPLY_TO")[1])[4:] == b"\x64\x01\x00\x0ait.replies"
+    for rr in (by_seq[1], by_seq[10]):
+        assert [prop(rr, n) for n, _, _ in props] == [
+            ("boolean", "true"), ("byte", "-7"), ("short", "-300"), ("integer", "70000"), ("long", str(2**40)),
+            ("double", "2.5"), ("float", "1.5"), ("simple-string", "héllo")]
+    r = by_seq[2]
+    assert consumer_bytes(r) == text.encode() and prop(r, "__HDR_COMPRESSED") == ("boolean", "true")
+    r = by_seq[3]
+    assert r[N["type"]] == "bytes" and r[N["large"]] and r[N["body"]] == big
+    for n in (4, 5):
+        m = P.TypedProperties.read(P.Reader(by_seq[n][N["body"]])).to_dict()
+        assert by_seq[n][N["type"]] == "map"
+        assert m == {"m_bool": False, "m_int": 42, "m_str": "v", "m_bytes": b"\x00\x01\x02", "m_double": 0.125,
+                     "m_long": -5}
+    w = P.Writer()
+    w.u8(P.BOOLEAN).bool_a(True).u8(P.INT).i32(9).u8(P.STRING).nullable_string("s").u8(P.BYTES).i32(2).raw(b"zz")
+    w.u8(P.DOUBLE).raw(struct.pack(">d", 1.25)).u8(P.STRING).nullable_string(None)
+    assert by_seq[6][N["type"]] == "stream" and by_seq[6][N["body"]] == w.getvalue()
+    for n in (7, 8):
+        assert by_seq[n][N["type"]] == "object" and by_seq[n][N["body"]] == struct.pack(">i", len(ser)) + ser
+    assert by_seq[9][N["type"]] == "default" and by_seq[9][N["body"]] == b""
+    code, out, _ = run_cli("verify", dest, "--format", "json")
+    assert code == 0, out

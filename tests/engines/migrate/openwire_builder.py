@@ -70,18 +70,19 @@ def prim_map(entries: list[tuple[str, int, object]]) -> bytes:
 
 def message(type_code: int, content: bytes | None, *, props=None, compressed=False, dest=(100, "q"), seq=1,
             group=None, group_seq=0, correlation=None, jms_type=None, reply_to=None, priority=4, expiration=0,
-            timestamp=1_700_000_000_000, redelivery=0, persistent=True, version=11) -> bytes:
+            timestamp=1_700_000_000_000, redelivery=0, persistent=True, version=11, command_id=7,
+            response_required=False, conn="ID:test-1") -> bytes:
     if compressed and content is not None:
         if type_code == 24:
             content = struct.pack(">i", len(content)) + zlib.compress(content)
         else:
             content = zlib.compress(content)
-    body = bytes([type_code]) + struct.pack(">i", 7) + b"\x00"
-    body += producer_id("ID:test-1", 1, 1)
+    body = bytes([type_code]) + struct.pack(">i", command_id) + (b"\x01" if response_required else b"\x00")
+    body += producer_id(conn, 1, 1)
     body += destination(*dest)
     body += b"\x00"  # transaction
     body += b"\x00"  # original destination
-    body += message_id("ID:test-1", 1, 1, seq, version)
+    body += message_id(conn, 1, 1, seq, version)
     body += b"\x00"  # original transaction
     body += _str(group) + struct.pack(">i", group_seq) + _str(correlation)
     body += (b"\x01" if persistent else b"\x00") + struct.pack(">q", expiration) + bytes([priority])
