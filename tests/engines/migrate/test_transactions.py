@@ -1,7 +1,7 @@
 """Transactions in a migration: messages of a prepared XA transaction are reported and left out, or with
 ``--include-prepared`` written in a prepared Artemis transaction carrying the same Xid; messages of an
-unresolved local transaction are never migrated. The store is written here with amqtool's KahaDB journal
-writer (the broker's batch layout and checksums) and real OpenWire messages."""
+unresolved local transaction are never migrated. Also: destinations Artemis would reject, a scheduler
+store beside the source, redelivered messages. Stores are written here (:mod:`kahadb_builder`)."""
 from __future__ import annotations
 
 import json
@@ -11,42 +11,23 @@ from amqtool.engines.artemis.load import load_journal
 from amqtool.engines.export.local import LocalArtemisExport
 from amqtool.engines.export.model import ExportOptions
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
-from amqtool.engines.kahadb.compact.write import JournalWriter
 from amqtool.formats.artemis.primitives import Xid
-from amqtool.formats.kahadb.commands import EntryType
-from amqtool.formats.kahadb.protobuf import encode_field, encode_varint
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect
-from tests.engines.migrate import openwire_builder as B
+from tests.engines.migrate.kahadb_builder import LOCAL, XA, Store
 
 N = {n: i for i, n in enumerate(MESSAGE_COLUMN_NAMES)}
-DEST = encode_field(1, 0) + encode_field(2, "it.q")
-XA = encode_field(2, encode_field(1, 4711) + encode_field(2, b"branch-1") + encode_field(3, b"gtx-1"))
-LOCAL = encode_field(1, encode_field(1, "ID:conn-1") + encode_field(1, 9))
-
-
-def _frame(t: int, body: bytes) -> bytes:
-    return bytes([t]) + encode_varint(len(body)) + body
-
-
-def _add(w, seq: int, tx: bytes | None = None) -> None:
-    ow = B.message(28, B.text_content(f"m-{seq}"), props=[("seq", 5, seq)], dest=(100, "it.q"), seq=seq)
-    body = (encode_field(1, tx) if tx is not None else b"") + encode_field(2, DEST)
-    body += encode_field(3, f"ID:test-1:1:1:{seq}") + encode_field(4, ow)
-    w.append(_frame(EntryType.ADD_MESSAGE, body))
 
 
 def make_store(root):
-    root.mkdir()
-    w = JournalWriter(root, 1 << 20, True)
+    s = Store(root)
     for i in (1, 2, 3):
-        _add(w, i)
-    _add(w, 4, XA)
-    _add(w, 5, XA)
-    w.append(_frame(EntryType.PREPARE, encode_field(1, XA)))
-    _add(w, 6, LOCAL)  # never committed: the broker rolls it back at start
-    w.close()
-    return root
+        s.add(i)
+    s.add(4, tx=XA)
+    s.add(5, tx=XA)
+    s.prepare(XA)
+    s.add(6, tx=LOCAL)  # never committed: the broker rolls it back at start
+    return s.close()
 
 
 def run(capsys, *args):
@@ -55,9 +36,17 @@ def run(capsys, *args):
     return code, out, err
 
 
+def rows_of(path):
+    with LocalArtemisExport(detect(path), ExportOptions()) as ex:
+        return list(ex.rows())
+
+
+def seq(r) -> int:
+    return int(next(p["value"] for p in r[N["properties"]] if p["name"] == "seq"))
+
+
 def seqs(rows, state):
-    return sorted(int(next(p["value"] for p in r[N["properties"]] if p["name"] == "seq"))
-                  for r in rows if r[N["transaction_state"]] == state)
+    return sorted(seq(r) for r in rows if r[N["transaction_state"]] == state)
 
 
 def test_prepared_left_out_and_reported(tmp_path, capsys):
@@ -69,8 +58,7 @@ def test_prepared_left_out_and_reported(tmp_path, capsys):
     assert tx["messages"] == 2 and not tx["migrated"] and tx["id"].startswith("XID:[4711,")
     assert doc["openLocalTransactions"] == {"transactions": 1, "messages": 1}
     assert doc["messages"] == 3
-    with LocalArtemisExport(detect(tmp_path / "a"), ExportOptions()) as ex:
-        rows = list(ex.rows())
+    rows = rows_of(tmp_path / "a")
     assert seqs(rows, "committed") == [1, 2, 3] and seqs(rows, "prepared") == []
     assert run(capsys, "verify", tmp_path / "a")[0] == 0
 
@@ -82,11 +70,32 @@ def test_include_prepared_keeps_the_xid(tmp_path, capsys):
     assert doc["preparedTransactions"][0]["migrated"] and doc["counts"]["preparedMessages"] == 2
     assert doc["counts"]["preparedTransactions"] == 1 and doc["messages"] == 5
     store = detect(tmp_path / "b")
-    with LocalArtemisExport(store, ExportOptions()) as ex:
-        rows = list(ex.rows())
+    rows = rows_of(tmp_path / "b")
     assert seqs(rows, "committed") == [1, 2, 3] and seqs(rows, "prepared") == [4, 5]
     with open_journal(store.messages) as opened:
         res = load_journal(opened)
     (ptx,) = res.prepared
     assert Xid.decode(ptx.extra) == Xid(4711, b"branch-1", b"gtx-1")
     assert len(ptx.records) == 2 + 2  # two messages, one reference each
+
+
+def test_rejected_names_scheduler_store_and_redeliveries(tmp_path, capsys):
+    s = Store(tmp_path / "data" / "kahadb")
+    s.add(1, dest=(0, "orders.#"))
+    s.add(2, dest=(2, "ID:temp-1"))
+    s.add(3, dest=(0, "ok"), redelivery=2)
+    s.add(4, dest=(0, "ok"))
+    src = s.close()
+    sched = tmp_path / "data" / "scheduler"
+    sched.mkdir()
+    (sched / "db-1.log").write_bytes(b"\0" * 16)
+    code, out, err = run(capsys, "create", tmp_path / "a", "--from", src, "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "WARNING", err
+    skipped = {d["destination"]: d["reason"] for d in doc["skippedDestinations"]}
+    assert set(skipped) == {"orders.#", "ID:temp-1"}
+    assert "wildcard" in skipped["orders.#"] and "temporary" in skipped["ID:temp-1"]
+    assert doc["schedulerStores"] == [str(sched)]
+    assert [q["name"] for q in doc["queues"]] == ["ok"] and doc["messages"] == 2
+    rows = rows_of(tmp_path / "a")
+    assert {seq(r): r[N["delivery_count"]] for r in rows} == {3: 2, 4: 0}
