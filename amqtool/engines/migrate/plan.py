@@ -84,20 +84,15 @@ class PlannedMessage:
     openwire_id: str | None
 
 
-class MigrationPlan:
-    """Build from a detected KahaDB store (:func:`amqtool.store.layout.detect`). Then :attr:`addresses`,
-    :attr:`queues`, :meth:`messages` (a generator: decode and convert one message at a time),
-    :attr:`problems` (filled while iterating too) and :meth:`summary`."""
+class PlanBase:
+    """What every migration source gives the writers: :attr:`addresses` (by name), :attr:`queues` (by id),
+    :meth:`messages`, the id counter (:meth:`_id`), what was left out and why, and :meth:`summary`."""
 
-    def __init__(self, store, *, include_prepared: bool = False, progress=None):
-        from amqtool.engines.kahadb.load import load_store
+    kind = "kahadb"
 
-        self.store = store
-        self.include_prepared = include_prepared
-        loaded = load_store(store, progress=progress)
-        self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
-        self.results = [d for d in loaded if not d.is_tx_store]
+    def __init__(self):
         self.next_id = 1
+        self.bytes_scanned = 0
         self.addresses: dict[str, PlannedAddress] = {}
         self.queues: dict[int, PlannedQueue] = {}
         self.problems: list[dict] = []
@@ -108,17 +103,90 @@ class MigrationPlan:
         self.converted = 0
         self.references = 0
         self.body_bytes = 0
+
+    def _id(self) -> int:
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def _count(self, pm: "PlannedMessage") -> None:
+        self.converted += 1
+        self.references += len(pm.queue_ids)
+        self.body_bytes += len(pm.core.body)
+        for q in pm.queue_ids:
+            pq = self.queues[q]
+            if pm.state == "committed":
+                pq.messages += 1
+            else:
+                pq.prepared += 1
+
+    def messages(self) -> Iterator["PlannedMessage"]:
+        raise NotImplementedError
+
+    def drain(self) -> None:
+        """Iterate every message without writing (a dry run): the counts and problems are then complete."""
+        for _ in self.messages():
+            pass
+
+    def source_text(self) -> str:
+        return ""
+
+    def store_dirs(self) -> list[str]:
+        return []
+
+    def scheduler_dirs(self) -> list[Path]:
+        return []
+
+    def summary(self) -> dict:
+        """The plan as a document (after iterating the messages; ``--dry-run`` and the created store's
+        ``migration.json``)."""
+        return {
+            "source": self.source_text(),
+            "kind": self.kind,
+            "stores": self.store_dirs(),
+            "bytesScanned": self.bytes_scanned,
+            "addresses": [{"id": a.id, "name": a.name, "kind": a.kind,
+                           "routingTypes": ["MULTICAST" if r == MULTICAST else "ANYCAST" for r in a.routing_types],
+                           "queues": [self.queues[q].name for q in a.queues]} for a in self.addresses.values()],
+            "queues": [{"id": q.id, "name": q.name, "address": q.address,
+                        "routingType": "MULTICAST" if q.routing_type == MULTICAST else "ANYCAST",
+                        "filter": q.filter,
+                        "subscription": None if q.subscription is None else
+                        {"clientId": q.subscription[0], "subscriptionName": q.subscription[1]},
+                        "messages": q.messages, "preparedMessages": q.prepared} for q in self.queues.values()],
+            "messages": self.converted,
+            "references": self.references,
+            "bodyBytes": self.body_bytes,
+            "notConverted": self.problems,
+            "skippedDestinations": self.skipped_destinations,
+            "preparedTransactions": self.prepared_transactions,
+            "openLocalTransactions": {"transactions": self.open_local_transactions,
+                                      "messages": self.open_local_messages},
+            "schedulerStores": [str(p) for p in self.scheduler_dirs()],
+        }
+
+
+class MigrationPlan(PlanBase):
+    """Build from a detected KahaDB store (:func:`amqtool.store.layout.detect`). Then :attr:`addresses`,
+    :attr:`queues`, :meth:`messages` (a generator: decode and convert one message at a time),
+    :attr:`problems` (filled while iterating too) and :meth:`summary`."""
+
+    def __init__(self, store, *, include_prepared: bool = False, progress=None):
+        from amqtool.engines.kahadb.load import load_store
+
+        super().__init__()
+        self.store = store
+        self.kind = "mkahadb" if getattr(store, "multi", False) else "kahadb"
+        self.include_prepared = include_prepared
+        loaded = load_store(store, progress=progress)
+        self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
+        self.results = [d for d in loaded if not d.is_tx_store]
         self._dest_queues: dict[tuple, dict] = {}  # (store index, dest key) -> {sub key | None: queue id}
         self._build_bindings()
         self._scan_transactions()
         self._iterated = False
 
     # --- bindings -------------------------------------------------------------------------------------
-
-    def _id(self) -> int:
-        i = self.next_id
-        self.next_id += 1
-        return i
 
     def _refuse(self, kind: str, name: str) -> str | None:
         if kind in ("temp-queue", "temp-topic"):
@@ -255,52 +323,18 @@ class MigrationPlan:
                             self._problem(d, m, name, e.message if isinstance(e, FormatError) else str(e))
                             continue
                         self._id()
-                        self.converted += 1
-                        self.references += len(qids)
-                        self.body_bytes += len(core.body)
-                        for q in qids:
-                            pq = self.queues[q]
-                            if state == "committed":
-                                pq.messages += 1
-                            else:
-                                pq.prepared += 1
-                        yield PlannedMessage(core, qids, msg.redelivery_counter, state, xids.get(id(m)),
-                                             f"{d.directory}:{m.file_id}:{m.offset}", msg.message_id)
+                        pm = PlannedMessage(core, qids, msg.redelivery_counter, state, xids.get(id(m)),
+                                            f"{d.directory}:{m.file_id}:{m.offset}", msg.message_id)
+                        self._count(pm)
+                        yield pm
 
-    def drain(self) -> None:
-        """Iterate every message without writing (a dry run): the counts and problems are then complete."""
-        for _ in self.messages():
-            pass
+    def source_text(self) -> str:
+        return str(getattr(self.store, "root", ""))
 
-    def summary(self) -> dict:
-        """The plan as a document (after iterating the messages; ``--dry-run`` and the created store's
-        ``migration.json``)."""
-        return {
-            "source": str(getattr(self.store, "root", "")),
-            "kind": "mkahadb" if getattr(self.store, "multi", False) else "kahadb",
-            "stores": [str(d.directory) for d in self.results],
-            "bytesScanned": self.bytes_scanned,
-            "addresses": [{"id": a.id, "name": a.name, "kind": a.kind,
-                           "routingTypes": ["MULTICAST" if r == MULTICAST else "ANYCAST" for r in a.routing_types],
-                           "queues": [self.queues[q].name for q in a.queues]} for a in self.addresses.values()],
-            "queues": [{"id": q.id, "name": q.name, "address": q.address,
-                        "routingType": "MULTICAST" if q.routing_type == MULTICAST else "ANYCAST",
-                        "filter": q.filter,
-                        "subscription": None if q.subscription is None else
-                        {"clientId": q.subscription[0], "subscriptionName": q.subscription[1]},
-                        "messages": q.messages, "preparedMessages": q.prepared} for q in self.queues.values()],
-            "messages": self.converted,
-            "references": self.references,
-            "bodyBytes": self.body_bytes,
-            "notConverted": self.problems,
-            "skippedDestinations": self.skipped_destinations,
-            "preparedTransactions": self.prepared_transactions,
-            "openLocalTransactions": {"transactions": self.open_local_transactions,
-                                      "messages": self.open_local_messages},
-            "schedulerStores": [str(p) for p in self._scheduler_dirs()],
-        }
+    def store_dirs(self) -> list[str]:
+        return [str(d.directory) for d in self.results]
 
-    def _scheduler_dirs(self) -> list[Path]:
+    def scheduler_dirs(self) -> list[Path]:
         """Job scheduler stores beside the store (``<dataDirectory>/<broker>/scheduler``): messages waiting
         for a scheduled delivery live there, not in KahaDB, and are not migrated."""
         out = []
