@@ -34,8 +34,8 @@ def create(
     no_large: bool = typer.Option(False, "--no-large-messages", help="Demo: write no large messages."),
     no_paging: bool = typer.Option(False, "--no-paging", help="Demo: no paged addresses."),
     source: Optional[str] = typer.Option(None, "--from", metavar="KAHADB",
-                                         help="Migrate this ActiveMQ Classic KahaDB/mKahaDB store into a new "
-                                              "Artemis store at PATH."),
+                                         help="Migrate this ActiveMQ Classic KahaDB/mKahaDB store (or this "
+                                              "`data exp` XML file) into a new Artemis store at PATH."),
     large_threshold: Optional[str] = typer.Option(None, "--large-message-threshold", metavar="SIZE",
                                                   help="--from: bodies above SIZE become large messages "
                                                        "(default 100KiB, as min-large-message-size)."),
@@ -101,14 +101,14 @@ def create(
 
 def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet):
     from amqtool.engines.artemis.create import parse_size
-    from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from_kahadb
+    from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from
     from amqtool.errors import Verdict
 
     threshold = DEFAULT_LARGE_THRESHOLD
     if large_threshold is not None:
         threshold = 0 if large_threshold.strip() == "0" else parse_size(large_threshold, "--large-message-threshold")
     with progress("migrating", None, quiet) as advance:
-        doc = create_from_kahadb(path, source, large_threshold=threshold, include_prepared=include_prepared,
+        doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
                                  dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
                                  progress=advance)
     left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(

@@ -1,4 +1,5 @@
-"""``amqtool create DEST --from KAHADB``: a new Artemis data directory holding a Classic store's live state.
+"""``amqtool create DEST --from KAHADB`` (or ``--from EXPORT.xml``): a new Artemis data directory holding a
+Classic store's live state (or a ``data exp`` document's messages, :mod:`.xmlimport`).
 
 What is written, under ``DEST`` (the layout ``artemis create`` gives an instance, so ``DEST`` can be used as
 the broker instance's data parent, or ``DEST/data`` copied to a broker's ``data`` directory):
@@ -143,7 +144,7 @@ def _check_dest(dest: Path) -> None:
             raise UsageError("refusing to write a migrated store into a non-empty directory", path=str(dest))
 
 
-def _write(root: Path, plan: MigrationPlan, threshold: int, file_size: int, min_files: int,
+def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
            progress: Callable[[int], None] | None) -> dict:
     data = root / "data"
     for d in DATA_DIRS:
@@ -204,22 +205,32 @@ def _write(root: Path, plan: MigrationPlan, threshold: int, file_size: int, min_
     return counts
 
 
-def create_from_kahadb(dest: str | os.PathLike, source: str | os.PathLike, *,
-                       large_threshold: int = DEFAULT_LARGE_THRESHOLD, include_prepared: bool = False,
-                       dry_run: bool = False, file_size: int | None = None, min_files: int | None = None,
-                       force: bool = False, progress: Callable[[int], None] | None = None) -> dict:
-    """Migrate the KahaDB store at ``source`` into a new Artemis store at ``dest`` (see the module
-    docstring); with ``dry_run`` nothing is written. Returns the document ``--format json`` prints:
-    the plan summary (:meth:`MigrationPlan.summary`), plus ``dest``, ``dryRun``, ``largeMessageThreshold``
-    and the written ``counts``."""
+def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
+                large_threshold: int = DEFAULT_LARGE_THRESHOLD, include_prepared: bool = False,
+                dry_run: bool = False, file_size: int | None = None, min_files: int | None = None,
+                force: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+    """Migrate the KahaDB store (or the ``data exp`` XML file) at ``source`` into a new Artemis store at
+    ``dest`` (see the module docstring); with ``dry_run`` nothing is written. Returns the document
+    ``--format json`` prints: the plan summary (:meth:`PlanBase.summary`), plus ``dest``, ``dryRun``,
+    ``largeMessageThreshold`` and the written ``counts``."""
     if large_threshold < 0:
         raise UsageError("--large-message-threshold must not be negative")
     fs, mf = resolve_messages_settings(file_size, min_files)
     target = Path(dest).absolute()
-    store = open_source(source, force=force)
-    if not dry_run:
-        _check_dest(target)
-    plan = MigrationPlan(store, include_prepared=include_prepared)
+    if Path(source).is_file():
+        from amqtool.engines.migrate.xmlimport import XmlImportPlan
+
+        if include_prepared:
+            raise UsageError("--include-prepared applies to KahaDB sources (a data exp document holds no "
+                             "prepared transactions)")
+        if not dry_run:
+            _check_dest(target)
+        plan = XmlImportPlan(source)
+    else:
+        store = open_source(source, force=force)
+        if not dry_run:
+            _check_dest(target)
+        plan = MigrationPlan(store, include_prepared=include_prepared)
     doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold}
     if dry_run:
         large = large_bytes = 0
