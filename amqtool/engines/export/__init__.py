@@ -1,6 +1,8 @@
 """``amqtool export``: a store's live messages as the ``data exp`` XML document (Artemis), or as JSON Lines /
 Parquet tables (one row per live message per queue, plus a bindings table; Artemis and KahaDB stores), by
-the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines.
+the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines; a KahaDB store's XML
+document is the migration's (:mod:`amqtool.engines.migrate.xml`: the ``data exp`` document of the Artemis
+store ``create --from`` writes), local engine only.
 
 :func:`run_export` is what the command calls. Both engines build rows with :mod:`.parse` and must give the
 same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``local[*]`` or a cluster).
