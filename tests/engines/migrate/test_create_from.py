@@ -168,3 +168,22 @@ def test_refuses_while_a_classic_broker_holds_the_store(tmp_path, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch):
+    """The store is written aside: an error while writing leaves neither DEST nor the temporary directory."""
+    from amqtool.engines.migrate import write
+
+    real = write.message_record
+    calls = []
+
+    def failing(core, threshold, file_size=None):
+        calls.append(core.message_id)
+        if len(calls) == 50:
+            raise OSError(28, "No space left on device")
+        return real(core, threshold, file_size)
+
+    monkeypatch.setattr(write, "message_record", failing)
+    with pytest.raises(OSError):
+        write.create_from(tmp_path / "dest", KAHADB / "basic")
+    assert list(tmp_path.iterdir()) == []
