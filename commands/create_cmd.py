@@ -13,6 +13,7 @@ from amqtool.commands.output import (
     OutputFormat,
     guarded,
     progress,
+    finish,
     stderr_console,
     write_document,
 )
@@ -32,6 +33,17 @@ def create(
     live_ratio: float = typer.Option(0.3, "--live-ratio", help="Demo: fraction of written messages left live."),
     no_large: bool = typer.Option(False, "--no-large-messages", help="Demo: write no large messages."),
     no_paging: bool = typer.Option(False, "--no-paging", help="Demo: no paged addresses."),
+    source: Optional[str] = typer.Option(None, "--from", metavar="KAHADB",
+                                         help="Migrate this ActiveMQ Classic KahaDB/mKahaDB store (or this "
+                                              "`data exp` XML file) into a new Artemis store at PATH."),
+    large_threshold: Optional[str] = typer.Option(None, "--large-message-threshold", metavar="SIZE",
+                                                  help="--from: bodies above SIZE become large messages "
+                                                       "(default 100KiB, as min-large-message-size)."),
+    include_prepared: bool = typer.Option(False, "--include-prepared",
+                                          help="--from: migrate messages of prepared XA transactions, still "
+                                               "prepared."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="--from: say what would be migrated; write nothing."),
+    force: bool = typer.Option(False, "--force", help="--from: read the source even while a broker locks it."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -40,6 +52,20 @@ def create(
         from amqtool.engines.artemis import create as engine
 
         fs = engine.parse_size(file_size, "--file-size") if file_size is not None else None
+        from_only = [n for n, v in (("--large-message-threshold", large_threshold), ("--include-prepared",
+                     include_prepared), ("--dry-run", dry_run), ("--force", force)) if v]
+        if source is None and from_only:
+            from amqtool.errors import UsageError
+
+            raise UsageError(f"{from_only[0]} applies to --from only")
+        if source is not None:
+            if demo is not None:
+                from amqtool.errors import UsageError
+
+                raise UsageError("--from and --demo are exclusive")
+            _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt,
+                         quiet)
+            return
         if demo is not None:
             size = engine.parse_size(demo, "--demo size")
             from amqtool.engines.artemis.demo import create_demo
@@ -71,6 +97,60 @@ def create(
             _text(doc, quiet)
         else:
             write_document(doc, fmt)
+
+
+def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet):
+    from amqtool.engines.artemis.create import parse_size
+    from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from
+    from amqtool.errors import Verdict
+
+    threshold = DEFAULT_LARGE_THRESHOLD
+    if large_threshold is not None:
+        threshold = 0 if large_threshold.strip() == "0" else parse_size(large_threshold, "--large-message-threshold")
+    with progress("migrating", None, quiet) as advance:
+        doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
+                                 dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
+                                 progress=advance)
+    left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(
+        not t["migrated"] for t in doc["preparedTransactions"])
+    verdict = Verdict.WARNING if left_out else Verdict.OK
+    doc = {"verdict": verdict.name, **doc}
+    if fmt is OutputFormat.text:
+        _text_from(doc)
+        if not quiet:
+            stderr_console().print(("would create " if dry_run else "created ") + doc["dest"])
+    else:
+        write_document(doc, fmt)
+    finish(verdict)
+
+
+def _text_from(doc: dict) -> None:
+    out = sys.stdout
+    head = "would migrate" if doc["dryRun"] else "migrated"
+    out.write(f"{head} {doc['messages']} message(s), {doc['references']} queue reference(s), "
+              f"{doc['bodyBytes']} body bytes from {doc['source']} ({doc['kind']})\n")
+    for a in doc["addresses"]:
+        out.write(f"  address {a['name']} ({','.join(a['routingTypes'])})\n")
+        for q in doc["queues"]:
+            if q["address"] == a["name"]:
+                extra = f", {q['preparedMessages']} prepared" if q["preparedMessages"] else ""
+                out.write(f"    queue {q['name']}: {q['messages']} message(s){extra}\n")
+    c = doc.get("counts", {})
+    if c.get("largeMessages"):
+        out.write(f"  large messages: {c['largeMessages']} ({c['largeBytes']} bytes)\n")
+    for p in doc["notConverted"]:
+        out.write(f"  not converted: {p['destination']} {p['location']} {p['messageId'] or ''}: {p['reason']}\n")
+    for s in doc["skippedDestinations"]:
+        out.write(f"  left out: {s['type']} {s['destination']!r}: {s['reason']}\n")
+    for t in doc["preparedTransactions"]:
+        what = "migrated, still prepared" if t["migrated"] else "left out (--include-prepared to migrate)"
+        out.write(f"  prepared transaction {t['id']}: {t['messages']} message(s) {what}\n")
+    lt = doc["openLocalTransactions"]
+    if lt["transactions"]:
+        out.write(f"  unresolved local transactions: {lt['transactions']} ({lt['messages']} message(s), never "
+                  f"migrated: the broker rolls them back)\n")
+    for s in doc["schedulerStores"]:
+        out.write(f"  scheduler store {s}: scheduled messages waiting there are not migrated\n")
 
 
 def _text(doc: dict, quiet: bool) -> None:

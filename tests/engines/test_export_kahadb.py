@@ -1,6 +1,6 @@
 """KahaDB stores through the export (local engine; Spark equality is in test_export_spark.py): rows per
 queue and per durable subscription (``clientId:subscriptionName``) equal the fixture manifests' live
-messages, with their OpenWire ids, bodies, priorities and timestamps; tables round-trip; XML is refused."""
+messages, with their OpenWire ids, bodies, priorities and timestamps; tables round-trip; XML (tests/engines/migrate/test_export_xml.py) only by the local engine."""
 from __future__ import annotations
 
 import json
@@ -113,9 +113,10 @@ def test_tables_via_run_export(tmp_path, fmt):
     assert doc["rowsByQueue"] == {q: len(v) if isinstance(v, list) else v for q, v in expected("mkahadb").items()}
 
 
-def test_xml_refused(tmp_path):
-    with pytest.raises(UsageError):
-        run_export(ExportRequest(str(KAHADB / "basic"), str(tmp_path / "x.xml"), "xml", engine="local"))
+def test_xml_refused_by_spark(tmp_path):
+    with pytest.raises(UsageError, match="local engine"):
+        run_export(ExportRequest(str(KAHADB / "basic"), str(tmp_path / "x.xml"), "xml", engine="spark"))
+    assert not (tmp_path / "x.xml").exists()
 
 
 def test_cli_exports_kahadb(run_cli, tmp_path):
@@ -124,5 +125,6 @@ def test_cli_exports_kahadb(run_cli, tmp_path):
     doc = json.loads(stdout)
     assert code == 0 and doc["verdict"] == "OK" and doc["storeKind"] == "kahadb", stderr
     assert doc["rowsByQueue"] == {q: len(v) if isinstance(v, list) else v for q, v in expected("basic").items()}
-    code, _, stderr = run_cli("export", KAHADB / "basic", "-o", tmp_path / "x.xml", "--format", "xml")
-    assert code == 3 and "jsonl or parquet" in stderr and not (tmp_path / "x.xml").exists()
+    code, _, stderr = run_cli("export", KAHADB / "basic", "-o", tmp_path / "x.xml", "--format", "xml",
+                              "--engine", "spark")
+    assert code == 3 and "local engine" in stderr and not (tmp_path / "x.xml").exists()

@@ -1,6 +1,8 @@
 """``amqtool export``: a store's live messages as the ``data exp`` XML document (Artemis), or as JSON Lines /
 Parquet tables (one row per live message per queue, plus a bindings table; Artemis and KahaDB stores), by
-the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines.
+the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines; a KahaDB store's XML
+document is the migration's (:mod:`amqtool.engines.migrate.xml`: the ``data exp`` document of the Artemis
+store ``create --from`` writes), local engine only.
 
 :func:`run_export` is what the command calls. Both engines build rows with :mod:`.parse` and must give the
 same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``local[*]`` or a cluster).
@@ -128,14 +130,14 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
                          "use --format jsonl or parquet")
     store = detect(req.path, req.broker_xml)
     if store.kind == "kahadb":
-        if req.fmt == "xml":
-            raise UsageError("the XML document is `artemis data exp`'s, for Artemis stores; export KahaDB stores "
-                             "with --format jsonl or parquet", path=req.path)
+        if req.fmt == "xml" and (req.engine == "spark" or req.master):
+            raise UsageError("the XML document of a KahaDB store (its messages converted to core messages, "
+                             "as `create --from` writes them) is written by the local engine", path=req.path)
     elif store.kind != "artemis":
         raise CapabilityError(f"cannot export a {store.kind} store", path=req.path)
     elif not store.journals():
         raise UsageError("no bindings or messages journal found", path=req.path)
-    engine = choose_engine(req, _store_bytes(store))
+    engine = "local" if store.kind == "kahadb" and req.fmt == "xml" else choose_engine(req, _store_bytes(store))
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
     target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
     target.begin()
@@ -204,6 +206,14 @@ def _run_local(store, options, target, fmt, progress):
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.export.xml import write_document
 
+    if store.kind == "kahadb" and fmt == "xml":
+        from amqtool.engines.migrate.xml import KahaDBXmlExport
+
+        ex = KahaDBXmlExport(store, options, progress=progress)
+        bindings = ex.binding_rows()
+        with target.open_file() as fh:
+            w = write_document(fh, bindings, ex.rows())
+        return ex.summary, w
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
 

@@ -332,6 +332,15 @@ def _nested(r: _Reader, version: int, depth: int = 0):
     raise FormatError(f"unsupported nested OpenWire type {t}", offset=r.pos - 1)
 
 
+def _nested_raw(r: _Reader, version: int, wire: dict, name: str):
+    """:func:`_nested`, keeping the object's loose encoding (type byte and fields) in ``wire[name]``."""
+    start = r.pos
+    v = _nested(r, version)
+    if v is not None:
+        wire[name] = bytes(r.buf[start + 1:r.pos])
+    return v
+
+
 def _object_array(r: _Reader, version: int) -> list | None:
     if not r.bool():
         return None
@@ -356,15 +365,16 @@ def decode_message(buf, version: int = 11) -> OpenWireMessage:
     m = OpenWireMessage(t)
     m.command_id = r.int()
     r.bool()  # responseRequired
-    p = _nested(r, version)
+    wire = m.extra["wire"] = {}  # loose encodings (type byte + fields) of the nested objects, for re-marshalling
+    p = _nested_raw(r, version, wire, "producer_id")
     m.producer_id = p[1] if p else None
     d = _nested(r, version)
     m.destination = d[1] if d else None
     tx = _nested(r, version)
     m.transaction_id = tx[1] if tx else None
-    od = _nested(r, version)
+    od = _nested_raw(r, version, wire, "original_destination")
     m.original_destination = od[1] if od else None
-    mid = _nested(r, version)
+    mid = _nested_raw(r, version, wire, "message_id")
     m.message_id = mid[1] if mid else None
     _nested(r, version)  # originalTransactionId
     m.group_id = r.string()
@@ -373,24 +383,28 @@ def decode_message(buf, version: int = 11) -> OpenWireMessage:
     m.persistent = r.bool()
     m.expiration = r.long()
     m.priority = r.byte()
-    rt = _nested(r, version)
+    rt = _nested_raw(r, version, wire, "reply_to")
     m.reply_to = rt[1] if rt else None
     m.timestamp = r.long()
     m.jms_type = r.string()
     m.content = r.byte_array()
     m.marshalled_properties = r.byte_array()
-    ds = _nested(r, version)
+    ds = _nested_raw(r, version, wire, "data_structure")
     if ds is not None:
         m.extra["dataStructureType"] = ds[0]
     _nested(r, version)  # targetConsumerId
     m.compressed = r.bool()
     m.redelivery_counter = r.int()
-    _object_array(r, version)  # brokerPath
+    bp = _object_array(r, version)  # brokerPath
+    if bp is not None:
+        m.extra["brokerPath"] = [b[1] if b else None for b in bp]
     m.arrival = r.long()
     m.user_id = r.string()
     r.bool()  # recievedByDFBridge (reused by KahaDB as the concurrent store-and-dispatch flag)
-    r.bool()  # droppable
-    _object_array(r, version)  # cluster
+    m.extra["droppable"] = r.bool()
+    cl = _object_array(r, version)  # cluster
+    if cl is not None:
+        m.extra["cluster"] = [b[1] if b else None for b in cl]
     m.broker_in_time = r.long()
     m.broker_out_time = r.long()
     if version >= 10:
