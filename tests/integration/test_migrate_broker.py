@@ -42,7 +42,7 @@ def send(c: Stomp, dest: str, ident: str, size: int, *, as_bytes=False, tx=None,
 
 
 def prop(row, name):
-    for p in row[N["properties"]]:
+    for p in row[N["typed_properties"]]:
         if p["name"] == name:
             return p["type"], p["value"]
     return None

@@ -23,9 +23,9 @@ from amqtool.engines.kahadb.replay import LiveMessage
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.protobuf import encode_field, encode_varint
 from amqtool.store.layout import KahaDBStore, detect
+from tests.support import KAHADB
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "kahadb"
+FIXTURES = KAHADB
 STORES = ["basic", "tx", "gc", "mkahadb"]
 STORE_DIRS = sorted({p.parent for p in FIXTURES.glob("*/**/db-*.log")})
 

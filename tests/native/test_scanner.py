@@ -14,7 +14,6 @@ import struct
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,9 +21,9 @@ from hypothesis import strategies as st
 
 from amqtool import native
 from amqtool.formats.artemis import records as R
+from tests.support import ARTEMIS
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / ".." / "shared" / "fixtures" / "artemis"
+FIXTURES = ARTEMIS
 JOURNAL_FILES = sorted(FIXTURES.glob("oracle/*/journal/*")) + sorted(FIXTURES.glob("public/**/*.bindings"))
 
 needs_c = pytest.mark.skipif(not native.HAVE_NATIVE, reason=f"C extension not built: {native.NATIVE_REASON}")

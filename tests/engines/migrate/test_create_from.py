@@ -43,7 +43,7 @@ def by_queue(rows) -> dict[str, list[dict]]:
 
 
 def prop(row, name):
-    for p in row[N["properties"]]:
+    for p in row[N["typed_properties"]]:
         if p["name"] == name:
             return p["value"]
     return None

@@ -42,7 +42,7 @@ def rows_of(path):
 
 
 def seq(r) -> int:
-    return int(next(p["value"] for p in r[N["properties"]] if p["name"] == "seq"))
+    return int(next(p["value"] for p in r[N["typed_properties"]] if p["name"] == "seq"))
 
 
 def seqs(rows, state):

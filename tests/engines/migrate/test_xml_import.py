@@ -25,7 +25,7 @@ def content(rows) -> dict:
     """queue -> sorted (message columns without ids), properties as a sorted list."""
     out: dict[str, list] = {}
     for r in rows:
-        props = sorted((p["name"], p["type"], p["value"]) for p in r[N["properties"]])
+        props = sorted((p["name"], p["type"], p["value"]) for p in r[N["typed_properties"]])
         key = tuple(r[N[c]] for c in ("address", "routing_type", "durable", "priority", "timestamp", "expiration",
                                       "user_id", "type", "body_sha256", "body_size", "large"))
         out.setdefault(r[N["queue"]], []).append((key, props))
@@ -87,5 +87,5 @@ def test_undeclared_queue_is_reported(tmp_path, capsys):
     _, rows = artemis_rows(tmp_path / "a")
     (r,) = rows
     assert r[N["body"]] == b"\x00\x01\x02" and r[N["timestamp"]] == 7 and r[N["queue"]] == "q"
-    assert {p["name"]: (p["type"], p["value"]) for p in r[N["properties"]]} == {
+    assert {p["name"]: (p["type"], p["value"]) for p in r[N["typed_properties"]]} == {
         "k": ("integer", "1"), "c": (None, "x"), "n": ("bytes", "_AMQ_NULL")}
