@@ -4,10 +4,10 @@ A :class:`MessageBatch` collects messages -- each a record body (type 45, or a t
 header) with the rows it gives, one per queue -- and turns them into one ``pyarrow.RecordBatch`` in
 ``schema.MESSAGE_COLUMNS`` order. The message columns are decoded
 
-* in C (``native.message_columns``: core and core large messages, straight into Arrow buffers), and
+* in C (``native.message_columns``: core, core large and AMQP messages, straight into Arrow buffers), and
 * by the Python reference (:func:`~amqtool.engines.export.parse.decode_message`) for whatever C leaves:
-  AMQP messages, a large message whose body file is missing, anything in doubt, and everything when the
-  extension is not built (``AMQTOOL_NO_NATIVE=1``).
+  AMQP large messages, a large message whose body file is missing, anything in doubt, and everything when
+  the extension is not built (``AMQTOOL_NO_NATIVE=1``).
 
 Both give identical columns (tests/native/test_export_columns.py, on every fixture and on generated
 messages). A message is decoded once whatever the number of its queues: its rows take its columns by
@@ -30,7 +30,8 @@ ROW_LEVEL = ("queue", "queue_id", "routing_type", "paged", "page", "page_positio
              "scheduled_time", "transaction_state", "transaction_id", "store_message_id")
 
 # native/export_columns.c's buffers, in its order
-_STRINGS = ("address", "user_id", "type", "pname", "ptype", "pvalue", "mvalue", "text", "body", "body_sha256")
+_STRINGS = ("address", "user_id", "type", "pname", "ptype", "pvalue", "mvalue", "text", "body", "body_sha256",
+            "protocol", "mkey", "akey", "avalue")
 _FIXED = ("durable", "priority", "timestamp", "expiration", "body_size", "large")
 
 MAX_MESSAGES = 1024
@@ -138,7 +139,7 @@ class MessageBatch:
                 items.append((utype, body, data, len(rows)))
             result = native.message_columns(items, self.safe)
             if result is not None:
-                status, strings, fixed, plist = result
+                status, strings, fixed, lists = result
                 left = []
                 for i, st in enumerate(status):
                     if st == 0:
@@ -147,7 +148,7 @@ class MessageBatch:
                     else:
                         left.append(i)
                 if base:
-                    parts.append(self._native_part(base, strings, fixed, plist))
+                    parts.append(self._native_part(base, strings, fixed, lists))
         decoded = []
         for i in left:
             utype, body, mid, _rows, where = messages[i]
@@ -170,44 +171,49 @@ class MessageBatch:
             parts.append(part)
         return parts, starts
 
-    def _native_part(self, n: int, strings, fixed, plist) -> dict:
+    def _native_part(self, n: int, strings, fixed, lists) -> dict:
         pa = self.pa
         buf = pa.py_buffer
 
-        def strings_of(name: str, typ, length: int):
+        def strings_of(name: str, typ=None, length: int | None = None):
             valid, offs, data = strings[_STRINGS.index(name)]
-            return pa.Array.from_buffers(typ, length, [None if valid is None else buf(valid), buf(offs), buf(data)])
+            length = len(offs) // 4 - 1 if length is None else length
+            return pa.Array.from_buffers(typ or pa.string(), length,
+                                         [None if valid is None else buf(valid), buf(offs), buf(data)])
 
         def fixed_of(name: str, typ):
             valid, values = fixed[_FIXED.index(name)]
             return pa.Array.from_buffers(typ, n, [None if valid is None else buf(valid), buf(values)])
 
-        nprops = (len(strings[_STRINGS.index("pname")][1]) // 4) - 1
+        plist, mlist, alist, avalid = lists
         t = self._types
-        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buf(plist)])
-        pname = strings_of("pname", pa.string(), nprops)
-        ptype = strings_of("ptype", pa.string(), nprops)
-        pvalue = strings_of("pvalue", pa.string(), nprops)
-        mvalue = strings_of("mvalue", pa.string(), nprops)
         element = t["typed_properties"].value_type
-        structs = pa.StructArray.from_arrays([pname, ptype, pvalue], fields=list(element))
-        typed = pa.ListArray.from_arrays(offsets, structs, type=t["typed_properties"])
-        props = pa.MapArray.from_arrays(offsets, pname, mvalue, type=t["properties"])
+        structs = pa.StructArray.from_arrays([strings_of("pname"), strings_of("ptype"), strings_of("pvalue")],
+                                             fields=list(element))
+        typed = pa.Array.from_buffers(t["typed_properties"], n, [None, buf(plist)], children=[structs])
+
+        def map_of(name: str, keys: str, values: str, valid=None):
+            typ = t[name]
+            entries = pa.StructArray.from_arrays([strings_of(keys), strings_of(values)],
+                                                 fields=[typ.key_field, typ.item_field])
+            return pa.Array.from_buffers(typ, n, [None if valid is None else buf(valid), buf(mlist if name ==
+                                         "properties" else alist)], children=[entries])
+
         return {
-            "address": strings_of("address", pa.string(), n),
-            "protocol": pa.array(["core"] * n, type=pa.string()),
+            "address": strings_of("address"),
+            "protocol": strings_of("protocol"),
             "durable": fixed_of("durable", pa.bool_()),
             "priority": fixed_of("priority", pa.int32()),
             "timestamp": fixed_of("timestamp", pa.int64()),
             "expiration": fixed_of("expiration", pa.int64()),
-            "user_id": strings_of("user_id", pa.string(), n),
-            "type": strings_of("type", pa.string(), n),
+            "user_id": strings_of("user_id"),
+            "type": strings_of("type"),
             "typed_properties": typed,
-            "body": strings_of("body", pa.binary(), n),
+            "body": strings_of("body", pa.binary()),
             "body_size": fixed_of("body_size", pa.int64()),
-            "body_sha256": strings_of("body_sha256", pa.string(), n),
+            "body_sha256": strings_of("body_sha256"),
             "large": fixed_of("large", pa.bool_()),
-            "properties": props,
-            "annotations": pa.nulls(n, type=t["annotations"]),
-            "text": strings_of("text", pa.string(), n),
+            "properties": map_of("properties", "mkey", "mvalue"),
+            "annotations": map_of("annotations", "akey", "avalue", avalid),
+            "text": strings_of("text"),
         }

@@ -95,13 +95,18 @@ class _Reader:
         return int.from_bytes(self.take(width), "big")
 
 
-def _value(r: _Reader, code: int | None = None) -> tuple[str, object]:
+MAX_DESCRIBED_DEPTH = 16  # a descriptor is itself a value, which may be described: bounded, not recursed on forever
+
+
+def _value(r: _Reader, code: int | None = None, depth: int = 0) -> tuple[str, object]:
     """One encoded value: (AMQP type name, Python value). Compound values are skipped (value None)."""
     if code is None:
         code = r.u8()
     if code == 0x00:  # described: descriptor, then the value; the value's type is the one kept
-        _value(r)
-        name, v = _value(r)
+        if depth >= MAX_DESCRIBED_DEPTH:
+            raise FormatError(f"AMQP described types nested deeper than {MAX_DESCRIBED_DEPTH} at offset {r.pos - 1}")
+        _value(r, None, depth + 1)
+        name, v = _value(r, None, depth + 1)
         return name, v
     fixed = _FIXED.get(code)
     if fixed is not None:
@@ -200,19 +205,20 @@ def decode_sections(data: bytes) -> AmqpSections:
     s = AmqpSections()
     while r.pos < len(r.data):
         code = _descriptor(r)
+        # fields of another type than the specification's count as absent (their default)
         if code == HEADER:
             f = _compound(r, "list")
-            s.durable = bool(f[0][1]) if len(f) > 0 and f[0][1] is not None else False
-            s.priority = f[1][1] if len(f) > 1 and f[1][1] is not None else 4
-            s.ttl = f[2][1] if len(f) > 2 else None
+            s.durable = len(f) > 0 and f[0] == ("boolean", True)
+            s.priority = f[1][1] if len(f) > 1 and f[1][0] == "ubyte" else 4
+            s.ttl = f[2][1] if len(f) > 2 and f[2][0] == "uint" else None
         elif code == PROPERTIES:
             f = _compound(r, "list")
             get = (lambda i: f[i] if len(f) > i else ("null", None))
             s.message_id = get(0)[1]
             uid = get(1)
             s.user_id = uid[1] if uid[0] == "binary" else None
-            s.absolute_expiry_time = get(8)[1]
-            s.creation_time = get(9)[1]
+            s.absolute_expiry_time = get(8)[1] if get(8)[0] == "timestamp" else None
+            s.creation_time = get(9)[1] if get(9)[0] == "timestamp" else None
         elif code == MESSAGE_ANNOTATIONS:
             s.message_annotations = _pairs(r)
         elif code == APPLICATION_PROPERTIES:
