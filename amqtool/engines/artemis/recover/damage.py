@@ -19,7 +19,9 @@ A skipped region is decoded leniently, record by record from its first byte:
 * a damaged tag with a valid type: trusted only when the computed size meets a matching checkSize;
 * anything else (a zeroed header, the middle of a body): an undecodable region, reported by offset and length.
 
-A decoded record whose size fits in the region is stepped over and decoding goes on after it (several
+When a size field is damaged, the record's end is the first trailer that agrees with its own distance from
+the record's start (the checkSize still holds the true size). A decoded record whose size fits in the region
+is stepped over and decoding goes on after it (several
 records damaged in a row); filler between them is skipped. Journal bodies carry no checksum (Artemis has none
 beyond tag and checkSize), so damage confined to a body is invisible to the broker and to this module alike.
 """
@@ -162,6 +164,16 @@ def decode_one(buf: bytes, tag: int, version: int):
     return found[0]
 
 
+def _own_end(buf: bytes, pos: int, limit: int) -> int | None:
+    """The size of the record at ``pos`` according to the first trailer after it that agrees with its own
+    position (checkSize == bytes from ``pos``), when a size field is damaged; None when none does."""
+    unpack = _I32.unpack_from
+    for q in range(pos + 18, limit + 1):  # 18: the smallest record (DELETE, ROLLBACK)
+        if unpack(buf, q - 4)[0] == q - pos:
+            return q - pos
+    return None
+
+
 def decode_region(read, journal: str, file: str, start: int, end: int, tag: int, version: int,
                   where: str = "middle") -> list[LostRecord]:
     """The records in the skipped region ``[start, end)`` of one file. ``read(offset, length)`` returns the
@@ -188,6 +200,10 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
                 rec.message_id = rec.record_id
             if rec.user_record_type in QUEUE_REF_TYPES and body_len >= 8 and len(buf) >= pos + hdr + 8:
                 rec.queue_id = _I64.unpack_from(buf, pos + hdr)[0]
+        if not _check_matches(buf[pos:], total):
+            # either the size field or the trailer is damaged: a trailer that agrees with its own distance
+            # from here gives the true size; else the size field is believed
+            total = _own_end(buf, pos, limit) or total
         if total is not None and 0 < total <= (end - start) - pos:
             rec.length = total
             out.append(rec)

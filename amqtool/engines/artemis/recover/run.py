@@ -48,7 +48,7 @@ from amqtool.formats.artemis.records import (
     scan_records_py,
 )
 from amqtool.engines.artemis.load import FileGaps, FileScan, LoadResult, file_gaps
-from amqtool.engines.artemis.recover.damage import LostRecord, decode_region
+from amqtool.engines.artemis.recover.damage import LostRecord, decode_one, decode_region
 from amqtool.store.journal_files import JournalFile, OpenedJournal, open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -255,6 +255,15 @@ class _Skipped:
             first = gaps.tail_first
             head = read(first, _FOREIGN_SEARCH)
             own = len(head) >= 5 and int.from_bytes(head[1:5], "big", signed=True) == jf.tag
+            if not own and first == gaps.end > HEADER_SIZE:
+                # right where this file's own records end, one whose checkSize holds but whose tag does not,
+                # and no record of that tag after it: ours with a damaged tag. An earlier use's records come
+                # in runs under one tag and line up with ours only by chance.
+                got = decode_one(head[:gaps.tail_end - first], jf.tag, jf.version)
+                if got is not None and got[2] is not None:
+                    tag = int.from_bytes(head[1:5], "big", signed=True)
+                    rest, _ = scan_records_py(head[got[2]:], tag, jf.version, check_tag=True, start=0)
+                    own = not rest
             if not own:
                 from amqtool.engines.artemis.verify import _first_foreign_record
 
@@ -340,6 +349,17 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
         prep = plan_journal(jd, settings, opened=opened, record_filter=without_bad, after_load=after_load)
         for tx in sorted(bad_tx):
             rec.transactions.append(TxLoss(jd.kind, tx, "records-lost", dropped[tx], True))
+    file_size = prep.report.settings.file_size
+    for f in opened.files:
+        if f.size < file_size:
+            # Artemis creates every journal file at its full size (JournalFilesRepository.createFile fills
+            # it): a shorter one was cut, and whatever followed the cut is gone without a trace
+            report.files.append(FileLoss("journal-file", str(f.path), "short-file",
+                                         {"size": f.size, "expectedSize": file_size}))
+            report.findings.append(Finding(
+                Severity.WARNING, "short-file",
+                f"file is {f.size} bytes, not the journal's {file_size}: records after byte {f.size} are lost",
+                str(f.path), f.size))
     load = prep.load
     rec.kept = len(load.live) + sum(len(t.records) + len(t.records_to_delete) for t in load.prepared)
     return prep
