@@ -40,6 +40,8 @@ def _lost_line(item: dict) -> str:
             if item.get(key) is not None:
                 what.append(f"{label}={item[key]}")
         desc = " ".join(what) if item["decoded"] else "undecodable bytes"
+        if not item["lost"]:
+            desc += " (doubtful: an EVENT record, which the load ignores)"
         return f"  {item['file']} @{item['offset']} ({item['length']} B, {item['where']}): {desc}"
     if kind == "transaction":
         state = "lost" if item["lost"] else "rolled back as the broker would"

@@ -67,7 +67,8 @@ class LostRecord:
     message_id: int | None = None
     queue_id: int | None = None
     queue: str | None = None
-    where: str = "middle"  # middle | tail (after the file's last record)
+    where: str = "middle"  # middle | tail (after the file's last record) | event (an accepted EVENT record)
+    lost: bool = True  # False: listed as doubtful (an EVENT record, which the load ignores by design)
 
     def to_json(self) -> dict:
         return {
@@ -75,7 +76,7 @@ class LostRecord:
             "length": self.length, "decoded": self.decoded,
             "recordType": RECORD_TYPE_NAMES.get(self.record_type) if self.record_type is not None else None,
             "recordId": self.record_id, "txId": self.tx_id, "userRecordType": self.user_record_type,
-            "messageId": self.message_id, "queueId": self.queue_id, "queue": self.queue, "where": self.where,
+            "messageId": self.message_id, "queueId": self.queue_id, "queue": self.queue, "where": self.where, "lost": self.lost,
         }
 
 

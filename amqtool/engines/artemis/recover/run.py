@@ -40,11 +40,10 @@ from typing import Callable
 
 from amqtool.errors import Finding, Severity, UnknownStoreError, UsageError, Verdict
 from amqtool.formats.artemis.records import (
-    COMPATIBLE_VERSIONS,
+    EVENT,
     FORMAT_VERSION,
     HEADER_SIZE,
     FileHeader,
-    file_tag,
     scan_records_py,
 )
 from amqtool.engines.artemis.load import FileGaps, FileScan, LoadResult, file_gaps
@@ -111,11 +110,11 @@ class JournalRecovery:
 
     @property
     def bytes_skipped(self) -> int:
-        return sum(r.length for r in self.lost)
+        return sum(r.length for r in self.lost if r.lost)
 
     def to_json(self) -> dict:
         return {"journal": self.kind, "directory": self.directory, "files": self.files, "bytes": self.bytes,
-                "recordsKept": self.kept, "recordsLost": len(self.lost), "bytesSkipped": self.bytes_skipped,
+                "recordsKept": self.kept, "recordsLost": sum(1 for r in self.lost if r.lost), "bytesSkipped": self.bytes_skipped,
                 "salvagedHeaders": self.salvaged, "outputFiles": self.outputs}
 
 
@@ -136,6 +135,10 @@ class RecoverReport:
 
     @property
     def lost_records(self) -> list[LostRecord]:
+        return [r for j in self.journals for r in j.lost if r.lost]
+
+    @property
+    def listed_records(self) -> list[LostRecord]:
         return [r for j in self.journals for r in j.lost]
 
     @property
@@ -164,7 +167,7 @@ class RecoverReport:
         return Verdict.WARNING if lossy else Verdict.OK
 
     def to_json(self) -> dict:
-        lost = [r.to_json() for r in self.lost_records]
+        lost = [r.to_json() for r in self.listed_records]
         lost += [t.to_json() for j in self.journals for t in j.transactions]
         lost += [f.to_json() for f in self.files]
         doc = {"verdict": self.verdict.name, "mode": "dry-run" if self.dry_run else "copy",
@@ -272,6 +275,19 @@ class _Skipped:
             self.rec.lost.extend(decode_region(read, self.rec.kind, str(jf.path), first, gaps.tail_end, jf.tag,
                                                jf.version, where="tail"))
 
+    def events(self, scan: FileScan) -> None:
+        """List the EVENT records of a file: the load ignores them (they only serve journal retention), and
+        one flipped bit turns an ADD or UPDATE type byte (11, 12) into EVENT (10) without failing any check."""
+        if not scan.type_counts.get(EVENT):
+            return
+        jf = scan.file
+        for base, _data, recs, _marked in self.opened.scan_windows(scan.index):
+            for r in recs:
+                if r[0] == EVENT:
+                    self.rec.lost.append(LostRecord(
+                        self.rec.kind, str(jf.path), base + r[1], r[2], decoded=True, record_type=EVENT,
+                        record_id=r[5], user_record_type=r[6], where="event", lost=False))
+
 
 # --- one journal -------------------------------------------------------------------------------------------
 
@@ -327,13 +343,16 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
 
     def first_pass(load: LoadResult) -> None:
         _gap_findings(load, gap_findings)
+        for scan in load.scans:
+            skipped.events(scan)
         for r in rec.lost:
-            if r.decoded and r.tx_id is not None and r.tx_id >= 0:
+            if r.lost and r.decoded and r.tx_id is not None and r.tx_id >= 0:
                 bad_tx.add(r.tx_id)
         if not bad_tx:
             after_load(load)
 
-    prep = plan_journal(jd, settings, progress=progress, opened=opened, on_file=_Skipped(opened, rec),
+    skipped = _Skipped(opened, rec)
+    prep = plan_journal(jd, settings, progress=progress, opened=opened, on_file=skipped,
                         after_load=first_pass)
     for f in gap_findings:
         if f.code == "missing-journal-file":
