@@ -31,6 +31,11 @@ MAX_TEXT_LOST = 200  # lost items listed in text output (JSON lists them all)
 
 def _lost_line(item: dict) -> str:
     kind = item["kind"]
+    if kind == "record" and "command" in item:  # KahaDB
+        what = [item["reason"]] + [f"{k}={item[k]}" for k in ("command", "messageId", "destination", "transaction")
+                                   if item.get(k)]
+        where = item["file"] if item["directory"] == "." else f"{item['directory']}/{item['file']}"
+        return f"  {where} @{item['offset']} ({item['length']} B): {' '.join(what)}"
     if kind == "record":
         what = []
         if item["recordType"]:
@@ -58,8 +63,13 @@ def _text(doc: dict) -> list[str]:
     if "undeleted" in doc:
         lines.append(f"  undeleted {c['undeleted']} message(s)")
     for j in doc.get("journals", []):
-        lines.append(f"  {j['journal']} journal {j['directory']}: {j['files']} files, kept {j['recordsKept']}, "
-                     f"lost {j['recordsLost']}")
+        if "journal" in j:
+            lines.append(f"  {j['journal']} journal {j['directory']}: {j['files']} files, kept {j['recordsKept']}, "
+                         f"lost {j['recordsLost']}")
+        else:
+            lines.append(f"  KahaDB {j['directory']}: {j['action']}, {j['files']} files -> {j['filesAfter']}; kept "
+                         f"{j['messagesKept']} messages, {j['acksKept']} acks, {j['subscriptions']} subscriptions; "
+                         f"lost {j['recordsLost']}")
     lost = doc["lost"]
     if lost:
         lines.append("lost or not carried over:")
