@@ -61,7 +61,12 @@ def _text(doc: dict) -> list[str]:
              f"{c['damagedRecordsDecoded']} decoded), bytes skipped {binary(c['bytesSkipped'])}, transactions "
              f"not committed {c['transactionsNotCommitted']}, files lost {c['filesLost']}"]
     if "undeleted" in doc:
-        lines.append(f"  undeleted {c['undeleted']} message(s)")
+        lines.append(f"  undeleted {c['undeleted']} message(s), {c['unrecoverable']} found unrecoverable")
+        for u in doc["undeleted"][:MAX_TEXT_LOST]:
+            lines.append(f"  message {u['messageId']} back on {', '.join(u['queues'])} (deleted after "
+                         f"{u['deletedAfter'] or '?'}, before {u['deletedBefore'] or '?'})")
+        if len(doc["undeleted"]) > MAX_TEXT_LOST:
+            lines.append(f"  ... {len(doc['undeleted']) - MAX_TEXT_LOST} more (--format json lists them all)")
     for j in doc.get("journals", []):
         if "journal" in j:
             lines.append(f"  {j['journal']} journal {j['directory']}: {j['files']} files, kept {j['recordsKept']}, "

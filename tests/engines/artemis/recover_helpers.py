@@ -84,3 +84,30 @@ def zero(path: Path, start: int, end: int) -> None:
 def copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def purge(root: Path, manifest: dict, queue: str) -> list[int]:
+    """Purge ``queue`` of a demo store as the broker's ``QueueImpl.deleteMatchingReferences`` writes it:
+    in transactions of at most 500 references (DEFAULT_FLUSH_LIMIT), an ACKNOWLEDGE_REF update per reference
+    and a DELETE of every message no other queue holds, then a COMMIT. Returns the purged message ids."""
+    from amqtool.formats.artemis.userrecords import AckRefRecord
+    from amqtool.store.journal_writer import JournalWriter
+
+    qid = [q["id"] for q in manifest["queues"] if q["name"] == queue][0]
+    by_queue = manifest["expected"]["liveByQueue"]
+    others = {m["messageId"] for name, msgs in by_queue.items() if name != queue for m in msgs}
+    ids = [m["messageId"] for m in by_queue[queue]]
+    assert ids and not (set(ids) & others), "pick a queue whose messages no other queue holds"
+    jm = manifest["expected"]["journals"]["messages"]
+    w = JournalWriter.open(root / jm["directory"], MESSAGES, file_size=jm["fileSize"])
+    tx = manifest["idGenerator"]["lastValue"] + 1000
+    try:
+        for start in range(0, len(ids), 500):
+            tx += 1
+            for mid in ids[start:start + 500]:
+                w.append_update_tx(tx, mid, 33, AckRefRecord(queue_id=qid).encode())
+                w.append_delete_tx(tx, mid)
+            w.append_commit(tx)
+    finally:
+        w.close()
+    return ids

@@ -107,7 +107,7 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
 
 
 def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool, store=None,
-                exclude=frozenset(), label: str = "compact") -> None:
+                exclude=frozenset(), label: str = "compact", before_switch=None) -> None:
     """``-o DEST``: build the compacted store in a temporary sibling directory, then rename it into place,
     so DEST either does not exist (or stays empty) or holds the complete result. With ``store`` (a whole
     store was compacted), its page files, large-message files and node ID come along
@@ -150,6 +150,8 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
             carried = carry_over(store, tmp, copies[0][0].report.warnings, exclude)
             for prep, _name in copies:
                 prep.report.carried_over = carried
+        if before_switch is not None:  # recover --undelete: append to the copy before it appears
+            before_switch(tmp)
         if dest.exists():
             dest.rmdir()
         atomic.rename(tmp, dest)

@@ -127,7 +127,9 @@ class RecoverReport:
     files: list[FileLoss] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     carried: dict | None = None
+    undelete: bool = False
     undeleted: list[dict] = field(default_factory=list)
+    unrecoverable: list[dict] = field(default_factory=list)
 
     @property
     def kept(self) -> int:
@@ -155,6 +157,7 @@ class RecoverReport:
             "transactionsNotCommitted": len(self.lost_transactions),
             "filesLost": sum(1 for f in self.files if f.lost),
             "undeleted": len(self.undeleted),
+            "unrecoverable": len(self.unrecoverable),
         }
 
     @property
@@ -174,8 +177,9 @@ class RecoverReport:
                "source": self.source, "destination": self.destination, "counts": self.counts(),
                "lost": lost, "journals": [j.to_json() for j in self.journals],
                "carriedOver": self.carried, "findings": [f.to_json() for f in self.findings]}
-        if self.undeleted:
+        if self.undelete:
             doc["undeleted"] = self.undeleted
+            doc["unrecoverable"] = self.unrecoverable
         return doc
 
 
@@ -431,9 +435,10 @@ def check_destination(dest: Path) -> None:
 
 def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callable[[int], None] | None = None,
                   transform_for: Callable[[str], Callable[[LoadResult], None] | None] | None = None,
-                  report: RecoverReport | None = None) -> RecoverReport:
+                  report: RecoverReport | None = None, before_switch=None) -> RecoverReport:
     """Recover ``store`` into ``req.output`` (or only report, with ``dry_run``). ``transform_for(kind)``
-    gives a per-journal hook on the load (``--undelete``)."""
+    gives a per-journal hook on the load and ``before_switch(tmp, preps)`` a last step on the finished copy
+    before it is renamed into place (``--undelete``)."""
     from amqtool.engines.artemis.compact.run import _write_copy
     from amqtool.store import locks
 
@@ -475,8 +480,12 @@ def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callabl
         if req.dry_run or not preps:
             return report
         single = len(store.journals()) == 1
+        hook = None
+        if before_switch is not None:
+            def hook(tmp: Path) -> None:
+                before_switch(tmp, preps, single)
         _write_copy(preps, Path(req.output), single=single, store=None if single else store,
-                    exclude=frozenset(exclude), label="recover")
+                    exclude=frozenset(exclude), label="recover", before_switch=hook)
         by_kind = {r.kind: r for r in report.journals}
         for prep, _name in preps:
             rec = by_kind[prep.report.kind]
