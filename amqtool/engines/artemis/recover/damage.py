@@ -132,7 +132,7 @@ def _check_matches(buf: bytes, total: int | None) -> bool:
 
 def decode_one(buf: bytes, tag: int, version: int):
     """Leniently decode the record starting at ``buf[0]`` (``buf``: the rest of the skipped region). Returns
-    ``(type, fields, total, trusted)`` or None when nothing can be said."""
+    ``(type, fields, total, tag_ok)`` or None when nothing can be said."""
     if len(buf) < 5:
         return None
     t = buf[0]
@@ -143,7 +143,7 @@ def decode_one(buf: bytes, tag: int, version: int):
             return (t, None, None, tag_ok) if tag_ok else None
         total = _total(t, version, f[3], f[5])
         if tag_ok or _check_matches(buf, total):
-            return t, f, total, True
+            return t, f, total, tag_ok
         return None
     if not tag_ok:
         return None
@@ -163,6 +163,14 @@ def decode_one(buf: bytes, tag: int, version: int):
             return None
         return None, found[0][1], found[0][2], True
     return found[0]
+
+
+def _foreign_follows(buf: bytes, pos: int, tag: int, version: int) -> bool:
+    """Whether a complete record of another tag (an earlier use of a reused file) lies in ``buf[pos:]``."""
+    from amqtool.formats.artemis.records import scan_records_py
+
+    recs, _ = scan_records_py(buf[pos:pos + 65536], tag, version, check_tag=False, start=0)
+    return any(_I32.unpack_from(buf, pos + r[1] + 1)[0] != tag for r in recs)
 
 
 def _own_end(buf: bytes, pos: int, limit: int) -> int | None:
@@ -191,9 +199,13 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
         pos = m.start()
         got = decode_one(buf[pos:], tag, version)
         if got is None:
+            if where == "tail" and out and _foreign_follows(buf, pos, tag, version):
+                return out  # the rest is an earlier use of this reused file, not lost data
             out.append(LostRecord(journal, file, start + pos, (end - start) - pos, where=where))
             return out
-        t, f, total, _trusted = got
+        t, f, total, tag_ok = got
+        if where == "tail" and out and not tag_ok:
+            break  # a record of an earlier use of this reused file: the stale part starts here, nothing lost
         rec = LostRecord(journal, file, start + pos, 0, decoded=True, record_type=t, where=where)
         if f is not None:
             _cc, rec.tx_id, rec.record_id, body_len, rec.user_record_type, _extra, hdr = f
