@@ -135,7 +135,7 @@ def recover(
             doc = report.to_json()
             verdict = report.verdict
         if fmt in (OutputFormat.json, OutputFormat.jsonl):
-            write_document(doc, fmt, lists=("lost", "findings", "journals"))
+            write_document(doc, fmt, lists=("lost", "undeleted", "unrecoverable", "findings", "journals"))
         else:
             write_lines(_text(doc))
             render_findings_text(report.findings)

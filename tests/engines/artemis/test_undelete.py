@@ -98,6 +98,7 @@ def test_since_until_and_queue_select(tmp_path, capsys, pristine):
     assert doc["undeleted"] == []
     code, doc = _run(capsys, src, "--dry-run", "--undelete", "--queue", "no-such-queue")
     assert doc["undeleted"] == []
+    assert "queue-unknown" in [f["code"] for f in doc["findings"] if f["severity"] == "warning"]
     code, doc = _run(capsys, src, "--dry-run", "--undelete", "--queue", QUEUE)
     assert {u["messageId"] for u in doc["undeleted"]} >= set(purged)
     assert all(u["queues"] == [QUEUE] for u in doc["undeleted"])
@@ -115,6 +116,15 @@ def test_after_compaction_purged_messages_are_unrecoverable_not_invented(tmp_pat
     assert all(QUEUE in u["queues"] for u in doc["unrecoverable"])
     by_queue, _ = _state(tmp_path / "dest")
     assert by_queue.get(QUEUE, []) == []
+
+
+def test_jsonl_rows(tmp_path, run_cli, pristine):
+    src, _manifest, purged = _purged(pristine, tmp_path)
+    code, out, _err = run_cli("recover", src, "--dry-run", "--undelete", "--queue", QUEUE, "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert {r["messageId"] for r in rows if r["record"] == "undeleted"} >= set(purged)
+    assert rows[-1]["record"] == "summary" and rows[-1]["counts"]["undeleted"] >= len(purged)
 
 
 def test_bad_times_are_usage_errors(tmp_path, run_cli, pristine):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from amqtool.errors import FormatError, UsageError
+from amqtool.errors import Finding, FormatError, Severity, UsageError
 from amqtool.formats.artemis.records import (
     ADD,
     ADD_TX,
@@ -344,6 +344,14 @@ def recover_undelete(store, req, filt: UndeleteFilter, *, progress=None):
 
     report = recover_store(store, req, progress=progress, transform_for=transform_for,
                            before_switch=None if req.dry_run else before_switch)
+    if filt.queues is not None:
+        known = set(state["names"].values())
+        unknown = sorted(filt.queues - known)
+        if unknown:
+            report.findings.append(Finding(
+                Severity.WARNING, "queue-unknown",
+                f"--queue {', '.join(unknown)}: no such queue in the bindings journal (queues: "
+                f"{', '.join(sorted(known)) or 'none'})", str(store.root)))
     report.undelete = True
     report.undeleted = [d.to_json() for d in state["chosen"] if d.reason is None]
     report.unrecoverable = state.get("unrecoverable", []) + [
