@@ -293,3 +293,37 @@ def test_demo_damaged_page_and_large_message(tmp_path, capsys, demo):
     assert others and all((dest / "paging" / p.parent.name / p.name).read_bytes() == p.read_bytes() for p in others)
     # the journals themselves lost nothing
     assert live_state(dest / "journal") == _expected(manifest, "messages")
+
+
+def test_unreadable_file_costs_only_its_records(tmp_path, capsys, monkeypatch):
+    """A file whose reads fail (EIO) is left out with its records; the others are recovered."""
+    import errno
+
+    from amqtool.store.journal_files import OpenedJournal
+
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+    recs = records(src)
+    victim = sorted({p for p, _ in recs})[1]
+    gone = {r[5] for p, r in recs if p == victim}
+    real_fd, real_read = OpenedJournal.fd, OpenedJournal.read_file
+
+    def fd(self, index):
+        if self.files[index].path == victim:
+            raise OSError(errno.EIO, "Input/output error", str(victim))
+        return real_fd(self, index)
+
+    def read_file(self, index):
+        if self.files[index].path == victim:
+            from amqtool.errors import UnknownStoreError
+            raise UnknownStoreError("cannot read journal file: Input/output error", path=str(victim))
+        return real_read(self, index)
+
+    monkeypatch.setattr(OpenedJournal, "fd", fd)
+    monkeypatch.setattr(OpenedJournal, "read_file", read_file)
+    code, doc = recover(capsys, src, "-o", tmp_path / "dest")
+    monkeypatch.undo()
+    assert code == 1
+    want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
+    assert live_state(tmp_path / "dest") == want
+    files = [x for x in doc["lost"] if x["kind"] == "journal-file"]
+    assert [(x["path"], x["reason"]) for x in files] == [(str(victim), "unreadable")]

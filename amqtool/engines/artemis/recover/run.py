@@ -355,10 +355,36 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
         if not bad_tx:
             after_load(load)
 
-    skipped = _Skipped(opened, rec)
-    prep = plan_journal(jd, settings, progress=progress, opened=opened, on_file=skipped,
-                        after_load=first_pass)
+    dropped_ids: set[int] = set()
+    while True:
+        skipped = _Skipped(opened, rec)
+        try:
+            prep = plan_journal(jd, settings, progress=progress, opened=opened, on_file=skipped,
+                                after_load=first_pass)
+            break
+        except UnknownStoreError as err:
+            # a file that cannot be read (EIO, a vanished file) costs its own records only: drop it, start over
+            bad = [f for f in opened.files if str(f.path) == err.path]
+            if not bad:
+                raise
+            opened.close()
+            opened.files.remove(bad[0])
+            dropped_ids.add(bad[0].file_id)
+            report.files.append(FileLoss("journal-file", err.path, "unreadable", {"message": err.message}))
+            report.findings.append(Finding(Severity.CRITICAL, "unreadable", err.message, err.path))
+            rec.lost.clear()
+            rec.transactions.clear()
+            bad_tx.clear()
+            gap_findings.clear()
+            rec.files = len(opened.files)
+            if not opened.files:
+                return None
     for f in gap_findings:
+        if f.code == "missing-journal-file" and dropped_ids:
+            ids = [i for i in f.details.get("missingFileIds", []) if i not in dropped_ids]
+            if not ids:
+                continue  # the unreadable file left out explains the gap: listed once, as unreadable
+            f.details["missingFileIds"] = ids
         if f.code == "missing-journal-file":
             report.files.append(FileLoss("journal-file", f.path, "missing-journal-file", dict(f.details)))
             report.findings.append(f)
