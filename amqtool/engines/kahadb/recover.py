@@ -10,6 +10,8 @@ messages the index still points into it (§3.3). Here:
 * every batch that fails is skipped whole (never half-applied) by the same scan
   (:func:`amqtool.engines.kahadb.load.load_store`), and the live state is the replay of the rest, by the
   broker's own recovery rules (:mod:`amqtool.engines.kahadb.replay`);
+* a journal file the index still references but that is gone is listed (``verify``'s
+  ``kahadb-missing-journal-file``): its messages are not in the replay, so not in DEST;
 * the skipped ranges are read back leniently: when the control record is intact, each user record of the
   batch is decoded where it can be (command, message id, destination, transaction) and listed; otherwise the
   range is listed by file, offset and length. An ack (REMOVE) that is lost brings its message back: it is
@@ -73,6 +75,7 @@ class KahaDirRecovery:
     prepared_transactions: int = 0
     open_transactions_dropped: int = 0
     lost: list[KahaLost] = field(default_factory=list)
+    missing: list[dict] = field(default_factory=list)  # journal files the index still references
     files_after: int = 0
 
     def to_json(self) -> dict:
@@ -101,19 +104,23 @@ class KahaRecoverReport:
         return sum(d.messages + d.acks + d.subscriptions for d in self.directories)
 
     @property
+    def missing(self) -> list[dict]:
+        return [m for d in self.directories for m in d.missing]
+
+    @property
     def verdict(self) -> Verdict:
-        if not self.lost:
+        if not self.lost and not self.missing:
             return Verdict.OK
         return Verdict.CRITICAL if self.kept == 0 else Verdict.WARNING
 
     def to_json(self) -> dict:
-        lost = [x.to_json() for x in self.lost]
+        lost = [x.to_json() for x in self.lost] + self.missing
         return {"verdict": self.verdict.name, "kind": "kahadb", "mode": "dry-run" if self.dry_run else "copy",
                 "source": self.source, "destination": self.destination,
-                "counts": {"recordsKept": self.kept, "recordsLost": len(lost), "damagedRecords": len(lost),
+                "counts": {"recordsKept": self.kept, "recordsLost": len(self.lost), "damagedRecords": len(self.lost),
                            "damagedRecordsDecoded": sum(1 for x in self.lost if x.decoded),
                            "bytesSkipped": sum(x.length for x in self.lost), "transactionsNotCommitted": 0,
-                           "filesLost": 0, "undeleted": 0},
+                           "filesLost": len(self.missing), "undeleted": 0},
                 "lost": lost, "journals": [d.to_json() for d in self.directories],
                 "findings": [f.to_json() for f in self.findings]}
 
@@ -184,6 +191,7 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
     from amqtool.engines.kahadb.compact.script import ScriptFigures, compacted_records
     from amqtool.engines.kahadb.compact.write import JournalWriter
     from amqtool.engines.kahadb.load import load_store
+    from amqtool.engines.kahadb.verify import verify_directory
     from amqtool.store import locks
 
     if req.output is None and not req.dry_run:
@@ -217,6 +225,13 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
             rec = KahaDirRecovery(str(d.directory), files=len(d.files), bytes=sum(f.size for f in d.files))
             report.directories.append(rec)
             rec.lost = _lost_of(d, str(rel))
+            found: list[Finding] = []
+            verify_directory(d, found)  # verify's own judgement of files the index needs but that are gone
+            for f in found:
+                if f.code == "kahadb-missing-journal-file":
+                    rec.missing.append({"kind": "journal-file", "directory": str(rel), "path": f.path,
+                                        "reason": "missing-journal-file", "lost": True, **f.details})
+                    report.findings.append(f)
             if d.is_tx_store:
                 rec.action = "copied-as-is" if tmp is not None else "would-copy-as-is"
                 if tmp is not None:

@@ -146,3 +146,17 @@ def test_killed_at_every_durable_step_leaves_no_half_dest(tmp_path):
         assert n < 300
     k = outcomes.index(True) if True in outcomes else len(outcomes)
     assert outcomes == [False] * k + [True] * (len(outcomes) - k) and k > 3
+
+
+def test_missing_log_file_is_listed(tmp_path, run_cli):
+    root = _copy(tmp_path, "basic")
+    victim = sorted(root.glob("db-*.log"), key=lambda q: int(q.name[3:-4]))[1]
+    victim.unlink()
+    expected = state(root)  # what the replay of the remaining files gives
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1
+    missing = [x for x in doc["lost"] if x["kind"] == "journal-file"]
+    assert [(x["reason"], x["fileId"]) for x in missing] == [("missing-journal-file", int(victim.name[3:-4]))]
+    assert doc["counts"]["filesLost"] == 1
+    assert state(tmp_path / "dest") == expected
