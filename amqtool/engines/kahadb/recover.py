@@ -12,6 +12,9 @@ messages the index still points into it (§3.3). Here:
   broker's own recovery rules (:mod:`amqtool.engines.kahadb.replay`);
 * a journal file the index still references but that is gone is listed (``verify``'s
   ``kahadb-missing-journal-file``): its messages are not in the replay, so not in DEST;
+* a transaction one of whose commands was in a skipped batch is left out whole (its COMMIT replayed as a
+  ROLLBACK, :class:`~amqtool.engines.kahadb.replay.Replay`'s ``drop_transactions``): the broker would
+  commit what is left of it;
 * the skipped ranges are read back leniently: when the control record is intact, each user record of the
   batch is decoded where it can be (command, message id, destination, transaction) and listed; otherwise the
   range is listed by file, offset and length. An ack (REMOVE) that is lost brings its message back: it is
@@ -55,6 +58,7 @@ class KahaLost:
     message_id: str | None = None
     destination: str | None = None
     transaction: str | None = None
+    tx_key: tuple | None = None  # TransactionId.key, to leave the transaction out whole
 
     def to_json(self) -> dict:
         return {"kind": "record", "directory": self.directory, "file": self.file, "offset": self.offset,
@@ -76,6 +80,7 @@ class KahaDirRecovery:
     open_transactions_dropped: int = 0
     lost: list[KahaLost] = field(default_factory=list)
     missing: list[dict] = field(default_factory=list)  # journal files the index still references
+    transactions: list[dict] = field(default_factory=list)  # left out whole: they lost a record
     files_after: int = 0
 
     def to_json(self) -> dict:
@@ -114,12 +119,17 @@ class KahaRecoverReport:
         return Verdict.CRITICAL if self.kept == 0 else Verdict.WARNING
 
     def to_json(self) -> dict:
-        lost = [x.to_json() for x in self.lost] + self.missing
+        lost = [x.to_json() for x in self.lost] + [t for d in self.directories for t in d.transactions] + \
+            self.missing
         return {"verdict": self.verdict.name, "kind": "kahadb", "mode": "dry-run" if self.dry_run else "copy",
                 "source": self.source, "destination": self.destination,
-                "counts": {"recordsKept": self.kept, "recordsLost": len(self.lost), "damagedRecords": len(self.lost),
+                "counts": {"recordsKept": self.kept,
+                           "recordsLost": len(self.lost) + sum(t["records"] for d in self.directories
+                                                               for t in d.transactions),
+                           "damagedRecords": len(self.lost),
                            "damagedRecordsDecoded": sum(1 for x in self.lost if x.decoded),
-                           "bytesSkipped": sum(x.length for x in self.lost), "transactionsNotCommitted": 0,
+                           "bytesSkipped": sum(x.length for x in self.lost),
+                           "transactionsNotCommitted": sum(len(d.transactions) for d in self.directories),
                            "filesLost": len(self.missing), "undeleted": 0},
                 "lost": lost, "journals": [d.to_json() for d in self.directories],
                 "findings": [f.to_json() for f in self.findings]}
@@ -162,6 +172,7 @@ def _decode_range(directory: str, path: Path, first: int, last: int, reason: str
             item.message_id = getattr(cmd, "message_id", None) or None
             tx = getattr(cmd, "transaction", None)
             item.transaction = str(tx) if tx is not None else None
+            item.tx_key = tx.key if tx is not None else None
         out.append(item)
         pos += length
     if pos < end - first:  # what follows the last decodable record (or the whole range)
@@ -210,6 +221,13 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
                                        f"the store is in use ({held[0].describe()}): the copy may be torn",
                                        str(store.root)))
     results = load_store(store, progress=progress)
+    lost_by_dir = {str(d.directory): _lost_of(d, str(Path(d.directory).relative_to(store.root)
+                                                  if store.multi else Path(".")))
+                   for d in results}
+    bad = frozenset(x.tx_key for lost in lost_by_dir.values() for x in lost if x.tx_key is not None)
+    if bad:
+        # a transaction with a record in a damaged batch is not committed half: replay again without it
+        results = load_store(store, drop_transactions=bad)
     tmp = None
     if dest is not None:
         parent = dest.parent if str(dest.parent) else Path(".")
@@ -224,7 +242,10 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
             rel = Path(d.directory).relative_to(store.root) if store.multi else Path(".")
             rec = KahaDirRecovery(str(d.directory), files=len(d.files), bytes=sum(f.size for f in d.files))
             report.directories.append(rec)
-            rec.lost = _lost_of(d, str(rel))
+            rec.lost = lost_by_dir[str(d.directory)]
+            for key, tx in d.replay.dropped.items():
+                rec.transactions.append({"kind": "transaction", "directory": str(rel), "txId": str(tx.id),
+                                         "reason": "records-lost", "records": tx.sends + tx.acks, "lost": True})
             found: list[Finding] = []
             verify_directory(d, found)  # verify's own judgement of files the index needs but that are gone
             for f in found:

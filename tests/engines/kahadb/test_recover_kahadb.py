@@ -160,3 +160,37 @@ def test_missing_log_file_is_listed(tmp_path, run_cli):
     assert [(x["reason"], x["fileId"]) for x in missing] == [("missing-journal-file", int(victim.name[3:-4]))]
     assert doc["counts"]["filesLost"] == 1
     assert state(tmp_path / "dest") == expected
+
+
+def test_transaction_with_a_lost_record_is_left_out_whole(tmp_path, run_cli):
+    """A local transaction's sends sit in several batches before its COMMIT: the broker would commit the
+    sends that survive. recover leaves the whole transaction out."""
+    root = _copy(tmp_path, "tx")
+    before = state(root)
+    by_tx: dict = {}
+    for p, b, cmds in _batches(root):
+        for c in cmds:
+            tx = getattr(c, "transaction", None)
+            if tx is not None:
+                by_tx.setdefault(tx.key, []).append((p, b, c))
+    key, items = next((k, v) for k, v in by_tx.items()
+                      if any(c.type is EntryType.COMMIT for _p, _b, c in v)
+                      and len({(p, b.offset) for p, b, c in v if c.type is EntryType.ADD_MESSAGE}) > 2)
+    sends = {c.message_id for _p, _b, c in items if c.type is EntryType.ADD_MESSAGE}
+    p, b, _c = next(x for x in items if x[2].type is EntryType.ADD_MESSAGE)
+    in_batch = [c for pp, bb, cmds in _batches(root) if pp == p and bb == b for c in cmds]
+    _break(p, b)
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1
+    txs = [x for x in doc["lost"] if x["kind"] == "transaction"]
+    assert len(txs) == 1 and txs[0]["reason"] == "records-lost"
+    assert txs[0]["records"] == len(sends) - sum(1 for c in in_batch if c.type is EntryType.ADD_MESSAGE
+                                                  and getattr(c, "transaction", None) is not None
+                                                  and c.transaction.key == key)
+    assert doc["counts"]["transactionsNotCommitted"] == 1
+    after = state(tmp_path / "dest")
+    live_after = {m for k, ids in after.items() if not k.startswith("prepared") for m in ids}
+    assert not (live_after & sends)  # none of the transaction's sends, not even those in intact batches
+    gone = {c.message_id for c in in_batch if c.type is EntryType.ADD_MESSAGE}
+    assert after == _without(before, sends | gone)
