@@ -10,7 +10,7 @@ import pytest
 
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command
-from tests.engines.kahadb.test_compact import DATASETS, ROOT, _copy, state
+from tests.engines.kahadb.test_compact import DATASETS, _copy, state
 from tests.support import tree_hashes
 
 pytestmark = pytest.mark.skipif(not DATASETS, reason="KahaDB fixtures absent")

@@ -32,7 +32,6 @@ was lost or is doubtful, CRITICAL (2) when nothing could be saved.
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
