@@ -83,25 +83,28 @@ def _clone_or_copy(src: Path, dst: Path, done: CarriedOver, warnings: list[str])
     done.bytes += st.st_size
 
 
-def _copy_tree(src: Path, dst: Path, done: CarriedOver, warnings: list[str]) -> None:
+def _copy_tree(src: Path, dst: Path, done: CarriedOver, warnings: list[str], exclude=frozenset()) -> None:
     dst.mkdir()
     warnings.extend(atomic.copy_owner_and_mode(src, dst))
     for entry in sorted(os.scandir(src), key=lambda e: e.name):
         path = Path(entry.path)
+        if path in exclude:
+            continue
         if entry.is_dir(follow_symlinks=False):
-            _copy_tree(path, dst / entry.name, done, warnings)
+            _copy_tree(path, dst / entry.name, done, warnings, exclude)
         elif entry.is_file(follow_symlinks=False):
             _clone_or_copy(path, dst / entry.name, done, warnings)
     atomic.fsync_dir(dst)
 
 
-def carry_over(store, dest: Path, warnings: list[str]) -> CarriedOver:
+def carry_over(store, dest: Path, warnings: list[str], exclude=frozenset()) -> CarriedOver:
     """Copy ``store``'s paging and large-messages directories (under their own names) and its node ID file
-    into ``dest``, the directory that receives the compacted journals as its sub-directories."""
+    into ``dest``, the directory that receives the compacted journals as its sub-directories. Files whose
+    paths are in ``exclude`` are left out (``recover``: damaged page and large-message files)."""
     done = CarriedOver()
     for directory in (store.paging_dir, store.large_messages_dir):
         if directory is not None and Path(directory).is_dir():
-            _copy_tree(Path(directory), dest / Path(directory).name, done, warnings)
+            _copy_tree(Path(directory), dest / Path(directory).name, done, warnings, exclude)
     if store.messages is not None:
         node = store.messages.directory / "server.lock"
         if node.is_file():

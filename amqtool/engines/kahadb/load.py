@@ -57,8 +57,10 @@ class DirResult:
 
 
 def load_directory(directory: Path, *, progress: Callable[[int], None] | None = None,
-                   checksums: bool = True, use_native: bool | None = None) -> DirResult:
-    """Scan, replay and index-read one store directory. ``use_native``: None = the C loop when built."""
+                   checksums: bool = True, use_native: bool | None = None,
+                   drop_transactions: frozenset = frozenset()) -> DirResult:
+    """Scan, replay and index-read one store directory. ``use_native``: None = the C loop when built.
+    ``drop_transactions`` (transaction keys): never committed (``recover``: they lost records)."""
     files = journal_files(directory)
     res = DirResult(directory, files, is_tx_store=directory.name == "txStore")
     res.index = load_index(directory)
@@ -66,7 +68,7 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
     last_update = (meta.last_update.log_id, meta.last_update.offset) if meta and meta.last_update else None
     if meta is not None and last_update is None:
         last_update = (-1, -1)  # never checkpointed: the broker replays the whole journal (§3.4)
-    rp = res.replay = Replay({f.id for f in files})
+    rp = res.replay = Replay({f.id for f in files}, drop_transactions)
     c_scan = native.kahadb_scan_file if use_native is not False else None
     if use_native and c_scan is None:
         raise RuntimeError(f"the C KahaDB scanner is not available: {native.NATIVE_REASON or 'not built'}")
@@ -225,8 +227,10 @@ def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileSca
         rp.last_ack_map_blob = ack_blob
 
 
-def load_store(store, *, progress=None, checksums: bool = True, use_native: bool | None = None) -> list[DirResult]:
-    results = [load_directory(Path(d), progress=progress, checksums=checksums, use_native=use_native)
+def load_store(store, *, progress=None, checksums: bool = True, use_native: bool | None = None,
+               drop_transactions: frozenset = frozenset()) -> list[DirResult]:
+    results = [load_directory(Path(d), progress=progress, checksums=checksums, use_native=use_native,
+                              drop_transactions=drop_transactions)
                for d in store.directories]
     if store.multi:
         tx_stores = [r for r in results if r.is_tx_store]

@@ -106,8 +106,12 @@ class Transaction:
 class Replay:
     """Apply decoded commands in journal order; read the outcome from the attributes."""
 
-    def __init__(self, existing_file_ids: set[int]):
+    def __init__(self, existing_file_ids: set[int], drop_transactions: frozenset = frozenset()):
         self.existing = existing_file_ids
+        # recover: transactions that lost a record to a damaged batch are never committed half; their
+        # COMMIT (or a txStore's) acts as a ROLLBACK and they are kept here (key -> Transaction)
+        self.drop_transactions = drop_transactions
+        self.dropped: dict[tuple, Transaction] = {}
         self.destinations: dict[str, DestinationState] = {}
         self.transactions: dict[tuple, Transaction] = {}
         self.finished: list[Transaction] = []  # resolved transactions, the first MAX_FINISHED kept
@@ -195,7 +199,10 @@ class Replay:
                 tx.records.append((file_id, offset, length))
                 return
             del self.transactions[cmd.transaction.key]
-            if t is EntryType.COMMIT:
+            if t is EntryType.COMMIT and tx.id.key in self.drop_transactions:
+                tx.state = "rolled-back"
+                self.dropped[tx.id.key] = tx
+            elif t is EntryType.COMMIT:
                 self._commit(tx)
             else:
                 tx.state = "rolled-back"
@@ -273,6 +280,11 @@ class Replay:
         tx = self.transactions.pop(key, None)
         if tx is None:
             return False
+        if key in self.drop_transactions:
+            tx.state = "rolled-back"
+            self.dropped[key] = tx
+            self._finished(tx)
+            return True
         self._commit(tx)
         self._finished(tx)
         return True

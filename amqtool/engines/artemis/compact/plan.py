@@ -264,10 +264,17 @@ def _kept_max_id(load: LoadResult) -> int:
 
 def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *,
                  progress: Callable[[int], None] | None = None, file_size_default: int | None = None,
-                 use_native: bool | None = None) -> _Prepared:
+                 use_native: bool | None = None, opened: OpenedJournal | None = None, on_file=None,
+                 record_filter: Callable[[tuple], bool] | None = None,
+                 after_load: Callable[[LoadResult], None] | None = None) -> _Prepared:
     """Load ``journal`` read-only and lay out its compacted form (nothing is written). ``use_native``:
-    lay out and later write with native/compact_write.c (None: when built) or with the Python reference."""
-    opened = open_journal(journal)
+    lay out and later write with native/compact_write.c (None: when built) or with the Python reference.
+
+    For ``recover``: ``opened`` is a journal view prepared by the caller (its refused files already dealt
+    with), ``on_file`` and ``record_filter`` go to :func:`load_journal`, and ``after_load(load)`` may drop
+    what must not be written (it runs before the layout)."""
+    if opened is None:
+        opened = open_journal(journal)
     if opened.skipped:
         s = opened.skipped[0]
         opened.close()
@@ -279,7 +286,9 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
         settings.file_size = infer_file_size(opened, file_size_default or journal.spec.default_file_size)
     report = JournalCompaction(kind=journal.kind, directory=str(journal.directory), settings=settings)
     report.pending = [{"code": p.code, "path": p.path, "message": p.message} for p in opened.pending]
-    load = load_journal(opened, progress=progress, sources=True)
+    load = load_journal(opened, progress=progress, sources=True, on_file=on_file, record_filter=record_filter)
+    if after_load is not None:
+        after_load(load)
     report.files_before = len(opened.files)
     report.bytes_before = opened.bytes_total()
     data_scans = [s for s in load.scans if s.has_data]

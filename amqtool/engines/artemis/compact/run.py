@@ -106,7 +106,8 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
     return reports
 
 
-def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool, store=None) -> None:
+def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool, store=None,
+                exclude=frozenset(), label: str = "compact", before_switch=None) -> None:
     """``-o DEST``: build the compacted store in a temporary sibling directory, then rename it into place,
     so DEST either does not exist (or stays empty) or holds the complete result. With ``store`` (a whole
     store was compacted), its page files, large-message files and node ID come along
@@ -116,7 +117,7 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
         raise UsageError(f"destination {dest} exists and is not an empty directory")
     parent = dest.parent if str(dest.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".{dest.name}.amqtool-compact-{os.getpid()}"
+    tmp = parent / f".{dest.name}.amqtool-{label}-{os.getpid()}"
     if tmp.exists():
         import shutil
         shutil.rmtree(tmp)
@@ -146,9 +147,11 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
         if store is not None and not single:
             from amqtool.engines.artemis.store_copy import carry_over
 
-            carried = carry_over(store, tmp, copies[0][0].report.warnings)
+            carried = carry_over(store, tmp, copies[0][0].report.warnings, exclude)
             for prep, _name in copies:
                 prep.report.carried_over = carried
+        if before_switch is not None:  # recover --undelete: append to the copy before it appears
+            before_switch(tmp)
         if dest.exists():
             dest.rmdir()
         atomic.rename(tmp, dest)
@@ -158,6 +161,6 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(err, OSError):
-            raise AmqtoolError(f"writing the compacted copy failed, source untouched: {err.strerror or err}",
+            raise AmqtoolError(f"writing the {label}ed copy failed, source untouched: {err.strerror or err}",
                                path=err.filename or str(dest)) from None
         raise

@@ -1,0 +1,142 @@
+"""``amqtool recover``: salvage what survives of a damaged store into a new store at DEST, never touching the
+source, and say exactly what did not survive.
+
+Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.recover.recover_store` (Artemis)
+or :func:`amqtool.engines.kahadb.recover.recover_kahadb` (KahaDB, mKahaDB), print.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from amqtool.commands.main import app
+from amqtool.commands.output import (
+    FORMAT_OPTION,
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    progress,
+    render_findings_text,
+    write_document,
+    write_lines,
+)
+from amqtool.errors import UsageError
+from amqtool.units import binary
+
+MAX_TEXT_LOST = 200  # lost items listed in text output (JSON lists them all)
+
+
+def _lost_line(item: dict) -> str:
+    kind = item["kind"]
+    if kind == "record" and "command" in item:  # KahaDB
+        what = [item["reason"]] + [f"{k}={item[k]}" for k in ("command", "messageId", "destination", "transaction")
+                                   if item.get(k)]
+        where = item["file"] if item["directory"] == "." else f"{item['directory']}/{item['file']}"
+        return f"  {where} @{item['offset']} ({item['length']} B): {' '.join(what)}"
+    if kind == "record":
+        what = []
+        if item["recordType"]:
+            what.append(item["recordType"])
+        for key, label in (("recordId", "id"), ("txId", "tx"), ("userRecordType", "userType"),
+                           ("messageId", "message"), ("queue", "queue"), ("queueId", "queueId")):
+            if item.get(key) is not None:
+                what.append(f"{label}={item[key]}")
+        desc = " ".join(what) if item["decoded"] else "undecodable bytes"
+        if not item["lost"]:
+            desc += " (doubtful: an EVENT record, which the load ignores)"
+        return f"  {item['file']} @{item['offset']} ({item['length']} B, {item['where']}): {desc}"
+    if kind == "transaction":
+        state = "lost" if item["lost"] else "rolled back as the broker would"
+        return f"  {item['journal']} transaction {item['txId']}: {item['reason']}, {item['records']} record(s), {state}"
+    return f"  {kind} {item['path']}: {item['reason']}"
+
+
+def _text(doc: dict) -> list[str]:
+    c = doc["counts"]
+    lines = [f"recover {doc['source']} -> {doc['destination'] or '(dry run)'}: {doc['verdict']}",
+             f"  records kept {c['recordsKept']}, lost {c['recordsLost']} ({c['damagedRecords']} damaged, "
+             f"{c['damagedRecordsDecoded']} decoded), bytes skipped {binary(c['bytesSkipped'])}, transactions "
+             f"not committed {c['transactionsNotCommitted']}, files lost {c['filesLost']}"]
+    if "undeleted" in doc:
+        lines.append(f"  undeleted {c['undeleted']} message(s), {c['unrecoverable']} found unrecoverable")
+        for u in doc["undeleted"][:MAX_TEXT_LOST]:
+            lines.append(f"  message {u['messageId']} back on {', '.join(u['queues'])} (deleted after "
+                         f"{u['deletedAfter'] or '?'}, before {u['deletedBefore'] or '?'})")
+        if len(doc["undeleted"]) > MAX_TEXT_LOST:
+            lines.append(f"  ... {len(doc['undeleted']) - MAX_TEXT_LOST} more (--format json lists them all)")
+    for j in doc.get("journals", []):
+        if "journal" in j:
+            lines.append(f"  {j['journal']} journal {j['directory']}: {j['files']} files, kept {j['recordsKept']}, "
+                         f"lost {j['recordsLost']}")
+        else:
+            lines.append(f"  KahaDB {j['directory']}: {j['action']}, {j['files']} files -> {j['filesAfter']}; kept "
+                         f"{j['messagesKept']} messages, {j['acksKept']} acks, {j['subscriptions']} subscriptions; "
+                         f"lost {j['recordsLost']}")
+    lost = doc["lost"]
+    if lost:
+        lines.append("lost or not carried over:")
+        lines.extend(_lost_line(x) for x in lost[:MAX_TEXT_LOST])
+        if len(lost) > MAX_TEXT_LOST:
+            lines.append(f"  ... {len(lost) - MAX_TEXT_LOST} more (--format json lists them all)")
+    return lines
+
+
+@app.command("recover")
+def recover(
+    path: Path = typer.Argument(..., help="Broker instance, data directory or journal directory (read only)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the recovered store to DEST (must not exist or be empty)."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what would be recovered and lost; write nothing."),
+    broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Read directories and journal settings from this broker.xml."),
+    activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="Read the KahaDB directory from this activemq.xml."),
+    undelete: bool = typer.Option(False, "--undelete", help="Bring back deleted messages whose records are still in the files."),
+    queue: Optional[list[str]] = typer.Option(None, "--queue", help="--undelete: only this queue (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--since", help="--undelete: only messages deleted at or after TIME (ISO 8601)."),
+    until: Optional[str] = typer.Option(None, "--until", help="--undelete: only messages deleted before TIME (ISO 8601)."),
+    fmt: OutputFormat = FORMAT_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Salvage a damaged store into a new one at DEST (the source is never written), or bring back deleted
+    messages (--undelete); report every lost record. Exit 0 nothing lost, 1 DEST lacks something, 2 nothing
+    saved."""
+    with guarded(fmt):
+        from amqtool.store.layout import ArtemisStore, detect
+
+        if output is None and not dry_run:
+            raise UsageError("recover needs -o DEST or --dry-run")
+        if output is not None and dry_run:
+            raise UsageError("-o/--output cannot be combined with --dry-run")
+        if not undelete and (queue or since or until):
+            raise UsageError("--queue, --since and --until select what --undelete brings back")
+        store = detect(path, broker_xml=broker_xml, activemq_xml=activemq_xml)
+        if isinstance(store, ArtemisStore):
+            from amqtool.engines.artemis.recover import RecoverRequest, recover_store
+
+            req = RecoverRequest(output=output, dry_run=dry_run)
+            total = sum(p.stat().st_size for jd in store.journals() for p in jd.journal_files())
+            with progress("recover", total or None, quiet) as advance:
+                if undelete:
+                    from amqtool.engines.artemis.recover.undelete import UndeleteFilter, recover_undelete
+
+                    report = recover_undelete(store, req, UndeleteFilter.parse(queue, since, until),
+                                              progress=advance)
+                else:
+                    report = recover_store(store, req, progress=advance)
+            doc = report.to_json()
+            verdict = report.verdict
+        else:
+            from amqtool.engines.kahadb.recover import KahaRecoverRequest, recover_kahadb
+
+            if undelete:
+                raise UsageError("--undelete is implemented for Artemis stores only")
+            report = recover_kahadb(store, KahaRecoverRequest(output=output, dry_run=dry_run))
+            doc = report.to_json()
+            verdict = report.verdict
+        if fmt in (OutputFormat.json, OutputFormat.jsonl):
+            write_document(doc, fmt, lists=("lost", "undeleted", "unrecoverable", "findings", "journals"))
+        else:
+            write_lines(_text(doc))
+            render_findings_text(report.findings)
+        finish(verdict)

@@ -1,0 +1,68 @@
+"""`amqtool recover` on the command line: usage errors are exit 3 with one line, DEST must be new, jsonl and
+text carry the same verdict, the man page documents every option."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.engines.artemis.recover_helpers import break_record, oracle_copy, records
+from tests.support import ORACLE, REPO
+
+pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="oracle fixtures not found")
+
+
+@pytest.mark.parametrize("args", [
+    [],  # neither -o nor --dry-run
+    ["-o", "{dest}", "--dry-run"],
+    ["--dry-run", "--queue", "orders"],  # --queue without --undelete
+])
+def test_usage_errors(tmp_path, run_cli, args):
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+    code, out, err = run_cli("recover", src, *[a.format(dest=tmp_path / "d") for a in args])
+    assert code == 3 and out == ""
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_destination_must_be_new_and_outside_the_source(tmp_path, run_cli):
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    code, _out, err = run_cli("recover", src, "-o", tmp_path / "full")
+    assert code == 3 and "not an empty directory" in err
+    code, _out, err = run_cli("recover", src, "-o", src / "inside")
+    assert code == 3 and "inside the source" in err
+    assert not (src / "inside").exists()
+
+
+def test_unknown_store_is_exit_3(tmp_path, run_cli):
+    (tmp_path / "empty").mkdir()
+    code, _out, err = run_cli("recover", tmp_path / "empty", "--dry-run")
+    assert code == 3 and err.strip()
+
+
+def test_jsonl_and_text(tmp_path, run_cli):
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+    path, rec = records(src)[7]
+    break_record(path, rec, 0)
+    code, out, _err = run_cli("recover", src, "--dry-run", "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    lost = [r for r in rows if r.get("kind") == "record"]
+    assert [r["recordId"] for r in lost] == [rec[5]]
+    summary = [r for r in rows if r["record"] == "summary"][0]
+    assert summary["verdict"] == "WARNING" and summary["counts"]["recordsLost"] == 1
+    code, out, _err = run_cli("recover", src, "-o", tmp_path / "dest")
+    assert code == 1
+    assert f"id={rec[5]}" in out and "records kept 259, lost 1" in out
+
+
+def test_man_page_documents_the_options():
+    page = (REPO / "man" / "amqtool-recover.1").read_text()
+    for opt in ("--output", "--dry-run", "--undelete", "--queue", "--since", "--until", "--format",
+                "--broker-xml", "--quiet"):
+        assert opt.replace("-", r"\-") in page, opt
+    for field in ("recordsKept", "recordsLost", "bytesSkipped", "recordId", "messageId", "queue"):
+        assert field in page, field
+    assert re.search(r"\.SH EXIT STATUS", page)
