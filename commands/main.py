@@ -44,6 +44,7 @@ def _register() -> None:
         create_cmd,
         export_cmd,
         print_cmd,
+        stat_cmd,
         verify_cmd,
     )
 

@@ -143,6 +143,9 @@ class PagingVerifier:
         self.summary = PagingSummary()
         self._tables: WalkTables | None = None
         self._gaps: list[tuple[PageStore, list[int], int, list[int]]] = []
+        self.expected: dict[int, int] = {}  # after verify(): queue id -> paged messages it still has to consume
+        # after verify(): page folder -> [pages holding messages some queue still has to consume, those messages]
+        self.pending_by_folder: dict[str, list[int]] = {}
 
     def add_bindings(self, result) -> None:
         self.view.add_bindings(result)
@@ -165,6 +168,7 @@ class PagingVerifier:
         for ps in stores:
             self.summary.stores += 1
             self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
+        self.expected = expected
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -248,6 +252,7 @@ class PagingVerifier:
                 self.summary.bytes += pf.size
                 buf = pf.buf
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
+                pending_before = self.summary.pending_messages
                 if use_native:
                     end, error = self._walk_page(buf, pf.size, pid, account)
                 else:
@@ -268,6 +273,10 @@ class PagingVerifier:
                             f"page {pid} message {number}: {err.message}; the broker stops reading this page "
                             f"there: this message and the {after - 1} after it are not delivered", str(path), off,
                             {"page": pid, "message": number, "messagesLost": after}))
+                if self.summary.pending_messages > pending_before:
+                    figures = self.pending_by_folder.setdefault(folder, [0, 0])
+                    figures[0] += 1
+                    figures[1] += self.summary.pending_messages - pending_before
                 if self.progress is not None:
                     self.progress(pf.size)
                 if end is None or end.reason == END_CLEAN:
