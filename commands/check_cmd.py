@@ -11,8 +11,8 @@ from typing import List, Optional
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -46,9 +46,14 @@ DEVICE_BLOCK_SIZE = typer.Option(None, "--journal-device-block-size",
 PROBE_SECONDS = typer.Option(3.0, "--probe-seconds", help="Length of the fsync-rate probe in `check all` (0 = skip).")
 
 
-def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
-    if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        write_document({"check": name, **report.to_json()}, fmt)
+def _emit(name: str, report, mfmt: MetricFormat, quiet: bool, metrics_file: str | None = None) -> None:
+    fmt = document_format(mfmt)
+    doc = {"check": name, **report.to_json()}
+    publish("check", ",".join(sorted({f.path for f in report.findings if f.path})), doc, mfmt, metrics_file)
+    if mfmt is MetricFormat.prometheus:
+        pass
+    elif fmt in (OutputFormat.json, OutputFormat.jsonl):
+        write_document(doc, fmt)
     else:
         _table(name, report)
     finish(report.verdict)
@@ -81,15 +86,16 @@ def write_cache(
     activemq_xml: Optional[str] = ACTIVEMQ_XML,
     root: str = typer.Option("/", "--root", hidden=True,
                              help="Read sys/, proc/self/mountinfo and run/udev/data from a recorded tree."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
-    with guarded(fmt):
+    with guarded(document_format(fmt)):
         from amqtool.engines.check import check_write_cache, configure
 
         cfg = configure(paths, broker_xml, activemq_xml)
-        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet)
+        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file)
 
 
 @check_app.command("disk-space")
@@ -99,15 +105,16 @@ def disk_space(
     activemq_xml: Optional[str] = ACTIVEMQ_XML,
     max_disk_usage: Optional[int] = MAX_DISK_USAGE,
     min_disk_free: Optional[str] = MIN_DISK_FREE,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
-    with guarded(fmt):
+    with guarded(document_format(fmt)):
         from amqtool.engines.check import check_disk_space, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
-        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet)
+        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file)
 
 
 @check_app.command("aio")
@@ -116,16 +123,17 @@ def aio(
     broker_xml: Optional[str] = BROKER_XML,
     journal_max_io: Optional[int] = JOURNAL_MAX_IO,
     journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
-    with guarded(fmt):
+    with guarded(document_format(fmt)):
         from amqtool.engines.check import check_aio, configure
 
         cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
                         journal_device_block_size=journal_device_block_size)
-        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet)
+        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet, metrics_file)
 
 
 @check_app.command("all")
@@ -138,11 +146,12 @@ def check_all(
     journal_max_io: Optional[int] = JOURNAL_MAX_IO,
     journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
     probe_seconds: float = PROBE_SECONDS,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
-    with guarded(fmt):
+    with guarded(document_format(fmt)):
         from amqtool.engines.check import check_all as run_all, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
@@ -153,4 +162,4 @@ def check_all(
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
                          cfg.journal_type, probe_seconds)
-        _emit("all", report, fmt, quiet)
+        _emit("all", report, fmt, quiet, metrics_file)

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -97,7 +97,8 @@ def stat(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
     broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
     activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    mfmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     sort: SortKey = typer.Option(SortKey.bytes, "--sort", help="Order queues by bytes, messages (largest first) or oldest."),
     top: int = typer.Option(None, "--top", help="Only the first N queues after sorting."),
     at: int = typer.Option(None, "--at", metavar="MILLIS", help="Judge expiry, schedules and ages at this instant (epoch ms; default now)."),
@@ -105,6 +106,7 @@ def stat(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Per queue, paged address and journal: messages, bytes, oldest message, what compaction would free."""
+    fmt = document_format(mfmt)
     with guarded(fmt):
         if top is not None and top < 0:
             raise UsageError("--top must be 0 or more")
@@ -115,7 +117,10 @@ def stat(
         with progress("reading", None, quiet) as advance:
             doc = stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance)
         verdict = Verdict[doc["verdict"]]
-        if fmt is OutputFormat.text:
+        publish("stat", doc["path"], doc, mfmt, metrics_file)
+        if mfmt is MetricFormat.prometheus:
+            pass
+        elif fmt is OutputFormat.text:
             render_tables(doc)
         else:
             write_document(doc, fmt, lists=("queues", "addresses", "journals"))

@@ -6,8 +6,8 @@ import sys
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -24,10 +24,12 @@ def verify(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
     broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
     activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    mfmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
+    fmt = document_format(mfmt)
     with guarded(fmt):
         from amqtool.store.layout import detect
 
@@ -44,18 +46,22 @@ def verify(
                 report = verify_store(store, progress=advance)
             findings, summary = report.findings, report.summary()
         verdict = overall_verdict(findings)
-        if fmt is OutputFormat.text:
+        doc = {
+            "verdict": verdict.name,
+            "kind": store.kind,
+            "path": str(store.root),
+            "findings": [f.to_json() for f in findings],
+            "summary": summary,
+        }
+        publish("verify", str(store.root), doc, mfmt, metrics_file)
+        if mfmt is MetricFormat.prometheus:
+            pass
+        elif fmt is OutputFormat.text:
             render_findings_text(findings)
             sys.stdout.write(_summary_line(summary))
             sys.stdout.write(f"verdict: {verdict.name}\n")
         else:
-            write_document({
-                "verdict": verdict.name,
-                "kind": store.kind,
-                "path": str(store.root),
-                "findings": [f.to_json() for f in findings],
-                "summary": summary,
-            }, fmt)
+            write_document(doc, fmt)
         finish(verdict)
 
 
