@@ -63,10 +63,19 @@ class _Tx(TransactionCounter):
         self.neg: list[tuple[int, int]] = []
 
 
-def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
+def reclaimable_files(opened: OpenedJournal, *, appended: list[tuple[int, int]] | None = None,
+                      counts_out: dict | None = None) -> tuple[list[int], list[int]]:
     """Indexes (into ``opened.files``) of the files the Reclaimer would free, and of the data files.
 
     Returns ``(reclaimable, data_files)``; the current file (last data file) is never reclaimable.
+
+    ``appended``: (record type UPDATE or DELETE, record id) records taken as written in a file after the
+    current one, itself followed by a new current file (``print --pins --drain``: the acks and deletes of
+    draining a queue; the Reclaimer counts a file's negatives only once it is no longer the current file, so
+    the answer is what goes once the drain's records have rolled into a data file). Only files of
+    ``opened`` are returned; the current file becomes a candidate like any other. ``counts_out``: filled with ``counts`` (per file index: ``pos``, the positives, and ``neg``,
+    {file index: negatives it holds against that file}) and ``open_txs`` ({tx id: file indexes}) for
+    explaining why a file stays.
     """
     files = opened.files
     counts = [_Counts() for _ in files]
@@ -153,6 +162,18 @@ def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
                         counts[fi].inc_neg(tf)
         has_data[fi] = hd
 
+    if appended:
+        virtual = len(files)
+        counts += [_Counts(), _Counts()]  # the drain's file, then the new current file
+        has_data += [True, True]
+        for t, rid in appended:
+            if t == UPDATE:
+                update(rid, virtual)
+            elif t == DELETE:
+                delete(rid, virtual)
+    if counts_out is not None:
+        counts_out["counts"] = counts
+        counts_out["open_txs"] = {tx_id: sorted(tx.files) for tx_id, tx in txs.items()}
     data_files = [i for i, h in enumerate(has_data) if h]
     candidates = data_files[:-1]  # the last data file becomes the current file: never reclaimed
     neg_ok: set[int] = set()
@@ -174,6 +195,9 @@ def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
             if got >= need:
                 pos_ok.add(fi)
     reclaimable = [fi for fi in candidates if fi in neg_ok and fi in pos_ok]
+    if appended:
+        data_files = [i for i in data_files if i < len(files)]
+        reclaimable = [i for i in reclaimable if i < len(files)]
     return reclaimable, data_files
 
 
