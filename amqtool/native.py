@@ -215,3 +215,10 @@ describe_paged = getattr(_native, "describe_paged", None)
 # amqtool.engines.artemis.journal_print.queue_summary builds a BrokerState (the reference).
 tally_live = getattr(_native, "tally_live", None)
 tally_counts = getattr(_native, "tally_counts", None)
+
+# --- stat's per-queue figures (native/queue_stat.c) ------------------------------------------------------
+# stat_live(live, start, stop, data, file_index, acc, wbase, fsize) over runs of packed live entries, then
+# stat_queues(acc, now, overrides) -> {queue id: (messages, bytes, oldest, newest, expired, scheduled,
+# redelivered, large)}; or None, and amqtool.engines.stat.artemis builds a BrokerState (the reference).
+stat_live = getattr(_native, "stat_live", None)
+stat_queues = getattr(_native, "stat_queues", None)

@@ -8,6 +8,7 @@
  * live_json.c print's JSON for runs of live entries (SHA-256 through libcrypto)
  * describe.c `print --style artemis` lines (DescribeJournal) of journal records
  * queue_tally.c print JSON's per-queue summary from the packed live entries
+ * queue_stat.c  `stat`'s per-queue figures from the packed live entries
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
@@ -34,6 +35,8 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args);
 PyObject *amq_describe_paged(PyObject *self, PyObject *args);
 PyObject *amq_tally_live(PyObject *self, PyObject *args); /* queue_tally.c */
 PyObject *amq_tally_counts(PyObject *self, PyObject *args);
+PyObject *amq_stat_live(PyObject *self, PyObject *args); /* queue_stat.c */
+PyObject *amq_stat_queues(PyObject *self, PyObject *args);
 
 PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);

@@ -14,6 +14,10 @@ Mirrors, offline, what the broker's queue controls report (``QueueControlImpl.ge
   ADD_REFs of prepared XA transactions (held until the transaction manager decides); ``paged`` the paged
   messages the queue still has to consume (deliverable page entries whose cursor has not acknowledged
   them: the paging engine's queue states); ``large`` live large messages (ADD_LARGE_MESSAGE);
+The per-queue figures come from native/queue_stat.c over the packed live entries (messages' times read in
+place, refs/acks/delivery counts/schedules merged in C) when the extension is built, else from the Python
+reference (:func:`queue_figures_reference`: a BrokerState and :func:`message_times`), the same numbers.
+
 * an address row per page store: its page files and bytes, and the pages still holding a message some
   queue has to consume (``PageCursorProviderImpl`` cannot delete those pages);
 * a journal row per journal: files, bytes, live ratio, and the bytes ``compact`` (the planned layout, as
@@ -106,7 +110,7 @@ def _paging(store, results, row_for: Callable[[int], dict]) -> list[dict]:
     from amqtool.engines.artemis.paging.stores import find_page_stores
     from amqtool.engines.artemis.paging.verify import PagingVerifier
 
-    verifier = PagingVerifier(store)
+    verifier = PagingVerifier(store, figures_only=True)
     if "bindings" in results:
         verifier.add_bindings(results["bindings"])
     if "messages" in results:
@@ -129,9 +133,86 @@ def _paging(store, results, row_for: Callable[[int], dict]) -> list[dict]:
     return rows
 
 
+FIGURES = ("messages", "bytes", "oldest", "newest", "expired", "scheduled", "redelivered", "large")
+
+
+def queue_figures_reference(bindings, messages, now: int) -> tuple[dict[int, tuple], dict[int, int]]:
+    """({queue id: (messages, bytes, oldest, newest, expired, scheduled, redelivered, large)}, {queue id:
+    references held by prepared transactions}) from a BrokerState of the messages journal (decode=
+    DELIVERY_TYPES) and :func:`message_times`: the reference of :func:`queue_figures_native`. oldest/newest
+    are 0 when no message of the queue has a timestamp."""
+    from amqtool.engines.artemis.broker_state import DELIVERY_TYPES, build_broker_state
+
+    state = build_broker_state(bindings, messages, decode=DELIVERY_TYPES)
+    live = list(state.live_messages())
+    times = _message_times(state, [mid for mid, _ in live])
+    acc: dict[int, list[int]] = {}
+    for mid, qids in live:
+        rec = state.message_records[mid]
+        stamp, expiration = times[mid]
+        for qid in qids:
+            f = acc.setdefault(qid, [0, 0, 0, 0, 0, 0, 0, 0])
+            f[0] += 1
+            f[1] += rec.body_len
+            if stamp > 0:
+                f[2] = stamp if f[2] == 0 else min(f[2], stamp)
+                f[3] = max(f[3], stamp)
+            f[4] += 0 < expiration <= now
+            f[5] += state.scheduled.get((mid, qid), 0) > now
+            f[6] += state.delivery_counts.get((mid, qid), 0) > 0
+            f[7] += rec.user_record_type == 30
+    prepared: dict[int, int] = {}
+    for tx in state.prepared:
+        for qids in tx.refs.values():
+            for qid in qids:
+                prepared[qid] = prepared.get(qid, 0) + 1
+    return {q: tuple(f) for q, f in acc.items()}, prepared
+
+
+def queue_figures_native(messages, now: int) -> tuple[dict[int, tuple], dict[int, int]] | None:
+    """:func:`queue_figures_reference` in C (native/queue_stat.c) over the packed live entries, read through
+    bounded windows; None without the extension or with a Python load."""
+    from amqtool import native
+    from amqtool.engines.artemis.load import LiveList
+    from amqtool.formats.artemis.message import message_times
+    from amqtool.store.journal_files import BodyWindows
+
+    live = messages.live
+    if native.stat_live is None or not isinstance(live, LiveList):
+        return None
+    buf, n = live.buffer, len(live)
+    windows = BodyWindows(messages.opened)
+    acc, handback = bytearray(), []
+    sizes = [f.size for f in messages.files]
+    i = 0
+    while i < n:
+        rec = live[i]
+        base, data = windows.holding(rec.file_index, rec.body_offset, rec.body_len)
+        nxt = native.stat_live(buf, i, n, data, rec.file_index, acc, base, sizes[rec.file_index], handback)
+        if nxt == i:
+            raise RuntimeError(f"stat_live made no progress at live entry {i}")
+        i = nxt
+    overrides = {}
+    for idx in handback:  # messages C leaves to the Python decoders (AMQP large, unknown persisters)
+        rec = live[idx]
+        try:
+            overrides[rec.id] = message_times(messages.body(rec), rec.user_record_type)
+        except FormatError:
+            overrides[rec.id] = (0, 0)
+    prepared: dict[int, int] = {}
+    for tx in messages.prepared:
+        for rec in tx.records:
+            if rec.user_record_type == 32:
+                body = messages.body(rec)
+                if len(body) == 8:
+                    qid = int.from_bytes(body, "big", signed=True)
+                    prepared[qid] = prepared.get(qid, 0) + 1
+    return native.stat_queues(acc, now, overrides), prepared
+
+
 def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
     """The stat document's rows for an Artemis store (see the module docstring)."""
-    from amqtool.engines.artemis.broker_state import DELIVERY_TYPES, build_broker_state
+    from amqtool.engines.artemis.broker_state import build_broker_state
     from amqtool.engines.artemis.journal_print import PrintOptions, refused_verdict
     from amqtool.engines.stat import new_queue_row, see_time
 
@@ -139,7 +220,7 @@ def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None,
     journal_rows, results, opened_all, load_verdict = _load(store, progress, reclaim)
     verdict = max(verdict, load_verdict)
     try:
-        state = build_broker_state(results.get("bindings"), results.get("messages"), decode=DELIVERY_TYPES)
+        state = build_broker_state(results.get("bindings"), None)  # the queues; messages: below
         by_id: dict[int, dict] = {}
         by_name: dict[str, dict] = {}
 
@@ -158,31 +239,21 @@ def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None,
 
         for qid in state.queues:
             row_for(qid)
-        if state.messages_result is not None:
-            live = list(state.live_messages())
-            times = _message_times(state, [mid for mid, _ in live])
-            for mid, qids in live:
-                rec = state.message_records[mid]
-                stamp, expiration = times[mid]
-                expired = 0 < expiration <= now
-                large = rec.user_record_type == 30
-                for qid in qids:
-                    row = row_for(qid)
-                    row["messages"] += 1
-                    row["bytes"] += rec.body_len
-                    see_time(row, stamp)
-                    if expired:
-                        row["expired"] += 1
-                    if large:
-                        row["large"] += 1
-                    if state.scheduled.get((mid, qid), 0) > now:
-                        row["scheduled"] += 1
-                    if state.delivery_counts.get((mid, qid), 0) > 0:
-                        row["redelivered"] += 1
-            for tx in state.prepared:
-                for qids in tx.refs.values():
-                    for qid in qids:
-                        row_for(qid)["prepared"] += 1
+        messages = results.get("messages")
+        if messages is not None:
+            figures = queue_figures_native(messages, now)
+            if figures is None:
+                figures = queue_figures_reference(results.get("bindings"), messages, now)
+            per_queue, prepared = figures
+            for qid, f in per_queue.items():
+                row = row_for(qid)
+                for key, v in zip(FIGURES, f):
+                    if key in ("oldest", "newest"):
+                        see_time(row, v)
+                    else:
+                        row[key] += v
+            for qid, k in prepared.items():
+                row_for(qid)["prepared"] += k
         addresses = _paging(store, results, row_for)
     finally:
         for opened in opened_all:

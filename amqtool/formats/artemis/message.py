@@ -541,6 +541,8 @@ def message_times(body, user_record_type: int = 45) -> tuple[int, int]:
             return timestamp, expiration
     except (struct.error, IndexError):
         raise FormatError("message record too short for its headers") from None
+    if user_record_type == 31:
+        raise FormatError("ADD-MESSAGE (31) records of Artemis 1.x are not decodable")
     if user_record_type == 30:
         m = LargeMessage.decode(bytes(body))
     else:
