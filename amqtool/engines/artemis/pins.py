@@ -160,7 +160,7 @@ def artemis_pins(store, *, drain: str | None = None, progress: Callable[[int], N
     Reclaimer would free once that queue is drained."""
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.journal_print import PrintOptions, load_store, refused_verdict
-    from amqtool.engines.artemis.reclaim import reclaimable_files
+    from amqtool.engines.artemis.reclaim import reclaimable_after, reclaimable_files
     from amqtool.errors import UsageError
 
     verdict = refused_verdict(store, PrintOptions())
@@ -184,7 +184,7 @@ def artemis_pins(store, *, drain: str | None = None, progress: Callable[[int], N
                 known = sorted({q.name for q in state.queues.values()})
                 raise UsageError(f"--drain {drain!r}: no such queue (queues: {', '.join(known[:20]) or 'none'})")
             records, messages = drain_records(state, set(ids))
-            after, _ = reclaimable_files(result.opened, appended=records)
+            after = reclaimable_after(counts_out, records)  # the same pass's counts, copied
             freed = sorted(set(after) - set(reclaim))
             doc["drain"] = {"queue": drain, "matched": sorted(set(ids.values())), "messages": messages,
                             "filesFreed": [result.files[i].name for i in freed],

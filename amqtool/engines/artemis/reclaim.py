@@ -162,18 +162,17 @@ def reclaimable_files(opened: OpenedJournal, *, appended: list[tuple[int, int]] 
                         counts[fi].inc_neg(tf)
         has_data[fi] = hd
 
-    if appended:
-        virtual = len(files)
-        counts += [_Counts(), _Counts()]  # the drain's file, then the new current file
-        has_data += [True, True]
-        for t, rid in appended:
-            if t == UPDATE:
-                update(rid, virtual)
-            elif t == DELETE:
-                delete(rid, virtual)
+    scan = {"counts": counts, "records": records, "has_data": has_data,
+            "open_txs": {tx_id: sorted(tx.files) for tx_id, tx in txs.items()}}
     if counts_out is not None:
-        counts_out["counts"] = counts
-        counts_out["open_txs"] = {tx_id: sorted(tx.files) for tx_id, tx in txs.items()}
+        counts_out.update(scan)
+    if appended:
+        return reclaimable_after(scan, appended), [i for i, h in enumerate(has_data) if h]
+    return _decide(counts, has_data)
+
+
+def _decide(counts: list, has_data: list[bool]) -> tuple[list[int], list[int]]:
+    """``Reclaimer.scan`` over the data files (criterion 2, then 1, both sticky), never the last one."""
     data_files = [i for i, h in enumerate(has_data) if h]
     candidates = data_files[:-1]  # the last data file becomes the current file: never reclaimed
     neg_ok: set[int] = set()
@@ -195,10 +194,37 @@ def reclaimable_files(opened: OpenedJournal, *, appended: list[tuple[int, int]] 
             if got >= need:
                 pos_ok.add(fi)
     reclaimable = [fi for fi in candidates if fi in neg_ok and fi in pos_ok]
-    if appended:
-        data_files = [i for i in data_files if i < len(files)]
-        reclaimable = [i for i in reclaimable if i < len(files)]
     return reclaimable, data_files
+
+
+def reclaimable_after(scan: dict, appended: list[tuple[int, int]]) -> list[int]:
+    """The files the Reclaimer frees once ``appended`` (UPDATE/DELETE, record id) is written in a file after
+    the current one and that file has rolled over (see :func:`reclaimable_files`), from the ``counts_out``
+    of one :func:`reclaimable_files` pass, which is left as it was."""
+    counts = [_Counts(c.pos, dict(c.neg)) for c in scan["counts"]]
+    has_data = list(scan["has_data"])
+    n = len(counts)
+    counts += [_Counts(), _Counts()]  # the drain's file, then the new current file
+    has_data += [True, True]
+    records = scan["records"]
+    updates: dict[int, int] = {}  # record id -> its updates in the drain's file
+    deleted: set[int] = set()
+    for t, rid in appended:
+        rec = records.get(rid)
+        if rec is None or rid in deleted:
+            continue
+        if t == UPDATE:
+            updates[rid] = updates.get(rid, 0) + 1
+            counts[n].pos += 1
+        elif t == DELETE:
+            deleted.add(rid)
+            counts[n].inc_neg(rec.add_file)
+            for uf, k in rec.updates.items():
+                counts[n].inc_neg(uf, k)
+            if rid in updates:
+                counts[n].inc_neg(n, updates[rid])
+    reclaimable, _ = _decide(counts, has_data)
+    return [i for i in reclaimable if i < n]
 
 
 def _state(load) -> tuple:
