@@ -88,6 +88,8 @@ def _nagios_thresholds(nagios: bool, warning, critical, fmt) -> tuple | None:
         if warning or critical:
             raise UsageError("-w/-c are thresholds of --nagios")
         return None
+    if fmt is not MetricFormat.text:
+        raise UsageError("--nagios prints its own status line; use --metrics-file, not --format, beside it")
     return (plugin.parse_thresholds(warning, "headroom_pct", NAGIOS_LABELS),
             plugin.parse_thresholds(critical, "headroom_pct", NAGIOS_LABELS))
 

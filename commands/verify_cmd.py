@@ -42,6 +42,9 @@ def verify(
     if (warning or critical) and not nagios:
         with guarded(fmt):
             raise UsageError("-w/-c are thresholds of --nagios")
+    if nagios and mfmt is not MetricFormat.text:
+        with guarded(fmt):
+            raise UsageError("--nagios prints its own status line; use --metrics-file, not --format, beside it")
     if nagios:
         quiet = True
     with (plugin.nagios_guard() if nagios else guarded(fmt)):

@@ -101,7 +101,8 @@ def test_compact_and_check_metrics(demo, run_cli, run_json, tmp_path):
     _, cdoc, _ = run_json("check", "disk-space", tmp_path)
     s = _samples(text)
     fs = cdoc["checks"]["filesystems"][0]
-    assert _one(s, "amqtool_filesystem_headroom_bytes", path=str(tmp_path)) == fs["headroom"]
+    # a live disk: other writers move the figure between the two runs
+    assert _one(s, "amqtool_filesystem_headroom_bytes", path=str(tmp_path)) == pytest.approx(fs["headroom"], rel=0.01)
     assert _one(s, "amqtool_verdict", command="check") == code
 
 

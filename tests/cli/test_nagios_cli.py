@@ -83,6 +83,8 @@ def test_verify_critical_store_and_errors(demo, run_cli, tmp_path):
     code, out, _ = run_cli("verify", demo, "--nagios", "-w", "size=10")
     assert (parse(out)[0], code) == ("UNKNOWN", 3)
     assert run_cli("verify", demo, "-w", "10")[0] == 3  # thresholds without --nagios: usage error
+    assert run_cli("verify", demo, "--nagios", "--format", "json")[0] == 3  # one output form at a time
+    assert run_cli("check", "disk-space", tmp_path, "--nagios", "--format", "prometheus")[0] == 3
 
 
 def test_check_disk_space_headroom(run_cli, run_json, tmp_path):
