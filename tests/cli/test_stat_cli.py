@@ -187,3 +187,47 @@ def test_kahadb_fixtures_hold_back_counts(dataset, store, run_json):
                                                 and f["path"].endswith(".log"))
     for j in doc["journals"]:
         assert j["reclaimOnlyFrees"] is not None and 0 <= j["reclaimOnlyFrees"] <= j["bytes"]
+
+
+def test_kahadb_prepared_sends_are_held_back(tmp_path, run_cli, run_json):
+    """A crash right after an XA PREPARE (the mkahadb fixture's mk-tx-1: its COMMIT and everything after it
+    zeroed in fx.m.one's store, the index dropped so the journal is replayed, and the txStore, whose COMMIT
+    would resolve it, not written yet): the transaction's sends count as prepared on their destination, not
+    as live messages."""
+    import os
+    import shutil
+
+    if not KAHADB.is_dir():
+        pytest.skip(f"KahaDB fixtures not found at {KAHADB}")
+    manifest = json.loads((KAHADB / "mkahadb" / "manifest.json").read_text())
+    tx = next(t for t in manifest["transactions"] if t["transaction"] == "mk-tx-1")
+    held = sum(1 for fx in tx["fx_ids"] if "fx.m.one" in fx)
+    store = tmp_path / "mkahadb"
+    shutil.copytree(KAHADB / "mkahadb" / "mkahadb", store)
+    for dirpath, _, names in os.walk(store):
+        for n in names:
+            os.chmod(os.path.join(dirpath, n), 0o644)
+    sub = store / "queue#3a#2f#2ffx.m.one"
+    code, out, _ = run_cli("print", sub, "--format", "jsonl", "--safe")
+    rows = [json.loads(x) for x in out.splitlines()]
+    prepare = next(r for r in rows if r.get("type") == "KAHA_PREPARE_COMMAND")
+    path = sub / prepare["file"]
+    end = prepare["offset"] + prepare["length"]
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:  # as if the broker stopped right after the PREPARE
+        fh.seek(end)
+        fh.write(b"\0" * (size - end))
+    for later in sub.glob("db-*.log"):
+        if int(later.stem.split("-")[1]) > int(path.stem.split("-")[1]):
+            later.unlink()
+    for index in ("db.data", "db.redo"):
+        (sub / index).unlink()
+    shutil.rmtree(store / "txStore")
+    _, printed, _ = run_json("print", store, "--safe")
+    open_tx = [t for s in printed["stores"] for t in s["transactions"] if t["state"] == "prepared"]
+    assert len(open_tx) == 1 and open_tx[0]["sendsTo"] == {"0:fx.m.one": held}
+    code, doc, _ = run_json("stat", store)
+    rows = _rows(doc)
+    assert rows[("fx.m.one", None)]["prepared"] == held == 2
+    assert sum(r["prepared"] for r in doc["queues"]) == held
+    assert code == 1 and doc["verdict"] == "WARNING"  # a store with a prepared transaction, as print says

@@ -7,8 +7,9 @@
 * one per queue (and per topic: its live messages) and one per durable subscription (the messages it still
   owes), with ``bytes`` the journal record bytes, oldest/newest the OpenWire ``timestamp``, ``expired`` an
   ``expiration`` already passed (the broker drops them only when it dispatches or sweeps them),
-  ``redelivered`` a stored ``redeliveryCounter`` above 0, ``prepared`` messages added by prepared XA
-  transactions (held until the transaction manager decides); ``scheduled``, ``paged`` and ``large`` do not
+  ``redelivered`` a stored ``redeliveryCounter`` above 0, ``prepared`` the sends of prepared XA
+  transactions to it (``MessageDatabase`` keeps them out of the destination until the outcome; held until the
+  transaction manager decides); ``scheduled``, ``paged`` and ``large`` do not
   apply to KahaDB (scheduled messages live in the separate JobScheduler store) and stay 0;
 * one journal row per (sub-)store: files, bytes, live ratio, what ``compact`` would free (its dry run), and
   what the broker's next GC pass would free (``reclaimOnlyFrees``: the collectable files of ``print --pins``).
@@ -36,6 +37,7 @@ def kahadb_stat(store, now: int, progress: Callable[[int], None] | None = None, 
     symmetry: the GC figure comes with the pins at no extra cost."""
     from amqtool.engines import kahadb
     from amqtool.engines.kahadb.compact import KahaCompactRequest, compact_kahadb
+    from amqtool.engines.kahadb.pins import qualified
     from amqtool.engines.stat import new_queue_row
     from amqtool.errors import AmqtoolError
 
@@ -47,16 +49,16 @@ def kahadb_stat(store, now: int, progress: Callable[[int], None] | None = None, 
     rows: list[dict] = []
     journals: list[dict] = []
     for st in doc["stores"]:
-        prepared_ids: set[str] = set()
+        held: dict[str, int] = {}  # destination key -> sends of prepared transactions
         for tx in st["transactions"]:
             if tx.get("state") == "prepared":
-                prepared_ids.add(tx["id"])
+                for key, n in tx.get("sendsTo", {}).items():
+                    held[key] = held.get(key, 0) + n
         for dest in st["destinations"]:
             row = new_queue_row(dest["name"], dest["qualifiedName"], dest["type"])
             for m in dest["live"]:
                 _add_message(row, m, now)
-                if m.get("transaction") in prepared_ids:
-                    row["prepared"] += 1
+            row["prepared"] = held.pop(dest["key"], 0)
             rows.append(row)
             for sub in dest["subscriptions"]:
                 srow = new_queue_row(dest["name"], dest["qualifiedName"], dest["type"],
@@ -64,6 +66,10 @@ def kahadb_stat(store, now: int, progress: Callable[[int], None] | None = None, 
                 for m in sub["live"]:
                     _add_message(srow, m, now)
                 rows.append(srow)
+        for key, n in held.items():  # a destination with nothing live, only held sends
+            row = new_queue_row(key.partition(":")[2], qualified(key), None)
+            row["prepared"] = n
+            rows.append(row)
         files = st["files"]
         size = sum(f["size"] for f in files)
         live = sum(m.get("recordSize") or 0 for dest in st["destinations"] for m in dest["live"])
