@@ -121,7 +121,7 @@ def _nagios(name: str, doc: dict, report, warn: dict, crit: dict) -> None:
         next((f for f in findings if f["severity"] == "warning"), None)
     text = f"check {name}: {n_crit} critical, {n_warn} warning finding(s)"
     if worst is not None:
-        text += f"; first: {worst['code']}: {worst['message']}"
+        text += f"; first: {worst['code']}: {plugin.brief(worst['message'])}"
     plugin.emit(report.verdict, text, figures, warn, crit, label_of=lambda f: f.label.split(" ", 1)[0])
 
 

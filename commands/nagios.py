@@ -97,6 +97,12 @@ def parse_thresholds(values: list[str] | None, default_label: str, labels: set[s
     return out
 
 
+def brief(text: str, limit: int = 160) -> str:
+    """One finding's message shortened for the status line (the plugin output stays one readable line)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def _num(v: float) -> str:
     """A number as perfdata wants it: digits, a point, a sign; never an exponent."""
     if v == int(v):

@@ -120,5 +120,5 @@ def _nagios(store, doc: dict, warn: dict, crit: dict) -> None:
         next((f for f in findings if f["severity"] == "warning"), None)
     text = f"verify {doc['path']}: {n_crit} critical, {n_warn} warning finding(s)"
     if worst is not None:
-        text += f"; first: {worst['code']}: {worst['message']}"
+        text += f"; first: {worst['code']}: {plugin.brief(worst['message'])}"
     plugin.emit(Verdict[doc["verdict"]], text, figures, warn, crit)
