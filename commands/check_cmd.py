@@ -12,7 +12,14 @@ import typer
 
 from amqtool.commands.main import app
 from amqtool.commands import nagios as plugin
-from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
@@ -52,10 +59,10 @@ NAGIOS_LABELS = {"headroom_pct", "headroom", "used_pct", "findings_critical", "f
 
 
 def _emit(name: str, report, mfmt: MetricFormat, quiet: bool, metrics_file: str | None = None,
-          nagios: tuple | None = None) -> None:
+          nagios: tuple | None = None, label: str = "") -> None:
     fmt = document_format(mfmt)
     doc = {"check": name, **report.to_json()}
-    publish("check", ",".join(sorted({f.path for f in report.findings if f.path})), doc, mfmt, metrics_file)
+    publish("check", label, doc, mfmt, metrics_file)
     if nagios is not None:
         _nagios(name, doc, report, *nagios)
     if mfmt is MetricFormat.prometheus:
@@ -145,12 +152,14 @@ def write_cache(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
-    with (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
         thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_write_cache, configure
 
         cfg = configure(paths, broker_xml, activemq_xml)
-        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file, thresholds)
+        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))
 
 
 @check_app.command("disk-space")
@@ -168,12 +177,14 @@ def disk_space(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
-    with (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
         thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_disk_space, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
-        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file, thresholds)
+        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))
 
 
 @check_app.command("aio")
@@ -190,13 +201,15 @@ def aio(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
-    with (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+    with unknown_on_error("check", path, fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
         thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_aio, configure
 
         cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
                         journal_device_block_size=journal_device_block_size)
-        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet, metrics_file, thresholds)
+        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet, metrics_file, thresholds,
+              label=path)
 
 
 @check_app.command("all")
@@ -217,7 +230,8 @@ def check_all(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
-    with (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
         thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_all as run_all, configure
 
@@ -229,4 +243,5 @@ def check_all(
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
                          cfg.journal_type, probe_seconds)
-        _emit("all", report, fmt, quiet, metrics_file, thresholds)
+        _emit("all", report, fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))

@@ -5,13 +5,22 @@ Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.co
 """
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
@@ -93,7 +102,7 @@ def compact(
 
     fmt = document_format(mfmt)
     started = time.monotonic()
-    with guarded(fmt):
+    with unknown_on_error("compact", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
         from amqtool.store.brokerxml import parse_byte_size
         from amqtool.store.layout import ArtemisStore, detect
@@ -111,7 +120,7 @@ def compact(
             if given:
                 raise UsageError(f"{', '.join(given)}: Artemis journal option(s); this is a KahaDB store")
             _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                            metrics_file, started)
+                            metrics_file, started, os.path.abspath(path))
             return
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
@@ -137,7 +146,7 @@ def compact(
                "needed": any(r.needed for r in reports),
                "journals": [r.to_json() for r in reports],
                "findings": [f.to_json() for f in findings]}
-        publish("compact", str(store.root), doc, mfmt, metrics_file, seconds=time.monotonic() - started)
+        publish("compact", os.path.abspath(path), doc, mfmt, metrics_file, seconds=time.monotonic() - started)
         if mfmt is MetricFormat.prometheus:
             pass
         elif fmt in (OutputFormat.json, OutputFormat.jsonl):
@@ -149,7 +158,7 @@ def compact(
 
 
 def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                    metrics_file=None, started=None) -> None:
+                    metrics_file=None, started=None, label=None) -> None:
     import time
 
     fmt = document_format(mfmt)
@@ -187,7 +196,7 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
            "needed": any(r.reasons for r in reports),
            "stores": [r.to_json() for r in reports],
            "findings": [f.to_json() for f in findings]}
-    publish("compact", str(store.root), doc, mfmt, metrics_file,
+    publish("compact", label or str(store.root), doc, mfmt, metrics_file,
             seconds=None if started is None else time.monotonic() - started)
     if mfmt is MetricFormat.prometheus:
         pass

@@ -24,6 +24,8 @@ from __future__ import annotations
 import enum
 import sys
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import typer
 
@@ -165,9 +167,30 @@ def build_registry(command: str, path: str, doc: dict, *, seconds: float | None 
     return registry
 
 
+_published = [False]  # did this run publish its metrics (see unknown_on_error)
+
+
+@contextmanager
+def unknown_on_error(command: str, path, fmt: MetricFormat, metrics_file: str | None) -> Iterator[None]:
+    """A run that ends in UNKNOWN (exit 3: bad input, unreadable store, broker running) before it published
+    its metrics still publishes ``amqtool_verdict`` 3, so monitoring sees the failure instead of a stale
+    file. Wraps the command's ``guarded`` block."""
+    _published[0] = False
+    try:
+        yield
+    except typer.Exit as ex:
+        if ex.exit_code == 3 and not _published[0] and (fmt is MetricFormat.prometheus or metrics_file):
+            try:
+                publish(command, str(path), {"verdict": "UNKNOWN", "findings": []}, fmt, metrics_file)
+            except Exception:  # noqa: BLE001 - the error line is already out; never mask the exit code
+                pass
+        raise
+
+
 def publish(command: str, path: str, doc: dict, fmt: MetricFormat, metrics_file: str | None, *,
             seconds: float | None = None) -> None:
     """Write the metrics to stdout (``--format prometheus``) and/or atomically to ``metrics_file``."""
+    _published[0] = True
     if fmt is not MetricFormat.prometheus and not metrics_file:
         return
     from prometheus_client import generate_latest, write_to_textfile

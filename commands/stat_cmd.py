@@ -3,12 +3,20 @@ on disk (text tables, JSON, JSON lines). Thin: detect, :func:`amqtool.engines.st
 from __future__ import annotations
 
 import enum
+import os
 from datetime import datetime, timezone
 
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
@@ -107,7 +115,7 @@ def stat(
 ) -> None:
     """Per queue, paged address and journal: messages, bytes, oldest message, what compaction would free."""
     fmt = document_format(mfmt)
-    with guarded(fmt):
+    with unknown_on_error("stat", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         if top is not None and top < 0:
             raise UsageError("--top must be 0 or more")
         from amqtool.engines.stat import stat_store
@@ -117,7 +125,7 @@ def stat(
         with progress("reading", None, quiet) as advance:
             doc = stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance)
         verdict = Verdict[doc["verdict"]]
-        publish("stat", doc["path"], doc, mfmt, metrics_file)
+        publish("stat", os.path.abspath(path), doc, mfmt, metrics_file)
         if mfmt is MetricFormat.prometheus:
             pass
         elif fmt is OutputFormat.text:

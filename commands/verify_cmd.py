@@ -1,13 +1,22 @@
 """``amqtool verify PATH``: findings with severity, code, file and offset, a summary and one verdict."""
 from __future__ import annotations
 
+import os
+
 import sys
 
 import typer
 
 from amqtool.commands.main import app
 from amqtool.commands import nagios as plugin
-from amqtool.commands.metrics import METRIC_FORMAT_OPTION, METRICS_FILE_OPTION, MetricFormat, document_format, publish
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
@@ -47,7 +56,8 @@ def verify(
             raise UsageError("--nagios prints its own status line; use --metrics-file, not --format, beside it")
     if nagios:
         quiet = True
-    with (plugin.nagios_guard() if nagios else guarded(fmt)):
+    with unknown_on_error("verify", os.path.abspath(path), mfmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(fmt)):
         from amqtool.store.layout import detect
 
         if nagios:
@@ -74,7 +84,7 @@ def verify(
             "findings": [f.to_json() for f in findings],
             "summary": summary,
         }
-        publish("verify", str(store.root), doc, mfmt, metrics_file)
+        publish("verify", os.path.abspath(path), doc, mfmt, metrics_file)
         if nagios:
             _nagios(store, doc, warn, crit)
         if mfmt is MetricFormat.prometheus:

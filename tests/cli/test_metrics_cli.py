@@ -160,3 +160,20 @@ def test_node_exporter_serves_the_metrics(demo, run_cli, tmp_path):
         assert _one(s, "amqtool_queue_messages", queue=name) == n
     # the collector read our file without error
     assert _one(s, "node_textfile_scrape_error") == 0
+
+
+def test_a_failed_run_still_publishes_unknown(demo, run_cli, tmp_path):
+    """Monitoring must see a run that could not check (exit 3) rather than a stale file: the metrics carry
+    verdict 3, labelled with the same path a good run uses."""
+    target = tmp_path / "amqtool.prom"
+    root, _ = demo
+    code, _, _ = run_cli("stat", root, "--format", "json", "--metrics-file", target)
+    good = _samples(target.read_text())
+    assert code == 0 and _one(good, "amqtool_verdict", command="stat", path=str(root)) == 0
+    for command in (["stat"], ["verify"], ["compact", "--dry-run"]):
+        code, out, err = run_cli(*command, tmp_path / "nowhere", "--metrics-file", target)
+        assert code == 3 and "no such file" in err
+        s = _samples(target.read_text())
+        assert _one(s, "amqtool_verdict", command=command[0], path=str(tmp_path / "nowhere")) == 3
+    code, out, _ = run_cli("verify", tmp_path / "nowhere", "--format", "prometheus")
+    assert code == 3 and _one(_samples(out), "amqtool_verdict", command="verify") == 3
