@@ -228,3 +228,10 @@ HAVE_MESSAGE_COLUMNS = message_columns is not None and bool(_native.sha256_avail
 # amqtool.engines.export.writers.JsonlTableWriter.write gives row by row (the reference; tests/native/
 # test_jsonl_batch.py holds the two identical). None without the extension.
 jsonl_lines = getattr(_native, "jsonl_lines", None)
+
+# --- stat's per-queue figures (native/queue_stat.c) ------------------------------------------------------
+# stat_live(live, start, stop, data, file_index, acc, wbase, fsize) over runs of packed live entries, then
+# stat_queues(acc, now, overrides) -> {queue id: (messages, bytes, oldest, newest, expired, scheduled,
+# redelivered, large)}; or None, and amqtool.engines.stat.artemis builds a BrokerState (the reference).
+stat_live = getattr(_native, "stat_live", None)
+stat_queues = getattr(_native, "stat_queues", None)

@@ -11,8 +11,16 @@ from typing import List, Optional
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands import nagios as plugin
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -46,9 +54,21 @@ DEVICE_BLOCK_SIZE = typer.Option(None, "--journal-device-block-size",
 PROBE_SECONDS = typer.Option(3.0, "--probe-seconds", help="Length of the fsync-rate probe in `check all` (0 = skip).")
 
 
-def _emit(name: str, report, fmt: OutputFormat, quiet: bool) -> None:
-    if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        write_document({"check": name, **report.to_json()}, fmt)
+# --nagios: per filesystem its headroom (bytes and % of the filesystem) and used %, and the findings.
+NAGIOS_LABELS = {"headroom_pct", "headroom", "used_pct", "findings_critical", "findings_warning"}
+
+
+def _emit(name: str, report, mfmt: MetricFormat, quiet: bool, metrics_file: str | None = None,
+          nagios: tuple | None = None, label: str = "") -> None:
+    fmt = document_format(mfmt)
+    doc = {"check": name, **report.to_json()}
+    publish("check", label, doc, mfmt, metrics_file)
+    if nagios is not None:
+        _nagios(name, doc, report, *nagios)
+    if mfmt is MetricFormat.prometheus:
+        pass
+    elif fmt in (OutputFormat.json, OutputFormat.jsonl):
+        write_document(doc, fmt)
     else:
         _table(name, report)
     finish(report.verdict)
@@ -69,6 +89,49 @@ def _table(name: str, report) -> None:
     sys.stdout.write(f"verdict: {report.verdict.name}\n")
 
 
+def _nagios_thresholds(nagios: bool, warning, critical, fmt) -> tuple | None:
+    """(warn, crit) threshold maps for --nagios, None without it; -w/-c alone is a usage error."""
+    if not nagios:
+        if warning or critical:
+            raise UsageError("-w/-c are thresholds of --nagios")
+        return None
+    if fmt is not MetricFormat.text:
+        raise UsageError("--nagios prints its own status line; use --metrics-file, not --format, beside it")
+    return (plugin.parse_thresholds(warning, "headroom_pct", NAGIOS_LABELS),
+            plugin.parse_thresholds(critical, "headroom_pct", NAGIOS_LABELS))
+
+
+def _nagios(name: str, doc: dict, report, warn: dict, crit: dict) -> None:
+    """The plugin line of check (commands/nagios.py): the verdict, the findings, and per filesystem checked
+    its headroom before the broker's disk limit blocks producers, in bytes and in % of the filesystem."""
+    from amqtool.commands.metrics import _filesystems
+
+    findings = doc.get("findings", [])
+    n_crit = sum(1 for f in findings if f["severity"] == "critical")
+    n_warn = sum(1 for f in findings if f["severity"] == "warning")
+    figures = [plugin.Figure("findings_critical", n_crit, "", 0), plugin.Figure("findings_warning", n_warn, "", 0)]
+    seen = set()
+    for fs in _filesystems(doc):
+        where = (fs.get("paths") or [fs.get("device")])[0]
+        if where in seen:
+            continue
+        seen.add(where)
+        total = fs.get("total") or 0
+        if fs.get("headroom") is not None:
+            figures.append(plugin.Figure(f"headroom {where}", fs["headroom"], "B", None, total or None))
+            if total:
+                figures.append(plugin.Figure(f"headroom_pct {where}", round(100.0 * fs["headroom"] / total, 2),
+                                             "%", None, 100))
+        if fs.get("usedPercent") is not None:
+            figures.append(plugin.Figure(f"used_pct {where}", fs["usedPercent"], "%", 0, 100))
+    worst = next((f for f in findings if f["severity"] in ("critical", "unknown")), None) or \
+        next((f for f in findings if f["severity"] == "warning"), None)
+    text = f"check {name}: {n_crit} critical, {n_warn} warning finding(s)"
+    if worst is not None:
+        text += f"; first: {worst['code']}: {plugin.brief(worst['message'])}"
+    plugin.emit(report.verdict, text, figures, warn, crit, label_of=lambda f: f.label.split(" ", 1)[0])
+
+
 def _status(quiet: bool, message: str) -> None:
     if not quiet:
         stderr_console().print(message)
@@ -81,15 +144,22 @@ def write_cache(
     activemq_xml: Optional[str] = ACTIVEMQ_XML,
     root: str = typer.Option("/", "--root", hidden=True,
                              help="Read sys/, proc/self/mountinfo and run/udev/data from a recorded tree."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    nagios: bool = plugin.NAGIOS_OPTION,
+    warning: Optional[List[str]] = plugin.WARNING_OPTION,
+    critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
-    with guarded(fmt):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_write_cache, configure
 
         cfg = configure(paths, broker_xml, activemq_xml)
-        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet)
+        _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))
 
 
 @check_app.command("disk-space")
@@ -99,15 +169,22 @@ def disk_space(
     activemq_xml: Optional[str] = ACTIVEMQ_XML,
     max_disk_usage: Optional[int] = MAX_DISK_USAGE,
     min_disk_free: Optional[str] = MIN_DISK_FREE,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    nagios: bool = plugin.NAGIOS_OPTION,
+    warning: Optional[List[str]] = plugin.WARNING_OPTION,
+    critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
-    with guarded(fmt):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_disk_space, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
-        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet)
+        _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))
 
 
 @check_app.command("aio")
@@ -116,16 +193,23 @@ def aio(
     broker_xml: Optional[str] = BROKER_XML,
     journal_max_io: Optional[int] = JOURNAL_MAX_IO,
     journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    nagios: bool = plugin.NAGIOS_OPTION,
+    warning: Optional[List[str]] = plugin.WARNING_OPTION,
+    critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
-    with guarded(fmt):
+    with unknown_on_error("check", path, fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_aio, configure
 
         cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
                         journal_device_block_size=journal_device_block_size)
-        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet)
+        _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet, metrics_file, thresholds,
+              label=path)
 
 
 @check_app.command("all")
@@ -138,11 +222,17 @@ def check_all(
     journal_max_io: Optional[int] = JOURNAL_MAX_IO,
     journal_device_block_size: Optional[str] = DEVICE_BLOCK_SIZE,
     probe_seconds: float = PROBE_SECONDS,
-    fmt: OutputFormat = FORMAT_OPTION,
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    nagios: bool = plugin.NAGIOS_OPTION,
+    warning: Optional[List[str]] = plugin.WARNING_OPTION,
+    critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
-    with guarded(fmt):
+    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
         from amqtool.engines.check import check_all as run_all, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
@@ -153,4 +243,5 @@ def check_all(
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
                          cfg.journal_type, probe_seconds)
-        _emit("all", report, fmt, quiet)
+        _emit("all", report, fmt, quiet, metrics_file, thresholds,
+              label=",".join(paths or ["."]))

@@ -5,14 +5,23 @@ Thin: parse options, detect the store, hand to :func:`amqtool.engines.artemis.co
 """
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -83,12 +92,17 @@ def compact(
     compact_percentage: Optional[int] = typer.Option(None, "--compact-percentage", help="journal-compact-percentage (default 30)."),
     live_below: float = typer.Option(50.0, "--live-below", help="KahaDB --if-needed: compact when live bytes are below this percentage of the log bytes."),
     pinned_below: int = typer.Option(0, "--pinned-below", help="KahaDB --if-needed: ... or when a log file is kept by fewer than N live messages."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    mfmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: Optional[str] = METRICS_FILE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Compact Artemis journals (Artemis' own crash-safe protocol) or a KahaDB store (live state rewritten,
     switched in atomically, index rebuilt by the broker) offline."""
-    with guarded(fmt):
+    import time
+
+    fmt = document_format(mfmt)
+    started = time.monotonic()
+    with unknown_on_error("compact", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
         from amqtool.store.brokerxml import parse_byte_size
         from amqtool.store.layout import ArtemisStore, detect
@@ -105,7 +119,8 @@ def compact(
             given = [name for name, v in artemis_only.items() if v not in (None, False)]
             if given:
                 raise UsageError(f"{', '.join(given)}: Artemis journal option(s); this is a KahaDB store")
-            _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, fmt, quiet)
+            _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
+                            metrics_file, started, os.path.abspath(path))
             return
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
@@ -127,18 +142,26 @@ def compact(
                 "reclaim-only" if reclaim_only else "in-place")
         findings = _findings(reports, dry_run)
         verdict = overall_verdict(findings)
-        if fmt in (OutputFormat.json, OutputFormat.jsonl):
-            write_document({"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
-                            "needed": any(r.needed for r in reports),
-                            "journals": [r.to_json() for r in reports],
-                            "findings": [f.to_json() for f in findings]}, fmt)
+        doc = {"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
+               "needed": any(r.needed for r in reports),
+               "journals": [r.to_json() for r in reports],
+               "findings": [f.to_json() for f in findings]}
+        publish("compact", os.path.abspath(path), doc, mfmt, metrics_file, seconds=time.monotonic() - started)
+        if mfmt is MetricFormat.prometheus:
+            pass
+        elif fmt in (OutputFormat.json, OutputFormat.jsonl):
+            write_document(doc, fmt)
         else:
             write_lines(_text(reports, mode))
             render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
 
 
-def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, fmt, quiet) -> None:
+def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
+                    metrics_file=None, started=None, label=None) -> None:
+    import time
+
+    fmt = document_format(mfmt)
     from amqtool.engines.kahadb.compact import KahaCompactRequest, compact_kahadb
     from amqtool.engines.kahadb.scan import journal_files
 
@@ -169,11 +192,16 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
                                     f"{r.open_transactions_dropped} open local transaction(s) left out: the broker "
                                     "rolls them back at its next start", r.directory))
     verdict = overall_verdict(findings)
-    if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        write_document({"verdict": verdict.name, "kind": "kahadb", "mode": mode, "ifNeeded": if_needed,
-                        "needed": any(r.reasons for r in reports),
-                        "stores": [r.to_json() for r in reports],
-                        "findings": [f.to_json() for f in findings]}, fmt)
+    doc = {"verdict": verdict.name, "kind": "kahadb", "mode": mode, "ifNeeded": if_needed,
+           "needed": any(r.reasons for r in reports),
+           "stores": [r.to_json() for r in reports],
+           "findings": [f.to_json() for f in findings]}
+    publish("compact", label or str(store.root), doc, mfmt, metrics_file,
+            seconds=None if started is None else time.monotonic() - started)
+    if mfmt is MetricFormat.prometheus:
+        pass
+    elif fmt in (OutputFormat.json, OutputFormat.jsonl):
+        write_document(doc, fmt)
     else:
         lines = []
         for r in reports:

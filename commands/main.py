@@ -18,6 +18,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Shell completion (no start-up cost, scripts generated at build time): bash loads "
+    "<prefix>/share/bash-completion/completions/amqtool by itself (or source it), zsh finds "
+    "<prefix>/share/zsh/site-functions/_amqtool on its fpath, fish reads "
+    "<prefix>/share/fish/vendor_completions.d/amqtool.fish; python -m amqtool.commands.completion "
+    "bash|zsh|fish prints one.",
 )
 
 
@@ -45,6 +50,7 @@ def _register() -> None:
         export_cmd,
         print_cmd,
         recover_cmd,
+        stat_cmd,
         verify_cmd,
     )
 

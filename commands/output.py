@@ -83,7 +83,8 @@ def write_jsonl(rows: Iterable[dict]) -> None:
 # --format jsonl for commands whose JSON is one document: each item of its lists becomes a line tagged with
 # the list it came from ("record": "finding", "journal", "file", ...), then one last line, "record": "summary",
 # with everything else, the verdict included. One JSON object a line, always; the last line judges.
-_RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result"}
+_RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result",
+                 "queues": "queue", "addresses": "address"}
 
 
 def write_document(doc: dict, fmt: "OutputFormat", lists: tuple[str, ...] = ("findings", "journals")) -> None:

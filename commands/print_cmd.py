@@ -47,8 +47,8 @@ def print_(
     files: list[str] = typer.Option(None, "--file", help="Only records whose body is in this file name (repeatable)."),
     journal: JournalChoice = typer.Option(None, "--journal", help="Only the bindings or the messages journal."),
     max_pages: int = typer.Option(-1, "--max-pages", help="Paging: at most this many pages per address (-1 all, 0 none)."),
-    pins: bool = typer.Option(False, "--pins", help="KahaDB: why each log file cannot be deleted yet."),
-    drain: str = typer.Option(None, "--drain", help="KahaDB, with --pins: which files would go if DEST were drained."),
+    pins: bool = typer.Option(False, "--pins", help="Why each journal (log) file cannot be reclaimed yet (Artemis: only the pins)."),
+    drain: str = typer.Option(None, "--drain", help="With --pins: which files would go if this queue (KahaDB: DEST) were drained."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
@@ -60,7 +60,8 @@ def print_(
             _print_kahadb(store, fmt, safe, pins, drain, quiet)
             return
         if pins or drain:
-            raise UsageError("--pins and --drain apply to KahaDB stores only")
+            _print_artemis_pins(store, fmt, drain, quiet)
+            return
         from amqtool.engines.artemis.journal_print import (
             PrintOptions,
             iter_json,
@@ -131,3 +132,21 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_json(doc)
     else:
         write_lines(kahadb.render_text(doc))
+
+
+def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool) -> None:
+    from amqtool.engines.artemis.pins import artemis_pins, render_pins_text
+    from amqtool.engines.artemis.verify import total_bytes
+
+    with progress("reading", total_bytes(store), quiet) as advance:
+        doc = artemis_pins(store, drain=drain, progress=advance)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    elif fmt is OutputFormat.jsonl:
+        write_jsonl({"journal": j["journal"], "directory": j["directory"], **p}
+                    for j in doc["journals"] for p in j["files"])
+    else:
+        write_lines(render_pins_text(doc))
+    verdict = Verdict[doc["verdict"]]
+    if verdict is not Verdict.OK:
+        finish(verdict)

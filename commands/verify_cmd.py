@@ -1,13 +1,23 @@
 """``amqtool verify PATH``: findings with severity, code, file and offset, a summary and one verdict."""
 from __future__ import annotations
 
+import os
+
 import sys
 
 import typer
 
 from amqtool.commands.main import app
+from amqtool.commands import nagios as plugin
+from amqtool.commands.metrics import (
+    METRIC_FORMAT_OPTION,
+    METRICS_FILE_OPTION,
+    MetricFormat,
+    document_format,
+    publish,
+    unknown_on_error,
+)
 from amqtool.commands.output import (
-    FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
     finish,
@@ -16,7 +26,12 @@ from amqtool.commands.output import (
     render_findings_text,
     write_document,
 )
-from amqtool.errors import overall_verdict
+from amqtool.errors import UsageError, Verdict, overall_verdict
+
+# --nagios figures: always the findings and sizes; live_ratio and oldest_age come from `stat` (one more read of
+# the store), so only when a threshold names them.
+NAGIOS_LABELS = {"findings_critical", "findings_warning", "files", "bytes", "live_records", "live_ratio",
+                 "oldest_age"}
 
 
 @app.command("verify")
@@ -24,12 +39,30 @@ def verify(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
     broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
     activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
-    fmt: OutputFormat = FORMAT_OPTION,
+    mfmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    nagios: bool = plugin.NAGIOS_OPTION,
+    warning: list[str] = plugin.WARNING_OPTION,
+    critical: list[str] = plugin.CRITICAL_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
-    with guarded(fmt):
+    fmt = document_format(mfmt)
+    if (warning or critical) and not nagios:
+        with guarded(fmt):
+            raise UsageError("-w/-c are thresholds of --nagios")
+    if nagios and mfmt is not MetricFormat.text:
+        with guarded(fmt):
+            raise UsageError("--nagios prints its own status line; use --metrics-file, not --format, beside it")
+    if nagios:
+        quiet = True
+    with unknown_on_error("verify", os.path.abspath(path), mfmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(fmt)):
         from amqtool.store.layout import detect
+
+        if nagios:
+            warn = plugin.parse_thresholds(warning, "live_ratio", NAGIOS_LABELS)
+            crit = plugin.parse_thresholds(critical, "live_ratio", NAGIOS_LABELS)
 
         store = detect(path, broker_xml, activemq_xml)
         if store.kind == "kahadb":
@@ -44,21 +77,58 @@ def verify(
                 report = verify_store(store, progress=advance)
             findings, summary = report.findings, report.summary()
         verdict = overall_verdict(findings)
-        if fmt is OutputFormat.text:
+        doc = {
+            "verdict": verdict.name,
+            "kind": store.kind,
+            "path": str(store.root),
+            "findings": [f.to_json() for f in findings],
+            "summary": summary,
+        }
+        publish("verify", os.path.abspath(path), doc, mfmt, metrics_file)
+        if nagios:
+            _nagios(store, doc, warn, crit)
+        if mfmt is MetricFormat.prometheus:
+            pass
+        elif fmt is OutputFormat.text:
             render_findings_text(findings)
             sys.stdout.write(_summary_line(summary))
             sys.stdout.write(f"verdict: {verdict.name}\n")
         else:
-            write_document({
-                "verdict": verdict.name,
-                "kind": store.kind,
-                "path": str(store.root),
-                "findings": [f.to_json() for f in findings],
-                "summary": summary,
-            }, fmt)
+            write_document(doc, fmt)
         finish(verdict)
 
 
 def _summary_line(summary: dict) -> str:
     keys = [k for k, v in summary.items() if isinstance(v, (int, float, str)) and k != "journals"]
     return "summary: " + ", ".join(f"{k}={summary[k]}" for k in keys) + "\n"
+
+
+def _nagios(store, doc: dict, warn: dict, crit: dict) -> None:
+    """The plugin line of verify (commands/nagios.py): perfdata of the findings and sizes, and, when a
+    threshold asks, the message journal's live ratio (%) and the oldest message's age (s) from ``stat``."""
+    summary = doc["summary"]
+    findings = doc["findings"]
+    n_crit = sum(1 for f in findings if f["severity"] == "critical")
+    n_warn = sum(1 for f in findings if f["severity"] == "warning")
+    figures = [plugin.Figure("findings_critical", n_crit, "", 0), plugin.Figure("findings_warning", n_warn, "", 0),
+               plugin.Figure("files", summary.get("files", 0), "", 0),
+               plugin.Figure("bytes", summary.get("bytes", 0), "B", 0)]
+    live = summary.get("liveRecords", summary.get("live"))
+    if live is not None:
+        figures.append(plugin.Figure("live_records", live, "", 0))
+    if {"live_ratio", "oldest_age"} & (set(warn) | set(crit)):
+        from amqtool.engines.stat import stat_store
+
+        st = stat_store(store)
+        ratios = [j["liveRatio"] for j in st["journals"]
+                  if j["liveRatio"] is not None and j["journal"] in ("messages", "kahadb")]
+        if ratios:
+            figures.append(plugin.Figure("live_ratio", round(min(ratios) * 100, 2), "%", 0, 100))
+        ages = [r["oldestAgeSeconds"] for r in st["queues"] if r["oldestAgeSeconds"] is not None]
+        figures.append(plugin.Figure("oldest_age", max(ages) if ages else 0, "s", 0))
+    worst = next((f for f in findings if f["severity"] in ("critical", "unknown")), None) or \
+        next((f for f in findings if f["severity"] == "warning"), None)
+    text = f"verify {doc['path']}: {n_crit} critical, {n_warn} warning finding(s)"
+    if worst is not None:
+        text += f"; first: {worst['code']}: {plugin.brief(worst['message'])}"
+    plugin.emit(Verdict[doc["verdict"]], text, figures, warn, crit)

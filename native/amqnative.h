@@ -10,6 +10,7 @@
  * export_columns.c the export's message columns as Arrow buffers
  * jsonl_batch.c the export's JSON Lines text of Arrow record batches
  * queue_tally.c print JSON's per-queue summary from the packed live entries
+ * queue_stat.c  `stat`'s per-queue figures from the packed live entries
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
@@ -38,6 +39,8 @@ PyObject *amq_message_columns(PyObject *self, PyObject *args); /* export_columns
 PyObject *amq_jsonl_lines(PyObject *self, PyObject *args); /* jsonl_batch.c */
 PyObject *amq_tally_live(PyObject *self, PyObject *args); /* queue_tally.c */
 PyObject *amq_tally_counts(PyObject *self, PyObject *args);
+PyObject *amq_stat_live(PyObject *self, PyObject *args); /* queue_stat.c */
+PyObject *amq_stat_queues(PyObject *self, PyObject *args);
 
 PyObject *amq_page_walk(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);

@@ -71,6 +71,11 @@ static PyMethodDef amq_methods[] = {
      "(queue_tally.c)."},
     {"tally_counts", (PyCFunction)amq_tally_counts, METH_VARARGS,
      "tally_counts(acc) -> ({queue id: live messages}, messages, large_messages) (queue_tally.c)."},
+    {"stat_live", (PyCFunction)amq_stat_live, METH_VARARGS,
+     "stat_live(live, start, stop, data, file_index, acc, wbase, fsize) -> next (queue_stat.c)."},
+    {"stat_queues", (PyCFunction)amq_stat_queues, METH_VARARGS,
+     "stat_queues(acc, now, overrides) -> {queue id: (messages, bytes, oldest, newest, expired, scheduled,\n"
+     "redelivered, large)} (queue_stat.c)."},
     {"page_json_available", (PyCFunction)amq_page_json_available, METH_NOARGS,
      "page_json_available() -> bool: did page_scan.c find libcrypto's SHA256 (page_walk mode 2)?"},
     {NULL, NULL, 0, NULL},

@@ -63,10 +63,19 @@ class _Tx(TransactionCounter):
         self.neg: list[tuple[int, int]] = []
 
 
-def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
+def reclaimable_files(opened: OpenedJournal, *, appended: list[tuple[int, int]] | None = None,
+                      counts_out: dict | None = None) -> tuple[list[int], list[int]]:
     """Indexes (into ``opened.files``) of the files the Reclaimer would free, and of the data files.
 
     Returns ``(reclaimable, data_files)``; the current file (last data file) is never reclaimable.
+
+    ``appended``: (record type UPDATE or DELETE, record id) records taken as written in a file after the
+    current one, itself followed by a new current file (``print --pins --drain``: the acks and deletes of
+    draining a queue; the Reclaimer counts a file's negatives only once it is no longer the current file, so
+    the answer is what goes once the drain's records have rolled into a data file). Only files of
+    ``opened`` are returned; the current file becomes a candidate like any other. ``counts_out``: filled with ``counts`` (per file index: ``pos``, the positives, and ``neg``,
+    {file index: negatives it holds against that file}) and ``open_txs`` ({tx id: file indexes}) for
+    explaining why a file stays.
     """
     files = opened.files
     counts = [_Counts() for _ in files]
@@ -153,6 +162,17 @@ def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
                         counts[fi].inc_neg(tf)
         has_data[fi] = hd
 
+    scan = {"counts": counts, "records": records, "has_data": has_data,
+            "open_txs": {tx_id: sorted(tx.files) for tx_id, tx in txs.items()}}
+    if counts_out is not None:
+        counts_out.update(scan)
+    if appended:
+        return reclaimable_after(scan, appended), [i for i, h in enumerate(has_data) if h]
+    return _decide(counts, has_data)
+
+
+def _decide(counts: list, has_data: list[bool]) -> tuple[list[int], list[int]]:
+    """``Reclaimer.scan`` over the data files (criterion 2, then 1, both sticky), never the last one."""
     data_files = [i for i, h in enumerate(has_data) if h]
     candidates = data_files[:-1]  # the last data file becomes the current file: never reclaimed
     neg_ok: set[int] = set()
@@ -175,6 +195,36 @@ def reclaimable_files(opened: OpenedJournal) -> tuple[list[int], list[int]]:
                 pos_ok.add(fi)
     reclaimable = [fi for fi in candidates if fi in neg_ok and fi in pos_ok]
     return reclaimable, data_files
+
+
+def reclaimable_after(scan: dict, appended: list[tuple[int, int]]) -> list[int]:
+    """The files the Reclaimer frees once ``appended`` (UPDATE/DELETE, record id) is written in a file after
+    the current one and that file has rolled over (see :func:`reclaimable_files`), from the ``counts_out``
+    of one :func:`reclaimable_files` pass, which is left as it was."""
+    counts = [_Counts(c.pos, dict(c.neg)) for c in scan["counts"]]
+    has_data = list(scan["has_data"])
+    n = len(counts)
+    counts += [_Counts(), _Counts()]  # the drain's file, then the new current file
+    has_data += [True, True]
+    records = scan["records"]
+    updates: dict[int, int] = {}  # record id -> its updates in the drain's file
+    deleted: set[int] = set()
+    for t, rid in appended:
+        rec = records.get(rid)
+        if rec is None or rid in deleted:
+            continue
+        if t == UPDATE:
+            updates[rid] = updates.get(rid, 0) + 1
+            counts[n].pos += 1
+        elif t == DELETE:
+            deleted.add(rid)
+            counts[n].inc_neg(rec.add_file)
+            for uf, k in rec.updates.items():
+                counts[n].inc_neg(uf, k)
+            if rid in updates:
+                counts[n].inc_neg(n, updates[rid])
+    reclaimable, _ = _decide(counts, has_data)
+    return [i for i in reclaimable if i < n]
 
 
 def _state(load) -> tuple:

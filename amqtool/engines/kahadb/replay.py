@@ -100,7 +100,16 @@ class Transaction:
             "first": f"{self.first[0]}:{self.first[1]}",
             "last": f"{self.last[0]}:{self.last[1]}",
             "files": sorted(self.files),
+            # sends per destination key ("0:orders"): what a prepared transaction holds back where
+            "sendsTo": self.sends_to(),
         }
+
+    def sends_to(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for op in self.ops:
+            if op[0] == "add":
+                out[op[1].key] = out.get(op[1].key, 0) + 1
+        return dict(sorted(out.items()))
 
 
 class Replay:

@@ -509,3 +509,42 @@ def read_persisted_message(r: Reader) -> PersistedMessage:
     if p == AMQP_LARGE_PERSISTER:
         return AmqpLargeMessage.read(r)
     raise FormatError(f"unknown message persister id {p} (expected 1..5)")
+
+
+def message_times(body, user_record_type: int = 45) -> tuple[int, int]:
+    """(timestamp, expiration) of a stored message, in epoch milliseconds (0: not set), without decoding
+    its body or properties: what ``Message.getTimestamp()``/``getExpiration()`` return after the broker's
+    load (``CoreMessagePersister.decode``, then ``CoreMessage.decodeHeadersAndProperties``).
+
+    A core message (type 45, persister 1) is read in place: the headers follow the body inside the
+    message buffer (§5.2); a large message's header (type 30) is the headers block itself. Other
+    persisters are decoded (AMQP: no timestamp is kept outside the AMQP sections, 0; the V3 expiration).
+    Raises FormatError for a body that does not hold them."""
+    import struct
+
+    mv = memoryview(body)
+    try:
+        if user_record_type == 45 and len(mv) and mv[0] == CORE_PERSISTER:
+            pos = 9
+            if mv[pos]:
+                pos += 5 + struct.unpack_from(">i", mv, pos + 1)[0]
+            else:
+                pos += 1
+            inner = pos + 4
+            end_of_body = struct.unpack_from(">i", mv, inner)[0]
+            h = inner + end_of_body - BUFFER_HEADER_SPACE + 4 + 8  # past the body and the headers' messageID
+            if end_of_body < BUFFER_HEADER_SPACE:
+                raise FormatError(f"endOfBodyPosition {end_of_body} is below the packet header")
+            h = h + 5 + struct.unpack_from(">i", mv, h + 1)[0] if mv[h] else h + 1  # address
+            h += 17 if mv[h] == 1 else 1  # userID
+            expiration, timestamp = struct.unpack_from(">qq", mv, h + 2)  # past type and durable
+            return timestamp, expiration
+    except (struct.error, IndexError):
+        raise FormatError("message record too short for its headers") from None
+    if user_record_type == 31:
+        raise FormatError("ADD-MESSAGE (31) records of Artemis 1.x are not decodable")
+    if user_record_type == 30:
+        m = LargeMessage.decode(bytes(body))
+    else:
+        m = decode_persisted_message(bytes(body))
+    return (getattr(m, "timestamp", 0) or 0), (getattr(m, "expiration", 0) or 0)

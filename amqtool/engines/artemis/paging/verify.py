@@ -136,13 +136,19 @@ def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
 class PagingVerifier:
     """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
 
-    def __init__(self, store, progress: Callable[[int], None] | None = None):
+    def __init__(self, store, progress: Callable[[int], None] | None = None, figures_only: bool = False):
         self.store = store
+        # figures_only (stat): the accounting without the search for undecodable records (a Python decode of
+        # every record the C walk skips by its lengths), which only findings need
+        self.figures_only = figures_only
         self.view = PagingJournalView()
         self.progress = progress
         self.summary = PagingSummary()
         self._tables: WalkTables | None = None
         self._gaps: list[tuple[PageStore, list[int], int, list[int]]] = []
+        self.expected: dict[int, int] = {}  # after verify(): queue id -> paged messages it still has to consume
+        # after verify(): page folder -> [pages holding messages some queue still has to consume, those messages]
+        self.pending_by_folder: dict[str, list[int]] = {}
 
     def add_bindings(self, result) -> None:
         self.view.add_bindings(result)
@@ -165,6 +171,7 @@ class PagingVerifier:
         for ps in stores:
             self.summary.stores += 1
             self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
+        self.expected = expected
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -248,6 +255,7 @@ class PagingVerifier:
                 self.summary.bytes += pf.size
                 buf = pf.buf
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
+                pending_before = self.summary.pending_messages
                 if use_native:
                     end, error = self._walk_page(buf, pf.size, pid, account)
                 else:
@@ -256,7 +264,7 @@ class PagingVerifier:
                     for number, _, _, tx_id, _, mid, qids, header in s:
                         record(number, tx_id, mid, qids, header)
                     end, error = s.end, s.error
-                if error is None:
+                if error is None and not self.figures_only:
                     error = _first_undecodable(buf, pf.size)
                 if error is not None:
                     number, off, err = error
@@ -268,6 +276,10 @@ class PagingVerifier:
                             f"page {pid} message {number}: {err.message}; the broker stops reading this page "
                             f"there: this message and the {after - 1} after it are not delivered", str(path), off,
                             {"page": pid, "message": number, "messagesLost": after}))
+                if self.summary.pending_messages > pending_before:
+                    figures = self.pending_by_folder.setdefault(folder, [0, 0])
+                    figures[0] += 1
+                    figures[1] += self.summary.pending_messages - pending_before
                 if self.progress is not None:
                     self.progress(pf.size)
                 if end is None or end.reason == END_CLEAN:
