@@ -155,15 +155,18 @@ AMQTOOL = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "amqtoo
 
 
 def _cli(args: list[str], stdout=None) -> tuple[float, float]:
-    """One whole `amqtool` process: (wall seconds, its peak RSS in MiB)."""
+    """One whole `amqtool` process: (wall seconds, its own peak RSS in MiB, from wait4's rusage of that child:
+    RUSAGE_CHILDREN would give the largest child so far, a Spark JVM included)."""
     import subprocess
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    subprocess.run([AMQTOOL, *args], check=True, stdout=stdout or subprocess.DEVNULL)
+    p = subprocess.Popen([AMQTOOL, *args], stdout=stdout or subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
     took = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return took, max(after, before) / 1024  # ru_maxrss of children is the largest so far
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit(f"amqtool {' '.join(args)} exited {p.returncode}")
+    return took, usage.ru_maxrss / 1024
 
 
 def _whole_process(store: Path, work: Path) -> dict:
