@@ -49,10 +49,15 @@ def print_(
     max_pages: int = typer.Option(-1, "--max-pages", help="Paging: at most this many pages per address (-1 all, 0 none)."),
     pins: bool = typer.Option(False, "--pins", help="KahaDB: why each log file cannot be deleted yet."),
     drain: str = typer.Option(None, "--drain", help="KahaDB, with --pins: which files would go if DEST were drained."),
+    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
+    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix (default: activemq.xml's, else none)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
+        if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, fmt, style, safe, quiet):
+            return
         from amqtool.store.layout import detect
 
         store = detect(path, broker_xml, activemq_xml)
@@ -131,3 +136,29 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_json(doc)
     else:
         write_lines(kahadb.render_text(doc))
+
+
+def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, fmt: OutputFormat, style: Style, safe: bool,
+                quiet: bool) -> bool:
+    """A database store (``--jdbc-url`` or a JDBC activemq.xml): print it and return True; else False."""
+    from amqtool.engines.jdbc.resolve import jdbc_store
+
+    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, table_prefix=table_prefix)
+    if store is None:
+        return False
+    if style is Style.artemis:
+        raise UsageError("--style artemis applies to Artemis stores")
+    from amqtool.engines.jdbc import classic
+
+    with progress("reading", None, quiet) as advance:
+        doc = classic.print_document(store, safe=safe, progress=advance)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    elif fmt is OutputFormat.jsonl:
+        write_jsonl(classic.iter_rows(doc))
+    else:
+        write_lines(fit_lines(classic.render_text(doc)))
+    verdict = Verdict[doc["verdict"]]
+    if verdict is not Verdict.OK:
+        finish(verdict)
+    return True
