@@ -56,7 +56,8 @@ def print_(
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
-        if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, fmt, style, safe, quiet):
+        if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, style,
+                       safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal):
             return
         from amqtool.store.layout import detect
 
@@ -138,14 +139,18 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_lines(kahadb.render_text(doc))
 
 
-def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, fmt: OutputFormat, style: Style, safe: bool,
-                quiet: bool) -> bool:
-    """A database store (``--jdbc-url`` or a JDBC activemq.xml): print it and return True; else False."""
+def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml, fmt: OutputFormat, style: Style,
+                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal) -> bool:
+    """A database store (``--jdbc-url``, or a configuration naming one): print it and return True; else False."""
     from amqtool.engines.jdbc.resolve import jdbc_store
 
-    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, table_prefix=table_prefix)
+    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                       table_prefix=table_prefix)
     if store is None:
         return False
+    if store.kind == "artemis-jdbc":
+        _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal)
+        return True
     if style is Style.artemis:
         raise UsageError("--style artemis applies to Artemis stores")
     from amqtool.engines.jdbc import classic
@@ -162,3 +167,28 @@ def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, fmt: Output
     if verdict is not Verdict.OK:
         finish(verdict)
     return True
+
+
+def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal) -> None:
+    from amqtool.engines.artemis.journal_print import PrintOptions
+    from amqtool.engines.jdbc import artemis
+
+    if reclaimed:
+        raise UsageError("--reclaimed applies to journal files (a database store reuses no file)")
+    opts = PrintOptions(safe=safe, ids=set(ids) if ids else None, user_types=set(types) if types else None,
+                        journals={journal.value} if journal else None)
+    with progress("reading", None, quiet) as advance:
+        if style is Style.artemis:
+            if fmt is not OutputFormat.text:
+                raise UsageError("--style artemis is a text style; use it without --format json")
+            write_lines(artemis.describe_store(store, safe=safe, progress=advance))
+        elif fmt is OutputFormat.json:
+            verdict, chunks = artemis.print_json(store, opts, advance)
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+            if verdict is not Verdict.OK:
+                finish(verdict)
+        elif fmt is OutputFormat.jsonl:
+            write_jsonl(artemis.iter_rows(store, opts, advance))
+        else:
+            write_lines(fit_lines(artemis.iter_text(store, opts, advance)))

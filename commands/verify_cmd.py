@@ -32,7 +32,7 @@ def verify(
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
     with guarded(fmt):
-        if _verify_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, fmt, quiet):
+        if _verify_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, quiet):
             return
         from amqtool.store.layout import detect
 
@@ -74,16 +74,21 @@ def _summary_line(summary: dict) -> str:
     return "summary: " + ", ".join(f"{k}={summary[k]}" for k in keys) + "\n"
 
 
-def _verify_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, fmt: OutputFormat, quiet: bool) -> bool:
-    """A database store (``--jdbc-url`` or a JDBC activemq.xml): verify it and return True; else False."""
+def _verify_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml, fmt: OutputFormat,
+                 quiet: bool) -> bool:
+    """A database store (``--jdbc-url``, or a configuration naming one): verify it and return True; else False."""
     from amqtool.engines.jdbc.resolve import jdbc_store
 
-    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, table_prefix=table_prefix)
+    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                       table_prefix=table_prefix)
     if store is None:
         return False
-    from amqtool.engines.jdbc import classic
+    if store.kind == "artemis-jdbc":
+        from amqtool.engines.jdbc import artemis as engine
+    else:
+        from amqtool.engines.jdbc import classic as engine
 
     with progress("verifying", None, quiet) as advance:
-        findings, summary = classic.verify_store(store, progress=advance)
+        findings, summary = engine.verify_store(store, progress=advance)
     _report(findings, summary, store.kind, store.root, fmt)
     return True

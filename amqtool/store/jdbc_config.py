@@ -93,3 +93,55 @@ def read_classic_jdbc(path: str | Path) -> ClassicJdbcConfig:
             if inner is not None:
                 cfg.locker = local_name(inner.tag)
     return cfg
+
+
+@dataclass
+class ArtemisJdbcConfig:
+    """``<store><database-store>`` of an Artemis ``broker.xml`` (``DatabaseStorageConfiguration``)."""
+
+    url: str
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    tables: dict[str, str] = field(default_factory=dict)   # role -> name, only those set in the file
+    source: str = ""
+
+
+_ARTEMIS_TABLE_ELEMENTS = {"bindings-table-name": "bindings", "message-table-name": "messages",
+                           "large-message-table-name": "large-messages", "page-store-table-name": "page-store",
+                           "node-manager-store-table-name": "node-manager"}
+
+
+def find_database_store(path: str | Path):
+    """The ``<database-store>`` element of ``broker.xml`` (None when the broker keeps a file journal)."""
+    tree = parse_config(Path(path), "broker.xml")
+    return next((e for e in tree.iter() if local_name(e.tag) == "database-store"), None)
+
+
+def read_artemis_jdbc(path: str | Path) -> ArtemisJdbcConfig:
+    """The database of a ``broker.xml`` ``<database-store>``: ``jdbc-connection-url``, ``jdbc-user``,
+    ``jdbc-password`` and the table names. ``${name}`` placeholders resolve as ``read_broker_xml`` resolves
+    them. A data source configured only through ``<data-source-properties>`` gives its ``url``/``user``/
+    ``password`` properties."""
+    from amqtool.store.brokerxml import _expand
+
+    path = Path(path)
+    store = find_database_store(path)
+    if store is None:
+        raise UnknownStoreError("broker.xml configures no <database-store>", path=str(path))
+    instance = path.resolve().parent.parent if path.resolve().parent.name == "etc" else path.resolve().parent
+    props = {"artemis.instance": str(instance), "data.dir": str(instance / "data")}
+    values: dict[str, str] = {}
+    for e in store.iter():
+        tag = local_name(e.tag)
+        if tag == "data-source-property" and e.get("key"):
+            values.setdefault("ds." + e.get("key").lower(), _expand(e.get("value", ""), props))
+        elif e.text and e.text.strip():
+            values.setdefault(tag, _expand(e.text.strip(), props))
+    url = values.get("jdbc-connection-url") or values.get("ds.url")
+    if not url:
+        raise UsageError("broker.xml: <database-store> has no jdbc-connection-url", path=str(path))
+    tables = {role: values[tag] for tag, role in _ARTEMIS_TABLE_ELEMENTS.items() if tag in values}
+    return ArtemisJdbcConfig(url=url, user=values.get("jdbc-user") or values.get("ds.username")
+                             or values.get("ds.user"),
+                             password=values.get("jdbc-password") or values.get("ds.password"), tables=tables,
+                             source=str(path))

@@ -167,7 +167,7 @@ def test_credentials_never_from_argv(pg_cluster, run_cli, monkeypatch, tmp_path)
     pw = tmp_path / "pw"
     pw.write_text(PASSWORD + "\n")
     code, doc, _ = run(run_cli, "verify", "--jdbc-url", url, "--jdbc-password-file", str(pw))
-    assert code == 3 and "no ActiveMQ JDBC store" in doc["error"]  # connected: the tables are not there
+    assert code == 3 and "no broker store here" in doc["error"]  # connected: the tables are not there
     pw.write_text("wrong\n")
     code, doc, _ = run(run_cli, "verify", "--jdbc-url", url, "--jdbc-password-file", str(pw))
     assert code == 3 and "password authentication failed" in doc["error"]
