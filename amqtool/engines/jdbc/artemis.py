@@ -297,6 +297,24 @@ def large_message_files(conn, st: ArtemisStatements, facts: dict) -> dict[int, d
     return out
 
 
+def large_message_bodies(store: "ArtemisJdbcStore") -> dict[int, bytes]:
+    """The bytes of every ``<id>.msg`` row of the large-message table (``lo_get`` of its large object), for
+    the export; an empty dict without the table."""
+    st = store.statements
+    out: dict[int, bytes] = {}
+    with read_only_session(store.target) as conn:
+        if not table_facts(conn, st)["large-messages"]["exists"]:
+            return out
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT FILENAME, EXTENSION, lo_get(DATA) FROM {st.tables['large-messages']} "
+                        f"WHERE DATA IS NOT NULL ORDER BY ID")
+            for name, ext, data in cur:
+                stem, _, e = (name or "").partition(".")
+                if (ext or e) == "msg" and stem.isdigit():
+                    out[int(stem)] = bytes(data)
+    return out
+
+
 @dataclass
 class ArtemisJdbcLoad:
     facts: dict
