@@ -12,8 +12,9 @@ from amqtool.engines.jdbc.connection import apply_credentials, parse_jdbc_url
 
 
 def jdbc_store(jdbc_url: str | None, password_file: str | None = None, *, activemq_xml: str | None = None,
-               broker_xml: str | None = None, table_prefix: str | None = None):
-    """A ClassicStore or an ArtemisJdbcStore, or None when nothing addresses a database."""
+               broker_xml: str | None = None, table_prefix: str | None = None, probe: bool = True):
+    """A ClassicStore or an ArtemisJdbcStore, or None when nothing addresses a database. ``probe=False``:
+    with only a URL, do not look at the tables (a ClassicStore; ``check db`` looks at both kinds itself)."""
     classic_cfg = artemis_cfg = None
     if activemq_xml:
         from amqtool.store.jdbc_config import has_jdbc_adapter, read_classic_jdbc
@@ -49,7 +50,7 @@ def jdbc_store(jdbc_url: str | None, password_file: str | None = None, *, active
     prefix = table_prefix if table_prefix is not None else (classic_cfg.table_prefix if classic_cfg else "")
     store = classic.open_store(target, prefix, classic_cfg.table_names if classic_cfg else None,
                                classic_cfg.locker if classic_cfg else None)
-    if classic_cfg is None and table_prefix is None:
+    if classic_cfg is None and table_prefix is None and probe:
         kind = detect_kind(store)
         if kind == "artemis-jdbc":
             from amqtool.engines.jdbc import artemis
