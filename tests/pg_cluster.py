@@ -62,46 +62,69 @@ def _run(cmd: list[str], run_as: str | None, **kw) -> subprocess.CompletedProces
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 
 
-@pytest.fixture(scope="session")
-def pg_cluster():
+class ClusterUnavailable(Exception):
+    """PostgreSQL cannot be had here (the reason is the message)."""
+
+
+def start_cluster() -> PgCluster:
+    """initdb + pg_ctl start on a free loopback port (see the module docstring); ClusterUnavailable if not."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        pytest.skip("psycopg is not installed")
+        raise ClusterUnavailable("psycopg is not installed") from None
     if not PG_BINS or not (PG_BINS[0] / "initdb").exists():
-        pytest.skip("PostgreSQL server not installed (apt-get install -y postgresql)")
+        raise ClusterUnavailable("PostgreSQL server not installed (apt-get install -y postgresql)")
     bindir = PG_BINS[0]
     run_as = None
+    pw = None
     if os.geteuid() == 0:
         try:
             pw = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root and there is no postgres user to run the cluster as")
+            raise ClusterUnavailable("running as root and there is no postgres user to run the cluster as") from None
         run_as = "postgres"
     base = Path(tempfile.mkdtemp(prefix="amqtool-pg-"))
+    cluster = PgCluster(base, _free_port(), bindir, run_as)
     data = base / "data"
     pwfile = base / "pw"
     pwfile.write_text(PASSWORD + "\n")
-    if run_as:
+    if pw is not None:
         os.chown(base, pw.pw_uid, pw.pw_gid)
         os.chown(pwfile, pw.pw_uid, pw.pw_gid)
-    port = _free_port()
+    r = _run([str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256",
+              f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync"], run_as)
+    if r.returncode != 0:
+        stop_cluster(cluster)
+        raise ClusterUnavailable(f"initdb failed: {r.stderr.strip()[-400:]}")
+    opts = (f"-c listen_addresses=127.0.0.1 -c port={cluster.port} -c unix_socket_directories={base} "
+            "-c fsync=off")
+    r = _run([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-t", "60",
+              "-o", opts, "start"], run_as)
+    if r.returncode != 0:
+        log = (base / "log").read_text(errors="replace")[-400:] if (base / "log").exists() else ""
+        stop_cluster(cluster)
+        raise ClusterUnavailable(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log}")
+    return cluster
+
+
+def stop_cluster(cluster: PgCluster) -> None:
+    """pg_ctl stop (fast) when it runs, then remove its directory."""
+    data = cluster.dir / "data"
+    if (data / "postmaster.pid").exists():
+        _run([str(cluster.bin / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"], cluster.run_as)
+    shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
     try:
-        r = _run([str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256",
-                  f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync"], run_as)
-        if r.returncode != 0:
-            pytest.skip(f"initdb failed: {r.stderr.strip()[-400:]}")
-        opts = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={base} -c fsync=off"
-        r = _run([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-t", "60",
-                  "-o", opts, "start"], run_as)
-        if r.returncode != 0:
-            log = (base / "log").read_text(errors="replace")[-400:] if (base / "log").exists() else ""
-            pytest.skip(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log}")
-        yield PgCluster(base, port, bindir, run_as)
+        cluster = start_cluster()
+    except ClusterUnavailable as err:
+        pytest.skip(str(err))
+    try:
+        yield cluster
     finally:
-        if (data / "postmaster.pid").exists():
-            _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"], run_as)
-        shutil.rmtree(base, ignore_errors=True)
+        stop_cluster(cluster)
 
 
 @pytest.fixture
