@@ -282,7 +282,7 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
         for c in sorted(markers | set(subs)):
             dest(c)
         for xid, s in prepared_acks:
-            _tx(res, xid, "acks", f"{s.container} {s.client_id}/{s.name}")
+            _tx(res, xid, f"{s.container} {s.client_id}/{s.name}")
         sub_live: dict[tuple, list] = {}
         for row in iter_message_rows(conn, st):
             res.rows += 1
@@ -300,7 +300,7 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
                                             f"row ID {row.id} has MSGID {row.message_id} but its message is "
                                             f"{decoded.message_id}", path=f"{st.msgs}:{row.id}"))
             if row.xid is not None:
-                _tx(res, row.xid, "rows", row.container, row=row)
+                _tx(res, row.xid, row.container, row=row)
             wanting = []
             queue_live = False
             if row.container.startswith("topic://"):
@@ -332,7 +332,9 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
     return res
 
 
-def _tx(res: ClassicScan, xid_text: str, what: str, where: str, row: MessageRow | None = None) -> None:
+def _tx(res: ClassicScan, xid_text: str, where: str, row: MessageRow | None = None) -> None:
+    """Count a row of a prepared XA transaction: a message row (a send, or a remove with ``-``) or, without
+    ``row``, a durable subscription's ack row."""
     try:
         xid = decode_xid(xid_text)
     except FormatError as err:
