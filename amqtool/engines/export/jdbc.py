@@ -20,8 +20,8 @@ local engine's function. Row rules (as the KahaDB export's, :mod:`.kahadb`):
 **Artemis database store.** The tables load sequentially (each row's effect depends on the rows before it), so
 the load is :mod:`amqtool.engines.jdbc.artemis`'s on the driver, and the rows are the local Artemis engine's
 (:class:`~amqtool.engines.export.local.LocalArtemisExport`'s rules) from that load; large-message bodies come
-from the large-message table. The Spark engine writes those rows in tasks (as for KahaDB). Page-store tables
-are not read yet.
+from the large-message table. The Spark engine writes those rows in tasks (as for KahaDB). Paged messages
+(page-store tables) are not exported yet: only the journal's messages.
 """
 from __future__ import annotations
 

@@ -315,12 +315,92 @@ def large_message_bodies(store: "ArtemisJdbcStore") -> dict[int, bytes]:
     return out
 
 
+def _simple_strings(data: bytes) -> list[str]:
+    """A buffer of ``writeSimpleString`` values (``PagingStoreFactoryDatabase``'s directory list)."""
+    from amqtool.formats.artemis.primitives import Reader
+
+    r = Reader(data)
+    out = []
+    while r.pos < r.end:
+        out.append(r.simple_string("page-store directory entry"))
+    return out
+
+
+def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | None, list[Finding]]:
+    """The JDBC paging stores (``PagingStoreFactoryDatabase``): the page-store table's ``directory.txt`` lists
+    one table id per address (a SimpleString each); table ``<page-store-table-name><id without dashes>`` holds
+    ``address.txt`` (the address, a SimpleString) and the ``<n>.page`` files, framed as file pages are
+    (``Page.read``). Returns (stores, findings): a page whose records do not frame is CRITICAL
+    ``page-not-framed`` (WARNING for a short tail, which Artemis ignores), a framed record that does not decode
+    CRITICAL ``page-record-undecodable``, a listed table that is missing WARNING ``page-store-table-missing``.
+    None without the page-store table."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.paging import decode_page, page_id_from_name
+
+    if not facts["page-store"]["exists"]:
+        return None, []
+    prefix = st.tables["page-store"]
+    findings: list[Finding] = []
+    stores: list[dict] = []
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT lo_get(DATA) FROM {prefix} WHERE FILENAME = 'directory.txt' AND DATA IS NOT NULL")
+        row = cur.fetchone()
+        if row is None:
+            return [], []
+        try:
+            ids = _simple_strings(bytes(row[0]))
+        except FormatError as err:
+            return [], [Finding(Severity.CRITICAL, "page-directory-undecodable", err.message, f"{prefix}:directory.txt")]
+        for gid in ids:
+            table = prefix + gid.replace("-", "")
+            cur.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
+            if not cur.fetchone()[0]:
+                findings.append(Finding(Severity.WARNING, "page-store-table-missing",
+                                        f"{prefix}'s directory lists {gid}, but table {table} does not exist", table))
+                continue
+            cur.execute(f"SELECT FILENAME, lo_get(DATA) FROM {table} WHERE DATA IS NOT NULL ORDER BY ID")
+            entry: dict = {"table": table, "address": None, "pages": []}
+            for name, data in cur.fetchall():
+                data = bytes(data)
+                if name == "address.txt":
+                    try:
+                        entry["address"] = _simple_strings(data)[0]
+                    except (FormatError, IndexError):
+                        findings.append(Finding(Severity.WARNING, "page-address-undecodable",
+                                                "address.txt does not hold a SimpleString", f"{table}:{name}"))
+                    continue
+                page = page_id_from_name(name or "")
+                if page is None:
+                    continue
+                try:
+                    messages, end = decode_page(data)
+                except FormatError as err:
+                    findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
+                                            f"page {page}: {err.message}", f"{table}:{name}"))
+                    entry["pages"].append({"file": name, "page": page, "size": len(data), "records": None,
+                                           "end": "undecodable"})
+                    continue
+                entry["pages"].append({"file": name, "page": page, "size": len(data), "records": len(messages),
+                                       "end": end.reason,
+                                       "largeMessageIds": [m.message_id for m in messages if m.is_large]})
+                if not end.clean:
+                    findings.append(Finding(Severity.CRITICAL if end.suspect else Severity.WARNING, "page-not-framed",
+                                            f"page {page} stops framing at byte {end.offset} of {end.size} "
+                                            f"({end.reason}) after {end.records} record(s)",
+                                            f"{table}:{name}", end.offset))
+            entry["pages"].sort(key=lambda p: p["page"])
+            stores.append(entry)
+    return stores, findings
+
+
 @dataclass
 class ArtemisJdbcLoad:
     facts: dict
     journals: list[TableLoad]
     node_manager: dict
     large_files: dict[int, dict] | None
+    page_stores: list[dict] | None = None
+    page_findings: list[Finding] = field(default_factory=list)
 
     def result(self, kind: str) -> LoadResult | None:
         return next((j.result for j in self.journals if j.kind == kind), None)
@@ -338,7 +418,8 @@ def load(store: ArtemisJdbcStore, progress=None, journals: set[str] | None = Non
                  if journals is None or kind in journals]
         nm = node_manager(conn, st, facts)
         lm = large_message_files(conn, st, facts)
-    return ArtemisJdbcLoad(facts, loads, nm, lm)
+        ps, pf = page_stores(conn, st, facts)
+    return ArtemisJdbcLoad(facts, loads, nm, lm, ps, pf)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -407,6 +488,7 @@ def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: 
     yield ', "nodeManager": ' + dumps(data.node_manager)
     lm = None if data.large_files is None else [dict(messageId=k, **v) for k, v in sorted(data.large_files.items())]
     yield ', "largeMessages": ' + dumps(lm)
+    yield ', "pageStores": ' + dumps(data.page_stores)
     yield "}\n"
 
 
@@ -485,7 +567,7 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
     from amqtool.engines.artemis.load import live_ids_of_type
 
     data = load(store, progress)
-    findings = [f for j in data.journals for f in j.findings]
+    findings = [f for j in data.journals for f in j.findings] + data.page_findings
     bindings, messages = data.result("bindings"), data.result("messages")
     state = build_broker_state(bindings, messages)
     for p in state.problems:
@@ -528,7 +610,12 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
             findings.append(Finding(Severity.CRITICAL, "large-message-missing",
                                     f"large message {mid} has a journal record but no {mid}.msg row",
                                     lm_table, None, {"messageId": mid}))
-        for mid in sorted(data.large_files.keys() - ids):
+        paged = {mid for ps in data.page_stores or () for p in ps["pages"] for mid in p.get("largeMessageIds") or ()}
+        for mid in sorted(paged - ids - data.large_files.keys()):
+            findings.append(Finding(Severity.WARNING, "paged-large-message-missing",
+                                    f"paged large message {mid} has no {mid}.msg row (lost unless every queue "
+                                    "has consumed it)", lm_table, None, {"messageId": mid}))
+        for mid in sorted(data.large_files.keys() - ids - paged):
             findings.append(Finding(Severity.WARNING, "large-message-orphan",
                                     f"{mid}.msg has no large-message record in the messages table",
                                     f"{lm_table}:ID={data.large_files[mid]['rowId']}", None, {"messageId": mid}))
@@ -543,6 +630,7 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
                "prepared": sum(len(j.result.prepared) for j in data.journals),
                "failed": sum(len(j.result.failed) for j in data.journals),
                "messages": state.message_counts().messages,
+               "pages": sum(len(p["pages"]) for p in data.page_stores or ()),
                "journals": [{"kind": j.kind, "table": j.table, "rows": j.rows, "live": len(j.result.live),
                              "typeCounts": {str(k): v for k, v in sorted(j.type_counts.items())}}
                             for j in data.journals]}
