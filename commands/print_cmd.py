@@ -57,7 +57,8 @@ def print_(
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
         if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, style,
-                       safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal):
+                       safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal,
+                       file_options=bool(files or pins or drain)):
             return
         from amqtool.store.layout import detect
 
@@ -140,7 +141,7 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
 
 
 def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml, fmt: OutputFormat, style: Style,
-                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal) -> bool:
+                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal, file_options: bool) -> bool:
     """A database store (``--jdbc-url``, or a configuration naming one): print it and return True; else False."""
     from amqtool.engines.jdbc.resolve import jdbc_store
 
@@ -148,6 +149,8 @@ def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml,
                        table_prefix=table_prefix)
     if store is None:
         return False
+    if file_options or reclaimed:
+        raise UsageError("--file, --reclaimed, --pins and --drain apply to stores on disk, not database stores")
     if store.kind == "artemis-jdbc":
         _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal)
         return True
@@ -173,22 +176,21 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     from amqtool.engines.artemis.journal_print import PrintOptions
     from amqtool.engines.jdbc import artemis
 
-    if reclaimed:
-        raise UsageError("--reclaimed applies to journal files (a database store reuses no file)")
     opts = PrintOptions(safe=safe, ids=set(ids) if ids else None, user_types=set(types) if types else None,
                         journals={journal.value} if journal else None)
+    if style is Style.artemis and fmt is not OutputFormat.text:
+        raise UsageError("--style artemis is a text style; use it without --format json")
     with progress("reading", None, quiet) as advance:
-        if style is Style.artemis:
-            if fmt is not OutputFormat.text:
-                raise UsageError("--style artemis is a text style; use it without --format json")
-            write_lines(artemis.describe_store(store, safe=safe, progress=advance))
-        elif fmt is OutputFormat.json:
-            verdict, chunks = artemis.print_json(store, opts, advance)
-            for chunk in chunks:
-                sys.stdout.write(chunk)
-            if verdict is not Verdict.OK:
-                finish(verdict)
-        elif fmt is OutputFormat.jsonl:
-            write_jsonl(artemis.iter_rows(store, opts, advance))
-        else:
-            write_lines(fit_lines(artemis.iter_text(store, opts, advance)))
+        data = artemis.load(store, advance, None if style is Style.artemis else opts.journals)
+    if style is Style.artemis:
+        write_lines(artemis.describe_store(data, safe=safe))
+    elif fmt is OutputFormat.json:
+        for chunk in artemis.print_json(store, data, opts):
+            sys.stdout.write(chunk)
+    elif fmt is OutputFormat.jsonl:
+        write_jsonl(artemis.iter_rows(data, opts))
+    else:
+        write_lines(fit_lines(artemis.iter_text(data, opts)))
+    verdict = artemis.load_verdict(data)
+    if verdict is not Verdict.OK:
+        finish(verdict)

@@ -177,6 +177,10 @@ def test_clean_stop_live_sets_match_broker(tmp_path, brokers, pg_cluster, jdbc_e
     for f in tmsgs[:5]:  # in order: LAST_ACKED_ID moves to the 5th message
         d1.request("ACK", {"id": f[1]["ack"]})
     d1.close()
+    # While the broker runs: its default locker holds the lock; amqtool reads beside it (one read-only snapshot)
+    code, live_doc = amq(run_cli, "print", "--jdbc-url", url, "--safe")
+    assert code == 0 and live_doc["lock"]["state"] == "held", live_doc["lock"]
+    assert live_doc["lock"]["rowLockHolders"][0]["client"].startswith("127.0.0.1")
     b.stop()
 
     expect_q = {"jq": {f"q-{i:03d}" for i in range(30)} - acked,

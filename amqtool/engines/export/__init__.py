@@ -217,7 +217,10 @@ def _run_local(store, options, target, fmt, progress):
         from amqtool.engines.export.jdbc import ClassicJdbcExport
 
         ex = ClassicJdbcExport(store, options, progress=progress)
-        _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        try:
+            _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        finally:
+            ex.close()
         return ex.summary, None
     if store.kind == "artemis-jdbc":
         from amqtool.engines.export.jdbc import ArtemisJdbcExport

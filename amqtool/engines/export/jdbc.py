@@ -104,19 +104,30 @@ class ClassicJdbcExport:
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None,
                  engine: str = "local"):
+        import contextlib
+
         from amqtool.engines.jdbc.classic import read_subscriptions, require_tables
         from amqtool.engines.jdbc.connection import read_only_session
 
         self.store, self.options, self.progress = store, options, progress
         self.summary = ExportSummary(engine, "classic-jdbc")
-        with read_only_session(store.target) as conn:
-            require_tables(conn, store)
-            subs, markers, _prepared = read_subscriptions(conn, store.statements)
-            with conn.cursor() as cur:
+        # one read-only snapshot for the subscriptions and the messages (a running broker moves on meanwhile)
+        self._session = contextlib.ExitStack()
+        self._conn = self._session.enter_context(read_only_session(store.target))
+        try:
+            require_tables(self._conn, store)
+            subs, markers, _prepared = read_subscriptions(self._conn, store.statements)
+            with self._conn.cursor() as cur:
                 cur.execute(f"SELECT DISTINCT CONTAINER FROM {store.statements.msgs}")
                 containers = {r[0] for r in cur.fetchall()}
+        except BaseException:
+            self.close()
+            raise
         self.ctx = ClassicContext(subs, options)
         self.containers = sorted(containers | markers | set(subs))
+
+    def close(self) -> None:
+        self._session.close()
 
     def binding_rows(self) -> list[tuple]:
         from amqtool.engines.jdbc.classic import destination_of
@@ -135,16 +146,18 @@ class ClassicJdbcExport:
         return rows
 
     def rows(self) -> Iterator[tuple]:
+        """Every row in ID order, from the snapshot the subscriptions were read in; the session ends with it."""
         from amqtool.engines.jdbc.classic import iter_message_rows
-        from amqtool.engines.jdbc.connection import read_only_session
 
-        with read_only_session(self.store.target) as conn:
-            for row in iter_message_rows(conn, self.store.statements):
+        try:
+            for row in iter_message_rows(self._conn, self.store.statements):
                 n = len(row.msg or b"")
                 self.summary.bytes_scanned += n
                 if self.progress is not None:
                     self.progress(n)
                 yield from classic_rows(row, self.ctx, self.summary)
+        finally:
+            self.close()
 
 
 # --- Artemis ------------------------------------------------------------------------------------------------
@@ -235,6 +248,7 @@ class SparkClassicJdbcExport:
 
         self.spark, self.sc, self.store, self.progress = spark, spark.sparkContext, store, progress
         self.local = ClassicJdbcExport(store, options, engine="spark")
+        self.local.close()  # the tasks read the messages through Spark's JDBC source (a snapshot per partition)
         self.summary = self.local.summary
         self.partitions = max(1, partitions or self.sc.defaultParallelism)
         with read_only_session(store.target) as conn, conn.cursor() as cur:

@@ -448,11 +448,15 @@ def _selected(opts, result: LoadResult) -> Iterator[LiveRecord]:
             yield rec
 
 
-def print_json(store: ArtemisJdbcStore, opts, progress=None) -> tuple[Verdict, Iterator[str]]:
-    """(verdict, text chunks of the print document): the tables are read before this returns."""
-    data = load(store, progress, opts.journals if opts is not None else None)
-    verdict = overall_verdict([f for j in data.journals for f in j.findings])
-    return verdict, _document_chunks(store, data, verdict, opts)
+def load_verdict(data: "ArtemisJdbcLoad") -> Verdict:
+    """What print's verdict says about a load: CRITICAL when the broker's load would fail, WARNING for rows
+    it never writes, else OK (the same in every output format)."""
+    return overall_verdict([f for j in data.journals for f in j.findings])
+
+
+def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
+    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``)."""
+    return _document_chunks(store, data, load_verdict(data), opts)
 
 
 def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: Verdict, opts) -> Iterator[str]:
@@ -492,9 +496,8 @@ def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: 
     yield "}\n"
 
 
-def iter_rows(store: ArtemisJdbcStore, opts, progress=None) -> Iterator[dict]:
+def iter_rows(data: "ArtemisJdbcLoad", opts) -> Iterator[dict]:
     """``--format jsonl``: one object per live, prepared or failed record, as the file journal's rows."""
-    data = load(store, progress, opts.journals if opts is not None else None)
     safe = bool(opts and opts.safe)
     for j in data.journals:
         r = j.result
@@ -508,11 +511,10 @@ def iter_rows(store: ArtemisJdbcStore, opts, progress=None) -> Iterator[dict]:
                     yield dict(journal=j.kind, state=state + "-delete", txId=tx.tx_id, **_record_json(r, rec, safe))
 
 
-def iter_text(store: ArtemisJdbcStore, opts, progress=None) -> Iterator[str]:
+def iter_text(data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
     from amqtool.engines.artemis.describe import describe_live_record
     from amqtool.engines.artemis.journal_print import queue_summary_lines
 
-    data = load(store, progress, opts.journals if opts is not None else None)
     safe = bool(opts and opts.safe)
     for j in data.journals:
         r = j.result
@@ -540,12 +542,12 @@ def iter_text(store: ArtemisJdbcStore, opts, progress=None) -> Iterator[str]:
                 yield f"   {name}: {lock['state']}" + (f" by {lock['holder']}" if lock["holder"] else "")
 
 
-def describe_store(store: ArtemisJdbcStore, *, safe: bool = False, progress=None) -> Iterator[str]:
+def describe_store(data: "ArtemisJdbcLoad", *, safe: bool = False) -> Iterator[str]:
     """``artemis data print --jdbc`` (``PrintData.printDataJDBC``): the surviving records of the bindings then
-    the messages journal (``DescribeJournal.printSurvivingRecords``), under their banners."""
+    the messages journal (``DescribeJournal.printSurvivingRecords``), under their banners (the paging section
+    the Java tool prints after them is not reproduced)."""
     from amqtool.engines.artemis.describe import BANNER, _surviving_lines
 
-    data = load(store, progress)
     for title, kind in (("B I N D I N G S  J O U R N A L", "bindings"), ("M E S S A G E S   J O U R N A L", "messages")):
         yield ""
         yield BANNER

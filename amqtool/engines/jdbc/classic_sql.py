@@ -100,12 +100,16 @@ class PostgresClassicStatements(ClassicStatements):
         return out
 
     def row_lock_holders(self) -> str:
-        return ("SELECT pid, xact_start, client_addr::text, application_name, state, query "
-                "FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database() "
-                "AND state LIKE 'idle in transaction%%' AND query ILIKE %s")
+        # DefaultDatabaseLocker keeps a transaction open on the lock table (its SELECT ... FOR UPDATE, then the
+        # keep-alive UPDATEs): that transaction holds a table-level RowShare/RowExclusive lock until it ends,
+        # visible in pg_locks without touching the row. The lease locker's UPDATEs commit at once.
+        return ("SELECT DISTINCT a.pid, a.xact_start, a.client_addr::text, a.application_name, a.state, a.query "
+                "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.relation = to_regclass(%s) AND l.granted AND l.mode IN ('RowShareLock', 'RowExclusiveLock') "
+                "AND a.pid <> pg_backend_pid() AND a.state LIKE 'idle in transaction%%'")
 
     def row_lock_params(self) -> list[str]:
-        return [f"%FROM {self.lock}%FOR UPDATE%"]
+        return [self.lock]
 
 
 DIALECTS = {"postgresql": PostgresClassicStatements}
