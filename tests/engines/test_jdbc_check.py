@@ -22,7 +22,7 @@ def codes(doc):
 def test_fresh_then_classic_database(pg_cluster, jdbc_env, run_cli):
     url = pg_cluster.create_database("chk_classic")
     code, doc = check(run_cli, "--jdbc-url", url)
-    assert code == 0 and set(codes(doc)) == {"db-reachable", "db-tables-absent"}
+    assert code == 0 and set(codes(doc)) == {"db-reachable", "db-tables-absent"}  # no db-table: none exists
     assert doc["checks"]["kind"] == "classic-jdbc" and doc["checks"]["database"]["canCreateTables"] is True
     with pg_cluster.connect("chk_classic") as c:
         for s in schema():
@@ -36,6 +36,8 @@ def test_fresh_then_classic_database(pg_cluster, jdbc_env, run_cli):
     t = doc["checks"]["tables"]
     assert (t["messages"]["rows"], t["acks"]["rows"], t["lock"]["rows"]) == (2, 0, 1)
     assert t["messages"]["bytes"] > 0
+    assert {f["details"]["role"]: f["details"]["rows"] for f in doc["findings"] if f["code"] == "db-table"} == \
+        {"messages": 2, "acks": 0, "lock": 1}
     assert doc["checks"]["lock"]["state"] == "leased" and "b1" in codes(doc)["db-lock"]["message"]
     with pg_cluster.connect("chk_classic") as c:
         c.execute("DROP TABLE ACTIVEMQ_ACKS")

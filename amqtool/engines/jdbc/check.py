@@ -4,7 +4,7 @@ What it looks at, read-only (one READ ONLY transaction, the same session every c
 
 * reachability: the connection (CRITICAL ``db-unreachable`` when it fails: the broker could not start either),
   the server version, the user;
-* the tables of the store kind (Classic: ``ACTIVEMQ_MSGS``/``ACKS``/``LOCK`` with the prefix; Artemis: the
+* the tables of the store kind (INFO ``db-table`` each, with its rows and size) (Classic: ``ACTIVEMQ_MSGS``/``ACKS``/``LOCK`` with the prefix; Artemis: the
   journal, large-message and node-manager tables): present, rows and sizes; none yet is fine before the first
   start (INFO ``db-tables-absent``) when the user may create them (CRITICAL ``db-cannot-create-tables``
   otherwise: ``JDBCPersistenceAdapter``/``JDBCJournalImpl`` create their tables at start); some but not all
@@ -65,6 +65,12 @@ def check_db(store, kind: str = "auto") -> CheckReport:
             report.checks["kind"] = f"{kind}-jdbc"
             _rows(conn, facts)
             report.checks["tables"] = facts
+            from amqtool.units import binary
+
+            for role, f in facts.items():
+                if f["exists"]:
+                    report.add(Severity.INFO, "db-table", f"{role} table: {f['rows']} row(s), {binary(f['bytes'])}",
+                               f["table"], role=role, rows=f["rows"], bytes=f["bytes"])
             present = [f["table"] for f in facts.values() if f["exists"]]
             needed = [f["table"] for role, f in facts.items() if role != "page-store"]
             if not present:
