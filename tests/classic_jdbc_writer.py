@@ -25,6 +25,8 @@ def schema(prefix: str = "") -> list[str]:
         f"ALTER TABLE {m} ADD XID VARCHAR(250)",
         f"ALTER TABLE {a} ADD PRIORITY BIGINT DEFAULT 5 NOT NULL",
         f"ALTER TABLE {a} ADD XID VARCHAR(250)",
+        f"ALTER TABLE {a} DROP CONSTRAINT {a.split('.')[-1].lower()}_pkey",  # PostgresqlJDBCAdapter's acksPkName
+        f"ALTER TABLE {a} ADD PRIMARY KEY (CONTAINER, CLIENT_ID, SUB_NAME, PRIORITY)",
         f"CREATE TABLE {lk}( ID BIGINT NOT NULL, TIME BIGINT, BROKER_NAME VARCHAR(250), PRIMARY KEY (ID) )",
         f"INSERT INTO {lk}(ID) VALUES (1)",
     ]

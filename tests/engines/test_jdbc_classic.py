@@ -194,3 +194,24 @@ def test_jsonl_rows(pg_cluster, jdbc_env, run_cli, fixture_messages):
     assert sum(r["record"] == "message" for r in rows) == 13 + 100
     subs = {r["clientId"]: r for r in rows if r["record"] == "subscription"}
     assert subs["fx-durable-a"]["pendingCount"] == 10 and len(subs["fx-durable-b"]["pending"]) == 100
+
+
+def test_prioritized_subscription(pg_cluster, jdbc_env, run_cli, fixture_messages):
+    """``prioritizedMessages``: a durable subscription has an ACKS row per priority (0..9) and each priority's
+    LAST_ACKED_ID applies to that priority's messages only (``getDurableSubscriberMessageCountStatementWithPriority``)."""
+    topic = [m for m in fixture_messages if m.container == "topic://fx.events"]
+    url = pg_cluster.create_database("prio")
+    with pg_cluster.connect("prio") as c:
+        for s in schema():
+            c.execute(s)
+        ids = write_messages(c, topic)["topic://fx.events"]
+        prios = {rid: m.priority for rid, m in zip(ids, topic)}
+        top = max(prios.values())
+        for p in range(10):  # the top priority acked through its last message, the others nothing
+            last = max(r for r, q in prios.items() if q == top) if p == top else -1
+            add_subscription(c, "topic://fx.events", "c-prio", "s-prio", last, priorities=range(p, p + 1))
+    assert len(set(prios.values())) > 1  # the fixture has messages of more than one priority
+    code, doc, _ = run(run_cli, "print", "--jdbc-url", url, "--safe")
+    [sub] = next(d for d in doc["destinations"] if d["key"] == "topic://fx.events")["subscriptions"]
+    assert code == 0 and sub["prioritized"] is True
+    assert {m["id"] for m in sub["live"]} == {r for r, q in prios.items() if q != top}
