@@ -295,19 +295,23 @@ class SparkClassicJdbcExport:
 
 
 def _classic_part(ctx: ClassicContext):
-    """Task side: (partition index, its JDBC rows) -> (rows in ID order, summary)."""
+    """Task side: (partition index, its JDBC rows, summary) -> export rows in ID order, streamed. A JDBC
+    partition's rows come in the database's order, so they are sorted first (the raw rows of one partition are
+    held for that, with the cyclic collector paused: they form no cycles, and its passes over them would cost
+    more than the sort)."""
 
-    def make(index: int, it) -> tuple[list, ExportSummary]:
+    def make(index: int, it, summary: ExportSummary) -> Iterator[tuple]:
         from amqtool.engines.jdbc.classic import MessageRow
+        from amqtool.gcpause import gc_paused
 
-        summary = ExportSummary("spark", "classic-jdbc")
-        raw = sorted(it, key=lambda r: r[0])
-        rows = []
-        for r in raw:
-            m = MessageRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], bytes(r[7]) if r[7] is not None else None)
-            summary.bytes_scanned += len(m.msg or b"")
-            rows.extend(classic_rows(m, ctx, summary))
-        return rows, summary
+        with gc_paused():
+            raw = list(it)
+            raw.sort(key=lambda r: r[0])
+            for r in raw:
+                m = MessageRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6],
+                               bytes(r[7]) if r[7] is not None else None)
+                summary.bytes_scanned += len(m.msg or b"")
+                yield from classic_rows(m, ctx, summary)
 
     return make
 

@@ -495,18 +495,18 @@ def _write_task(ctx: ReadContext | None, fmt: str, attempts: str, file_mode: int
     return run
 
 
-def _rdd_write_task(make_part: Callable, fmt: str, attempts: str, file_mode: int):
-    """Task function (``mapPartitionsWithIndex``): ``make_part(index, rows)`` gives the partition's export rows
-    and their summary; they are written as :func:`_write_task` writes a part."""
+def _rdd_write_task(make_rows: Callable, fmt: str, attempts: str, file_mode: int):
+    """Task function (``mapPartitionsWithIndex``): ``make_rows(index, rows, summary)`` yields the partition's
+    export rows, streamed into its part's writer as :func:`_write_task` writes a part (no list of them)."""
 
     def run(index, it):
         from pyspark import TaskContext
 
-        rows, summary = make_part(index, it)
+        summary = ExportSummary(ENGINE, "jdbc")
         attempt = os.path.join(attempts, f"attempt-{TaskContext.get().taskAttemptId()}")
         writer = table_writer(FileMaker(attempt, file_mode), fmt, "messages", MESSAGE_COLUMNS, partition_by="queue",
                               part=index, write_empty=False)
-        for row in rows:
+        for row in make_rows(index, it, summary):
             writer.write(row)
         writer.close()
         yield index, attempt, summary
@@ -514,15 +514,15 @@ def _rdd_write_task(make_part: Callable, fmt: str, attempts: str, file_mode: int
     return run
 
 
-def write_rdd_parts(rdd, make_part: Callable, target, fmt: str,
+def write_rdd_parts(rdd, make_rows: Callable, target, fmt: str,
                     progress: Callable[[int, int], None] | None = None) -> dict[int, ExportSummary]:
     """As :func:`write_parts`, for an RDD whose partitions are the parts (a JDBC source's ranges): each task
-    turns its partition into rows with ``make_part`` and writes them as ``part-<partition index>``; the
+    turns its partition into rows with ``make_rows`` and writes them as ``part-<partition index>``; the
     driver commits the attempts whose results it received."""
     attempts = str(target.side("task-attempts"))
     os.makedirs(attempts, mode=0o700, exist_ok=True)
     with _Progress(rdd.context, progress), _task_errors():
-        results = rdd.mapPartitionsWithIndex(_rdd_write_task(make_part, fmt, attempts, target.file_mode)).collect()
+        results = rdd.mapPartitionsWithIndex(_rdd_write_task(make_rows, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
     if not os.path.isdir(os.path.join(target.path, "messages")):
         table_writer(target, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue").close()  # empty table
