@@ -21,7 +21,8 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 
 install: $(VENV)/.installed
 
-# Real components the integration tests start: Debian's ActiveMQ 5.17 broker (KahaDB tests), xfsprogs
+# Real components the integration tests start: Debian's ActiveMQ 5.17 broker (KahaDB and JDBC tests), PostgreSQL
+# and its JDBC driver (database stores: a throwaway cluster per test session), xfsprogs
 # (filesystem checks), fio (benchmarks only). Installed when root and missing; tests that need one skip
 # with the reason when it cannot be had.
 system-deps:
@@ -30,6 +31,8 @@ system-deps:
 	  [ -e /usr/share/activemq/bin/activemq.jar ] || missing="$$missing activemq"; \
 	  command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
 	  command -v fio >/dev/null || missing="$$missing fio"; \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	  [ -e /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

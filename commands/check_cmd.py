@@ -245,3 +245,31 @@ def check_all(
                          cfg.journal_type, probe_seconds)
         _emit("all", report, fmt, quiet, metrics_file, thresholds,
               label=",".join(paths or ["."]))
+
+
+@check_app.command("db")
+def db(
+    broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Artemis broker.xml with a <database-store>."),
+    activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml with a jdbcPersistenceAdapter."),
+    jdbc_url: Optional[str] = typer.Option(None, "--jdbc-url", help="jdbc:postgresql://host:port/db (credentials from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
+    jdbc_password_file: Optional[str] = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_table_prefix: Optional[str] = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
+    kind: str = typer.Option("auto", "--kind", help="Store kind: auto (by the tables present), classic or artemis."),
+    fmt: MetricFormat = METRIC_FORMAT_OPTION,
+    metrics_file: str = METRICS_FILE_OPTION,
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Can amqtool reach the broker's database, are the tables there (rows, sizes), and who holds the lock."""
+    with unknown_on_error("check", jdbc_url or activemq_xml or broker_xml or "", fmt, metrics_file), \
+            guarded(document_format(fmt)):
+        from amqtool.engines.jdbc.check import check_db
+        from amqtool.engines.jdbc.resolve import jdbc_store
+
+        if kind not in ("auto", "classic", "artemis"):
+            raise UsageError("--kind must be auto, classic or artemis")
+        store = jdbc_store(jdbc_url, jdbc_password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                           table_prefix=jdbc_table_prefix, probe=False)
+        if store is None:
+            raise UsageError("check db needs --jdbc-url, or --activemq-xml/--broker-xml naming a database store")
+        _emit("db", check_db(store, kind), fmt, quiet, metrics_file,
+              label=jdbc_url or activemq_xml or broker_xml or "")

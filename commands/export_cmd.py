@@ -68,6 +68,12 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace an existing output (only once the new one is complete)."),
     mode: str = typer.Option(None, "--mode", help="Octal mode of output files (default 600; directories get x where r)."),
     broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
+    activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use the store it names (KahaDB or JDBC)."),
+    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (credentials from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
+    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
+    jdbc_driver_jar: str = typer.Option(None, "--jdbc-driver-jar", help="Spark engine: the JDBC driver jar (default: the system's, e.g. /usr/share/java/postgresql.jar)."),
+    jdbc_partitions: int = typer.Option(None, "--jdbc-partitions", min=1, help="Spark engine, Classic JDBC: ID ranges read in parallel (default: the cores)."),
     report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -78,7 +84,9 @@ def export(
 
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
-                            broker_xml=broker_xml)
+                            broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
+                            jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
+                            jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions)
         with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
             doc, verdict = run_export(req, progress=advance, task_progress=bar.update)
         doc = {"verdict": verdict.name, **doc}

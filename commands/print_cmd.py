@@ -49,10 +49,17 @@ def print_(
     max_pages: int = typer.Option(-1, "--max-pages", help="Paging: at most this many pages per address (-1 all, 0 none)."),
     pins: bool = typer.Option(False, "--pins", help="Why each journal (log) file cannot be reclaimed yet (Artemis: only the pins)."),
     drain: str = typer.Option(None, "--drain", help="With --pins: which files would go if this queue (KahaDB: DEST) were drained."),
+    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
+    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix (default: activemq.xml's, else none)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
+        if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, style,
+                       safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal,
+                       file_options=bool(files or pins or drain)):
+            return
         from amqtool.store.layout import detect
 
         store = detect(path, broker_xml, activemq_xml)
@@ -148,5 +155,61 @@ def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool
     else:
         write_lines(render_pins_text(doc))
     verdict = Verdict[doc["verdict"]]
+    if verdict is not Verdict.OK:
+        finish(verdict)
+
+
+def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml, fmt: OutputFormat, style: Style,
+                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal, file_options: bool) -> bool:
+    """A database store (``--jdbc-url``, or a configuration naming one): print it and return True; else False."""
+    from amqtool.engines.jdbc.resolve import jdbc_store
+
+    store = jdbc_store(jdbc_url, password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                       table_prefix=table_prefix)
+    if store is None:
+        return False
+    if file_options or reclaimed:
+        raise UsageError("--file, --reclaimed, --pins and --drain apply to stores on disk, not database stores")
+    if store.kind == "artemis-jdbc":
+        _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal)
+        return True
+    if style is Style.artemis:
+        raise UsageError("--style artemis applies to Artemis stores")
+    from amqtool.engines.jdbc import classic
+
+    with progress("reading", None, quiet) as advance:
+        doc = classic.print_document(store, safe=safe, progress=advance)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    elif fmt is OutputFormat.jsonl:
+        write_jsonl(classic.iter_rows(doc))
+    else:
+        write_lines(fit_lines(classic.render_text(doc)))
+    verdict = Verdict[doc["verdict"]]
+    if verdict is not Verdict.OK:
+        finish(verdict)
+    return True
+
+
+def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal) -> None:
+    from amqtool.engines.artemis.journal_print import PrintOptions
+    from amqtool.engines.jdbc import artemis
+
+    opts = PrintOptions(safe=safe, ids=set(ids) if ids else None, user_types=set(types) if types else None,
+                        journals={journal.value} if journal else None)
+    if style is Style.artemis and fmt is not OutputFormat.text:
+        raise UsageError("--style artemis is a text style; use it without --format json")
+    with progress("reading", None, quiet) as advance:
+        data = artemis.load(store, advance, None if style is Style.artemis else opts.journals)
+    if style is Style.artemis:
+        write_lines(artemis.describe_store(data, safe=safe))
+    elif fmt is OutputFormat.json:
+        for chunk in artemis.print_json(store, data, opts):
+            sys.stdout.write(chunk)
+    elif fmt is OutputFormat.jsonl:
+        write_jsonl(artemis.iter_rows(data, opts))
+    else:
+        write_lines(fit_lines(artemis.iter_text(data, opts)))
+    verdict = artemis.load_verdict(data)
     if verdict is not Verdict.OK:
         finish(verdict)

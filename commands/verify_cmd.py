@@ -44,6 +44,9 @@ def verify(
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: list[str] = plugin.WARNING_OPTION,
     critical: list[str] = plugin.CRITICAL_OPTION,
+    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
+    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix (default: activemq.xml's, else none)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
@@ -64,8 +67,20 @@ def verify(
             warn = plugin.parse_thresholds(warning, "live_ratio", NAGIOS_LABELS)
             crit = plugin.parse_thresholds(critical, "live_ratio", NAGIOS_LABELS)
 
-        store = detect(path, broker_xml, activemq_xml)
-        if store.kind == "kahadb":
+        from amqtool.engines.jdbc.resolve import jdbc_store
+
+        # a database store (--jdbc-url, or a configuration naming one) before the files
+        store = jdbc_store(jdbc_url, jdbc_password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                           table_prefix=jdbc_table_prefix)
+        if store is not None:
+            if store.kind == "artemis-jdbc":
+                from amqtool.engines.jdbc import artemis as engine
+            else:
+                from amqtool.engines.jdbc import classic as engine
+
+            with progress("verifying", None, quiet) as advance:
+                findings, summary = engine.verify_store(store, progress=advance)
+        elif (store := detect(path, broker_xml, activemq_xml)).kind == "kahadb":
             from amqtool.engines import kahadb
 
             with progress("verifying", None, quiet) as advance:
@@ -116,7 +131,7 @@ def _nagios(store, doc: dict, warn: dict, crit: dict) -> None:
     live = summary.get("liveRecords", summary.get("live"))
     if live is not None:
         figures.append(plugin.Figure("live_records", live, "", 0))
-    if {"live_ratio", "oldest_age"} & (set(warn) | set(crit)):
+    if {"live_ratio", "oldest_age"} & (set(warn) | set(crit)) and not store.kind.endswith("-jdbc"):
         from amqtool.engines.stat import stat_store
 
         st = stat_store(store)

@@ -87,13 +87,8 @@ class ActiveMQSettings:
         return {k: v for k, v in dirs.items() if v is not None}
 
 
-def read_activemq_xml(path: str | os.PathLike) -> ActiveMQSettings:
-    """Read ``activemq.xml``. Raises UsageError when the file is missing, malformed or not a broker config."""
-    path = Path(path)
-    tree = parse_config(path, "activemq.xml")
-    broker = next((e for e in tree.iter() if local_name(e.tag) == "broker"), None)
-    if broker is None:
-        raise UsageError("not an ActiveMQ activemq.xml (no <broker> element)", path=str(path))
+def placeholder_expander(path: Path):
+    """(expand, base): ``expand(text)`` resolves ``${...}`` in a value of ``path`` as described above."""
     conf = path.resolve().parent
     base = Path(os.environ.get("ACTIVEMQ_BASE", str(conf.parent)))
     props = {
@@ -113,6 +108,18 @@ def read_activemq_xml(path: str | os.PathLike) -> ActiveMQSettings:
             return value
 
         return _PLACEHOLDER.sub(sub, text)
+
+    return expand, base
+
+
+def read_activemq_xml(path: str | os.PathLike) -> ActiveMQSettings:
+    """Read ``activemq.xml``. Raises UsageError when the file is missing, malformed or not a broker config."""
+    path = Path(path)
+    tree = parse_config(path, "activemq.xml")
+    broker = next((e for e in tree.iter() if local_name(e.tag) == "broker"), None)
+    if broker is None:
+        raise UsageError("not an ActiveMQ activemq.xml (no <broker> element)", path=str(path))
+    expand, base = placeholder_expander(path)
 
     def as_path(text: str) -> Path:
         p = Path(expand(text))

@@ -69,6 +69,9 @@ def free_port() -> int:
 
 
 class Broker:
+    config = CONFIG       # activemq.xml template (``%(extra)s`` filled from ``extra``)
+    classpath = ""        # extra class path entries (":"-separated), e.g. a JDBC driver
+
     def __init__(self, data: Path, extra: str = ""):
         self.data = data
         self.port = free_port()
@@ -81,7 +84,7 @@ class Broker:
         conf.mkdir(parents=True, exist_ok=True)
         (conf / "log4j.properties").write_text(LOG4J)
         xml = conf / "activemq.xml"
-        xml.write_text(CONFIG % {"extra": self.extra})
+        xml.write_text(self.config % {"extra": self.extra})
         d = str(self.data)
         cmd = [JAVA, "-Xms128M", "-Xmx256M", "--add-reads=java.xml=java.logging",
                "--add-opens", "java.base/java.security=ALL-UNNAMED", "--add-opens", "java.base/java.net=ALL-UNNAMED",
@@ -90,7 +93,7 @@ class Broker:
                "--add-opens", "java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED",
                "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
                "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-               f"-Dactivemq.classpath={conf}", "-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.base={d}",
+               f"-Dactivemq.classpath={conf}{self.classpath}", "-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.base={d}",
                f"-Dactivemq.conf={conf}", f"-Dactivemq.data={d}",
                f"-Dlog4j.configuration=file:{conf}/log4j.properties",
                f"-Dit.data={d}", f"-Dit.port={self.port}",

@@ -75,6 +75,13 @@ class ExportRequest:
     force: bool = False
     mode: int = 0o600
     broker_xml: str | None = None
+    # database stores (amqtool.engines.export.jdbc)
+    activemq_xml: str | None = None
+    jdbc_url: str | None = None
+    jdbc_password_file: str | None = None
+    jdbc_table_prefix: str | None = None
+    jdbc_driver_jar: str | None = None
+    jdbc_partitions: int | None = None
 
 
 def choose_engine(req: ExportRequest, store_bytes: int, cores: int | None = None) -> str:
@@ -128,8 +135,19 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
     if req.safe and req.fmt == "xml":
         raise UsageError("--safe leaves bodies out, which the XML document (for `artemis data imp`) cannot do; "
                          "use --format jsonl or parquet")
-    store = detect(req.path, req.broker_xml)
-    if store.kind == "kahadb":
+    from amqtool.engines.jdbc.resolve import jdbc_store
+
+    store = jdbc_store(req.jdbc_url, req.jdbc_password_file, activemq_xml=req.activemq_xml,
+                       broker_xml=req.broker_xml, table_prefix=req.jdbc_table_prefix)
+    if store is None:
+        store = detect(req.path, req.broker_xml, req.activemq_xml)
+    if store.kind == "classic-jdbc":
+        if req.fmt == "xml":
+            raise UsageError("the XML document is `artemis data exp`'s, for Artemis stores; export ActiveMQ Classic "
+                             "stores with --format jsonl or parquet")
+    elif store.kind == "artemis-jdbc":
+        pass
+    elif store.kind == "kahadb":
         if req.fmt == "xml" and (req.engine == "spark" or req.master):
             raise UsageError("the XML document of a KahaDB store (its messages converted to core messages, "
                              "as `create --from` writes them) is written by the local engine", path=req.path)
@@ -137,7 +155,12 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         raise CapabilityError(f"cannot export a {store.kind} store", path=req.path)
     elif not store.journals():
         raise UsageError("no bindings or messages journal found", path=req.path)
-    engine = "local" if store.kind == "kahadb" and req.fmt == "xml" else choose_engine(req, _store_bytes(store))
+    # a database store's size is not known without asking it: the local engine unless Spark is asked for;
+    # a KahaDB store's XML document is the local engine's
+    if store.kind == "kahadb" and req.fmt == "xml":
+        engine = "local"
+    else:
+        engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
     target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
     target.begin()
@@ -214,6 +237,26 @@ def _run_local(store, options, target, fmt, progress):
         with target.open_file() as fh:
             w = write_document(fh, bindings, ex.rows())
         return ex.summary, w
+    if store.kind == "classic-jdbc":
+        from amqtool.engines.export.jdbc import ClassicJdbcExport
+
+        ex = ClassicJdbcExport(store, options, progress=progress)
+        try:
+            _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        finally:
+            ex.close()
+        return ex.summary, None
+    if store.kind == "artemis-jdbc":
+        from amqtool.engines.export.jdbc import ArtemisJdbcExport
+
+        ex = ArtemisJdbcExport(store, options, progress=progress)
+        bindings = ex.binding_rows()
+        if fmt == "xml":
+            with target.open_file() as fh:
+                w = write_document(fh, bindings, ex.rows())
+            return ex.summary, w
+        _write_tables(target, fmt, bindings, batches=ex.batches())
+        return ex.summary, None
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
 
@@ -238,9 +281,17 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
     # The JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it
     # is kept when the export fails, so the path the error names still exists, and removed when it succeeds.
     log = target.out.parent / f"{target.out.name}.spark.log"
+    jars = None
+    if store.kind.endswith("-jdbc"):
+        from amqtool.engines.export.jdbc import find_driver_jar
+
+        jars = [find_driver_jar(store.target.vendor, req.jdbc_driver_jar)] if store.kind == "classic-jdbc" else None
+        if req.fmt == "xml":
+            raise UsageError("the Spark engine writes jsonl or parquet tables for database stores; use "
+                             "--engine local for the XML document")
     try:
         spark = spark_session or get_session(req.master, log_path=str(log),
-                                             local_dir=str(target.side("spark-local")))
+                                             local_dir=str(target.side("spark-local")), jars=jars)
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -248,7 +299,11 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
         raise
     keep = False
     try:
-        if store.kind == "kahadb":
+        if store.kind.endswith("-jdbc"):
+            from amqtool.engines.export.jdbc import spark_export
+
+            ex = spark_export(spark, store, options, task_progress, req.jdbc_partitions)
+        elif store.kind == "kahadb":
             ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
         else:
             ex = SparkArtemisExport(spark, store, options, progress=task_progress)

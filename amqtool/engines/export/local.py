@@ -147,8 +147,12 @@ class LocalArtemisExport:
             rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
                         transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
             yield rec.user_record_type, read(rec), mid, rows, ""
-        yield from paged_export_messages(self._store, bindings=b, wants=self.options.wants,
-                                         view=self.paging_view(), problem=self.summary.problem)
+        yield from self.paged_messages()
+
+    def paged_messages(self) -> Iterator[tuple]:
+        """The paged messages, as :meth:`messages` gives them (from the journals this engine loaded)."""
+        return paged_export_messages(self._store, bindings=self.bindings, wants=self.options.wants,
+                                     view=self.paging_view(), problem=self.summary.problem)
 
     def paging_view(self):
         """What the journals this engine loaded say about paging (read once, while they are open)."""

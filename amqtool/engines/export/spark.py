@@ -104,7 +104,7 @@ def _loopback_master(master: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-def session_conf(master: str, *, local_dir: str | None = None) -> dict[str, str]:
+def session_conf(master: str, *, local_dir: str | None = None, jars: list[str] | None = None) -> dict[str, str]:
     """The Spark settings of an export session (see the module docstring). No shuffle or SQL settings: the
     export has no shuffle and no DataFrame (the driver plans, each task reads its own part and writes it)."""
     conf = {
@@ -129,6 +129,8 @@ def session_conf(master: str, *, local_dir: str | None = None) -> dict[str, str]
     if local_dir:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
         conf["spark.local.dir"] = local_dir
+    if jars:  # JDBC drivers for the database stores' JDBC source
+        conf["spark.jars"] = ",".join(jars)
     return conf
 
 
@@ -153,8 +155,10 @@ def _jvm_output_to(log_path: str | None):
             os.close(fd)
 
 
-def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None):
-    """A SparkSession for the export (an active one is reused, as under spark-submit)."""
+def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None,
+                jars: list[str] | None = None):
+    """A SparkSession for the export (an active one is reused, as under spark-submit). ``jars``: added to the
+    session's class path (``spark.jars``), e.g. a JDBC driver."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
@@ -167,7 +171,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver and block manager bind loopback only
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for k, v in session_conf(master, local_dir=local_dir).items():
+    for k, v in session_conf(master, local_dir=local_dir, jars=jars).items():
         builder = builder.config(k, v)
     try:
         with _jvm_output_to(log_path):
@@ -516,6 +520,40 @@ def _write_task(ctx: ReadContext | None, fmt: str, attempts: str, file_mode: int
             yield part.index, attempt, summary
 
     return run
+
+
+def _rdd_write_task(make_rows: Callable, fmt: str, attempts: str, file_mode: int):
+    """Task function (``mapPartitionsWithIndex``): ``make_rows(index, rows, summary)`` yields the partition's
+    export rows, streamed into its part's writer as :func:`_write_task` writes a part (no list of them)."""
+
+    def run(index, it):
+        from pyspark import TaskContext
+
+        summary = ExportSummary(ENGINE, "jdbc")
+        attempt = os.path.join(attempts, f"attempt-{TaskContext.get().taskAttemptId()}")
+        writer = table_writer(FileMaker(attempt, file_mode), fmt, "messages", MESSAGE_COLUMNS, partition_by="queue",
+                              part=index, write_empty=False)
+        for row in make_rows(index, it, summary):
+            writer.write(row)
+        writer.close()
+        yield index, attempt, summary
+
+    return run
+
+
+def write_rdd_parts(rdd, make_rows: Callable, target, fmt: str,
+                    progress: Callable[[int, int], None] | None = None) -> dict[int, ExportSummary]:
+    """As :func:`write_parts`, for an RDD whose partitions are the parts (a JDBC source's ranges): each task
+    turns its partition into rows with ``make_rows`` and writes them as ``part-<partition index>``; the
+    driver commits the attempts whose results it received."""
+    attempts = str(target.side("task-attempts"))
+    os.makedirs(attempts, mode=0o700, exist_ok=True)
+    with _Progress(rdd.context, progress), _task_errors():
+        results = rdd.mapPartitionsWithIndex(_rdd_write_task(make_rows, fmt, attempts, target.file_mode)).collect()
+    commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
+    if not os.path.isdir(os.path.join(target.path, "messages")):
+        table_writer(target, fmt, "messages", MESSAGE_COLUMNS, partition_by="queue").close()  # empty table
+    return {index: summary for index, _, summary in results}
 
 
 def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,

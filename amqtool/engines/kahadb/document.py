@@ -71,6 +71,16 @@ def live_message_json(m, msg, err, *, safe: bool) -> dict:
     if err is not None or msg is None:
         row.update(bodySize=None, bodySha256=None, error=err)
         return row
+    row.update(openwire_message_json(msg, safe=safe))
+    row["transaction"] = m.transaction
+    return row
+
+
+def openwire_message_json(msg, *, safe: bool) -> dict:
+    """The fields of a decoded OpenWire message every store kind prints (KahaDB, the Classic JDBC adapter):
+    body size and sha256, type, headers, properties and (unless ``safe``) the body. Decoding errors of the
+    body or properties become ``error``."""
+    row: dict = {}
     try:
         body = msg.body()
         raw = msg.body_bytes()
@@ -80,8 +90,7 @@ def live_message_json(m, msg, err, *, safe: bool) -> dict:
         row.update(bodySize=None, bodySha256=None, error=e.message)
     row.update(messageType=msg.type_name, timestamp=msg.timestamp, priority=msg.priority,
                persistent=msg.persistent, expiration=msg.expiration, correlationId=msg.correlation_id,
-               jmsType=msg.jms_type, compressed=msg.compressed, redeliveryCounter=msg.redelivery_counter,
-               transaction=m.transaction)
+               jmsType=msg.jms_type, compressed=msg.compressed, redeliveryCounter=msg.redelivery_counter)
     try:
         row["properties"] = _jsonable(msg.properties())
     except FormatError as e:

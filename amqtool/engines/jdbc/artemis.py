@@ -1,0 +1,639 @@
+"""Artemis' database store (``<store><database-store>``): the journal tables loaded as the broker loads them.
+
+Load semantics, mirroring ``org.apache.activemq.artemis.jdbc.store.journal``:
+
+* rows are read ``ORDER BY seq ASC`` (``JDBCJournalImpl.load``) and fed to ``JDBCJournalReaderCallback``;
+* ADD (11) and UPDATE (12) join the committed list at once (``JDBCJournalLoaderCallback.addRecord`` /
+  ``updateRecord``); only ADDs count for ``maxID``; ADD_TX (13) and UPDATE_TX (14) wait in their
+  transaction, DELETE_TX (15) is kept as a record to delete, PREPARE (17) marks it prepared with its
+  ``txData``; COMMIT (18) appends its records to the committed list in their order (its deletes were applied
+  by the broker's SQL when it committed); a ROLLBACK (19) drops it;
+* at the end (``checkPreparedTx``) a transaction neither prepared nor committed has failed, a prepared one
+  not committed is returned as prepared;
+* ``numberOfRecords`` is the number of rows read.
+
+What the broker never leaves in a table, and so is a finding when found: DELETE (16) and ROLLBACK rows (its
+``sync`` turns them into SQL ``DELETE``s), a ROLLBACK or DELETE naming nothing (its load throws and the journal
+fails), a record type outside 11..19 (its load throws: "Unknown Record Type").
+
+Deletes are physical in a table: a record deleted and then added again with the same id is live (the file
+journal's load drops every record of an id that any DELETE names; ``JDBCJournalImpl.sync`` deletes the rows).
+
+The result is an ``amqtool.engines.artemis.load.LoadResult`` whose bodies live in one in-memory buffer per
+table (:class:`TableJournal`, a stand-in for the journal files), so the print contract, the broker-state
+decoding (queues, messages per queue) and ``--style artemis`` (``DescribeJournal.printSurvivingRecords``, as
+``artemis data print --jdbc`` uses) are the file journal's own code.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from amqtool.errors import Finding, Severity, UnknownStoreError, Verdict, overall_verdict
+from amqtool.formats.artemis.records import (
+    ADD,
+    ADD_TX,
+    COMMIT,
+    DELETE,
+    DELETE_TX,
+    PREPARE,
+    ROLLBACK,
+    UPDATE,
+    UPDATE_TX,
+)
+from amqtool.engines.artemis.load import LiveRecord, LoadResult, TxInfo
+from amqtool.engines.jdbc.artemis_sql import (
+    BACKUP_LOCK_ROW,
+    NODE_ID_ROW,
+    PRIMARY_LOCK_ROW,
+    STATE_ROW,
+    STATES,
+    ArtemisStatements,
+    statements_for,
+)
+from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
+
+FETCH_ROWS = 2000
+ADD_LARGE_MESSAGE = 30
+
+
+@dataclass
+class ArtemisJdbcStore:
+    target: JdbcTarget
+    statements: ArtemisStatements
+    kind: str = "artemis-jdbc"
+
+    @property
+    def root(self) -> str:
+        return self.target.url
+
+
+def open_store(target: JdbcTarget, tables: dict[str, str] | None = None) -> ArtemisJdbcStore:
+    return ArtemisJdbcStore(target, statements_for(target.vendor, tables))
+
+
+@dataclass
+class TableFile:
+    """What the file-journal code asks of a journal file, for a table."""
+
+    name: str
+    size: int = 0
+    file_id: int = 0
+    version: int = 2
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+
+class TableJournal:
+    """A stand-in for ``OpenedJournal``: the bodies of one table's rows, kept in one buffer in seq order
+    (each followed by one pad byte, so that no two bodies share an offset). ``seq_at[offset]`` is the row."""
+
+    def __init__(self, table: str):
+        self.table = table
+        self.buf = bytearray()
+        self.files = [TableFile(table)]
+        self.seq_at: dict[int, int] = {}
+        self.pending: list = []
+        self.skipped: list = []
+
+    def keep(self, body: bytes, seq: int) -> int:
+        off = len(self.buf)
+        self.buf += body
+        self.buf.append(0)
+        self.seq_at[off] = seq
+        self.files[0].size = len(self.buf)
+        return off
+
+    def pread(self, index: int, offset: int, length: int) -> bytes:
+        return bytes(self.buf[offset:offset + length])
+
+
+@dataclass
+class TableLoad:
+    """One journal table: the load result and what the load met on the way."""
+
+    kind: str                    # "bindings" | "messages"
+    table: str
+    result: LoadResult
+    rows: int = 0
+    type_counts: dict[int, int] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    load_fails: bool = False     # the broker's load would throw (the journal fails to start)
+
+
+class _Tx:
+    __slots__ = ("tx_id", "records", "deletes", "prepared", "committed", "extra")
+
+    def __init__(self, tx_id: int):
+        self.tx_id, self.records, self.deletes = tx_id, [], []
+        self.prepared = self.committed = False
+        self.extra = None
+
+
+def iter_journal_rows(conn, st: ArtemisStatements, table: str) -> Iterator[tuple]:
+    with conn.cursor(name=f"amqtool_{table.replace('.', '_')}") as cur:
+        cur.itersize = FETCH_ROWS
+        cur.execute(st.journal_rows(table))
+        yield from cur
+
+
+def load_table(conn, st: ArtemisStatements, kind: str, table: str,
+               progress: Callable[[int], None] | None = None) -> TableLoad:
+    """Load one journal table (see the module docstring)."""
+    opened = TableJournal(table)
+    live: list[LiveRecord] = []
+    last_add: dict[int, int] = {}   # deleteReferences: id -> index of its latest ADD
+    txs: dict[int, _Tx] = {}        # LinkedHashMap order
+    tl = TableLoad(kind, table, None)  # type: ignore[arg-type]
+    max_id = -1
+    seen_seq: set[int] = set()
+    where = f"{table}:seq="
+
+    def finding(sev, code, msg, seq, **details):
+        tl.findings.append(Finding(sev, code, msg, f"{where}{seq}", None, details))
+
+    for rid, rtype, cc, tx_id, utype, vsize, record, txdsize, txdata, _nrec, seq in iter_journal_rows(conn, st, table):
+        tl.rows += 1
+        tl.type_counts[rtype] = tl.type_counts.get(rtype, 0) + 1
+        record = bytes(record) if record is not None else b""
+        txdata = bytes(txdata) if txdata is not None else b""
+        if progress is not None:
+            progress(len(record) + len(txdata))
+        if seq in seen_seq:
+            finding(Severity.WARNING, "artemis-jdbc-duplicate-seq",
+                    f"seq {seq} is used by more than one row: their load order is the database's choice", seq)
+        seen_seq.add(seq)
+        if vsize is not None and vsize != len(record):
+            finding(Severity.WARNING, "artemis-jdbc-size-mismatch",
+                    f"row id {rid} says variableSize={vsize} but its record holds {len(record)} byte(s) "
+                    "(the broker uses the bytes)", seq, id=rid)
+        utype = int(utype) if utype is not None else -1
+        cc = cc or 0
+        if rtype in (ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX):
+            off = opened.keep(record, seq)
+            entry = LiveRecord(rid, utype, rtype in (UPDATE, UPDATE_TX), cc, 0, off, len(record))
+        if rtype == ADD:
+            live.append(entry)
+            last_add[rid] = len(live) - 1
+            max_id = max(max_id, rid)
+        elif rtype == UPDATE:
+            live.append(entry)
+        elif rtype in (ADD_TX, UPDATE_TX, DELETE_TX):
+            tx = txs.get(tx_id) or txs.setdefault(tx_id, _Tx(tx_id))
+            if rtype == DELETE_TX:
+                tx.deletes.append(LiveRecord(rid, 0, True, cc, 0, entry.body_offset, entry.body_len))
+            else:
+                tx.records.append(entry)
+        elif rtype == PREPARE:
+            tx = txs.get(tx_id) or txs.setdefault(tx_id, _Tx(tx_id))
+            tx.prepared = True
+            tx.extra = txdata
+        elif rtype == COMMIT:
+            tx = txs.get(tx_id)
+            if tx is not None:
+                tx.committed = True
+                for r in tx.records:
+                    live.append(r)
+                    if not r.is_update:
+                        last_add[r.id] = len(live) - 1
+                        max_id = max(max_id, r.id)
+        elif rtype == DELETE:
+            idx = last_add.pop(rid, None)
+            if idx is None:
+                tl.load_fails = True
+                finding(Severity.CRITICAL, "artemis-jdbc-delete-unknown",
+                        f"a DELETE row for id {rid}, which no ADD row before it holds: the broker's load throws "
+                        "and the journal fails", seq, id=rid)
+            else:
+                live[idx] = None  # type: ignore[call-overload]
+                finding(Severity.WARNING, "artemis-jdbc-delete-row",
+                        f"a DELETE row for id {rid}: the broker deletes rows instead of writing these", seq, id=rid)
+        elif rtype == ROLLBACK:
+            if txs.pop(tx_id, None) is None:
+                tl.load_fails = True
+                finding(Severity.CRITICAL, "artemis-jdbc-rollback-unknown",
+                        f"a ROLLBACK row for transaction {tx_id}, which has no records before it: the broker's "
+                        "load throws (\"Cannot rollback, tx not found\") and the journal fails", seq, txId=tx_id)
+            else:
+                finding(Severity.WARNING, "artemis-jdbc-rollback-row",
+                        f"a ROLLBACK row for transaction {tx_id}: the broker deletes a rolled-back "
+                        "transaction's rows instead of writing these", seq, txId=tx_id)
+        else:
+            tl.load_fails = True
+            finding(Severity.CRITICAL, "artemis-jdbc-unknown-record-type",
+                    f"row id {rid} has record type {rtype}: the broker's load throws (\"Unknown Record Type\") "
+                    "and the journal fails", seq, recordType=rtype)
+    prepared, failed = [], []
+    for tx in txs.values():
+        info = TxInfo(tx.tx_id, tx.records, tx.deletes, tx.prepared, False, tx.extra)
+        if not tx.prepared and not tx.committed:
+            failed.append(info)
+        elif not tx.committed:
+            prepared.append(info)
+    tl.result = LoadResult(opened=opened, live=[r for r in live if r is not None], prepared=prepared,
+                           failed=failed, max_id=max_id, number_of_records=tl.rows, scans=[], anomalies=[],
+                           anomaly_counts={})
+    return tl
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+def table_facts(conn, st: ArtemisStatements) -> dict[str, dict]:
+    with conn.cursor() as cur:
+        cur.execute(st.table_facts(), st.table_fact_params())
+        return {role: {"table": name, "exists": bool(ok), "bytes": size} for role, name, ok, size in cur.fetchall()}
+
+
+def node_manager(conn, st: ArtemisStatements, facts: dict) -> dict:
+    """``NODE_MANAGER_STORE``: the broker state, who holds the primary and backup leases until when (ms, the
+    database clock ``JdbcLeaseLock`` uses), and the node id."""
+    out: dict = {"table": st.tables["node-manager"], "exists": facts["node-manager"]["exists"]}
+    if not out["exists"]:
+        return out
+    with conn.cursor() as cur:
+        cur.execute(st.now_ms())
+        now = int(cur.fetchone()[0])
+        cur.execute(st.node_manager_rows())
+        rows = {r[0]: r for r in cur.fetchall()}
+    out["databaseTimeMs"] = now
+    state = rows.get(STATE_ROW)
+    code = (state[4] or "").strip() if state else ""
+    out["state"] = STATES.get(code, "FIRST_TIME_START" if not code else f"unknown ({code})")
+    node = rows.get(NODE_ID_ROW)
+    out["nodeId"] = (node[3] or "").strip() or None if node else None
+    for name, row_id in (("primaryLock", PRIMARY_LOCK_ROW), ("backupLock", BACKUP_LOCK_ROW)):
+        row = rows.get(row_id)
+        if row is None:
+            out[name] = None
+            continue
+        holder, expires = row[1], row[2]
+        lock = {"holder": holder, "expiresMs": expires}
+        if holder is None:
+            lock["state"] = "free"
+        elif expires is not None and expires >= now:
+            lock.update(state="held", remainingMs=expires - now)
+        else:
+            lock.update(state="expired", expiredAgoMs=now - (expires or 0))
+        out[name] = lock
+    return out
+
+
+def large_message_files(conn, st: ArtemisStatements, facts: dict) -> dict[int, dict] | None:
+    """``<id>.msg`` rows of the large-message table: message id -> {rowId, size}; None without the table."""
+    if not facts["large-messages"]["exists"]:
+        return None
+    out: dict[int, dict] = {}
+    with conn.cursor() as cur:
+        cur.execute(st.large_message_files())
+        for row_id, name, ext, size in cur.fetchall():
+            stem, _, e = (name or "").partition(".")
+            if (ext or e) == "msg" and stem.isdigit():
+                out[int(stem)] = {"rowId": row_id, "file": name, "size": size}
+    return out
+
+
+def large_message_bodies(store: "ArtemisJdbcStore") -> dict[int, bytes]:
+    """The bytes of every ``<id>.msg`` row of the large-message table (``lo_get`` of its large object), for
+    the export; an empty dict without the table."""
+    st = store.statements
+    out: dict[int, bytes] = {}
+    with read_only_session(store.target) as conn:
+        if not table_facts(conn, st)["large-messages"]["exists"]:
+            return out
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT FILENAME, EXTENSION, lo_get(DATA) FROM {st.tables['large-messages']} "
+                        f"WHERE DATA IS NOT NULL ORDER BY ID")
+            for name, ext, data in cur:
+                stem, _, e = (name or "").partition(".")
+                if (ext or e) == "msg" and stem.isdigit():
+                    out[int(stem)] = bytes(data)
+    return out
+
+
+def _simple_strings(data: bytes) -> list[str]:
+    """A buffer of ``writeSimpleString`` values (``PagingStoreFactoryDatabase``'s directory list)."""
+    from amqtool.formats.artemis.primitives import Reader
+
+    r = Reader(data)
+    out = []
+    while r.pos < r.end:
+        out.append(r.simple_string("page-store directory entry"))
+    return out
+
+
+def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | None, list[Finding]]:
+    """The JDBC paging stores (``PagingStoreFactoryDatabase``): the page-store table's ``directory.txt`` lists
+    one table id per address (a SimpleString each); table ``<page-store-table-name><id without dashes>`` holds
+    ``address.txt`` (the address, a SimpleString) and the ``<n>.page`` files, framed as file pages are
+    (``Page.read``). Returns (stores, findings): a page whose records do not frame is CRITICAL
+    ``page-not-framed`` (WARNING for a short tail, which Artemis ignores), a framed record that does not decode
+    CRITICAL ``page-record-undecodable``, a listed table that is missing WARNING ``page-store-table-missing``.
+    None without the page-store table."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.paging import decode_page, page_id_from_name
+
+    if not facts["page-store"]["exists"]:
+        return None, []
+    prefix = st.tables["page-store"]
+    findings: list[Finding] = []
+    stores: list[dict] = []
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT lo_get(DATA) FROM {prefix} WHERE FILENAME = 'directory.txt' AND DATA IS NOT NULL")
+        row = cur.fetchone()
+        if row is None:
+            return [], []
+        try:
+            ids = _simple_strings(bytes(row[0]))
+        except FormatError as err:
+            return [], [Finding(Severity.CRITICAL, "page-directory-undecodable", err.message, f"{prefix}:directory.txt")]
+        for gid in ids:
+            table = prefix + gid.replace("-", "")
+            cur.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
+            if not cur.fetchone()[0]:
+                findings.append(Finding(Severity.WARNING, "page-store-table-missing",
+                                        f"{prefix}'s directory lists {gid}, but table {table} does not exist", table))
+                continue
+            cur.execute(f"SELECT FILENAME, lo_get(DATA) FROM {table} WHERE DATA IS NOT NULL ORDER BY ID")
+            entry: dict = {"table": table, "address": None, "pages": []}
+            for name, data in cur.fetchall():
+                data = bytes(data)
+                if name == "address.txt":
+                    try:
+                        entry["address"] = _simple_strings(data)[0]
+                    except (FormatError, IndexError):
+                        findings.append(Finding(Severity.WARNING, "page-address-undecodable",
+                                                "address.txt does not hold a SimpleString", f"{table}:{name}"))
+                    continue
+                page = page_id_from_name(name or "")
+                if page is None:
+                    continue
+                try:
+                    messages, end = decode_page(data)
+                except FormatError as err:
+                    findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
+                                            f"page {page}: {err.message}", f"{table}:{name}"))
+                    entry["pages"].append({"file": name, "page": page, "size": len(data), "records": None,
+                                           "end": "undecodable"})
+                    continue
+                entry["pages"].append({"file": name, "page": page, "size": len(data), "records": len(messages),
+                                       "end": end.reason,
+                                       "largeMessageIds": [m.message_id for m in messages if m.is_large]})
+                if not end.clean:
+                    findings.append(Finding(Severity.CRITICAL if end.suspect else Severity.WARNING, "page-not-framed",
+                                            f"page {page} stops framing at byte {end.offset} of {end.size} "
+                                            f"({end.reason}) after {end.records} record(s)",
+                                            f"{table}:{name}", end.offset))
+            entry["pages"].sort(key=lambda p: p["page"])
+            stores.append(entry)
+    return stores, findings
+
+
+@dataclass
+class ArtemisJdbcLoad:
+    facts: dict
+    journals: list[TableLoad]
+    node_manager: dict
+    large_files: dict[int, dict] | None
+    page_stores: list[dict] | None = None
+    page_findings: list[Finding] = field(default_factory=list)
+
+    def result(self, kind: str) -> LoadResult | None:
+        return next((j.result for j in self.journals if j.kind == kind), None)
+
+
+def load(store: ArtemisJdbcStore, progress=None, journals: set[str] | None = None) -> ArtemisJdbcLoad:
+    st = store.statements
+    with read_only_session(store.target) as conn:
+        facts = table_facts(conn, st)
+        missing = [facts[r]["table"] for r in ("bindings", "messages") if not facts[r]["exists"]]
+        if missing:
+            raise UnknownStoreError(f"{store.target.url}: no Artemis database store here (table(s) "
+                                    f"{', '.join(missing)} missing; check the table names)")
+        loads = [load_table(conn, st, kind, st.tables[kind], progress) for kind in ("bindings", "messages")
+                 if journals is None or kind in journals]
+        nm = node_manager(conn, st, facts)
+        lm = large_message_files(conn, st, facts)
+        ps, pf = page_stores(conn, st, facts)
+    return ArtemisJdbcLoad(facts, loads, nm, lm, ps, pf)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# print
+
+def _record_json(result: LoadResult, rec: LiveRecord, safe: bool) -> dict:
+    from amqtool.engines.artemis.journal_print import record_json
+
+    doc = record_json(result, rec, safe)
+    doc["offset"] = doc["seq"] = result.opened.seq_at[rec.body_offset]
+    return doc
+
+
+def _tx_json(result: LoadResult, tx: TxInfo, safe: bool) -> dict:
+    doc = {"txId": tx.tx_id}
+    if tx.extra is not None:
+        doc["extraData"] = base64.urlsafe_b64encode(tx.extra).decode("ascii")
+    doc["records"] = [_record_json(result, r, safe) for r in tx.records]
+    doc["recordsToDelete"] = [_record_json(result, r, safe) for r in tx.records_to_delete]
+    return doc
+
+
+def _selected(opts, result: LoadResult) -> Iterator[LiveRecord]:
+    for rec in result.live:
+        if opts is None or opts.selects(rec, result.opened.table):
+            yield rec
+
+
+def load_verdict(data: "ArtemisJdbcLoad") -> Verdict:
+    """What print's verdict says about a load: CRITICAL when the broker's load would fail, WARNING for rows
+    it never writes, else OK (the same in every output format)."""
+    return overall_verdict([f for j in data.journals for f in j.findings])
+
+
+def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
+    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``)."""
+    return _document_chunks(store, data, load_verdict(data), opts)
+
+
+def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: Verdict, opts) -> Iterator[str]:
+    """The print document (the file journal's contract, man/amqtool-print.1) as text chunks::
+
+        {"verdict", "kind": "artemis-jdbc", "root": <url>, "database": {...}, "tables": {...},
+         "journals": [{"kind", "table", "directory": null, "files": [], "pending": [], "refused": [],
+                       "live": [...], "prepared": [...], "failed": [...], "maxId", "numberOfRecords", "rows"}],
+         "queueSummary": {...}, "nodeManager": {...}, "largeMessages": [...]}
+
+    A record: the file journal's fields, with ``file`` the table and ``offset``/``seq`` the row's seq.
+    ``verdict``: CRITICAL when the broker's load would fail, WARNING with rows it never writes, else OK."""
+    from amqtool.engines.artemis.journal_print import queue_summary
+
+    dumps = json.dumps
+    safe = bool(opts and opts.safe)
+    yield ('{"verdict": "%s", "kind": "artemis-jdbc", "root": %s, "database": %s, "tables": %s, "journals": ['
+           % (verdict.name, dumps(store.root), dumps(store.target.to_json()), dumps(data.facts)))
+    for n, j in enumerate(data.journals):
+        r = j.result
+        yield (", " if n else "") + '{"kind": %s, "table": %s, "directory": null, "files": [], "pending": [], ' \
+            '"refused": [], "live": [' % (dumps(j.kind), dumps(j.table))
+        for k, rec in enumerate(_selected(opts, r)):
+            yield ("\n  " if k == 0 else ",\n  ") + dumps(_record_json(r, rec, safe), ensure_ascii=False)
+        yield "]"
+        yield ', "prepared": ' + dumps([_tx_json(r, tx, safe) for tx in r.prepared])
+        yield ', "failed": ' + dumps([_tx_json(r, tx, safe) for tx in r.failed])
+        yield ', "maxId": %d, "numberOfRecords": %d, "rows": %d}' % (r.max_id, r.number_of_records, j.rows)
+    yield "]"
+    messages = data.result("messages")
+    if messages is not None:
+        yield ', "queueSummary": ' + dumps(queue_summary(data.result("bindings"), messages))
+    yield ', "nodeManager": ' + dumps(data.node_manager)
+    lm = None if data.large_files is None else [dict(messageId=k, **v) for k, v in sorted(data.large_files.items())]
+    yield ', "largeMessages": ' + dumps(lm)
+    yield ', "pageStores": ' + dumps(data.page_stores)
+    yield "}\n"
+
+
+def iter_rows(data: "ArtemisJdbcLoad", opts) -> Iterator[dict]:
+    """``--format jsonl``: one object per live, prepared or failed record, as the file journal's rows."""
+    safe = bool(opts and opts.safe)
+    for j in data.journals:
+        r = j.result
+        for rec in _selected(opts, r):
+            yield dict(journal=j.kind, state="live", **_record_json(r, rec, safe))
+        for state, txs in (("prepared", r.prepared), ("failed", r.failed)):
+            for tx in txs:
+                for rec in tx.records:
+                    yield dict(journal=j.kind, state=state, txId=tx.tx_id, **_record_json(r, rec, safe))
+                for rec in tx.records_to_delete:
+                    yield dict(journal=j.kind, state=state + "-delete", txId=tx.tx_id, **_record_json(r, rec, safe))
+
+
+def iter_text(data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
+    from amqtool.engines.artemis.describe import describe_live_record
+    from amqtool.engines.artemis.journal_print import queue_summary_lines
+
+    safe = bool(opts and opts.safe)
+    for j in data.journals:
+        r = j.result
+        yield f"== {j.kind} table: {j.table} ({j.rows} row(s))"
+        yield (f"   live records: {len(r.live)}, prepared transactions: {len(r.prepared)}, "
+               f"failed transactions: {len(r.failed)}, maxId: {r.max_id}")
+        for rec in _selected(opts, r):
+            kind = "update" if rec.is_update else "add"
+            text = describe_live_record(r, rec, j.kind, safe)
+            yield (f"   {kind:6} id={rec.id} type={rec.user_record_type} cc={rec.compact_count} "
+                   f"size={rec.body_len} seq={r.opened.seq_at[rec.body_offset]} {text}").rstrip()
+        for label, txs in (("prepared", r.prepared), ("failed", r.failed)):
+            for tx in txs:
+                yield (f"   {label} transaction {tx.tx_id}: {len(tx.records)} record(s), "
+                       f"{len(tx.records_to_delete)} delete(s)")
+        yield ""
+    if data.result("messages") is not None:
+        yield from queue_summary_lines(data.result("bindings"), data.result("messages"))
+    nm = data.node_manager
+    if nm.get("exists"):
+        yield f"== node manager ({nm['table']}): state {nm['state']}, node id {nm['nodeId']}"
+        for name in ("primaryLock", "backupLock"):
+            lock = nm.get(name)
+            if lock:
+                yield f"   {name}: {lock['state']}" + (f" by {lock['holder']}" if lock["holder"] else "")
+
+
+def describe_store(data: "ArtemisJdbcLoad", *, safe: bool = False) -> Iterator[str]:
+    """``artemis data print --jdbc`` (``PrintData.printDataJDBC``): the surviving records of the bindings then
+    the messages journal (``DescribeJournal.printSurvivingRecords``), under their banners (the paging section
+    the Java tool prints after them is not reproduced)."""
+    from amqtool.engines.artemis.describe import BANNER, _surviving_lines
+
+    for title, kind in (("B I N D I N G S  J O U R N A L", "bindings"), ("M E S S A G E S   J O U R N A L", "messages")):
+        yield ""
+        yield BANNER
+        yield title
+        yield BANNER
+        yield from _surviving_lines(data.result(kind), safe)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# verify
+
+def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding], dict]:
+    """Findings (codes in man/amqtool-verify.1): the load's (above), records that do not decode
+    (``artemis-jdbc-undecodable``), transactions left prepared (``tx-prepared``, INFO) or incomplete
+    (``tx-incomplete``, INFO: the broker rolls them back), large-message records without their ``.msg`` row
+    (``large-message-missing``, CRITICAL) and rows without a record (``large-message-orphan``), and the node
+    manager's lease (``artemis-jdbc-node-manager``, INFO)."""
+    from amqtool.engines.artemis.broker_state import build_broker_state
+    from amqtool.engines.artemis.load import live_ids_of_type
+
+    data = load(store, progress)
+    findings = [f for j in data.journals for f in j.findings] + data.page_findings
+    bindings, messages = data.result("bindings"), data.result("messages")
+    state = build_broker_state(bindings, messages)
+    for p in state.problems:
+        res = bindings if p.journal == "bindings" else messages
+        seq = res.opened.seq_at.get(p.body_offset)
+        findings.append(Finding(Severity.CRITICAL, "artemis-jdbc-undecodable",
+                                f"{p.journal} record id {p.record_id} (user record type {p.user_record_type}) does "
+                                f"not decode: {p.message}", f"{res.opened.table}:seq={seq}", None,
+                                {"id": p.record_id}))
+    if messages is not None:
+        from amqtool.errors import FormatError
+
+        for mid, rec in state.message_records.items():
+            try:
+                state.message(mid)
+            except FormatError as err:
+                findings.append(Finding(Severity.CRITICAL, "artemis-jdbc-undecodable",
+                                        f"message {mid} (user record type {rec.user_record_type}) does not decode: "
+                                        f"{err.message}",
+                                        f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}",
+                                        None, {"id": mid}))
+    for j in data.journals:
+        r = j.result
+        for tx in r.prepared:
+            findings.append(Finding(Severity.INFO, "tx-prepared",
+                                    f"transaction {tx.tx_id} is prepared (XA, in doubt) with {len(tx.records)} "
+                                    f"record(s) and {len(tx.records_to_delete)} delete(s)", j.table, None,
+                                    {"txId": tx.tx_id}))
+        for tx in r.failed:
+            findings.append(Finding(Severity.INFO, "tx-incomplete",
+                                    f"transaction {tx.tx_id} has no commit, prepare or rollback row; the broker "
+                                    f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
+                                    {"txId": tx.tx_id}))
+    if data.large_files is not None and messages is not None:
+        ids = set(live_ids_of_type(messages.live, ADD_LARGE_MESSAGE, is_update=False))
+        for tx in messages.prepared:
+            ids.update(rec.id for rec in tx.records if rec.user_record_type == ADD_LARGE_MESSAGE)
+        lm_table = store.statements.tables["large-messages"]
+        for mid in sorted(ids - data.large_files.keys()):
+            findings.append(Finding(Severity.CRITICAL, "large-message-missing",
+                                    f"large message {mid} has a journal record but no {mid}.msg row",
+                                    lm_table, None, {"messageId": mid}))
+        paged = {mid for ps in data.page_stores or () for p in ps["pages"] for mid in p.get("largeMessageIds") or ()}
+        for mid in sorted(paged - ids - data.large_files.keys()):
+            findings.append(Finding(Severity.WARNING, "paged-large-message-missing",
+                                    f"paged large message {mid} has no {mid}.msg row (lost unless every queue "
+                                    "has consumed it)", lm_table, None, {"messageId": mid}))
+        for mid in sorted(data.large_files.keys() - ids - paged):
+            findings.append(Finding(Severity.WARNING, "large-message-orphan",
+                                    f"{mid}.msg has no large-message record in the messages table",
+                                    f"{lm_table}:ID={data.large_files[mid]['rowId']}", None, {"messageId": mid}))
+    nm = data.node_manager
+    if nm.get("exists"):
+        lock = nm.get("primaryLock") or {}
+        findings.append(Finding(Severity.INFO, "artemis-jdbc-node-manager",
+                                f"broker state {nm['state']}; primary lock {lock.get('state', 'absent')}"
+                                + (f" by {lock['holder']}" if lock.get("holder") else ""), nm["table"]))
+    summary = {"rows": sum(j.rows for j in data.journals),
+               "live": sum(len(j.result.live) for j in data.journals),
+               "prepared": sum(len(j.result.prepared) for j in data.journals),
+               "failed": sum(len(j.result.failed) for j in data.journals),
+               "messages": state.message_counts().messages,
+               "pages": sum(len(p["pages"]) for p in data.page_stores or ()),
+               "journals": [{"kind": j.kind, "table": j.table, "rows": j.rows, "live": len(j.result.live),
+                             "typeCounts": {str(k): v for k, v in sorted(j.type_counts.items())}}
+                            for j in data.journals]}
+    return findings, summary
