@@ -48,7 +48,7 @@ def test_bash_completes_subcommands_and_format_values(scripts):
     assert complete(bash, ["amqtool", "export", "-f", "p"]) == ["parquet"]
     assert complete(bash, ["amqtool", "verify", "--format", ""]) == ["text", "json", "jsonl", "prometheus"]
     assert complete(bash, ["amqtool", "stat", "--sort", ""]) == ["bytes", "messages", "oldest"]
-    assert sorted(complete(bash, ["amqtool", "check", ""])) == ["aio", "all", "disk-space", "write-cache"]
+    assert sorted(complete(bash, ["amqtool", "check", ""])) == ["aio", "all", "db", "disk-space", "write-cache"]
     assert complete(bash, ["amqtool", "check", "disk-space", "--nag"]) == ["--nagios"]
     top = set(complete(bash, ["amqtool", ""]))
     assert {"print", "verify", "stat", "create", "compact", "export", "check", "bench"} <= top
