@@ -58,9 +58,14 @@ class _TaskBar:
 
 @app.command("export")
 def export(
-    path: str = typer.Argument(".", help="Artemis instance, data or journal directory; or a KahaDB/mKahaDB directory."),
+    paths: list[str] = typer.Argument(None, help="Stores: Artemis instance, data or journal directories; KahaDB/mKahaDB "
+                                                "directories (default .). Several, or quoted patterns (amqtool expands "
+                                                "them), make one dataset of the fleet."),
     out: str = typer.Option(..., "--output", "-o", help="Output: a file (xml) or a directory of tables (jsonl, parquet)."),
-    fmt: ExportFormat = typer.Option(ExportFormat.xml, "--format", "-f", help="xml (artemis data exp), jsonl or parquet."),
+    fmt: ExportFormat = typer.Option(None, "--format", "-f", help="xml (artemis data exp; one store's default), jsonl "
+                                                                  "or parquet (a fleet's default)."),
+    stores_from: str = typer.Option(None, "--stores-from", help="Read stores (or patterns) from FILE, one a line "
+                                                                "(- for stdin): a fleet export."),
     engine: Engine = typer.Option(Engine.auto, "--engine", help="local (in process), spark, or auto (by store size)."),
     master: str = typer.Option(None, "--master", help="Spark master URL (default local[*]); implies the Spark engine."),
     queues: list[str] = typer.Option(None, "--queue", help="Only queues matching this pattern (fnmatch; repeatable)."),
@@ -71,11 +76,19 @@ def export(
     report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
-    """Export a store's live messages (one row per message per queue, paged ones included) and its bindings."""
+    """Export a store's live messages (one row per message per queue, paged ones included) and its bindings;
+    several stores (a fleet) into one dataset with a stores table."""
     with guarded(None if report is Report.text else "json"):
         from amqtool.engines.export import ExportRequest, run_export
+        from amqtool.engines.export.fleet import is_fleet
         from amqtool.engines.export.writers import parse_mode
 
+        paths = list(paths or [])
+        if is_fleet(paths, stores_from):
+            _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet)
+            return
+        path = paths[0] if paths else "."
+        fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
                             broker_xml=broker_xml)
@@ -96,3 +109,26 @@ def export(
                 sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                                  "(not converted to core); export them with --format jsonl or parquet\n")
         finish(verdict)
+
+
+def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet) -> None:
+    from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
+    from amqtool.engines.export.writers import parse_mode
+
+    req = FleetRequest(stores=paths, stores_from=stores_from, out=out, fmt=(fmt or ExportFormat.parquet).value,
+                       engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
+                       force=force, mode=parse_mode(mode))
+    with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
+        doc, verdict = run_fleet_export(req, progress=advance, task_progress=bar.update)
+    doc = {"verdict": verdict.name, **doc}
+    if report is Report.json:
+        write_json(doc)
+    else:
+        by = doc["storesByVerdict"]
+        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings) "
+                         f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
+                         f"{by['UNKNOWN']} not exported) to {doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
+        for st in doc["stores"]:
+            if st["verdict"] != "OK":
+                sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+    finish(verdict)

@@ -85,16 +85,18 @@ def choose_engine(req: ExportRequest, store_bytes: int, cores: int | None = None
     return "spark" if threshold is not None and store_bytes >= threshold else "local"
 
 
-def _store_bytes(store) -> int:
-    total = 0
+def store_file_sizes(store) -> list[int]:
+    """The sizes of the journal files an export of ``store`` reads (KahaDB: its ``db-*.log`` files; Artemis:
+    its journals' files that are not too large to load); stat only, nothing is opened."""
+    sizes = []
     if store.kind == "kahadb":
         for d in store.directories:
             for p in Path(d).glob("db-*.log"):
                 try:
-                    total += p.stat().st_size
+                    sizes.append(p.stat().st_size)
                 except OSError:
                     pass
-        return total
+        return sizes
     from amqtool.store.journal_files import MAX_LOADABLE_SIZE
 
     for jd in store.journals():
@@ -104,8 +106,12 @@ def _store_bytes(store) -> int:
             except OSError:
                 continue
             if size <= MAX_LOADABLE_SIZE:  # a larger file is refused, never read: it costs no export time
-                total += size
-    return total
+                sizes.append(size)
+    return sizes
+
+
+def _store_bytes(store) -> int:
+    return sum(store_file_sizes(store))
 
 
 def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
@@ -214,17 +220,18 @@ def _run_local(store, options, target, fmt, progress):
         return ex.summary, None
 
 
-def _run_spark(store, options, target, req, task_progress, spark_session):
-    from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport, get_session
-    from amqtool.engines.export.xml import write_document
+@contextlib.contextmanager
+def spark_session_for(target: OutputTarget, master: str | None, spark_session=None):
+    """The Spark session of an export to ``target``: ``spark_session`` when given (left running), else one
+    started for it (:func:`.spark.get_session`) and stopped after. The JVM's log sits beside OUT, not in the
+    work directory (removed with it before an error is read): it is kept when the export fails, so the path
+    the error names still exists, and removed when it succeeds."""
+    from amqtool.engines.export.spark import get_session
 
     own = spark_session is None
-    # The JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it
-    # is kept when the export fails, so the path the error names still exists, and removed when it succeeds.
     log = target.out.parent / f"{target.out.name}.spark.log"
     try:
-        spark = spark_session or get_session(req.master, log_path=str(log),
-                                             local_dir=str(target.side("spark-local")))
+        spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")))
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -232,17 +239,7 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
         raise
     keep = False
     try:
-        if store.kind == "kahadb":
-            ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
-        else:
-            ex = SparkArtemisExport(spark, store, options, progress=task_progress)
-        if req.fmt == "xml":
-            bindings = ex.binding_rows()
-            with target.open_file() as fh:
-                w = write_document(fh, bindings, ex.iter_rows_for_xml())
-            return ex.summary, w
-        ex.write_tables(target, req.fmt)
-        return ex.summary, None
+        yield spark
     except Exception as err:  # a failure (not an interruption): keep the log the message names
         keep = own and log.exists()
         if keep and isinstance(err, AmqtoolError) and str(log) not in err.message:
@@ -255,6 +252,24 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             if not keep:
                 with contextlib.suppress(OSError):
                     log.unlink()
+
+
+def _run_spark(store, options, target, req, task_progress, spark_session):
+    from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport
+    from amqtool.engines.export.xml import write_document
+
+    with spark_session_for(target, req.master, spark_session) as spark:
+        if store.kind == "kahadb":
+            ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
+        else:
+            ex = SparkArtemisExport(spark, store, options, progress=task_progress)
+        if req.fmt == "xml":
+            bindings = ex.binding_rows()
+            with target.open_file() as fh:
+                w = write_document(fh, bindings, ex.iter_rows_for_xml())
+            return ex.summary, w
+        ex.write_tables(target, req.fmt)
+        return ex.summary, None
 
 
 __all__ = ["ExportRequest", "ExportOptions", "ExportSummary", "run_export", "choose_engine", "FORMATS", "ENGINES"]

@@ -65,7 +65,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
+from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
 from amqtool.engines.export.writers import FileMaker, table_writer, write_table
 from amqtool.errors import AmqtoolError, CapabilityError
@@ -641,14 +641,7 @@ class SparkArtemisExport:
         s.rows_by_queue = {}
         s.problems, s.problem_count = list(self._binding_problems), len(self._binding_problems)
         for index in sorted(parts):
-            p = parts[index]
-            s.rows += p.rows
-            s.messages += p.messages
-            s.prepared_rows += p.prepared_rows
-            for q, n in p.rows_by_queue.items():
-                s.rows_by_queue[q] = s.rows_by_queue.get(q, 0) + n
-            s.problems += p.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(s.problems))]
-            s.problem_count += p.problem_count
+            s.add(parts[index])
 
     def write_tables(self, target, fmt: str) -> None:
         """``messages`` and ``bindings`` tables under ``target.path`` (``parquet``: messages partitioned by
