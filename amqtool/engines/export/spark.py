@@ -266,15 +266,18 @@ class ReadContext:
     store: object
 
 
-def guided_runs(costs: list[int], cores: int, remaining: int | None = None) -> list[tuple[int, int]]:
+def guided_runs(costs: list[int], cores: int, remaining: int | None = None,
+                min_cost: int | None = None) -> list[tuple[int, int]]:
     """``[start, end)`` runs of consecutive items, each about ``remaining / (GUIDED_SHARE * cores)`` of the cost
     still unassigned (within ``MIN_PART_COST`` and ``MAX_PART_COST``): large runs first, smaller and smaller
-    after. ``remaining``: the work still to assign, these items included (default: their sum)."""
+    after. ``remaining``: the work still to assign, these items included (default: their sum); ``min_cost``:
+    the floor instead of ``MIN_PART_COST``."""
     n = len(costs)
+    floor = MIN_PART_COST if min_cost is None else min_cost
     remaining = sum(costs) if remaining is None else remaining
     runs, start = [], 0
     while start < n:
-        target = min(MAX_PART_COST, max(MIN_PART_COST, remaining / (GUIDED_SHARE * max(1, cores))))
+        target = min(MAX_PART_COST, max(floor, remaining / (GUIDED_SHARE * max(1, cores))))
         acc, end = 0, start
         while end < n and (end == start or acc < target):
             acc += costs[end]
@@ -285,11 +288,12 @@ def guided_runs(costs: list[int], cores: int, remaining: int | None = None) -> l
     return runs
 
 
-def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int) -> tuple[list, list]:
+def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int,
+                    min_cost: int | None = None) -> tuple[list, list]:
     """The runs of journal messages and of pages the parts take (:func:`guided_runs`, the journal's first:
     the pages' runs are the plan's last and smallest)."""
-    return (guided_runs(journal_costs, cores, sum(journal_costs) + sum(page_costs)),
-            guided_runs(page_costs, cores))
+    return (guided_runs(journal_costs, cores, sum(journal_costs) + sum(page_costs), min_cost),
+            guided_runs(page_costs, cores, min_cost=min_cost))
 
 
 def journal_cost(body_len: int, rows: int, large_size: int = 0) -> int:
@@ -574,9 +578,10 @@ class ExportPlan:
     bytes_scanned: int
 
 
-def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
+def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
-    (step 1 of the module docstring)."""
+    (step 1 of the module docstring; ``min_cost``: see :func:`guided_runs`). A fleet export runs this in a
+    Spark task (:mod:`.fleet_spark`)."""
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.artemis.paging import store_pages
 
@@ -598,7 +603,7 @@ def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
             view = ex.paging_view()
             pages = store_pages(store)
     page_costs = _page_costs(pages)
-    jruns, pruns = plan_partitions(journal_costs, page_costs, cores)
+    jruns, pruns = plan_partitions(journal_costs, page_costs, cores, min_cost)
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
