@@ -68,6 +68,8 @@ def export(
                                                                 "(- for stdin): a fleet export."),
     engine: Engine = typer.Option(Engine.auto, "--engine", help="local (in process), spark, or auto (by store size)."),
     master: str = typer.Option(None, "--master", help="Spark master URL (default local[*]); implies the Spark engine."),
+    ship: bool = typer.Option(None, "--ship/--no-ship", help="Spark cluster: pack this environment for workers "
+                                                             "without amqtool (default), or use theirs."),
     queues: list[str] = typer.Option(None, "--queue", help="Only queues matching this pattern (fnmatch; repeatable)."),
     safe: bool = typer.Option(False, "--safe", help="No body bytes: body_size and body_sha256 only (jsonl, parquet)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output (only once the new one is complete)."),
@@ -85,13 +87,14 @@ def export(
 
         paths = list(paths or [])
         if is_fleet(paths, stores_from):
-            _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet)
+            _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
+                          ship)
             return
         path = paths[0] if paths else "."
         fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
-                            broker_xml=broker_xml)
+                            broker_xml=broker_xml, ship=ship)
         with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
             doc, verdict = run_export(req, progress=advance, task_progress=bar.update)
         doc = {"verdict": verdict.name, **doc}
@@ -111,13 +114,14 @@ def export(
         finish(verdict)
 
 
-def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet) -> None:
+def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
+                  ship) -> None:
     from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
     from amqtool.engines.export.writers import parse_mode
 
     req = FleetRequest(stores=paths, stores_from=stores_from, out=out, fmt=(fmt or ExportFormat.parquet).value,
                        engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
-                       force=force, mode=parse_mode(mode))
+                       force=force, mode=parse_mode(mode), ship=ship)
     with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
         doc, verdict = run_fleet_export(req, progress=advance, task_progress=bar.update)
     doc = {"verdict": verdict.name, **doc}

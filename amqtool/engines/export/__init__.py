@@ -67,6 +67,7 @@ class ExportRequest:
     force: bool = False
     mode: int = 0o600
     broker_xml: str | None = None
+    ship: bool | None = None  # Spark on a cluster: pack this environment for the workers (default yes)
 
 
 def choose_engine(req: ExportRequest, store_bytes: int, cores: int | None = None) -> str:
@@ -221,7 +222,7 @@ def _run_local(store, options, target, fmt, progress):
 
 
 @contextlib.contextmanager
-def spark_session_for(target: OutputTarget, master: str | None, spark_session=None):
+def spark_session_for(target: OutputTarget, master: str | None, spark_session=None, ship: bool | None = None):
     """The Spark session of an export to ``target``: ``spark_session`` when given (left running), else one
     started for it (:func:`.spark.get_session`) and stopped after. The JVM's log sits beside OUT, not in the
     work directory (removed with it before an error is read): it is kept when the export fails, so the path
@@ -231,7 +232,8 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
     own = spark_session is None
     log = target.out.parent / f"{target.out.name}.spark.log"
     try:
-        spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")))
+        spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")),
+                                             ship=ship)
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -258,7 +260,7 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
     from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport
     from amqtool.engines.export.xml import write_document
 
-    with spark_session_for(target, req.master, spark_session) as spark:
+    with spark_session_for(target, req.master, spark_session, req.ship) as spark:
         if store.kind == "kahadb":
             ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
         else:

@@ -238,7 +238,7 @@ def _run_job(sc, items: list, func, progress) -> list:
 
 
 def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, fmt: str, target, *,
-                       ship: bool | None = None, task_progress: Callable[[int, int], None] | None = None,
+                       task_progress: Callable[[int, int], None] | None = None,
                        store_progress: Callable[[dict], None] | None = None,
                        settings: SplitSettings | None = None) -> list[StoreOutcome]:
     """Export ``stores`` into ``target`` with Spark (see the module docstring); one outcome per store, in

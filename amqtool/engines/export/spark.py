@@ -115,7 +115,9 @@ def session_conf(master: str, *, local_dir: str | None = None) -> dict[str, str]
         "spark.driver.memory": os.environ.get("AMQTOOL_SPARK_DRIVER_MEMORY", "6g"),
         "spark.python.worker.faulthandler.enabled": "true",  # a crashed task worker's traceback in the log
         "spark.python.worker.reuse": "true",
-        "spark.pyspark.python": sys.executable,
+        # the tasks' Python: PYSPARK_PYTHON when the user names one (workers with amqtool elsewhere), else this
+        # one; a shipped environment replaces it (ship.ship_conf)
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON") or sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
     if _is_local(master):
@@ -153,8 +155,10 @@ def _jvm_output_to(log_path: str | None):
             os.close(fd)
 
 
-def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None):
-    """A SparkSession for the export (an active one is reused, as under spark-submit)."""
+def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None,
+                ship: bool | None = None):
+    """A SparkSession for the export (an active one is reused, as under spark-submit). ``ship``: pack this
+    environment for the workers (:mod:`.ship`; by default for a cluster master, never for ``local``)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
@@ -165,9 +169,14 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     master = master or os.environ.get("MASTER") or DEFAULT_MASTER
     if _is_local(master) or _loopback_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver and block manager bind loopback only
+    conf = session_conf(master, local_dir=local_dir)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from amqtool.engines.export.ship import pack_environment, ship_conf, wants_ship
+
+    if wants_ship(master, ship):
+        conf.update(ship_conf(pack_environment()))
     builder = SparkSession.builder
-    for k, v in session_conf(master, local_dir=local_dir).items():
+    for k, v in conf.items():
         builder = builder.config(k, v)
     try:
         with _jvm_output_to(log_path):
