@@ -56,6 +56,41 @@ class _TaskBar:
             self.bar.stop()
 
 
+class _FleetBar:
+    """A fleet export's progress on stderr (a terminal only): stores done / total, bytes, rows and the
+    slowest store so far (``FleetProgress.figures``), after each store."""
+
+    def __init__(self, quiet: bool):
+        self.enabled = show_progress(quiet)
+        self.bar = None
+
+    def __enter__(self):
+        return self
+
+    @staticmethod
+    def line(f: dict) -> str:
+        from amqtool.units import binary
+
+        slow = f" · slowest {f['slowest']} ({f['slowestSeconds']:.1f} s)" if f["slowest"] is not None else ""
+        return f"stores {f['done']}/{f['total']} · {binary(f['bytes'])} of {binary(f['totalBytes'])} · {f['rows']:,} rows{slow}"
+
+    def update(self, figures: dict) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(BarColumn(bar_width=20), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                console=stderr_console(), transient=True, refresh_per_second=4)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=figures["total"])
+        self.bar.update(self.task, completed=figures["done"], description=self.line(figures))
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command("export")
 def export(
     paths: list[str] = typer.Argument(None, help="Stores: Artemis instance, data or journal directories; KahaDB/mKahaDB "
@@ -122,8 +157,8 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
     req = FleetRequest(stores=paths, stores_from=stores_from, out=out, fmt=(fmt or ExportFormat.parquet).value,
                        engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
                        force=force, mode=parse_mode(mode), ship=ship)
-    with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
-        doc, verdict = run_fleet_export(req, progress=advance, task_progress=bar.update)
+    with _FleetBar(quiet) as bar:
+        doc, verdict = run_fleet_export(req, store_progress=bar.update)
     doc = {"verdict": verdict.name, **doc}
     if report is Report.json:
         write_json(doc)

@@ -182,3 +182,38 @@ def test_cli_fleet(run_cli, fleet, tmp_path):
     assert code == 3 and "a fleet export writes tables" in stderr
     code, _, stderr = run_cli("export", f"{root}/nothing-*", "-o", tmp_path / "y", "-q")
     assert code == 3 and "no store directory matches" in stderr
+
+
+def test_store_progress_figures(fleet, tmp_path):
+    seen = []
+    doc, _ = run_fleet_export(FleetRequest(stores=[str(p) for p in fleet.values()], out=str(tmp_path / "o"),
+                                           engine="local"), store_progress=seen.append)
+    assert [f["done"] for f in seen] == list(range(1, len(fleet) + 1)) and {f["total"] for f in seen} == {len(fleet)}
+    assert [f["rows"] for f in seen] == [sum(s["rows"] for s in doc["stores"][:i + 1]) for i in range(len(fleet))]
+    assert seen[-1]["bytes"] == seen[-1]["totalBytes"] == doc["bytes"] > 0
+    assert seen[-1]["slowest"] in fleet and seen[-1]["slowestSeconds"] == max(f["slowestSeconds"] for f in seen)
+
+
+def test_spark_store_watcher(tmp_path):
+    """The driver's view of the tasks' marker files: a split store is done when all its parts are, a store of
+    a group at once; each store reported once, a retried attempt's marker ignored."""
+    from amqtool.engines.export.fleet import FleetProgress
+    from amqtool.engines.export.fleet_spark import _StoreWatcher
+
+    stores = {i: FleetStore(i, f"/s/{i}", name=f"s{i}", bytes=10 * (i + 1)) for i in range(3)}
+    seen = []
+    w = _StoreWatcher(str(tmp_path), FleetProgress(3, 60, seen.append), stores)
+    w.expected[0] = 2
+    (tmp_path / "0-0.attempt-1").write_text("5 1.5\n")
+    (tmp_path / "1-all.attempt-2").write_text("7 0.5\n")
+    (tmp_path / ".2-all.attempt-3").write_text("9 9\n")  # not yet renamed into place
+    w.poll()
+    assert [(f["done"], f["rows"], f["bytes"]) for f in seen] == [(1, 7, 20)]
+    (tmp_path / "0-1.attempt-4").write_text("6 2.0\n")
+    (tmp_path / "0-1.attempt-5").write_text("6 2.0\n")  # a second attempt of the same part
+    w.poll()
+    assert [(f["done"], f["rows"], f["slowest"], f["slowestSeconds"]) for f in seen][-1] == (2, 18, "s0", 3.5)
+    w.store_done(0, 11, 3.5)  # already reported: not again
+    w.store_done(2, 0, 0.0)
+    w.poll()
+    assert [f["done"] for f in seen] == [1, 2, 3]

@@ -190,10 +190,31 @@ class WorkResult:
     seconds: float
 
 
-def _export_task(options: ExportOptions, fmt: str, attempts: str, file_mode: int):
+def _mark_done(progress_dir: str | None, r: "WorkResult", attempt: str) -> None:
+    """Tell the driver's :class:`_StoreWatcher` that a store of a group or a part is done: a small file
+    ``<store>-<part>.<attempt>`` holding its rows and seconds (written aside, renamed)."""
+    if progress_dir is None:
+        return
+    name = f"{r.index}-{'all' if r.part_index is None else r.part_index}.{attempt}"
+    rows = r.summary.rows if r.summary is not None else 0
+    tmp = os.path.join(progress_dir, f".{name}")
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(f"{rows} {r.seconds:.3f}\n")
+        os.rename(tmp, os.path.join(progress_dir, name))
+    except OSError:  # progress must never fail the export
+        pass
+
+
+def _export_task(options: ExportOptions, fmt: str, attempts: str, file_mode: int, progress_dir: str | None = None):
     """Task function: export each work item (see :class:`WorkItem`) into this attempt's directory."""
 
     def run(items: Iterator[WorkItem]):
+        for r in _export_items(items):
+            _mark_done(progress_dir, r, os.path.basename(os.path.dirname(r.directory)))
+            yield r
+
+    def _export_items(items: Iterator[WorkItem]):
         from amqtool.engines.export.spark import ENGINE, part_batches
 
         attempt = _attempt_dir(attempts)
@@ -227,6 +248,73 @@ def _export_task(options: ExportOptions, fmt: str, attempts: str, file_mode: int
 # --- the driver ----------------------------------------------------------------------------------------------
 
 
+class _StoreWatcher:
+    """Reports each store to ``track`` (:class:`~.fleet.FleetProgress`) as soon as its tasks have done it,
+    from the tasks' marker files (:func:`_mark_done`), polled by a daemon thread; :meth:`store_done` reports
+    a store now (the driver's, e.g. one that failed before any task), each store once."""
+
+    def __init__(self, directory: str, track: FleetProgress, by_index: dict[int, FleetStore]):
+        import threading
+
+        self.directory, self.track, self.by_index = directory, track, by_index
+        self.expected: dict[int, int] = {}  # store -> markers that make it done (its parts; 1 for a whole store)
+        self.seen: dict[int, dict[str, tuple[int, float]]] = {}
+        self.reported: set[int] = set()
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        import threading
+
+        if self.track.callback is not None:
+            self._thread = threading.Thread(target=self._run, name="amqtool-fleet-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+
+    def _run(self):
+        while not self._stop.wait(0.5):
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - progress must never break the export
+                pass
+
+    def poll(self) -> None:
+        for name in os.listdir(self.directory):
+            if name.startswith("."):
+                continue
+            key, _attempt = name.rsplit(".", 1)
+            index, part = key.split("-", 1)
+            index = int(index)
+            with self.lock:
+                got = self.seen.setdefault(index, {})
+                if part in got or index in self.reported:
+                    continue
+                try:
+                    with open(os.path.join(self.directory, name)) as fh:
+                        rows, seconds = fh.read().split()
+                except (OSError, ValueError):
+                    continue
+                got[part] = (int(rows), float(seconds))
+                if len(got) >= self.expected.get(index, 1):
+                    self._report(index, sum(r for r, _ in got.values()), sum(t for _, t in got.values()))
+
+    def _report(self, index: int, rows: int, seconds: float) -> None:
+        self.reported.add(index)
+        self.track.store_done(self.by_index[index], rows, seconds)
+
+    def store_done(self, index: int, rows: int, seconds: float) -> None:
+        with self.lock:
+            if index not in self.reported:
+                self._report(index, rows, seconds)
+
+
+
 def _run_job(sc, items: list, func, progress) -> list:
     """One partition per item, in the given order; the tasks' results."""
     from amqtool.engines.export.spark import _Progress, _task_errors
@@ -250,15 +338,17 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
     settings = settings or SplitSettings(fair_share(stores, cores), cores)
     attempts = str(target.side("task-attempts"))
     plans = str(target.side("plans"))
-    for d in (attempts, plans):
+    marks = str(target.side("progress"))
+    for d in (attempts, plans, marks):
         os.makedirs(d, mode=0o700, exist_ok=True)
     split, groups = split_and_group(stores, settings.fair)
     track = FleetProgress(len(stores), sum(s.bytes for s in stores), store_progress)
+    by_index = {s.index: s for s in stores}
+    watcher = _StoreWatcher(marks, track, by_index)
     errors: dict[int, str] = {s.index: s.error for s in stores if s.error is not None}
     for s in stores:
         if s.error is not None:
-            track.store_done(s, 0, 0.0)
-    by_index = {s.index: s for s in stores}
+            watcher.store_done(s.index, 0, 0.0)
 
     # 2. the plan job: split stores, largest first
     planned = _run_job(sc, sorted(split, key=lambda s: -s.bytes),
@@ -273,7 +363,9 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
         seconds[r.index] = r.seconds
         if r.error is not None:
             errors[r.index] = r.error
+            watcher.store_done(r.index, 0, r.seconds)
             continue
+        watcher.expected[r.index] = len(r.parts)
         base[r.index] = r.summary
         dirs.setdefault(r.index, []).append(r.directory)
         for part_index, part_file, cost in r.parts:
@@ -285,7 +377,8 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
 
     # 3. the export job: groups and parts, largest first
     items.sort(key=lambda it: -it.cost)
-    results = _run_job(sc, items, _export_task(options, fmt, attempts, target.file_mode), task_progress)
+    with watcher:
+        results = _run_job(sc, items, _export_task(options, fmt, attempts, target.file_mode, marks), task_progress)
     parts: dict[int, dict[int, ExportSummary]] = {}
     for r in sorted(results, key=lambda r: (r.index, -1 if r.part_index is None else r.part_index)):
         seconds[r.index] = seconds.get(r.index, 0.0) + r.seconds
@@ -304,8 +397,7 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
     for fs in stores:
         if fs.index in errors:
             outcomes.append(StoreOutcome(fs, None, errors[fs.index]))
-            if fs.error is None:
-                track.store_done(fs, 0, seconds.get(fs.index, 0.0))
+            watcher.store_done(fs.index, 0, seconds.get(fs.index, 0.0))
             continue
         summary = base[fs.index]
         got = parts.get(fs.index, {})
@@ -318,7 +410,8 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
                 summary.problem(None, message)
         outcomes.append(StoreOutcome(fs, summary))
         committed += dirs.get(fs.index, [])
-        track.store_done(fs, summary.rows, seconds.get(fs.index, 0.0))
+        watcher.store_done(fs.index, summary.rows, seconds.get(fs.index, 0.0))
     commit_attempts(committed, attempts, str(target.path))
     shutil.rmtree(plans, ignore_errors=True)
+    shutil.rmtree(marks, ignore_errors=True)
     return outcomes
