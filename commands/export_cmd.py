@@ -122,6 +122,11 @@ def export(
 
         paths = list(paths or [])
         if is_fleet(paths, stores_from):
+            if broker_xml:
+                from amqtool.errors import UsageError
+
+                raise UsageError("--broker-xml names the directories of one store; export a fleet by its stores' "
+                                 "paths")
             _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
                           ship)
             return

@@ -182,6 +182,15 @@ def test_cli_fleet(run_cli, fleet, tmp_path):
     assert code == 3 and "a fleet export writes tables" in stderr
     code, _, stderr = run_cli("export", f"{root}/nothing-*", "-o", tmp_path / "y", "-q")
     assert code == 3 and "no store directory matches" in stderr
+    code, _, stderr = run_cli("export", *paths[:2], "-o", tmp_path / "z", "--broker-xml", tmp_path / "b.xml", "-q")
+    assert code == 3 and "--broker-xml names the directories of one store" in stderr
+    lst = tmp_path / "stores.txt"
+    lst.write_text(f"# two of them\n{paths[0]}\n\n{root}/site-1/kaha-*\n")
+    code, stdout, _ = run_cli("export", "--stores-from", lst, "-o", tmp_path / "l", "-f", "jsonl", "--engine", "local",
+                              "--report", "json", "-q")
+    doc = json.loads(stdout)
+    assert [s["path"] for s in doc["stores"]] == [paths[0]] + sorted(str(p) for n, p in fleet.items() if "kaha-" in n)
+    assert code == 0 and doc["storesByVerdict"]["OK"] == doc["storeCount"] == 1 + sum("kaha-" in n for n in fleet)
 
 
 def test_store_progress_figures(fleet, tmp_path):
