@@ -46,7 +46,7 @@ def build_fleet(root: Path, stores: int, size: int) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     paths = []
     kaha = [ds for ds in ("basic", "mkahadb") if (KAHADB / ds).is_dir()]
-    demos = stores - 2 - len(kaha)
+    demos = stores - 1 - len(kaha)  # the damaged store is the last demo store; then KahaDB, then the empty one
     for i in range(demos):
         p = root / f"site-{i % 4}" / f"broker-{i:02d}"
         if not p.exists():

@@ -74,10 +74,10 @@ def test_grouped_stores_equal_the_local_engine(spark, fleet, local_export, tmp_p
 def test_split_stores_equal_the_local_engine(spark, fleet, local_export, tmp_path, monkeypatch):
     """Every Artemis store split into many parts (guided down to single messages), KahaDB ones grouped."""
     stores = plan_stores([str(p) for p in fleet.values()])
-    split, groups = split_and_group(stores, 1)
+    split, groups = split_and_group(stores, 1, 1)
     assert {s.kind for s in split} == {"artemis"} and len(split) == 4  # three demos and the damaged one
     assert all(len(g) == 1 for g in groups)
-    doc, _ = _spark_export(spark, fleet, tmp_path / "out", monkeypatch, SplitSettings(1, 2, min_part_cost=1))
+    doc, _ = _spark_export(spark, fleet, tmp_path / "out", monkeypatch, SplitSettings(1, 2, min_part_cost=1, group_bytes=1))
     _same_as_local(tmp_path / "out", doc, local_export)
     files = list((tmp_path / "out" / "messages" / f"store={NODE_ID}").glob("*/part-*.parquet"))
     assert len({f.name for f in files}) >= 4  # rows written by several parts' tasks
@@ -108,9 +108,13 @@ def test_split_and_group():
         return FleetStore(i, f"/s/{i}", kind=kind, bytes=size, error=error)
 
     stores = [fs(0, 100), fs(1, 10), fs(2, 30), fs(3, 60, "kahadb"), fs(4, 0, None, "empty"), fs(5, 25), fs(6, 0)]
-    split, groups = split_and_group(stores, 50)
+    split, groups = split_and_group(stores, 50, 50)
     assert [s.index for s in split] == [0]  # a KahaDB store is never split; a failed one is neither
     assert [[s.index for s in g] for g in groups] == [[3], [2, 1, 6], [5]]  # first fit, largest first
+    split, groups = split_and_group(stores, 200, 40)
+    assert split == [] and [[s.index for s in g] for g in groups] == [[0], [3], [2, 1, 6], [5]]
+    # by default groups fill up to MIN_GROUP_BYTES: these tiny stores make one task, largest first
+    assert [[s.index for s in g] for g in split_and_group(stores, 200)[1]] == [[0, 3, 2, 5, 1, 6]]
     assert fair_share(stores, 2) == 16 << 20  # at least MIN_GROUP_BYTES
     assert fair_share([fs(0, 400 << 20)], 2) == 100 << 20
 
