@@ -91,6 +91,15 @@ def test_shipped_environment_serves_a_worker_without_amqtool(cluster, tmp_path, 
             assert time.monotonic() < deadline, "both executors never registered"
             time.sleep(0.5)
         assert sc.getConf().get("spark.pyspark.python") == "./environment/bin/python"
+        assert sc.pythonExec == "./environment/bin/python" and os.environ.get("PYSPARK_PYTHON") != sc.pythonExec
+        # every task's Python is the shipped one, unpacked in its executor's directory, on both workers
+        probe = sc.parallelize(range(8), 8).map(
+            lambda _: (__import__("os").getcwd(), __import__("sys").prefix,
+                       __import__("amqtool").__file__)).collect()
+        for cwd, prefix, amqtool_file in probe:
+            assert prefix == cwd + "/environment" and amqtool_file.startswith(prefix + "/lib/"), (cwd, prefix)
+        assert {("work-with" if "work-with/" in c else "work-without") for c, _, _ in probe} == \
+            {"work-with", "work-without"}
         out = tmp_path / "cluster"
         doc, _ = run_fleet_export(FleetRequest(stores=stores, out=str(out), engine="spark"), spark_session=spark)
     finally:

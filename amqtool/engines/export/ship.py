@@ -30,6 +30,7 @@ import os
 import stat
 import sys
 import tarfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -157,6 +158,27 @@ def ship_conf(archive: str | os.PathLike) -> dict[str, str]:
     """The session settings that hand ``archive`` to the executors and run their Python from it."""
     return {"spark.archives": f"{os.path.abspath(archive)}#{ARCHIVE_ALIAS}",
             "spark.pyspark.python": f"./{ARCHIVE_ALIAS}/bin/python"}
+
+
+@contextmanager
+def shipped_python(conf: dict[str, str]):
+    """While a SparkContext is made from ``conf``: ``PYSPARK_PYTHON`` set to the shipped interpreter when
+    ``conf`` ships one. PySpark's SparkContext takes its workers' Python from that variable only
+    (``SparkContext.pythonExec``; ``spark.pyspark.python`` is read by spark-submit's launcher, which sets the
+    variable), so a session started in process must set it, as Spark's packaging guide does; it is put back
+    afterwards (the context keeps its own copy), so that later sessions are not affected."""
+    if "spark.archives" not in conf or ARCHIVE_ALIAS not in conf.get("spark.pyspark.python", ""):
+        yield
+        return
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
 
 
 def wants_ship(master: str | None, ship: bool | None) -> bool:

@@ -171,7 +171,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver and block manager bind loopback only
     conf = session_conf(master, local_dir=local_dir)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from amqtool.engines.export.ship import pack_environment, ship_conf, wants_ship
+    from amqtool.engines.export.ship import pack_environment, ship_conf, shipped_python, wants_ship
 
     if wants_ship(master, ship):
         conf.update(ship_conf(pack_environment()))
@@ -179,7 +179,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     for k, v in conf.items():
         builder = builder.config(k, v)
     try:
-        with _jvm_output_to(log_path):
+        with _jvm_output_to(log_path), shipped_python(conf):
             spark = builder.getOrCreate()
     except Exception as err:  # JVM missing, master unreachable...
         where = f" (see {log_path})" if log_path else ""
