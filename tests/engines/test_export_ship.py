@@ -76,3 +76,17 @@ def test_ship_settings(monkeypatch):
                     "spark.pyspark.python": "./environment/bin/python"}
     monkeypatch.setenv("XDG_CACHE_HOME", "/x")
     assert ship.cache_dir() == Path("/x/amqtool")
+
+
+def test_shipped_python_only_while_the_context_is_made(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", "/venv/bin/python")
+    with ship.shipped_python(ship.ship_conf("/c/env.tar.gz")):
+        assert os.environ["PYSPARK_PYTHON"] == "./environment/bin/python"
+    assert os.environ["PYSPARK_PYTHON"] == "/venv/bin/python"
+    with ship.shipped_python({"spark.pyspark.python": "/venv/bin/python"}):  # nothing shipped
+        assert os.environ["PYSPARK_PYTHON"] == "/venv/bin/python"
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    with pytest.raises(RuntimeError):
+        with ship.shipped_python(ship.ship_conf("/c/env.tar.gz")):
+            raise RuntimeError("the context failed")
+    assert "PYSPARK_PYTHON" not in os.environ
