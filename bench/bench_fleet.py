@@ -9,7 +9,7 @@ Targets: two workers >= 1.8x one; the fleet on two workers within 1.3x of the su
 times divided by the cores used. Also (--memory): the driver's peak RSS (the Python driver process,
 VmHWM) for a fleet of 16 and of 64 small stores on local[2], which must not grow with the stores.
 
-Usage: .venv/bin/python bench/bench_fleet.py [--stores 16] [--size 64MiB] [--work DIR] [--runs N] [--keep] [--local]
+Usage: .venv/bin/python bench/bench_fleet.py [--stores 16] [--size 64MiB] [--work DIR] [--runs N] [--keep] [--local] [--no-ship]
        .venv/bin/python bench/bench_fleet.py --memory [--work DIR]
 
 Each Spark export is a fresh driver process; the session start (JVM, executors registered, each having
@@ -99,7 +99,7 @@ conf = S.session_conf
 S.session_conf = lambda master, **kw: dict(conf(master, **kw), **{extra!r})
 from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
 t0 = time.perf_counter()
-spark = S.get_session({master!r}, log_path={log!r})
+spark = S.get_session({master!r}, log_path={log!r}, ship={ship!r})
 sc = spark.sparkContext
 while sc._jsc.sc().getExecutorMemoryStatus().size() < 1 + {executors}:
     time.sleep(0.2)
@@ -118,10 +118,10 @@ print(json.dumps({{"session": t1 - t0, "export": t2 - t1, "rows": {{s["path"]: s
 """
 
 
-def spark_run(paths: list[Path], out: Path, master: str, executors: int, extra: dict) -> dict:
+def spark_run(paths: list[Path], out: Path, master: str, executors: int, extra: dict, ship: bool = True) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     code = DRIVER.format(repo=str(REPO), master=master, log=str(out) + ".spark.log", executors=executors,
-                         stores=[str(p) for p in paths], out=str(out), extra=extra)
+                         stores=[str(p) for p in paths], out=str(out), extra=extra, ship=ship)
     env = dict(os.environ, AMQTOOL_SPARK_DRIVER_MEMORY="1g")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if p.returncode != 0:
@@ -191,6 +191,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the fleet")
     ap.add_argument("--memory", action="store_true", help="driver peak RSS, 16 vs 64 small stores")
     ap.add_argument("--local", action="store_true", help="Spark local[1] and local[2] instead of the cluster")
+    ap.add_argument("--no-ship", action="store_true", help="the workers use this venv's Python (same machine)")
     args = ap.parse_args()
     if args.stores < 5 or args.runs < 1:
         raise SystemExit("--stores must be at least 5 and --runs at least 1")
@@ -215,7 +216,8 @@ def main() -> int:
                 if args.local:
                     run = spark_run(paths, work / f"out-{key}", f"local[{cores}]", 0, {})
                 else:
-                    run = spark_run(paths, work / f"out-{key}", url, cores, {"spark.cores.max": str(cores)})
+                    run = spark_run(paths, work / f"out-{key}", url, cores, {"spark.cores.max": str(cores)},
+                                    ship=not args.no_ship)
                 results[key].append(run["export"])
                 if run["rows"] != local_rows:
                     print(f"ROWS DIFFER ({key}): {run['rows']} != {local_rows}")
