@@ -9,13 +9,14 @@ Targets: two workers >= 1.8x one; the fleet on two workers within 1.3x of the su
 times divided by the cores used. Also (--memory): the driver's peak RSS (the Python driver process,
 VmHWM) for a fleet of 16 and of 64 small stores on local[2], which must not grow with the stores.
 
-Usage: .venv/bin/python bench/bench_fleet.py [--stores 16] [--size 64MiB] [--work DIR] [--runs N] [--keep] [--local] [--no-ship]
+Usage: .venv/bin/python bench/bench_fleet.py [--stores 16] [--size 64MiB] [--work DIR] [--runs N] [--keep]
+                                             [--local] [--no-ship]
        .venv/bin/python bench/bench_fleet.py --memory [--work DIR]
 
 Each Spark export is a fresh driver process; the session start (JVM, executors registered, each having
-fetched and unpacked the shipped environment and imported the engine in a warm-up job) is reported apart and the ratios are taken on the export alone (what a nightly job pays once per fleet, not per
-store). The 1-minute load average is printed before each run: other work on this machine skews the
-figures. The rows of every store are checked equal across the runs (the stores table).
+fetched and unpacked the shipped environment and imported the engine in a warm-up job) is reported apart
+and the ratios are taken on the export alone (what a nightly job pays once per fleet, not per store). The
+1-minute load average is printed before each run: other work on this machine skews the figures. The rows of every store are checked equal across the runs (the stores table).
 """
 from __future__ import annotations
 
@@ -203,7 +204,8 @@ def main() -> int:
     size = parse_size(args.size)
     t = time.perf_counter()
     paths = build_fleet(work / "fleet", args.stores, size)
-    print(f"# fleet: {len(paths)} stores, {sum(f.stat().st_size for p in paths for f in p.rglob('*') if f.is_file()) / 2**30:.2f} GiB"
+    gib = sum(f.stat().st_size for p in paths for f in p.rglob("*") if f.is_file()) / 2**30
+    print(f"# fleet: {len(paths)} stores, {gib:.2f} GiB"
           f" ({time.perf_counter() - t:.0f} s to build)", flush=True)
     url, procs = (None, []) if args.local else start_cluster(work)
     results = {"local": [], "one": [], "two": []}

@@ -171,7 +171,8 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
         by = doc["storesByVerdict"]
         sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings) "
                          f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
-                         f"{by['UNKNOWN']} not exported) to {doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
+                         f"{by['UNKNOWN']} not exported) to {doc['output']} "
+                         f"[{doc['format']}, {doc['engine']} engine]\n")
         for st in doc["stores"]:
             if st["verdict"] != "OK":
                 sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")

@@ -77,7 +77,8 @@ def test_split_stores_equal_the_local_engine(spark, fleet, local_export, tmp_pat
     split, groups = split_and_group(stores, 1, 1)
     assert {s.kind for s in split} == {"artemis"} and len(split) == 4  # three demos and the damaged one
     assert all(len(g) == 1 for g in groups)
-    doc, _ = _spark_export(spark, fleet, tmp_path / "out", monkeypatch, SplitSettings(1, 2, min_part_cost=1, group_bytes=1))
+    doc, _ = _spark_export(spark, fleet, tmp_path / "out", monkeypatch,
+                           SplitSettings(1, 2, min_part_cost=1, group_bytes=1))
     _same_as_local(tmp_path / "out", doc, local_export)
     files = list((tmp_path / "out" / "messages" / f"store={NODE_ID}").glob("*/part-*.parquet"))
     assert len({f.name for f in files}) >= 4  # rows written by several parts' tasks

@@ -420,7 +420,8 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
             from amqtool.engines.export.fleet_spark import export_fleet_spark
 
             with spark_session_for(target, req.master, spark_session, req.ship) as spark:
-                outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress, store_progress=store_progress)
+                outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress,
+                                              store_progress=store_progress)
         doc = fleet_document(outcomes, engine=engine, fmt=req.fmt, output=str(target.out))
         finish_dataset(target, req.fmt, outcomes, doc)
         target.commit()

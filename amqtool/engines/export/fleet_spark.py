@@ -127,7 +127,8 @@ def _plan_task(options: ExportOptions, fmt: str, attempts: str, plans: str, file
                 for p in plan.binding_problems:
                     base.problem(p.message_id, p.message)
                 base.set_bindings(plan.binding_rows)
-                refused = [f"{path}: {message}; its records are not exported" for path, message in _refused_files(store)]
+                refused = [f"{path}: {message}; its records are not exported"
+                           for path, message in _refused_files(store)]
                 write_bindings(FileMaker(out, file_mode), fmt, fs.name, plan.binding_rows, fs.index)
                 where = os.path.join(plans, str(fs.index))
                 os.makedirs(where, mode=0o700, exist_ok=True)

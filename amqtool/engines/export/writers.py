@@ -188,7 +188,8 @@ def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | 
     w.close()
 
 
-def write_batches(files, fmt: str, table: str, columns, batches, partition_by: str | tuple[str, ...] | None = None) -> None:
+def write_batches(files, fmt: str, table: str, columns, batches,
+                  partition_by: str | tuple[str, ...] | None = None) -> None:
     """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`."""
     w = table_writer(files, fmt, table, columns, partition_by=partition_by)
     for b in batches:
