@@ -56,13 +56,55 @@ class _TaskBar:
             self.bar.stop()
 
 
+class _FleetBar:
+    """A fleet export's progress on stderr (a terminal only): stores done / total, bytes, rows and the
+    slowest store so far (``FleetProgress.figures``), after each store."""
+
+    def __init__(self, quiet: bool):
+        self.enabled = show_progress(quiet)
+        self.bar = None
+
+    def __enter__(self):
+        return self
+
+    @staticmethod
+    def line(f: dict) -> str:
+        from amqtool.units import binary
+
+        slow = f" · slowest {f['slowest']} ({f['slowestSeconds']:.1f} s)" if f["slowest"] is not None else ""
+        return f"stores {f['done']}/{f['total']} · {binary(f['bytes'])} of {binary(f['totalBytes'])} · {f['rows']:,} rows{slow}"
+
+    def update(self, figures: dict) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(BarColumn(bar_width=20), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                console=stderr_console(), transient=True, refresh_per_second=4)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=figures["total"])
+        self.bar.update(self.task, completed=figures["done"], description=self.line(figures))
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command("export")
 def export(
-    path: str = typer.Argument(".", help="Artemis instance, data or journal directory; or a KahaDB/mKahaDB directory."),
+    paths: list[str] = typer.Argument(None, help="Stores: Artemis instance, data or journal directories; KahaDB/mKahaDB "
+                                                "directories (default .). Several, or quoted patterns (amqtool expands "
+                                                "them), make one dataset of the fleet."),
     out: str = typer.Option(..., "--output", "-o", help="Output: a file (xml) or a directory of tables (jsonl, parquet)."),
-    fmt: ExportFormat = typer.Option(ExportFormat.xml, "--format", "-f", help="xml (artemis data exp), jsonl or parquet."),
+    fmt: ExportFormat = typer.Option(None, "--format", "-f", help="xml (artemis data exp; one store's default), jsonl "
+                                                                  "or parquet (a fleet's default)."),
+    stores_from: str = typer.Option(None, "--stores-from", help="Read stores (or patterns) from FILE, one a line "
+                                                                "(- for stdin): a fleet export."),
     engine: Engine = typer.Option(Engine.auto, "--engine", help="local (in process), spark, or auto (by store size)."),
     master: str = typer.Option(None, "--master", help="Spark master URL (default local[*]); implies the Spark engine."),
+    ship: bool = typer.Option(None, "--ship/--no-ship", help="Spark cluster: pack this environment for workers "
+                                                             "without amqtool (default), or use theirs."),
     queues: list[str] = typer.Option(None, "--queue", help="Only queues matching this pattern (fnmatch; repeatable)."),
     safe: bool = typer.Option(False, "--safe", help="No body bytes: body_size and body_sha256 only (jsonl, parquet)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output (only once the new one is complete)."),
@@ -77,16 +119,30 @@ def export(
     report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
-    """Export a store's live messages (one row per message per queue, paged ones included) and its bindings."""
+    """Export a store's live messages (one row per message per queue, paged ones included) and its bindings;
+    several stores (a fleet) into one dataset with a stores table."""
     with guarded(None if report is Report.text else "json"):
         from amqtool.engines.export import ExportRequest, run_export
+        from amqtool.engines.export.fleet import is_fleet
         from amqtool.engines.export.writers import parse_mode
 
+        paths = list(paths or [])
+        if is_fleet(paths, stores_from):
+            if broker_xml:
+                from amqtool.errors import UsageError
+
+                raise UsageError("--broker-xml names the directories of one store; export a fleet by its stores' "
+                                 "paths")
+            _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
+                          ship)
+            return
+        path = paths[0] if paths else "."
+        fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
                             broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
                             jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
-                            jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions)
+                            jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions, ship=ship)
         with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
             doc, verdict = run_export(req, progress=advance, task_progress=bar.update)
         doc = {"verdict": verdict.name, **doc}
@@ -104,3 +160,28 @@ def export(
                 sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                                  "(not converted to core); export them with --format jsonl or parquet\n")
         finish(verdict)
+
+
+def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
+                  ship) -> None:
+    from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
+    from amqtool.engines.export.writers import parse_mode
+
+    req = FleetRequest(stores=paths, stores_from=stores_from, out=out, fmt=(fmt or ExportFormat.parquet).value,
+                       engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
+                       force=force, mode=parse_mode(mode), ship=ship)
+    with _FleetBar(quiet) as bar:
+        doc, verdict = run_fleet_export(req, store_progress=bar.update)
+    doc = {"verdict": verdict.name, **doc}
+    if report is Report.json:
+        write_json(doc)
+    else:
+        by = doc["storesByVerdict"]
+        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings) "
+                         f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
+                         f"{by['UNKNOWN']} not exported) to {doc['output']} "
+                         f"[{doc['format']}, {doc['engine']} engine]\n")
+        for st in doc["stores"]:
+            if st["verdict"] != "OK":
+                sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+    finish(verdict)

@@ -90,7 +90,8 @@ def test_export_on_standalone_cluster(cluster, tmp_path):
     out = tmp_path / "cluster"
     p = subprocess.run([amqtool, "export", str(store), "-o", str(out), "-f", "parquet", "--master", cluster,
                         "--report", "json"], capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, AMQTOOL_SPARK_DRIVER_MEMORY="1g"))
+                       env=dict(os.environ, AMQTOOL_SPARK_DRIVER_MEMORY="1g",
+                                XDG_CACHE_HOME=str(tmp_path / "cache")))  # a cluster master ships amqtool
     doc = json.loads(p.stdout)
     assert p.returncode == 1 and doc["engine"] == "spark", p.stderr[-2000:]
     local = tmp_path / "local"

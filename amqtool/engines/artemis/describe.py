@@ -347,20 +347,27 @@ def _surviving_lines(result: LoadResult, safe: bool) -> Iterator[str]:
 BANNER = "********************************************"
 
 
-def _server_lock_lines(directory: Path | None) -> Iterator[str]:
-    """PrintData prints the node id from ``<journal>/server.lock`` (19 bytes: state, "00", UUID)."""
+def server_node_id(directory: Path | None) -> str | None:
+    """The node id the broker keeps in ``<journal>/server.lock`` (``FileLockNodeManager``: 19 bytes, the
+    state byte, two more, then the 16-byte UUID), as PrintData prints it; None when there is none."""
     if directory is None:
-        return
-    lock = directory / "server.lock"
+        return None
     try:
-        with open(lock, "rb") as fh:
+        with open(Path(directory) / "server.lock", "rb") as fh:
             data = fh.read(19)
     except OSError:
-        return
+        return None
     if len(data) < 19:
-        return
+        return None
     u = data[3:19].hex()
-    node = f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}"
+    return f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}"
+
+
+def _server_lock_lines(directory: Path | None) -> Iterator[str]:
+    """PrintData prints the node id from ``<journal>/server.lock`` (:func:`server_node_id`)."""
+    node = server_node_id(directory)
+    if node is None:
+        return
     yield ""
     yield BANNER
     yield f"Server's ID={node}"

@@ -82,6 +82,7 @@ class ExportRequest:
     jdbc_table_prefix: str | None = None
     jdbc_driver_jar: str | None = None
     jdbc_partitions: int | None = None
+    ship: bool | None = None  # Spark on a cluster: pack this environment for the workers (default yes)
 
 
 def choose_engine(req: ExportRequest, store_bytes: int, cores: int | None = None) -> str:
@@ -100,16 +101,18 @@ def choose_engine(req: ExportRequest, store_bytes: int, cores: int | None = None
     return "spark" if threshold is not None and store_bytes >= threshold else "local"
 
 
-def _store_bytes(store) -> int:
-    total = 0
+def store_file_sizes(store) -> list[int]:
+    """The sizes of the journal files an export of ``store`` reads (KahaDB: its ``db-*.log`` files; Artemis:
+    its journals' files that are not too large to load); stat only, nothing is opened."""
+    sizes = []
     if store.kind == "kahadb":
         for d in store.directories:
             for p in Path(d).glob("db-*.log"):
                 try:
-                    total += p.stat().st_size
+                    sizes.append(p.stat().st_size)
                 except OSError:
                     pass
-        return total
+        return sizes
     from amqtool.store.journal_files import MAX_LOADABLE_SIZE
 
     for jd in store.journals():
@@ -119,8 +122,12 @@ def _store_bytes(store) -> int:
             except OSError:
                 continue
             if size <= MAX_LOADABLE_SIZE:  # a larger file is refused, never read: it costs no export time
-                total += size
-    return total
+                sizes.append(size)
+    return sizes
+
+
+def _store_bytes(store) -> int:
+    return sum(store_file_sizes(store))
 
 
 def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
@@ -273,25 +280,20 @@ def _run_local(store, options, target, fmt, progress):
         return ex.summary, None
 
 
-def _run_spark(store, options, target, req, task_progress, spark_session):
-    from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport, get_session
-    from amqtool.engines.export.xml import write_document
+@contextlib.contextmanager
+def spark_session_for(target: OutputTarget, master: str | None, spark_session=None, ship: bool | None = None,
+                      jars: list[str] | None = None):
+    """The Spark session of an export to ``target``: ``spark_session`` when given (left running), else one
+    started for it (:func:`.spark.get_session`, with ``jars`` on its class path) and stopped after. The
+    JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it is
+    kept when the export fails, so the path the error names still exists, and removed when it succeeds."""
+    from amqtool.engines.export.spark import get_session
 
     own = spark_session is None
-    # The JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it
-    # is kept when the export fails, so the path the error names still exists, and removed when it succeeds.
     log = target.out.parent / f"{target.out.name}.spark.log"
-    jars = None
-    if store.kind.endswith("-jdbc"):
-        from amqtool.engines.export.jdbc import find_driver_jar
-
-        jars = [find_driver_jar(store.target.vendor, req.jdbc_driver_jar)] if store.kind == "classic-jdbc" else None
-        if req.fmt == "xml":
-            raise UsageError("the Spark engine writes jsonl or parquet tables for database stores; use "
-                             "--engine local for the XML document")
     try:
-        spark = spark_session or get_session(req.master, log_path=str(log),
-                                             local_dir=str(target.side("spark-local")), jars=jars)
+        spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")),
+                                             ship=ship, jars=jars)
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -299,6 +301,34 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
         raise
     keep = False
     try:
+        yield spark
+    except Exception as err:  # a failure (not an interruption): keep the log the message names
+        keep = own and log.exists()
+        if keep and isinstance(err, AmqtoolError) and str(log) not in err.message:
+            err.message = f"{err.message} (Spark's log: {log})"
+            err.args = (err.message,)
+        raise
+    finally:
+        if own:
+            spark.stop()
+            if not keep:
+                with contextlib.suppress(OSError):
+                    log.unlink()
+
+
+def _run_spark(store, options, target, req, task_progress, spark_session):
+    from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport
+    from amqtool.engines.export.xml import write_document
+
+    jars = None
+    if store.kind.endswith("-jdbc"):
+        from amqtool.engines.export.jdbc import find_driver_jar
+
+        if req.fmt == "xml":
+            raise UsageError("the Spark engine writes jsonl or parquet tables for database stores; use "
+                             "--engine local for the XML document")
+        jars = [find_driver_jar(store.target.vendor, req.jdbc_driver_jar)] if store.kind == "classic-jdbc" else None
+    with spark_session_for(target, req.master, spark_session, req.ship, jars=jars) as spark:
         if store.kind.endswith("-jdbc"):
             from amqtool.engines.export.jdbc import spark_export
 
@@ -314,18 +344,6 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             return ex.summary, w
         ex.write_tables(target, req.fmt)
         return ex.summary, None
-    except Exception as err:  # a failure (not an interruption): keep the log the message names
-        keep = own and log.exists()
-        if keep and isinstance(err, AmqtoolError) and str(log) not in err.message:
-            err.message = f"{err.message} (Spark's log: {log})"
-            err.args = (err.message,)
-        raise
-    finally:
-        if own:
-            spark.stop()
-            if not keep:
-                with contextlib.suppress(OSError):
-                    log.unlink()
 
 
 __all__ = ["ExportRequest", "ExportOptions", "ExportSummary", "run_export", "choose_engine", "FORMATS", "ENGINES"]

@@ -77,6 +77,16 @@ class ExportSummary:
         if state == "prepared":
             self.prepared_rows += 1
 
+    def add(self, other: "ExportSummary") -> None:
+        """Add the counts and problems of ``other`` (a part of the same store's work, in order)."""
+        self.rows += other.rows
+        self.messages += other.messages
+        self.prepared_rows += other.prepared_rows
+        for q, n in other.rows_by_queue.items():
+            self.rows_by_queue[q] = self.rows_by_queue.get(q, 0) + n
+        self.problems += other.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(self.problems))]
+        self.problem_count += other.problem_count
+
     def to_json(self) -> dict:
         return {
             "engine": self.engine,

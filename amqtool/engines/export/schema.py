@@ -59,6 +59,26 @@ BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("user", "string", True),
 )
 
+# A fleet export (several stores, :mod:`.fleet`): the same tables with the store's name first (Parquet:
+# partitioned by store, then queue for messages), and one row per input store.
+STORE_COLUMN = ("store", "string", False)
+FLEET_MESSAGE_COLUMNS = (STORE_COLUMN,) + MESSAGE_COLUMNS
+FLEET_BINDING_COLUMNS = (STORE_COLUMN,) + BINDING_COLUMNS
+STORES_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    STORE_COLUMN,
+    ("kind", "string", True),  # artemis | kahadb; null when nothing recognisable is there
+    ("path", "string", False),  # absolute
+    ("node_id", "string", True),  # Artemis: the node id in server.lock
+    ("files", "long", False),  # journal files read (KahaDB: db-*.log)
+    ("bytes", "long", False),  # their bytes
+    ("verdict", "string", False),  # OK | WARNING (problems) | UNKNOWN (could not be exported)
+    ("problem_count", "long", False),
+    ("rows", "long", False),
+    ("messages", "long", False),
+    ("bindings", "long", False),
+    ("problem", "string", True),  # UNKNOWN: why; WARNING: the first problem
+)
+
 MESSAGE_COLUMN_NAMES = tuple(c[0] for c in MESSAGE_COLUMNS)
 BINDING_COLUMN_NAMES = tuple(c[0] for c in BINDING_COLUMNS)
 

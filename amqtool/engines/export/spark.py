@@ -65,7 +65,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from amqtool.engines.export.model import MAX_PROBLEM_EXAMPLES, ExportOptions, ExportSummary
+from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
 from amqtool.engines.export.writers import FileMaker, table_writer, write_table
 from amqtool.errors import AmqtoolError, CapabilityError
@@ -115,7 +115,9 @@ def session_conf(master: str, *, local_dir: str | None = None, jars: list[str] |
         "spark.driver.memory": os.environ.get("AMQTOOL_SPARK_DRIVER_MEMORY", "6g"),
         "spark.python.worker.faulthandler.enabled": "true",  # a crashed task worker's traceback in the log
         "spark.python.worker.reuse": "true",
-        "spark.pyspark.python": sys.executable,
+        # the tasks' Python: PYSPARK_PYTHON when the user names one (workers with amqtool elsewhere), else this
+        # one; a shipped environment replaces it (ship.ship_conf)
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON") or sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
     if _is_local(master):
@@ -156,9 +158,10 @@ def _jvm_output_to(log_path: str | None):
 
 
 def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None,
-                jars: list[str] | None = None):
+                jars: list[str] | None = None, ship: bool | None = None):
     """A SparkSession for the export (an active one is reused, as under spark-submit). ``jars``: added to the
-    session's class path (``spark.jars``), e.g. a JDBC driver."""
+    session's class path (``spark.jars``), e.g. a JDBC driver. ``ship``: pack this environment for the workers
+    (:mod:`.ship`; by default for a cluster master, never for ``local``)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
@@ -169,12 +172,17 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     master = master or os.environ.get("MASTER") or DEFAULT_MASTER
     if _is_local(master) or _loopback_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver and block manager bind loopback only
+    conf = session_conf(master, local_dir=local_dir, jars=jars)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from amqtool.engines.export.ship import pack_environment, ship_conf, shipped_python, wants_ship
+
+    if wants_ship(master, ship):
+        conf.update(ship_conf(pack_environment()))
     builder = SparkSession.builder
-    for k, v in session_conf(master, local_dir=local_dir, jars=jars).items():
+    for k, v in conf.items():
         builder = builder.config(k, v)
     try:
-        with _jvm_output_to(log_path):
+        with _jvm_output_to(log_path), shipped_python(conf):
             spark = builder.getOrCreate()
     except Exception as err:  # JVM missing, master unreachable...
         where = f" (see {log_path})" if log_path else ""
@@ -270,15 +278,18 @@ class ReadContext:
     store: object
 
 
-def guided_runs(costs: list[int], cores: int, remaining: int | None = None) -> list[tuple[int, int]]:
+def guided_runs(costs: list[int], cores: int, remaining: int | None = None,
+                min_cost: int | None = None) -> list[tuple[int, int]]:
     """``[start, end)`` runs of consecutive items, each about ``remaining / (GUIDED_SHARE * cores)`` of the cost
     still unassigned (within ``MIN_PART_COST`` and ``MAX_PART_COST``): large runs first, smaller and smaller
-    after. ``remaining``: the work still to assign, these items included (default: their sum)."""
+    after. ``remaining``: the work still to assign, these items included (default: their sum); ``min_cost``:
+    the floor instead of ``MIN_PART_COST``."""
     n = len(costs)
+    floor = MIN_PART_COST if min_cost is None else min_cost
     remaining = sum(costs) if remaining is None else remaining
     runs, start = [], 0
     while start < n:
-        target = min(MAX_PART_COST, max(MIN_PART_COST, remaining / (GUIDED_SHARE * max(1, cores))))
+        target = min(MAX_PART_COST, max(floor, remaining / (GUIDED_SHARE * max(1, cores))))
         acc, end = 0, start
         while end < n and (end == start or acc < target):
             acc += costs[end]
@@ -289,11 +300,12 @@ def guided_runs(costs: list[int], cores: int, remaining: int | None = None) -> l
     return runs
 
 
-def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int) -> tuple[list, list]:
+def plan_partitions(journal_costs: list[int], page_costs: list[int], cores: int,
+                    min_cost: int | None = None) -> tuple[list, list]:
     """The runs of journal messages and of pages the parts take (:func:`guided_runs`, the journal's first:
     the pages' runs are the plan's last and smallest)."""
-    return (guided_runs(journal_costs, cores, sum(journal_costs) + sum(page_costs)),
-            guided_runs(page_costs, cores))
+    return (guided_runs(journal_costs, cores, sum(journal_costs) + sum(page_costs), min_cost),
+            guided_runs(page_costs, cores, min_cost=min_cost))
 
 
 def journal_cost(body_len: int, rows: int, large_size: int = 0) -> int:
@@ -612,9 +624,10 @@ class ExportPlan:
     bytes_scanned: int
 
 
-def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
+def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
-    (step 1 of the module docstring)."""
+    (step 1 of the module docstring; ``min_cost``: see :func:`guided_runs`). A fleet export runs this in a
+    Spark task (:mod:`.fleet_spark`)."""
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.artemis.paging import store_pages
 
@@ -636,7 +649,7 @@ def plan_export(store, options: ExportOptions, cores: int) -> ExportPlan:
             view = ex.paging_view()
             pages = store_pages(store)
     page_costs = _page_costs(pages)
-    jruns, pruns = plan_partitions(journal_costs, page_costs, cores)
+    jruns, pruns = plan_partitions(journal_costs, page_costs, cores, min_cost)
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
@@ -679,14 +692,7 @@ class SparkArtemisExport:
         s.rows_by_queue = {}
         s.problems, s.problem_count = list(self._binding_problems), len(self._binding_problems)
         for index in sorted(parts):
-            p = parts[index]
-            s.rows += p.rows
-            s.messages += p.messages
-            s.prepared_rows += p.prepared_rows
-            for q, n in p.rows_by_queue.items():
-                s.rows_by_queue[q] = s.rows_by_queue.get(q, 0) + n
-            s.problems += p.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(s.problems))]
-            s.problem_count += p.problem_count
+            s.add(parts[index])
 
     def write_tables(self, target, fmt: str) -> None:
         """``messages`` and ``bindings`` tables under ``target.path`` (``parquet``: messages partitioned by

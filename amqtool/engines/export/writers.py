@@ -169,7 +169,7 @@ class FileMaker:
 # --- the table writers (both engines) --------------------------------------------------------------------
 
 
-def table_writer(files, fmt: str, table: str, columns, partition_by: str | None = None, part: int = 0,
+def table_writer(files, fmt: str, table: str, columns, partition_by: str | tuple[str, ...] | None = None, part: int = 0,
                  write_empty: bool = True):
     """The writer of one part of a table (``part-NNNNN`` files) in ``fmt`` (``jsonl`` or ``parquet``);
     ``files``: anything with ``open_file(relative)`` (an :class:`OutputTarget`, a :class:`FileMaker`).
@@ -180,7 +180,7 @@ def table_writer(files, fmt: str, table: str, columns, partition_by: str | None 
     return ParquetTableWriter(files, table, columns, partition_by=partition_by, part=part, write_empty=write_empty)
 
 
-def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | None = None) -> None:
+def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | tuple[str, ...] | None = None) -> None:
     """A whole table (one part) of ``rows`` through :func:`table_writer`."""
     w = table_writer(files, fmt, table, columns, partition_by=partition_by)
     for r in rows:
@@ -188,7 +188,8 @@ def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | 
     w.close()
 
 
-def write_batches(files, fmt: str, table: str, columns, batches, partition_by: str | None = None) -> None:
+def write_batches(files, fmt: str, table: str, columns, batches,
+                  partition_by: str | tuple[str, ...] | None = None) -> None:
     """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`."""
     w = table_writer(files, fmt, table, columns, partition_by=partition_by)
     for b in batches:
@@ -293,7 +294,7 @@ class ParquetTableWriter:
     partitions' batches together pass ``buffer_bytes`` (the largest is written), so memory stays bounded
     whatever the store size."""
 
-    def __init__(self, files, table: str, columns, partition_by: str | None = None, part: int = 0,
+    def __init__(self, files, table: str, columns, partition_by: str | tuple[str, ...] | None = None, part: int = 0,
                  write_empty: bool = True, buffer_bytes: int = 16 << 20, row_group_rows: int = 50_000,
                  batch_rows: int = 256):
         import pyarrow as pa
@@ -307,9 +308,15 @@ class ParquetTableWriter:
         self.write_empty = write_empty
         self.schema = arrow_schema(columns)
         self.names = [f.name for f in self.schema]
-        self.part_index = self.names.index(partition_by) if partition_by else None
-        self.file_schema = (self.schema.remove(self.part_index) if self.part_index is not None else self.schema)
-        self._types = [(i, f.type) for i, f in enumerate(self.schema) if i != self.part_index]
+        # partition_by: one column (keys are its values), or a tuple of columns, outermost first (keys are
+        # tuples of values; a fleet's ``store`` then ``queue``)
+        self.part_cols = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+        self.part_indices = [self.names.index(c) for c in self.part_cols]
+        self.part_index = self.part_indices[0] if len(self.part_indices) == 1 else None
+        self.file_schema = self.schema
+        for i in sorted(self.part_indices, reverse=True):
+            self.file_schema = self.file_schema.remove(i)
+        self._types = [(i, f.type) for i, f in enumerate(self.schema) if i not in self.part_indices]
         self.buffer_bytes = buffer_bytes
         self.row_group_rows = row_group_rows
         self.batch_rows = batch_rows
@@ -320,8 +327,13 @@ class ParquetTableWriter:
         self._total = 0
         self._writers: dict[object, object] = {}
 
+    def _key(self, row):
+        if self.part_index is not None:
+            return row[self.part_index]
+        return tuple(row[i] for i in self.part_indices) if self.part_indices else None
+
     def write(self, row) -> None:
-        key = row[self.part_index] if self.part_index is not None else None
+        key = self._key(row)
         rows = self._rows.get(key)
         if rows is None:
             rows = self._rows[key] = []
@@ -339,11 +351,14 @@ class ParquetTableWriter:
         pa = self.pa
         if batch.num_rows == 0:
             return
-        if self.part_index is None:
+        if not self.part_indices:
             self._add_batch(None, batch)
             return
         import pyarrow.compute as pc
 
+        if self.part_index is None:
+            self._write_batch_by_tuple(batch)
+            return
         col = batch.column(self.part_index)
         rest = batch.drop_columns([self.names[self.part_index]]) if hasattr(batch, "drop_columns") else \
             pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
@@ -351,6 +366,24 @@ class ParquetTableWriter:
         for key in keys:
             part = rest if len(keys) == 1 else rest.filter(pc.equal(col, key) if key is not None else pc.is_null(col))
             self._add_batch(key, part)
+
+    def _write_batch_by_tuple(self, batch) -> None:
+        """:meth:`write_batch` partitioned by several columns: each combination of their values in order of
+        first appearance (a fleet's batch is one store's, so mostly one combination a queue)."""
+        import pyarrow.compute as pc
+
+        cols = [batch.column(i) for i in self.part_indices]
+        rest = self.pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
+        keys = list(dict.fromkeys(zip(*(c.to_pylist() for c in cols))))
+        for key in keys:
+            if len(keys) == 1:
+                self._add_batch(key, rest)
+                continue
+            mask = None
+            for c, v in zip(cols, key):
+                m = pc.equal(c, v) if v is not None else pc.is_null(c)
+                mask = m if mask is None else pc.and_(mask, m)
+            self._add_batch(key, rest.filter(mask))
 
     def _add_batch(self, key, batch) -> None:
         self._batch(key)  # rows written one at a time before this batch come first
@@ -394,6 +427,8 @@ class ParquetTableWriter:
             rel = self.table
             if self.part_index is not None:
                 rel += "/" + partition_dir(self.names[self.part_index], key)
+            elif self.part_indices:
+                rel += "".join("/" + partition_dir(c, v) for c, v in zip(self.part_cols, key))
             fh = self.files.open_file(f"{rel}/{self.file_name}")
             w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy"), fh)
         # one row group per write (the batches' rows are far below the writer's default group size)
