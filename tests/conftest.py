@@ -15,6 +15,14 @@ settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# One JVM serves every Spark session of the test process (PySpark keeps its gateway after a session stops), and
+# a JVM's driver class path is fixed when it is launched: the JDBC driver the database-store export adds
+# (spark.jars) would be missing when an earlier module launched it. Each `amqtool export` is its own process,
+# so only the suite needs this: every test JVM is launched with the PostgreSQL driver when it is installed.
+_PG_JAR = "/usr/share/java/postgresql.jar"
+if os.path.isfile(_PG_JAR):
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--jars {_PG_JAR} pyspark-shell")
+
 
 @pytest.fixture
 def run_cli(capsys):

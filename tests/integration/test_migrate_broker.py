@@ -191,6 +191,20 @@ def test_openwire_message_kinds_migrate(tmp_path, brokers, run_cli, monkeypatch)
     ser = b"\xac\xed\x00\x05" + b"java-serialized" * 20
     big = bytes(range(256)) * 600  # 150 KiB: a large message
     text = "compressible text " * 500
+    # the broker starts its connectors one by one and start() waits for STOMP: on a busy machine the OpenWire
+    # one may still be coming up
+    import socket
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", ow_port), timeout=5).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     p = OpenWireProducer(ow_port)
     q = (100, "it.kinds")
     kinds = {
