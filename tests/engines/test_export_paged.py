@@ -105,3 +105,34 @@ def test_xml_carries_paged_messages(demo, tmp_path):
         assert set(ids) <= queues[q]
         assert len(queues[q]) == m["expected"]["messageCounts"][q] + len(ids)
     assert doc["xml"]["skippedPrepared"] == doc["preparedRows"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "xml"])
+def test_a_garbage_page_and_a_missing_body_are_problems_not_silent_losses(demo, tmp_path, fmt):
+    """A page file of random bytes dropped its rows and a large message's body file replaced by a directory
+    lost its body, both with verdict OK (found by the fleet work). Both are problems now: the page named with
+    where its records end, the large message by id; the other rows are still written."""
+    import os
+    import random
+    import shutil
+
+    from amqtool.errors import Verdict
+
+    store = tmp_path / "store"
+    shutil.copytree(demo, store)
+    pages = sorted(p for p in (store / "data" / "paging").glob("*/*.page") if p.stat().st_size > 100)
+    garbage = pages[0]
+    garbage.write_bytes(random.Random(5).randbytes(garbage.stat().st_size))
+    bodies = sorted((store / "data" / "large-messages").glob("*.msg"))
+    gone = bodies[0]
+    os.unlink(gone)
+    os.mkdir(gone)
+    out = tmp_path / ("out.xml" if fmt == "xml" else "out")
+    doc, verdict = run_export(ExportRequest(str(store), str(out), fmt, engine="local"))
+    assert verdict is Verdict.WARNING
+    texts = [p["message"] for p in doc["problems"]]
+    assert any(garbage.name in t and "end in damage" in t for t in texts), texts
+    assert any(f"{gone.stem}.msg is missing" in t for t in texts), texts
+    full, _ = run_export(ExportRequest(str(demo), str(tmp_path / ("full.xml" if fmt == "xml" else "full")), fmt,
+                                       engine="local"))
+    assert 0 < doc["rows"] < full["rows"]

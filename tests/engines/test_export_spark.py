@@ -264,3 +264,26 @@ def test_spark_sql_filters_the_parquet_by_a_property(spark, store, tmp_path):  #
     texts = {r.message_id: r.text for r in spark.sql("SELECT message_id, text FROM messages WHERE type = 'text'")
              .collect()}
     assert texts and all(t is not None for t in texts.values())
+
+
+def test_damaged_pages_and_missing_bodies_are_problems_in_tasks_too(spark, demo, tmp_path):  # noqa: F811
+    """The Spark tasks report what the local engine reports: a page that ends in damage, a missing large body."""
+    import os
+    import random
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(demo, store)
+    page = sorted(p for p in (store / "data" / "paging").glob("*/*.page") if p.stat().st_size > 100)[0]
+    page.write_bytes(random.Random(9).randbytes(page.stat().st_size))
+    body = sorted((store / "data" / "large-messages").glob("*.msg"))[0]
+    os.unlink(body)
+    docs = {}
+    for engine in ("local", "spark"):
+        docs[engine], _ = run_export(ExportRequest(str(store), str(tmp_path / engine), "parquet", engine=engine),
+                                     spark_session=spark if engine == "spark" else None)
+    assert docs["local"]["problemCount"] >= 2
+    for key in ("rows", "problemCount"):
+        assert docs["spark"][key] == docs["local"][key], key
+    assert sorted(p["message"] for p in docs["spark"]["problems"]) == \
+        sorted(p["message"] for p in docs["local"]["problems"])

@@ -17,7 +17,7 @@ are written are counted there as the row-at-a-time path counts them.
 from __future__ import annotations
 
 from amqtool import native
-from amqtool.engines.export.parse import LargeBodies, decode_message, text_safe
+from amqtool.engines.export.parse import LargeBodies, decode_message, missing_body, text_safe
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES, arrow_schema
 from amqtool.errors import FormatError
 
@@ -157,6 +157,9 @@ class MessageBatch:
             except FormatError as err:
                 self.summary.problem(mid, where + err.message)
                 continue
+            lost = missing_body(cols, where)
+            if lost:
+                self.summary.problem(mid, lost)
             starts[i] = -(base + len(decoded)) - 1
             decoded.append(cols)
         if decoded:

@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 from amqtool.engines.export.columns import MessageBatch, row
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row
+from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row, missing_body
 from amqtool.engines.artemis.paging import paged_export_messages
 from amqtool.errors import FormatError
 
@@ -183,6 +183,9 @@ def message_rows(messages, *, large: LargeBodies | None, safe: bool, summary: Ex
             summary.problem(mid, where + err.message)
             continue
         summary.messages += 1
+        lost = missing_body(msg, where)
+        if lost:
+            summary.problem(mid, lost)
         for (name, q, routing, paged, page, position, dc, sched, state, tx_id, smid) in rows:
             summary.count_row(name, state)
             yield message_row(msg, queue=name, queue_id=q, routing_type=routing, delivery_count=dc,

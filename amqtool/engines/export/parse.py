@@ -232,6 +232,15 @@ def decode_message(user_record_type: int, body: bytes, *, message_id: int, large
     return cols
 
 
+def missing_body(cols: dict, where: str = "") -> str | None:
+    """The problem text of a large message whose body file could not be read (its row is still written, with
+    its declared size and no body), else None."""
+    if cols["large"] and cols["body_sha256"] is None:
+        return (f"{where}large message {cols['message_id']}: its body file {cols['message_id']}.msg is missing "
+                f"or not a readable file; the row has no body")
+    return None
+
+
 def message_row(msg: dict, *, queue: str, queue_id: int | None, routing_type: str | None,
                 delivery_count: int = 0, scheduled_time: int | None = None, transaction_state: str = "committed",
                 transaction_id: int | None = None, paged: bool = False, page: int | None = None,

@@ -451,20 +451,21 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_rows(part_messages(ctx, part), large=LargeBodies(ctx.large_dir), safe=ctx.options.safe,
-                            summary=summary)
+    yield from message_rows(part_messages(ctx, part, summary), large=LargeBodies(ctx.large_dir),
+                            safe=ctx.options.safe, summary=summary)
 
 
-def part_messages(ctx: ReadContext, part) -> Iterator[tuple]:
+def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tuple]:
     """The messages of a journal or paged part as ``(user record type, body, message id, rows, where)``
-    (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order."""
+    (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order; pages that
+    end in damage are problems in ``summary``."""
     from amqtool.engines.artemis.paging import paged_export_messages
     from amqtool.engines.export.columns import row
 
     opts = ctx.options
     if isinstance(part, PagedPart):
         yield from paged_export_messages(ctx.store, bindings=ctx.bindings, wants=opts.wants, view=part.view,
-                                         pages=part.pages)
+                                         pages=part.pages, problem=summary.problem)
         return
     b = ctx.bindings
     fds: dict[int, int] = {}
@@ -493,8 +494,8 @@ def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Itera
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_batches(part_messages(ctx, part), safe=ctx.options.safe, large=LargeBodies(ctx.large_dir),
-                               summary=summary)
+    yield from message_batches(part_messages(ctx, part, summary), safe=ctx.options.safe,
+                               large=LargeBodies(ctx.large_dir), summary=summary)
 
 
 def _rows_task(ctx: ReadContext | None):

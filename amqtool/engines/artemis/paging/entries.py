@@ -90,8 +90,14 @@ class PagedEntry:
         return doc
 
 
+def suspect_ending(reason: str) -> str:
+    """The problem text of a page whose records end in damage (``PageScanEnd.suspect``): the records after it
+    are lost to the broker too (``Page.read`` stops there and logs the page as suspect)."""
+    return f"the page's records end in damage ({reason}): Artemis reads nothing after this offset"
+
+
 def _entries_of_page(store: PageStore, page_id: int, view: PagingJournalView,
-                     errors: list | None = None) -> Iterator[PagedEntry]:
+                     errors: list | None = None, endings: bool = False) -> Iterator[PagedEntry]:
     with PageFile(store.page_path(page_id)) as pf:
         s = PageScanner(pf.buf, pf.size)
         for number, off, ln in s:
@@ -103,6 +109,8 @@ def _entries_of_page(store: PageStore, page_id: int, view: PagingJournalView,
                 return
             states = [(q, view.queue_state(q, page_id, number)) for q in pm.queue_ids]
             yield PagedEntry(store.address, page_id, number, off, pm, view.tx_state(pm.transaction_id), states)
+        if endings and errors is not None and s.end.suspect:
+            errors.append((store, page_id, s.end.records, s.end.offset, suspect_ending(s.end.reason)))
 
 
 def store_pages(store) -> list[tuple[PageStore, int]]:
@@ -112,14 +120,16 @@ def store_pages(store) -> list[tuple[PageStore, int]]:
 
 
 def iter_paged_entries(store, view: PagingJournalView | None = None, errors: list | None = None,
-                       pages: list[tuple[PageStore, int]] | None = None) -> Iterator[PagedEntry]:
+                       pages: list[tuple[PageStore, int]] | None = None, endings: bool = False
+                       ) -> Iterator[PagedEntry]:
     """Every paged message of every page store, in exploring order, page by page (only ``pages``, a run of
     :func:`store_pages`, when given). A record that does not decode ends its page (as ``Page.read`` fails
-    there); it is appended to ``errors`` when given."""
+    there); it is appended to ``errors`` when given, and with ``endings`` also a page whose framing ends
+    in damage (:func:`suspect_ending`)."""
     view = load_view(store, view)
     for ps, pid in store_pages(store) if pages is None else pages:
         try:
-            yield from _entries_of_page(ps, pid, view, errors)
+            yield from _entries_of_page(ps, pid, view, errors, endings)
         except OSError as err:
             if errors is not None:
                 errors.append((ps, pid, None, None, err))

@@ -7,10 +7,17 @@ from typing import Callable, Iterator
 
 from amqtool import native
 from amqtool.errors import FormatError
-from amqtool.formats.artemis.paging import PagedMessage
+from amqtool.formats.artemis.paging import (
+    END_BAD_END,
+    END_BAD_LENGTH,
+    END_BAD_START,
+    END_CLEAN,
+    END_SHORT_TAIL,
+    PagedMessage,
+)
 from amqtool.formats.artemis.primitives import Reader
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
-from amqtool.engines.artemis.paging.entries import iter_paged_entries, store_pages
+from amqtool.engines.artemis.paging.entries import iter_paged_entries, store_pages, suspect_ending
 from amqtool.engines.artemis.paging.stores import PageFile, PageStore
 from amqtool.engines.artemis.paging.view import (
     PAGE_TX_COMMITTED,
@@ -78,7 +85,7 @@ def paged_export_messages(store, *, bindings, wants: Callable[[str], bool] | Non
 # export mode (native/page_scan.c, mode 3) and hands the rare kinds (large messages) back to the reference.
 
 def _reference_entries(store, view, errors, pages) -> Iterator[tuple]:
-    for entry in iter_paged_entries(store, view, errors, pages):
+    for entry in iter_paged_entries(store, view, errors, pages, endings=True):
         pm = entry.message
         utype, body = _record_for_export(pm)
         yield (entry.page, entry.number, pm.transaction_id, entry.tx_state, entry.pending_queues, utype, body,
@@ -87,6 +94,8 @@ def _reference_entries(store, view, errors, pages) -> Iterator[tuple]:
 
 _EXPORT_MODE = 3
 _HANDBACK = 5
+_WALK_ENDS = (END_CLEAN, END_SHORT_TAIL, END_BAD_START, END_BAD_LENGTH, END_BAD_END)  # page_walk's statuses 0-4
+_SUSPECT = (2, 3, 4)
 _TX_STATES = (None, PAGE_TX_COMMITTED, PAGE_TX_PREPARED, PAGE_TX_NOT_FOUND)
 _HEAD = struct.Struct("=iqqqBi")
 
@@ -119,7 +128,10 @@ def _native_page(ps, pid, pf, tables, view, acc, errors) -> Iterator[tuple]:
             # the message id is the persisted message's first field after the persister byte
             yield pid, num, tx_id, _TX_STATES[ts], pending, R.ADD_MESSAGE_PROTOCOL, body, _I64.unpack_from(body, 1)[0]
         if status != _HANDBACK:
-            return  # the framing ended (cleanly or not: the reference's PageScanner stops there too)
+            # the framing ended; damage ends it as the reference's PageScanner ends (its records are lost)
+            if status in _SUSPECT:
+                errors.append((ps, pid, stop_number, end, suspect_ending(_WALK_ENDS[status])))
+            return
         # a record C leaves to the reference: decoded as _entries_of_page decodes it
         off = end
         try:
