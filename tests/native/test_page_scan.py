@@ -93,9 +93,20 @@ def _export_entries(store, view, *, native_walk: bool):
     walk's export mode or the reference."""
     from amqtool.engines.artemis.paging import export
 
+    from amqtool.engines.export.parse import decode_message
+    from amqtool.errors import FormatError
+
+    def decoded(utype, body, mid):
+        # the C walk slices the stored bytes, the reference encodes its decoded message again: the export
+        # sees the same columns either way (a stored flag byte of 2 is "present" as 1 is)
+        try:
+            return decode_message(utype, body, message_id=mid)
+        except FormatError as err:
+            return str(err)
+
     errors: list = []
     walk = export._native_entries if native_walk else export._reference_entries
-    entries = list(walk(store, view, errors, None))
+    entries = [(*e[:5], e[5], decoded(e[5], e[6], e[7]), e[7]) for e in walk(store, view, errors, None)]
     return entries, [(ps.folder, pid, n, off, str(err)) for ps, pid, n, off, err in errors]
 
 

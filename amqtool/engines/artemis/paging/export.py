@@ -19,6 +19,7 @@ from amqtool.formats.artemis.primitives import Reader
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 from amqtool.engines.artemis.paging.entries import iter_paged_entries, store_pages, suspect_ending
 from amqtool.engines.artemis.paging.stores import PageFile, PageStore
+from amqtool.engines.artemis.paging.walk import _WALK_EXPORT
 from amqtool.engines.artemis.paging.view import (
     PAGE_TX_COMMITTED,
     PAGE_TX_NOT_FOUND,
@@ -92,7 +93,6 @@ def _reference_entries(store, view, errors, pages) -> Iterator[tuple]:
                pm.message_id)
 
 
-_EXPORT_MODE = 3
 _HANDBACK = 5
 _WALK_ENDS = (END_CLEAN, END_SHORT_TAIL, END_BAD_START, END_BAD_LENGTH, END_BAD_END)  # page_walk's statuses 0-4
 _SUSPECT = (2, 3, 4)
@@ -117,7 +117,7 @@ def _native_page(ps, pid, pf, tables, view, acc, errors) -> Iterator[tuple]:
     buf = pf.buf
     pos, number = 0, 0
     while True:
-        status, end, stop_number, length, packed = native.page_walk(buf, pos, number, _EXPORT_MODE, tables, acc)
+        status, end, stop_number, length, packed = native.page_walk(buf, pos, number, _WALK_EXPORT, tables, acc)
         at = 0
         while at < len(packed):
             num, ms, me, tx_id, ts, n = _HEAD.unpack_from(packed, at)

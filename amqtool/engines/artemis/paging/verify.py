@@ -26,7 +26,7 @@ from amqtool.formats.artemis.primitives import Reader
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, PagingJournalView
-from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
+from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
 
 # --- verify --------------------------------------------------------------------------------------------------
@@ -125,12 +125,35 @@ def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
     their lengths, so a flipped bit inside them passed both while the broker, and ``export``, stop reading
     the page at that record and lose every message after it. About 25 µs a paged message.
     """
+    if native.page_walk is not None:
+        return _first_undecodable_walk(buf)
     for number, off, ln in PageScanner(buf, size):
         try:
             PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
         except FormatError as err:
             return number, off, err
     return None
+
+
+_NO_TABLES = (array("q"), array("q"), array("q"), array("i"))
+
+
+def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
+    """:func:`_first_undecodable` through the C page walk's export mode, which validates each record as
+    ``PagedMessage.read`` does (the page-scan twin tests hold the two equal) and hands back the kinds it does
+    not cover and every record it refuses: those are decoded here, so the error text stays the reference's."""
+    acc = array("q", [0])
+    pos = number = 0
+    while True:
+        status, pos, number, length, _ = native.page_walk(buf, pos, number, _WALK_EXPORT, _NO_TABLES, acc)
+        if status != _WALK_HANDBACK:
+            return None
+        try:
+            PagedMessage.read(Reader(buf, pos + 5, pos + 5 + length))
+        except FormatError as err:
+            return number, pos, err
+        pos += 6 + length
+        number += 1
 
 
 class PagingVerifier:

@@ -18,7 +18,7 @@ from amqtool.engines.artemis.paging.view import PagingJournalView
 
 # --- the journals' facts as the C page walk takes them (native/page_scan.c) --------------------------------
 
-_WALK_FRAME, _WALK_VERIFY, _WALK_JSON = 0, 1, 2
+_WALK_FRAME, _WALK_VERIFY, _WALK_JSON, _WALK_EXPORT = 0, 1, 2, 3
 _WALK_HANDBACK, _WALK_PAUSE = 5, 6
 _WALK_ENDS = (END_CLEAN, END_SHORT_TAIL, END_BAD_START, END_BAD_LENGTH, END_BAD_END)
 _Q_KNOWN, _Q_COMPLETE = 1, 2
