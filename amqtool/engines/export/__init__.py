@@ -33,19 +33,20 @@ from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 FORMATS = ("xml", "jsonl", "parquet")
 ENGINES = ("auto", "local", "spark")
 # --engine auto picks the engine that finishes first, by a cost model measured with bench/bench_export.py on
-# the 1 GiB demo store (2 cores, medians of rounds): the local engine ~25 s a GiB of journal; Spark ~10 s to
-# start its JVM, ~2 s a GiB of load and plan on the driver, then ~22 s a GiB of task work shared by the
-# cores at ~80% efficiency each (two processes decoding at once each run slower than one alone here).
-LOCAL_S_PER_GIB = 25.0
-SPARK_START_S = 10.0
-SPARK_PLAN_S_PER_GIB = 2.0
-SPARK_TASK_S_PER_GIB = 22.0
-SPARK_CORE_EFFICIENCY = 0.8
+# the 1 GiB demo store (2 cores, medians of 3 rounds, after the message columns moved to C): the local engine
+# ~4.7 s a GiB of journal; Spark ~5.5 s to start its JVM, ~2.4 s a GiB of load and plan on the driver, then
+# ~2.5 s a GiB of task work shared by the cores at ~90% efficiency each (the tasks' work alone scaled 1.88x
+# from one process to two). Spark now pays off only for large stores on many cores.
+LOCAL_S_PER_GIB = 4.7
+SPARK_START_S = 5.5
+SPARK_PLAN_S_PER_GIB = 2.4
+SPARK_TASK_S_PER_GIB = 2.5
+SPARK_CORE_EFFICIENCY = 0.9
 
 
 def auto_spark_threshold(cores: int) -> int | None:
     """Journal bytes from which Spark ``local[*]`` on ``cores`` cores beats the local engine, JVM start
-    included (2 cores: ~1.1 GiB; 4: ~0.6 GiB; 8: ~0.5 GiB); None when it never does (one core).
+    included (2 cores: ~6 GiB; 4: ~3.5 GiB; 8: ~2.8 GiB); None when it never does (one core).
     ``AMQTOOL_EXPORT_SPARK_THRESHOLD`` (bytes) overrides it."""
     env = os.environ.get("AMQTOOL_EXPORT_SPARK_THRESHOLD")
     if env:
