@@ -696,26 +696,38 @@ typedef struct {
     amap *app, *ann;
 } amqp_t;
 
-/* a list (the header, the properties): its first `want` elements into f (fewer if shorter); count in *nf */
-static int amqp_list(rd *r, aval *f, int want, int *nf) {
-    *nf = 0;
+/* A compound's constructor code8/code32 (list8/list32, map8/map32) and its size and count: sets *end (where
+ * its elements must end) and *count. 1: read; 0: a null (0x40) or, when list0 is allowed, an empty list; -1:
+ * anything else (amqp._compound's refusals). */
+static int amqp_compound(rd *r, int code8, int code32, int list0, Py_ssize_t *end, uint64_t *count) {
     int code = r_u8(r);
     if (r->bad)
         return -1;
-    if (code == 0x40 || code == 0x45)
+    if (code == 0x40 || (list0 && code == 0x45))
         return 0;
-    if (code != 0xC0 && code != 0xD0)
+    if (code != code8 && code != code32)
         return -1;
-    int w = code == 0xC0 ? 1 : 4;
+    int w = code == code8 ? 1 : 4;
     if (!need(r, 2 * w))
         return -1;
     uint64_t size = beu(r->p + r->pos, w);
     r->pos += w;
-    Py_ssize_t end = r->pos + (Py_ssize_t)size;
     if (size > (uint64_t)(r->end - r->pos))
         return -1;
-    uint64_t count = beu(r->p + r->pos, w);
+    *end = r->pos + (Py_ssize_t)size;
+    *count = beu(r->p + r->pos, w);
     r->pos += w;
+    return 1;
+}
+
+/* a list (the header, the properties): its first `want` elements into f (fewer if shorter); count in *nf */
+static int amqp_list(rd *r, aval *f, int want, int *nf) {
+    *nf = 0;
+    Py_ssize_t end;
+    uint64_t count;
+    int rc = amqp_compound(r, 0xC0, 0xD0, 1, &end, &count);
+    if (rc <= 0)
+        return rc;
     for (uint64_t i = 0; i < count; i++) {
         aval v;
         if (amqp_value(r, &v, 0) < 0)
@@ -732,23 +744,11 @@ static int amqp_list(rd *r, aval *f, int want, int *nf) {
 static int amqp_map(rd *r, amap *m) {
     m->n = 0;
     m->sc.n = 0;
-    int code = r_u8(r);
-    if (r->bad)
-        return -1;
-    if (code == 0x40)
-        return 0;
-    if (code != 0xC1 && code != 0xD1)
-        return -1;
-    int w = code == 0xC1 ? 1 : 4;
-    if (!need(r, 2 * w))
-        return -1;
-    uint64_t size = beu(r->p + r->pos, w);
-    r->pos += w;
-    if (size > (uint64_t)(r->end - r->pos))
-        return -1;
-    Py_ssize_t end = r->pos + (Py_ssize_t)size;
-    uint64_t count = beu(r->p + r->pos, w);
-    r->pos += w;
+    Py_ssize_t end;
+    uint64_t count;
+    int rc = amqp_compound(r, 0xC1, 0xD1, 0, &end, &count);
+    if (rc <= 0)
+        return rc;
     if (count % 2 || count / 2 > AMQP_MAX_ENTRIES)
         return -1;
     for (uint64_t i = 0; i < count; i += 2) {

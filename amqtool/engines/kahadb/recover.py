@@ -198,9 +198,14 @@ def _lost_of(d, directory: str) -> list[KahaLost]:
 
 def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecoverReport:
     """Recover ``store`` (a KahaDBStore) into ``req.output``, or only report with ``dry_run``."""
-    from amqtool.engines.kahadb.compact import _checksums, _copy_as_is, _max_file_length, KahaCompactRequest
-    from amqtool.engines.kahadb.compact.script import ScriptFigures, compacted_records
-    from amqtool.engines.kahadb.compact.write import JournalWriter
+    from amqtool.engines.kahadb.compact import (
+        KahaCompactRequest,
+        _checksums,
+        _copy_as_is,
+        _max_file_length,
+        write_compacted,
+    )
+    from amqtool.engines.kahadb.compact.script import ScriptFigures
     from amqtool.engines.kahadb.load import load_store
     from amqtool.engines.kahadb.verify import verify_directory
     from amqtool.store import locks
@@ -267,20 +272,7 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
                 target = tmp / rel
                 target.mkdir(parents=True, exist_ok=True)
                 atomic.copy_owner_and_mode(d.directory, target)
-            writer = JournalWriter(target, max_len, checksums)
-            try:
-                for payload in compacted_records(d, figures):
-                    writer.append(payload)
-                files = writer.close()
-            except BaseException:
-                writer.abort()
-                raise
-            if target is not None:
-                reference = d.files[0].path if d.files else None
-                for f in files:
-                    if reference is not None:
-                        atomic.copy_owner_and_mode(reference, f.path)
-                atomic.fsync_dir(target)
+            files = write_compacted(d, target, max_len, checksums, figures)
             rec.files_after = len(files)
             rec.action = "recovered" if target is not None else "would-recover"
             rec.messages, rec.acks = figures.messages, figures.acks

@@ -13,7 +13,6 @@ directory. The mKahaDB ``txStore`` is left as it is (it holds only transaction o
 """
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,17 +176,14 @@ def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirRep
         checksums = _checksums(store)
         figures = ScriptFigures()
         if req.dry_run:
-            writer = JournalWriter(None, max_len, checksums)
-            for payload in compacted_records(d, figures):
-                writer.append(payload)
-            files = writer.close()
+            files = write_compacted(d, None, max_len, checksums, figures)
             rep.action = "would-compact"
         elif req.output is not None:
             rel = Path(d.directory).relative_to(store.root) if store.multi else Path(".")
             target = Path(req.output) / rel
             target.mkdir(parents=True, exist_ok=True)
             atomic.copy_owner_and_mode(d.directory, target)
-            files = _write(d, target, max_len, checksums, figures)
+            files = write_compacted(d, target, max_len, checksums, figures)
             atomic.fsync_dir(target)
             rep.action = "copied"
         else:
@@ -195,7 +191,7 @@ def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirRep
             atomic.ensure_free_space(directory.parent, rep.live_bytes + 2 * max_len)
             staged = prepare_staging(directory)
             try:
-                files = _write(d, staged, max_len, checksums, figures)
+                files = write_compacted(d, staged, max_len, checksums, figures)
                 carry_plain_files(directory, staged)
                 write_marker(staged, marker_doc(directory, rep.files_before, rep.bytes_before,
                                                 len(files), sum(f.size for f in files)))
@@ -231,7 +227,11 @@ def _copy_as_is(src: Path, target: Path) -> None:
     atomic.fsync_dir(target)
 
 
-def _write(d, target: Path, max_len: int, checksums: bool, figures: ScriptFigures):
+def write_compacted(d, target: Path | None, max_len: int, checksums: bool, figures: ScriptFigures):
+    """The compacted journal of directory ``d`` (:func:`.script.compacted_records`) written into ``target``
+    (new files with the owner and mode of ``d``'s first log file, the directory fsynced); ``target`` None
+    only counts what would be written. Returns the written (or counted) files. Recovery writes its salvaged
+    live set the same way."""
     writer = JournalWriter(target, max_len, checksums)
     try:
         for payload in compacted_records(d, figures):
@@ -240,6 +240,8 @@ def _write(d, target: Path, max_len: int, checksums: bool, figures: ScriptFigure
     except BaseException:
         writer.abort()
         raise
+    if target is None:
+        return files
     reference = d.files[0].path if d.files else None
     for f in files:
         if reference is not None:
