@@ -173,7 +173,7 @@ def test_openwire_message_kinds_migrate(tmp_path, brokers, run_cli, monkeypatch)
     from amqtool.formats.artemis import primitives as P
 
     ow_port = tab.free_port()
-    monkeypatch.setattr(tab, "CONFIG", tab.CONFIG.replace(
+    monkeypatch.setattr(tab.Broker, "config", tab.Broker.config.replace(
         '<transportConnector name="stomp"',
         f'<transportConnector name="openwire" uri="tcp://127.0.0.1:{ow_port}"/><transportConnector name="stomp"'))
     b = Broker(tmp_path / "classic")
