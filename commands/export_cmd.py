@@ -184,4 +184,6 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
         for st in doc["stores"]:
             if st["verdict"] != "OK":
                 sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+        if doc.get("queueMismatch"):
+            sys.stdout.write(f"WARNING: {doc['queueMismatch']}\n")
     finish(verdict)

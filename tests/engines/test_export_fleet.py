@@ -194,6 +194,23 @@ def test_cli_fleet(run_cli, fleet, tmp_path):
     assert code == 0 and doc["storesByVerdict"]["OK"] == doc["storeCount"] == 1 + sum("kaha-" in n for n in fleet)
 
 
+def test_queue_matching_nothing_in_the_fleet_is_a_warning(run_cli, fleet, tmp_path):
+    """As for one store: --queue that matches no queue of any store warns, naming the queues there are; a
+    pattern matching a queue of one store is fine."""
+    paths = [str(p) for n, p in fleet.items() if "kaha-" in n]
+    code, stdout, _ = run_cli("export", *paths, "-o", tmp_path / "a", "--engine", "local", "--queue", "nomatch*",
+                              "--report", "json", "-q")
+    doc = json.loads(stdout)
+    assert code == 1 and doc["verdict"] == "WARNING" and doc["rows"] == 0
+    assert "no queue of any store matches --queue nomatch*" in doc["queueMismatch"]
+    assert "fx." in doc["queueMismatch"]  # the KahaDB fixtures' queues are named
+    some = doc["queueMismatch"].split("queues: ")[1].split(", ")[0]
+    code, stdout, _ = run_cli("export", *paths, "-o", tmp_path / "b", "--engine", "local", "--queue", some,
+                              "--report", "json", "-q")
+    doc = json.loads(stdout)
+    assert code == 0 and "queueMismatch" not in doc and doc["rows"] > 0
+
+
 def test_store_progress_figures(fleet, tmp_path):
     seen = []
     doc, _ = run_fleet_export(FleetRequest(stores=[str(p) for p in fleet.values()], out=str(tmp_path / "o"),

@@ -166,3 +166,24 @@ def test_jsonl_split_equals_the_local_engine(spark, fleet, tmp_path, monkeypatch
     assert doc["stores"] == ldoc["stores"]
     names = {p.name for p in (tmp_path / "out" / "messages").iterdir()}
     assert len(names) > len(fleet)  # a file a part of each split (Artemis) store, one a KahaDB store
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_queue_names_reach_the_driver(spark, fleet, tmp_path, monkeypatch, split):
+    """--queue's warning on Spark: split and grouped stores both bring their queue names back, so a pattern
+    matching one store's queue does not warn and one matching none does."""
+    from amqtool.engines.export import fleet_spark
+
+    if split:
+        real = fleet_spark.export_fleet_spark
+        monkeypatch.setattr(fleet_spark, "export_fleet_spark",
+                            lambda *a, **kw: real(*a, **{**kw, "settings": SplitSettings(1, 2, min_part_cost=1,
+                                                                                         group_bytes=1)}))
+    stores = [str(p) for p in fleet.values()]
+    doc, verdict = run_fleet_export(FleetRequest(stores=stores, out=str(tmp_path / "a"), engine="spark",
+                                                 queues=("nomatch*",)), spark_session=spark)
+    assert "queueMismatch" in doc and doc["rows"] == 0
+    name = doc["queueMismatch"].split("queues: ")[1].split(", ")[0]
+    doc, _ = run_fleet_export(FleetRequest(stores=stores, out=str(tmp_path / "b"), engine="spark",
+                                           queues=(name,)), spark_session=spark)
+    assert "queueMismatch" not in doc and doc["rows"] > 0

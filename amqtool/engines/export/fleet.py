@@ -339,10 +339,25 @@ def fleet_document(outcomes: list[StoreOutcome], *, engine: str, fmt: str, outpu
     }
 
 
-def fleet_verdict(outcomes: list[StoreOutcome]) -> Verdict:
+def fleet_verdict(outcomes: list[StoreOutcome], doc: dict | None = None) -> Verdict:
     """OK when every store exported cleanly; WARNING when one had problems or could not be exported (the
-    dataset was still made: the ``stores`` table says which)."""
+    dataset was still made: the ``stores`` table says which), or when ``--queue`` matched no queue of any
+    store (``doc["queueMismatch"]``, as a single store's export warns)."""
+    if doc is not None and doc.get("queueMismatch"):
+        return Verdict.WARNING
     return Verdict.OK if all(o.verdict is Verdict.OK for o in outcomes) else Verdict.WARNING
+
+
+def queue_mismatch(outcomes: list[StoreOutcome], options: ExportOptions) -> str | None:
+    """With ``--queue``: the warning when no store of the fleet has a queue the patterns match (naming the
+    queues there are), else None."""
+    if not options.queues:
+        return None
+    names = sorted({q for o in outcomes if o.summary is not None for q in o.summary.queue_names})
+    if any(options.wants(q) for q in names):
+        return None
+    shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
+    return f"no queue of any store matches --queue {' '.join(options.queues)}; the stores' queues: {shown or '(none)'}"
 
 
 def finish_dataset(target: OutputTarget, fmt: str, outcomes: list[StoreOutcome], doc: dict) -> None:
@@ -423,6 +438,9 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
                 outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress,
                                               store_progress=store_progress)
         doc = fleet_document(outcomes, engine=engine, fmt=req.fmt, output=str(target.out))
+        mismatch = queue_mismatch(outcomes, options)
+        if mismatch:
+            doc["queueMismatch"] = mismatch
         finish_dataset(target, req.fmt, outcomes, doc)
         target.commit()
     except OSError as err:
@@ -434,7 +452,7 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
     except BaseException:
         target.abort()
         raise
-    return doc, fleet_verdict(outcomes)
+    return doc, fleet_verdict(outcomes, doc)
 
 
 class FleetProgress:
