@@ -61,6 +61,18 @@ int amq_sha256_ready(void);
 void amq_sha256(const unsigned char *d, size_t n, unsigned char md[32]);
 
 
+/* One packed live entry (native.LIVE_FORMAT "=qB?biqi", journal_load.c's LiveList): record id, user record
+ * type, is-update, compact count, file index, body offset, body length. */
+#define LIVE_ENTRY 27
+
+static inline void live_entry(const unsigned char *e, int64_t *id, int32_t *file_index, int64_t *offset,
+                              int32_t *body_len) {
+    memcpy(id, e, 8);
+    memcpy(file_index, e + 11, 4);
+    memcpy(offset, e + 15, 8);
+    memcpy(body_len, e + 23, 4);
+}
+
 /* A live entry's body inside a window of its journal file.  `data` holds the file's bytes
  * [base, base + dlen); the file has fsize bytes (fsize < 0: the window ends where the file ends).  The body
  * (off, blen) is first clipped to the file, as LoadResult.body reads it (fewer bytes if the file is

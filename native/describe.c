@@ -560,7 +560,6 @@ fail:
 
 /* ---- the surviving records: describe._surviving_lines ---- */
 
-#define LIVE_ENTRY 27 /* native.LIVE_FORMAT "=qB?biqi" (journal_load.c) */
 
 /* describe_live(live, start, stop, data, file_index, safe, ref_counts)
  *   -> (text, next, messages, large_messages)
@@ -592,10 +591,7 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
         const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
         int32_t fi, blen;
-        memcpy(&id, e, 8);
-        memcpy(&fi, e + 11, 4);
-        memcpy(&off, e + 15, 8);
-        memcpy(&blen, e + 23, 4);
+        live_entry(e, &id, &fi, &off, &blen);
         if (fi != file_index)
             break;
         int utype = e[8], upd = e[9] != 0, cc = (int8_t)e[10];

@@ -109,37 +109,6 @@ static PyObject *valid_obj(const outbuf *valid, Py_ssize_t nulls) {
 
 /* ---- text helpers ---- */
 
-static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* primitives.b64url: URL-safe alphabet, padded */
-static void put_b64url(outbuf *o, const unsigned char *s, Py_ssize_t n) {
-    if (ob_reserve(o, (size_t)((n + 2) / 3) * 4) < 0)
-        return;
-    char *d = o->p + o->n;
-    Py_ssize_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        *d++ = B64URL[v >> 18];
-        *d++ = B64URL[(v >> 12) & 63];
-        *d++ = B64URL[(v >> 6) & 63];
-        *d++ = B64URL[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        *d++ = B64URL[v >> 18];
-        *d++ = B64URL[(v >> 12) & 63];
-        *d++ = '=';
-        *d++ = '=';
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-        *d++ = B64URL[v >> 18];
-        *d++ = B64URL[(v >> 12) & 63];
-        *d++ = B64URL[(v >> 6) & 63];
-        *d++ = '=';
-    }
-    o->n = (size_t)(d - o->p);
-}
-
 /* UTF-16LE as a string value; -1 (nothing kept) on a lone surrogate */
 static int v_utf16(vcol *c, const unsigned char *s, Py_ssize_t n) {
     size_t mark = c->data.n;
@@ -267,7 +236,7 @@ static int put_prop_value(vcol *c, const unsigned char *buf, const prop *p) {
     outbuf *o = &c->data;
     switch (p->type) {
     case 0: PUTL(o, "_AMQ_NULL"); break;
-    case 4: put_b64url(o, v, p->vlen); break;
+    case 4: ob_b64url(o, v, p->vlen); break;
     case 10: return v_utf16(c, v, p->vlen);
     case 11: {
         unsigned ch = (unsigned)(v[0] << 8 | v[1]);
@@ -328,6 +297,18 @@ static void put_hex_digest(vcol *c, const unsigned char *d, Py_ssize_t n) {
     v_put(c, hex, 64);
 }
 
+/* body_size, large, body (null with safe) and body_sha256 of one row */
+static void put_body(cols *k, const unsigned char *body, Py_ssize_t blen, int large, int safe) {
+    int64_t size = blen;
+    f_push(&k->f[F_BODY_SIZE], &size, 1);
+    f_push(&k->f[F_LARGE], &large, 1);
+    if (safe)
+        v_null(&k->v[C_BODY]);
+    else
+        v_put(&k->v[C_BODY], body, (size_t)blen);
+    put_hex_digest(&k->v[C_SHA], body, blen);
+}
+
 /* Append one message; -1 when it is Python's (the builders are rolled back by the caller). */
 static int append_message(cols *k, const core *m, const unsigned char *body, Py_ssize_t blen, int large, int safe) {
     /* strings that may refuse (lone surrogates) first, so a refusal leaves little to roll back */
@@ -357,15 +338,7 @@ static int append_message(cols *k, const core *m, const unsigned char *body, Py_
     f_push(&k->f[F_PRIORITY], &priority, 1);
     f_push(&k->f[F_TIMESTAMP], &m->timestamp, 1);
     f_push(&k->f[F_EXPIRATION], &m->expiration, 1);
-    int64_t size = blen;
-    f_push(&k->f[F_BODY_SIZE], &size, 1);
-    int is_large = large;
-    f_push(&k->f[F_LARGE], &is_large, 1);
-    if (safe)
-        v_null(&k->v[C_BODY]);
-    else
-        v_put(&k->v[C_BODY], body, (size_t)blen);
-    put_hex_digest(&k->v[C_SHA], body, blen);
+    put_body(k, body, blen, large, safe);
     return 0;
 }
 
@@ -668,7 +641,7 @@ static int amqp_text(outbuf *o, const aval *v) {
         put(o, h, 36);
         return 1;
     }
-    case A_BINARY: put_b64url(o, v->s, v->n); return 1;
+    case A_BINARY: ob_b64url(o, v->s, v->n); return 1;
     case A_STRING: case A_SYMBOL: put(o, (const char *)v->s, (size_t)v->n); return 1;
     default: return 0; /* null, compound, decimals */
     }
@@ -964,15 +937,7 @@ static int append_amqp(cols *k, const unsigned char *b, Py_ssize_t blen, amqp_t 
         f_push(&k->f[F_EXPIRATION], &stored_exp, 1);
     else
         f_push(&k->f[F_EXPIRATION], &a->etime, a->has_etime);
-    int64_t size = n;
-    f_push(&k->f[F_BODY_SIZE], &size, 1);
-    int no = 0;
-    f_push(&k->f[F_LARGE], &no, 1);
-    if (safe)
-        v_null(&k->v[C_BODY]);
-    else
-        v_put(&k->v[C_BODY], data, (size_t)n);
-    put_hex_digest(&k->v[C_SHA], data, n);
+    put_body(k, data, n, 0, safe);
     return 0;
 }
 

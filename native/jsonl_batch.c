@@ -112,36 +112,11 @@ static void w_str(outbuf *o, const unsigned char *s, Py_ssize_t n) {
     o->n = (size_t)(d - o->p);
 }
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
+/* binary as a JSON string of its URL-safe base64 */
 static void w_b64(outbuf *o, const unsigned char *s, Py_ssize_t n) {
-    if (o->nomem || ob_reserve(o, (size_t)((n + 2) / 3) * 4 + 2) < 0)
-        return;
-    char *d = o->p + o->n;
-    *d++ = '"';
-    Py_ssize_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        *d++ = B64[v >> 18];
-        *d++ = B64[(v >> 12) & 63];
-        *d++ = B64[(v >> 6) & 63];
-        *d++ = B64[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        *d++ = B64[v >> 18];
-        *d++ = B64[(v >> 12) & 63];
-        *d++ = '=';
-        *d++ = '=';
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-        *d++ = B64[v >> 18];
-        *d++ = B64[(v >> 12) & 63];
-        *d++ = B64[(v >> 6) & 63];
-        *d++ = '=';
-    }
-    *d++ = '"';
-    o->n = (size_t)(d - o->p);
+    WL(o, "\"");
+    ob_b64url(o, s, n);
+    WL(o, "\"");
 }
 
 /* element i of a string array (after its own offset), or null */

@@ -24,7 +24,6 @@ PyObject *amq_sha256_available(PyObject *self, PyObject *noargs) {
 }
 
 /* One packed live entry: native.LIVE_FORMAT "=qB?biqi" (journal_load.c). */
-#define ENTRY_SIZE 27
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -107,7 +106,7 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
             goto done;
         }
     }
-    Py_ssize_t total = live.len / ENTRY_SIZE;
+    Py_ssize_t total = live.len / LIVE_ENTRY;
     if (start < 0 || stop > total || start > stop) {
         PyErr_SetString(PyExc_IndexError, "live_json range out of bounds");
         goto done;
@@ -117,13 +116,10 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_ssize_t dlen = data.len, i = start;
     Py_BEGIN_ALLOW_THREADS
     for (; i < stop; i++) {
-        const unsigned char *e = lb + i * ENTRY_SIZE;
+        const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
         int32_t fi, blen;
-        memcpy(&id, e, 8);
-        memcpy(&fi, e + 11, 4);
-        memcpy(&off, e + 15, 8);
-        memcpy(&blen, e + 23, 4);
+        live_entry(e, &id, &fi, &off, &blen);
         if (fi != file_index)
             break;
         int utype = e[8], upd = e[9], cc = (int8_t)e[10];

@@ -8,6 +8,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct {
@@ -52,6 +53,31 @@ static inline void ob_int(outbuf *o, long long v) {
         tmp[k++] = '-';
     while (k)
         o->p[o->n++] = tmp[--k];
+}
+
+/* primitives.b64url (Base64.getUrlEncoder: URL-safe alphabet, padded) of n bytes, appended; failures are
+ * sticky in o->nomem. Shared by the export's columns and its JSON Lines writer. */
+static inline void ob_b64url(outbuf *o, const unsigned char *s, Py_ssize_t n) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    if (o->nomem || ob_reserve(o, (size_t)((n + 2) / 3) * 4) < 0)
+        return;
+    char *d = o->p + o->n;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *d++ = A[v >> 18];
+        *d++ = A[(v >> 12) & 63];
+        *d++ = A[(v >> 6) & 63];
+        *d++ = A[v & 63];
+    }
+    if (n - i >= 1) {
+        uint32_t v = (uint32_t)s[i] << 16 | (n - i == 2 ? (uint32_t)s[i + 1] << 8 : 0);
+        *d++ = A[v >> 18];
+        *d++ = A[(v >> 12) & 63];
+        *d++ = n - i == 2 ? A[(v >> 6) & 63] : '=';
+        *d++ = '=';
+    }
+    o->n = (size_t)(d - o->p);
 }
 
 #endif

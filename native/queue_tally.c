@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LIVE_ENTRY 27 /* native.LIVE_FORMAT "=qB?biqi" */
 #define ITEM 17
 
 static int64_t be64(const unsigned char *q) {
@@ -54,10 +53,7 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
         const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
         int32_t fi, blen;
-        memcpy(&id, e, 8);
-        memcpy(&fi, e + 11, 4);
-        memcpy(&off, e + 15, 8);
-        memcpy(&blen, e + 23, 4);
+        live_entry(e, &id, &fi, &off, &blen);
         if (fi != file_index)
             break;
         int t = e[8];

@@ -254,24 +254,16 @@ def _run_local(store, options, target, fmt, progress):
         finally:
             ex.close()
         return ex.summary, None
-    if store.kind == "artemis-jdbc":
-        from amqtool.engines.export.jdbc import ArtemisJdbcExport
-
-        ex = ArtemisJdbcExport(store, options, progress=progress)
-        bindings = ex.binding_rows()
-        if fmt == "xml":
-            with target.open_file() as fh:
-                w = write_document(fh, bindings, ex.rows())
-            return ex.summary, w
-        _write_tables(target, fmt, bindings, batches=ex.batches())
-        return ex.summary, None
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
 
         ex = KahaDBExport(store, options, progress=progress)
         _write_tables(target, fmt, ex.binding_rows(), ex.rows())
         return ex.summary, None
-    with LocalArtemisExport(store, options, progress=progress) as ex:
+    artemis_export = LocalArtemisExport
+    if store.kind == "artemis-jdbc":  # the same engine over the tables' load
+        from amqtool.engines.export.jdbc import ArtemisJdbcExport as artemis_export
+    with artemis_export(store, options, progress=progress) as ex:
         bindings = ex.binding_rows()
         if fmt == "xml":
             with target.open_file() as fh:
