@@ -139,7 +139,8 @@ def _text_from(doc: dict) -> None:
     if c.get("largeMessages"):
         out.write(f"  large messages: {c['largeMessages']} ({c['largeBytes']} bytes)\n")
     for p in doc["notConverted"]:
-        out.write(f"  not converted: {p['destination']} {p['location']} {p['messageId'] or ''}: {p['reason']}\n")
+        where = " ".join(str(x) for x in (p["destination"], p["location"], p["messageId"]) if x is not None)
+        out.write(f"  not converted: {where + ': ' if where else ''}{p['reason']}\n")
     for s in doc["skippedDestinations"]:
         out.write(f"  left out: {s['type']} {s['destination']!r}: {s['reason']}\n")
     for t in doc["preparedTransactions"]:

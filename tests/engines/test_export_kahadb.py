@@ -128,3 +128,25 @@ def test_cli_exports_kahadb(run_cli, tmp_path):
     code, _, stderr = run_cli("export", KAHADB / "basic", "-o", tmp_path / "x.xml", "--format", "xml",
                               "--engine", "spark")
     assert code == 3 and "local engine" in stderr and not (tmp_path / "x.xml").exists()
+
+
+def test_a_damaged_batch_is_a_problem_in_export_and_migration(tmp_path, run_cli):
+    """A KahaDB journal with a damaged batch exported (and migrated) what the replay saw with verdict OK and
+    exit 0: the lost batch was silent. It is a problem now (exit 1), as compaction already refuses it."""
+    import shutil
+
+    from amqtool.errors import Verdict
+
+    store = tmp_path / "basic"
+    shutil.copytree(KAHADB / "basic", store)
+    log = sorted(store.rglob("db-*.log"))[0]
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a batch: its checksum (or its framing) fails
+    log.write_bytes(bytes(data))
+    doc, verdict = run_export(ExportRequest(str(store), str(tmp_path / "out"), "jsonl", engine="local"))
+    assert verdict is Verdict.WARNING
+    assert any("damaged batch(es) or record(s)" in p["message"] for p in doc["problems"])
+    whole, _ = run_export(ExportRequest(str(KAHADB / "basic"), str(tmp_path / "whole"), "jsonl", engine="local"))
+    assert whole["problemCount"] == 0 and doc["rows"] <= whole["rows"]
+    code, out, _ = run_cli("create", tmp_path / "migrated", "--from", store, "--format", "json")
+    assert code == 1 and any("damaged batch" in p["reason"] for p in json.loads(out)["notConverted"])

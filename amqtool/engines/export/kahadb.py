@@ -130,6 +130,9 @@ class KahaDBExport:
         loaded = load_store(store, progress=progress)
         self.summary.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]  # the txStore holds no messages
+        for d in self.results:
+            if d.damage():
+                self.summary.problem(None, d.damage_text())
 
     def _subscriptions(self, d, st) -> list[tuple[str, str, object]]:
         """(sub key, ``clientId:subscriptionName``, subscription) of a topic, by key."""

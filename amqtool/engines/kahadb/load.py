@@ -45,6 +45,15 @@ class DirResult:
     is_tx_store: bool = False
     committed_by_tx_store: int = 0
 
+    def damage(self) -> int:
+        """Batches whose checksum or framing fails and records that do not decode: what the replay could not
+        see (the broker skips the same). Compaction refuses, export and migration report it."""
+        return sum(len(s.corrupt) + len(s.bad_records) for s in self.scans.values()) + len(self.decode_errors)
+
+    def damage_text(self) -> str:
+        return (f"{self.directory}: {self.damage()} damaged batch(es) or record(s) in the journal; what they held "
+                f"is not in the replay (run 'amqtool verify' for where)")
+
     @property
     def file_ids(self) -> set[int]:
         return {f.id for f in self.files}

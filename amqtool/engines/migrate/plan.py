@@ -181,6 +181,10 @@ class MigrationPlan(PlanBase):
         loaded = load_store(store, progress=progress)
         self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]
+        for d in self.results:
+            if d.damage():
+                self.problems.append({"destination": None, "store": str(d.directory), "location": None,
+                                      "messageId": None, "reason": d.damage_text()})
         self._dest_queues: dict[tuple, dict] = {}  # (store index, dest key) -> {sub key | None: queue id}
         self._build_bindings()
         self._scan_transactions()

@@ -107,7 +107,7 @@ def _checksums(store) -> bool:
 
 def _refuse_damage(d) -> None:
     """Compaction keeps what the replay saw; a damaged journal may hold more the broker could still read."""
-    corrupt = sum(len(s.corrupt) + len(s.bad_records) for s in d.scans.values()) + len(d.decode_errors)
+    corrupt = d.damage()
     if corrupt:
         raise AmqtoolError(f"the journal has {corrupt} damaged batch(es) or record(s): compaction would keep only "
                            f"what can be read; run 'amqtool verify' and decide first", path=str(d.directory))
