@@ -314,8 +314,9 @@ static inline int fits_float(const char *t, double a) {
 }
 
 /* _shortest_digits: the first precision 1..top whose correctly rounded "%.{p-1}e" round-trips; when one digit
- * does, the two-digit "%.1e" instead. For doubles the search starts at the length of Python's repr (the
- * shortest round-tripping length, so no shorter precision can fit). */
+ * does, the two-digit "%.1e" instead. For doubles, when this thread holds the GIL, the search starts at the
+ * length of Python's repr (the shortest round-tripping length, so no shorter precision can fit); without the
+ * GIL (export's column decoder) it starts at 1 and finds the same precision a few tries later. */
 static inline void put_fp(outbuf *o, double v, int single) {
     if (isnan(v)) {
         PUTL(o, "NaN");
@@ -339,7 +340,7 @@ static inline void put_fp(outbuf *o, double v, int single) {
     double a = fabs(v);
     int top = single ? 9 : 17;
     int start = 1;
-    if (!single) {
+    if (!single && PyGILState_Check()) {
         char *r = PyOS_double_to_string(a, 'r', 0, 0, NULL);
         if (r != NULL) {
             int n = 0, lead = 1;
@@ -411,7 +412,7 @@ static inline uint32_t ss_hash(const unsigned char *s, Py_ssize_t n) {
 }
 
 /* Read a TypedProperties block (TypedProperties.read's checks). Returns the entry count (-1 for the flag-0
- * form) and fills *props (PyMem-allocated when n > 0; caller frees). bad on malformed bytes. */
+ * form) and fills *props (PyMem_RawMalloc-ed when n > 0, so it runs without the GIL; the caller frees with PyMem_RawFree). bad on malformed bytes. */
 static inline Py_ssize_t read_props(rd *r, prop **out) {
     *out = NULL;
     if (r_u8(r) == 0)
@@ -425,7 +426,7 @@ static inline Py_ssize_t read_props(rd *r, prop **out) {
     }
     if (n == 0)
         return 0;
-    prop *ps = PyMem_Malloc(sizeof(prop) * (size_t)n);
+    prop *ps = PyMem_RawMalloc(sizeof(prop) * (size_t)n);
     if (ps == NULL) {
         r->bad = 2; /* no memory: the caller raises */
         return 0;
@@ -471,7 +472,7 @@ static inline Py_ssize_t read_props(rd *r, prop **out) {
         p->hash = ss_hash(p->key, p->klen);
     }
     if (r->bad) {
-        PyMem_Free(ps);
+        PyMem_RawFree(ps);
         return 0;
     }
     *out = ps;

@@ -33,7 +33,7 @@ static int put_props(outbuf *o, const unsigned char *buf, prop *ps, Py_ssize_t n
     PUTL(o, "TypedProperties[");
     if (n > 0) {
         int small[64];
-        int *idx = n <= 64 ? small : PyMem_Malloc(sizeof(int) * (size_t)n);
+        int *idx = n <= 64 ? small : PyMem_RawMalloc(sizeof(int) * (size_t)n);
         if (idx == NULL) {
             o->nomem = 1;
             return 0;
@@ -51,7 +51,7 @@ static int put_props(outbuf *o, const unsigned char *buf, prop *ps, Py_ssize_t n
                 rc = -1;
         }
         if (idx != small)
-            PyMem_Free(idx);
+            PyMem_RawFree(idx);
         if (rc < 0)
             return -1;
     }
@@ -174,7 +174,7 @@ static int describe_core(outbuf *o, rd *r, int safe, int mode) {
         PUTL(o, "]@0");
     }
     if (ps)
-        PyMem_Free(ps);
+        PyMem_RawFree(ps);
     return rc;
 }
 

@@ -198,7 +198,7 @@ static int read_core(const unsigned char *b, Py_ssize_t len, core *m) {
     in.pos += (Py_ssize_t)body_len;
     if (read_headers(&in, m) < 0) {
         if (m->ps)
-            PyMem_Free(m->ps);
+            PyMem_RawFree(m->ps);
         m->ps = NULL;
         return -1;
     }
@@ -258,7 +258,7 @@ static int append_props(cols *k, const core *m) {
     if (m->np > 4096) /* the duplicate merge is quadratic: huge maps are Python's */
         return -1;
     int small[64];
-    int *idx = m->np <= 64 ? small : PyMem_Malloc(sizeof(int) * (size_t)m->np);
+    int *idx = m->np <= 64 ? small : PyMem_RawMalloc(sizeof(int) * (size_t)m->np);
     if (idx == NULL)
         return -1;
     Py_ssize_t n = m->np > 0 ? props_reader_order(m->ps, m->np, idx) : 0;
@@ -281,7 +281,7 @@ static int append_props(cols *k, const core *m) {
         k->nprops++;
     }
     if (idx != small)
-        PyMem_Free(idx);
+        PyMem_RawFree(idx);
     return rc;
 }
 
@@ -404,7 +404,7 @@ static int emit_map(cols *k, Py_ssize_t from) {
     if (n > 4096) /* quadratic merge: Python's */
         return -1;
     Py_ssize_t small[64];
-    Py_ssize_t *last = n <= 64 ? small : PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    Py_ssize_t *last = n <= 64 ? small : PyMem_RawMalloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
     if (last == NULL)
         return -1;
     /* for each entry: the index of the last entry with its name, or -1 if an earlier one has it */
@@ -437,7 +437,7 @@ static int emit_map(cols *k, Py_ssize_t from) {
         k->nmap++;
     }
     if (last != small)
-        PyMem_Free(last);
+        PyMem_RawFree(last);
     return 0;
 }
 
@@ -878,7 +878,7 @@ static int append_amqp(cols *k, const unsigned char *b, Py_ssize_t blen, amqp_t 
             extra.np = read_props(&r, &extra.ps);
             if (r.bad) {
                 if (extra.ps)
-                    PyMem_Free(extra.ps);
+                    PyMem_RawFree(extra.ps);
                 return -1;
             }
         }
@@ -888,7 +888,7 @@ static int append_amqp(cols *k, const unsigned char *b, Py_ssize_t blen, amqp_t 
         stored_exp = r_i64(&r);
         if (r.bad) {
             if (extra.ps)
-                PyMem_Free(extra.ps);
+                PyMem_RawFree(extra.ps);
             return -1;
         }
     }
@@ -903,7 +903,7 @@ static int append_amqp(cols *k, const unsigned char *b, Py_ssize_t blen, amqp_t 
     if (rc == 0 && extra.np > 0)
         rc = append_props(k, &extra);
     if (extra.ps)
-        PyMem_Free(extra.ps);
+        PyMem_RawFree(extra.ps);
     if (rc < 0)
         return -1;
     (void)row_props;
@@ -941,89 +941,25 @@ static int append_amqp(cols *k, const unsigned char *b, Py_ssize_t blen, amqp_t 
     return 0;
 }
 
-PyObject *amq_message_columns(PyObject *self, PyObject *args) {
-    PyObject *items;
-    int safe;
-    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &items, &safe))
-        return NULL;
-    if (!amq_sha256_ready())
-        Py_RETURN_NONE;
-    Py_ssize_t count = PyList_GET_SIZE(items);
-    PyObject *status = PyBytes_FromStringAndSize(NULL, count);
-    if (status == NULL)
-        return NULL;
-    char *st = PyBytes_AS_STRING(status);
-    cols k;
-    memset(&k, 0, sizeof k);
-    for (int i = 0; i < NV; i++)
-        v_init(&k.v[i]);
-    static const int widths[NF] = {0, 4, 8, 8, 8, 0};
-    for (int i = 0; i < NF; i++)
-        k.f[i].width = widths[i];
-    list_push(&k.plist, 0);
-    list_push(&k.mlist, 0);
-    list_push(&k.alist, 0);
-    amap *maps = PyMem_Malloc(2 * sizeof(amap));
-    if (maps == NULL) {
-        Py_DECREF(status);
-        return PyErr_NoMemory();
-    }
-    memset(&maps[0].sc, 0, sizeof(outbuf));
-    memset(&maps[1].sc, 0, sizeof(outbuf));
-    amqp_t am;
-    memset(&am, 0, sizeof am);
-    am.app = &maps[0];
-    am.ann = &maps[1];
-    /* The bodies, the bulk of the bytes, are written straight into the bytes object handed to Arrow: its
-     * size is an upper bound (each record's whole length, or its large body, times its rows), so the
-     * builder never reallocates it (the check before each message keeps it so) and it is shrunk at the end. */
-    size_t room = 0;
-    if (!safe) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyObject *t = PyList_GET_ITEM(items, i);
-            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 4)
-                continue;
-            PyObject *bo = PyTuple_GET_ITEM(t, 1), *lo = PyTuple_GET_ITEM(t, 2);
-            long rep = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-            if (rep < 1) {
-                PyErr_Clear();
-                continue;
-            }
-            size_t one = (PyBytes_Check(bo) ? (size_t)PyBytes_GET_SIZE(bo) : 0) +
-                         (PyBytes_Check(lo) ? (size_t)PyBytes_GET_SIZE(lo) : 0);
-            room += one * (size_t)rep;
-        }
-        if (room > INT32_MAX)
-            room = INT32_MAX;
-    }
-    PyObject *bodies = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
-    if (bodies == NULL) {
-        Py_DECREF(status);
-        PyMem_Free(maps);
-        return NULL;
-    }
-    k.v[C_BODY].data.p = PyBytes_AS_STRING(bodies);
-    k.v[C_BODY].data.cap = room;
+/* One item of message_columns' list, read under the GIL; the decode loop then runs without it (the list
+ * keeps the bytes alive), so that a table's writer thread runs meanwhile. */
+typedef struct {
+    long utype, repeat;
+    const unsigned char *b, *lo; /* the record body; the large message's body (NULL: None) */
+    Py_ssize_t blen, lolen;
+    int ok;
+} item_t;
+
+/* The per-item loop of message_columns: no Python object is touched (runs without the GIL). */
+static void decode_items(cols *k, const item_t *items, Py_ssize_t count, char *st, amqp_t *am, int safe) {
     for (Py_ssize_t i = 0; i < count; i++) {
         st[i] = 1;
-        PyObject *t = PyList_GET_ITEM(items, i);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 4)
+        const item_t *it = &items[i];
+        if (!it->ok)
             continue;
-        long utype = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
-        long repeat = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-        if (repeat < 1) {
-            PyErr_Clear();
-            continue;
-        }
-        PyObject *bo = PyTuple_GET_ITEM(t, 1), *lo = PyTuple_GET_ITEM(t, 2);
-        if (utype == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            continue;
-        }
-        if (!PyBytes_Check(bo) || (lo != Py_None && !PyBytes_Check(lo)))
-            continue;
-        const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bo);
-        Py_ssize_t blen = PyBytes_GET_SIZE(bo);
+        long utype = it->utype, repeat = it->repeat;
+        const unsigned char *b = it->b;
+        Py_ssize_t blen = it->blen;
         core m;
         memset(&m, 0, sizeof m);
         int large = 0, amqp = 0;
@@ -1039,77 +975,159 @@ PyObject *amq_message_columns(PyObject *self, PyObject *args) {
             body = m.body;
             body_len = m.blen;
         } else if (utype == 30) {
-            if (lo == Py_None)
+            if (it->lo == NULL)
                 continue; /* the body file is missing: the reference sizes it from _AMQ_LARGE_SIZE */
             rd r = {b, 0, blen, 0};
             if (read_headers(&r, &m) < 0) {
                 if (m.ps)
-                    PyMem_Free(m.ps);
+                    PyMem_RawFree(m.ps);
                 continue;
             }
             large = 1;
-            body = (const unsigned char *)PyBytes_AS_STRING(lo);
-            body_len = PyBytes_GET_SIZE(lo);
+            body = it->lo;
+            body_len = it->lolen;
         } else {
             continue;
         }
-        if (!safe && (body_len * repeat > INT32_MAX - (Py_ssize_t)k.v[C_BODY].data.n ||
-                      (size_t)(body_len * repeat) > k.v[C_BODY].data.cap - k.v[C_BODY].data.n)) {
+        if (!safe && (body_len * repeat > INT32_MAX - (Py_ssize_t)k->v[C_BODY].data.n ||
+                      (size_t)(body_len * repeat) > k->v[C_BODY].data.cap - k->v[C_BODY].data.n)) {
             /* past int32 offsets or the room measured up front: Python's */
             if (m.ps)
-                PyMem_Free(m.ps);
+                PyMem_RawFree(m.ps);
             continue;
         }
         vmark vm[NV];
         fmark fm[NF];
         for (int c = 0; c < NV; c++)
-            v_mark(&k.v[c], &vm[c]);
+            v_mark(&k->v[c], &vm[c]);
         for (int c = 0; c < NF; c++)
-            f_mark(&k.f[c], &fm[c]);
-        Py_ssize_t props_before = k.nprops, map_before = k.nmap, ann_before = k.nann, arows_before = k.arows,
-                   anulls_before = k.anulls;
-        size_t plist_before = k.plist.n, mlist_before = k.mlist.n, alist_before = k.alist.n;
+            f_mark(&k->f[c], &fm[c]);
+        Py_ssize_t props_before = k->nprops, map_before = k->nmap, ann_before = k->nann, arows_before = k->arows,
+                   anulls_before = k->anulls;
+        size_t plist_before = k->plist.n, mlist_before = k->mlist.n, alist_before = k->alist.n;
         int rc = 0;
         for (long rep = 0; rep < repeat && rc == 0; rep++) {
-            Py_ssize_t row_props = k.nprops;
-            rc = amqp ? append_amqp(&k, b, blen, &am, safe) : append_message(&k, &m, body, body_len, large, safe);
+            Py_ssize_t row_props = k->nprops;
+            rc = amqp ? append_amqp(k, b, blen, am, safe) : append_message(k, &m, body, body_len, large, safe);
             if (rc != 0)
                 break;
-            if (emit_map(&k, row_props) < 0) {
+            if (emit_map(k, row_props) < 0) {
                 rc = -1;
                 break;
             }
             if (amqp)
-                rc = emit_annotations(&k, &am);
+                rc = emit_annotations(k, am);
             else
-                list_push(&k.alist, k.nann), bit_set(&k.avalid, k.arows++, 0), k.anulls++;
+                list_push(&k->alist, k->nann), bit_set(&k->avalid, k->arows++, 0), k->anulls++;
             if (rc != 0)
                 break;
-            list_push(&k.plist, k.nprops);
-            list_push(&k.mlist, k.nmap);
+            list_push(&k->plist, k->nprops);
+            list_push(&k->mlist, k->nmap);
         }
         if (rc == 0) {
             st[i] = 0;
         } else {
             for (int c = 0; c < NV; c++)
-                v_back(&k.v[c], &vm[c]);
+                v_back(&k->v[c], &vm[c]);
             for (int c = 0; c < NF; c++)
-                f_back(&k.f[c], &fm[c]);
-            k.nprops = props_before;
-            k.nmap = map_before;
-            k.nann = ann_before;
-            k.anulls = anulls_before;
-            k.plist.n = plist_before;
-            k.mlist.n = mlist_before;
-            k.alist.n = alist_before;
-            k.arows = arows_before;
-            k.avalid.n = (size_t)((arows_before + 7) >> 3);
+                f_back(&k->f[c], &fm[c]);
+            k->nprops = props_before;
+            k->nmap = map_before;
+            k->nann = ann_before;
+            k->anulls = anulls_before;
+            k->plist.n = plist_before;
+            k->mlist.n = mlist_before;
+            k->alist.n = alist_before;
+            k->arows = arows_before;
+            k->avalid.n = (size_t)((arows_before + 7) >> 3);
             if (arows_before & 7)
-                k.avalid.p[arows_before >> 3] &= (char)((1 << (arows_before & 7)) - 1);
+                k->avalid.p[arows_before >> 3] &= (char)((1 << (arows_before & 7)) - 1);
         }
         if (m.ps)
-            PyMem_Free(m.ps);
+            PyMem_RawFree(m.ps);
     }
+}
+
+PyObject *amq_message_columns(PyObject *self, PyObject *args) {
+    PyObject *items;
+    int safe;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &items, &safe))
+        return NULL;
+    if (!amq_sha256_ready())
+        Py_RETURN_NONE;
+    Py_ssize_t count = PyList_GET_SIZE(items);
+    PyObject *status = PyBytes_FromStringAndSize(NULL, count);
+    if (status == NULL)
+        return NULL;
+    char *st = PyBytes_AS_STRING(status);
+    item_t *job = PyMem_RawMalloc(sizeof(item_t) * (size_t)(count ? count : 1));
+    amap *maps = PyMem_RawMalloc(2 * sizeof(amap));
+    if (job == NULL || maps == NULL) {
+        Py_DECREF(status);
+        PyMem_RawFree(job);
+        PyMem_RawFree(maps);
+        return PyErr_NoMemory();
+    }
+    /* The bodies, the bulk of the bytes, are written straight into the bytes object handed to Arrow: its
+     * size is an upper bound (each record's whole length, or its large body, times its rows), so the
+     * builder never reallocates it (the check before each message keeps it so) and it is shrunk at the end. */
+    size_t room = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        item_t *it = &job[i];
+        memset(it, 0, sizeof *it);
+        PyObject *t = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 4)
+            continue;
+        PyObject *bo = PyTuple_GET_ITEM(t, 1), *lo = PyTuple_GET_ITEM(t, 2);
+        it->utype = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+        it->repeat = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+        if ((it->utype == -1 || it->repeat == -1) && PyErr_Occurred()) {
+            PyErr_Clear();
+            continue;
+        }
+        if (it->repeat < 1 || !PyBytes_Check(bo) || (lo != Py_None && !PyBytes_Check(lo)))
+            continue;
+        it->b = (const unsigned char *)PyBytes_AS_STRING(bo);
+        it->blen = PyBytes_GET_SIZE(bo);
+        if (lo != Py_None) {
+            it->lo = (const unsigned char *)PyBytes_AS_STRING(lo);
+            it->lolen = PyBytes_GET_SIZE(lo);
+        }
+        it->ok = 1;
+        if (!safe)
+            room += ((size_t)it->blen + (size_t)it->lolen) * (size_t)it->repeat;
+    }
+    if (room > INT32_MAX)
+        room = INT32_MAX;
+    PyObject *bodies = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
+    if (bodies == NULL) {
+        Py_DECREF(status);
+        PyMem_RawFree(job);
+        PyMem_RawFree(maps);
+        return NULL;
+    }
+    cols k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < NV; i++)
+        v_init(&k.v[i]);
+    static const int widths[NF] = {0, 4, 8, 8, 8, 0};
+    for (int i = 0; i < NF; i++)
+        k.f[i].width = widths[i];
+    list_push(&k.plist, 0);
+    list_push(&k.mlist, 0);
+    list_push(&k.alist, 0);
+    memset(&maps[0].sc, 0, sizeof(outbuf));
+    memset(&maps[1].sc, 0, sizeof(outbuf));
+    amqp_t am;
+    memset(&am, 0, sizeof am);
+    am.app = &maps[0];
+    am.ann = &maps[1];
+    k.v[C_BODY].data.p = PyBytes_AS_STRING(bodies);
+    k.v[C_BODY].data.cap = room;
+    Py_BEGIN_ALLOW_THREADS
+    decode_items(&k, job, count, st, &am, safe);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(job);
     int nomem = k.plist.nomem | k.mlist.nomem | k.alist.nomem | k.avalid.nomem;
     for (int c = 0; c < NV; c++)
         nomem |= v_nomem(&k.v[c]);
@@ -1165,6 +1183,6 @@ PyObject *amq_message_columns(PyObject *self, PyObject *args) {
     ob_free(&k.avalid);
     ob_free(&maps[0].sc);
     ob_free(&maps[1].sc);
-    PyMem_Free(maps);
+    PyMem_RawFree(maps);
     return out;
 }

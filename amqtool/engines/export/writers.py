@@ -190,10 +190,22 @@ def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | 
 
 def write_batches(files, fmt: str, table: str, columns, batches,
                   partition_by: str | tuple[str, ...] | None = None) -> None:
-    """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`."""
+    """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`.
+
+    The writer runs on a thread of its own, one batch behind the producer: Parquet encoding, compression and
+    the C decoder of the next batch (``native.message_columns``) all run without the GIL, so on two cores
+    the two overlap. One batch in flight keeps memory bounded; a writer's error is raised here."""
+    from concurrent.futures import ThreadPoolExecutor
+
     w = table_writer(files, fmt, table, columns, partition_by=partition_by)
-    for b in batches:
-        w.write_batch(b)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqtool-writer") as pool:
+        pending = None
+        for b in batches:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(w.write_batch, b)
+        if pending is not None:
+            pending.result()
     w.close()
 
 
