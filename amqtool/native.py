@@ -209,12 +209,15 @@ describe_live = getattr(_native, "describe_live", None)
 # describe_paged(buf, start, end, safe): data print's text of one paged core message, or None (decode in Python).
 describe_paged = getattr(_native, "describe_paged", None)
 
-# --- print JSON's per-queue summary (native/queue_tally.c) ---------------------------------------------
+# --- print JSON's per-queue summary, export's references (native/queue_tally.c) -------------------------
 # tally_live(live, start, stop, data, file_index, acc) over runs of packed live entries, then
 # tally_counts(acc) -> ({queue id: live messages}, messages, large_messages); or None, and
 # amqtool.engines.artemis.journal_print.queue_summary builds a BrokerState (the reference).
 tally_live = getattr(_native, "tally_live", None)
 tally_counts = getattr(_native, "tally_counts", None)
+# tally_pairs(acc) -> (message ids, entries, starts, queue ids, others): each message record's live queues in
+# first-ADD_REF order (export's committed references, amqtool.engines.artemis.live_refs); None: BrokerState.
+tally_pairs = getattr(_native, "tally_pairs", None)
 
 # --- the export's message columns (native/export_columns.c) ---------------------------------------------
 # message_columns(items, safe) -> (status, strings, fixed, list offsets) or None: Arrow buffers of the

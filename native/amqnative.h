@@ -9,7 +9,7 @@
  * describe.c `print --style artemis` lines (DescribeJournal) of journal records
  * export_columns.c the export's message columns as Arrow buffers
  * jsonl_batch.c the export's JSON Lines text of Arrow record batches
- * queue_tally.c print JSON's per-queue summary from the packed live entries
+ * queue_tally.c print JSON's per-queue summary and export's committed references from the packed live entries
  * queue_stat.c  `stat`'s per-queue figures from the packed live entries
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
@@ -38,6 +38,7 @@ PyObject *amq_describe_paged(PyObject *self, PyObject *args);
 PyObject *amq_message_columns(PyObject *self, PyObject *args); /* export_columns.c */
 PyObject *amq_jsonl_lines(PyObject *self, PyObject *args); /* jsonl_batch.c */
 PyObject *amq_tally_live(PyObject *self, PyObject *args); /* queue_tally.c */
+PyObject *amq_tally_pairs(PyObject *self, PyObject *args);
 PyObject *amq_tally_counts(PyObject *self, PyObject *args);
 PyObject *amq_stat_live(PyObject *self, PyObject *args); /* queue_stat.c */
 PyObject *amq_stat_queues(PyObject *self, PyObject *args);

@@ -71,6 +71,9 @@ static PyMethodDef amq_methods[] = {
      "(queue_tally.c)."},
     {"tally_counts", (PyCFunction)amq_tally_counts, METH_VARARGS,
      "tally_counts(acc) -> ({queue id: live messages}, messages, large_messages) (queue_tally.c)."},
+    {"tally_pairs", (PyCFunction)amq_tally_pairs, METH_VARARGS,
+     "tally_pairs(acc) -> (message ids, entries, starts, queue ids, others): export's committed references\n"
+     "(queue_tally.c)."},
     {"stat_live", (PyCFunction)amq_stat_live, METH_VARARGS,
      "stat_live(live, start, stop, data, file_index, acc, wbase, fsize) -> next (queue_stat.c)."},
     {"stat_queues", (PyCFunction)amq_stat_queues, METH_VARARGS,

@@ -1,14 +1,21 @@
-/* The per-queue message summary of `print --format json` (journal_print.queue_summary) from the packed live
- * entries, without a Python object per record. The Python reference is BrokerState (broker_state.py,
- * decode=REF_TYPES): a message (types 30, 31, 45) stays on each queue it has an ADD_REF for and no
- * ACKNOWLEDGE_REF (refs minus acks, as `data exp` resolves them).
+/* The per-queue message summary of `print --format json` (journal_print.queue_summary) and the committed
+ * references of `export` (engines/artemis/live_refs.py) from the packed live entries, without a Python object
+ * per record. The Python reference is BrokerState (broker_state.py): a message (types 30, 31, 45) stays on
+ * each queue it has an ADD_REF for and no ACKNOWLEDGE_REF (refs minus acks, as `data exp` resolves them).
  *
- *   tally_live(live, start, stop, data, file_index, acc) -> next
+ *   tally_live(live, start, stop, data, file_index, acc[, window base, file size, stop_outside]) -> next
  *       appends what entries start.. of file `file_index` (bytes `data`) contribute to the bytearray `acc`
- *       (17-byte items: kind, message id, queue id; kind 0 message, 1 ref, 2 ack, 3 counted message, 4
- *       counted large message), stopping at another file's entry or `stop`.
+ *       (17-byte items: kind, message id, value; kind 0 message (value: its live entry index), 1 ref and 2 ack
+ *       (value: the queue id), 3 counted message, 4 counted large message, 5 a delivery count or scheduled
+ *       time record, types 34 and 36 (value: its live entry index)), stopping at another file's entry or
+ *       `stop`; with stop_outside, also at a ref or ack whose body is not in the window (else an error).
  *   tally_counts(acc) -> ({queue id: live messages}, messages, large_messages)
  *       sorts the items and merges them.
+ *   tally_pairs(acc) -> (message ids, entries, starts, queue ids, others)
+ *       every message id with a message record, ascending (int64), the live entry of its record (the last
+ *       one, as BrokerState's dict keeps it), and its live queues: queue ids[starts[k]:starts[k+1]] (int64
+ *       offsets) in the order of each queue's first ADD_REF (BrokerState.refs' first-put order, which
+ *       HashMap iteration order depends on); others: the entry indexes of kind-5 items, in live order.
  * A ref or ack whose body (as LoadResult.body() reads it) is shorter than 8 bytes does not decode and is
  * left out, as BrokerState leaves it out. */
 #include "amqnative.h"
@@ -32,8 +39,9 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
     int file_index;
     PyObject *acc;
     long long wbase = 0, fsize = -1;
-    if (!PyArg_ParseTuple(args, "y*nny*iO!|LL:tally_live", &live, &start, &stop, &data, &file_index,
-                          &PyByteArray_Type, &acc, &wbase, &fsize))
+    int stop_outside = 0;
+    if (!PyArg_ParseTuple(args, "y*nny*iO!|LLp:tally_live", &live, &start, &stop, &data, &file_index,
+                          &PyByteArray_Type, &acc, &wbase, &fsize, &stop_outside))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
@@ -66,9 +74,15 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
             memcpy(p + 9, &q, 8);
             n++;
             kind = 0;
+            q = (int64_t)i;
+        } else if (t == 34 || t == 36) {
+            kind = 5;
+            q = (int64_t)i;
         } else if (t == 32 || t == 33) {
             Py_ssize_t bs, be;
             if (!body_in_window(off, blen, wbase, dlen, fsize, &bs, &be)) {
+                if (stop_outside)
+                    break;
                 PyErr_SetString(PyExc_ValueError, "tally_live: a body outside the window given");
                 PyByteArray_Resize(acc, base); /* nothing added */
                 goto done;
@@ -180,5 +194,115 @@ done:
     PyMem_Free(pairs);
     PyMem_Free(msgs);
     PyMem_Free(qs);
+    return result;
+}
+
+typedef struct {
+    int64_t mid, qid, pos; /* pos: the item's place in acc (load order) */
+    int kind;
+} pitem;
+
+static int cmp_pitem(const void *a, const void *b) {
+    const pitem *x = a, *y = b;
+    if (x->mid != y->mid)
+        return x->mid < y->mid ? -1 : 1;
+    if (x->qid != y->qid)
+        return x->qid < y->qid ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+/* live pairs and message records alike: by message id, then by pos (qid: the first ref's pos, or the entry) */
+static int cmp_by_pos(const void *a, const void *b) {
+    const pitem *x = a, *y = b;
+    if (x->mid != y->mid)
+        return x->mid < y->mid ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+PyObject *amq_tally_pairs(PyObject *self, PyObject *args) {
+    PyObject *acc;
+    if (!PyArg_ParseTuple(args, "O!:tally_pairs", &PyByteArray_Type, &acc))
+        return NULL;
+    Py_ssize_t n = PyByteArray_GET_SIZE(acc) / ITEM;
+    const unsigned char *in = (const unsigned char *)PyByteArray_AS_STRING(acc);
+    size_t cap = (size_t)(n ? n : 1);
+    pitem *pairs = PyMem_RawMalloc(sizeof(pitem) * cap), *msgs = PyMem_RawMalloc(sizeof(pitem) * cap);
+    int64_t *others = PyMem_RawMalloc(sizeof(int64_t) * cap);
+    int64_t *o_mid = NULL, *o_entry = NULL, *o_start = NULL, *o_q = NULL;
+    PyObject *result = NULL;
+    if (pairs == NULL || msgs == NULL || others == NULL)
+        goto nomem;
+    Py_ssize_t np = 0, nm = 0, no = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *p = in + i * ITEM;
+        int64_t mid, v;
+        memcpy(&mid, p + 1, 8);
+        memcpy(&v, p + 9, 8);
+        switch (p[0]) {
+        case 0: msgs[nm++] = (pitem){mid, v, v, 0}; break;
+        case 1:
+        case 2: pairs[np++] = (pitem){mid, v, i, p[0]}; break;
+        case 5: others[no++] = v; break;
+        }
+    }
+    Py_ssize_t nl = 0, nu = 0;
+    Py_BEGIN_ALLOW_THREADS
+    qsort(pairs, (size_t)np, sizeof(pitem), cmp_pitem);
+    /* each (message, queue) run: live when it has a ref and no ack; it sorts by its first ref's place */
+    for (Py_ssize_t i = 0; i < np;) {
+        Py_ssize_t j = i;
+        int ack = 0;
+        int64_t first = -1;
+        while (j < np && pairs[j].mid == pairs[i].mid && pairs[j].qid == pairs[i].qid) {
+            if (pairs[j].kind == 1 && first < 0)
+                first = pairs[j].pos;
+            ack |= pairs[j].kind == 2;
+            j++;
+        }
+        if (first >= 0 && !ack)
+            pairs[nl++] = (pitem){pairs[i].mid, pairs[i].qid, first, 1};
+        i = j;
+    }
+    qsort(pairs, (size_t)nl, sizeof(pitem), cmp_by_pos);
+    qsort(msgs, (size_t)nm, sizeof(pitem), cmp_by_pos);
+    /* one entry per message id: the last record (the highest entry index) */
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        if (i + 1 < nm && msgs[i + 1].mid == msgs[i].mid)
+            continue;
+        msgs[nu++] = msgs[i];
+    }
+    Py_END_ALLOW_THREADS
+    o_mid = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(nu ? nu : 1));
+    o_entry = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(nu ? nu : 1));
+    o_start = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(nu + 1));
+    o_q = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(nl ? nl : 1));
+    if (o_mid == NULL || o_entry == NULL || o_start == NULL || o_q == NULL)
+        goto nomem;
+    Py_ssize_t nq = 0, k = 0;
+    for (Py_ssize_t m = 0; m < nu; m++) {
+        int64_t mid = msgs[m].mid;
+        while (k < nl && pairs[k].mid < mid) /* refs of a message without a record: no rows */
+            k++;
+        o_mid[m] = mid;
+        o_entry[m] = msgs[m].pos;
+        o_start[m] = nq;
+        while (k < nl && pairs[k].mid == mid)
+            o_q[nq++] = pairs[k++].qid;
+    }
+    o_start[nu] = nq;
+    result = Py_BuildValue("(y#y#y#y#y#)", (const char *)o_mid, (Py_ssize_t)(nu * 8), (const char *)o_entry,
+                           (Py_ssize_t)(nu * 8), (const char *)o_start, (Py_ssize_t)((nu + 1) * 8),
+                           (const char *)o_q, (Py_ssize_t)(nq * 8), (const char *)others, (Py_ssize_t)(no * 8));
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    PyMem_RawFree(pairs);
+    PyMem_RawFree(msgs);
+    PyMem_RawFree(others);
+    PyMem_RawFree(o_mid);
+    PyMem_RawFree(o_entry);
+    PyMem_RawFree(o_start);
+    PyMem_RawFree(o_q);
     return result;
 }

@@ -127,6 +127,17 @@ class PreparedTransaction:
     ref_sequence: list[int] = field(default_factory=list)  # queue ids of the ADD_REFs in record order
 
 
+def decode_delivery_record(rec: LiveRecord, body: bytes) -> DeliveryCountRecord | ScheduledDeliveryRecord | None:
+    """The UPDATE_DELIVERY_COUNT (34) or SET_SCHEDULED_DELIVERY_TIME (36) record ``rec`` with ``body``
+    decoded; None when it does not decode (BrokerState lists it among its problems and leaves it out)."""
+    try:
+        obj = decode_user_record(rec.user_record_type, body, is_update=rec.is_update, journal="messages",
+                                 record_id=rec.id)
+    except FormatError:
+        return None
+    return obj if isinstance(obj, (DeliveryCountRecord, ScheduledDeliveryRecord)) else None
+
+
 def _entries(records):
     """The records as plain tuples in LiveRecord's field order: a native LiveList unpacks them without
     building a LiveRecord each (these loops see every live record of the journal)."""
@@ -252,9 +263,11 @@ class BrokerState:
                 self.heuristic_completions.append((rec.id, obj))
         self._small_bodies = bodies  # kept for message_counts (same list, same indices)
         for tx in result.prepared:
-            self.prepared.append(self._prepared(result, tx))
+            self.prepared.append(self.prepared_transaction(result, tx))
 
-    def _prepared(self, result: LoadResult, tx: TxInfo) -> PreparedTransaction:
+    def prepared_transaction(self, result: LoadResult, tx: TxInfo) -> PreparedTransaction:
+        """The messages, refs and acks of one prepared transaction of ``result`` (its records of the types
+        this state decodes)."""
         p = PreparedTransaction(tx.tx_id, deletes=list(tx.records_to_delete))
         bodies = _read_small(result, tx.records, self._small_types)
         for i, rec in enumerate(tx.records):

@@ -25,13 +25,16 @@ reference maps; bodies are read one message at a time and handed on, so the outp
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from amqtool.engines.export.columns import MessageBatch, row
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.parse import Bindings, LargeBodies, decode_message, message_row, missing_body
 from amqtool.engines.artemis.paging import paged_export_messages
 from amqtool.errors import FormatError
+
+if TYPE_CHECKING:
+    from amqtool.engines.artemis.load import LiveRecord
 
 ENGINE = "local"
 
@@ -40,7 +43,7 @@ class LocalArtemisExport:
     """Export an Artemis store in process. Build, then take :meth:`binding_rows` and iterate :meth:`rows`."""
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
-        from amqtool.engines.artemis.broker_state import DELIVERY_TYPES, build_broker_state
+        from amqtool.engines.artemis.live_refs import journal_refs
         from amqtool.engines.artemis.load import load_journal
         from amqtool.store.journal_files import open_journal
 
@@ -59,7 +62,7 @@ class LocalArtemisExport:
         self.messages_result = results.get("messages")
         # only what the rows need: refs, acks, delivery counts, scheduled times (the paging facts come
         # from paging_view; duplicate ids and the rest are never exported)
-        self.state = build_broker_state(None, self.messages_result, decode=DELIVERY_TYPES)
+        self.refs = journal_refs(self.messages_result) if self.messages_result is not None else None
         live_bindings = []
         if self.bindings_result is not None:
             for rec in self.bindings_result.live:
@@ -86,49 +89,50 @@ class LocalArtemisExport:
         self.summary.set_bindings(rows)
         return rows
 
-    def _pairs(self) -> Iterator[tuple[int, list[tuple[int, str, int | None]]]]:
-        """(message id, [(queue id, state, tx id)]) in message-id order; queues in data exp order, then the
-        prepared ones in their transaction's ADD_REF order."""
-        st = self.state
+    def _pairs(self) -> Iterator[tuple[int, LiveRecord, list[tuple[int, str, int | None]]]]:
+        """(message id, record, [(queue id, state, tx id)]) in message-id order; queues in data exp order, then
+        the prepared ones in their transaction's ADD_REF order. ``record``: the message's live record, else
+        the one of the prepared transaction that adds it."""
+        import heapq
+
+        refs = self.refs
         prepared: dict[int, list[tuple[int, int]]] = {}
         prepared_messages = {}
-        for tx in st.prepared:
+        for tx in refs.prepared:
             for mid, qids in tx.refs.items():
                 for qid in qids:
                     prepared.setdefault(mid, []).append((qid, tx.tx_id))
-            for mid in tx.messages:
-                prepared_messages.setdefault(mid, tx)
-        self._prepared_messages = prepared_messages
-        ids = set(st.message_records) | {m for m in prepared if m in prepared_messages or m in st.message_records}
-        for mid in sorted(ids):
-            committed = st.live_refs(mid) if mid in st.message_records else None
-            pairs = [(q, "committed", None) for q in (committed or ())]
-            seen = {q for q, _, _ in pairs}
-            for qid, tx_id in prepared.get(mid, ()):
-                if qid not in seen:
-                    seen.add(qid)
-                    pairs.append((qid, "prepared", tx_id))
+            for mid, rec in tx.messages.items():
+                prepared_messages.setdefault(mid, rec)
+        # messages only a prepared transaction adds, merged into the committed ones by id
+        only_prepared = sorted(m for m in prepared if m in prepared_messages and not refs.has_message(m))
+        merged = heapq.merge(refs.committed(), ((m, prepared_messages[m], []) for m in only_prepared),
+                             key=lambda t: t[0])
+        for mid, rec, committed in merged:
+            pairs = [(q, "committed", None) for q in committed]
+            if prepared and mid in prepared:
+                seen = set(committed)
+                for qid, tx_id in prepared[mid]:
+                    if qid not in seen:
+                        seen.add(qid)
+                        pairs.append((qid, "prepared", tx_id))
             if pairs:
-                yield mid, pairs
+                yield mid, rec, pairs
 
     def message_refs(self) -> Iterator[tuple[int, object, list[tuple]]]:
         """``(message id, record, refs)`` of every journal message with rows, in message-id order: ``record``
         the LiveRecord its rows are decoded from (its live record, else the one of the prepared transaction
         that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
         order, only queues the options want. What :meth:`messages` is built from."""
-        st = self.state
+        refs = self.refs
+        counts, scheduled = refs.delivery_counts, refs.scheduled
         opts = self.options
         b = self.bindings
-        for mid, pairs in self._pairs():
+        for mid, rec, pairs in self._pairs():
             wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))] if opts.queues else pairs
             if not wanted:
                 continue
-            if wanted[0][1] == "committed" or mid in st.message_records:
-                rec = st.message_records[mid]
-            else:
-                rec = self._prepared_messages[mid].messages[mid]
-            yield mid, rec, [(q, s, t, st.delivery_counts.get((mid, q), 0), st.scheduled.get((mid, q)))
-                             for q, s, t in wanted]
+            yield mid, rec, [(q, s, t, counts.get((mid, q), 0), scheduled.get((mid, q))) for q, s, t in wanted]
 
     def rows(self) -> Iterator[tuple]:
         """Export rows (``schema.MESSAGE_COLUMNS`` tuples, decoded by the Python reference): the journal's
@@ -140,13 +144,24 @@ class LocalArtemisExport:
     def messages(self) -> Iterator[tuple]:
         """Every message to export as ``(user record type, body, message id, rows, where)``
         (:class:`~amqtool.engines.export.columns.MessageBatch`'s input): the journal's in message-id order,
-        then the paged ones."""
-        read = self.messages_result.body
+        then the paged ones. Bodies are read through windows of the journal files (messages come mostly in
+        file order)."""
+        from amqtool.store.journal_files import BodyWindows
+
+        body = BodyWindows(self.messages_result.opened).body
         b = self.bindings
+        plain: dict[int, tuple] = {}  # queue id -> its committed row without delivery count or schedule
         for mid, rec, refs in self.message_refs():
-            rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
-                        transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
-            yield rec.user_record_type, read(rec), mid, rows, ""
+            rows = []
+            for q, state, tx, dc, sched in refs:
+                r = plain.get(q) if state == "committed" and dc == 0 and sched is None else None
+                if r is None:
+                    r = row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
+                            transaction_state=state, transaction_id=tx)
+                    if state == "committed" and dc == 0 and sched is None:
+                        plain[q] = r
+                rows.append(r)
+            yield rec.user_record_type, body(rec.file_index, rec.body_offset, rec.body_len), mid, rows, ""
         yield from self.paged_messages()
 
     def paged_messages(self) -> Iterator[tuple]:
