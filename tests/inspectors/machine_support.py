@@ -124,8 +124,13 @@ def tmpfs_mount(where: Path, size: str = "8m"):
         pytest.skip(f"cannot mount tmpfs here: {getattr(err, 'stderr', err)}")
     try:
         yield where
-    finally:
-        subprocess.run(["umount", str(where)], capture_output=True)
+    except BaseException:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+        raise
+    done = subprocess.run(["umount", str(where)], capture_output=True, text=True)
+    if done.returncode != 0:  # a file left open in there: a leak the test must report (then detach it)
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+        raise AssertionError(f"{where} still in use after the test: {done.stderr.strip()}")
 
 
 # Smallest filesystem mkfs accepts: xfsprogs 6 refuses anything under 300 MB. The image is sparse, so

@@ -198,14 +198,18 @@ def write_batches(files, fmt: str, table: str, columns, batches,
     from concurrent.futures import ThreadPoolExecutor
 
     w = table_writer(files, fmt, table, columns, partition_by=partition_by)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqtool-writer") as pool:
-        pending = None
-        for b in batches:
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqtool-writer") as pool:
+            pending = None
+            for b in batches:
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(w.write_batch, b)
             if pending is not None:
                 pending.result()
-            pending = pool.submit(w.write_batch, b)
-        if pending is not None:
-            pending.result()
+    except BaseException:
+        w.abort()  # the error's traceback may keep the writer alive: its files must not stay open
+        raise
     w.close()
 
 
@@ -262,6 +266,11 @@ class JsonlTableWriter:
         if self.fh is not None:
             self.fh.close()
 
+    def abort(self) -> None:
+        """Close the file after a failure, without raising (what it holds is thrown away)."""
+        _close_quietly(self.fh)
+        self.fh = None
+
 
 def _jsonl_columns(batch, names) -> tuple:
     """The batch's columns as native.jsonl_lines takes them (see native/jsonl_batch.c)."""
@@ -296,6 +305,10 @@ def _jsonl_columns(batch, names) -> tuple:
         else:
             raise TypeError(f"no JSON Lines writer for column {name} of type {t}")
     return tuple(out)
+
+
+# columns whose values are all but unique: written without dictionary encoding or statistics
+DISTINCT_COLUMNS = frozenset({"body", "body_sha256"})
 
 
 class ParquetTableWriter:
@@ -340,9 +353,10 @@ class ParquetTableWriter:
         self._writers: dict[object, object] = {}
 
     def _key(self, row):
+        # "" and null share Spark's default partition directory, so they are one partition (one file)
         if self.part_index is not None:
-            return row[self.part_index]
-        return tuple(row[i] for i in self.part_indices) if self.part_indices else None
+            return row[self.part_index] or None
+        return tuple(row[i] or None for i in self.part_indices) if self.part_indices else None
 
     def write(self, row) -> None:
         key = self._key(row)
@@ -374,10 +388,25 @@ class ParquetTableWriter:
         col = batch.column(self.part_index)
         rest = batch.drop_columns([self.names[self.part_index]]) if hasattr(batch, "drop_columns") else \
             pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
-        keys = pc.unique(col).to_pylist()
-        for key in keys:
-            part = rest if len(keys) == 1 else rest.filter(pc.equal(col, key) if key is not None else pc.is_null(col))
-            self._add_batch(key, part)
+        codes = pc.dictionary_encode(col)  # codes in order of first appearance; a null stays null
+        keys = codes.dictionary.to_pylist()
+        if "" in keys:  # "" is null's partition (see _key)
+            col = pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col)
+            codes = pc.dictionary_encode(col)
+            keys = codes.dictionary.to_pylist()
+        if len(keys) == 1 and col.null_count == 0:
+            self._add_batch(keys[0], rest)
+            return
+        # one stable sort by partition, then each partition's rows taken in their order: one pass over the
+        # batch's bytes whatever the number of partitions (a filter per partition scanned it once each)
+        order = pc.array_sort_indices(codes.indices)  # stable, nulls last
+        counts = pc.value_counts(codes.indices)
+        sizes = dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+        start = 0
+        for code in list(range(len(keys))) + ([None] if col.null_count else []):
+            n = sizes[code]
+            self._add_batch(None if code is None else keys[code], rest.take(order.slice(start, n)))
+            start += n
 
     def _write_batch_by_tuple(self, batch) -> None:
         """:meth:`write_batch` partitioned by several columns: each combination of their values in order of
@@ -386,15 +415,16 @@ class ParquetTableWriter:
 
         cols = [batch.column(i) for i in self.part_indices]
         rest = self.pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
-        keys = list(dict.fromkeys(zip(*(c.to_pylist() for c in cols))))
+        keys = list(dict.fromkeys(tuple(v or None for v in k) for k in zip(*(c.to_pylist() for c in cols))))
         for key in keys:
             if len(keys) == 1:
                 self._add_batch(key, rest)
                 continue
             mask = None
             for c, v in zip(cols, key):
-                m = pc.equal(c, v) if v is not None else pc.is_null(c)
-                mask = m if mask is None else pc.and_(mask, m)
+                # "" and null are one partition (see _key)
+                m = pc.equal(c, v) if v is not None else pc.or_kleene(pc.is_null(c), pc.equal(c, ""))
+                mask = m if mask is None else pc.and_kleene(mask, m)
             self._add_batch(key, rest.filter(mask))
 
     def _add_batch(self, key, batch) -> None:
@@ -442,7 +472,12 @@ class ParquetTableWriter:
             elif self.part_indices:
                 rel += "".join("/" + partition_dir(c, v) for c, v in zip(self.part_cols, key))
             fh = self.files.open_file(f"{rel}/{self.file_name}")
-            w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy"), fh)
+            # no dictionary and no min/max statistics for the body columns: values are (nearly) all distinct
+            # and long, so the writer would only try a dictionary and give it up, and compare bytes for
+            # statistics no query can prune with
+            plain = [n for n in self.file_schema.names if n not in DISTINCT_COLUMNS]
+            w = self._writers[key] = (pq.ParquetWriter(fh, self.file_schema, compression="snappy",
+                                                       use_dictionary=plain, write_statistics=plain), fh)
         # one row group per write (the batches' rows are far below the writer's default group size)
         w[0].write_table(self.pa.Table.from_batches(batches, schema=self.file_schema))
 
@@ -460,6 +495,23 @@ class ParquetTableWriter:
 
             with self.files.open_file(f"{self.table}/{self.file_name}") as fh:
                 pq.write_table(self.schema.empty_table(), fh)
+
+    def abort(self) -> None:
+        """Close every file after a failure, without raising and without finishing them."""
+        writers, self._writers = self._writers, {}
+        for _w, fh in writers.values():
+            _close_quietly(fh)
+        self._batches.clear()
+        self._rows.clear()
+
+
+def _close_quietly(fh) -> None:
+    if fh is None:
+        return
+    try:
+        fh.close()
+    except OSError:  # buffered bytes that cannot be written (a full disk): they are being thrown away
+        pass
 
 
 # Spark's ExternalCatalogUtils.escapePathName: these characters (and controls) become %XX in partition names.
