@@ -1,5 +1,6 @@
 """``amqtool export``: a store's live messages as the ``data exp`` XML document (Artemis), or as JSON Lines /
-Parquet tables (one row per live message per queue, plus a bindings table; Artemis and KahaDB stores), by
+Parquet tables (one row per live message per queue, plus a bindings table and a subscriptions table of the
+ActiveMQ Classic stores' durable subscriptions; Artemis and KahaDB stores), by
 the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines; a KahaDB store's XML
 document is the migration's (:mod:`amqtool.engines.migrate.xml`: the ``data exp`` document of the Artemis
 store ``create --from`` writes), local engine only.
@@ -26,7 +27,7 @@ from typing import Callable
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION, SUBSCRIPTION_COLUMNS
 from amqtool.engines.export.writers import OutputTarget, write_batches, write_table
 from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 
@@ -178,6 +179,9 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
             summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+        if target.is_dir and not (target.path / "subscriptions").is_dir():
+            # a store without durable subscriptions of its own (Artemis): the table is still there, empty
+            write_table(target, req.fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ())
         if options.queues and not any(options.wants(q) for q in summary.queue_names):
             names = summary.queue_names
             shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
@@ -259,6 +263,7 @@ def _run_local(store, options, target, fmt, progress):
 
         ex = KahaDBExport(store, options, progress=progress)
         _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
         return ex.summary, None
     artemis_export = LocalArtemisExport
     if store.kind == "artemis-jdbc":  # the same engine over the tables' load
