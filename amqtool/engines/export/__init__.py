@@ -133,10 +133,12 @@ def _store_bytes(store) -> int:
 
 
 def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
-               task_progress: Callable[[int, int], None] | None = None, spark_session=None) -> tuple[dict, Verdict]:
+               task_progress: Callable[[int, int], None] | None = None, spark_session=None,
+               status: Callable[[str], None] | None = None) -> tuple[dict, Verdict]:
     """Export as ``req`` says. Returns the summary document (without ``verdict``) and the verdict: OK, or
     WARNING when some live message could not be written (undecodable record, or not representable in XML).
-    ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks."""
+    ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks;
+    ``status(line)``: status lines (the shipped environment's archive and cache)."""
     from amqtool.store.layout import detect
 
     if req.fmt not in FORMATS:
@@ -178,7 +180,7 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         if engine == "local":
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
-            summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+            summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session, status)
         if target.is_dir and not (target.path / "subscriptions").is_dir():
             # a store without durable subscriptions of its own (Artemis): the table is still there, empty
             write_table(target, req.fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ())
@@ -280,7 +282,7 @@ def _run_local(store, options, target, fmt, progress):
 
 @contextlib.contextmanager
 def spark_session_for(target: OutputTarget, master: str | None, spark_session=None, ship: bool | None = None,
-                      jars: list[str] | None = None):
+                      jars: list[str] | None = None, status: Callable[[str], None] | None = None):
     """The Spark session of an export to ``target``: ``spark_session`` when given (left running), else one
     started for it (:func:`.spark.get_session`, with ``jars`` on its class path) and stopped after. The
     JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it is
@@ -291,7 +293,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
     log = target.out.parent / f"{target.out.name}.spark.log"
     try:
         spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")),
-                                             ship=ship, jars=jars)
+                                             ship=ship, jars=jars, status=status)
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -314,7 +316,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
                     log.unlink()
 
 
-def _run_spark(store, options, target, req, task_progress, spark_session):
+def _run_spark(store, options, target, req, task_progress, spark_session, status=None):
     from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport
     from amqtool.engines.export.xml import write_document
 
@@ -326,7 +328,7 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             raise UsageError("the Spark engine writes jsonl or parquet tables for database stores; use "
                              "--engine local for the XML document")
         jars = [find_driver_jar(store.target.vendor, req.jdbc_driver_jar)] if store.kind == "classic-jdbc" else None
-    with spark_session_for(target, req.master, spark_session, req.ship, jars=jars) as spark:
+    with spark_session_for(target, req.master, spark_session, req.ship, jars=jars, status=status) as spark:
         if store.kind.endswith("-jdbc"):
             from amqtool.engines.export.jdbc import spark_export
 

@@ -418,11 +418,12 @@ def check_request(req: FleetRequest) -> None:
 
 def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | None = None,
                      task_progress: Callable[[int, int], None] | None = None,
-                     store_progress: Callable[[dict], None] | None = None, spark_session=None) -> tuple[dict, Verdict]:
+                     store_progress: Callable[[dict], None] | None = None, spark_session=None,
+                     status: Callable[[str], None] | None = None) -> tuple[dict, Verdict]:
     """Export the stores of ``req`` into one dataset. Returns the summary document (without ``verdict``) and
     the verdict (:func:`fleet_verdict`). ``progress(n)``: journal bytes read (local engine);
     ``task_progress(done, total)``: Spark tasks; ``store_progress(figures)``: after each store
-    (:class:`FleetProgress`)."""
+    (:class:`FleetProgress`); ``status(line)``: status lines (the shipped environment's archive and cache)."""
     from amqtool.engines.export import _cores, auto_spark_threshold
 
     check_request(req)
@@ -443,7 +444,7 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
             from amqtool.engines.export import spark_session_for
             from amqtool.engines.export.fleet_spark import export_fleet_spark
 
-            with spark_session_for(target, req.master, spark_session, req.ship) as spark:
+            with spark_session_for(target, req.master, spark_session, req.ship, status=status) as spark:
                 outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress,
                                               store_progress=store_progress)
         doc = fleet_document(outcomes, engine=engine, fmt=req.fmt, output=str(target.out))

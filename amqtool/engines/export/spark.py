@@ -158,10 +158,11 @@ def _jvm_output_to(log_path: str | None):
 
 
 def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None,
-                jars: list[str] | None = None, ship: bool | None = None):
+                jars: list[str] | None = None, ship: bool | None = None, status: Callable[[str], None] | None = None):
     """A SparkSession for the export (an active one is reused, as under spark-submit). ``jars``: added to the
     session's class path (``spark.jars``), e.g. a JDBC driver. ``ship``: pack this environment for the workers
-    (:mod:`.ship`; by default for a cluster master, never for ``local``)."""
+    (:mod:`.ship`; by default for a cluster master, never for ``local``). ``status``: told which archive is
+    shipped and what the cache's pruning removed."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
@@ -177,7 +178,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     from amqtool.engines.export.ship import pack_environment, ship_conf, shipped_python, wants_ship
 
     if wants_ship(master, ship):
-        conf.update(ship_conf(pack_environment()))
+        conf.update(ship_conf(pack_environment(status=status)))
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
