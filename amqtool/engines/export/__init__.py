@@ -259,6 +259,7 @@ def _run_local(store, options, target, fmt, progress):
             _write_tables(target, fmt, ex.binding_rows(), ex.rows())
         finally:
             ex.close()
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
         return ex.summary, None
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
