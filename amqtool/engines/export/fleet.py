@@ -14,8 +14,8 @@ Names. Each store gets a stable name (:func:`name_stores`): the node id Artemis 
 The dataset (schema.py): ``messages``, ``bindings`` and ``subscriptions`` (the durable subscriptions of the
 KahaDB stores) with a first column ``store`` (Parquet: messages partitioned by ``store`` then ``queue``, the
 others by ``store``), each store's rows exactly those its single-store export gives, in the same order (a
-table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per input (``schema.STORES_COLUMNS``) with
-its kind, path, node id, files, bytes, verdict and counts. A store that cannot be exported (not a store,
+table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per
+input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that cannot be exported (not a store,
 unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN`` and the reason, and leaves no
 message or binding row behind (each store is written aside and moved into the output only once it is
 complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
@@ -234,9 +234,9 @@ def write_store_messages(writer, name: str, items) -> None:
 def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: int, *, engine: str = "local",
                  progress: Callable[[int], None] | None = None) -> ExportSummary:
     """Export one store of a fleet through ``files`` (a :class:`~.writers.FileMaker`): its ``bindings``,
-    ``messages`` and (KahaDB) ``subscriptions`` rows, ``store`` column first, as its single-store export with the local engine makes them
-    (:class:`~.local.LocalArtemisExport`, :class:`~.kahadb.KahaDBExport`), in files ``part-<part>``. Returns
-    its summary; raises when the store cannot be exported."""
+    ``messages`` and (KahaDB) ``subscriptions`` rows, ``store`` column first, as its single-store export with
+    the local engine makes them (:class:`~.local.LocalArtemisExport`, :class:`~.kahadb.KahaDBExport`), in
+    files ``part-<part>``. Returns its summary; raises when the store cannot be exported."""
     from amqtool.engines.export import _refused_files
     from amqtool.store.layout import detect
 

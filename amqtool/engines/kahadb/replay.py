@@ -96,7 +96,8 @@ class Transaction:
     id: TransactionId
     first: tuple  # (file id, offset) of its first record
     last: tuple
-    ops: list = field(default_factory=list)  # ("add", dest, LiveMessage, loc) | ("remove", dest, msg id, sub key, unmatched)
+    # ("add", dest, LiveMessage, loc) | ("remove", dest, msg id, sub key, unmatched)
+    ops: list = field(default_factory=list)
     state: str = "open"  # open | prepared | committed | rolled-back
     sends: int = 0
     acks: int = 0
