@@ -162,3 +162,30 @@ def test_shipped_python_only_while_the_context_is_made(monkeypatch):
         with ship.shipped_python(ship.ship_conf("/c/env.tar.gz")):
             raise RuntimeError("the context failed")
     assert "PYSPARK_PYTHON" not in os.environ
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_cli_says_what_the_cache_pruning_removed(run_cli, tmp_path, monkeypatch, quiet):
+    """The export command hands the engines a status callback: its lines (the archive shipped, each file the
+    cache's pruning removed) go to stderr, and nowhere with --quiet; stdout keeps the report alone."""
+    import json
+
+    from amqtool.engines.export import fleet
+    from amqtool.errors import Verdict
+
+    seen = {}
+
+    def fake_run(req, *, store_progress=None, status=None, **kw):
+        seen["status"] = status
+        if status is not None:
+            status("removed old environment archive /c/env-0.tar.gz from the cache")
+        return {"stores": []}, Verdict.OK
+
+    monkeypatch.setattr(fleet, "run_fleet_export", fake_run)
+    args = ["export", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "out"), "--report", "json"]
+    code, out, err = run_cli(*args, *(["--quiet"] if quiet else []))
+    assert code == 0 and json.loads(out) == {"verdict": "OK", "stores": []}
+    if quiet:
+        assert seen["status"] is None and err == ""
+    else:
+        assert "removed old environment archive /c/env-0.tar.gz from the cache" in err
