@@ -638,7 +638,12 @@ static int set_last_ack(memo_t *m, PyObject *sub, PyObject *mid, PyObject *msg) 
     }
     if (t == NULL)
         return -1;
-    int r = PyObject_SetAttrString(so, "last_ack", t);
+    static PyObject *name = NULL; /* interned once: the attribute is set on every topic ack */
+    if (name == NULL && (name = PyUnicode_InternFromString("last_ack")) == NULL) {
+        Py_DECREF(t);
+        return -1;
+    }
+    int r = PyObject_SetAttr(so, name, t);
     Py_DECREF(t);
     return r;
 }
