@@ -144,7 +144,7 @@ def export(
                             jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
                             jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions, ship=ship)
         with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
-            doc, verdict = run_export(req, progress=advance, task_progress=bar.update)
+            doc, verdict = run_export(req, progress=advance, task_progress=bar.update, status=_status(quiet))
         doc = {"verdict": verdict.name, **doc}
         if report is Report.json:
             write_json(doc)
@@ -162,6 +162,15 @@ def export(
         finish(verdict)
 
 
+def _status(quiet: bool):
+    """Status lines on stderr (the shipped environment's archive, what its cache's pruning removed), unless
+    ``--quiet``."""
+    if quiet:
+        return None
+    console = stderr_console()
+    return lambda line: console.print(line, soft_wrap=True)
+
+
 def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
                   ship) -> None:
     from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
@@ -171,7 +180,7 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
                        engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
                        force=force, mode=parse_mode(mode), ship=ship)
     with _FleetBar(quiet) as bar:
-        doc, verdict = run_fleet_export(req, store_progress=bar.update)
+        doc, verdict = run_fleet_export(req, store_progress=bar.update, status=_status(quiet))
     doc = {"verdict": verdict.name, **doc}
     if report is Report.json:
         write_json(doc)

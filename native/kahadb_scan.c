@@ -255,6 +255,7 @@ typedef struct {
                                        subscriptionInfo of SUBSCRIPTION */
     Py_ssize_t text_len;
     int retroactive;                /* SUBSCRIPTION */
+    int unmatched;                  /* REMOVE: a zero-length ack, MessageDatabase's UNMATCHED marker */
 } fast_t;
 
 /* KahaSubscriptionCommand: destination (1), subscriptionKey (2, here in sub), retroactive (3),
@@ -327,6 +328,7 @@ static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
     f->dest = f->mid = f->sub = NULL;
     f->dest_len = f->mid_len = f->sub_len = 0;
     f->priority = 4;
+    f->unmatched = 0;
     int have = 0, field, wt, r;
     uint64_t v;
     const unsigned char *d = NULL;
@@ -347,6 +349,7 @@ static int parse_fast(const unsigned char *p, Py_ssize_t n, fast_t *f) {
             have |= 2;
         } else if (field == 4 && wt == 2) {
             have |= 4; /* ADD: the OpenWire message; REMOVE: the ack (neither is decoded here) */
+            f->unmatched = v == 0;
         } else if (etype == ADD_MESSAGE && field == 5 && wt == 0) {
             f->priority = to_int32(v);
         } else if (etype == ADD_MESSAGE && field == 6 && wt == 0) {
@@ -616,6 +619,35 @@ done:
     return rc;
 }
 
+/* Replay._remove: a durable subscription's ack of a stored topic message is its last ack (Subscription.last_ack
+ * = (file id, offset, message id) of the message's ADD; MessageDatabase's subscriptionAcks LastAck).  A key
+ * without a subscription (removed meanwhile) changes nothing.  0 = done, -1 = error. */
+static int set_last_ack(memo_t *m, PyObject *sub, PyObject *mid, PyObject *msg) {
+    PyObject *so = PyDict_GetItemWithError(m->subs, sub);
+    if (so == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *t;
+    if (Py_IS_TYPE(msg, &EntryType)) {
+        t = Py_BuildValue("(lnO)", ((entry_t *)msg)->file_id, ((entry_t *)msg)->offset, mid);
+    } else {
+        PyObject *fid = PyObject_GetAttrString(msg, "file_id");
+        PyObject *off = fid != NULL ? PyObject_GetAttrString(msg, "offset") : NULL;
+        t = off != NULL ? PyTuple_Pack(3, fid, off, mid) : NULL;
+        Py_XDECREF(fid);
+        Py_XDECREF(off);
+    }
+    if (t == NULL)
+        return -1;
+    static PyObject *name = NULL; /* interned once: the attribute is set on every topic ack */
+    if (name == NULL && (name = PyUnicode_InternFromString("last_ack")) == NULL) {
+        Py_DECREF(t);
+        return -1;
+    }
+    int r = PyObject_SetAttr(so, name, t);
+    Py_DECREF(t);
+    return r;
+}
+
 /* ---------------------------------------------------------------------------------------------------
  * The replay's rules 1 and 2 (replay.py Replay._add / Replay._remove) for a record without a transaction.
  * Returns 1 = applied, 0 = hand it to Python, -1 = error.
@@ -718,6 +750,10 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
                 goto done;
         }
         int drop = 1;
+        if (sub != NULL && waiting != Py_None && !f->unmatched && set_last_ack(m, sub, mid, msg) < 0) {
+            Py_DECREF(waiting);
+            goto done;
+        }
         if (sub != NULL && waiting != Py_None) {
             if (PySet_Discard(waiting, sub) < 0) {
                 Py_DECREF(waiting);

@@ -15,6 +15,7 @@ from amqtool.engines.export.fleet import (
     FleetRequest, FleetStore, expand_stores, is_fleet, name_stores, plan_stores, run_fleet_export,
 )
 from amqtool.errors import AmqtoolError, UsageError
+from tests.engines.export_store import normalise
 from tests.engines.fleet_stores import NODE_ID, build_fleet, fleet_rows_by_store, read_table, single_rows
 from tests.support import KAHADB, tree_hashes
 
@@ -35,13 +36,20 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
     doc, verdict = _export(fleet, tmp_path / "out", fmt)
     messages = fleet_rows_by_store(tmp_path / "out", "messages", fmt)
     bindings = fleet_rows_by_store(tmp_path / "out", "bindings", fmt)
+    subscriptions = fleet_rows_by_store(tmp_path / "out", "subscriptions", fmt)
     exported = {n for n, p in fleet.items() if n != "site-1/empty"}
     assert set(messages) == exported and set(bindings) == exported
+    # durable subscriptions: the KahaDB stores' (both fixtures have some), none of an Artemis store
+    assert set(subscriptions) == {n for n in exported if n.startswith("site-1/kaha-")}
     by_name = {s["store"]: s for s in doc["stores"]}
     for name in exported:
-        want_m, want_b, single = single_rows(fleet[name], tmp_path / f"single-{len(name)}-{hash(name)}", fmt)
+        single_out = tmp_path / f"single-{len(name)}-{hash(name)}"
+        want_m, want_b, single = single_rows(fleet[name], single_out, fmt)
         assert messages[name] == want_m, name
         assert bindings[name] == want_b, name
+        assert subscriptions.get(name, []) == normalise(read_table(single_out / "subscriptions", fmt)), name
+        for sub in subscriptions.get(name, []):
+            assert sub["pending"] == sum(1 for m in messages[name] if m["queue"] == sub["queue"]) > 0
         assert by_name[name]["rows"] == single["rows"] == len(want_m) > 0
         assert by_name[name]["messages"] == single["messages"]
         assert by_name[name]["problemCount"] == single["problemCount"]
@@ -80,6 +88,24 @@ def test_stores_table_and_partitions(fleet, tmp_path):
     assert (out / "bindings" / f"store={NODE_ID}").is_dir()
     assert not (out / "messages" / "store=site-1%2Fempty").exists()
     assert json.loads((out / "export.json").read_text())["stores"] == doc["stores"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_an_artemis_only_fleet_has_an_empty_subscriptions_table(fleet, tmp_path, fmt):
+    """As every table a fleet has: written (empty, with its schema) when no store gives it a row."""
+    from amqtool.engines.export.schema import FLEET_SUBSCRIPTION_COLUMNS
+
+    artemis = {n: p for n, p in fleet.items() if "/broker-" in n or n == NODE_ID}
+    assert len(artemis) == 3
+    run_fleet_export(FleetRequest(stores=[str(p) for p in artemis.values()], out=str(tmp_path / "out"), fmt=fmt,
+                                  engine="local"))
+    assert read_table(tmp_path / "out" / "subscriptions", fmt) == []
+    assert read_table(tmp_path / "out" / "messages", fmt)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        f = next((tmp_path / "out" / "subscriptions").glob("*.parquet"))
+        assert pq.read_schema(f).names == [c[0] for c in FLEET_SUBSCRIPTION_COLUMNS]
 
 
 def test_a_store_failing_halfway_leaves_no_rows(fleet, tmp_path, monkeypatch):

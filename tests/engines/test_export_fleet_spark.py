@@ -50,15 +50,21 @@ def _spark_export(spark, fleet, out, monkeypatch=None, settings=None, fmt="parqu
 
 def _same_as_local(out, doc, local_export):
     lout, ldoc, _ = local_export
-    for table in ("messages", "bindings"):
+    for table in ("messages", "bindings", "subscriptions"):
         got, want = fleet_rows_by_store(out, table, "parquet"), fleet_rows_by_store(lout, table, "parquet")
         assert set(got) == set(want)
+        if table == "subscriptions":  # the KahaDB stores' durable subscriptions (the fixtures that have some)
+            assert set(want) == {n for n in ("site-1/kaha-basic", "site-1/kaha-mkahadb") if n in fleet_names(lout)}
         for name in want:
             assert got[name] == want[name], (table, name)
     assert read_table(out / "stores", "parquet") == read_table(lout / "stores", "parquet")
     assert doc["stores"] == ldoc["stores"] and doc["engine"] == "spark"
     assert {k: v for k, v in doc.items() if k not in ("engine", "output")} == \
         {k: v for k, v in ldoc.items() if k not in ("engine", "output")}
+
+
+def fleet_names(out) -> set[str]:
+    return {r["store"] for r in read_table(out / "stores", "parquet")}
 
 
 def test_grouped_stores_equal_the_local_engine(spark, fleet, local_export, tmp_path, monkeypatch):
@@ -159,7 +165,7 @@ def test_jsonl_split_equals_the_local_engine(spark, fleet, tmp_path, monkeypatch
     ldoc, _ = run_fleet_export(FleetRequest(stores=stores, out=str(tmp_path / "local"), fmt="jsonl", engine="local"))
     doc, _ = _spark_export(spark, fleet, tmp_path / "out", monkeypatch, SplitSettings(1, 2, min_part_cost=1),
                            fmt="jsonl")
-    for table in ("messages", "bindings"):
+    for table in ("messages", "bindings", "subscriptions"):
         assert fleet_rows_by_store(tmp_path / "out", table, "jsonl") == \
             fleet_rows_by_store(tmp_path / "local", table, "jsonl")
     assert read_table(tmp_path / "out" / "stores", "jsonl") == read_table(tmp_path / "local" / "stores", "jsonl")

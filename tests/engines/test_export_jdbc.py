@@ -64,6 +64,16 @@ def test_classic_local_rows_equal_kahadb_export(tmp_path, classic_url, jdbc_env)
         if r["routing_type"] == "MULTICAST":
             subs[r["queue"]] = subs.get(r["queue"], 0) + 1
     assert subs == {"fx-durable-a:sub-a": 40, "fx-durable-b:sub-b": 100}
+    # the subscriptions table, from ACTIVEMQ_ACKS: sub-a acknowledged through the 60th topic row, sub-b none
+    table = {r["queue"]: r for r in read_jsonl_table(tmp_path / "jdbc" / "subscriptions")}
+    topic_ids = sorted(r["message_id"] for r in rows if r["queue"] == "fx-durable-b:sub-b")
+    assert set(table) == set(subs)
+    for q, r in table.items():
+        assert (r["address"], r["client_id"], r["subscription_name"]) == ("fx.events", *q.split(":"))
+        assert r["pending"] == subs[q] and r["selector"] is None and r["no_local"] is None
+        assert r["subscribed_at"] is None and r["last_ack_store_message_id"] is None
+    assert table["fx-durable-a:sub-a"]["last_ack_message_id"] == topic_ids[59]
+    assert table["fx-durable-b:sub-b"]["last_ack_message_id"] is None
     assert [r["message_id"] for r in rows] == sorted(r["message_id"] for r in rows)  # ID order
     bindings = read_jsonl_table(tmp_path / "jdbc" / "bindings")
     assert {(b["kind"], b["name"]) for b in bindings} >= {("queue", "fx-durable-a:sub-a"), ("queue", "fx.audit"),
@@ -94,6 +104,8 @@ def test_classic_spark_jdbc_source_equals_local(tmp_path, classic_url, jdbc_env,
     assert len(parts) == 2  # two ID ranges, two tasks, two part files
     got = read_jsonl_table(tmp_path / "s" / "messages")
     assert got == local  # the parts in index order hold the local rows in the local order
+    subs = read_jsonl_table(tmp_path / "s" / "subscriptions")  # pending summed over the tasks' parts
+    assert subs == read_jsonl_table(tmp_path / "local" / "subscriptions") and len(subs) == 2
     assert doc["rows"] == len(local) and doc["preparedRows"] == 1
     doc1, _ = run_export(ExportRequest(path=".", out=str(tmp_path / "s1"), fmt="parquet", engine="spark",
                                        jdbc_url=classic_url, jdbc_partitions=1), spark_session=spark)

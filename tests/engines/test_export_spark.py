@@ -212,6 +212,8 @@ def test_outputs_equal_local_engine(spark, demo, tmp_path, fmt):
         a = normalise(reader(tmp_path / "local" / table))
         b = normalise(reader(tmp_path / "spark" / table))
         assert a == b and (table == "bindings" or len(a) == docs["local"]["rows"])
+    for engine in ("local", "spark"):  # an Artemis store has no durable subscriptions: the table is empty
+        assert reader(tmp_path / engine / "subscriptions") == []
     manifest = json.loads((demo / "manifest.json").read_text())
     committed: dict[str, int] = {}
     for r in reader(tmp_path / "spark" / "messages"):
@@ -249,6 +251,11 @@ def test_kahadb_rows_equal_local_engine(spark, tmp_path, ds):
         a = normalise(reader(tmp_path / "local" / table))
         b = normalise(reader(tmp_path / "spark" / table))
         assert a == b and len(a) == (docs["local"]["rows"] if table == "messages" else docs["local"]["bindings"])
+    # the durable subscriptions (checked against the manifests in test_export_subscriptions.py)
+    a = normalise(reader(tmp_path / "local" / "subscriptions"))
+    b = normalise(reader(tmp_path / "spark" / "subscriptions"))
+    assert a == b and len(a) == {"basic": 2, "mkahadb": 1}[ds]
+    assert sum(r["pending"] for r in b) == sum(n for q, n in docs["spark"]["rowsByQueue"].items() if ":" in q)
 
 
 def test_spark_sql_filters_the_parquet_by_a_property(spark, store, tmp_path):  # noqa: F811

@@ -83,7 +83,8 @@ def test_shipped_environment_serves_a_worker_without_amqtool(cluster, tmp_path, 
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # a fresh archive, not the user's cache
     monkeypatch.setenv("AMQTOOL_SPARK_DRIVER_MEMORY", "1g")
-    spark = get_session(url, log_path=str(tmp_path / "driver.log"), ship=True)
+    lines: list[str] = []
+    spark = get_session(url, log_path=str(tmp_path / "driver.log"), ship=True, status=lines.append)
     try:
         sc = spark.sparkContext
         deadline = time.monotonic() + 120
@@ -104,8 +105,9 @@ def test_shipped_environment_serves_a_worker_without_amqtool(cluster, tmp_path, 
         doc, _ = run_fleet_export(FleetRequest(stores=stores, out=str(out), engine="spark"), spark_session=spark)
     finally:
         spark.stop()
-    assert [a.name for a in (tmp_path / "cache" / "amqtool").iterdir()][0].startswith("env-")
-    for table in ("messages", "bindings"):
+    archives = list((tmp_path / "cache" / "amqtool").glob("env-*.tar.gz"))
+    assert len(archives) == 1 and lines == [f"shipping new environment archive {archives[0]}"]
+    for table in ("messages", "bindings", "subscriptions"):
         assert fleet_rows_by_store(out, table, "parquet") == fleet_rows_by_store(local, table, "parquet")
     assert read_table(out / "stores", "parquet") == read_table(local / "stores", "parquet")
     assert doc["stores"] == ldoc["stores"] and doc["engine"] == "spark"

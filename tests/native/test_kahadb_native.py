@@ -160,9 +160,9 @@ def add(d: bytes, mid, *, prio: int | None = 4, tx: int | None = None, extra: by
     return cmd(1, body + encode_field(6, 1) + extra)
 
 
-def remove(d: bytes, mid, *, sub=None, tx: int | None = None, extra: bytes = b"") -> bytes:
+def remove(d: bytes, mid, *, sub=None, tx: int | None = None, extra: bytes = b"", ack: bytes = b"ack") -> bytes:
     body = (encode_field(1, txinfo(tx)) if tx is not None else b"") + encode_field(2, d) + encode_field(3, mid)
-    body += encode_field(4, b"ack")
+    body += encode_field(4, ack)
     if sub is not None:
         body += encode_field(5, sub)
     return cmd(2, body + extra)
@@ -257,6 +257,35 @@ def test_story_identical(tmp_path):
     assert len(d.decode_errors) == 7 and len(d.unknown_fields) == 3
     assert [t.state for t in d.open_transactions] == ["open"]
     assert d.replay.last_ack_map_blob == b"" and d.replay.last_audit is not None
+
+
+def test_last_ack_identical(tmp_path):
+    """A durable subscription's last ack (MessageDatabase's LastAck): moved by each ack of a stored message,
+    plain (C) or committed in a transaction (Python), not by the UNMATCHED marker (a zero-length ack) nor by
+    an ack of an unknown message; a re-written subscription record resets it."""
+    batches = [
+        [subscription(T, "c1:s1"), subscription(T, "c2:s2"), subscription(T, "c3:s3")],
+        [add(T, f"ID:t-{i}") for i in range(5)],
+        [remove(T, "ID:t-0", sub="c1:s1"), remove(T, "ID:t-2", sub="c1:s1"), remove(T, "ID:t-1", sub="c1:s1")],
+        [remove(T, "ID:t-0", sub="c2:s2"), remove(T, "ID:t-3", sub="c2:s2", ack=b"")],  # t-3 UNMATCHED
+        [remove(T, "ID:gone", sub="c2:s2")],  # unknown message: nothing changes
+        [remove(T, "ID:t-4", sub="c3:s3", tx=1), cmd(4, encode_field(1, txinfo(1)))],
+        [remove(T, "ID:t-2", sub="c3:s3"), subscription(T, "c3:s3", info=b"\x01")],  # re-written: reset
+    ]
+    write_journal(tmp_path / "s", batches)
+    d = assert_twins(tmp_path / "s")
+    st = d.replay.destinations["1:t.events"]
+    where = {mid: (m.file_id, m.offset) for mid, m in st.messages.items()}
+    assert st.subscriptions["c1:s1"].last_ack == (*where["ID:t-1"], "ID:t-1")  # the last, not the highest
+    assert st.subscriptions["c2:s2"].last_ack == (*where["ID:t-0"], "ID:t-0")
+    assert st.subscriptions["c3:s3"].last_ack is None
+    py = L.load_directory(tmp_path / "s", use_native=False)
+    tx_only = [[subscription(T, "c1:s1"), add(T, "ID:a")], [remove(T, "ID:a", sub="c1:s1", tx=2),
+                                                             cmd(4, encode_field(1, txinfo(2)))]]
+    write_journal(tmp_path / "t", tx_only)
+    d2 = assert_twins(tmp_path / "t")
+    assert py.replay.destinations["1:t.events"].subscriptions["c1:s1"].last_ack[2] == "ID:t-1"
+    assert d2.replay.destinations["1:t.events"].subscriptions["c1:s1"].last_ack[2] == "ID:a"
 
 
 def _handed_back(monkeypatch) -> list:

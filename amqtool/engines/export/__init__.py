@@ -1,5 +1,6 @@
 """``amqtool export``: a store's live messages as the ``data exp`` XML document (Artemis), or as JSON Lines /
-Parquet tables (one row per live message per queue, plus a bindings table; Artemis and KahaDB stores), by
+Parquet tables (one row per live message per queue, plus a bindings table and a subscriptions table of the
+ActiveMQ Classic stores' durable subscriptions; Artemis and KahaDB stores), by
 the local or the Spark engine. KahaDB rows come from :mod:`.kahadb` in both engines; a KahaDB store's XML
 document is the migration's (:mod:`amqtool.engines.migrate.xml`: the ``data exp`` document of the Artemis
 store ``create --from`` writes), local engine only.
@@ -26,7 +27,7 @@ from typing import Callable
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION, SUBSCRIPTION_COLUMNS
 from amqtool.engines.export.writers import OutputTarget, write_batches, write_table
 from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 
@@ -132,10 +133,12 @@ def _store_bytes(store) -> int:
 
 
 def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
-               task_progress: Callable[[int, int], None] | None = None, spark_session=None) -> tuple[dict, Verdict]:
+               task_progress: Callable[[int, int], None] | None = None, spark_session=None,
+               status: Callable[[str], None] | None = None) -> tuple[dict, Verdict]:
     """Export as ``req`` says. Returns the summary document (without ``verdict``) and the verdict: OK, or
     WARNING when some live message could not be written (undecodable record, or not representable in XML).
-    ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks."""
+    ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks;
+    ``status(line)``: status lines (the shipped environment's archive and cache)."""
     from amqtool.store.layout import detect
 
     if req.fmt not in FORMATS:
@@ -177,7 +180,10 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         if engine == "local":
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
-            summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session)
+            summary, xml_writer = _run_spark(store, options, target, req, task_progress, spark_session, status)
+        if target.is_dir and not (target.path / "subscriptions").is_dir():
+            # a store without durable subscriptions of its own (Artemis): the table is still there, empty
+            write_table(target, req.fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ())
         if options.queues and not any(options.wants(q) for q in summary.queue_names):
             names = summary.queue_names
             shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
@@ -253,12 +259,14 @@ def _run_local(store, options, target, fmt, progress):
             _write_tables(target, fmt, ex.binding_rows(), ex.rows())
         finally:
             ex.close()
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
         return ex.summary, None
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
 
         ex = KahaDBExport(store, options, progress=progress)
         _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
         return ex.summary, None
     artemis_export = LocalArtemisExport
     if store.kind == "artemis-jdbc":  # the same engine over the tables' load
@@ -275,7 +283,7 @@ def _run_local(store, options, target, fmt, progress):
 
 @contextlib.contextmanager
 def spark_session_for(target: OutputTarget, master: str | None, spark_session=None, ship: bool | None = None,
-                      jars: list[str] | None = None):
+                      jars: list[str] | None = None, status: Callable[[str], None] | None = None):
     """The Spark session of an export to ``target``: ``spark_session`` when given (left running), else one
     started for it (:func:`.spark.get_session`, with ``jars`` on its class path) and stopped after. The
     JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it is
@@ -286,7 +294,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
     log = target.out.parent / f"{target.out.name}.spark.log"
     try:
         spark = spark_session or get_session(master, log_path=str(log), local_dir=str(target.side("spark-local")),
-                                             ship=ship, jars=jars)
+                                             ship=ship, jars=jars, status=status)
     except BaseException:
         if not log.exists() or isinstance(sys.exc_info()[1], KeyboardInterrupt):
             with contextlib.suppress(OSError):
@@ -309,7 +317,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
                     log.unlink()
 
 
-def _run_spark(store, options, target, req, task_progress, spark_session):
+def _run_spark(store, options, target, req, task_progress, spark_session, status=None):
     from amqtool.engines.export.spark import SparkArtemisExport, SparkKahaDBExport
     from amqtool.engines.export.xml import write_document
 
@@ -321,7 +329,7 @@ def _run_spark(store, options, target, req, task_progress, spark_session):
             raise UsageError("the Spark engine writes jsonl or parquet tables for database stores; use "
                              "--engine local for the XML document")
         jars = [find_driver_jar(store.target.vendor, req.jdbc_driver_jar)] if store.kind == "classic-jdbc" else None
-    with spark_session_for(target, req.master, spark_session, req.ship, jars=jars) as spark:
+    with spark_session_for(target, req.master, spark_session, req.ship, jars=jars, status=status) as spark:
         if store.kind.endswith("-jdbc"):
             from amqtool.engines.export.jdbc import spark_export
 

@@ -11,10 +11,11 @@ Names. Each store gets a stable name (:func:`name_stores`): the node id Artemis 
 (``FileLockNodeManager``; the id PrintData prints) when the store has one and no other input shares it
 (two backups of one broker do), else its path relative to the inputs' common directory; made unique.
 
-The dataset (schema.py): ``messages`` and ``bindings`` with a first column ``store`` (Parquet: messages
-partitioned by ``store`` then ``queue``, bindings by ``store``), each store's rows exactly those its
-single-store export gives, in the same order; ``stores``: one row per input (``schema.STORES_COLUMNS``) with
-its kind, path, node id, files, bytes, verdict and counts. A store that cannot be exported (not a store,
+The dataset (schema.py): ``messages``, ``bindings`` and ``subscriptions`` (the durable subscriptions of the
+KahaDB stores) with a first column ``store`` (Parquet: messages partitioned by ``store`` then ``queue``, the
+others by ``store``), each store's rows exactly those its single-store export gives, in the same order (a
+table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per
+input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that cannot be exported (not a store,
 unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN`` and the reason, and leaves no
 message or binding row behind (each store is written aside and moved into the output only once it is
 complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
@@ -39,7 +40,7 @@ from urllib.parse import unquote, urlparse
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import (
-    FLEET_BINDING_COLUMNS, FLEET_MESSAGE_COLUMNS, SCHEMA_VERSION, STORES_COLUMNS,
+    FLEET_BINDING_COLUMNS, FLEET_MESSAGE_COLUMNS, FLEET_SUBSCRIPTION_COLUMNS, SCHEMA_VERSION, STORES_COLUMNS,
 )
 from amqtool.engines.export.writers import FileMaker, OutputTarget, table_writer
 from amqtool.errors import AmqtoolError, UsageError, Verdict
@@ -206,13 +207,19 @@ def message_writer(files, fmt: str, part: int):
                         part=part, write_empty=False)
 
 
-def write_bindings(files, fmt: str, name: str, rows: list[tuple], part: int) -> None:
-    """A store's rows of the fleet's ``bindings`` table (partitioned by store)."""
-    w = table_writer(files, fmt, "bindings", FLEET_BINDING_COLUMNS, partition_by="store", part=part,
-                     write_empty=False)
+def write_bindings(files, fmt: str, name: str, rows: list[tuple], part: int,
+                   table: str = "bindings", columns=FLEET_BINDING_COLUMNS) -> None:
+    """A store's rows of the fleet's ``bindings`` table (or of ``table``: ``subscriptions``), partitioned by
+    store; no file when there are none."""
+    w = table_writer(files, fmt, table, columns, partition_by="store", part=part, write_empty=False)
     for r in rows:
         w.write((name, *r))
     w.close()
+
+
+def write_subscriptions(files, fmt: str, name: str, rows: list[tuple], part: int) -> None:
+    """A store's rows of the fleet's ``subscriptions`` table (partitioned by store)."""
+    write_bindings(files, fmt, name, rows, part, "subscriptions", FLEET_SUBSCRIPTION_COLUMNS)
 
 
 def write_store_messages(writer, name: str, items) -> None:
@@ -226,10 +233,10 @@ def write_store_messages(writer, name: str, items) -> None:
 
 def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: int, *, engine: str = "local",
                  progress: Callable[[int], None] | None = None) -> ExportSummary:
-    """Export one store of a fleet through ``files`` (a :class:`~.writers.FileMaker`): its ``bindings`` and
-    ``messages`` rows, ``store`` column first, as its single-store export with the local engine makes them
-    (:class:`~.local.LocalArtemisExport`, :class:`~.kahadb.KahaDBExport`), in files ``part-<part>``. Returns
-    its summary; raises when the store cannot be exported."""
+    """Export one store of a fleet through ``files`` (a :class:`~.writers.FileMaker`): its ``bindings``,
+    ``messages`` and (KahaDB) ``subscriptions`` rows, ``store`` column first, as its single-store export with
+    the local engine makes them (:class:`~.local.LocalArtemisExport`, :class:`~.kahadb.KahaDBExport`), in
+    files ``part-<part>``. Returns its summary; raises when the store cannot be exported."""
     from amqtool.engines.export import _refused_files
     from amqtool.store.layout import detect
 
@@ -244,6 +251,7 @@ def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: 
         write_bindings(files, fmt, fs.name, ex.binding_rows(), part)
         write_store_messages(writer, fs.name, ex.rows())
         writer.close()
+        write_subscriptions(files, fmt, fs.name, ex.subscription_rows(), part)
         return ex.summary
     from amqtool.engines.export.local import LocalArtemisExport
 
@@ -361,10 +369,11 @@ def queue_mismatch(outcomes: list[StoreOutcome], options: ExportOptions) -> str 
 
 
 def finish_dataset(target: OutputTarget, fmt: str, outcomes: list[StoreOutcome], doc: dict) -> None:
-    """The driver's last writes: empty ``messages``/``bindings`` tables when no store gave a row, the
-    ``stores`` table and ``export.json``."""
+    """The driver's last writes: empty ``messages``/``bindings``/``subscriptions`` tables when no store gave a
+    row, the ``stores`` table and ``export.json``."""
     for table, columns, part_by in (("messages", FLEET_MESSAGE_COLUMNS, ("store", "queue")),
-                                    ("bindings", FLEET_BINDING_COLUMNS, "store")):
+                                    ("bindings", FLEET_BINDING_COLUMNS, "store"),
+                                    ("subscriptions", FLEET_SUBSCRIPTION_COLUMNS, "store")):
         if not os.path.isdir(os.path.join(target.path, table)):
             table_writer(target, fmt, table, columns, partition_by=part_by).close()
     w = table_writer(target, fmt, "stores", STORES_COLUMNS)
@@ -409,11 +418,12 @@ def check_request(req: FleetRequest) -> None:
 
 def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | None = None,
                      task_progress: Callable[[int, int], None] | None = None,
-                     store_progress: Callable[[dict], None] | None = None, spark_session=None) -> tuple[dict, Verdict]:
+                     store_progress: Callable[[dict], None] | None = None, spark_session=None,
+                     status: Callable[[str], None] | None = None) -> tuple[dict, Verdict]:
     """Export the stores of ``req`` into one dataset. Returns the summary document (without ``verdict``) and
     the verdict (:func:`fleet_verdict`). ``progress(n)``: journal bytes read (local engine);
     ``task_progress(done, total)``: Spark tasks; ``store_progress(figures)``: after each store
-    (:class:`FleetProgress`)."""
+    (:class:`FleetProgress`); ``status(line)``: status lines (the shipped environment's archive and cache)."""
     from amqtool.engines.export import _cores, auto_spark_threshold
 
     check_request(req)
@@ -434,7 +444,7 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
             from amqtool.engines.export import spark_session_for
             from amqtool.engines.export.fleet_spark import export_fleet_spark
 
-            with spark_session_for(target, req.master, spark_session, req.ship) as spark:
+            with spark_session_for(target, req.master, spark_session, req.ship, status=status) as spark:
                 outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress,
                                               store_progress=store_progress)
         doc = fleet_document(outcomes, engine=engine, fmt=req.fmt, output=str(target.out))

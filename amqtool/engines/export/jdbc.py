@@ -67,7 +67,8 @@ def classic_rows(row, ctx: ClassicContext, summary: ExportSummary) -> Iterator[t
         else:
             plain = row if row.xid is None else SimpleNamespace(**{**row.__dict__, "xid": None})
             wanting = [s for s in subs if s.wants(plain)]
-        queues = [q for q in (f"{s.client_id}:{s.name}" for s in wanting) if opts.wants(q)]
+        wanting = [s for s in wanting if opts.wants(f"{s.client_id}:{s.name}")]
+        queues = [f"{s.client_id}:{s.name}" for s in wanting]
     else:
         queues = [name] if opts.wants(name) else []
     if not queues:
@@ -83,6 +84,11 @@ def classic_rows(row, ctx: ClassicContext, summary: ExportSummary) -> Iterator[t
         return
     cols["message_id"] = row.id
     summary.messages += 1
+    if topic:
+        counts = summary.rows_by_subscription
+        for s in wanting:
+            k = (row.container, s.client_id, s.name)
+            counts[k] = counts.get(k, 0) + 1
     for q in queues:
         summary.count_row(q, state)
         yield message_row(cols, queue=q, queue_id=None, routing_type="MULTICAST" if topic else "ANYCAST",
@@ -143,6 +149,29 @@ class ClassicJdbcExport:
             for s in self.ctx.subs.get(c, ()):
                 rows.append(("queue", None, f"{s.client_id}:{s.name}", name, "MULTICAST", s.selector, None, None))
         self.summary.set_bindings(rows)
+        return rows
+
+    def subscription_rows(self) -> list[tuple]:
+        """The subscriptions table (``schema.SUBSCRIPTION_COLUMNS``): one row per durable subscription in
+        ``ACTIVEMQ_ACKS`` that ``--queue`` selects, topics by container, subscriptions by client id and name:
+        its ``SELECTOR``; ``last_ack_message_id`` its ``LAST_ACKED_ID`` (the highest of its per-priority rows
+        with ``prioritizedMessages``; null when -1: nothing acknowledged and, retroactive, nothing skipped;
+        a non-retroactive subscription starts at the highest ``ID`` of its time, ``doSetSubscriberEntry``), the
+        row ``ID`` above which its messages are pending; ``pending`` the rows :meth:`rows` wrote for it
+        (call after them). noLocal, retroactive and the journal columns are not kept by the adapter: null."""
+        from amqtool.engines.jdbc.classic import destination_of
+
+        rows = []
+        counts = self.summary.rows_by_subscription
+        for c in sorted(self.ctx.subs):
+            _kind, name = destination_of(c)
+            for s in self.ctx.subs[c]:
+                q = f"{s.client_id}:{s.name}"
+                if not self.options.wants(q):
+                    continue
+                last = max(s.last_acked.values()) if s.last_acked else -1
+                rows.append((name, q, s.client_id, s.name, s.selector, None, None, None, None, None,
+                             last if last >= 0 else None, None, counts.get((c, s.client_id, s.name), 0)))
         return rows
 
     def rows(self) -> Iterator[tuple]:
@@ -274,7 +303,7 @@ class SparkClassicJdbcExport:
         return reader.load()
 
     def write_tables(self, target, fmt: str) -> None:
-        from amqtool.engines.export.schema import BINDING_COLUMNS
+        from amqtool.engines.export.schema import BINDING_COLUMNS, SUBSCRIPTION_COLUMNS
         from amqtool.engines.export.spark import write_rdd_parts
         from amqtool.engines.export.writers import write_table
 
@@ -290,8 +319,11 @@ class SparkClassicJdbcExport:
             s.bytes_scanned += p.bytes_scanned
             for q, n in p.rows_by_queue.items():
                 s.rows_by_queue[q] = s.rows_by_queue.get(q, 0) + n
+            for k, n in p.rows_by_subscription.items():
+                s.rows_by_subscription[k] = s.rows_by_subscription.get(k, 0) + n
             s.problems += p.problems[:max(0, 100 - len(s.problems))]
             s.problem_count += p.problem_count
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, self.local.subscription_rows())
 
 
 def _classic_part(ctx: ClassicContext):

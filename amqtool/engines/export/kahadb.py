@@ -25,6 +25,15 @@ Row rules:
 
 The bindings table: one ``address`` row per destination (routing type ANYCAST for a queue, MULTICAST for a
 topic) and one ``queue`` row per queue and per durable subscription (its selector as ``filter_string``).
+
+The subscriptions table (``schema.SUBSCRIPTION_COLUMNS``, :meth:`KahaDBExport.subscription_rows`, once the
+rows are made): one row per durable subscription that ``--queue`` selects, in the bindings' order, with what
+MessageDatabase keeps for it: the stored ``SubscriptionInfo`` (client id, name, selector, noLocal) and the
+command's retroactive flag (``subscriptions``), where its record is (``subLocations``), and its last
+acknowledged message (``subscriptionAcks``' LastAck: a sequence of the topic's order index, which the
+journal alone cannot number; the export names the message instead, by its ``message_id`` and OpenWire id,
+see :attr:`amqtool.engines.kahadb.replay.Subscription.last_ack`). ``pending``: the messages rows written
+for it (prepared ones included).
 """
 from __future__ import annotations
 
@@ -130,6 +139,9 @@ class KahaDBExport:
         loaded = load_store(store, progress=progress)
         self.summary.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]  # the txStore holds no messages
+        self.root = getattr(store, "root", None)
+        # (directory index, destination key, subscription key) -> messages rows made for it (by rows())
+        self.pending: dict[tuple[int, str, str], int] = {}
         for d in self.results:
             if d.damage():
                 self.summary.problem(None, d.damage_text())
@@ -146,16 +158,58 @@ class KahaDBExport:
             out.append((key, f"{client}:{name}", sub))
         return out
 
-    def _selector(self, d, sub) -> str | None:
+    def _info(self, d, sub):
+        """The subscription's stored ``SubscriptionInfo``, or None when it does not decode."""
         from amqtool.engines.kahadb.document import _openwire_version
         from amqtool.formats.kahadb.openwire import decode_subscription_info
 
         if not sub.info:
             return None
         try:
-            return decode_subscription_info(sub.info, _openwire_version(d)).selector
+            return decode_subscription_info(sub.info, _openwire_version(d))
         except (FormatError, AttributeError):
             return None
+
+    def _selector(self, d, sub) -> str | None:
+        info = self._info(d, sub)
+        return info.selector if info is not None else None
+
+    def _directory(self, d) -> str:
+        """``d``'s directory relative to the store (``.`` for a single KahaDB)."""
+        import os
+
+        if self.root is None:
+            return str(d.directory)
+        return os.path.relpath(d.directory, self.root)
+
+    def subscription_rows(self) -> list[tuple]:
+        """The subscriptions table's rows (``schema.SUBSCRIPTION_COLUMNS``; see the module docstring). Call
+        it after :meth:`rows` is exhausted: ``pending`` counts what that wrote."""
+        rows = []
+        for i, d in enumerate(self.results):
+            directory = self._directory(d)
+            for key in sorted(d.replay.destinations):
+                st = d.replay.destinations[key]
+                if st.destination.type not in TOPIC_TYPES:
+                    continue
+                for skey, qname, sub in self._subscriptions(d, st):
+                    if not self.options.wants(qname):
+                        continue
+                    client, name = self._names(d, skey, sub)
+                    info = self._info(d, sub)
+                    last = sub.last_ack
+                    rows.append((st.destination.name, qname, client, name,
+                                 info.selector if info is not None else None,
+                                 info.no_local if info is not None else None, bool(sub.retroactive), directory,
+                                 sub.start[0] << 32 | sub.start[1], sub.file_id << 32 | sub.offset,
+                                 None if last is None else last[0] << 32 | last[1],
+                                 None if last is None else last[2], self.pending.get((i, key, skey), 0)))
+        return rows
+
+    def _names(self, d, key, sub) -> tuple[str, str]:
+        from amqtool.engines.kahadb.document import _openwire_version, _split_sub
+
+        return _split_sub(key, sub.info, _openwire_version(d))
 
     def binding_rows(self) -> list[tuple]:
         rows = []
@@ -190,7 +244,8 @@ class KahaDBExport:
 
         opts = self.options
         s = self.summary
-        for d in self.results:
+        pending = self.pending
+        for di, d in enumerate(self.results):
             prepared = self._prepared_adds(d)
             keys = sorted(set(d.replay.destinations) | set(prepared))
             for key in keys:
@@ -220,7 +275,11 @@ class KahaDBExport:
                             continue
                         if topic:
                             waiting = m.waiting if state == "committed" else None
-                            queues = [q for k, q in wanted if waiting is None or k in waiting]
+                            hits = [(k, q) for k, q in wanted if waiting is None or k in waiting]
+                            for k, _q in hits:
+                                pk = (di, key, k)
+                                pending[pk] = pending.get(pk, 0) + 1
+                            queues = [q for _k, q in hits]
                         else:
                             queues = [name]
                         if not queues:

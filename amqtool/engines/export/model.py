@@ -51,6 +51,9 @@ class ExportSummary:
     problem_count: int = 0
     bytes_scanned: int = 0
     queue_names: list[str] = field(default_factory=list)  # every queue of the store, matched or not
+    # Classic JDBC: rows per durable subscription, (topic container, client id, name) -> rows (the
+    # subscriptions table's ``pending``; a queue's name alone could be shared by two topics' subscriptions)
+    rows_by_subscription: dict[tuple, int] = field(default_factory=dict)
 
     def set_bindings(self, rows: list[tuple]) -> None:
         """Count the binding rows (``schema.BINDING_COLUMNS``) and note the store's queue names."""
@@ -84,6 +87,8 @@ class ExportSummary:
         self.prepared_rows += other.prepared_rows
         for q, n in other.rows_by_queue.items():
             self.rows_by_queue[q] = self.rows_by_queue.get(q, 0) + n
+        for k, n in other.rows_by_subscription.items():
+            self.rows_by_subscription[k] = self.rows_by_subscription.get(k, 0) + n
         self.problems += other.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(self.problems))]
         self.problem_count += other.problem_count
 

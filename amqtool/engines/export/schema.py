@@ -3,6 +3,7 @@ writers take from them (:func:`arrow_schema`), so the two engines cannot drift a
 
 ``MESSAGE_COLUMNS``: one row per live message per queue (a message routed to three queues gives three rows).
 ``BINDING_COLUMNS``: one row per address binding and per queue binding.
+``SUBSCRIPTION_COLUMNS``: one row per durable subscription of an ActiveMQ Classic store.
 
 Types are written as small strings (``long``, ``int``, ``bool``, ``string``, ``binary``, ``props``) and
 mapped by :func:`arrow_schema`. ``strmap`` is a map from string to nullable string. ``props`` is the message properties: a list of
@@ -59,11 +60,31 @@ BINDING_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("user", "string", True),
 )
 
+# ActiveMQ Classic stores' durable subscriptions (KahaDB, mKahaDB, the JDBC adapter): one row each (the
+# ``queue`` the messages rows name it by). Every table export writes this table, empty for an Artemis store.
+SUBSCRIPTION_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("address", "string", False),  # the topic
+    ("queue", "string", False),  # clientId:subscriptionName, as the messages and bindings rows name it
+    ("client_id", "string", True),
+    ("subscription_name", "string", True),
+    ("selector", "string", True),
+    ("no_local", "bool", True),  # SubscriptionInfo.noLocal (KahaDB; null for JDBC, which does not keep it)
+    ("retroactive", "bool", True),  # KahaSubscriptionCommand.retroactive (KahaDB; null for JDBC)
+    ("directory", "string", True),  # KahaDB: the store directory holding it, relative to the store ("." or
+    #                                 an mKahaDB child); the locations below are that directory's
+    ("subscribed_at", "long", True),  # KahaDB: file id << 32 | offset of the record that started it
+    ("subscription_record", "long", True),  # KahaDB: the same of its current record (subLocations)
+    ("last_ack_message_id", "long", True),  # the message_id of the last message it acknowledged (LastAck)
+    ("last_ack_store_message_id", "string", True),  # that message's OpenWire id (KahaDB)
+    ("pending", "long", False),  # the messages rows exported for it
+)
+
 # A fleet export (several stores, :mod:`.fleet`): the same tables with the store's name first (Parquet:
 # partitioned by store, then queue for messages), and one row per input store.
 STORE_COLUMN = ("store", "string", False)
 FLEET_MESSAGE_COLUMNS = (STORE_COLUMN,) + MESSAGE_COLUMNS
 FLEET_BINDING_COLUMNS = (STORE_COLUMN,) + BINDING_COLUMNS
+FLEET_SUBSCRIPTION_COLUMNS = (STORE_COLUMN,) + SUBSCRIPTION_COLUMNS
 STORES_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     STORE_COLUMN,
     ("kind", "string", True),  # artemis | kahadb; null when nothing recognisable is there

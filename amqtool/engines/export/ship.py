@@ -19,24 +19,37 @@ Python the venv was made from (``pyvenv.cfg`` ``home``), which must exist at tha
 
 Caching: the archive is named by a hash of what it holds (every packed file's path, mode and bytes, and
 each symlink's target), under ``$XDG_CACHE_HOME/amqtool`` (``~/.cache/amqtool``); a second run with the same
-environment reuses it (written aside and renamed, so a concurrent or interrupted run never leaves a partial
-archive under that name).
+environment reuses it (written aside as ``.env-<hash>.tar.gz.<pid>.tmp`` and renamed, so a concurrent or
+interrupted run never leaves a partial archive under that name).
+
+The cache is kept small (:func:`prune_cache`, after every pack): the archive in use and the ``KEEP_OTHERS``
+most recently used others stay (a reused archive's modification time is set to now, so "recent" is "last
+used": a job of another environment that started lately keeps its archive); older archives are removed, and
+so are temporaries whose writer is gone (its pid is not alive here and the file has not changed for
+``STALE_TMP_S``). A temporary being written is never touched, and a complete archive only under the cache's
+lock (``.lock``, ``flock``), which a reuse takes too, so that an archive chosen for a job is not removed
+between its choice and its timestamp.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
+import re
 import stat
 import sys
 import tarfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from amqtool.errors import CapabilityError
 
 ARCHIVE_ALIAS = "environment"
+KEEP_OTHERS = 2  # archives kept besides the one in use
+STALE_TMP_S = 3600  # a temporary unchanged this long, whose writer is not alive, is an interrupted run's
 PACK_VERSION = 1  # changes what is packed: part of the hash
 SKIP_TOP = ("pyspark",)  # top-level site-packages entries left out (and their dist-info)
 
@@ -131,15 +144,89 @@ def environment_hash(entries: list[tuple[str, Path]]) -> str:
     return h.hexdigest()
 
 
-def pack_environment(prefix: Path | None = None, cache: Path | None = None) -> Path:
-    """The archive of the running environment (made once per content, see the module docstring)."""
+_ARCHIVE = re.compile(r"^env-[0-9a-f]{24}\.tar\.gz$")
+_TEMPORARY = re.compile(r"^\.env-[0-9a-f]{24}\.tar\.gz\.(\d+)\.tmp$")
+
+
+@contextmanager
+def _cache_lock(cache: Path):
+    """The cache's lock (an exclusive ``flock`` on ``.lock``): held to choose or remove archives."""
+    fd = os.open(cache / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def prune_cache(cache: Path, in_use: Path, keep: int = KEEP_OTHERS, now: float | None = None) -> list[Path]:
+    """Remove from ``cache`` the archives other than ``in_use`` and the ``keep`` most recently used others,
+    and the temporaries of writers that are gone (see the module docstring). Returns what was removed."""
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    with _cache_lock(cache):
+        archives, temporaries = [], []
+        for entry in os.scandir(cache):
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                mtime = entry.stat(follow_symlinks=False).st_mtime
+            except FileNotFoundError:  # removed meanwhile (a temporary renamed into place)
+                continue
+            if _ARCHIVE.match(entry.name) and entry.name != in_use.name:
+                archives.append((mtime, entry.name))
+            elif (m := _TEMPORARY.match(entry.name)) and now - mtime > STALE_TMP_S and not _alive(int(m.group(1))):
+                temporaries.append(entry.name)
+        archives.sort(reverse=True)
+        for name in [n for _, n in archives[keep:]] + temporaries:
+            try:
+                os.unlink(cache / name)
+            except FileNotFoundError:
+                continue
+            removed.append(cache / name)
+    return removed
+
+
+def pack_environment(prefix: Path | None = None, cache: Path | None = None,
+                     status: Callable[[str], None] | None = None, keep: int = KEEP_OTHERS) -> Path:
+    """The archive of the running environment (made once per content, see the module docstring); the cache
+    is pruned after (:func:`prune_cache`), each removal said through ``status``."""
     entries = list(packed_files(prefix))
     digest = environment_hash(entries)
     cache = Path(cache or cache_dir())
     cache.mkdir(parents=True, exist_ok=True)
     archive = cache / f"env-{digest[:24]}.tar.gz"
-    if archive.exists():
-        return archive
+    with _cache_lock(cache):
+        try:
+            os.utime(archive)  # last used now: see prune_cache
+            reused = True
+        except FileNotFoundError:
+            reused = False
+    if not reused:
+        _write_archive(archive, entries)
+    if status is not None:
+        status(f"shipping {'cached ' if reused else 'new '}environment archive {archive}")
+    for p in prune_cache(cache, archive, keep):
+        if status is not None:
+            status(f"removed {'stale temporary' if p.name.startswith('.') else 'old environment archive'} {p} "
+                   f"from the cache (keeping the one in use and the {keep} most recently used)")
+    return archive
+
+
+def _write_archive(archive: Path, entries: list[tuple[str, Path]]) -> None:
+    """Pack ``entries`` aside (``.<name>.<pid>.tmp``, never touched by :func:`prune_cache` while its writer
+    lives), then rename it to ``archive``."""
+    cache = archive.parent
     tmp = cache / f".{archive.name}.{os.getpid()}.tmp"
     try:
         with tarfile.open(tmp, "w:gz", compresslevel=1) as tar:
@@ -151,7 +238,6 @@ def pack_environment(prefix: Path | None = None, cache: Path | None = None) -> P
     finally:
         if tmp.exists():
             tmp.unlink()
-    return archive
 
 
 def ship_conf(archive: str | os.PathLike) -> dict[str, str]:

@@ -66,7 +66,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS
 from amqtool.engines.export.writers import FileMaker, table_writer, write_table
 from amqtool.errors import AmqtoolError, CapabilityError
 from amqtool.gcpause import gc_paused
@@ -158,10 +158,11 @@ def _jvm_output_to(log_path: str | None):
 
 
 def get_session(master: str | None = None, *, log_path: str | None = None, local_dir: str | None = None,
-                jars: list[str] | None = None, ship: bool | None = None):
+                jars: list[str] | None = None, ship: bool | None = None, status: Callable[[str], None] | None = None):
     """A SparkSession for the export (an active one is reused, as under spark-submit). ``jars``: added to the
     session's class path (``spark.jars``), e.g. a JDBC driver. ``ship``: pack this environment for the workers
-    (:mod:`.ship`; by default for a cluster master, never for ``local``)."""
+    (:mod:`.ship`; by default for a cluster master, never for ``local``). ``status``: told which archive is
+    shipped and what the cache's pruning removed."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
@@ -177,7 +178,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     from amqtool.engines.export.ship import pack_environment, ship_conf, shipped_python, wants_ship
 
     if wants_ship(master, ship):
-        conf.update(ship_conf(pack_environment()))
+        conf.update(ship_conf(pack_environment(status=status)))
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -743,3 +744,4 @@ class SparkKahaDBExport:
         parts = [RowsPart(i, rows[a:b], sum(costs[a:b])) for i, (a, b) in enumerate(runs)]
         write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         write_parts(self.sc, parts, None, target, fmt, self.progress)
+        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, self.ex.subscription_rows())

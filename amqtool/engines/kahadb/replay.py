@@ -3,9 +3,10 @@
 Records are applied in (file id, offset) order, as MessageDatabase.recover does:
 
 1. ADD without a transaction: the message becomes live on its destination; with one: buffered.
-2. REMOVE without subscriptionKey: queue ack; with one: ack by that durable subscription only; inside a
-   transaction: buffered (transactional acks take effect at COMMIT). A REMOVE for an unknown message is
-   normal when GC deleted the file with its ADD: counted, ignored.
+2. REMOVE without subscriptionKey: queue ack; with one: ack by that durable subscription only (and, unless
+   its ack is the zero-length UNMATCHED marker, the subscription's last ack); inside a transaction: buffered
+   (transactional acks take effect at COMMIT). A REMOVE for an unknown message is normal when GC deleted
+   the file with its ADD: counted, ignored.
 3. Transactions keyed by their full id; PREPARE applies nothing; COMMIT applies the buffer in order;
    ROLLBACK drops it. Unresolved at the end: local/unprepared = "open" (the broker rolls them back at
    start), prepared XA = "prepared" (in doubt). Neither is live.
@@ -54,6 +55,12 @@ class LiveMessage:
     waiting: set | None = None  # topic messages: subscription keys that still want it
 
 
+def _unmatched(cmd: RemoveMessageCommand) -> bool:
+    """The ack is MessageDatabase's UNMATCHED marker (a zero-length ``ack``: a topic message the
+    subscription's selector did not match), which does not move the subscription's LastAck."""
+    return cmd.ack is not None and len(cmd.ack) == 0
+
+
 def _to_live(mid: str, m) -> "LiveMessage":
     """A LiveMessage for the fast path's compact entry (``m`` itself when it is one already)."""
     if type(m) is not LiveMessage:
@@ -69,6 +76,12 @@ class Subscription:
     start: tuple  # (file id, offset) of the record that started it
     retroactive: bool
     info: bytes | None = None
+    # The last message this subscription acknowledged, (file id, offset of its ADD, message id): what
+    # MessageDatabase keeps as the subscription's LastAck (subscriptionAcks, a sequence of the topic's order
+    # index, set by updateIndex(KahaRemoveMessageCommand) on every ack of a stored message unless the ack is
+    # the UNMATCHED marker). None until it acknowledges one; a (re-written) subscription record resets it,
+    # as updateIndex(KahaSubscriptionCommand) resets LastAck.
+    last_ack: tuple | None = None
 
 
 @dataclass
@@ -83,7 +96,8 @@ class Transaction:
     id: TransactionId
     first: tuple  # (file id, offset) of its first record
     last: tuple
-    ops: list = field(default_factory=list)  # ("add", dest, LiveMessage) | ("remove", dest, msg id, sub key)
+    # ("add", dest, LiveMessage, loc) | ("remove", dest, msg id, sub key, unmatched)
+    ops: list = field(default_factory=list)
     state: str = "open"  # open | prepared | committed | rolled-back
     sends: int = 0
     acks: int = 0
@@ -157,7 +171,7 @@ class Replay:
             m.waiting = waiting
         st.messages[m.message_id] = m
 
-    def _remove(self, d: Destination, msg_id: str, sub_key: str | None) -> None:
+    def _remove(self, d: Destination, msg_id: str, sub_key: str | None, unmatched: bool = False) -> None:
         st = self.destinations.get(d.key)
         m = st.messages.get(msg_id) if st else None
         if m is None:
@@ -167,6 +181,9 @@ class Replay:
         if sub_key is None or waiting is None:
             del st.messages[msg_id]
             return
+        sub = st.subscriptions.get(sub_key)
+        if sub is not None and not unmatched:
+            sub.last_ack = (m.file_id, m.offset, msg_id)
         waiting.discard(sub_key)
         if not waiting:
             del st.messages[msg_id]
@@ -195,11 +212,11 @@ class Replay:
             assert isinstance(cmd, RemoveMessageCommand)
             if cmd.transaction is not None:
                 tx = self._tx(cmd.transaction, loc)
-                tx.ops.append(("remove", cmd.destination, cmd.message_id, cmd.subscription_key))
+                tx.ops.append(("remove", cmd.destination, cmd.message_id, cmd.subscription_key, _unmatched(cmd)))
                 tx.records.append((file_id, offset, length))
                 tx.acks += 1
             else:
-                self._remove(cmd.destination, cmd.message_id, cmd.subscription_key)
+                self._remove(cmd.destination, cmd.message_id, cmd.subscription_key, _unmatched(cmd))
         elif t in (EntryType.PREPARE, EntryType.COMMIT, EntryType.ROLLBACK):
             assert isinstance(cmd, TransactionCommand)
             tx = self._tx(cmd.transaction, loc)
@@ -268,8 +285,8 @@ class Replay:
                 _, d, m, loc = op
                 self._add(d, m, loc)
             else:
-                _, d, mid, sub = op
-                self._remove(d, mid, sub)
+                _, d, mid, sub, unmatched = op
+                self._remove(d, mid, sub, unmatched)
 
     def materialize(self) -> None:
         """Turn the fast path's compact entries into LiveMessage objects (dict order unchanged)."""
