@@ -51,6 +51,7 @@ SOURCE_FORMAT = getattr(_native, "SOURCE_FORMAT", "=qB")  # where a live entry c
 HAVE_NATIVE_LOADER = Loader is not None
 # print's JSON for runs of live entries (native/live_json.c); needs libcrypto's SHA256 (found at run time).
 live_json = getattr(_native, "live_json", None)
+live_run = getattr(_native, "live_run", None)  # where live_json would stop, so runs can be cut up front
 HAVE_LIVE_JSON = live_json is not None and HAVE_NATIVE_LOADER and bool(_native.sha256_available())
 # compaction's layout and output filling (native/compact_write.c); without them engines/artemis/compact runs its Python
 # reference (_items/_Layout).

@@ -109,9 +109,10 @@ def print_(
                 from amqtool.engines.artemis.jms import jms_document
 
                 extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
+                write = _document_writer()
                 for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
-                                       extra=extra):
-                    sys.stdout.write(chunk)
+                                       extra=extra, raw=write.raw):
+                    write(chunk)
             elif fmt is OutputFormat.jsonl:
                 write_jsonl(iter_rows(store, opts, advance))
             else:
@@ -213,3 +214,32 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     verdict = artemis.load_verdict(data)
     if verdict is not Verdict.OK:
         finish(verdict)
+
+
+def _document_writer():
+    """A writer of a JSON document's chunks to stdout: str chunks as text; with ``raw`` True (stdout is a
+    UTF-8 byte stream underneath) bytes chunks straight to the bytes, so the bulk is not decoded and encoded
+    again on its way out."""
+    import codecs
+
+    out = sys.stdout
+    binary = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None) or ""
+    try:
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    if binary is None or not utf8:
+        def write(chunk):
+            out.write(chunk if isinstance(chunk, str) else chunk.decode("utf-8"))
+
+        write.raw = False
+        return write
+    errors = getattr(out, "errors", None) or "strict"
+
+    def write(chunk):
+        binary.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", errors))
+
+    out.flush()  # whatever was written as text goes first
+    write.raw = True
+    return write

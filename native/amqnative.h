@@ -25,6 +25,7 @@ PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_scan_window(PyObject *self, PyObject *args, PyObject *kwargs);
 int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_live_run(PyObject *self, PyObject *args);
 PyObject *amq_sha256_available(PyObject *self, PyObject *noargs);
 PyObject *amq_compact_layout(PyObject *self, PyObject *args, PyObject *kwargs); /* compact_write.c */
 PyObject *amq_compact_fill(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -66,14 +66,16 @@ static void ob_b64(outbuf *o, const unsigned char *s, size_t n) {
 
 #define PUT(o, lit) ob_put(o, lit, sizeof(lit) - 1)
 
-/* live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first)
- *   -> (text, next)
- * Formats entries start.. of the packed live buffer while they are in file `file_index` (whose bytes are
- * `data`), stopping at `stop` or at the first entry of another file; `next` is where it stopped. Each entry
- * is preceded by "\n  " (the very first of the array, when `first`) or ",\n  ". */
+/* live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first[, base,
+ *           file_size, raw]) -> (text, next)
+ * Formats entries start.. of the packed live buffer while they are in file `file_index` (whose bytes from
+ * `base` are `data`), stopping at `stop`, at the first entry of another file or at one whose body is not in
+ * `data` (live_run says where beforehand); `next` is where it stopped. Each entry is preceded by "\n  " (the
+ * very first of the array, when `first`) or ",\n  ". `raw`: the text as UTF-8 bytes (for a binary stream)
+ * instead of str. */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"live", "start", "stop", "data", "file_index", "file_name_json", "type_names_json",
-                             "safe", "first", "base", "file_size", NULL};
+                             "safe", "first", "base", "file_size", "raw", NULL};
     Py_buffer live, data;
     Py_ssize_t start, stop;
     int file_index, safe, first;
@@ -81,9 +83,10 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_ssize_t fname_len;
     PyObject *types;
     long long wbase = 0, fsize = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nny*is#O!pp|LL:live_json", kwlist, &live, &start, &stop,
+    int raw = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nny*is#O!pp|LLp:live_json", kwlist, &live, &start, &stop,
                                      &data, &file_index, &fname, &fname_len, &PyTuple_Type, &types, &safe, &first,
-                                     &wbase, &fsize))
+                                     &wbase, &fsize, &raw))
         return NULL;
     PyObject *result = NULL;
     const char *tnames[256];
@@ -174,7 +177,8 @@ PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_NoMemory();
         goto done;
     }
-    PyObject *text = PyUnicode_DecodeUTF8(o.p ? o.p : "", (Py_ssize_t)o.n, "strict");
+    PyObject *text = raw ? PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.n)
+                         : PyUnicode_DecodeUTF8(o.p ? o.p : "", (Py_ssize_t)o.n, "strict");
     PyMem_RawFree(o.p);
     if (text != NULL)
         result = Py_BuildValue("(Nn)", text, i);
@@ -182,4 +186,33 @@ done:
     PyBuffer_Release(&live);
     PyBuffer_Release(&data);
     return result;
+}
+
+/* live_run(live, start, stop, file_index, data_len[, base, file_size]) -> next: where live_json over the same
+ * window would stop (another file's entry, or a body not in the window's data_len bytes from base), without
+ * formatting anything: so that runs can be cut first and formatted on several threads. */
+PyObject *amq_live_run(PyObject *self, PyObject *args) {
+    Py_buffer live;
+    Py_ssize_t start, stop, dlen;
+    int file_index;
+    long long wbase = 0, fsize = -1;
+    if (!PyArg_ParseTuple(args, "y*nnin|LL:live_run", &live, &start, &stop, &file_index, &dlen, &wbase, &fsize))
+        return NULL;
+    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
+    if (start < 0 || stop > total || start > stop) {
+        PyBuffer_Release(&live);
+        PyErr_SetString(PyExc_IndexError, "live_run range out of bounds");
+        return NULL;
+    }
+    const unsigned char *lb = live.buf;
+    for (; i < stop; i++) {
+        int64_t id, off;
+        int32_t fi, blen;
+        live_entry(lb + i * LIVE_ENTRY, &id, &fi, &off, &blen);
+        Py_ssize_t bs, be;
+        if (fi != file_index || !body_in_window(off, blen, wbase, dlen, fsize, &bs, &be))
+            break;
+    }
+    PyBuffer_Release(&live);
+    return PyLong_FromSsize_t(i);
 }

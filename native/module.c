@@ -12,6 +12,9 @@ static PyMethodDef amq_methods[] = {
     {"live_json", (PyCFunction)(void (*)(void))amq_live_json, METH_VARARGS | METH_KEYWORDS,
      "live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first)\n"
      "-> (text, next): print's JSON for a run of live entries in one file (live_json.c)."},
+    {"live_run", (PyCFunction)amq_live_run, METH_VARARGS,
+     "live_run(live, start, stop, file_index, data_len, base, file_size) -> next: where live_json would stop\n"
+     "(live_json.c)."},
     {"compact_layout", (PyCFunction)(void (*)(void))amq_compact_layout, METH_VARARGS | METH_KEYWORDS,
      "compact_layout(live, sources, tail, extra_lens, replaceable, file_size, max_id) -> plan and figures\n"
      "Where compaction writes every record (compact_write.c)."},

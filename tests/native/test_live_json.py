@@ -1,7 +1,8 @@
 """print's C formatter for the live array (amqtool._native.live_json) writes the very text the Python path
 writes (record_json + json.dumps): every fixture journal, safe and with bodies, bodies of every length modulo 3
 (base64 padding), transactions whose entries point back into earlier files, and a file that shrank after
-the load (both read what is there now)."""
+the load (both read what is there now). Runs are cut up front (live_run) and formatted on threads: small
+windows make many runs, each must end where live_json ends it."""
 from __future__ import annotations
 
 import json
@@ -36,6 +37,8 @@ def _check(journal):
             opts = PrintOptions(safe=safe)
             assert _fast_live_possible(result, opts)
             assert "".join(_fast_live_chunks(result, opts)) == _python_text(result, safe)
+            # raw: the same text as UTF-8 bytes (print writes them to stdout's byte stream)
+            assert b"".join(_fast_live_chunks(result, opts, raw=True)) == _python_text(result, safe).encode()
         return result
 
 
@@ -86,3 +89,17 @@ def test_file_shrunk_after_load_reads_what_is_there(tmp_path):
         for safe in (True, False):
             fast = "".join(_fast_live_chunks(result, PrintOptions(safe=safe)))
             assert fast == _python_text(result, safe)
+
+
+def test_runs_cut_in_small_windows_equal_the_python_text(tmp_path, monkeypatch):
+    """Windows of 64 bytes: a run per few entries, cut by live_run, formatted on the threads, in order."""
+    import amqtool.store.journal_files as jf
+
+    monkeypatch.setattr(jf, "WINDOW", 64)
+    monkeypatch.setattr(jf.BodyWindows.__init__, "__defaults__", (64,))
+    journal = detect(_generated(tmp_path)).journals()[0]
+    with open_journal(journal) as opened:
+        result = load_journal(opened)
+        runs = list(_fast_live_chunks(result, PrintOptions(safe=False)))
+        assert len(runs) > 5
+        assert "".join(runs) == _python_text(result, False)
