@@ -78,32 +78,11 @@ class MessageBatch:
 
     def take(self):
         """The batch of everything added (None when no row results), and start afresh."""
-        return self.finish(self.start())
-
-    def start(self, pool=None):
-        """Hand everything added to the C decoder -- on ``pool`` (a one-thread executor) when given, where it
-        runs without the GIL while the caller goes on adding the next batch -- and start afresh. Pass the
-        result to :meth:`finish`, in order: the counts and problems are taken there."""
         messages, self._messages, self._bytes = self._messages, [], 0
-        if not messages or not self.native:
-            return messages, None
-        items = []
-        for utype, body, mid, rows, _where in messages:
-            data = self.large.read(mid) if utype == 30 and self.large is not None else None
-            items.append((utype, body, data, len(rows)))
-        if pool is None:
-            return messages, native.message_columns(items, self.safe)
-        return messages, pool.submit(native.message_columns, items, self.safe)
-
-    def finish(self, started):
-        """The record batch of a :meth:`start` (None when no row results)."""
-        messages, result = started
         if not messages:
             return None
-        if hasattr(result, "result"):  # a future
-            result = result.result()
         pa = self.pa
-        parts, starts = self._decode(messages, result)
+        parts, starts = self._decode(messages)
         # row order is message order: C wrote each of its messages' rows in place; a message of the Python
         # part has one entry there, which each of its rows takes
         flat: list[tuple] = []
@@ -145,26 +124,31 @@ class MessageBatch:
 
     # --- decoding --------------------------------------------------------------------------------------
 
-    def _decode(self, messages, result):
+    def _decode(self, messages):
         """The message columns as a list of parts (dicts of arrays: C's first, one entry per row; then the
         Python reference's, one per message), and for each message where its entries start: ``k >= 0``, the
-        first of its rows at ``k``; ``-k - 1``, its one entry at ``k``; None, it did not decode. ``result``:
-        ``native.message_columns``' (None: everything is the reference's)."""
+        first of its rows at ``k``; ``-k - 1``, its one entry at ``k``; None, it did not decode."""
         starts: list = [None] * len(messages)
         parts = []
         left = range(len(messages))
         base = 0
-        if result is not None:
-            status, strings, fixed, lists = result
-            left = []
-            for i, st in enumerate(status):
-                if st == 0:
-                    starts[i] = base
-                    base += len(messages[i][3])
-                else:
-                    left.append(i)
-            if base:
-                parts.append(self._native_part(base, strings, fixed, lists))
+        if self.native:
+            items = []
+            for utype, body, mid, rows, _where in messages:
+                data = self.large.read(mid) if utype == 30 and self.large is not None else None
+                items.append((utype, body, data, len(rows)))
+            result = native.message_columns(items, self.safe)
+            if result is not None:
+                status, strings, fixed, lists = result
+                left = []
+                for i, st in enumerate(status):
+                    if st == 0:
+                        starts[i] = base
+                        base += len(messages[i][3])
+                    else:
+                        left.append(i)
+                if base:
+                    parts.append(self._native_part(base, strings, fixed, lists))
         decoded = []
         for i in left:
             utype, body, mid, _rows, where = messages[i]

@@ -211,27 +211,12 @@ def message_rows(messages, *, large: LargeBodies | None, safe: bool, summary: Ex
 def message_batches(messages, *, safe: bool, large: LargeBodies | None, summary: ExportSummary,
                     use_native: bool | None = None) -> Iterator:
     """Arrow record batches of ``messages`` (``(user record type, body, message id, rows, where)``, see
-    :class:`~amqtool.engines.export.columns.MessageBatch`), a bounded number of messages and bytes each.
-
-    A full batch's C decode runs on a thread of its own (without the GIL) while the next batch is gathered
-    here; the batch is finished here (Python parts, counts and problems) when the next one is full, so at most
-    two batches are held and the counts do not depend on the threads' timing."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    :class:`~amqtool.engines.export.columns.MessageBatch`), a bounded number of messages and bytes each."""
     batch = MessageBatch(safe=safe, large=large, summary=summary, use_native=use_native)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amqtool-decode") as pool:
-        pending = None
-        for m in messages:
-            batch.add(*m)
-            if batch.full:
-                started = batch.start(pool)
-                if pending is not None:
-                    out = batch.finish(pending)
-                    if out is not None:
-                        yield out
-                pending = started
-        if pending is not None:
-            out = batch.finish(pending)
+    for m in messages:
+        batch.add(*m)
+        if batch.full:
+            out = batch.take()
             if out is not None:
                 yield out
     out = batch.take()
