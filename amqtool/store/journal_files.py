@@ -205,6 +205,11 @@ class BodyWindows:
         return start, data
 
     def body(self, index: int, offset: int, length: int) -> bytes:
+        if self._held and length > 0 and offset >= 0:  # the common case: in the window used last
+            fi, base, data = self._held[-1]
+            if fi == index and base <= offset and offset + length <= base + len(data) \
+                    and offset + length <= self.opened.files[index].size:
+                return data[offset - base:offset + length - base]
         start, end = self.clip(self.opened.files[index].size, offset, length)
         base, data = self.holding(index, offset, length)
         return data[start - base:end - base]

@@ -431,3 +431,20 @@ def test_body_windows_hold_every_body():
             base, data = windows.holding(rec.file_index, rec.body_offset, rec.body_len)
             assert base <= rec.body_offset and rec.body_offset + rec.body_len <= base + len(data)
             assert windows.body(rec.file_index, rec.body_offset, rec.body_len) == result.body(rec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(0, 2), st.integers(-5, 9000), st.integers(-3, 300)), max_size=40),
+       window=st.sampled_from([16, 64, 4096]))
+def test_body_windows_read_what_load_result_reads(spans, window):
+    """Any span, in any order: inside the window used last (the fast path), across windows, past the end
+    of the file, empty or negative -- the bytes LoadResult.body would read (clip, then the file's bytes)."""
+    journal = detect(ORACLE / "03_transactions" / "journal").journals()[0]
+    with open_journal(journal) as opened:
+        windows = BodyWindows(opened, window=window)
+        n = len(opened.files)
+        for fi, off, length in spans:
+            fi %= n
+            size = opened.files[fi].size
+            start, end = BodyWindows.clip(size, off, length)
+            assert windows.body(fi, off, length) == opened.pread(fi, start, end - start)

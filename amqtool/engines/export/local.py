@@ -89,10 +89,10 @@ class LocalArtemisExport:
         self.summary.set_bindings(rows)
         return rows
 
-    def _pairs(self) -> Iterator[tuple[int, LiveRecord, list[tuple[int, str, int | None]]]]:
-        """(message id, record, [(queue id, state, tx id)]) in message-id order; queues in data exp order, then
-        the prepared ones in their transaction's ADD_REF order. ``record``: the message's live record, else
-        the one of the prepared transaction that adds it."""
+    def _pairs(self) -> Iterator[tuple[int, LiveRecord, list[tuple]]]:
+        """(message id, record, [(queue id, state, tx id, delivery count, scheduled time)]) in message-id order;
+        queues in data exp order, then the prepared ones in their transaction's ADD_REF order. ``record``: the
+        message's live record, else the one of the prepared transaction that adds it."""
         import heapq
 
         refs = self.refs
@@ -108,14 +108,18 @@ class LocalArtemisExport:
         only_prepared = sorted(m for m in prepared if m in prepared_messages and not refs.has_message(m))
         merged = heapq.merge(refs.committed(), ((m, prepared_messages[m], []) for m in only_prepared),
                              key=lambda t: t[0])
+        counts, scheduled = refs.delivery_counts, refs.scheduled
         for mid, rec, committed in merged:
-            pairs = [(q, "committed", None) for q in committed]
+            if counts or scheduled:
+                pairs = [(q, "committed", None, counts.get((mid, q), 0), scheduled.get((mid, q))) for q in committed]
+            else:  # (most stores: none of either)
+                pairs = [(q, "committed", None, 0, None) for q in committed]
             if prepared and mid in prepared:
                 seen = set(committed)
                 for qid, tx_id in prepared[mid]:
                     if qid not in seen:
                         seen.add(qid)
-                        pairs.append((qid, "prepared", tx_id))
+                        pairs.append((qid, "prepared", tx_id, counts.get((mid, qid), 0), scheduled.get((mid, qid))))
             if pairs:
                 yield mid, rec, pairs
 
@@ -124,15 +128,15 @@ class LocalArtemisExport:
         the LiveRecord its rows are decoded from (its live record, else the one of the prepared transaction
         that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
         order, only queues the options want. What :meth:`messages` is built from."""
-        refs = self.refs
-        counts, scheduled = refs.delivery_counts, refs.scheduled
         opts = self.options
+        if not opts.queues:
+            yield from self._pairs()
+            return
         b = self.bindings
         for mid, rec, pairs in self._pairs():
-            wanted = [(q, s, t) for q, s, t in pairs if opts.wants(b.queue_name(q))] if opts.queues else pairs
-            if not wanted:
-                continue
-            yield mid, rec, [(q, s, t, counts.get((mid, q), 0), scheduled.get((mid, q))) for q, s, t in wanted]
+            wanted = [p for p in pairs if opts.wants(b.queue_name(p[0]))]
+            if wanted:
+                yield mid, rec, wanted
 
     def rows(self) -> Iterator[tuple]:
         """Export rows (``schema.MESSAGE_COLUMNS`` tuples, decoded by the Python reference): the journal's
