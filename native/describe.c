@@ -19,6 +19,7 @@
  * including its "** undecodable: ... **" messages. Every read of the untrusted bytes is bounds-checked.
  */
 #include "core_codec.h"
+#include "live_walk.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -534,19 +535,16 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     outbuf o = {0};
     long long messages = 0, large = 0;
-    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
-    if (start < 0 || stop > total || start > stop) {
-        PyErr_SetString(PyExc_IndexError, "describe_live range out of bounds");
+    Py_ssize_t i = start;
+    if (!live_range_ok(live.len, start, stop, "describe_live"))
         goto done;
-    }
     const unsigned char *lb = live.buf, *db = data.buf;
     Py_ssize_t dlen = data.len;
     for (; i < stop; i++) {
-        const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
-        int32_t fi, blen;
-        live_entry(e, &id, &fi, &off, &blen);
-        if (fi != file_index)
+        int32_t blen;
+        const unsigned char *e = live_entry_of_file(lb, i, file_index, &id, &off, &blen);
+        if (e == NULL)
             break;
         int utype = e[8], upd = e[9] != 0, cc = (int8_t)e[10];
         if (utype == 40 || utype == 41)
