@@ -30,6 +30,7 @@ from amqtool.commands.output import (
     table_console,
     write_document,
 )
+from amqtool.commands.store_options import JDBC_PASSWORD_FILE_OPTION
 from amqtool.errors import UsageError
 
 check_app = typer.Typer(
@@ -258,7 +259,7 @@ def db(
     broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Artemis broker.xml with a <database-store>."),
     activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml with a jdbcPersistenceAdapter."),
     jdbc_url: Optional[str] = typer.Option(None, "--jdbc-url", help="jdbc:postgresql://host:port/db (credentials from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
-    jdbc_password_file: Optional[str] = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_password_file: Optional[str] = JDBC_PASSWORD_FILE_OPTION,
     jdbc_table_prefix: Optional[str] = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     kind: str = typer.Option("auto", "--kind", help="Store kind: auto (by the tables present), classic or artemis."),
     fmt: MetricFormat = METRIC_FORMAT_OPTION,
