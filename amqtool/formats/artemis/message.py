@@ -13,6 +13,7 @@ Every class decodes with bounds checks (FormatError for bad bytes) and encodes b
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from amqtool.errors import FormatError
@@ -119,30 +120,21 @@ class MessageHeaders:
         return None if self.user_id is None else uuid_text(self.user_id)
 
 
+def _header(name: str) -> property:
+    """A read-only attribute that is the message's ``headers.<name>`` (MessageHeaders)."""
+    return property(attrgetter(f"headers.{name}"), doc=f"``headers.{name}``")
+
+
 class _MessageAccessors:
     """Accessors the exporter uses, shared by core and large messages (which hold a ``headers``)."""
 
     headers: MessageHeaders
 
-    @property
-    def durable(self) -> bool:
-        return self.headers.durable
-
-    @property
-    def priority(self) -> int:
-        return self.headers.priority
-
-    @property
-    def timestamp(self) -> int:
-        return self.headers.timestamp
-
-    @property
-    def expiration(self) -> int:
-        return self.headers.expiration
-
-    @property
-    def type(self) -> int:
-        return self.headers.type
+    durable = _header("durable")          # bool
+    priority = _header("priority")        # int
+    timestamp = _header("timestamp")      # int, epoch milliseconds
+    expiration = _header("expiration")    # int, epoch milliseconds, 0 = never
+    type = _header("type")                # int, Message.getType()
 
     @property
     def type_name(self) -> str:
@@ -299,13 +291,8 @@ class LargeMessage(_MessageAccessors):
     def encode(self) -> bytes:
         return self.write(Writer()).getvalue()
 
-    @property
-    def message_id(self) -> int:
-        return self.headers.message_id
-
-    @property
-    def address(self) -> str | None:
-        return self.headers.address
+    message_id = _header("message_id")  # int: a large message has no persister copy of its own
+    address = _header("address")        # str | None
 
     @property
     def body(self) -> bytes:
