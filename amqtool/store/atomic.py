@@ -191,6 +191,19 @@ def fsync_dir(directory: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def fsync_tree(root: str | os.PathLike) -> None:
+    """fsync every file below ``root``, then each directory (top down, after its files): a tree written aside
+    is durable before it is renamed into place."""
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fsync(fd, os.path.join(dirpath, n))
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)
+
+
 def rename(src: str | os.PathLike, dst: str | os.PathLike, *, sync_dir: bool = True) -> None:
     """``rename(2)`` (atomically replacing ``dst``), then fsync the directories involved."""
     checkpoint("rename", dst)

@@ -178,3 +178,16 @@ def test_hook_sees_checkpoints(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic, "hook", lambda point, where: seen.append(point))
     atomic.unlink(tmp_path / "missing", missing_ok=True)
     assert seen == ["unlink"]
+
+
+def test_fsync_tree_syncs_every_file_then_its_directory(tmp_path):
+    """fsync_tree (the demo and migrate trees before their rename): each file, then the directory holding
+    them, top down."""
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    for rel in ("a", "d/b", "d/e/c"):
+        (tmp_path / rel).write_bytes(b"x")
+    with atomic.record_checkpoints() as points:
+        atomic.fsync_tree(tmp_path)
+    assert points == [("fsync", str(tmp_path / "a")), ("fsync-dir", str(tmp_path)),
+                      ("fsync", str(tmp_path / "d" / "b")), ("fsync-dir", str(tmp_path / "d")),
+                      ("fsync", str(tmp_path / "d" / "e" / "c")), ("fsync-dir", str(tmp_path / "d" / "e"))]

@@ -125,17 +125,6 @@ def broker_xml_snippet(plan: MigrationPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _dirs, names in os.walk(root):
-        for n in names:
-            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                atomic.fsync(fd, os.path.join(dirpath, n))
-            finally:
-                os.close(fd)
-        atomic.fsync_dir(dirpath)
-
-
 def _check_dest(dest: Path) -> None:
     if dest.exists():
         if not dest.is_dir():
@@ -256,7 +245,7 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         with open(tmp / "migration.json", "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
-        _fsync_tree(tmp)
+        atomic.fsync_tree(tmp)
         if target.exists():
             target.rmdir()  # empty (checked above); rename() cannot replace a directory otherwise
         atomic.rename(tmp, target)

@@ -52,17 +52,6 @@ from amqtool.engines.artemis.demo.broker import _Demo
 from amqtool.engines.artemis.demo.constants import MIN_SIZE
 
 
-def _fsync_tree(root: Path) -> None:
-    for dirpath, dirs, names in os.walk(root):
-        for n in names:
-            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                atomic.fsync(fd, os.path.join(dirpath, n))
-            finally:
-                os.close(fd)
-        atomic.fsync_dir(dirpath)
-
-
 def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio: float = 0.3,
                 file_size: int | None = None, min_files: int | None = None,
                 progress: Callable[[int], None] | None = None, large_messages: bool = True,
@@ -98,7 +87,7 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
             fh.write("\n")
-        _fsync_tree(tmp)
+        atomic.fsync_tree(tmp)
         if target.exists():
             target.rmdir()  # empty (checked above); rename() cannot replace it atomically otherwise
         atomic.rename(tmp, target)
