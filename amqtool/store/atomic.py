@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import stat
 from dataclasses import dataclass, field
@@ -202,6 +203,27 @@ def fsync_tree(root: str | os.PathLike) -> None:
             finally:
                 os.close(fd)
         fsync_dir(dirpath)
+
+
+def aside_dir(dest: str | os.PathLike, label: str) -> Path:
+    """A new empty directory beside ``dest`` to write a whole tree into before :func:`switch_dir` puts it in
+    place: ``.<dest name>.amqtool-<label>-<pid>`` in dest's parent (which must exist); a leftover of that name
+    is removed first."""
+    dest = Path(dest)
+    tmp = dest.parent / f".{dest.name}.amqtool-{label}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    return tmp
+
+
+def switch_dir(tmp: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Put the tree written in ``tmp`` (:func:`aside_dir`, made durable by the caller) in place of ``dest``, which
+    is absent or an empty directory: the empty one is removed first, since rename() cannot replace a
+    directory otherwise; then :func:`rename`."""
+    if os.path.exists(dest):
+        os.rmdir(dest)
+    rename(tmp, dest)
 
 
 def rename(src: str | os.PathLike, dst: str | os.PathLike, *, sync_dir: bool = True) -> None:

@@ -191,3 +191,29 @@ def test_fsync_tree_syncs_every_file_then_its_directory(tmp_path):
     assert points == [("fsync", str(tmp_path / "a")), ("fsync-dir", str(tmp_path)),
                       ("fsync", str(tmp_path / "d" / "b")), ("fsync-dir", str(tmp_path / "d")),
                       ("fsync", str(tmp_path / "d" / "e" / "c")), ("fsync-dir", str(tmp_path / "d" / "e"))]
+
+
+def test_aside_dir_then_switch_dir_replaces_an_empty_destination(tmp_path):
+    """The write-aside pair of the tree writers (compact -o, recover -o, create --demo/--from): a fresh
+    directory beside DEST (a leftover of the same name removed), then renamed over an empty DEST."""
+    dest = tmp_path / "out"
+    dest.mkdir()
+    leftover = tmp_path / f".out.amqtool-compact-{os.getpid()}"
+    leftover.mkdir()
+    (leftover / "stale").write_bytes(b"old")
+    tmp = atomic.aside_dir(dest, "compact")
+    assert tmp == leftover and list(tmp.iterdir()) == []
+    (tmp / "f").write_bytes(b"new")
+    with atomic.record_checkpoints() as points:
+        atomic.switch_dir(tmp, dest)
+    assert [p for p, _ in points][0] == "rename"
+    assert not tmp.exists() and (dest / "f").read_bytes() == b"new"
+
+
+def test_switch_dir_refuses_a_destination_that_is_not_empty(tmp_path):
+    dest = tmp_path / "out"
+    (dest / "sub").mkdir(parents=True)
+    tmp = atomic.aside_dir(dest, "tmp")
+    with pytest.raises(OSError):
+        atomic.switch_dir(tmp, dest)
+    assert (dest / "sub").is_dir() and tmp.is_dir()

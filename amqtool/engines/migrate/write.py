@@ -233,10 +233,7 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(plan.bytes_scanned * 1.2) + 2 * BINDINGS.default_file_size + mf * fs)
-    tmp = parent / f".{target.name}.amqtool-tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    tmp = atomic.aside_dir(target, "tmp")
     try:
         counts = _write(tmp, plan, large_threshold, fs, mf, progress)
         doc["counts"] = counts
@@ -246,9 +243,7 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
             json.dump(doc, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
         atomic.fsync_tree(tmp)
-        if target.exists():
-            target.rmdir()  # empty (checked above); rename() cannot replace a directory otherwise
-        atomic.rename(tmp, target)
+        atomic.switch_dir(tmp, target)  # target is absent or empty (checked above)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

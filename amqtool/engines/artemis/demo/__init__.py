@@ -76,10 +76,7 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(size * 1.1) + 4 * fs)
-    tmp = parent / f".{target.name}.amqtool-tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    tmp = atomic.aside_dir(target, "tmp")
     try:
         demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
         demo.run()
@@ -88,9 +85,7 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
             json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
             fh.write("\n")
         atomic.fsync_tree(tmp)
-        if target.exists():
-            target.rmdir()  # empty (checked above); rename() cannot replace it atomically otherwise
-        atomic.rename(tmp, target)
+        atomic.switch_dir(tmp, target)  # target is absent or empty (checked above)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
