@@ -217,6 +217,22 @@ def aside_dir(dest: str | os.PathLike, label: str) -> Path:
     return tmp
 
 
+@contextlib.contextmanager
+def tree_aside(dest: str | os.PathLike, label: str = "tmp") -> Iterator[Path]:
+    """Write a whole new tree for ``dest`` (absent or an empty directory) inside the block, in the directory it
+    yields (:func:`aside_dir`). When the block ends, everything in it is made durable (:func:`fsync_tree`) and
+    switched into place (:func:`switch_dir`); when the block raises (anything, InjectedFault included), the
+    aside tree is removed and ``dest`` is left as it was."""
+    tmp = aside_dir(dest, label)
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        switch_dir(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def switch_dir(tmp: str | os.PathLike, dest: str | os.PathLike) -> None:
     """Put the tree written in ``tmp`` (:func:`aside_dir`, made durable by the caller) in place of ``dest``, which
     is absent or an empty directory: the empty one is removed first, since rename() cannot replace a

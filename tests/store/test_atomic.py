@@ -217,3 +217,18 @@ def test_switch_dir_refuses_a_destination_that_is_not_empty(tmp_path):
     with pytest.raises(OSError):
         atomic.switch_dir(tmp, dest)
     assert (dest / "sub").is_dir() and tmp.is_dir()
+
+
+def test_tree_aside_switches_on_success_and_cleans_up_on_failure(tmp_path):
+    """create --demo/--from write their tree in tree_aside: all of it appears at DEST, or nothing does."""
+    dest = tmp_path / "store"
+    with pytest.raises(RuntimeError):
+        with atomic.tree_aside(dest) as tmp:
+            (tmp / "half").write_bytes(b"x")
+            raise RuntimeError("interrupted")
+    assert not dest.exists() and list(tmp_path.iterdir()) == []
+    with atomic.record_checkpoints() as points:
+        with atomic.tree_aside(dest) as tmp:
+            (tmp / "a").write_bytes(b"x")
+    assert (dest / "a").read_bytes() == b"x" and not tmp.exists()
+    assert [p for p, _ in points] == ["fsync", "fsync-dir", "rename", "fsync-dir"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -233,8 +232,7 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(plan.bytes_scanned * 1.2) + 2 * BINDINGS.default_file_size + mf * fs)
-    tmp = atomic.aside_dir(target, "tmp")
-    try:
+    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
         counts = _write(tmp, plan, large_threshold, fs, mf, progress)
         doc["counts"] = counts
         doc.update(plan.summary())
@@ -242,9 +240,4 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         with open(tmp / "migration.json", "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
-        atomic.fsync_tree(tmp)
-        atomic.switch_dir(tmp, target)  # target is absent or empty (checked above)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return doc

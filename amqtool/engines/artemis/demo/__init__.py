@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -76,17 +75,11 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(size * 1.1) + 4 * fs)
-    tmp = atomic.aside_dir(target, "tmp")
-    try:
+    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
         demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
         demo.run()
         manifest = demo.manifest()
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
             fh.write("\n")
-        atomic.fsync_tree(tmp)
-        atomic.switch_dir(tmp, target)  # target is absent or empty (checked above)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return manifest
