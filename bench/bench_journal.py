@@ -197,6 +197,17 @@ def has_demo() -> bool:
     return out.returncode == 0 and "--demo" in out.stdout
 
 
+def demo_store(base: Path, size: str = "1GiB") -> Path:
+    """The ``amqtool create --demo SIZE`` store under ``base`` (``demo`` for 1 GiB, else ``demo-<size>``), built
+    once and reused by every bench that reads a demo store."""
+    store = base / ("demo" if size == "1GiB" else f"demo-{size}")
+    if not (store / "data" / "journal").is_dir():
+        shutil.rmtree(store, ignore_errors=True)
+        subprocess.run([str(AMQTOOL), "create", "--demo", size, str(store), "-q"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return store
+
+
 def gnu_time_usage(stderr: str) -> tuple[float, float | None]:
     """(CPU seconds, user + system; peak RSS MiB, None when absent) from the report ``/usr/bin/time -v`` writes
     at the end of stderr: for the benches that capture a child's output and so cannot use :func:`run`."""
@@ -242,11 +253,7 @@ def main() -> int:
         source = "demo" if has_demo() else "synthetic"
     base = Path(args.dir)
     if source == "demo":
-        store = base / "demo"
-        if not (store / "data" / "journal").is_dir():
-            shutil.rmtree(store, ignore_errors=True)
-            subprocess.run([str(AMQTOOL), "create", "--demo", "1GiB", str(store), "-q"], check=True,
-                           stdout=subprocess.DEVNULL)
+        store = demo_store(base)
     elif source == "paged":
         store = base / "paged"
         if not (store / "journal").is_dir():
