@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 AMQTOOL = str(REPO / ".venv" / "bin" / "amqtool")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_journal import gnu_time_usage  # noqa: E402  (same directory; one reader of /usr/bin/time -v)
 
 
 def _run(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
@@ -54,15 +56,9 @@ def _peak_of(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess
         if r.returncode not in (0, 1):  # 1: --dry-run says compaction is needed
             sys.stderr.write(r.stderr)
             raise SystemExit(f"{' '.join(argv)} failed with exit {r.returncode}")
-        rss = 0.0
-        cpu = 0.0
-        for line in r.stderr.splitlines():
-            if "Maximum resident set size" in line:
-                rss = int(line.split(":")[1]) / 1024.0
-            elif "User time (seconds)" in line or "System time (seconds)" in line:
-                cpu += float(line.split(":")[1])
+        cpu, rss = gnu_time_usage(r.stderr)
         _CPU[0] = cpu
-        return elapsed, rss, r
+        return elapsed, 0.0 if rss is None else rss, r
     _CPU[0] = float("nan")
     return _run(argv)
 

@@ -197,6 +197,29 @@ def has_demo() -> bool:
     return out.returncode == 0 and "--demo" in out.stdout
 
 
+def demo_store(base: Path, size: str = "1GiB") -> Path:
+    """The ``amqtool create --demo SIZE`` store under ``base`` (``demo`` for 1 GiB, else ``demo-<size>``), built
+    once and reused by every bench that reads a demo store."""
+    store = base / ("demo" if size == "1GiB" else f"demo-{size}")
+    if not (store / "data" / "journal").is_dir():
+        shutil.rmtree(store, ignore_errors=True)
+        subprocess.run([str(AMQTOOL), "create", "--demo", size, str(store), "-q"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return store
+
+
+def gnu_time_usage(stderr: str) -> tuple[float, float | None]:
+    """(CPU seconds, user + system; peak RSS MiB, None when absent) from the report ``/usr/bin/time -v`` writes
+    at the end of stderr: for the benches that capture a child's output and so cannot use :func:`run`."""
+    cpu, rss = 0.0, None
+    for line in stderr.splitlines():
+        if "Maximum resident set size" in line:
+            rss = int(line.split(":")[1]) / 1024.0
+        elif "User time (seconds)" in line or "System time (seconds)" in line:
+            cpu += float(line.split(":")[1])
+    return cpu, rss
+
+
 def run(cmd: list[str]) -> tuple[float, float, int, float]:
     """(seconds, peak RSS MiB, exit code, CPU seconds) of one child, stdout to /dev/null. The RSS and CPU
     time come from wait4; this process stays small (the store is built in a child), since Linux carries the
@@ -230,11 +253,7 @@ def main() -> int:
         source = "demo" if has_demo() else "synthetic"
     base = Path(args.dir)
     if source == "demo":
-        store = base / "demo"
-        if not (store / "data" / "journal").is_dir():
-            shutil.rmtree(store, ignore_errors=True)
-            subprocess.run([str(AMQTOOL), "create", "--demo", "1GiB", str(store), "-q"], check=True,
-                           stdout=subprocess.DEVNULL)
+        store = demo_store(base)
     elif source == "paged":
         store = base / "paged"
         if not (store / "journal").is_dir():

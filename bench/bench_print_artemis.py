@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_journal import AMQTOOL, run  # noqa: E402  (same directory; one timing helper)
+from bench_journal import AMQTOOL, demo_store, run  # noqa: E402  (same directory; one timing helper)
 
 ANCHOR_S = 4.4  # perf-anchors.md: Artemis data print logic (DescribeJournal) to /dev/null
 ANCHOR_RECORDS = 2.16e6  # records of that store
@@ -46,11 +45,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--python", action="store_true", help="also time one AMQTOOL_NO_NATIVE=1 run")
     args = ap.parse_args()
-    store = Path(args.dir) / ("demo" if args.size == "1GiB" else f"demo-{args.size}")
-    if not (store / "data" / "journal").is_dir():
-        shutil.rmtree(store, ignore_errors=True)
-        subprocess.run([str(AMQTOOL), "create", "--demo", args.size, str(store), "-q"], check=True,
-                       stdout=subprocess.DEVNULL)
+    store = demo_store(Path(args.dir), args.size)
     cmd = [str(AMQTOOL), "print", "--style", "artemis", "-q", str(store)]
     records, text = count_records(cmd)  # also warms the page cache
     best = min((run(cmd) for _ in range(args.runs)), key=lambda r: r[0])

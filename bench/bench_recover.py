@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 AMQTOOL = str(REPO / ".venv" / "bin" / "amqtool")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_journal import gnu_time_usage  # noqa: E402  (same directory; one reader of /usr/bin/time -v)
 
 
 def _timed(argv: list[str], ok=(0,)) -> tuple[float, float, float]:
@@ -43,12 +45,8 @@ def _timed(argv: list[str], ok=(0,)) -> tuple[float, float, float]:
         raise SystemExit(f"{' '.join(argv)} failed with exit {r.returncode}")
     cpu = rss = float("nan")
     if use_time:
-        cpu = 0.0
-        for line in r.stderr.splitlines():
-            if "Maximum resident set size" in line:
-                rss = int(line.split(":")[1]) / 1024.0
-            elif "User time (seconds)" in line or "System time (seconds)" in line:
-                cpu += float(line.split(":")[1])
+        cpu, peak = gnu_time_usage(r.stderr)
+        rss = float("nan") if peak is None else peak
     return wall, cpu, rss
 
 

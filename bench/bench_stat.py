@@ -10,13 +10,11 @@ Usage: .venv/bin/python bench/bench_stat.py [--dir /tmp/amqbench] [--size 1GiB] 
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_journal import AMQTOOL, run  # noqa: E402  (same directory; one timing helper)
+from bench_journal import AMQTOOL, demo_store, run  # noqa: E402  (same directory; one timing helper)
 
 
 def main() -> int:
@@ -25,11 +23,7 @@ def main() -> int:
     ap.add_argument("--size", default="1GiB")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    store = Path(args.dir) / ("demo" if args.size == "1GiB" else f"demo-{args.size}")
-    if not (store / "data" / "journal").is_dir():
-        shutil.rmtree(store, ignore_errors=True)
-        subprocess.run([str(AMQTOOL), "create", "--demo", args.size, str(store), "-q"], check=True,
-                       stdout=subprocess.DEVNULL)
+    store = demo_store(Path(args.dir), args.size)
     cmds = {
         "verify": [str(AMQTOOL), "verify", "-q", "-f", "json", str(store)],
         "print json": [str(AMQTOOL), "print", "-q", "--safe", "-f", "json", str(store)],

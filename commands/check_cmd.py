@@ -6,7 +6,8 @@ exit code from the verdict. Nothing here changes the system.
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+from contextlib import contextmanager
+from typing import Iterator, List, Optional
 
 import typer
 
@@ -29,6 +30,7 @@ from amqtool.commands.output import (
     table_console,
     write_document,
 )
+from amqtool.commands.store_options import JDBC_PASSWORD_FILE_OPTION
 from amqtool.errors import UsageError
 
 check_app = typer.Typer(
@@ -132,6 +134,17 @@ def _nagios(name: str, doc: dict, report, warn: dict, crit: dict) -> None:
     plugin.emit(report.verdict, text, figures, warn, crit, label_of=lambda f: f.label.split(" ", 1)[0])
 
 
+@contextmanager
+def _checking(label: str, fmt: MetricFormat, metrics_file: str | None, nagios: bool = False,
+              warning: Optional[List[str]] = None, critical: Optional[List[str]] = None) -> Iterator[tuple | None]:
+    """The frame of every check subcommand: an error ends as the plugin's UNKNOWN line (--nagios) or one error
+    line and its exit code, with verdict UNKNOWN published to the metrics; -w/-c are checked against --nagios
+    first. Yields the --nagios thresholds (None without it) for ``_emit``."""
+    with unknown_on_error("check", label, fmt, metrics_file), \
+            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+        yield _nagios_thresholds(nagios, warning, critical, fmt)
+
+
 def _status(quiet: bool, message: str) -> None:
     if not quiet:
         stderr_console().print(message)
@@ -152,14 +165,13 @@ def write_cache(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
-    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
-        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
+    label = ",".join(paths or ["."])
+    with _checking(label, fmt, metrics_file, nagios, warning, critical) as thresholds:
         from amqtool.engines.check import check_write_cache, configure
 
         cfg = configure(paths, broker_xml, activemq_xml)
         _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file, thresholds,
-              label=",".join(paths or ["."]))
+              label=label)
 
 
 @check_app.command("disk-space")
@@ -177,14 +189,13 @@ def disk_space(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
-    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
-        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
+    label = ",".join(paths or ["."])
+    with _checking(label, fmt, metrics_file, nagios, warning, critical) as thresholds:
         from amqtool.engines.check import check_disk_space, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
         _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file, thresholds,
-              label=",".join(paths or ["."]))
+              label=label)
 
 
 @check_app.command("aio")
@@ -201,9 +212,7 @@ def aio(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
-    with unknown_on_error("check", path, fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
-        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
+    with _checking(path, fmt, metrics_file, nagios, warning, critical) as thresholds:
         from amqtool.engines.check import check_aio, configure
 
         cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
@@ -230,9 +239,8 @@ def check_all(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
-    with unknown_on_error("check", ",".join(paths or ["."]), fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
-        thresholds = _nagios_thresholds(nagios, warning, critical, fmt)
+    label = ",".join(paths or ["."])
+    with _checking(label, fmt, metrics_file, nagios, warning, critical) as thresholds:
         from amqtool.engines.check import check_all as run_all, configure
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
@@ -243,8 +251,7 @@ def check_all(
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
                          cfg.journal_type, probe_seconds)
-        _emit("all", report, fmt, quiet, metrics_file, thresholds,
-              label=",".join(paths or ["."]))
+        _emit("all", report, fmt, quiet, metrics_file, thresholds, label=label)
 
 
 @check_app.command("db")
@@ -252,7 +259,7 @@ def db(
     broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Artemis broker.xml with a <database-store>."),
     activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml with a jdbcPersistenceAdapter."),
     jdbc_url: Optional[str] = typer.Option(None, "--jdbc-url", help="jdbc:postgresql://host:port/db (credentials from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
-    jdbc_password_file: Optional[str] = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_password_file: Optional[str] = JDBC_PASSWORD_FILE_OPTION,
     jdbc_table_prefix: Optional[str] = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     kind: str = typer.Option("auto", "--kind", help="Store kind: auto (by the tables present), classic or artemis."),
     fmt: MetricFormat = METRIC_FORMAT_OPTION,
@@ -260,8 +267,8 @@ def db(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Can amqtool reach the broker's database, are the tables there (rows, sizes), and who holds the lock."""
-    with unknown_on_error("check", jdbc_url or activemq_xml or broker_xml or "", fmt, metrics_file), \
-            guarded(document_format(fmt)):
+    label = jdbc_url or activemq_xml or broker_xml or ""
+    with _checking(label, fmt, metrics_file):
         from amqtool.engines.jdbc.check import check_db
         from amqtool.engines.jdbc.resolve import jdbc_store
 
@@ -271,5 +278,4 @@ def db(
                            table_prefix=jdbc_table_prefix, probe=False)
         if store is None:
             raise UsageError("check db needs --jdbc-url, or --activemq-xml/--broker-xml naming a database store")
-        _emit("db", check_db(store, kind), fmt, quiet, metrics_file,
-              label=jdbc_url or activemq_xml or broker_xml or "")
+        _emit("db", check_db(store, kind), fmt, quiet, metrics_file, label=label)

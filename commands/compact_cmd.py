@@ -32,6 +32,7 @@ from amqtool.commands.output import (
     write_document,
     write_lines,
 )
+from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
 from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
 from amqtool.units import binary
 
@@ -78,7 +79,7 @@ def _text(reports, mode: str) -> list[str]:
 @app.command("compact")
 def compact(
     path: Path = typer.Argument(..., help="Broker instance, data directory or journal directory."),
-    broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Read directories and journal settings from this broker.xml."),
+    broker_xml: Optional[str] = BROKER_XML_SETTINGS_OPTION,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a compacted copy to DEST; PATH is left untouched."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what compaction would do; write nothing."),
     if_needed: bool = typer.Option(False, "--if-needed", help="Compact only when Artemis' thresholds say so (exit 0 otherwise)."),

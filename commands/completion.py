@@ -79,9 +79,13 @@ def _q(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def bash_script(nodes: list[Node]) -> str:
-    subs = "".join(f"        {_q(n.path)}) echo {_q(' '.join(n.subcommands))} ;;\n" for n in nodes if n.subcommands)
-    opts = "".join(f"        {_q(n.path)}) echo {_q(' '.join(x for o in n.options for x in o.names))} ;;\n"
+def _lookups(nodes: list[Node], indent: str, say: str) -> str:
+    """The four lookup functions the bash and the zsh script share (the same sh ``case`` syntax), indented by
+    ``indent`` and answering with ``say`` (bash ``echo``, zsh ``print -r --``): the subcommands and the options
+    of a command path, whether an option of a path takes a value, and the values of a choice option."""
+    arm = indent * 2
+    subs = "".join(f"{arm}{_q(n.path)}) {say} {_q(' '.join(n.subcommands))} ;;\n" for n in nodes if n.subcommands)
+    opts = "".join(f"{arm}{_q(n.path)}) {say} {_q(' '.join(x for o in n.options for x in o.names))} ;;\n"
                    for n in nodes)
     valued, choices = [], []
     for n in nodes:
@@ -89,29 +93,33 @@ def bash_script(nodes: list[Node]) -> str:
             if not o.takes_value:
                 continue
             keys = "|".join(_q(f"{n.path}|{name}") for name in o.names)
-            valued.append(f"        {keys}) return 0 ;;\n")
+            valued.append(f"{arm}{keys}) return 0 ;;\n")
             if o.choices:
-                choices.append(f"        {keys}) echo {_q(' '.join(o.choices))} ;;\n")
+                choices.append(f"{arm}{keys}) {say} {_q(' '.join(o.choices))} ;;\n")
+    return f"""_amqtool_subcommands() {{
+{indent}case "$1" in
+{subs}{indent}esac
+}}
+_amqtool_options() {{
+{indent}case "$1" in
+{opts}{indent}esac
+}}
+_amqtool_takes_value() {{
+{indent}case "$1|$2" in
+{''.join(valued)}{indent}esac
+{indent}return 1
+}}
+_amqtool_choices() {{
+{indent}case "$1|$2" in
+{''.join(choices)}{indent}esac
+}}"""
+
+
+def bash_script(nodes: list[Node]) -> str:
     return f"""# bash completion for amqtool: generated at build time by amqtool.commands.completion; no amqtool
 # process runs at TAB. Enable: source this file (installed as share/bash-completion/completions/amqtool,
 # which bash-completion loads by itself).
-_amqtool_subcommands() {{
-    case "$1" in
-{subs}    esac
-}}
-_amqtool_options() {{
-    case "$1" in
-{opts}    esac
-}}
-_amqtool_takes_value() {{
-    case "$1|$2" in
-{''.join(valued)}    esac
-    return 1
-}}
-_amqtool_choices() {{
-    case "$1|$2" in
-{''.join(choices)}    esac
-}}
+{_lookups(nodes, "    ", "echo")}
 _amqtool() {{
     local cur prev path="" w i subs skip=0
     cur="${{COMP_WORDS[COMP_CWORD]}}"
@@ -155,38 +163,10 @@ complete -F _amqtool amqtool
 
 
 def zsh_script(nodes: list[Node]) -> str:
-    subs = "".join(f"    {_q(n.path)}) print -r -- {_q(' '.join(n.subcommands))} ;;\n" for n in nodes if n.subcommands)
-    opts = "".join(f"    {_q(n.path)}) print -r -- {_q(' '.join(x for o in n.options for x in o.names))} ;;\n"
-                   for n in nodes)
-    valued, choices = [], []
-    for n in nodes:
-        for o in n.options:
-            if not o.takes_value:
-                continue
-            keys = "|".join(_q(f"{n.path}|{name}") for name in o.names)
-            valued.append(f"    {keys}) return 0 ;;\n")
-            if o.choices:
-                choices.append(f"    {keys}) print -r -- {_q(' '.join(o.choices))} ;;\n")
     return f"""#compdef amqtool
 # zsh completion for amqtool: generated at build time by amqtool.commands.completion; no amqtool process
 # runs at TAB. Installed as share/zsh/site-functions/_amqtool (on zsh's $fpath), or: fpath+=(DIR); compinit.
-_amqtool_subcommands() {{
-  case "$1" in
-{subs}  esac
-}}
-_amqtool_options() {{
-  case "$1" in
-{opts}  esac
-}}
-_amqtool_takes_value() {{
-  case "$1|$2" in
-{''.join(valued)}  esac
-  return 1
-}}
-_amqtool_choices() {{
-  case "$1|$2" in
-{''.join(choices)}  esac
-}}
+{_lookups(nodes, "  ", "print -r --")}
 _amqtool() {{
   local path="" w i skip=0 values
   local -a subs
@@ -221,7 +201,6 @@ def fish_script(nodes: list[Node]) -> str:
              "# process runs at TAB. Installed as share/fish/vendor_completions.d/amqtool.fish.",
              "complete -c amqtool -f"]
     by_path = {n.path: n for n in nodes}
-    all_subs = sorted({s for n in nodes for s in n.subcommands})
 
     def condition(path: str) -> str:
         if not path:
@@ -252,7 +231,6 @@ def fish_script(nodes: list[Node]) -> str:
             lines.append(f"complete -c amqtool -n {cond} {' '.join(flags)}{value} -d {_q(o.help)}")
         if not n.subcommands and n.path:  # leaf commands take store paths
             lines.append(f"complete -c amqtool -n {cond} -F")
-    del all_subs
     return "\n".join(lines) + "\n"
 
 

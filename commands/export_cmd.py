@@ -9,6 +9,7 @@ import typer
 
 from amqtool.commands.main import app
 from amqtool.commands.output import QUIET_OPTION, finish, guarded, progress, show_progress, stderr_console, write_json
+from amqtool.commands.store_options import BROKER_XML_OPTION, JDBC_PASSWORD_FILE_OPTION
 
 
 class ExportFormat(str, enum.Enum):
@@ -109,10 +110,10 @@ def export(
     safe: bool = typer.Option(False, "--safe", help="No body bytes: body_size and body_sha256 only (jsonl, parquet)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output (only once the new one is complete)."),
     mode: str = typer.Option(None, "--mode", help="Octal mode of output files (default 600; directories get x where r)."),
-    broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
+    broker_xml: str = BROKER_XML_OPTION,
     activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use the store it names (KahaDB or JDBC)."),
     jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (credentials from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
-    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
+    jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
     jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     jdbc_driver_jar: str = typer.Option(None, "--jdbc-driver-jar", help="Spark engine: the JDBC driver jar (default: the system's, e.g. /usr/share/java/postgresql.jar)."),
     jdbc_partitions: int = typer.Option(None, "--jdbc-partitions", min=1, help="Spark engine, Classic JDBC: ID ranges read in parallel (default: the cores)."),

@@ -20,6 +20,13 @@ from amqtool.commands.output import (
     write_jsonl,
     write_lines,
 )
+from amqtool.commands.store_options import (
+    ACTIVEMQ_XML_KAHADB_OPTION,
+    BROKER_XML_OPTION,
+    JDBC_PASSWORD_FILE_OPTION,
+    JDBC_TABLE_PREFIX_OPTION,
+    JDBC_URL_OPTION,
+)
 from amqtool.errors import UsageError, Verdict
 
 
@@ -36,8 +43,8 @@ class JournalChoice(str, enum.Enum):
 @app.command("print")
 def print_(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
-    broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
-    activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
+    broker_xml: str = BROKER_XML_OPTION,
+    activemq_xml: str = ACTIVEMQ_XML_KAHADB_OPTION,
     fmt: OutputFormat = FORMAT_OPTION,
     style: Style = typer.Option(Style.amqtool, "--style", help="Text style: amqtool, or artemis (`artemis data print` lines)."),
     safe: bool = typer.Option(False, "--safe", help="No body bytes: sizes and sha256 only."),
@@ -49,9 +56,9 @@ def print_(
     max_pages: int = typer.Option(-1, "--max-pages", help="Paging: at most this many pages per address (-1 all, 0 none)."),
     pins: bool = typer.Option(False, "--pins", help="Why each journal (log) file cannot be reclaimed yet (Artemis: only the pins)."),
     drain: str = typer.Option(None, "--drain", help="With --pins: which files would go if this queue (KahaDB: DEST) were drained."),
-    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
-    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
-    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix (default: activemq.xml's, else none)."),
+    jdbc_url: str = JDBC_URL_OPTION,
+    jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
+    jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""

@@ -23,6 +23,7 @@ from amqtool.commands.output import (
     write_document,
     write_lines,
 )
+from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
 from amqtool.errors import UsageError
 from amqtool.units import binary
 
@@ -89,7 +90,7 @@ def recover(
     path: Path = typer.Argument(..., help="Broker instance, data directory or journal directory (read only)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the recovered store to DEST (must not exist or be empty)."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what would be recovered and lost; write nothing."),
-    broker_xml: Optional[str] = typer.Option(None, "--broker-xml", help="Read directories and journal settings from this broker.xml."),
+    broker_xml: Optional[str] = BROKER_XML_SETTINGS_OPTION,
     activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="Read the KahaDB directory from this activemq.xml."),
     undelete: bool = typer.Option(False, "--undelete", help="Bring back deleted messages whose records are still in the files."),
     queue: Optional[list[str]] = typer.Option(None, "--queue", help="--undelete: only this queue (repeatable)."),

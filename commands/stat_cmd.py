@@ -26,6 +26,7 @@ from amqtool.commands.output import (
     table_console,
     write_document,
 )
+from amqtool.commands.store_options import ACTIVEMQ_XML_KAHADB_OPTION, BROKER_XML_OPTION
 from amqtool.errors import UsageError, Verdict
 
 
@@ -103,8 +104,8 @@ def render_tables(doc: dict) -> None:
 @app.command("stat")
 def stat(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
-    broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
-    activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
+    broker_xml: str = BROKER_XML_OPTION,
+    activemq_xml: str = ACTIVEMQ_XML_KAHADB_OPTION,
     mfmt: MetricFormat = METRIC_FORMAT_OPTION,
     metrics_file: str = METRICS_FILE_OPTION,
     sort: SortKey = typer.Option(SortKey.bytes, "--sort", help="Order queues by bytes, messages (largest first) or oldest."),

@@ -26,6 +26,13 @@ from amqtool.commands.output import (
     render_findings_text,
     write_document,
 )
+from amqtool.commands.store_options import (
+    ACTIVEMQ_XML_KAHADB_OPTION,
+    BROKER_XML_OPTION,
+    JDBC_PASSWORD_FILE_OPTION,
+    JDBC_TABLE_PREFIX_OPTION,
+    JDBC_URL_OPTION,
+)
 from amqtool.errors import UsageError, Verdict, overall_verdict
 
 # --nagios figures: always the findings and sizes; live_ratio and oldest_age come from `stat` (one more read of
@@ -37,16 +44,16 @@ NAGIOS_LABELS = {"findings_critical", "findings_warning", "files", "bytes", "liv
 @app.command("verify")
 def verify(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
-    broker_xml: str = typer.Option(None, "--broker-xml", help="Artemis broker.xml: use the directories it names."),
-    activemq_xml: str = typer.Option(None, "--activemq-xml", help="ActiveMQ Classic activemq.xml: use its KahaDB store."),
+    broker_xml: str = BROKER_XML_OPTION,
+    activemq_xml: str = ACTIVEMQ_XML_KAHADB_OPTION,
     mfmt: MetricFormat = METRIC_FORMAT_OPTION,
     metrics_file: str = METRICS_FILE_OPTION,
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: list[str] = plugin.WARNING_OPTION,
     critical: list[str] = plugin.CRITICAL_OPTION,
-    jdbc_url: str = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file)."),
-    jdbc_password_file: str = typer.Option(None, "--jdbc-password-file", help="Read the database password from this file's first line."),
-    jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix (default: activemq.xml's, else none)."),
+    jdbc_url: str = JDBC_URL_OPTION,
+    jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
+    jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""

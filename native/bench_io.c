@@ -84,8 +84,10 @@ static int get_ctl(PyObject *obj, Py_buffer *view, ctl_t *c) {
     view->obj = NULL;
     if (obj == NULL || obj == Py_None)
         return 0;
-    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        view->obj = NULL;
         return -1;
+    }
     if (view->len < 16) {
         PyBuffer_Release(view);
         view->obj = NULL;
@@ -168,6 +170,16 @@ static PyObject *finish(fail_t *f, PyObject *path, uint64_t done, uint64_t elaps
     return finish2(f, path, done, elapsed, lat, NULL);
 }
 
+/* Releases what every *_run took from its arguments (the ctl view, when get_ctl took one; the block; the path)
+ * and returns res. */
+static PyObject *release_args(PyObject *res, PyObject *path, Py_buffer *block, Py_buffer *ctlview) {
+    if (ctlview->obj)
+        PyBuffer_Release(ctlview);
+    PyBuffer_Release(block);
+    Py_DECREF(path);
+    return res;
+}
+
 static int check_geometry(size_t block_len, size_t unit, unsigned long long region, size_t group) {
     if (block_len == 0) {
         PyErr_SetString(PyExc_ValueError, "block must not be empty");
@@ -179,6 +191,105 @@ static int check_geometry(size_t block_len, size_t unit, unsigned long long regi
         return -1;
     }
     return 0;
+}
+
+/* The arguments of the O_DIRECT loops (ASYNCIO, io_uring): depth 1..max_depth, align a power of two >= 512,
+ * one write of the block padded to `align` (*unit) fitting the region.  0, or -1 with ValueError raised. */
+static int check_direct(const Py_buffer *block, unsigned long long region, int depth, int max_depth, int align,
+                        size_t *unit) {
+    if (depth < 1 || depth > max_depth || align < 512 || (align & (align - 1))) {
+        PyErr_Format(PyExc_ValueError, "depth must be 1..%d and align a power of two >= 512", max_depth);
+        return -1;
+    }
+    *unit = round_up((size_t)block->len, (size_t)align);
+    return check_geometry((size_t)block->len, *unit, region, 1);
+}
+
+/* ---- the batched loop of NIO and MAPPED ---------------------------------------------------------- */
+
+typedef struct {
+    unsigned char *map;       /* MAPPED: the mapping of the first `region` bytes; NIO: NULL */
+    int fd;                   /* NIO: the open file */
+    int coalesce, sync;       /* NIO: one pwrite per group or one per record; sync 0 none, 1 fdatasync, 2 fsync */
+    const unsigned char *src; /* `batch` units, each the block followed by zeros up to `unit` */
+    size_t unit, region;
+} group_io;
+
+/* The n records of a group onto slots slot.. : NIO by pwrite, MAPPED by memcpy into the mapping.
+ * 0, or -1 with f set. */
+static int group_write(const group_io *g, size_t slot, size_t n, fail_t *f) {
+    if (g->map) {
+        memcpy(g->map + slot * g->unit, g->src, n * g->unit);
+        return 0;
+    }
+    int rc = 0;
+    if (g->coalesce) {
+        rc = pwrite_full(g->fd, g->src, n * g->unit, (off_t)(slot * g->unit));
+    } else {
+        for (size_t j = 0; j < n && rc == 0; j++)
+            rc = pwrite_full(g->fd, g->src + j * g->unit, g->unit, (off_t)((slot + j) * g->unit));
+    }
+    if (rc < 0) {
+        FAIL(f, errno, "pwrite");
+        return -1;
+    }
+    return 0;
+}
+
+/* The one sync after a group: NIO fdatasync or fsync (or none), MAPPED msync(MS_SYNC) of the whole mapping.
+ * 0, or -1 with f set. */
+static int group_sync(const group_io *g, fail_t *f) {
+    if (g->map) {
+        if (msync(g->map, g->region, MS_SYNC) < 0) {
+            FAIL(f, errno, "msync");
+            return -1;
+        }
+        return 0;
+    }
+    if (g->sync == 1 && fdatasync(g->fd) < 0) {
+        FAIL(f, errno, "fdatasync");
+        return -1;
+    }
+    if (g->sync == 2 && fsync(g->fd) < 0) {
+        FAIL(f, errno, "fsync");
+        return -1;
+    }
+    return 0;
+}
+
+/* The timed loop of NIO and MAPPED (see the top of the file): groups of up to `batch` records, each written
+ * then synced once; one latency per group (write + sync) into lat and, when slat is not NULL, one per sync
+ * alone into slat.  Sets *t0 and *tlast, returns the writes done. */
+static uint64_t group_loop(const group_io *g, ctl_t *c, unsigned long long writes, size_t batch, size_t nslots,
+                           unsigned long long duration, lat_t *lat, lat_t *slat, fail_t *f, uint64_t *t0,
+                           uint64_t *tlast) {
+    uint64_t done = 0;
+    size_t slot = 0;
+    *t0 = *tlast = now_ns();
+    while (done < writes && !stop_requested(c)) {
+        if (duration && *tlast - *t0 >= duration)
+            break;
+        size_t n = batch;
+        if (writes - done < n)
+            n = (size_t)(writes - done);
+        if (slot + n > nslots)
+            slot = 0;
+        uint64_t ts = now_ns();
+        if (group_write(g, slot, n, f) < 0)
+            break;
+        uint64_t tw = slat ? now_ns() : 0;
+        if (group_sync(g, f) < 0)
+            break;
+        *tlast = now_ns();
+        if (lat_push(lat, *tlast - ts) < 0 || (slat && lat_push(slat, *tlast - tw) < 0)) {
+            FAIL(f, ENOMEM, "latency buffer");
+            break;
+        }
+        slot += n;
+        done += n;
+        publish(c, done);
+    }
+    return done;
 }
 
 /* ---- NIO: pwrite + fdatasync / fsync ----------------------------------------------------------- */
@@ -201,18 +312,18 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     ctl_t c;
     PyObject *res = NULL;
     if (get_ctl(ctlobj, &ctlview, &c) < 0)
-        goto out_block;
+        goto out;
     if (batch < 1 || align < 1 || sync < 0 || sync > 2) {
         PyErr_SetString(PyExc_ValueError, "batch and align must be >= 1, sync 0..2");
-        goto out_ctl;
+        goto out;
     }
     size_t unit = (oflags & O_DIRECT) ? round_up((size_t)block.len, (size_t)align) : (size_t)block.len;
     if (check_geometry((size_t)block.len, unit, region, (size_t)batch) < 0)
-        goto out_ctl;
+        goto out;
     unsigned char *buf = make_units(&block, unit, (size_t)batch, (size_t)align);
     if (buf == NULL) {
         PyErr_NoMemory();
-        goto out_ctl;
+        goto out;
     }
     const char *cpath = PyBytes_AS_STRING(path);
     size_t nslots = region / unit;
@@ -225,59 +336,17 @@ PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (fd < 0) {
         FAIL(&f, errno, (oflags & O_DIRECT) ? "open with O_DIRECT" : "open");
     } else {
-        size_t slot = 0;
-        t0 = tlast = now_ns();
-        while (done < writes && !stop_requested(&c)) {
-            if (duration && tlast - t0 >= duration)
-                break;
-            size_t n = (size_t)batch;
-            if (writes - done < n)
-                n = (size_t)(writes - done);
-            if (slot + n > nslots)
-                slot = 0;
-            uint64_t ts = now_ns();
-            int rc = 0;
-            if (coalesce) {
-                rc = pwrite_full(fd, buf, n * unit, (off_t)(slot * unit));
-            } else {
-                for (size_t j = 0; j < n && rc == 0; j++)
-                    rc = pwrite_full(fd, buf + j * unit, unit, (off_t)((slot + j) * unit));
-            }
-            if (rc < 0) {
-                FAIL(&f, errno, "pwrite");
-                break;
-            }
-            uint64_t tw = want_slat ? now_ns() : 0;
-            if (sync == 1 && fdatasync(fd) < 0) {
-                FAIL(&f, errno, "fdatasync");
-                break;
-            }
-            if (sync == 2 && fsync(fd) < 0) {
-                FAIL(&f, errno, "fsync");
-                break;
-            }
-            tlast = now_ns();
-            if (lat_push(&lat, tlast - ts) < 0 || (want_slat && lat_push(&slat, tlast - tw) < 0)) {
-                FAIL(&f, ENOMEM, "latency buffer");
-                break;
-            }
-            slot += n;
-            done += n;
-            publish(&c, done);
-        }
+        group_io g = {NULL, fd, coalesce, sync, buf, unit, (size_t)region};
+        done = group_loop(&g, &c, writes, (size_t)batch, nslots, duration, &lat, want_slat ? &slat : NULL, &f, &t0,
+                          &tlast);
         close(fd);
     }
     Py_END_ALLOW_THREADS
 
     free(buf);
     res = finish2(&f, path, done, tlast - t0, &lat, want_slat ? &slat : NULL);
-out_ctl:
-    if (ctlview.obj)
-        PyBuffer_Release(&ctlview);
-out_block:
-    PyBuffer_Release(&block);
-    Py_DECREF(path);
-    return res;
+out:
+    return release_args(res, path, &block, &ctlview);
 }
 
 /* ---- ASYNCIO: O_DIRECT + Linux AIO through the raw system calls ------------------------------- */
@@ -318,14 +387,10 @@ PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     ctl_t c;
     PyObject *res = NULL;
     if (get_ctl(ctlobj, &ctlview, &c) < 0)
-        goto out_block;
-    if (depth < 1 || depth > 65536 || align < 512 || (align & (align - 1))) {
-        PyErr_SetString(PyExc_ValueError, "depth must be 1..65536 and align a power of two >= 512");
-        goto out_ctl;
-    }
-    size_t unit = round_up((size_t)block.len, (size_t)align);
-    if (check_geometry((size_t)block.len, unit, region, 1) < 0)
-        goto out_ctl;
+        goto out;
+    size_t unit;
+    if (check_direct(&block, region, depth, 65536, align, &unit) < 0)
+        goto out;
     unsigned char *buf = make_units(&block, unit, 1, (size_t)align);
     struct iocb *cbs = calloc((size_t)depth, sizeof(struct iocb));
     struct iocb **ptrs = calloc((size_t)depth, sizeof(struct iocb *));
@@ -440,13 +505,8 @@ out_free:
     free(events);
     free(sent);
     free(freelist);
-out_ctl:
-    if (ctlview.obj)
-        PyBuffer_Release(&ctlview);
-out_block:
-    PyBuffer_Release(&block);
-    Py_DECREF(path);
-    return res;
+out:
+    return release_args(res, path, &block, &ctlview);
 }
 
 /* ---- MAPPED: memcpy into MAP_SHARED + msync(MS_SYNC) ------------------------------------------ */
@@ -467,18 +527,18 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     ctl_t c;
     PyObject *res = NULL;
     if (get_ctl(ctlobj, &ctlview, &c) < 0)
-        goto out_block;
+        goto out;
     if (batch < 1) {
         PyErr_SetString(PyExc_ValueError, "batch must be >= 1");
-        goto out_ctl;
+        goto out;
     }
     size_t unit = (size_t)block.len;
     if (check_geometry(unit, unit, region, (size_t)batch) < 0)
-        goto out_ctl;
+        goto out;
     unsigned char *src = make_units(&block, unit, (size_t)batch, 64);
     if (src == NULL) {
         PyErr_NoMemory();
-        goto out_ctl;
+        goto out;
     }
     const char *cpath = PyBytes_AS_STRING(path);
     size_t nslots = (size_t)(region / unit);
@@ -494,33 +554,9 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     } else if ((map = mmap(NULL, (size_t)region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         FAIL(&f, errno, "mmap");
     } else {
-        size_t slot = 0;
-        t0 = tlast = now_ns();
-        while (done < writes && !stop_requested(&c)) {
-            if (duration && tlast - t0 >= duration)
-                break;
-            size_t n = (size_t)batch;
-            if (writes - done < n)
-                n = (size_t)(writes - done);
-            if (slot + n > nslots)
-                slot = 0;
-            uint64_t ts = now_ns();
-            size_t start = slot * unit, len = n * unit;
-            memcpy(map + start, src, len);
-            uint64_t tw = want_slat ? now_ns() : 0;
-            if (msync(map, (size_t)region, MS_SYNC) < 0) {
-                FAIL(&f, errno, "msync");
-                break;
-            }
-            tlast = now_ns();
-            if (lat_push(&lat, tlast - ts) < 0 || (want_slat && lat_push(&slat, tlast - tw) < 0)) {
-                FAIL(&f, ENOMEM, "latency buffer");
-                break;
-            }
-            slot += n;
-            done += n;
-            publish(&c, done);
-        }
+        group_io g = {map, fd, 0, 0, src, unit, (size_t)region};
+        done = group_loop(&g, &c, writes, (size_t)batch, nslots, duration, &lat, want_slat ? &slat : NULL, &f, &t0,
+                          &tlast);
     }
     if (map != MAP_FAILED)
         munmap(map, (size_t)region);
@@ -530,13 +566,8 @@ PyObject *amq_mapped_run(PyObject *self, PyObject *args, PyObject *kwargs) {
 
     free(src);
     res = finish2(&f, path, done, tlast - t0, &lat, want_slat ? &slat : NULL);
-out_ctl:
-    if (ctlview.obj)
-        PyBuffer_Release(&ctlview);
-out_block:
-    PyBuffer_Release(&block);
-    Py_DECREF(path);
-    return res;
+out:
+    return release_args(res, path, &block, &ctlview);
 }
 
 /* ---- io_uring through io_uring_setup / io_uring_enter ----------------------------------------- */
@@ -644,14 +675,10 @@ PyObject *amq_uring_run(PyObject *self, PyObject *args, PyObject *kwargs) {
     ctl_t c;
     PyObject *res = NULL;
     if (get_ctl(ctlobj, &ctlview, &c) < 0)
-        goto out_block;
-    if (depth < 1 || depth > 4096 || align < 512 || (align & (align - 1))) {
-        PyErr_SetString(PyExc_ValueError, "depth must be 1..4096 and align a power of two >= 512");
-        goto out_ctl;
-    }
-    size_t unit = round_up((size_t)block.len, (size_t)align);
-    if (check_geometry((size_t)block.len, unit, region, 1) < 0)
-        goto out_ctl;
+        goto out;
+    size_t unit;
+    if (check_direct(&block, region, depth, 4096, align, &unit) < 0)
+        goto out;
     unsigned char *buf = make_units(&block, unit, 1, (size_t)align);
     uint64_t *sent = calloc((size_t)depth, sizeof(uint64_t));
     int *freelist = calloc((size_t)depth, sizeof(int));
@@ -789,11 +816,6 @@ out_free:
     free(buf);
     free(sent);
     free(freelist);
-out_ctl:
-    if (ctlview.obj)
-        PyBuffer_Release(&ctlview);
-out_block:
-    PyBuffer_Release(&block);
-    Py_DECREF(path);
-    return res;
+out:
+    return release_args(res, path, &block, &ctlview);
 }

@@ -19,6 +19,7 @@
  * including its "** undecodable: ... **" messages. Every read of the untrusted bytes is bounds-checked.
  */
 #include "core_codec.h"
+#include "live_walk.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -180,12 +181,27 @@ static int describe_core(outbuf *o, rd *r, int safe, int mode) {
 
 /* ---- one body: describe_user_record ---- */
 
+/* "<l1><v1><close>", "<l1><v1><l2><v2><close>", ...: the text of a record whose fields are integers, each
+ * after its label -- the shape of most DescribeJournal encodings' toString. */
+static inline void put_int1(outbuf *o, const char *l1, long long v1, const char *close) {
+    puts_(o, l1);
+    put_int(o, v1);
+    puts_(o, close);
+}
+static inline void put_int2(outbuf *o, const char *l1, long long v1, const char *l2, long long v2, const char *close) {
+    puts_(o, l1);
+    put_int(o, v1);
+    put_int1(o, l2, v2, close);
+}
+static inline void put_int3(outbuf *o, const char *l1, long long v1, const char *l2, long long v2, const char *l3,
+                            long long v3, const char *close) {
+    puts_(o, l1);
+    put_int(o, v1);
+    put_int2(o, l2, v2, l3, v3, close);
+}
+
 static void put_position(outbuf *o, int64_t page, int32_t msg) {
-    PUTL(o, "PagePositionImpl [pageNr=");
-    put_int(o, page);
-    PUTL(o, ", messageNr=");
-    put_int(o, msg);
-    PUTL(o, ", recordID=-1]");
+    put_int2(o, "PagePositionImpl [pageNr=", page, ", messageNr=", msg, ", recordID=-1]");
 }
 
 /* The <obj> text of one record into o: 0 done, -1 Python's (o rolled back by the caller). */
@@ -198,12 +214,7 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
         int64_t q = r_i64(&r);
         if (r.bad)
             return -1;
-        if (utype == 32)
-            PUTL(o, "AddRef;QueueEncoding [queueID=");
-        else
-            PUTL(o, "ACK;QueueEncoding [queueID=");
-        put_int(o, q);
-        PUTL(o, "]");
+        put_int1(o, utype == 32 ? "AddRef;QueueEncoding [queueID=" : "ACK;QueueEncoding [queueID=", q, "]");
         return 0;
     }
     case 34: {
@@ -211,11 +222,7 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
         int32_t c = r_i32(&r);
         if (r.bad)
             return -1;
-        PUTL(o, "DeliveryCountUpdateEncoding [queueID=");
-        put_int(o, q);
-        PUTL(o, ", count=");
-        put_int(o, c);
-        PUTL(o, "]");
+        put_int2(o, "DeliveryCountUpdateEncoding [queueID=", q, ", count=", c, "]");
         return 0;
     }
     case 35: {
@@ -223,32 +230,17 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
         int32_t b = r_i32(&r);
         if (r.bad)
             return -1;
-        if (is_update) {
-            PUTL(o, "PageUpdateTXEncoding [pageTX=");
-            put_int(o, a);
-            PUTL(o, ", records=");
-            put_int(o, b);
-            PUTL(o, "]");
-        } else {
-            PUTL(o, "PageTransactionInfoImpl(transactionID=");
-            put_int(o, a);
-            PUTL(o, ",id=");
-            put_int(o, rid);
-            PUTL(o, ",numberOfMessages=");
-            put_int(o, b);
-            PUTL(o, ")");
-        }
+        if (is_update)
+            put_int2(o, "PageUpdateTXEncoding [pageTX=", a, ", records=", b, "]");
+        else
+            put_int3(o, "PageTransactionInfoImpl(transactionID=", a, ",id=", rid, ",numberOfMessages=", b, ")");
         return 0;
     }
     case 36: {
         int64_t q = r_i64(&r), t = r_i64(&r);
         if (r.bad)
             return -1;
-        PUTL(o, "ScheduledDeliveryEncoding [scheduledDeliveryTime=");
-        put_int(o, t);
-        PUTL(o, ", queueID=");
-        put_int(o, q);
-        PUTL(o, "]");
+        put_int2(o, "ScheduledDeliveryEncoding [scheduledDeliveryTime=", t, ", queueID=", q, "]");
         return 0;
     }
     case 37: {
@@ -280,12 +272,7 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
         int32_t m = r_i32(&r);
         if (r.bad)
             return -1;
-        if (utype == 39)
-            PUTL(o, "CursorAckRecordEncoding [queueID=");
-        else
-            PUTL(o, "PGComplete [queueID=");
-        put_int(o, q);
-        PUTL(o, ", position=");
+        put_int1(o, utype == 39 ? "CursorAckRecordEncoding [queueID=" : "PGComplete [queueID=", q, ", position=");
         put_position(o, page, m);
         PUTL(o, "]");
         return 0;
@@ -299,44 +286,29 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
             ps = r_i64(&r);
         if (r.bad)
             return -1;
-        if (utype == 40)
-            PUTL(o, "PageCountRecord [queueID=");
-        else
-            PUTL(o, "PageCountRecordInc [queueID=");
-        put_int(o, q);
-        PUTL(o, ", value=");
-        put_int(o, v);
-        PUTL(o, ", persistentSize=");
-        put_int(o, ps);
-        PUTL(o, "]");
+        put_int3(o, utype == 40 ? "PageCountRecord [queueID=" : "PageCountRecordInc [queueID=", q, ", value=", v,
+                 ", persistentSize=", ps, "]");
         return 0;
     }
     case 43: {
         int64_t q = r_i64(&r), p = r_i64(&r);
         if (r.bad)
             return -1;
-        PUTL(o, "PageCountPendingImpl [queueID=");
-        put_int(o, q);
-        PUTL(o, ", pageID=");
-        put_int(o, p);
-        PUTL(o, "]");
+        put_int2(o, "PageCountPendingImpl [queueID=", q, ", pageID=", p, "]");
         return 0;
     }
     case 24: {
         int64_t v = r_i64(&r);
         if (r.bad)
             return -1;
-        PUTL(o, "IDCounterEncoding [id=");
-        put_int(o, v);
-        PUTL(o, "]");
+        put_int1(o, "IDCounterEncoding [id=", v, "]");
         return 0;
     }
     case 29: {
         int64_t v = r_i64(&r);
         if (r.bad)
             return -1;
-        PUTL(o, "PendingLargeMessageEncoding::MessageID=");
-        put_int(o, v);
+        put_int1(o, "PendingLargeMessageEncoding::MessageID=", v, "");
         return 0;
     }
     case 22:
@@ -347,26 +319,18 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
             return -1;
         const char *name = s == 0 ? "PAUSED" : s == 1 ? "RUNNING" : "null";
         if (utype == 22) {
-            PUTL(o, "QueueStatusEncoding [id=");
-            put_int(o, rid);
-            PUTL(o, ", queueID=");
-            put_int(o, q);
-            PUTL(o, ", status=");
+            put_int2(o, "QueueStatusEncoding [id=", rid, ", queueID=", q, ", status=");
             puts_(o, name);
             PUTL(o, "]");
         } else {
             PUTL(o, "AddressStatusEncoding{status=");
             puts_(o, name);
-            PUTL(o, ", id=");
-            put_int(o, q);
-            PUTL(o, "}");
+            put_int1(o, ", id=", q, "}");
         }
         return 0;
     }
     case 28:
-        PUTL(o, "PersistedBridgeConfiguration(<");
-        put_int(o, len);
-        PUTL(o, " bytes not decoded>)");
+        put_int1(o, "PersistedBridgeConfiguration(<", len, " bytes not decoded>)");
         return 0;
     case 31:
         PUTL(o, "ADD-MESSAGE is not supported any longer, use export/import");
@@ -388,6 +352,14 @@ static int describe_obj(outbuf *o, int utype, const unsigned char *body, Py_ssiz
         }
         return -1;
     }
+}
+
+/* "recordID=..;userRecordType=..;isUpdate=..;compactCount=..;": what every body-carrying line (and a
+ * DeleteRecordTX line) of describe._file_lines and describe._surviving_lines holds before the <obj>. */
+static void put_record_head(outbuf *o, long long rid, long long utype, int is_update, long long compact_count) {
+    put_int2(o, "recordID=", rid, ";userRecordType=", utype, ";isUpdate=");
+    put_bool(o, is_update);
+    put_int1(o, ";compactCount=", compact_count, ";");
 }
 
 /* describe_obj with rollback: 1 written, 0 Python's. */
@@ -492,37 +464,20 @@ PyObject *amq_describe_lines(PyObject *self, PyObject *args) {
                 case ADD: PUTL(&o, "operation@AddRecord;"); break;
                 case UPDATE: PUTL(&o, "operation@Update;"); break;
                 case EVENT: PUTL(&o, "operation@Event;"); break;
-                case ADD_TX: PUTL(&o, "operation@AddRecordTX;txID="); put_int(&o, tx); PUTL(&o, ","); break;
-                case UPDATE_TX: PUTL(&o, "operation@UpdateTX;txID="); put_int(&o, tx); PUTL(&o, ","); break;
+                case ADD_TX: put_int1(&o, "operation@AddRecordTX;txID=", tx, ","); break;
+                case UPDATE_TX: put_int1(&o, "operation@UpdateTX;txID=", tx, ","); break;
                 case DELETE_TX:
-                    PUTL(&o, "operation@DeleteRecordTX;txID=");
-                    put_int(&o, tx);
-                    PUTL(&o, ",recordID=");
-                    put_int(&o, rid);
-                    PUTL(&o, ";userRecordType=0;isUpdate=true;compactCount=");
-                    put_int(&o, cc);
-                    PUTL(&o, ";** null **");
+                    put_int1(&o, "operation@DeleteRecordTX;txID=", tx, ",");
+                    put_record_head(&o, rid, 0, 1, cc);
+                    PUTL(&o, "** null **");
                     break;
-                case DELETE: PUTL(&o, "operation@DeleteRecord;recordID="); put_int(&o, rid); break;
-                case COMMIT:
-                    PUTL(&o, "operation@Commit;txID=");
-                    put_int(&o, tx);
-                    PUTL(&o, ",numberOfRecords=");
-                    put_int(&o, nrec);
-                    break;
-                case ROLLBACK: PUTL(&o, "operation@Rollback;txID="); put_int(&o, tx); break;
+                case DELETE: put_int1(&o, "operation@DeleteRecord;recordID=", rid, ""); break;
+                case COMMIT: put_int2(&o, "operation@Commit;txID=", tx, ",numberOfRecords=", nrec, ""); break;
+                case ROLLBACK: put_int1(&o, "operation@Rollback;txID=", tx, ""); break;
                 }
                 if (has_body) {
                     int upd = rt == UPDATE || rt == UPDATE_TX;
-                    PUTL(&o, "recordID=");
-                    put_int(&o, rid);
-                    PUTL(&o, ";userRecordType=");
-                    put_int(&o, utype);
-                    PUTL(&o, ";isUpdate=");
-                    put_bool(&o, upd);
-                    PUTL(&o, ";compactCount=");
-                    put_int(&o, cc);
-                    PUTL(&o, ";");
+                    put_record_head(&o, rid, utype, upd, cc);
                     done = obj_or_rollback(&o, (int)utype, buf + start, (Py_ssize_t)blen, rid, upd, safe);
                 }
             }
@@ -580,19 +535,16 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     outbuf o = {0};
     long long messages = 0, large = 0;
-    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
-    if (start < 0 || stop > total || start > stop) {
-        PyErr_SetString(PyExc_IndexError, "describe_live range out of bounds");
+    Py_ssize_t i = start;
+    if (!live_range_ok(live.len, start, stop, "describe_live"))
         goto done;
-    }
     const unsigned char *lb = live.buf, *db = data.buf;
     Py_ssize_t dlen = data.len;
     for (; i < stop; i++) {
-        const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
-        int32_t fi, blen;
-        live_entry(e, &id, &fi, &off, &blen);
-        if (fi != file_index)
+        int32_t blen;
+        const unsigned char *e = live_entry_of_file(lb, i, file_index, &id, &off, &blen);
+        if (e == NULL)
             break;
         int utype = e[8], upd = e[9] != 0, cc = (int8_t)e[10];
         if (utype == 40 || utype == 41)
@@ -602,15 +554,7 @@ PyObject *amq_describe_live(PyObject *self, PyObject *args) {
         if (!body_in_window(off, blen, wbase, dlen, fsize, &bs, &be))
             break;
         size_t mark = o.n;
-        PUTL(&o, "recordID=");
-        put_int(&o, id);
-        PUTL(&o, ";userRecordType=");
-        put_int(&o, utype);
-        PUTL(&o, ";isUpdate=");
-        put_bool(&o, upd);
-        PUTL(&o, ";compactCount=");
-        put_int(&o, cc);
-        PUTL(&o, ";");
+        put_record_head(&o, id, utype, upd, cc);
         if (!obj_or_rollback(&o, utype, db + bs, be - bs, id, upd, safe)) {
             if (o.nomem)
                 break;

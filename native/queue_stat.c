@@ -18,7 +18,8 @@
  *       not read (AMQP large messages, unknown persisters, short bodies) is flagged; `overrides` maps such
  *       message ids to (timestamp, expiration) computed in Python (message_times), else (0, 0).
  * oldest/newest ignore timestamps <= 0; expired: 0 < expiration <= now; scheduled: time > now. */
-#include "amqnative.h"
+#include "core_codec.h" /* be32, be64 */
+#include "live_walk.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,33 +35,33 @@ typedef struct {
 enum { K_MESSAGE = 0, K_REF = 1, K_ACK = 2, K_DELIVERY = 3, K_SCHEDULED = 4 };
 enum { F_LARGE = 1, F_PYTHON = 2 };
 
-static int64_t be64(const unsigned char *q) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | q[i];
-    return (int64_t)v;
+/* Past an int length and that many bytes at *pos of p[0..n): 0 when they do not fit (or the length is negative). */
+static int skip_sized(const unsigned char *p, Py_ssize_t n, Py_ssize_t *pos) {
+    if (*pos + 4 > n)
+        return 0;
+    int32_t len = be32(p + *pos);
+    if (len < 0 || *pos + 4 + (Py_ssize_t)len > n)
+        return 0;
+    *pos += 4 + (Py_ssize_t)len;
+    return 1;
 }
 
-static int32_t be32(const unsigned char *q) {
-    return (int32_t)(((uint32_t)q[0] << 24) | ((uint32_t)q[1] << 16) | ((uint32_t)q[2] << 8) | q[3]);
+/* Past a nullable SimpleString (a flag byte; when set, an int length and that many bytes) at *pos of p[0..n):
+ * 0 when it does not fit. */
+static int skip_nullable_string(const unsigned char *p, Py_ssize_t n, Py_ssize_t *pos) {
+    if (*pos + 1 > n)
+        return 0;
+    if (!p[(*pos)++])
+        return 1;
+    return skip_sized(p, n, pos);
 }
 
 /* The headers block of a core message (CoreMessage.encodeHeadersAndProperties) at p[0..n): messageID,
  * address, userID, type, durable, expiration, timestamp. 0 when it does not fit. */
 static int read_headers(const unsigned char *p, Py_ssize_t n, int64_t *ts, int64_t *exp) {
     Py_ssize_t h = 8;
-    if (h + 1 > n)
+    if (!skip_nullable_string(p, n, &h))
         return 0;
-    if (p[h]) {
-        if (h + 5 > n)
-            return 0;
-        int32_t len = be32(p + h + 1);
-        if (len < 0)
-            return 0;
-        h += 5 + (Py_ssize_t)len;
-    } else {
-        h += 1;
-    }
     if (h + 1 > n)
         return 0;
     h += p[h] == 1 ? 17 : 1;
@@ -77,19 +78,9 @@ static int persisted_times(const unsigned char *p, Py_ssize_t n, int64_t *ts, in
     if (n < 1)
         return 0;
     if (p[0] == 1) {
-        Py_ssize_t pos = 9;
-        if (pos + 1 > n)
+        Py_ssize_t pos = 9; /* after the persister id and the message id: the address */
+        if (!skip_nullable_string(p, n, &pos))
             return 0;
-        if (p[pos]) {
-            if (pos + 5 > n)
-                return 0;
-            int32_t len = be32(p + pos + 1);
-            if (len < 0)
-                return 0;
-            pos += 5 + (Py_ssize_t)len;
-        } else {
-            pos += 1;
-        }
         if (pos + 8 > n)
             return 0;
         int32_t buf_len = be32(p + pos);
@@ -103,39 +94,17 @@ static int persisted_times(const unsigned char *p, Py_ssize_t n, int64_t *ts, in
         return read_headers(p + h, inner_end - h, ts, exp);
     }
     if (p[0] == 2 || p[0] == 3 || p[0] == 5) {
-        Py_ssize_t pos = 17;
-        if (pos + 1 > n)
-            return 0;
-        if (p[pos]) {
-            if (pos + 5 > n)
-                return 0;
-            int32_t len = be32(p + pos + 1);
-            if (len < 0)
-                return 0;
-            pos += 5 + (Py_ssize_t)len;
-        } else {
-            pos += 1;
-        }
-        if (pos + 4 > n)
-            return 0;
-        int32_t dlen = be32(p + pos);
-        if (dlen < 0)
-            return 0;
-        pos += 4 + (Py_ssize_t)dlen;
-        if (pos > n)
+        Py_ssize_t pos = 17; /* after the persister id, the message id and the message format: the address */
+        if (!skip_nullable_string(p, n, &pos) || !skip_sized(p, n, &pos)) /* the address, the AMQP data */
             return 0;
         *ts = 0;
         *exp = 0;
         if (p[0] == 2)
             return 1;
-        if (pos + 4 > n)
+        if (!skip_sized(p, n, &pos)) /* the extra properties */
             return 0;
-        int32_t extra = be32(p + pos);
-        if (extra < 0)
-            return 0;
-        pos += 4 + (Py_ssize_t)extra;
         if (p[0] == 3)
-            return pos <= n;
+            return 1;
         if (pos + 8 > n)
             return 0;
         *exp = be64(p + pos);
@@ -155,11 +124,9 @@ PyObject *amq_stat_live(PyObject *self, PyObject *args) {
                           &PyByteArray_Type, &acc, &wbase, &fsize, &PyList_Type, &handback))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
-    if (start < 0 || stop > total || start > stop) {
-        PyErr_SetString(PyExc_IndexError, "stat_live range out of bounds");
+    Py_ssize_t i = start;
+    if (!live_range_ok(live.len, start, stop, "stat_live"))
         goto done;
-    }
     const unsigned char *lb = live.buf, *db = data.buf;
     Py_ssize_t dlen = data.len;
     Py_ssize_t base = PyByteArray_GET_SIZE(acc);
@@ -168,11 +135,10 @@ PyObject *amq_stat_live(PyObject *self, PyObject *args) {
     sitem *out = (sitem *)(PyByteArray_AS_STRING(acc) + base);
     Py_ssize_t n = 0;
     for (; i < stop; i++) {
-        const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
-        int32_t fi, blen;
-        live_entry(e, &id, &fi, &off, &blen);
-        if (fi != file_index)
+        int32_t blen;
+        const unsigned char *e = live_entry_of_file(lb, i, file_index, &id, &off, &blen);
+        if (e == NULL)
             break;
         int t = e[8];
         if (t != 30 && t != 31 && t != 45 && t != 32 && t != 33 && t != 34 && t != 36)

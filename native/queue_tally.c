@@ -18,20 +18,14 @@
  *       HashMap iteration order depends on); others: the entry indexes of kind-5 items, in live order.
  * A ref or ack whose body (as LoadResult.body() reads it) is shorter than 8 bytes does not decode and is
  * left out, as BrokerState leaves it out. */
-#include "amqnative.h"
+#include "core_codec.h" /* be64 */
+#include "live_walk.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ITEM 17
-
-static int64_t be64(const unsigned char *q) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | q[i];
-    return (int64_t)v;
-}
 
 PyObject *amq_tally_live(PyObject *self, PyObject *args) {
     Py_buffer live, data;
@@ -44,11 +38,9 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
                           &PyByteArray_Type, &acc, &wbase, &fsize, &stop_outside))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t total = live.len / LIVE_ENTRY, i = start;
-    if (start < 0 || stop > total || start > stop) {
-        PyErr_SetString(PyExc_IndexError, "tally_live range out of bounds");
+    Py_ssize_t i = start;
+    if (!live_range_ok(live.len, start, stop, "tally_live"))
         goto done;
-    }
     const unsigned char *lb = live.buf, *db = data.buf;
     Py_ssize_t dlen = data.len;
     /* at most two items per entry (a counted message is also a message) */
@@ -58,11 +50,10 @@ PyObject *amq_tally_live(PyObject *self, PyObject *args) {
     unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(acc) + base;
     Py_ssize_t n = 0;
     for (; i < stop; i++) {
-        const unsigned char *e = lb + i * LIVE_ENTRY;
         int64_t id, off;
-        int32_t fi, blen;
-        live_entry(e, &id, &fi, &off, &blen);
-        if (fi != file_index)
+        int32_t blen;
+        const unsigned char *e = live_entry_of_file(lb, i, file_index, &id, &off, &blen);
+        if (e == NULL)
             break;
         int t = e[8];
         unsigned char kind;

@@ -5,10 +5,13 @@ copy in ``tmp_path``.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +42,22 @@ def tree_hashes(root: Path) -> dict[str, str]:
             p = Path(dirpath) / n
             out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+@contextlib.contextmanager
+def lock_held(lock: Path):
+    """For the block, a child process holds ``lock`` the way a broker's FileLock does (fcntl over the whole
+    file): what the writing commands must refuse."""
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
+                               "print('locked', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def copy_tree(src: Path, dst: Path) -> Path:

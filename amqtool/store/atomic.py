@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import stat
 from dataclasses import dataclass, field
@@ -189,6 +190,56 @@ def fsync_dir(directory: str | os.PathLike) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike) -> None:
+    """fsync every file below ``root``, then each directory (top down, after its files): a tree written aside
+    is durable before it is renamed into place."""
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fsync(fd, os.path.join(dirpath, n))
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)
+
+
+def aside_dir(dest: str | os.PathLike, label: str) -> Path:
+    """A new empty directory beside ``dest`` to write a whole tree into before :func:`switch_dir` puts it in
+    place: ``.<dest name>.amqtool-<label>-<pid>`` in dest's parent (which must exist); a leftover of that name
+    is removed first."""
+    dest = Path(dest)
+    tmp = dest.parent / f".{dest.name}.amqtool-{label}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    return tmp
+
+
+@contextlib.contextmanager
+def tree_aside(dest: str | os.PathLike, label: str = "tmp") -> Iterator[Path]:
+    """Write a whole new tree for ``dest`` (absent or an empty directory) inside the block, in the directory it
+    yields (:func:`aside_dir`). When the block ends, everything in it is made durable (:func:`fsync_tree`) and
+    switched into place (:func:`switch_dir`); when the block raises (anything, InjectedFault included), the
+    aside tree is removed and ``dest`` is left as it was."""
+    tmp = aside_dir(dest, label)
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        switch_dir(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def switch_dir(tmp: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Put the tree written in ``tmp`` (:func:`aside_dir`, made durable by the caller) in place of ``dest``, which
+    is absent or an empty directory: the empty one is removed first, since rename() cannot replace a
+    directory otherwise; then :func:`rename`."""
+    if os.path.exists(dest):
+        os.rmdir(dest)
+    rename(tmp, dest)
 
 
 def rename(src: str | os.PathLike, dst: str | os.PathLike, *, sync_dir: bool = True) -> None:

@@ -2,16 +2,13 @@
 untouched, --if-needed for cron, refusal while a broker holds the store."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
-import sys
-import time
 
 from amqtool.commands.main import main
 from tests.engines.artemis.compact_helpers import build_store, state
-from tests.support import ORACLE, REPO, copy_tree, tree_hashes
+from tests.support import ORACLE, REPO, copy_tree, lock_held, tree_hashes
 
 
 def _json(capsys, argv):
@@ -75,12 +72,7 @@ def test_refuses_while_a_broker_holds_the_lock(tmp_path, capsys):
     d = copy_tree(ORACLE / "02_add_update_delete" / "journal", tmp_path / "j")
     lock = d / "server.lock"
     lock.write_bytes(bytes(19))
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
-                               "print('locked', flush=True); time.sleep(60)", str(lock)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(lock):
         hashes = tree_hashes(d)
         code, doc = _json(capsys, ["compact", str(d), "-f", "json"])
         assert code == 3 and doc["verdict"] == "UNKNOWN" and "in use" in doc["error"]
@@ -90,9 +82,6 @@ def test_refuses_while_a_broker_holds_the_lock(tmp_path, capsys):
         capsys.readouterr()
         code, doc = _json(capsys, ["compact", str(d), "-f", "json", "--force", "-q"])
         assert code == 0 and doc["journals"][0]["action"] == "compacted"
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_installed_entry_point_exit_code(tmp_path):
@@ -184,16 +173,6 @@ def test_a_file_removed_after_compaction_is_still_a_loss(tmp_path, capsys):
     assert code == 1 and f["details"]["liveUpdatesWithoutAdd"] > 0
 
 
-def _hold(lock):
-    """A child process holding ``lock`` the way the broker's FileLock does (fcntl over the whole file)."""
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
-                               "print('locked', flush=True); time.sleep(60)", str(lock)],
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "locked"
-    return holder
-
-
 def _instance(tmp_path):
     from amqtool.engines.artemis.demo import create_demo
 
@@ -211,42 +190,30 @@ import pytest  # noqa: E402
 def test_the_instance_lock_is_found_from_any_path_inside_it(tmp_path, capsys, where):
     # Issue 13 item 3: `compact INSTANCE/data/journal` compacted in place while lock/cli.lock was held.
     inst = _instance(tmp_path)
-    holder = _hold(inst / "lock" / "cli.lock")
-    try:
+    with lock_held(inst / "lock" / "cli.lock"):
         hashes = tree_hashes(inst / "data")
         code, doc = _json(capsys, ["compact", str(inst / where), "-f", "json"])
         assert code == 3 and doc["verdict"] == "UNKNOWN" and "in use" in doc["error"], doc
         assert "lock/cli.lock" in doc["error"]
         assert tree_hashes(inst / "data") == hashes
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_the_node_manager_lock_is_found_from_the_bindings_directory(tmp_path, capsys):
     inst = _instance(tmp_path)
     lock = inst / "data" / "journal" / "server.lock"
     lock.write_bytes(bytes(19))
-    holder = _hold(lock)
-    try:
+    with lock_held(lock):
         code, doc = _json(capsys, ["compact", str(inst / "data" / "bindings"), "-f", "json"])
         assert code == 3 and str(lock) in doc["error"]
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_copy_while_a_broker_holds_the_store_warns(tmp_path, capsys):
     inst = _instance(tmp_path)
-    holder = _hold(inst / "lock" / "cli.lock")
-    try:
+    with lock_held(inst / "lock" / "cli.lock"):
         code, doc = _json(capsys, ["compact", str(inst / "data" / "journal"), "-o", str(tmp_path / "copy"),
                                    "-f", "json"])
         assert code == 1 and doc["verdict"] == "WARNING"
         assert [f["code"] for f in doc["findings"] if f["severity"] == "warning"] == ["store-in-use"]
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_copy_is_a_complete_store(tmp_path, capsys):

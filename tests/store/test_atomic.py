@@ -178,3 +178,57 @@ def test_hook_sees_checkpoints(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic, "hook", lambda point, where: seen.append(point))
     atomic.unlink(tmp_path / "missing", missing_ok=True)
     assert seen == ["unlink"]
+
+
+def test_fsync_tree_syncs_every_file_then_its_directory(tmp_path):
+    """fsync_tree (the demo and migrate trees before their rename): each file, then the directory holding
+    them, top down."""
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    for rel in ("a", "d/b", "d/e/c"):
+        (tmp_path / rel).write_bytes(b"x")
+    with atomic.record_checkpoints() as points:
+        atomic.fsync_tree(tmp_path)
+    assert points == [("fsync", str(tmp_path / "a")), ("fsync-dir", str(tmp_path)),
+                      ("fsync", str(tmp_path / "d" / "b")), ("fsync-dir", str(tmp_path / "d")),
+                      ("fsync", str(tmp_path / "d" / "e" / "c")), ("fsync-dir", str(tmp_path / "d" / "e"))]
+
+
+def test_aside_dir_then_switch_dir_replaces_an_empty_destination(tmp_path):
+    """The write-aside pair of the tree writers (compact -o, recover -o, create --demo/--from): a fresh
+    directory beside DEST (a leftover of the same name removed), then renamed over an empty DEST."""
+    dest = tmp_path / "out"
+    dest.mkdir()
+    leftover = tmp_path / f".out.amqtool-compact-{os.getpid()}"
+    leftover.mkdir()
+    (leftover / "stale").write_bytes(b"old")
+    tmp = atomic.aside_dir(dest, "compact")
+    assert tmp == leftover and list(tmp.iterdir()) == []
+    (tmp / "f").write_bytes(b"new")
+    with atomic.record_checkpoints() as points:
+        atomic.switch_dir(tmp, dest)
+    assert [p for p, _ in points][0] == "rename"
+    assert not tmp.exists() and (dest / "f").read_bytes() == b"new"
+
+
+def test_switch_dir_refuses_a_destination_that_is_not_empty(tmp_path):
+    dest = tmp_path / "out"
+    (dest / "sub").mkdir(parents=True)
+    tmp = atomic.aside_dir(dest, "tmp")
+    with pytest.raises(OSError):
+        atomic.switch_dir(tmp, dest)
+    assert (dest / "sub").is_dir() and tmp.is_dir()
+
+
+def test_tree_aside_switches_on_success_and_cleans_up_on_failure(tmp_path):
+    """create --demo/--from write their tree in tree_aside: all of it appears at DEST, or nothing does."""
+    dest = tmp_path / "store"
+    with pytest.raises(RuntimeError):
+        with atomic.tree_aside(dest) as tmp:
+            (tmp / "half").write_bytes(b"x")
+            raise RuntimeError("interrupted")
+    assert not dest.exists() and list(tmp_path.iterdir()) == []
+    with atomic.record_checkpoints() as points:
+        with atomic.tree_aside(dest) as tmp:
+            (tmp / "a").write_bytes(b"x")
+    assert (dest / "a").read_bytes() == b"x" and not tmp.exists()
+    assert [p for p, _ in points] == ["fsync", "fsync-dir", "rename", "fsync-dir"]

@@ -26,7 +26,6 @@ messages the index still points into it (§3.3). Here:
 """
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,12 +234,8 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
         results = load_store(store, drop_transactions=bad)
     tmp = None
     if dest is not None:
-        parent = dest.parent if str(dest.parent) else Path(".")
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = parent / f".{dest.name}.amqtool-recover-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = atomic.aside_dir(dest, "recover")
         atomic.copy_owner_and_mode(store.root, tmp)
     try:
         for d in results:
@@ -279,9 +274,7 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
             rec.subscriptions, rec.prepared_transactions = figures.subscriptions, figures.prepared_transactions
         if tmp is not None:
             atomic.fsync_dir(tmp)
-            if dest.exists():
-                dest.rmdir()
-            atomic.rename(tmp, dest)
+            atomic.switch_dir(tmp, dest)
             tmp = None
     except atomic.InjectedFault:
         raise

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -123,17 +122,6 @@ def broker_xml_snippet(plan: MigrationPlan) -> str:
         lines.append("   </address>")
     lines.append("</addresses>")
     return "\n".join(lines) + "\n"
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _dirs, names in os.walk(root):
-        for n in names:
-            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                atomic.fsync(fd, os.path.join(dirpath, n))
-            finally:
-                os.close(fd)
-        atomic.fsync_dir(dirpath)
 
 
 def _check_dest(dest: Path) -> None:
@@ -244,11 +232,7 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(plan.bytes_scanned * 1.2) + 2 * BINDINGS.default_file_size + mf * fs)
-    tmp = parent / f".{target.name}.amqtool-tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
         counts = _write(tmp, plan, large_threshold, fs, mf, progress)
         doc["counts"] = counts
         doc.update(plan.summary())
@@ -256,11 +240,4 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         with open(tmp / "migration.json", "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
-        _fsync_tree(tmp)
-        if target.exists():
-            target.rmdir()  # empty (checked above); rename() cannot replace a directory otherwise
-        atomic.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return doc

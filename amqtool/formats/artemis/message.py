@@ -13,6 +13,7 @@ Every class decodes with bounds checks (FormatError for bad bytes) and encodes b
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from amqtool.errors import FormatError
@@ -119,30 +120,21 @@ class MessageHeaders:
         return None if self.user_id is None else uuid_text(self.user_id)
 
 
+def _header(name: str) -> property:
+    """A read-only attribute that is the message's ``headers.<name>`` (MessageHeaders)."""
+    return property(attrgetter(f"headers.{name}"), doc=f"``headers.{name}``")
+
+
 class _MessageAccessors:
     """Accessors the exporter uses, shared by core and large messages (which hold a ``headers``)."""
 
     headers: MessageHeaders
 
-    @property
-    def durable(self) -> bool:
-        return self.headers.durable
-
-    @property
-    def priority(self) -> int:
-        return self.headers.priority
-
-    @property
-    def timestamp(self) -> int:
-        return self.headers.timestamp
-
-    @property
-    def expiration(self) -> int:
-        return self.headers.expiration
-
-    @property
-    def type(self) -> int:
-        return self.headers.type
+    durable = _header("durable")          # bool
+    priority = _header("priority")        # int
+    timestamp = _header("timestamp")      # int, epoch milliseconds
+    expiration = _header("expiration")    # int, epoch milliseconds, 0 = never
+    type = _header("type")                # int, Message.getType()
 
     @property
     def type_name(self) -> str:
@@ -299,13 +291,8 @@ class LargeMessage(_MessageAccessors):
     def encode(self) -> bytes:
         return self.write(Writer()).getvalue()
 
-    @property
-    def message_id(self) -> int:
-        return self.headers.message_id
-
-    @property
-    def address(self) -> str | None:
-        return self.headers.address
+    message_id = _header("message_id")  # int: a large message has no persister copy of its own
+    address = _header("address")        # str | None
 
     @property
     def body(self) -> bytes:
@@ -341,8 +328,36 @@ class LargeMessage(_MessageAccessors):
                 + f";msg={self.to_string(hash_text=hash_text, tz=tz)}")
 
 
+class _AmqpAccessors:
+    """What AMQP messages (AmqpMessage, AmqpLargeMessage) share: the AMQP sections are not decoded, so there
+    is no userID and the properties are the extra properties the broker added (``extraPropsSize`` then a
+    TypedProperties when the size is not 0)."""
+
+    extra_size: int
+    extra_properties: TypedProperties | None
+
+    @property
+    def user_id(self) -> str | None:
+        return None
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.extra_properties.to_dict() if self.extra_properties else {}
+
+    @property
+    def property_types(self) -> dict[str, str]:
+        return self.extra_properties.types() if self.extra_properties else {}
+
+    def _write_extra(self, w: Writer) -> Writer:
+        """``extraPropsSize`` and the extra properties: size 0 and nothing when there are none."""
+        if self.extra_properties is None:
+            return w.i32(0)
+        enc = self.extra_properties.encode()
+        return w.i32(self.extra_size or len(enc)).raw(enc)
+
+
 @dataclass(frozen=True)
-class AmqpMessage:
+class AmqpMessage(_AmqpAccessors):
     """An AMQP message (persisters 2, 3 and 5): the raw AMQP 1.0 encoding is kept as bytes.
 
     Persister 3 adds ``i32 extraPropsSize`` + TypedProperties (when non-zero); 5 adds ``i64 expiration``.
@@ -381,11 +396,7 @@ class AmqpMessage:
         w.u8(self.persister).i64(self.message_id).i64(self.message_format).nullable_simple_string(self.address)
         w.i32(len(self.data)).raw(self.data)
         if self.persister in (AMQP_PERSISTER_V2, AMQP_PERSISTER_V3):
-            if self.extra_properties is None:
-                w.i32(0)
-            else:
-                enc = self.extra_properties.encode()
-                w.i32(self.extra_size or len(enc)).raw(enc)
+            self._write_extra(w)
         if self.persister == AMQP_PERSISTER_V3:
             w.i64(self.expiration)
         return w
@@ -401,18 +412,6 @@ class AmqpMessage:
     def durable(self) -> bool | None:
         return None  # in the AMQP header section, not decoded here
 
-    @property
-    def user_id(self) -> str | None:
-        return None
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.extra_properties.to_dict() if self.extra_properties else {}
-
-    @property
-    def property_types(self) -> dict[str, str]:
-        return self.extra_properties.types() if self.extra_properties else {}
-
     def describe(self, *, safe: bool = False, hash_text: str = HASH_PLACEHOLDER, tz=None) -> str:
         """An abbreviation of ``AMQPStandardMessage.toString``: the AMQP sections are not decoded, so the
         durable flag, application properties, annotations and properties Artemis would print are left out
@@ -426,7 +425,7 @@ class AmqpMessage:
 
 
 @dataclass(frozen=True)
-class AmqpLargeMessage:
+class AmqpLargeMessage(_AmqpAccessors):
     """An AMQP large message (persister 4): the fields before the saved AMQP header encoding are decoded;
     the rest (saved encoding, optional expiration and reencoded flag) is kept opaque (§5.2 UNCERTAIN)."""
 
@@ -455,12 +454,7 @@ class AmqpLargeMessage:
     def write(self, w: Writer) -> Writer:
         w.u8(AMQP_LARGE_PERSISTER).i64(self.message_id).bool_a(self.durable).i64(self.message_format)
         w.nullable_simple_string(self.address)
-        if self.extra_properties is None:
-            w.i32(0)
-        else:
-            enc = self.extra_properties.encode()
-            w.i32(self.extra_size or len(enc)).raw(enc)
-        return w.raw(self.rest)
+        return self._write_extra(w).raw(self.rest)
 
     def encode(self) -> bytes:
         return self.write(Writer()).getvalue()
@@ -468,18 +462,6 @@ class AmqpLargeMessage:
     @property
     def body(self) -> bytes:
         return b""
-
-    @property
-    def user_id(self) -> str | None:
-        return None
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.extra_properties.to_dict() if self.extra_properties else {}
-
-    @property
-    def property_types(self) -> dict[str, str]:
-        return self.extra_properties.types() if self.extra_properties else {}
 
     def describe(self, *, safe: bool = False, hash_text: str = HASH_PLACEHOLDER, tz=None) -> str:
         """An abbreviation of ``AMQPLargeMessage.toString`` (AMQP sections not decoded)."""

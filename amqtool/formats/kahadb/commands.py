@@ -200,56 +200,44 @@ def decode_destination(buf) -> Destination:
     return d
 
 
-def _decode_destination(buf) -> Destination:
-    dtype, name = None, None
+def _all_of(buf, fields: dict, missing: str) -> dict:
+    """A small message whose fields are all required, as {attribute: value}: ``fields`` maps (field number, wire
+    type) to (attribute, value decoder); the last occurrence of a field wins, fields not in the table are
+    skipped, and one that never came is FormatError(``missing``)."""
+    got = {}
     for f, wt, v in iter_fields(buf):
-        if f == 1 and wt == VARINT:
-            dtype = to_int32(v)
-        elif f == 2 and wt == LEN:
-            name = utf8(v)
-    if dtype is None or name is None:
-        raise FormatError("KahaDestination without type or name")
-    return Destination(dtype, name)
+        spec = fields.get((f, wt))
+        if spec is not None:
+            got[spec[0]] = spec[1](v)
+    if len(got) != len(fields):
+        raise FormatError(missing)
+    return got
+
+
+_DESTINATION = {(1, VARINT): ("type", to_int32), (2, LEN): ("name", utf8)}
+_LOCATION = {(1, VARINT): ("log_id", to_int32), (2, VARINT): ("offset", to_int32)}
+# KahaLocalTransactionId has field 1 twice: tag 0x0A (string) is connection_id, tag 0x08 (varint) transaction_id.
+_LOCAL_TX = {(1, LEN): ("connection_id", utf8), (1, VARINT): ("transaction_id", to_int64)}
+_XA_TX = {(1, VARINT): ("format_id", to_int32), (2, LEN): ("branch", bytes), (3, LEN): ("global_id", bytes)}
+
+
+def _decode_destination(buf) -> Destination:
+    return Destination(**_all_of(buf, _DESTINATION, "KahaDestination without type or name"))
 
 
 def decode_location(buf) -> Location:
-    log_id = offset = None
-    for f, wt, v in iter_fields(buf):
-        if f == 1 and wt == VARINT:
-            log_id = to_int32(v)
-        elif f == 2 and wt == VARINT:
-            offset = to_int32(v)
-    if log_id is None or offset is None:
-        raise FormatError("KahaLocation without log_id or offset")
-    return Location(log_id, offset)
+    return Location(**_all_of(buf, _LOCATION, "KahaLocation without log_id or offset"))
 
 
 def decode_transaction_info(buf) -> TransactionId:
     """KahaTransactionInfo: 1 local id, 2 XA id, 3 previous_entry (ignored)."""
     for f, wt, v in iter_fields(buf):
         if f == 1 and wt == LEN:
-            conn = txid = None
-            for g, gwt, gv in iter_fields(v):
-                # Field 1 twice: tag 0x0A (string) is connection_id, tag 0x08 (varint) is transaction_id.
-                if g == 1 and gwt == LEN:
-                    conn = utf8(gv)
-                elif g == 1 and gwt == VARINT:
-                    txid = to_int64(gv)
-            if conn is None or txid is None:
-                raise FormatError("KahaLocalTransactionId without connection_id or transaction_id")
-            return TransactionId(True, connection_id=conn, transaction_id=txid)
+            return TransactionId(True, **_all_of(
+                v, _LOCAL_TX, "KahaLocalTransactionId without connection_id or transaction_id"))
         if f == 2 and wt == LEN:
-            fmt = gid = br = None
-            for g, gwt, gv in iter_fields(v):
-                if g == 1 and gwt == VARINT:
-                    fmt = to_int32(gv)
-                elif g == 2 and gwt == LEN:
-                    br = bytes(gv)
-                elif g == 3 and gwt == LEN:
-                    gid = bytes(gv)
-            if fmt is None or gid is None or br is None:
-                raise FormatError("KahaXATransactionId without format_id, global id or branch qualifier")
-            return TransactionId(False, format_id=fmt, global_id=gid, branch=br)
+            return TransactionId(False, **_all_of(
+                v, _XA_TX, "KahaXATransactionId without format_id, global id or branch qualifier"))
     raise FormatError("KahaTransactionInfo without a transaction id")
 
 

@@ -20,7 +20,7 @@ from amqtool.engines.kahadb.compact import KahaCompactRequest, compact_kahadb
 from amqtool.engines.kahadb.compact.switch import MARKER, staging_dir
 from amqtool.store import atomic
 from amqtool.store.layout import detect
-from tests.support import KAHADB, copy_tree, tree_hashes
+from tests.support import KAHADB, copy_tree, lock_held, tree_hashes
 
 DATASETS = [p.name for p in sorted(KAHADB.iterdir()) if p.is_dir() and p.name != "tools"] if KAHADB.is_dir() else []
 ROOT = {"mkahadb": "mkahadb"}  # the store directory inside each dataset
@@ -123,21 +123,13 @@ def test_copy_is_a_complete_store_and_the_source_is_untouched(tmp_path, run_cli)
 @pytest.mark.skipif(not DATASETS, reason="KahaDB fixtures absent")
 def test_refuses_while_the_broker_holds_the_lock(tmp_path, run_cli):
     root = _copy(tmp_path, "basic")
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
-                               "print('locked', flush=True); time.sleep(60)", str(root / "lock")],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(root / "lock"):
         hashes = tree_hashes(root)
         code, out, _ = run_cli("compact", root, "--format", "json")
         doc = json.loads(out)
         assert code == 3 and "in use" in doc["error"] and tree_hashes(root) == hashes
         code, out, _ = run_cli("compact", root, "--dry-run", "--format", "json")
         assert code == 0 and tree_hashes(root) == hashes
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.skipif(not DATASETS or os.geteuid() != 0, reason="needs root to give files another owner")

@@ -8,7 +8,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -18,7 +17,7 @@ from amqtool.engines.export.model import ExportOptions
 from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
 from amqtool.store.layout import detect
 from tests.engines.migrate.test_convert import DATASETS, expected_queues, manifest
-from tests.support import KAHADB, tree_hashes
+from tests.support import KAHADB, lock_held, tree_hashes
 
 N = {n: i for i, n in enumerate(MESSAGE_COLUMN_NAMES)}
 pytestmark = pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
@@ -157,17 +156,9 @@ def test_refuses_while_a_classic_broker_holds_the_store(tmp_path, capsys):
     shutil.copytree(KAHADB / "tx" / "kahadb", src)
     lock = src / "lock"
     lock.write_bytes(b"")
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX);"
-                               "print('locked', flush=True); time.sleep(60)", str(lock)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(lock):
         code, _, err = run(capsys, "create", tmp_path / "out", "--from", src)
         assert code == 3 and "in use" in err and not (tmp_path / "out").exists()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch):

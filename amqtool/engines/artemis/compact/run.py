@@ -2,7 +2,6 @@
 first, interrupted compactions finished first, ``-o DEST`` built aside and renamed into place."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -115,13 +114,8 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"destination {dest} exists and is not an empty directory")
-    parent = dest.parent if str(dest.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".{dest.name}.amqtool-{label}-{os.getpid()}"
-    if tmp.exists():
-        import shutil
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = atomic.aside_dir(dest, label)
     try:
         used: set[str] = set()
         for prep, name in copies:
@@ -152,9 +146,7 @@ def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool
                 prep.report.carried_over = carried
         if before_switch is not None:  # recover --undelete: append to the copy before it appears
             before_switch(tmp)
-        if dest.exists():
-            dest.rmdir()
-        atomic.rename(tmp, dest)
+        atomic.switch_dir(tmp, dest)
     except atomic.InjectedFault:
         raise
     except BaseException as err:

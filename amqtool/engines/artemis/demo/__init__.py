@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -50,17 +49,6 @@ from amqtool.errors import UsageError
 from amqtool.store import atomic
 from amqtool.engines.artemis.demo.broker import _Demo
 from amqtool.engines.artemis.demo.constants import MIN_SIZE
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, dirs, names in os.walk(root):
-        for n in names:
-            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                atomic.fsync(fd, os.path.join(dirpath, n))
-            finally:
-                os.close(fd)
-        atomic.fsync_dir(dirpath)
 
 
 def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio: float = 0.3,
@@ -87,22 +75,11 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     atomic.ensure_free_space(parent, int(size * 1.1) + 4 * fs)
-    tmp = parent / f".{target.name}.amqtool-tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
         demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
         demo.run()
         manifest = demo.manifest()
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
             fh.write("\n")
-        _fsync_tree(tmp)
-        if target.exists():
-            target.rmdir()  # empty (checked above); rename() cannot replace it atomically otherwise
-        atomic.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return manifest
