@@ -101,17 +101,44 @@ done:
 }
 
 typedef struct {
-    int64_t mid, qid;
+    int64_t mid, qid, pos; /* pos: the item's place in acc (load order) */
     int kind;
-} titem;
+} pitem;
 
-static int cmp_pair(const void *a, const void *b) {
-    const titem *x = a, *y = b;
+static int cmp_pitem(const void *a, const void *b) {
+    const pitem *x = a, *y = b;
     if (x->mid != y->mid)
         return x->mid < y->mid ? -1 : 1;
     if (x->qid != y->qid)
         return x->qid < y->qid ? -1 : 1;
-    return x->kind - y->kind;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+/* Sort the ref (kind 1) and ack (kind 2) items and keep one item per live (message, queue) pair -- a ref and
+ * no ack, whatever their order -- in place, its pos the first ref's; returns how many. Runs without the GIL. */
+static Py_ssize_t live_pairs(pitem *pairs, Py_ssize_t np) {
+    qsort(pairs, (size_t)np, sizeof(pitem), cmp_pitem);
+    Py_ssize_t nl = 0;
+    for (Py_ssize_t i = 0; i < np;) {
+        Py_ssize_t j = i;
+        int ack = 0;
+        int64_t first = -1;
+        while (j < np && pairs[j].mid == pairs[i].mid && pairs[j].qid == pairs[i].qid) {
+            if (pairs[j].kind == 1 && first < 0)
+                first = pairs[j].pos;
+            ack |= pairs[j].kind == 2;
+            j++;
+        }
+        if (first >= 0 && !ack)
+            pairs[nl++] = (pitem){pairs[i].mid, pairs[i].qid, first, 1};
+        i = j;
+    }
+    return nl;
+}
+
+static int cmp_mid(const void *a, const void *b) {
+    const pitem *x = a, *y = b;
+    return x->mid < y->mid ? -1 : (x->mid > y->mid);
 }
 
 static int cmp_q(const void *a, const void *b) {
@@ -119,49 +146,78 @@ static int cmp_q(const void *a, const void *b) {
     return x < y ? -1 : (x > y);
 }
 
+/* The items of acc, split by kind: refs and acks (pairs), message records (msgs: mid, its entry as pos),
+ * kind-5 entries (others) and the counted messages. Arrays PyMem_Raw-allocated (free with items_free). */
+typedef struct {
+    pitem *pairs, *msgs;
+    int64_t *others;
+    Py_ssize_t np, nm, no;
+    long long messages, large;
+} items_t;
+
+static void items_free(items_t *t) {
+    PyMem_RawFree(t->pairs);
+    PyMem_RawFree(t->msgs);
+    PyMem_RawFree(t->others);
+}
+
+static int items_read(PyObject *acc, items_t *t) {
+    memset(t, 0, sizeof *t);
+    Py_ssize_t n = PyByteArray_GET_SIZE(acc) / ITEM;
+    const unsigned char *in = (const unsigned char *)PyByteArray_AS_STRING(acc);
+    size_t cap = (size_t)(n ? n : 1);
+    t->pairs = PyMem_RawMalloc(sizeof(pitem) * cap);
+    t->msgs = PyMem_RawMalloc(sizeof(pitem) * cap);
+    t->others = PyMem_RawMalloc(sizeof(int64_t) * cap);
+    if (t->pairs == NULL || t->msgs == NULL || t->others == NULL) {
+        items_free(t);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *p = in + i * ITEM;
+        int64_t mid, v;
+        memcpy(&mid, p + 1, 8);
+        memcpy(&v, p + 9, 8);
+        switch (p[0]) {
+        case 0: t->msgs[t->nm++] = (pitem){mid, v, v, 0}; break;
+        case 1:
+        case 2: t->pairs[t->np++] = (pitem){mid, v, i, p[0]}; break;
+        case 3: t->messages++; break;
+        case 4: t->large++; break;
+        case 5: t->others[t->no++] = v; break;
+        }
+    }
+    return 0;
+}
+
+/* live pairs and message records alike: by message id, then by pos (qid: the first ref's pos, or the entry) */
+static int cmp_by_pos(const void *a, const void *b) {
+    const pitem *x = a, *y = b;
+    if (x->mid != y->mid)
+        return x->mid < y->mid ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
 PyObject *amq_tally_counts(PyObject *self, PyObject *args) {
     PyObject *acc;
     if (!PyArg_ParseTuple(args, "O!:tally_counts", &PyByteArray_Type, &acc))
         return NULL;
-    Py_ssize_t n = PyByteArray_GET_SIZE(acc) / ITEM;
-    const unsigned char *in = (const unsigned char *)PyByteArray_AS_STRING(acc);
-    titem *pairs = PyMem_Malloc(sizeof(titem) * (size_t)(n ? n : 1));
-    int64_t *msgs = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    int64_t *qs = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    items_t t;
+    if (items_read(acc, &t) < 0)
+        return NULL;
+    pitem *pairs = t.pairs;
+    int64_t *qs = t.others; /* reused: at least as long as the items */
     PyObject *counts = NULL, *result = NULL;
-    if (pairs == NULL || msgs == NULL || qs == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    long long messages = 0, large = 0;
-    Py_ssize_t np = 0, nm = 0, nq = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const unsigned char *p = in + i * ITEM;
-        int64_t mid, qid;
-        memcpy(&mid, p + 1, 8);
-        memcpy(&qid, p + 9, 8);
-        switch (p[0]) {
-        case 0: msgs[nm++] = mid; break;
-        case 1:
-        case 2: pairs[np].mid = mid; pairs[np].qid = qid; pairs[np].kind = p[0]; np++; break;
-        case 3: messages++; break;
-        case 4: large++; break;
-        }
-    }
-    qsort(msgs, (size_t)nm, sizeof(int64_t), cmp_q);
-    qsort(pairs, (size_t)np, sizeof(titem), cmp_pair);
-    /* each (message, queue) run: live when it has a ref (kind 1) and no ack (kind 2) and the message exists */
-    for (Py_ssize_t i = 0; i < np;) {
-        Py_ssize_t j = i;
-        int ref = 0, ack = 0;
-        while (j < np && pairs[j].mid == pairs[i].mid && pairs[j].qid == pairs[i].qid) {
-            ref |= pairs[j].kind == 1;
-            ack |= pairs[j].kind == 2;
-            j++;
-        }
-        if (ref && !ack && bsearch(&pairs[i].mid, msgs, (size_t)nm, sizeof(int64_t), cmp_q) != NULL)
+    long long messages = t.messages, large = t.large;
+    Py_ssize_t nq = 0;
+    qsort(t.msgs, (size_t)t.nm, sizeof(pitem), cmp_by_pos);
+    /* live pairs whose message exists */
+    Py_ssize_t nl = live_pairs(pairs, t.np);
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        pitem key = {pairs[i].mid, 0, 0, 0};
+        if (bsearch(&key, t.msgs, (size_t)t.nm, sizeof(pitem), cmp_mid) != NULL)
             qs[nq++] = pairs[i].qid;
-        i = j;
     }
     qsort(qs, (size_t)nq, sizeof(int64_t), cmp_q);
     counts = PyDict_New();
@@ -182,78 +238,25 @@ PyObject *amq_tally_counts(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(OLL)", counts, messages, large);
 done:
     Py_XDECREF(counts);
-    PyMem_Free(pairs);
-    PyMem_Free(msgs);
-    PyMem_Free(qs);
+    items_free(&t);
     return result;
-}
-
-typedef struct {
-    int64_t mid, qid, pos; /* pos: the item's place in acc (load order) */
-    int kind;
-} pitem;
-
-static int cmp_pitem(const void *a, const void *b) {
-    const pitem *x = a, *y = b;
-    if (x->mid != y->mid)
-        return x->mid < y->mid ? -1 : 1;
-    if (x->qid != y->qid)
-        return x->qid < y->qid ? -1 : 1;
-    return x->pos < y->pos ? -1 : (x->pos > y->pos);
-}
-
-/* live pairs and message records alike: by message id, then by pos (qid: the first ref's pos, or the entry) */
-static int cmp_by_pos(const void *a, const void *b) {
-    const pitem *x = a, *y = b;
-    if (x->mid != y->mid)
-        return x->mid < y->mid ? -1 : 1;
-    return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
 PyObject *amq_tally_pairs(PyObject *self, PyObject *args) {
     PyObject *acc;
     if (!PyArg_ParseTuple(args, "O!:tally_pairs", &PyByteArray_Type, &acc))
         return NULL;
-    Py_ssize_t n = PyByteArray_GET_SIZE(acc) / ITEM;
-    const unsigned char *in = (const unsigned char *)PyByteArray_AS_STRING(acc);
-    size_t cap = (size_t)(n ? n : 1);
-    pitem *pairs = PyMem_RawMalloc(sizeof(pitem) * cap), *msgs = PyMem_RawMalloc(sizeof(pitem) * cap);
-    int64_t *others = PyMem_RawMalloc(sizeof(int64_t) * cap);
+    items_t t;
+    if (items_read(acc, &t) < 0)
+        return NULL;
+    pitem *pairs = t.pairs, *msgs = t.msgs;
+    int64_t *others = t.others;
+    Py_ssize_t np = t.np, nm = t.nm, no = t.no;
     int64_t *o_mid = NULL, *o_entry = NULL, *o_start = NULL, *o_q = NULL;
     PyObject *result = NULL;
-    if (pairs == NULL || msgs == NULL || others == NULL)
-        goto nomem;
-    Py_ssize_t np = 0, nm = 0, no = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const unsigned char *p = in + i * ITEM;
-        int64_t mid, v;
-        memcpy(&mid, p + 1, 8);
-        memcpy(&v, p + 9, 8);
-        switch (p[0]) {
-        case 0: msgs[nm++] = (pitem){mid, v, v, 0}; break;
-        case 1:
-        case 2: pairs[np++] = (pitem){mid, v, i, p[0]}; break;
-        case 5: others[no++] = v; break;
-        }
-    }
     Py_ssize_t nl = 0, nu = 0;
     Py_BEGIN_ALLOW_THREADS
-    qsort(pairs, (size_t)np, sizeof(pitem), cmp_pitem);
-    /* each (message, queue) run: live when it has a ref and no ack; it sorts by its first ref's place */
-    for (Py_ssize_t i = 0; i < np;) {
-        Py_ssize_t j = i;
-        int ack = 0;
-        int64_t first = -1;
-        while (j < np && pairs[j].mid == pairs[i].mid && pairs[j].qid == pairs[i].qid) {
-            if (pairs[j].kind == 1 && first < 0)
-                first = pairs[j].pos;
-            ack |= pairs[j].kind == 2;
-            j++;
-        }
-        if (first >= 0 && !ack)
-            pairs[nl++] = (pitem){pairs[i].mid, pairs[i].qid, first, 1};
-        i = j;
-    }
+    nl = live_pairs(pairs, np); /* then by message, each queue at its first ref's place */
     qsort(pairs, (size_t)nl, sizeof(pitem), cmp_by_pos);
     qsort(msgs, (size_t)nm, sizeof(pitem), cmp_by_pos);
     /* one entry per message id: the last record (the highest entry index) */
@@ -288,9 +291,7 @@ PyObject *amq_tally_pairs(PyObject *self, PyObject *args) {
 nomem:
     PyErr_NoMemory();
 done:
-    PyMem_RawFree(pairs);
-    PyMem_RawFree(msgs);
-    PyMem_RawFree(others);
+    items_free(&t);
     PyMem_RawFree(o_mid);
     PyMem_RawFree(o_entry);
     PyMem_RawFree(o_start);
