@@ -215,7 +215,7 @@ class ArtemisJdbcExport(LocalArtemisExport):
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None,
                  engine: str = "local"):
-        from amqtool.engines.artemis.broker_state import DELIVERY_TYPES, build_broker_state
+        from amqtool.engines.artemis.live_refs import journal_refs
         from amqtool.engines.export.parse import Bindings
         from amqtool.engines.jdbc import artemis
 
@@ -228,7 +228,7 @@ class ArtemisJdbcExport(LocalArtemisExport):
         self._opened = []
         self.bindings_result = data.result("bindings")
         self.messages_result = data.result("messages")
-        self.state = build_broker_state(None, self.messages_result, decode=DELIVERY_TYPES)
+        self.refs = journal_refs(self.messages_result)
         live_bindings = [(rec.id, rec.user_record_type, self.bindings_result.body(rec))
                          for rec in self.bindings_result.live if rec.user_record_type in (21, 44)]
         self.bindings = Bindings(live_bindings, options.undefined_prefix)
