@@ -71,3 +71,32 @@ def test_body_columns_have_no_dictionary_and_no_statistics(tmp_path):
     assert "PLAIN_DICTIONARY" not in cols["body"].encodings and "RLE_DICTIONARY" not in cols["body"].encodings
     assert cols["n"].statistics.has_min_max and cols["n"].statistics.max == 49
     assert pq.read_table(f).column("n").to_pylist() == list(range(50))
+
+
+COLUMNS2 = (("store", "string", True), ("queue", "string", True), ("n", "long", False))
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys=st.lists(st.tuples(st.sampled_from(["s1", "s2", None]), st.sampled_from(["a", "b", "", None])),
+                     min_size=1, max_size=60),
+       batch_size=st.integers(1, 25))
+def test_two_partition_columns_batches_equal_rows(tmp_path_factory, keys, batch_size):
+    """A fleet's layout (store=, then queue=): batches and rows give the same files with the same rows."""
+    rows = [(s, q, i) for i, (s, q) in enumerate(keys)]
+    out = []
+    for as_batches in (True, False):
+        root = tmp_path_factory.mktemp("t")
+        w = ParquetTableWriter(FileMaker(root), "t", COLUMNS2, partition_by=("store", "queue"), buffer_bytes=64)
+        if as_batches:
+            schema = arrow_schema(COLUMNS2)
+            for i in range(0, len(rows), batch_size):
+                w.write_batch(pa.RecordBatch.from_pylist(
+                    [dict(zip(("store", "queue", "n"), r)) for r in rows[i:i + batch_size]], schema=schema))
+        else:
+            for r in rows:
+                w.write(r)
+        w.close()
+        out.append({str(f.relative_to(root)): pq.read_table(f).column("n").to_pylist()
+                    for f in sorted(root.rglob("*.parquet"))})
+    assert out[0] == out[1]
+    assert sorted(n for ns in out[0].values() for n in ns) == list(range(len(rows)))

@@ -373,8 +373,8 @@ class ParquetTableWriter:
 
     def write_batch(self, batch) -> None:
         """An Arrow record batch in this table's schema: its rows go to their partitions in order, after
-        any rows :meth:`write` left waiting there."""
-        pa = self.pa
+        any rows :meth:`write` left waiting there. The batch is cut with one stable sort by partition and a
+        take per partition: one pass over its bytes whatever the number of partitions."""
         if batch.num_rows == 0:
             return
         if not self.part_indices:
@@ -382,50 +382,51 @@ class ParquetTableWriter:
             return
         import pyarrow.compute as pc
 
-        if self.part_index is None:
-            self._write_batch_by_tuple(batch)
-            return
-        col = batch.column(self.part_index)
-        rest = batch.drop_columns([self.names[self.part_index]]) if hasattr(batch, "drop_columns") else \
-            pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
-        codes = pc.dictionary_encode(col)  # codes in order of first appearance; a null stays null
-        keys = codes.dictionary.to_pylist()
-        if "" in keys:  # "" is null's partition (see _key)
-            col = pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col)
-            codes = pc.dictionary_encode(col)
-            keys = codes.dictionary.to_pylist()
-        if len(keys) == 1 and col.null_count == 0:
+        rest = self.pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
+        codes, keys = self._partition_codes(batch)
+        if len(keys) == 1:
             self._add_batch(keys[0], rest)
             return
-        # one stable sort by partition, then each partition's rows taken in their order: one pass over the
-        # batch's bytes whatever the number of partitions (a filter per partition scanned it once each)
-        order = pc.array_sort_indices(codes.indices)  # stable, nulls last
-        counts = pc.value_counts(codes.indices)
+        order = pc.array_sort_indices(codes)  # stable: each partition's rows keep their order
+        counts = pc.value_counts(codes)
         sizes = dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
         start = 0
-        for code in list(range(len(keys))) + ([None] if col.null_count else []):
+        for code, key in enumerate(keys):
             n = sizes[code]
-            self._add_batch(None if code is None else keys[code], rest.take(order.slice(start, n)))
+            self._add_batch(key, rest.take(order.slice(start, n)))
             start += n
 
-    def _write_batch_by_tuple(self, batch) -> None:
-        """:meth:`write_batch` partitioned by several columns: each combination of their values in order of
-        first appearance (a fleet's batch is one store's, so mostly one combination a queue)."""
+    def _partition_codes(self, batch):
+        """``(codes, keys)``: each row's partition as an int32 code, codes numbered in order of first
+        appearance, and each code's key (:meth:`_key`'s: a value, or a tuple of values outermost first;
+        "" and null are one partition)."""
         import pyarrow.compute as pc
 
-        cols = [batch.column(i) for i in self.part_indices]
-        rest = self.pa.RecordBatch.from_arrays([batch.column(i) for i, _ in self._types], schema=self.file_schema)
-        keys = list(dict.fromkeys(tuple(v or None for v in k) for k in zip(*(c.to_pylist() for c in cols))))
-        for key in keys:
-            if len(keys) == 1:
-                self._add_batch(key, rest)
-                continue
-            mask = None
-            for c, v in zip(cols, key):
-                # "" and null are one partition (see _key)
-                m = pc.equal(c, v) if v is not None else pc.or_kleene(pc.is_null(c), pc.equal(c, ""))
-                mask = m if mask is None else pc.and_kleene(mask, m)
-            self._add_batch(key, rest.filter(mask))
+        pa = self.pa
+        code = None
+        columns = []  # (dictionary values, then None for null)
+        for i in self.part_indices:
+            col = batch.column(i)
+            if pa.types.is_string(col.type):
+                col = pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col)
+            enc = pc.dictionary_encode(col)
+            values = enc.dictionary.to_pylist() + [None]
+            if len(self.part_indices) == 1:  # the codes are the dictionary's (null: the last one)
+                if col.null_count == 0:
+                    return enc.indices, values[:-1]
+                return pc.fill_null(enc.indices, len(values) - 1), values
+            idx = pc.fill_null(enc.indices, len(values) - 1).cast(pa.int64())
+            code = idx if code is None else pc.add(pc.multiply(code, len(values)), idx)
+            columns.append(values)
+        enc = pc.dictionary_encode(code)  # first appearance order
+        keys = []
+        for combined in enc.dictionary.to_pylist():
+            key = []
+            for values in reversed(columns):
+                combined, k = divmod(combined, len(values))
+                key.append(values[k])
+            keys.append(tuple(reversed(key)))
+        return enc.indices, keys
 
     def _add_batch(self, key, batch) -> None:
         self._batch(key)  # rows written one at a time before this batch come first
