@@ -5,6 +5,8 @@ write_batch cuts a batch by partition with one stable sort (writers.ParquetTable
 without dictionary or statistics."""
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import given, settings
@@ -100,3 +102,29 @@ def test_two_partition_columns_batches_equal_rows(tmp_path_factory, keys, batch_
                     for f in sorted(root.rglob("*.parquet"))})
     assert out[0] == out[1]
     assert sorted(n for ns in out[0].values() for n in ns) == list(range(len(rows)))
+
+
+def test_every_output_file_is_fsynced_when_closed_and_before_the_commit(tmp_path):
+    """Each file is made durable by whoever closes it (a Spark task, the writer thread), before the commit
+    renames the tree into place; the commit then syncs the directories only."""
+    from amqtool.engines.export.writers import OutputTarget
+    from amqtool.store import atomic
+
+    out = tmp_path / "out"
+    target = OutputTarget(str(out), is_dir=True)
+    target.begin()
+    schema = arrow_schema(COLUMNS)
+    batch = pa.RecordBatch.from_pylist([{"queue": q, "n": i, "body": b"x"} for i, q in enumerate("abcab")],
+                                       schema=schema)
+    with atomic.record_checkpoints() as written:
+        write_batches(target, "parquet", "t", COLUMNS, [batch], partition_by="queue")
+    with atomic.record_checkpoints() as committed:
+        target.commit()
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
+    assert files == ["t/queue=a/part-00000.parquet", "t/queue=b/part-00000.parquet",
+                     "t/queue=c/part-00000.parquet"]
+    synced = [w for p, w in written if p == "fsync"]  # as the writer closed them
+    assert sorted(os.path.basename(os.path.dirname(w)) for w in synced) == ["queue=a", "queue=b", "queue=c"]
+    assert not [w for p, w in committed if p == "fsync"]  # the commit syncs no file again
+    assert sum(1 for p, _ in committed if p == "fsync-dir") >= 5  # the tree's directories, then the rename
+    assert "rename" in [p for p, _ in committed]

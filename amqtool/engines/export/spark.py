@@ -597,11 +597,18 @@ def commit_attempts(committed: list[str], attempts: str, out: str) -> None:
     """The job commit: move the files of the ``committed`` attempt directories (those whose results the
     driver received, one per part) into the tree ``out``, then remove ``attempts`` with every other attempt
     in it. Part files are named by part index, so no two committed attempts hold the same name; a name
-    already in ``out`` is an error, never overwritten."""
+    already in ``out`` is an error, never overwritten. A directory ``out`` does not have yet (a store's or a
+    queue's partition the first attempt brings) is renamed in whole, not made again and filled file by file:
+    a fleet's tree has hundreds of them."""
     for attempt in dict.fromkeys(committed):
-        for dirpath, _dirs, names in os.walk(attempt):
+        for dirpath, dirs, names in os.walk(attempt):
             dest = os.path.join(out, os.path.relpath(dirpath, attempt))
             os.makedirs(dest, exist_ok=True)
+            for d in list(dirs):
+                target = os.path.join(dest, d)
+                if not os.path.lexists(target):
+                    os.rename(os.path.join(dirpath, d), target)
+                    dirs.remove(d)  # moved with everything in it
             for n in names:
                 src, dst = os.path.join(dirpath, n), os.path.join(dest, n)
                 os.link(src, dst)  # fails if dst exists

@@ -17,6 +17,7 @@ engine in its tasks, a set of ``part-NNNNN`` files per part), are here too.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -107,7 +108,8 @@ class OutputTarget:
         return FileMaker(self.path, self.file_mode).open_file(relative)
 
     def _finish_tree(self) -> None:
-        """Modes, Spark's bookkeeping files removed, everything fsynced."""
+        """Modes, Spark's bookkeeping files removed, every directory fsynced (each file was when its writer
+        closed it: :class:`DurableFile`)."""
         root = self.path
         if not root.is_dir():
             os.chmod(root, self.file_mode)
@@ -121,11 +123,6 @@ class OutputTarget:
                     os.unlink(p)
                     continue
                 os.chmod(p, self.file_mode)
-                fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    atomic.fsync(fd, p)
-                finally:
-                    os.close(fd)
             os.chmod(dirpath, self.dir_mode)
             atomic.fsync_dir(dirpath)
 
@@ -159,11 +156,33 @@ class FileMaker:
         self.file_mode = file_mode
 
     def open_file(self, relative: str):
+        """A new file, buffered, made durable when it is closed (:class:`DurableFile`)."""
         p = self.root / relative
         p.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, self.file_mode)
-        os.fchmod(fd, self.file_mode)
-        return os.fdopen(fd, "wb")
+        try:
+            os.fchmod(fd, self.file_mode)
+            return DurableFile(io.FileIO(fd, "wb", closefd=True), str(p))
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+class DurableFile(io.BufferedWriter):
+    """A buffered output file whose close flushes it and fsyncs it: each file of an export is durable once its
+    writer is done with it, in whichever process or thread wrote it (Spark tasks in parallel, the local
+    engine's writer thread meanwhile), so the commit only has the directories left to sync."""
+
+    def __init__(self, raw, path: str):
+        super().__init__(raw)
+        self.path = path
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                atomic.fsync(self, self.path)
+            finally:
+                super().close()
 
 
 # --- the table writers (both engines) --------------------------------------------------------------------
