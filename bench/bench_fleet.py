@@ -108,6 +108,15 @@ from amqtool.engines.export import spark as S
 conf = S.session_conf
 S.session_conf = lambda master, **kw: dict(conf(master, **kw), **{extra!r})
 from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
+from amqtool.engines.export import fleet_spark as F
+jobs = []
+run_job = F._run_job
+def timed_job(sc, items, func, progress):  # each job's wall time and the sum of its tasks' own seconds
+    t = time.perf_counter()
+    results = run_job(sc, items, func, progress)
+    jobs.append([len(items), time.perf_counter() - t, sum(r.seconds for r in results)])
+    return results
+F._run_job = timed_job
 t0 = time.perf_counter()
 spark = S.get_session({master!r}, log_path={log!r}, ship={ship!r})
 sc = spark.sparkContext
@@ -125,7 +134,7 @@ doc, verdict = run_fleet_export(FleetRequest(stores={stores!r}, out={out!r}, eng
 t2 = time.perf_counter()
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
 print(json.dumps({{"session": t1 - t0, "export": t2 - t1, "rows": {{s["path"]: s["rows"] for s in doc["stores"]}},
-                  "verdicts": doc["storesByVerdict"], "hwm_kib": int(hwm)}}))
+                  "verdicts": doc["storesByVerdict"], "hwm_kib": int(hwm), "jobs": jobs}}))
 """
 
 
@@ -236,6 +245,9 @@ def main() -> int:
                     print(f"ROWS DIFFER ({key}): {run['rows']} != {local_rows}")
                     return 1
                 print(f"  session {run['session']:.1f} s, export {run['export']:.1f} s, verdicts {run['verdicts']}")
+                for n, wall, own in run["jobs"]:
+                    if n:
+                        print(f"    job of {n} tasks: {wall:.2f} s; the tasks' own time {own:.2f} s")
     finally:
         stop(procs)
         if not args.keep:

@@ -132,6 +132,9 @@ typedef struct {
     outbuf plist, mlist, alist; /* int32 offsets: typed_properties, the properties map, the annotations map */
     outbuf avalid;              /* the annotations map's validity (null for core messages) */
     Py_ssize_t nprops, nmap, nann, arows, anulls;
+    const unsigned char *hashed; /* the body hashed last, its length and digest (put_hex_digest) */
+    Py_ssize_t hashed_len;
+    char hex[64];
 } cols;
 
 static const char *const TYPE_NAMES[] = {"default", "default", "object", "text", "bytes", "map", "stream"};
@@ -285,16 +288,21 @@ static int append_props(cols *k, const core *m) {
     return rc;
 }
 
-static void put_hex_digest(vcol *c, const unsigned char *d, Py_ssize_t n) {
-    unsigned char md[32];
-    amq_sha256(d, (size_t)n, md);
-    char hex[64];
-    static const char H[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        hex[2 * i] = H[md[i] >> 4];
-        hex[2 * i + 1] = H[md[i] & 15];
+/* The body's SHA-256 in hex. A message's rows (one per queue) share its body: the digest of the body
+ * hashed last is kept in `k` and reused, so a message is hashed once whatever its number of queues. */
+static void put_hex_digest(cols *k, const unsigned char *d, Py_ssize_t n) {
+    if (!(k->hashed == d && k->hashed_len == n && d != NULL)) {
+        unsigned char md[32];
+        amq_sha256(d, (size_t)n, md);
+        static const char H[] = "0123456789abcdef";
+        for (int i = 0; i < 32; i++) {
+            k->hex[2 * i] = H[md[i] >> 4];
+            k->hex[2 * i + 1] = H[md[i] & 15];
+        }
+        k->hashed = d;
+        k->hashed_len = n;
     }
-    v_put(c, hex, 64);
+    v_put(&k->v[C_SHA], k->hex, 64);
 }
 
 /* body_size, large, body (null with safe) and body_sha256 of one row */
@@ -306,7 +314,7 @@ static void put_body(cols *k, const unsigned char *body, Py_ssize_t blen, int la
         v_null(&k->v[C_BODY]);
     else
         v_put(&k->v[C_BODY], body, (size_t)blen);
-    put_hex_digest(&k->v[C_SHA], body, blen);
+    put_hex_digest(k, body, blen);
 }
 
 /* Append one message; -1 when it is Python's (the builders are rolled back by the caller). */
