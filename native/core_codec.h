@@ -313,10 +313,38 @@ static inline int fits_float(const char *t, double a) {
     return y == (float)a;
 }
 
+/* The number of significant digits of Python's repr of a (> 0), without trailing zeros; 0 when unknown.
+ * Needs the GIL (PyOS_double_to_string). */
+static inline int repr_digits(double a) {
+    char *r = PyOS_double_to_string(a, 'r', 0, 0, NULL);
+    if (r == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int n = 0, cnt = 0, lead = 1;
+    for (const char *q = r; *q && *q != 'e'; q++) {
+        if (*q < '0' || *q > '9' || (lead && *q == '0'))
+            continue; /* the sign, the point, leading zeros of 0.000123 */
+        lead = 0;
+        cnt++;
+        if (*q != '0')
+            n = cnt; /* up to the last non-zero digit: "100" has one */
+    }
+    PyMem_Free(r);
+    return n;
+}
+
+static inline int fits_at(char *t, size_t tn, int p, double a, int single) {
+    snprintf(t, tn, "%.*e", p - 1, a);
+    return single ? fits_float(t, a) : fits_double(t, a);
+}
+
 /* _shortest_digits: the first precision 1..top whose correctly rounded "%.{p-1}e" round-trips; when one digit
- * does, the two-digit "%.1e" instead. For doubles, when this thread holds the GIL, the search starts at the
- * length of Python's repr (the shortest round-tripping length, so no shorter precision can fit); without the
- * GIL (export's column decoder) it starts at 1 and finds the same precision a few tries later. */
+ * does, the two-digit "%.1e" instead. Found by bisection: a precision that round-trips makes every longer one
+ * round-trip too (the nearest (p+1)-digit decimal is at least as near as the nearest p-digit one, which is
+ * also a (p+1)-digit decimal, and the values that read back as `a` are an interval around it), so the
+ * first one is where the answers turn from no to yes. Without the GIL (export's decoder) no Python is
+ * called; with it (describe), a double's repr length is tried first, which is most often the answer. */
 static inline void put_fp(outbuf *o, double v, int single) {
     if (isnan(v)) {
         PUTL(o, "NaN");
@@ -339,56 +367,33 @@ static inline void put_fp(outbuf *o, double v, int single) {
     }
     double a = fabs(v);
     int top = single ? 9 : 17;
-    int start = 1;
-    if (!single && PyGILState_Check()) {
-        char *r = PyOS_double_to_string(a, 'r', 0, 0, NULL);
-        if (r != NULL) {
-            int n = 0, lead = 1;
-            for (const char *q = r; *q && *q != 'e'; q++) {
-                if (*q >= '0' && *q <= '9') {
-                    if (lead && *q == '0')
-                        continue; /* leading zeros of 0.000123 */
-                    lead = 0;
-                    n++;
-                }
-            }
-            /* trailing zeros of an integer repr ("1e+16" has none; "120.0"-style forms are not produced
-             * with flags 0, but "100" could be): count only up to the last non-zero digit */
-            int n2 = 0, seen = 0, cnt = 0;
-            lead = 1;
-            for (const char *q = r; *q && *q != 'e'; q++) {
-                if (*q >= '0' && *q <= '9') {
-                    if (lead && *q == '0')
-                        continue;
-                    lead = 0;
-                    cnt++;
-                    if (*q != '0') {
-                        n2 = cnt;
-                        seen = 1;
-                    }
-                }
-            }
-            PyMem_Free(r);
-            (void)n;
-            if (seen && n2 >= 1 && n2 <= top)
-                start = n2;
-        } else {
-            PyErr_Clear();
-        }
-    }
     char t[48], digits[32];
-    int prec = top + 1;
-    for (int p = start; p <= top; p++) {
-        snprintf(t, sizeof t, "%.*e", p - 1, a);
-        if (single ? fits_float(t, a) : fits_double(t, a)) {
-            prec = p;
-            break;
+    int lo = 1, hi = top + 1; /* no precision below lo fits; hi fits, or is top + 1 (none known to) */
+    if (!single && PyGILState_Check()) {
+        /* with the GIL (describe's text), Python's repr gives the answer's length at once: the shortest
+         * round-tripping digits, so nothing shorter fits; it is checked like any other guess */
+        int n = repr_digits(a);
+        if (n >= 1 && n <= top) {
+            if (fits_at(t, sizeof t, n, a, 0))
+                lo = hi = n; /* nothing shorter than the shortest fits */
+            else
+                lo = n + 1;
         }
     }
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (fits_at(t, sizeof t, mid, a, single))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int prec = lo;
     if (prec > top)
         snprintf(t, sizeof t, "%.*e", top - 1, a);
     else if (prec == 1)
         snprintf(t, sizeof t, "%.1e", a);
+    else
+        snprintf(t, sizeof t, "%.*e", prec - 1, a);
     int exp10;
     int nd = parse_e(t, digits, &exp10);
     put_java_fp(o, neg, digits, nd, exp10);

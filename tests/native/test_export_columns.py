@@ -136,6 +136,36 @@ def test_generated_core_messages(messages):
             assert r["address"] == m["address"]
 
 
+@needs_native
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doubles=st.lists(st.floats(allow_nan=False), min_size=1, max_size=120),
+       floats=st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=120))
+def test_float_and_double_text_is_the_shortest_that_reads_back(doubles, floats):
+    """Float.toString/Double.toString in C (core_codec.h put_fp, a bisection over the precision, without the
+    GIL) equal the reference's linear search, over many values a message: subnormals, extremes, integers."""
+    props = {f"d{i}": (P.DOUBLE, v) for i, v in enumerate(doubles)}
+    props.update({f"f{i}": (P.FLOAT, v) for i, v in enumerate(floats)})
+    message = {"props": props, "text": None, "type": 0, "user_id": None, "address": "a", "queues": 1}
+    (row_,) = _batch([message], True).to_pylist()
+    assert dict(row_["properties"]) == {k: _expected_text(t, v) for k, (t, v) in props.items()}
+
+
+@needs_native
+def test_float_and_double_text_edge_values():
+    import struct
+
+    edges = [5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1, 1e16, 1e-7, 123456789012345680.0,
+             9007199254740993.0, -0.0, 2.0 ** -1074 * 3, 1 / 3]
+    fedges = [struct.unpack(">f", struct.pack(">I", b))[0] for b in (1, 0x7F7FFFFF, 0x00800000, 0x3DCCCCCD)]
+    props = {f"d{i}": (P.DOUBLE, v) for i, v in enumerate(edges)}
+    props.update({f"f{i}": (P.FLOAT, v) for i, v in enumerate(fedges)})
+    message = {"props": props, "text": None, "type": 0, "user_id": None, "address": "a", "queues": 1}
+    (row_,) = _batch([message], True).to_pylist()
+    got = dict(row_["properties"])
+    assert got == {k: _expected_text(t, v) for k, (t, v) in props.items()}
+    assert got["d0"] == "4.9E-324" and got["d3"] == "0.1" and got["f3"] == "0.1"
+
+
 # --- AMQP sections -------------------------------------------------------------------------------------
 
 
