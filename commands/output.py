@@ -181,7 +181,14 @@ def fail(err: AmqtoolError, fmt: OutputFormat | None = None) -> None:
     """
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
         verdict = Verdict.CRITICAL if err.exit_code == Verdict.CRITICAL.exit_code else Verdict.UNKNOWN
-        write_document({"verdict": verdict.name, "error": str(err)}, OutputFormat(fmt))
+        try:
+            write_document({"verdict": verdict.name, "error": str(err)}, OutputFormat(fmt))
+            sys.stdout.flush()
+        except OSError as out:
+            # standard output itself fails (`> file` on a full disk): say that, and try nothing more there,
+            # not even the interpreter's flush at exit
+            sys.stdout = open(os.devnull, "w")
+            err = AmqtoolError(f"writing to standard output failed: {out.strerror or out}")
     sys.stderr.write(f"amqtool: error: {err}\n")
     raise typer.Exit(err.exit_code)
 

@@ -79,3 +79,30 @@ def test_an_empty_directory_and_a_symlink_loop_say_what_they_are(run_cli, tmp_pa
         assert code == 3 and err == f'amqtool: error: directory "{empty}": it is empty: no Artemis journal or KahaDB store found here\n'
         code, _, err = run_cli(command[0], tmp_path / "a", *command[1:])
         assert code == 3 and err == f'amqtool: error: path "{tmp_path / "a"}": too many levels of symbolic links (a symlink loop)\n'
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("argv", [["print", "--format", "json"], ["print"], ["verify", "--format", "json"],
+                                  ["stat", "--format", "json"], ["print", "--format", "jsonl"]],
+                         ids=lambda a: " ".join(a))
+def test_a_full_standard_output_is_one_line_and_exit_3(tmp_path, argv):
+    """`amqtool print ... > file` on a full disk (here /dev/full): the output cannot be written, so the
+    command says so on one line and exits 3 (UNKNOWN: its verdict never reached the reader); no traceback,
+    not even from the interpreter's last flush. Before, the error document was written to the same full
+    output and the second failure was a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from amqtool.engines.artemis.demo import create_demo
+
+    store = tmp_path / "s"
+    create_demo(store, 4 * 1024 * 1024, file_size=512 * 1024, seed=3)
+    amqtool = Path(sys.executable).parent / "amqtool"
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([str(amqtool), *argv[:1], str(store), *argv[1:]], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    lines = p.stderr.splitlines()
+    assert p.returncode == 3, p.stderr
+    assert len(lines) == 1 and lines[0].startswith("amqtool: error: ") and "No space left" in lines[0], p.stderr
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
