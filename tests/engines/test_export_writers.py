@@ -128,3 +128,41 @@ def test_every_output_file_is_fsynced_when_closed_and_before_the_commit(tmp_path
     assert not [w for p, w in committed if p == "fsync"]  # the commit syncs no file again
     assert sum(1 for p, _ in committed if p == "fsync-dir") >= 5  # the tree's directories, then the rename
     assert "rename" in [p for p, _ in committed]
+
+
+def test_an_interrupted_table_leaves_no_open_file_and_no_finaliser_error(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM while a table is written (the batches' producer raises): the writer thread's
+    Parquet writers are closed, their files too, and nothing complains later from a finaliser (before, each
+    pyarrow writer's __del__ closed onto its already closed file: 'Exception ignored ... write to closed file'
+    on the operator's terminal)."""
+    import gc
+    import sys
+
+    schema = arrow_schema(COLUMNS)
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u))
+    opened = []
+    maker = FileMaker(tmp_path)
+    real_open = maker.open_file
+
+    def open_file(rel):
+        fh = real_open(rel)
+        opened.append(fh)
+        return fh
+
+    maker.open_file = open_file
+
+    def batches():
+        for i in range(3):
+            # 12 MiB a batch: past the writer's 16 MiB buffer, so partitions' files are open when it stops
+            yield pa.RecordBatch.from_pylist([{"queue": q, "n": i, "body": bytes(6 << 20)} for q in "ab"],
+                                             schema=schema)
+        raise KeyboardInterrupt
+
+    import pytest
+
+    with pytest.raises(KeyboardInterrupt):
+        write_batches(maker, "parquet", "t", COLUMNS, batches(), partition_by="queue")
+    gc.collect()
+    assert opened and all(fh.closed for fh in opened)
+    assert unraisable == []

@@ -519,7 +519,11 @@ class ParquetTableWriter:
     def abort(self) -> None:
         """Close every file after a failure, without raising and without finishing them."""
         writers, self._writers = self._writers, {}
-        for _w, fh in writers.values():
+        for w, fh in writers.values():
+            try:
+                w.close()  # else pyarrow's finaliser closes it later, onto the closed file, and complains
+            except Exception:  # noqa: BLE001 - a full disk fails the footer too: it is being thrown away
+                pass
             _close_quietly(fh)
         self._batches.clear()
         self._rows.clear()
