@@ -34,20 +34,21 @@ from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 FORMATS = ("xml", "jsonl", "parquet")
 ENGINES = ("auto", "local", "spark")
 # --engine auto picks the engine that finishes first, by a cost model measured with bench/bench_export.py on
-# the 1 GiB demo store (2 cores, medians of 3 rounds, after the message columns moved to C): the local engine
-# ~4.7 s a GiB of journal; Spark ~5.5 s to start its JVM, ~2.4 s a GiB of load and plan on the driver, then
-# ~2.5 s a GiB of task work shared by the cores at ~90% efficiency each (the tasks' work alone scaled 1.88x
-# from one process to two). Spark now pays off only for large stores on many cores.
-LOCAL_S_PER_GIB = 4.7
+# the 1 GiB demo store (2 cores, medians of 3 rounds, stop 23: the local engine writes on a second thread
+# and pairs refs in C): the local engine ~2.8 s a GiB of journal; Spark ~5.5 s to start its JVM, ~1.45 s a
+# GiB of load, plan and job on the driver, then ~2.85 s a GiB of task work shared by the cores at ~92%
+# efficiency each (the tasks' work alone scaled 1.84x from one process to two). On two cores Spark no longer
+# beats the local engine on one store at any size; it pays off from ~9.5 GiB on 4 cores, ~5.7 GiB on 8.
+LOCAL_S_PER_GIB = 2.8
 SPARK_START_S = 5.5
-SPARK_PLAN_S_PER_GIB = 2.4
-SPARK_TASK_S_PER_GIB = 2.5
-SPARK_CORE_EFFICIENCY = 0.9
+SPARK_PLAN_S_PER_GIB = 1.45
+SPARK_TASK_S_PER_GIB = 2.85
+SPARK_CORE_EFFICIENCY = 0.92
 
 
 def auto_spark_threshold(cores: int) -> int | None:
     """Journal bytes from which Spark ``local[*]`` on ``cores`` cores beats the local engine, JVM start
-    included (2 cores: ~6 GiB; 4: ~3.5 GiB; 8: ~2.8 GiB); None when it never does (one core).
+    included (4 cores: ~9.5 GiB; 8: ~5.7 GiB); None when it never does (one or two cores).
     ``AMQTOOL_EXPORT_SPARK_THRESHOLD`` (bytes) overrides it."""
     env = os.environ.get("AMQTOOL_EXPORT_SPARK_THRESHOLD")
     if env:
