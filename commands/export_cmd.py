@@ -150,9 +150,10 @@ def export(
         if report is Report.json:
             write_json(doc)
         else:
+            subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
             sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages on "
-                             f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings) to {doc['output']} "
-                             f"[{doc['format']}, {doc['engine']} engine]\n")
+                             f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
+                             f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
             if doc["problemCount"]:
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""

@@ -243,7 +243,8 @@ def test_kahadb_rows_equal_local_engine(spark, tmp_path, ds):
     for engine in ("local", "spark"):
         docs[engine], _ = run_export(ExportRequest(str(KAHADB / ds), str(tmp_path / engine), fmt, engine=engine),
                                      spark_session=spark if engine == "spark" else None)
-    for key in ("rows", "messages", "bindings", "rowsByQueue", "preparedRows", "problemCount", "storeKind"):
+    for key in ("rows", "messages", "bindings", "subscriptions", "rowsByQueue", "preparedRows", "problemCount",
+                "storeKind"):
         assert docs["spark"][key] == docs["local"][key], key
     assert docs["spark"]["engine"] == "spark" and docs["local"]["rows"] > 0
     reader = read_parquet_table if fmt == "parquet" else read_jsonl_table
@@ -254,7 +255,7 @@ def test_kahadb_rows_equal_local_engine(spark, tmp_path, ds):
     # the durable subscriptions (checked against the manifests in test_export_subscriptions.py)
     a = normalise(reader(tmp_path / "local" / "subscriptions"))
     b = normalise(reader(tmp_path / "spark" / "subscriptions"))
-    assert a == b and len(a) == {"basic": 2, "mkahadb": 1}[ds]
+    assert a == b and len(a) == {"basic": 2, "mkahadb": 1}[ds] == docs["spark"]["subscriptions"]
     assert sum(r["pending"] for r in b) == sum(n for q, n in docs["spark"]["rowsByQueue"].items() if ":" in q)
 
 

@@ -70,6 +70,7 @@ def test_subscriptions_equal_manifest(ds, tmp_path):
     rows_for = Counter(str(r["queue"]) for r in messages)
     by_queue = {r["queue"]: r for r in subs}
     assert len(by_queue) == len(subs) and set(by_queue) == set(want)
+    assert doc["subscriptions"] == len(want)  # the export document counts the table's rows
     for q, w in want.items():
         r = by_queue[q]
         assert list(r) == [c[0] for c in SUBSCRIPTION_COLUMNS]
@@ -97,8 +98,9 @@ def test_jsonl_and_queue_filter(tmp_path):
     _, pq, _ = _export("basic", tmp_path / "pq")
     _, js, _ = _export("basic", tmp_path / "js", "jsonl")
     assert sorted(js, key=lambda r: r["queue"]) == sorted(pq, key=lambda r: r["queue"])
-    _, only, messages = _export("basic", tmp_path / "q", queues=("fx-durable-b:*",))
+    doc, only, messages = _export("basic", tmp_path / "q", queues=("fx-durable-b:*",))
     assert [r["queue"] for r in only] == ["fx-durable-b:sub-b"] and only[0]["pending"] == len(messages) == 100
+    assert doc["subscriptions"] == 1
 
 
 def test_artemis_export_has_an_empty_table(tmp_path):

@@ -28,7 +28,7 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SCHEMA_VERSION, SUBSCRIPTION_COLUMNS
-from amqtool.engines.export.writers import OutputTarget, write_batches, write_table
+from amqtool.engines.export.writers import OutputTarget, write_batches, write_subscription_table, write_table
 from amqtool.errors import AmqtoolError, CapabilityError, UsageError, Verdict
 
 FORMATS = ("xml", "jsonl", "parquet")
@@ -260,14 +260,14 @@ def _run_local(store, options, target, fmt, progress):
             _write_tables(target, fmt, ex.binding_rows(), ex.rows())
         finally:
             ex.close()
-        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
+        write_subscription_table(target, fmt, ex.subscription_rows(), ex.summary)
         return ex.summary, None
     if store.kind == "kahadb":
         from amqtool.engines.export.kahadb import KahaDBExport
 
         ex = KahaDBExport(store, options, progress=progress)
         _write_tables(target, fmt, ex.binding_rows(), ex.rows())
-        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, ex.subscription_rows())
+        write_subscription_table(target, fmt, ex.subscription_rows(), ex.summary)
         return ex.summary, None
     artemis_export = LocalArtemisExport
     if store.kind == "artemis-jdbc":  # the same engine over the tables' load

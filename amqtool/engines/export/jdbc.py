@@ -303,9 +303,9 @@ class SparkClassicJdbcExport:
         return reader.load()
 
     def write_tables(self, target, fmt: str) -> None:
-        from amqtool.engines.export.schema import BINDING_COLUMNS, SUBSCRIPTION_COLUMNS
+        from amqtool.engines.export.schema import BINDING_COLUMNS
         from amqtool.engines.export.spark import write_rdd_parts
-        from amqtool.engines.export.writers import write_table
+        from amqtool.engines.export.writers import write_subscription_table, write_table
 
         write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         ctx = self.local.ctx
@@ -323,7 +323,7 @@ class SparkClassicJdbcExport:
                 s.rows_by_subscription[k] = s.rows_by_subscription.get(k, 0) + n
             s.problems += p.problems[:max(0, 100 - len(s.problems))]
             s.problem_count += p.problem_count
-        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, self.local.subscription_rows())
+        write_subscription_table(target, fmt, self.local.subscription_rows(), s)
 
 
 def _classic_part(ctx: ClassicContext):

@@ -54,6 +54,7 @@ class ExportSummary:
     # Classic JDBC: rows per durable subscription, (topic container, client id, name) -> rows (the
     # subscriptions table's ``pending``; a queue's name alone could be shared by two topics' subscriptions)
     rows_by_subscription: dict[tuple, int] = field(default_factory=dict)
+    subscriptions: int = 0  # rows of the subscriptions table (ActiveMQ Classic stores)
 
     def set_bindings(self, rows: list[tuple]) -> None:
         """Count the binding rows (``schema.BINDING_COLUMNS``) and note the store's queue names."""
@@ -99,6 +100,7 @@ class ExportSummary:
             "rows": self.rows,
             "messages": self.messages,
             "bindings": self.bindings,
+            "subscriptions": self.subscriptions,
             "preparedRows": self.prepared_rows,
             "rowsByQueue": dict(sorted(self.rows_by_queue.items())),
             "skippedNotXml": self.skipped_not_xml,

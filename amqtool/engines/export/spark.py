@@ -66,8 +66,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS
-from amqtool.engines.export.writers import FileMaker, table_writer, write_table
+from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
+from amqtool.engines.export.writers import FileMaker, table_writer, write_subscription_table, write_table
 from amqtool.errors import AmqtoolError, CapabilityError
 from amqtool.gcpause import gc_paused
 
@@ -751,4 +751,4 @@ class SparkKahaDBExport:
         parts = [RowsPart(i, rows[a:b], sum(costs[a:b])) for i, (a, b) in enumerate(runs)]
         write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         write_parts(self.sc, parts, None, target, fmt, self.progress)
-        write_table(target, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, self.ex.subscription_rows())
+        write_subscription_table(target, fmt, self.ex.subscription_rows(), self.summary)

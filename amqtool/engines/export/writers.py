@@ -207,6 +207,16 @@ def write_table(files, fmt: str, table: str, columns, rows, partition_by: str | 
     w.close()
 
 
+def write_subscription_table(files, fmt: str, rows, summary) -> None:
+    """A single store's ``subscriptions`` table (``schema.SUBSCRIPTION_COLUMNS``), its rows counted in
+    ``summary`` (the export document's ``subscriptions``)."""
+    from amqtool.engines.export.schema import SUBSCRIPTION_COLUMNS
+
+    rows = list(rows)
+    write_table(files, fmt, "subscriptions", SUBSCRIPTION_COLUMNS, rows)
+    summary.subscriptions = len(rows)
+
+
 def write_batches(files, fmt: str, table: str, columns, batches,
                   partition_by: str | tuple[str, ...] | None = None) -> None:
     """A whole table (one part) of Arrow record ``batches`` (``columns`` order) through :func:`table_writer`.
