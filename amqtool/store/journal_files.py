@@ -168,6 +168,19 @@ class OpenedJournal:
                 return
 
 
+def read_span(path: str | os.PathLike, offset: int, length: int) -> bytes:
+    """``length`` bytes of the journal file at ``path`` from ``offset`` (fewer at its end), on a descriptor of
+    the caller's own: for threads that read one store's files at once (OpenedJournal keeps one shared)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise UnknownStoreError(f"cannot read journal file: {err.strerror}", path=str(path)) from None
+
+
 class BodyWindows:
     """Windows of an open journal's files that hold the bodies of live entries, read as asked for: at least
     :data:`WINDOW` bytes from the first body asked for (a body larger than that gets a window of its own

@@ -92,11 +92,11 @@ def test_file_shrunk_after_load_reads_what_is_there(tmp_path):
 
 
 def test_runs_cut_in_small_windows_equal_the_python_text(tmp_path, monkeypatch):
-    """Windows of 64 bytes: a run per few entries, cut by live_run, formatted on the threads, in order."""
-    import amqtool.store.journal_files as jf
+    """Windows of 64 bytes: a run per few entries, cut by live_run, each reading its own window on a
+    formatting thread, in order (and the queue summary's tally from the same windows, in live order)."""
+    import amqtool.engines.artemis.journal_print as jp
 
-    monkeypatch.setattr(jf, "WINDOW", 64)
-    monkeypatch.setattr(jf.BodyWindows.__init__, "__defaults__", (64,))
+    monkeypatch.setattr(jp, "WINDOW", 64)
     journal = detect(_generated(tmp_path)).journals()[0]
     with open_journal(journal) as opened:
         result = load_journal(opened)

@@ -28,7 +28,7 @@ from amqtool.engines.artemis.load import LiveList, LiveRecord, LoadResult, TxInf
 from amqtool.errors import Verdict
 from amqtool.formats.artemis.records import RECORD_TYPE_NAMES
 from amqtool.formats.artemis.userrecords import RECORD_TYPE_NAMES as RECORD_TYPE_NAMES_USER
-from amqtool.store.journal_files import BodyWindows, open_journal
+from amqtool.store.journal_files import WINDOW, BodyWindows, open_journal, read_span
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 
@@ -200,10 +200,13 @@ _FAST_THREADS = 2  # formatting threads (the C call releases the GIL); runs in f
 def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray | None = None,
                       raw: bool = False) -> Iterator[str | bytes]:
     """The ``live`` array's items as :func:`record_json` + ``json.dumps`` would write them, formatted in C
-    (native/live_json.c) from windows of the journal files (:class:`BodyWindows`), instead of one pread and one
-    hash object per record. Runs are cut here (``native.live_run``: up to an entry whose body is not in the
-    window, whose window the next run reads) and formatted on :data:`_FAST_THREADS` threads, yielded in order.
-    ``raw``: the runs as UTF-8 bytes (for a binary stream), not str."""
+    (native/live_json.c) from windows of the journal files, instead of one pread and one hash object per
+    record. Runs are cut here from the entries alone (``native.live_run``: up to an entry whose body is not in
+    the window a run starts with, as :class:`BodyWindows` would read it: at least ``WINDOW`` bytes from the
+    run's first body); each run reads its window and is formatted on one of :data:`_FAST_THREADS` threads,
+    yielded in order. A file that shrank since the load is read as it is now, as LoadResult.body reads it.
+    ``raw``: the runs as UTF-8 bytes (for a binary stream), not str. ``tally``: the queue summary's items
+    (``native.tally_live``) from the same windows, in live order."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
@@ -214,14 +217,25 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray |
     names = [dumps(f.name, ensure_ascii=False) for f in result.files]
     types = tuple(dumps(_user_record_name(t), ensure_ascii=False) for t in range(256))
     fmt = native.live_json
-    windows = BodyWindows(result.opened)
     in_flight: deque = deque()
 
-    def formatted(run):
-        future, stop = run
-        text, nxt = future.result()
+    def run(start: int, stop: int, fi: int, base: int, want: int, size: int, first: bool):
+        data = read_span(result.files[fi].path, base, want)
+        if len(data) < want and base + len(data) < size:  # the file shrank: it ends here now
+            size = base + len(data)
+        text, nxt = fmt(buf, start, stop, data, fi, names[fi], types, opts.safe, first, base, size, raw)
         if nxt != stop:  # live_run and live_json disagree: never silently short
             raise RuntimeError(f"live_json stopped at live entry {nxt}, not {stop}")
+        items = None
+        if tally is not None:  # the queue summary's share, from the bytes in hand
+            items = bytearray()
+            native.tally_live(buf, start, stop, data, fi, items, base, size)
+        return text, items
+
+    def done(future):
+        text, items = future.result()
+        if items is not None:
+            tally.extend(items)
         return text
 
     i = 0
@@ -230,21 +244,19 @@ def _fast_live_chunks(result: LoadResult, opts: PrintOptions, tally: bytearray |
         while i < n:
             rec = live[i]
             fi = rec.file_index
-            base, data = windows.holding(fi, rec.body_offset, rec.body_len)
             size = result.files[fi].size
+            base, end = BodyWindows.clip(size, rec.body_offset, rec.body_len)
+            want = max(WINDOW, end - base)
             start = i
-            i = native.live_run(buf, i, min(n, i + _FAST_RUN), fi, len(data), base, size)
+            i = native.live_run(buf, i, min(n, i + _FAST_RUN), fi, max(0, min(want, size - base)), base, size)
             if i == start:  # the window holds entry i's body: C always takes it
                 raise RuntimeError(f"live_json made no progress at live entry {i}")
-            in_flight.append((pool.submit(fmt, buf, start, i, data, fi, names[fi], types, opts.safe, first, base,
-                                          size, raw), i))
-            if tally is not None:  # the queue summary's share, from the bytes in hand
-                native.tally_live(buf, start, i, data, fi, tally, base, size)
+            in_flight.append(pool.submit(run, start, i, fi, base, want, size, first))
             first = False
             if len(in_flight) > 2 * _FAST_THREADS:
-                yield formatted(in_flight.popleft())
+                yield done(in_flight.popleft())
         while in_flight:
-            yield formatted(in_flight.popleft())
+            yield done(in_flight.popleft())
 
 
 def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
