@@ -188,7 +188,8 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
         write_json(doc)
     else:
         by = doc["storesByVerdict"]
-        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings) "
+        subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
+        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
                          f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
                          f"{by['UNKNOWN']} not exported) to {doc['output']} "
                          f"[{doc['format']}, {doc['engine']} engine]\n")

@@ -55,6 +55,7 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
         assert by_name[name]["problemCount"] == single["problemCount"]
         assert by_name[name]["bindings"] == single["bindings"] == len(want_b)
     assert doc["rows"] == sum(len(v) for v in messages.values())
+    assert doc["subscriptions"] == sum(len(v) for v in subscriptions.values()) == 3  # basic 2, mkahadb 1
     assert verdict.name == "WARNING"  # the damaged and the empty store
     assert {n: tree_hashes(p) for n, p in fleet.items()} == before  # the stores are only read
 

@@ -15,10 +15,10 @@ The dataset (schema.py): ``messages``, ``bindings`` and ``subscriptions`` (the d
 KahaDB stores) with a first column ``store`` (Parquet: messages partitioned by ``store`` then ``queue``, the
 others by ``store``), each store's rows exactly those its single-store export gives, in the same order (a
 table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per
-input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that cannot be exported (not a store,
-unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN`` and the reason, and leaves no
-message or binding row behind (each store is written aside and moved into the output only once it is
-complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
+input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that
+cannot be exported (not a store, unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN``
+and the reason, and leaves no message or binding row behind (each store is written aside and moved into the
+output only once it is complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
 export fails as a whole only for what concerns the output itself (no space, read-only, ...).
 
 Engines: :func:`export_fleet_local` exports the stores one after the other in process;
@@ -217,9 +217,12 @@ def write_bindings(files, fmt: str, name: str, rows: list[tuple], part: int,
     w.close()
 
 
-def write_subscriptions(files, fmt: str, name: str, rows: list[tuple], part: int) -> None:
-    """A store's rows of the fleet's ``subscriptions`` table (partitioned by store)."""
+def write_subscriptions(files, fmt: str, name: str, rows, part: int, summary) -> None:
+    """A store's rows of the fleet's ``subscriptions`` table (partitioned by store), counted in its
+    ``summary`` (the fleet document's ``subscriptions`` total)."""
+    rows = list(rows)
     write_bindings(files, fmt, name, rows, part, "subscriptions", FLEET_SUBSCRIPTION_COLUMNS)
+    summary.subscriptions = len(rows)
 
 
 def write_store_messages(writer, name: str, items) -> None:
@@ -251,7 +254,7 @@ def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: 
         write_bindings(files, fmt, fs.name, ex.binding_rows(), part)
         write_store_messages(writer, fs.name, ex.rows())
         writer.close()
-        write_subscriptions(files, fmt, fs.name, ex.subscription_rows(), part)
+        write_subscriptions(files, fmt, fs.name, ex.subscription_rows(), part, ex.summary)
         return ex.summary
     from amqtool.engines.export.local import LocalArtemisExport
 
@@ -341,7 +344,8 @@ def fleet_document(outcomes: list[StoreOutcome], *, engine: str, fmt: str, outpu
         "storeCount": len(outcomes),
         "storesByVerdict": {v.name: verdicts.get(v.name, 0) for v in (Verdict.OK, Verdict.WARNING, Verdict.UNKNOWN)},
         "rows": sum(s.rows for s in ok), "messages": sum(s.messages for s in ok),
-        "bindings": sum(s.bindings for s in ok), "problemCount": sum(s.problem_count for s in ok),
+        "bindings": sum(s.bindings for s in ok), "subscriptions": sum(s.subscriptions for s in ok),
+        "problemCount": sum(s.problem_count for s in ok),
         "files": sum(o.store.files for o in outcomes), "bytes": sum(o.store.bytes for o in outcomes),
         "stores": [store_json(r) for r in rows],
     }
