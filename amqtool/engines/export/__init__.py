@@ -11,7 +11,6 @@ same rows; :mod:`.local` is the reference, :mod:`.spark` the one that scales (``
 from __future__ import annotations
 
 import contextlib
-import errno
 
 import json
 import os
@@ -175,9 +174,8 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
     target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
-    target.begin()
     xml_writer = None
-    try:
+    with target.writing():
         if engine == "local":
             summary, xml_writer = _run_local(store, options, target, req.fmt, progress)
         else:
@@ -204,17 +202,6 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         if target.is_dir:
             with target.open_file("export.json") as fh:
                 fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
-        target.commit()
-    except OSError as err:
-        target.abort()
-        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS):
-            # a write error names no file: say which output it was, and that nothing was left behind
-            raise AmqtoolError(f"writing the export failed: {err.strerror}; nothing was written to the "
-                               f"output (its temporary files are removed)", path=str(target.out)) from None
-        raise
-    except BaseException:
-        target.abort()
-        raise
     warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
     return doc, (Verdict.WARNING if warn else Verdict.OK)
 

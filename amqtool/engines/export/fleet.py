@@ -26,7 +26,6 @@ Engines: :func:`export_fleet_local` exports the stores one after the other in pr
 """
 from __future__ import annotations
 
-import errno
 import functools
 import glob
 import json
@@ -42,11 +41,10 @@ from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.schema import (
     FLEET_BINDING_COLUMNS, FLEET_MESSAGE_COLUMNS, FLEET_SUBSCRIPTION_COLUMNS, SCHEMA_VERSION, STORES_COLUMNS,
 )
-from amqtool.engines.export.writers import FileMaker, OutputTarget, table_writer
+from amqtool.engines.export.writers import OUTPUT_ERRNOS, FileMaker, OutputTarget, table_writer
 from amqtool.errors import AmqtoolError, UsageError, Verdict
 
 # Errors that concern the output, not a store: they fail the whole export (nothing is left behind).
-OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
 # --- which stores ------------------------------------------------------------------------------------------
@@ -439,8 +437,7 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
         total = sum(s.bytes for s in stores)
         engine = "spark" if req.master or (threshold is not None and total >= threshold) else "local"
     target = OutputTarget(req.out, is_dir=True, force=req.force, mode=req.mode)
-    target.begin()
-    try:
+    with target.writing():
         if engine == "local":
             outcomes = export_fleet_local(stores, options, req.fmt, target, progress=progress,
                                           store_progress=store_progress)
@@ -456,16 +453,6 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
         if mismatch:
             doc["queueMismatch"] = mismatch
         finish_dataset(target, req.fmt, outcomes, doc)
-        target.commit()
-    except OSError as err:
-        target.abort()
-        if err.errno in OUTPUT_ERRNOS + (errno.EIO,):
-            raise AmqtoolError(f"writing the export failed: {err.strerror}; nothing was written to the "
-                               f"output (its temporary files are removed)", path=str(target.out)) from None
-        raise
-    except BaseException:
-        target.abort()
-        raise
     return doc, fleet_verdict(outcomes, doc)
 
 

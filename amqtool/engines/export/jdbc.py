@@ -312,17 +312,8 @@ class SparkClassicJdbcExport:
         parts = write_rdd_parts(self.dataframe().rdd, _classic_part(ctx), target, fmt, self.progress)
         s = self.summary
         for index in sorted(parts):
-            p = parts[index]
-            s.rows += p.rows
-            s.messages += p.messages
-            s.prepared_rows += p.prepared_rows
-            s.bytes_scanned += p.bytes_scanned
-            for q, n in p.rows_by_queue.items():
-                s.rows_by_queue[q] = s.rows_by_queue.get(q, 0) + n
-            for k, n in p.rows_by_subscription.items():
-                s.rows_by_subscription[k] = s.rows_by_subscription.get(k, 0) + n
-            s.problems += p.problems[:max(0, 100 - len(s.problems))]
-            s.problem_count += p.problem_count
+            s.add(parts[index])
+            s.bytes_scanned += parts[index].bytes_scanned  # the tasks read the rows: their bytes add up
         write_subscription_table(target, fmt, self.local.subscription_rows(), s)
 
 

@@ -17,14 +17,16 @@ engine in its tasks, a set of ``part-NNNNN`` files per part), are here too.
 """
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import shutil
 import stat
+from contextlib import contextmanager
 from pathlib import Path
 
-from amqtool.errors import UsageError
+from amqtool.errors import AmqtoolError, UsageError
 from amqtool.store import atomic
 
 DEFAULT_FILE_MODE = 0o600
@@ -49,6 +51,10 @@ def parse_mode(text: str | None) -> int:
 def dir_mode_for(file_mode: int) -> int:
     """Directories: the file mode plus search (x) wherever read (r) is granted, and always owner rwx."""
     return file_mode | ((file_mode & 0o444) >> 2) | 0o700
+
+
+# errors of the output itself (a store's export fails for them as a whole, never as one store's problem)
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
 class OutputTarget:
@@ -76,6 +82,26 @@ class OutputTarget:
             raise UsageError("output directory does not exist", path=str(parent))
         if not os.access(parent, os.W_OK | os.X_OK):
             raise UsageError("output directory is not writable", path=str(parent))
+
+    @contextmanager
+    def writing(self):
+        """Build the output in the work directory (:meth:`begin`), then :meth:`commit` it; on any error
+        :meth:`abort`, so nothing is left, and an error writing the output (full disk, quota, read-only,
+        I/O) becomes one line naming the output."""
+        self.begin()
+        try:
+            yield self
+            self.commit()
+        except OSError as err:
+            self.abort()
+            if err.errno in OUTPUT_ERRNOS + (errno.EIO,):
+                # a write error names no file: say which output it was, and that nothing was left behind
+                raise AmqtoolError(f"writing the export failed: {err.strerror}; nothing was written to the "
+                                   f"output (its temporary files are removed)", path=str(self.out)) from None
+            raise
+        except BaseException:
+            self.abort()
+            raise
 
     def begin(self) -> Path:
         """Create the private work directory; returns :attr:`path`, where the output is to be built."""
