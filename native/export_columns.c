@@ -359,30 +359,30 @@ typedef struct {
     Py_ssize_t n, nulls;
 } fmark;
 
+/* Cut a bitmap back to its first n bits, clearing the bits past n in the last byte (a later bit_set ORs
+ * into them): how every column is rolled back when a message turns out to be Python's. */
+static void bits_back(outbuf *b, Py_ssize_t n) {
+    b->n = (size_t)((n + 7) >> 3);
+    if (n & 7)
+        b->p[n >> 3] &= (char)((1 << (n & 7)) - 1);
+}
+
 static void v_mark(const vcol *c, vmark *m) { *m = (vmark){c->data.n, c->offs.n, c->valid.n, c->n, c->nulls}; }
 static void v_back(vcol *c, const vmark *m) {
     c->data.n = m->data;
     c->offs.n = m->offs;
     c->n = m->n;
     c->nulls = m->nulls;
-    /* clear the bits past n (a later bit_set ORs into them) */
-    c->valid.n = (size_t)((m->n + 7) >> 3);
-    if (m->n & 7)
-        c->valid.p[m->n >> 3] &= (char)((1 << (m->n & 7)) - 1);
+    bits_back(&c->valid, m->n);
 }
 static void f_mark(const fcol *c, fmark *m) { *m = (fmark){c->v.n, c->valid.n, c->n, c->nulls}; }
 static void f_back(fcol *c, const fmark *m) {
     c->v.n = m->v;
     c->n = m->n;
     c->nulls = m->nulls;
-    c->valid.n = (size_t)((m->n + 7) >> 3);
-    if (m->n & 7)
-        c->valid.p[m->n >> 3] &= (char)((1 << (m->n & 7)) - 1);
-    if (c->width == 0) {
-        c->v.n = (size_t)((m->n + 7) >> 3);
-        if (m->n & 7)
-            c->v.p[m->n >> 3] &= (char)((1 << (m->n & 7)) - 1);
-    }
+    bits_back(&c->valid, m->n);
+    if (c->width == 0) /* a boolean column: its values are bits too */
+        bits_back(&c->v, m->n);
 }
 
 static void list_push(outbuf *l, Py_ssize_t v) {
@@ -1047,9 +1047,7 @@ static void decode_items(cols *k, const item_t *items, Py_ssize_t count, char *s
             k->mlist.n = mlist_before;
             k->alist.n = alist_before;
             k->arows = arows_before;
-            k->avalid.n = (size_t)((arows_before + 7) >> 3);
-            if (arows_before & 7)
-                k->avalid.p[arows_before >> 3] &= (char)((1 << (arows_before & 7)) - 1);
+            bits_back(&k->avalid, arows_before);
         }
         if (m.ps)
             PyMem_RawFree(m.ps);
