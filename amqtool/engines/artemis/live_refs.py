@@ -18,7 +18,8 @@ a message record id seen twice keeps its last record; a ref or ack body shorter 
 """
 from __future__ import annotations
 
-from typing import Iterator
+import bisect
+from typing import Callable, Iterator
 
 from amqtool import native
 from amqtool.engines.artemis.broker_state import (
@@ -34,50 +35,39 @@ from amqtool.store.journal_files import BodyWindows
 
 
 class JournalRefs:
-    """A messages journal's committed references, delivery figures and prepared transactions."""
+    """A messages journal's committed references, delivery figures and prepared transactions.
 
-    def __init__(self, records: dict[int, LiveRecord] | None, delivery_counts: dict, scheduled: dict,
-                 prepared: list[PreparedTransaction]):
-        self._records = records
+    ``committed``: makes the iterator :meth:`committed` gives; ``message_ids``: the ids of the message records,
+    ascending (what :meth:`has_message` searches)."""
+
+    def __init__(self, committed: Callable[[], Iterator[tuple[int, LiveRecord, list[int]]]], message_ids: list[int],
+                 delivery_counts: dict, scheduled: dict, prepared: list[PreparedTransaction]):
+        self._committed = committed
+        self._ids = message_ids
         self.delivery_counts: dict[tuple[int, int], int] = delivery_counts
         self.scheduled: dict[tuple[int, int], int] = scheduled
         self.prepared = prepared
-        self._arrays = None  # the native builder's (ids, entries, starts, queue ids) and live list
 
     @classmethod
     def from_state(cls, state: BrokerState) -> "JournalRefs":
         """The reference: the values of a BrokerState built with ``decode`` at least DELIVERY_TYPES."""
-        return cls(state.message_records, state.delivery_counts, state.scheduled, state.prepared)._with_state(state)
+        ids = sorted(state.message_records)
 
-    def _with_state(self, state: BrokerState) -> "JournalRefs":
-        self._state = state
-        return self
+        def committed():
+            for mid in ids:
+                yield mid, state.message_records[mid], state.live_refs(mid) or []
+
+        return cls(committed, ids, state.delivery_counts, state.scheduled, state.prepared)
 
     def has_message(self, message_id: int) -> bool:
         """Whether the journal holds a (live) message record of ``message_id``."""
-        if self._arrays is None:
-            return message_id in self._records
-        return message_id in self._ids_set()
-
-    def _ids_set(self) -> set[int]:
-        if self._records is None:
-            ids = self._arrays[0]
-            self._records = dict.fromkeys(ids)  # membership only (records stay in the packed list)
-        return self._records
+        k = bisect.bisect_left(self._ids, message_id)
+        return k < len(self._ids) and self._ids[k] == message_id
 
     def committed(self) -> Iterator[tuple[int, LiveRecord, list[int]]]:
         """``(message id, its record, queue ids still holding it in data exp order)`` of every message record,
         in message-id order; the queue list is empty when none does (every ref acked, or none at all)."""
-        if self._arrays is None:
-            st = self._state
-            for mid in sorted(st.message_records):
-                yield mid, st.message_records[mid], st.live_refs(mid) or []
-            return
-        ids, entries, starts, qids, live = self._arrays
-        for k, mid in enumerate(ids):
-            a, b = starts[k], starts[k + 1]
-            qs = qids[a:b]
-            yield mid, live[entries[k]], (long_key_order(qs) if b - a > 1 else qs)
+        return self._committed()
 
 
 def journal_refs(result: LoadResult, decode: frozenset = DELIVERY_TYPES) -> JournalRefs:
@@ -103,9 +93,14 @@ def journal_refs(result: LoadResult, decode: frozenset = DELIVERY_TYPES) -> Jour
         target[(rec.id, obj.queue_id)] = obj.count if rec.user_record_type == 34 else obj.scheduled_time
     state = BrokerState(None, result, decode)
     prepared = [state.prepared_transaction(result, tx) for tx in result.prepared]
-    refs = JournalRefs(None, delivery_counts, scheduled, prepared)
-    refs._arrays = (ids, entries, starts, qids, live)
-    return refs
+
+    def committed():
+        for k, mid in enumerate(ids):
+            a, b = starts[k], starts[k + 1]
+            qs = qids[a:b]
+            yield mid, live[entries[k]], (long_key_order(qs) if b - a > 1 else qs)
+
+    return JournalRefs(committed, ids, delivery_counts, scheduled, prepared)
 
 
 def _tally(result: LoadResult) -> bytearray:
