@@ -257,23 +257,43 @@ def delivered(root: Path) -> Delivered:
     from amqtool.store.layout import detect
 
     names = [c[0] for c in MESSAGE_COLUMNS]
-    key_at = [names.index(k) for k in _KEY]
     try:
         store = detect(root)
         if store.kind != "artemis":
             return Delivered(frozenset(), Counter(), frozenset(), detected=False)
     except AmqtoolError:
         return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+    if _refused(store):
+        return Delivered(frozenset(), Counter(), frozenset())
     rows: Counter = Counter()
     content = set()
     try:
         with LocalArtemisExport(store, ExportOptions(safe=True)) as ex:
             bindings = frozenset(ex.binding_rows())
-            for r in ex.rows():
-                k = tuple(r[i] for i in key_at)
-                rows[k] += 1
-                content.add(k + (hashlib.sha256(repr(r).encode()).hexdigest(),))
+            for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
+                cols = batch.to_pydict()
+                keys = list(zip(*(cols[k] for k in _KEY)))
+                rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
+                for k, r in zip(keys, rest):
+                    rows[k] += 1
+                    content.add(k + (hash(repr(r)),))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
         return Delivered(frozenset(), Counter(), frozenset())
     return Delivered(bindings, rows, frozenset(content))
+
+
+# JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
+# readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
+# orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
+_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
+
+
+def _refused(store) -> bool:
+    from amqtool.store.journal_files import open_journal
+
+    for jd in store.journals():
+        with open_journal(jd) as opened:
+            if any(s.code in _REFUSING for s in opened.skipped):
+                return True
+    return False
