@@ -228,6 +228,22 @@ class Evidence:
                     out.setdefault(q, set()).add(mid)
         return out
 
+    def live_pairs(self) -> set[tuple[int, int]]:
+        """(message, queue) of every live message record on every queue still holding it."""
+        return {(m, q) for m in self.messages for q in self._live_queues(m)}
+
+    def changes_with(self, journal: str, opened) -> bool:
+        """Whether loading ``opened`` (this journal's files, some header set right) instead gives other live
+        messages, refs or bindings than the load this evidence was built from."""
+        from amqtool.engines.artemis.load import load_journal
+
+        with opened:
+            other_result = load_journal(opened)
+            if journal == "bindings":
+                return {r.id for r in other_result.live} != set(self.bindings_ids)
+            other = Evidence.build(None, other_result)
+            return other.live_pairs() != self.live_pairs()
+
     # -- what losing a record changes ---------------------------------------------------------------------
 
     def _deleted_later(self, rid: int) -> bool:

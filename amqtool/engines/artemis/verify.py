@@ -106,6 +106,7 @@ class _GapInspector:
         self.regions: list[tuple[str, int, int, object]] = []  # (path, first, next record, bytes to rebuild)
         self.mismatched: list = []  # commit-count-mismatch anomalies: judged by what their transaction held
         self.more_damaged: list[tuple[str, int]] = []
+        self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -132,6 +133,12 @@ class _GapInspector:
                    and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is not None:
+            if scan.records == 0:
+                # a file with no record of its own: reinitialised for reuse, or its header's fileID is damaged
+                # (judged in judge(): would its records change the live state if the header said their tag?)
+                tag = int.from_bytes(head[stale_at - first + 1:stale_at - first + 5], "big", signed=True)
+                self.foreign.append((scan.index, path, stale_at, tag))
+                return
             self.findings.append(Finding(
                 Severity.INFO, "stale-records",
                 "records of an earlier use of this reused file follow the data; Artemis ignores them "
@@ -154,9 +161,25 @@ class _GapInspector:
         from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, reconstruct, transaction_records
 
         max_id = self.result.max_id
+        mismatched = {a.ids["txId"] for a in self.mismatched}
+        lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+
+        def effect_of(rec):
+            if rec.type in (13, 14, 15):
+                # its transaction commits without it (a count in another file) or is discarded whole (the
+                # commit's count no longer matches): judged with the transaction's records
+                lost_in_tx.setdefault(rec.tx_id, []).append(rec)
+                if rec.tx_id in mismatched:
+                    return HARMLESS  # the commit-count-mismatch finding below carries the verdict
+                return evidence.effect_of_discarded([rec])
+            if rec.type in (17, 18):
+                # a lost PREPARE or COMMIT: the transaction is rolled back at start, with all it held
+                return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
+            return evidence.effect_of_loss(self.kind, rec)
+
         for path, first, off, region in self.regions:
             candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
-            effects = {evidence.effect_of_loss(self.kind, rec) for rec in candidates}
+            effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
             if effect == HARMLESS:
@@ -174,7 +197,8 @@ class _GapInspector:
         files = self.result.files
         for a in self.mismatched:
             i = a.ids
-            effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"]))
+            effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
+                                                  + lost_in_tx.get(i["txId"], []))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
@@ -183,6 +207,18 @@ class _GapInspector:
                 + ("; none of them changes what the broker delivers" if harmless else
                    "; the broker loses what it held" if effect == LOSS else ""),
                 str(files[a.file_index].path), a.offset, dict(i)))
+        for index, path, offset, tag in self.foreign:
+            if evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "file-header-damaged",
+                    f"none of this file's records carry its header's fileID, but they carry {tag}, and read under "
+                    f"it they hold live records: the header was damaged and the broker will not load them",
+                    path, 8, {"recordTag": tag}))
+            else:
+                self.findings.append(Finding(
+                    Severity.INFO, "stale-records",
+                    "records of an earlier use of this reused file follow the data; Artemis ignores them (their "
+                    "tag is not this file's, and read under theirs they change nothing live)", path, offset))
         for path, n in self.more_damaged:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
@@ -197,6 +233,20 @@ class _GapInspector:
                     Severity.WARNING, "damaged-tail",
                     f"{length} byte(s) of damaged data after the last valid record of a file that is not "
                     f"the newest", path, first))
+
+
+def _retagged(opened, index: int, tag: int):
+    """``opened`` with file ``index``'s header fileID set to ``tag`` (and the files in load order again): what
+    Artemis would load had that header not been damaged."""
+    import dataclasses
+
+    from amqtool.store.journal_files import OpenedJournal
+
+    files = list(opened.files)
+    jf = files[index]
+    files[index] = dataclasses.replace(jf, header=dataclasses.replace(jf.header, file_id=tag))
+    files.sort(key=lambda f: f.file_id)
+    return OpenedJournal(opened.journal, files)
 
 
 def _held(rec) -> str:
@@ -228,15 +278,40 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
         else:
             findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
                                     s.path, s.offset))
-    seen: dict[int, str] = {}
+    seen: dict = {}  # fileID -> the first JournalFile with it
     for f in opened.files:
         if f.file_id in seen:
-            findings.append(Finding(
-                Severity.CRITICAL, "duplicate-file-id",
-                f"header fileID {f.file_id} is also in {seen[f.file_id]}: their load order is undefined",
-                str(f.path), 8))
+            other = seen[f.file_id]
+            if _same_bytes(other.path, f.path):
+                # a copy: Artemis loads its records twice, in a row; every add, update and delete then lands on
+                # the same id again and the live state is the one the original gives
+                findings.append(Finding(
+                    Severity.WARNING, "duplicate-file-id",
+                    f"a byte-for-byte copy of {other.name} (header fileID {f.file_id}): Artemis loads its records "
+                    f"twice, to the same state; remove the copy", str(f.path), 8))
+            else:
+                findings.append(Finding(
+                    Severity.CRITICAL, "duplicate-file-id",
+                    f"header fileID {f.file_id} is also in {other.name}, with other records: their load order is "
+                    f"undefined", str(f.path), 8))
         else:
-            seen[f.file_id] = f.name
+            seen[f.file_id] = f
+
+
+def _same_bytes(a, b, window: int = 1 << 20) -> bool:
+    """Whether two files hold the same bytes (read in windows)."""
+    try:
+        if os.stat(a).st_size != os.stat(b).st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(window), fb.read(window)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
 
 
 def _name_number(name: str) -> int | None:
