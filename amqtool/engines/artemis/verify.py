@@ -228,11 +228,24 @@ class _GapInspector:
                     Severity.WARNING, "torn-tail",
                     f"{length} byte(s) of a partly written record after the last valid record of the "
                     f"newest file: the broker stopped mid-write and will drop that record", path, first))
+            elif self._short(index):
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "damaged-tail",
+                    f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
+                    f"newest and is shorter than the journal's files: it was truncated, and the records after "
+                    f"the cut are lost", path, first))
             else:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-tail",
                     f"{length} byte(s) of damaged data after the last valid record of a file that is not "
-                    f"the newest", path, first))
+                    f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
+                    path, first))
+
+    def _short(self, index: int) -> bool:
+        """Whether file ``index`` is shorter than the journal's other files (Artemis fills every file to the
+        journal's file size before use, so a shorter one was cut)."""
+        sizes = [f.size for f in self.result.files]
+        return len(sizes) > 1 and sizes[index] < max(sizes)
 
 
 def _retagged(opened, index: int, tag: int):
@@ -380,8 +393,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
         return
     because = (f"; {orphans} live update(s) have lost their add record" if orphans else
                " and not explained by reused files")
+    # never compacted and not explained by reuse, or live updates without their add: a data file is gone
     findings.append(Finding(
-        Severity.WARNING, "missing-journal-file",
+        Severity.CRITICAL, "missing-journal-file",
         f"fileID(s) {shown} missing between data files{because}: a journal file appears to have been "
         f"removed; its records are lost", where, None, details))
 
