@@ -135,6 +135,9 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
 
 
 _USER_TYPES = frozenset(v for k, v in vars(R).items() if k.isupper() and isinstance(v, int))
+# what AbstractJournalStorageManager.loadMessageJournal's switch accepts; its default throws
+# IllegalStateException("Invalid record type"), and the broker does not start
+_MESSAGE_JOURNAL_TYPES = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
 _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
@@ -171,6 +174,9 @@ class Evidence:
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
+    unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
+    bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
+    orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
 
     @classmethod
@@ -188,6 +194,17 @@ class Evidence:
         ev.acked = set(state.acked)
         if messages is not None:
             ev.live_ids = {r.id for r in messages.live}
+            for r in messages.live:
+                if r.user_record_type not in _MESSAGE_JOURNAL_TYPES:
+                    ev.unknown_types.append(r)
+                elif r.user_record_type in (R.ADD_REF, R.ACKNOWLEDGE_REF) and r.body_len != 8:
+                    ev.bad_refs.append(r)
+            for mid, qs in ev.refs.items():
+                if mid not in ev.messages:
+                    ev.orphan_updates[mid] = [(R.ADD_REF, q) for q in qs]
+            for m, q in ev.acked:
+                if m not in ev.messages:
+                    ev.orphan_updates.setdefault(m, []).append((R.ACKNOWLEDGE_REF, q))
             for a in messages.anomalies:
                 if a.code == "delete-unknown-id":
                     ev.deleted_unknown.add(a.ids["id"])
@@ -198,15 +215,52 @@ class Evidence:
     # -- references -------------------------------------------------------------------------------------
 
     def orphan_refs(self) -> dict[int, set[int]]:
-        """Message id -> the queues it still has unacked refs on, for messages with no message record."""
+        """Message id -> the queues it still has unacked refs on, for messages with no message record whose
+        loss is proven: its refs cannot be the updates of another message whose id byte was damaged (see
+        :meth:`misfiled`)."""
         out = {}
         for mid, qs in self.refs.items():
             if mid in self.messages:
                 continue
             left = {q for q in qs if (mid, q) not in self.acked}
-            if left:
+            if left and self.misfiled(mid) != HARMLESS:
                 out[mid] = left
         return out
+
+    def _one_byte_neighbours(self, rid: int, ids) -> list[int]:
+        out = []
+        for b in range(8):
+            mask = 0xFF << (8 * b)
+            for v in range(256):
+                cand = (rid & ~mask) | (v << (8 * b))
+                if cand != rid and cand in ids:
+                    out.append(cand)
+        return out
+
+    def misfiled(self, orphan: int) -> str:
+        """The updates of ``orphan`` (an id with refs or acks but no message record) read as another
+        message's, whose id differs in one byte (a damaged id field): HARMLESS when giving them back to it
+        changes nothing (the message was deleted since, or it is acknowledged there anyway), LOSS when it does
+        or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
+        away), UNKNOWN when no message is one byte away."""
+        updates = self.orphan_updates.get(orphan, [])
+        refless = [m for m in self._one_byte_neighbours(orphan, self.messages) if not self.refs.get(m)]
+        if refless:
+            return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
+        if len(updates) != 1:
+            return UNKNOWN
+        owners = self._one_byte_neighbours(orphan, self.messages)
+        if not owners:
+            # no live message one byte away: the update belonged to a message deleted since (its DELETE took
+            # every record of it), or the message itself is gone -- which a damaged region or file shows
+            return HARMLESS
+        kind, q = updates[0]
+        for m in owners:
+            if kind == R.ADD_REF and (m, q) not in self.acked:
+                return LOSS
+            if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
+                return LOSS
+        return HARMLESS
 
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record

@@ -338,7 +338,7 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
+def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -358,7 +358,8 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
     low, high = min(data_ids), max(data_ids)
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
     # 64-bit fileID.
-    inside = sorted({f.file_id for f in result.files if low < f.file_id < high})
+    inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
+                    | {t for t in found_elsewhere if low < t < high})
     count = high - low - 1 - len(inside)
     if count <= 0:
         return
@@ -571,7 +572,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.failed = len(result.failed)
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
-            _gap_findings(result, findings)
+            # an id whose records are in a file with another header fileID is judged as that file's header
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign})
         _load_findings(result, findings)
         if journal.kind == "jms":
             _jms_findings(result, findings)
@@ -645,6 +647,21 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    if evidence.unknown_types:
+        r = evidence.unknown_types[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "unknown-record-type",
+            f"{len(evidence.unknown_types)} live record(s) of a user record type the broker's message journal "
+            f"load does not know (first: record {r.id}, type {r.user_record_type}): it throws 'Invalid record "
+            f"type' and does not start", str(results["messages"].files[r.file_index].path), r.body_offset,
+            {"count": len(evidence.unknown_types)}))
+    if evidence.bad_refs:
+        r = evidence.bad_refs[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-undecodable",
+            f"{len(evidence.bad_refs)} live reference or acknowledgement record(s) whose body is not one queue id "
+            f"(first: record {r.id}, {r.body_len} bytes): the broker's load fails on it",
+            str(results["messages"].files[r.file_index].path), r.body_offset, {"count": len(evidence.bad_refs)}))
     unknown = evidence.refs_to_unknown_queues()
     if unknown:
         shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED])

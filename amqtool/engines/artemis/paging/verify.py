@@ -59,9 +59,24 @@ class PagingSummary:
                 "pendingMessages": self.pending_messages}
 
 
+def _records_after(buf, start: int, size: int) -> bool:
+    """Whether a whole page record (``{``, length, body, ``}``) starts anywhere after ``start``: then the
+    bytes at ``start`` are not a crash's last write but damage with messages after it."""
+    pos = buf.find(b"{", start + 1, size)
+    while 0 <= pos and pos + 6 <= size:
+        n = int.from_bytes(buf[pos + 1:pos + 5], "big", signed=True)
+        if 0 < n and pos + 6 + n <= size and buf[pos + 5 + n] == 0x7D:
+            return True
+        pos = buf.find(b"{", pos + 1, size)
+    return False
+
+
 def _torn_like(buf, end: PageScanEnd) -> bool:
     """An ending a crash mid-append leaves: a short tail, a length that runs past the end of the file, or a
-    start byte followed by nothing but zeros (a tail the filesystem zero-filled)."""
+    start byte followed by nothing but zeros (a tail the filesystem zero-filled) -- and no whole record after
+    it (a crash cuts the last write only)."""
+    if end.reason != END_SHORT_TAIL and _records_after(buf, end.offset, end.size):
+        return False
     if end.reason == END_SHORT_TAIL:
         return True
     if end.reason == END_BAD_LENGTH:
@@ -429,6 +444,22 @@ class PagingVerifier:
 
     def _counter_findings(self, findings, expected: dict[int, int]) -> None:
         stored = self.view.counters()
+        present = {ps.address for ps in find_page_stores(self.store.paging_dir)[0]}
+        by_address: dict[str, list[int]] = {}
+        for q, a in self.view.queue_address.items():
+            if q in self.view.queues:
+                by_address.setdefault(a, []).append(q)
+        for address, queues in sorted(by_address.items()):
+            if address in present or self.store.paging_dir is None:
+                continue
+            lost = {q: stored[q] for q in queues if stored.get(q, 0) > 0}
+            if lost:
+                n = sum(lost.values())
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-store-missing",
+                    f"address {address!r} has no page folder, but the page counters of its queues say {n} paged "
+                    f"message reference(s) are still to consume: they are lost", str(self.store.paging_dir), None,
+                    {"address": address, "messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()}}))
         for address, paths in sorted(self._damaged.items()):
             queues = sorted(q for q, a in self.view.queue_address.items() if a == address and q in self.view.queues)
             lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
