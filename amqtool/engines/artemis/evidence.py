@@ -178,6 +178,8 @@ class Evidence:
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
+    opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    _deleted: set | None = None
 
     @classmethod
     def build(cls, bindings, messages) -> "Evidence":
@@ -193,6 +195,7 @@ class Evidence:
         ev.refs = {m: set(q) for m, q in state.refs.items()}
         ev.acked = set(state.acked)
         if messages is not None:
+            ev.opened = messages.opened
             ev.live_ids = {r.id for r in messages.live}
             for r in messages.live:
                 if r.user_record_type not in _MESSAGE_JOURNAL_TYPES:
@@ -301,7 +304,11 @@ class Evidence:
     # -- what losing a record changes ---------------------------------------------------------------------
 
     def _deleted_later(self, rid: int) -> bool:
-        return rid in self.deleted_unknown
+        if rid in self.deleted_unknown:
+            return True
+        if self.opened is not None and self._deleted is None:
+            self._deleted = deleted_ids(self.opened)
+        return self._deleted is not None and rid in self._deleted
 
     def effect_of_loss(self, journal: str, rec: Rebuilt) -> str:
         """What the broker loses because it never read ``rec`` (a record of ``journal`` it skipped)."""
@@ -320,7 +327,9 @@ class Evidence:
                 return LOSS if self.bindings_ids.get(rid) in BINDING_TYPES else HARMLESS
             if rid in self.bindings_ids or self._deleted_later(rid):
                 return HARMLESS
-            return LOSS if rec.user_type in BINDING_TYPES else UNKNOWN
+            # a queue or address binding is what the broker delivers to; the other bindings records (status,
+            # id counter, settings, users, diverts) change no stored message
+            return LOSS if rec.user_type in BINDING_TYPES else HARMLESS
         if t == DELETE:
             return LOSS if self._live_queues(rid) else HARMLESS
         if t == ADD:
@@ -388,4 +397,16 @@ def transaction_records(opened, tx_id: int) -> list[Rebuilt]:
             if tx == tx_id and t in (ADD_TX, UPDATE_TX, DELETE_TX):
                 start = off + fixed_size(t, jf.version) - 4
                 out.append(Rebuilt(t, off, size, tx, rid, utype, bytes(data[start:start + body_len]), ""))
+    return out
+
+
+def deleted_ids(opened) -> set[int]:
+    """The ids of every DELETE and DELETE_TX record in the files of ``opened`` (a rescan with the C scanner,
+    done only when a damaged record or transaction is judged: the load keeps no deleted ids)."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
     return out

@@ -107,6 +107,7 @@ class _GapInspector:
         self.mismatched: list = []  # commit-count-mismatch anomalies: judged by what their transaction held
         self.more_damaged: list[tuple[str, int]] = []
         self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
+        self.tail_bytes: dict[int, object] = {}
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -145,8 +146,10 @@ class _GapInspector:
                 "(their tag is not this file's)", path, stale_at))
             return
         last = gaps.tail_end - first
-        # Whether this is a torn tail (newest data file) is known only once every file is scanned.
+        # Whether this is a torn tail (newest data file) is known only once every file is scanned; a tail of
+        # another file is judged by the record it held, when it is one (a damaged last record).
         self.tails.append((scan.index, path, first, last))
+        self.tail_bytes[scan.index] = self._region(scan, first, min(gaps.tail_end + 4, jf.size))
 
     def finish(self, result) -> None:
         """Note which tail is the newest file's (torn by a crash) once every file is scanned."""
@@ -211,6 +214,15 @@ class _GapInspector:
         # compaction dropped), so reading them under their old fileID proves nothing: only a journal never
         # compacted (no live record with a compactCount) tells a damaged header from a reused file this way.
         compacted = any(r.compact_count > 0 for r in self.result.live)
+        for index, jf in enumerate(self.result.files):
+            if jf.file_id >= 1 << 31:
+                changes = evidence.changes_with(self.kind, _retagged(self.opened, index, jf.tag))
+                self.findings.append(Finding(
+                    Severity.CRITICAL if changes else Severity.WARNING, "file-id-damaged",
+                    f"header fileID {jf.file_id} is not one Artemis issues (its records carry {jf.tag}): its high "
+                    f"bytes were damaged and the broker loads this file after every other, "
+                    + ("which changes what it delivers" if changes else "to the same state"),
+                    str(jf.path), 8, {"fileId": jf.file_id, "recordTag": jf.tag}))
         for index, path, offset, tag in self.foreign:
             if not compacted and evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
                 self.findings.append(Finding(
@@ -232,6 +244,13 @@ class _GapInspector:
                     Severity.WARNING, "torn-tail",
                     f"{length} byte(s) of a partly written record after the last valid record of the "
                     f"newest file: the broker stopped mid-write and will drop that record", path, first))
+            elif (effect := self._tail_effect(index, first, length, evidence, effect_of)) is not None:
+                harmless = effect == HARMLESS
+                self.findings.append(Finding(
+                    Severity.WARNING if harmless else Severity.CRITICAL, "damaged-tail",
+                    f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
+                    f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
+                                  "the broker will lose what it held"), path, first))
             elif self._short(index):
                 self.findings.append(Finding(
                     Severity.CRITICAL, "damaged-tail",
@@ -244,6 +263,22 @@ class _GapInspector:
                     f"{length} byte(s) of damaged data after the last valid record of a file that is not "
                     f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
                     path, first))
+
+    def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
+        """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
+        read as one record (None: they do not)."""
+        from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
+
+        region = self.tail_bytes.get(index)
+        if region is None:
+            return None
+        buf, base, tag, version = region
+        for end in range(first + length, min(first + length + 4, base + len(buf)) + 1):
+            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id)
+            if candidates:
+                effects = {effect_of(rec) for rec in candidates}
+                return effects.pop() if len(effects) == 1 else UNKNOWN
+        return None
 
     def _short(self, index: int) -> bool:
         """Whether file ``index`` is shorter than the journal's other files (Artemis fills every file to the
@@ -352,7 +387,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     and reused files do not explain it, or when live updates without their add corroborate it; otherwise it is
     ``file-id-gap`` (info).
     """
-    data_ids = [s.file.file_id for s in result.scans if s.has_data]
+    # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
+    # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
+    data_ids = [s.file.file_id for s in result.scans if s.has_data and s.file.file_id < 1 << 31]
     if len(data_ids) < 2:
         return
     low, high = min(data_ids), max(data_ids)
