@@ -149,9 +149,8 @@ class _GapInspector:
         self.tails.append((scan.index, path, first, last))
 
     def finish(self, result) -> None:
-        """Note which tail is the newest file's (torn by a crash) once every file is scanned."""
-        data_indexes = [s.index for s in result.scans if s.has_data]
-        self.current = data_indexes[-1] if data_indexes else -1
+        """Keep the load once every file is scanned: which tail is the newest file's (torn by a crash) is
+        known only then."""
         self.result = result
         self.mismatched = [a for a in result.anomalies if a.code == "commit-count-mismatch"]
 
@@ -227,29 +226,37 @@ class _GapInspector:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
         for index, path, first, length in self.tails:
-            if index == self.current:
-                self.findings.append(Finding(
-                    Severity.WARNING, "torn-tail",
-                    f"{length} byte(s) of a partly written record after the last valid record of the "
-                    f"newest file: the broker stopped mid-write and will drop that record", path, first))
-            elif self._short(index):
-                self.findings.append(Finding(
-                    Severity.CRITICAL, "damaged-tail",
-                    f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
-                    f"newest and is shorter than the journal's files: it was truncated, and the records after "
-                    f"the cut are lost", path, first))
-            else:
-                self.findings.append(Finding(
-                    Severity.WARNING, "damaged-tail",
-                    f"{length} byte(s) of damaged data after the last valid record of a file that is not "
-                    f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
-                    path, first))
+            self.findings.append(tail_finding(self.result, index, path, first, length))
 
-    def _short(self, index: int) -> bool:
-        """Whether file ``index`` is shorter than the journal's other files (Artemis fills every file to the
-        journal's file size before use, so a shorter one was cut)."""
-        sizes = [f.size for f in self.result.files]
-        return len(sizes) > 1 and sizes[index] < max(sizes)
+
+def newest_data_file(result) -> int:
+    """Index of the newest file holding records in a load ``result`` (the one a crash can tear), or -1."""
+    data_indexes = [s.index for s in result.scans if s.has_data]
+    return data_indexes[-1] if data_indexes else -1
+
+
+def tail_finding(result, index: int, path: str, first: int, length: int) -> Finding:
+    """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
+    neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
+    leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
+    (Artemis fills every file to the journal's file size before use)."""
+    if index == newest_data_file(result):
+        return Finding(
+            Severity.WARNING, "torn-tail",
+            f"{length} byte(s) of a partly written record after the last valid record of the "
+            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+    sizes = [f.size for f in result.files]
+    if len(sizes) > 1 and sizes[index] < max(sizes):
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
+            f"newest and is shorter than the journal's files: it was truncated, and the records after "
+            f"the cut are lost", path, first)
+    return Finding(
+        Severity.WARNING, "damaged-tail",
+        f"{length} byte(s) of damaged data after the last valid record of a file that is not "
+        f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
+        path, first)
 
 
 def _retagged(opened, index: int, tag: int):
