@@ -263,7 +263,7 @@ class _Skipped:
             if reconstruct_undecoded(entry, read, end, jf.tag, jf.version, load.max_id):
                 continue
             if entry.where == "tail":
-                self.rec.lost.remove(entry)
+                del self.rec.lost[next(i for i, r in enumerate(self.rec.lost) if r is entry)]
                 findings.append(tail_finding(load, fi, str(jf.path), entry.offset, entry.length))
         self.undecoded = []
         return findings
