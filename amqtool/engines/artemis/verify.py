@@ -152,9 +152,8 @@ class _GapInspector:
         self.tail_bytes[scan.index] = self._region(scan, first, min(gaps.tail_end + 4, jf.size))
 
     def finish(self, result) -> None:
-        """Note which tail is the newest file's (torn by a crash) once every file is scanned."""
-        data_indexes = [s.index for s in result.scans if s.has_data]
-        self.current = data_indexes[-1] if data_indexes else -1
+        """Keep the load once every file is scanned: which tail is the newest file's (torn by a crash) is
+        known only then."""
         self.result = result
         self.mismatched = [a for a in result.anomalies if a.code == "commit-count-mismatch"]
 
@@ -239,30 +238,18 @@ class _GapInspector:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
         for index, path, first, length in self.tails:
-            if index == self.current:
-                self.findings.append(Finding(
-                    Severity.WARNING, "torn-tail",
-                    f"{length} byte(s) of a partly written record after the last valid record of the "
-                    f"newest file: the broker stopped mid-write and will drop that record", path, first))
-            elif (effect := self._tail_effect(index, first, length, evidence, effect_of)) is not None:
-                harmless = effect == HARMLESS
-                self.findings.append(Finding(
-                    Severity.WARNING if harmless else Severity.CRITICAL, "damaged-tail",
-                    f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
-                    f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
-                                  "the broker will lose what it held"), path, first))
-            elif self._short(index):
-                self.findings.append(Finding(
-                    Severity.CRITICAL, "damaged-tail",
-                    f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
-                    f"newest and is shorter than the journal's files: it was truncated, and the records after "
-                    f"the cut are lost", path, first))
-            else:
-                self.findings.append(Finding(
-                    Severity.WARNING, "damaged-tail",
-                    f"{length} byte(s) of damaged data after the last valid record of a file that is not "
-                    f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
-                    path, first))
+            effect = None
+            if index != newest_data_file(self.result):
+                effect = self._tail_effect(index, first, length, evidence, effect_of)
+            if effect is None:
+                self.findings.append(tail_finding(self.result, index, path, first, length))
+                continue
+            harmless = effect == HARMLESS
+            self.findings.append(Finding(
+                Severity.WARNING if harmless else Severity.CRITICAL, "damaged-tail",
+                f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
+                f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
+                              "the broker will lose what it held"), path, first))
 
     def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
         """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
@@ -280,11 +267,35 @@ class _GapInspector:
                 return effects.pop() if len(effects) == 1 else UNKNOWN
         return None
 
-    def _short(self, index: int) -> bool:
-        """Whether file ``index`` is shorter than the journal's other files (Artemis fills every file to the
-        journal's file size before use, so a shorter one was cut)."""
-        sizes = [f.size for f in self.result.files]
-        return len(sizes) > 1 and sizes[index] < max(sizes)
+
+def newest_data_file(result) -> int:
+    """Index of the newest file holding records in a load ``result`` (the one a crash can tear), or -1."""
+    data_indexes = [s.index for s in result.scans if s.has_data]
+    return data_indexes[-1] if data_indexes else -1
+
+
+def tail_finding(result, index: int, path: str, first: int, length: int) -> Finding:
+    """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
+    neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
+    leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
+    (Artemis fills every file to the journal's file size before use)."""
+    if index == newest_data_file(result):
+        return Finding(
+            Severity.WARNING, "torn-tail",
+            f"{length} byte(s) of a partly written record after the last valid record of the "
+            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+    sizes = [f.size for f in result.files]
+    if len(sizes) > 1 and sizes[index] < max(sizes):
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
+            f"newest and is shorter than the journal's files: it was truncated, and the records after "
+            f"the cut are lost", path, first)
+    return Finding(
+        Severity.WARNING, "damaged-tail",
+        f"{length} byte(s) of damaged data after the last valid record of a file that is not "
+        f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
+        path, first)
 
 
 def _retagged(opened, index: int, tag: int):
