@@ -4,9 +4,12 @@ What the brokers hold while they run (all taken with Java's ``FileChannel.tryLoc
 ``fcntl`` record lock over the whole file):
 
 * Artemis, node manager (``FileLockNodeManager``, in the node-manager lock directory, by default the
-  journal directory): ``serverlock.1`` is locked by the live (primary) broker for as long as it runs,
-  ``serverlock.2`` by a waiting shared-store backup, and ``server.lock`` (19 bytes: state byte, ``00``,
-  16-byte node UUID) only briefly while the state byte is read or written.
+  journal directory): since 2.10 (ARTEMIS-2441) ``serverlock.1`` is locked whole by the live (primary)
+  broker for as long as it runs, ``serverlock.2`` by a waiting shared-store backup, and ``server.lock``
+  (19 bytes: state byte, ``00``, 16-byte node UUID) only briefly while the state byte is read or written.
+  Before 2.10 all three were one-byte ranges of ``server.lock``: ``tryLock(pos, 1, false)`` at byte 0
+  (state), 1 (live) and 2 (backup). A whole-file ``F_OFD_GETLK`` probe overlaps every one of those ranges,
+  so one probe sees both generations.
 * Artemis CLI (``LockAbstract``): ``<instance>/lock/cli.lock``, held by ``artemis run`` and by the offline
   ``artemis data`` tools.
 * KahaDB (``LockFile``/``SharedFileLocker``): ``<dir>/lock``.
@@ -243,19 +246,20 @@ def instance_above(paths) -> Path | None:
     return None
 
 
-def artemis_store_lock_files(store) -> list[Path]:
-    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore`, whatever path named it.
+def artemis_node_manager_dirs(store) -> list[Path]:
+    """Every directory in which a broker running on ``store`` may keep its node-manager lock files.
 
-    Node-manager files (``FileLockNodeManager``) in the broker's configured node-manager lock directory, else
-    its journal directory; the instance's ``lock/cli.lock`` (``LockAbstract``). The instance is found from any
-    path inside it (instance, data directory, journal or bindings directory), and its ``etc/broker.xml`` then
-    names the journal and node-manager directories even when PATH was only the bindings journal: a store named
-    by its journal directory is the same store, and the broker holds it all the same.
+    ``FileBasedNodeManager.newFile`` puts them in ``ConfigurationImpl.getNodeManagerLockLocation()``: the
+    ``<node-manager-lock-directory>`` when broker.xml names one (relative to the instance, like every
+    directory there), else the journal directory. The journal directory as found on disk, the default
+    ``data/journal`` of the instance and the data directory itself (``<journal-directory>data</...>``, or a
+    lock directory an operator pointed there) are checked as well: a lock the broker holds in any of them
+    means the store is in use, whatever broker.xml this run happened to read.
     """
     from amqtool.store.brokerxml import read_broker_xml
 
-    journal_dir = store.messages.directory if store.messages is not None else None
     settings = getattr(store, "settings", None)
+    journal_dir = store.messages.directory if store.messages is not None else None
     known = [Path(store.root)] + [j.directory for j in (store.messages, store.bindings) if j is not None]
     instance = settings.instance_dir if settings is not None else None
     if instance is None:
@@ -266,24 +270,42 @@ def artemis_store_lock_files(store) -> list[Path]:
                 settings = read_broker_xml(xml)
             except AmqtoolError:
                 settings = None  # an unreadable broker.xml: the default places below still count
-    files: list[Path] = []
-    nm_dirs: list[Path] = []
+    dirs: list[Path] = []
     if settings is not None:
-        raw = getattr(settings, "raw", {}) or {}
-        nm = raw.get("node-manager-lock-directory")
-        base = settings.instance_dir or instance
-        if nm:
-            nm_dirs.append(Path(nm) if os.path.isabs(nm) or base is None else base / nm)
+        if getattr(settings, "node_manager_lock_dir", None) is not None:
+            dirs.append(Path(settings.node_manager_lock_dir))
         if settings.journal_dir is not None:
-            nm_dirs.append(Path(settings.journal_dir))
+            dirs += [Path(settings.journal_dir), Path(settings.journal_dir).parent]
     if journal_dir is not None:
-        nm_dirs.append(journal_dir)
+        dirs += [Path(journal_dir), Path(journal_dir).parent]
     if instance is not None:
-        nm_dirs.append(instance / "data" / "journal")  # artemis create's default journal directory
-    if store.bindings is not None and not nm_dirs:
-        nm_dirs.append(store.bindings.directory)
-    for d in nm_dirs:
+        dirs += [instance / "data" / "journal", instance / "data"]
+    if store.bindings is not None:
+        dirs.append(store.bindings.directory)
+    dirs.append(Path(store.root))
+    out: list[Path] = []
+    for d in dirs:
+        d = Path(os.path.abspath(d))
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def artemis_store_lock_files(store) -> list[Path]:
+    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore`, whatever path named it.
+
+    Node-manager files (``FileLockNodeManager``) in every directory :func:`artemis_node_manager_dirs` names;
+    the instance's ``lock/cli.lock`` (``LockAbstract``). The instance is found from any path inside it
+    (instance, data directory, journal or bindings directory), and its ``etc/broker.xml`` then names the
+    journal and node-manager directories even when PATH was only the bindings journal: a store named by its
+    journal directory is the same store, and the broker holds it all the same.
+    """
+    files: list[Path] = []
+    for d in artemis_node_manager_dirs(store):
         files += artemis_lock_files(d)
+    settings = getattr(store, "settings", None)
+    known = [Path(store.root)] + [j.directory for j in (store.messages, store.bindings) if j is not None]
+    instance = (settings.instance_dir if settings is not None else None) or instance_above(known)
     if instance is not None:
         files.append(instance / "lock" / "cli.lock")
     return files

@@ -96,6 +96,19 @@ def test_lock_held_by_another_process_is_seen_with_pid(tmp_path, holder, how):
     assert _digest(p) == before  # checking never changed the file
 
 
+@pytest.mark.parametrize("byte", [0, 1, 2])
+def test_one_byte_node_lock_of_artemis_before_2_10_is_seen(tmp_path, holder, monkeypatch, byte):
+    # Before ARTEMIS-2441 (2.10) FileLockNodeManager locked one byte of server.lock per role:
+    # channel.tryLock(pos, 1, false) at 0 (state), 1 (live), 2 (backup).
+    p = _server_lock(tmp_path)
+    monkeypatch.setitem(HOLDERS, f"byte{byte}", f"fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, {byte})")
+    h = holder(p, f"byte{byte}")
+    info = locks.held_lock(p)
+    assert info is not None and info.exclusive and info.pid == h.pid
+    h.stop()
+    assert locks.held_lock(p) is None
+
+
 def test_missing_file_is_not_created(tmp_path):
     assert locks.held_lock(tmp_path / "server.lock") is None
     assert os.listdir(tmp_path) == []
@@ -143,7 +156,9 @@ def test_running_broker_is_refused_with_file_and_pid(tmp_path, holder):
         (journal / n).write_bytes(b"")
     (tmp_path / "lock" / "cli.lock").write_bytes(b"")
     files = locks.artemis_store_lock_files(store)
+    data = tmp_path / "data"  # the data directory: <journal-directory>data</...> puts the node files there
     assert set(files) == {journal / "server.lock", journal / "serverlock.1", journal / "serverlock.2",
+                          data / "server.lock", data / "serverlock.1", data / "serverlock.2",
                           tmp_path / "lock" / "cli.lock"}
     assert locks.ensure_not_locked(files) == []
 
