@@ -309,3 +309,141 @@ def artemis_store_lock_files(store) -> list[Path]:
     if instance is not None:
         files.append(instance / "lock" / "cli.lock")
     return files
+
+
+# --- amqtool's own writer lock --------------------------------------------------------------------------
+#
+# Two amqtool writers on one store (two cron compactions, a compaction and an in-place recovery) must exclude
+# each other, and readers must be able to tell that a writer is switching files under them. The lock is a BSD
+# flock(2) on a read-only descriptor of each directory the writer changes (the journal and bindings
+# directories, a KahaDB directory):
+#
+# * it writes nothing: no lock file appears in a broker's directory (Artemis' cleanup and `artemis data`
+#   tools list those directories, and KahaDB treats unknown files as its own), and nothing is left behind
+#   after a crash, because the kernel drops the lock with the last descriptor of the dying process;
+# * it cannot collide with the brokers' own locks: Java's FileChannel.tryLock is an fcntl record lock on a
+#   regular file (server.lock, serverlock.N, cli.lock, KahaDB's lock), which lives in another namespace and
+#   cannot be taken on a directory opened read-only at all;
+# * every path naming the store (instance, data directory, journal directory, a symlink or bind mount to it)
+#   reaches the same inode, so the same lock.
+#
+# On a filesystem without flock (some FUSE and NFS setups answer ENOLCK, EBADF or EOPNOTSUPP) the lock is
+# skipped: amqtool cannot make one there, and the brokers' locks are still checked.
+
+_NO_FLOCK = (errno.ENOLCK, errno.EBADF, errno.EINVAL, errno.EOPNOTSUPP)
+
+
+def _unique_dirs(directories) -> list[str]:
+    out, seen = [], set()
+    for d in directories:
+        if d is None:
+            continue
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(os.fspath(d))
+    return out
+
+
+def _holder_text(fd: int) -> str:
+    pid = _proc_locks_pid(os.fstat(fd), ("FLOCK",))
+    if pid is None:
+        return "another amqtool"
+    comm = _proc_comm(pid)
+    return f"another amqtool (PID {pid}" + (f", {comm})" if comm else ")")
+
+
+class WriterLock:
+    """amqtool's exclusive writer lock on a store's directories; a context manager.
+
+    ``WriterLock(dirs)`` takes ``flock(LOCK_EX | LOCK_NB)`` on each directory (deduplicated by device and
+    inode) and raises StoreLockedError (exit 3) at once, naming the directory and the holder, when another
+    amqtool writer holds one. The locks go with :meth:`release`, the ``with`` block, or the process.
+    """
+
+    def __init__(self, directories):
+        self.fds: list[int] = []
+        try:
+            for d in _unique_dirs(directories):
+                self.add(d)
+        except BaseException:
+            self.release()
+            raise
+
+    def add(self, directory) -> None:
+        """Lock one more directory (a staging directory about to be switched into the store's place)."""
+        d = os.fspath(directory)
+        for _ in range(8):
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                who = _holder_text(fd)
+                os.close(fd)
+                raise StoreLockedError(f"{who} holds {d}: it is writing this store; wait for it to finish",
+                                       path=d) from None
+            except OSError as err:
+                os.close(fd)
+                if err.errno not in _NO_FLOCK:
+                    raise
+                return
+            # A writer that switched a new directory into this path (KahaDB's exchange) holds the new one:
+            # a lock on the inode that was here before proves nothing, so look again.
+            try:
+                st = os.stat(d)
+            except OSError:
+                st = None
+            fst = os.fstat(fd)
+            if st is not None and (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino):
+                self.fds.append(fd)
+                return
+            os.close(fd)
+        raise StoreLockedError(f"{d} keeps being replaced while amqtool tries to lock it: another writer is "
+                               "switching this store; try again", path=d)
+
+    def release(self) -> None:
+        while self.fds:
+            os.close(self.fds.pop())
+
+    def __enter__(self) -> "WriterLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def writer_holding(directories) -> str | None:
+    """The directory of ``directories`` that an amqtool writer holds right now, else None (a probe: a shared
+    flock tried and dropped at once, so it never delays a writer)."""
+    for d in _unique_dirs(directories):
+        try:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return d
+        except OSError:
+            continue
+        finally:
+            os.close(fd)  # closing drops the probe's shared lock
+    return None
+
+
+def wait_for_writers(directories, timeout: float) -> str | None:
+    """Wait until no amqtool writer holds any of ``directories`` (at most ``timeout`` seconds). Returns the
+    directory still held when the time ran out, else None."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        held = writer_holding(directories)
+        if held is None or time.monotonic() >= deadline:
+            return held
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
