@@ -447,3 +447,25 @@ def wait_for_writers(directories, timeout: float) -> str | None:
             return held
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+# --- readers and a writer's switch ----------------------------------------------------------------------
+
+def directory_state(directories) -> tuple:
+    """What a writer's switch changes, for a reader to compare before and after its read: every entry of
+    ``directories`` by name, inode, size and modification time. Reads metadata only."""
+    out = []
+    for d in _unique_dirs(directories):
+        try:
+            with os.scandir(d) as it:
+                entries = []
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    entries.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            continue
+        out.append((d, tuple(sorted(entries))))
+    return tuple(out)
