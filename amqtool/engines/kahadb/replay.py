@@ -6,7 +6,8 @@ Records are applied in (file id, offset) order, as MessageDatabase.recover does:
 2. REMOVE without subscriptionKey: queue ack; with one: ack by that durable subscription only (and, unless
    its ack is the zero-length UNMATCHED marker, the subscription's last ack); inside a transaction: buffered
    (transactional acks take effect at COMMIT). A REMOVE for an unknown message is normal when GC deleted
-   the file with its ADD: counted, ignored.
+   the file with its ADD: counted, otherwise ignored; but, as ``getStoredDestination`` in the broker's
+   ``updateIndex``, it creates its destination when there is none (compaction's keep records rely on it).
 3. Transactions keyed by their full id; PREPARE applies nothing; COMMIT applies the buffer in order;
    ROLLBACK drops it. Unresolved at the end: local/unprepared = "open" (the broker rolls them back at
    start), prepared XA = "prepared" (in doubt). Neither is live.
@@ -172,8 +173,10 @@ class Replay:
         st.messages[m.message_id] = m
 
     def _remove(self, d: Destination, msg_id: str, sub_key: str | None, unmatched: bool = False) -> None:
-        st = self.destinations.get(d.key)
-        m = st.messages.get(msg_id) if st else None
+        # updateIndex(KahaRemoveMessageCommand) starts with getStoredDestination, which creates the
+        # destination when the index has none: a REMOVE alone brings a destination into being.
+        st = self._dest(d)
+        m = st.messages.get(msg_id)
         if m is None:
             self.unknown_removes += 1
             return
