@@ -142,6 +142,7 @@ class Replay:
         self.finished_total: dict[str, int] = {}
         self.counts: dict[str, int] = {}
         self.unknown_removes = 0
+        self.removed_destinations: set[str] = set()  # keys a REMOVE_DESTINATION dropped (and none re-created)
         self.last_ack_map: tuple | None = None  # (file, offset) of the newest ACK_MESSAGE_FILE_MAP record
         self.last_ack_map_blob: bytes | None = None
         self.last_audit: tuple | None = None
@@ -153,6 +154,7 @@ class Replay:
         st = self.destinations.get(d.key)
         if st is None:
             st = self.destinations[d.key] = DestinationState(d)
+            self.removed_destinations.discard(d.key)
         return st
 
     def _tx(self, tid: TransactionId, loc: tuple) -> Transaction:
@@ -261,6 +263,7 @@ class Replay:
         elif t is EntryType.REMOVE_DESTINATION:
             assert isinstance(cmd, RemoveDestinationCommand)
             self.destinations.pop(cmd.destination.key, None)
+            self.removed_destinations.add(cmd.destination.key)
         elif t is EntryType.UPDATE_MESSAGE:
             assert isinstance(cmd, UpdateMessageCommand)
             add = cmd.add

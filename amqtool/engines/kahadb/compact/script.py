@@ -21,7 +21,9 @@ this replay ends in the state the old store was in, destination by destination:
    nobody subscribes to durably) gets one KAHA_REMOVE_MESSAGE of a message id no record carries: replaying
    it, ``updateIndex(KahaRemoveMessageCommand)`` calls ``getStoredDestination``, which creates the
    destination, and then finds nothing to remove. Without it the broker, rebuilding its index from this
-   journal, would no longer have the destination at all;
+   journal, would no longer have the destination at all. The same goes for a destination only the old
+   index (db.data) knows (a topic without durable subscriptions has no journal record at all: the broker
+   creates its store in the index only), unless the journal removed it after (KAHA_REMOVE_DESTINATION);
 5. last, every prepared XA transaction's records (its sends, acks and KAHA_PREPARE) verbatim, in journal
    order: the broker recovers them in doubt, as before. Open local transactions are left out: the broker
    rolls them back at start.
@@ -156,12 +158,34 @@ def keep_destination(destination) -> bytes:
     return _frame(EntryType.REMOVE_MESSAGE, encode_field(2, raw) + encode_field(3, KEEP_MESSAGE_ID))
 
 
+def index_only_destinations(d) -> list:
+    """The destinations of ``d``'s index (db.data) that its journal neither holds nor removed."""
+    from amqtool.formats.kahadb.commands import Destination
+
+    index = getattr(d, "index", None)
+    view = index.view if index is not None else None
+    if view is None:
+        return []
+    out = []
+    for key in sorted(view.destinations):
+        kind, _, name = key.partition(":")
+        if not kind.isdigit() or key in d.replay.destinations or key in d.replay.removed_destinations:
+            continue
+        out.append(Destination(int(kind), name))
+    return out
+
+
 def compacted_records(d, figures: ScriptFigures) -> Iterator[bytes]:
     """The payloads of the compacted journal of one directory's load (``DirResult``), in writing order
     (see the module docstring), counting them into ``figures``."""
     replay = d.replay
     reader = _Reader(d.directory)
     try:
+        for dest in index_only_destinations(d):
+            fig = figures.destinations.setdefault(dest.key, DestinationFigures(_qualified(dest)))
+            keep = keep_destination(dest)
+            fig.bytes += len(keep) + 5
+            yield keep
         for key, st in replay.destinations.items():
             fig = figures.destinations.setdefault(key, DestinationFigures(_qualified(st.destination)))
             subs = list(st.subscriptions.values())
