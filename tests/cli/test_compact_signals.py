@@ -127,3 +127,22 @@ def test_sigterm_around_the_commit_point_leaves_a_clean_store(tmp_path, point, c
         assert sorted(os.listdir(d)) == names_before
     elif committed is True:
         assert sorted(os.listdir(d)) != names_before  # the compaction was finished, not undone
+
+
+@pytest.mark.parametrize("kind", ["messages", "broker"])
+def test_two_creates_of_one_journal_exclude_each_other(tmp_path, kind):
+    target = tmp_path / "new"
+    first = _amqtool("create", target, "--kind", kind, "-f", "json", env={"AMQTOOL_FAULT": "fsync:1:stop"})
+    try:
+        _wait_stopped(first)
+        second = _amqtool("create", target, "--kind", kind)
+        _out, err = second.communicate(timeout=120)
+        assert second.returncode == 3
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and f"another amqtool (PID {first.pid}" in lines[0], err
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    code, doc = _verify(target)
+    assert code == 0, doc
