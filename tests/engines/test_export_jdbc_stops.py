@@ -67,3 +67,31 @@ def test_local_export_when_postgresql_stops(tmp_path, cluster, jdbc_env, monkeyp
     assert url.split("//", 1)[1].split("/", 1)[0] in lines[0]  # names the server
     assert any(w in lines[0] for w in ("terminating connection", "server closed", "connection", "shut down"))
     assert _leftovers(tmp_path) == []  # no output, no temporary directory
+
+
+@pytest.mark.spark
+def test_spark_export_when_postgresql_stops(tmp_path, cluster, jdbc_env, monkeypatch, capsys):
+    # With Spark the cause ("connection refused") was only in Spark's log.
+    url, _ = build(cluster, "stops_spark", kahadb_messages(BASIC / "kahadb"))
+    from amqtool.engines.export import jdbc as export_jdbc
+
+    real = export_jdbc.SparkClassicJdbcExport.dataframe
+    stopped = []
+
+    def stop_then_read(self):
+        stopped.append(True)
+        stop_immediately(cluster)  # after the bounds were read, before Spark's JDBC source connects
+        return real(self)
+
+    monkeypatch.setattr(export_jdbc.SparkClassicJdbcExport, "dataframe", stop_then_read)
+    (tmp_path / "in").mkdir()
+    code = main(["export", "--jdbc-url", url, "--engine", "spark", "--master", "local[1]", "-f", "jsonl",
+                 "-o", str(tmp_path / "out"), "-q"])
+    out, err = capsys.readouterr()
+    assert stopped
+    assert code == 3, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("amqtool: error: "), err
+    assert "Traceback" not in err and "An error occurred while calling" not in err
+    assert "refused" in lines[0].lower(), lines[0]
+    assert not (tmp_path / "out").exists()

@@ -147,6 +147,8 @@ def _writing(directories: list[Path]):
     creates the same journal, a write error), the directories it made and left empty are removed again."""
     made: list[Path] = []
     for d in directories:
+        if not os.path.isdir(d):
+            refuse_existing_journal(Path(d))  # its own clear error for a file in the way
         missing = []
         p = Path(d).absolute()
         while not p.exists():

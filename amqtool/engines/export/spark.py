@@ -211,21 +211,23 @@ def _forget_gateway() -> None:
     SparkSession._activeSession = None
 
 
-def _launch_gateway(conf: dict):
+def _launch_gateway(conf: dict) -> bool:
     """pyspark's own ``launch_gateway`` with the JVM in :class:`DriverJvm`'s process group; the gateway is
-    handed to SparkContext before the session is built, so the builder uses this JVM."""
+    handed to SparkContext before the session is built, so the builder uses this JVM. False when a gateway
+    (a JVM) is already there: it is used as it is."""
     global _driver
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:
-        return
+        return False
     _driver = DriverJvm()
     sconf = SparkConf(loadDefaults=False)
     for k, v in conf.items():
         sconf.set(k, v)
     gateway = launch_gateway(sconf, popen_kwargs=_driver.popen_kwargs())
     SparkContext._ensure_initialized(gateway=gateway, conf=sconf)
+    return True
 
 
 class _DropPy4jRecords:
@@ -267,6 +269,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     (:mod:`.ship`; by default for a cluster master, never for ``local``). ``status``: told which archive is
     shipped and what the cache's pruning removed."""
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise CapabilityError(f"the Spark engine needs pyspark: {err}") from None
@@ -288,12 +291,15 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     import logging
 
     logging.getLogger().addFilter(_PY4J_FILTER)
+    launching = SparkContext._gateway is None
     try:
         with _jvm_output_to(log_path), shipped_python(conf):
             _launch_gateway(conf)
             spark = builder.getOrCreate()
+        spark._amqtool_owns_jvm = launching  # stop_session ends the JVM only when this call started it
     except BaseException as err:  # JVM missing, master unreachable, interrupted while it starts...
-        kill_driver_jvm()
+        if launching:
+            kill_driver_jvm()
         if not isinstance(err, Exception):
             raise
         where = f" (see {log_path})" if log_path else ""
@@ -304,8 +310,9 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
 
 def stop_session(spark, *, interrupted: bool = False) -> None:
     """End a session :func:`get_session` started: ``stop()`` (skipped when the export was interrupted: the
-    JVM may be in any state and a py4j call could hang), then the driver JVM killed for certain, so that
-    none outlives amqtool or writes into a work directory removed after this."""
+    JVM may be in any state and a py4j call could hang), then, when that call launched the driver JVM, the
+    JVM killed for certain, so that none outlives amqtool or writes into a work directory removed after
+    this. A JVM that was already there (a test process's shared one) is left to its owner."""
     try:
         if not interrupted:
             try:
@@ -313,7 +320,8 @@ def stop_session(spark, *, interrupted: bool = False) -> None:
             except Exception:  # noqa: BLE001 - a JVM already gone: it is killed below all the same
                 pass
     finally:
-        kill_driver_jvm()
+        if getattr(spark, "_amqtool_owns_jvm", False):
+            kill_driver_jvm()
 
 
 class _Progress:
@@ -573,7 +581,29 @@ def _task_errors():
     except Exception as err:
         if not type(err).__module__.startswith(("pyspark", "py4j")):
             raise
-        raise AmqtoolError(f"a Spark task failed: {task_failure(str(err))}") from None
+        line = task_failure(str(err))
+        cause = _java_root_cause(err)
+        if cause and cause not in line:
+            line = f"{line}; cause: {cause}"
+        raise AmqtoolError(f"a Spark task failed: {line}") from None
+
+
+def _java_root_cause(err) -> str | None:
+    """The innermost cause of the JVM exception behind a pyspark/py4j error ("org.postgresql.util.
+    PSQLException: Connection to 127.0.0.1:5432 refused. ..."), first line; None when there is none or the
+    JVM cannot be asked. Spark's own error classes ([FAILED_JDBC.CONNECTION] ...) say what failed, not why."""
+    java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+    try:
+        depth = 0
+        while java is not None and depth < 32:
+            nxt = java.getCause()
+            if nxt is None:
+                break
+            java, depth = nxt, depth + 1
+        text = str(java.toString()) if java is not None and depth else None
+    except Exception:  # noqa: BLE001 - the JVM is gone or the object is not a Java throwable
+        return None
+    return text.strip().splitlines()[0] if text and text.strip() else None
 
 
 # --- what Spark tasks run --------------------------------------------------------------------------------
