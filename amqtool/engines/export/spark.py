@@ -456,10 +456,11 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
                             safe=ctx.options.safe, summary=summary)
 
 
-def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tuple]:
+def part_messages(ctx: ReadContext, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator[tuple]:
     """The messages of a journal or paged part as ``(user record type, body, message id, rows, where)``
     (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order; pages that
-    end in damage are problems in ``summary``."""
+    end in damage are problems in ``summary``. ``pread``: how a journal body is read (the data source counts
+    the bytes)."""
     from amqtool.engines.artemis.paging import paged_export_messages
     from amqtool.engines.export.columns import row
 
@@ -477,7 +478,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
                 fd = fds.get(fi)
                 if fd is None:
                     fd = fds[fi] = os.open(ctx.paths[fi], os.O_RDONLY | os.O_CLOEXEC)
-                body = os.pread(fd, length, off)
+                body = pread(fd, length, off)
             rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
                         transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
             yield utype, body, mid, rows, ""
@@ -486,7 +487,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
             os.close(fd)
 
 
-def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator:
+def part_batches(ctx: ReadContext | None, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator:
     """The rows of one part as Arrow record batches (the local engine's :func:`~.local.message_batches`),
     counted in ``summary``; a :class:`RowsPart`'s rows as they are (counted where it was made)."""
     from amqtool.engines.export.local import message_batches
@@ -495,7 +496,7 @@ def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Itera
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_batches(part_messages(ctx, part, summary), safe=ctx.options.safe,
+    yield from message_batches(part_messages(ctx, part, summary, pread), safe=ctx.options.safe,
                                large=LargeBodies(ctx.large_dir), summary=summary)
 
 
@@ -633,10 +634,13 @@ class ExportPlan:
     bytes_scanned: int
 
 
-def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None) -> ExportPlan:
+def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None,
+                cut: Callable[[list[int], list[int]], tuple[list, list]] | None = None) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
     (step 1 of the module docstring; ``min_cost``: see :func:`guided_runs`). A fleet export runs this in a
-    Spark task (:mod:`.fleet_spark`)."""
+    Spark task (:mod:`.fleet_spark`). ``cut(journal costs, page costs)``: the runs of journal messages and of
+    pages instead of :func:`plan_partitions`' (the data source cuts a store into a number of slices known
+    before its load)."""
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.artemis.paging import store_pages
 
@@ -658,7 +662,8 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
             view = ex.paging_view()
             pages = store_pages(store)
     page_costs = _page_costs(pages)
-    jruns, pruns = plan_partitions(journal_costs, page_costs, cores, min_cost)
+    jruns, pruns = (cut(journal_costs, page_costs) if cut is not None
+                    else plan_partitions(journal_costs, page_costs, cores, min_cost))
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
