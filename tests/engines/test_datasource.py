@@ -205,3 +205,44 @@ def test_pushed_queue_filter_reads_no_other_queues_messages(demo):
     assert {q for b in batches for q in b.column("queue").to_pylist()} == {paged_queue}
     # each of its messages' bodies once, its address's page files; nothing of any other queue
     assert nbytes == body.get(paged_queue, 0) + pages[queues[paged_queue]] < all_bytes
+
+
+def test_a_store_gone_after_planning_fails_its_task_with_one_line(tmp_path):
+    """In process: planned with the store there, read after it is removed: an error naming the store (Spark
+    retries the task, then fails the job with this line), never a store silently without rows."""
+    import shutil
+
+    from amqtool.engines.artemis.demo import create_demo
+    from amqtool.engines.export.datasource import AmqtoolDataSource
+    from amqtool.errors import AmqtoolError
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for i, p in enumerate((a, b)):
+        create_demo(p, 4 * 1024 * 1024, file_size=1024 * 1024, seed=3 + i)
+    for table in ("messages", "bindings", "stores"):
+        ds = AmqtoolDataSource({"paths": f'["{a}", "{b}"]', "table": table})
+        reader = ds.reader(ds.schema())
+        parts = reader.partitions()
+        moved = tmp_path / "moved"
+        shutil.move(str(b), moved)
+        try:
+            with pytest.raises(AmqtoolError) as err:
+                [batch for p in parts for batch in reader.read(p)]
+            assert str(err.value) == f"{b}: the store is gone (it was there when the query was planned)"
+        finally:
+            shutil.move(str(moved), b)
+
+
+def test_a_store_gone_before_planning_is_a_stores_row_without_rows(spark, tmp_path):
+    import shutil
+
+    from amqtool.engines.artemis.demo import create_demo
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for i, p in enumerate((a, b)):
+        create_demo(p, 4 * 1024 * 1024, file_size=1024 * 1024, seed=3 + i)
+    shutil.rmtree(b)
+    b.mkdir()  # nothing recognisable there any more: as the fleet export, a row UNKNOWN and no rows
+    stores = {r["store"]: r["verdict"] for r in read(spark, [a, b], "stores").collect()}
+    assert stores == {"a": "OK", "b": "UNKNOWN"}
+    assert {r["store"] for r in read(spark, [a, b]).select("store").distinct().collect()} == {"a"}
