@@ -246,3 +246,24 @@ def test_a_store_gone_before_planning_is_a_stores_row_without_rows(spark, tmp_pa
     stores = {r["store"]: r["verdict"] for r in read(spark, [a, b], "stores").collect()}
     assert stores == {"a": "OK", "b": "UNKNOWN"}
     assert {r["store"] for r in read(spark, [a, b]).select("store").distinct().collect()} == {"a"}
+
+
+def test_spark_pushes_store_and_queue_filters_to_the_reader(spark, tmp_path):
+    """Through Spark's planner: ``store = ...`` leaves the other store's slices unplanned, and the rows of
+    ``queue = ...`` / ``queue IN (...)`` are exactly the export's rows of those queues."""
+    from amqtool.engines.artemis.demo import create_demo
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for i, p in enumerate((a, b)):
+        create_demo(p, 4 * 1024 * 1024, file_size=1024 * 1024, seed=5 + i)
+    df = read(spark, [a, b], partitionBytes=str(1 << 20))
+    whole = df.rdd.getNumPartitions()
+    only_a = df.where("store = 'a'").rdd.getNumPartitions()
+    assert 0 < only_a < whole and only_a == read(spark, [a], partitionBytes=str(1 << 20)).rdd.getNumPartitions()
+
+    want = exported(a, tmp_path / "out")["messages"]
+    queues = sorted({r["queue"] for r in want})
+    one = spark_rows(df.where(f"store = 'a' and queue = '{queues[0]}'").drop("store"))
+    assert one == [r for r in want if r["queue"] == queues[0]] and one
+    two = spark_rows(df.where(f"store = 'a' and queue in ('{queues[0]}', '{queues[-1]}')").drop("store"))
+    assert two == [r for r in want if r["queue"] in (queues[0], queues[-1])]
