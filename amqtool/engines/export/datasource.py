@@ -48,7 +48,7 @@ import json
 import math
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualNullSafe, EqualTo, In, InputPartition
@@ -200,9 +200,10 @@ class Pushed:
     addresses: frozenset[str] | None = None
 
     def add(self, column: str, values: frozenset[str]) -> None:
-        now = getattr(self, {"store": "stores", "queue": "queues", "address": "addresses"}[column])
-        setattr(self, {"store": "stores", "queue": "queues", "address": "addresses"}[column],
-                values if now is None else now & values)
+        """AND one more filter's values on ``column`` (store, queue or address)."""
+        name = {"store": "stores", "queue": "queues", "address": "addresses"}[column]
+        now = getattr(self, name)
+        setattr(self, name, values if now is None else now & values)
 
 
 class AmqtoolReader(DataSourceReader):
@@ -272,7 +273,6 @@ class ReadCounter:
     liveness load's scan of the journals is not counted: it reads every record, whatever is asked)."""
 
     bytes: int = 0
-    files: dict[str, int] = field(default_factory=dict)
 
     def pread(self, fd: int, length: int, offset: int) -> bytes:
         data = os.pread(fd, length, offset)
