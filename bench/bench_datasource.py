@@ -12,7 +12,9 @@ one Spark process (a fresh JVM each round): its session start (JVM launch) is re
 of the ratios, as it is paid once per session; then ``df.count()`` and ``df.write.parquet`` on the same
 session, each a query of its own (each loads the store again in its tasks: the data source keeps no state
 between queries). The ratios are taken on the medians of the rounds; the 1-minute load average is printed
-before each run (other work on this machine skews the figures). Also checks that the counts agree.
+before each run (other work on this machine skews the figures), and the CPU seconds each side used (the
+local engine's process; the Spark process, its JVM and Python workers, from /proc) beside the wall times.
+Also checks that the counts agree.
 """
 from __future__ import annotations
 
@@ -37,24 +39,54 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) used so far by the processes under ``root`` (not ``root`` itself): the
+    JVM and its Python workers, read from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    times: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(d))
+        times[int(d)] = int(fields[11]) + int(fields[12])  # utime, stime
+    total, todo = 0, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / tick
+
+
 def _spark_round(store: Path, out: Path, master: str) -> dict:
     code = f"""
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, {str(ROOT)!r})
 from amqtool.engines.export.spark import get_session
 from amqtool.spark import register
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from bench_datasource import tree_cpu
+me = os.getpid()
+def cpu():
+    return tree_cpu(me) + time.process_time()
 t0 = time.perf_counter()
 spark = get_session({master!r}, log_path={str(out) + '.spark.log'!r})
 spark.range(1).count()
 register(spark)
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), cpu()
 n = spark.read.format("amqtool").load({str(store)!r}).count()
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), cpu()
 spark.read.format("amqtool").load({str(store)!r}).write.parquet({str(out)!r})
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), cpu()
 parts = spark.read.format("amqtool").load({str(store)!r}).rdd.getNumPartitions()
 spark.stop()
-print(json.dumps({{"session": t1 - t0, "count": t2 - t1, "write": t3 - t2, "rows": n, "partitions": parts}}))
+print(json.dumps({{"session": t1 - t0, "count": t2 - t1, "write": t3 - t2, "countCpu": c2 - c1,
+                   "writeCpu": c3 - c2, "rows": n, "partitions": parts}}))
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if p.returncode != 0:
@@ -86,14 +118,16 @@ def main() -> int:
                 create_demo(store, parse_size(args.size), seed=1)
                 print(f"created a {args.size} demo store in {time.perf_counter() - t:.1f} s")
         local, count, write, session = [], [], [], []
+        local_cpu, count_cpu, write_cpu = [], [], []
         for rnd in range(1, args.runs + 1):
             out = work / f"local-{rnd}"
             print(f"round {rnd}: load average before the local engine: {_load()}")
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             doc, _ = run_export(ExportRequest(str(store), str(out), "parquet", engine="local"))
             local.append(time.perf_counter() - t)
+            local_cpu.append(time.process_time() - c)
             shutil.rmtree(out)
-            print(f"round {rnd}: local engine export {local[-1]:.2f} s, {doc['rows']} rows")
+            print(f"round {rnd}: local engine export {local[-1]:.2f} s ({local_cpu[-1]:.2f} s CPU), {doc['rows']} rows")
             print(f"round {rnd}: load average before Spark {args.master}: {_load()}")
             r = _spark_round(store, work / f"spark-{rnd}", args.master)
             shutil.rmtree(work / f"spark-{rnd}", ignore_errors=True)
@@ -102,13 +136,20 @@ def main() -> int:
             count.append(r["count"])
             write.append(r["write"])
             session.append(r["session"])
-            print(f"round {rnd}: Spark session {r['session']:.2f} s, df.count() {r['count']:.2f} s, "
-                  f"df.write.parquet {r['write']:.2f} s ({r['partitions']} partitions)")
+            count_cpu.append(r["countCpu"])
+            write_cpu.append(r["writeCpu"])
+            print(f"round {rnd}: Spark session {r['session']:.2f} s, df.count() {r['count']:.2f} s "
+                  f"({r['countCpu']:.2f} s CPU), df.write.parquet {r['write']:.2f} s ({r['writeCpu']:.2f} s CPU; "
+                  f"{r['partitions']} partitions)")
         lm, cm, wm = statistics.median(local), statistics.median(count), statistics.median(write)
         print(f"medians of {args.runs} round(s): local engine {lm:.2f} s, df.count() {cm:.2f} s, "
               f"df.write.parquet {wm:.2f} s, Spark session start {statistics.median(session):.2f} s (not in the ratios)")
         print(f"ratio df.count() / local export: {cm / lm:.2f}x (target <= 1.2x)")
         print(f"ratio df.write.parquet / local export: {wm / lm:.2f}x (target <= 1.2x)")
+        lc = statistics.median(local_cpu)
+        print(f"CPU seconds (medians; what a loaded machine does not skew as much): local export {lc:.2f}, "
+              f"df.count() {statistics.median(count_cpu):.2f} ({statistics.median(count_cpu) / lc:.2f}x), "
+              f"df.write.parquet {statistics.median(write_cpu):.2f} ({statistics.median(write_cpu) / lc:.2f}x)")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
