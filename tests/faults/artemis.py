@@ -293,11 +293,23 @@ def delivered(root: Path) -> Delivered:
 _REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
 
 
+# AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
+# IllegalStateException "Invalid record type"), and the bodies whose decode throws when they are short.
+_MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
+_FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
+
+
 def _refused(store) -> bool:
+    from amqtool.engines.artemis.load import load_journal
     from amqtool.store.journal_files import open_journal
 
     for jd in store.journals():
         with open_journal(jd) as opened:
             if any(s.code in _REFUSING for s in opened.skipped):
                 return True
+            if jd.kind == "messages" and store.bindings is not None and opened.files:
+                for r in load_journal(opened).live:
+                    t = r.user_record_type
+                    if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+                        return True
     return False

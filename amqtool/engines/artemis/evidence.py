@@ -34,6 +34,10 @@ _NO_ID = (17, 18, 19)
 _BODY = (10, 11, 12, 13, 14, 15)
 MESSAGE_TYPES = (R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE)
 BINDING_TYPES = (R.QUEUE_BINDING_RECORD, R.ADDRESS_BINDING_RECORD)
+# records whose loss changes no message the broker delivers: duplicate-id cache, heuristic completions, page
+# counters (rebuilt from the pages at start since 2.27, and never what is delivered)
+_BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
+                          R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
 MAX_RECONSTRUCT = 1 << 20  # bytes of one damaged region read for reconstruction
@@ -138,6 +142,9 @@ _USER_TYPES = frozenset(v for k, v in vars(R).items() if k.isupper() and isinsta
 # what AbstractJournalStorageManager.loadMessageJournal's switch accepts; its default throws
 # IllegalStateException("Invalid record type"), and the broker does not start
 _MESSAGE_JOURNAL_TYPES = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
+# the bodies loadMessageJournal decodes with a fixed layout: i64 queueID (refs, acks), + i32 count (delivery
+# count), i64 time + i64 queueID (scheduled delivery)
+_FIXED_BODY = {R.ADD_REF: 8, R.ACKNOWLEDGE_REF: 8, R.UPDATE_DELIVERY_COUNT: 12, R.SET_SCHEDULED_DELIVERY_TIME: 16}
 _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
@@ -203,8 +210,8 @@ class Evidence:
             for r in messages.live if broker else ():
                 if r.user_record_type not in _MESSAGE_JOURNAL_TYPES:
                     ev.unknown_types.append(r)
-                elif r.user_record_type in (R.ADD_REF, R.ACKNOWLEDGE_REF) and r.body_len != 8:
-                    ev.bad_refs.append(r)
+                elif _FIXED_BODY.get(r.user_record_type, r.body_len) > r.body_len:
+                    ev.bad_refs.append(r)  # its decode reads past the body and throws: the load fails
             for mid, qs in ev.refs.items():
                 if mid not in ev.messages:
                     ev.orphan_updates[mid] = [(R.ADD_REF, q) for q in qs]
@@ -234,6 +241,11 @@ class Evidence:
         return out
 
     def _one_byte_neighbours(self, rid: int, ids) -> list[int]:
+        """The ids of ``ids`` one flipped bit away from ``rid``; else the one id one damaged byte away, if
+        only one is (a byte of small ids has many neighbours: none of them is then evidence)."""
+        bits = [rid ^ (1 << k) for k in range(64) if rid ^ (1 << k) in ids]
+        if bits:
+            return bits
         out = []
         for b in range(8):
             mask = 0xFF << (8 * b)
@@ -241,7 +253,7 @@ class Evidence:
                 cand = (rid & ~mask) | (v << (8 * b))
                 if cand != rid and cand in ids:
                     out.append(cand)
-        return out
+        return out if len(out) == 1 else []
 
     def misfiled(self, orphan: int) -> str:
         """The updates of ``orphan`` (an id with refs or acks but no message record) read as another
@@ -340,6 +352,8 @@ class Evidence:
                 if rid in self.messages or self._deleted_later(rid):
                     return HARMLESS
                 return LOSS if self._live_queues(rid) else HARMLESS
+            if rec.user_type in _BOOKKEEPING:
+                return HARMLESS
             return HARMLESS if self._deleted_later(rid) else UNKNOWN
         # UPDATE: an update always follows its add, so an id with no live record was deleted since
         if rid not in self.live_ids:
@@ -356,8 +370,11 @@ class Evidence:
             return HARMLESS
         return UNKNOWN
 
-    def _live_queues(self, mid: int) -> set[int]:
+    def live_queues(self, mid: int) -> set[int]:
+        """The queues still holding message ``mid`` (its refs without an ack)."""
         return {q for q in self.refs.get(mid, ()) if (mid, q) not in self.acked}
+
+    _live_queues = live_queues
 
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
