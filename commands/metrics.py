@@ -86,7 +86,7 @@ def _stat(g: _Gauges, path: str, doc: dict) -> None:
     for r in doc.get("queues", []):
         labels = {"path": path, "queue": r["name"], "subscription": r.get("subscription") or ""}
         for key, name, help_ in (
-                ("messages", "amqtool_queue_messages", "Live messages of the queue in the journal."),
+                ("messages", "amqtool_queue_messages", "Messages of the queue, paged ones included (as QueueImpl.getMessageCount)."),
                 ("bytes", "amqtool_queue_bytes", "Journal record bytes of the queue's live messages."),
                 ("oldestAgeSeconds", "amqtool_queue_oldest_message_age_seconds", "Age of the oldest message."),
                 ("scheduled", "amqtool_queue_scheduled_messages", "References scheduled for later delivery."),

@@ -4,8 +4,10 @@ Mirrors, offline, what the broker's queue controls report (``QueueControlImpl.ge
 ``getScheduledCount``, ``getPersistentSize``, ``getFirstMessageAge``) and what its journal would give back
 (``JournalImpl.needsCompact``/``compact``, ``Reclaimer.scan``):
 
-* a queue's ``messages`` are the live references of the messages journal, refs minus acks as ``data exp``
-  resolves them (:meth:`BrokerState.live_messages`, the figures of print's ``queueSummary``); ``bytes``
+* a queue's ``messages`` are its total as the broker reports it: ``QueueImpl.getMessageCount`` adds the
+  page subscription's count (``pageSubscription.getMessageCount()``) to the references held in memory, so
+  ``messages`` is the live references of the messages journal (refs minus acks as ``data exp`` resolves
+  them: :meth:`BrokerState.live_messages`, the figures of print's ``queueSummary``) plus ``paged``; ``bytes``
   the journal record bytes of those messages (a message on two queues counts for both); ``scheduled`` the
   references whose SET_SCHEDULED_DELIVERY_TIME is still ahead of ``now`` (``ScheduledDeliveryHandlerImpl``
   holds them back); ``expired`` messages whose expiration has passed but are still stored (the broker
@@ -117,7 +119,9 @@ def _paging(store, results, row_for: Callable[[int], dict]) -> list[dict]:
         verifier.add_messages(results["messages"])
     verifier.verify([])  # the findings are verify's business; stat wants the figures
     for qid, n in verifier.expected.items():
-        row_for(qid)["paged"] += n
+        row = row_for(qid)
+        row["paged"] += n
+        row["messages"] += n  # QueueImpl.getMessageCount counts the page subscription's messages too
     rows = []
     stores, _notes = find_page_stores(store.paging_dir)
     for ps in stores:
