@@ -113,13 +113,19 @@ def write_lines(lines: Iterable[str]) -> None:
         out.write("\n")
 
 
-def render_findings_text(findings: list[Finding]) -> None:
-    """Findings as one line each on stdout: SEVERITY code path[@offset]: message."""
+def render_findings_text(findings: list[Finding], wide: bool = False) -> None:
+    """Findings on stdout, each ``SEVERITY code path[@offset]: message``, folded to the terminal's width
+    (continuation lines indented, nothing left out; whole lines with ``wide``)."""
+    from amqtool.commands.tables import fold
+
+    width = terminal_width()
     for f in findings:
         where = f.path or "-"
         if f.offset is not None:
             where += f"@{f.offset}"
-        sys.stdout.write(f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}\n")
+        line = f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}"
+        for piece in ([line] if wide else fold(line, width, indent="    ")):
+            sys.stdout.write(piece + "\n")
 
 
 def show_progress(quiet: bool) -> bool:

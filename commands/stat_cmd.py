@@ -68,7 +68,7 @@ def render_tables(doc: dict, wide: bool = False) -> None:
     paged = sum(r["paged"] for r in doc["queues"])
     write_lines(fold_lines([f"{tot['queues']} queue(s), {tot['messages']} message(s) ({paged} paged), "
                             f"{size(tot['bytes'])} of messages in the journal; journals "
-                            f"{size(tot['journalBytes'])}, paging {size(tot['pagingBytes'])}"]))
+                            f"{size(tot['journalBytes'])}, paging {size(tot['pagingBytes'])}"], wide=wide))
 
 
 @app.command("stat")

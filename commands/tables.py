@@ -135,8 +135,11 @@ def _break_at(text: str, room: int) -> int:
     return room
 
 
-def fold_lines(lines: Iterable[str], width: int | None = None) -> Iterable[str]:
-    """Every line folded to ``width`` (default: the terminal's; :func:`fold`)."""
+def fold_lines(lines: Iterable[str], width: int | None = None, wide: bool = False) -> Iterable[str]:
+    """Every line folded to ``width`` (default: the terminal's; :func:`fold`); whole with ``wide``."""
+    if wide:
+        yield from lines
+        return
     width = terminal_width() if width is None else width
     for line in lines:
         if len(line) <= width:
