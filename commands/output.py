@@ -50,22 +50,6 @@ def table_console():
     return Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=terminal_width())
 
 
-def fit_lines(lines: Iterable[str]) -> Iterator[str]:
-    """On a terminal, lines longer than its width are cut with a mark saying how much was left out (a
-    1,000-character queue configuration would fill the screen); piped, lines stay whole for grep and
-    scripts (``--format json`` always has every value)."""
-    if not sys.stdout.isatty():
-        yield from lines
-        return
-    width = terminal_width()
-    for line in lines:
-        if len(line) <= width:
-            yield line
-        else:
-            mark = f"… (+{len(line) - (width - 12)} chars)"
-            yield line[:max(0, width - len(mark))] + mark
-
-
 def write_json(doc: dict) -> None:
     """One JSON document on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))

@@ -13,13 +13,13 @@ from amqtool.commands.output import (
     QUIET_OPTION,
     OutputFormat,
     finish,
-    fit_lines,
     guarded,
     progress,
     write_json,
     write_jsonl,
     write_lines,
 )
+from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.commands.store_options import (
     ACTIVEMQ_XML_KAHADB_OPTION,
     BROKER_XML_OPTION,
@@ -59,22 +59,23 @@ def print_(
     jdbc_url: str = JDBC_URL_OPTION,
     jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
     jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
         if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, style,
                        safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal,
-                       file_options=bool(files or pins or drain)):
+                       file_options=bool(files or pins or drain), wide=wide):
             return
         from amqtool.store.layout import detect
 
         store = detect(path, broker_xml, activemq_xml)
         if store.kind == "kahadb":
-            _print_kahadb(store, fmt, safe, pins, drain, quiet)
+            _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
             return
         if pins or drain:
-            _print_artemis_pins(store, fmt, drain, quiet)
+            _print_artemis_pins(store, fmt, drain, quiet, wide)
             return
         from amqtool.engines.artemis.journal_print import (
             PrintOptions,
@@ -125,31 +126,34 @@ def print_(
             else:
                 from amqtool.engines.artemis.describe import describe_live_record
 
-                write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record)))
+                write_lines(fold_lines(iter_text(store, opts, advance, describe=describe_live_record), wide=wide))
                 if store.jms is not None:
                     from amqtool.engines.artemis.jms import jms_document, jms_text
 
-                    write_lines(fit_lines(jms_text(jms_document(store))))
+                    write_lines(fold_lines(jms_text(jms_document(store)), wide=wide))
         if verdict is not Verdict.OK:
             finish(verdict)
 
 
-def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool) -> None:
+def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool,
+                  wide: bool = False) -> None:
     from amqtool.engines import kahadb
 
     with progress("reading", None, quiet) as advance:
-        if fmt is OutputFormat.jsonl:
+        if fmt is OutputFormat.jsonl and not (pins or drain):
             write_jsonl(kahadb.iter_record_rows(store, safe=safe))
             return
         doc = kahadb.print_document(store, safe=safe, records=False, pins=pins or bool(drain), drain=drain,
                                     progress=advance)
     if fmt is OutputFormat.json:
         write_json(doc)
+    elif fmt is OutputFormat.jsonl:  # --pins: the pins, not the records
+        _write_pins_jsonl(doc, "stores", ("directory", "txStore"), "pins")
     else:
-        write_lines(kahadb.render_text(doc))
+        write_lines(fold_lines(kahadb.render_text(doc), wide=wide))
 
 
-def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool) -> None:
+def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool, wide: bool = False) -> None:
     from amqtool.engines.artemis.pins import artemis_pins, render_pins_text
     from amqtool.engines.artemis.verify import total_bytes
 
@@ -158,17 +162,33 @@ def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool
     if fmt is OutputFormat.json:
         write_json(doc)
     elif fmt is OutputFormat.jsonl:
-        write_jsonl({"journal": j["journal"], "directory": j["directory"], **p}
-                    for j in doc["journals"] for p in j["files"])
+        _write_pins_jsonl(doc, "journals", ("journal", "directory"), "files")
     else:
-        write_lines(render_pins_text(doc))
+        write_lines(fold_lines(render_pins_text(doc), wide=wide))
     verdict = Verdict[doc["verdict"]]
     if verdict is not Verdict.OK:
         finish(verdict)
 
 
+def _write_pins_jsonl(doc: dict, groups: str, names: tuple[str, ...], files: str) -> None:
+    """``--pins --format jsonl``: one line per journal file (``"record": "pin"``, with the names of its
+    journal or store), then ``"record": "summary"``: the verdict and, per journal or store, what is not a
+    file's line (``collectableNow``, ``drain``)."""
+    def rows():
+        for g in doc[groups]:
+            for f in g.get(files) or ():
+                yield {"record": "pin", **{k: g.get(k) for k in names}, **f}
+        rest = {k: v for k, v in doc.items() if k != groups}
+        rest[groups] = [{k: v for k, v in g.items() if k in names or k in ("collectableNow", "drain")}
+                        for g in doc[groups]]
+        yield {"record": "summary", **rest}
+
+    write_jsonl(rows())
+
+
 def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml, fmt: OutputFormat, style: Style,
-                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal, file_options: bool) -> bool:
+                safe: bool, quiet: bool, *, reclaimed: bool, ids, types, journal, file_options: bool,
+                wide: bool = False) -> bool:
     """A database store (``--jdbc-url``, or a configuration naming one): print it and return True; else False."""
     from amqtool.engines.jdbc.resolve import jdbc_store
 
@@ -179,7 +199,7 @@ def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml,
     if file_options or reclaimed:
         raise UsageError("--file, --reclaimed, --pins and --drain apply to stores on disk, not database stores")
     if store.kind == "artemis-jdbc":
-        _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal)
+        _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal, wide)
         return True
     if style is Style.artemis:
         raise UsageError("--style artemis applies to Artemis stores")
@@ -192,14 +212,14 @@ def _print_jdbc(jdbc_url, password_file, table_prefix, activemq_xml, broker_xml,
     elif fmt is OutputFormat.jsonl:
         write_jsonl(classic.iter_rows(doc))
     else:
-        write_lines(fit_lines(classic.render_text(doc)))
+        write_lines(fold_lines(classic.render_text(doc), wide=wide))
     verdict = Verdict[doc["verdict"]]
     if verdict is not Verdict.OK:
         finish(verdict)
     return True
 
 
-def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal) -> None:
+def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, journal, wide) -> None:
     from amqtool.engines.artemis.journal_print import PrintOptions
     from amqtool.engines.jdbc import artemis
 
@@ -217,7 +237,7 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     elif fmt is OutputFormat.jsonl:
         write_jsonl(artemis.iter_rows(data, opts))
     else:
-        write_lines(fit_lines(artemis.iter_text(data, opts)))
+        write_lines(fold_lines(artemis.iter_text(data, opts), wide=wide))
     verdict = artemis.load_verdict(data)
     if verdict is not Verdict.OK:
         finish(verdict)

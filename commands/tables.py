@@ -129,10 +129,10 @@ def fold(line: str, width: int, indent: str | None = None) -> list[str]:
 def _break_at(text: str, room: int) -> int:
     """Where to cut ``text`` to at most ``room`` characters: after the last blank or comma in the second
     half of the room, else at ``room``."""
-    for i in range(room, room // 2, -1):
-        if text[i - 1] in " ," or text[i] == " ":
-            return i
-    return room
+    if text[room] == " ":
+        return room
+    at = max(text.rfind(" ", room // 2, room), text.rfind(",", room // 2, room))
+    return at + 1 if at >= 0 else room
 
 
 def fold_lines(lines: Iterable[str], width: int | None = None, wide: bool = False) -> Iterable[str]:
