@@ -135,7 +135,8 @@ def _checking(label: str, fmt: MetricFormat, metrics_file: str | None, nagios: b
     line and its exit code, with verdict UNKNOWN published to the metrics; -w/-c are checked against --nagios
     first. Yields the --nagios thresholds (None without it) for ``_emit``."""
     with unknown_on_error("check", label, fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+            (plugin.nagios_guard() if nagios and fmt is MetricFormat.text else guarded(document_format(fmt))):
+        # --nagios beside --format json(l) is refused in the format asked for (one JSON line), not as a plugin line
         yield _nagios_thresholds(nagios, warning, critical, fmt)
 
 

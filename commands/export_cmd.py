@@ -8,7 +8,16 @@ import sys
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.output import QUIET_OPTION, finish, guarded, progress, show_progress, stderr_console, write_json
+from amqtool.commands.output import (
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    progress,
+    show_progress,
+    stderr_console,
+    write_document,
+)
 from amqtool.commands.store_options import BROKER_XML_OPTION, JDBC_PASSWORD_FILE_OPTION
 
 
@@ -27,6 +36,7 @@ class Engine(str, enum.Enum):
 class Report(str, enum.Enum):
     text = "text"
     json = "json"
+    jsonl = "jsonl"
 
 
 class _TaskBar:
@@ -117,12 +127,12 @@ def export(
     jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     jdbc_driver_jar: str = typer.Option(None, "--jdbc-driver-jar", help="Spark engine: the JDBC driver jar (default: the system's, e.g. /usr/share/java/postgresql.jar)."),
     jdbc_partitions: int = typer.Option(None, "--jdbc-partitions", min=1, help="Spark engine, Classic JDBC: ID ranges read in parallel (default: the cores)."),
-    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
+    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text, json or jsonl (one object a line: problems, stores, then the summary)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Export a store's live messages (one row per message per queue, paged ones included) and its bindings;
     several stores (a fleet) into one dataset with a stores table."""
-    with guarded(None if report is Report.text else "json"):
+    with guarded(None if report is Report.text else OutputFormat(report.value)):
         from amqtool.engines.export import ExportRequest, run_export
         from amqtool.engines.export.fleet import is_fleet
         from amqtool.engines.export.writers import parse_mode
@@ -147,8 +157,8 @@ def export(
         with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
             doc, verdict = run_export(req, progress=advance, task_progress=bar.update, status=_status(quiet))
         doc = {"verdict": verdict.name, **doc}
-        if report is Report.json:
-            write_json(doc)
+        if report is not Report.text:
+            write_document(doc, OutputFormat(report.value), lists=("problems",))
         else:
             subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
             sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages on "
@@ -184,8 +194,8 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
     with _FleetBar(quiet) as bar:
         doc, verdict = run_fleet_export(req, store_progress=bar.update, status=_status(quiet))
     doc = {"verdict": verdict.name, **doc}
-    if report is Report.json:
-        write_json(doc)
+    if report is not Report.text:
+        write_document(doc, OutputFormat(report.value), lists=("problems", "stores"))
     else:
         by = doc["storesByVerdict"]
         subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""

@@ -68,7 +68,8 @@ def write_jsonl(rows: Iterable[dict]) -> None:
 # the list it came from ("record": "finding", "journal", "file", ...), then one last line, "record": "summary",
 # with everything else, the verdict included. One JSON object a line, always; the last line judges.
 _RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result",
-                 "queues": "queue", "addresses": "address"}
+                 "queues": "queue", "addresses": "address", "problems": "problem", "lost": "lost",
+                 "undeleted": "undeleted", "unrecoverable": "unrecoverable"}
 
 
 def write_document(doc: dict, fmt: "OutputFormat", lists: tuple[str, ...] = ("findings", "journals")) -> None:
