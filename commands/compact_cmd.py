@@ -33,6 +33,7 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
+from amqtool.commands.stores import one_store
 from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
 from amqtool.units import binary
@@ -127,13 +128,13 @@ def compact(
     with unknown_on_error("compact", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
         from amqtool.store.brokerxml import parse_byte_size
-        from amqtool.store.layout import ArtemisStore, detect
+        from amqtool.store.layout import ArtemisStore
 
         if journal not in ("all", "messages", "bindings"):
             raise UsageError("--journal must be all, messages or bindings")
         if output is not None and (dry_run or reclaim_only):
             raise UsageError("-o/--output cannot be combined with --dry-run or --reclaim-only")
-        store = detect(path, broker_xml=broker_xml)
+        store = one_store(path, broker_xml, command="compact")
         if not isinstance(store, ArtemisStore):
             artemis_only = {"--reclaim-only": reclaim_only, "--journal": journal != "all", "--file-size": file_size,
                             "--min-files": min_files, "--pool-files": pool_files,

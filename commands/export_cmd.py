@@ -148,6 +148,10 @@ def export(
                           ship)
             return
         path = paths[0] if paths else "."
+        if not (jdbc_url or broker_xml or activemq_xml):
+            from amqtool.commands.stores import one_store
+
+            one_store(path, command="export")  # several stores under PATH: say which (or export them as a fleet)
         fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),

@@ -19,6 +19,7 @@ from amqtool.commands.output import (
     write_jsonl,
     write_lines,
 )
+from amqtool.commands.stores import describe, header, stores_at, where
 from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.commands.store_options import (
     ACTIVEMQ_XML_KAHADB_OPTION,
@@ -68,71 +69,117 @@ def print_(
                        safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal,
                        file_options=bool(files or pins or drain), wide=wide):
             return
-        from amqtool.store.layout import detect
-
-        store = detect(path, broker_xml, activemq_xml)
-        if store.kind == "kahadb":
-            _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
-            return
-        if pins or drain:
-            _print_artemis_pins(store, fmt, drain, quiet, wide)
-            return
-        from amqtool.engines.artemis.journal_print import (
-            PrintOptions,
-            iter_json,
-            iter_rows,
-            iter_text,
-            refused_verdict,
-        )
-        from amqtool.engines.artemis.verify import total_bytes
-
-        opts = PrintOptions(
-            safe=safe,
-            reclaimed=reclaimed,
-            ids=set(ids) if ids else None,
-            user_types=set(types) if types else None,
-            files=set(files) if files else None,
-            journals={journal.value} if journal else None,
-        )
-        verdict = refused_verdict(store, opts)  # files Artemis refuses: the same verdict as verify's
-        with progress("reading", total_bytes(store), quiet) as advance:
-            if style is Style.artemis:
-                if fmt is not OutputFormat.text:
-                    raise UsageError("--style artemis is a text style; use it without --format json")
-                from amqtool.engines.artemis.describe import describe_store
-
-                write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
-                                           progress=advance))
-            elif fmt is OutputFormat.json:
-                tail = on_result = None
-                if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
-                    from amqtool.engines.artemis.paging import PagingJournalView, iter_paging_json
-
-                    view = PagingJournalView()  # fed by the journals print loads (each is read once)
-                    on_result = view.add_journal
-
-                    def tail():
-                        yield ', "paging": '
-                        yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
-                from amqtool.engines.artemis.jms import jms_document
-
-                extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
-                write = _document_writer()
-                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
-                                       extra=extra, raw=write.raw):
-                    write(chunk)
-            elif fmt is OutputFormat.jsonl:
-                write_jsonl(iter_rows(store, opts, advance))
-            else:
-                from amqtool.engines.artemis.describe import describe_live_record
-
-                write_lines(fold_lines(iter_text(store, opts, advance, describe=describe_live_record), wide=wide))
-                if store.jms is not None:
-                    from amqtool.engines.artemis.jms import jms_document, jms_text
-
-                    write_lines(fold_lines(jms_text(jms_document(store)), wide=wide))
+        stores = stores_at(path, broker_xml, activemq_xml)
+        one = dict(fmt=fmt, style=style, safe=safe, reclaimed=reclaimed, ids=ids, types=types, files=files,
+                   journal=journal, max_pages=max_pages, pins=pins, drain=drain, quiet=quiet, wide=wide)
+        if len(stores) == 1:
+            verdict = _print_store(stores[0], **one)
+        else:
+            verdict = _print_several(path, stores, one)
         if verdict is not Verdict.OK:
             finish(verdict)
+
+
+def _print_several(path: str, stores: list, one: dict) -> Verdict:
+    """Every store under PATH, each headed by its kind and path (text), as one document with a ``stores``
+    list (json), or with each row naming its ``store`` (jsonl); the verdict is the worst."""
+    import json
+    import os
+
+    fmt = one["fmt"]
+    if one["style"] is Style.artemis:
+        raise UsageError(f"{len(stores)} stores under {os.path.abspath(path)} ({describe(stores)}): "
+                         "--style artemis prints one store; give its path")
+    verdict = Verdict.OK
+    if fmt is OutputFormat.json:
+        sys.stdout.write(f'{{"kind": "several", "path": {json.dumps(os.path.abspath(path))}, "stores": [')
+    for i, store in enumerate(stores):
+        if fmt is OutputFormat.text:
+            write_lines([header(store)])
+        elif fmt is OutputFormat.json and i:
+            sys.stdout.write(", ")
+        verdict = max(verdict, _print_store(store, **one, tag=where(store)))
+        if fmt is OutputFormat.text:
+            write_lines([""])
+    if fmt is OutputFormat.json:
+        sys.stdout.write(f'], "verdict": "{verdict.name}"}}\n')
+    elif fmt is OutputFormat.text:
+        write_lines(fold_lines([f"{len(stores)} stores printed: {describe(stores)}"], wide=one["wide"]))
+    return verdict
+
+
+def _tagged(rows, tag: str | None):
+    """Rows of one store among several carry its ``store`` path (KahaDB rows name theirs already)."""
+    if tag is None:
+        yield from rows
+        return
+    for row in rows:
+        yield row if "store" in row else {"store": tag, **row}
+
+
+def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journal, max_pages, pins, drain,
+                 quiet, wide, tag: str | None = None) -> Verdict:
+    """One store on disk printed; its verdict (files Artemis refuses, as verify judges them)."""
+    if store.kind == "kahadb":
+        _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
+        return Verdict.OK
+    if pins or drain:
+        return _print_artemis_pins(store, fmt, drain, quiet, wide)
+    from amqtool.engines.artemis.journal_print import (
+        PrintOptions,
+        iter_json,
+        iter_rows,
+        iter_text,
+        refused_verdict,
+    )
+    from amqtool.engines.artemis.verify import total_bytes
+
+    opts = PrintOptions(
+        safe=safe,
+        reclaimed=reclaimed,
+        ids=set(ids) if ids else None,
+        user_types=set(types) if types else None,
+        files=set(files) if files else None,
+        journals={journal.value} if journal else None,
+    )
+    verdict = refused_verdict(store, opts)  # files Artemis refuses: the same verdict as verify's
+    with progress("reading", total_bytes(store), quiet) as advance:
+        if style is Style.artemis:
+            if fmt is not OutputFormat.text:
+                raise UsageError("--style artemis is a text style; use it without --format json")
+            from amqtool.engines.artemis.describe import describe_store
+
+            write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
+                                       progress=advance))
+        elif fmt is OutputFormat.json:
+            tail = on_result = None
+            if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
+                from amqtool.engines.artemis.paging import PagingJournalView, iter_paging_json
+
+                view = PagingJournalView()  # fed by the journals print loads (each is read once)
+                on_result = view.add_journal
+
+                def tail():
+                    yield ', "paging": '
+                    yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
+            from amqtool.engines.artemis.jms import jms_document
+
+            extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
+            write = _document_writer()
+            for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
+                                   extra=extra, raw=write.raw):
+                write(chunk)
+        elif fmt is OutputFormat.jsonl:
+            write_jsonl(_tagged(iter_rows(store, opts, advance), tag))
+        else:
+            from amqtool.engines.artemis.describe import describe_live_record
+
+            write_lines(fold_lines(iter_text(store, opts, advance, describe=describe_live_record), wide=wide))
+            if store.jms is not None:
+                from amqtool.engines.artemis.jms import jms_document, jms_text
+
+                write_lines(fold_lines(jms_text(jms_document(store)), wide=wide))
+    return verdict
 
 
 def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool,
@@ -153,7 +200,7 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_lines(fold_lines(kahadb.render_text(doc), wide=wide))
 
 
-def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool, wide: bool = False) -> None:
+def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool, wide: bool = False) -> Verdict:
     from amqtool.engines.artemis.pins import artemis_pins, render_pins_text
     from amqtool.engines.artemis.verify import total_bytes
 
@@ -165,9 +212,7 @@ def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool
         _write_pins_jsonl(doc, "journals", ("journal", "directory"), "files")
     else:
         write_lines(fold_lines(render_pins_text(doc), wide=wide))
-    verdict = Verdict[doc["verdict"]]
-    if verdict is not Verdict.OK:
-        finish(verdict)
+    return Verdict[doc["verdict"]]
 
 
 def _write_pins_jsonl(doc: dict, groups: str, names: tuple[str, ...], files: str) -> None:

@@ -24,6 +24,7 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
+from amqtool.commands.stores import one_store
 from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.errors import UsageError
 from amqtool.units import binary
@@ -121,7 +122,7 @@ def recover(
     messages (--undelete); report every lost record. Exit 0 nothing lost, 1 DEST lacks something, 2 nothing
     saved."""
     with guarded(fmt):
-        from amqtool.store.layout import ArtemisStore, detect
+        from amqtool.store.layout import ArtemisStore
 
         if output is None and not dry_run:
             raise UsageError("recover needs -o DEST or --dry-run")
@@ -129,7 +130,7 @@ def recover(
             raise UsageError("-o/--output cannot be combined with --dry-run")
         if not undelete and (queue or since or until):
             raise UsageError("--queue, --since and --until select what --undelete brings back")
-        store = detect(path, broker_xml=broker_xml, activemq_xml=activemq_xml)
+        store = one_store(path, broker_xml, activemq_xml, command="recover")
         if isinstance(store, ArtemisStore):
             from amqtool.engines.artemis.recover import RecoverRequest, recover_store
 

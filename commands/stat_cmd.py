@@ -27,6 +27,7 @@ from amqtool.commands.output import (
 )
 from amqtool.commands.tables import WIDE_OPTION, Col, age, count, fold_lines, print_table, ratio, size, when
 from amqtool.commands.store_options import ACTIVEMQ_XML_KAHADB_OPTION, BROKER_XML_OPTION
+from amqtool.commands.stores import describe, header, stores_at, where
 from amqtool.errors import UsageError, Verdict
 
 
@@ -71,6 +72,19 @@ def render_tables(doc: dict, wide: bool = False) -> None:
                             f"{size(tot['journalBytes'])}, paging {size(tot['pagingBytes'])}"], wide=wide))
 
 
+def _several(path: str, stores: list, docs: list[dict]) -> dict:
+    """One document for the stores under one path: every row carries its ``store``; totals add up; the
+    verdict is the worst."""
+    verdict = max(Verdict[d["verdict"]] for d in docs)
+    out = {"verdict": verdict.name, "kind": "several", "path": os.path.abspath(path), "now": docs[0]["now"],
+           "sort": docs[0]["sort"],
+           "stores": [{"kind": d["kind"], "path": where(s), "verdict": d["verdict"]} for s, d in zip(stores, docs)]}
+    for key in ("queues", "addresses", "journals"):
+        out[key] = [{**row, "store": where(s)} for s, d in zip(stores, docs) for row in d[key]]
+    out["totals"] = {k: sum(d["totals"][k] for d in docs) for k in docs[0]["totals"]}
+    return out
+
+
 @app.command("stat")
 def stat(
     path: str = typer.Argument(".", help="Broker instance, data directory, journal directory or KahaDB directory."),
@@ -91,17 +105,27 @@ def stat(
         if top is not None and top < 0:
             raise UsageError("--top must be 0 or more")
         from amqtool.engines.stat import stat_store
-        from amqtool.store.layout import detect
 
-        store = detect(path, broker_xml, activemq_xml)
-        with progress("reading", None, quiet) as advance:
-            doc = stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance)
+        stores = stores_at(path, broker_xml, activemq_xml)
+        docs = []
+        for store in stores:
+            with progress("reading", None, quiet) as advance:
+                docs.append(stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance))
+        doc = docs[0] if len(docs) == 1 else _several(path, stores, docs)
         verdict = Verdict[doc["verdict"]]
         publish("stat", os.path.abspath(path), doc, mfmt, metrics_file)
         if mfmt is MetricFormat.prometheus:
             pass
         elif fmt is OutputFormat.text:
-            render_tables(doc, wide)
+            if len(docs) == 1:
+                render_tables(doc, wide)
+            else:
+                for store, one in zip(stores, docs):
+                    write_lines([header(store)])
+                    render_tables(one, wide)
+                    write_lines([""])
+                write_lines(fold_lines([f"{len(docs)} stores: {describe(stores)}; verdict {doc['verdict']}"],
+                                       wide=wide))
         else:
-            write_document(doc, fmt, lists=("queues", "addresses", "journals"))
+            write_document(doc, fmt, lists=("queues", "addresses", "journals", "stores"))
         finish(verdict)
