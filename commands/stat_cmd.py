@@ -26,7 +26,13 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.commands.tables import WIDE_OPTION, Col, age, count, fold_lines, print_table, ratio, size, when
-from amqtool.commands.store_options import ACTIVEMQ_XML_KAHADB_OPTION, BROKER_XML_OPTION
+from amqtool.commands.store_options import (
+    ACTIVEMQ_XML_KAHADB_OPTION,
+    BROKER_XML_OPTION,
+    JDBC_PASSWORD_FILE_OPTION,
+    JDBC_TABLE_PREFIX_OPTION,
+    JDBC_URL_OPTION,
+)
 from amqtool.commands.stores import describe, header, stores_at, where
 from amqtool.errors import UsageError, Verdict
 
@@ -96,6 +102,9 @@ def stat(
     top: int = typer.Option(None, "--top", help="Only the first N queues after sorting."),
     at: int = typer.Option(None, "--at", metavar="MILLIS", help="Judge expiry, schedules and ages at this instant (epoch ms; default now)."),
     reclaim: bool = typer.Option(False, "--reclaim", help="Artemis: also figure what compact --reclaim-only would free (one more pass)."),
+    jdbc_url: str = JDBC_URL_OPTION,
+    jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
+    jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
     wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -106,7 +115,12 @@ def stat(
             raise UsageError("--top must be 0 or more")
         from amqtool.engines.stat import stat_store
 
-        stores = stores_at(path, broker_xml, activemq_xml)
+        from amqtool.engines.jdbc.resolve import jdbc_store
+
+        # a database store (--jdbc-url, or a configuration naming one) before the files, as print and verify
+        db = jdbc_store(jdbc_url, jdbc_password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                        table_prefix=jdbc_table_prefix)
+        stores = [db] if db is not None else stores_at(path, broker_xml, activemq_xml)
         docs = []
         for store in stores:
             with progress("reading", None, quiet) as advance:

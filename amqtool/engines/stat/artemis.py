@@ -214,50 +214,58 @@ def queue_figures_native(messages, now: int) -> tuple[dict[int, tuple], dict[int
     return native.stat_queues(acc, now, overrides), prepared
 
 
+def queue_rows(bindings, messages, now: int) -> tuple[dict[str, dict], Callable[[int], dict]]:
+    """({queue name: row}, row_for(queue id)) from the loads of the bindings and messages journals (files or
+    database tables): one row per queue name, its figures from :func:`queue_figures_native` or the reference.
+    ``row_for`` adds the row of a queue id met later (paging)."""
+    from amqtool.engines.artemis.broker_state import build_broker_state
+    from amqtool.engines.stat import new_queue_row, see_time
+
+    state = build_broker_state(bindings, None)  # the queues; messages: below
+    by_id: dict[int, dict] = {}
+    by_name: dict[str, dict] = {}
+
+    def row_for(qid: int) -> dict:
+        """One row per queue name (a queue id without a binding gets data exp's UndefinedQueue_ name)."""
+        row = by_id.get(qid)
+        if row is None:
+            q = state.queues.get(qid)
+            name = state.queue_name(qid)
+            row = by_name.get(name)
+            if row is None:
+                row = by_name[name] = new_queue_row(name, q.address if q else None,
+                                                    q.routing_type if q else None)
+            by_id[qid] = row
+        return row
+
+    for qid in state.queues:
+        row_for(qid)
+    if messages is not None:
+        figures = queue_figures_native(messages, now)
+        if figures is None:
+            figures = queue_figures_reference(bindings, messages, now)
+        per_queue, prepared = figures
+        for qid, f in per_queue.items():
+            row = row_for(qid)
+            for key, v in zip(FIGURES, f):
+                if key in ("oldest", "newest"):
+                    see_time(row, v)
+                else:
+                    row[key] += v
+        for qid, k in prepared.items():
+            row_for(qid)["prepared"] += k
+    return by_name, row_for
+
+
 def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
     """The stat document's rows for an Artemis store (see the module docstring)."""
-    from amqtool.engines.artemis.broker_state import build_broker_state
     from amqtool.engines.artemis.journal_print import PrintOptions, refused_verdict
-    from amqtool.engines.stat import new_queue_row, see_time
 
     verdict = refused_verdict(store, PrintOptions())
     journal_rows, results, opened_all, load_verdict = _load(store, progress, reclaim)
     verdict = max(verdict, load_verdict)
     try:
-        state = build_broker_state(results.get("bindings"), None)  # the queues; messages: below
-        by_id: dict[int, dict] = {}
-        by_name: dict[str, dict] = {}
-
-        def row_for(qid: int) -> dict:
-            """One row per queue name (a queue id without a binding gets data exp's UndefinedQueue_ name)."""
-            row = by_id.get(qid)
-            if row is None:
-                q = state.queues.get(qid)
-                name = state.queue_name(qid)
-                row = by_name.get(name)
-                if row is None:
-                    row = by_name[name] = new_queue_row(name, q.address if q else None,
-                                                        q.routing_type if q else None)
-                by_id[qid] = row
-            return row
-
-        for qid in state.queues:
-            row_for(qid)
-        messages = results.get("messages")
-        if messages is not None:
-            figures = queue_figures_native(messages, now)
-            if figures is None:
-                figures = queue_figures_reference(results.get("bindings"), messages, now)
-            per_queue, prepared = figures
-            for qid, f in per_queue.items():
-                row = row_for(qid)
-                for key, v in zip(FIGURES, f):
-                    if key in ("oldest", "newest"):
-                        see_time(row, v)
-                    else:
-                        row[key] += v
-            for qid, k in prepared.items():
-                row_for(qid)["prepared"] += k
+        by_name, row_for = queue_rows(results.get("bindings"), results.get("messages"), now)
         addresses = _paging(store, results, row_for)
     finally:
         for opened in opened_all:
