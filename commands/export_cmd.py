@@ -165,17 +165,25 @@ def export(
             write_document(doc, OutputFormat(report.value), lists=("problems",))
         else:
             subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-            sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages on "
+            _say(f"exported {doc['rows']} rows ({doc['messages']} messages on "
                              f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
                              f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
             if doc["problemCount"]:
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
-                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
+                _say(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
             if doc.get("skippedNotXml"):
-                sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
+                _say(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                                  "(not converted to core); export them with --format jsonl or parquet\n")
         finish(verdict)
+
+
+def _say(text: str) -> None:
+    """A line of the text report on stdout, folded to the terminal's width (commands.tables.fold)."""
+    from amqtool.commands.tables import fold_lines
+
+    for line in fold_lines(text.rstrip("\n").split("\n")):
+        sys.stdout.write(line + "\n")
 
 
 def _status(quiet: bool):
@@ -203,13 +211,13 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
     else:
         by = doc["storesByVerdict"]
         subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
+        _say(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
                          f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
                          f"{by['UNKNOWN']} not exported) to {doc['output']} "
                          f"[{doc['format']}, {doc['engine']} engine]\n")
         for st in doc["stores"]:
             if st["verdict"] != "OK":
-                sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+                _say(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
         if doc.get("queueMismatch"):
-            sys.stdout.write(f"WARNING: {doc['queueMismatch']}\n")
+            _say(f"WARNING: {doc['queueMismatch']}\n")
     finish(verdict)

@@ -88,7 +88,7 @@ def table_lines(columns: Sequence[Col], rows: Iterable[Sequence[str]], *, wide: 
     lines = [line.rstrip() for line in cap.get().splitlines()]
     dropped = [c.header for i, c in enumerate(columns) if i not in keep]
     if dropped:
-        lines.append(f"(not shown: {', '.join(dropped)}; --wide shows every column)")
+        lines.extend(fold(f"(not shown: {', '.join(dropped)}; --wide shows every column)", width))
     return lines
 
 
