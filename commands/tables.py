@@ -47,6 +47,14 @@ def _rich_table(columns: Sequence[Col], rows: list[Sequence[str]]):
     return table
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` (a queue name is data: an escape sequence in it
+    must not reach the terminal, nor a newline break a table row)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
 def natural_width(columns: Sequence[Col], rows: list[Sequence[str]]) -> int:
     """The width the table takes with every value whole: each column as wide as its widest value, and the
     gaps between columns."""
@@ -75,7 +83,7 @@ def table_lines(columns: Sequence[Col], rows: Iterable[Sequence[str]], *, wide: 
     columns left out."""
     from rich.console import Console
 
-    rows = [list(r) for r in rows]
+    rows = [[printable(c) for c in r] for r in rows]
     width = terminal_width() if width is None else width
     keep = list(range(len(columns))) if wide else fit_columns(columns, rows, width)
     shown = [columns[i] for i in keep]

@@ -105,3 +105,11 @@ def test_kahadb_print_pins_jsonl_is_the_pins(run_cli, run_json):
     assert [p["file"] for p in pins] == want == ["db-6.log", "db-7.log", "db-8.log"]
     assert all(p["record"] == "pin" and p["directory"] == doc["stores"][0]["directory"] for p in pins)
     assert summary["stores"][0]["drain"]["filesFreed"] == ["db-6.log", "db-7.log"]
+
+
+def test_cells_are_data_never_markup_or_control():
+    """A queue may be called ``[red]x`` or hold an escape sequence: the table shows it, never acts on it."""
+    lines = table_lines([Col("queue"), Col("n", 0, True)], [["[red]x[/red] :smile:", "1"], ["\x1b[31mq\nr", "2"]],
+                        width=80)
+    assert lines[2].startswith("[red]x[/red] :smile:") and lines[3].startswith("\\x1b[31mq\\x0ar")
+    assert len(lines) == 4 and not any("\x1b" in x for x in lines)
