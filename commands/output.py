@@ -43,13 +43,6 @@ def terminal_width() -> int:
     return max(40, shutil.get_terminal_size(fallback=(80, 24)).columns)
 
 
-def table_console():
-    """A Rich console on stdout for tables: fitted to :func:`terminal_width`, never interpreting the text."""
-    from rich.console import Console
-
-    return Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=terminal_width())
-
-
 def write_json(doc: dict) -> None:
     """One JSON document on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))

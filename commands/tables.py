@@ -13,7 +13,6 @@ footnotes are plain lines, written without padding, so the text has no trailing 
 from __future__ import annotations
 
 import sys
-import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
@@ -154,13 +153,6 @@ def fold_lines(lines: Iterable[str], width: int | None = None, wide: bool = Fals
             yield line
         else:
             yield from fold(line, width)
-
-
-def paragraph(text: str, width: int | None = None, indent: str = "    ") -> list[str]:
-    """Prose (a finding's message) wrapped at blanks to ``width`` with ``indent`` on every line."""
-    width = terminal_width() if width is None else width
-    return textwrap.wrap(text, width=max(20, width), initial_indent=indent, subsequent_indent=indent,
-                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
 
 
 # Compact values: one form for each kind of figure, the same in every table.
