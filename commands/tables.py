@@ -110,11 +110,34 @@ def print_table(title: str | None, columns: Sequence[Col], rows: Iterable[Sequen
         out.write(line + "\n")
 
 
+def cells(text: str) -> int:
+    """The columns ``text`` takes on a terminal: one per character, two for an East Asian wide one."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _fitting(text: str, room: int) -> int:
+    """How many leading characters of ``text`` fit in ``room`` columns."""
+    if text.isascii():
+        return min(room, len(text))
+    from rich.cells import get_character_cell_size
+
+    used = 0
+    for i, c in enumerate(text):
+        used += get_character_cell_size(c)
+        if used > room:
+            return i
+    return len(text)
+
+
 def fold(line: str, width: int, indent: str | None = None) -> list[str]:
-    """``line`` broken into pieces of at most ``width`` characters, at a blank or after a comma when one
-    is near, else mid-word; continuation pieces are indented by the line's own indent plus four blanks
-    (or by ``indent``), so a folded line reads as one. Nothing is left out."""
-    if len(line) <= width:
+    """``line`` broken into pieces of at most ``width`` columns, at a blank or after a comma when one is
+    near, else mid-word; continuation pieces are indented by the line's own indent plus four blanks (or by
+    ``indent``), so a folded line reads as one. Nothing is left out."""
+    if cells(line) <= width:
         return [line]
     lead = len(line) - len(line.lstrip(" "))
     cont = indent if indent is not None else " " * (lead + 4)
@@ -123,10 +146,11 @@ def fold(line: str, width: int, indent: str | None = None) -> list[str]:
     out, rest, first = [], line, True
     while rest:
         room = width - (0 if first else len(cont))
-        if len(rest) <= room:
+        fits = _fitting(rest, room)
+        if fits >= len(rest):
             out.append(rest if first else cont + rest)
             break
-        cut = _break_at(rest, room)
+        cut = _break_at(rest, max(1, fits))
         piece, rest = rest[:cut].rstrip(" "), rest[cut:].lstrip(" ")
         out.append(piece if first else cont + piece)
         first = False
@@ -149,7 +173,7 @@ def fold_lines(lines: Iterable[str], width: int | None = None, wide: bool = Fals
         return
     width = terminal_width() if width is None else width
     for line in lines:
-        if len(line) <= width:
+        if len(line) <= width and line.isascii():
             yield line
         else:
             yield from fold(line, width)

@@ -113,3 +113,13 @@ def test_cells_are_data_never_markup_or_control():
                         width=80)
     assert lines[2].startswith("[red]x[/red] :smile:") and lines[3].startswith("\\x1b[31mq\\x0ar")
     assert len(lines) == 4 and not any("\x1b" in x for x in lines)
+
+
+def test_wide_characters_fold_by_the_columns_they_take():
+    """A message body in Japanese takes two columns a character: folded by columns, not characters."""
+    from amqtool.commands.tables import cells, fold
+
+    line = "   body=" + "日本語のテキスト、" * 12
+    pieces = fold(line, 40)
+    assert all(cells(p) <= 40 for p in pieces) and len(pieces) > 5
+    assert "".join(p.strip() for p in pieces) == line.strip()
