@@ -12,6 +12,7 @@ from amqtool.commands.output import (
     FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
+    consistent_read,
     finish,
     guarded,
     progress,
@@ -72,10 +73,28 @@ def print_(
         stores = stores_at(path, broker_xml, activemq_xml)
         one = dict(fmt=fmt, style=style, safe=safe, reclaimed=reclaimed, ids=ids, types=types, files=files,
                    journal=journal, max_pages=max_pages, pins=pins, drain=drain, quiet=quiet, wide=wide)
-        if len(stores) == 1:
+        if len(stores) > 1:
+            verdict = _print_several(path, stores, one)
+        elif (stores[0].kind == "kahadb" or pins or drain or fmt is not OutputFormat.json
+              or style is Style.artemis):
             verdict = _print_store(stores[0], **one)
         else:
-            verdict = _print_several(path, stores, one)
+            # One JSON document, of the store before or after a compaction that switches files meanwhile.
+            from amqtool.store import locks
+            from amqtool.store.layout import detect
+
+            store = stores[0]
+            lock_files = locks.artemis_store_lock_files(store)
+
+            def read():
+                again = detect(path, broker_xml, activemq_xml)  # a switch may have renamed every file
+                judged = _print_store(again, **one)
+                if judged is not Verdict.OK:
+                    finish(judged)  # judged on this read (consistent_read keeps the Exit of the read it keeps)
+
+            consistent_read([j.directory for j in store.journals()], read,
+                            broker_running=lambda: bool(locks.find_locks(lock_files)))
+            verdict = Verdict.OK
         if verdict is not Verdict.OK:
             finish(verdict)
 

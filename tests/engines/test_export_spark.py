@@ -295,3 +295,20 @@ def test_damaged_pages_and_missing_bodies_are_problems_in_tasks_too(spark, demo,
         assert docs["spark"][key] == docs["local"][key], key
     assert sorted(p["message"] for p in docs["spark"]["problems"]) == \
         sorted(p["message"] for p in docs["local"]["problems"])
+
+
+def test_task_failure_of_the_jvm_is_its_innermost_cause():
+    # Issue 26 item 10: a JDBC failure inside the JVM was reported as py4j's "An error occurred while
+    # calling o64.load." with the cause only in Spark's log.
+    from amqtool.engines.export.spark import task_failure
+
+    jvm = ("An error occurred while calling o64.load.\n"
+           ": org.postgresql.util.PSQLException: Connection to 127.0.0.1:5432 refused. Check that the hostname "
+           "and port are correct.\n\tat org.postgresql.core.v3.ConnectionFactoryImpl.openConnectionImpl(X.java:1)\n"
+           "Caused by: java.net.ConnectException: Connection refused\n\tat java.base/sun.nio.ch.Net.connect0(N)\n")
+    assert task_failure(jvm) == "java.net.ConnectException: Connection refused"
+    no_cause = ("An error occurred while calling o64.load.\n"
+                ": org.postgresql.util.PSQLException: FATAL: terminating connection due to administrator command\n"
+                "\tat org.postgresql.Foo.bar(Foo.java:1)\n")
+    assert task_failure(no_cause) == ("org.postgresql.util.PSQLException: FATAL: terminating connection due to "
+                                      "administrator command")

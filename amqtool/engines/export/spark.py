@@ -136,6 +136,111 @@ def session_conf(master: str, *, local_dir: str | None = None, jars: list[str] |
     return conf
 
 
+# --- the driver JVM's lifetime ----------------------------------------------------------------------------
+#
+# pyspark starts the driver JVM (spark-submit, then java) as a child that is meant to exit when its stdin
+# pipe from Python closes. That does not hold while the JVM is still starting: a SIGTERM 1-1.4 s into an
+# export left a -Xmx6g JVM running under init, which went on to recreate spark.local.dir after amqtool had
+# removed it. So the JVM is started in a process group of its own whose leader is a tiny watchdog process:
+# the watchdog blocks on a pipe from amqtool and, when that pipe closes (amqtool exits, however: normally,
+# on an error, on SIGTERM, on SIGKILL), kills the whole group with SIGKILL. amqtool also kills the group
+# itself (kill_driver_jvm) as soon as the session ends, before it removes the export's work directory.
+
+_WATCHDOG = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
+    "while sys.stdin.buffer.read(4096): pass\n"
+    "os.killpg(os.getpid(), signal.SIGKILL)\n"
+)
+
+
+class DriverJvm:
+    """The watchdog and process group the driver JVM is started in (see above)."""
+
+    def __init__(self):
+        import subprocess
+
+        # A group of its own in this session (a JVM can only join a group of its own session).
+        self.watchdog = subprocess.Popen([sys.executable, "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
+                                         close_fds=True)
+        self.pgid = self.watchdog.pid
+
+    def popen_kwargs(self) -> dict:
+        return {"process_group": self.pgid}
+
+    def kill(self) -> None:
+        """SIGKILL the JVM, its children in the group and the watchdog; wait for the watchdog."""
+        import signal
+
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.watchdog.stdin.close()
+        except OSError:
+            pass
+        self.watchdog.wait()
+
+
+_driver: DriverJvm | None = None
+
+
+def kill_driver_jvm() -> None:
+    """End the driver JVM that :func:`get_session` started (and its watchdog), if any: after ``stop()``, or
+    instead of it when the export was interrupted. Safe to call more than once."""
+    global _driver
+    drv, _driver = _driver, None
+    if drv is not None:
+        drv.kill()
+        _forget_gateway()
+
+
+def _forget_gateway() -> None:
+    """pyspark keeps the dead gateway as its class state: forget it, so a later session starts a new JVM."""
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:  # pragma: no cover
+        return
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+def _launch_gateway(conf: dict) -> bool:
+    """pyspark's own ``launch_gateway`` with the JVM in :class:`DriverJvm`'s process group; the gateway is
+    handed to SparkContext before the session is built, so the builder uses this JVM. False when a gateway
+    (a JVM) is already there: it is used as it is."""
+    global _driver
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return False
+    _driver = DriverJvm()
+    sconf = SparkConf(loadDefaults=False)
+    for k, v in conf.items():
+        sconf.set(k, v)
+    gateway = launch_gateway(sconf, popen_kwargs=_driver.popen_kwargs())
+    SparkContext._ensure_initialized(gateway=gateway, conf=sconf)
+    return True
+
+
+class _DropPy4jRecords:
+    """py4j reports an interrupted call with ``logging.exception`` on the root logger ("KeyboardInterrupt
+    while sending command", a traceback on stderr with no handler set): amqtool says "interrupted" itself."""
+
+    def filter(self, record) -> bool:
+        return "py4j" not in (record.pathname or "")
+
+
+_PY4J_FILTER = _DropPy4jRecords()
+
+
 @contextmanager
 def _jvm_output_to(log_path: str | None):
     """Point fds 1 and 2 at ``log_path`` while the JVM is spawned (it inherits them), then restore ours."""
@@ -164,6 +269,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     (:mod:`.ship`; by default for a cluster master, never for ``local``). ``status``: told which archive is
     shipped and what the cache's pruning removed."""
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise CapabilityError(f"the Spark engine needs pyspark: {err}") from None
@@ -182,14 +288,40 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
+    import logging
+
+    logging.getLogger().addFilter(_PY4J_FILTER)
+    launching = SparkContext._gateway is None
     try:
         with _jvm_output_to(log_path), shipped_python(conf):
+            _launch_gateway(conf)
             spark = builder.getOrCreate()
-    except Exception as err:  # JVM missing, master unreachable...
+        spark._amqtool_owns_jvm = launching  # stop_session ends the JVM only when this call started it
+    except BaseException as err:  # JVM missing, master unreachable, interrupted while it starts...
+        if launching:
+            kill_driver_jvm()
+        if not isinstance(err, Exception):
+            raise
         where = f" (see {log_path})" if log_path else ""
         raise CapabilityError(f"cannot start Spark with master {master}: {str(err).splitlines()[0]}{where}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_session(spark, *, interrupted: bool = False) -> None:
+    """End a session :func:`get_session` started: ``stop()`` (skipped when the export was interrupted: the
+    JVM may be in any state and a py4j call could hang), then, when that call launched the driver JVM, the
+    JVM killed for certain, so that none outlives amqtool or writes into a work directory removed after
+    this. A JVM that was already there (a test process's shared one) is left to its owner."""
+    try:
+        if not interrupted:
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001 - a JVM already gone: it is killed below all the same
+                pass
+    finally:
+        if getattr(spark, "_amqtool_owns_jvm", False):
+            kill_driver_jvm()
 
 
 class _Progress:
@@ -423,6 +555,18 @@ def task_failure(text: str) -> str:
         for line in lines[starts[-1] + 1:]:
             if line.strip() and not line[0].isspace():
                 return line.strip()
+    # A failure inside the JVM (Spark's JDBC source: the database refused or dropped the connection): the
+    # innermost "Caused by:" that carries a message says what happened; py4j's first line ("An error
+    # occurred while calling o64.load.") does not.
+    causes = [line.strip()[len("Caused by: "):] for line in lines if line.strip().startswith("Caused by: ")]
+    causes = [c for c in causes if ": " in c] or causes
+    if causes:
+        return causes[-1].strip()
+    for line in lines[1:]:
+        line = line.strip().lstrip(": ")
+        cls, sep, msg = line.partition(": ")
+        if sep and msg and "." in cls and cls.endswith(("Exception", "Error")) and " " not in cls:
+            return line
     return lines[0].strip() if lines else "unknown error"
 
 
@@ -437,7 +581,29 @@ def _task_errors():
     except Exception as err:
         if not type(err).__module__.startswith(("pyspark", "py4j")):
             raise
-        raise AmqtoolError(f"a Spark task failed: {task_failure(str(err))}") from None
+        line = task_failure(str(err))
+        cause = _java_root_cause(err)
+        if cause and cause not in line:
+            line = f"{line}; cause: {cause}"
+        raise AmqtoolError(f"a Spark task failed: {line}") from None
+
+
+def _java_root_cause(err) -> str | None:
+    """The innermost cause of the JVM exception behind a pyspark/py4j error ("org.postgresql.util.
+    PSQLException: Connection to 127.0.0.1:5432 refused. ..."), first line; None when there is none or the
+    JVM cannot be asked. Spark's own error classes ([FAILED_JDBC.CONNECTION] ...) say what failed, not why."""
+    java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+    try:
+        depth = 0
+        while java is not None and depth < 32:
+            nxt = java.getCause()
+            if nxt is None:
+                break
+            java, depth = nxt, depth + 1
+        text = str(java.toString()) if java is not None and depth else None
+    except Exception:  # noqa: BLE001 - the JVM is gone or the object is not a Java throwable
+        return None
+    return text.strip().splitlines()[0] if text and text.strip() else None
 
 
 # --- what Spark tasks run --------------------------------------------------------------------------------
