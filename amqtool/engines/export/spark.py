@@ -324,44 +324,87 @@ def stop_session(spark, *, interrupted: bool = False) -> None:
             kill_driver_jvm()
 
 
-class _Progress:
-    """Polls the status tracker from a daemon thread and reports (completed tasks, total tasks)."""
+# A job that has had no executor for this long while it has work is cancelled (a standalone cluster whose
+# workers died waits for new ones forever, silently: "Lost executor" only reaches Spark's log).
+NO_EXECUTOR_SECONDS = float(os.environ.get("AMQTOOL_SPARK_NO_EXECUTOR_SECONDS", "30"))
 
-    def __init__(self, sc, callback: Callable[[int, int], None] | None):
+
+def _executors(sc) -> int | None:
+    """The executors the driver has now (the driver's own entry left out), or None in local mode (the
+    driver runs the tasks) and when the JVM cannot say."""
+    if _is_local(sc.master):
+        return None
+    try:
+        return len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class _Progress:
+    """Watches a job from a daemon thread, every half second: reports (completed tasks, total tasks) of its
+    running stages to ``callback`` (Spark's status tracker), and cancels the job when it has had work but no
+    executor for ``no_executor_seconds`` (:attr:`cause` then says why, for :func:`_task_errors`)."""
+
+    def __init__(self, sc, callback: Callable[[int, int], None] | None, no_executor_seconds: float | None = None):
         self.sc = sc
         self.callback = callback
+        self.no_executor_seconds = NO_EXECUTOR_SECONDS if no_executor_seconds is None else no_executor_seconds
+        self.cause: str | None = None
         self._stop = threading.Event()
         self._thread = None
+        self._alone_since: float | None = None
 
     def __enter__(self):
-        if self.callback is not None:
-            self._thread = threading.Thread(target=self._run, name="amqtool-spark-progress", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="amqtool-spark-progress", daemon=True)
+        self._thread.start()
         return self
 
     def _run(self):
         tracker = self.sc.statusTracker()
         while not self._stop.wait(0.5):
             try:
-                done = total = 0
-                skip = {sid for jid in tracker.getJobIdsForGroup(WARM_UP_GROUP)  # not the export's own work
-                        for sid in (getattr(tracker.getJobInfo(jid), "stageIds", None) or ())}
-                for sid in tracker.getActiveStageIds():
-                    if sid in skip:
-                        continue
-                    info = tracker.getStageInfo(sid)
-                    if info is not None:
-                        done += info.numCompletedTasks
-                        total += info.numTasks
-                if total:
-                    self.callback(done, total)
-            except Exception:  # noqa: BLE001 - progress must never break the export
+                self.poll(tracker)
+            except Exception:  # noqa: BLE001 - watching must never break the export
                 pass
+
+    def poll(self, tracker, now: float | None = None) -> None:
+        import time
+
+        done = total = 0
+        skip = {sid for jid in tracker.getJobIdsForGroup(WARM_UP_GROUP)  # not the export's own work
+                for sid in (getattr(tracker.getJobInfo(jid), "stageIds", None) or ())}
+        for sid in tracker.getActiveStageIds():
+            if sid in skip:
+                continue
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        if total and self.callback is not None:
+            self.callback(done, total)
+        now = time.monotonic() if now is None else now
+        if total > done and _executors(self.sc) == 0:
+            if self._alone_since is None:
+                self._alone_since = now
+            elif now - self._alone_since >= self.no_executor_seconds and self.cause is None:
+                self.cause = (f"Spark has had no executor for {self.no_executor_seconds:.0f} s with tasks to run "
+                              f"(its workers were lost, or none has the resources the job asks); job cancelled")
+                self.sc.cancelAllJobs()
+        else:
+            self._alone_since = None
 
     def __exit__(self, *exc):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
+
+
+@contextmanager
+def watched_job(sc, progress: Callable[[int, int], None] | None = None):
+    """Run a Spark job under :class:`_Progress` and :func:`_task_errors`: progress reported, a job left
+    without executors cancelled, and a failure told in one line."""
+    with _Progress(sc, progress) as watch, _task_errors(watch):
+        yield watch
 
 
 # --- the plan --------------------------------------------------------------------------------------------
@@ -548,13 +591,17 @@ def _warm_up(sc, cores: int) -> None:
 
 def task_failure(text: str) -> str:
     """The exception line of the last Python traceback in a Spark error's text (what the task raised: the
-    frames, Spark's wrapping and the JVM's stack are left out), else the text's first line."""
+    frames, Spark's wrapping and the JVM's stack are left out); else the reason Spark aborted the job for
+    (``most recent failure: ...``: a lost executor, a task killed); else the text's first line."""
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
     if starts:
         for line in lines[starts[-1] + 1:]:
             if line.strip() and not line[0].isspace():
                 return line.strip()
+    for line in lines:
+        if "most recent failure:" in line:
+            return line.split("most recent failure:", 1)[1].strip()
     # A failure inside the JVM (Spark's JDBC source: the database refused or dropped the connection): the
     # innermost "Caused by:" that carries a message says what happened; py4j's first line ("An error
     # occurred while calling o64.load.") does not.
@@ -567,13 +614,17 @@ def task_failure(text: str) -> str:
         cls, sep, msg = line.partition(": ")
         if sep and msg and "." in cls and cls.endswith(("Exception", "Error")) and " " not in cls:
             return line
+    for line in lines:
+        if "Job aborted" in line or "SparkException:" in line:
+            return line.strip()
     return lines[0].strip() if lines else "unknown error"
 
 
 @contextmanager
-def _task_errors():
-    """A failed Spark job becomes one line (an :class:`AmqtoolError`, exit 3): the exception the failing task
-    raised, not the pages of Python and JVM stack pyspark reports."""
+def _task_errors(watch: "_Progress | None" = None):
+    """A failed Spark job becomes one line (an :class:`AmqtoolError`, exit 3): the cause the ``watch`` found
+    (a job without executors), else the exception the failing task raised, not the pages of Python and JVM
+    stack pyspark reports."""
     try:
         yield
     except AmqtoolError:
@@ -581,6 +632,8 @@ def _task_errors():
     except Exception as err:
         if not type(err).__module__.startswith(("pyspark", "py4j")):
             raise
+        if watch is not None and watch.cause is not None:
+            raise AmqtoolError(watch.cause) from None
         line = task_failure(str(err))
         cause = _java_root_cause(err)
         if cause and cause not in line:
@@ -622,10 +675,11 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
                             safe=ctx.options.safe, summary=summary)
 
 
-def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tuple]:
+def part_messages(ctx: ReadContext, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator[tuple]:
     """The messages of a journal or paged part as ``(user record type, body, message id, rows, where)``
     (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order; pages that
-    end in damage are problems in ``summary``."""
+    end in damage are problems in ``summary``. ``pread``: how a journal body is read (the data source counts
+    the bytes)."""
     from amqtool.engines.artemis.paging import paged_export_messages
     from amqtool.engines.export.columns import row
 
@@ -643,7 +697,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
                 fd = fds.get(fi)
                 if fd is None:
                     fd = fds[fi] = os.open(ctx.paths[fi], os.O_RDONLY | os.O_CLOEXEC)
-                body = os.pread(fd, length, off)
+                body = pread(fd, length, off)
             rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
                         transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
             yield utype, body, mid, rows, ""
@@ -652,7 +706,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
             os.close(fd)
 
 
-def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator:
+def part_batches(ctx: ReadContext | None, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator:
     """The rows of one part as Arrow record batches (the local engine's :func:`~.local.message_batches`),
     counted in ``summary``; a :class:`RowsPart`'s rows as they are (counted where it was made)."""
     from amqtool.engines.export.local import message_batches
@@ -661,7 +715,7 @@ def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Itera
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_batches(part_messages(ctx, part, summary), safe=ctx.options.safe,
+    yield from message_batches(part_messages(ctx, part, summary, pread), safe=ctx.options.safe,
                                large=LargeBodies(ctx.large_dir), summary=summary)
 
 
@@ -728,7 +782,7 @@ def write_rdd_parts(rdd, make_rows: Callable, target, fmt: str,
     driver commits the attempts whose results it received."""
     attempts = str(target.side("task-attempts"))
     os.makedirs(attempts, mode=0o700, exist_ok=True)
-    with _Progress(rdd.context, progress), _task_errors():
+    with watched_job(rdd.context, progress):
         results = rdd.mapPartitionsWithIndex(_rdd_write_task(make_rows, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
     if not os.path.isdir(os.path.join(target.path, "messages")):
@@ -750,7 +804,7 @@ def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,
         # one part a Spark partition; tasks start in partition order, so the largest first (the longest
         # processing time rule): the last to start are the shortest, and the cores finish close together
         parts = sorted(parts, key=lambda p: -p.cost)
-        with _Progress(sc, progress), _task_errors():
+        with watched_job(sc, progress):
             rdd = sc.parallelize(parts, len(parts))
             results = rdd.mapPartitions(_write_task(ctx, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
@@ -799,10 +853,13 @@ class ExportPlan:
     bytes_scanned: int
 
 
-def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None) -> ExportPlan:
+def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None,
+                cut: Callable[[list[int], list[int]], tuple[list, list]] | None = None) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
     (step 1 of the module docstring; ``min_cost``: see :func:`guided_runs`). A fleet export runs this in a
-    Spark task (:mod:`.fleet_spark`)."""
+    Spark task (:mod:`.fleet_spark`). ``cut(journal costs, page costs)``: the runs of journal messages and of
+    pages instead of :func:`plan_partitions`' (the data source cuts a store into a number of slices known
+    before its load)."""
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.artemis.paging import store_pages
 
@@ -824,7 +881,8 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
             view = ex.paging_view()
             pages = store_pages(store)
     page_costs = _page_costs(pages)
-    jruns, pruns = plan_partitions(journal_costs, page_costs, cores, min_cost)
+    jruns, pruns = (cut(journal_costs, page_costs) if cut is not None
+                    else plan_partitions(journal_costs, page_costs, cores, min_cost))
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
@@ -882,7 +940,7 @@ class SparkArtemisExport:
         summaries = {}
         if self._parts:
             rdd = self.sc.parallelize(self._parts, len(self._parts))
-            with _Progress(self.sc, self.progress), _task_errors():
+            with watched_job(self.sc, self.progress):
                 for r in rdd.mapPartitions(_rows_task(self._ctx)).toLocalIterator(prefetchPartitions=True):
                     if isinstance(r, ExportSummary):  # a part's last item
                         summaries[len(summaries)] = r
