@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from amqtool.commands.main import app
+from amqtool.units import binary
 from amqtool.commands.output import (
     FORMAT_OPTION,
     QUIET_OPTION,
@@ -124,11 +125,21 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     finish(verdict)
 
 
+class _Folded:
+    """stdout for the text reports: each line folded to the terminal's width (commands.tables.fold)."""
+
+    def write(self, text: str) -> None:
+        from amqtool.commands.tables import fold_lines
+
+        for line in fold_lines(text.rstrip("\n").split("\n")):
+            sys.stdout.write(line + "\n")
+
+
 def _text_from(doc: dict) -> None:
-    out = sys.stdout
+    out = _Folded()
     head = "would migrate" if doc["dryRun"] else "migrated"
     out.write(f"{head} {doc['messages']} message(s), {doc['references']} queue reference(s), "
-              f"{doc['bodyBytes']} body bytes from {doc['source']} ({doc['kind']})\n")
+              f"{binary(doc['bodyBytes'])} of bodies from {doc['source']} ({doc['kind']})\n")
     for a in doc["addresses"]:
         out.write(f"  address {a['name']} ({','.join(a['routingTypes'])})\n")
         for q in doc["queues"]:
@@ -137,7 +148,7 @@ def _text_from(doc: dict) -> None:
                 out.write(f"    queue {q['name']}: {q['messages']} message(s){extra}\n")
     c = doc.get("counts", {})
     if c.get("largeMessages"):
-        out.write(f"  large messages: {c['largeMessages']} ({c['largeBytes']} bytes)\n")
+        out.write(f"  large messages: {c['largeMessages']} ({binary(c['largeBytes'])})\n")
     for p in doc["notConverted"]:
         where = " ".join(str(x) for x in (p["destination"], p["location"], p["messageId"]) if x is not None)
         out.write(f"  not converted: {where + ': ' if where else ''}{p['reason']}\n")
@@ -155,9 +166,9 @@ def _text_from(doc: dict) -> None:
 
 
 def _text(doc: dict, quiet: bool) -> None:
-    out = sys.stdout
+    out = _Folded()
     for j in doc["journals"]:
-        out.write(f"{j['kind']} journal {j['directory']}: {len(j['files'])} file(s) of {j['fileSize']} bytes "
+        out.write(f"{j['kind']} journal {j['directory']}: {len(j['files'])} file(s) of {binary(j['fileSize'])} "
                   f"(min files {j['minFiles']})\n")
         for f in j["files"]:
             out.write(f"  {f['name']}  fileId={f['fileId']}  size={f['size']}\n")

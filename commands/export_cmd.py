@@ -8,7 +8,15 @@ import sys
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.output import QUIET_OPTION, finish, guarded, show_progress, stderr_console, write_json
+from amqtool.commands.output import (
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    show_progress,
+    stderr_console,
+    write_document,
+)
 from amqtool.commands.store_options import BROKER_XML_OPTION, JDBC_PASSWORD_FILE_OPTION
 
 
@@ -27,6 +35,7 @@ class Engine(str, enum.Enum):
 class Report(str, enum.Enum):
     text = "text"
     json = "json"
+    jsonl = "jsonl"
 
 
 class _ExportBar:
@@ -137,12 +146,12 @@ def export(
     jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     jdbc_driver_jar: str = typer.Option(None, "--jdbc-driver-jar", help="Spark engine: the JDBC driver jar (default: the system's, e.g. /usr/share/java/postgresql.jar)."),
     jdbc_partitions: int = typer.Option(None, "--jdbc-partitions", min=1, help="Spark engine, Classic JDBC: ID ranges read in parallel (default: the cores)."),
-    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
+    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text, json or jsonl (one object a line: problems, stores, then the summary)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Export a store's live messages (one row per message per queue, paged ones included) and its bindings;
     several stores (a fleet) into one dataset with a stores table."""
-    with guarded(None if report is Report.text else "json"):
+    with guarded(None if report is Report.text else OutputFormat(report.value)):
         from amqtool.engines.export import ExportRequest, run_export
         from amqtool.engines.export.fleet import is_fleet
         from amqtool.engines.export.writers import parse_mode
@@ -158,6 +167,10 @@ def export(
                           ship)
             return
         path = paths[0] if paths else "."
+        if not (jdbc_url or broker_xml or activemq_xml):
+            from amqtool.commands.stores import one_store
+
+            one_store(path, command="export")  # several stores under PATH: say which (or export them as a fleet)
         fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
@@ -167,21 +180,29 @@ def export(
         with _ExportBar(quiet) as bar:
             doc, verdict = run_export(req, progress=bar.advance, task_progress=bar.update, status=_status(quiet))
         doc = {"verdict": verdict.name, **doc}
-        if report is Report.json:
-            write_json(doc)
+        if report is not Report.text:
+            write_document(doc, OutputFormat(report.value), lists=("problems",))
         else:
             subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-            sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages on "
-                             f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
-                             f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
+            _say(f"exported {doc['rows']} rows ({doc['messages']} messages on "
+                 f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
+                 f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
             if doc["problemCount"]:
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
-                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
+                _say(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
             if doc.get("skippedNotXml"):
-                sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
-                                 "(not converted to core); export them with --format jsonl or parquet\n")
+                _say(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
+                     "(not converted to core); export them with --format jsonl or parquet\n")
         finish(verdict)
+
+
+def _say(text: str) -> None:
+    """A line of the text report on stdout, folded to the terminal's width (commands.tables.fold)."""
+    from amqtool.commands.tables import fold_lines
+
+    for line in fold_lines(text.rstrip("\n").split("\n")):
+        sys.stdout.write(line + "\n")
 
 
 def _status(quiet: bool):
@@ -204,18 +225,18 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
     with _FleetBar(quiet) as bar:
         doc, verdict = run_fleet_export(req, store_progress=bar.update, status=_status(quiet))
     doc = {"verdict": verdict.name, **doc}
-    if report is Report.json:
-        write_json(doc)
+    if report is not Report.text:
+        write_document(doc, OutputFormat(report.value), lists=("problems", "stores"))
     else:
         by = doc["storesByVerdict"]
         subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
-                         f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
-                         f"{by['UNKNOWN']} not exported) to {doc['output']} "
-                         f"[{doc['format']}, {doc['engine']} engine]\n")
+        _say(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
+             f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
+             f"{by['UNKNOWN']} not exported) to {doc['output']} "
+             f"[{doc['format']}, {doc['engine']} engine]\n")
         for st in doc["stores"]:
             if st["verdict"] != "OK":
-                sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+                _say(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
         if doc.get("queueMismatch"):
-            sys.stdout.write(f"WARNING: {doc['queueMismatch']}\n")
+            _say(f"WARNING: {doc['queueMismatch']}\n")
     finish(verdict)

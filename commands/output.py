@@ -43,29 +43,6 @@ def terminal_width() -> int:
     return max(40, shutil.get_terminal_size(fallback=(80, 24)).columns)
 
 
-def table_console():
-    """A Rich console on stdout for tables: fitted to :func:`terminal_width`, never interpreting the text."""
-    from rich.console import Console
-
-    return Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=terminal_width())
-
-
-def fit_lines(lines: Iterable[str]) -> Iterator[str]:
-    """On a terminal, lines longer than its width are cut with a mark saying how much was left out (a
-    1,000-character queue configuration would fill the screen); piped, lines stay whole for grep and
-    scripts (``--format json`` always has every value)."""
-    if not sys.stdout.isatty():
-        yield from lines
-        return
-    width = terminal_width()
-    for line in lines:
-        if len(line) <= width:
-            yield line
-        else:
-            mark = f"… (+{len(line) - (width - 12)} chars)"
-            yield line[:max(0, width - len(mark))] + mark
-
-
 def write_json(doc: dict) -> None:
     """One JSON document on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))
@@ -84,7 +61,8 @@ def write_jsonl(rows: Iterable[dict]) -> None:
 # the list it came from ("record": "finding", "journal", "file", ...), then one last line, "record": "summary",
 # with everything else, the verdict included. One JSON object a line, always; the last line judges.
 _RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result",
-                 "queues": "queue", "addresses": "address"}
+                 "queues": "queue", "addresses": "address", "problems": "problem", "lost": "lost",
+                 "undeleted": "undeleted", "unrecoverable": "unrecoverable"}
 
 
 def write_document(doc: dict, fmt: "OutputFormat", lists: tuple[str, ...] = ("findings", "journals")) -> None:
@@ -113,13 +91,19 @@ def write_lines(lines: Iterable[str]) -> None:
         out.write("\n")
 
 
-def render_findings_text(findings: list[Finding]) -> None:
-    """Findings as one line each on stdout: SEVERITY code path[@offset]: message."""
+def render_findings_text(findings: list[Finding], wide: bool = False) -> None:
+    """Findings on stdout, each ``SEVERITY code path[@offset]: message``, folded to the terminal's width
+    (continuation lines indented, nothing left out; whole lines with ``wide``)."""
+    from amqtool.commands.tables import fold
+
+    width = terminal_width()
     for f in findings:
         where = f.path or "-"
         if f.offset is not None:
             where += f"@{f.offset}"
-        sys.stdout.write(f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}\n")
+        line = f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}"
+        for piece in ([line] if wide else fold(line, width, indent="    ")):
+            sys.stdout.write(piece + "\n")
 
 
 def show_progress(quiet: bool) -> bool:

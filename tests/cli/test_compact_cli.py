@@ -247,3 +247,19 @@ def test_copy_is_a_complete_store(tmp_path, capsys):
     assert rows(dest, tmp_path / "x2") == want
     for p in (dest / "paging").rglob("*.page"):
         assert p.stat().st_nlink == 1  # copies, never hard links a broker on DEST would write through
+
+
+def test_if_needed_skip_says_why_and_shows_no_after(tmp_path, capsys, kahadb_fixtures):
+    """Issue 27: a skipped --if-needed run printed "after: ... 2 data files" as if it had compacted."""
+    d = build_store(tmp_path / "j", n=1200)
+    code, doc = _json(capsys, ["compact", str(d), "--if-needed", "-f", "json"])
+    assert code == 0 and doc["journals"][0]["action"] == "skipped"
+    data_files = doc["journals"][0]["before"]["dataFiles"]
+    code = main(["compact", str(d), "--if-needed", "--wide"])
+    out = capsys.readouterr().out
+    assert code == 0 and "after" not in out
+    assert f"skipped, not needed ({data_files} data file(s), not more than journal-compact-min-files 10)" in out
+    k = copy_tree(kahadb_fixtures / "basic" / "kahadb", tmp_path / "k")
+    code = main(["compact", str(k), "--if-needed", "--wide"])
+    out = capsys.readouterr().out
+    assert code == 0 and "after" not in out and "skipped, not needed (live ratio not below --live-below 50%)" in out
