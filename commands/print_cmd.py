@@ -147,6 +147,9 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_json(doc)
     else:
         write_lines(kahadb.render_text(doc))
+    verdict = Verdict[doc["verdict"]]  # verify's verdict, and its exit code
+    if verdict is not Verdict.OK:
+        finish(verdict)
 
 
 def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool) -> None:

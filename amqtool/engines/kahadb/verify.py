@@ -33,9 +33,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from amqtool.errors import Finding, Severity
+from amqtool.engines.kahadb.damage import evidence, intact, live_in, read_failure
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.pins import referenced_files
-from amqtool.engines.kahadb.scan import lock_holder
+from amqtool.engines.kahadb.pins import qualified
+from amqtool.engines.kahadb.scan import lock_holder, mapped
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -44,9 +46,13 @@ def _log(d: DirResult, fid: int) -> str:
     return str(d.directory / f"db-{fid}.log")
 
 
-def verify_directory(d: DirResult, findings: list[Finding]) -> None:
+def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False) -> None:
+    """Findings of one store directory. ``strict``: the broker runs with ``checkForCorruptJournalFiles=true``
+    and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex)."""
     add = findings.append
     last_id = d.files[-1].id if d.files else None
+    ev = evidence(d)
+    judge = _Judge(d, ev, strict)
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -56,31 +62,43 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
             continue
         if scan.batches == 0 and scan.corrupt and scan.corrupt[0].first == 0 and scan.corrupt[0].to_eof \
                 and scan.corrupt[0].reason == "bad-header":
-            add(Finding(C, "kahadb-not-a-journal", "no KahaDB batch header found anywhere in the file (expected "
-                        "'WRITE BATCH' control records at offset 0): not a KahaDB journal file", path, 0))
+            sev, note, extra = judge(f, 0, f.size - 1, C)
+            add(Finding(sev, "kahadb-not-a-journal", "no KahaDB batch header found anywhere in the file (expected "
+                        "'WRITE BATCH' control records at offset 0): not a KahaDB journal file" + note, path, 0,
+                        extra or None))
             continue
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr.reason == "checksum":
-                details.update(stored=cr.stored, computed=cr.computed)
-                add(Finding(C, "kahadb-checksum-mismatch",
-                            f"batch checksum mismatch: stored Adler-32 {cr.stored}, computed {cr.computed}; "
-                            f"corrupt journal records between offsets {span}", path, cr.first, details))
-            elif cr.reason == "truncated" and cr.to_eof and f.id == last_id:
+            if cr.reason == "truncated" and cr.to_eof and f.id == last_id:
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
                             "write); the broker discards it and appends from there", path, cr.first, details))
+                continue
+            sev, note, extra = judge(f, cr.first, cr.last, C)
+            details.update(extra)
+            if cr.reason == "checksum":
+                details.update(stored=cr.stored, computed=cr.computed)
+                add(Finding(sev, "kahadb-checksum-mismatch",
+                            f"batch checksum mismatch: stored Adler-32 {cr.stored}, computed {cr.computed}; "
+                            f"corrupt journal records between offsets {span}" + note, path, cr.first, details))
             else:
-                add(Finding(C, "kahadb-corrupt-range",
-                            f"corrupt journal records ({cr.reason}) between offsets {span}", path, cr.first, details))
+                add(Finding(sev, "kahadb-corrupt-range",
+                            f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
+                            details))
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
         for off, msg in scan.bad_records:
-            add(Finding(C, "kahadb-bad-record", msg, path, off))
+            sev, note, extra = judge(f, off, off, C)
+            add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
     for fid, off, msg in d.decode_errors:
-        add(Finding(C, "kahadb-bad-record", f"journal command does not decode: {msg}", _log(d, fid), off))
+        f = d.file(fid)
+        sev, note, extra = judge(f, off, off, C) if f is not None else (C, "", {})
+        add(Finding(sev, "kahadb-bad-record", f"journal command does not decode: {msg}" + note, _log(d, fid), off,
+                    extra or None))
+    judge.close()
+    _live_reads(d, ev, judge, findings)
     for fid, off, tname, unknown in d.unknown_fields[:20]:
         add(Finding(W, "kahadb-unknown-field", f"{tname}: fields not in journal-data.proto: "
                     + ", ".join(f"{f}/wt{w}" for f, w in unknown), _log(d, fid), off))
@@ -143,15 +161,7 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
                         f"will log 'Recovering from the journal @{s[0]}:{s[1]}' and replay them",
                         _log(d, s[0]), s[1], {"records": d.records_after_last_update,
                                               "replayFrom": f"{s[0]}:{s[1]}"}))
-        elif not any(x.severity is C for x in findings):
-            # A consistent checkpoint: the index's live counts must equal the replay.
-            for key, count in view.message_counts.items():
-                st = d.replay.destinations.get(key)
-                live = len(st.messages) if st else 0
-                if live != count:
-                    add(Finding(W, "kahadb-index-live-mismatch", f"destination {key}: the index holds {count} "
-                                f"message(s), the journal replays to {live}", str(d.directory / "db.data"), None,
-                                {"destination": key, "index": count, "journal": live}))
+    _index_against_journal(d, ev, judge, findings)
     for tx in d.open_transactions:
         if tx.state == "prepared":
             add(Finding(W, "kahadb-prepared-transaction", f"prepared transaction {tx.id} ({tx.sends} send(s), "
@@ -161,6 +171,124 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
             add(Finding(W, "kahadb-open-transaction", f"open transaction {tx.id} ({tx.sends} send(s), {tx.acks} "
                         "ack(s)) has no outcome: the broker rolls it back at start",
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
+
+
+class _Judge:
+    """Severity of damage at ``[first, last]`` of a journal file: what the broker reads of it (damage.py)."""
+
+    def __init__(self, d: DirResult, ev, strict: bool):
+        self.d, self.ev, self.strict = d, ev, strict
+        self.maps: dict = {}
+        self.damaged = False  # any damaged region, read or latent
+        self.latent: list = []  # (file id, first, last)
+        self.checked: set = set()  # (file id, offset) of live messages already judged
+
+    def buf(self, f):
+        if f.id not in self.maps:
+            cm = mapped(f.path)
+            self.maps[f.id] = (cm, cm.__enter__())
+        return self.maps[f.id][1]
+
+    def close(self) -> None:
+        for cm, _buf in self.maps.values():
+            cm.__exit__(None, None, None)
+        self.maps = {}
+
+    def __call__(self, f, first: int, last: int, default):
+        """``(severity, note for the message, details)``."""
+        self.damaged = True
+        ev = self.ev
+        if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
+            return default, "", {}  # the broker rebuilds the index, or replays this region at start
+        live = live_in(ev, f.id, first, last)
+        if live:
+            buf = self.buf(f)
+            bad = [(k, m, why) for k, m in live if (why := read_failure(buf, m, ev.openwire_version))]
+            for _k, m in live:
+                self.checked.add((m.file_id, m.offset))
+            if bad or not intact(buf, f.id, live, first):
+                ids = [m.message_id for _k, m, _w in bad] or [m.message_id for _k, m in live]
+                why = f": {bad[0][2]}" if bad else ": the batch checksum shows their bytes changed"
+                return C, (f"; the index's live message(s) {', '.join(ids[:5])}"
+                           f"{' ...' if len(ids) > 5 else ''} are read from it at dispatch{why}"), \
+                    {"liveMessages": ids, "read": True}
+        self.latent.append((f.id, first, last))
+        hit = [name for name, fid, off in ev.checkpoint if fid == f.id and first <= off <= last]
+        what = (f"; the broker cannot read the {' and '.join(hit)} record page 0 names and replays the whole "
+                "journal on top of the index at start") if hit else ""
+        sev = C if self.strict else W
+        note = ("; latent: " + ("the broker runs with checkForCorruptJournalFiles=true and refuses to start on it"
+                                if self.strict else "no live message of the index is damaged: the broker with this "
+                                "index delivers what it did, the loss happens only if the index is rebuilt from "
+                                "the journal") + what)
+        return sev, note, {"latent": True, "read": False}
+
+
+def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
+    """Every live message of the index, read as the broker reads it at dispatch (outside damaged batches,
+    which the judge read already): a read that fails or finds another message stops the broker or loses one."""
+    if ev is None:
+        return
+    bad = []
+    for fid, lst in ev.live.items():
+        f = d.file(fid)
+        if f is None:
+            continue  # reported as kahadb-missing-journal-file
+        buf = judge.buf(f)
+        for key, m in lst:
+            if (fid, m.offset) in judge.checked:
+                continue
+            why = read_failure(buf, m, ev.openwire_version, openwire=False)
+            if why:
+                bad.append((key, m, why))
+    judge.close()
+    for key, m, why in bad[:20]:
+        findings.append(Finding(C, "kahadb-unreadable-live-message", f"live message {m.message_id} of "
+                                f"{qualified(key)}: the broker's read at dispatch fails ({why}); it stops there",
+                                _log(d, m.file_id), m.offset, {"destination": key, "messageId": m.message_id}))
+    if len(bad) > 20:
+        findings.append(Finding(C, "kahadb-unreadable-live-message", f"{len(bad) - 20} more live message(s) the "
+                                "broker cannot read", str(d.directory), None, {"more": len(bad) - 20}))
+
+
+def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
+    """The index's live state against the journal's replay, up to the checkpoint.
+
+    What the index no longer holds but the replay keeps (``d.rebuild_extra``, taken out of the replay) and
+    what the index holds but the replay does not are what a rebuild of the index would bring back or lose.
+    With damage in the journal that explains it, that is the latent part of the damage (a WARNING naming
+    them). With an intact journal the index itself is wrong, and the broker delivers from it: CRITICAL."""
+    if ev is None:
+        return
+    extra = d.rebuild_extra
+    lose = []
+    if d.records_after_last_update == 0:
+        for key, dest in d.indexed.items():
+            st = d.replay.destinations.get(key)
+            live = st.messages if st else {}
+            lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
+                        if m.message_id not in live)
+    if not extra and not lose:
+        return
+    back = sorted({mid for _k, _s, mid, _l in extra})
+    details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
+               "bringBack": len(back), "lose": len(lose)}
+    parts = []
+    if back:
+        parts.append(f"bring back {len(back)} message(s) the index knows acknowledged ({', '.join(back[:5])}"
+                     f"{' ...' if len(back) > 5 else ''})")
+    if lose:
+        parts.append(f"lose {len(lose)} live message(s) ({', '.join(x[1] for x in lose[:5])}"
+                     f"{' ...' if len(lose) > 5 else ''})")
+    what = " and ".join(parts)
+    db = str(d.directory / "db.data")
+    if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
+        findings.append(Finding(W, "kahadb-rebuild-would-differ", f"a rebuild of the index from the journal "
+                                f"would {what}; the broker with this index does not", db, None, details))
+    else:
+        findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
+                                f"differs from it: a rebuild would {what}; the broker delivers from the index",
+                                db, None, details))
 
 
 def _ranges(ids: list[int]) -> str:
@@ -190,18 +318,19 @@ def lock_findings(store) -> list[Finding]:
     return out
 
 
-def verify_store(store, *, progress=None):
-    """Verify every journal batch and record, the index and their consistency.
+def strict_settings(store) -> bool:
+    """The broker refuses to start on any corrupted range: ``checkForCorruptJournalFiles=true`` in the
+    activemq.xml given (``--activemq-xml``); the broker's default, false, otherwise."""
+    return str(getattr(store, "settings", {}).get("checkForCorruptJournalFiles", "false")).strip().lower() == "true"
 
-    Returns ``(findings, summary)``; summary: ``stores`` (per directory: files, records, bytes, batches,
-    live messages per destination), and totals ``files``, ``records``, ``bytes``, ``live``.
-    """
+
+def judge_results(store, results: list[DirResult]) -> list[Finding]:
+    """The findings of loaded directories: what ``verify`` reports and every command that judges a KahaDB
+    store (print's verdict, create --from) takes its verdict from."""
     findings: list[Finding] = lock_findings(store)
-    results = load_store(store, progress=progress)
-    summary = {"kind": "mkahadb" if store.multi else "kahadb", "root": str(store.root), "stores": [],
-               "files": 0, "records": 0, "bytes": 0, "live": 0}
+    strict = strict_settings(store)
     for d in results:
-        verify_directory(d, findings)
+        verify_directory(d, findings, strict=strict)
         # Decode the OpenWire bytes of live messages: what a consumer would get must be readable.
         bad = 0
         for key, st in d.replay.destinations.items():
@@ -210,6 +339,20 @@ def verify_store(store, *, progress=None):
                 if bad <= 20:
                     findings.append(Finding(W, "kahadb-bad-message", f"live message {m[0]} on {key}: {m[1]}",
                                             _log(d, m[2]), m[3]))
+    return findings
+
+
+def verify_store(store, *, progress=None):
+    """Verify every journal batch and record, the index and their consistency.
+
+    Returns ``(findings, summary)``; summary: ``stores`` (per directory: files, records, bytes, batches,
+    live messages per destination), and totals ``files``, ``records``, ``bytes``, ``live``.
+    """
+    results = load_store(store, progress=progress)
+    findings = judge_results(store, results)
+    summary = {"kind": "mkahadb" if store.multi else "kahadb", "root": str(store.root), "stores": [],
+               "files": 0, "records": 0, "bytes": 0, "live": 0}
+    for d in results:
         live = {k: len(st.messages) for k, st in d.replay.destinations.items()}
         entry = {"directory": str(d.directory), "files": len(d.files),
                  "records": d.records, "bytes": d.bytes_scanned,

@@ -1,0 +1,155 @@
+"""Is damage to the journal read by the broker, or latent? (issue 25: verdicts that match what is lost)
+
+ActiveMQ 5.17 with an index that loads reads the journal at three moments only:
+
+* at start, the records after the index checkpoint ``lastUpdate`` (``MessageDatabase.recover``), and the
+  producer-audit and ack-map records page 0 names (``recoverProducerAudit``/``recoverAckMessageFileMap``;
+  when one of them cannot be read the broker replays the whole journal on top of the index);
+* at start, with ``checkForCorruptJournalFiles=true`` every batch of every file (``Journal.recoveryCheck``),
+  and then any corrupted range fails the start (``recoverIndex``: "Detected corrupt journal files");
+* at dispatch, each message the order index holds, at its Location and size (``KahaDBStore.loadMessage``).
+
+So damage to a record no index entry points at, before ``lastUpdate``, is latent under the default settings:
+consumers get exactly what they got before, and the loss (or the acknowledged messages that come back)
+happens only if the index is rebuilt from the journal. Damage to a record the index points at is what
+consumers get: a changed body, or a read that stops the broker.
+
+Whether the bytes a live entry points at are intact is decided from the batch checksum (Adler-32): the batch
+holding the record must check out, either as stored or once the parts the broker does not read at dispatch
+are restored from what the index knows (the record's own 5-byte header: its length is the index's size,
+its type is 1) or once the stored checksum itself is taken as the damaged part (it differs from the
+computed one in a single byte, as a flipped bit or byte there leaves it).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb import journal as jr
+from amqtool.formats.kahadb.openwire import decode_message
+from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+
+_HDR = jr.BATCH_CONTROL_RECORD_HEADER
+
+
+@dataclass
+class Evidence:
+    """What an index that loads tells about one store directory."""
+
+    live: dict = field(default_factory=dict)  # file id -> [(key, IndexedMessage)] by offset
+    checkpoint: list = field(default_factory=list)  # (name, file id, offset) of page 0's journal records
+    last_update: tuple | None = None
+    openwire_version: int = 11
+
+
+def evidence(d) -> Evidence | None:
+    """None when the broker would not serve from db.data (absent or unreadable: it rebuilds the index)."""
+    view = d.index.view if d.index else None
+    if view is None or d.indexed is None:
+        return None
+    ev = Evidence(openwire_version=view.metadata.openwire_version)
+    for key, dest in d.indexed.items():
+        for m in dest.messages:
+            ev.live.setdefault(m.file_id, []).append((key, m))
+    for lst in ev.live.values():
+        lst.sort(key=lambda x: x[1].offset)
+    meta = view.metadata
+    if meta.last_update is not None:
+        ev.last_update = (meta.last_update.log_id, meta.last_update.offset)
+    for name, loc in (("producer audit", meta.producer_audit), ("ack-file map", meta.ack_map)):
+        if loc is not None:
+            ev.checkpoint.append((name, loc.log_id, loc.offset))
+    return ev
+
+
+def live_in(ev: Evidence, fid: int, first: int, last: int) -> list:
+    """The index's live messages whose record overlaps ``[first, last]`` of file ``fid``."""
+    return [(k, m) for k, m in ev.live.get(fid, ()) if m.offset <= last and m.offset + m.size > first]
+
+
+def read_failure(buf, m: IndexedMessage, version: int, *, openwire: bool = True) -> str | None:
+    """Why the broker's read of ``m`` at dispatch fails or gets another message (None: it reads it).
+    ``openwire``: also unmarshal the message (for records in damaged batches; in a batch whose checksum
+    holds, the broker wrote those bytes, and a message amqtool cannot decode is not damage)."""
+    try:
+        add = read_at(buf, m)
+        if add.message_id != m.message_id:
+            return f"the record at {m.file_id}:{m.offset} holds message {add.message_id}, not {m.message_id}"
+        if openwire:
+            decode_message(add.message, version).body_bytes()
+    except FormatError as err:
+        return err.message
+    return None
+
+
+def _batch_starts(buf, lo: int, hi: int) -> list[int]:
+    """Offsets of batch control headers in ``[lo, hi)``."""
+    out = []
+    p = buf.find(_HDR, lo, hi) if hasattr(buf, "find") else bytes(buf).find(_HDR, lo, hi)
+    while p != -1:
+        out.append(p)
+        p = buf.find(_HDR, p + 1, hi)
+    return out
+
+
+def _adler_patched(buf, start: int, end: int, patches: list) -> int:
+    data = bytearray(buf[start:end])
+    for off, raw in patches:
+        if start <= off and off + len(raw) <= end:
+            data[off - start:off - start + len(raw)] = raw
+    return zlib.adler32(data) & 0xFFFFFFFF
+
+
+def _one_byte_apart(a: int, b: int) -> bool:
+    x = (a ^ b).to_bytes(8, "big", signed=False) if a >= 0 and b >= 0 else None
+    return x is not None and sum(1 for c in x if c) == 1
+
+
+def intact(buf, fid: int, live: list, region_first: int) -> bool:
+    """True when the checksum of the batch holding the live records ``live`` (``[(key, IndexedMessage)]``)
+    shows their bytes are as written (see the module docstring)."""
+    if not live:
+        return True
+    first = min(m.offset for _k, m in live)
+    last_end = max(m.offset + m.size for _k, m in live)
+    starts = [p for p in _batch_starts(buf, max(0, region_first - 4), first) if p + 28 <= first]
+    if region_first + 28 <= first and region_first not in starts:
+        starts.append(region_first)
+    patches = [(m.offset, struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)) for _k, m in live]
+    for q in sorted(starts, reverse=True)[:4]:
+        size_field, stored = struct.unpack_from(">iq", buf, q + 16)
+        if stored == 0:
+            return True  # written without checksum: nothing can tell (undetectable)
+        spans = set()
+        if q + 28 + size_field >= last_end and q + 28 + size_field <= len(buf):
+            spans.add(size_field)
+        walked = _walk(buf, q + 28, {m.offset: m.size for _k, m in live})
+        if walked is not None and q + 28 + walked >= last_end:
+            spans.add(walked)
+        for span in spans:
+            computed = _adler_patched(buf, q + 28, q + 28 + span, patches)
+            if computed == stored or _one_byte_apart(computed, stored):
+                return True
+    return False
+
+
+def _walk(buf, pos: int, known: dict) -> int | None:
+    """Bytes of user records from ``pos`` to the next batch header or end marker, taking a record's length
+    from ``known`` (the index) where it names the record."""
+    start = pos
+    n = len(buf)
+    for _ in range(1 << 16):
+        if pos + 5 > n:
+            return None
+        head = bytes(buf[pos:pos + 16])
+        if head[:5] == jr.EOF_RECORD or head[:5] == jr.ZERO_HEADER or head == _HDR:
+            return pos - start
+        length = known.get(pos)
+        if length is None:
+            length = struct.unpack_from(">i", buf, pos)[0]
+        if length < 6 or pos + length > n:
+            return None
+        pos += length
+    return None
