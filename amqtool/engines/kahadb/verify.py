@@ -34,6 +34,8 @@ from pathlib import Path
 
 from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import evidence, intact, live_in, read_failure
+from amqtool.engines.kahadb.indexed import read_at
+from amqtool.errors import FormatError
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.pins import qualified
@@ -99,6 +101,12 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                     extra or None))
     judge.close()
     _live_reads(d, ev, judge, findings)
+    _index_rest(d, ev, judge, findings)
+    return judge.checked
+
+
+def _index_rest(d, ev, judge, findings) -> None:
+    add = findings.append
     for fid, off, tname, unknown in d.unknown_fields[:20]:
         add(Finding(W, "kahadb-unknown-field", f"{tname}: fields not in journal-data.proto: "
                     + ", ".join(f"{f}/wt{w}" for f, w in unknown), _log(d, fid), off))
@@ -115,6 +123,10 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         add(Finding(W, "kahadb-index-unreadable", f"db.data cannot be read ({idx.error}); the broker rebuilds "
                     "it from the journal at start (findings below rely on the journal alone)",
                     str(d.directory / "db.data")))
+    elif view is not None and d.indexed_error and not d.is_tx_store:
+        add(Finding(W, "kahadb-index-unreadable", f"db.data's order indexes cannot be read ({d.indexed_error}); "
+                    "the broker rebuilds the index from the journal at start, or fails when it reaches the "
+                    "damaged page", str(d.directory / "db.data")))
     present = d.file_ids
     refs = referenced_files(d)  # file id -> [reasons]
     for fid in sorted(refs):
@@ -226,10 +238,14 @@ class _Judge:
 
 def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
     """Every live message of the index, read as the broker reads it at dispatch (outside damaged batches,
-    which the judge read already): a read that fails or finds another message stops the broker or loses one."""
+    which the judge read already): a read that fails or finds another message stops the broker or loses one
+    (CRITICAL). OpenWire bytes amqtool cannot decode in a batch whose checksum holds were written so by the
+    broker: ``kahadb-bad-message``, a WARNING, as for the replay's live messages without an index."""
     if ev is None:
         return
-    bad = []
+    from amqtool.formats.kahadb.openwire import decode_message
+
+    bad, undecoded = [], []
     for fid, lst in ev.live.items():
         f = d.file(fid)
         if f is None:
@@ -238,9 +254,15 @@ def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> Non
         for key, m in lst:
             if (fid, m.offset) in judge.checked:
                 continue
+            judge.checked.add((fid, m.offset))
             why = read_failure(buf, m, ev.openwire_version, openwire=False)
             if why:
                 bad.append((key, m, why))
+                continue
+            try:
+                decode_message(read_at(buf, m).message, ev.openwire_version)
+            except FormatError as err:
+                undecoded.append((key, m, err.message))
     judge.close()
     for key, m, why in bad[:20]:
         findings.append(Finding(C, "kahadb-unreadable-live-message", f"live message {m.message_id} of "
@@ -249,6 +271,9 @@ def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> Non
     if len(bad) > 20:
         findings.append(Finding(C, "kahadb-unreadable-live-message", f"{len(bad) - 20} more live message(s) the "
                                 "broker cannot read", str(d.directory), None, {"more": len(bad) - 20}))
+    for key, m, why in undecoded[:20]:
+        findings.append(Finding(W, "kahadb-bad-message", f"live message {m.message_id} on {key}: {why}",
+                                _log(d, m.file_id), m.offset))
 
 
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
@@ -330,11 +355,12 @@ def judge_results(store, results: list[DirResult]) -> list[Finding]:
     findings: list[Finding] = lock_findings(store)
     strict = strict_settings(store)
     for d in results:
-        verify_directory(d, findings, strict=strict)
-        # Decode the OpenWire bytes of live messages: what a consumer would get must be readable.
+        checked = verify_directory(d, findings, strict=strict)
+        # Decode the OpenWire bytes of live messages (those the index did not name were not read yet): what a
+        # consumer would get must be readable.
         bad = 0
         for key, st in d.replay.destinations.items():
-            for m in _decode_failures(d, st):
+            for m in _decode_failures(d, st, checked):
                 bad += 1
                 if bad <= 20:
                     findings.append(Finding(W, "kahadb-bad-message", f"live message {m[0]} on {key}: {m[1]}",
@@ -367,10 +393,12 @@ def verify_store(store, *, progress=None):
     return findings, summary
 
 
-def _decode_failures(d: DirResult, st):
-    """(message id, error, file id, offset) for live messages whose payload does not decode."""
+def _decode_failures(d: DirResult, st, checked: set = frozenset()):
+    """(message id, error, file id, offset) for live messages whose payload does not decode (those at a
+    location in ``checked`` were decoded already)."""
     from amqtool.engines.kahadb.document import iter_live_decoded
 
-    for m, msg, err in iter_live_decoded(d, st.messages.values()):
+    todo = [m for m in st.messages.values() if (m.file_id, m.offset) not in checked]
+    for m, msg, err in iter_live_decoded(d, todo):
         if err is not None:
             yield m.message_id, err, m.file_id, m.offset
