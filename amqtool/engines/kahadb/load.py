@@ -243,7 +243,10 @@ def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileSca
 
 
 def load_store(store, *, progress=None, checksums: bool = True, use_native: bool | None = None,
-               drop_transactions: frozenset = frozenset()) -> list[DirResult]:
+               drop_transactions: frozenset = frozenset(), reconcile: bool = True) -> list[DirResult]:
+    """Load every directory of ``store``. ``reconcile`` (the default): then take out of each replay what the
+    index knows acknowledged (:func:`_reconcile`); without it the replay is what a rebuild of the index from
+    the journal gives (call :func:`reconcile_results` later to get the default)."""
     results = [load_directory(Path(d), progress=progress, checksums=checksums, use_native=use_native,
                               drop_transactions=drop_transactions)
                for d in store.directories]
@@ -259,9 +262,14 @@ def load_store(store, *, progress=None, checksums: bool = True, use_native: bool
                         child.committed_by_tx_store += 1
         for child in children:
             child.open_transactions = child.replay.finish()
+    if reconcile:
+        reconcile_results(store, results)
+    return results
+
+
+def reconcile_results(store, results: list[DirResult]) -> None:
     for d in results:
         _reconcile(d, multi=store.multi)
-    return results
 
 
 def _reconcile(d: DirResult, *, multi: bool) -> None:

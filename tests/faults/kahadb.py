@@ -1,0 +1,510 @@
+"""KahaDB and mKahaDB stores: fault sites biased to structure, the delivered and the rebuilt state, the truth.
+
+Sites (:class:`KahaSites`) come from the pristine store's own structure, read once per store directory: the
+batches of every ``db-N.log`` (the 28-byte control record: length, type, ``WRITE BATCH``, size, Adler-32),
+each user record's 5-byte header, its command's entry type and length varint, the message id and the
+destination name inside the protobuf command, message bodies, the end marker; ``db.data``'s header
+properties, page 0 (the metadata) and the page headers and payloads of the pages in use; ``db.redo``; then
+random flips, zeroed ranges and truncations, and deleted, emptied and swapped files.
+
+Two states, both from amqtool's own loaders, which the fixtures prove equal to the 5.17 broker
+(tests/engines/kahadb: the index's order indexes and subscription cursors, and the journal replay, both
+give every manifest's live messages and pending subscriptions):
+
+* :func:`delivered`: what the broker with its index delivers (``KahaDBStore.recoverNextMessages`` and
+  ``recoverSubscription``): the order index of every destination and the pending messages of every durable
+  subscription, each message read at the index's Location and size as ``MessageDatabase.load`` reads it
+  (the digest is the SHA-256 of the marshalled OpenWire message, body included; a read that fails is the
+  message the broker stops at). An index that does not read whole is rebuilt from the journal, as
+  ``MessageDatabase.open`` does ("Index corrupted. Recovering the index through journal replay"; a damaged
+  page deeper in a B-tree may instead stop the broker at start: not modelled). A journal file the index
+  still needs that is gone stops the broker at start ("Detected missing journal files").
+* :func:`rebuilt`: what a rebuild of the index from the journal gives: the replay alone
+  (``load_store(reconcile=False)``), digests read the same way.
+
+Truth (:func:`classify`), the rule of issue 25 for KahaDB:
+
+* ``same``: delivered and rebuilt state both unchanged: never CRITICAL;
+* ``latent``: delivered unchanged, rebuilt changed: WARNING (what a rebuild would lose or bring back);
+* ``undetectable``: delivered changed in content only (the same message ids everywhere) while every batch
+  still checks out (written without checksums): any verdict, counted;
+* ``torn``: a loss confined to the tail of the newest file after the index checkpoint (what a crash
+  leaves): WARNING;
+* ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
+  start): CRITICAL.
+
+Not modelled: records after the index checkpoint (the fixtures were stopped cleanly, so there are none until
+a fault moves ``lastUpdate``), the broker's full replay when the producer-audit or ack-map record page 0
+names does not load, and the redo log's re-application after an unclean shutdown.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.faults.model import Fault
+
+SAME, UNDETECTABLE, LATENT, TORN, LOSS = "same", "undetectable", "latent", "torn", "loss"
+TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS)
+VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
+_PAGE_HEADER = 21
+
+
+@dataclass
+class LogInfo:
+    rel: str
+    id: int
+    size: int
+    end: int  # logical end (the end marker's offset)
+    batches: list = field(default_factory=list)  # (offset, size)
+    records: list = field(default_factory=list)  # (offset, length, entry type, id span, dest span, body span)
+
+
+@dataclass
+class DirInfo:
+    rel: str  # relative to the store root ("" for a single store)
+    logs: list = field(default_factory=list)
+    data_size: int = 0
+    page_size: int = 4096
+    pages: list = field(default_factory=list)  # (page id, type, data end) of pages in use
+    redo_size: int = 0
+    checkpoint_end: tuple | None = None  # (file id, offset) just past the record lastUpdate names
+
+
+def _rel(root: Path, p: Path) -> str:
+    return str(p.relative_to(root)) if p != root else ""
+
+
+def _join(*parts: str) -> str:
+    return "/".join(x for x in parts if x)
+
+
+def read_dir(root: Path, directory: Path) -> DirInfo:
+    from amqtool.engines.kahadb.scan import journal_files
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+
+    info = DirInfo(_rel(root, directory))
+    for jf in journal_files(directory):
+        data = jf.path.read_bytes()
+        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data))
+        for ev in jr.scan_file(data):
+            if isinstance(ev, jr.Batch):
+                log.batches.append((ev.offset, ev.size))
+                for rec in jr.iter_batch_records(data, ev):
+                    payload = bytes(rec.payload)
+                    spans = [None, None, None]
+                    t = payload[0]
+                    try:
+                        cmd = decode_command(payload)
+                        mid = getattr(cmd, "message_id", None)
+                        dest = getattr(cmd, "destination", None)
+                        if mid:
+                            i = payload.find(mid.encode())
+                            spans[0] = (i, len(mid.encode())) if i > 0 else None
+                        if dest is not None and dest.name:
+                            i = payload.find(dest.name.encode())
+                            spans[1] = (i, len(dest.name.encode())) if i > 0 else None
+                        if cmd.type is EntryType.ADD_MESSAGE and len(payload) > 64:
+                            spans[2] = (len(payload) * 3 // 4, len(payload) - len(payload) * 3 // 4)
+                    except Exception:  # noqa: BLE001 - a site is only a hint
+                        pass
+                    log.records.append((rec.offset, rec.length, t, *spans))
+            elif isinstance(ev, jr.End):
+                log.end = ev.offset
+        info.logs.append(log)
+    db = directory / "db.data"
+    if db.exists():
+        buf = db.read_bytes()
+        info.data_size = len(buf)
+        try:
+            header = pf.decode_header(buf)
+            info.page_size = header.page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, header.page_size, 0))
+            if meta.last_update is not None:
+                lu = meta.last_update
+                log = next((x for x in info.logs if x.id == lu.log_id), None)
+                rec = next((r for r in (log.records if log else ()) if r[0] == lu.offset), None)
+                info.checkpoint_end = (lu.log_id, lu.offset + (rec[1] if rec else 0))
+        except Exception:  # noqa: BLE001
+            pass
+        for pid in range(pf.page_count(buf, info.page_size)):
+            off = pf.HEADER_SIZE + pid * info.page_size
+            ptype, _tx, nxt, _ck = struct.unpack_from(">Bqqi", buf, off)
+            if ptype in (pf.PAGE_PART, pf.PAGE_END):
+                end = nxt if ptype == pf.PAGE_END and _PAGE_HEADER <= nxt <= info.page_size else info.page_size
+                info.pages.append((pid, ptype, end))
+    redo = directory / "db.redo"
+    if redo.exists():
+        info.redo_size = redo.stat().st_size
+    return info
+
+
+class KahaSites:
+    """Fault sites of one KahaDB or mKahaDB store, read once from the pristine copy."""
+
+    def __init__(self, root: Path, dirs: list[DirInfo]):
+        self.root = root
+        self.dirs = dirs
+
+    @classmethod
+    def read(cls, root: Path) -> "KahaSites":
+        from amqtool.store.layout import detect
+
+        store = detect(root)
+        return cls(root, [read_dir(root, Path(d)) for d in store.directories])
+
+    # -- drawing -------------------------------------------------------------------------------------------
+    def draw(self, rng: random.Random) -> Fault:
+        """One fault: record and batch structure most often, then message fields and bodies, the index,
+        random bytes, ranges and truncations, and now and then a whole file."""
+        r = rng.random()
+        if r < 0.22:
+            return self._batch_field(rng)
+        if r < 0.40:
+            return self._record_field(rng)
+        if r < 0.52:
+            return self._message_field(rng)
+        if r < 0.64:
+            return self._index_fault(rng)
+        if r < 0.74:
+            return self._random_flip(rng)
+        if r < 0.86:
+            return self._range(rng)
+        return self._file_fault(rng)
+
+    def _log(self, rng, with_records: bool = True) -> tuple[DirInfo, LogInfo]:
+        choices = [(d, x) for d in self.dirs for x in d.logs if x.records or not with_records]
+        return rng.choice(choices)
+
+    def _batch_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        off, _size = rng.choice(log.batches)
+        name, lo, n = rng.choice([("length", 0, 4), ("type", 4, 1), ("magic", 5, 11), ("size", 16, 4),
+                                  ("checksum", 20, 8)])
+        return Fault("flip", log.rel, off + lo + rng.randrange(n), 1 << rng.randrange(8), label=f"batch {name}")
+
+    def _record_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        rec = rng.choice(log.records)
+        name, lo, n = rng.choice([("length", 0, 4), ("type", 4, 1), ("entry type", 5, 1), ("varint", 6, 1)])
+        return Fault("flip", log.rel, rec[0] + lo + rng.randrange(n), 1 << rng.randrange(8),
+                     label=f"record {rec[2]} {name}")
+
+    def _message_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        recs = [r for r in log.records if any(r[3:])] or log.records
+        rec = rng.choice(recs)
+        spans = [(name, s) for name, s in zip(("message id", "destination", "body"), rec[3:]) if s]
+        if not spans:
+            return Fault("flip", log.rel, rec[0] + 5 + rng.randrange(max(rec[1] - 5, 1)), rng.randrange(1, 256),
+                         label=f"record {rec[2]} payload")
+        name, (lo, n) = rng.choice(spans)
+        return Fault("flip", log.rel, rec[0] + 5 + lo + rng.randrange(n), rng.randrange(1, 256),
+                     label=f"record {rec[2]} {name}")
+
+    def _index_fault(self, rng) -> Fault:
+        ds = [d for d in self.dirs if d.data_size]
+        if not ds:
+            return self._random_flip(rng)
+        d = rng.choice(ds)
+        data = _join(d.rel, "db.data")
+        r = rng.random()
+        if r < 0.15:
+            return Fault("flip", data, rng.randrange(4096), rng.randrange(1, 256), label="db.data header")
+        if r < 0.35:
+            return Fault("flip", data, 4096 + rng.randrange(_PAGE_HEADER + 48), 1 << rng.randrange(8),
+                         label="db.data page 0")
+        if r < 0.75 and d.pages:
+            pid, _t, end = rng.choice(d.pages)
+            off = 4096 + pid * d.page_size
+            where = rng.randrange(end)
+            return Fault("flip", data, off + where, 1 << rng.randrange(8),
+                         label="db.data page header" if where < _PAGE_HEADER else "db.data page payload")
+        if r < 0.85 and d.redo_size:
+            return Fault("flip", _join(d.rel, "db.redo"), rng.randrange(d.redo_size), rng.randrange(1, 256),
+                         label="db.redo byte")
+        kind = rng.choice(["delete", "empty"])
+        target = rng.choice(["db.data", "db.redo"] if d.redo_size else ["db.data"])
+        return Fault(kind, _join(d.rel, target), label=f"{kind} {target}")
+
+    def _random_flip(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        if rng.random() < 0.8 or log.end >= log.size:
+            return Fault("flip", log.rel, rng.randrange(max(log.end, 1)), rng.randrange(1, 256), label="random data byte")
+        return Fault("flip", log.rel, log.end + rng.randrange(log.size - log.end), rng.randrange(1, 256),
+                     label="random byte past the end")
+
+    def _range(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        if rng.random() < 0.5:
+            start = rng.randrange(max(log.end, 1))
+            return Fault("zero", log.rel, start, min(rng.randrange(1, 512), log.size - start), label="zeroed range")
+        newest = log is d.logs[-1]
+        return Fault("truncate", log.rel, rng.randrange(max(log.end, 1) + 1),
+                     label="truncated newest file" if newest else "truncated file")
+
+    def _file_fault(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        r = rng.random()
+        if r < 0.4:
+            return Fault("delete", log.rel, label="deleted journal file")
+        if r < 0.7:
+            return Fault("empty", log.rel, label="emptied journal file")
+        others = [x for x in d.logs if x is not log]
+        if others:
+            return Fault("swap", log.rel, other=rng.choice(others).rel, label="swapped journal files")
+        return Fault("delete", log.rel, label="deleted journal file")
+
+    def torn(self, fault: Fault) -> bool:
+        """The fault only touches the newest file after the index checkpoint: what a crash can leave."""
+        for d in self.dirs:
+            if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
+                    and d.checkpoint_end[0] == d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+                return fault.offset >= d.checkpoint_end[1]
+        return False
+
+
+def sites(store: Path, rng: random.Random, count: int = 64) -> list[Fault]:
+    """``count`` faults drawn from the structure of the KahaDB or mKahaDB store at ``store``."""
+    s = KahaSites.read(Path(store))
+    return [s.draw(rng) for _ in range(count)]
+
+
+# -- the delivered and the rebuilt state ----------------------------------------------------------------------
+
+def _digest(buf, fid: int, offset: int, size: int) -> str:
+    """What ``MessageDatabase.load`` + ``loadMessage`` read at a Location: the OpenWire bytes' SHA-256, or
+    why the read fails (the broker stops there)."""
+    from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+    from amqtool.errors import FormatError
+
+    if buf is None:
+        return f"ERROR db-{fid}.log missing"
+    try:
+        add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
+    except FormatError as err:
+        return "ERROR " + err.message[:60]
+    return add.message_id + " " + hashlib.sha256(bytes(add.message)).hexdigest()[:32]
+
+
+class _Files:
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.cache: dict = {}
+
+    def __call__(self, fid: int):
+        if fid not in self.cache:
+            p = self.directory / f"db-{fid}.log"
+            try:
+                self.cache[fid] = p.read_bytes()
+            except OSError:
+                self.cache[fid] = None
+        return self.cache[fid]
+
+
+def _rebuilt_of(results) -> dict:
+    out = {}
+    for d in results:
+        if d.is_tx_store:
+            continue
+        files = _Files(d.directory)
+        dests, subs = {}, {}
+        for key, st in d.replay.destinations.items():
+            msgs = tuple(_digest(files(m.file_id), m.file_id, m.offset, m.length) for m in st.messages.values())
+            if msgs:
+                dests[key] = msgs
+            for sk in st.subscriptions:
+                subs[(key, sk)] = tuple(sorted(mid for mid, m in st.messages.items() if m.waiting and sk in m.waiting))
+        out[d.directory.name] = {"dests": dests, "subs": subs}
+    return out
+
+
+def rebuilt(store: Path) -> dict:
+    """What a rebuild of the index from the journal delivers: per store directory, each destination's
+    messages (``"<message id> <digest>"`` in journal order) and each durable subscription's pending ids."""
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    return _rebuilt_of(load_store(detect(Path(store)), reconcile=False))
+
+
+def delivered(store: Path, rebuilt_state: dict | None = None) -> dict:
+    """What the broker with this store's index delivers (see the module docstring), in the form of
+    :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``."""
+    from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.store.layout import detect
+
+    store_obj = detect(Path(store))
+    out = {}
+    for directory in store_obj.directories:
+        directory = Path(directory)
+        if directory.name == "txStore":
+            continue
+        dests, _err = read_indexed(directory)
+        if dests is None:
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            out[directory.name] = rebuilt_state.get(directory.name, {"dests": {}, "subs": {}})
+            continue
+        files = _Files(directory)
+        needed = {m.file_id for dest in dests.values() for m in dest.messages}
+        try:
+            buf = (directory / "db.data").read_bytes()
+            meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+            needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit) if loc is not None}
+        except Exception:  # noqa: BLE001 - read_indexed read it already
+            pass
+        missing = sorted(fid for fid in needed if files(fid) is None)
+        if missing:
+            out[directory.name] = {"refused": f"missing journal files {missing}"}
+            continue
+        dd, subs = {}, {}
+        for key, dest in dests.items():
+            by_seq = [_digest(files(m.file_id), m.file_id, m.offset, m.size) for m in dest.messages]
+            if by_seq:
+                dd[key] = tuple(by_seq)
+            for sk in dest.subscriptions:
+                subs[(key, sk)] = tuple(sorted(m.message_id for m in dest.pending(sk)))
+        out[directory.name] = {"dests": dd, "subs": subs}
+    return out
+
+
+def _ids(state: dict) -> dict:
+    """The state with message ids only (no digests)."""
+    out = {}
+    for name, st in state.items():
+        if "refused" in st:
+            out[name] = st
+            continue
+        out[name] = {"dests": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["dests"].items()},
+                     "subs": st["subs"]}
+    return out
+
+
+def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Path, *, torn: bool = False,
+             damaged: tuple | None = None) -> str:
+    """The truth class of ``damaged_store`` (see the module docstring). ``damaged``: its ``(delivered,
+    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears."""
+    if damaged is None:
+        rb = rebuilt(damaged_store)
+        damaged = (delivered(damaged_store, rb), rb, _checks_out(damaged_store))
+    dd, dr, checks_out = damaged
+    if dd == pristine_delivered:
+        return SAME if dr == pristine_rebuilt else LATENT
+    if torn:
+        return TORN
+    if checks_out and _ids(dd) == _ids(pristine_delivered):
+        return UNDETECTABLE
+    return LOSS
+
+
+def _checks_out(store: Path) -> bool:
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    return all(not d.damage() for d in load_store(detect(Path(store)), reconcile=False))
+
+
+# -- one campaign ------------------------------------------------------------------------------------------------
+
+@dataclass
+class KahaOutcome:
+    store: str
+    seed: int
+    fault: Fault
+    truth: str
+    verdict: str
+    codes: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return expected(self.truth, self.verdict)
+
+
+def expected(truth: str, verdict: str) -> bool:
+    """The rule: loss CRITICAL, torn and latent WARNING, same not CRITICAL (nor UNKNOWN), undetectable any."""
+    if truth == LOSS:
+        return verdict == "CRITICAL"
+    if truth in (TORN, LATENT):
+        return verdict == "WARNING"
+    if truth == SAME:
+        return verdict in ("OK", "WARNING")
+    return True
+
+
+def judge(root: Path) -> tuple[str, tuple, dict, bool]:
+    """verify's verdict and codes for the store at ``root`` (its engine: load, reconcile, judge_results, as
+    ``verify_store``), with the rebuilt state and whether every batch checks out, from the same load."""
+    from amqtool.engines.kahadb.load import load_store, reconcile_results
+    from amqtool.engines.kahadb.verify import judge_results
+    from amqtool.errors import AmqtoolError, overall_verdict
+    from amqtool.store.layout import detect
+
+    try:
+        store = detect(root)
+        results = load_store(store, reconcile=False)
+    except AmqtoolError as err:
+        return "UNKNOWN", (type(err).__name__,), {}, False
+    rb = _rebuilt_of(results)
+    checks_out = all(not d.damage() for d in results)
+    reconcile_results(store, results)
+    findings = judge_results(store, results)
+    codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
+    return overall_verdict(findings).name, codes, rb, checks_out
+
+
+class KahaCampaign:
+    """One pristine store copied once into a scratch directory, then damaged and restored fault by fault."""
+
+    def __init__(self, name: str, source: Path, scratch: Path):
+        import shutil
+
+        self.name = name
+        self.root = Path(scratch) / name
+        shutil.copytree(source, self.root)
+        for p in self.root.rglob("*"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        for lock in self.root.rglob("lock"):
+            lock.unlink()
+        self.sites = KahaSites.read(self.root)
+        self.pristine_rebuilt = rebuilt(self.root)
+        self.pristine_delivered = delivered(self.root, self.pristine_rebuilt)
+
+    def run_one(self, seed: int) -> KahaOutcome:
+        fault = self.sites.draw(random.Random(seed))
+        undo = fault.apply(self.root)
+        try:
+            verdict, codes, rb, checks_out = judge(self.root)
+            try:
+                dd = delivered(self.root, rb)
+            except Exception as err:  # noqa: BLE001 - nothing recognisable as a store: the broker has nothing
+                dd = {"unreadable": str(err)}
+        finally:
+            undo()
+        truth = classify(self.pristine_delivered, self.pristine_rebuilt, self.root,
+                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out))
+        return KahaOutcome(self.name, seed, fault, truth, verdict, codes)
+
+
+def confusion(outcomes: list) -> str:
+    """Truth by verdict, then every miss with its reproducing seed."""
+    table = Counter((o.truth, o.verdict) for o in outcomes)
+    lines = [f"{'truth':<13}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>8}"]
+    for t in TRUTHS:
+        n = sum(table[(t, v)] for v in VERDICTS)
+        lines.append(f"{t:<13}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>8}")
+    misses = [o for o in outcomes if not o.ok]
+    lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es), "
+                 f"{sum(1 for o in outcomes if o.truth == UNDETECTABLE)} undetectable")
+    for o in misses:
+        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()} "
+                     f"codes={','.join(o.codes)}")
+    return "\n".join(lines)
