@@ -279,25 +279,50 @@ def sites(store: Path, rng: random.Random, count: int = 64) -> list[Fault]:
 
 # -- the delivered and the rebuilt state ----------------------------------------------------------------------
 
-def _digest(buf, fid: int, offset: int, size: int) -> str:
+def _digest(files: "_Files", fid: int, offset: int, size: int) -> str:
     """What ``MessageDatabase.load`` + ``loadMessage`` read at a Location: the OpenWire bytes' SHA-256, or
     why the read fails (the broker stops there)."""
     from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
     from amqtool.errors import FormatError
 
+    key = (fid, offset, size)
+    got = files.digests.get(key)
+    if got is not None:
+        return got
+    buf = files(fid)
     if buf is None:
-        return f"ERROR db-{fid}.log missing"
-    try:
-        add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
-    except FormatError as err:
-        return "ERROR " + err.message[:60]
-    return add.message_id + " " + hashlib.sha256(bytes(add.message)).hexdigest()[:32]
+        got = f"ERROR:db-{fid}.log_missing"
+    else:
+        try:
+            add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
+            got = hashlib.sha256(bytes(add.message)).hexdigest()[:32]
+        except FormatError as err:
+            got = "ERROR:" + err.message[:60].replace(" ", "_")
+    files.digests[key] = got
+    return got
 
 
 class _Files:
+    """The journal files of one directory, read once, and the digests read from them."""
+
+    _all: dict = {}
+
+    def __new__(cls, directory: Path):
+        # one per directory for the duration of one fault (reset by _Files.reset)
+        got = cls._all.get(directory)
+        if got is None:
+            got = cls._all[directory] = super().__new__(cls)
+            got.directory = directory
+            got.cache = {}
+            got.digests = {}
+        return got
+
     def __init__(self, directory: Path):
-        self.directory = directory
-        self.cache: dict = {}
+        pass
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._all = {}
 
     def __call__(self, fid: int):
         if fid not in self.cache:
@@ -317,7 +342,7 @@ def _rebuilt_of(results) -> dict:
         files = _Files(d.directory)
         dests, subs = {}, {}
         for key, st in d.replay.destinations.items():
-            msgs = tuple(_digest(files(m.file_id), m.file_id, m.offset, m.length) for m in st.messages.values())
+            msgs = tuple(f"{mid} {_digest(files, m.file_id, m.offset, m.length)}" for mid, m in st.messages.items())
             if msgs:
                 dests[key] = msgs
             for sk in st.subscriptions:
@@ -328,17 +353,20 @@ def _rebuilt_of(results) -> dict:
 
 def rebuilt(store: Path) -> dict:
     """What a rebuild of the index from the journal delivers: per store directory, each destination's
-    messages (``"<message id> <digest>"`` in journal order) and each durable subscription's pending ids."""
+    messages (``"<message id> <digest>"`` in journal order; the digest is the marshalled OpenWire message's
+    SHA-256 or ``ERROR:why``) and each durable subscription's pending ids."""
     from amqtool.engines.kahadb.load import load_store
     from amqtool.store.layout import detect
 
     return _rebuilt_of(load_store(detect(Path(store)), reconcile=False))
 
 
-def delivered(store: Path, rebuilt_state: dict | None = None) -> dict:
+def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | None = None) -> dict:
     """What the broker with this store's index delivers (see the module docstring), in the form of
-    :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``."""
+    :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``.
+    ``indexed``: directory -> what :func:`read_indexed` gave, when the caller read it already."""
     from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
 
@@ -348,7 +376,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None) -> dict:
         directory = Path(directory)
         if directory.name == "txStore":
             continue
-        dests, _err = read_indexed(directory)
+        dests, _err = indexed[directory] if indexed and directory in indexed else read_indexed(directory)
         if dests is None:
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
@@ -366,14 +394,92 @@ def delivered(store: Path, rebuilt_state: dict | None = None) -> dict:
         if missing:
             out[directory.name] = {"refused": f"missing journal files {missing}"}
             continue
+        # Journal.recoveryCheck of the newest file sets where it appends; recoverIndex rolls back every index
+        # entry at or past it ("Rolled back N messages from the index").
+        newest = max((int(p.name[3:-4]) for p in directory.glob("db-*.log") if p.name[3:-4].isdigit()
+                      and p.stat().st_size), default=None)
+        append_at = None
+        if newest is not None:
+            append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
         dd, subs = {}, {}
         for key, dest in dests.items():
-            by_seq = [_digest(files(m.file_id), m.file_id, m.offset, m.size) for m in dest.messages]
+            kept = [m for m in dest.messages if append_at is None or (m.file_id, m.offset) < append_at]
+            by_seq = [f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
             if by_seq:
                 dd[key] = tuple(by_seq)
+            kept_ids = {m.message_id for m in kept}
             for sk in dest.subscriptions:
-                subs[(key, sk)] = tuple(sorted(m.message_id for m in dest.pending(sk)))
-        out[directory.name] = {"dests": dd, "subs": subs}
+                subs[(key, sk)] = tuple(sorted(m.message_id for m in dest.pending(sk) if m.message_id in kept_ids))
+        state = {"dests": dd, "subs": subs}
+        if not _checkpoint_loads(directory, files):
+            # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
+            # journal on top of the index: what the replay keeps live comes back.
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
+        out[directory.name] = state
+    return out
+
+
+def _checkpoint_loads(directory: Path, files) -> bool:
+    """recoverProducerAudit and recoverAckMessageFileMap: both records page 0 names load (header read at
+    the Location, the command decoded, the blob deserialized; the audit's stream only by its header)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+
+    try:
+        buf = (directory / "db.data").read_bytes()
+        meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+    except (FormatError, OSError):
+        return True  # no index: nothing to replay onto
+    for loc, want in ((meta.producer_audit, EntryType.PRODUCER_AUDIT), (meta.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)):
+        if loc is None:
+            continue
+        data = files(loc.log_id)
+        try:
+            if not data or loc.offset + 5 > len(data):
+                return False
+            size = struct.unpack_from(">i", data, loc.offset)[0]
+            if size < 6 or loc.offset + size > len(data):
+                return False
+            cmd = decode_command(data[loc.offset + 5:loc.offset + size])
+            if cmd.type is not want:
+                return False
+            if want is EntryType.ACK_MESSAGE_FILE_MAP:
+                decode_ack_file_map(cmd.blob)
+            elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
+                return False
+        except FormatError:
+            return False
+    return True
+
+
+def _merge(index_state: dict, replay_state: dict) -> dict:
+    """The index with what a replay of the whole journal adds back to it (messages it does not hold)."""
+    dests = {}
+    for key in set(index_state["dests"]) | set(replay_state["dests"]):
+        have = list(index_state["dests"].get(key, ()))
+        ids = {x.split(" ")[0] for x in have}
+        have += [x for x in replay_state["dests"].get(key, ()) if x.split(" ")[0] not in ids]
+        dests[key] = tuple(have)
+    subs = {}
+    for k in set(index_state["subs"]) | set(replay_state["subs"]):
+        subs[k] = tuple(sorted(set(index_state["subs"].get(k, ())) | set(replay_state["subs"].get(k, ()))))
+    return {"dests": dests, "subs": subs}
+
+
+def _consumed(state: dict) -> dict:
+    """What consumers get: the marshalled messages (their digests) in delivery order, and each subscription's
+    pending ids. The id the index gives an entry is not delivered (the OpenWire message carries its own)."""
+    out = {}
+    for name, st in state.items():
+        if "refused" in st or "dests" not in st:
+            out[name] = st
+            continue
+        out[name] = {"dests": {k: tuple(x.split(" ", 1)[1] for x in v) for k, v in st["dests"].items()},
+                     "subs": st["subs"]}
     return out
 
 
@@ -397,7 +503,7 @@ def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Pa
         rb = rebuilt(damaged_store)
         damaged = (delivered(damaged_store, rb), rb, _checks_out(damaged_store))
     dd, dr, checks_out = damaged
-    if dd == pristine_delivered:
+    if _consumed(dd) == _consumed(pristine_delivered):
         return SAME if dr == pristine_rebuilt else LATENT
     if torn:
         return TORN
@@ -440,7 +546,7 @@ def expected(truth: str, verdict: str) -> bool:
     return True
 
 
-def judge(root: Path) -> tuple[str, tuple, dict, bool]:
+def judge(root: Path) -> tuple[str, tuple, dict, bool, dict]:
     """verify's verdict and codes for the store at ``root`` (its engine: load, reconcile, judge_results, as
     ``verify_store``), with the rebuilt state and whether every batch checks out, from the same load."""
     from amqtool.engines.kahadb.load import load_store, reconcile_results
@@ -452,13 +558,14 @@ def judge(root: Path) -> tuple[str, tuple, dict, bool]:
         store = detect(root)
         results = load_store(store, reconcile=False)
     except AmqtoolError as err:
-        return "UNKNOWN", (type(err).__name__,), {}, False
+        return "UNKNOWN", (type(err).__name__,), {}, False, {}
     rb = _rebuilt_of(results)
     checks_out = all(not d.damage() for d in results)
     reconcile_results(store, results)
     findings = judge_results(store, results)
     codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
-    return overall_verdict(findings).name, codes, rb, checks_out
+    indexed = {d.directory: (d.indexed, d.indexed_error) for d in results if d.index and d.index.present}
+    return overall_verdict(findings).name, codes, rb, checks_out, indexed
 
 
 class KahaCampaign:
@@ -475,20 +582,27 @@ class KahaCampaign:
         for lock in self.root.rglob("lock"):
             lock.unlink()
         self.sites = KahaSites.read(self.root)
+        _Files.reset()
         self.pristine_rebuilt = rebuilt(self.root)
         self.pristine_delivered = delivered(self.root, self.pristine_rebuilt)
+        _Files.reset()
 
     def run_one(self, seed: int) -> KahaOutcome:
         fault = self.sites.draw(random.Random(seed))
         undo = fault.apply(self.root)
+        _Files.reset()
         try:
-            verdict, codes, rb, checks_out = judge(self.root)
+            verdict, codes, rb, checks_out, indexed = judge(self.root)
             try:
-                dd = delivered(self.root, rb)
+                dd = delivered(self.root, rb, indexed)
             except Exception as err:  # noqa: BLE001 - nothing recognisable as a store: the broker has nothing
                 dd = {"unreadable": str(err)}
         finally:
             undo()
+            _Files.reset()
+        # the index has no checksum, but what it changes is evidence against the journal: only journal bytes
+        # inside batches that still check out can change a message unnoticed
+        checks_out = checks_out and fault.kind in ("flip", "zero") and fault.path.rsplit("/", 1)[-1].startswith("db-")
         truth = classify(self.pristine_delivered, self.pristine_rebuilt, self.root,
                          torn=self.sites.torn(fault), damaged=(dd, rb, checks_out))
         return KahaOutcome(self.name, seed, fault, truth, verdict, codes)

@@ -73,15 +73,28 @@ def read_failure(buf, m: IndexedMessage, version: int, *, openwire: bool = True)
     """Why the broker's read of ``m`` at dispatch fails or gets another message (None: it reads it).
     ``openwire``: also unmarshal the message (for records in damaged batches; in a batch whose checksum
     holds, the broker wrote those bytes, and a message amqtool cannot decode is not damage)."""
+    return read_message(buf, m, version, openwire=openwire)[0]
+
+
+def read_message(buf, m: IndexedMessage, version: int, *, openwire: bool = True) -> tuple:
+    """``(why the read fails or None, the ADD command read or None)`` (see :func:`read_failure`). The
+    message a consumer gets is the OpenWire one: a command whose own ``messageId`` field differs from the
+    index while the OpenWire message is the index's is read right (that field is not read at dispatch)."""
     try:
         add = read_at(buf, m)
-        if add.message_id != m.message_id:
-            return f"the record at {m.file_id}:{m.offset} holds message {add.message_id}, not {m.message_id}"
-        if openwire:
-            decode_message(add.message, version).body_bytes()
     except FormatError as err:
-        return err.message
-    return None
+        return err.message, None
+    if openwire or add.message_id != m.message_id:
+        try:
+            msg = decode_message(add.message, version)
+            if openwire:
+                msg.body_bytes()
+        except FormatError as err:
+            return err.message, add
+        got = msg.message_id if msg.message_id is not None else add.message_id
+        if got != m.message_id:
+            return f"the record at {m.file_id}:{m.offset} holds message {got}, not {m.message_id}", add
+    return None, add
 
 
 def _batch_starts(buf, lo: int, hi: int) -> list[int]:
@@ -118,6 +131,7 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
     if region_first + 28 <= first and region_first not in starts:
         starts.append(region_first)
     patches = [(m.offset, struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)) for _k, m in live]
+    patches += _field_patches(buf, live)
     for q in sorted(starts, reverse=True)[:4]:
         size_field, stored = struct.unpack_from(">iq", buf, q + 16)
         if stored == 0:
@@ -133,6 +147,30 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
             if computed == stored or _one_byte_apart(computed, stored):
                 return True
     return False
+
+
+def _field_patches(buf, live: list) -> list:
+    """What the index knows of fields the broker does not read at dispatch: the command's message id (the
+    index's MessageKeys) and destination name (the index's key). Where the record holds other bytes of the
+    same length, the patch that restores them (a damaged field there leaves the message read intact)."""
+    out = []
+    for key, m in live:
+        try:
+            add = read_at(buf, m)
+        except FormatError:
+            continue
+        start = m.offset + 5
+        payload = bytes(buf[start:m.offset + m.size])
+        for got, want in ((add.message_id, m.message_id), (add.destination.name if add.destination else None,
+                                                           key.partition(":")[2])):
+            if got is None:
+                continue
+            g, w = got.encode("utf-8", "surrogatepass"), want.encode("utf-8", "surrogatepass")
+            if g != w and len(g) == len(w) and g:
+                i = payload.find(g)
+                if i > 0:
+                    out.append((start + i, w))
+    return out
 
 
 def _walk(buf, pos: int, known: dict) -> int | None:
@@ -153,3 +191,44 @@ def _walk(buf, pos: int, known: dict) -> int | None:
             return None
         pos += length
     return None
+
+
+def checkpoint_failures(d) -> list[str]:
+    """The checkpoint records page 0 names that the broker cannot load at start
+    (``recoverProducerAudit``/``recoverAckMessageFileMap``: the record read at its Location, header
+    included, then Java-deserialized). Any of them makes the broker replay the whole journal on top of
+    its index, so what a rebuild would bring back is then delivered."""
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+    from amqtool.engines.kahadb.scan import mapped
+
+    view = d.index.view if d.index else None
+    if view is None:
+        return []
+    out = []
+    for name, loc, want in (("producer audit", view.metadata.producer_audit, EntryType.PRODUCER_AUDIT),
+                            ("ack-file map", view.metadata.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)):
+        if loc is None:
+            continue  # a store written before these records existed: nothing to compare with
+        f = d.file(loc.log_id)
+        if f is None or f.size == 0:
+            out.append(f"{name} record {loc} (db-{loc.log_id}.log is gone)")
+            continue
+        try:
+            with mapped(f.path) as buf:
+                if loc.offset < 0 or loc.offset + 5 > len(buf):
+                    raise FormatError("past the end of the file")
+                size = struct.unpack_from(">i", buf, loc.offset)[0]
+                if size < 6 or loc.offset + size > len(buf):
+                    raise FormatError(f"record length {size}")
+                cmd = decode_command(bytes(buf[loc.offset + 5:loc.offset + size]))
+            if cmd.type is not want:
+                raise FormatError(f"it is a {cmd.type.name}")
+            if want is EntryType.ACK_MESSAGE_FILE_MAP:
+                decode_ack_file_map(cmd.blob)
+            elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
+                # (the audit's object graph goes beyond what javaser reads: only its stream header is checked)
+                raise FormatError("not a Java serialization stream")
+        except FormatError as err:
+            out.append(f"{name} record {loc} ({err.message})")
+    return out

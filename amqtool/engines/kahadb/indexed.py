@@ -117,19 +117,23 @@ def reconcile(d, dests: dict, last_update: tuple | None) -> list[tuple]:
     out = []
     for key, st in d.replay.destinations.items():
         idx = dests.get(key)
-        held = {m.message_id for m in idx.messages} if idx else set()
-        pending = {s: {m.message_id for m in idx.pending(s)} for s in idx.subscriptions} if idx else {}
+        # held by id or by location: an order-index entry whose id string is damaged still names the record
+        held = {m.message_id for m in idx.messages} | {(m.file_id, m.offset) for m in idx.messages} if idx else set()
+        pending = {s: {x for m in idx.pending(s) for x in (m.message_id, (m.file_id, m.offset))}
+                   for s in idx.subscriptions} if idx else {}
         for mid in list(st.messages):
             m = st.messages[mid]
-            if (m.file_id, m.offset) > last_update:
+            loc = (m.file_id, m.offset)
+            if loc > last_update:
                 continue
             if m.waiting is None:
-                if mid not in held:
+                if mid not in held and loc not in held:
                     out.append((key, None, mid, (m.file_id, m.offset)))
                     del st.messages[mid]
                 continue
             for sub in sorted(m.waiting):
-                if sub in pending and mid not in pending[sub] or mid not in held:
+                if sub in pending and mid not in pending[sub] and loc not in pending[sub] \
+                        or mid not in held and loc not in held:
                     out.append((key, sub, mid, (m.file_id, m.offset)))
                     m.waiting.discard(sub)
             if not m.waiting:

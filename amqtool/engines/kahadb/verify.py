@@ -12,10 +12,11 @@ kahadb-bad-record                  CRITICAL  records that do not tile their batc
 kahadb-truncated-tail              WARNING   the last file ends inside a batch (torn write; the broker
                                              overwrites it and loses nothing acknowledged)
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
-kahadb-reference-past-end          CRITICAL  the index references data past a file's logical end
+kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
+                                             (any file's with checkForCorruptJournalFiles)
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
-kahadb-index-ahead-of-journal      CRITICAL  the checkpoint names a location past the journal's end
+kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-live-mismatch         WARNING   the index's live count differs from the replayed journal
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
@@ -33,8 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from amqtool.errors import Finding, Severity
-from amqtool.engines.kahadb.damage import evidence, intact, live_in, read_failure
-from amqtool.engines.kahadb.indexed import read_at
+from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.pins import referenced_files
@@ -48,13 +48,15 @@ def _log(d: DirResult, fid: int) -> str:
     return str(d.directory / f"db-{fid}.log")
 
 
-def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False) -> None:
+def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False):
     """Findings of one store directory. ``strict``: the broker runs with ``checkForCorruptJournalFiles=true``
-    and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex)."""
+    and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex). ``in_doubt``
+    (mKahaDB): a child store still has a prepared transaction whose outcome only the txStore can give.
+    Returns the locations of the live messages read (decoded already)."""
     add = findings.append
     last_id = d.files[-1].id if d.files else None
     ev = evidence(d)
-    judge = _Judge(d, ev, strict)
+    judge = _Judge(d, ev, strict, in_doubt)
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -107,6 +109,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
 
 def _index_rest(d, ev, judge, findings) -> None:
     add = findings.append
+    last_id = d.files[-1].id if d.files else None
     for fid, off, tname, unknown in d.unknown_fields[:20]:
         add(Finding(W, "kahadb-unknown-field", f"{tname}: fields not in journal-data.proto: "
                     + ", ".join(f"{f}/wt{w}" for f, w in unknown), _log(d, fid), off))
@@ -154,6 +157,11 @@ def _index_rest(d, ev, judge, findings) -> None:
         for key, files in view.location_files.items():
             for fid, (count, _size, end) in files.items():
                 scan = d.scans.get(fid)
+                # Only the newest file's logical end counts at start (Journal.recoveryCheck; recoverIndex rolls
+                # back what lies past it), every file's with checkForCorruptJournalFiles. Elsewhere the broker
+                # reads the records where they are: damage there is judged with the corrupt range.
+                if fid != last_id and not judge.strict:
+                    continue
                 if scan is not None and scan.end is not None and end > scan.end.offset:
                     add(Finding(C, "kahadb-reference-past-end", f"the index holds messages of {key} up to offset "
                                 f"{end}, past the file's logical end {scan.end.offset}", _log(d, fid), scan.end.offset,
@@ -162,9 +170,12 @@ def _index_rest(d, ev, judge, findings) -> None:
         if lu is not None and d.last_record is not None:
             lu_t = (lu.log_id, lu.offset)
             if lu.log_id in present and lu_t > d.last_record:
-                add(Finding(C, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
-                            f"last record is {d.last_record[0]}:{d.last_record[1]}: records the index reflects are "
-                            "gone", _log(d, lu.log_id), lu.offset))
+                # What the lost records held is judged where it shows: live messages past the end
+                # (kahadb-reference-past-end), acks a rebuild would miss (kahadb-rebuild-would-differ), the
+                # checkpoint records (kahadb-checkpoint-unreadable). The broker starts from its index.
+                add(Finding(W, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
+                            f"last readable record is {d.last_record[0]}:{d.last_record[1]}: records the index "
+                            "reflects are gone or damaged", _log(d, lu.log_id), lu.offset))
         if d.records_after_last_update:
             s = d.replay_start
             add(Finding(W, "kahadb-journal-ahead-of-index",
@@ -188,8 +199,8 @@ def _index_rest(d, ev, judge, findings) -> None:
 class _Judge:
     """Severity of damage at ``[first, last]`` of a journal file: what the broker reads of it (damage.py)."""
 
-    def __init__(self, d: DirResult, ev, strict: bool):
-        self.d, self.ev, self.strict = d, ev, strict
+    def __init__(self, d: DirResult, ev, strict: bool, in_doubt: bool = False):
+        self.d, self.ev, self.strict, self.in_doubt = d, ev, strict, in_doubt
         self.maps: dict = {}
         self.damaged = False  # any damaged region, read or latent
         self.latent: list = []  # (file id, first, last)
@@ -210,6 +221,11 @@ class _Judge:
         """``(severity, note for the message, details)``."""
         self.damaged = True
         ev = self.ev
+        if self.d.is_tx_store and not self.in_doubt and not self.strict:
+            # Each child store holds its own PREPARE and COMMIT of a cross-store transaction; the txStore
+            # only decides those a child still has prepared (MultiKahaDBTransactionStore recovery).
+            return W, ("; the mKahaDB txStore: no child store has a prepared transaction waiting for its "
+                       "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
         live = live_in(ev, f.id, first, last)
@@ -255,15 +271,16 @@ def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> Non
             if (fid, m.offset) in judge.checked:
                 continue
             judge.checked.add((fid, m.offset))
-            why = read_failure(buf, m, ev.openwire_version, openwire=False)
+            why, add = read_message(buf, m, ev.openwire_version, openwire=False)
             if why:
                 bad.append((key, m, why))
                 continue
             try:
-                decode_message(read_at(buf, m).message, ev.openwire_version)
+                decode_message(add.message, ev.openwire_version)
             except FormatError as err:
                 undecoded.append((key, m, err.message))
     judge.close()
+    bad = _damaged_entries(d, ev, bad, findings)
     for key, m, why in bad[:20]:
         findings.append(Finding(C, "kahadb-unreadable-live-message", f"live message {m.message_id} of "
                                 f"{qualified(key)}: the broker's read at dispatch fails ({why}); it stops there",
@@ -276,6 +293,32 @@ def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> Non
                                 _log(d, m.file_id), m.offset))
 
 
+def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> list:
+    """Of the reads that found another message than the index names, those where the index's own entry is
+    what is damaged (a WARNING, ``kahadb-index-entry-damaged``): the record holds the message the journal
+    replays live at that very location, no other entry of the index names it, and the id the entry gives
+    is nowhere in the journal. The broker reads that record and delivers it right (the order index's id
+    string is not what it delivers). The others are returned (files swapped, locations damaged: CRITICAL)."""
+    at = {}
+    for st in d.replay.destinations.values():
+        for mid, m in st.messages.items():
+            at[mid] = (m.file_id, m.offset)
+    names = {m.message_id for lst in ev.live.values() for _k, m in lst}
+    out = []
+    for key, m, why in bad:
+        got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
+        if got is not None and at.get(got) == (m.file_id, m.offset) and got not in names \
+                and m.message_id not in at:
+            findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
+                                    f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
+                                    "the entry's id is damaged; the broker delivers the record's message",
+                                    str(d.directory / "db.data"), None, {"destination": key, "index": m.message_id,
+                                                                         "journal": got}))
+        else:
+            out.append((key, m, why))
+    return out
+
+
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
     """The index's live state against the journal's replay, up to the checkpoint.
 
@@ -286,13 +329,25 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
     if ev is None:
         return
     extra = d.rebuild_extra
+    replays = checkpoint_failures(d)
+    if replays:
+        back = sorted({mid for _k, _s, mid, _l in extra})
+        sev = C if back else W
+        findings.append(Finding(sev, "kahadb-checkpoint-unreadable", "the broker cannot load the "
+                                f"{'; '.join(replays)} page 0 names and replays the whole journal on top of its "
+                                "index at start" + (f": that brings back {len(back)} message(s) the index knows "
+                                                    f"acknowledged ({', '.join(back[:5])}"
+                                                    f"{' ...' if len(back) > 5 else ''})" if back else ""),
+                                str(d.directory / "db.data"), None, {"bringBack": len(back),
+                                                                     "rebuildWouldBringBack": back[:100]}))
     lose = []
     if d.records_after_last_update == 0:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
             live = st.messages if st else {}
+            locs = {(x.file_id, x.offset) for x in live.values()}
             lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
-                        if m.message_id not in live)
+                        if m.message_id not in live and (m.file_id, m.offset) not in locs)
     if not extra and not lose:
         return
     back = sorted({mid for _k, _s, mid, _l in extra})
@@ -354,8 +409,9 @@ def judge_results(store, results: list[DirResult]) -> list[Finding]:
     store (print's verdict, create --from) takes its verdict from."""
     findings: list[Finding] = lock_findings(store)
     strict = strict_settings(store)
+    in_doubt = any(t.state == "prepared" for c in results if not c.is_tx_store for t in c.open_transactions)
     for d in results:
-        checked = verify_directory(d, findings, strict=strict)
+        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt)
         # Decode the OpenWire bytes of live messages (those the index did not name were not read yet): what a
         # consumer would get must be readable.
         bad = 0
