@@ -387,7 +387,9 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         try:
             buf = (directory / "db.data").read_bytes()
             meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
-            needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit) if loc is not None}
+            # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
+            needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
+                                              meta.first_in_progress_tx) if loc is not None}
         except Exception:  # noqa: BLE001 - read_indexed read it already
             pass
         missing = sorted(fid for fid in needed if files(fid) is None)
@@ -471,14 +473,15 @@ def _merge(index_state: dict, replay_state: dict) -> dict:
 
 
 def _consumed(state: dict) -> dict:
-    """What consumers get: the marshalled messages (their digests) in delivery order, and each subscription's
+    """What consumers get: the marshalled messages (their digests), and each subscription's
     pending ids. The id the index gives an entry is not delivered (the OpenWire message carries its own)."""
     out = {}
     for name, st in state.items():
         if "refused" in st or "dests" not in st:
             out[name] = st
             continue
-        out[name] = {"dests": {k: tuple(x.split(" ", 1)[1] for x in v) for k, v in st["dests"].items()},
+        # as a multiset: a damaged sequence key reorders delivery, it loses nothing
+        out[name] = {"dests": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["dests"].items()},
                      "subs": st["subs"]}
     return out
 
