@@ -5,7 +5,8 @@ Finding codes (documented in man/amqtool-verify.1):
 =================================  ========  ==========================================================
 code                               severity  meaning
 =================================  ========  ==========================================================
-kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset)
+kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
+                                             when latent: no live message of the intact index is damaged
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
@@ -17,7 +18,13 @@ kahadb-reference-past-end          CRITICAL  the index references data past the 
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
-kahadb-index-live-mismatch         WARNING   the index's live count differs from the replayed journal
+kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages than the index
+kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
+                                             back, explained by damage the broker does not read (latent)
+kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
+kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right
+kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
+                                             (CRITICAL when that brings acknowledged messages back)
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
