@@ -346,7 +346,8 @@ def _rebuilt_of(results) -> dict:
             if msgs:
                 dests[key] = msgs
             for sk in st.subscriptions:
-                subs[(key, sk)] = tuple(sorted(mid for mid, m in st.messages.items() if m.waiting and sk in m.waiting))
+                subs[(key, sk)] = tuple(sorted(f"{mid} {_digest(files, m.file_id, m.offset, m.length)}"
+                                               for mid, m in st.messages.items() if m.waiting and sk in m.waiting))
         out[d.directory.name] = {"dests": dests, "subs": subs}
     return out
 
@@ -387,6 +388,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         try:
             buf = (directory / "db.data").read_bytes()
             meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+            # recoverIndex's missing-file check walks every locationIndex key
+            needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
             # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
             needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
                                               meta.first_in_progress_tx) if loc is not None}
@@ -411,7 +414,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 dd[key] = tuple(by_seq)
             kept_ids = {m.message_id for m in kept}
             for sk in dest.subscriptions:
-                subs[(key, sk)] = tuple(sorted(m.message_id for m in dest.pending(sk) if m.message_id in kept_ids))
+                subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
+                                               for m in dest.pending(sk) if m.message_id in kept_ids))
         state = {"dests": dd, "subs": subs}
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
@@ -468,7 +472,9 @@ def _merge(index_state: dict, replay_state: dict) -> dict:
         dests[key] = tuple(have)
     subs = {}
     for k in set(index_state["subs"]) | set(replay_state["subs"]):
-        subs[k] = tuple(sorted(set(index_state["subs"].get(k, ())) | set(replay_state["subs"].get(k, ()))))
+        have = list(index_state["subs"].get(k, ()))
+        ids = {x.split(" ")[0] for x in have}
+        subs[k] = tuple(sorted(have + [x for x in replay_state["subs"].get(k, ()) if x.split(" ")[0] not in ids]))
     return {"dests": dests, "subs": subs}
 
 
@@ -482,7 +488,7 @@ def _consumed(state: dict) -> dict:
             continue
         # as a multiset: a damaged sequence key reorders delivery, it loses nothing
         out[name] = {"dests": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["dests"].items()},
-                     "subs": st["subs"]}
+                     "subs": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["subs"].items()}}
     return out
 
 
@@ -494,7 +500,7 @@ def _ids(state: dict) -> dict:
             out[name] = st
             continue
         out[name] = {"dests": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["dests"].items()},
-                     "subs": st["subs"]}
+                     "subs": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["subs"].items()}}
     return out
 
 
