@@ -192,3 +192,18 @@ def test_case13_check_for_corrupt_journal_files_makes_latent_damage_critical(kah
     hit = [f for f in findings if f.code == "kahadb-checksum-mismatch"]
     assert hit and hit[0].severity is Severity.CRITICAL
     assert "checkForCorruptJournalFiles" in hit[0].message
+
+
+def test_case8_recover_does_not_bring_back_acknowledged_messages(kahadb_fixtures, tmp_path, capsys):
+    # recover writes the live state without an index (the broker rebuilds it from the journal): what it
+    # writes must be what the broker delivered, not the replay of what survives (fx.bulk 130, sub-a 100)
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    (root / "kahadb" / "db-12.log").unlink()
+    dest = tmp_path / "recovered"
+    assert main(["recover", str(root), "-o", str(dest), "--format", "json"]) == 1
+    capsys.readouterr()
+    doc = print_document(detect(dest))
+    live = {d["key"]: (len(d["live"]), {s["key"]: len(s["live"]) for s in d["subscriptions"]})
+            for st in doc["stores"] for d in st["destinations"]}
+    assert live == {"0:fx.audit": (120, {}), "0:fx.bulk": (13, {}), "0:fx.orders": (93, {}),
+                    "1:fx.events": (100, {"fx-durable-a:sub-a": 50, "fx-durable-b:sub-b": 100})}
