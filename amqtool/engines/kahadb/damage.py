@@ -17,8 +17,10 @@ consumers get: a changed body, or a read that stops the broker.
 Whether the bytes a live entry points at are intact is decided from the batch checksum (Adler-32): the batch
 holding the record must check out, either as stored or once the parts the broker does not read at dispatch
 are restored from what the index knows (the record's own 5-byte header: its length is the index's size,
-its type is 1) or once the stored checksum itself is taken as the damaged part (it differs from the
-computed one in a single byte, as a flipped bit or byte there leaves it).
+its type is 1; the command's messageId and destination fields), or once the stored checksum itself is
+taken as the damaged part (it differs from the computed one in a single byte, as a flipped bit or byte
+there leaves it), or when the checksum places a single changed byte outside the OpenWire message bytes the
+broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`).
 """
 from __future__ import annotations
 
@@ -107,12 +109,12 @@ def _batch_starts(buf, lo: int, hi: int) -> list[int]:
     return out
 
 
-def _adler_patched(buf, start: int, end: int, patches: list) -> int:
+def _patched(buf, start: int, end: int, patches: list) -> bytes:
     data = bytearray(buf[start:end])
     for off, raw in patches:
         if start <= off and off + len(raw) <= end:
             data[off - start:off - start + len(raw)] = raw
-    return zlib.adler32(data) & 0xFFFFFFFF
+    return bytes(data)
 
 
 def _one_byte_apart(a: int, b: int) -> bool:
@@ -143,10 +145,60 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
         if walked is not None and q + 28 + walked >= last_end:
             spans.add(walked)
         for span in spans:
-            computed = _adler_patched(buf, q + 28, q + 28 + span, patches)
+            data = _patched(buf, q + 28, q + 28 + span, patches)
+            computed = zlib.adler32(data) & 0xFFFFFFFF
             if computed == stored or _one_byte_apart(computed, stored):
                 return True
+            at = locate_one_byte(data, stored)
+            if at is not None and not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
+                return True  # one byte changed, outside every message the broker unmarshals at dispatch
     return False
+
+
+def locate_one_byte(data, stored: int) -> int | None:
+    """The position of the one byte of ``data`` whose change explains the Adler-32 ``stored`` (as written),
+    or None. Adler-32 is A = 1 + sum(bytes), B = sum of the running A's (mod 65521): a byte at position i of n
+    changed by d moves A by d and B by d * (n - i), so d and i follow, and restoring the byte must give the
+    stored value back (for n below 65521 the position is unique)."""
+    if stored <= 0 or stored > 0xFFFFFFFF:
+        return None
+    mod = 65521
+    computed = zlib.adler32(data) & 0xFFFFFFFF
+    da = ((computed & 0xFFFF) - (stored & 0xFFFF)) % mod
+    db = ((computed >> 16) - (stored >> 16)) % mod
+    if da == 0:
+        return None
+    n = len(data)
+    k = db * pow(da, -1, mod) % mod
+    i = n - k
+    if not 0 <= i < n:
+        return None
+    d = da if da < 256 else da - mod
+    orig = data[i] - d
+    if not 0 <= orig <= 255:
+        return None
+    fixed = bytearray(data)
+    fixed[i] = orig
+    return i if zlib.adler32(bytes(fixed)) & 0xFFFFFFFF == stored else None
+
+
+def _message_spans(buf, live: list) -> list:
+    """File ranges of the OpenWire message bytes of each live record (what loadMessage unmarshals); the whole
+    payload where the command does not decode."""
+    out = []
+    for _k, m in live:
+        start = m.offset + 5
+        try:
+            add = read_at(buf, m)
+            raw = bytes(add.message)
+            i = bytes(buf[start:m.offset + m.size]).find(raw) if raw else -1
+        except FormatError:
+            i = -1
+        if i < 0:
+            out.append((start, m.offset + m.size))
+        else:
+            out.append((start + i, start + i + len(raw)))
+    return out
 
 
 def _field_patches(buf, live: list) -> list:
