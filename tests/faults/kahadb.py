@@ -384,12 +384,13 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             out[directory.name] = rebuilt_state.get(directory.name, {"dests": {}, "subs": {}})
             continue
         files = _Files(directory)
-        needed = {m.file_id for dest in dests.values() for m in dest.messages}
+        needed = set()  # what recoverIndex checks: the locationIndex, the ack map, page 0's locations
         try:
             buf = (directory / "db.data").read_bytes()
             meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
             # recoverIndex's missing-file check walks every locationIndex key
             needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
+            needed |= _ack_map_files(meta.ack_map, files)
             # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
             needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
                                               meta.first_in_progress_tx) if loc is not None}
@@ -425,6 +426,24 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
         out[directory.name] = state
     return out
+
+
+def _ack_map_files(loc, files) -> set:
+    """Keys and values of the ack map page 0 names, when it loads (else the broker rebuilds it by replay, and
+    a rebuilt map names only files that exist)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb.commands import decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+
+    data = files(loc.log_id) if loc is not None else None
+    if not data:
+        return set()
+    try:
+        size = struct.unpack_from(">i", data, loc.offset)[0]
+        amap = decode_ack_file_map(decode_command(data[loc.offset + 5:loc.offset + size]).blob)
+    except (FormatError, struct.error, AttributeError, ValueError):
+        return set()
+    return set(amap) | {v for vs in amap.values() for v in vs}
 
 
 def _checkpoint_loads(directory: Path, files) -> bool:
