@@ -407,9 +407,11 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         append_at = None
         if newest is not None:
             append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
+        rolled_back = _rolled_back(directory, append_at)
         dd, subs = {}, {}
         for key, dest in dests.items():
-            kept = [m for m in dest.messages if append_at is None or (m.file_id, m.offset) < append_at]
+            rolled = rolled_back.get(key, set())
+            kept = [m for m in dest.messages if m.seq not in rolled]
             by_seq = [f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
             if by_seq:
                 dd[key] = tuple(by_seq)
@@ -425,6 +427,32 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
         out[directory.name] = state
+    return out
+
+
+def _rolled_back(directory: Path, append_at) -> dict:
+    """recoverIndex: per destination, the sequence ids whose locationIndex key is at or past where the
+    newest file appends (``GTEVisitor(lastAppendLocation)``): the broker removes them from its order index."""
+    from amqtool.formats.kahadb import pagefile as pf
+
+    if append_at is None:
+        return {}
+    buf = (directory / "db.data").read_bytes()
+    header = pf.decode_header(buf)
+    ps = header.page_size
+    meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+    size = 12 if meta.version >= 6 else 8
+
+    def key(r):
+        loc = (r.i32(), r.i32())
+        if size == 12:
+            r.i32()
+        return loc
+
+    out = {}
+    for dkey, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
+        out[dkey] = {seq for loc, seq in pf.iter_btree(buf, ps, sd.location_index, key, lambda r: r.i64())
+                     if loc >= append_at}
     return out
 
 

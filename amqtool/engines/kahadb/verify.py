@@ -173,9 +173,12 @@ def _index_rest(d, ev, judge, findings) -> None:
                 # reads the records where they are: damage there is judged with the corrupt range.
                 if fid != last_id and not judge.strict:
                     continue
-                if scan is not None and scan.end is not None and end > scan.end.offset:
-                    add(Finding(C, "kahadb-reference-past-end", f"the index holds messages of {key} up to offset "
-                                f"{end}, past the file's logical end {scan.end.offset}", _log(d, fid), scan.end.offset,
+                # (Location order is file then offset: recoverIndex's GTEVisitor(lastAppendLocation) and the
+                # strict check's BetweenVisitor compare where a record starts, not its size)
+                if scan is not None and scan.end is not None and end >= scan.end.offset:
+                    add(Finding(C, "kahadb-reference-past-end", f"the index holds a message of {key} at offset "
+                                f"{end}, at or past the file's logical end {scan.end.offset}: the broker rolls it "
+                                "back at start", _log(d, fid), scan.end.offset,
                                 {"destination": key, "fileId": fid}))
         lu = meta.last_update
         if lu is not None and d.last_record is not None:
@@ -184,6 +187,7 @@ def _index_rest(d, ev, judge, findings) -> None:
                 # What the lost records held is judged where it shows: live messages past the end
                 # (kahadb-reference-past-end), acks a rebuild would miss (kahadb-rebuild-would-differ), the
                 # checkpoint records (kahadb-checkpoint-unreadable). The broker starts from its index.
+                judge.damaged = True  # what the index reflects and the journal lost explains any mismatch
                 add(Finding(W, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
                             f"last readable record is {d.last_record[0]}:{d.last_record[1]}: records the index "
                             "reflects are gone or damaged", _log(d, lu.log_id), lu.offset))

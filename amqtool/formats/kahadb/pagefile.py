@@ -291,7 +291,7 @@ class IndexView:
     header: PageFileHeader
     metadata: Metadata
     destinations: dict = field(default_factory=dict)  # key -> StoredDestination
-    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes, max end offset)}
+    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes, last record offset)}
     message_counts: dict = field(default_factory=dict)  # key -> number of locationIndex entries
     sub_locations: dict = field(default_factory=dict)  # key -> {subKey: Location}
 
@@ -320,7 +320,7 @@ def decode_index(buf) -> IndexView:
             agg = files.setdefault(fid, [0, 0, 0])
             agg[0] += 1
             agg[1] += size
-            agg[2] = max(agg[2], off + size)
+            agg[2] = max(agg[2], off)
             count += 1
         view.location_files[key] = {f: tuple(a) for f, a in files.items()}
         view.message_counts[key] = count
