@@ -34,6 +34,10 @@ _NO_ID = (17, 18, 19)
 _BODY = (10, 11, 12, 13, 14, 15)
 MESSAGE_TYPES = (R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE)
 BINDING_TYPES = (R.QUEUE_BINDING_RECORD, R.ADDRESS_BINDING_RECORD)
+# records whose loss changes no message the broker delivers: duplicate-id cache, heuristic completions, page
+# counters (rebuilt from the pages at start since 2.27, and never what is delivered)
+_BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
+                          R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
 MAX_RECONSTRUCT = 1 << 20  # bytes of one damaged region read for reconstruction
@@ -135,6 +139,12 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
 
 
 _USER_TYPES = frozenset(v for k, v in vars(R).items() if k.isupper() and isinstance(v, int))
+# what AbstractJournalStorageManager.loadMessageJournal's switch accepts; its default throws
+# IllegalStateException("Invalid record type"), and the broker does not start
+_MESSAGE_JOURNAL_TYPES = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
+# the bodies loadMessageJournal decodes with a fixed layout: i64 queueID (refs, acks), + i32 count (delivery
+# count), i64 time + i64 queueID (scheduled delivery)
+_FIXED_BODY = {R.ADD_REF: 8, R.ACKNOWLEDGE_REF: 8, R.UPDATE_DELIVERY_COUNT: 12, R.SET_SCHEDULED_DELIVERY_TIME: 16}
 _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
@@ -171,7 +181,12 @@ class Evidence:
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
+    unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
+    bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
+    orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
+    opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    _deleted: set | None = None
 
     @classmethod
     def build(cls, bindings, messages) -> "Evidence":
@@ -187,7 +202,22 @@ class Evidence:
         ev.refs = {m: set(q) for m, q in state.refs.items()}
         ev.acked = set(state.acked)
         if messages is not None:
+            ev.opened = messages.opened
             ev.live_ids = {r.id for r in messages.live}
+            # a broker's store (its bindings journal, or a message record): then the user record types are the
+            # broker's (a bare journal of other user types, as JournalImpl's own tests write, is not judged so)
+            broker = bindings is not None or bool(ev.messages)
+            for r in messages.live if broker else ():
+                if r.user_record_type not in _MESSAGE_JOURNAL_TYPES:
+                    ev.unknown_types.append(r)
+                elif _FIXED_BODY.get(r.user_record_type, r.body_len) > r.body_len:
+                    ev.bad_refs.append(r)  # its decode reads past the body and throws: the load fails
+            for mid, qs in ev.refs.items():
+                if mid not in ev.messages:
+                    ev.orphan_updates[mid] = [(R.ADD_REF, q) for q in qs]
+            for m, q in ev.acked:
+                if m not in ev.messages:
+                    ev.orphan_updates.setdefault(m, []).append((R.ACKNOWLEDGE_REF, q))
             for a in messages.anomalies:
                 if a.code == "delete-unknown-id":
                     ev.deleted_unknown.add(a.ids["id"])
@@ -198,15 +228,57 @@ class Evidence:
     # -- references -------------------------------------------------------------------------------------
 
     def orphan_refs(self) -> dict[int, set[int]]:
-        """Message id -> the queues it still has unacked refs on, for messages with no message record."""
+        """Message id -> the queues it still has unacked refs on, for messages with no message record whose
+        loss is proven: its refs cannot be the updates of another message whose id byte was damaged (see
+        :meth:`misfiled`)."""
         out = {}
         for mid, qs in self.refs.items():
             if mid in self.messages:
                 continue
             left = {q for q in qs if (mid, q) not in self.acked}
-            if left:
+            if left and self.misfiled(mid) != HARMLESS:
                 out[mid] = left
         return out
+
+    def _one_byte_neighbours(self, rid: int, ids) -> list[int]:
+        """The ids of ``ids`` one flipped bit away from ``rid``; else the one id one damaged byte away, if
+        only one is (a byte of small ids has many neighbours: none of them is then evidence)."""
+        bits = [rid ^ (1 << k) for k in range(64) if rid ^ (1 << k) in ids]
+        if bits:
+            return bits
+        out = []
+        for b in range(8):
+            mask = 0xFF << (8 * b)
+            for v in range(256):
+                cand = (rid & ~mask) | (v << (8 * b))
+                if cand != rid and cand in ids:
+                    out.append(cand)
+        return out if len(out) == 1 else []
+
+    def misfiled(self, orphan: int) -> str:
+        """The updates of ``orphan`` (an id with refs or acks but no message record) read as another
+        message's, whose id differs in one byte (a damaged id field): HARMLESS when giving them back to it
+        changes nothing (the message was deleted since, or it is acknowledged there anyway), LOSS when it does
+        or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
+        away), UNKNOWN when no message is one byte away."""
+        updates = self.orphan_updates.get(orphan, [])
+        refless = [m for m in self._one_byte_neighbours(orphan, self.messages) if not self.refs.get(m)]
+        if refless:
+            return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
+        if len(updates) != 1:
+            return UNKNOWN
+        owners = self._one_byte_neighbours(orphan, self.messages)
+        if not owners:
+            # no live message one byte away: the update belonged to a message deleted since (its DELETE took
+            # every record of it), or the message itself is gone -- which a damaged region or file shows
+            return HARMLESS
+        kind, q = updates[0]
+        for m in owners:
+            if kind == R.ADD_REF and (m, q) not in self.acked:
+                return LOSS
+            if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
+                return LOSS
+        return HARMLESS
 
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
@@ -247,7 +319,11 @@ class Evidence:
     # -- what losing a record changes ---------------------------------------------------------------------
 
     def _deleted_later(self, rid: int) -> bool:
-        return rid in self.deleted_unknown
+        if rid in self.deleted_unknown:
+            return True
+        if self.opened is not None and self._deleted is None:
+            self._deleted = deleted_ids(self.opened)
+        return self._deleted is not None and rid in self._deleted
 
     def effect_of_loss(self, journal: str, rec: Rebuilt) -> str:
         """What the broker loses because it never read ``rec`` (a record of ``journal`` it skipped)."""
@@ -266,7 +342,9 @@ class Evidence:
                 return LOSS if self.bindings_ids.get(rid) in BINDING_TYPES else HARMLESS
             if rid in self.bindings_ids or self._deleted_later(rid):
                 return HARMLESS
-            return LOSS if rec.user_type in BINDING_TYPES else UNKNOWN
+            # a queue or address binding is what the broker delivers to; the other bindings records (status,
+            # id counter, settings, users, diverts) change no stored message
+            return LOSS if rec.user_type in BINDING_TYPES else HARMLESS
         if t == DELETE:
             return LOSS if self._live_queues(rid) else HARMLESS
         if t == ADD:
@@ -274,6 +352,8 @@ class Evidence:
                 if rid in self.messages or self._deleted_later(rid):
                     return HARMLESS
                 return LOSS if self._live_queues(rid) else HARMLESS
+            if rec.user_type in _BOOKKEEPING:
+                return HARMLESS
             return HARMLESS if self._deleted_later(rid) else UNKNOWN
         # UPDATE: an update always follows its add, so an id with no live record was deleted since
         if rid not in self.live_ids:
@@ -290,8 +370,11 @@ class Evidence:
             return HARMLESS
         return UNKNOWN
 
-    def _live_queues(self, mid: int) -> set[int]:
+    def live_queues(self, mid: int) -> set[int]:
+        """The queues still holding message ``mid`` (its refs without an ack)."""
         return {q for q in self.refs.get(mid, ()) if (mid, q) not in self.acked}
+
+    _live_queues = live_queues
 
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
@@ -334,4 +417,16 @@ def transaction_records(opened, tx_id: int) -> list[Rebuilt]:
             if tx == tx_id and t in (ADD_TX, UPDATE_TX, DELETE_TX):
                 start = off + fixed_size(t, jf.version) - 4
                 out.append(Rebuilt(t, off, size, tx, rid, utype, bytes(data[start:start + body_len]), ""))
+    return out
+
+
+def deleted_ids(opened) -> set[int]:
+    """The ids of every DELETE and DELETE_TX record in the files of ``opened`` (a rescan with the C scanner,
+    done only when a damaged record or transaction is judged: the load keeps no deleted ids)."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
     return out

@@ -107,6 +107,7 @@ class _GapInspector:
         self.mismatched: list = []  # commit-count-mismatch anomalies: judged by what their transaction held
         self.more_damaged: list[tuple[str, int]] = []
         self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
+        self.tail_bytes: dict[int, object] = {}
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -145,20 +146,22 @@ class _GapInspector:
                 "(their tag is not this file's)", path, stale_at))
             return
         last = gaps.tail_end - first
-        # Whether this is a torn tail (newest data file) is known only once every file is scanned.
+        # Whether this is a torn tail (newest data file) is known only once every file is scanned; a tail of
+        # another file is judged by the record it held, when it is one (a damaged last record).
         self.tails.append((scan.index, path, first, last))
+        self.tail_bytes[scan.index] = self._region(scan, first, min(gaps.tail_end + 4, jf.size))
 
     def finish(self, result) -> None:
-        """Note which tail is the newest file's (torn by a crash) once every file is scanned."""
-        data_indexes = [s.index for s in result.scans if s.has_data]
-        self.current = data_indexes[-1] if data_indexes else -1
+        """Keep the load once every file is scanned: which tail is the newest file's (torn by a crash) is
+        known only then."""
         self.result = result
         self.mismatched = [a for a in result.anomalies if a.code == "commit-count-mismatch"]
 
     def judge(self, evidence) -> None:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
-        from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, reconstruct, transaction_records
+        from amqtool.engines.artemis.evidence import (
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, transaction_records)
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -195,6 +198,30 @@ class _GapInspector:
                     f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
                     f"on): {what}", path, first, {"nextValidRecord": off}))
         files = self.result.files
+        # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
+        # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
+        failed = {tx.tx_id: tx for tx in self.result.failed if not tx.prepared}
+        for a in self.result.anomalies:
+            if a.code != "commit-unknown-tx" or not failed:
+                continue
+            t = a.ids["txId"]
+            for k in range(64):
+                tx = failed.get(t ^ (1 << k))
+                if tx is None:
+                    continue
+                recs = [Rebuilt(13 if not r.is_update else 14, 0, 0, tx.tx_id, r.id, r.user_record_type,
+                                self.opened.pread(r.file_index, r.body_offset, r.body_len), "")
+                        for r in tx.records]
+                recs += [Rebuilt(15, 0, 0, tx.tx_id, r.id, 0, b"", "") for r in tx.records_to_delete]
+                effect = evidence.effect_of_discarded(recs)
+                if effect != HARMLESS:
+                    self.findings.append(Finding(
+                        Severity.CRITICAL, "commit-damaged",
+                        f"the commit of transaction {t}, which has no records, is one bit from open transaction "
+                        f"{tx.tx_id}: its transaction id was damaged, so the broker rolls {tx.tx_id} back and "
+                        f"loses what it held ({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
+                        {"txId": tx.tx_id, "commitTxId": t}))
+                break
         for a in self.mismatched:
             i = a.ids
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
@@ -207,8 +234,21 @@ class _GapInspector:
                 + ("; none of them changes what the broker delivers" if harmless else
                    "; the broker loses what it held" if effect == LOSS else ""),
                 str(files[a.file_index].path), a.offset, dict(i)))
+        # After a compaction the freed files keep records the compacted files carry again (and deletes the
+        # compaction dropped), so reading them under their old fileID proves nothing: only a journal never
+        # compacted (no live record with a compactCount) tells a damaged header from a reused file this way.
+        compacted = any(r.compact_count > 0 for r in self.result.live)
+        for index, jf in enumerate(self.result.files):
+            if jf.file_id >= 1 << 31:
+                changes = evidence.changes_with(self.kind, _retagged(self.opened, index, jf.tag))
+                self.findings.append(Finding(
+                    Severity.CRITICAL if changes else Severity.WARNING, "file-id-damaged",
+                    f"header fileID {jf.file_id} is not one Artemis issues (its records carry {jf.tag}): its high "
+                    f"bytes were damaged and the broker loads this file after every other, "
+                    + ("which changes what it delivers" if changes else "to the same state"),
+                    str(jf.path), 8, {"fileId": jf.file_id, "recordTag": jf.tag}))
         for index, path, offset, tag in self.foreign:
-            if evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
+            if not compacted and evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
                 self.findings.append(Finding(
                     Severity.CRITICAL, "file-header-damaged",
                     f"none of this file's records carry its header's fileID, but they carry {tag}, and read under "
@@ -223,16 +263,64 @@ class _GapInspector:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
         for index, path, first, length in self.tails:
-            if index == self.current:
-                self.findings.append(Finding(
-                    Severity.WARNING, "torn-tail",
-                    f"{length} byte(s) of a partly written record after the last valid record of the "
-                    f"newest file: the broker stopped mid-write and will drop that record", path, first))
-            else:
-                self.findings.append(Finding(
-                    Severity.WARNING, "damaged-tail",
-                    f"{length} byte(s) of damaged data after the last valid record of a file that is not "
-                    f"the newest", path, first))
+            effect = None
+            if index != newest_data_file(self.result):
+                effect = self._tail_effect(index, first, length, evidence, effect_of)
+            if effect is None:
+                self.findings.append(tail_finding(self.result, index, path, first, length))
+                continue
+            harmless = effect == HARMLESS
+            self.findings.append(Finding(
+                Severity.WARNING if harmless else Severity.CRITICAL, "damaged-tail",
+                f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
+                f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
+                              "the broker will lose what it held"), path, first))
+
+    def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
+        """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
+        read as one record (None: they do not)."""
+        from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
+
+        region = self.tail_bytes.get(index)
+        if region is None:
+            return None
+        buf, base, tag, version = region
+        for end in range(first + length, min(first + length + 4, base + len(buf)) + 1):
+            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id)
+            if candidates:
+                effects = {effect_of(rec) for rec in candidates}
+                return effects.pop() if len(effects) == 1 else UNKNOWN
+        return None
+
+
+def newest_data_file(result) -> int:
+    """Index of the newest file holding records in a load ``result`` (the one a crash can tear), or -1."""
+    data_indexes = [s.index for s in result.scans if s.has_data]
+    return data_indexes[-1] if data_indexes else -1
+
+
+def tail_finding(result, index: int, path: str, first: int, length: int) -> Finding:
+    """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
+    neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
+    leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
+    (Artemis fills every file to the journal's file size before use)."""
+    if index == newest_data_file(result):
+        return Finding(
+            Severity.WARNING, "torn-tail",
+            f"{length} byte(s) of a partly written record after the last valid record of the "
+            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+    sizes = [f.size for f in result.files]
+    if len(sizes) > 1 and sizes[index] < max(sizes):
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
+            f"newest and is shorter than the journal's files: it was truncated, and the records after "
+            f"the cut are lost", path, first)
+    return Finding(
+        Severity.WARNING, "damaged-tail",
+        f"{length} byte(s) of damaged data after the last valid record of a file that is not "
+        f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
+        path, first)
 
 
 def _retagged(opened, index: int, tag: int):
@@ -321,7 +409,7 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
+def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -335,13 +423,16 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
     and reused files do not explain it, or when live updates without their add corroborate it; otherwise it is
     ``file-id-gap`` (info).
     """
-    data_ids = [s.file.file_id for s in result.scans if s.has_data]
+    # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
+    # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
+    data_ids = [s.file.file_id for s in result.scans if s.has_data and s.file.file_id < 1 << 31]
     if len(data_ids) < 2:
         return
     low, high = min(data_ids), max(data_ids)
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
     # 64-bit fileID.
-    inside = sorted({f.file_id for f in result.files if low < f.file_id < high})
+    inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
+                    | {t for t in found_elsewhere if low < t < high})
     count = high - low - 1 - len(inside)
     if count <= 0:
         return
@@ -380,8 +471,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
         return
     because = (f"; {orphans} live update(s) have lost their add record" if orphans else
                " and not explained by reused files")
+    # never compacted and not explained by reuse, or live updates without their add: a data file is gone
     findings.append(Finding(
-        Severity.WARNING, "missing-journal-file",
+        Severity.CRITICAL, "missing-journal-file",
         f"fileID(s) {shown} missing between data files{because}: a journal file appears to have been "
         f"removed; its records are lost", where, None, details))
 
@@ -553,7 +645,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.failed = len(result.failed)
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
-            _gap_findings(result, findings)
+            # an id whose records are in a file with another header fileID is judged as that file's header
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign})
         _load_findings(result, findings)
         if journal.kind == "jms":
             _jms_findings(result, findings)
@@ -594,6 +687,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             for inspector in inspectors:
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
+            _message_findings(store, evidence, results.get("messages"), report.findings)
     if store.jms is not None:
         _, inspector = verify_journal(store, store.jms, report, progress)
         if inspector is not None:
@@ -605,6 +699,47 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
 
 
 MAX_LISTED = 20
+
+
+def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, findings: list[Finding]) -> None:
+    """Every message the broker would deliver must decode as its load decodes it: a persister id it does not
+    know, or an encoding that runs past the body, makes ``loadMessageJournal`` throw (``print`` shows such a
+    message as undecodable; ``export`` leaves it out). Decoded by the export's C column decoder (the Python
+    reference without the extension); large-message bodies are not read here (their files are checked apart)."""
+    from amqtool.engines.export.columns import row
+    from amqtool.engines.export.local import message_batches
+    from amqtool.engines.export.model import ExportSummary
+    from amqtool.store.journal_files import BodyWindows
+
+    if result is None:
+        return
+    live = {}
+    for m in evidence.messages:
+        qs = evidence.live_queues(m)
+        if qs:
+            live[m] = qs
+    records = [r for r in result.live
+               if not r.is_update and r.user_record_type in (45, 31) and r.id in live]
+    if not records:
+        return
+    records.sort(key=lambda r: (r.file_index, r.body_offset))
+    body = BodyWindows(result.opened).body
+    summary = ExportSummary("verify", "artemis")
+    messages = ((r.user_record_type, body(r.file_index, r.body_offset, r.body_len), r.id,
+                 [row("", q, None) for q in sorted(live[r.id])], "") for r in records)
+    for _ in message_batches(messages, safe=True, large=None, summary=summary):
+        pass
+    if summary.problem_count:
+        where = {r.id: r for r in records}
+        first = summary.problems[0]
+        rec = where.get(first.message_id)
+        shown = "; ".join(f"message {p.message_id}: {p.message}" for p in summary.problems[:5])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-undecodable",
+            f"{summary.problem_count} message(s) still on a queue do not decode as the broker's load decodes them "
+            f"(it throws on them): {shown}", str(result.files[rec.file_index].path) if rec else None,
+            rec.body_offset if rec else None,
+            {"count": summary.problem_count, "messageIds": [p.message_id for p in summary.problems]}))
 
 
 def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: list[Finding]) -> None:
@@ -627,6 +762,21 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    if evidence.unknown_types:
+        r = evidence.unknown_types[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "unknown-record-type",
+            f"{len(evidence.unknown_types)} live record(s) of a user record type the broker's message journal "
+            f"load does not know (first: record {r.id}, type {r.user_record_type}): it throws 'Invalid record "
+            f"type' and does not start", str(results["messages"].files[r.file_index].path), r.body_offset,
+            {"count": len(evidence.unknown_types)}))
+    if evidence.bad_refs:
+        r = evidence.bad_refs[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-undecodable",
+            f"{len(evidence.bad_refs)} live reference or acknowledgement record(s) whose body is not one queue id "
+            f"(first: record {r.id}, {r.body_len} bytes): the broker's load fails on it",
+            str(results["messages"].files[r.file_index].path), r.body_offset, {"count": len(evidence.bad_refs)}))
     unknown = evidence.refs_to_unknown_queues()
     if unknown:
         shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED])
