@@ -45,6 +45,9 @@ def create(
                                                "prepared."),
     dry_run: bool = typer.Option(False, "--dry-run", help="--from: say what would be migrated; write nothing."),
     force: bool = typer.Option(False, "--force", help="--from: read the source even while a broker locks it."),
+    salvage: bool = typer.Option(False, "--salvage",
+                                 help="--from: migrate what survives of a source verify calls CRITICAL, and "
+                                      "list what is left out (refused otherwise)."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -54,7 +57,7 @@ def create(
 
         fs = engine.parse_size(file_size, "--file-size") if file_size is not None else None
         from_only = [n for n, v in (("--large-message-threshold", large_threshold), ("--include-prepared",
-                     include_prepared), ("--dry-run", dry_run), ("--force", force)) if v]
+                     include_prepared), ("--dry-run", dry_run), ("--force", force), ("--salvage", salvage)) if v]
         if source is None and from_only:
             from amqtool.errors import UsageError
 
@@ -65,7 +68,7 @@ def create(
 
                 raise UsageError("--from and --demo are exclusive")
             _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt,
-                         quiet)
+                         quiet, salvage)
             return
         if demo is not None:
             size = engine.parse_size(demo, "--demo size")
@@ -100,7 +103,8 @@ def create(
             write_document(doc, fmt)
 
 
-def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet):
+def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet,
+                 salvage=False):
     from amqtool.engines.artemis.create import parse_size
     from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from
     from amqtool.errors import Verdict
@@ -111,10 +115,12 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     with progress("migrating", None, quiet) as advance:
         doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
                                  dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
-                                 progress=advance)
+                                 salvage=salvage, progress=advance)
     left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(
         not t["migrated"] for t in doc["preparedTransactions"])
-    verdict = Verdict.WARNING if left_out else Verdict.OK
+    verdict = Verdict.WARNING if left_out or doc.get("sourceVerdict") in ("WARNING", "CRITICAL") else Verdict.OK
+    if doc.get("sourceVerdict") == "CRITICAL" and not salvage:
+        verdict = Verdict.CRITICAL  # a dry run of a source create --from refuses
     doc = {"verdict": verdict.name, **doc}
     if fmt is OutputFormat.text:
         _text_from(doc)

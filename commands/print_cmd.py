@@ -140,8 +140,7 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
                  quiet, wide, tag: str | None = None) -> Verdict:
     """One store on disk printed; its verdict (files Artemis refuses, as verify judges them)."""
     if store.kind == "kahadb":
-        _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
-        return Verdict.OK
+        return _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
     if pins or drain:
         return _print_artemis_pins(store, fmt, drain, quiet, wide)
     from amqtool.engines.artemis.journal_print import (
@@ -202,13 +201,13 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
 
 
 def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool,
-                  wide: bool = False) -> None:
+                  wide: bool = False) -> Verdict:
     from amqtool.engines import kahadb
 
     with progress("reading", None, quiet) as advance:
         if fmt is OutputFormat.jsonl and not (pins or drain):
             write_jsonl(kahadb.iter_record_rows(store, safe=safe))
-            return
+            return Verdict.OK  # the records only: no document, no judgement
         doc = kahadb.print_document(store, safe=safe, records=False, pins=pins or bool(drain), drain=drain,
                                     progress=advance)
     if fmt is OutputFormat.json:
@@ -217,6 +216,7 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         _write_pins_jsonl(doc, "stores", ("directory", "txStore"), "pins")
     else:
         write_lines(fold_lines(kahadb.render_text(doc), wide=wide))
+    return Verdict[doc["verdict"]]  # verify's verdict of the same load, and its exit code
 
 
 def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool, wide: bool = False) -> Verdict:
