@@ -4,9 +4,10 @@
 set -euo pipefail
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 export OUT=${OUT:-/work/leveldb-stores}
-ALL="${*:-snappy xa gc killed killed-zerofill jni-index jni-index-gc replicas big}"
+ALL="${*:-snappy index-none xa gc killed killed-zerofill jni-index jni-index-gc replicas big}"
 for n in $ALL; do case $n in
   snappy)   "$TOOLS/stores.sh" snappy clean 8192 -Dgen.logCompression=snappy -Dgen.indexWriteBufferSize=1024 ;;
+  index-none) "$TOOLS/stores.sh" index-none clean 65536 -Dgen.indexCompression=none -Dgen.indexWriteBufferSize=4096 ;;
   xa)       "$TOOLS/stores.sh" xa xa 65536 -Dgen.indexWriteBufferSize=4096 ;;
   gc)       "$TOOLS/stores.sh" gc gc 65536 -Dgen.indexWriteBufferSize=4096 ;;
   killed)   "$TOOLS/kill.sh" killed 65536 3 -Dgen.indexWriteBufferSize=8192 -Dgen.txProducers=4 -Dgen.txSize=30 -Dgen.txPad=6000 ;;
