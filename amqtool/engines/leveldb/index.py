@@ -1,0 +1,129 @@
+"""Reading the store's index, a LevelDB database (``dirty.index/``, snapshots ``%016x.index/``), straight from
+its files, never through a LevelDB library (opening one writes LOCK, a new MANIFEST and compactions).
+
+As ``DBImpl::Recover`` does: ``CURRENT`` names the MANIFEST; its edits give the live table files and the
+log number; the write-ahead logs numbered from it (or equal to the previous log number) are replayed in
+number order over the tables. Every key's newest entry (highest sequence) wins; a deletion hides it.
+Tables and logs that the MANIFEST does not name are listed (``orphans``) but not read, as LevelDB ignores
+(then deletes) them.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amqtool.errors import FormatError
+from amqtool.formats.leveldb import dblog, manifest, table
+
+_NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
+
+
+@dataclass
+class IndexDB:
+    directory: Path
+    data: dict = field(default_factory=dict)  # user key -> value (live keys only)
+    problems: list = field(default_factory=list)  # (path, offset, message, severity "critical"|"warning")
+    tables: list = field(default_factory=list)  # {"file", "level", "size", "entries", "blocks", "compression"}
+    logs: list = field(default_factory=list)  # {"file", "records", "operations", "tornTail"}
+    orphans: list = field(default_factory=list)
+    manifest: str | None = None
+    error: str | None = None  # nothing could be read (no CURRENT, unreadable MANIFEST)
+    last_sequence: int = 0
+
+    def get(self, key: bytes):
+        return self.data.get(key)
+
+    def problem(self, path, offset, message, severity="critical"):
+        self.problems.append((str(path), offset, message, severity))
+
+
+def _read(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def read_index(directory: str | os.PathLike) -> IndexDB:
+    d = Path(directory)
+    db = IndexDB(d)
+    try:
+        current = _read(d / "CURRENT").decode("ascii", "replace").strip()
+    except OSError as err:
+        db.error = f"no readable CURRENT ({err.strerror})"
+        return db
+    if not current.startswith("MANIFEST-") or "/" in current:
+        db.error = f"CURRENT names {current[:40]!r}, not a MANIFEST"
+        return db
+    db.manifest = current
+    try:
+        version = manifest.read_manifest(_read(d / current))
+    except OSError as err:
+        db.error = f"{current} unreadable ({err.strerror})"
+        return db
+    for off, msg in version.problems:
+        db.problem(d / current, off, msg)
+    try:
+        names = sorted(os.listdir(d))
+    except OSError as err:
+        db.error = f"cannot list the index directory ({err.strerror})"
+        return db
+    newest: dict[bytes, tuple[int, int, bytes | None]] = {}  # key -> (sequence, kind, value)
+
+    def put(key, seq, kind, value):
+        old = newest.get(key)
+        if old is None or seq >= old[0]:
+            newest[key] = (seq, kind, value)
+
+    files = {}
+    for n in names:
+        m = _NUM.match(n)
+        if m:
+            files.setdefault(m.group(2), []).append((int(m.group(1)), n))
+    for num, (level, size) in sorted(version.files.items()):
+        name = next((n for k, n in files.get("sst", []) + files.get("ldb", []) if k == num), None)
+        if name is None:
+            db.problem(d / f"{num:06d}.sst", None, f"table {num:06d} named by {current} is missing")
+            continue
+        try:
+            tr = table.read_table(_read(d / name))
+        except (OSError, FormatError) as err:
+            db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
+            continue
+        for off, msg in tr.problems:
+            db.problem(d / name, off, msg)
+        for e in tr.entries:
+            put(e.user_key, e.sequence, e.kind, e.value)
+        comp = sorted({b.compression for b in tr.blocks})
+        db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
+                          "blocks": len(tr.blocks),
+                          "compression": [{0: "none", 1: "snappy"}.get(c, str(c)) for c in comp]})
+    live_tables = set(version.files)
+    for k, n in files.get("sst", []) + files.get("ldb", []):
+        if k not in live_tables:
+            db.orphans.append(n)
+    for num, name in sorted(files.get("log", [])):
+        if num < version.log_number and num != version.prev_log_number:
+            db.orphans.append(name)
+            continue
+        try:
+            lr = dblog.read_log(_read(d / name))
+        except OSError as err:
+            db.problem(d / name, None, f"unreadable ({err.strerror})")
+            continue
+        for p in lr.problems:
+            db.problem(d / name, p.offset, p.message)
+        ops = 0
+        for off, rec in lr.records:
+            try:
+                for op in dblog.iter_batch(rec):
+                    put(op.key, op.sequence, op.kind, op.value)
+                    ops += 1
+            except FormatError as err:
+                db.problem(d / name, off, f"write batch: {err.message}")
+        db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+    for key, (seq, kind, value) in newest.items():
+        db.last_sequence = max(db.last_sequence, seq)
+        if kind == dblog.TYPE_VALUE:
+            db.data[key] = value
+    return db
