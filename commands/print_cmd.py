@@ -73,6 +73,11 @@ def print_(
         if store.kind == "kahadb":
             _print_kahadb(store, fmt, safe, pins, drain, quiet)
             return
+        if store.kind in ("leveldb", "replicated-leveldb"):
+            if drain:
+                raise UsageError("--drain applies to KahaDB and Artemis stores")
+            _print_leveldb(store, fmt, safe, pins, quiet)
+            return
         if pins or drain:
             _print_artemis_pins(store, fmt, drain, quiet)
             return
@@ -147,6 +152,23 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
         write_json(doc)
     else:
         write_lines(kahadb.render_text(doc))
+
+
+def _print_leveldb(store, fmt: OutputFormat, safe: bool, pins: bool, quiet: bool) -> None:
+    from amqtool.engines.leveldb import document
+
+    with progress("reading", None, quiet):
+        if fmt is OutputFormat.jsonl:
+            write_jsonl(document.iter_record_rows(store, safe=safe))
+            return
+        doc = document.print_document(store, safe=safe, pins=pins)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    else:
+        write_lines(fit_lines(document.render_text(doc)))
+    verdict = Verdict[doc["verdict"]]
+    if verdict is not Verdict.OK:
+        finish(verdict)
 
 
 def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool) -> None:

@@ -92,6 +92,11 @@ def verify(
 
             with progress("verifying", None, quiet) as advance:
                 findings, summary = kahadb.verify_store(store, progress=advance)
+        elif store.kind in ("leveldb", "replicated-leveldb"):
+            from amqtool.engines.leveldb.verify import verify_store as verify_leveldb
+
+            with progress("verifying", None, quiet) as advance:
+                findings, summary = verify_leveldb(store, progress=advance)
         else:
             from amqtool.engines.artemis.verify import total_bytes, verify_store
 

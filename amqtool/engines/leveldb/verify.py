@@ -1,0 +1,290 @@
+"""``verify`` for LevelDB stores: every log record's framing and CRC-32, the chain of units of work, the index
+snapshot's LevelDB files, the recovery replay, and the recovered index against the log.
+
+Finding codes (man/amqtool-verify.1):
+
+================================  ========  ===============================================================
+code                              severity  meaning
+================================  ========  ===============================================================
+leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
+                                            cut unit of work at the end of the last file)
+leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
+leveldb-truncated-record          CRITICAL  a record running past the end of a file that is not the last
+leveldb-uow-broken                CRITICAL  a UOW_END naming another start than its own unit's
+leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
+                                            broker drops those records on start
+leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
+                                            is not in its index
+leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message)
+leveldb-entry-bad-data            CRITICAL  an entry points at a record that is not its DATA record, or one
+                                            whose checksum fails
+leveldb-orphan-entries            WARNING   entries of collections the index does not hold
+leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
+leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
+leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
+leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
+leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
+leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
+leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
+leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
+leveldb-gc-gap                    INFO      log positions between files: logs the broker's GC deleted
+leveldb-replicas-disagree         CRITICAL  replicated: two nodes' logs differ within their common range
+leveldb-replica-behind            INFO      replicated: a node's log ends before the latest node's
+================================  ========  ===============================================================
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+from amqtool.errors import Finding, Severity
+from amqtool.formats.leveldb import recordlog as L
+from amqtool.engines.leveldb.document import cut_tail, dirty_flag
+from amqtool.engines.leveldb.load import LevelDBState, load
+
+C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
+_HEAD = L.HEADER
+_UOW = struct.Struct(">q")
+
+
+def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
+               add, counts: dict, progress) -> None:
+    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at."""
+    mv = memoryview(buf)
+    n = len(mv)
+    pos = 0
+    path = str(f.path)
+    unit = f.position
+    crc = zlib.crc32
+    unpack = _HEAD.unpack_from
+    base = f.position
+    bad_crc = 0
+    first_bad = None
+    records = 0
+    while pos < n:
+        if pos + L.HEADER_SIZE > n:
+            if any(mv[pos:n]):
+                _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
+                      complete_end)
+            break
+        magic, kind, cs, length = unpack(mv, pos)
+        if magic != 0x2A:
+            if magic == 0 and kind == 0 and cs == 0 and length == 0:
+                if not is_last and any(mv[pos:n]):
+                    add(Finding(C, "leveldb-not-a-record", "zero bytes, then more data, where records should "
+                                "continue", path, pos))
+                elif not is_last:
+                    add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
+                                "bytes before the end of a file that is not the last", path, pos))
+                break
+            _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
+                  is_last, complete_end)
+            break
+        end = pos + L.HEADER_SIZE + length
+        if end > n:
+            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {end - n} byte(s) past the end of "
+                  "the file", is_last, complete_end)
+            break
+        data = mv[pos + L.HEADER_SIZE:end]
+        ok = crc(data) == (cs & 0xFFFFFFFF)
+        records += 1
+        if not ok:
+            bad_crc += 1
+            if first_bad is None:
+                first_bad = pos
+            tail = is_last and complete_end is not None and pos >= complete_end
+            add(Finding(W if tail else C, "leveldb-checksum-mismatch",
+                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {cs & 0xFFFFFFFF:#010x}, "
+                        f"computed {crc(data):#010x}" + (" (in the cut unit of work)" if tail else ""), path, pos))
+        if kind == L.UOW_END and length == 8:
+            start = _UOW.unpack_from(data)[0]
+            if start != unit and not (is_last and complete_end is not None and pos >= complete_end):
+                add(Finding(C, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
+                            f"starts at {unit:#x}", path, pos))
+            unit = base + end
+        elif kind == L.DATA:
+            counts["data"] += 1
+            at = base + pos
+            if at in wanted:
+                found[at] = (length, ok)
+        pos = end
+    counts["records"] += records
+    data.release() if records else None
+    mv.release()
+    if progress is not None:
+        progress(f.size)
+
+
+def _stop(add, path, pos, reason, detail, is_last, complete_end) -> None:
+    if is_last and complete_end is not None and pos >= complete_end:
+        return  # inside the cut unit of work: reported once as leveldb-uow-cut
+    code = "leveldb-truncated-record" if reason == "truncated" else "leveldb-not-a-record"
+    add(Finding(C, code, detail + "; the records after it cannot be read", path, pos))
+
+
+def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
+    add = findings.append
+    directory = str(st.directory)
+    # entries -> the DATA records they need
+    wanted: dict[int, list] = {}
+    for d in st.destinations.values():
+        for m in d.messages:
+            wanted.setdefault(m.location, []).append((d.qualified, m))
+    for t in st.transactions:
+        for m, dest in t.sends:
+            wanted.setdefault(m.location, []).append((f"prepared {t.xid}", m))
+    found: dict[int, tuple] = {}
+    counts = {"records": 0, "data": 0}
+    prev_end = None
+    for i, f in enumerate(st.logs):
+        if prev_end is not None and f.position > prev_end:
+            add(Finding(I, "leveldb-gc-gap", f"log positions {prev_end:#x}..{f.position - 1:#x} are in no file "
+                        "(logs the broker's GC deleted)", str(f.path), None))
+        elif prev_end is not None and f.position < prev_end:
+            add(Finding(C, "leveldb-not-a-record", f"this file starts at {f.position:#x}, inside the previous "
+                        f"file's records (which end at {prev_end:#x})", str(f.path), 0))
+        is_last = i == len(st.logs) - 1
+        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
+                   counts, progress)
+        prev_end = f.limit
+    cut = cut_tail(st)
+    if cut:
+        add(Finding(W, "leveldb-uow-cut", f"the last unit of work is incomplete: {cut['records']} record(s) after "
+                    f"offset {cut['offset']} (a crash mid-write); the broker drops them on start",
+                    str(st.logs[-1].path), cut["offset"], {"records": cut["records"]}))
+    rep = st.replay
+    if rep.stopped:
+        f = st.reader.file_at(rep.stopped[0])
+        add(Finding(C, "leveldb-replay-stopped", f"the broker's replay stops at log position {rep.stopped[0]:#x} "
+                    f"({rep.stopped[1]}); {rep.limit - rep.stopped[0]} byte(s) of log up to {rep.limit:#x} are not "
+                    "applied to its index", str(f.path) if f else directory,
+                    rep.stopped[0] - f.position if f else None))
+    lost = bad = 0
+    for loc, users in sorted(wanted.items()):
+        got = found.get(loc)
+        holder, m = users[0]
+        f = st.reader.file_at(loc)
+        if got is None:
+            if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
+                lost += len(users)
+                add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
+                            f"{loc:#x} is in no log file (the message is lost)", directory, None,
+                            {"position": loc, "destinations": [u[0] for u in users]}))
+            else:
+                bad += len(users)
+                add(Finding(C, "leveldb-entry-bad-data", f"{holder} seq {m.seq}: no DATA record starts at log "
+                            f"position {loc:#x}", str(f.path), loc - f.position))
+        else:
+            length, ok = got
+            if length != m.length or not ok:
+                bad += len(users)
+                why = f"its length is {length}, the entry says {m.length}" if length != m.length else \
+                    "its checksum does not match"
+                add(Finding(C, "leveldb-entry-bad-data", f"{holder} seq {m.seq}: the DATA record at {loc:#x}: "
+                            f"{why}", str(f.path), loc - f.position))
+    known = {int.from_bytes(k[1:9], "big", signed=True) for k in st.index if k[:1] == b"c" and len(k) == 9}
+    orphans: dict[int, int] = {}
+    for k in st.index:
+        if k[:1] == b"e" and len(k) >= 9:
+            ck = int.from_bytes(k[1:9], "big", signed=True)
+            if ck not in known:
+                orphans[ck] = orphans.get(ck, 0) + 1
+    for ck, n in sorted(orphans.items()):
+        add(Finding(W, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
+                    "not hold (the broker never reads them)", directory, None))
+    for key, msg in st.load_problems:
+        add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
+    db = st.snapshot_db
+    if st.snapshot is None:
+        if st.logs:
+            add(Finding(W, "leveldb-no-snapshot", "no index snapshot (NNN.index): the broker rebuilds the index "
+                        f"by replaying the log from {st.logs[0].name}", directory, None))
+    elif db.error:
+        add(Finding(C, "leveldb-index-unreadable", f"index snapshot {st.snapshot[1].name}: {db.error}",
+                    str(st.snapshot[1]), None))
+    else:
+        for path, off, msg, _sev in db.problems:
+            add(Finding(C, "leveldb-index-damaged", msg, path, off))
+    if dirty_flag(st):
+        add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
+                    "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
+                                                                                        "dirty.index"), None))
+    for t in st.transactions:
+        add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
+                    f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))
+    for s in st.dropped_subscriptions:
+        add(Finding(I, "leveldb-dropped-subscription", f"durable subscription {s.client_id}:{s.name} names topic "
+                    f"collection {s.topic_key}, which is gone; the broker drops it at start", directory, None))
+    for d in st.dropped_topics:
+        add(Finding(I, "leveldb-dropped-topic", f"{d.qualified} has no durable subscription; the broker drops it "
+                    f"(and its {len(d.messages)} message(s)) at start", directory, None))
+    return {"files": len(st.logs), "bytes": sum(f.size for f in st.logs), "records": counts["records"],
+            "dataRecords": counts["data"], "unitsOfWorkReplayed": rep.units,
+            "destinations": len(st.destinations),
+            "messages": sum(len(d.messages) for d in st.destinations.values()),
+            "subscriptions": sum(len(d.subscriptions) for d in st.destinations.values()),
+            "preparedTransactions": len(st.transactions), "lostMessages": lost, "damagedMessages": bad,
+            "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
+
+
+def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
+    findings: list[Finding] = []
+    if not store.replicated:
+        with load(store) as st:
+            return findings, verify_state(st, findings, progress)
+    nodes = []
+    for n in store.nodes:
+        sub: list[Finding] = []
+        with load(store, node=n) as st:
+            summary = verify_state(st, sub, progress)
+            summary["directory"] = str(n.directory)
+            nodes.append((n, summary, _ranges(st)))
+        findings.extend(sub)
+    return findings, _replicas(nodes, findings)
+
+
+def _ranges(st: LevelDBState) -> list:
+    """(position, bytes) of each file's bytes up to the node's log end (for comparing replicas)."""
+    out = []
+    for f in st.logs:
+        stop = min(f.limit, st.replay.limit) if f is st.logs[-1] else f.limit
+        if stop > f.position:
+            out.append((f.position, f.path, stop - f.position))
+    return out
+
+
+def _replicas(nodes: list, findings: list) -> dict:
+    """Which node holds the latest log position, and whether all nodes' logs agree up to the shortest."""
+    latest = max(nodes, key=lambda x: x[1]["logEnd"])
+    common_start = max((r[0][0] for _n, _s, r in nodes if r), default=0)
+    common_end = min(s["logEnd"] for _n, s, _r in nodes)
+    digests = {}
+    for n, s, ranges in nodes:
+        h = zlib.crc32(b"")
+        for pos, path, size in ranges:
+            lo, hi = max(pos, common_start), min(pos + size, common_end)
+            if hi <= lo:
+                continue
+            with open(path, "rb") as fh:
+                fh.seek(lo - pos)
+                left = hi - lo
+                while left:
+                    chunk = fh.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    h = zlib.crc32(chunk, h)
+                    left -= len(chunk)
+        digests[str(n.directory)] = h
+        if s["logEnd"] < latest[1]["logEnd"]:
+            findings.append(Finding(I, "leveldb-replica-behind", f"this node's log ends at {s['logEnd']:#x}, "
+                                    f"{latest[1]['logEnd'] - s['logEnd']} byte(s) behind {latest[0].directory}",
+                                    str(n.directory), None))
+    agree = len(set(digests.values())) <= 1
+    if not agree:
+        findings.append(Finding(C, "leveldb-replicas-disagree", "the nodes' logs differ within their common range "
+                                f"{common_start:#x}..{common_end:#x}", str(latest[0].directory), None,
+                                {"crc32": {k: f"{v:#010x}" for k, v in digests.items()}}))
+    return {"nodes": [s for _n, s, _r in nodes], "latestNode": str(latest[0].directory),
+            "latestPosition": latest[1]["logEnd"], "commonRange": [common_start, common_end],
+            "replicasAgree": agree, "files": sum(s["files"] for _n, s, _r in nodes),
+            "bytes": sum(s["bytes"] for _n, s, _r in nodes)}
