@@ -7,7 +7,8 @@ Document (man/amqtool-print.1, "LevelDB stores")::
      "index": {"snapshot", "snapshotPosition", "dirty", "tables", "logs"},
      "replay": {"from", "to", "end", "records", "unitsOfWork", "stopped", "droppedOperations"},
      "unitsOfWork": {"completed", "cut": {"file", "offset", "records"} | null},
-     "destinations": [{"name", "type", "qualifiedName", "key", "messageCount", "live": [message...],
+     "destinations": [{"name", "type", "qualifiedName", "key", "messageCount" (the broker's getMessageCount:
+                       every entry, prepared-acked ones included), "recovered" (len(live)), "live": [message...],
                        "subscriptions": [{"clientId", "subscriptionName", "selector", "key", "ackPosition",
                                           "preparedAck", "pendingCount", "live": [message...]}]}],
      "transactions": [{"key", "xid", "state": "prepared", "sends", "acks", "live": [message...]}],
@@ -73,7 +74,7 @@ def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) 
                  "live": [decoded[id(m)] for m in s.pending]} for s in sorted(
                      d.subscriptions, key=lambda s: (s.client_id or "", s.name or ""))]
         dests.append({"name": d.name, "type": d.kind, "qualifiedName": d.qualified, "key": d.key,
-                      "messageCount": len(d.messages), "entries": d.entries,
+                      "messageCount": d.entries, "recovered": len(d.messages),
                       "live": [decoded[id(m)] for m in d.messages], "subscriptions": subs})
     txs = [{"key": t.key, "xid": t.xid, "state": "prepared", "sends": len(t.sends), "acks": len(t.acks),
             "sendsTo": _count(dest for _m, dest in t.sends),

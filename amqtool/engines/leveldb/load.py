@@ -86,6 +86,7 @@ class Destination:
 class PreparedTransaction:
     key: int
     xid: str
+    parts: object = None  # records.Xid
     sends: list = field(default_factory=list)  # (Message with collection = tx key, destination qualified)
     acks: list = field(default_factory=list)  # XaAck
 
@@ -331,7 +332,8 @@ def _load_collections(st: LevelDBState) -> None:
     prepared_acks: set[tuple[int, int]] = set()
     for ckey, rec in txs:
         try:
-            tx = PreparedTransaction(ckey, R.decode_xid(rec.meta or b""))
+            parts = R.decode_xid_parts(rec.meta or b"")
+            tx = PreparedTransaction(ckey, parts.key, parts)
         except FormatError as err:
             st.load_problems.append((ckey, f"transaction id: {err.message}"))
             continue

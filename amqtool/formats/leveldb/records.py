@@ -220,9 +220,29 @@ def decode_delivery_count(meta) -> int:
         return 0
 
 
+@dataclass(frozen=True)
+class Xid:
+    format_id: int
+    global_id: bytes
+    branch: bytes
+    local: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"XID:[{self.format_id},globalId={self.global_id.hex()},branchId={self.branch.hex()}]"
+
+    def __str__(self) -> str:
+        return self.key
+
+
 def decode_xid(data) -> str:
+    return decode_xid_parts(data).key
+
+
+def decode_xid_parts(data) -> Xid:
     """A transaction collection's meta: ``wireFormat.marshal(XATransactionId)`` (size prefix, type 112,
-    loose formatId, globalTransactionId, branchQualifier) -> ``XID:[fmt,global hex,branch hex]``."""
+    loose formatId, globalTransactionId, branchQualifier) -> ``XID:[fmt,globalId=hex,branchId=hex]``, as
+    ``XATransactionId.toString`` prints it."""
     from amqtool.formats.kahadb.openwire import _Reader
 
     r = _Reader(bytes(data))
@@ -235,4 +255,4 @@ def decode_xid(data) -> str:
     fmt = r.int()
     gid = r.byte_array() or b""
     bq = r.byte_array() or b""
-    return f"XID:[{fmt},{gid.hex()},{bq.hex()}]"
+    return Xid(fmt, gid, bq)

@@ -42,3 +42,16 @@ def prepared_xids(recovered: Path) -> list:
 
 def sha256(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
+
+
+def compare(store_dir: Path, doc: dict) -> list[str]:
+    """Differences between print's document and the store's recovered.json (empty when they agree)."""
+    e = expected(Path(store_dir) / "recovered.json")
+    g = got_from_print(doc)
+    out = [f"{k}: expected {str(e.get(k))[:300]} got {str(g.get(k))[:300]}" for k in sorted(set(e) | set(g))
+           if e.get(k) != g.get(k)]
+    want = sorted(prepared_xids(Path(store_dir) / "recovered.json"))
+    have = sorted(t["xid"] for t in doc["transactions"])
+    if want != have:
+        out.append(f"prepared transactions: expected {want} got {have}")
+    return out
