@@ -60,11 +60,13 @@ class Subscription:
     selector: str | None
     ack_position: int
     prepared_ack: bool = False
-    pending: list = field(default_factory=list)  # Message
+    pending: list = field(default_factory=list)  # Message: the cursor from ack_position + 1
+    last_seq: int = 0  # the topic's last sequence (its CollectionMeta.last_key)
 
     @property
     def pending_count(self) -> int:
-        return len(self.pending)
+        """``getMessageCount(clientId, subscriptionName)``: the topic's last sequence minus the ack position."""
+        return self.last_seq - self.ack_position
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Destination:
     kind: str  # queue | topic
     qualified: str  # queue://NAME
     messages: list = field(default_factory=list)  # Message, in sequence order (prepared-acked left out)
-    entries: int = 0  # every entry, prepared-acked ones included (the broker's getMessageCount)
+    entries: int = 0  # the broker's getMessageCount: its CollectionMeta size (GC'd topic entries included)
     subscriptions: list = field(default_factory=list)
     created_by_prepared: bool = False
 
@@ -121,7 +123,8 @@ class LevelDBState:
     dropped_subscriptions: list = field(default_factory=list)
     dropped_topics: list = field(default_factory=list)
     load_problems: list = field(default_factory=list)  # (key, message): collections the broker cannot load
-    compressed_data: int = 0
+    meta: dict = field(default_factory=dict)  # collection key -> records.CollectionMeta after the replay
+    meta_error: str | None = None
     reader: LogReader | None = None
     store_version: str | None = None
 
@@ -183,7 +186,7 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _replay(index: dict, reader: LogReader, start: int, limit: int) -> ReplayResult:
+def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) -> ReplayResult:
     res = ReplayResult(start, limit, start)
     batch: list = []
     pos = start
@@ -207,6 +210,7 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int) -> ReplayRes
             elif kind == L.ADD_COLLECTION:
                 rec = R.decode_collection(data)
                 batch.append((R.collection_index_key(rec.key), bytes(data)))
+                meta[rec.key] = R.CollectionMeta(0, None)
             elif kind == L.REMOVE_COLLECTION:
                 key = R.collection_key_of_remove(data)
                 _flush(index, batch)
@@ -214,17 +218,26 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int) -> ReplayRes
                 for k in [k for k in index if k.startswith(prefix)]:
                     del index[k]
                 index.pop(bytes(data), None)
+                meta.pop(key, None)
             elif kind in (L.ADD_ENTRY, L.UPDATE_ENTRY):
                 rec = R.decode_entry(data)
                 if rec.entry_key is None or rec.collection_key is None:
                     raise FormatError("entry record without its collection or entry key")
                 value = R.encode_entry_value(rec.value_location or 0, rec.value_length)
                 batch.append((R.entry_index_key(rec.collection_key, rec.entry_key), value))
+                # collectionIncrementSize: at once, not with the batch (so a cut unit still counts)
+                cm = meta.get(rec.collection_key) if kind == L.ADD_ENTRY else None
+                if cm is not None:
+                    cm.size += 1
+                    cm.last_key = bytes(rec.entry_key)
             elif kind == L.REMOVE_ENTRY:
                 rec = R.decode_entry(data)
                 if rec.entry_key is None or rec.collection_key is None:
                     raise FormatError("entry record without its collection or entry key")
                 batch.append((R.entry_index_key(rec.collection_key, rec.entry_key), None))
+                cm = meta.get(rec.collection_key)
+                if cm is not None:
+                    cm.size -= 1
             elif kind == L.UOW_END:
                 _flush(index, batch)
                 res.units += 1
@@ -270,7 +283,15 @@ def load(store, *, node=None) -> LevelDBState:
     start = snapshot[0] if snapshot else 0
     if logs and reader.file_at(start) is None:
         start = logs[0].position
-    rep = _replay(index, reader, start, limit) if logs else ReplayResult(start, limit, start)
+    meta: dict = {}
+    meta_error = None
+    raw_meta = index.get(b":collection-meta")
+    if raw_meta is not None:
+        try:
+            meta = R.decode_collection_meta(raw_meta)  # loadCounters
+        except FormatError as err:
+            meta_error = err.message
+    rep = _replay(index, reader, start, limit, meta) if logs else ReplayResult(start, limit, start)
     version = None
     try:
         with open(directory / "store-version.txt", "rb") as fh:
@@ -278,7 +299,8 @@ def load(store, *, node=None) -> LevelDBState:
     except OSError:
         pass
     st = LevelDBState(directory, log_dir, logs, snapshot, [p for _, p in snaps], index, snap_db, dirty_db,
-                      last_end, scan_end, cut, rep, reader=reader, store_version=version)
+                      last_end, scan_end, cut, rep, reader=reader, store_version=version, meta=meta,
+                      meta_error=meta_error)
     _load_collections(st)
     return st
 
@@ -311,7 +333,8 @@ def _load_collections(st: LevelDBState) -> None:
                     e = R.decode_entry(value)
                     d.messages.append(Message(ckey, seq, e.value_location or 0, e.value_length or 0,
                                               R.decode_delivery_count(e.meta)))
-                d.entries = len(d.messages)
+                cm = st.meta.get(ckey)
+                d.entries = cm.size if cm is not None else 0
                 st.destinations[ckey] = d
             elif rec.type == R.SUBSCRIPTION:
                 sr = R.decode_subscription(rec.meta or b"")
@@ -356,7 +379,12 @@ def _load_collections(st: LevelDBState) -> None:
                             sub.prepared_ack = True
             else:
                 m = Message(ckey, seq or 0, e.value_location or 0, e.value_length or 0)
-                msg, _err = st.decode(m)
+                msg, err = st.decode(m)
+                if msg is None:
+                    # transactionCursor -> getMessage throws (a replayed prepared ack lost its meta and reads
+                    # as a message at position 0): the broker cannot start (checked with the real broker)
+                    st.load_problems.append((ckey, f"prepared transaction {tx.xid} entry {seq}: {err}; the "
+                                             "broker fails to load it"))
                 dest = None
                 if msg is not None and msg.destination:
                     kind, name = msg.destination
@@ -370,7 +398,9 @@ def _load_collections(st: LevelDBState) -> None:
     for d in st.destinations.values():
         if prepared_acks:
             d.messages = [m for m in d.messages if (d.key, m.seq) not in prepared_acks]
+        cm = st.meta.get(d.key)
         for sub in d.subscriptions:
             sub.pending = [m for m in d.messages if m.seq > sub.ack_position]
+            sub.last_seq = cm.last_seq if cm is not None else 0
     for key in [k for k, d in st.destinations.items() if d.kind == "topic" and not d.subscriptions]:
         st.dropped_topics.append(st.destinations.pop(key))

@@ -256,3 +256,39 @@ def decode_xid_parts(data) -> Xid:
     gid = r.byte_array() or b""
     bq = r.byte_array() or b""
     return Xid(fmt, gid, bq)
+
+
+@dataclass
+class CollectionMeta:
+    """``LevelDBClient.CollectionMeta``: the broker's entry count of a collection (its ``getMessageCount``)
+    and the key of its last added entry (a topic's last sequence, from which a durable subscription's pending
+    count is ``lastSeq - ackPosition``)."""
+
+    size: int
+    last_key: bytes | None
+
+    @property
+    def last_seq(self) -> int:
+        return _Q.unpack(self.last_key)[0] if self.last_key is not None and len(self.last_key) == 8 else 0
+
+
+def decode_collection_meta(data) -> dict[int, CollectionMeta]:
+    """The index's ``:collection-meta``: ``storeMap`` wrote ``writeInt(size)`` then per collection
+    ``writeLong(key)`` and ``writeObject(CollectionMeta)`` (``size`` long, ``last_key`` byte[])."""
+    from amqtool.formats.kahadb.javaser import read_stream
+
+    blocks, objs = read_stream(data)
+    if len(blocks) < 4:
+        raise FormatError(":collection-meta: no entry count")
+    n = struct.unpack_from(">i", blocks, 0)[0]
+    if n < 0 or len(blocks) != 4 + 8 * n or len(objs) != n:
+        raise FormatError(f":collection-meta says {n} collections, holds {len(objs)}")
+    out = {}
+    for i, o in enumerate(objs):
+        key = struct.unpack_from(">q", blocks, 4 + 8 * i)[0]
+        values = getattr(o, "values", None)
+        if values is None or "size" not in values:
+            raise FormatError(":collection-meta: a value is not a CollectionMeta")
+        lk = values.get("last_key")
+        out[key] = CollectionMeta(values["size"], lk if isinstance(lk, bytes) else None)
+    return out
