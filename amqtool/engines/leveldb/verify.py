@@ -77,8 +77,10 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
                     add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
                                 "bytes before the end of a file that is not the last", path, pos))
                 break
+            # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
+            # should start is damage even at the end of the last file
             _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
-                  is_last, complete_end)
+                  is_last and magic == 0, complete_end)
             break
         end = pos + L.HEADER_SIZE + length
         if end > n:
