@@ -65,12 +65,22 @@ def is_store_dir(d: Path) -> bool:
     return has_index and any(LOG_NAME.match(n) for n in names)
 
 
+def _node_store(d: Path) -> Path | None:
+    """A replica node's store: the node directory itself, or the one store directly inside it."""
+    if not d.is_dir():
+        return None
+    if is_store_dir(d):
+        return d
+    inner = [d / n for n in sorted(_names(d)) if (d / n).is_dir() and is_store_dir(d / n)]
+    return inner[0] if len(inner) == 1 else None
+
+
 def detect_leveldb(path: Path):
     path = Path(path)
     if is_store_dir(path):
         return LevelDBStore(root=path, directory=path)
-    subs = [path / n for n in sorted(_names(path)) if not n.startswith(".") and (path / n).is_dir()
-            and is_store_dir(path / n)]
+    subs = [s for s in (_node_store(path / n) for n in sorted(_names(path)) if not n.startswith("."))
+            if s is not None]
     if len(subs) >= 2:
         return LevelDBStore(root=path, nodes=[LevelDBStore(root=s, directory=s) for s in subs],
                             kind="replicated-leveldb")

@@ -25,9 +25,31 @@ def leveldb_cases() -> list[Path]:
             found.append(rec.parent)
     extra = os.environ.get("AMQTOOL_TEST_LEVELDB_STORES")
     if extra and Path(extra).is_dir():
-        found += [d for d in sorted(Path(extra).iterdir()) if _is_case(d)]
+        for d in sorted(Path(extra).iterdir()):
+            if _is_case(d):
+                found.append(d)
+            elif d.is_dir():  # replica nodes: each with its own store and recovered.json
+                found += [n for n in sorted(d.iterdir()) if _is_case(n)]
     return found
 
 
 CASES = leveldb_cases()
-CASE_IDS = [c.name for c in CASES]
+CASE_IDS = [c.name if c.parent.name not in ("replicas",) else f"{c.parent.name}-{c.name}" for c in CASES]
+
+
+def replica_sets() -> list[Path]:
+    """Directories of replica node directories with a manifest naming the latest node (``latest``,
+    ``nodes.<name>.logEnd``, ``agreeUpTo``)."""
+    out = []
+    extra = os.environ.get("AMQTOOL_TEST_LEVELDB_STORES")
+    for base in [REPO / "tests"] + ([Path(extra)] if extra and Path(extra).is_dir() else []):
+        for m in sorted(base.glob("**/manifest.json")):
+            try:
+                import json
+
+                doc = json.loads(m.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(doc, dict) and "latest" in doc and isinstance(doc.get("nodes"), dict):
+                out.append(m.parent)
+    return out

@@ -48,6 +48,11 @@ def compare(store_dir: Path, doc: dict) -> list[str]:
     """Differences between print's document and the store's recovered.json (empty when they agree)."""
     e = expected(Path(store_dir) / "recovered.json")
     g = got_from_print(doc)
+    for k, ed in e.items():  # the largest stores' recovered.json leaves texts out: compare those it has
+        gd = g.get(k)
+        if gd is not None and len(gd["messages"]) == len(ed["messages"]):
+            gd["messages"] = [(i, c, t if w is not None else None)
+                              for (i, c, t), (_j, _d, w) in zip(gd["messages"], ed["messages"])]
     out = [f"{k}: expected {str(e.get(k))[:300]} got {str(g.get(k))[:300]}" for k in sorted(set(e) | set(g))
            if e.get(k) != g.get(k)]
     want = sorted(prepared_xids(Path(store_dir) / "recovered.json"))
