@@ -117,13 +117,16 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         for off, rec in lr.records:
             try:
                 for op in dblog.iter_batch(rec):
-                    put(op.key, op.sequence, op.kind, op.value)
+                    old = newest.get(op.key)
+                    if old is None or op.sequence >= old[0]:
+                        newest[op.key] = (op.sequence, op.kind, op.value)
                     ops += 1
             except FormatError as err:
                 db.problem(d / name, off, f"write batch: {err.message}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
     for key, (seq, kind, value) in newest.items():
-        db.last_sequence = max(db.last_sequence, seq)
+        if seq > db.last_sequence:
+            db.last_sequence = seq
         if kind == dblog.TYPE_VALUE:
-            db.data[key] = value
+            db.data[bytes(key)] = bytes(value)
     return db

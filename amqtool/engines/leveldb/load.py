@@ -37,6 +37,7 @@ from amqtool.formats.leveldb.codecs import snappy_uncompress
 from amqtool.engines.leveldb.index import IndexDB, read_index
 from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files
 
+_Q_unpack = __import__("struct").Struct(">q").unpack_from
 OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
 
 
@@ -173,6 +174,13 @@ def decode_data(raw: bytes):
         return decode_message(inflated, OPENWIRE_VERSION)
 
 
+def _listing(d: Path) -> set:
+    try:
+        return {(n, (d / n).stat().st_size) for n in os.listdir(d) if n != "LOCK"}
+    except OSError:
+        return set()
+
+
 def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     out = []
     try:
@@ -271,7 +279,13 @@ def load(store, *, node=None) -> LevelDBState:
     snaps = _snapshots(directory)
     snapshot = snaps[-1] if snaps else None
     snap_db = read_index(snapshot[1]) if snapshot else None
-    dirty_db = read_index(directory / "dirty.index") if (directory / "dirty.index").is_dir() else None
+    dirty_dir = directory / "dirty.index"
+    dirty_db = None
+    if dirty_dir.is_dir():
+        # after a clean stop or a snapshot the snapshot is a copy of dirty.index (copyIndex: SSTs hard linked,
+        # the rest copied): the same files at the same sizes need not be read twice
+        same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
+        dirty_db = snap_db if same else read_index(dirty_dir)
     index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
     last_end = scan_end = None
     cut = 0
@@ -310,8 +324,8 @@ def _load_collections(st: LevelDBState) -> None:
     entries: dict[int, list] = {}
     for k in sorted(index):
         if k[:1] == R.ENTRY_PREFIX and len(k) >= 9:
-            ckey, ekey = R.split_entry_key(k)
-            entries.setdefault(ckey, []).append((ekey, index[k]))
+            entries.setdefault(_Q_unpack(k, 1)[0],
+                               []).append((k[9:], index[k]))
     subs_by_topic: dict[int, list] = {}
     txs = []
     for k in sorted(index):
@@ -327,12 +341,11 @@ def _load_collections(st: LevelDBState) -> None:
                 # ActiveMQDestination.createDestination parses; a bare name takes the collection's kind
                 d = Destination(ckey, kind, name if "://" in name else f"{kind}://{name}")
                 for ekey, value in entries.get(ckey, ()):
-                    seq = R.seq_of(ekey)
-                    if seq is None:
+                    if len(ekey) != 8:
                         continue
-                    e = R.decode_entry(value)
-                    d.messages.append(Message(ckey, seq, e.value_location or 0, e.value_length or 0,
-                                              R.decode_delivery_count(e.meta)))
+                    loc, length, meta = R.decode_index_entry(value)
+                    d.messages.append(Message(ckey, _Q_unpack(ekey)[0], loc, length,
+                                              R.decode_delivery_count(meta) if meta else 0))
                 cm = st.meta.get(ckey)
                 d.entries = cm.size if cm is not None else 0
                 st.destinations[ckey] = d

@@ -94,7 +94,7 @@ def read_log(buf) -> LogRead:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class BatchOp:
     sequence: int
     kind: int  # TYPE_VALUE or TYPE_DELETION
@@ -104,7 +104,7 @@ class BatchOp:
 
 def iter_batch(data) -> Iterator[BatchOp]:
     """The operations of one write batch, numbered from its sequence."""
-    mv = memoryview(data)
+    mv = data if isinstance(data, bytes) else bytes(data)
     n = len(mv)
     if n < 12:
         raise FormatError(f"write batch of {n} bytes, shorter than its 12-byte header")
@@ -115,16 +115,24 @@ def iter_batch(data) -> Iterator[BatchOp]:
             raise FormatError(f"write batch says {count} operations, holds {i}", offset=pos)
         tag = mv[pos]
         pos += 1
-        klen, pos = read_varint(mv, pos, n)
+        if pos < n and mv[pos] < 0x80:  # one-byte lengths: the common case
+            klen = mv[pos]
+            pos += 1
+        else:
+            klen, pos = read_varint(mv, pos, n)
         if pos + klen > n:
             raise FormatError("write batch key runs past the end", offset=pos)
-        key = bytes(mv[pos:pos + klen])
+        key = mv[pos:pos + klen]
         pos += klen
         if tag == TYPE_VALUE:
-            vlen, pos = read_varint(mv, pos, n)
+            if pos < n and mv[pos] < 0x80:
+                vlen = mv[pos]
+                pos += 1
+            else:
+                vlen, pos = read_varint(mv, pos, n)
             if pos + vlen > n:
                 raise FormatError("write batch value runs past the end", offset=pos)
-            yield BatchOp(seq + i, TYPE_VALUE, key, bytes(mv[pos:pos + vlen]))
+            yield BatchOp(seq + i, TYPE_VALUE, key, mv[pos:pos + vlen])
             pos += vlen
         elif tag == TYPE_DELETION:
             yield BatchOp(seq + i, TYPE_DELETION, key, None)

@@ -114,6 +114,46 @@ def decode_entry(data) -> EntryRecord:
                        f.get(5), f.get(6))
 
 
+def decode_index_entry(data) -> tuple[int, int, bytes | None]:
+    """(value_location, value_length, meta) of an index entry value: :func:`decode_entry` with a fast path
+    for the shapes the store writes (fields 3, 4 and 6, in order); anything else goes the general way."""
+    b = data if isinstance(data, bytes) else bytes(data)
+    n = len(b)
+    pos = 0
+    loc = length = 0
+    meta = None
+    try:
+        while pos < n:
+            tag = b[pos]
+            pos += 1
+            if tag == 0x18 or tag == 0x20:
+                v = 0
+                shift = 0
+                while True:
+                    c = b[pos]
+                    pos += 1
+                    v |= (c & 0x7F) << shift
+                    if c < 0x80:
+                        break
+                    shift += 7
+                if tag == 0x18:
+                    loc = to_int64(v)
+                else:
+                    length = to_int32(v)
+            elif tag == 0x32:
+                ln, pos = read_varint(b, pos, n)
+                if pos + ln > n:
+                    raise IndexError
+                meta = b[pos:pos + ln]
+                pos += ln
+            else:
+                raise IndexError
+        return loc, length, meta
+    except IndexError:
+        e = decode_entry(b)
+        return e.value_location or 0, e.value_length or 0, e.meta
+
+
 def encode_entry_value(location: int | None, length: int | None, meta: bytes | None = None) -> bytes:
     """An index value as the replay writes it (``EntryRecord`` with value_location and value_length)."""
     from amqtool.formats.kahadb.protobuf import encode_field, encode_varint
