@@ -261,6 +261,9 @@ def test_damaged_index_snapshot_is_critical(capsys, copy):
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-damaged"] == "critical"
+    (copy / "0000000000018045.index" / "CURRENT").write_text("garbage\n")
+    code, doc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
+    assert code == 2 and doc["index"]["error"] and doc["verdict"] == "CRITICAL"
 
 
 def test_garbage_in_the_last_log_is_critical_not_a_cut_unit(capsys, tmp_path):

@@ -58,8 +58,9 @@ def cut_tail(st: LevelDBState) -> dict | None:
 
 def state_verdict(st: LevelDBState) -> Verdict:
     v = Verdict.OK
-    if st.replay.stopped or st.load_problems:
-        v = Verdict.CRITICAL
+    db = st.snapshot_db
+    if st.replay.stopped or st.load_problems or (db is not None and (db.error or db.problems)):
+        v = Verdict.CRITICAL  # the broker cannot open the snapshot, or recovers less than the log holds
     elif cut_tail(st) or st.transactions:
         v = Verdict.WARNING
     return v
