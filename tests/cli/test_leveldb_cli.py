@@ -309,3 +309,14 @@ def _uow_ends(st):
             break
         if r.kind == L.UOW_END:
             yield f.position + r.end
+
+
+def test_a_fleet_of_leveldb_stores(capsys, tmp_path):
+    for n in ("a", "b"):
+        shutil.copytree(STORE, tmp_path / "fleet" / n)
+    code, out, err = run(capsys, "export", f"{tmp_path / 'fleet'}/*", "-o", tmp_path / "out", "--format", "jsonl",
+                         "--engine", "local")
+    assert code == 0, err
+    stores = [json.loads(x) for p in (tmp_path / "out" / "stores").iterdir() for x in p.read_text().splitlines()]
+    assert sorted((s["store"], s["kind"], s["rows"], s["verdict"]) for s in stores) == \
+        [("a", "leveldb", 31, "OK"), ("b", "leveldb", 31, "OK")]
