@@ -35,10 +35,10 @@ leveldb-replica-behind            INFO      replicated: a node's log ends before
 from __future__ import annotations
 
 import struct
-import zlib
 
 from amqtool.errors import Finding, Severity
 from amqtool.formats.leveldb import recordlog as L
+from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, load
 
@@ -55,7 +55,7 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
     pos = 0
     path = str(f.path)
     unit = f.position
-    crc = zlib.crc32
+    crc = _crc32
     unpack = _HEAD.unpack_from
     base = f.position
     bad_crc = 0
@@ -262,7 +262,7 @@ def _replicas(nodes: list, findings: list) -> dict:
     common_end = min(s["logEnd"] for _n, s, _r in nodes)
     digests = {}
     for n, s, ranges in nodes:
-        h = zlib.crc32(b"")
+        h = _crc32(b"")
         for pos, path, size in ranges:
             lo, hi = max(pos, common_start), min(pos + size, common_end)
             if hi <= lo:
@@ -274,7 +274,7 @@ def _replicas(nodes: list, findings: list) -> dict:
                     chunk = fh.read(min(left, 1 << 20))
                     if not chunk:
                         break
-                    h = zlib.crc32(chunk, h)
+                    h = _crc32(chunk, h)
                     left -= len(chunk)
         digests[str(n.directory)] = h
         if s["logEnd"] < latest[1]["logEnd"]:

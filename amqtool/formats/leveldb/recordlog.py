@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import Iterator
 
 from amqtool.errors import FormatError
+from amqtool.formats.leveldb.codecs import crc32 as _crc32
 
 MAGIC = 0x2A
 HEADER = struct.Struct(">bbiI")  # magic, kind, checksum, length
@@ -40,7 +40,7 @@ def kind_name(kind: int) -> str:
 
 def checksum(data) -> int:
     """``RecordLog.checksum``: CRC-32 as a signed Java int."""
-    v = zlib.crc32(data)
+    v = _crc32(data)
     return v - (1 << 32) if v & 0x80000000 else v
 
 
@@ -95,7 +95,7 @@ def iter_records(buf, start: int = 0, *, verify: bool = True) -> Iterator[Record
     n = len(mv)
     pos = start
     unpack = HEADER.unpack_from
-    crc = zlib.crc32
+    crc = _crc32
     while pos < n:
         if pos + HEADER_SIZE > n:
             if not any(mv[pos:n]):
