@@ -209,6 +209,7 @@ def render_text(doc: dict) -> Iterator[str]:
         yield f"{doc['kind']} store {doc['root']}  verdict {doc['verdict']}"
         for n in doc["nodes"]:
             yield ""
+            yield f"node {n['directory']}"
             yield from _render_one(n)
         return
     yield f"leveldb store {doc['root']}  verdict {doc['verdict']}"
