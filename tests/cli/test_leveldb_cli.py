@@ -155,8 +155,10 @@ def test_create_from_leveldb_holds_the_same_messages(case, capsys, tmp_path):
             assert len(texts) == len(e["messages"]), d
             # recovered.json of the largest stores leaves texts out (None): compare those that it has
             assert all(w is None or g == w for g, (_i, _c, w) in zip(texts, e["messages"])), d
-        for (client, sname), (count, ids) in e["subs"].items():
-            assert len(got.get(f"{client}.{sname}", [])) == len(ids) == count
+        for (client, sname), (_count, ids) in e["subs"].items():
+            # what the broker's cursor hands a consumer (its pendingCount, lastSeq - ackPosition, can differ:
+            # the 256 MiB store's subAll counts 8042 and delivers 8057)
+            assert len(got.get(f"{client}.{sname}", [])) == len(ids)
     assert tree_hashes(case / "store") == before
 
 
