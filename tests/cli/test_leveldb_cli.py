@@ -322,3 +322,18 @@ def test_a_fleet_of_leveldb_stores(capsys, tmp_path):
     stores = [json.loads(x) for p in (tmp_path / "out" / "stores").iterdir() for x in p.read_text().splitlines()]
     assert sorted((s["store"], s["kind"], s["rows"], s["verdict"]) for s in stores) == \
         [("a", "leveldb", 31, "OK"), ("b", "leveldb", 31, "OK")]
+
+
+def test_damage_in_the_last_log_before_indexed_messages_is_critical_not_a_cut_unit(capsys, copy):
+    """A bad CRC in the last log file, with messages the index snapshot holds after it: the broker truncates
+    the file at the damaged record on start (``verifyAndGetEndOffset``) and can no longer read them. Before
+    the fix verify saw only a cut unit of work (WARNING)."""
+    last = copy / "0000000000010823.log"
+    b = bytearray(last.read_bytes())
+    b[100] ^= 0x01  # inside the file's first records, well before the Q.B and T.1 messages it holds
+    last.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-entry-past-end"] == "critical"
+    assert doc["summary"]["lostMessages"] > 0
+    code, pdoc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
+    assert code == 2 and pdoc["unreadableMessages"] == doc["summary"]["lostMessages"]

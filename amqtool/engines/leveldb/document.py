@@ -67,6 +67,8 @@ def state_verdict(st: LevelDBState) -> Verdict:
 
 
 def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) -> dict:
+    """One store's document; ``unreadableMessages`` counts the messages whose DATA record the broker cannot
+    read (print's verdict is then CRITICAL)."""
     dests = []
     for d in st.queue_and_topics():
         decoded = {id(m): message_json(st, m, safe=safe) for m in d.messages}
@@ -100,6 +102,8 @@ def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) 
         "droppedSubscriptions": [f"{s.client_id}:{s.name}" for s in st.dropped_subscriptions],
         "droppedTopics": [d.qualified for d in st.dropped_topics],
         "loadProblems": [{"key": k, "message": m} for k, m in st.load_problems],
+        "unreadableMessages": sum(1 for d in dests for m in d["live"] if m.get("error"))
+        + sum(1 for t in txs for m in t["live"] if m.get("error")),
     }
     if pins:
         from amqtool.engines.leveldb.pins import pins as pins_of
@@ -133,12 +137,14 @@ def print_document(store, *, safe: bool = False, pins: bool = False) -> dict:
         verdict = Verdict.OK
         for n in store.nodes:
             with load(store, node=n) as st:
-                verdict = max(verdict, state_verdict(st))
-                nodes.append(store_document(st, safe=safe, pins=pins))
+                nd = store_document(st, safe=safe, pins=pins)
+                verdict = max(verdict, state_verdict(st), Verdict.CRITICAL if nd["unreadableMessages"] else Verdict.OK)
+                nodes.append(nd)
         return {"verdict": verdict.name, "kind": store.kind, "root": str(store.root), "nodes": nodes}
     with load(store) as st:
         doc = store_document(st, safe=safe, pins=pins)
-        return {"verdict": state_verdict(st).name, "kind": "leveldb", "root": str(store.root), **doc}
+        verdict = max(state_verdict(st), Verdict.CRITICAL if doc["unreadableMessages"] else Verdict.OK)
+        return {"verdict": verdict.name, "kind": "leveldb", "root": str(store.root), **doc}
 
 
 def iter_record_rows(store, *, safe: bool = False) -> Iterator[dict]:

@@ -142,14 +142,27 @@ class LevelDBState:
     def queue_and_topics(self) -> list[Destination]:
         return sorted(self.destinations.values(), key=lambda d: d.qualified)
 
+    def past_end(self, location: int, length: int) -> bool:
+        """Whether the record lies past the end of the last complete unit of work in the last log file: the
+        broker truncates the file there on start (``RecordLog.open``), so it can no longer read it."""
+        if not self.logs or location < self.logs[-1].position:
+            return False
+        return location + L.HEADER_SIZE + length > self.replay.limit
+
     def data(self, location: int, length: int) -> bytes | None:
-        """The stored (maybe snappy-compressed) bytes of the DATA record at ``location``."""
+        """The stored (maybe snappy-compressed) bytes of the DATA record at ``location`` (None where the broker
+        cannot read it: no file holds it, or it lies past the end it truncates the last file to)."""
+        if self.past_end(location, length):
+            return None
         mv = self.reader.read(location + L.HEADER_SIZE, length)
         return None if mv is None else bytes(mv)
 
     def decode(self, m) -> tuple[object | None, str | None]:
         """(OpenWireMessage, None) or (None, why) for a Message."""
         raw = self.data(m.location, m.length)
+        if raw is None and self.past_end(m.location, m.length):
+            return None, (f"log position {m.location:#x} lies past {self.replay.limit:#x}, the end of the last "
+                          "complete unit of work: the broker truncates the last log file there on start")
         if raw is None:
             f = self.reader.file_at(m.location)
             return None, (f"log position {m.location:#x}: no log file holds it (missing or collected)"

@@ -18,6 +18,8 @@ leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops
 leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message)
 leveldb-entry-bad-data            CRITICAL  an entry points at a record that is not its DATA record, or one
                                             whose checksum fails
+leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
+                                            (the broker truncates the last log file there: the message is lost)
 leveldb-orphan-entries            WARNING   entries of collections the index does not hold
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
@@ -166,7 +168,13 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
         got = found.get(loc)
         holder, m = users[0]
         f = st.reader.file_at(loc)
-        if got is None:
+        if st.past_end(loc, m.length):
+            lost += len(users)
+            add(Finding(C, "leveldb-entry-past-end", f"{holder} seq {m.seq}: its DATA record at log position "
+                        f"{loc:#x} lies past {rep.limit:#x}, where the broker truncates the last log file (the end "
+                        "of its last complete unit of work): the message is lost", str(f.path) if f else directory,
+                        loc - f.position if f else None))
+        elif got is None:
             if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
                 lost += len(users)
                 add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
