@@ -281,6 +281,28 @@ def write_zeros(fd: int, size: int, offset: int = 0) -> None:
         pos += n
 
 
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_ZERO_RANGE = 0x10
+
+
+def zero_range(fd: int, offset: int, size: int) -> None:
+    """Make ``size`` bytes at ``offset`` read as zeros, keeping the file's size and allocation:
+    ``fallocate(FALLOC_FL_ZERO_RANGE)`` where the filesystem has it (no data written), else zeros written.
+    What a freed journal file gets, so no byte of its earlier use can parse as a record of its next one."""
+    if size <= 0:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+        if libc.fallocate(fd, _FALLOC_FL_ZERO_RANGE | _FALLOC_FL_KEEP_SIZE, offset, size) == 0:
+            return
+    except (OSError, AttributeError):
+        pass
+    write_zeros(fd, size, offset)
+
+
 def preallocate(path: str | os.PathLike, size: int, *, header: bytes = b"", mode: int = 0o644,
                 sync: bool = True, exclusive: bool = True) -> None:
     """Create ``path`` holding ``size`` bytes: ``header`` at offset 0, zeros after it.

@@ -172,6 +172,10 @@ def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_i
                 try:
                     atomic.checkpoint("write", path)
                     os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, next_id).encode(), 0)
+                    # Zeroed beyond Artemis (which keeps the old bytes): a byte of the file's earlier use could
+                    # otherwise parse as a record carrying the new fileID's tag, and the broker would load it.
+                    # After the header: until then the records are the old fileID's, which no file has now.
+                    atomic.zero_range(fd, 16, f.size - 16)
                 except BaseException:
                     os.close(fd)
                     raise
