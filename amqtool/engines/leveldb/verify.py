@@ -10,7 +10,10 @@ leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its
                                             cut unit of work at the end of the last file)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
 leveldb-truncated-record          CRITICAL  a record running past the end of a file that is not the last
-leveldb-uow-broken                CRITICAL  a UOW_END naming another start than its own unit's
+leveldb-uow-broken                WARNING   a UOW_END naming another start than its own unit's, in a file
+                                            that is not the last (the replay does not check the chain)
+leveldb-units-dropped             CRITICAL  complete units of work after the break of the last file's chain:
+                                            the broker truncates the file at the break and drops them
 leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
                                             broker drops those records on start
 leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
@@ -50,9 +53,17 @@ _UOW = struct.Struct(">q")
 
 
 def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
-               add, counts: dict, progress) -> None:
-    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at."""
+               add, counts: dict, progress, replay_start: int = 0) -> None:
+    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at.
+
+    Damage the broker will never read again is a WARNING, not proven loss: records before the replay's start
+    (the snapshot's position) are not replayed (the messages the index still holds there are checked one by
+    one, :func:`verify_state`), and records past the last complete unit of work of the last file are cut."""
     mv = memoryview(buf)
+
+    def old(p: int) -> bool:
+        return f.position + p < replay_start
+
     n = len(mv)
     pos = 0
     path = str(f.path)
@@ -67,14 +78,14 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
         if pos + L.HEADER_SIZE > n:
             if any(mv[pos:n]):
                 _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
-                      complete_end)
+                      complete_end, old(pos))
             break
         magic, kind, cs, length = unpack(mv, pos)
         if magic != 0x2A:
             if magic == 0 and kind == 0 and cs == 0 and length == 0:
                 if not is_last and any(mv[pos:n]):
-                    add(Finding(C, "leveldb-not-a-record", "zero bytes, then more data, where records should "
-                                "continue", path, pos))
+                    add(Finding(W if old(pos) else C, "leveldb-not-a-record", "zero bytes, then more data, where "
+                                "records should continue", path, pos))
                 elif not is_last:
                     add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
                                 "bytes before the end of a file that is not the last", path, pos))
@@ -82,12 +93,12 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
             # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
             # should start is damage even at the end of the last file
             _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
-                  is_last and magic == 0, complete_end)
+                  is_last and magic == 0, complete_end, old(pos))
             break
         end = pos + L.HEADER_SIZE + length
         if end > n:
             _stop(add, path, pos, "truncated", f"a {length}-byte record runs {end - n} byte(s) past the end of "
-                  "the file", is_last, complete_end)
+                  "the file", is_last, complete_end, old(pos))
             break
         data = mv[pos + L.HEADER_SIZE:end]
         ok = crc(data) == (cs & 0xFFFFFFFF)
@@ -97,13 +108,15 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
             if first_bad is None:
                 first_bad = pos
             tail = is_last and complete_end is not None and pos >= complete_end
-            add(Finding(W if tail else C, "leveldb-checksum-mismatch",
+            add(Finding(W if tail or old(pos) else C, "leveldb-checksum-mismatch",
                         f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {cs & 0xFFFFFFFF:#010x}, "
                         f"computed {crc(data):#010x}" + (" (in the cut unit of work)" if tail else ""), path, pos))
         if kind == L.UOW_END and length == 8:
             start = _UOW.unpack_from(data)[0]
-            if start != unit and not (is_last and complete_end is not None and pos >= complete_end):
-                add(Finding(C, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
+            if start != unit and not is_last:
+                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
+                # applies each unit at its UOW_END whatever start it names
+                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
                             f"starts at {unit:#x}", path, pos))
             unit = base + end
         elif kind == L.DATA:
@@ -119,11 +132,38 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
         progress(f.size)
 
 
-def _stop(add, path, pos, reason, detail, is_last, complete_end) -> None:
+def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = False) -> None:
     if is_last and complete_end is not None and pos >= complete_end:
         return  # inside the cut unit of work: reported once as leveldb-uow-cut
     code = "leveldb-truncated-record" if reason == "truncated" else "leveldb-not-a-record"
-    add(Finding(C, code, detail + "; the records after it cannot be read", path, pos))
+    add(Finding(W if old else C, code, detail + "; the records after it cannot be read in order" +
+                (" (before the replay's start: the broker no longer replays them)" if old else ""), path, pos))
+
+
+def _units_after(st: LevelDBState) -> int:
+    """UOW_END records with good checksums after the end of the last complete unit of the last file."""
+    last = st.logs[-1]
+    n = 0
+    for item in L.iter_records(memoryview(st.reader.buffer(last))[st.last_file_end:]):
+        if isinstance(item, L.Stop):
+            break
+        if item.kind == L.UOW_END and item.crc_ok and item.length == 8:
+            n += 1
+    return n
+
+
+def _read_data(st: LevelDBState, loc: int) -> tuple | None:
+    """(length, checksum ok) of a DATA record read at ``loc`` directly, or None when none starts there."""
+    head = st.reader.read(loc, L.HEADER_SIZE)
+    if head is None:
+        return None
+    magic, kind, cs, length = _HEAD.unpack_from(head, 0)
+    if magic != 0x2A or kind != L.DATA:
+        return None
+    data = st.reader.read(loc + L.HEADER_SIZE, length)
+    if data is None:
+        return None
+    return length, _crc32(data) == (cs & 0xFFFFFFFF)
 
 
 def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
@@ -149,10 +189,16 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                         f"file's records (which end at {prev_end:#x})", str(f.path), 0))
         is_last = i == len(st.logs) - 1
         _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
-                   counts, progress)
+                   counts, progress, st.replay.start)
         prev_end = f.limit
     cut = cut_tail(st)
-    if cut:
+    dropped = _units_after(st) if cut else 0
+    if dropped:
+        add(Finding(C, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
+                    f"last log file's chain of units breaks (offset {cut['offset']}): the broker truncates the file "
+                    "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
+                    cut["offset"]))
+    elif cut:
         add(Finding(W, "leveldb-uow-cut", f"the last unit of work is incomplete: {cut['records']} record(s) after "
                     f"offset {cut['offset']} (a crash mid-write); the broker drops them on start",
                     str(st.logs[-1].path), cut["offset"], {"records": cut["records"]}))
@@ -174,7 +220,10 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                         f"{loc:#x} lies past {rep.limit:#x}, where the broker truncates the last log file (the end "
                         "of its last complete unit of work): the message is lost", str(f.path) if f else directory,
                         loc - f.position if f else None))
-        elif got is None:
+            continue
+        if got is None:  # not reached by the in-order scan (its framing broke before it): read it where it is
+            got = _read_data(st, loc)
+        if got is None:
             if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
                 lost += len(users)
                 add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
