@@ -25,6 +25,8 @@ class IndexDB:
     directory: Path
     data: dict = field(default_factory=dict)  # user key -> value (live keys only)
     problems: list = field(default_factory=list)  # (path, offset, message, severity "critical"|"warning")
+    # severity: "warning" for what LevelDB reads past (a write-ahead log record whose checksum fails is
+    # dropped with paranoid checks off, the broker's default; a table block is read without its checksum)
     tables: list = field(default_factory=list)  # {"file", "level", "size", "entries", "blocks", "compression"}
     logs: list = field(default_factory=list)  # {"file", "records", "operations", "tornTail"}
     orphans: list = field(default_factory=list)
@@ -63,6 +65,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         return db
     for off, msg in version.problems:
         db.problem(d / current, off, msg)
+    if version.problems:
+        # VersionSet::Recover reads the MANIFEST with checksums and fails on corruption: LevelDB will not open
+        db.error = f"{current} is damaged ({version.problems[0][1]}): LevelDB refuses to open the index"
+        return db
     try:
         names = sorted(os.listdir(d))
     except OSError as err:
@@ -91,7 +97,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
             continue
         for off, msg in tr.problems:
-            db.problem(d / name, off, msg)
+            db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
         for e in tr.entries:
             put(e.user_key, e.sequence, e.kind, e.value)
         comp = sorted({b.compression for b in tr.blocks})
@@ -112,7 +118,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, None, f"unreadable ({err.strerror})")
             continue
         for p in lr.problems:
-            db.problem(d / name, p.offset, p.message)
+            db.problem(d / name, p.offset, p.message + " (LevelDB drops the record)", "warning")
         ops = 0
         for off, rec in lr.records:
             try:

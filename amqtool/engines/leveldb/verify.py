@@ -23,6 +23,9 @@ leveldb-entry-bad-data            CRITICAL  an entry points at a record that is 
                                             whose checksum fails
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
                                             (the broker truncates the last log file there: the message is lost)
+leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
+leveldb-index-differs-from-log    CRITICAL  the snapshot lacks (or differs in) collections, queue entries or
+                                            ack positions the whole log replays to (all logs from 0 present)
 leveldb-orphan-entries            WARNING   entries of collections the index does not hold
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
@@ -41,7 +44,8 @@ from __future__ import annotations
 
 import struct
 
-from amqtool.errors import Finding, Severity
+from amqtool.errors import Finding, FormatError, Severity
+from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
@@ -119,6 +123,9 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
                 add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
                             f"starts at {unit:#x}", path, pos))
             unit = base + end
+        elif kind not in L.KIND_NAMES and not (is_last and complete_end is not None and pos >= complete_end):
+            add(Finding(W if old(pos) else C, "leveldb-unknown-kind", f"record kind {kind & 0xFF} is none the "
+                        "store writes (a damaged header): the replay skips it", path, pos))
         elif kind == L.DATA:
             counts["data"] += 1
             at = base + pos
@@ -140,16 +147,82 @@ def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = Fal
                 (" (before the replay's start: the broker no longer replays them)" if old else ""), path, pos))
 
 
+def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
+    """An entry whose DATA record is damaged. The broker reads the entry's length of bytes after the header
+    without looking at it (checksums off by default): if they still decode as a message it delivers that
+    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL)."""
+    msg, err = st.decode(m)
+    if msg is not None:
+        try:  # what a consumer (and the export) reads of it
+            msg.body()
+            msg.properties()
+        except FormatError as e:
+            msg, err = None, e.message
+    add(Finding(C if msg is None else W, "leveldb-entry-bad-data",
+                f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}" +
+                (f"; the broker cannot read the message ({err})" if msg is None else
+                 "; its bytes still decode as a message, which the broker delivers"), str(f.path),
+                m.location - f.position))
+
+
+def _index_against_log(st: LevelDBState, add, directory: str) -> None:
+    """When every log since the first position is there, the snapshot must hold what the log replays to:
+    each collection and each queue entry and ack position the replay ends with (topic entries are left out:
+    the broker's GC deletes acknowledged ones from the index without a log record). What the snapshot lacks
+    the broker has lost (a table block or log record of the index damaged)."""
+    from amqtool.engines.leveldb.load import replay_all
+
+    if st.snapshot is None or not st.logs or st.logs[0].position != 0 or st.replay.stopped:
+        return
+    full, rep = replay_all(st)
+    if rep.stopped:
+        return  # (a REMOVE_COLLECTION stops the replay: the broker could not rebuild from the log either)
+    topics = set()
+    for k, v in full.items():
+        if k[:1] == b"c" and len(k) == 9:
+            try:
+                if R.decode_collection(v).type == R.TOPIC:
+                    topics.add(k[1:9])
+            except FormatError:
+                pass
+    missing = differ = 0
+    for k, v in full.items():
+        if k[:1] == b"e" and k[1:9] in topics:
+            continue
+        if k[:1] not in (b"c", b"e"):
+            continue
+        have = st.index.get(k)
+        if have is None:
+            missing += 1
+        elif k[:1] == b"e":
+            try:
+                if R.decode_index_entry(have)[0] != R.decode_index_entry(v)[0]:
+                    differ += 1
+            except FormatError:
+                differ += 1
+    if missing or differ:
+        add(Finding(C, "leveldb-index-differs-from-log", f"the index snapshot lacks {missing} and differs in "
+                    f"{differ} of the collections, queue entries and ack positions the whole log replays to: the "
+                    "broker has lost them (a damaged index block or record)", str(st.snapshot[1]), None,
+                    {"missing": missing, "differ": differ}))
+
+
 def _units_after(st: LevelDBState) -> int:
-    """UOW_END records with good checksums after the end of the last complete unit of the last file."""
-    last = st.logs[-1]
+    """UOW_END records with good checksums anywhere after the end of the last complete unit of the last file
+    (searched byte by byte, past any broken framing): a crash leaves none there."""
+    buf = st.reader.buffer(st.logs[-1])
     n = 0
-    for item in L.iter_records(memoryview(st.reader.buffer(last))[st.last_file_end:]):
-        if isinstance(item, L.Stop):
-            break
-        if item.kind == L.UOW_END and item.crc_ok and item.length == 8:
+    pos = st.last_file_end
+    end = len(buf)
+    marker = b"\x2a\xff"
+    while True:
+        pos = buf.find(marker, pos, end)
+        if pos < 0 or pos + L.HEADER_SIZE + 8 > end:
+            return n
+        _m, _k, cs, length = _HEAD.unpack_from(buf, pos)
+        if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
             n += 1
-    return n
+        pos += 1
 
 
 def _read_data(st: LevelDBState, loc: int) -> tuple | None:
@@ -172,8 +245,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
     # entries -> the DATA records they need
     wanted: dict[int, list] = {}
     for d in st.destinations.values():
+        # a topic message every subscription has acknowledged is delivered to no one (the broker's GC drops
+        # its entry): only what a consumer would still receive is required
+        low = min((sub.ack_position for sub in d.subscriptions), default=None) if d.kind == "topic" else None
         for m in d.messages:
-            wanted.setdefault(m.location, []).append((d.qualified, m))
+            if low is None or m.seq > low:
+                wanted.setdefault(m.location, []).append((d.qualified, m))
     for t in st.transactions:
         for m, dest in t.sends:
             wanted.setdefault(m.location, []).append((f"prepared {t.xid}", m))
@@ -193,8 +270,11 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
         prev_end = f.limit
     cut = cut_tail(st)
     dropped = _units_after(st) if cut else 0
+    # units before the snapshot's position are in the index already: dropping them loses nothing but the
+    # DATA records entries point at, which the entries' check judges (leveldb-entry-past-end)
+    replayed = cut and st.logs[-1].position + cut["offset"] >= st.replay.start
     if dropped:
-        add(Finding(C, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
+        add(Finding(C if replayed else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
                     f"last log file's chain of units breaks (offset {cut['offset']}): the broker truncates the file "
                     "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
                     cut["offset"]))
@@ -231,16 +311,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                             {"position": loc, "destinations": [u[0] for u in users]}))
             else:
                 bad += len(users)
-                add(Finding(C, "leveldb-entry-bad-data", f"{holder} seq {m.seq}: no DATA record starts at log "
-                            f"position {loc:#x}", str(f.path), loc - f.position))
+                _bad_entry(st, add, holder, m, f, "no DATA record starts there")
         else:
             length, ok = got
             if length != m.length or not ok:
-                bad += len(users)
                 why = f"its length is {length}, the entry says {m.length}" if length != m.length else \
                     "its checksum does not match"
-                add(Finding(C, "leveldb-entry-bad-data", f"{holder} seq {m.seq}: the DATA record at {loc:#x}: "
-                            f"{why}", str(f.path), loc - f.position))
+                _bad_entry(st, add, holder, m, f, why)
+                bad += len(users)
     known = {int.from_bytes(k[1:9], "big", signed=True) for k in st.index if k[:1] == b"c" and len(k) == 9}
     orphans: dict[int, int] = {}
     for k in st.index:
@@ -262,8 +340,27 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
         add(Finding(C, "leveldb-index-unreadable", f"index snapshot {st.snapshot[1].name}: {db.error}",
                     str(st.snapshot[1]), None))
     else:
-        for path, off, msg, _sev in db.problems:
-            add(Finding(C, "leveldb-index-damaged", msg, path, off))
+        for path, off, msg, sev in db.problems:
+            add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
+    log_codes = ("leveldb-checksum-mismatch", "leveldb-not-a-record", "leveldb-truncated-record",
+                 "leveldb-unknown-kind", "leveldb-units-dropped")
+    if not any(f.code in log_codes for f in findings):  # a damaged log is no yardstick for the index
+        _index_against_log(st, add, directory)
+    ddb = st.dirty_db
+    if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
+        missing = 0
+        for k, v in ddb.data.items():
+            if k[:1] == b"e" and len(k) == 17:
+                try:
+                    loc, length, meta = R.decode_index_entry(v)
+                except FormatError:
+                    continue
+                if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None:
+                    missing += 1
+        if missing:
+            add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
+                        f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
+                        str(st.directory / "dirty.index"), None))
     if dirty_flag(st):
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /

@@ -130,6 +130,16 @@ class TableRead:
     problems: list = field(default_factory=list)  # (offset, message)
 
 
+def _checked_block(buf, h: BlockHandle, out: TableRead) -> bytes:
+    try:
+        return read_block(buf, h)[0]
+    except FormatError as err:
+        if "checksum" not in err.message:
+            raise
+        out.problems.append((h.offset, err.message))
+        return read_block(buf, h, verify=False)[0]
+
+
 def split_internal_key(ikey: bytes) -> tuple[bytes, int, int]:
     if len(ikey) < 8:
         raise FormatError(f"internal key of {len(ikey)} bytes is shorter than its 8-byte tag")
@@ -138,16 +148,17 @@ def split_internal_key(ikey: bytes) -> tuple[bytes, int, int]:
 
 
 def read_table(buf) -> TableRead:
-    """Every entry of a table file. A damaged data block is reported and skipped (what LevelDB's iterator
-    does with ``paranoid_checks`` off is to stop at it; either way its entries are gone); a damaged footer or
-    index block is raised: nothing of the table can be found."""
+    """Every entry of a table file. A block whose checksum fails is reported and still read, as the store reads
+    its index (``ReadOptions.verifyChecksums`` off by default); a block that does not parse is reported and
+    skipped; a damaged footer is raised: nothing of the table can be found."""
     out = TableRead()
     _meta, index_h = read_footer(buf)
-    index, _ = read_block(buf, index_h)
+    index = _checked_block(buf, index_h, out)
     for _sep, hv in iter_block(index):
         h, _ = _handle(hv, 0, len(hv))
         try:
-            data, ctype = read_block(buf, h)
+            data = _checked_block(buf, h, out)
+            ctype = buf[h.offset + h.size] if h.offset + h.size < len(buf) else -1
             out.blocks.append(BlockInfo(h.offset, h.size, ctype))
             for ikey, value in iter_block(data):
                 ukey, seq, kind = split_internal_key(ikey)

@@ -83,8 +83,8 @@ def test_fixture_index_table_log_and_manifest():
     assert keys == sorted(keys) and b"c" + struct.pack(">q", 4) in keys
     broken = bytearray(sst)
     broken[20] ^= 0x10
-    t2 = table.read_table(bytes(broken))
-    assert t2.entries == [] and "checksum" in t2.problems[0][1]
+    t2 = table.read_table(bytes(broken))  # reported, and read anyway (the store reads without checksums)
+    assert "checksum" in t2.problems[0][1] and len(t2.entries) == 72
     with pytest.raises(FormatError):
         table.read_footer(sst[:-1])
 
