@@ -188,17 +188,20 @@ def _patch(path, offset, data):
 
 
 def test_flipped_byte_under_a_crc(capsys, copy):
-    """A changed byte in a message's body: the broker (checksums off) delivers the changed message: WARNING;
-    a changed byte that leaves no message (its OpenWire size prefix): the message is lost: CRITICAL."""
+    """A flipped bit in a message's stored CRC-32: the data the broker reads is intact: WARNING; a changed
+    byte of the message itself (its id may have changed): CRITICAL."""
     path, off, length = _first_message(copy)
+    b = path.read_bytes()[off + 3]
+    _patch(path, off + 3, bytes([b ^ 0x04]))  # inside the checksum field
+    code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-checksum-mismatch"] == "warning"
+    assert codes(doc)["leveldb-entry-bad-data"] == "warning"
+    _patch(path, off + 3, bytes([b]))
     b = path.read_bytes()[off + 10 + length // 2]
     _patch(path, off + 10 + length // 2, bytes([b ^ 0x01]))
     code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
-    assert code == 1 and codes(doc)["leveldb-checksum-mismatch"] == "warning"
-    assert codes(doc)["leveldb-entry-bad-data"] == "warning" and doc["summary"]["damagedMessages"] == 1
-    _patch(path, off + 10, b"\x7f")  # the size prefix's first byte
-    code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-entry-bad-data"] == "critical"
+    assert doc["summary"]["damagedMessages"] == 1
 
 
 def test_truncated_log_is_critical(capsys, copy):

@@ -96,8 +96,10 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
                 break
             # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
             # should start is damage even at the end of the last file
+            # in the cut tail of the last file nothing more is lost (the broker drops it); a last file without a
+            # single record is no log at all
             _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
-                  is_last and magic == 0, complete_end, old(pos))
+                  is_last and (records > 0 or pos > 0), complete_end, old(pos))
             break
         end = pos + L.HEADER_SIZE + length
         if end > n:
@@ -123,9 +125,11 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
                 add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
                             f"starts at {unit:#x}", path, pos))
             unit = base + end
-        elif kind not in L.KIND_NAMES and not (is_last and complete_end is not None and pos >= complete_end):
-            add(Finding(W if old(pos) else C, "leveldb-unknown-kind", f"record kind {kind & 0xFF} is none the "
-                        "store writes (a damaged header): the replay skips it", path, pos))
+        elif not (is_last and complete_end is not None and pos >= complete_end) and not old(pos) \
+                and (why := _kind_mismatch(kind, data)) is not None:
+            # the kind byte is outside the checksum: a record read as another kind changes the replay
+            add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
+                        "kind byte?): the replay applies it as that kind", path, pos))
         elif kind == L.DATA:
             counts["data"] += 1
             at = base + pos
@@ -137,6 +141,36 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
     mv.release()
     if progress is not None:
         progress(f.size)
+
+
+def _kind_mismatch(kind: int, data) -> str | None:
+    """Why a replayed record's data cannot be what its kind says (None when it can): DATA is a size-prefixed
+    OpenWire command (or snappy), entries are EntryRecords with their keys, ADD_COLLECTION a CollectionRecord,
+    REMOVE_COLLECTION a bare varint, UOW_END 8 bytes."""
+    try:
+        if kind == L.DATA:
+            n = len(data)
+            if n >= 5 and struct.unpack_from(">i", data, 0)[0] == n - 4:
+                return None
+            from amqtool.engines.leveldb.load import decode_data
+
+            decode_data(bytes(data))
+            return None
+        if kind in (L.ADD_ENTRY, L.UPDATE_ENTRY, L.REMOVE_ENTRY):
+            e = R.decode_entry(data)
+            return None if e.collection_key is not None and e.entry_key is not None else "has no entry keys"
+        if kind == L.ADD_COLLECTION:
+            c = R.decode_collection(data)
+            return None if c.type in R.COLLECTION_TYPES else f"is a collection of type {c.type}"
+        if kind == L.REMOVE_COLLECTION:
+            return None if 0 < len(data) <= 10 and data[-1] < 0x80 else "is not a bare varint collection key"
+        if kind == L.UOW_END:
+            return None if len(data) == 8 else "is not an 8-byte position"
+        if kind == L.TRACE:
+            return None
+        return f"is of kind {kind & 0xFF}, which the store never writes"
+    except FormatError as err:
+        return f"does not decode as one ({err.message})"
 
 
 def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = False) -> None:
@@ -158,11 +192,28 @@ def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
             msg.properties()
         except FormatError as e:
             msg, err = None, e.message
-    add(Finding(C if msg is None else W, "leveldb-entry-bad-data",
-                f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}" +
-                (f"; the broker cannot read the message ({err})" if msg is None else
-                 "; its bytes still decode as a message, which the broker delivers"), str(f.path),
-                m.location - f.position))
+    intact = msg is not None and _crc_field_damaged(st, m)
+    if msg is None:
+        tail = f"; the broker cannot read the message ({err})"
+    elif intact:
+        tail = "; its checksum field is one bit from the data's CRC-32: the data is intact"
+    else:
+        tail = "; the message's bytes changed (it still decodes: the broker delivers the changed message)"
+    add(Finding(W if intact else C, "leveldb-entry-bad-data",
+                f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}{tail}",
+                str(f.path), m.location - f.position))
+
+
+def _crc_field_damaged(st: LevelDBState, m) -> bool:
+    """The record's stored CRC-32 differs from its data's in one bit (or the header's kind byte, which no
+    checksum covers, is what differs): the data the broker reads is intact."""
+    head = st.reader.read(m.location, L.HEADER_SIZE)
+    data = st.reader.read(m.location + L.HEADER_SIZE, m.length)
+    if head is None or data is None:
+        return False
+    _magic, _kind, cs, length = _HEAD.unpack_from(head, 0)
+    diff = (cs & 0xFFFFFFFF) ^ _crc32(data)
+    return length == m.length and diff & (diff - 1) == 0
 
 
 def _index_against_log(st: LevelDBState, add, directory: str) -> None:
@@ -269,7 +320,9 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                    counts, progress, st.replay.start)
         prev_end = f.limit
     cut = cut_tail(st)
-    dropped = _units_after(st) if cut else 0
+    dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
+    if dropped and not cut:
+        cut = {"file": st.logs[-1].name, "offset": st.last_file_end, "records": 0}
     # units before the snapshot's position are in the index already: dropping them loses nothing but the
     # DATA records entries point at, which the entries' check judges (leveldb-entry-past-end)
     replayed = cut and st.logs[-1].position + cut["offset"] >= st.replay.start
@@ -355,7 +408,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
                     continue
-                if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None:
+                if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
+                        and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
                     missing += 1
         if missing:
             add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
