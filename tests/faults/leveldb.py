@@ -103,14 +103,19 @@ def delivered(root: Path) -> Delivered:
         return Delivered(frozenset(), Counter(), frozenset(), detected=False)
     try:
         bindings = frozenset(ex.binding_rows())
+        # the message the broker hands out is the whole stored command, fields the rows leave out included
+        raw = {}
+        for d in ex.st.destinations.values():
+            for m in d.messages:
+                b = ex.st.data(m.location, m.length)
+                raw[m.location] = hashlib.sha256(b).hexdigest() if b is not None else None
         rows: Counter = Counter()
         content = set()
         for r in ex.rows():
             key = (r[n["queue"]], r[n["store_message_id"]], r[n["transaction_state"]])
             rows[key] += 1
-            h = hashlib.sha256(repr((r[n["body"]], r[n["typed_properties"]], r[n["priority"]],
-                                     r[n["delivery_count"]])).encode()).hexdigest()
-            content.add(key + (h,))
+            h = hashlib.sha256(repr(tuple(r)).encode()).hexdigest()  # every column: headers, times, body
+            content.add(key + (h, raw.get(r[n["message_id"]])))
     finally:
         ex.close()
     return Delivered(bindings, rows, frozenset(content))
