@@ -46,6 +46,77 @@ def _read(path: Path) -> bytes:
         return fh.read()
 
 
+def _keys_of(data: bytes | None) -> list | None:
+    if data is None:
+        return None
+    try:
+        return [op.key for op in dblog.iter_batch(data)]
+    except FormatError:
+        return None
+
+
+def _resync(buf: bytes, start: int) -> list:
+    """(offset, data) of the FULL log records found from ``start`` on by their checksums (past a broken
+    length field, which LevelDB cannot step over)."""
+    import struct
+
+    from amqtool.formats.leveldb.codecs import crc32c, unmask
+
+    out = []
+    pos = start
+    n = len(buf)
+    while pos + dblog.HEADER_SIZE <= n:
+        masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
+        end = pos + dblog.HEADER_SIZE + length
+        if rtype == dblog.FULL and length and end <= n and unmask(masked) == crc32c(buf[pos + 6:end]):
+            out.append((pos, buf[pos + dblog.HEADER_SIZE:end]))
+            pos = end
+        else:
+            pos += 1
+    return out
+
+
+def _batch_prefix(raw: bytes) -> bytes | None:
+    """The write batch at the start of ``raw`` (its operations, whatever follows), or None."""
+    import struct
+
+    if len(raw) < 12:
+        return None
+    _seq, count = struct.unpack_from("<QI", raw, 0)
+    for end in range(12, min(len(raw), 1 << 16) + 1):
+        try:
+            if len(list(dblog.iter_batch(raw[:end]))) == count:
+                return raw[:end]
+        except FormatError:
+            continue
+    return None
+
+
+def _superseded(data: bytes | None, newest: dict) -> bool:
+    """Whether dropping a write batch loses nothing: each key it wrote is the store's own counter (``:dirty``,
+    ``:log-refs``, ... rebuilt by the broker) or is written again by a newer operation."""
+    if data is None:
+        return False
+    try:
+        ops = list(dblog.iter_batch(data))
+    except FormatError:
+        return False
+    for op in ops:
+        if op.key[:1] == b":":
+            continue
+        later = newest.get(op.key)
+        if later is None or later[0] <= op.sequence:
+            return False
+    return True
+
+
+def _held(data: bytes | None) -> str:
+    keys = _keys_of(data)
+    if keys is None:
+        return "; what it held cannot be told"
+    return f"; it held {len(keys)} key(s), {sum(1 for k in keys if k[:1] in (b'c', b'e'))} collection or entry key(s)"
+
+
 def read_index(directory: str | os.PathLike) -> IndexDB:
     d = Path(directory)
     db = IndexDB(d)
@@ -97,6 +168,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
             continue
         for off, msg in tr.problems:
+            # a block whose checksum fails is read anyway, as the store reads it (what changed may be nothing
+            # the broker uses); one that does not parse is gone
             db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
         for e in tr.entries:
             put(e.user_key, e.sequence, e.kind, e.value)
@@ -108,6 +181,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
     for k, n in files.get("sst", []) + files.get("ldb", []):
         if k not in live_tables:
             db.orphans.append(n)
+    dropped: list = []
     for num, name in sorted(files.get("log", [])):
         if num < version.log_number and num != version.prev_log_number:
             db.orphans.append(name)
@@ -118,7 +192,18 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, None, f"unreadable ({err.strerror})")
             continue
         for p in lr.problems:
-            db.problem(d / name, p.offset, p.message + " (LevelDB drops the record)", "warning")
+            dropped.append((d / name, p))
+        if lr.tail is not None:
+            # a snapshot is a copy of a quiesced index (suspend, then copyIndex): a record cut at its end is
+            # damage (its length field?), not a crash; LevelDB drops it silently. Its write batch is
+            # self-delimiting: read it from where its data starts, to judge what the drop loses.
+            whole = _read(d / name)
+            raw = whole[lr.tail + dblog.HEADER_SIZE:]
+            dropped.append((d / name, dblog.LogProblem(lr.tail, "the write-ahead log ends inside a record",
+                                                       _batch_prefix(raw))))
+            # and every record after it, which LevelDB no longer frames: found again by their checksums
+            for off, rec in _resync(whole, lr.tail + dblog.HEADER_SIZE):
+                dropped.append((d / name, dblog.LogProblem(off, "a record after the cut, dropped with it", rec)))
         ops = 0
         for off, rec in lr.records:
             try:
@@ -130,6 +215,11 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             except FormatError as err:
                 db.problem(d / name, off, f"write batch: {err.message}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+    for path, p in dropped:
+        harmless = _superseded(p.data, newest)
+        db.problem(path, p.offset, p.message + " (LevelDB drops the record)" +
+                   ("; every key it wrote is rewritten later or a counter" if harmless else _held(p.data)),
+                   "warning" if harmless else "critical")
     for key, (seq, kind, value) in newest.items():
         if seq > db.last_sequence:
             db.last_sequence = seq

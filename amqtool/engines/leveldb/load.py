@@ -207,8 +207,7 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
-            check_data: bool = True) -> ReplayResult:
+def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) -> ReplayResult:
     res = ReplayResult(start, limit, start)
     batch: list = []
     pos = start
@@ -228,8 +227,7 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
             break
         try:
             if kind == L.DATA:
-                if check_data:
-                    decode_data(bytes(data))
+                decode_data(bytes(data))
             elif kind == L.ADD_COLLECTION:
                 rec = R.decode_collection(data)
                 batch.append((R.collection_index_key(rec.key), bytes(data)))
@@ -272,22 +270,6 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
     res.end = pos
     res.dropped_ops = len(batch)
     return res
-
-
-def replay_all(st: "LevelDBState") -> tuple[dict, ReplayResult]:
-    """The index the whole log replays to from an empty index (as the broker builds it without a snapshot),
-    DATA records not decoded: for comparing with the snapshot's (verify)."""
-    index: dict = {}
-    last = st.logs[-1]
-    end = 0
-    for item in L.iter_records(st.reader.buffer(last), verify=False):
-        if isinstance(item, L.Stop):
-            break
-        end = item.end
-    # to the end of the records there, not to where a damaged checksum makes the broker truncate: only
-    # complete units are applied either way
-    rep = _replay(index, st.reader, st.logs[0].position, last.position + end, {}, check_data=False)
-    return index, rep
 
 
 def _flush(index: dict, batch: list) -> None:

@@ -24,9 +24,7 @@ leveldb-entry-bad-data            CRITICAL  an entry points at a record that is 
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
-leveldb-index-differs-from-log    CRITICAL  the snapshot lacks (or differs in) collections, queue entries or
-                                            ack positions the whole log replays to (all logs from 0 present)
-leveldb-orphan-entries            WARNING   entries of collections the index does not hold
+leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record)
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
@@ -219,48 +217,6 @@ def _crc_field_damaged(st: LevelDBState, m) -> bool:
     return diff & (diff - 1) == 0
 
 
-def _index_against_log(st: LevelDBState, add, directory: str) -> None:
-    """When every log since the first position is there, the snapshot must hold what the log replays to:
-    each collection and each queue entry and ack position the replay ends with (topic entries are left out:
-    the broker's GC deletes acknowledged ones from the index without a log record). What the snapshot lacks
-    the broker has lost (a table block or log record of the index damaged)."""
-    from amqtool.engines.leveldb.load import replay_all
-
-    if st.snapshot is None or not st.logs or st.logs[0].position != 0 or st.replay.stopped:
-        return
-    full, rep = replay_all(st)
-    if rep.stopped:
-        return  # (a REMOVE_COLLECTION stops the replay: the broker could not rebuild from the log either)
-    topics = set()
-    for k, v in full.items():
-        if k[:1] == b"c" and len(k) == 9:
-            try:
-                if R.decode_collection(v).type == R.TOPIC:
-                    topics.add(k[1:9])
-            except FormatError:
-                pass
-    missing = differ = 0
-    for k, v in full.items():
-        if k[:1] == b"e" and k[1:9] in topics:
-            continue
-        if k[:1] not in (b"c", b"e"):
-            continue
-        have = st.index.get(k)
-        if have is None:
-            missing += 1
-        elif k[:1] == b"e":
-            try:
-                if R.decode_index_entry(have)[0] != R.decode_index_entry(v)[0]:
-                    differ += 1
-            except FormatError:
-                differ += 1
-    if missing or differ:
-        add(Finding(C, "leveldb-index-differs-from-log", f"the index snapshot lacks {missing} and differs in "
-                    f"{differ} of the collections, queue entries and ack positions the whole log replays to: the "
-                    "broker has lost them (a damaged index block or record)", str(st.snapshot[1]), None,
-                    {"missing": missing, "differ": differ}))
-
-
 def _units_after(st: LevelDBState) -> int:
     """UOW_END records with good checksums anywhere after the end of the last complete unit of the last file
     (searched byte by byte, past any broken framing): a crash leaves none there."""
@@ -383,8 +339,10 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             if ck not in known:
                 orphans[ck] = orphans.get(ck, 0) + 1
     for ck, n in sorted(orphans.items()):
-        add(Finding(W, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
-                    "not hold (the broker never reads them)", directory, None))
+        # the broker deletes a collection's entries with it: entries without their collection are messages
+        # whose queue or topic record is gone (a damaged index), which no consumer will get
+        add(Finding(C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
+                    "not hold: the broker never reads them (their collection record is lost)", directory, None))
     for key, msg in st.load_problems:
         add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
     db = st.snapshot_db
@@ -398,10 +356,6 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
     else:
         for path, off, msg, sev in db.problems:
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
-    log_codes = ("leveldb-checksum-mismatch", "leveldb-not-a-record", "leveldb-truncated-record",
-                 "leveldb-unknown-kind", "leveldb-units-dropped")
-    if not any(f.code in log_codes for f in findings):  # a damaged log is no yardstick for the index
-        _index_against_log(st, add, directory)
     ddb = st.dirty_db
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
         missing = 0

@@ -26,6 +26,7 @@ TYPE_DELETION, TYPE_VALUE = 0, 1
 class LogProblem:
     offset: int
     message: str
+    data: bytes | None = None  # a FULL record dropped for its checksum: its bytes, for judging what was lost
 
 
 @dataclass
@@ -67,7 +68,8 @@ def read_log(buf) -> LogRead:
             break
         data = mv[pos + HEADER_SIZE:pos + HEADER_SIZE + length]
         if unmask(masked) != crc32c(bytes(mv[pos + 6:pos + 7]) + bytes(data)):
-            out.problems.append(LogProblem(pos, "record checksum (masked CRC-32C) does not match"))
+            out.problems.append(LogProblem(pos, "record checksum (masked CRC-32C) does not match",
+                                           bytes(data)))
             pending, pending_at = [], None
             pos += HEADER_SIZE + length
             continue
