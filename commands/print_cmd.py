@@ -75,7 +75,7 @@ def print_(
                    journal=journal, max_pages=max_pages, pins=pins, drain=drain, quiet=quiet, wide=wide)
         if len(stores) > 1:
             verdict = _print_several(path, stores, one)
-        elif (stores[0].kind == "kahadb" or pins or drain or fmt is not OutputFormat.json
+        elif (stores[0].kind != "artemis" or pins or drain or fmt is not OutputFormat.json
               or style is Style.artemis):
             verdict = _print_store(stores[0], **one)
         else:
