@@ -181,6 +181,7 @@ class Evidence:
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
+    binding_problems: list = field(default_factory=list)  # bindings records whose body does not decode
     unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
@@ -195,6 +196,7 @@ class Evidence:
         ev = cls()
         state = build_broker_state(bindings, messages, decode=REF_TYPES)
         ev.have_bindings = bindings is not None
+        ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
         if bindings is not None:
             ev.bindings_ids = {r.id: r.user_record_type for r in bindings.live}

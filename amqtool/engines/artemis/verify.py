@@ -784,6 +784,15 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(evidence.bad_refs)} live reference or acknowledgement record(s) whose body is not one queue id "
             f"(first: record {r.id}, {r.body_len} bytes): the broker's load fails on it",
             str(results["messages"].files[r.file_index].path), r.body_offset, {"count": len(evidence.bad_refs)}))
+    if evidence.binding_problems:
+        # loadBindingJournal decodes every queue and address binding; one that does not decode throws there
+        first = evidence.binding_problems[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "binding-undecodable",
+            f"{len(evidence.binding_problems)} bindings record(s) do not decode (first: record {first.record_id}, "
+            f"type {first.user_record_type}: {first.message}): the broker's load of its bindings fails",
+            str(results["bindings"].files[first.file_index].path), first.body_offset,
+            {"count": len(evidence.binding_problems)}))
     if store.bindings is None and store.messages is not None and evidence.refs:
         # Artemis creates both journals at its first start and never removes one: messages routed to queues
         # with no bindings journal at all lost every queue (the broker deletes their references)
