@@ -85,8 +85,15 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(s, handler)
 
 
+def _notice(line: str) -> None:
+    sys.stderr.write(f"amqtool: {line}\n")
+
+
 def _main(argv: list[str] | None) -> int:
     from amqtool import native
+    from amqtool.store import output
+
+    output.notice = _notice  # the writers' notes (a dead run's leftovers removed) go to stderr
 
     if not native.HAVE_NATIVE:  # once per run: every decoder then runs its (much slower) Python reference
         sys.stderr.write(f"amqtool: note: running without the C extension ({native.NATIVE_REASON}); "

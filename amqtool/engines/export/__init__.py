@@ -173,7 +173,8 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
     else:
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
-    target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
+    target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode,
+                          inputs=export_inputs(store, req.path))
     xml_writer = None
     with target.writing():
         if engine == "local":
@@ -204,6 +205,17 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
                 fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
     warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
     return doc, (Verdict.WARNING if warn else Verdict.OK)
+
+
+def export_inputs(store, given: str | None) -> list:
+    """What an export of ``store`` reads, which its output must not be, contain or lie in
+    (:mod:`amqtool.store.output`): the file store's directories and instance; for a database store, the
+    path given, if any."""
+    from amqtool.store.output import store_inputs
+
+    if store.kind in ("artemis", "kahadb"):
+        return store_inputs(store, given or None)
+    return [given] if given else []
 
 
 def _refused_files(store) -> list[tuple[str, str]]:
