@@ -168,8 +168,9 @@ def store_inputs(store, given: str | os.PathLike | None = None) -> list[Path]:
     """Every directory a command reading ``store`` (a layout ``ArtemisStore`` or ``KahaDBStore``) reads, and
     the broker instance holding it when one is found. ``given``: the path on the command line."""
     paths: list[Path] = []
-    if given is not None:
-        paths.append(Path(given))
+    for g in (given, getattr(store, "given", None)):
+        if g is not None:
+            paths.append(Path(g))
     root = getattr(store, "root", None)
     if root is not None:
         paths.append(Path(root))

@@ -1,0 +1,220 @@
+"""Issue 26, part 1: no writer destroys what it was not asked to write (amqtool.store.output).
+
+Each case was a data loss on main c381a60: `export e1 -o e1 --force` deleted the broker store, `-o /dev/full
+--force` replaced the device node, `-o somedir --force` deleted unrelated files, `-o
+d64/data/journal/activemq-data-99.amq` wrote a bad journal file into the store."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import tree_hashes
+
+KAHADB = Path("/work/shared/fixtures/kahadb/basic")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    from amqtool.engines.artemis.demo import create_demo
+
+    root = tmp_path_factory.mktemp("demo") / "e1"
+    create_demo(root, 4 * 1024 * 1024, file_size=256 * 1024, seed=3)
+    return root
+
+
+@pytest.fixture
+def e1(demo, tmp_path) -> Path:
+    copy = tmp_path / "e1"
+    shutil.copytree(demo, copy)
+    return copy
+
+
+def _one_line_3(code, err):
+    assert code == 3, err
+    assert err.count("\n") == 1 and err.startswith("amqtool: error: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("rel", [".", "..", "data", "data/journal", "data/journal/activemq-data-99.amq",
+                                 "data/paging/x"])
+def test_export_never_writes_into_around_or_over_the_store(run_cli, e1, rel):
+    before = tree_hashes(e1.parent)
+    code, _, err = run_cli("export", e1, "-o", e1 / rel, "--force", "-f", "jsonl", "--engine", "local", "-q")
+    _one_line_3(code, err)
+    assert "the output" in err and "the input" in err
+    assert tree_hashes(e1.parent) == before
+
+
+def test_export_of_a_journal_directory_guards_its_whole_instance(run_cli, e1):
+    # the instance: the directory whose etc/broker.xml names the store's directories
+    (e1 / "etc").mkdir()
+    (e1 / "etc" / "broker.xml").write_text(
+        "<configuration><core><journal-directory>data/journal</journal-directory>"
+        "<bindings-directory>data/bindings</bindings-directory></core></configuration>")
+    before = tree_hashes(e1)
+    code, _, err = run_cli("export", e1 / "data" / "journal", "-o", e1 / "exports", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    assert f"lies inside the input {e1}" in err
+    assert tree_hashes(e1) == before and not (e1 / "exports").exists()
+
+
+def test_export_of_a_kahadb_store_into_it(run_cli, tmp_path):
+    kaha = tmp_path / "kahadb"
+    shutil.copytree(KAHADB, kaha)
+    before = tree_hashes(kaha)
+    for out in (kaha, tmp_path, kaha / "x"):
+        code, _, err = run_cli("export", kaha, "-o", out, "--force", "-f", "jsonl", "-q")
+        _one_line_3(code, err)
+    assert tree_hashes(kaha) == before
+
+
+def test_a_device_or_fifo_is_never_replaced(run_cli, e1, tmp_path):
+    code, _, err = run_cli("export", e1, "-o", "/dev/full", "--force", "-f", "xml", "-q")
+    _one_line_3(code, err)
+    assert "neither a regular file nor a directory" in err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, _, err = run_cli("export", e1, "-o", fifo, "--force", "-q")
+    _one_line_3(code, err)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_force_replaces_only_an_earlier_export(run_cli, e1, tmp_path):
+    somedir = tmp_path / "somedir"
+    somedir.mkdir()
+    (somedir / "keep.txt").write_text("mine")
+    code, _, err = run_cli("export", e1, "-o", somedir, "--force", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    assert "holds no export.json" in err and (somedir / "keep.txt").read_text() == "mine"
+
+    out = tmp_path / "out"
+    assert run_cli("export", e1, "-o", out, "-f", "jsonl", "-q")[0] == 0
+    first = json.loads((out / "export.json").read_text())
+    # an earlier export with something else put beside it is not amqtool's alone any more
+    (out / "notes.txt").write_text("mine")
+    code, _, err = run_cli("export", e1, "-o", out, "--force", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    assert "'notes.txt'" in err and (out / "notes.txt").exists()
+    (out / "notes.txt").unlink()
+    (out / "messages" / "mine.csv").write_text("x")
+    code, _, err = run_cli("export", e1, "-o", out, "--force", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    (out / "messages" / "mine.csv").unlink()
+    # the earlier export alone: replaced
+    code, _, err = run_cli("export", e1, "-o", out, "--force", "-f", "jsonl", "-q")
+    assert code == 0, err
+    assert json.loads((out / "export.json").read_text())["rows"] == first["rows"]
+    assert sorted(os.listdir(tmp_path)) == ["e1", "out", "somedir"]  # no work directory, no lock file left
+
+
+def test_a_symlink_to_the_store_is_the_store(run_cli, e1, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(e1)
+    before = tree_hashes(e1)
+    for out in (link, link / "data" / "x"):
+        code, _, err = run_cli("export", e1, "-o", out, "--force", "-f", "jsonl", "-q")
+        _one_line_3(code, err)
+    code, _, err = run_cli("export", link, "-o", e1 / "y", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    assert tree_hashes(e1) == before
+
+
+def test_a_bind_mount_of_the_store_is_the_store(run_cli, e1, tmp_path):
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("bind mounts need root and mount(8)")
+    m = tmp_path / "m"
+    m.mkdir()
+    done = subprocess.run(["mount", "--bind", str(e1), str(m)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.strip()}")
+    try:
+        before = tree_hashes(e1)
+        code, _, err = run_cli("export", m, "-o", e1 / "data" / "journal" / "x.amq", "-f", "xml", "-q")
+        _one_line_3(code, err)
+        code, _, err = run_cli("export", e1, "-o", m / "data", "--force", "-f", "jsonl", "-q")
+        _one_line_3(code, err)
+        code, _, err = run_cli("compact", m, "-o", e1 / "c", "-q")
+        _one_line_3(code, err)
+        assert tree_hashes(e1) == before
+    finally:
+        subprocess.run(["umount", str(m)], check=True)
+
+
+def test_every_store_writer_follows_the_rule(run_cli, e1, tmp_path):
+    before = tree_hashes(e1)
+    for argv in (("compact", e1, "-o", e1 / "data" / "c"), ("compact", e1, "-o", tmp_path),
+                 ("recover", e1, "-o", e1 / "r"), ("recover", e1, "-o", tmp_path),
+                 ("create", e1 / "data" / "new", "--from", e1)):
+        code, _, err = run_cli(*argv, "-q")
+        assert code == 3, (argv, err)
+    assert tree_hashes(e1) == before
+    kaha = tmp_path / "kahadb"
+    shutil.copytree(KAHADB, kaha)
+    kbefore = tree_hashes(kaha)
+    for argv in (("create", kaha / "artemis", "--from", kaha), ("compact", kaha, "-o", kaha / "c"),
+                 ("recover", kaha, "-o", tmp_path)):
+        code, _, err = run_cli(*argv, "-q")
+        _one_line_3(code, err)
+    assert tree_hashes(kaha) == kbefore
+
+
+def test_create_refuses_a_device(run_cli):
+    code, _, err = run_cli("create", "/dev/full")
+    _one_line_3(code, err)
+
+
+# --- part 2: two writers of one output -------------------------------------------------------------------
+
+def test_a_second_writer_of_the_same_output_is_refused(run_cli, e1, tmp_path):
+    """Two `export -o same --force` at once both exited 0 and only one's rows remained: the output's lock
+    (flock on .<name>.amqtool-lock) makes the second exit 3 with one line, touching nothing."""
+    from amqtool.store import output
+
+    out = tmp_path / "same"
+    assert run_cli("export", e1, "-o", out, "-f", "jsonl", "-q")[0] == 0
+    before = tree_hashes(out)
+    held = output.claim(out, output.EXPORT_DIR, force=True)  # as a running writer holds it
+    try:
+        proc = subprocess.run([str(Path(__file__).parents[2] / ".venv" / "bin" / "amqtool"), "export", str(e1),
+                               "-o", str(out), "--force", "-f", "jsonl", "-q"], capture_output=True, text=True)
+        _one_line_3(proc.returncode, proc.stderr)
+        assert f"another amqtool (process {os.getpid()}) is writing this output" in proc.stderr
+        for argv in (("compact", e1, "-o", out), ("recover", e1, "-o", out), ("create", out)):
+            code, _, err = run_cli(*argv, "-q")
+            assert code == 3, err
+    finally:
+        held.release()
+    assert tree_hashes(out) == before
+    assert sorted(os.listdir(tmp_path)) == ["e1", "same"]
+
+
+def test_a_lock_file_left_by_a_killed_writer_does_not_block(run_cli, e1, tmp_path):
+    out = tmp_path / "o"
+    (tmp_path / ".o.amqtool-lock").write_text("999999\n")  # nobody holds it
+    code, _, err = run_cli("export", e1, "-o", out, "-f", "jsonl", "-q")
+    assert code == 0, err
+    assert sorted(os.listdir(tmp_path)) == ["e1", "o"]
+
+
+def test_concurrent_forced_exports_never_both_write(e1, tmp_path):
+    """The race itself, with real processes started together: whatever the interleaving, every run either
+    wrote the output alone (exit 0) or was refused (exit 3); the output is one complete export."""
+    amq = str(Path(__file__).parents[2] / ".venv" / "bin" / "amqtool")
+    out = tmp_path / "same"
+    subprocess.run([amq, "export", str(e1), "-o", str(out), "-f", "jsonl", "-q"], check=True)
+    rows = json.loads((out / "export.json").read_text())["rows"]
+    procs = [subprocess.Popen([amq, "export", str(e1), "-o", str(out), "--force", "-f", "jsonl", "-q"],
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    codes = [(p.wait(), p.stderr.read()) for p in procs]
+    for code, err in codes:
+        assert code in (0, 3), err
+        if code == 3:
+            assert "is writing this output" in err
+    assert json.loads((out / "export.json").read_text())["rows"] == rows
+    assert sorted(os.listdir(tmp_path)) == ["e1", "same"]
