@@ -80,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     saved = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return _main(argv)
+    except KeyboardInterrupt as err:
+        # a signal between installing the handlers and the command's own guard (imports, option parsing):
+        # nothing was written yet; one line, never a traceback (issue 26)
+        from amqtool.commands.output import interrupted
+
+        return interrupted(err)
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
@@ -106,9 +112,12 @@ def _main(argv: list[str] | None) -> int:
         if ctx is not None:
             sys.stderr.write(f"Try '{ctx.command_path} --help'.\n")
         return 3
-    except typer.Abort:
-        sys.stderr.write("amqtool: interrupted\n")
-        return 130
+    except typer.Abort as err:
+        from amqtool.commands.output import interrupted
+
+        # Click turns a KeyboardInterrupt (our SIGTERM/SIGHUP too) during parsing into Abort
+        cause = err.__cause__ if isinstance(err.__cause__, KeyboardInterrupt) else KeyboardInterrupt()
+        return interrupted(cause)
     except KeyboardInterrupt as err:
         from amqtool.commands.output import interrupted
 

@@ -442,7 +442,7 @@ def sweep_leftovers(directory: str | os.PathLike) -> list[Path]:
                 st = os.lstat(p)
             except OSError:
                 continue
-            if _writer_alive(pid, max(st.st_mtime, st.st_ctime)):
+            if _writer_alive(pid, st.st_mtime):
                 continue
             try:
                 if stat.S_ISDIR(st.st_mode):

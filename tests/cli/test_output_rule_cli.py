@@ -218,3 +218,81 @@ def test_concurrent_forced_exports_never_both_write(e1, tmp_path):
             assert "is writing this output" in err
     assert json.loads((out / "export.json").read_text())["rows"] == rows
     assert sorted(os.listdir(tmp_path)) == ["e1", "same"]
+
+
+# --- part 3: what killed writers leave ---------------------------------------------------------------------
+
+AMQ = str(Path(__file__).parents[2] / ".venv" / "bin" / "amqtool")
+
+
+def _killed(argv, point="fsync:2"):
+    """Run amqtool with a real SIGKILL at a durable step (store.atomic's fault hook)."""
+    env = {**os.environ, "AMQTOOL_FAULT": f"{point}:kill"}
+    proc = subprocess.run([AMQ, *map(str, argv)], env=env, capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize("argv, label", [
+    (("export", "{e1}", "-o", "{out}", "-f", "jsonl", "-q"), "tmp"),
+    (("recover", "{e1}", "-o", "{out}", "-q"), "recover"),
+    (("compact", "{e1}", "-o", "{out}", "-q"), "compact"),
+])
+def test_the_next_run_removes_a_killed_writers_temporary(e1, tmp_path, argv, label):
+    out = tmp_path / "out"
+    args = [a.format(e1=e1, out=out) for a in argv]
+    _killed(args)
+    left = [n for n in os.listdir(tmp_path) if n.startswith(".out.amqtool-")]
+    assert any(n.startswith(f".out.amqtool-{label}-") for n in left), left
+    assert not out.exists()
+    # any writer writing beside it cleans up, and says what it removed
+    proc = subprocess.run([AMQ, "export", str(e1), "-o", str(tmp_path / "other"), "-f", "jsonl", "-q"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    temp = [n for n in left if not n.endswith("-lock")][0]
+    assert f"removed {tmp_path / temp}, left by an amqtool run" in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["e1", "other"]
+
+
+def test_a_live_writers_temporary_is_kept_and_a_reused_pid_is_seen(e1, tmp_path):
+    from amqtool.store import output
+
+    mine = tmp_path / f".a.amqtool-tmp-{os.getppid()}"  # pytest's parent: alive, started before it
+    mine.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        reused = tmp_path / f".b.amqtool-recover-{sleeper.pid}"  # alive, but started after it was written
+        reused.mkdir()
+        (reused / "f").write_bytes(b"x")
+        old = os.stat(reused).st_mtime - 3600
+        os.utime(reused, (old, old))
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        gone = tmp_path / f".c.amqtool-tmp-{dead.pid}"
+        gone.write_bytes(b"x")
+        removed = output.sweep_leftovers(tmp_path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert sorted(removed) == sorted([reused, gone])
+    assert mine.is_dir()
+
+
+def test_sigterm_early_in_recover_is_one_line(e1, tmp_path):
+    """SIGTERM 0.1 s into `recover` printed a traceback and exited 1."""
+    import signal
+    import time
+
+    for delay in (0.1, 0.3, 0.6, 0.9):
+        out = tmp_path / f"r{delay}"
+        p = subprocess.Popen([AMQ, "recover", str(e1), "-o", str(out)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate()
+        if p.returncode == 0:
+            continue  # it finished first
+        assert p.returncode in (143, -15), err
+        assert "Traceback" not in err and err in ("", "amqtool: interrupted (SIGTERM)\n"), err
+        assert not out.exists()
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []
