@@ -296,3 +296,37 @@ def test_sigterm_early_in_recover_is_one_line(e1, tmp_path):
         assert "Traceback" not in err and err in ("", "amqtool: interrupted (SIGTERM)\n"), err
         assert not out.exists()
     assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []
+
+
+# --- part 4: sizes and numbers -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ("compact", "{e1}", "--file-size", "0"), ("compact", "{e1}", "--min-files", "-2"),
+    ("compact", "{e1}", "--compact-percentage", "101"), ("compact", "{e1}", "--pool-files", "-2"),
+    ("bench", "sync-methods", "{tmp}", "--seconds", "inf"), ("bench", "sync-methods", "{tmp}", "--seconds", "nan"),
+    ("bench", "sync-methods", "{tmp}", "--seconds", "-1"), ("bench", "{tmp}", "--seconds", "inf"),
+    ("create", "{tmp}/j", "--file-size", "10.5M"), ("create", "{tmp}/j", "--min-files", "0"),
+])
+def test_numeric_options_are_validated(run_cli, e1, tmp_path, argv):
+    before = tree_hashes(e1)
+    code, _, err = run_cli(*[a.format(e1=e1, tmp=tmp_path) for a in argv])
+    _one_line_3(code, err)
+    assert tree_hashes(e1) == before and not (tmp_path / "j").exists()
+
+
+def test_create_file_size_10mb_is_artemis_10mb(run_cli, tmp_path):
+    code, _, err = run_cli("create", tmp_path / "j", "--file-size", "10MB", "--min-files", "2", "-q")
+    assert code == 0, err
+    assert {p.stat().st_size for p in (tmp_path / "j").iterdir()} == {10_485_760}
+
+
+def test_create_on_a_too_small_filesystem_names_the_path_and_leaves_nothing(run_cli, tmp_path):
+    from tests.inspectors.machine_support import tmpfs_mount
+
+    small = tmp_path / "small"
+    small.mkdir()
+    with tmpfs_mount(small, "5m"):
+        code, _, err = run_cli("create", small / "tiny", "--file-size", "2MiB", "--min-files", "4")
+        _one_line_3(code, err)
+        assert "not enough free space" in err and str(small) in err
+        assert os.listdir(small) == []
