@@ -8,7 +8,7 @@ DEMO_SIZE ?= 64MiB
 # The C extension is optional for users (pure-Python fallbacks), required here so a broken build is seen.
 export AMQTOOL_REQUIRE_NATIVE ?= 1
 
-.PHONY: install system-deps demo test test-fast bench clean
+.PHONY: install system-deps demo test test-fast bench fuzz clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ test: install system-deps
 
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not integration and not spark" tests
+
+# Long randomised runs (not tests): each script exits non-zero on a problem. Add a script to the list.
+FUZZ_SCRIPTS = bench/fuzz_kills.py
+fuzz: install
+	for f in $(FUZZ_SCRIPTS); do $(PY) $$f || exit 1; done
 
 bench: install system-deps
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done

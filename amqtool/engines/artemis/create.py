@@ -131,19 +131,35 @@ def create_journals(path: str | os.PathLike, kind: str = "messages", *, file_siz
         plan = [(root / d.relative_to(Path(path)) if d != Path(path) else root, *rest) for d, *rest in plan]
         # a full disk is found before anything is written (as --demo and --from do), not halfway
         atomic.ensure_free_space(_existing_parent(root), sum(size * max(n, 2) for _d, _s, size, n in plan))
+        if not os.path.lexists(root):
+            # a new directory is built aside and renamed into place: a kill leaves none, or the whole
+            with atomic.tree_aside(root, "create") as tmp:
+                aside = [(tmp / d.relative_to(root), *rest) for d, *rest in plan]
+                out = _create_all(kind, tmp, aside)
+            for cj, (d, *_rest) in zip(out, plan):
+                cj.directory = d
+            return out
         made = _missing_dirs(root)
         try:
-            out = [_create_one(d, spec, size, n) for d, spec, size, n in plan]
-            if kind == "broker":
-                for name in ("paging", "large-messages"):
-                    (root / "data" / BROKER_DIRS[name]).mkdir(parents=True, exist_ok=True)
-                atomic.fsync_dir(root / "data")
+            out = _create_all(kind, root, plan)
         except BaseException as err:
             _undo(plan, made)
             if isinstance(err, OSError):
                 raise AmqtoolError(f"creating the journal failed: {err.strerror or err}; nothing was left behind",
                                    path=str(root)) from None
             raise
+    return out
+
+
+def _create_all(kind: str, root: Path, plan) -> list[CreatedJournal]:
+    out = []
+    for d, spec, size, n in plan:
+        d.mkdir(parents=True, exist_ok=True)
+        out.append(_create_one(d, spec, size, n))
+    if kind == "broker":
+        for name in ("paging", "large-messages"):
+            (root / "data" / BROKER_DIRS[name]).mkdir(parents=True, exist_ok=True)
+        atomic.fsync_dir(root / "data")
     return out
 
 
