@@ -47,9 +47,11 @@ def tree_hashes(root: Path) -> dict[str, str]:
     return out
 
 
-def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SIGKILL) -> int:
-    """Run ``amqtool argv`` in a forked child (stdout/stderr to /dev/null); with ``kill_after``, send ``sig``
-    that many seconds in. Returns the exit status (negative: the signal that ended it)."""
+def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SIGKILL,
+            stderr: str | os.PathLike | None = None) -> int:
+    """Run ``amqtool argv`` in a forked child (stdout to /dev/null, stderr to ``stderr`` or /dev/null); with
+    ``kill_after``, send ``sig`` that many seconds in. Returns the exit status (negative: the signal that
+    ended it)."""
     from amqtool.commands.main import main
 
     pid = os.fork()
@@ -58,7 +60,7 @@ def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SI
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
-            os.dup2(null, 2)
+            os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if stderr else null, 2)
             code = main([str(a) for a in argv])
         finally:
             os._exit(code if isinstance(code, int) else 3)
@@ -147,13 +149,18 @@ def trial(rng: random.Random, root: Path, store: Path, kaha: Path, name: str, ti
             shutil.copytree(store, src)
     sig = rng.choice((signal.SIGKILL, signal.SIGKILL, signal.SIGTERM))
     at = rng.uniform(0, full * 1.05)
-    code = run_cli(make(src, kaha, out), kill_after=at, sig=sig)
-    tag = f"{name} {signal.Signals(sig).name} at {at:.3f}s (exit {code})"
+    errfile = root / "stderr"
+    code = run_cli(make(src, kaha, out), kill_after=at, sig=sig, stderr=errfile)
+    err = errfile.read_text(errors="replace").strip()
+    tag = f"{name} {signal.Signals(sig).name} at {at:.3f}s (exit {code}: {err[-300:]!r})"
     if before is not None and tree_hashes(src) != before:
         problems.append(f"{tag}: the source changed")
     if kbefore is not None and tree_hashes(kaha) != kbefore:
         problems.append(f"{tag}: the KahaDB source changed")
-    if sig == signal.SIGTERM and code not in (0, 1, 143):
+    # SIGTERM: finished first (0, 1), interrupted with one line (143), or ended by the signal itself before
+    # amqtool's handler was installed (-15: nothing written yet)
+    if sig == signal.SIGTERM and (code not in (0, 1, 143, -15) or "Traceback" in err or err.count("\n") > 0
+                                  and code == 143):
         problems.append(f"{tag}: SIGTERM gave exit {code}")
     if kind is not None and out.exists():  # written aside and renamed: present means complete
         why = output_ok(kind, out)

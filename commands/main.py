@@ -63,9 +63,13 @@ _register()
 _UsageError = typer.BadParameter.__mro__[1]
 
 
+_signalled: list[int] = []  # SIGTERM/SIGHUP received during this run
+
+
 def _raise_terminated(signum, _frame):
     from amqtool.commands.output import Terminated
 
+    _signalled.append(signum)
     raise Terminated(signum)
 
 
@@ -77,9 +81,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
+    _signalled.clear()
     saved = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        return _main(argv)
+        rv = _main(argv)
+        if rv == 130:
+            # Typer turns an interrupt that escapes a command (before its guard: imports, option parsing) into
+            # a silent exit 130: say it, with the right signal's code
+            from amqtool.commands.output import Terminated, interrupted
+
+            return interrupted(Terminated(_signalled[-1]) if _signalled else KeyboardInterrupt())
+        return rv
     except KeyboardInterrupt as err:
         # a signal between installing the handlers and the command's own guard (imports, option parsing):
         # nothing was written yet; one line, never a traceback (issue 26)

@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/work/shared/fixtures/kahadb/basic").is_dir(), reason="KahaDB fixture missing")
 def test_two_hundred_kills_of_every_writer(tmp_path):
     import fuzz_kills
