@@ -117,8 +117,10 @@ def stat(
     """Per queue, paged address and journal: messages, bytes, oldest message, what compaction would free."""
     fmt = document_format(mfmt)
     with unknown_on_error("stat", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
-        if top is not None and top < 0:
-            raise UsageError("--top must be 0 or more")
+        from amqtool.units import check_number
+
+        check_number(top, "--top", minimum=0)
+        check_number(at, "--at", minimum=0)
         from amqtool.engines.stat import stat_store
         from amqtool.store.layout import detect
 

@@ -330,3 +330,14 @@ def test_create_on_a_too_small_filesystem_names_the_path_and_leaves_nothing(run_
         _one_line_3(code, err)
         assert "not enough free space" in err and str(small) in err
         assert os.listdir(small) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ("print", "{e1}", "--max-pages", "-2"), ("stat", "{e1}", "--top", "-1"), ("stat", "{e1}", "--at", "-5"),
+    ("check", "all", "{tmp}", "--probe-seconds", "inf"), ("check", "all", "{tmp}", "--probe-seconds", "-1"),
+    ("check", "disk-space", "{tmp}", "--max-disk-usage", "101"), ("check", "aio", "{tmp}", "--journal-max-io", "0"),
+])
+def test_every_numeric_option_goes_through_the_validator(run_cli, e1, tmp_path, argv):
+    code, _, err = run_cli(*[a.format(e1=e1, tmp=tmp_path) for a in argv])
+    _one_line_3(code, err)
+    assert " must be " in err
