@@ -174,7 +174,7 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
     target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode,
-                          inputs=export_inputs(store, req.path))
+                          inputs=export_inputs(store, req))
     xml_writer = None
     with target.writing():
         if engine == "local":
@@ -207,15 +207,16 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
     return doc, (Verdict.WARNING if warn else Verdict.OK)
 
 
-def export_inputs(store, given: str | None) -> list:
+def export_inputs(store, req: ExportRequest) -> list:
     """What an export of ``store`` reads, which its output must not be, contain or lie in
-    (:mod:`amqtool.store.output`): the file store's directories and instance; for a database store, the
-    path given, if any."""
+    (:mod:`amqtool.store.output`): a file store's directories and broker instance (and the path given, unless
+    a configuration file named the store); the configuration files given."""
     from amqtool.store.output import store_inputs
 
+    configs = [p for p in (req.broker_xml, req.activemq_xml, req.jdbc_password_file) if p]
     if store.kind in ("artemis", "kahadb"):
-        return store_inputs(store, given or None)
-    return [given] if given else []
+        return store_inputs(store) + configs
+    return configs
 
 
 def _refused_files(store) -> list[tuple[str, str]]:
