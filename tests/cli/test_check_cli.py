@@ -71,7 +71,7 @@ def test_disk_space_flag_limits(capsys, tmp_path):
     rc, doc = run_json(["check", "disk-space", str(tmp_path), "--max-disk-usage", "-1"], capsys)
     assert rc == 1 and doc["findings"][0]["code"] == "disk-limit-off"
     rc, _, err = run(["check", "disk-space", str(tmp_path), "--max-disk-usage", "140"], capsys)
-    assert rc == 3 and "percentage" in err
+    assert rc == 3 and "--max-disk-usage must be at least 0 and at most 100" in err
 
 
 def test_broker_xml_directories_and_limits(capsys, tmp_path):
