@@ -177,7 +177,10 @@ def store_inputs(store, given: str | os.PathLike | None = None) -> list[Path]:
     if getattr(store, "kind", None) == "kahadb":
         paths += [Path(d) for d in store.directories]
         if store.activemq_xml:
-            paths.append(Path(store.activemq_xml).parent.parent)  # <instance>/conf/activemq.xml
+            xml = Path(store.activemq_xml)
+            paths.append(xml)
+            if xml.parent.name == "conf":  # <instance>/conf/activemq.xml: the instance
+                paths.append(xml.parent.parent)
     else:
         for jd in (getattr(store, "bindings", None), getattr(store, "messages", None), getattr(store, "jms", None)):
             if jd is not None:
@@ -186,8 +189,11 @@ def store_inputs(store, given: str | os.PathLike | None = None) -> list[Path]:
             if d is not None:
                 paths.append(Path(d))
         settings = getattr(store, "settings", None)
-        if settings is not None and settings.instance_dir is not None:
-            paths.append(Path(settings.instance_dir))
+        if settings is not None and settings.source:
+            xml = Path(settings.source)
+            paths.append(xml)
+            if xml.parent.name == "etc" and settings.instance_dir is not None:  # <instance>/etc/broker.xml
+                paths.append(Path(settings.instance_dir))
     paths += _instances_of(paths, kahadb=getattr(store, "kind", None) == "kahadb")
     return paths
 
