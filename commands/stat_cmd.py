@@ -27,7 +27,7 @@ from amqtool.commands.output import (
     write_document,
 )
 from amqtool.commands.store_options import ACTIVEMQ_XML_KAHADB_OPTION, BROKER_XML_OPTION
-from amqtool.errors import UsageError, Verdict
+from amqtool.errors import Verdict
 
 
 class SortKey(str, enum.Enum):

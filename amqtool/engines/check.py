@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from amqtool.errors import CapabilityError, Finding, Severity, UsageError, Verdict, overall_verdict
+from amqtool.errors import CapabilityError, Finding, Severity, Verdict, overall_verdict
 from amqtool.units import as_given, binary
 
 # A limit is "close" when less than this share of the filesystem (or of a Classic limit) is left.

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Callable
 
 from amqtool.engines.artemis.create import resolve_messages_settings
