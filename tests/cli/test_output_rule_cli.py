@@ -364,3 +364,17 @@ def test_broker_xml_guards_the_instance_not_the_working_directory(run_cli, e1, t
     _one_line_3(code, err)
     code, _, err = run_cli("export", "--broker-xml", xml, "-o", xml, "--force", "-f", "xml", "-q")
     _one_line_3(code, err)
+
+
+def test_a_fleet_export_guards_every_store_and_replaces_its_own(run_cli, e1, tmp_path):
+    other = tmp_path / "e2"
+    shutil.copytree(e1, other)
+    before = tree_hashes(other)
+    code, _, err = run_cli("export", e1, other, "-o", other / "x", "-f", "jsonl", "-q")
+    _one_line_3(code, err)
+    assert tree_hashes(other) == before
+    out = tmp_path / "fleet"
+    assert run_cli("export", e1, other, "-o", out, "-f", "jsonl", "-q")[0] == 0
+    code, _, err = run_cli("export", e1, other, "-o", out, "--force", "-f", "jsonl", "-q")
+    assert code == 0, err
+    assert json.loads((out / "export.json").read_text())["storeCount"] == 2
