@@ -458,10 +458,8 @@ def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callabl
                   report: RecoverReport | None = None, before_switch=None) -> RecoverReport:
     """Recover ``store`` into ``req.output`` (or only report, with ``dry_run``). ``transform_for(kind)``
     gives a per-journal hook on the load and ``before_switch(tmp, preps)`` a last step on the finished copy
-    before it is renamed into place (``--undelete``)."""
-    from amqtool.engines.artemis.compact.run import _write_copy
-    from amqtool.store import locks
-
+    before it is renamed into place (``--undelete``). The destination is claimed first
+    (:mod:`amqtool.store.output`: never the store or around it, absent or empty, one writer at a time)."""
     from amqtool.store import output
 
     if req.output is None and not req.dry_run:
