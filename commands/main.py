@@ -82,25 +82,33 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     _signalled.clear()
-    saved = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    from amqtool.commands.output import Terminated, interrupted
+
+    saved: dict = {}
     try:
-        rv = _main(argv)
-        if rv == 130:
-            # Typer turns an interrupt that escapes a command (before its guard: imports, option parsing) into
-            # a silent exit 130: say it, with the right signal's code
-            from amqtool.commands.output import Terminated, interrupted
-
-            return interrupted(Terminated(_signalled[-1]) if _signalled else KeyboardInterrupt())
-        return rv
-    except KeyboardInterrupt as err:
-        # a signal between installing the handlers and the command's own guard (imports, option parsing):
-        # nothing was written yet; one line, never a traceback (issue 26)
-        from amqtool.commands.output import interrupted
-
-        return interrupted(err)
+        try:
+            # installed inside the try: a signal between the two calls is already ours to report
+            for s in (signal.SIGTERM, signal.SIGHUP):
+                saved[s] = signal.signal(s, _raise_terminated)
+            rv = _main(argv)
+            if rv == 130:
+                # Typer turns an interrupt that escapes a command (before its guard: imports, option parsing)
+                # into a silent exit 130: say it, with the right signal's code
+                return interrupted(Terminated(_signalled[-1]) if _signalled else KeyboardInterrupt())
+            return rv
+        except KeyboardInterrupt as err:
+            # a signal between installing the handlers and the command's own guard (imports, option parsing):
+            # nothing was written yet; one line, never a traceback (issue 26)
+            return interrupted(err)
     finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        # a signal arriving while the handlers are put back finds the run over: its outcome stands
+        while saved:
+            try:
+                s, handler = next(iter(saved.items()))
+                signal.signal(s, handler)
+                del saved[s]
+            except KeyboardInterrupt:
+                continue
 
 
 def _notice(line: str) -> None:
