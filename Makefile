@@ -56,7 +56,9 @@ test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not integration and not spark" tests
 
 # Long randomised runs (not tests): each script exits non-zero on a problem. Add a script to the list.
-FUZZ_SCRIPTS = bench/fuzz_kills.py
+# fuzz_verdicts: fault campaigns, verdicts against the broker-equal loaders (issue 25); fuzz_kills: every
+# writer killed at random instants (issue 26).
+FUZZ_SCRIPTS = bench/fuzz_verdicts.py bench/fuzz_kills.py
 fuzz: install
 	for f in $(FUZZ_SCRIPTS); do $(PY) $$f || exit 1; done
 

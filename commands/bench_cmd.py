@@ -25,11 +25,11 @@ from amqtool.commands.output import (
     render_findings_text,
     show_progress,
     stderr_console,
-    table_console,
     terminal_width,
-    write_json,
+    write_document,
     write_lines,
 )
+from amqtool.commands.tables import WIDE_OPTION, Col, fold_lines, print_table
 from amqtool.errors import CapabilityError, Finding, Severity, UsageError, Verdict
 
 
@@ -132,35 +132,31 @@ def _fmt(v, digits=0):
     return f"{v:,.{digits}f}"
 
 
-def _table(report) -> None:
-    from rich import box
-    from rich.table import Table
+BENCH_COLUMNS = (Col("journal type"), Col("pattern"), Col("sync", 2), Col("ops/s", 0, True), Col("MB/s", 3, True),
+                 Col("p50", 1, True), Col("p90", 4, True), Col("p99", 1, True), Col("p99.9", 4, True),
+                 Col("max", 3, True))
 
-    # Fitted to the terminal (80 columns when piped): figures never wrap or get cut; on a narrow screen the
-    # latencies lose their decimals and the labels wrap instead.
-    narrow = terminal_width() < 120
-    lat_digits = 0 if narrow else 1
-    table = Table(title=f"journal writes in {report.directory} ({report.filesystem or '?'}, "
-                        f"{report.parameters['blockSize']} B blocks; latencies in µs)", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col, just in (("journal type", "left"), ("pattern", "left"), ("sync", "left"), ("ops/s", "right"),
-                      ("MB/s", "right"), ("p50", "right"), ("p90", "right"), ("p99", "right"),
-                      ("p99.9", "right"), ("max", "right")):
-        figure = just == "right"
-        table.add_column(col, justify=just, no_wrap=figure or col == "journal type")
+
+def _table(report, wide: bool = False) -> None:
+    """The results in the table every command uses (:mod:`amqtool.commands.tables`): figures never wrap;
+    on a narrow screen the latencies lose their decimals and the least telling columns (p90, p99.9, MB/s,
+    max, sync) are left out and named."""
+    lat_digits = 0 if terminal_width() < 120 and not wide else 1
+    rows = []
     for r in report.results:
         if not r.available:
-            table.add_row(r.journal_type, r.label, r.sync, "n/a", "", "", "", "", "", "")
+            rows.append([r.journal_type, r.label, r.sync, "n/a", "", "", "", "", "", ""])
             continue
         lat = r.latency
-        table.add_row(r.journal_type, r.label, r.sync, _fmt(r.ops_per_sec), _fmt(r.mb_per_sec, 1),
-                      _fmt(lat.get("p50Us"), lat_digits), _fmt(lat.get("p90Us"), lat_digits),
-                      _fmt(lat.get("p99Us"), lat_digits), _fmt(lat.get("p999Us"), lat_digits),
-                      _fmt(lat.get("maxUs"), lat_digits))
-    table_console().print(table)
+        rows.append([r.journal_type, r.label, r.sync, _fmt(r.ops_per_sec), _fmt(r.mb_per_sec, 1),
+                     _fmt(lat.get("p50Us"), lat_digits), _fmt(lat.get("p90Us"), lat_digits),
+                     _fmt(lat.get("p99Us"), lat_digits), _fmt(lat.get("p999Us"), lat_digits),
+                     _fmt(lat.get("maxUs"), lat_digits)])
+    print_table(f"journal writes in {report.directory} ({report.filesystem or '?'}, "
+                f"{report.parameters['blockSize']} B blocks; latencies in µs)", BENCH_COLUMNS, rows, wide=wide)
     for r in report.results:
         if not r.available:
-            sys.stdout.write(f"n/a: {r.journal_type} {r.label}: {r.reason}\n")
+            write_lines(fold_lines([f"n/a: {r.journal_type} {r.label}: {r.reason}"], wide=wide))
 
 
 @bench_app.callback()
@@ -192,6 +188,7 @@ def bench(
     broker_xml: Optional[Path] = typer.Option(None, "--broker-xml", help="Take the directory, file size, "
                                               "journal type and journal-max-io from this broker.xml."),
     fmt: OutputFormat = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Benchmark journal writes (NIO, ASYNCIO, MAPPED, io_uring) and recommend broker.xml settings.
@@ -232,18 +229,19 @@ def bench(
                 on_start=on_start, on_progress=on_progress,
             )
         if fmt == OutputFormat.text:
-            _table(report)
+            _table(report, wide)
             shown = [f for f in report.findings if f.code != "method-unavailable" or f.severity != Severity.INFO]
             if shown:
                 sys.stdout.write("\n")
-                render_findings_text(shown)
+                render_findings_text(shown, wide=wide)
             rec = report.recommendation
             if rec.get("brokerXml"):
-                sys.stdout.write(f"\nRecommended broker.xml settings ({rec['journalType']} carried the most "
-                                 f"records per second; buffer timeout from {rec['basis'].get('journalBufferTimeout')}):\n")
+                write_lines(["", *fold_lines([f"Recommended broker.xml settings ({rec['journalType']} carried the "
+                                              f"most records per second; buffer timeout from "
+                                              f"{rec['basis'].get('journalBufferTimeout')}):"], wide=wide)])
                 write_lines(rec["brokerXml"])
         else:
-            write_json(report.to_json())
+            write_document(report.to_json(), fmt, lists=("results", "findings"))
     finish(report.verdict)
 
 
@@ -281,11 +279,11 @@ def _perf_journal(engine, directory, settings, journal_type, block_size, writes,
     if fmt == OutputFormat.text:
         write_lines(doc["lines"])
         ex = doc["exact"]
-        sys.stdout.write(f"# amqtool: best try {doc['triesNs'] and min(doc['triesNs']) / 1e6:.3f} ms; "
-                         f"without the millisecond clock: {ex['writesPerMs']:.2f} writes per millisecond, "
-                         f"journal-buffer-timeout {ex['journalBufferTimeout']}\n")
+        write_lines(fold_lines([f"# amqtool: best try {doc['triesNs'] and min(doc['triesNs']) / 1e6:.3f} ms; "
+                                f"without the millisecond clock: {ex['writesPerMs']:.2f} writes per "
+                                f"millisecond, journal-buffer-timeout {ex['journalBufferTimeout']}"]))
     else:
-        write_json(doc)
+        write_document(doc, fmt, lists=())
     finish(Verdict.OK)
 
 
@@ -329,7 +327,7 @@ def sync_methods(
                     out.append(line)
             if any(not r["available"] for r in doc["results"]):
                 out += ["", "* This file system and its mount options do not support direct I/O."]
-            write_lines(out)
+            write_lines(fold_lines(out))
         else:
-            write_json(doc)
+            write_document(doc, fmt, lists=("results",))
     finish(Verdict[doc["verdict"]])

@@ -5,7 +5,6 @@ exit code from the verdict. Nothing here changes the system.
 """
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from typing import Iterator, List, Optional
 
@@ -26,10 +25,12 @@ from amqtool.commands.output import (
     OutputFormat,
     finish,
     guarded,
+    render_findings_text,
     stderr_console,
-    table_console,
     write_document,
+    write_lines,
 )
+from amqtool.commands.tables import WIDE_OPTION
 from amqtool.commands.store_options import JDBC_PASSWORD_FILE_OPTION
 from amqtool.errors import UsageError
 
@@ -61,7 +62,7 @@ NAGIOS_LABELS = {"headroom_pct", "headroom", "used_pct", "findings_critical", "f
 
 
 def _emit(name: str, report, mfmt: MetricFormat, quiet: bool, metrics_file: str | None = None,
-          nagios: tuple | None = None, label: str = "") -> None:
+          nagios: tuple | None = None, label: str = "", wide: bool = False) -> None:
     fmt = document_format(mfmt)
     doc = {"check": name, **report.to_json()}
     publish("check", label, doc, mfmt, metrics_file)
@@ -72,23 +73,16 @@ def _emit(name: str, report, mfmt: MetricFormat, quiet: bool, metrics_file: str 
     elif fmt in (OutputFormat.json, OutputFormat.jsonl):
         write_document(doc, fmt)
     else:
-        _table(name, report)
+        _text(name, report, wide)
     finish(report.verdict)
 
 
-def _table(name: str, report) -> None:
-    from rich.table import Table
-
-    out = table_console()
-    table = Table(title=f"amqtool check {name}", title_justify="left", show_lines=False)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("code", no_wrap=True)
-    table.add_column("path", overflow="fold")
-    table.add_column("message", overflow="fold")
-    for f in report.findings:
-        table.add_row(f.severity.value.upper(), f.code, f.path or "-", f.message)
-    out.print(table)
-    sys.stdout.write(f"verdict: {report.verdict.name}\n")
+def _text(name: str, report, wide: bool = False) -> None:
+    """The findings, one each, folded to the terminal (their messages are prose: a table cell would wrap
+    them into a column of words), then the verdict."""
+    write_lines([f"amqtool check {name}"])
+    render_findings_text(report.findings, wide=wide)
+    write_lines([f"verdict: {report.verdict.name}"])
 
 
 def _nagios_thresholds(nagios: bool, warning, critical, fmt) -> tuple | None:
@@ -141,7 +135,8 @@ def _checking(label: str, fmt: MetricFormat, metrics_file: str | None, nagios: b
     line and its exit code, with verdict UNKNOWN published to the metrics; -w/-c are checked against --nagios
     first. Yields the --nagios thresholds (None without it) for ``_emit``."""
     with unknown_on_error("check", label, fmt, metrics_file), \
-            (plugin.nagios_guard() if nagios else guarded(document_format(fmt))):
+            (plugin.nagios_guard() if nagios and fmt is MetricFormat.text else guarded(document_format(fmt))):
+        # --nagios beside --format json(l) is refused in the format asked for (one JSON line), not as a plugin line
         yield _nagios_thresholds(nagios, warning, critical, fmt)
 
 
@@ -162,6 +157,7 @@ def write_cache(
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: Optional[List[str]] = plugin.WARNING_OPTION,
     critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Walk each path down to its disks and judge their write caches (reads sysfs/udev only)."""
@@ -171,7 +167,7 @@ def write_cache(
 
         cfg = configure(paths, broker_xml, activemq_xml)
         _emit("write-cache", check_write_cache(cfg.targets, root=root), fmt, quiet, metrics_file, thresholds,
-              label=label)
+              label=label, wide=wide)
 
 
 @check_app.command("disk-space")
@@ -186,6 +182,7 @@ def disk_space(
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: Optional[List[str]] = plugin.WARNING_OPTION,
     critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Free space against Artemis max-disk-usage/min-disk-free and Classic storeUsage/tempUsage."""
@@ -195,7 +192,7 @@ def disk_space(
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free)
         _emit("disk-space", check_disk_space(cfg.targets, cfg.limit, cfg.classic), fmt, quiet, metrics_file, thresholds,
-              label=label)
+              label=label, wide=wide)
 
 
 @check_app.command("aio")
@@ -209,6 +206,7 @@ def aio(
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: Optional[List[str]] = plugin.WARNING_OPTION,
     critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Filesystem type, O_DIRECT write test, io_setup, aio-max-nr, block sizes and libaio."""
@@ -218,7 +216,7 @@ def aio(
         cfg = configure([path], broker_xml, journal_max_io=journal_max_io,
                         journal_device_block_size=journal_device_block_size)
         _emit("aio", check_aio(path, cfg.journal_max_io, cfg.device_block_size, cfg.journal_type), fmt, quiet, metrics_file, thresholds,
-              label=path)
+              label=path, wide=wide)
 
 
 @check_app.command("all")
@@ -236,6 +234,7 @@ def check_all(
     nagios: bool = plugin.NAGIOS_OPTION,
     warning: Optional[List[str]] = plugin.WARNING_OPTION,
     critical: Optional[List[str]] = plugin.CRITICAL_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Every check for every store directory, plus a short fsync-rate probe where the benchmark exists."""
@@ -252,7 +251,7 @@ def check_all(
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,
                          cfg.journal_type, probe_seconds)
-        _emit("all", report, fmt, quiet, metrics_file, thresholds, label=label)
+        _emit("all", report, fmt, quiet, metrics_file, thresholds, label=label, wide=wide)
 
 
 @check_app.command("db")
@@ -265,6 +264,7 @@ def db(
     kind: str = typer.Option("auto", "--kind", help="Store kind: auto (by the tables present), classic or artemis."),
     fmt: MetricFormat = METRIC_FORMAT_OPTION,
     metrics_file: str = METRICS_FILE_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Can amqtool reach the broker's database, are the tables there (rows, sizes), and who holds the lock."""
@@ -279,4 +279,4 @@ def db(
                            table_prefix=jdbc_table_prefix, probe=False)
         if store is None:
             raise UsageError("check db needs --jdbc-url, or --activemq-xml/--broker-xml naming a database store")
-        _emit("db", check_db(store, kind), fmt, quiet, metrics_file, label=label)
+        _emit("db", check_db(store, kind), fmt, quiet, metrics_file, label=label, wide=wide)

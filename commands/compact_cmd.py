@@ -33,6 +33,8 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
+from amqtool.commands.stores import one_store
+from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.errors import Finding, Severity, UsageError, Verdict, overall_verdict
 from amqtool.units import binary
 
@@ -58,16 +60,35 @@ def _findings(reports, dry_run: bool) -> list[Finding]:
     return out
 
 
+def _not_needed(d: dict) -> str:
+    """Why Artemis' thresholds (``JournalImpl.needsCompact``) do not call for compacting this journal, from
+    its JSON figures: compaction disabled, too few data files, or enough live bytes."""
+    s, data = d["settings"], d["before"]["dataFiles"]
+    if s["compactMinFiles"] == 0:
+        return "journal-compact-min-files is 0: compaction disabled"
+    if data <= s["compactMinFiles"]:
+        return f"{data} data file(s), not more than journal-compact-min-files {s['compactMinFiles']}"
+    margin = int(data * s["fileSize"] * (s["compactPercentage"] / 100.0))
+    return (f"live {binary(d['liveBytes'])} not below journal-compact-percentage {s['compactPercentage']}% of "
+            f"{data} data files ({binary(margin)})")
+
+
 def _text(reports, mode: str) -> list[str]:
     lines = []
     for r in reports:
         d = r.to_json()
+        if r.action == "skipped":  # --if-needed: nothing was done, so there is no "after" to show
+            lines.append(f"{r.kind} journal {r.directory}: skipped, not needed ({_not_needed(d)})")
+            lines.append(f"  now: {d['before']['files']} files, {binary(d['before']['bytes'])}, "
+                         f"{d['before']['dataFiles']} data files; live {r.live_records} records, "
+                         f"{binary(r.live_bytes)} (live ratio {r.live_ratio:.1%})")
+            continue
         lines.append(f"{r.kind} journal {r.directory}: {r.action}")
-        lines.append(f"  before: {d['before']['files']} files, {d['before']['bytes']} bytes, "
-                     f"{d['before']['dataFiles']} data files; live {r.live_records} records, {r.live_bytes} bytes "
-                     f"(live ratio {r.live_ratio:.1%})")
-        lines.append(f"  after:  {d['after']['files']} files, {d['after']['bytes']} bytes, "
-                     f"{d['after']['dataFiles']} data files; reclaimed {r.reclaimed_bytes} bytes")
+        lines.append(f"  before: {d['before']['files']} files, {binary(d['before']['bytes'])}, "
+                     f"{d['before']['dataFiles']} data files; live {r.live_records} records, "
+                     f"{binary(r.live_bytes)} (live ratio {r.live_ratio:.1%})")
+        lines.append(f"  after:  {d['after']['files']} files, {binary(d['after']['bytes'])}, "
+                     f"{d['after']['dataFiles']} data files; reclaimed {binary(r.reclaimed_bytes)}")
         if r.needed:
             lines.append("  compaction needed: " + "; ".join(r.reasons))
         for f in r.old_files:
@@ -95,6 +116,7 @@ def compact(
     pinned_below: int = typer.Option(0, "--pinned-below", help="KahaDB --if-needed: ... or when a log file is kept by fewer than N live messages."),
     mfmt: MetricFormat = METRIC_FORMAT_OPTION,
     metrics_file: Optional[str] = METRICS_FILE_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Compact Artemis journals (Artemis' own crash-safe protocol) or a KahaDB store (live state rewritten,
@@ -105,7 +127,7 @@ def compact(
     started = time.monotonic()
     with unknown_on_error("compact", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
-        from amqtool.store.layout import ArtemisStore, detect
+        from amqtool.store.layout import ArtemisStore
 
         if journal not in ("all", "messages", "bindings"):
             raise UsageError("--journal must be all, messages or bindings")
@@ -121,7 +143,7 @@ def compact(
         file_size_bytes = parse_size(file_size, "--file-size") if file_size else None
         if output is not None and (dry_run or reclaim_only):
             raise UsageError("-o/--output cannot be combined with --dry-run or --reclaim-only")
-        store = detect(path, broker_xml=broker_xml)
+        store = one_store(path, broker_xml, command="compact")
         if not isinstance(store, ArtemisStore):
             artemis_only = {"--reclaim-only": reclaim_only, "--journal": journal != "all", "--file-size": file_size,
                             "--min-files": min_files, "--pool-files": pool_files,
@@ -130,7 +152,7 @@ def compact(
             if given:
                 raise UsageError(f"{', '.join(given)}: Artemis journal option(s); this is a KahaDB store")
             _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                            metrics_file, started, os.path.abspath(path))
+                            metrics_file, started, os.path.abspath(path), wide)
             return
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
@@ -162,13 +184,13 @@ def compact(
         elif fmt in (OutputFormat.json, OutputFormat.jsonl):
             write_document(doc, fmt)
         else:
-            write_lines(_text(reports, mode))
-            render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
+            write_lines(fold_lines(_text(reports, mode), wide=wide))
+            render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run], wide=wide)
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
 
 
 def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                    metrics_file=None, started=None, label=None) -> None:
+                    metrics_file=None, started=None, label=None, wide=False) -> None:
     import time
 
     fmt = document_format(mfmt)
@@ -215,10 +237,18 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
     else:
         lines = []
         for r in reports:
+            ratio = f" (live ratio {r.live_ratio:.1%})" if r.live_ratio is not None else ""
+            if r.action == "not-needed":  # --if-needed skipped it: no "after"
+                why = [f"live ratio not below --live-below {live_below:g}%"]
+                if pinned_below:
+                    why.append(f"no file kept by fewer than --pinned-below {pinned_below} live messages")
+                lines.append(f"KahaDB {r.directory}: skipped, not needed ({'; '.join(why)})")
+                lines.append(f"  now: {r.files_before} files, {binary(r.bytes_before)}; live "
+                             f"{binary(r.live_bytes)}" + ratio)
+                continue
             lines.append(f"KahaDB {r.directory}: {r.action}")
             if r.action == "left":
                 continue
-            ratio = f" (live ratio {r.live_ratio:.1%})" if r.live_ratio is not None else ""
             lines.append(f"  before: {r.files_before} files, {binary(r.bytes_before)}; live {binary(r.live_bytes)}"
                          + ratio)
             if r.action != "not-needed":
@@ -227,6 +257,6 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
                              f"{r.prepared_transactions} prepared transactions")
                 for t in r.top[:5]:
                     lines.append(f"    {t['destination']}: {t['messages']} messages, {binary(t['bytes'])}")
-        write_lines(lines)
-        render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run])
+        write_lines(fold_lines(lines, wide=wide))
+        render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run], wide=wide)
     finish(verdict)

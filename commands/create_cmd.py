@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from amqtool.commands.main import app
+from amqtool.units import binary
 from amqtool.commands.output import (
     FORMAT_OPTION,
     QUIET_OPTION,
@@ -44,6 +45,9 @@ def create(
                                                "prepared."),
     dry_run: bool = typer.Option(False, "--dry-run", help="--from: say what would be migrated; write nothing."),
     force: bool = typer.Option(False, "--force", help="--from: read the source even while a broker locks it."),
+    salvage: bool = typer.Option(False, "--salvage",
+                                 help="--from: migrate what survives of a source verify calls CRITICAL, and "
+                                      "list what is left out (refused otherwise)."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -53,7 +57,7 @@ def create(
 
         fs = engine.parse_size(file_size, "--file-size") if file_size is not None else None
         from_only = [n for n, v in (("--large-message-threshold", large_threshold), ("--include-prepared",
-                     include_prepared), ("--dry-run", dry_run), ("--force", force)) if v]
+                     include_prepared), ("--dry-run", dry_run), ("--force", force), ("--salvage", salvage)) if v]
         if source is None and from_only:
             from amqtool.errors import UsageError
 
@@ -64,7 +68,7 @@ def create(
 
                 raise UsageError("--from and --demo are exclusive")
             _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt,
-                         quiet)
+                         quiet, salvage)
             return
         if demo is not None:
             size = engine.parse_size(demo, "--demo size")
@@ -99,7 +103,8 @@ def create(
             write_document(doc, fmt)
 
 
-def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet):
+def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet,
+                 salvage=False):
     from amqtool.engines.artemis.create import parse_size
     from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from
     from amqtool.errors import Verdict
@@ -110,10 +115,12 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     with progress("migrating", None, quiet) as advance:
         doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
                                  dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
-                                 progress=advance)
+                                 salvage=salvage, progress=advance)
     left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(
         not t["migrated"] for t in doc["preparedTransactions"])
-    verdict = Verdict.WARNING if left_out else Verdict.OK
+    verdict = Verdict.WARNING if left_out or doc.get("sourceVerdict") in ("WARNING", "CRITICAL") else Verdict.OK
+    if doc.get("sourceVerdict") == "CRITICAL" and not salvage:
+        verdict = Verdict.CRITICAL  # a dry run of a source create --from refuses
     doc = {"verdict": verdict.name, **doc}
     if fmt is OutputFormat.text:
         _text_from(doc)
@@ -124,11 +131,21 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     finish(verdict)
 
 
+class _Folded:
+    """stdout for the text reports: each line folded to the terminal's width (commands.tables.fold)."""
+
+    def write(self, text: str) -> None:
+        from amqtool.commands.tables import fold_lines
+
+        for line in fold_lines(text.rstrip("\n").split("\n")):
+            sys.stdout.write(line + "\n")
+
+
 def _text_from(doc: dict) -> None:
-    out = sys.stdout
+    out = _Folded()
     head = "would migrate" if doc["dryRun"] else "migrated"
     out.write(f"{head} {doc['messages']} message(s), {doc['references']} queue reference(s), "
-              f"{doc['bodyBytes']} body bytes from {doc['source']} ({doc['kind']})\n")
+              f"{binary(doc['bodyBytes'])} of bodies from {doc['source']} ({doc['kind']})\n")
     for a in doc["addresses"]:
         out.write(f"  address {a['name']} ({','.join(a['routingTypes'])})\n")
         for q in doc["queues"]:
@@ -137,7 +154,7 @@ def _text_from(doc: dict) -> None:
                 out.write(f"    queue {q['name']}: {q['messages']} message(s){extra}\n")
     c = doc.get("counts", {})
     if c.get("largeMessages"):
-        out.write(f"  large messages: {c['largeMessages']} ({c['largeBytes']} bytes)\n")
+        out.write(f"  large messages: {c['largeMessages']} ({binary(c['largeBytes'])})\n")
     for p in doc["notConverted"]:
         where = " ".join(str(x) for x in (p["destination"], p["location"], p["messageId"]) if x is not None)
         out.write(f"  not converted: {where + ': ' if where else ''}{p['reason']}\n")
@@ -155,9 +172,9 @@ def _text_from(doc: dict) -> None:
 
 
 def _text(doc: dict, quiet: bool) -> None:
-    out = sys.stdout
+    out = _Folded()
     for j in doc["journals"]:
-        out.write(f"{j['kind']} journal {j['directory']}: {len(j['files'])} file(s) of {j['fileSize']} bytes "
+        out.write(f"{j['kind']} journal {j['directory']}: {len(j['files'])} file(s) of {binary(j['fileSize'])} "
                   f"(min files {j['minFiles']})\n")
         for f in j["files"]:
             out.write(f"  {f['name']}  fileId={f['fileId']}  size={f['size']}\n")

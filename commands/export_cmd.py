@@ -8,7 +8,15 @@ import sys
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.output import QUIET_OPTION, finish, guarded, progress, show_progress, stderr_console, write_json
+from amqtool.commands.output import (
+    QUIET_OPTION,
+    OutputFormat,
+    finish,
+    guarded,
+    show_progress,
+    stderr_console,
+    write_document,
+)
 from amqtool.commands.store_options import BROKER_XML_OPTION, JDBC_PASSWORD_FILE_OPTION
 
 
@@ -27,30 +35,51 @@ class Engine(str, enum.Enum):
 class Report(str, enum.Enum):
     text = "text"
     json = "json"
+    jsonl = "jsonl"
 
 
-class _TaskBar:
-    """Spark task progress on stderr (a terminal only): completed / total tasks of the running stages."""
+class _ExportBar:
+    """The export's one progress bar on stderr (a terminal only, started by the first report): the journal
+    bytes read (the local engine), or the Spark engine's tasks (completed / total tasks of the running stages,
+    from Spark's status tracker) once it reports them; bytes reported after that are not shown. One live
+    display: a bytes bar and a tasks bar on the same line would overwrite each other."""
 
     def __init__(self, quiet: bool):
         self.enabled = show_progress(quiet)
         self.bar = None
+        self.spark = False
+        self.read = 0
 
     def __enter__(self):
         return self
 
-    def update(self, done: int, total: int) -> None:
-        # Started by the first report, which only the Spark engine sends: with --engine auto choosing the
-        # local engine, no Spark bar appears.
-        if self.bar is None and self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    def _start(self) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("spark tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=stderr_console(), transient=True, refresh_per_second=4)
-            self.bar.start()
-            self.task = self.bar.add_task("spark", total=None)
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, total=total)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[figures]}"),
+                            TimeElapsedColumn(), console=stderr_console(), transient=True, refresh_per_second=4)
+        self.bar.start()
+        self.task = self.bar.add_task("reading", total=None, figures="")
+
+    def advance(self, n: int) -> None:
+        """``n`` more journal bytes read (the local engine's loader and reader)."""
+        if not self.enabled or self.spark:
+            return
+        from amqtool.units import binary
+
+        if self.bar is None:
+            self._start()
+        self.read += n
+        self.bar.update(self.task, completed=self.read, figures=binary(self.read))
+
+    def update(self, done: int, total: int) -> None:
+        """The Spark engine's tasks: ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        if self.bar is None:
+            self._start()
+        self.spark = True
+        self.bar.update(self.task, description="spark tasks", completed=done, total=total, figures=f"{done}/{total}")
 
     def __exit__(self, *exc):
         if self.bar is not None:
@@ -117,12 +146,12 @@ def export(
     jdbc_table_prefix: str = typer.Option(None, "--jdbc-table-prefix", help="Classic JDBC: the adapter's tablePrefix."),
     jdbc_driver_jar: str = typer.Option(None, "--jdbc-driver-jar", help="Spark engine: the JDBC driver jar (default: the system's, e.g. /usr/share/java/postgresql.jar)."),
     jdbc_partitions: int = typer.Option(None, "--jdbc-partitions", min=1, help="Spark engine, Classic JDBC: ID ranges read in parallel (default: the cores)."),
-    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text or json."),
+    report: Report = typer.Option(Report.text, "--report", help="Summary on stdout: text, json or jsonl (one object a line: problems, stores, then the summary)."),
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Export a store's live messages (one row per message per queue, paged ones included) and its bindings;
     several stores (a fleet) into one dataset with a stores table."""
-    with guarded(None if report is Report.text else "json"):
+    with guarded(None if report is Report.text else OutputFormat(report.value)):
         from amqtool.engines.export import ExportRequest, run_export
         from amqtool.engines.export.fleet import is_fleet
         from amqtool.engines.export.writers import parse_mode
@@ -138,30 +167,42 @@ def export(
                           ship)
             return
         path = paths[0] if paths else "."
+        if not (jdbc_url or broker_xml or activemq_xml):
+            from amqtool.commands.stores import one_store
+
+            one_store(path, command="export")  # several stores under PATH: say which (or export them as a fleet)
         fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
                             queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
                             broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
                             jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
                             jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions, ship=ship)
-        with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
-            doc, verdict = run_export(req, progress=advance, task_progress=bar.update, status=_status(quiet))
+        with _ExportBar(quiet) as bar:
+            doc, verdict = run_export(req, progress=bar.advance, task_progress=bar.update, status=_status(quiet))
         doc = {"verdict": verdict.name, **doc}
-        if report is Report.json:
-            write_json(doc)
+        if report is not Report.text:
+            write_document(doc, OutputFormat(report.value), lists=("problems",))
         else:
             subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-            sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages on "
-                             f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
-                             f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
+            _say(f"exported {doc['rows']} rows ({doc['messages']} messages on "
+                 f"{len(doc['rowsByQueue'])} queues, {doc['bindings']} bindings{subs}) to "
+                 f"{doc['output']} [{doc['format']}, {doc['engine']} engine]\n")
             if doc["problemCount"]:
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
-                sys.stdout.write(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
+                _say(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
             if doc.get("skippedNotXml"):
-                sys.stdout.write(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
-                                 "(not converted to core); export them with --format jsonl or parquet\n")
+                _say(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
+                     "(not converted to core); export them with --format jsonl or parquet\n")
         finish(verdict)
+
+
+def _say(text: str) -> None:
+    """A line of the text report on stdout, folded to the terminal's width (commands.tables.fold)."""
+    from amqtool.commands.tables import fold_lines
+
+    for line in fold_lines(text.rstrip("\n").split("\n")):
+        sys.stdout.write(line + "\n")
 
 
 def _status(quiet: bool):
@@ -184,18 +225,18 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
     with _FleetBar(quiet) as bar:
         doc, verdict = run_fleet_export(req, store_progress=bar.update, status=_status(quiet))
     doc = {"verdict": verdict.name, **doc}
-    if report is Report.json:
-        write_json(doc)
+    if report is not Report.text:
+        write_document(doc, OutputFormat(report.value), lists=("problems", "stores"))
     else:
         by = doc["storesByVerdict"]
         subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
-        sys.stdout.write(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
-                         f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
-                         f"{by['UNKNOWN']} not exported) to {doc['output']} "
-                         f"[{doc['format']}, {doc['engine']} engine]\n")
+        _say(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
+             f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
+             f"{by['UNKNOWN']} not exported) to {doc['output']} "
+             f"[{doc['format']}, {doc['engine']} engine]\n")
         for st in doc["stores"]:
             if st["verdict"] != "OK":
-                sys.stdout.write(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
+                _say(f"{st['verdict']}: {st['store']} ({st['path']}): {st['problem']}\n")
         if doc.get("queueMismatch"):
-            sys.stdout.write(f"WARNING: {doc['queueMismatch']}\n")
+            _say(f"WARNING: {doc['queueMismatch']}\n")
     finish(verdict)

@@ -84,9 +84,10 @@ def _common(g: _Gauges, command: str, path: str, doc: dict) -> None:
 
 def _stat(g: _Gauges, path: str, doc: dict) -> None:
     for r in doc.get("queues", []):
-        labels = {"path": path, "queue": r["name"], "subscription": r.get("subscription") or ""}
+        # several stores under one path: each row's own store is its path label (a queue name may recur)
+        labels = {"path": r.get("store", path), "queue": r["name"], "subscription": r.get("subscription") or ""}
         for key, name, help_ in (
-                ("messages", "amqtool_queue_messages", "Live messages of the queue in the journal."),
+                ("messages", "amqtool_queue_messages", "Messages of the queue, paged ones included (as QueueImpl.getMessageCount)."),
                 ("bytes", "amqtool_queue_bytes", "Journal record bytes of the queue's live messages."),
                 ("oldestAgeSeconds", "amqtool_queue_oldest_message_age_seconds", "Age of the oldest message."),
                 ("scheduled", "amqtool_queue_scheduled_messages", "References scheduled for later delivery."),
@@ -96,12 +97,12 @@ def _stat(g: _Gauges, path: str, doc: dict) -> None:
                 ("paged", "amqtool_queue_paged_messages", "Paged messages the queue still has to consume.")):
             g.set(name, help_, labels, r.get(key))
     for a in doc.get("addresses", []):
-        labels = {"path": path, "address": a["address"]}
+        labels = {"path": a.get("store", path), "address": a["address"]}
         g.set("amqtool_paging_bytes", "Bytes of the address's page files.", labels, a["bytes"])
         g.set("amqtool_paging_pages_to_consume", "Pages still holding messages to consume.", labels,
               a["pagesToConsume"])
     for j in doc.get("journals", []):
-        labels = {"path": path, "journal": j["journal"], "directory": j["directory"]}
+        labels = {"path": j.get("store", path), "journal": j["journal"], "directory": j["directory"]}
         g.set("amqtool_journal_bytes", "Bytes of the journal's files.", labels, j["bytes"])
         g.set("amqtool_journal_live_bytes", "Live bytes of the journal.", labels, j["liveBytes"])
         g.set("amqtool_journal_live_ratio", "Live ratio of the journal (0..1).", labels, j["liveRatio"])

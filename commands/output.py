@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 import typer
 
-from amqtool.errors import AmqtoolError, Finding, Verdict
+from amqtool.errors import AmqtoolError, Finding, StoreSwitchedError, Verdict
 
 
 class OutputFormat(str, enum.Enum):
@@ -43,29 +43,6 @@ def terminal_width() -> int:
     return max(40, shutil.get_terminal_size(fallback=(80, 24)).columns)
 
 
-def table_console():
-    """A Rich console on stdout for tables: fitted to :func:`terminal_width`, never interpreting the text."""
-    from rich.console import Console
-
-    return Console(file=sys.stdout, markup=False, highlight=False, emoji=False, width=terminal_width())
-
-
-def fit_lines(lines: Iterable[str]) -> Iterator[str]:
-    """On a terminal, lines longer than its width are cut with a mark saying how much was left out (a
-    1,000-character queue configuration would fill the screen); piped, lines stay whole for grep and
-    scripts (``--format json`` always has every value)."""
-    if not sys.stdout.isatty():
-        yield from lines
-        return
-    width = terminal_width()
-    for line in lines:
-        if len(line) <= width:
-            yield line
-        else:
-            mark = f"… (+{len(line) - (width - 12)} chars)"
-            yield line[:max(0, width - len(mark))] + mark
-
-
 def write_json(doc: dict) -> None:
     """One JSON document on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))
@@ -84,7 +61,8 @@ def write_jsonl(rows: Iterable[dict]) -> None:
 # the list it came from ("record": "finding", "journal", "file", ...), then one last line, "record": "summary",
 # with everything else, the verdict included. One JSON object a line, always; the last line judges.
 _RECORD_NAMES = {"findings": "finding", "journals": "journal", "stores": "store", "results": "result",
-                 "queues": "queue", "addresses": "address"}
+                 "queues": "queue", "addresses": "address", "problems": "problem", "lost": "lost",
+                 "undeleted": "undeleted", "unrecoverable": "unrecoverable"}
 
 
 def write_document(doc: dict, fmt: "OutputFormat", lists: tuple[str, ...] = ("findings", "journals")) -> None:
@@ -113,13 +91,19 @@ def write_lines(lines: Iterable[str]) -> None:
         out.write("\n")
 
 
-def render_findings_text(findings: list[Finding]) -> None:
-    """Findings as one line each on stdout: SEVERITY code path[@offset]: message."""
+def render_findings_text(findings: list[Finding], wide: bool = False) -> None:
+    """Findings on stdout, each ``SEVERITY code path[@offset]: message``, folded to the terminal's width
+    (continuation lines indented, nothing left out; whole lines with ``wide``)."""
+    from amqtool.commands.tables import fold
+
+    width = terminal_width()
     for f in findings:
         where = f.path or "-"
         if f.offset is not None:
             where += f"@{f.offset}"
-        sys.stdout.write(f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}\n")
+        line = f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}"
+        for piece in ([line] if wide else fold(line, width, indent="    ")):
+            sys.stdout.write(piece + "\n")
 
 
 def show_progress(quiet: bool) -> bool:
@@ -220,6 +204,86 @@ def interrupted(err: KeyboardInterrupt) -> int:
     signum = err.signum if isinstance(err, Terminated) else signal.SIGINT
     sys.stderr.write(f"amqtool: interrupted ({signal.Signals(signum).name})\n")
     return 128 + signum
+
+
+@contextmanager
+def one_document() -> Iterator[None]:
+    """Everything the block writes to stdout is held back and written out only when the block ends well
+    (``typer.Exit`` included), so a document is never left half written: on an error, the error document
+    replaces it (``guarded`` writes it) instead of following a truncated one.
+
+    The held text goes to an anonymous temporary file past 64 MiB (nothing is left behind, even after a
+    kill), so memory does not grow with the document.
+    """
+    import io
+    import shutil
+    import tempfile
+
+    real = sys.stdout
+    sys.stdout.flush()
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b")
+    text = io.TextIOWrapper(spool, encoding=getattr(real, "encoding", None) or "utf-8",
+                            errors=getattr(real, "errors", None) or "strict", write_through=True)
+    sys.stdout = text
+    ok = False
+    try:
+        yield
+        ok = True
+    except typer.Exit:
+        ok = True
+        raise
+    finally:
+        sys.stdout = real
+        if ok:
+            text.flush()
+            spool.seek(0)
+            real.flush()
+            target = getattr(real, "buffer", None)
+            if target is not None:
+                shutil.copyfileobj(spool, target, 1 << 20)
+                target.flush()
+            else:
+                real.write(spool.read().decode(text.encoding, text.errors))
+                real.flush()
+        text.close()
+
+
+def consistent_read(directories, read: Callable[[], None], *, broker_running: Callable[[], bool],
+                    wait_seconds: float = 600.0) -> None:
+    """Run ``read`` (which writes one document through :func:`one_document`) so that what it reports is the
+    store before or after a writer's switch, never a mixture.
+
+    ``read`` runs once; if the directories changed meanwhile (or the read failed while they changed) and no
+    broker holds the store (a running broker changes them all the time, and a reader of a live store is
+    told so elsewhere), the half-read document is dropped, amqtool writers still working on the store are
+    waited for, and ``read`` runs again, once. Changed again, it is exit 3 with one error document.
+    """
+    from amqtool.store import locks
+
+    for attempt in (1, 2):
+        before = locks.directory_state(directories)
+        failure = None
+        try:
+            with one_document():
+                try:
+                    read()
+                except (AmqtoolError, OSError, typer.Exit) as err:  # Exit: a verdict, judged on this read
+                    failure = err
+                if locks.directory_state(directories) != before and not broker_running():
+                    raise StoreSwitchedError("the store changed while it was read (a writer switched its files)",
+                                        path=str(directories[0]) if directories else None)
+                if failure is not None:
+                    raise failure
+        except StoreSwitchedError as err:
+            if attempt == 2:
+                raise StoreSwitchedError(f"{err.message} twice in a row; try again when no compaction runs",
+                                    path=err.path) from None
+            held = locks.wait_for_writers(directories, wait_seconds)
+            if held is not None:
+                raise StoreSwitchedError(f"an amqtool writer has held {held} for {wait_seconds:.0f} s while this "
+                                    "read waited for it; try again later", path=held) from None
+            continue
+        return
 
 
 @contextmanager

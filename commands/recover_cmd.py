@@ -24,6 +24,8 @@ from amqtool.commands.output import (
     write_lines,
 )
 from amqtool.commands.store_options import BROKER_XML_SETTINGS_OPTION
+from amqtool.commands.stores import one_store
+from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.errors import UsageError
 from amqtool.units import binary
 
@@ -45,6 +47,11 @@ def _lost_line(item: dict) -> str:
                            ("messageId", "message"), ("queue", "queue"), ("queueId", "queueId")):
             if item.get(key) is not None:
                 what.append(f"{label}={item[key]}")
+        if item.get("queueIds"):
+            what.append("queues=" + ",".join(n if n is not None else str(q)
+                                              for q, n in zip(item["queueIds"], item["queues"])))
+        if item.get("damagedField"):
+            what.append(f"(its {item['damagedField']} damaged)")
         desc = " ".join(what) if item["decoded"] else "undecodable bytes"
         if not item["lost"]:
             desc += " (doubtful: an EVENT record, which the load ignores)"
@@ -55,12 +62,31 @@ def _lost_line(item: dict) -> str:
     return f"  {kind} {item['path']}: {item['reason']}"
 
 
+# The text's figures are the JSON document's, read by these keys and named by these labels (one list, so the
+# two outputs cannot disagree: a label once said "transactions not committed" for the transactions lost
+# with a damaged record, beside an open transaction the rewrite dropped).
+COUNT_LABELS = (("recordsKept", "records kept"), ("recordsLost", "records lost"),
+                ("damagedRecords", "damaged records"), ("damagedRecordsDecoded", "of them decoded"),
+                ("bytesSkipped", "bytes skipped"), ("transactionsNotCommitted", "transactions lost"),
+                ("filesLost", "files lost"))
+ARTEMIS_JOURNAL_LABELS = (("files", "files"), ("recordsKept", "records kept"), ("recordsLost", "records lost"),
+                          ("bytesSkipped", "bytes skipped"))
+KAHADB_LABELS = (("files", "files"), ("filesAfter", "files after"), ("messagesKept", "messages kept"),
+                 ("acksKept", "acks kept"), ("subscriptions", "subscriptions"),
+                 ("preparedTransactions", "prepared transactions kept"),
+                 ("openTransactionsDropped", "open transactions dropped (the broker rolls them back)"),
+                 ("recordsLost", "records lost"), ("bytesSkipped", "bytes skipped"))
+
+
+def _figures(d: dict, labels) -> str:
+    return ", ".join(f"{label} {binary(d[key]) if key == 'bytesSkipped' else d[key]}"
+                     for key, label in labels if key in d)
+
+
 def _text(doc: dict) -> list[str]:
     c = doc["counts"]
     lines = [f"recover {doc['source']} -> {doc['destination'] or '(dry run)'}: {doc['verdict']}",
-             f"  records kept {c['recordsKept']}, lost {c['recordsLost']} ({c['damagedRecords']} damaged, "
-             f"{c['damagedRecordsDecoded']} decoded), bytes skipped {binary(c['bytesSkipped'])}, transactions "
-             f"not committed {c['transactionsNotCommitted']}, files lost {c['filesLost']}"]
+             f"  {_figures(c, COUNT_LABELS)}"]
     if "undeleted" in doc:
         lines.append(f"  undeleted {c['undeleted']} message(s), {c['unrecoverable']} found unrecoverable")
         for u in doc["undeleted"][:MAX_TEXT_LOST]:
@@ -70,12 +96,9 @@ def _text(doc: dict) -> list[str]:
             lines.append(f"  ... {len(doc['undeleted']) - MAX_TEXT_LOST} more (--format json lists them all)")
     for j in doc.get("journals", []):
         if "journal" in j:
-            lines.append(f"  {j['journal']} journal {j['directory']}: {j['files']} files, kept {j['recordsKept']}, "
-                         f"lost {j['recordsLost']}")
+            lines.append(f"  {j['journal']} journal {j['directory']}: {_figures(j, ARTEMIS_JOURNAL_LABELS)}")
         else:
-            lines.append(f"  KahaDB {j['directory']}: {j['action']}, {j['files']} files -> {j['filesAfter']}; kept "
-                         f"{j['messagesKept']} messages, {j['acksKept']} acks, {j['subscriptions']} subscriptions; "
-                         f"lost {j['recordsLost']}")
+            lines.append(f"  KahaDB {j['directory']}: {j['action']}, {_figures(j, KAHADB_LABELS)}")
     lost = doc["lost"]
     if lost:
         lines.append("lost or not carried over:")
@@ -97,13 +120,14 @@ def recover(
     since: Optional[str] = typer.Option(None, "--since", help="--undelete: only messages deleted at or after TIME (ISO 8601)."),
     until: Optional[str] = typer.Option(None, "--until", help="--undelete: only messages deleted before TIME (ISO 8601)."),
     fmt: OutputFormat = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Salvage a damaged store into a new one at DEST (the source is never written), or bring back deleted
     messages (--undelete); report every lost record. Exit 0 nothing lost, 1 DEST lacks something, 2 nothing
     saved."""
     with guarded(fmt):
-        from amqtool.store.layout import ArtemisStore, detect
+        from amqtool.store.layout import ArtemisStore
 
         if output is None and not dry_run:
             raise UsageError("recover needs -o DEST or --dry-run")
@@ -111,7 +135,7 @@ def recover(
             raise UsageError("-o/--output cannot be combined with --dry-run")
         if not undelete and (queue or since or until):
             raise UsageError("--queue, --since and --until select what --undelete brings back")
-        store = detect(path, broker_xml=broker_xml, activemq_xml=activemq_xml)
+        store = one_store(path, broker_xml, activemq_xml, command="recover")
         if isinstance(store, ArtemisStore):
             from amqtool.engines.artemis.recover import RecoverRequest, recover_store
 
@@ -138,6 +162,6 @@ def recover(
         if fmt in (OutputFormat.json, OutputFormat.jsonl):
             write_document(doc, fmt, lists=("lost", "undeleted", "unrecoverable", "findings", "journals"))
         else:
-            write_lines(_text(doc))
-            render_findings_text(report.findings)
+            write_lines(fold_lines(_text(doc), wide=wide))
+            render_findings_text(report.findings, wide=wide)
         finish(verdict)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import os
-from datetime import datetime, timezone
 
 import typer
 
@@ -23,10 +22,18 @@ from amqtool.commands.output import (
     finish,
     guarded,
     progress,
-    table_console,
     write_document,
+    write_lines,
 )
-from amqtool.commands.store_options import ACTIVEMQ_XML_KAHADB_OPTION, BROKER_XML_OPTION
+from amqtool.commands.tables import WIDE_OPTION, Col, age, count, fold_lines, print_table, ratio, size, when
+from amqtool.commands.store_options import (
+    ACTIVEMQ_XML_KAHADB_OPTION,
+    BROKER_XML_OPTION,
+    JDBC_PASSWORD_FILE_OPTION,
+    JDBC_TABLE_PREFIX_OPTION,
+    JDBC_URL_OPTION,
+)
+from amqtool.commands.stores import describe, header, stores_at, where
 from amqtool.errors import Verdict
 
 
@@ -36,69 +43,52 @@ class SortKey(str, enum.Enum):
     oldest = "oldest"
 
 
-def _when(millis: int | None) -> str:
-    if not millis:
-        return "-"
-    return datetime.fromtimestamp(millis / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+QUEUE_COLUMNS = (Col("queue"), Col("address", 6), Col("messages", 0, True), Col("paged", 2, True),
+                 Col("bytes", 1, True), Col("age", 1, True), Col("oldest (UTC)", 7), Col("sched", 3, True),
+                 Col("expired", 4, True), Col("redeliv", 5, True), Col("prep", 5, True), Col("large", 5, True))
+ADDRESS_COLUMNS = (Col("address"), Col("page files", 2, True), Col("bytes", 0, True),
+                   Col("pages to consume", 1, True), Col("paged messages", 0, True))
+JOURNAL_COLUMNS = (Col("journal"), Col("directory", 5), Col("files", 3, True), Col("bytes", 0, True),
+                   Col("live", 2, True), Col("live ratio", 1, True), Col("compact frees", 0, True),
+                   Col("reclaim frees", 4, True))
 
 
-def _age(seconds: int | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= n:
-            return f"{seconds // n}{unit}"
-    return f"{seconds}s"
-
-
-def _ratio(r: float | None) -> str:
-    return "-" if r is None else f"{r:.1%}"
-
-
-def _size(n: int | None) -> str:
-    from amqtool.units import binary
-
-    return "-" if n is None else binary(n)
-
-
-def render_tables(doc: dict) -> None:
-    """The three tables (queues, paged addresses, journals) fitted to the terminal, Rich never interpreting
-    the names (markup off: a queue may be called ``[red]``)."""
-    from rich.table import Table
-
-    console = table_console()
-    t = Table(title=f"queues ({doc['kind']} {doc['path']}, by {doc['sort']})", title_justify="left")
-    for col, just in (("queue", "left"), ("address", "left"), ("messages", "right"), ("bytes", "right"),
-                      ("oldest (UTC)", "left"), ("age", "right"), ("sched", "right"), ("expired", "right"),
-                      ("redeliv", "right"), ("prep", "right"), ("paged", "right"), ("large", "right")):
-        t.add_column(col, justify=just, overflow="fold")
-    for r in doc["queues"]:
-        name = r["name"] + (f" [{r['subscription']}]" if r["subscription"] else "")
-        t.add_row(name, r["address"] or "-", str(r["messages"]), _size(r["bytes"]), _when(r["oldest"]),
-                  _age(r["oldestAgeSeconds"]), str(r["scheduled"]), str(r["expired"]), str(r["redelivered"]),
-                  str(r["prepared"]), str(r["paged"]), str(r["large"]))
-    console.print(t)
+def render_tables(doc: dict, wide: bool = False) -> None:
+    """The three tables (queues, paged addresses, journals), each fitted to the terminal by
+    :func:`amqtool.commands.tables.print_table`, then the totals."""
+    print_table(f"queues ({doc['kind']} {doc['path']}, by {doc['sort']})", QUEUE_COLUMNS,
+                ([r["name"] + (f" [{r['subscription']}]" if r["subscription"] else ""), r["address"] or "-",
+                  count(r["messages"]), count(r["paged"]), size(r["bytes"]), age(r["oldestAgeSeconds"]),
+                  when(r["oldest"]), count(r["scheduled"]), count(r["expired"]), count(r["redelivered"]),
+                  count(r["prepared"]), count(r["large"])] for r in doc["queues"]), wide=wide)
     if doc["addresses"]:
-        t = Table(title="paged addresses", title_justify="left")
-        for col, just in (("address", "left"), ("page files", "right"), ("bytes", "right"),
-                          ("pages to consume", "right"), ("paged messages", "right")):
-            t.add_column(col, justify=just, overflow="fold")
-        for a in doc["addresses"]:
-            t.add_row(a["address"], str(a["pageFiles"]), _size(a["bytes"]), str(a["pagesToConsume"]),
-                      str(a["pagedMessages"]))
-        console.print(t)
-    t = Table(title="journals", title_justify="left")
-    for col, just in (("journal", "left"), ("directory", "left"), ("files", "right"), ("bytes", "right"),
-                      ("live", "right"), ("live ratio", "right"), ("compact frees", "right"),
-                      ("reclaim frees", "right")):
-        t.add_column(col, justify=just, overflow="fold")
-    for j in doc["journals"]:
-        t.add_row(j["journal"], j["directory"], str(j["files"]), _size(j["bytes"]), _size(j["liveBytes"]),
-                  _ratio(j["liveRatio"]), _size(j["compactFrees"]), _size(j["reclaimOnlyFrees"]))
-    console.print(t)
+        write_lines([""])
+        print_table("paged addresses", ADDRESS_COLUMNS,
+                    ([a["address"], count(a["pageFiles"]), size(a["bytes"]), count(a["pagesToConsume"]),
+                      count(a["pagedMessages"])] for a in doc["addresses"]), wide=wide)
+    write_lines([""])
+    print_table("journals", JOURNAL_COLUMNS,
+                ([j["journal"], j["directory"], count(j["files"]), size(j["bytes"]), size(j["liveBytes"]),
+                  ratio(j["liveRatio"]), size(j["compactFrees"]), size(j["reclaimOnlyFrees"])]
+                 for j in doc["journals"]), wide=wide)
     tot = doc["totals"]
-    console.print(f"{tot['queues']} queue(s), {tot['messages']} message reference(s), {_size(tot['bytes'])} in "
-                  f"messages; journals {_size(tot['journalBytes'])}, paging {_size(tot['pagingBytes'])}")
+    paged = sum(r["paged"] for r in doc["queues"])
+    write_lines(fold_lines([f"{tot['queues']} queue(s), {tot['messages']} message(s) ({paged} paged), "
+                            f"{size(tot['bytes'])} of messages in the journal; journals "
+                            f"{size(tot['journalBytes'])}, paging {size(tot['pagingBytes'])}"], wide=wide))
+
+
+def _several(path: str, stores: list, docs: list[dict]) -> dict:
+    """One document for the stores under one path: every row carries its ``store``; totals add up; the
+    verdict is the worst."""
+    verdict = max(Verdict[d["verdict"]] for d in docs)
+    out = {"verdict": verdict.name, "kind": "several", "path": os.path.abspath(path), "now": docs[0]["now"],
+           "sort": docs[0]["sort"],
+           "stores": [{"kind": d["kind"], "path": where(s), "verdict": d["verdict"]} for s, d in zip(stores, docs)]}
+    for key in ("queues", "addresses", "journals"):
+        out[key] = [{**row, "store": where(s)} for s, d in zip(stores, docs) for row in d[key]]
+    out["totals"] = {k: sum(d["totals"][k] for d in docs) for k in docs[0]["totals"]}
+    return out
 
 
 @app.command("stat")
@@ -112,6 +102,10 @@ def stat(
     top: int = typer.Option(None, "--top", help="Only the first N queues after sorting."),
     at: int = typer.Option(None, "--at", metavar="MILLIS", help="Judge expiry, schedules and ages at this instant (epoch ms; default now)."),
     reclaim: bool = typer.Option(False, "--reclaim", help="Artemis: also figure what compact --reclaim-only would free (one more pass)."),
+    jdbc_url: str = JDBC_URL_OPTION,
+    jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
+    jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Per queue, paged address and journal: messages, bytes, oldest message, what compaction would free."""
@@ -122,17 +116,32 @@ def stat(
         check_number(top, "--top", minimum=0)
         check_number(at, "--at", minimum=0)
         from amqtool.engines.stat import stat_store
-        from amqtool.store.layout import detect
 
-        store = detect(path, broker_xml, activemq_xml)
-        with progress("reading", None, quiet) as advance:
-            doc = stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance)
+        from amqtool.engines.jdbc.resolve import jdbc_store
+
+        # a database store (--jdbc-url, or a configuration naming one) before the files, as print and verify
+        db = jdbc_store(jdbc_url, jdbc_password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
+                        table_prefix=jdbc_table_prefix)
+        stores = [db] if db is not None else stores_at(path, broker_xml, activemq_xml)
+        docs = []
+        for store in stores:
+            with progress("reading", None, quiet) as advance:
+                docs.append(stat_store(store, sort=sort.value, top=top, now=at, reclaim=reclaim, progress=advance))
+        doc = docs[0] if len(docs) == 1 else _several(path, stores, docs)
         verdict = Verdict[doc["verdict"]]
         publish("stat", os.path.abspath(path), doc, mfmt, metrics_file)
         if mfmt is MetricFormat.prometheus:
             pass
         elif fmt is OutputFormat.text:
-            render_tables(doc)
+            if len(docs) == 1:
+                render_tables(doc, wide)
+            else:
+                for store, one in zip(stores, docs):
+                    write_lines([header(store)])
+                    render_tables(one, wide)
+                    write_lines([""])
+                write_lines(fold_lines([f"{len(docs)} stores: {describe(stores)}; verdict {doc['verdict']}"],
+                                       wide=wide))
         else:
-            write_document(doc, fmt, lists=("queues", "addresses", "journals"))
+            write_document(doc, fmt, lists=("queues", "addresses", "journals", "stores"))
         finish(verdict)

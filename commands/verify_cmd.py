@@ -25,7 +25,10 @@ from amqtool.commands.output import (
     progress,
     render_findings_text,
     write_document,
+    write_lines,
 )
+from amqtool.commands.stores import describe, header, stores_at, where
+from amqtool.commands.tables import WIDE_OPTION, fold_lines
 from amqtool.commands.store_options import (
     ACTIVEMQ_XML_KAHADB_OPTION,
     BROKER_XML_OPTION,
@@ -54,6 +57,7 @@ def verify(
     jdbc_url: str = JDBC_URL_OPTION,
     jdbc_password_file: str = JDBC_PASSWORD_FILE_OPTION,
     jdbc_table_prefix: str = JDBC_TABLE_PREFIX_OPTION,
+    wide: bool = WIDE_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Check a store's files and records; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
@@ -68,8 +72,6 @@ def verify(
         quiet = True
     with unknown_on_error("verify", os.path.abspath(path), mfmt, metrics_file), \
             (plugin.nagios_guard() if nagios else guarded(fmt)):
-        from amqtool.store.layout import detect
-
         if nagios:
             warn = plugin.parse_thresholds(warning, "live_ratio", NAGIOS_LABELS)
             crit = plugin.parse_thresholds(critical, "live_ratio", NAGIOS_LABELS)
@@ -79,50 +81,75 @@ def verify(
         # a database store (--jdbc-url, or a configuration naming one) before the files
         store = jdbc_store(jdbc_url, jdbc_password_file, activemq_xml=activemq_xml, broker_xml=broker_xml,
                            table_prefix=jdbc_table_prefix)
-        if store is not None:
-            if store.kind == "artemis-jdbc":
-                from amqtool.engines.jdbc import artemis as engine
-            else:
-                from amqtool.engines.jdbc import classic as engine
-
-            with progress("verifying", None, quiet) as advance:
-                findings, summary = engine.verify_store(store, progress=advance)
-        elif (store := detect(path, broker_xml, activemq_xml)).kind == "kahadb":
-            from amqtool.engines import kahadb
-
-            with progress("verifying", None, quiet) as advance:
-                findings, summary = kahadb.verify_store(store, progress=advance)
-        else:
-            from amqtool.engines.artemis.verify import total_bytes, verify_store
-
-            with progress("verifying", total_bytes(store), quiet) as advance:
-                report = verify_store(store, progress=advance)
-            findings, summary = report.findings, report.summary()
-        verdict = overall_verdict(findings)
-        doc = {
-            "verdict": verdict.name,
-            "kind": store.kind,
-            "path": str(store.root),
-            "findings": [f.to_json() for f in findings],
-            "summary": summary,
-        }
+        stores = [store] if store is not None else stores_at(path, broker_xml, activemq_xml)
+        if nagios and len(stores) > 1:
+            raise UsageError(f"{len(stores)} stores under {os.path.abspath(path)} ({describe(stores)}): --nagios "
+                             "checks one store; give its path")
+        runs = [(s, *_verify_one(s, quiet)) for s in stores]
+        store, findings, summary = runs[0]
+        verdict = overall_verdict([f for _, fs, _ in runs for f in fs])
+        if len(runs) == 1:
+            doc = {
+                "verdict": verdict.name,
+                "kind": store.kind,
+                "path": str(store.root),
+                "findings": [f.to_json() for f in findings],
+                "summary": summary,
+            }
+        else:  # every store found, each named; the verdict is the worst
+            doc = {
+                "verdict": verdict.name,
+                "kind": "several",
+                "path": os.path.abspath(path),
+                "findings": [{**f.to_json(), "store": where(s)} for s, fs, _ in runs for f in fs],
+                "summary": {"stores": len(runs)},
+                "stores": [{"kind": s.kind, "path": where(s), "verdict": overall_verdict(fs).name,
+                            "summary": sm} for s, fs, sm in runs],
+            }
         publish("verify", os.path.abspath(path), doc, mfmt, metrics_file)
         if nagios:
             _nagios(store, doc, warn, crit)
         if mfmt is MetricFormat.prometheus:
             pass
         elif fmt is OutputFormat.text:
-            render_findings_text(findings)
-            sys.stdout.write(_summary_line(summary))
+            for s, fs, sm in runs:
+                if len(runs) > 1:
+                    sys.stdout.write(header(s) + "\n")
+                render_findings_text(fs, wide=wide)
+                write_lines(fold_lines([_summary_line(sm)], wide=wide))
+            if len(runs) > 1:
+                write_lines(fold_lines([f"{len(runs)} stores checked: {describe(stores)}"], wide=wide))
             sys.stdout.write(f"verdict: {verdict.name}\n")
         else:
-            write_document(doc, fmt)
+            write_document(doc, fmt, lists=("findings", "stores"))
         finish(verdict)
+
+
+def _verify_one(store, quiet: bool):
+    """(findings, summary) of one store, by the engine of its kind."""
+    if store.kind.endswith("-jdbc"):
+        if store.kind == "artemis-jdbc":
+            from amqtool.engines.jdbc import artemis as engine
+        else:
+            from amqtool.engines.jdbc import classic as engine
+
+        with progress("verifying", None, quiet) as advance:
+            return engine.verify_store(store, progress=advance)
+    if store.kind == "kahadb":
+        from amqtool.engines import kahadb
+
+        with progress("verifying", None, quiet) as advance:
+            return kahadb.verify_store(store, progress=advance)
+    from amqtool.engines.artemis.verify import total_bytes, verify_store
+
+    with progress("verifying", total_bytes(store), quiet) as advance:
+        report = verify_store(store, progress=advance)
+    return report.findings, report.summary()
 
 
 def _summary_line(summary: dict) -> str:
     keys = [k for k, v in summary.items() if isinstance(v, (int, float, str)) and k != "journals"]
-    return "summary: " + ", ".join(f"{k}={summary[k]}" for k in keys) + "\n"
+    return "summary: " + ", ".join(f"{k}={summary[k]}" for k in keys)
 
 
 def _nagios(store, doc: dict, warn: dict, crit: dict) -> None:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from amqtool.errors import UnknownStoreError
+from amqtool.errors import AmqtoolError, UnknownStoreError
 from amqtool.store import kahadb_layout
 from amqtool.store.brokerxml import BrokerSettings, find_broker_xml, read_broker_xml
 from amqtool.store.kahadb_layout import KahaDBStore
@@ -211,3 +211,65 @@ def _detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml
     if empty:
         raise UnknownStoreError("it is empty: no Artemis journal or KahaDB store found here", path=str(p))
     raise UnknownStoreError("no Artemis journal or KahaDB store found here", path=str(p))
+
+
+def _artemis_at(p: Path) -> ArtemisStore | None:
+    """The Artemis store of a broker instance or data directory at ``p`` (not a lone journal directory), or
+    None."""
+    xml = find_broker_xml(p)
+    if xml is not None:
+        return _artemis_from_settings(read_broker_xml(xml))
+    for data in (p, p / "data"):
+        store = _artemis_data_dir(data)
+        if store is not None:
+            return store
+    return None
+
+
+def _store_dirs(store: Store) -> list[Path]:
+    if isinstance(store, ArtemisStore):
+        dirs = [j.directory for j in store.journals()] + [d for d in (store.paging_dir, store.large_messages_dir)
+                                                          if d is not None]
+        return [store.root, *dirs]
+    return [store.root, *store.directories]
+
+
+def detect_all(path: str | os.PathLike) -> list[Store]:
+    """Every store under ``path``: the one :func:`detect` finds, the store of the other kind at the same
+    place (an instance holding ``data/`` and ``kahadb/``), and the stores of its sub-directories that are
+    not part of one already found (a directory holding ``artemis/`` and ``kahadb/``). A command that reads
+    checks them all, so a second store is never passed over in silence; one that writes asks which.
+
+    Raises as :func:`detect` does when there is nothing at all."""
+    first = detect(path)
+    p = Path(path)
+    found: list[Store] = [first]
+
+    def covered(c: Path) -> bool:
+        c = c.resolve()
+        for s in found:
+            for d in _store_dirs(s):
+                d = Path(d).resolve()
+                if c == d or d in c.parents or c in d.parents:
+                    return True
+        return False
+
+    if not isinstance(first, ArtemisStore) or first.root.resolve() in (p.resolve(), (p / "data").resolve()):
+        other = kahadb_layout.detect_kahadb(p) if isinstance(first, ArtemisStore) else _artemis_at(p)
+        if other is not None and not covered(other.root):
+            found.append(other)
+    try:
+        children = sorted(n for n in os.listdir(p) if not n.startswith("."))
+    except OSError:
+        children = []
+    for n in children:
+        c = p / n
+        if not c.is_dir() or covered(c):
+            continue
+        try:
+            store = _artemis_at(c) or kahadb_layout.detect_kahadb(c)
+        except AmqtoolError:  # a sub-directory that is not a readable store is not the operator's target
+            continue
+        if store is not None and not covered(store.root):
+            found.append(store)
+    return found

@@ -64,7 +64,7 @@ def test_bench_explicit_unavailable_method_exits_3(tmp_path):
     assert doc["verdict"] == "UNKNOWN"
     assert doc["results"][0]["available"] is False and "AMQTOOL_NO_IO_URING" in doc["results"][0]["reason"]
     # not asked for: n/a with the reason, and the run goes on
-    r = _run(["bench", str(tmp_path), "--writes", "3", "--file-size", "64KiB", "--pattern", "one"],
+    r = _run(["bench", str(tmp_path), "--writes", "3", "--file-size", "64KiB", "--pattern", "one", "--wide"],
              AMQTOOL_NO_IO_URING="1")
     assert r.returncode in (0, 1), r.stderr
     assert "n/a: IO_URING 1 producer: io_uring unavailable: disabled by AMQTOOL_NO_IO_URING=1" in r.stdout

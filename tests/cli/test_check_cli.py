@@ -207,13 +207,17 @@ def test_tables_fit_columns_or_80_when_piped(tmp_path, columns, width):
     assert max(len(line.rstrip()) for line in lines) <= width
 
 
-def test_long_print_lines_are_cut_on_a_terminal_only(monkeypatch):
-    from amqtool.commands import output
+def test_long_lines_are_folded_not_cut(monkeypatch):
+    """Issue 27: long lines are folded to the width, piped or not (80 columns piped), and nothing is left out;
+    ``wide`` keeps them whole. (They used to be cut on a terminal and left 1,000 characters wide piped.)"""
+    from amqtool.commands import tables
 
     monkeypatch.setenv("COLUMNS", "60")
-    long = "QueueConfiguration[" + "x" * 1000 + "]"
-    monkeypatch.setattr(output.sys.stdout, "isatty", lambda: False, raising=False)
-    assert list(output.fit_lines([long, "short"])) == [long, "short"]
-    monkeypatch.setattr(output.sys.stdout, "isatty", lambda: True, raising=False)
-    cut, short = output.fit_lines([long, "short"])
-    assert len(cut) == 60 and cut.endswith(f"(+{len(long) - 48} chars)") and short == "short"
+    long = "   add    id=3 QueueConfiguration [" + ", ".join(f"key{i}=value{i}" for i in range(80)) + "]"
+    folded = list(tables.fold_lines([long, "short"]))
+    assert folded[-1] == "short" and len(folded) > 3
+    assert all(len(x) <= 60 for x in folded)
+    assert all(x.startswith(" " * 7) for x in folded[1:-1])  # continuation: the line's indent plus four
+    assert "".join("".join(folded[:-1]).split()) == "".join(long.split())  # every character, in order
+    assert list(tables.fold_lines([long, "short"], wide=True)) == [long, "short"]
+    assert list(tables.fold_lines(["x" * 200], width=80)) == ["x" * 80, "    " + "x" * 76, "    " + "x" * 44]

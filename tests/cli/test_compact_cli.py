@@ -157,7 +157,7 @@ def test_a_file_removed_after_compaction_is_still_a_loss(tmp_path, capsys):
     assert code == 0
     with JournalWriter.open(d, MESSAGES, file_size=64 * 1024) as w:
         for i in range(1, 1000, 7):
-            w.update(i, 34, b"\x00\x00\x00\x01")
+            w.update(i, 34, bytes(8) + b"\x00\x00\x00\x01")  # UPDATE_DELIVERY_COUNT: i64 queue, i32 count
     code, ver = _json(capsys, ["verify", str(d), "--format", "json"])
     assert code == 0
     from amqtool.store.journal_files import open_journal
@@ -170,7 +170,7 @@ def test_a_file_removed_after_compaction_is_still_a_loss(tmp_path, capsys):
     code, ver = _json(capsys, ["verify", str(d), "--format", "json"])
     assert len(data) >= 4
     (f,) = [f for f in ver["findings"] if f["code"] == "missing-journal-file"]
-    assert code == 1 and f["details"]["liveUpdatesWithoutAdd"] > 0
+    assert code == 2 and f["details"]["liveUpdatesWithoutAdd"] > 0  # a proven loss (issue 25)
 
 
 def _instance(tmp_path):
@@ -247,3 +247,19 @@ def test_copy_is_a_complete_store(tmp_path, capsys):
     assert rows(dest, tmp_path / "x2") == want
     for p in (dest / "paging").rglob("*.page"):
         assert p.stat().st_nlink == 1  # copies, never hard links a broker on DEST would write through
+
+
+def test_if_needed_skip_says_why_and_shows_no_after(tmp_path, capsys, kahadb_fixtures):
+    """Issue 27: a skipped --if-needed run printed "after: ... 2 data files" as if it had compacted."""
+    d = build_store(tmp_path / "j", n=1200)
+    code, doc = _json(capsys, ["compact", str(d), "--if-needed", "-f", "json"])
+    assert code == 0 and doc["journals"][0]["action"] == "skipped"
+    data_files = doc["journals"][0]["before"]["dataFiles"]
+    code = main(["compact", str(d), "--if-needed", "--wide"])
+    out = capsys.readouterr().out
+    assert code == 0 and "after" not in out
+    assert f"skipped, not needed ({data_files} data file(s), not more than journal-compact-min-files 10)" in out
+    k = copy_tree(kahadb_fixtures / "basic" / "kahadb", tmp_path / "k")
+    code = main(["compact", str(k), "--if-needed", "--wide"])
+    out = capsys.readouterr().out
+    assert code == 0 and "after" not in out and "skipped, not needed (live ratio not below --live-below 50%)" in out

@@ -32,7 +32,7 @@ def test_json_queue_summary_matches_manifest(demo, run_json):
 def test_json_queue_summary_equals_text(demo, run_cli, run_json):
     root, _ = demo
     _, doc, _ = run_json("print", root, "--safe")
-    _, text, _ = run_cli("print", root, "--safe")
+    _, text, _ = run_cli("print", root, "--safe", "--wide")  # whole lines
     lines = text.split("== messages per queue\n", 1)[1].splitlines()
     s = doc["queueSummary"]
     for q, line in zip(s["queues"], lines[1:]):

@@ -55,7 +55,60 @@ def test_jsonl_and_text(tmp_path, run_cli):
     assert summary["verdict"] == "WARNING" and summary["counts"]["recordsLost"] == 1
     code, out, _err = run_cli("recover", src, "-o", tmp_path / "dest")
     assert code == 1
-    assert f"id={rec[5]}" in out and "records kept 259, lost 1" in out
+    assert f"id={rec[5]}" in out and "records kept 259, records lost 1" in " ".join(out.split())
+
+
+def _text_figures(text: str) -> str:
+    return " ".join(text.split())  # folded lines joined again
+
+
+def test_text_figures_are_the_json_figures(tmp_path, run_cli):
+    """Issue 27: the text said "transactions not committed 0" while the JSON said openTransactionsDropped 1.
+    A KahaDB transaction whose COMMIT batch is damaged is open: the rewrite drops it (as the broker rolls it
+    back); every figure of the text is the JSON's, under the same label list."""
+    from amqtool.commands.recover_cmd import COUNT_LABELS, KAHADB_LABELS
+    from amqtool.formats.kahadb.commands import EntryType
+    from tests.engines.kahadb.test_compact import _copy
+    from tests.engines.kahadb.test_recover_kahadb import _batches, _break
+
+    root = _copy(tmp_path, "tx")
+    batches = list(_batches(root))
+    sends = {}  # transaction key -> batches holding its sends
+    for p, b, cmds in batches:
+        for c in cmds:
+            if getattr(c, "transaction", None) is not None and c.type is EntryType.ADD_MESSAGE:
+                sends.setdefault(c.transaction.key, set()).add((p, b.offset))
+    victim = next((p, b) for p, b, cmds in batches for c in cmds
+                  if c.type is EntryType.COMMIT and getattr(c, "transaction", None) is not None
+                  and (p, b.offset) not in sends.get(c.transaction.key, ())
+                  and all(x.type is EntryType.COMMIT for x in cmds))
+    _break(*victim)
+    _, out, _ = run_cli("recover", root, "--dry-run", "-f", "json")
+    doc = json.loads(out)
+    code, text, _ = run_cli("recover", root, "--dry-run", "--wide")
+    journal = doc["journals"][0]
+    assert journal["openTransactionsDropped"] >= 1  # the case of the issue
+    for key, label in COUNT_LABELS:
+        value = doc["counts"][key]
+        assert f"{label} {value if key != 'bytesSkipped' else ''}".strip() in _text_figures(text), key
+    for key, label in KAHADB_LABELS:
+        if key != "bytesSkipped":
+            assert f"{label} {journal[key]}" in _text_figures(text), key
+    assert "not committed" not in text
+
+
+def test_out_of_space_names_recover_not_compaction(tmp_path, run_cli, monkeypatch):
+    """Issue 27: recover's out-of-space error said "compaction not started"."""
+    from amqtool.store import atomic
+
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+
+    class _St:
+        f_bavail, f_frsize = 1, 4096
+    monkeypatch.setattr(atomic.os, "statvfs", lambda p: _St())
+    code, out, err = run_cli("recover", src, "-o", tmp_path / "dest")
+    assert code == 3 and "not enough free space" in err and "compaction" not in err
+    assert not (tmp_path / "dest").exists()
 
 
 def test_man_page_documents_the_options():

@@ -14,6 +14,7 @@ The demo (:func:`create_demo`) lives in :mod:`amqtool.engines.artemis.demo`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +142,12 @@ def create_journals(path: str | os.PathLike, kind: str = "messages", *, file_siz
             return out
         made = _missing_dirs(root)
         try:
-            out = _create_all(kind, root, plan)
+            # into an existing directory: under amqtool's writer lock on the journal directories, and checked
+            # again there (a compaction or another create running meanwhile is named, not its files)
+            with _writing([d for d, *_ in plan]):
+                for directory, *_ in plan:
+                    refuse_existing_journal(directory)
+                out = _create_all(kind, root, plan)
         except BaseException as err:
             _undo(plan, made)
             if isinstance(err, OSError):
@@ -187,6 +193,33 @@ def _undo(plan, made: list[Path]) -> None:
                 os.unlink(directory / name)
             except OSError:
                 pass
+
+
+@contextlib.contextmanager
+def _writing(directories: list[Path]):
+    """amqtool's writer lock (:class:`~amqtool.store.locks.WriterLock`) on the journal directories being
+    created, which are made first for it (a lock needs the directory); when the block fails (another amqtool
+    creates the same journal, a write error), the directories it made and left empty are removed again."""
+    made: list[Path] = []
+    for d in directories:
+        if not os.path.isdir(d):
+            refuse_existing_journal(Path(d))  # its own clear error for a file in the way
+        missing = []
+        p = Path(d).absolute()
+        while not p.exists():
+            missing.append(p)
+            p = p.parent
+        for m in reversed(missing):
+            m.mkdir()
+            made.append(m)
+    try:
+        with locks.WriterLock(directories):
+            yield
+    except BaseException:
+        for m in reversed(made):
+            with contextlib.suppress(OSError):
+                m.rmdir()  # only when empty: nothing another run wrote is touched
+        raise
 
 
 def _existing_parent(p: Path) -> Path:

@@ -389,11 +389,14 @@ def queue_summary(bindings: LoadResult | None, messages: LoadResult, tally: byte
 def queue_summary_lines(bindings: LoadResult | None, messages: LoadResult) -> Iterator[str]:
     """The per-queue message summary as text lines (:func:`queue_summary`)."""
     summary = queue_summary(bindings, messages)
+    rows = [(q["name"], q["address"] if q["address"] is not None else "(no queue binding)",
+             q["routingType"] or "-", str(q["messages"])) for q in summary["queues"]]
+    # each column as wide as its longest value (a fixed 40 made the lines 100 columns wide for short names)
+    w = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("queue", "address", "routing", "messages"))]
     yield "== messages per queue"
-    yield f"   {'queue':40} {'address':40} {'routing':9} {'messages':>9}"
-    for q in summary["queues"]:
-        address = q["address"] if q["address"] is not None else "(no queue binding)"
-        yield f"   {q['name']:40} {address:40} {q['routingType'] or '-':9} {q['messages']:>9}"
+    yield f"   {'queue':{w[0]}} {'address':{w[1]}} {'routing':{w[2]}} {'messages':>{w[3]}}"
+    for name, address, routing, n in rows:
+        yield f"   {name:{w[0]}} {address:{w[1]}} {routing:{w[2]}} {n:>{w[3]}}"
     yield (f"   messages: {summary['messages']}, large messages: {summary['largeMessages']}, "
            f"prepared messages: {summary['preparedMessages']}, prepared large messages: "
            f"{summary['preparedLargeMessages']}")

@@ -177,14 +177,16 @@ class ClassicJdbcExport:
     def rows(self) -> Iterator[tuple]:
         """Every row in ID order, from the snapshot the subscriptions were read in; the session ends with it."""
         from amqtool.engines.jdbc.classic import iter_message_rows
+        from amqtool.engines.jdbc.connection import database_errors
 
         try:
-            for row in iter_message_rows(self._conn, self.store.statements):
-                n = len(row.msg or b"")
-                self.summary.bytes_scanned += n
-                if self.progress is not None:
-                    self.progress(n)
-                yield from classic_rows(row, self.ctx, self.summary)
+            with database_errors(self.store.target):  # the server may stop while the rows stream
+                for row in iter_message_rows(self._conn, self.store.statements):
+                    n = len(row.msg or b"")
+                    self.summary.bytes_scanned += n
+                    if self.progress is not None:
+                        self.progress(n)
+                    yield from classic_rows(row, self.ctx, self.summary)
         finally:
             self.close()
 
@@ -304,12 +306,14 @@ class SparkClassicJdbcExport:
 
     def write_tables(self, target, fmt: str) -> None:
         from amqtool.engines.export.schema import BINDING_COLUMNS
-        from amqtool.engines.export.spark import write_rdd_parts
+        from amqtool.engines.export.spark import _task_errors, write_rdd_parts
         from amqtool.engines.export.writers import write_subscription_table, write_table
 
         write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         ctx = self.local.ctx
-        parts = write_rdd_parts(self.dataframe().rdd, _classic_part(ctx), target, fmt, self.progress)
+        with _task_errors():  # the JDBC source asks the database for the schema here: its failure, one line
+            rdd = self.dataframe().rdd
+        parts = write_rdd_parts(rdd, _classic_part(ctx), target, fmt, self.progress)
         s = self.summary
         for index in sorted(parts):
             s.add(parts[index])

@@ -129,7 +129,7 @@ class LocalArtemisExport:
         that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
         order, only queues the options want. What :meth:`messages` is built from."""
         opts = self.options
-        if not opts.queues:
+        if not opts.queues and opts.only_queues is None:
             yield from self._pairs()
             return
         b = self.bindings

@@ -11,14 +11,19 @@ UNDEFINED_PREFIX = "UndefinedQueue_"  # data exp's default ``undefined-prefix``
 @dataclass
 class ExportOptions:
     """``safe``: no body bytes (size and sha256 only). ``queues``: fnmatch patterns on queue names (None:
-    all). ``check_tag=False`` would accept records of earlier uses of reused files (not exposed)."""
+    all); ``only_queues``: exact names besides. ``check_tag=False`` would accept records of earlier uses of reused files (not exposed)."""
 
     safe: bool = False
     queues: tuple[str, ...] | None = None
     undefined_prefix: str = UNDEFINED_PREFIX
     check_tag: bool = True
+    # exact queue names, ANDed with ``queues`` (None: no such limit): the Spark data source's pushed-down
+    # ``queue = ...`` / ``queue IN (...)`` filters, which must not be read as patterns
+    only_queues: frozenset[str] | None = None
 
     def wants(self, queue: str) -> bool:
+        if self.only_queues is not None and queue not in self.only_queues:
+            return False
         if not self.queues:
             return True
         return any(fnmatch.fnmatchcase(queue, p) for p in self.queues)

@@ -190,20 +190,13 @@ def _store_doc(d: DirResult, *, safe: bool, records: bool, want_pins: bool, drai
 
 def print_document(store, *, safe: bool = False, records: bool = False, pins: bool = False,
                    drain: str | None = None, progress=None) -> dict:
-    """The whole store as one JSON document (see the module docstring). ``verdict`` is OK unless the journal
-    has corrupt ranges or undecodable records (CRITICAL) or a torn tail / open transactions (WARNING)."""
+    """The whole store as one JSON document (see the module docstring). ``verdict`` is verify's verdict
+    (:func:`amqtool.engines.kahadb.verify.judge_results` over the same load)."""
+    from amqtool.engines.kahadb.verify import judge_results
+    from amqtool.errors import overall_verdict
+
     results = load_store(store, progress=progress)
-    verdict = Verdict.OK
-    for d in results:
-        for sc in d.scans.values():
-            if sc.corrupt or sc.bad_records:
-                verdict = max(verdict, Verdict.WARNING if all(c.reason == "truncated" and c.to_eof
-                                                              for c in sc.corrupt) and not sc.bad_records
-                              else Verdict.CRITICAL)
-        if d.decode_errors:
-            verdict = Verdict.CRITICAL
-        if d.open_transactions:
-            verdict = max(verdict, Verdict.WARNING)
+    verdict = overall_verdict(judge_results(store, results))  # verify's verdict, from the same load
     return {"verdict": verdict.name, "kind": "mkahadb" if store.multi else "kahadb", "root": str(store.root),
             "stores": [_store_doc(d, safe=safe, records=records, want_pins=pins, drain=drain) for d in results]}
 

@@ -44,6 +44,12 @@ class DirResult:
     last_record: tuple | None = None
     is_tx_store: bool = False
     committed_by_tx_store: int = 0
+    # db.data's order indexes and subscription cursors (indexed.read_indexed), or why they do not read
+    indexed: dict | None = None
+    indexed_error: str | None = None
+    # what the index knows acknowledged but the replay alone would keep (indexed.reconcile): taken out of
+    # the replay; a rebuild of the index from the journal would bring it back
+    rebuild_extra: list = field(default_factory=list)
 
     def damage(self) -> int:
         """Batches whose checksum or framing fails and records that do not decode: what the replay could not
@@ -237,7 +243,10 @@ def _load_file_native(c_scan, res: DirResult, f: JournalFile, buf, scan: FileSca
 
 
 def load_store(store, *, progress=None, checksums: bool = True, use_native: bool | None = None,
-               drop_transactions: frozenset = frozenset()) -> list[DirResult]:
+               drop_transactions: frozenset = frozenset(), reconcile: bool = True) -> list[DirResult]:
+    """Load every directory of ``store``. ``reconcile`` (the default): then take out of each replay what the
+    index knows acknowledged (:func:`_reconcile`); without it the replay is what a rebuild of the index from
+    the journal gives (call :func:`reconcile_results` later to get the default)."""
     results = [load_directory(Path(d), progress=progress, checksums=checksums, use_native=use_native,
                               drop_transactions=drop_transactions)
                for d in store.directories]
@@ -253,4 +262,40 @@ def load_store(store, *, progress=None, checksums: bool = True, use_native: bool
                         child.committed_by_tx_store += 1
         for child in children:
             child.open_transactions = child.replay.finish()
+    if reconcile:
+        reconcile_results(store, results)
     return results
+
+
+def reconcile_results(store, results: list[DirResult]) -> None:
+    for d in results:
+        _reconcile(d, multi=store.multi)
+
+
+def _reconcile(d: DirResult, *, multi: bool) -> None:
+    """Read the order indexes of db.data and take out of the replay what they know acknowledged."""
+    from amqtool.engines.kahadb.indexed import read_indexed, reconcile
+
+    view = d.index.view if d.index else None
+    if view is None or d.is_tx_store:
+        return
+    d.indexed, d.indexed_error = read_indexed(d.directory)
+    lu = view.metadata.last_update
+    if d.indexed is None or lu is None:
+        return
+    if multi:
+        # a child's transaction committed through txStore may not be in the child's index yet
+        keep = {}
+        for key, st in d.replay.destinations.items():
+            for mid, m in st.messages.items():
+                if m.transaction is not None:
+                    keep.setdefault(key, {})[mid] = m
+    d.rebuild_extra = reconcile(d, d.indexed, (lu.log_id, lu.offset))
+    if multi:
+        back = [x for x in d.rebuild_extra if x[2] in keep.get(x[0], {})]
+        for key, sub, mid, _loc in back:
+            st = d.replay.destinations[key]
+            m = st.messages.setdefault(mid, keep[key][mid])
+            if sub is not None:
+                m.waiting.add(sub)
+        d.rebuild_extra = [x for x in d.rebuild_extra if x not in back]

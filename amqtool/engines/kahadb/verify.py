@@ -5,18 +5,26 @@ Finding codes (documented in man/amqtool-verify.1):
 =================================  ========  ==========================================================
 code                               severity  meaning
 =================================  ========  ==========================================================
-kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset)
+kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
+                                             when latent: no live message of the intact index is damaged
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
 kahadb-truncated-tail              WARNING   the last file ends inside a batch (torn write; the broker
                                              overwrites it and loses nothing acknowledged)
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
-kahadb-reference-past-end          CRITICAL  the index references data past a file's logical end
+kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
+                                             (any file's with checkForCorruptJournalFiles)
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
-kahadb-index-ahead-of-journal      CRITICAL  the checkpoint names a location past the journal's end
-kahadb-index-live-mismatch         WARNING   the index's live count differs from the replayed journal
+kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
+kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages than the index
+kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
+                                             back, explained by damage the broker does not read (latent)
+kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
+kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right
+kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
+                                             (CRITICAL when that brings acknowledged messages back)
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
@@ -33,9 +41,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from amqtool.errors import Finding, Severity
+from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
+from amqtool.errors import FormatError
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.pins import referenced_files
-from amqtool.engines.kahadb.scan import lock_holder
+from amqtool.engines.kahadb.pins import qualified
+from amqtool.engines.kahadb.scan import lock_holder, mapped
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -44,9 +55,15 @@ def _log(d: DirResult, fid: int) -> str:
     return str(d.directory / f"db-{fid}.log")
 
 
-def verify_directory(d: DirResult, findings: list[Finding]) -> None:
+def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False):
+    """Findings of one store directory. ``strict``: the broker runs with ``checkForCorruptJournalFiles=true``
+    and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex). ``in_doubt``
+    (mKahaDB): a child store still has a prepared transaction whose outcome only the txStore can give.
+    Returns the locations of the live messages read (decoded already)."""
     add = findings.append
     last_id = d.files[-1].id if d.files else None
+    ev = evidence(d)
+    judge = _Judge(d, ev, strict, in_doubt)
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -56,31 +73,50 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
             continue
         if scan.batches == 0 and scan.corrupt and scan.corrupt[0].first == 0 and scan.corrupt[0].to_eof \
                 and scan.corrupt[0].reason == "bad-header":
-            add(Finding(C, "kahadb-not-a-journal", "no KahaDB batch header found anywhere in the file (expected "
-                        "'WRITE BATCH' control records at offset 0): not a KahaDB journal file", path, 0))
+            sev, note, extra = judge(f, 0, f.size - 1, C)
+            add(Finding(sev, "kahadb-not-a-journal", "no KahaDB batch header found anywhere in the file (expected "
+                        "'WRITE BATCH' control records at offset 0): not a KahaDB journal file" + note, path, 0,
+                        extra or None))
             continue
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr.reason == "checksum":
-                details.update(stored=cr.stored, computed=cr.computed)
-                add(Finding(C, "kahadb-checksum-mismatch",
-                            f"batch checksum mismatch: stored Adler-32 {cr.stored}, computed {cr.computed}; "
-                            f"corrupt journal records between offsets {span}", path, cr.first, details))
-            elif cr.reason == "truncated" and cr.to_eof and f.id == last_id:
+            if cr.reason == "truncated" and cr.to_eof and f.id == last_id:
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
                             "write); the broker discards it and appends from there", path, cr.first, details))
+                continue
+            sev, note, extra = judge(f, cr.first, cr.last, C)
+            details.update(extra)
+            if cr.reason == "checksum":
+                details.update(stored=cr.stored, computed=cr.computed)
+                add(Finding(sev, "kahadb-checksum-mismatch",
+                            f"batch checksum mismatch: stored Adler-32 {cr.stored}, computed {cr.computed}; "
+                            f"corrupt journal records between offsets {span}" + note, path, cr.first, details))
             else:
-                add(Finding(C, "kahadb-corrupt-range",
-                            f"corrupt journal records ({cr.reason}) between offsets {span}", path, cr.first, details))
+                add(Finding(sev, "kahadb-corrupt-range",
+                            f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
+                            details))
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
         for off, msg in scan.bad_records:
-            add(Finding(C, "kahadb-bad-record", msg, path, off))
+            sev, note, extra = judge(f, off, off, C)
+            add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
     for fid, off, msg in d.decode_errors:
-        add(Finding(C, "kahadb-bad-record", f"journal command does not decode: {msg}", _log(d, fid), off))
+        f = d.file(fid)
+        sev, note, extra = judge(f, off, off, C) if f is not None else (C, "", {})
+        add(Finding(sev, "kahadb-bad-record", f"journal command does not decode: {msg}" + note, _log(d, fid), off,
+                    extra or None))
+    judge.close()
+    _live_reads(d, ev, judge, findings)
+    _index_rest(d, ev, judge, findings)
+    return judge.checked
+
+
+def _index_rest(d, ev, judge, findings) -> None:
+    add = findings.append
+    last_id = d.files[-1].id if d.files else None
     for fid, off, tname, unknown in d.unknown_fields[:20]:
         add(Finding(W, "kahadb-unknown-field", f"{tname}: fields not in journal-data.proto: "
                     + ", ".join(f"{f}/wt{w}" for f, w in unknown), _log(d, fid), off))
@@ -97,12 +133,20 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
         add(Finding(W, "kahadb-index-unreadable", f"db.data cannot be read ({idx.error}); the broker rebuilds "
                     "it from the journal at start (findings below rely on the journal alone)",
                     str(d.directory / "db.data")))
+    elif view is not None and d.indexed_error and not d.is_tx_store:
+        add(Finding(W, "kahadb-index-unreadable", f"db.data's order indexes cannot be read ({d.indexed_error}); "
+                    "the broker rebuilds the index from the journal at start, or fails when it reaches the "
+                    "damaged page", str(d.directory / "db.data")))
     present = d.file_ids
     refs = referenced_files(d)  # file id -> [reasons]
     for fid in sorted(refs):
         if fid not in present:
-            add(Finding(C, "kahadb-missing-journal-file",
-                        f"db-{fid}.log is missing but still referenced: " + "; ".join(refs[fid][:5]),
+            # recoverIndex's check (locationIndex, ack map) and the replay start (page 0) stop the broker; a
+            # subscription's record location (subLocations) is only read by the journal GC
+            gc_only = all(r.startswith("subscription record of") for r in refs[fid])
+            add(Finding(W if gc_only else C, "kahadb-missing-journal-file",
+                        f"db-{fid}.log is missing but still referenced: " + "; ".join(refs[fid][:5])
+                        + ("; only the journal GC reads that location" if gc_only else ""),
                         _log(d, fid), None, {"fileId": fid, "referencedBy": refs[fid]}))
     if d.files:
         gaps = sorted(set(range(d.files[0].id, d.files[-1].id + 1)) - present)
@@ -124,17 +168,29 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
         for key, files in view.location_files.items():
             for fid, (count, _size, end) in files.items():
                 scan = d.scans.get(fid)
-                if scan is not None and scan.end is not None and end > scan.end.offset:
-                    add(Finding(C, "kahadb-reference-past-end", f"the index holds messages of {key} up to offset "
-                                f"{end}, past the file's logical end {scan.end.offset}", _log(d, fid), scan.end.offset,
+                # Only the newest file's logical end counts at start (Journal.recoveryCheck; recoverIndex rolls
+                # back what lies past it), every file's with checkForCorruptJournalFiles. Elsewhere the broker
+                # reads the records where they are: damage there is judged with the corrupt range.
+                if fid != last_id and not judge.strict:
+                    continue
+                # (Location order is file then offset: recoverIndex's GTEVisitor(lastAppendLocation) and the
+                # strict check's BetweenVisitor compare where a record starts, not its size)
+                if scan is not None and scan.end is not None and end >= scan.end.offset:
+                    add(Finding(C, "kahadb-reference-past-end", f"the index holds a message of {key} at offset "
+                                f"{end}, at or past the file's logical end {scan.end.offset}: the broker rolls it "
+                                "back at start", _log(d, fid), scan.end.offset,
                                 {"destination": key, "fileId": fid}))
         lu = meta.last_update
         if lu is not None and d.last_record is not None:
             lu_t = (lu.log_id, lu.offset)
             if lu.log_id in present and lu_t > d.last_record:
-                add(Finding(C, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
-                            f"last record is {d.last_record[0]}:{d.last_record[1]}: records the index reflects are "
-                            "gone", _log(d, lu.log_id), lu.offset))
+                # What the lost records held is judged where it shows: live messages past the end
+                # (kahadb-reference-past-end), acks a rebuild would miss (kahadb-rebuild-would-differ), the
+                # checkpoint records (kahadb-checkpoint-unreadable). The broker starts from its index.
+                judge.damaged = True  # what the index reflects and the journal lost explains any mismatch
+                add(Finding(W, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
+                            f"last readable record is {d.last_record[0]}:{d.last_record[1]}: records the index "
+                            "reflects are gone or damaged", _log(d, lu.log_id), lu.offset))
         if d.records_after_last_update:
             s = d.replay_start
             add(Finding(W, "kahadb-journal-ahead-of-index",
@@ -143,15 +199,7 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
                         f"will log 'Recovering from the journal @{s[0]}:{s[1]}' and replay them",
                         _log(d, s[0]), s[1], {"records": d.records_after_last_update,
                                               "replayFrom": f"{s[0]}:{s[1]}"}))
-        elif not any(x.severity is C for x in findings):
-            # A consistent checkpoint: the index's live counts must equal the replay.
-            for key, count in view.message_counts.items():
-                st = d.replay.destinations.get(key)
-                live = len(st.messages) if st else 0
-                if live != count:
-                    add(Finding(W, "kahadb-index-live-mismatch", f"destination {key}: the index holds {count} "
-                                f"message(s), the journal replays to {live}", str(d.directory / "db.data"), None,
-                                {"destination": key, "index": count, "journal": live}))
+    _index_against_journal(d, ev, judge, findings)
     for tx in d.open_transactions:
         if tx.state == "prepared":
             add(Finding(W, "kahadb-prepared-transaction", f"prepared transaction {tx.id} ({tx.sends} send(s), "
@@ -161,6 +209,184 @@ def verify_directory(d: DirResult, findings: list[Finding]) -> None:
             add(Finding(W, "kahadb-open-transaction", f"open transaction {tx.id} ({tx.sends} send(s), {tx.acks} "
                         "ack(s)) has no outcome: the broker rolls it back at start",
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
+
+
+class _Judge:
+    """Severity of damage at ``[first, last]`` of a journal file: what the broker reads of it (damage.py)."""
+
+    def __init__(self, d: DirResult, ev, strict: bool, in_doubt: bool = False):
+        self.d, self.ev, self.strict, self.in_doubt = d, ev, strict, in_doubt
+        self.maps: dict = {}
+        self.damaged = False  # any damaged region, read or latent
+        self.latent: list = []  # (file id, first, last)
+        self.checked: set = set()  # (file id, offset) of live messages already judged
+
+    def buf(self, f):
+        if f.id not in self.maps:
+            cm = mapped(f.path)
+            self.maps[f.id] = (cm, cm.__enter__())
+        return self.maps[f.id][1]
+
+    def close(self) -> None:
+        for cm, _buf in self.maps.values():
+            cm.__exit__(None, None, None)
+        self.maps = {}
+
+    def __call__(self, f, first: int, last: int, default):
+        """``(severity, note for the message, details)``."""
+        self.damaged = True
+        ev = self.ev
+        if self.d.is_tx_store and not self.in_doubt and not self.strict:
+            # Each child store holds its own PREPARE and COMMIT of a cross-store transaction; the txStore
+            # only decides those a child still has prepared (MultiKahaDBTransactionStore recovery).
+            return W, ("; the mKahaDB txStore: no child store has a prepared transaction waiting for its "
+                       "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
+        if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
+            return default, "", {}  # the broker rebuilds the index, or replays this region at start
+        live = live_in(ev, f.id, first, last)
+        if live:
+            buf = self.buf(f)
+            bad = [(k, m, why) for k, m in live if (why := read_failure(buf, m, ev.openwire_version))]
+            for _k, m in live:
+                self.checked.add((m.file_id, m.offset))
+            if bad or not intact(buf, f.id, live, first):
+                ids = [m.message_id for _k, m, _w in bad] or [m.message_id for _k, m in live]
+                why = f": {bad[0][2]}" if bad else ": the batch checksum shows their bytes changed"
+                return C, (f"; the index's live message(s) {', '.join(ids[:5])}"
+                           f"{' ...' if len(ids) > 5 else ''} are read from it at dispatch{why}"), \
+                    {"liveMessages": ids, "read": True}
+        self.latent.append((f.id, first, last))
+        hit = [name for name, fid, off in ev.checkpoint if fid == f.id and first <= off <= last]
+        what = (f"; the broker cannot read the {' and '.join(hit)} record page 0 names and replays the whole "
+                "journal on top of the index at start") if hit else ""
+        sev = C if self.strict else W
+        note = ("; latent: " + ("the broker runs with checkForCorruptJournalFiles=true and refuses to start on it"
+                                if self.strict else "no live message of the index is damaged: the broker with this "
+                                "index delivers what it did, the loss happens only if the index is rebuilt from "
+                                "the journal") + what)
+        return sev, note, {"latent": True, "read": False}
+
+
+def _live_reads(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
+    """Every live message of the index, read as the broker reads it at dispatch (outside damaged batches,
+    which the judge read already): a read that fails or finds another message stops the broker or loses one
+    (CRITICAL). OpenWire bytes amqtool cannot decode in a batch whose checksum holds were written so by the
+    broker: ``kahadb-bad-message``, a WARNING, as for the replay's live messages without an index."""
+    if ev is None:
+        return
+    from amqtool.formats.kahadb.openwire import decode_message
+
+    bad, undecoded = [], []
+    for fid, lst in ev.live.items():
+        f = d.file(fid)
+        if f is None:
+            # (an order-index entry whose location names a file the locationIndex does not: the broker starts,
+            # then its read at dispatch fails: Journal.getDataFile)
+            bad.extend((key, m, f"db-{fid}.log does not exist") for key, m in lst)
+            continue
+        buf = judge.buf(f)
+        for key, m in lst:
+            if (fid, m.offset) in judge.checked:
+                continue
+            judge.checked.add((fid, m.offset))
+            why, add = read_message(buf, m, ev.openwire_version, openwire=False)
+            if why:
+                bad.append((key, m, why))
+                continue
+            try:
+                decode_message(add.message, ev.openwire_version)
+            except FormatError as err:
+                undecoded.append((key, m, err.message))
+    judge.close()
+    bad = _damaged_entries(d, ev, bad, findings)
+    for key, m, why in bad[:20]:
+        findings.append(Finding(C, "kahadb-unreadable-live-message", f"live message {m.message_id} of "
+                                f"{qualified(key)}: the broker's read at dispatch fails ({why}); it stops there",
+                                _log(d, m.file_id), m.offset, {"destination": key, "messageId": m.message_id}))
+    if len(bad) > 20:
+        findings.append(Finding(C, "kahadb-unreadable-live-message", f"{len(bad) - 20} more live message(s) the "
+                                "broker cannot read", str(d.directory), None, {"more": len(bad) - 20}))
+    for key, m, why in undecoded[:20]:
+        findings.append(Finding(W, "kahadb-bad-message", f"live message {m.message_id} on {key}: {why}",
+                                _log(d, m.file_id), m.offset))
+
+
+def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> list:
+    """Of the reads that found another message than the index names, those where the index's own entry is
+    what is damaged (a WARNING, ``kahadb-index-entry-damaged``): the record holds the message the journal
+    replays live at that very location, no other entry of the index names it, and the id the entry gives
+    is nowhere in the journal. The broker reads that record and delivers it right (the order index's id
+    string is not what it delivers). The others are returned (files swapped, locations damaged: CRITICAL)."""
+    at = {}
+    for st in d.replay.destinations.values():
+        for mid, m in st.messages.items():
+            at[mid] = (m.file_id, m.offset)
+    names = {m.message_id for lst in ev.live.values() for _k, m in lst}
+    out = []
+    for key, m, why in bad:
+        got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
+        if got is not None and at.get(got) == (m.file_id, m.offset) and got not in names \
+                and m.message_id not in at:
+            findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
+                                    f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
+                                    "the entry's id is damaged; the broker delivers the record's message",
+                                    str(d.directory / "db.data"), None, {"destination": key, "index": m.message_id,
+                                                                         "journal": got}))
+        else:
+            out.append((key, m, why))
+    return out
+
+
+def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
+    """The index's live state against the journal's replay, up to the checkpoint.
+
+    What the index no longer holds but the replay keeps (``d.rebuild_extra``, taken out of the replay) and
+    what the index holds but the replay does not are what a rebuild of the index would bring back or lose.
+    With damage in the journal that explains it, that is the latent part of the damage (a WARNING naming
+    them). With an intact journal the index itself is wrong, and the broker delivers from it: CRITICAL."""
+    if ev is None:
+        return
+    extra = d.rebuild_extra
+    replays = checkpoint_failures(d)
+    if replays:
+        back = sorted({mid for _k, _s, mid, _l in extra})
+        sev = C if back else W
+        findings.append(Finding(sev, "kahadb-checkpoint-unreadable", "the broker cannot load the "
+                                f"{'; '.join(replays)} page 0 names and replays the whole journal on top of its "
+                                "index at start" + (f": that brings back {len(back)} message(s) the index knows "
+                                                    f"acknowledged ({', '.join(back[:5])}"
+                                                    f"{' ...' if len(back) > 5 else ''})" if back else ""),
+                                str(d.directory / "db.data"), None, {"bringBack": len(back),
+                                                                     "rebuildWouldBringBack": back[:100]}))
+    lose = []
+    if d.records_after_last_update == 0:
+        for key, dest in d.indexed.items():
+            st = d.replay.destinations.get(key)
+            live = st.messages if st else {}
+            locs = {(x.file_id, x.offset) for x in live.values()}
+            lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
+                        if m.message_id not in live and (m.file_id, m.offset) not in locs)
+    if not extra and not lose:
+        return
+    back = sorted({mid for _k, _s, mid, _l in extra})
+    details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
+               "bringBack": len(back), "lose": len(lose)}
+    parts = []
+    if back:
+        parts.append(f"bring back {len(back)} message(s) the index knows acknowledged ({', '.join(back[:5])}"
+                     f"{' ...' if len(back) > 5 else ''})")
+    if lose:
+        parts.append(f"lose {len(lose)} live message(s) ({', '.join(x[1] for x in lose[:5])}"
+                     f"{' ...' if len(lose) > 5 else ''})")
+    what = " and ".join(parts)
+    db = str(d.directory / "db.data")
+    if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
+        findings.append(Finding(W, "kahadb-rebuild-would-differ", f"a rebuild of the index from the journal "
+                                f"would {what}; the broker with this index does not", db, None, details))
+    else:
+        findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
+                                f"differs from it: a rebuild would {what}; the broker delivers from the index",
+                                db, None, details))
 
 
 def _ranges(ids: list[int]) -> str:
@@ -190,26 +416,43 @@ def lock_findings(store) -> list[Finding]:
     return out
 
 
+def strict_settings(store) -> bool:
+    """The broker refuses to start on any corrupted range: ``checkForCorruptJournalFiles=true`` in the
+    activemq.xml given (``--activemq-xml``); the broker's default, false, otherwise."""
+    return str(getattr(store, "settings", {}).get("checkForCorruptJournalFiles", "false")).strip().lower() == "true"
+
+
+def judge_results(store, results: list[DirResult]) -> list[Finding]:
+    """The findings of loaded directories: what ``verify`` reports and every command that judges a KahaDB
+    store (print's verdict, create --from) takes its verdict from."""
+    findings: list[Finding] = lock_findings(store)
+    strict = strict_settings(store)
+    in_doubt = any(t.state == "prepared" for c in results if not c.is_tx_store for t in c.open_transactions)
+    for d in results:
+        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt)
+        # Decode the OpenWire bytes of live messages (those the index did not name were not read yet): what a
+        # consumer would get must be readable.
+        bad = 0
+        for key, st in d.replay.destinations.items():
+            for m in _decode_failures(d, st, checked):
+                bad += 1
+                if bad <= 20:
+                    findings.append(Finding(W, "kahadb-bad-message", f"live message {m[0]} on {key}: {m[1]}",
+                                            _log(d, m[2]), m[3]))
+    return findings
+
+
 def verify_store(store, *, progress=None):
     """Verify every journal batch and record, the index and their consistency.
 
     Returns ``(findings, summary)``; summary: ``stores`` (per directory: files, records, bytes, batches,
     live messages per destination), and totals ``files``, ``records``, ``bytes``, ``live``.
     """
-    findings: list[Finding] = lock_findings(store)
     results = load_store(store, progress=progress)
+    findings = judge_results(store, results)
     summary = {"kind": "mkahadb" if store.multi else "kahadb", "root": str(store.root), "stores": [],
                "files": 0, "records": 0, "bytes": 0, "live": 0}
     for d in results:
-        verify_directory(d, findings)
-        # Decode the OpenWire bytes of live messages: what a consumer would get must be readable.
-        bad = 0
-        for key, st in d.replay.destinations.items():
-            for m in _decode_failures(d, st):
-                bad += 1
-                if bad <= 20:
-                    findings.append(Finding(W, "kahadb-bad-message", f"live message {m[0]} on {key}: {m[1]}",
-                                            _log(d, m[2]), m[3]))
         live = {k: len(st.messages) for k, st in d.replay.destinations.items()}
         entry = {"directory": str(d.directory), "files": len(d.files),
                  "records": d.records, "bytes": d.bytes_scanned,
@@ -224,10 +467,12 @@ def verify_store(store, *, progress=None):
     return findings, summary
 
 
-def _decode_failures(d: DirResult, st):
-    """(message id, error, file id, offset) for live messages whose payload does not decode."""
+def _decode_failures(d: DirResult, st, checked: set = frozenset()):
+    """(message id, error, file id, offset) for live messages whose payload does not decode (those at a
+    location in ``checked`` were decoded already)."""
     from amqtool.engines.kahadb.document import iter_live_decoded
 
-    for m, msg, err in iter_live_decoded(d, st.messages.values()):
+    todo = [m for m in st.messages.values() if (m.file_id, m.offset) not in checked]
+    for m, msg, err in iter_live_decoded(d, todo):
         if err is not None:
             yield m.message_id, err, m.file_id, m.offset

@@ -103,6 +103,9 @@ class PlanBase:
         self.converted = 0
         self.references = 0
         self.body_bytes = 0
+        self.source_verdict = "OK"  # verify's verdict of the source (KahaDB)
+        self.source_findings: list[dict] = []  # its WARNING and CRITICAL findings
+        self.acknowledged_not_restored = 0  # what the replay alone would bring back (the index knows acked)
 
     def _id(self) -> int:
         i = self.next_id
@@ -163,6 +166,9 @@ class PlanBase:
             "openLocalTransactions": {"transactions": self.open_local_transactions,
                                       "messages": self.open_local_messages},
             "schedulerStores": [str(p) for p in self.scheduler_dirs()],
+            "sourceVerdict": self.source_verdict,
+            "sourceFindings": self.source_findings,
+            "acknowledgedNotRestored": self.acknowledged_not_restored,
         }
 
 
@@ -181,10 +187,30 @@ class MigrationPlan(PlanBase):
         loaded = load_store(store, progress=progress)
         self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]
+        # verify's judgement of the same load: create --from refuses a CRITICAL source unless salvaging
+        from amqtool.engines.kahadb.verify import judge_results
+        from amqtool.errors import Severity, overall_verdict
+
+        findings = judge_results(store, loaded)
+        self.source_verdict = overall_verdict(findings).name
+        self.source_findings = [f.to_json() for f in findings
+                                if f.severity in (Severity.WARNING, Severity.CRITICAL)][:100]
         for d in self.results:
             if d.damage():
                 self.problems.append({"destination": None, "store": str(d.directory), "location": None,
                                       "messageId": None, "reason": d.damage_text()})
+            # Never bring back acknowledged messages: load_store took out of the replay what the index knows
+            # acknowledged; live messages of the index that the replay lost to damage are left out, listed.
+            self.acknowledged_not_restored += len(d.rebuild_extra)
+            for key, dest in (d.indexed or {}).items() if d.records_after_last_update == 0 else ():
+                st = d.replay.destinations.get(key)
+                live = st.messages if st else {}
+                for m in dest.messages:
+                    if m.message_id not in live:
+                        self.problems.append({"destination": key.partition(":")[2], "store": str(d.directory),
+                                              "location": f"{m.file_id}:{m.offset}", "messageId": m.message_id,
+                                              "reason": "live in the index, but its journal record is damaged "
+                                                        "or missing: left out"})
         self._dest_queues: dict[tuple, dict] = {}  # (store index, dest key) -> {sub key | None: queue id}
         self._build_bindings()
         self._scan_transactions()

@@ -36,7 +36,7 @@ from xml.sax.saxutils import quoteattr
 from amqtool.engines.artemis.create import resolve_messages_settings
 from amqtool.engines.migrate.convert import LARGE_SIZE, MULTICAST
 from amqtool.engines.migrate.plan import MigrationPlan
-from amqtool.errors import UsageError
+from amqtool.errors import DataAtRiskError, UsageError
 from amqtool.formats.artemis import primitives as P
 from amqtool.formats.artemis.message import LargeMessage
 from amqtool.formats.artemis.userrecords import (
@@ -188,11 +188,16 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
 def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
                 large_threshold: int = DEFAULT_LARGE_THRESHOLD, include_prepared: bool = False,
                 dry_run: bool = False, file_size: int | None = None, min_files: int | None = None,
-                force: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+                force: bool = False, salvage: bool = False,
+                progress: Callable[[int], None] | None = None) -> dict:
     """Migrate the KahaDB store (or the ``data exp`` XML file) at ``source`` into a new Artemis store at
     ``dest`` (see the module docstring); with ``dry_run`` nothing is written. Returns the document
     ``--format json`` prints: the plan summary (:meth:`PlanBase.summary`), plus ``dest``, ``dryRun``,
-    ``largeMessageThreshold`` and the written ``counts``."""
+    ``largeMessageThreshold`` and the written ``counts``.
+
+    A KahaDB source that verify calls CRITICAL is refused (:class:`DataAtRiskError`, nothing written) unless
+    ``salvage``: then what survives is migrated and what is left out is listed (``notConverted``). A dry run
+    is not refused; its document carries ``sourceVerdict``."""
     if large_threshold < 0:
         raise UsageError("--large-message-threshold must not be negative")
     fs, mf = resolve_messages_settings(file_size, min_files)
@@ -213,6 +218,11 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         if not dry_run:
             output.check(target, output.STORE, inputs=inputs)
         plan = MigrationPlan(store, include_prepared=include_prepared)
+        if plan.source_verdict == "CRITICAL" and not salvage and not dry_run:
+            worst = next(f for f in plan.source_findings if f["severity"] == "critical")
+            raise DataAtRiskError(f"the source is CRITICAL by verify ({worst['code']}: {worst['message'][:160]}); "
+                                  "refusing to migrate it: --salvage migrates what survives and lists what it "
+                                  "leaves out", path=str(source))
     doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold}
     if dry_run:
         large = large_bytes = 0

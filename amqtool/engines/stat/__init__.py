@@ -11,7 +11,8 @@ stat`` reads the queue controls: ``getMessageCount``, ``getScheduledCount``, ``g
   ``data exp`` resolves them: the same figures as print's ``queueSummary``), paging from the paging engine's
   entries and the journal view;
 * KahaDB (:mod:`amqtool.engines.stat.kahadb`): print's document (``MessageDatabase`` replayed, with the
-  pins of the GC pass) and the KahaDB compaction dry run.
+  pins of the GC pass) and the KahaDB compaction dry run;
+* database stores (:mod:`amqtool.engines.stat.jdbc`): the table loads of print and verify.
 
 The document (man/amqtool-stat.1)::
 
@@ -70,7 +71,8 @@ def finish_rows(rows: list[dict], now: int) -> None:
 
 def stat_store(store, *, sort: str = "bytes", top: int | None = None, now: int | None = None,
                reclaim: bool = False, progress: Callable[[int], None] | None = None) -> dict:
-    """The stat document of ``store`` (an ArtemisStore or KahaDBStore from ``store.layout.detect``).
+    """The stat document of ``store`` (an ArtemisStore or KahaDBStore from ``store.layout.detect``, or a
+    database store from ``engines.jdbc.resolve.jdbc_store``).
 
     ``now``: the instant (epoch ms) that decides expired, still-scheduled and ages (default: the clock).
     ``top``: keep only the first ``top`` queue rows after sorting (totals still count every queue).
@@ -81,6 +83,14 @@ def stat_store(store, *, sort: str = "bytes", top: int | None = None, now: int |
         from amqtool.engines.stat.kahadb import kahadb_stat
 
         doc = kahadb_stat(store, now, progress, reclaim)
+    elif store.kind == "artemis-jdbc":
+        from amqtool.engines.stat.jdbc import artemis_jdbc_stat
+
+        doc = artemis_jdbc_stat(store, now, progress)
+    elif store.kind == "classic-jdbc":
+        from amqtool.engines.stat.jdbc import classic_jdbc_stat
+
+        doc = classic_jdbc_stat(store, now, progress)
     else:
         from amqtool.engines.stat.artemis import artemis_stat
 
@@ -91,8 +101,8 @@ def stat_store(store, *, sort: str = "bytes", top: int | None = None, now: int |
         "queues": len(rows),
         "messages": sum(r["messages"] for r in rows),
         "bytes": sum(r["bytes"] for r in rows),
-        "journalBytes": sum(j["bytes"] for j in doc["journals"]),
-        "pagingBytes": sum(a["bytes"] for a in doc["addresses"]),
+        "journalBytes": sum(j["bytes"] or 0 for j in doc["journals"]),
+        "pagingBytes": sum(a["bytes"] or 0 for a in doc["addresses"]),
     }
     rows = sort_rows(rows, sort)
     if top is not None:

@@ -4,8 +4,10 @@ Mirrors, offline, what the broker's queue controls report (``QueueControlImpl.ge
 ``getScheduledCount``, ``getPersistentSize``, ``getFirstMessageAge``) and what its journal would give back
 (``JournalImpl.needsCompact``/``compact``, ``Reclaimer.scan``):
 
-* a queue's ``messages`` are the live references of the messages journal, refs minus acks as ``data exp``
-  resolves them (:meth:`BrokerState.live_messages`, the figures of print's ``queueSummary``); ``bytes``
+* a queue's ``messages`` are its total as the broker reports it: ``QueueImpl.getMessageCount`` adds the
+  page subscription's count (``pageSubscription.getMessageCount()``) to the references held in memory, so
+  ``messages`` is the live references of the messages journal (refs minus acks as ``data exp`` resolves
+  them: :meth:`BrokerState.live_messages`, the figures of print's ``queueSummary``) plus ``paged``; ``bytes``
   the journal record bytes of those messages (a message on two queues counts for both); ``scheduled`` the
   references whose SET_SCHEDULED_DELIVERY_TIME is still ahead of ``now`` (``ScheduledDeliveryHandlerImpl``
   holds them back); ``expired`` messages whose expiration has passed but are still stored (the broker
@@ -117,7 +119,9 @@ def _paging(store, results, row_for: Callable[[int], dict]) -> list[dict]:
         verifier.add_messages(results["messages"])
     verifier.verify([])  # the findings are verify's business; stat wants the figures
     for qid, n in verifier.expected.items():
-        row_for(qid)["paged"] += n
+        row = row_for(qid)
+        row["paged"] += n
+        row["messages"] += n  # QueueImpl.getMessageCount counts the page subscription's messages too
     rows = []
     stores, _notes = find_page_stores(store.paging_dir)
     for ps in stores:
@@ -210,50 +214,58 @@ def queue_figures_native(messages, now: int) -> tuple[dict[int, tuple], dict[int
     return native.stat_queues(acc, now, overrides), prepared
 
 
+def queue_rows(bindings, messages, now: int) -> tuple[dict[str, dict], Callable[[int], dict]]:
+    """({queue name: row}, row_for(queue id)) from the loads of the bindings and messages journals (files or
+    database tables): one row per queue name, its figures from :func:`queue_figures_native` or the reference.
+    ``row_for`` adds the row of a queue id met later (paging)."""
+    from amqtool.engines.artemis.broker_state import build_broker_state
+    from amqtool.engines.stat import new_queue_row, see_time
+
+    state = build_broker_state(bindings, None)  # the queues; messages: below
+    by_id: dict[int, dict] = {}
+    by_name: dict[str, dict] = {}
+
+    def row_for(qid: int) -> dict:
+        """One row per queue name (a queue id without a binding gets data exp's UndefinedQueue_ name)."""
+        row = by_id.get(qid)
+        if row is None:
+            q = state.queues.get(qid)
+            name = state.queue_name(qid)
+            row = by_name.get(name)
+            if row is None:
+                row = by_name[name] = new_queue_row(name, q.address if q else None,
+                                                    q.routing_type if q else None)
+            by_id[qid] = row
+        return row
+
+    for qid in state.queues:
+        row_for(qid)
+    if messages is not None:
+        figures = queue_figures_native(messages, now)
+        if figures is None:
+            figures = queue_figures_reference(bindings, messages, now)
+        per_queue, prepared = figures
+        for qid, f in per_queue.items():
+            row = row_for(qid)
+            for key, v in zip(FIGURES, f):
+                if key in ("oldest", "newest"):
+                    see_time(row, v)
+                else:
+                    row[key] += v
+        for qid, k in prepared.items():
+            row_for(qid)["prepared"] += k
+    return by_name, row_for
+
+
 def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
     """The stat document's rows for an Artemis store (see the module docstring)."""
-    from amqtool.engines.artemis.broker_state import build_broker_state
     from amqtool.engines.artemis.journal_print import PrintOptions, refused_verdict
-    from amqtool.engines.stat import new_queue_row, see_time
 
     verdict = refused_verdict(store, PrintOptions())
     journal_rows, results, opened_all, load_verdict = _load(store, progress, reclaim)
     verdict = max(verdict, load_verdict)
     try:
-        state = build_broker_state(results.get("bindings"), None)  # the queues; messages: below
-        by_id: dict[int, dict] = {}
-        by_name: dict[str, dict] = {}
-
-        def row_for(qid: int) -> dict:
-            """One row per queue name (a queue id without a binding gets data exp's UndefinedQueue_ name)."""
-            row = by_id.get(qid)
-            if row is None:
-                q = state.queues.get(qid)
-                name = state.queue_name(qid)
-                row = by_name.get(name)
-                if row is None:
-                    row = by_name[name] = new_queue_row(name, q.address if q else None,
-                                                        q.routing_type if q else None)
-                by_id[qid] = row
-            return row
-
-        for qid in state.queues:
-            row_for(qid)
-        messages = results.get("messages")
-        if messages is not None:
-            figures = queue_figures_native(messages, now)
-            if figures is None:
-                figures = queue_figures_reference(results.get("bindings"), messages, now)
-            per_queue, prepared = figures
-            for qid, f in per_queue.items():
-                row = row_for(qid)
-                for key, v in zip(FIGURES, f):
-                    if key in ("oldest", "newest"):
-                        see_time(row, v)
-                    else:
-                        row[key] += v
-            for qid, k in prepared.items():
-                row_for(qid)["prepared"] += k
+        by_name, row_for = queue_rows(results.get("bindings"), results.get("messages"), now)
         addresses = _paging(store, results, row_for)
     finally:
         for opened in opened_all:

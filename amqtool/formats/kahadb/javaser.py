@@ -181,3 +181,4 @@ def decode_ack_file_map(data) -> dict[int, set[int]]:
     if ps.p != len(data):
         raise FormatError(f"ack-file map: {len(data) - ps.p} bytes after the map")
     return out
+

@@ -291,7 +291,7 @@ class IndexView:
     header: PageFileHeader
     metadata: Metadata
     destinations: dict = field(default_factory=dict)  # key -> StoredDestination
-    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes, max end offset)}
+    location_files: dict = field(default_factory=dict)  # key -> {file id: (count, bytes, last record offset)}
     message_counts: dict = field(default_factory=dict)  # key -> number of locationIndex entries
     sub_locations: dict = field(default_factory=dict)  # key -> {subKey: Location}
 
@@ -320,7 +320,7 @@ def decode_index(buf) -> IndexView:
             agg = files.setdefault(fid, [0, 0, 0])
             agg[0] += 1
             agg[1] += size
-            agg[2] = max(agg[2], off + size)
+            agg[2] = max(agg[2], off)
             count += 1
         view.location_files[key] = {f: tuple(a) for f, a in files.items()}
         view.message_counts[key] = count
@@ -383,3 +383,55 @@ def decode_lock(buf) -> int | None:
     if len(buf) < 8:
         return None
     return struct.unpack_from(">q", buf, 0)[0]
+
+
+# -- per-destination index contents (what the broker delivers from, kahadb-format.md §5.4) -------------------
+
+def message_keys(r: _R) -> tuple:
+    """MessageKeys (MessageDatabase.MessageKeysMarshaller): UTF messageId + Location with size (12 bytes).
+    Returns ``(message_id, file_id, offset, size)``; size includes the record's 5-byte header."""
+    mid = r.utf()
+    return mid, r.i32(), r.i32(), r.i32()
+
+
+def sequence_set(r: _R) -> list[tuple[int, int]]:
+    """SequenceSet (SequenceSet.Marshaller): int32 count, then per range bool isRange + int64 first, int64 last,
+    or one int64 value. Inclusive ``(first, last)`` ranges."""
+    n = r.i32()
+    if n < 0:
+        raise FormatError(f"sequence set with {n} ranges")
+    out = []
+    for _ in range(n):
+        if r.u8():
+            out.append((r.i64(), r.i64()))
+        else:
+            v = r.i64()
+            out.append((v, v))
+    return out
+
+
+def last_ack(version: int) -> Callable[[_R], int]:
+    """LastAck (LastAckMarshaller): int64 lastAckedSequence, then one priority byte from version 3 on."""
+    def read(r: _R) -> int:
+        seq = r.i64()
+        if version >= 3:
+            r.u8()
+        return seq
+    return read
+
+
+def iter_order_index(buf, page_size: int, sd: StoredDestination) -> Iterator[tuple]:
+    """Every ``(seq, message_id, file_id, offset, size)`` of the three order-index priority B-trees."""
+    for root in (sd.order_index, sd.low_priority_index, sd.high_priority_index):
+        if root is None:
+            continue
+        for seq, keys in iter_btree(buf, page_size, root, lambda r: r.i64(), message_keys):
+            yield (seq,) + keys
+
+
+def subscription_cursors(buf, page_size: int, sd: StoredDestination, version: int) -> dict:
+    """subKey -> (lastAckedSequence, ackPositions ranges or None) of a topic (subscriptionAcks, ackPositions)."""
+    acks = dict(iter_btree(buf, page_size, sd.subscription_acks, lambda r: r.utf(), last_ack(version)))
+    positions = dict(iter_list(buf, page_size, sd.ack_positions, lambda r: r.utf(), sequence_set)) \
+        if sd.ack_positions is not None else {}
+    return {k: (v, positions.get(k)) for k, v in acks.items()}

@@ -253,4 +253,4 @@ def _check_space(directory: Path, needed: int) -> None:
     try:
         atomic.ensure_free_space(directory, needed)
     except AmqtoolError as err:
-        raise AmqtoolError(f"{err.message}; compaction not started, store unchanged", path=err.path) from None
+        raise AmqtoolError(f"{err.message}; nothing written, store unchanged", path=err.path) from None

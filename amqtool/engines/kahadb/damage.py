@@ -1,0 +1,286 @@
+"""Is damage to the journal read by the broker, or latent? (issue 25: verdicts that match what is lost)
+
+ActiveMQ 5.17 with an index that loads reads the journal at three moments only:
+
+* at start, the records after the index checkpoint ``lastUpdate`` (``MessageDatabase.recover``), and the
+  producer-audit and ack-map records page 0 names (``recoverProducerAudit``/``recoverAckMessageFileMap``;
+  when one of them cannot be read the broker replays the whole journal on top of the index);
+* at start, with ``checkForCorruptJournalFiles=true`` every batch of every file (``Journal.recoveryCheck``),
+  and then any corrupted range fails the start (``recoverIndex``: "Detected corrupt journal files");
+* at dispatch, each message the order index holds, at its Location and size (``KahaDBStore.loadMessage``).
+
+So damage to a record no index entry points at, before ``lastUpdate``, is latent under the default settings:
+consumers get exactly what they got before, and the loss (or the acknowledged messages that come back)
+happens only if the index is rebuilt from the journal. Damage to a record the index points at is what
+consumers get: a changed body, or a read that stops the broker.
+
+Whether the bytes a live entry points at are intact is decided from the batch checksum (Adler-32): the batch
+holding the record must check out, either as stored or once the parts the broker does not read at dispatch
+are restored from what the index knows (the record's own 5-byte header: its length is the index's size,
+its type is 1; the command's messageId and destination fields), or once the stored checksum itself is
+taken as the damaged part (it differs from the computed one in a single byte, as a flipped bit or byte
+there leaves it), or when the checksum places a single changed byte outside the OpenWire message bytes the
+broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb import journal as jr
+from amqtool.formats.kahadb.openwire import decode_message
+from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+
+_HDR = jr.BATCH_CONTROL_RECORD_HEADER
+
+
+@dataclass
+class Evidence:
+    """What an index that loads tells about one store directory."""
+
+    live: dict = field(default_factory=dict)  # file id -> [(key, IndexedMessage)] by offset
+    checkpoint: list = field(default_factory=list)  # (name, file id, offset) of page 0's journal records
+    last_update: tuple | None = None
+    openwire_version: int = 11
+
+
+def evidence(d) -> Evidence | None:
+    """None when the broker would not serve from db.data (absent or unreadable: it rebuilds the index)."""
+    view = d.index.view if d.index else None
+    if view is None or d.indexed is None:
+        return None
+    ev = Evidence(openwire_version=view.metadata.openwire_version)
+    for key, dest in d.indexed.items():
+        for m in dest.messages:
+            ev.live.setdefault(m.file_id, []).append((key, m))
+    for lst in ev.live.values():
+        lst.sort(key=lambda x: x[1].offset)
+    meta = view.metadata
+    if meta.last_update is not None:
+        ev.last_update = (meta.last_update.log_id, meta.last_update.offset)
+    for name, loc in (("producer audit", meta.producer_audit), ("ack-file map", meta.ack_map)):
+        if loc is not None:
+            ev.checkpoint.append((name, loc.log_id, loc.offset))
+    return ev
+
+
+def live_in(ev: Evidence, fid: int, first: int, last: int) -> list:
+    """The index's live messages whose record overlaps ``[first, last]`` of file ``fid``."""
+    return [(k, m) for k, m in ev.live.get(fid, ()) if m.offset <= last and m.offset + m.size > first]
+
+
+def read_failure(buf, m: IndexedMessage, version: int, *, openwire: bool = True) -> str | None:
+    """Why the broker's read of ``m`` at dispatch fails or gets another message (None: it reads it).
+    ``openwire``: also unmarshal the message (for records in damaged batches; in a batch whose checksum
+    holds, the broker wrote those bytes, and a message amqtool cannot decode is not damage)."""
+    return read_message(buf, m, version, openwire=openwire)[0]
+
+
+def read_message(buf, m: IndexedMessage, version: int, *, openwire: bool = True) -> tuple:
+    """``(why the read fails or None, the ADD command read or None)`` (see :func:`read_failure`). The
+    message a consumer gets is the OpenWire one: a command whose own ``messageId`` field differs from the
+    index while the OpenWire message is the index's is read right (that field is not read at dispatch)."""
+    try:
+        add = read_at(buf, m)
+    except FormatError as err:
+        return err.message, None
+    if openwire or add.message_id != m.message_id:
+        try:
+            msg = decode_message(add.message, version)
+            if openwire:
+                msg.body_bytes()
+        except FormatError as err:
+            return err.message, add
+        got = msg.message_id if msg.message_id is not None else add.message_id
+        if got != m.message_id:
+            return f"the record at {m.file_id}:{m.offset} holds message {got}, not {m.message_id}", add
+    return None, add
+
+
+def _batch_starts(buf, lo: int, hi: int) -> list[int]:
+    """Offsets of batch control headers in ``[lo, hi)``."""
+    out = []
+    p = buf.find(_HDR, lo, hi) if hasattr(buf, "find") else bytes(buf).find(_HDR, lo, hi)
+    while p != -1:
+        out.append(p)
+        p = buf.find(_HDR, p + 1, hi)
+    return out
+
+
+def _patched(buf, start: int, end: int, patches: list) -> bytes:
+    data = bytearray(buf[start:end])
+    for off, raw in patches:
+        if start <= off and off + len(raw) <= end:
+            data[off - start:off - start + len(raw)] = raw
+    return bytes(data)
+
+
+def _one_byte_apart(a: int, b: int) -> bool:
+    x = (a ^ b).to_bytes(8, "big", signed=False) if a >= 0 and b >= 0 else None
+    return x is not None and sum(1 for c in x if c) == 1
+
+
+def intact(buf, fid: int, live: list, region_first: int) -> bool:
+    """True when the checksum of the batch holding the live records ``live`` (``[(key, IndexedMessage)]``)
+    shows their bytes are as written (see the module docstring)."""
+    if not live:
+        return True
+    first = min(m.offset for _k, m in live)
+    last_end = max(m.offset + m.size for _k, m in live)
+    starts = [p for p in _batch_starts(buf, max(0, region_first - 4), first) if p + 28 <= first]
+    if region_first + 28 <= first and region_first not in starts:
+        starts.append(region_first)
+    patches = [(m.offset, struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)) for _k, m in live]
+    patches += _field_patches(buf, live)
+    for q in sorted(starts, reverse=True)[:4]:
+        size_field, stored = struct.unpack_from(">iq", buf, q + 16)
+        if stored == 0:
+            return True  # written without checksum: nothing can tell (undetectable)
+        spans = set()
+        if q + 28 + size_field >= last_end and q + 28 + size_field <= len(buf):
+            spans.add(size_field)
+        walked = _walk(buf, q + 28, {m.offset: m.size for _k, m in live})
+        if walked is not None and q + 28 + walked >= last_end:
+            spans.add(walked)
+        for span in spans:
+            data = _patched(buf, q + 28, q + 28 + span, patches)
+            computed = zlib.adler32(data) & 0xFFFFFFFF
+            if computed == stored or _one_byte_apart(computed, stored):
+                return True
+            at = locate_one_byte(data, stored)
+            if at is not None and not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
+                return True  # one byte changed, outside every message the broker unmarshals at dispatch
+    return False
+
+
+def locate_one_byte(data, stored: int) -> int | None:
+    """The position of the one byte of ``data`` whose change explains the Adler-32 ``stored`` (as written),
+    or None. Adler-32 is A = 1 + sum(bytes), B = sum of the running A's (mod 65521): a byte at position i of n
+    changed by d moves A by d and B by d * (n - i), so d and i follow, and restoring the byte must give the
+    stored value back (for n below 65521 the position is unique)."""
+    if stored <= 0 or stored > 0xFFFFFFFF:
+        return None
+    mod = 65521
+    computed = zlib.adler32(data) & 0xFFFFFFFF
+    da = ((computed & 0xFFFF) - (stored & 0xFFFF)) % mod
+    db = ((computed >> 16) - (stored >> 16)) % mod
+    if da == 0:
+        return None
+    n = len(data)
+    k = db * pow(da, -1, mod) % mod
+    i = n - k
+    if not 0 <= i < n:
+        return None
+    d = da if da < 256 else da - mod
+    orig = data[i] - d
+    if not 0 <= orig <= 255:
+        return None
+    fixed = bytearray(data)
+    fixed[i] = orig
+    return i if zlib.adler32(bytes(fixed)) & 0xFFFFFFFF == stored else None
+
+
+def _message_spans(buf, live: list) -> list:
+    """File ranges of the OpenWire message bytes of each live record (what loadMessage unmarshals); the whole
+    payload where the command does not decode."""
+    out = []
+    for _k, m in live:
+        start = m.offset + 5
+        try:
+            add = read_at(buf, m)
+            raw = bytes(add.message)
+            i = bytes(buf[start:m.offset + m.size]).find(raw) if raw else -1
+        except FormatError:
+            i = -1
+        if i < 0:
+            out.append((start, m.offset + m.size))
+        else:
+            out.append((start + i, start + i + len(raw)))
+    return out
+
+
+def _field_patches(buf, live: list) -> list:
+    """What the index knows of fields the broker does not read at dispatch: the command's message id (the
+    index's MessageKeys) and destination name (the index's key). Where the record holds other bytes of the
+    same length, the patch that restores them (a damaged field there leaves the message read intact)."""
+    out = []
+    for key, m in live:
+        try:
+            add = read_at(buf, m)
+        except FormatError:
+            continue
+        start = m.offset + 5
+        payload = bytes(buf[start:m.offset + m.size])
+        for got, want in ((add.message_id, m.message_id), (add.destination.name if add.destination else None,
+                                                           key.partition(":")[2])):
+            if got is None:
+                continue
+            g, w = got.encode("utf-8", "surrogatepass"), want.encode("utf-8", "surrogatepass")
+            if g != w and len(g) == len(w) and g:
+                i = payload.find(g)
+                if i > 0:
+                    out.append((start + i, w))
+    return out
+
+
+def _walk(buf, pos: int, known: dict) -> int | None:
+    """Bytes of user records from ``pos`` to the next batch header or end marker, taking a record's length
+    from ``known`` (the index) where it names the record."""
+    start = pos
+    n = len(buf)
+    for _ in range(1 << 16):
+        if pos + 5 > n:
+            return None
+        head = bytes(buf[pos:pos + 16])
+        if head[:5] == jr.EOF_RECORD or head[:5] == jr.ZERO_HEADER or head == _HDR:
+            return pos - start
+        length = known.get(pos)
+        if length is None:
+            length = struct.unpack_from(">i", buf, pos)[0]
+        if length < 6 or pos + length > n:
+            return None
+        pos += length
+    return None
+
+
+def checkpoint_failures(d) -> list[str]:
+    """The checkpoint records page 0 names that the broker cannot load at start
+    (``recoverProducerAudit``/``recoverAckMessageFileMap``: the record read at its Location, header
+    included, then Java-deserialized). Any of them makes the broker replay the whole journal on top of
+    its index, so what a rebuild would bring back is then delivered."""
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+    from amqtool.engines.kahadb.scan import mapped
+
+    view = d.index.view if d.index else None
+    if view is None:
+        return []
+    out = []
+    for name, loc, want in (("producer audit", view.metadata.producer_audit, EntryType.PRODUCER_AUDIT),
+                            ("ack-file map", view.metadata.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)):
+        if loc is None:
+            continue  # a store written before these records existed: nothing to compare with
+        f = d.file(loc.log_id)
+        if f is None or f.size == 0:
+            out.append(f"{name} record {loc} (db-{loc.log_id}.log is gone)")
+            continue
+        try:
+            with mapped(f.path) as buf:
+                if loc.offset < 0 or loc.offset + 5 > len(buf):
+                    raise FormatError("past the end of the file")
+                size = struct.unpack_from(">i", buf, loc.offset)[0]
+                if size < 6 or loc.offset + size > len(buf):
+                    raise FormatError(f"record length {size}")
+                cmd = decode_command(bytes(buf[loc.offset + 5:loc.offset + size]))
+            if cmd.type is not want:
+                raise FormatError(f"it is a {cmd.type.name}")
+            if want is EntryType.ACK_MESSAGE_FILE_MAP:
+                decode_ack_file_map(cmd.blob)
+            elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
+                # (the audit's object graph goes beyond what javaser reads: only its stream header is checked)
+                raise FormatError("not a Java serialization stream")
+        except FormatError as err:
+            out.append(f"{name} record {loc} ({err.message})")
+    return out

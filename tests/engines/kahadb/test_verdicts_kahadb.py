@@ -1,0 +1,234 @@
+"""Issue 25, KahaDB: verdicts that match what the broker loses (cases 8, 13, 14).
+
+* 8: ``basic`` without db-12.log (the file of its last acks and checkpoint): verify is CRITICAL, print's
+  verdict is verify's, ``create --from`` refuses the source unless ``--salvage``, and never brings back the
+  messages the index knows acknowledged (fx.bulk 13, not 130; sub-a 50, not 100).
+* 13: with ``checkForCorruptJournalFiles=true`` (activemq.xml) the broker refuses to start on any corrupted
+  range: damage no live message needs is CRITICAL all the same.
+* 14: under the broker's defaults, damage to records the intact index never reads (acked messages, acks) is
+  latent: a WARNING naming what a rebuild of the index would bring back; damage to a live message's record
+  is CRITICAL; damage to a live record's own 5-byte header, which the broker does not read at dispatch (it
+  takes the size from the index), is latent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from amqtool.commands.main import main
+from amqtool.engines.kahadb import print_document, verify_store
+from amqtool.engines.kahadb.indexed import read_indexed
+from amqtool.errors import Severity
+from amqtool.formats.kahadb import journal as jr
+from amqtool.formats.kahadb.commands import EntryType, decode_command
+from amqtool.store.layout import detect
+from amqtool.store.kahadb_layout import from_activemq_xml
+
+
+def copy(fx: Path, ds: str, tmp_path: Path) -> Path:
+    dst = tmp_path / ds
+    shutil.copytree(fx / ds, dst)
+    for p in dst.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (dst / "kahadb" / "lock").unlink(missing_ok=True)
+    return dst
+
+
+def worst(findings) -> str:
+    order = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2, Severity.UNKNOWN: 3}
+    return max((f.severity for f in findings), key=lambda s: order[s], default=Severity.INFO).name
+
+
+def records(log: Path):
+    """(batch, record, command) of every user record of one file."""
+    data = log.read_bytes()
+    for ev in jr.scan_file(data):
+        if isinstance(ev, jr.Batch):
+            for rec in jr.iter_batch_records(data, ev):
+                yield ev, rec, decode_command(bytes(rec.payload))
+
+
+def live_locations(store_dir: Path) -> set:
+    dests, err = read_indexed(store_dir)
+    assert err is None
+    return {(m.file_id, m.offset) for d in dests.values() for m in d.messages}
+
+
+def find_record(root: Path, want) -> tuple[Path, jr.Batch, object]:
+    kdir = root / "kahadb"
+    live = live_locations(kdir)
+    for n in range(1, 13):
+        log = kdir / f"db-{n}.log"
+        for batch, rec, cmd in records(log):
+            if len(list(jr.iter_batch_records(log.read_bytes(), batch))) == 1 and want(cmd, (n, rec.offset) in live):
+                return log, batch, rec
+    raise AssertionError("no such record")
+
+
+def body_offset(log: Path, rec) -> int:
+    """File offset of the middle of the message body of the ADD record ``rec`` (inside the OpenWire bytes the
+    broker unmarshals at dispatch, not a command field it does not read)."""
+    from amqtool.formats.kahadb.openwire import decode_message
+
+    payload = log.read_bytes()[rec.offset + 5:rec.offset + rec.length]
+    body = decode_message(decode_command(payload).message, 11).body_bytes()
+    i = payload.find(body)
+    assert i > 0 and len(body) > 2
+    return rec.offset + 5 + i + len(body) // 2
+
+
+def flip(log: Path, offset: int, mask: int = 0x5A) -> None:
+    data = bytearray(log.read_bytes())
+    data[offset] ^= mask
+    log.write_bytes(bytes(data))
+
+
+def strict_store(root: Path, tmp_path: Path, fx: Path):
+    conf = tmp_path / "inst" / "conf"
+    conf.mkdir(parents=True)
+    xml = (fx / "tools" / "broker-basic.xml").read_text().replace("${fx.data}", str(root))
+    (conf / "activemq.xml").write_text(xml)
+    store = from_activemq_xml(conf / "activemq.xml")
+    assert store.settings["checkForCorruptJournalFiles"] == "true"
+    return store
+
+
+def is_acked_bulk_add(cmd, live):
+    return cmd.type is EntryType.ADD_MESSAGE and cmd.destination.name == "fx.bulk" and not live
+
+
+# -- case 8 ----------------------------------------------------------------------------------------------
+
+def test_case8_print_verdict_is_verify_and_create_from_refuses(kahadb_fixtures, tmp_path, capsys):
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    (root / "kahadb" / "db-12.log").unlink()
+    findings, _ = verify_store(detect(root))
+    assert worst(findings) == "CRITICAL"
+    doc = print_document(detect(root))
+    assert doc["verdict"] == "CRITICAL"
+    assert main(["print", str(root), "--format", "json"]) == 2
+    capsys.readouterr()
+    # the replay alone would keep what db-12's acks removed; the index knows they were acknowledged
+    live = {d["key"]: (len(d["live"]), {s["key"]: len(s["live"]) for s in d["subscriptions"]})
+            for st in doc["stores"] for d in st["destinations"]}
+    assert live == {"0:fx.audit": (120, {}), "0:fx.bulk": (13, {}), "0:fx.orders": (93, {}),
+                    "1:fx.events": (100, {"fx-durable-a:sub-a": 50, "fx-durable-b:sub-b": 100})}
+
+    dest = tmp_path / "artemis"
+    assert main(["create", str(dest), "--from", str(root), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert "CRITICAL" in err and "--salvage" in err and not dest.exists()
+
+    assert main(["create", str(dest), "--from", str(root), "--salvage", "--format", "json"]) == 1
+    out, _ = capsys.readouterr()
+    res = json.loads(out)
+    assert res["sourceVerdict"] == "CRITICAL" and res["messages"] == 326
+    queues = {q["name"]: q["messages"] for q in res["queues"]}
+    assert queues == {"fx.audit": 120, "fx.bulk": 13, "fx.orders": 93, "fx-durable-a.sub-a": 50,
+                      "fx-durable-b.sub-b": 100}
+    assert res["acknowledgedNotRestored"] == 117 + 27 + 50
+
+
+# -- case 14: latent vs read -------------------------------------------------------------------------------
+
+def test_case14_damage_to_an_acked_record_is_latent_warning(kahadb_fixtures, tmp_path):
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, is_acked_bulk_add)
+    flip(log, body_offset(log, rec))
+    findings, _ = verify_store(detect(root))
+    assert worst(findings) == "WARNING", [(f.severity, f.code, f.message) for f in findings]
+    hit = [f for f in findings if f.code == "kahadb-checksum-mismatch"]
+    assert hit and hit[0].severity is Severity.WARNING and hit[0].details["latent"] is True
+    assert hit[0].offset == batch.offset
+
+
+def test_case14_damage_to_an_ack_names_what_a_rebuild_brings_back(kahadb_fixtures, tmp_path):
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, lambda c, live: c.type is EntryType.REMOVE_MESSAGE
+                                  and c.destination.name == "fx.bulk" and c.transaction is None)
+    acked = decode_command(bytes(log.read_bytes()[rec.offset + 5:rec.offset + rec.length])).message_id
+    flip(log, rec.offset + 8)
+    findings, _ = verify_store(detect(root))
+    assert worst(findings) == "WARNING"
+    back = [f for f in findings if f.code == "kahadb-rebuild-would-differ"]
+    assert back and back[0].details["rebuildWouldBringBack"] == [acked]
+    # and what the other commands show is what the broker delivers: the acked message stays acked
+    doc = print_document(detect(root))
+    bulk = [d for st in doc["stores"] for d in st["destinations"] if d["key"] == "0:fx.bulk"][0]
+    assert len(bulk["live"]) == 13 and doc["verdict"] == "WARNING"
+
+
+def test_case14_damage_to_a_live_body_is_critical(kahadb_fixtures, tmp_path):
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, lambda c, live: c.type is EntryType.ADD_MESSAGE and live)
+    flip(log, body_offset(log, rec))
+    findings, _ = verify_store(detect(root))
+    hit = [f for f in findings if f.code == "kahadb-checksum-mismatch"]
+    assert hit and hit[0].severity is Severity.CRITICAL and hit[0].details["read"] is True
+
+
+def test_case14_damage_to_a_live_commands_priority_is_latent(kahadb_fixtures, tmp_path):
+    # The last bytes of an ADD are the command's priority fields, after the OpenWire message: the broker
+    # does not read them at dispatch (it unmarshals the message field only). The real broker delivered the
+    # same messages from such a copy (tests/integration/test_kahadb_faults_broker.py); Adler-32 places the
+    # one changed byte there.
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, lambda c, live: c.type is EntryType.ADD_MESSAGE and live)
+    flip(log, rec.offset + rec.length - 3)
+    findings, _ = verify_store(detect(root))
+    hit = [f for f in findings if f.code == "kahadb-checksum-mismatch"]
+    assert hit and hit[0].severity is Severity.WARNING and hit[0].details["latent"] is True
+
+
+def test_case14_damage_to_a_live_records_header_is_latent(kahadb_fixtures, tmp_path):
+    # DataFileAccessor.readRecord takes the size from the index and seeks past the header: consumers get the
+    # same message; only a rebuild (which walks the headers) loses it.
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, lambda c, live: c.type is EntryType.ADD_MESSAGE and live)
+    flip(log, rec.offset + 4, 0x04)  # the type byte
+    findings, _ = verify_store(detect(root))
+    assert worst(findings) == "WARNING", [(f.severity, f.code, f.message) for f in findings]
+    lose = [f for f in findings if f.code == "kahadb-rebuild-would-differ"]
+    assert lose and lose[0].details["lose"] == 1
+
+
+def test_case14_index_pointing_at_the_wrong_record_is_critical(kahadb_fixtures, tmp_path):
+    # swapped journal files: every batch checks out, but the index's locations now hold other messages
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    a, b = root / "kahadb" / "db-3.log", root / "kahadb" / "db-4.log"
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    findings, _ = verify_store(detect(root))
+    assert any(f.code == "kahadb-unreadable-live-message" and f.severity is Severity.CRITICAL for f in findings)
+
+
+# -- case 13 -----------------------------------------------------------------------------------------------
+
+def test_case13_check_for_corrupt_journal_files_makes_latent_damage_critical(kahadb_fixtures, tmp_path):
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, rec = find_record(root, is_acked_bulk_add)
+    flip(log, body_offset(log, rec))
+    findings, _ = verify_store(strict_store(root, tmp_path, kahadb_fixtures))
+    hit = [f for f in findings if f.code == "kahadb-checksum-mismatch"]
+    assert hit and hit[0].severity is Severity.CRITICAL
+    assert "checkForCorruptJournalFiles" in hit[0].message
+
+
+def test_case8_recover_does_not_bring_back_acknowledged_messages(kahadb_fixtures, tmp_path, capsys):
+    # recover writes the live state without an index (the broker rebuilds it from the journal): what it
+    # writes must be what the broker delivered, not the replay of what survives (fx.bulk 130, sub-a 100)
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    (root / "kahadb" / "db-12.log").unlink()
+    dest = tmp_path / "recovered"
+    assert main(["recover", str(root), "-o", str(dest), "--format", "json"]) == 1
+    capsys.readouterr()
+    doc = print_document(detect(dest))
+    live = {d["key"]: (len(d["live"]), {s["key"]: len(s["live"]) for s in d["subscriptions"]})
+            for st in doc["stores"] for d in st["destinations"]}
+    assert live == {"0:fx.audit": (120, {}), "0:fx.bulk": (13, {}), "0:fx.orders": (93, {}),
+                    "1:fx.events": (100, {"fx-durable-a:sub-a": 50, "fx-durable-b:sub-b": 100})}

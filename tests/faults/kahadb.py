@@ -1,0 +1,680 @@
+"""KahaDB and mKahaDB stores: fault sites biased to structure, the delivered and the rebuilt state, the truth.
+
+Sites (:class:`KahaSites`) come from the pristine store's own structure, read once per store directory: the
+batches of every ``db-N.log`` (the 28-byte control record: length, type, ``WRITE BATCH``, size, Adler-32),
+each user record's 5-byte header, its command's entry type and length varint, the message id and the
+destination name inside the protobuf command, message bodies, the end marker; ``db.data``'s header
+properties, page 0 (the metadata) and the page headers and payloads of the pages in use; ``db.redo``; then
+random flips, zeroed ranges and truncations, and deleted, emptied and swapped files.
+
+Two states, both from amqtool's own loaders, which the fixtures prove equal to the 5.17 broker
+(tests/engines/kahadb: the index's order indexes and subscription cursors, and the journal replay, both
+give every manifest's live messages and pending subscriptions):
+
+* :func:`delivered`: what the broker with its index delivers (``KahaDBStore.recoverNextMessages`` and
+  ``recoverSubscription``): the order index of every destination and the pending messages of every durable
+  subscription, each message read at the index's Location and size as ``MessageDatabase.load`` reads it
+  (the digest is the SHA-256 of the marshalled OpenWire message, body included; a read that fails is the
+  message the broker stops at). An index that does not read whole is rebuilt from the journal, as
+  ``MessageDatabase.open`` does ("Index corrupted. Recovering the index through journal replay"; a damaged
+  page deeper in a B-tree may instead stop the broker at start: not modelled). A journal file the index
+  still needs that is gone stops the broker at start ("Detected missing journal files").
+* :func:`rebuilt`: what a rebuild of the index from the journal gives: the replay alone
+  (``load_store(reconcile=False)``), digests read the same way.
+
+Truth (:func:`classify`), the rule of issue 25 for KahaDB:
+
+* ``same``: delivered and rebuilt state both unchanged: never CRITICAL;
+* ``latent``: delivered unchanged, rebuilt changed: WARNING (what a rebuild would lose or bring back);
+* ``undetectable``: delivered changed in content only (the same message ids everywhere) while every batch
+  still checks out (written without checksums): any verdict, counted;
+* ``torn``: a loss confined to the tail of the newest file after the index checkpoint (what a crash
+  leaves): WARNING;
+* ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
+  start): CRITICAL.
+
+Not modelled: records after the index checkpoint (the fixtures were stopped cleanly, so there are none until
+a fault moves ``lastUpdate``), the broker's full replay when the producer-audit or ack-map record page 0
+names does not load, and the redo log's re-application after an unclean shutdown.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.faults.model import Fault
+
+SAME, UNDETECTABLE, LATENT, TORN, LOSS = "same", "undetectable", "latent", "torn", "loss"
+TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS)
+VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
+_PAGE_HEADER = 21
+
+
+@dataclass
+class LogInfo:
+    rel: str
+    id: int
+    size: int
+    end: int  # logical end (the end marker's offset)
+    batches: list = field(default_factory=list)  # (offset, size)
+    records: list = field(default_factory=list)  # (offset, length, entry type, id span, dest span, body span)
+
+
+@dataclass
+class DirInfo:
+    rel: str  # relative to the store root ("" for a single store)
+    logs: list = field(default_factory=list)
+    data_size: int = 0
+    page_size: int = 4096
+    pages: list = field(default_factory=list)  # (page id, type, data end) of pages in use
+    redo_size: int = 0
+    checkpoint_end: tuple | None = None  # (file id, offset) just past the record lastUpdate names
+
+
+def _rel(root: Path, p: Path) -> str:
+    return str(p.relative_to(root)) if p != root else ""
+
+
+def _join(*parts: str) -> str:
+    return "/".join(x for x in parts if x)
+
+
+def read_dir(root: Path, directory: Path) -> DirInfo:
+    from amqtool.engines.kahadb.scan import journal_files
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+
+    info = DirInfo(_rel(root, directory))
+    for jf in journal_files(directory):
+        data = jf.path.read_bytes()
+        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data))
+        for ev in jr.scan_file(data):
+            if isinstance(ev, jr.Batch):
+                log.batches.append((ev.offset, ev.size))
+                for rec in jr.iter_batch_records(data, ev):
+                    payload = bytes(rec.payload)
+                    spans = [None, None, None]
+                    t = payload[0]
+                    try:
+                        cmd = decode_command(payload)
+                        mid = getattr(cmd, "message_id", None)
+                        dest = getattr(cmd, "destination", None)
+                        if mid:
+                            i = payload.find(mid.encode())
+                            spans[0] = (i, len(mid.encode())) if i > 0 else None
+                        if dest is not None and dest.name:
+                            i = payload.find(dest.name.encode())
+                            spans[1] = (i, len(dest.name.encode())) if i > 0 else None
+                        if cmd.type is EntryType.ADD_MESSAGE and len(payload) > 64:
+                            spans[2] = (len(payload) * 3 // 4, len(payload) - len(payload) * 3 // 4)
+                    except Exception:  # noqa: BLE001 - a site is only a hint
+                        pass
+                    log.records.append((rec.offset, rec.length, t, *spans))
+            elif isinstance(ev, jr.End):
+                log.end = ev.offset
+        info.logs.append(log)
+    db = directory / "db.data"
+    if db.exists():
+        buf = db.read_bytes()
+        info.data_size = len(buf)
+        try:
+            header = pf.decode_header(buf)
+            info.page_size = header.page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, header.page_size, 0))
+            if meta.last_update is not None:
+                lu = meta.last_update
+                log = next((x for x in info.logs if x.id == lu.log_id), None)
+                rec = next((r for r in (log.records if log else ()) if r[0] == lu.offset), None)
+                info.checkpoint_end = (lu.log_id, lu.offset + (rec[1] if rec else 0))
+        except Exception:  # noqa: BLE001
+            pass
+        for pid in range(pf.page_count(buf, info.page_size)):
+            off = pf.HEADER_SIZE + pid * info.page_size
+            ptype, _tx, nxt, _ck = struct.unpack_from(">Bqqi", buf, off)
+            if ptype in (pf.PAGE_PART, pf.PAGE_END):
+                end = nxt if ptype == pf.PAGE_END and _PAGE_HEADER <= nxt <= info.page_size else info.page_size
+                info.pages.append((pid, ptype, end))
+    redo = directory / "db.redo"
+    if redo.exists():
+        info.redo_size = redo.stat().st_size
+    return info
+
+
+class KahaSites:
+    """Fault sites of one KahaDB or mKahaDB store, read once from the pristine copy."""
+
+    def __init__(self, root: Path, dirs: list[DirInfo]):
+        self.root = root
+        self.dirs = dirs
+
+    @classmethod
+    def read(cls, root: Path) -> "KahaSites":
+        from amqtool.store.layout import detect
+
+        store = detect(root)
+        return cls(root, [read_dir(root, Path(d)) for d in store.directories])
+
+    # -- drawing -------------------------------------------------------------------------------------------
+    def draw(self, rng: random.Random) -> Fault:
+        """One fault: record and batch structure most often, then message fields and bodies, the index,
+        random bytes, ranges and truncations, and now and then a whole file."""
+        r = rng.random()
+        if r < 0.22:
+            return self._batch_field(rng)
+        if r < 0.40:
+            return self._record_field(rng)
+        if r < 0.52:
+            return self._message_field(rng)
+        if r < 0.64:
+            return self._index_fault(rng)
+        if r < 0.74:
+            return self._random_flip(rng)
+        if r < 0.86:
+            return self._range(rng)
+        return self._file_fault(rng)
+
+    def _log(self, rng, with_records: bool = True) -> tuple[DirInfo, LogInfo]:
+        choices = [(d, x) for d in self.dirs for x in d.logs if x.records or not with_records]
+        return rng.choice(choices)
+
+    def _batch_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        off, _size = rng.choice(log.batches)
+        name, lo, n = rng.choice([("length", 0, 4), ("type", 4, 1), ("magic", 5, 11), ("size", 16, 4),
+                                  ("checksum", 20, 8)])
+        return Fault("flip", log.rel, off + lo + rng.randrange(n), 1 << rng.randrange(8), label=f"batch {name}")
+
+    def _record_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        rec = rng.choice(log.records)
+        name, lo, n = rng.choice([("length", 0, 4), ("type", 4, 1), ("entry type", 5, 1), ("varint", 6, 1)])
+        return Fault("flip", log.rel, rec[0] + lo + rng.randrange(n), 1 << rng.randrange(8),
+                     label=f"record {rec[2]} {name}")
+
+    def _message_field(self, rng) -> Fault:
+        d, log = self._log(rng)
+        recs = [r for r in log.records if any(r[3:])] or log.records
+        rec = rng.choice(recs)
+        spans = [(name, s) for name, s in zip(("message id", "destination", "body"), rec[3:]) if s]
+        if not spans:
+            return Fault("flip", log.rel, rec[0] + 5 + rng.randrange(max(rec[1] - 5, 1)), rng.randrange(1, 256),
+                         label=f"record {rec[2]} payload")
+        name, (lo, n) = rng.choice(spans)
+        return Fault("flip", log.rel, rec[0] + 5 + lo + rng.randrange(n), rng.randrange(1, 256),
+                     label=f"record {rec[2]} {name}")
+
+    def _index_fault(self, rng) -> Fault:
+        ds = [d for d in self.dirs if d.data_size]
+        if not ds:
+            return self._random_flip(rng)
+        d = rng.choice(ds)
+        data = _join(d.rel, "db.data")
+        r = rng.random()
+        if r < 0.15:
+            return Fault("flip", data, rng.randrange(4096), rng.randrange(1, 256), label="db.data header")
+        if r < 0.35:
+            return Fault("flip", data, 4096 + rng.randrange(_PAGE_HEADER + 48), 1 << rng.randrange(8),
+                         label="db.data page 0")
+        if r < 0.75 and d.pages:
+            pid, _t, end = rng.choice(d.pages)
+            off = 4096 + pid * d.page_size
+            where = rng.randrange(end)
+            return Fault("flip", data, off + where, 1 << rng.randrange(8),
+                         label="db.data page header" if where < _PAGE_HEADER else "db.data page payload")
+        if r < 0.85 and d.redo_size:
+            return Fault("flip", _join(d.rel, "db.redo"), rng.randrange(d.redo_size), rng.randrange(1, 256),
+                         label="db.redo byte")
+        kind = rng.choice(["delete", "empty"])
+        target = rng.choice(["db.data", "db.redo"] if d.redo_size else ["db.data"])
+        return Fault(kind, _join(d.rel, target), label=f"{kind} {target}")
+
+    def _random_flip(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        if rng.random() < 0.8 or log.end >= log.size:
+            return Fault("flip", log.rel, rng.randrange(max(log.end, 1)), rng.randrange(1, 256), label="random data byte")
+        return Fault("flip", log.rel, log.end + rng.randrange(log.size - log.end), rng.randrange(1, 256),
+                     label="random byte past the end")
+
+    def _range(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        if rng.random() < 0.5:
+            start = rng.randrange(max(log.end, 1))
+            return Fault("zero", log.rel, start, min(rng.randrange(1, 512), log.size - start), label="zeroed range")
+        newest = log is d.logs[-1]
+        return Fault("truncate", log.rel, rng.randrange(max(log.end, 1) + 1),
+                     label="truncated newest file" if newest else "truncated file")
+
+    def _file_fault(self, rng) -> Fault:
+        d, log = self._log(rng, with_records=False)
+        r = rng.random()
+        if r < 0.4:
+            return Fault("delete", log.rel, label="deleted journal file")
+        if r < 0.7:
+            return Fault("empty", log.rel, label="emptied journal file")
+        others = [x for x in d.logs if x is not log]
+        if others:
+            return Fault("swap", log.rel, other=rng.choice(others).rel, label="swapped journal files")
+        return Fault("delete", log.rel, label="deleted journal file")
+
+    def torn(self, fault: Fault) -> bool:
+        """The fault only touches the newest file after the index checkpoint: what a crash can leave."""
+        for d in self.dirs:
+            if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
+                    and d.checkpoint_end[0] == d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+                return fault.offset >= d.checkpoint_end[1]
+        return False
+
+
+def sites(store: Path, rng: random.Random, count: int = 64) -> list[Fault]:
+    """``count`` faults drawn from the structure of the KahaDB or mKahaDB store at ``store``."""
+    s = KahaSites.read(Path(store))
+    return [s.draw(rng) for _ in range(count)]
+
+
+# -- the delivered and the rebuilt state ----------------------------------------------------------------------
+
+def _digest(files: "_Files", fid: int, offset: int, size: int) -> str:
+    """What ``MessageDatabase.load`` + ``loadMessage`` read at a Location: the OpenWire bytes' SHA-256, or
+    why the read fails (the broker stops there)."""
+    from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+    from amqtool.errors import FormatError
+
+    key = (fid, offset, size)
+    got = files.digests.get(key)
+    if got is not None:
+        return got
+    buf = files(fid)
+    if buf is None:
+        got = f"ERROR:db-{fid}.log_missing"
+    else:
+        try:
+            add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
+            got = hashlib.sha256(bytes(add.message)).hexdigest()[:32]
+        except FormatError as err:
+            got = "ERROR:" + err.message[:60].replace(" ", "_")
+    files.digests[key] = got
+    return got
+
+
+class _Files:
+    """The journal files of one directory, read once, and the digests read from them."""
+
+    _all: dict = {}
+
+    def __new__(cls, directory: Path):
+        # one per directory for the duration of one fault (reset by _Files.reset)
+        got = cls._all.get(directory)
+        if got is None:
+            got = cls._all[directory] = super().__new__(cls)
+            got.directory = directory
+            got.cache = {}
+            got.digests = {}
+        return got
+
+    def __init__(self, directory: Path):
+        pass
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._all = {}
+
+    def __call__(self, fid: int):
+        if fid not in self.cache:
+            p = self.directory / f"db-{fid}.log"
+            try:
+                self.cache[fid] = p.read_bytes()
+            except OSError:
+                self.cache[fid] = None
+        return self.cache[fid]
+
+
+def _rebuilt_of(results) -> dict:
+    out = {}
+    for d in results:
+        if d.is_tx_store:
+            continue
+        files = _Files(d.directory)
+        dests, subs = {}, {}
+        for key, st in d.replay.destinations.items():
+            msgs = tuple(f"{mid} {_digest(files, m.file_id, m.offset, m.length)}" for mid, m in st.messages.items())
+            if msgs:
+                dests[key] = msgs
+            for sk in st.subscriptions:
+                subs[(key, sk)] = tuple(sorted(f"{mid} {_digest(files, m.file_id, m.offset, m.length)}"
+                                               for mid, m in st.messages.items() if m.waiting and sk in m.waiting))
+        out[d.directory.name] = {"dests": dests, "subs": subs}
+    return out
+
+
+def rebuilt(store: Path) -> dict:
+    """What a rebuild of the index from the journal delivers: per store directory, each destination's
+    messages (``"<message id> <digest>"`` in journal order; the digest is the marshalled OpenWire message's
+    SHA-256 or ``ERROR:why``) and each durable subscription's pending ids."""
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    return _rebuilt_of(load_store(detect(Path(store)), reconcile=False))
+
+
+def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | None = None) -> dict:
+    """What the broker with this store's index delivers (see the module docstring), in the form of
+    :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``.
+    ``indexed``: directory -> what :func:`read_indexed` gave, when the caller read it already."""
+    from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.store.layout import detect
+
+    store_obj = detect(Path(store))
+    out = {}
+    for directory in store_obj.directories:
+        directory = Path(directory)
+        if directory.name == "txStore":
+            continue
+        dests, _err = indexed[directory] if indexed and directory in indexed else read_indexed(directory)
+        if dests is None:
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            out[directory.name] = rebuilt_state.get(directory.name, {"dests": {}, "subs": {}})
+            continue
+        files = _Files(directory)
+        needed = set()  # what recoverIndex checks: the locationIndex, the ack map, page 0's locations
+        try:
+            buf = (directory / "db.data").read_bytes()
+            meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+            # recoverIndex's missing-file check walks every locationIndex key
+            needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
+            needed |= _ack_map_files(meta.ack_map, files)
+            # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
+            needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
+                                              meta.first_in_progress_tx) if loc is not None}
+        except Exception:  # noqa: BLE001 - read_indexed read it already
+            pass
+        missing = sorted(fid for fid in needed if files(fid) is None)
+        if missing:
+            out[directory.name] = {"refused": f"missing journal files {missing}"}
+            continue
+        # Journal.recoveryCheck of the newest file sets where it appends; recoverIndex rolls back every index
+        # entry at or past it ("Rolled back N messages from the index").
+        newest = max((int(p.name[3:-4]) for p in directory.glob("db-*.log") if p.name[3:-4].isdigit()
+                      and p.stat().st_size), default=None)
+        append_at = None
+        if newest is not None:
+            append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
+        rolled_back = _rolled_back(directory, append_at)
+        dd, subs = {}, {}
+        for key, dest in dests.items():
+            rolled = rolled_back.get(key, set())
+            kept = [m for m in dest.messages if m.seq not in rolled]
+            by_seq = [f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
+            if by_seq:
+                dd[key] = tuple(by_seq)
+            kept_ids = {m.message_id for m in kept}
+            for sk in dest.subscriptions:
+                subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
+                                               for m in dest.pending(sk) if m.message_id in kept_ids))
+        state = {"dests": dd, "subs": subs}
+        if not _checkpoint_loads(directory, files):
+            # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
+            # journal on top of the index: what the replay keeps live comes back.
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
+        out[directory.name] = state
+    return out
+
+
+def _rolled_back(directory: Path, append_at) -> dict:
+    """recoverIndex: per destination, the sequence ids whose locationIndex key is at or past where the
+    newest file appends (``GTEVisitor(lastAppendLocation)``): the broker removes them from its order index."""
+    from amqtool.formats.kahadb import pagefile as pf
+
+    if append_at is None:
+        return {}
+    buf = (directory / "db.data").read_bytes()
+    header = pf.decode_header(buf)
+    ps = header.page_size
+    meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+    size = 12 if meta.version >= 6 else 8
+
+    def key(r):
+        loc = (r.i32(), r.i32())
+        if size == 12:
+            r.i32()
+        return loc
+
+    out = {}
+    for dkey, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
+        out[dkey] = {seq for loc, seq in pf.iter_btree(buf, ps, sd.location_index, key, lambda r: r.i64())
+                     if loc >= append_at}
+    return out
+
+
+def _ack_map_files(loc, files) -> set:
+    """Keys and values of the ack map page 0 names, when it loads (else the broker rebuilds it by replay, and
+    a rebuilt map names only files that exist)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb.commands import decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+
+    data = files(loc.log_id) if loc is not None else None
+    if not data:
+        return set()
+    try:
+        size = struct.unpack_from(">i", data, loc.offset)[0]
+        amap = decode_ack_file_map(decode_command(data[loc.offset + 5:loc.offset + size]).blob)
+    except (FormatError, struct.error, AttributeError, ValueError):
+        return set()
+    return set(amap) | {v for vs in amap.values() for v in vs}
+
+
+def _checkpoint_loads(directory: Path, files) -> bool:
+    """recoverProducerAudit and recoverAckMessageFileMap: both records page 0 names load (header read at
+    the Location, the command decoded, the blob deserialized; the audit's stream only by its header)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+
+    try:
+        buf = (directory / "db.data").read_bytes()
+        meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+    except (FormatError, OSError):
+        return True  # no index: nothing to replay onto
+    for loc, want in ((meta.producer_audit, EntryType.PRODUCER_AUDIT), (meta.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)):
+        if loc is None:
+            continue
+        data = files(loc.log_id)
+        try:
+            if not data or loc.offset + 5 > len(data):
+                return False
+            size = struct.unpack_from(">i", data, loc.offset)[0]
+            if size < 6 or loc.offset + size > len(data):
+                return False
+            cmd = decode_command(data[loc.offset + 5:loc.offset + size])
+            if cmd.type is not want:
+                return False
+            if want is EntryType.ACK_MESSAGE_FILE_MAP:
+                decode_ack_file_map(cmd.blob)
+            elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
+                return False
+        except FormatError:
+            return False
+    return True
+
+
+def _merge(index_state: dict, replay_state: dict) -> dict:
+    """The index with what a replay of the whole journal adds back to it (messages it does not hold)."""
+    dests = {}
+    for key in set(index_state["dests"]) | set(replay_state["dests"]):
+        have = list(index_state["dests"].get(key, ()))
+        ids = {x.split(" ")[0] for x in have}
+        have += [x for x in replay_state["dests"].get(key, ()) if x.split(" ")[0] not in ids]
+        dests[key] = tuple(have)
+    subs = {}
+    for k in set(index_state["subs"]) | set(replay_state["subs"]):
+        have = list(index_state["subs"].get(k, ()))
+        ids = {x.split(" ")[0] for x in have}
+        subs[k] = tuple(sorted(have + [x for x in replay_state["subs"].get(k, ()) if x.split(" ")[0] not in ids]))
+    return {"dests": dests, "subs": subs}
+
+
+def _consumed(state: dict) -> dict:
+    """What consumers get: the marshalled messages (their digests), and each subscription's
+    pending ids. The id the index gives an entry is not delivered (the OpenWire message carries its own)."""
+    out = {}
+    for name, st in state.items():
+        if "refused" in st or "dests" not in st:
+            out[name] = st
+            continue
+        # as a multiset: a damaged sequence key reorders delivery, it loses nothing
+        out[name] = {"dests": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["dests"].items()},
+                     "subs": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["subs"].items()}}
+    return out
+
+
+def _ids(state: dict) -> dict:
+    """The state with message ids only (no digests)."""
+    out = {}
+    for name, st in state.items():
+        if "refused" in st:
+            out[name] = st
+            continue
+        out[name] = {"dests": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["dests"].items()},
+                     "subs": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["subs"].items()}}
+    return out
+
+
+def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Path, *, torn: bool = False,
+             damaged: tuple | None = None) -> str:
+    """The truth class of ``damaged_store`` (see the module docstring). ``damaged``: its ``(delivered,
+    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears."""
+    if damaged is None:
+        rb = rebuilt(damaged_store)
+        damaged = (delivered(damaged_store, rb), rb, _checks_out(damaged_store))
+    dd, dr, checks_out = damaged
+    if _consumed(dd) == _consumed(pristine_delivered):
+        return SAME if dr == pristine_rebuilt else LATENT
+    if torn:
+        return TORN
+    if checks_out and _ids(dd) == _ids(pristine_delivered):
+        return UNDETECTABLE
+    return LOSS
+
+
+def _checks_out(store: Path) -> bool:
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    return all(not d.damage() for d in load_store(detect(Path(store)), reconcile=False))
+
+
+# -- one campaign ------------------------------------------------------------------------------------------------
+
+@dataclass
+class KahaOutcome:
+    store: str
+    seed: int
+    fault: Fault
+    truth: str
+    verdict: str
+    codes: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return expected(self.truth, self.verdict)
+
+
+def expected(truth: str, verdict: str) -> bool:
+    """The rule: loss CRITICAL, torn and latent WARNING, same not CRITICAL (nor UNKNOWN), undetectable any."""
+    if truth == LOSS:
+        return verdict == "CRITICAL"
+    if truth in (TORN, LATENT):
+        return verdict == "WARNING"
+    if truth == SAME:
+        return verdict in ("OK", "WARNING")
+    return True
+
+
+def judge(root: Path) -> tuple[str, tuple, dict, bool, dict]:
+    """verify's verdict and codes for the store at ``root`` (its engine: load, reconcile, judge_results, as
+    ``verify_store``), with the rebuilt state and whether every batch checks out, from the same load."""
+    from amqtool.engines.kahadb.load import load_store, reconcile_results
+    from amqtool.engines.kahadb.verify import judge_results
+    from amqtool.errors import AmqtoolError, overall_verdict
+    from amqtool.store.layout import detect
+
+    try:
+        store = detect(root)
+        results = load_store(store, reconcile=False)
+    except AmqtoolError as err:
+        return "UNKNOWN", (type(err).__name__,), {}, False, {}
+    rb = _rebuilt_of(results)
+    checks_out = all(not d.damage() for d in results)
+    reconcile_results(store, results)
+    findings = judge_results(store, results)
+    codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
+    indexed = {d.directory: (d.indexed, d.indexed_error) for d in results if d.index and d.index.present}
+    return overall_verdict(findings).name, codes, rb, checks_out, indexed
+
+
+class KahaCampaign:
+    """One pristine store copied once into a scratch directory, then damaged and restored fault by fault."""
+
+    def __init__(self, name: str, source: Path, scratch: Path):
+        import shutil
+
+        self.name = name
+        self.root = Path(scratch) / name
+        shutil.copytree(source, self.root)
+        for p in self.root.rglob("*"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        for lock in self.root.rglob("lock"):
+            lock.unlink()
+        self.sites = KahaSites.read(self.root)
+        _Files.reset()
+        self.pristine_rebuilt = rebuilt(self.root)
+        self.pristine_delivered = delivered(self.root, self.pristine_rebuilt)
+        _Files.reset()
+
+    def run_one(self, seed: int) -> KahaOutcome:
+        fault = self.sites.draw(random.Random(seed))
+        undo = fault.apply(self.root)
+        _Files.reset()
+        try:
+            verdict, codes, rb, checks_out, indexed = judge(self.root)
+            try:
+                dd = delivered(self.root, rb, indexed)
+            except Exception as err:  # noqa: BLE001 - nothing recognisable as a store: the broker has nothing
+                dd = {"unreadable": str(err)}
+        finally:
+            undo()
+            _Files.reset()
+        # the index has no checksum, but what it changes is evidence against the journal: only journal bytes
+        # inside batches that still check out can change a message unnoticed
+        checks_out = checks_out and fault.kind in ("flip", "zero") and fault.path.rsplit("/", 1)[-1].startswith("db-")
+        truth = classify(self.pristine_delivered, self.pristine_rebuilt, self.root,
+                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out))
+        return KahaOutcome(self.name, seed, fault, truth, verdict, codes)
+
+
+def confusion(outcomes: list) -> str:
+    """Truth by verdict, then every miss with its reproducing seed."""
+    table = Counter((o.truth, o.verdict) for o in outcomes)
+    lines = [f"{'truth':<13}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>8}"]
+    for t in TRUTHS:
+        n = sum(table[(t, v)] for v in VERDICTS)
+        lines.append(f"{t:<13}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>8}")
+    misses = [o for o in outcomes if not o.ok]
+    lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es), "
+                 f"{sum(1 for o in outcomes if o.truth == UNDETECTABLE)} undetectable")
+    for o in misses:
+        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()} "
+                     f"codes={','.join(o.codes)}")
+    return "\n".join(lines)

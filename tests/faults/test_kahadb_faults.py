@@ -1,0 +1,35 @@
+"""Issue 25, KahaDB: a fixed-seed sample of faults over the broker-written KahaDB and mKahaDB fixtures, each
+judged by verify and held to the rule against the truth (tests/faults/kahadb.py): loss CRITICAL, torn and
+latent WARNING, same never CRITICAL; undetectable changes counted. The confusion table is printed (``-s``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults.kahadb import LATENT, LOSS, SAME, KahaCampaign, confusion
+from tests.support import KAHADB
+
+# (fixture, store directory, faults): fewer on the stores that take longest to judge, 510 in all
+STORES = [("basic", "kahadb", 90), ("gc", "kahadb", 170), ("tx", "kahadb", 150), ("mkahadb", "mkahadb", 100)]
+
+
+def seeds(i: int, count: int) -> range:
+    base = 25_000 + i * 100_000
+    return range(base, base + count)
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_kahadb_fault_sample_follows_the_rule(tmp_path):
+    outcomes = []
+    for i, (name, sub, count) in enumerate(STORES):
+        campaign = KahaCampaign(name, KAHADB / name / sub, tmp_path)
+        outcomes.extend(campaign.run_one(s) for s in seeds(i, count))
+    table = confusion(outcomes)
+    print(table)
+    assert len(outcomes) >= 500
+    # the sample reaches every class that matters
+    truths = {o.truth for o in outcomes}
+    assert {SAME, LATENT, LOSS} <= truths, table
+    misses = [o for o in outcomes if not o.ok]
+    assert not misses, table
