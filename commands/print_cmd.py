@@ -78,7 +78,7 @@ def print_(
                    journal=journal, max_pages=max_pages, pins=pins, drain=drain, quiet=quiet, wide=wide)
         if len(stores) > 1:
             verdict = _print_several(path, stores, one)
-        elif (stores[0].kind == "kahadb" or pins or drain or fmt is not OutputFormat.json
+        elif (stores[0].kind != "artemis" or pins or drain or fmt is not OutputFormat.json
               or style is Style.artemis):
             verdict = _print_store(stores[0], **one)
         else:
@@ -144,6 +144,10 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
     """One store on disk printed; its verdict (files Artemis refuses, as verify judges them)."""
     if store.kind == "kahadb":
         return _print_kahadb(store, fmt, safe, pins, drain, quiet, wide)
+    if store.kind in ("leveldb", "replicated-leveldb"):
+        if drain:
+            raise UsageError("--drain applies to KahaDB and Artemis stores")
+        return _print_leveldb(store, fmt, safe, pins, quiet, wide)
     if pins or drain:
         return _print_artemis_pins(store, fmt, drain, quiet, wide)
     from amqtool.engines.artemis.journal_print import (
@@ -220,6 +224,21 @@ def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str |
     else:
         write_lines(fold_lines(kahadb.render_text(doc), wide=wide))
     return Verdict[doc["verdict"]]  # verify's verdict of the same load, and its exit code
+
+
+def _print_leveldb(store, fmt: OutputFormat, safe: bool, pins: bool, quiet: bool, wide: bool = False) -> Verdict:
+    from amqtool.engines.leveldb import document
+
+    with progress("reading", None, quiet):
+        if fmt is OutputFormat.jsonl:
+            write_jsonl(document.iter_record_rows(store, safe=safe))
+            return Verdict.OK  # the records only: no document, no judgement
+        doc = document.print_document(store, safe=safe, pins=pins)
+    if fmt is OutputFormat.json:
+        write_json(doc)
+    else:
+        write_lines(fold_lines(document.render_text(doc), wide=wide))
+    return Verdict[doc["verdict"]]  # verify's verdict of the same read
 
 
 def _print_artemis_pins(store, fmt: OutputFormat, drain: str | None, quiet: bool, wide: bool = False) -> Verdict:

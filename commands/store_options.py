@@ -11,7 +11,7 @@ BROKER_XML_OPTION = typer.Option(None, "--broker-xml", help="Artemis broker.xml:
 BROKER_XML_SETTINGS_OPTION = typer.Option(None, "--broker-xml",
                                           help="Read directories and journal settings from this broker.xml.")
 ACTIVEMQ_XML_KAHADB_OPTION = typer.Option(None, "--activemq-xml",
-                                          help="ActiveMQ Classic activemq.xml: use its KahaDB store.")
+                                          help="ActiveMQ Classic activemq.xml: use its KahaDB or LevelDB store.")
 JDBC_URL_OPTION = typer.Option(None, "--jdbc-url", help="A database store: jdbc:postgresql://host:port/db (user and "
                                "password from AMQTOOL_JDBC_USER/AMQTOOL_JDBC_PASSWORD or --jdbc-password-file).")
 JDBC_PASSWORD_FILE_OPTION = typer.Option(None, "--jdbc-password-file",

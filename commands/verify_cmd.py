@@ -140,6 +140,11 @@ def _verify_one(store, quiet: bool):
 
         with progress("verifying", None, quiet) as advance:
             return kahadb.verify_store(store, progress=advance)
+    if store.kind in ("leveldb", "replicated-leveldb"):
+        from amqtool.engines.leveldb.verify import verify_store as verify_leveldb
+
+        with progress("verifying", None, quiet) as advance:
+            return verify_leveldb(store, progress=advance)
     from amqtool.engines.artemis.verify import total_bytes, verify_store
 
     with progress("verifying", total_bytes(store), quiet) as advance:

@@ -110,6 +110,10 @@ def from_activemq_xml(path: Path):
     if not conf.persistent:
         raise UnknownStoreError("activemq.xml: the broker is not persistent (persistent=\"false\")",
                                 path=conf.source)
+    if conf.adapter in ("levelDB", "replicatedLevelDB") and conf.persistent:
+        from amqtool.store.leveldb_layout import from_settings
+
+        return from_settings(conf)
     if conf.adapter not in (None, "kahaDB", "mKahaDB"):
         raise UnknownStoreError(f"activemq.xml: persistence adapter <{conf.adapter}> is not KahaDB",
                                 path=conf.source)

@@ -16,6 +16,7 @@ from amqtool.errors import AmqtoolError, UnknownStoreError
 from amqtool.store import kahadb_layout
 from amqtool.store.brokerxml import BrokerSettings, find_broker_xml, read_broker_xml
 from amqtool.store.kahadb_layout import KahaDBStore
+from amqtool.store.leveldb_layout import LevelDBStore
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class ArtemisStore:
             self.jms = JournalDir(JMS, directory)
 
 
-Store = ArtemisStore | KahaDBStore
+Store = ArtemisStore | KahaDBStore | LevelDBStore
 
 def _has_files(directory: Path, ext: str) -> bool:
     try:
@@ -204,13 +205,18 @@ def _detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml
     kstore = kahadb_layout.detect_kahadb(p)
     if kstore is not None:
         return kstore
+    from amqtool.store.leveldb_layout import detect_leveldb
+
+    lstore = detect_leveldb(p)
+    if lstore is not None:
+        return lstore
     try:
         empty = not os.listdir(p)
     except OSError:
         empty = False
     if empty:
-        raise UnknownStoreError("it is empty: no Artemis journal or KahaDB store found here", path=str(p))
-    raise UnknownStoreError("no Artemis journal or KahaDB store found here", path=str(p))
+        raise UnknownStoreError("it is empty: no Artemis journal, KahaDB or LevelDB store found here", path=str(p))
+    raise UnknownStoreError("no Artemis journal, KahaDB or LevelDB store found here", path=str(p))
 
 
 def _artemis_at(p: Path) -> ArtemisStore | None:

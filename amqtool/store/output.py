@@ -174,8 +174,11 @@ def store_inputs(store, given: str | os.PathLike | None = None) -> list[Path]:
     root = getattr(store, "root", None)
     if root is not None:
         paths.append(Path(root))
-    if getattr(store, "kind", None) == "kahadb":
-        paths += [Path(d) for d in store.directories]
+    if getattr(store, "kind", None) in ("kahadb", "leveldb", "replicated-leveldb"):
+        paths += [Path(d) for d in store.directories if d is not None]
+        log_dir = getattr(store, "log_directory", None)  # LevelDB's logs may live apart
+        if log_dir is not None:
+            paths.append(Path(log_dir))
         if store.activemq_xml:
             xml = Path(store.activemq_xml)
             paths.append(xml)
@@ -189,12 +192,12 @@ def store_inputs(store, given: str | os.PathLike | None = None) -> list[Path]:
             if d is not None:
                 paths.append(Path(d))
         settings = getattr(store, "settings", None)
-        if settings is not None and settings.source:
+        if settings is not None and getattr(settings, "source", None):
             xml = Path(settings.source)
             paths.append(xml)
             if xml.parent.name == "etc" and settings.instance_dir is not None:  # <instance>/etc/broker.xml
                 paths.append(Path(settings.instance_dir))
-    paths += _instances_of(paths, kahadb=getattr(store, "kind", None) == "kahadb")
+    paths += _instances_of(paths, kahadb=getattr(store, "kind", None) != "artemis")
     return paths
 
 

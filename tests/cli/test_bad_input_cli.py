@@ -35,7 +35,7 @@ def test_unusable_path(run_cli, inputs, argv, kind):
 @pytest.mark.parametrize("argv", READERS[:4], ids=lambda a: " ".join(a[:2]))
 def test_directory_without_a_store(run_cli, inputs, argv):
     code, doc, line = _one_error(run_cli, *argv, inputs["empty"])
-    assert code == 3 and doc["verdict"] == "UNKNOWN" and "no Artemis journal or KahaDB store" in line
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and "no Artemis journal, KahaDB or LevelDB store" in line
 
 
 def test_create_refuses_files(run_cli, inputs):
@@ -76,7 +76,7 @@ def test_an_empty_directory_and_a_symlink_loop_say_what_they_are(run_cli, tmp_pa
     (tmp_path / "b").symlink_to(tmp_path / "a")
     for command in (["verify"], ["print"], ["compact"], ["export", "-o", str(tmp_path / "out")]):
         code, _, err = run_cli(command[0], empty, *command[1:])
-        assert code == 3 and err == f'amqtool: error: directory "{empty}": it is empty: no Artemis journal or KahaDB store found here\n'
+        assert code == 3 and err == f'amqtool: error: directory "{empty}": it is empty: no Artemis journal, KahaDB or LevelDB store found here\n'
         code, _, err = run_cli(command[0], tmp_path / "a", *command[1:])
         assert code == 3 and err == f'amqtool: error: path "{tmp_path / "a"}": too many levels of symbolic links (a symlink loop)\n'
 

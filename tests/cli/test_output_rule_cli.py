@@ -378,3 +378,17 @@ def test_a_fleet_export_guards_every_store_and_replaces_its_own(run_cli, e1, tmp
     code, _, err = run_cli("export", e1, other, "-o", out, "--force", "-f", "jsonl", "-q")
     assert code == 0, err
     assert json.loads((out / "export.json").read_text())["storeCount"] == 2
+
+
+def test_a_leveldb_store_is_guarded_too(run_cli, tmp_path):
+    src = Path("/work/shared/fixtures/leveldb/basic/store")
+    if not src.is_dir():
+        pytest.skip("no LevelDB fixture")
+    lv = tmp_path / "lv"
+    shutil.copytree(src, lv)
+    before = tree_hashes(lv)
+    for argv in (("export", lv, "-o", lv / "x", "-f", "jsonl"), ("export", lv, "-o", tmp_path, "--force", "-f", "jsonl"),
+                 ("create", lv / "a", "--from", lv)):
+        code, _, err = run_cli(*argv, "-q")
+        _one_line_3(code, err)
+    assert tree_hashes(lv) == before

@@ -109,7 +109,7 @@ def test_print_errors_are_one_line_exit_3(run_cli, tmp_path):
     code, out, err = run_cli("print", tmp_path / "nope")
     assert code == 3 and err.count("\n") == 1 and "Traceback" not in err
     code, out, err = run_cli("print", tmp_path)  # empty directory
-    assert code == 3 and "no Artemis journal or KahaDB store" in err
+    assert code == 3 and "no Artemis journal, KahaDB or LevelDB store" in err
     code, out, err = run_cli("print", tmp_path, "--bogus")
     assert code == 3
 

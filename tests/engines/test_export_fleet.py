@@ -73,7 +73,7 @@ def test_stores_table_and_partitions(fleet, tmp_path):
             (want["verdict"], want["rows"], want["files"], want["bytes"])
     assert stores[NODE_ID]["node_id"] == NODE_ID and stores[NODE_ID]["kind"] == "artemis"
     assert stores["site-1/empty"]["verdict"] == "UNKNOWN" and stores["site-1/empty"]["kind"] is None
-    assert "it is empty: no Artemis journal or KahaDB store found here" in stores["site-1/empty"]["problem"]
+    assert "it is empty: no Artemis journal, KahaDB or LevelDB store found here" in stores["site-1/empty"]["problem"]
     assert (stores["site-1/empty"]["rows"], stores["site-1/empty"]["files"]) == (0, 0)
     dmg = stores["site-0/damaged"]
     assert dmg["verdict"] == "WARNING" and dmg["problem_count"] == 1 and "format version -1" in dmg["problem"]

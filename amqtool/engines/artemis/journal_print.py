@@ -93,8 +93,10 @@ def tx_json(result: LoadResult, tx: TxInfo, opts: PrintOptions) -> dict:
 
 def files_json(result: LoadResult, opts: PrintOptions) -> list[dict]:
     out = []
-    data_names = {f.name for f in result.data_files}
+    # Counted as a broker's load leaves them (the Reclaimer has freed the files that only hold a rejected
+    # candidate), not as the read-only `data print` load lists them; the current file is not a data file.
     current = result.current_file.name if result.current_file else None
+    data_names = {f.name for f in result.start_data_files} - {current}
     for scan in result.scans:
         f = scan.file
         doc = {
@@ -321,9 +323,10 @@ def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
         for f in result.opened.skipped:
             yield f"   refused by Artemis (its start fails): {f.message} ({f.path})"
         yield f"   {'file':32} {'fileId':>10} {'ver':>3} {'size':>10} {'records':>8}"
+        data_names = {f.name for f in result.start_data_files}
         for scan in result.scans:
             f = scan.file
-            mark = " (current)" if result.current_file is f else ("" if scan.has_data else " (free)")
+            mark = " (current)" if result.current_file is f else ("" if f.name in data_names else " (free)")
             yield f"   {f.name:32} {f.file_id:>10} {f.version:>3} {f.size:>10} {scan.records:>8}{mark}"
         yield (f"   live records: {len(result.live)}, prepared transactions: {len(result.prepared)}, "
                f"failed transactions: {len(result.failed)}, maxId: {result.max_id}")

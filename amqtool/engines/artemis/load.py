@@ -280,6 +280,25 @@ class LoadResult:
         data = [s.file for s in self.scans if s.has_data]
         return data[-1] if data else None
 
+    @property
+    def freed_at_start(self) -> list[JournalFile]:
+        """Data files that hold no record, only a rejected candidate that made ``readJournalFile`` call
+        ``markAsDataFile`` (typically stale bytes of a reused file that happen to carry its new tag), and
+        that are not the current file. A broker's load (changeData: broker start, ``artemis data compact``)
+        ends with ``checkReclaimStatus``, and the Reclaimer frees every such file at once: it has no positive
+        and no negative, so both of ``Reclaimer.scan``'s criteria hold. Artemis therefore treats them as free
+        files (it reuses them for its next files, compaction outputs included); only the read-only
+        ``data print`` load, which runs no Reclaimer, keeps them in ``dataFiles``."""
+        data = [s for s in self.scans if s.has_data]
+        return [s.file for s in data[:-1] if s.records == 0]
+
+    @property
+    def start_data_files(self) -> list[JournalFile]:
+        """The files that hold data once a broker has loaded the journal, the current file included: the
+        data files less :attr:`freed_at_start`. How ``compact`` and ``print`` count data files."""
+        freed = {f.name for f in self.freed_at_start}
+        return [s.file for s in self.scans if s.has_data and s.file.name not in freed]
+
 
 class _Tx(TransactionCounter):
     """TransactionHolder + JournalTransaction counters, merged (they live and die together on load)."""

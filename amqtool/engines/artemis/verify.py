@@ -357,7 +357,14 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
         elif p.code == "leftover-tmp":
             findings.append(Finding(Severity.INFO, "leftover-tmp", p.message, p.path))
         elif p.code == "short-file":
-            findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
+            n = _name_number(Path(p.path).name)
+            ids = sorted(f.file_id for f in opened.files)
+            inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
+            # named like a file between data files whose id no file has: it held data, which Artemis deletes
+            # with it (JournalFilesRepository drops a file shorter than its header)
+            findings.append(Finding(Severity.CRITICAL if inside else Severity.WARNING, "short-file",
+                                    p.message + (" (its name is one of the journal's ids between data files: the "
+                                                 "records it held are lost)" if inside else ""), p.path, 0))
     for s in opened.skipped:
         if s.code == "unreadable":  # could not check: not a verdict on the store
             findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset))
@@ -777,6 +784,14 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(evidence.bad_refs)} live reference or acknowledgement record(s) whose body is not one queue id "
             f"(first: record {r.id}, {r.body_len} bytes): the broker's load fails on it",
             str(results["messages"].files[r.file_index].path), r.body_offset, {"count": len(evidence.bad_refs)}))
+    if store.bindings is None and store.messages is not None and evidence.refs:
+        # Artemis creates both journals at its first start and never removes one: messages routed to queues
+        # with no bindings journal at all lost every queue (the broker deletes their references)
+        findings.append(Finding(
+            Severity.CRITICAL, "bindings-journal-missing",
+            f"no bindings journal beside a messages journal whose {len(evidence.refs)} message(s) are routed to "
+            f"queues: the broker has none of those queues and drops the messages", where, None,
+            {"messages": len(evidence.refs)}))
     unknown = evidence.refs_to_unknown_queues()
     if unknown:
         shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED])

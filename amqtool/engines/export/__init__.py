@@ -115,6 +115,11 @@ def store_file_sizes(store) -> list[int]:
                 except OSError:
                     pass
         return sizes
+    if store.kind in ("leveldb", "replicated-leveldb"):
+        from amqtool.engines.leveldb.logfiles import log_files
+
+        nodes = store.nodes if store.replicated else [store]
+        return [f.size for n in nodes for f in log_files(n.log_dir())]
     from amqtool.store.journal_files import MAX_LOADABLE_SIZE
 
     for jd in store.journals():
@@ -158,7 +163,7 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
                              "stores with --format jsonl or parquet")
     elif store.kind == "artemis-jdbc":
         pass
-    elif store.kind == "kahadb":
+    elif store.kind in ("kahadb", "leveldb"):
         if req.fmt == "xml" and (req.engine == "spark" or req.master):
             raise UsageError("the XML document of a KahaDB store (its messages converted to core messages, "
                              "as `create --from` writes them) is written by the local engine", path=req.path)
@@ -168,7 +173,7 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         raise UsageError("no bindings or messages journal found", path=req.path)
     # a database store's size is not known without asking it: the local engine unless Spark is asked for;
     # a KahaDB store's XML document is the local engine's
-    if store.kind == "kahadb" and req.fmt == "xml":
+    if store.kind in ("kahadb", "leveldb") and req.fmt == "xml":
         engine = "local"
     else:
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
@@ -214,7 +219,7 @@ def export_inputs(store, req: ExportRequest) -> list:
     from amqtool.store.output import store_inputs
 
     configs = [p for p in (req.broker_xml, req.activemq_xml, req.jdbc_password_file) if p]
-    if store.kind in ("artemis", "kahadb"):
+    if not store.kind.endswith("-jdbc"):  # a store of files (Artemis, KahaDB, LevelDB)
         return store_inputs(store) + configs
     return configs
 
@@ -244,7 +249,7 @@ def _run_local(store, options, target, fmt, progress):
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.export.xml import write_document
 
-    if store.kind == "kahadb" and fmt == "xml":
+    if store.kind in ("kahadb", "leveldb") and fmt == "xml":
         from amqtool.engines.migrate.xml import KahaDBXmlExport
 
         ex = KahaDBXmlExport(store, options, progress=progress)
@@ -268,6 +273,16 @@ def _run_local(store, options, target, fmt, progress):
         ex = KahaDBExport(store, options, progress=progress)
         _write_tables(target, fmt, ex.binding_rows(), ex.rows())
         write_subscription_table(target, fmt, ex.subscription_rows(), ex.summary)
+        return ex.summary, None
+    if store.kind == "leveldb":
+        from amqtool.engines.export.leveldb import LevelDBExport
+
+        ex = LevelDBExport(store, options, progress=progress)
+        try:
+            _write_tables(target, fmt, ex.binding_rows(), ex.rows())
+            write_subscription_table(target, fmt, ex.subscription_rows(), ex.summary)
+        finally:
+            ex.close()
         return ex.summary, None
     artemis_export = LocalArtemisExport
     if store.kind == "artemis-jdbc":  # the same engine over the tables' load
@@ -339,7 +354,7 @@ def _run_spark(store, options, target, req, task_progress, spark_session, status
             from amqtool.engines.export.jdbc import spark_export
 
             ex = spark_export(spark, store, options, task_progress, req.jdbc_partitions)
-        elif store.kind == "kahadb":
+        elif store.kind in ("kahadb", "leveldb"):
             ex = SparkKahaDBExport(spark, store, options, progress=task_progress)
         else:
             ex = SparkArtemisExport(spark, store, options, progress=task_progress)

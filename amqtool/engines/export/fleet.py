@@ -142,7 +142,7 @@ def survey(index: int, path: str) -> FleetStore:
             if not journals:
                 raise UsageError("no bindings or messages journal found", path=path)
             fs.node_id = server_node_id(store.messages.directory if store.messages else journals[0].directory)
-        elif store.kind != "kahadb":
+        elif store.kind not in ("kahadb", "leveldb"):
             raise UsageError(f"cannot export a {store.kind} store", path=path)
         sizes = store_file_sizes(store)
         fs.files, fs.bytes = len(sizes), sum(sizes)
@@ -248,14 +248,20 @@ def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: 
         raise AmqtoolError(fs.error)
     store = detect(fs.path)
     writer = message_writer(files, fmt, part)
-    if store.kind == "kahadb":
-        from amqtool.engines.export.kahadb import KahaDBExport
+    if store.kind in ("kahadb", "leveldb"):
+        if store.kind == "leveldb":
+            from amqtool.engines.export.leveldb import LevelDBExport as export_class
+        else:
+            from amqtool.engines.export.kahadb import KahaDBExport as export_class
 
-        ex = KahaDBExport(store, options, progress=progress, engine=engine)
-        write_bindings(files, fmt, fs.name, ex.binding_rows(), part)
-        write_store_messages(writer, fs.name, ex.rows())
-        writer.close()
-        write_subscriptions(files, fmt, fs.name, ex.subscription_rows(), part, ex.summary)
+        ex = export_class(store, options, progress=progress, engine=engine)
+        try:
+            write_bindings(files, fmt, fs.name, ex.binding_rows(), part)
+            write_store_messages(writer, fs.name, ex.rows())
+            writer.close()
+            write_subscriptions(files, fmt, fs.name, ex.subscription_rows(), part, ex.summary)
+        finally:
+            getattr(ex, "close", lambda: None)()
         return ex.summary
     from amqtool.engines.export.local import LocalArtemisExport
 

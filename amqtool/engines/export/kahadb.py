@@ -101,8 +101,9 @@ def property_rows(raw: bytes | None) -> list[dict]:
     return out
 
 
-def decode_openwire(m, msg, *, address: str, safe: bool) -> dict:
-    """The message columns of one stored OpenWire message (``m``: the replay's live entry)."""
+def decode_openwire(m, msg, *, address: str, safe: bool, message_id: int | None = None) -> dict:
+    """The message columns of one stored OpenWire message (``m``: the replay's live entry; ``message_id``:
+    the store's own id of it, by default KahaDB's ``file id << 32 | offset`` of ``m``)."""
     from amqtool.engines.export.parse import property_map
 
     data = msg.body_bytes()
@@ -117,7 +118,9 @@ def decode_openwire(m, msg, *, address: str, safe: bool) -> dict:
                 text = b
             except UnicodeEncodeError:
                 text = None
-    return {"message_id": (m.file_id << 32) | m.offset, "address": address, "protocol": "openwire",
+    if message_id is None:
+        message_id = (m.file_id << 32) | m.offset
+    return {"message_id": message_id, "address": address, "protocol": "openwire",
             "durable": bool(msg.persistent), "priority": msg.priority, "timestamp": msg.timestamp,
             "expiration": msg.expiration, "user_id": msg.user_id, "type": kind, "typed_properties": typed,
             "properties": property_map(typed), "annotations": None, "text": text, "body": None if safe else data,

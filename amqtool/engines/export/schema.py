@@ -87,7 +87,7 @@ FLEET_BINDING_COLUMNS = (STORE_COLUMN,) + BINDING_COLUMNS
 FLEET_SUBSCRIPTION_COLUMNS = (STORE_COLUMN,) + SUBSCRIPTION_COLUMNS
 STORES_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     STORE_COLUMN,
-    ("kind", "string", True),  # artemis | kahadb; null when nothing recognisable is there
+    ("kind", "string", True),  # artemis | kahadb | leveldb; null when nothing recognisable is there
     ("path", "string", False),  # absolute
     ("node_id", "string", True),  # Artemis: the node id in server.lock
     ("files", "long", False),  # journal files read (KahaDB: db-*.log)

@@ -961,6 +961,8 @@ class SparkKahaDBExport:
 
         self.sc = spark.sparkContext
         self.progress = progress
+        if store.kind == "leveldb":  # a LevelDB store's recovery replays its log in order too
+            from amqtool.engines.export.leveldb import LevelDBExport as KahaDBExport  # noqa: N814
         self.ex = KahaDBExport(store, options, engine=ENGINE)
         self.summary = self.ex.summary
 

@@ -62,9 +62,13 @@ def open_source(source: str | os.PathLike, *, force: bool = False):
     from amqtool.store.layout import detect
 
     store = detect(source)
-    if store.kind != "kahadb":
-        raise UsageError(f"--from needs an ActiveMQ Classic KahaDB or mKahaDB store (found: {store.kind})",
+    if store.kind == "replicated-leveldb":
+        raise UsageError("--from needs one LevelDB store: give the directory of the node that holds the latest "
+                         "log position ('amqtool verify' on the replicas says which)", path=str(source))
+    if store.kind not in ("kahadb", "leveldb"):
+        raise UsageError(f"--from needs an ActiveMQ Classic KahaDB, mKahaDB or LevelDB store (found: {store.kind})",
                          path=str(source))
+    # KahaDB and LevelDB (LockableServiceSupport's SharedFileLocker) lock <directory>/lock
     locks.ensure_not_locked([Path(store.root) / "lock"] + [Path(p) / "lock" for p in store.directories],
                             force=force)
     return store
@@ -217,7 +221,9 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         inputs = output.store_inputs(store, source)
         if not dry_run:
             output.check(target, output.STORE, inputs=inputs)
-        plan = MigrationPlan(store, include_prepared=include_prepared)
+        from amqtool.engines.migrate.leveldb import plan_for
+
+        plan = plan_for(store, include_prepared=include_prepared)
         if plan.source_verdict == "CRITICAL" and not salvage and not dry_run:
             worst = next(f for f in plan.source_findings if f["severity"] == "critical")
             raise DataAtRiskError(f"the source is CRITICAL by verify ({worst['code']}: {worst['message'][:160]}); "

@@ -57,8 +57,10 @@ class KahaDBXmlExport:
 
         self.options = options
         self.threshold = threshold
-        self.summary = ExportSummary("local", "kahadb")
-        self.plan = MigrationPlan(store, progress=progress)
+        from amqtool.engines.migrate.leveldb import plan_for
+
+        self.summary = ExportSummary("local", store.kind)
+        self.plan = plan_for(store, progress=progress)
         self.summary.bytes_scanned = self.plan.bytes_scanned
 
     def binding_rows(self) -> list[tuple]:

@@ -91,6 +91,10 @@ def stat_store(store, *, sort: str = "bytes", top: int | None = None, now: int |
         from amqtool.engines.stat.jdbc import classic_jdbc_stat
 
         doc = classic_jdbc_stat(store, now, progress)
+    elif store.kind in ("leveldb", "replicated-leveldb"):
+        from amqtool.engines.stat.leveldb import leveldb_stat
+
+        doc = leveldb_stat(store, now, progress, reclaim)
     else:
         from amqtool.engines.stat.artemis import artemis_stat
 
@@ -113,4 +117,6 @@ def stat_store(store, *, sort: str = "bytes", top: int | None = None, now: int |
     ordered["addresses"] = doc["addresses"]
     ordered["journals"] = doc["journals"]
     ordered["totals"] = doc["totals"]
+    if "replication" in doc:
+        ordered["replication"] = doc["replication"]
     return ordered

@@ -53,7 +53,7 @@ def _journal_row(journal, prep, reclaim: bool) -> dict:
 
 def _refused_row(journal, opened, result, err: FormatError) -> dict:
     return {"journal": journal.kind, "directory": str(journal.directory), "files": len(opened.files),
-            "bytes": opened.bytes_total(), "dataFiles": sum(1 for s in result.scans if s.has_data),
+            "bytes": opened.bytes_total(), "dataFiles": len(result.start_data_files),
             "liveRecords": len(result.live), "liveBytes": None, "liveRatio": None, "compactNeeded": None,
             "compactFrees": None, "reclaimOnlyFrees": None, "note": err.message}
 

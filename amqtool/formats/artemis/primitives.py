@@ -250,8 +250,11 @@ def java_string_hash(text: str) -> int:
     return h
 
 
+@functools.lru_cache(maxsize=4096)
 def simple_string_hash(text: str) -> int:
-    """``SimpleString.hashCode``: ``h = 31·h + b`` over the UTF-16LE bytes taken as *signed* bytes."""
+    """``SimpleString.hashCode``: ``h = 31·h + b`` over the UTF-16LE bytes taken as *signed* bytes.
+    Memoized: it orders every message's property map, whose names repeat message after message (a
+    migration computed it some ten times per message: 12% of ``create --from``'s time)."""
     h = 0
     for b in text.encode("utf-16-le", "surrogatepass"):
         h = (31 * h + (b - 256 if b > 127 else b)) & 0xFFFFFFFF

@@ -1,4 +1,5 @@
-"""Just enough of Java Object Serialization to read KahaDB's checkpointed ack-file map.
+"""Just enough of Java Object Serialization to read KahaDB's checkpointed ack-file map (and the LevelDB
+store's ``:collection-meta`` counters, :func:`read_stream`).
 
 ``KAHA_ACK_MESSAGE_FILE_MAP_COMMAND`` carries ``ObjectOutputStream.writeObject`` of a
 ``HashMap<Integer, HashSet<Integer>>`` (kahadb-format.md §4.3, §6.2). This reader handles the grammar those
@@ -12,7 +13,7 @@ import struct
 from amqtool.errors import FormatError
 
 MAGIC = b"\xac\xed\x00\x05"
-TC_NULL, TC_REFERENCE, TC_CLASSDESC, TC_OBJECT, TC_STRING = 0x70, 0x71, 0x72, 0x73, 0x74
+TC_NULL, TC_REFERENCE, TC_CLASSDESC, TC_OBJECT, TC_STRING, TC_ARRAY = 0x70, 0x71, 0x72, 0x73, 0x74, 0x75
 TC_BLOCKDATA, TC_ENDBLOCKDATA, TC_BLOCKDATALONG, TC_LONGSTRING = 0x77, 0x78, 0x7A, 0x7C
 BASE_HANDLE = 0x7E0000
 SC_WRITE_METHOD = 0x01
@@ -83,6 +84,8 @@ class _Parser:
                 return s
             if tc == TC_OBJECT:
                 return self.object_body()
+            if tc == TC_ARRAY:
+                return self.array_body()
             if tc == TC_BLOCKDATA:
                 return self.take(self.u8())
             if tc == TC_BLOCKDATALONG:
@@ -109,6 +112,18 @@ class _Parser:
         self.annotation_block()
         cd.super = self.content()
         return cd
+
+    def array_body(self):
+        """A primitive byte array (``[B``) as bytes; other arrays are not needed and refused."""
+        cd = self.content()
+        if not isinstance(cd, _ClassDesc) or cd.name != "[B":
+            raise FormatError(f"Java serialization: unsupported array {getattr(cd, 'name', cd)!r}")
+        n = struct.unpack(">i", self.take(4))[0]
+        if n < 0:
+            raise FormatError(f"Java serialization: negative array length {n}", offset=self.p - 4)
+        b = self.take(n)
+        self.handles.append(b)
+        return b
 
     def annotation_block(self) -> list:
         out = []
@@ -182,3 +197,22 @@ def decode_ack_file_map(data) -> dict[int, set[int]]:
         raise FormatError(f"ack-file map: {len(data) - ps.p} bytes after the map")
     return out
 
+
+def read_stream(data) -> tuple[bytes, list]:
+    """A whole serialization stream written with ``writeInt``/``writeLong``/``writeObject`` calls at the top
+    level: (the block data bytes joined, the objects in order). Objects come as parsed (``_Obj`` with
+    ``cls.name`` and ``values``; byte arrays as bytes)."""
+    data = bytes(data)
+    if data[:4] != MAGIC:
+        raise FormatError("not a Java serialization stream (no AC ED 00 05)")
+    ps = _Parser(data)
+    ps.p = 4
+    blocks, objs = [], []
+    try:
+        while ps.p < len(data):
+            block = data[ps.p] in (TC_BLOCKDATA, TC_BLOCKDATALONG)
+            c = ps.content()
+            (blocks if block else objs).append(c)
+    except (struct.error, UnicodeDecodeError) as err:
+        raise FormatError(f"Java serialization: {err}") from None
+    return b"".join(blocks), objs

@@ -359,3 +359,119 @@ def test_interrupted_compaction_is_finished_first(tmp_path):
     assert state(d) == ([(e[0], e[1], e[2], min(e[3] + 1, 127), e[4]) for e in live],
                         [(t[0], t[1], t[2], t[3], [(r[0], r[1], r[2], min(r[3] + 1, 127), r[4]) for r in t[4]], t[5])
                          for t in prepared], failed, max_id)
+
+
+# --- file count: data files as a broker's load leaves them, and repeated compaction levelling off --------------
+
+BROKER_02 = ARTEMIS / "messages" / "02_broker_mixed_compacted"
+
+
+def _plant_rejected_candidate(path: Path, offset: int = 4096) -> None:
+    """Write, into a file with no record, an ADD carrying the file's own tag whose checkSize is wrong: the
+    candidate ``readJournalFile`` rejects with ``markAsDataFile``, as stale bytes of a reused file can be."""
+    import struct
+
+    with open(path, "r+b") as fh:
+        file_id = decode_header(fh.read(HEADER_SIZE)).file_id
+        body = b"\x01\x02\x03\x04"
+        fh.seek(offset)
+        fh.write(struct.pack(">BibqiB", 11, file_id & 0x7FFFFFFF, 0, 424242, len(body), 99) + body
+                 + struct.pack(">i", 7))
+
+
+def _marked_02(tmp_path: Path) -> Path:
+    """A copy of the 02 broker store whose message journal (data-6 #1 and data-7 #2 hold data, data-5 #5 and
+    data-8 #8 are free) has a rejected candidate planted in both free files; returns the journal."""
+    d = copy_tree(BROKER_02, tmp_path / "s") / "journal"
+    for name in ("activemq-data-5.amq", "activemq-data-8.amq"):
+        _plant_rejected_candidate(d / name)
+    return d
+
+
+def test_a_file_holding_only_a_rejected_candidate_is_free_after_a_broker_load(tmp_path):
+    """Real Artemis (the oracle harness, JournalImpl 6700541d4604, load with changeData) on this directory
+    reports ``dataFiles: [activemq-data-6.amq#1, activemq-data-7.amq#2]``, ``current:
+    activemq-data-8.amq#8`` and activemq-data-5.amq free: both marked files are data files for the scan, the
+    last one becomes the current file (``setUpCurrentFile``), and ``checkReclaimStatus`` frees the other."""
+    d = _marked_02(tmp_path)
+    with open_journal(journal_of(d)) as op:
+        r = load_journal(op)
+        assert [f.name for f in r.data_files] == ["activemq-data-6.amq", "activemq-data-7.amq",
+                                                  "activemq-data-5.amq"]  # data print's view (no Reclaimer)
+        assert [f.name for f in r.freed_at_start] == ["activemq-data-5.amq"]
+        assert [f.name for f in r.start_data_files] == ["activemq-data-6.amq", "activemq-data-7.amq",
+                                                        "activemq-data-8.amq"]
+        assert r.current_file.name == "activemq-data-8.amq"
+
+
+def test_compaction_counts_and_reuses_a_file_holding_only_a_rejected_candidate(tmp_path):
+    """The marked file Artemis frees at load is not a data file in compact's report and is taken for an
+    output, as ``openFileCMP`` takes free files, instead of a new file being created beside it."""
+    d = _marked_02(tmp_path)
+    report = compact(d)
+    assert report.data_files == 3  # data-6, data-7 and the current data-8; not data-5
+    fates = {f.name: f.fate for f in report.old_files}
+    assert fates["activemq-data-5.amq"] == "reused"
+    assert not next(f for f in report.old_files if f.name == "activemq-data-5.amq").had_data
+    assert report.files_after == 5  # 2 outputs (one of them data-5), data-6/7/8 freed, one new file
+
+
+def _artemis_files_after(files: int, data_files: int, outputs: int) -> int:
+    """The files ``artemis data compact`` (pool -1: ``addFreeFile`` never deletes) leaves, from its rules:
+    the load leaves ``data_files`` (current included) and ``files - data_files`` free files;
+    ``setUpCurrentFile`` pre-opens one free file, ``moveNextFile`` makes it current and pre-opens another,
+    and each output takes the pre-opened file (``openFileCMP``) and pre-opens the next: ``outputs + 2``
+    files taken from the free ones, created when none is left. Old files are only reinitialised."""
+    return files + max(0, outputs + 2 - (files - data_files))
+
+
+def _demo_messages(tmp_path: Path) -> Path:
+    from amqtool.engines.artemis.demo import create_demo
+
+    root = tmp_path / "demo"
+    create_demo(root, 16 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    return next(j.directory for j in detect(root).journals() if j.kind == "messages")
+
+
+SIX_TIMES = {
+    "02-messages": lambda t: copy_tree(BROKER_02, t / "s") / "journal",
+    "02-bindings": lambda t: copy_tree(BROKER_02, t / "s") / "bindings",
+    "02-marked": _marked_02,
+    "04a": lambda t: copy_tree(ORACLE / "04a_before_compact" / "journal", t / "j"),
+    "04b": lambda t: copy_tree(ORACLE / "04b_after_compact" / "journal", t / "j"),
+    "public-jatin": lambda t: copy_tree(ARTEMIS / "public" / "JatinPandey26__artemis-activemq-training" / "broker"
+                                        / "data" / "bindings", t / "j"),
+    "demo": _demo_messages,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIX_TIMES))
+def test_six_compactions_level_off_at_or_below_artemis(run_json, tmp_path, case):
+    """Compacted six times (cron), the file count levels off at or below what Artemis' own compaction leaves
+    (:func:`_artemis_files_after`, round by round from the same store; measured with real Artemis, the
+    oracle harness, pool -1: 02's message journal levels off at 7 files, 02-marked at 7, 04a at 6, this
+    demo's first compaction at 16MiB/10MiB files at 5), the loaded state never changes and verify stays OK.
+    The data files of each round are the outputs of the one before: no freed file counts as data again."""
+    if not (BROKER_02.is_dir() and ORACLE.is_dir()):
+        pytest.skip("fixtures missing")
+    d = SIX_TIMES[case](tmp_path)
+    expected = state(d, with_cc=False)
+    files = len([n for n in os.listdir(d) if n.endswith((".amq", ".bindings"))])
+    counts, bounds = [], []
+    outputs_before = None
+    for _ in range(6):
+        report = compact(d)
+        assert report.settings.pool_files < 0
+        assert report.files_before == files
+        if outputs_before is not None:
+            assert report.data_files == outputs_before
+        bound = _artemis_files_after(files, report.data_files, len(report.outputs))
+        files = report.files_after
+        counts.append(files)
+        bounds.append(bound)
+        outputs_before = len(report.outputs)
+        assert state(d, with_cc=False) == expected
+    assert all(c <= b for c, b in zip(counts, bounds)), (counts, bounds)
+    assert counts[-1] == counts[-2] == counts[-3], counts
+    code, doc, _ = run_json("verify", d.parent if case.startswith("02") else d)
+    assert (code, doc["verdict"]) == (0, "OK"), doc["findings"]

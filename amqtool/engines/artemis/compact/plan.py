@@ -291,7 +291,10 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
         after_load(load)
     report.files_before = len(opened.files)
     report.bytes_before = opened.bytes_total()
-    data_scans = [s for s in load.scans if s.has_data]
+    # Data files as a broker's load leaves them: a file holding only a rejected candidate is freed by the
+    # Reclaimer at the end of the load (LoadResult.freed_at_start), so it is neither counted nor compacted.
+    start_data = {f.name for f in load.start_data_files}
+    data_scans = [s for s in load.scans if s.file.name in start_data]
     report.data_files = len(data_scans)
     report.live_records = len(load.live)
     report.prepared = len(load.prepared)

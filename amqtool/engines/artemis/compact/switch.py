@@ -33,12 +33,14 @@ def _pool_keep(kept_free: int, outputs: int, settings: CompactSettings) -> bool:
 def _reusable_free_files(prep: _Prepared) -> list[str]:
     """The store's free files that the outputs are written into, in file order (at most one per output).
 
-    A free file holds no data (its records, if any, are stale: another tag) and has the journal's file size.
+    A free file holds no data (its records, if any, are stale: another tag) and has the journal's file size;
+    a file that only holds a rejected candidate is free too, as the Reclaimer frees it at the end of
+    Artemis' load (``LoadResult.freed_at_start``).
     Artemis' compactor takes its output files from the pool the same way (``JournalFilesRepository
     .openFileCMP`` -> ``takeFile``, renamed to ``.cmp``) and only creates files when the pool is empty; so
     repeated compaction keeps the file count constant instead of adding a file per output every run.
     """
-    has_data = {s.file.name for s in prep.load.scans if s.has_data}
+    has_data = {f.name for f in prep.load.start_data_files}
     size = prep.report.settings.file_size
     free = [f.name for f in prep.opened.files if f.name not in has_data and f.size == size]
     return free[:len(prep.report.outputs)]
@@ -153,7 +155,7 @@ def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_i
     opened = prep.opened
     d = opened.journal.directory
     settings = report.settings
-    has_data = {s.file.name for s in prep.load.scans if s.has_data}
+    has_data = {f.name for f in prep.load.start_data_files}
     kept_free = 0
     attic = d / "attic"
     attic_used = False

@@ -1,0 +1,251 @@
+"""``print`` for LevelDB stores: the JSON document, its text rendering, one row per log record (jsonl).
+
+Document (man/amqtool-print.1, "LevelDB stores")::
+
+    {"verdict", "kind": "leveldb", "root", "directory", "logDirectory", "storeVersion",
+     "logs": [{"file", "position", "size"}],
+     "index": {"snapshot", "snapshotPosition", "dirty", "tables", "logs"},
+     "replay": {"from", "to", "end", "records", "unitsOfWork", "stopped", "droppedOperations"},
+     "unitsOfWork": {"completed", "cut": {"file", "offset", "records"} | null},
+     "destinations": [{"name", "type", "qualifiedName", "key", "messageCount" (the broker's getMessageCount:
+                       every entry, prepared-acked ones included), "recovered" (len(live)), "live": [message...],
+                       "subscriptions": [{"clientId", "subscriptionName", "selector", "key", "ackPosition",
+                                          "preparedAck", "pendingCount", "live": [message...]}]}],
+     "transactions": [{"key", "xid", "state": "prepared", "sends", "acks", "live": [message...]}],
+     "droppedSubscriptions", "droppedTopics", "pins"?: [...]}
+
+A message: messageId, seq (its entry's sequence in the collection), location (log position of its DATA
+record, hex), file and offset, dataLength, then the OpenWire fields KahaDB's print gives (bodySize,
+bodySha256, messageType, timestamp, priority, properties, ``body`` unless ``safe``).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from amqtool.errors import FormatError, Verdict
+from amqtool.formats.leveldb import records as R
+from amqtool.formats.leveldb import recordlog as L
+from amqtool.engines.leveldb.load import LevelDBState, decode_data, load
+
+
+def message_json(st: LevelDBState, m, *, safe: bool) -> dict:
+    from amqtool.engines.kahadb.document import openwire_message_json
+
+    f = st.reader.file_at(m.location)
+    row = {"seq": m.seq, "location": f"{m.location:#x}", "file": f.name if f else None,
+           "offset": m.location - f.position if f else None, "dataLength": m.length}
+    msg, err = st.decode(m)
+    if msg is None:
+        row.update(messageId=None, bodySize=None, bodySha256=None, error=err)
+        return row
+    row = {"messageId": msg.message_id, **row}
+    row.update(openwire_message_json(msg, safe=safe))
+    if m.redelivery:
+        row["redeliveryCounter"] = m.redelivery
+    return row
+
+
+def cut_tail(st: LevelDBState) -> dict | None:
+    """The records of the last file after its last complete unit of work (what a crash leaves)."""
+    if not st.logs or st.last_file_end is None:
+        return None
+    last = st.logs[-1]
+    if st.cut_records == 0 and (st.last_file_scan_end is None or st.last_file_scan_end <= st.last_file_end):
+        return None
+    return {"file": last.name, "offset": st.last_file_end, "records": st.cut_records,
+            "scanEnd": st.last_file_scan_end}
+
+
+def state_verdict(st: LevelDBState) -> Verdict:
+    v = Verdict.OK
+    db = st.snapshot_db
+    if st.replay.stopped or st.load_problems or (db is not None and (db.error or db.problems)):
+        v = Verdict.CRITICAL  # the broker cannot open the snapshot, or recovers less than the log holds
+    elif cut_tail(st) or st.transactions:
+        v = Verdict.WARNING
+    return v
+
+
+def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) -> dict:
+    """One store's document; ``unreadableMessages`` counts the messages whose DATA record the broker cannot
+    read (print's verdict is then CRITICAL)."""
+    dests = []
+    for d in st.queue_and_topics():
+        decoded = {id(m): message_json(st, m, safe=safe) for m in d.messages}
+        subs = [{"clientId": s.client_id, "subscriptionName": s.name, "selector": s.selector, "key": s.key,
+                 "ackPosition": s.ack_position, "preparedAck": s.prepared_ack, "pendingCount": s.pending_count,
+                 "live": [decoded[id(m)] for m in s.pending]} for s in sorted(
+                     d.subscriptions, key=lambda s: (s.client_id or "", s.name or ""))]
+        dests.append({"name": d.name, "type": d.kind, "qualifiedName": d.qualified, "key": d.key,
+                      "messageCount": d.entries, "recovered": len(d.messages),
+                      "live": [decoded[id(m)] for m in d.messages], "subscriptions": subs})
+    txs = [{"key": t.key, "xid": t.xid, "state": "prepared", "sends": len(t.sends), "acks": len(t.acks),
+            "sendsTo": _count(dest for _m, dest in t.sends),
+            "live": [dict(message_json(st, m, safe=safe), destination=dest) for m, dest in t.sends]}
+           for t in st.transactions]
+    rep = st.replay
+    db = st.snapshot_db
+    doc = {
+        "directory": str(st.directory), "logDirectory": str(st.log_directory), "storeVersion": st.store_version,
+        "logs": [{"file": f.name, "position": f.position, "size": f.size} for f in st.logs],
+        "index": {"snapshot": st.snapshot[1].name if st.snapshot else None,
+                  "snapshotPosition": st.snapshot[0] if st.snapshot else None,
+                  "dirty": dirty_flag(st),
+                  "tables": db.tables if db else [], "logs": db.logs if db else [],
+                  "error": db.error if db else None},
+        "replay": {"from": rep.start, "to": rep.limit, "end": rep.end, "records": rep.records,
+                   "unitsOfWork": rep.units,
+                   "stopped": {"position": rep.stopped[0], "reason": rep.stopped[1]} if rep.stopped else None,
+                   "droppedOperations": rep.dropped_ops},
+        "unitsOfWork": {"completed": rep.units, "cut": cut_tail(st)},
+        "destinations": dests, "transactions": txs,
+        "droppedSubscriptions": [f"{s.client_id}:{s.name}" for s in st.dropped_subscriptions],
+        "droppedTopics": [d.qualified for d in st.dropped_topics],
+        "loadProblems": [{"key": k, "message": m} for k, m in st.load_problems],
+        "unreadableMessages": sum(1 for d in dests for m in d["live"] if m.get("error"))
+        + sum(1 for t in txs for m in t["live"] if m.get("error")),
+    }
+    if pins:
+        from amqtool.engines.leveldb.pins import pins as pins_of
+
+        doc["pins"] = pins_of(st)
+    return doc
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def dirty_flag(st: LevelDBState) -> bool | None:
+    """``dirty.index``'s ``:dirty`` (``true`` while a broker runs or after it died; ``false`` after a clean
+    stop); None without a readable dirty.index."""
+    db = st.dirty_db
+    if db is None or db.error:
+        return None
+    v = db.get(R.DIRTY_KEY)
+    return None if v is None else v == b"true"
+
+
+def print_document(store, *, safe: bool = False, pins: bool = False) -> dict:
+    """The document of a LevelDB store (see the module docstring); a replicated store gives one ``nodes``
+    entry per node directory."""
+    if store.replicated:
+        nodes = []
+        verdict = Verdict.OK
+        for n in store.nodes:
+            with load(store, node=n) as st:
+                nd = store_document(st, safe=safe, pins=pins)
+                verdict = max(verdict, state_verdict(st), Verdict.CRITICAL if nd["unreadableMessages"] else Verdict.OK)
+                nodes.append(nd)
+        return {"verdict": verdict.name, "kind": store.kind, "root": str(store.root), "nodes": nodes}
+    with load(store) as st:
+        doc = store_document(st, safe=safe, pins=pins)
+        verdict = max(state_verdict(st), Verdict.CRITICAL if doc["unreadableMessages"] else Verdict.OK)
+        return {"verdict": verdict.name, "kind": "leveldb", "root": str(store.root), **doc}
+
+
+def iter_record_rows(store, *, safe: bool = False) -> Iterator[dict]:
+    """``--format jsonl``: one row per log record, every file in position order (then where each file's
+    records stop, when not at its end)."""
+    from amqtool.engines.kahadb.document import _jsonable
+    from amqtool.engines.leveldb.logfiles import LogReader, log_files
+
+    for directory in [n.log_dir() for n in store.nodes] if store.replicated else [store.log_dir()]:
+        files = log_files(directory)
+        with LogReader(files) as reader:
+            for f in files:
+                buf = reader.buffer(f)
+                for item in L.iter_records(buf):
+                    if isinstance(item, L.Stop):
+                        if item.reason != "zero":
+                            yield {"file": f.name, "offset": item.offset, "position": f"{f.position + item.offset:#x}",
+                                   "kind": "stop", "reason": item.reason, "detail": item.detail}
+                        break
+                    row = {"file": f.name, "offset": item.offset,
+                           "position": f"{f.position + item.offset:#x}", "kind": L.kind_name(item.kind),
+                           "length": item.length, "crcOk": item.crc_ok}
+                    try:
+                        row.update(_payload(item, safe, _jsonable))
+                    except FormatError as err:
+                        row["error"] = err.message
+                    yield row
+
+
+def _payload(rec, safe: bool, jsonable) -> dict:
+    k = rec.kind
+    if k == L.UOW_END:
+        return {"unitStart": rec.uow_start()}
+    if k == L.TRACE:
+        return {"trace": bytes(rec.data).decode("ascii", "replace")}
+    if k in (L.ADD_COLLECTION,):
+        c = R.decode_collection(rec.data)
+        out = {"collection": c.key, "collectionType": c.type_name}
+        if c.type in (R.QUEUE, R.TOPIC):
+            out["destination"] = (c.meta or b"").decode("utf-8", "replace")
+        elif c.type == R.SUBSCRIPTION:
+            s = R.decode_subscription(c.meta or b"")
+            out.update(topic=s.topic_key, clientId=s.client_id, subscriptionName=s.subscription_name,
+                       selector=s.selector)
+        elif c.type == R.TRANSACTION:
+            out["xid"] = R.decode_xid(c.meta or b"")
+        return out
+    if k == L.REMOVE_COLLECTION:
+        return {"collection": R.decode_vlong(rec.data)}
+    if k in (L.ADD_ENTRY, L.UPDATE_ENTRY, L.REMOVE_ENTRY):
+        e = R.decode_entry(rec.data)
+        ek = e.entry_key or b""
+        return {"collection": e.collection_key,
+                "entry": R.seq_of(ek) if R.seq_of(ek) is not None else ek.decode("ascii", "replace"),
+                "valueLocation": e.value_location, "valueLength": e.value_length, "hasMeta": e.meta is not None}
+    if k == L.DATA:
+        from amqtool.engines.kahadb.document import openwire_message_json
+
+        msg = decode_data(bytes(rec.data))
+        return {"messageId": msg.message_id,
+                "destination": "://".join(msg.destination) if msg.destination else None,
+                **openwire_message_json(msg, safe=safe)}
+    return {}
+
+
+def render_text(doc: dict) -> Iterator[str]:
+    if doc.get("nodes") is not None:
+        yield f"{doc['kind']} store {doc['root']}  verdict {doc['verdict']}"
+        for n in doc["nodes"]:
+            yield ""
+            yield f"node {n['directory']}"
+            yield from _render_one(n)
+        return
+    yield f"leveldb store {doc['root']}  verdict {doc['verdict']}"
+    yield from _render_one(doc)
+
+
+def _render_one(doc: dict) -> Iterator[str]:
+    logs = doc["logs"]
+    yield (f"  logs: {len(logs)} file(s) {', '.join(f['file'] for f in logs[:6])}{' ...' if len(logs) > 6 else ''}")
+    ix = doc["index"]
+    yield (f"  index: snapshot {ix['snapshot'] or 'none'}, dirty.index "
+           f"{'dirty' if ix['dirty'] else 'clean' if ix['dirty'] is False else 'absent'}")
+    rp = doc["replay"]
+    yield (f"  replay: {rp['from']:#x} .. {rp['to']:#x}, {rp['records']} record(s), {rp['unitsOfWork']} unit(s) "
+           f"of work" + (f"; STOPPED at {rp['stopped']['position']:#x}: {rp['stopped']['reason']}"
+                         if rp["stopped"] else ""))
+    cut = doc["unitsOfWork"]["cut"]
+    if cut:
+        yield f"  cut unit of work: {cut['records']} record(s) in {cut['file']} after offset {cut['offset']}"
+    for d in doc["destinations"]:
+        yield f"  {d['type']} {d['name']}: {d['messageCount']} message(s)"
+        for m in d["live"][:50]:
+            yield f"    {m.get('messageId')}  {m.get('messageType', '?')}  {m.get('bodySize')} bytes  seq {m['seq']}"
+        if len(d["live"]) > 50:
+            yield f"    ... {len(d['live']) - 50} more"
+        for s in d["subscriptions"]:
+            yield (f"    durable {s['clientId']}/{s['subscriptionName']}: {s['pendingCount']} pending "
+                   f"(ack position {s['ackPosition']})")
+    for t in doc["transactions"]:
+        yield f"  transaction {t['xid']}: prepared ({t['sends']} send(s), {t['acks']} ack(s))"
+    for p in doc.get("pins", []):
+        why = "; ".join(r["detail"] for r in p["reasons"]) or "nothing"
+        yield f"  {p['file']}: {'pinned' if p['pinned'] else 'collectable'} - {why}"

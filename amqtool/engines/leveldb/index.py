@@ -1,0 +1,228 @@
+"""Reading the store's index, a LevelDB database (``dirty.index/``, snapshots ``%016x.index/``), straight from
+its files, never through a LevelDB library (opening one writes LOCK, a new MANIFEST and compactions).
+
+As ``DBImpl::Recover`` does: ``CURRENT`` names the MANIFEST; its edits give the live table files and the
+log number; the write-ahead logs numbered from it (or equal to the previous log number) are replayed in
+number order over the tables. Every key's newest entry (highest sequence) wins; a deletion hides it.
+Tables and logs that the MANIFEST does not name are listed (``orphans``) but not read, as LevelDB ignores
+(then deletes) them.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amqtool.errors import FormatError
+from amqtool.formats.leveldb import dblog, manifest, table
+
+_NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
+
+
+@dataclass
+class IndexDB:
+    directory: Path
+    data: dict = field(default_factory=dict)  # user key -> value (live keys only)
+    problems: list = field(default_factory=list)  # (path, offset, message, severity "critical"|"warning")
+    # severity: "warning" for what LevelDB reads past (a write-ahead log record whose checksum fails is
+    # dropped with paranoid checks off, the broker's default; a table block is read without its checksum)
+    tables: list = field(default_factory=list)  # {"file", "level", "size", "entries", "blocks", "compression"}
+    logs: list = field(default_factory=list)  # {"file", "records", "operations", "tornTail"}
+    orphans: list = field(default_factory=list)
+    manifest: str | None = None
+    error: str | None = None  # nothing could be read (no CURRENT, unreadable MANIFEST)
+    last_sequence: int = 0
+
+    def get(self, key: bytes):
+        return self.data.get(key)
+
+    def problem(self, path, offset, message, severity="critical"):
+        self.problems.append((str(path), offset, message, severity))
+
+
+def _read(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _keys_of(data: bytes | None) -> list | None:
+    if data is None:
+        return None
+    try:
+        return [op.key for op in dblog.iter_batch(data)]
+    except FormatError:
+        return None
+
+
+def _resync(buf: bytes, start: int) -> list:
+    """(offset, data) of the FULL log records found from ``start`` on by their checksums (past a broken
+    length field, which LevelDB cannot step over)."""
+    import struct
+
+    from amqtool.formats.leveldb.codecs import crc32c, unmask
+
+    out = []
+    pos = start
+    n = len(buf)
+    while pos + dblog.HEADER_SIZE <= n:
+        masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
+        end = pos + dblog.HEADER_SIZE + length
+        if rtype == dblog.FULL and length and end <= n and unmask(masked) == crc32c(buf[pos + 6:end]):
+            out.append((pos, buf[pos + dblog.HEADER_SIZE:end]))
+            pos = end
+        else:
+            pos += 1
+    return out
+
+
+def _batch_prefix(raw: bytes) -> bytes | None:
+    """The write batch at the start of ``raw`` (its operations, whatever follows), or None."""
+    import struct
+
+    if len(raw) < 12:
+        return None
+    _seq, count = struct.unpack_from("<QI", raw, 0)
+    for end in range(12, min(len(raw), 1 << 16) + 1):
+        try:
+            if len(list(dblog.iter_batch(raw[:end]))) == count:
+                return raw[:end]
+        except FormatError:
+            continue
+    return None
+
+
+def _superseded(data: bytes | None, newest: dict) -> bool:
+    """Whether dropping a write batch loses nothing: each key it wrote is the store's own counter (``:dirty``,
+    ``:log-refs``, ... rebuilt by the broker) or is written again by a newer operation."""
+    if data is None:
+        return False
+    try:
+        ops = list(dblog.iter_batch(data))
+    except FormatError:
+        return False
+    for op in ops:
+        if op.key[:1] == b":":
+            continue
+        later = newest.get(op.key)
+        if later is None or later[0] <= op.sequence:
+            return False
+    return True
+
+
+def _held(data: bytes | None) -> str:
+    keys = _keys_of(data)
+    if keys is None:
+        return "; what it held cannot be told"
+    return f"; it held {len(keys)} key(s), {sum(1 for k in keys if k[:1] in (b'c', b'e'))} collection or entry key(s)"
+
+
+def read_index(directory: str | os.PathLike) -> IndexDB:
+    d = Path(directory)
+    db = IndexDB(d)
+    try:
+        current = _read(d / "CURRENT").decode("ascii", "replace").strip()
+    except OSError as err:
+        db.error = f"no readable CURRENT ({err.strerror})"
+        return db
+    if not current.startswith("MANIFEST-") or "/" in current:
+        db.error = f"CURRENT names {current[:40]!r}, not a MANIFEST"
+        return db
+    db.manifest = current
+    try:
+        version = manifest.read_manifest(_read(d / current))
+    except OSError as err:
+        db.error = f"{current} unreadable ({err.strerror})"
+        return db
+    for off, msg in version.problems:
+        db.problem(d / current, off, msg)
+    if version.problems:
+        # VersionSet::Recover reads the MANIFEST with checksums and fails on corruption: LevelDB will not open
+        db.error = f"{current} is damaged ({version.problems[0][1]}): LevelDB refuses to open the index"
+        return db
+    try:
+        names = sorted(os.listdir(d))
+    except OSError as err:
+        db.error = f"cannot list the index directory ({err.strerror})"
+        return db
+    newest: dict[bytes, tuple[int, int, bytes | None]] = {}  # key -> (sequence, kind, value)
+
+    def put(key, seq, kind, value):
+        old = newest.get(key)
+        if old is None or seq >= old[0]:
+            newest[key] = (seq, kind, value)
+
+    files = {}
+    for n in names:
+        m = _NUM.match(n)
+        if m:
+            files.setdefault(m.group(2), []).append((int(m.group(1)), n))
+    for num, (level, size) in sorted(version.files.items()):
+        name = next((n for k, n in files.get("sst", []) + files.get("ldb", []) if k == num), None)
+        if name is None:
+            db.problem(d / f"{num:06d}.sst", None, f"table {num:06d} named by {current} is missing")
+            continue
+        try:
+            tr = table.read_table(_read(d / name))
+        except (OSError, FormatError) as err:
+            db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
+            continue
+        for off, msg in tr.problems:
+            # a block whose checksum fails is read anyway, as the store reads it (what changed may be nothing
+            # the broker uses); one that does not parse is gone
+            db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
+        for e in tr.entries:
+            put(e.user_key, e.sequence, e.kind, e.value)
+        comp = sorted({b.compression for b in tr.blocks})
+        db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
+                          "blocks": len(tr.blocks),
+                          "compression": [{0: "none", 1: "snappy"}.get(c, str(c)) for c in comp]})
+    live_tables = set(version.files)
+    for k, n in files.get("sst", []) + files.get("ldb", []):
+        if k not in live_tables:
+            db.orphans.append(n)
+    dropped: list = []
+    for num, name in sorted(files.get("log", [])):
+        if num < version.log_number and num != version.prev_log_number:
+            db.orphans.append(name)
+            continue
+        try:
+            lr = dblog.read_log(_read(d / name))
+        except OSError as err:
+            db.problem(d / name, None, f"unreadable ({err.strerror})")
+            continue
+        for p in lr.problems:
+            dropped.append((d / name, p))
+        if lr.tail is not None:
+            # a snapshot is a copy of a quiesced index (suspend, then copyIndex): a record cut at its end is
+            # damage (its length field?), not a crash; LevelDB drops it silently. Its write batch is
+            # self-delimiting: read it from where its data starts, to judge what the drop loses.
+            whole = _read(d / name)
+            raw = whole[lr.tail + dblog.HEADER_SIZE:]
+            dropped.append((d / name, dblog.LogProblem(lr.tail, "the write-ahead log ends inside a record",
+                                                       _batch_prefix(raw))))
+            # and every record after it, which LevelDB no longer frames: found again by their checksums
+            for off, rec in _resync(whole, lr.tail + dblog.HEADER_SIZE):
+                dropped.append((d / name, dblog.LogProblem(off, "a record after the cut, dropped with it", rec)))
+        ops = 0
+        for off, rec in lr.records:
+            try:
+                for op in dblog.iter_batch(rec):
+                    old = newest.get(op.key)
+                    if old is None or op.sequence >= old[0]:
+                        newest[op.key] = (op.sequence, op.kind, op.value)
+                    ops += 1
+            except FormatError as err:
+                db.problem(d / name, off, f"write batch: {err.message}")
+        db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+    for path, p in dropped:
+        harmless = _superseded(p.data, newest)
+        db.problem(path, p.offset, p.message + " (LevelDB drops the record)" +
+                   ("; every key it wrote is rewritten later or a counter" if harmless else _held(p.data)),
+                   "warning" if harmless else "critical")
+    for key, (seq, kind, value) in newest.items():
+        if seq > db.last_sequence:
+            db.last_sequence = seq
+        if kind == dblog.TYPE_VALUE:
+            db.data[bytes(key)] = bytes(value)
+    return db

@@ -1,0 +1,432 @@
+"""Loading a LevelDB store as the broker recovers it (``LevelDBClient.start``, ``DBManager.loadCollections``,
+``LevelDBStore.doStart``):
+
+1. the index is the last snapshot ``%016x.index/`` (highest position; ``replay_init`` deletes ``dirty.index``
+   and copies the snapshot over it), or empty when there is none;
+2. the last log file ends at its last complete unit of work (``RecordLog.open``: ``verifyAndGetEndOffset``
+   checks CRCs and the UOW_END chain and truncates the rest; here nothing is truncated, the rest is reported
+   as cut);
+3. the log is replayed from the snapshot's position (from the first log file when no file holds that
+   position) up to there (``replay_from``): ADD_COLLECTION puts the collection record, ADD/UPDATE_ENTRY puts
+   the entry with only its value location and length (no meta: a replayed entry loses its redelivery count
+   and a prepared ack its details), REMOVE_ENTRY deletes it; operations are buffered and written at each
+   UOW_END; a REMOVE_COLLECTION deletes the entries of the key its bare-varint payload parses to as a
+   ``CollectionKey`` (see :func:`amqtool.formats.leveldb.records.collection_key_of_remove`) and leaves the
+   collection record; DATA records are decoded (a failure stops the replay). The replay stops at the first
+   record it cannot read or decode (the broker catches the exception and goes on with what it has) and the
+   buffered operations of an unfinished unit are dropped;
+4. collections load in key order: queues, topics, durable subscriptions (ack position from the entry
+   ``'p'``; a subscription whose topic is gone is dropped), XA transactions (prepared: their sends are held,
+   their queue acks hide the acked messages, their subscription acks move the ack position);
+5. topics without subscriptions are dropped (``doStart``: "Remove topics that don't have subs").
+
+Checksums are not checked by the replay or by message reads (``verifyChecksums`` is off by default); what the
+broker would read from a damaged record is what it gets. :mod:`.verify` checks them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb.openwire import decode_message
+from amqtool.formats.leveldb import records as R
+from amqtool.formats.leveldb import recordlog as L
+from amqtool.formats.leveldb.codecs import snappy_uncompress
+from amqtool.engines.leveldb.index import IndexDB, read_index
+from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files
+
+_Q_unpack = __import__("struct").Struct(">q").unpack_from
+OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
+
+
+@dataclass
+class Message:
+    """An entry of a queue or topic: where its DATA record is (log position and length), its sequence."""
+
+    collection: int
+    seq: int
+    location: int
+    length: int
+    redelivery: int = 0
+
+
+@dataclass
+class Subscription:
+    key: int
+    topic_key: int
+    client_id: str | None
+    name: str | None
+    selector: str | None
+    ack_position: int
+    prepared_ack: bool = False
+    pending: list = field(default_factory=list)  # Message: the cursor from ack_position + 1
+    last_seq: int = 0  # the topic's last sequence (its CollectionMeta.last_key)
+
+    @property
+    def pending_count(self) -> int:
+        """``getMessageCount(clientId, subscriptionName)``: the topic's last sequence minus the ack position."""
+        return self.last_seq - self.ack_position
+
+
+@dataclass
+class Destination:
+    key: int
+    kind: str  # queue | topic
+    qualified: str  # queue://NAME
+    messages: list = field(default_factory=list)  # Message, in sequence order (prepared-acked left out)
+    entries: int = 0  # the broker's getMessageCount: its CollectionMeta size (GC'd topic entries included)
+    subscriptions: list = field(default_factory=list)
+    created_by_prepared: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.qualified.split("://", 1)[1] if "://" in self.qualified else self.qualified
+
+
+@dataclass
+class PreparedTransaction:
+    key: int
+    xid: str
+    parts: object = None  # records.Xid
+    sends: list = field(default_factory=list)  # (Message with collection = tx key, destination qualified)
+    acks: list = field(default_factory=list)  # XaAck
+
+
+@dataclass
+class ReplayResult:
+    start: int
+    limit: int
+    end: int  # where the replay stopped (== limit when it reached it)
+    records: int = 0
+    units: int = 0
+    stopped: tuple | None = None  # (position, reason) when it stopped before limit
+    dropped_ops: int = 0  # buffered operations of an unfinished unit at the stop
+
+
+@dataclass
+class LevelDBState:
+    directory: Path
+    log_directory: Path
+    logs: list
+    snapshot: tuple | None  # (position, path)
+    snapshots: list
+    index: dict  # the recovered index: key -> value
+    snapshot_db: IndexDB | None
+    dirty_db: IndexDB | None
+    last_file_end: int | None  # offset of the end of the last complete unit in the last file
+    last_file_scan_end: int | None
+    cut_records: int
+    replay: ReplayResult
+    destinations: dict = field(default_factory=dict)  # collection key -> Destination
+    transactions: list = field(default_factory=list)
+    dropped_subscriptions: list = field(default_factory=list)
+    dropped_topics: list = field(default_factory=list)
+    load_problems: list = field(default_factory=list)  # (key, message): collections the broker cannot load
+    meta: dict = field(default_factory=dict)  # collection key -> records.CollectionMeta after the replay
+    meta_error: str | None = None
+    reader: LogReader | None = None
+    store_version: str | None = None
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def queue_and_topics(self) -> list[Destination]:
+        return sorted(self.destinations.values(), key=lambda d: d.qualified)
+
+    def past_end(self, location: int, length: int) -> bool:
+        """Whether the record lies past the end of the last complete unit of work in the last log file: the
+        broker truncates the file there on start (``RecordLog.open``), so it can no longer read it."""
+        if not self.logs or location < self.logs[-1].position:
+            return False
+        return location + L.HEADER_SIZE + length > self.replay.limit
+
+    def data(self, location: int, length: int) -> bytes | None:
+        """The stored (maybe snappy-compressed) bytes of the DATA record at ``location`` (None where the broker
+        cannot read it: no file holds it, or it lies past the end it truncates the last file to)."""
+        if self.past_end(location, length):
+            return None
+        mv = self.reader.read(location + L.HEADER_SIZE, length)
+        return None if mv is None else bytes(mv)
+
+    def decode(self, m) -> tuple[object | None, str | None]:
+        """(OpenWireMessage, None) or (None, why) for a Message."""
+        raw = self.data(m.location, m.length)
+        if raw is None and self.past_end(m.location, m.length):
+            return None, (f"log position {m.location:#x} lies past {self.replay.limit:#x}, the end of the last "
+                          "complete unit of work: the broker truncates the last log file there on start")
+        if raw is None:
+            f = self.reader.file_at(m.location)
+            return None, (f"log position {m.location:#x}: no log file holds it (missing or collected)"
+                          if f is None or m.location + L.HEADER_SIZE + m.length > f.limit
+                          else f"log position {m.location:#x} is outside {f.name}")
+        try:
+            return decode_data(raw), None
+        except FormatError as err:
+            return None, f"DATA at log position {m.location:#x}: {err.message}"
+
+
+def decode_data(raw: bytes):
+    """A DATA record's message: OpenWire (version 11), or snappy-compressed OpenWire
+    (``logCompression=snappy``: ``Snappy.compress`` of the marshalled message)."""
+    try:
+        return decode_message(raw, OPENWIRE_VERSION)
+    except FormatError as first:
+        try:
+            inflated = snappy_uncompress(raw)
+        except FormatError:
+            raise first from None
+        return decode_message(inflated, OPENWIRE_VERSION)
+
+
+def _listing(d: Path) -> set:
+    try:
+        return {(n, (d / n).stat().st_size) for n in os.listdir(d) if n != "LOCK"}
+    except OSError:
+        return set()
+
+
+def _snapshots(directory: Path) -> list[tuple[int, Path]]:
+    out = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return out
+    for n in names:
+        m = L.INDEX_NAME.match(n)
+        if m and (directory / n).is_dir():
+            out.append((int(m.group(1), 16), directory / n))
+    return sorted(out)
+
+
+def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) -> ReplayResult:
+    res = ReplayResult(start, limit, start)
+    batch: list = []
+    pos = start
+    while pos < limit:
+        head = reader.read(pos, L.HEADER_SIZE)
+        if head is None:
+            res.stopped = (pos, "no log file holds this position (missing or collected)")
+            break
+        try:
+            kind, _cs, length = L.parse_header(head, 0)
+        except FormatError as err:
+            res.stopped = (pos, err.message)
+            break
+        data = reader.read(pos + L.HEADER_SIZE, length)
+        if data is None:
+            res.stopped = (pos, f"a {length}-byte record runs past the end of its log file")
+            break
+        try:
+            if kind == L.DATA:
+                decode_data(bytes(data))
+            elif kind == L.ADD_COLLECTION:
+                rec = R.decode_collection(data)
+                batch.append((R.collection_index_key(rec.key), bytes(data)))
+                meta[rec.key] = R.CollectionMeta(0, None)
+            elif kind == L.REMOVE_COLLECTION:
+                key = R.collection_key_of_remove(data)
+                _flush(index, batch)
+                prefix = R.ENTRY_PREFIX + R._Q.pack(key)
+                for k in [k for k in index if k.startswith(prefix)]:
+                    del index[k]
+                index.pop(bytes(data), None)
+                meta.pop(key, None)
+            elif kind in (L.ADD_ENTRY, L.UPDATE_ENTRY):
+                rec = R.decode_entry(data)
+                if rec.entry_key is None or rec.collection_key is None:
+                    raise FormatError("entry record without its collection or entry key")
+                value = R.encode_entry_value(rec.value_location or 0, rec.value_length)
+                batch.append((R.entry_index_key(rec.collection_key, rec.entry_key), value))
+                # collectionIncrementSize: at once, not with the batch (so a cut unit still counts)
+                cm = meta.get(rec.collection_key) if kind == L.ADD_ENTRY else None
+                if cm is not None:
+                    cm.size += 1
+                    cm.last_key = bytes(rec.entry_key)
+            elif kind == L.REMOVE_ENTRY:
+                rec = R.decode_entry(data)
+                if rec.entry_key is None or rec.collection_key is None:
+                    raise FormatError("entry record without its collection or entry key")
+                batch.append((R.entry_index_key(rec.collection_key, rec.entry_key), None))
+                cm = meta.get(rec.collection_key)
+                if cm is not None:
+                    cm.size -= 1
+            elif kind == L.UOW_END:
+                _flush(index, batch)
+                res.units += 1
+        except FormatError as err:
+            res.stopped = (pos, f"{L.kind_name(kind)}: {err.message}")
+            break
+        res.records += 1
+        pos += L.HEADER_SIZE + length
+    res.end = pos
+    res.dropped_ops = len(batch)
+    return res
+
+
+def _flush(index: dict, batch: list) -> None:
+    for k, v in batch:
+        if v is None:
+            index.pop(k, None)
+        else:
+            index[k] = v
+    batch.clear()
+
+
+def load(store, *, node=None) -> LevelDBState:
+    """Recover one LevelDB store (``store``: :class:`amqtool.store.leveldb_layout.LevelDBStore`, or one of
+    its replica ``nodes``). Close the result (or use it as a context manager): it maps the log files."""
+    s = node or store
+    directory = Path(s.directory)
+    log_dir = Path(s.log_dir())
+    logs = log_files(log_dir)
+    reader = LogReader(logs)
+    snaps = _snapshots(directory)
+    snapshot = snaps[-1] if snaps else None
+    snap_db = read_index(snapshot[1]) if snapshot else None
+    dirty_dir = directory / "dirty.index"
+    dirty_db = None
+    if dirty_dir.is_dir():
+        # after a clean stop or a snapshot the snapshot is a copy of dirty.index (copyIndex: SSTs hard linked,
+        # the rest copied): the same files at the same sizes need not be read twice
+        same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
+        dirty_db = snap_db if same else read_index(dirty_dir)
+    index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
+    last_end = scan_end = None
+    cut = 0
+    limit = 0
+    if logs:
+        last = logs[-1]
+        last_end, scan_end, cut = L.complete_end(reader.buffer(last), last.position)
+        limit = last.position + last_end
+    start = snapshot[0] if snapshot else 0
+    if logs and reader.file_at(start) is None:
+        start = logs[0].position
+    meta: dict = {}
+    meta_error = None
+    raw_meta = index.get(b":collection-meta")
+    if raw_meta is not None:
+        try:
+            meta = R.decode_collection_meta(raw_meta)  # loadCounters
+        except FormatError as err:
+            meta_error = err.message
+    rep = _replay(index, reader, start, limit, meta) if logs else ReplayResult(start, limit, start)
+    version = None
+    try:
+        with open(directory / "store-version.txt", "rb") as fh:
+            version = fh.read(100).decode("ascii", "replace").strip()
+    except OSError:
+        pass
+    st = LevelDBState(directory, log_dir, logs, snapshot, [p for _, p in snaps], index, snap_db, dirty_db,
+                      last_end, scan_end, cut, rep, reader=reader, store_version=version, meta=meta,
+                      meta_error=meta_error)
+    _load_collections(st)
+    return st
+
+
+def _load_collections(st: LevelDBState) -> None:
+    index = st.index
+    entries: dict[int, list] = {}
+    for k in sorted(index):
+        if k[:1] == R.ENTRY_PREFIX and len(k) >= 9:
+            entries.setdefault(_Q_unpack(k, 1)[0],
+                               []).append((k[9:], index[k]))
+    subs_by_topic: dict[int, list] = {}
+    txs = []
+    for k in sorted(index):
+        if k[:1] != R.COLLECTION_PREFIX or len(k) != 9:
+            continue
+        ckey = R._Q.unpack_from(k, 1)[0]
+        try:
+            rec = R.decode_collection(index[k])
+            if rec.type in (R.QUEUE, R.TOPIC):
+                name = (rec.meta or b"").decode("utf-8")
+                kind = "queue" if rec.type == R.QUEUE else "topic"
+                # the meta is the qualified name (createCollection(utf8(dest.getQualifiedName))), which
+                # ActiveMQDestination.createDestination parses; a bare name takes the collection's kind
+                d = Destination(ckey, kind, name if "://" in name else f"{kind}://{name}")
+                for ekey, value in entries.get(ckey, ()):
+                    if len(ekey) != 8:
+                        continue
+                    loc, length, meta = R.decode_index_entry(value)
+                    d.messages.append(Message(ckey, _Q_unpack(ekey)[0], loc, length,
+                                              R.decode_delivery_count(meta) if meta else 0))
+                cm = st.meta.get(ckey)
+                d.entries = cm.size if cm is not None else 0
+                st.destinations[ckey] = d
+            elif rec.type == R.SUBSCRIPTION:
+                sr = R.decode_subscription(rec.meta or b"")
+                ack = index.get(R.entry_index_key(ckey, R.ACK_POSITION))
+                pos = (R.decode_entry(ack).value_location or 0) if ack is not None else 0
+                sub = Subscription(ckey, sr.topic_key, sr.client_id, sr.subscription_name, sr.selector, pos)
+                topic = st.destinations.get(sr.topic_key)
+                if topic is None or topic.kind != "topic":
+                    st.dropped_subscriptions.append(sub)  # createSubscription: the topic does not exist
+                else:
+                    topic.subscriptions.append(sub)
+                    subs_by_topic.setdefault(sr.topic_key, []).append(sub)
+            elif rec.type == R.TRANSACTION:
+                txs.append((ckey, rec))
+        except (FormatError, UnicodeDecodeError) as err:
+            st.load_problems.append((ckey, getattr(err, "message", str(err))))
+    by_qualified = {d.qualified: d for d in st.destinations.values()}
+    prepared_acks: set[tuple[int, int]] = set()
+    for ckey, rec in txs:
+        try:
+            parts = R.decode_xid_parts(rec.meta or b"")
+            tx = PreparedTransaction(ckey, parts.key, parts)
+        except FormatError as err:
+            st.load_problems.append((ckey, f"transaction id: {err.message}"))
+            continue
+        for ekey, value in entries.get(ckey, ()):
+            seq = R.seq_of(ekey)
+            e = R.decode_entry(value)
+            if e.meta is not None:
+                try:
+                    ack = R.decode_xa_ack(e.meta)
+                except FormatError as err:
+                    st.load_problems.append((ckey, f"prepared ack {seq}: {err.message}"))
+                    continue
+                tx.acks.append(ack)
+                if ack.sub == -1:
+                    prepared_acks.add((ack.collection, ack.seq))
+                else:
+                    for sub in subs_by_topic.get(ack.collection, ()):
+                        if sub.key == ack.sub:
+                            sub.ack_position = ack.seq
+                            sub.prepared_ack = True
+            else:
+                m = Message(ckey, seq or 0, e.value_location or 0, e.value_length or 0)
+                msg, err = st.decode(m)
+                if msg is None:
+                    # transactionCursor -> getMessage throws (a replayed prepared ack lost its meta and reads
+                    # as a message at position 0): the broker cannot start (checked with the real broker)
+                    st.load_problems.append((ckey, f"prepared transaction {tx.xid} entry {seq}: {err}; the "
+                                             "broker fails to load it"))
+                dest = None
+                if msg is not None and msg.destination:
+                    kind, name = msg.destination
+                    dest = f"{kind}://{name}"
+                    if dest not in by_qualified and kind == "queue":
+                        # LevelDBStore.doStart: transaction.add(createMessageStore(msg.getDestination))
+                        d = Destination(-len(by_qualified) - 1, "queue", dest, created_by_prepared=True)
+                        st.destinations[d.key] = by_qualified[dest] = d
+                tx.sends.append((m, dest))
+        st.transactions.append(tx)
+    for d in st.destinations.values():
+        if prepared_acks:
+            d.messages = [m for m in d.messages if (d.key, m.seq) not in prepared_acks]
+        cm = st.meta.get(d.key)
+        for sub in d.subscriptions:
+            sub.pending = [m for m in d.messages if m.seq > sub.ack_position]
+            sub.last_seq = cm.last_seq if cm is not None else 0
+    for key in [k for k, d in st.destinations.items() if d.kind == "topic" and not d.subscriptions]:
+        st.dropped_topics.append(st.destinations.pop(key))

@@ -1,0 +1,90 @@
+"""The store's log files on disk: listing them in position order and reading the record at a position,
+as ``RecordLog`` does (``log_infos``: a TreeMap of file position -> file; ``log_info(pos)`` the floor entry)."""
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from amqtool.formats.leveldb.recordlog import LOG_NAME
+
+
+@dataclass
+class LogFile:
+    position: int
+    path: Path
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def limit(self) -> int:
+        return self.position + self.size
+
+
+def log_files(directory: Path) -> list[LogFile]:
+    out = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return out
+    for n in names:
+        m = LOG_NAME.match(n)
+        if m and (directory / n).is_file():
+            p = directory / n
+            out.append(LogFile(int(m.group(1), 16), p, p.stat().st_size))
+    out.sort(key=lambda f: f.position)
+    return out
+
+
+class LogReader:
+    """Maps each log file once (read-only) and answers ``read(pos, n)``: the bytes at log position ``pos``,
+    or None where no file holds them (a GC'd or missing file, a position past a file's end)."""
+
+    def __init__(self, files: list[LogFile]):
+        self.files = files
+        self._starts = [f.position for f in files]
+        self._maps: dict[int, object] = {}
+
+    def file_at(self, pos: int) -> LogFile | None:
+        i = bisect.bisect_right(self._starts, pos) - 1
+        return self.files[i] if i >= 0 else None
+
+    def buffer(self, f: LogFile):
+        m = self._maps.get(f.position)
+        if m is None:
+            if f.size == 0:
+                m = b""
+            else:
+                with open(f.path, "rb") as fh:
+                    m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._maps[f.position] = m
+        return m
+
+    def read(self, pos: int, n: int):
+        f = self.file_at(pos)
+        if f is None:
+            return None
+        off = pos - f.position
+        if off < 0 or off + n > f.size:
+            return None
+        return memoryview(self.buffer(f))[off:off + n]
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap):
+                try:
+                    m.close()
+                except BufferError:
+                    pass  # a view still points into it; the map goes when the view does
+        self._maps.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,457 @@
+"""``verify`` for LevelDB stores: every log record's framing and CRC-32, the chain of units of work, the index
+snapshot's LevelDB files, the recovery replay, and the recovered index against the log.
+
+Finding codes (man/amqtool-verify.1):
+
+================================  ========  ===============================================================
+code                              severity  meaning
+================================  ========  ===============================================================
+leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
+                                            cut unit of work at the end of the last file)
+leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
+leveldb-truncated-record          CRITICAL  a record running past the end of a file that is not the last
+leveldb-uow-broken                WARNING   a UOW_END naming another start than its own unit's, in a file
+                                            that is not the last (the replay does not check the chain)
+leveldb-units-dropped             CRITICAL  complete units of work after the break of the last file's chain:
+                                            the broker truncates the file at the break and drops them
+leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
+                                            broker drops those records on start
+leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
+                                            is not in its index
+leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message)
+leveldb-entry-bad-data            CRITICAL  an entry points at a record that is not its DATA record, or one
+                                            whose checksum fails
+leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
+                                            (the broker truncates the last log file there: the message is lost)
+leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
+leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record)
+leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
+leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
+leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
+leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
+leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
+leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
+leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
+leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
+leveldb-gc-gap                    INFO      log positions between files: logs the broker's GC deleted
+leveldb-replicas-disagree         CRITICAL  replicated: two nodes' logs differ within their common range
+leveldb-replica-behind            INFO      replicated: a node's log ends before the latest node's
+================================  ========  ===============================================================
+"""
+from __future__ import annotations
+
+import struct
+
+from amqtool.errors import Finding, FormatError, Severity
+from amqtool.formats.leveldb import records as R
+from amqtool.formats.leveldb import recordlog as L
+from amqtool.formats.leveldb.codecs import crc32 as _crc32
+from amqtool.engines.leveldb.document import cut_tail, dirty_flag
+from amqtool.engines.leveldb.load import LevelDBState, load
+
+C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
+_HEAD = L.HEADER
+_UOW = struct.Struct(">q")
+
+
+def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
+               add, counts: dict, progress, replay_start: int = 0) -> None:
+    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at.
+
+    Damage the broker will never read again is a WARNING, not proven loss: records before the replay's start
+    (the snapshot's position) are not replayed (the messages the index still holds there are checked one by
+    one, :func:`verify_state`), and records past the last complete unit of work of the last file are cut."""
+    mv = memoryview(buf)
+
+    def old(p: int) -> bool:
+        return f.position + p < replay_start
+
+    n = len(mv)
+    pos = 0
+    path = str(f.path)
+    unit = f.position
+    crc = _crc32
+    unpack = _HEAD.unpack_from
+    base = f.position
+    bad_crc = 0
+    first_bad = None
+    records = 0
+    while pos < n:
+        if pos + L.HEADER_SIZE > n:
+            if any(mv[pos:n]):
+                _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
+                      complete_end, old(pos))
+            break
+        magic, kind, cs, length = unpack(mv, pos)
+        if magic != 0x2A:
+            if magic == 0 and kind == 0 and cs == 0 and length == 0:
+                if not is_last and any(mv[pos:n]):
+                    add(Finding(W if old(pos) else C, "leveldb-not-a-record", "zero bytes, then more data, where "
+                                "records should continue", path, pos))
+                elif not is_last:
+                    add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
+                                "bytes before the end of a file that is not the last", path, pos))
+                break
+            # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
+            # should start is damage even at the end of the last file
+            # in the cut tail of the last file nothing more is lost (the broker drops it); a last file without a
+            # single record is no log at all
+            _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
+                  is_last and (records > 0 or pos > 0), complete_end, old(pos))
+            break
+        end = pos + L.HEADER_SIZE + length
+        if end > n:
+            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {end - n} byte(s) past the end of "
+                  "the file", is_last, complete_end, old(pos))
+            break
+        data = mv[pos + L.HEADER_SIZE:end]
+        ok = crc(data) == (cs & 0xFFFFFFFF)
+        records += 1
+        if not ok:
+            bad_crc += 1
+            if first_bad is None:
+                first_bad = pos
+            tail = is_last and complete_end is not None and pos >= complete_end
+            add(Finding(W if tail or old(pos) else C, "leveldb-checksum-mismatch",
+                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {cs & 0xFFFFFFFF:#010x}, "
+                        f"computed {crc(data):#010x}" + (" (in the cut unit of work)" if tail else ""), path, pos))
+        if kind == L.UOW_END and length == 8:
+            start = _UOW.unpack_from(data)[0]
+            if start != unit and not is_last:
+                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
+                # applies each unit at its UOW_END whatever start it names
+                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
+                            f"starts at {unit:#x}", path, pos))
+            unit = base + end
+        elif not (is_last and complete_end is not None and pos >= complete_end) and not old(pos) \
+                and (why := _kind_mismatch(kind, data)) is not None:
+            # the kind byte is outside the checksum: a record read as another kind changes the replay
+            add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
+                        "kind byte?): the replay applies it as that kind", path, pos))
+        elif kind == L.DATA:
+            counts["data"] += 1
+            at = base + pos
+            if at in wanted:
+                found[at] = (length, ok)
+        pos = end
+    counts["records"] += records
+    data.release() if records else None
+    mv.release()
+    if progress is not None:
+        progress(f.size)
+
+
+def _kind_mismatch(kind: int, data) -> str | None:
+    """Why a replayed record's data cannot be what its kind says (None when it can): DATA is a size-prefixed
+    OpenWire command (or snappy), entries are EntryRecords with their keys, ADD_COLLECTION a CollectionRecord,
+    REMOVE_COLLECTION a bare varint, UOW_END 8 bytes."""
+    try:
+        if kind == L.DATA:
+            n = len(data)
+            if n >= 5 and struct.unpack_from(">i", data, 0)[0] == n - 4:
+                return None
+            from amqtool.engines.leveldb.load import decode_data
+
+            decode_data(bytes(data))
+            return None
+        if kind in (L.ADD_ENTRY, L.UPDATE_ENTRY, L.REMOVE_ENTRY):
+            e = R.decode_entry(data)
+            return None if e.collection_key is not None and e.entry_key is not None else "has no entry keys"
+        if kind == L.ADD_COLLECTION:
+            c = R.decode_collection(data)
+            return None if c.type in R.COLLECTION_TYPES else f"is a collection of type {c.type}"
+        if kind == L.REMOVE_COLLECTION:
+            return None if 0 < len(data) <= 10 and data[-1] < 0x80 else "is not a bare varint collection key"
+        if kind == L.UOW_END:
+            return None if len(data) == 8 else "is not an 8-byte position"
+        if kind == L.TRACE:
+            return None
+        n = len(data)
+        if n >= 5 and struct.unpack_from(">i", data, 0)[0] == n - 4:
+            return None  # a message: a DATA record whose kind byte changed; the replay skips it, as it may
+        return f"is of kind {kind & 0xFF}, which the store never writes"
+    except FormatError as err:
+        return f"does not decode as one ({err.message})"
+
+
+def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = False) -> None:
+    if is_last and complete_end is not None and pos >= complete_end:
+        return  # inside the cut unit of work: reported once as leveldb-uow-cut
+    code = "leveldb-truncated-record" if reason == "truncated" else "leveldb-not-a-record"
+    add(Finding(W if old else C, code, detail + "; the records after it cannot be read in order" +
+                (" (before the replay's start: the broker no longer replays them)" if old else ""), path, pos))
+
+
+def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
+    """An entry whose DATA record is damaged. The broker reads the entry's length of bytes after the header
+    without looking at it (checksums off by default): if they still decode as a message it delivers that
+    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL)."""
+    msg, err = st.decode(m)
+    if msg is not None:
+        try:  # what a consumer (and the export) reads of it
+            msg.body()
+            msg.properties()
+        except FormatError as e:
+            msg, err = None, e.message
+    intact = msg is not None and _crc_field_damaged(st, m)
+    if msg is None:
+        tail = f"; the broker cannot read the message ({err})"
+    elif intact:
+        tail = "; its checksum field is one bit from the data's CRC-32: the data is intact"
+    else:
+        tail = "; the message's bytes changed (it still decodes: the broker delivers the changed message)"
+    add(Finding(W if intact else C, "leveldb-entry-bad-data",
+                f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}{tail}",
+                str(f.path), m.location - f.position))
+
+
+def _crc_field_damaged(st: LevelDBState, m) -> bool:
+    """The record's stored CRC-32 differs from its data's in one bit (or the header's kind byte, which no
+    checksum covers, is what differs): the data the broker reads is intact."""
+    head = st.reader.read(m.location, L.HEADER_SIZE)
+    data = st.reader.read(m.location + L.HEADER_SIZE, m.length)
+    if head is None or data is None:
+        return False
+    _magic, _kind, cs, _length = _HEAD.unpack_from(head, 0)
+    diff = (cs & 0xFFFFFFFF) ^ _crc32(data)  # over the entry's length of data, which is what the broker reads
+    return diff & (diff - 1) == 0
+
+
+def _units_after(st: LevelDBState) -> int:
+    """UOW_END records with good checksums anywhere after the end of the last complete unit of the last file
+    (searched byte by byte, past any broken framing): a crash leaves none there."""
+    buf = st.reader.buffer(st.logs[-1])
+    n = 0
+    pos = st.last_file_end
+    end = len(buf)
+    marker = b"\x2a\xff"
+    while True:
+        pos = buf.find(marker, pos, end)
+        if pos < 0 or pos + L.HEADER_SIZE + 8 > end:
+            return n
+        _m, _k, cs, length = _HEAD.unpack_from(buf, pos)
+        if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
+            n += 1
+        pos += 1
+
+
+def _read_data(st: LevelDBState, loc: int) -> tuple | None:
+    """(length, checksum ok) of a DATA record read at ``loc`` directly, or None when none starts there."""
+    head = st.reader.read(loc, L.HEADER_SIZE)
+    if head is None:
+        return None
+    magic, kind, cs, length = _HEAD.unpack_from(head, 0)
+    if magic != 0x2A or kind != L.DATA:
+        return None
+    data = st.reader.read(loc + L.HEADER_SIZE, length)
+    if data is None:
+        return None
+    return length, _crc32(data) == (cs & 0xFFFFFFFF)
+
+
+def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
+    add = findings.append
+    directory = str(st.directory)
+    # entries -> the DATA records they need
+    wanted: dict[int, list] = {}
+    for d in st.destinations.values():
+        # a topic message every subscription has acknowledged is delivered to no one (the broker's GC drops
+        # its entry): only what a consumer would still receive is required
+        low = min((sub.ack_position for sub in d.subscriptions), default=None) if d.kind == "topic" else None
+        for m in d.messages:
+            if low is None or m.seq > low:
+                wanted.setdefault(m.location, []).append((d.qualified, m))
+    for t in st.transactions:
+        for m, dest in t.sends:
+            wanted.setdefault(m.location, []).append((f"prepared {t.xid}", m))
+    found: dict[int, tuple] = {}
+    counts = {"records": 0, "data": 0}
+    prev_end = None
+    for i, f in enumerate(st.logs):
+        if prev_end is not None and f.position > prev_end:
+            add(Finding(I, "leveldb-gc-gap", f"log positions {prev_end:#x}..{f.position - 1:#x} are in no file "
+                        "(logs the broker's GC deleted)", str(f.path), None))
+        elif prev_end is not None and f.position < prev_end:
+            add(Finding(C, "leveldb-not-a-record", f"this file starts at {f.position:#x}, inside the previous "
+                        f"file's records (which end at {prev_end:#x})", str(f.path), 0))
+        is_last = i == len(st.logs) - 1
+        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
+                   counts, progress, st.replay.start)
+        prev_end = f.limit
+    cut = cut_tail(st)
+    dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
+    if dropped and not cut:
+        cut = {"file": st.logs[-1].name, "offset": st.last_file_end, "records": 0}
+    # units before the snapshot's position are in the index already: dropping them loses nothing but the
+    # DATA records entries point at, which the entries' check judges (leveldb-entry-past-end)
+    replayed = cut and st.logs[-1].position + cut["offset"] >= st.replay.start
+    if dropped:
+        add(Finding(C if replayed else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
+                    f"last log file's chain of units breaks (offset {cut['offset']}): the broker truncates the file "
+                    "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
+                    cut["offset"]))
+    elif cut:
+        add(Finding(W, "leveldb-uow-cut", f"the last unit of work is incomplete: {cut['records']} record(s) after "
+                    f"offset {cut['offset']} (a crash mid-write); the broker drops them on start",
+                    str(st.logs[-1].path), cut["offset"], {"records": cut["records"]}))
+    rep = st.replay
+    if rep.stopped:
+        f = st.reader.file_at(rep.stopped[0])
+        add(Finding(C, "leveldb-replay-stopped", f"the broker's replay stops at log position {rep.stopped[0]:#x} "
+                    f"({rep.stopped[1]}); {rep.limit - rep.stopped[0]} byte(s) of log up to {rep.limit:#x} are not "
+                    "applied to its index", str(f.path) if f else directory,
+                    rep.stopped[0] - f.position if f else None))
+    lost = bad = 0
+    for loc, users in sorted(wanted.items()):
+        got = found.get(loc)
+        holder, m = users[0]
+        f = st.reader.file_at(loc)
+        if st.past_end(loc, m.length):
+            lost += len(users)
+            add(Finding(C, "leveldb-entry-past-end", f"{holder} seq {m.seq}: its DATA record at log position "
+                        f"{loc:#x} lies past {rep.limit:#x}, where the broker truncates the last log file (the end "
+                        "of its last complete unit of work): the message is lost", str(f.path) if f else directory,
+                        loc - f.position if f else None))
+            continue
+        if got is None:  # not reached by the in-order scan (its framing broke before it): read it where it is
+            got = _read_data(st, loc)
+        if got is None:
+            if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
+                lost += len(users)
+                add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
+                            f"{loc:#x} is in no log file (the message is lost)", directory, None,
+                            {"position": loc, "destinations": [u[0] for u in users]}))
+            else:
+                bad += len(users)
+                _bad_entry(st, add, holder, m, f, "no DATA record starts there")
+        else:
+            length, ok = got
+            if length != m.length or not ok:
+                why = f"its length is {length}, the entry says {m.length}" if length != m.length else \
+                    "its checksum does not match"
+                _bad_entry(st, add, holder, m, f, why)
+                bad += len(users)
+    known = {int.from_bytes(k[1:9], "big", signed=True) for k in st.index if k[:1] == b"c" and len(k) == 9}
+    orphans: dict[int, int] = {}
+    for k in st.index:
+        if k[:1] == b"e" and len(k) >= 9:
+            ck = int.from_bytes(k[1:9], "big", signed=True)
+            if ck not in known:
+                orphans[ck] = orphans.get(ck, 0) + 1
+    for ck, n in sorted(orphans.items()):
+        # the broker deletes a collection's entries with it: entries without their collection are messages
+        # whose queue or topic record is gone (a damaged index), which no consumer will get
+        add(Finding(C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
+                    "not hold: the broker never reads them (their collection record is lost)", directory, None))
+    for key, msg in st.load_problems:
+        add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
+    db = st.snapshot_db
+    if st.snapshot is None:
+        if st.logs:
+            add(Finding(W, "leveldb-no-snapshot", "no index snapshot (NNN.index): the broker rebuilds the index "
+                        f"by replaying the log from {st.logs[0].name}", directory, None))
+    elif db.error:
+        add(Finding(C, "leveldb-index-unreadable", f"index snapshot {st.snapshot[1].name}: {db.error}",
+                    str(st.snapshot[1]), None))
+    else:
+        for path, off, msg, sev in db.problems:
+            add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
+    ddb = st.dirty_db
+    if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
+        missing = 0
+        for k, v in ddb.data.items():
+            if k[:1] == b"e" and len(k) == 17:
+                try:
+                    loc, length, meta = R.decode_index_entry(v)
+                except FormatError:
+                    continue
+                if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
+                        and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
+                    missing += 1
+        if missing:
+            add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
+                        f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
+                        str(st.directory / "dirty.index"), None))
+    if dirty_flag(st):
+        add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
+                    "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
+                                                                                        "dirty.index"), None))
+    for t in st.transactions:
+        add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
+                    f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))
+    for s in st.dropped_subscriptions:
+        add(Finding(I, "leveldb-dropped-subscription", f"durable subscription {s.client_id}:{s.name} names topic "
+                    f"collection {s.topic_key}, which is gone; the broker drops it at start", directory, None))
+    for d in st.dropped_topics:
+        add(Finding(I, "leveldb-dropped-topic", f"{d.qualified} has no durable subscription; the broker drops it "
+                    f"(and its {len(d.messages)} message(s)) at start", directory, None))
+    return {"files": len(st.logs), "bytes": sum(f.size for f in st.logs), "records": counts["records"],
+            "dataRecords": counts["data"], "unitsOfWorkReplayed": rep.units,
+            "destinations": len(st.destinations),
+            "messages": sum(len(d.messages) for d in st.destinations.values()),
+            "subscriptions": sum(len(d.subscriptions) for d in st.destinations.values()),
+            "preparedTransactions": len(st.transactions), "lostMessages": lost, "damagedMessages": bad,
+            "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
+
+
+def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
+    findings: list[Finding] = []
+    if not store.replicated:
+        with load(store) as st:
+            return findings, verify_state(st, findings, progress)
+    nodes = []
+    for n in store.nodes:
+        sub: list[Finding] = []
+        with load(store, node=n) as st:
+            summary = verify_state(st, sub, progress)
+            summary["directory"] = str(n.directory)
+            nodes.append((n, summary, _ranges(st)))
+        findings.extend(sub)
+    return findings, _replicas(nodes, findings)
+
+
+def _ranges(st: LevelDBState) -> list:
+    """(position, bytes) of each file's bytes up to the node's log end (for comparing replicas)."""
+    out = []
+    for f in st.logs:
+        stop = min(f.limit, st.replay.limit) if f is st.logs[-1] else f.limit
+        if stop > f.position:
+            out.append((f.position, f.path, stop - f.position))
+    return out
+
+
+def _replicas(nodes: list, findings: list) -> dict:
+    """Which node holds the latest log position, and whether all nodes' logs agree up to the shortest."""
+    latest = max(nodes, key=lambda x: x[1]["logEnd"])
+    common_start = max((r[0][0] for _n, _s, r in nodes if r), default=0)
+    common_end = min(s["logEnd"] for _n, s, _r in nodes)
+    digests = {}
+    for n, s, ranges in nodes:
+        h = _crc32(b"")
+        for pos, path, size in ranges:
+            lo, hi = max(pos, common_start), min(pos + size, common_end)
+            if hi <= lo:
+                continue
+            with open(path, "rb") as fh:
+                fh.seek(lo - pos)
+                left = hi - lo
+                while left:
+                    chunk = fh.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    h = _crc32(chunk, h)
+                    left -= len(chunk)
+        digests[str(n.directory)] = h
+        if s["logEnd"] < latest[1]["logEnd"]:
+            findings.append(Finding(I, "leveldb-replica-behind", f"this node's log ends at {s['logEnd']:#x}, "
+                                    f"{latest[1]['logEnd'] - s['logEnd']} byte(s) behind {latest[0].directory}",
+                                    str(n.directory), None))
+    agree = len(set(digests.values())) <= 1
+    if not agree:
+        findings.append(Finding(C, "leveldb-replicas-disagree", "the nodes' logs differ within their common range "
+                                f"{common_start:#x}..{common_end:#x}", str(latest[0].directory), None,
+                                {"crc32": {k: f"{v:#010x}" for k, v in digests.items()}}))
+    return {"nodes": [s for _n, s, _r in nodes], "latestNode": str(latest[0].directory),
+            "latestPosition": latest[1]["logEnd"], "commonRange": [common_start, common_end],
+            "replicasAgree": agree, "files": sum(s["files"] for _n, s, _r in nodes),
+            "bytes": sum(s["bytes"] for _n, s, _r in nodes)}

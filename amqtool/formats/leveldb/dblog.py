@@ -1,0 +1,144 @@
+"""LevelDB's log format (``db/log_format.h``), used by its write-ahead ``NNNNNN.log`` files and by the
+``MANIFEST-NNNNNN``: 32 KiB blocks of physical records ``crc32c masked (4, LE) | length (2, LE) | type (1) |
+data``, type FULL 1, FIRST 2, MIDDLE 3, LAST 4 (a logical record split across blocks); a block's last 6 or
+fewer bytes are zero padding. The checksum covers the type byte and the data.
+
+A write-ahead log record is a write batch (``db/write_batch.cc``): sequence (8, LE), count (4, LE), then
+``count`` operations: tag 1 (put) varint-length key and value, tag 0 (delete) varint-length key.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb.protobuf import read_varint
+from amqtool.formats.leveldb.codecs import crc32c, unmask
+
+BLOCK_SIZE = 32768
+HEADER_SIZE = 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+TYPE_DELETION, TYPE_VALUE = 0, 1
+
+
+@dataclass
+class LogProblem:
+    offset: int
+    message: str
+    data: bytes | None = None  # a FULL record dropped for its checksum: its bytes, for judging what was lost
+
+
+@dataclass
+class LogRead:
+    records: list = field(default_factory=list)  # (offset of the first fragment, bytes)
+    problems: list = field(default_factory=list)  # LogProblem: bad checksums, broken fragment chains
+    tail: int | None = None  # offset of a torn last record (a crash while LevelDB appended), if any
+
+
+def read_log(buf) -> LogRead:
+    """Every logical record of a LevelDB log file, as ``log::Reader`` with checksums on: a record with a bad
+    checksum, or a fragment out of order, is dropped and reported; a record cut by the end of the file is a
+    torn tail (LevelDB drops it silently)."""
+    mv = memoryview(buf)
+    n = len(mv)
+    out = LogRead()
+    pending: list = []
+    pending_at = None
+    pos = 0
+    while pos < n:
+        left = BLOCK_SIZE - pos % BLOCK_SIZE
+        if left < HEADER_SIZE:
+            pos += left
+            continue
+        if pos + HEADER_SIZE > n:
+            if any(mv[pos:n]):
+                out.tail = pos
+            break
+        masked, length, rtype = struct.unpack_from("<IHB", mv, pos)
+        if masked == 0 and length == 0 and rtype == 0:
+            # zero fill (preallocated or mmap-extended file): LevelDB skips the rest of the block
+            pos += left
+            continue
+        if HEADER_SIZE + length > left or pos + HEADER_SIZE + length > n:
+            if pos + HEADER_SIZE + length > n:
+                out.tail = pos
+            else:
+                out.problems.append(LogProblem(pos, f"record of {length} bytes runs past its 32 KiB block"))
+            break
+        data = mv[pos + HEADER_SIZE:pos + HEADER_SIZE + length]
+        if unmask(masked) != crc32c(bytes(mv[pos + 6:pos + 7]) + bytes(data)):
+            out.problems.append(LogProblem(pos, "record checksum (masked CRC-32C) does not match",
+                                           bytes(data)))
+            pending, pending_at = [], None
+            pos += HEADER_SIZE + length
+            continue
+        if rtype == FULL:
+            if pending:
+                out.problems.append(LogProblem(pending_at, "a split record is not finished"))
+            out.records.append((pos, bytes(data)))
+            pending, pending_at = [], None
+        elif rtype == FIRST:
+            pending, pending_at = [bytes(data)], pos
+        elif rtype in (MIDDLE, LAST):
+            if not pending:
+                out.problems.append(LogProblem(pos, "a record fragment without its first part"))
+            else:
+                pending.append(bytes(data))
+                if rtype == LAST:
+                    out.records.append((pending_at, b"".join(pending)))
+                    pending, pending_at = [], None
+        else:
+            out.problems.append(LogProblem(pos, f"unknown record type {rtype}"))
+        pos += HEADER_SIZE + length
+    if pending and out.tail is None:
+        out.tail = pending_at
+    return out
+
+
+@dataclass(slots=True)
+class BatchOp:
+    sequence: int
+    kind: int  # TYPE_VALUE or TYPE_DELETION
+    key: bytes
+    value: bytes | None
+
+
+def iter_batch(data) -> Iterator[BatchOp]:
+    """The operations of one write batch, numbered from its sequence."""
+    mv = data if isinstance(data, bytes) else bytes(data)
+    n = len(mv)
+    if n < 12:
+        raise FormatError(f"write batch of {n} bytes, shorter than its 12-byte header")
+    seq, count = struct.unpack_from("<QI", mv, 0)
+    pos = 12
+    for i in range(count):
+        if pos >= n:
+            raise FormatError(f"write batch says {count} operations, holds {i}", offset=pos)
+        tag = mv[pos]
+        pos += 1
+        if pos < n and mv[pos] < 0x80:  # one-byte lengths: the common case
+            klen = mv[pos]
+            pos += 1
+        else:
+            klen, pos = read_varint(mv, pos, n)
+        if pos + klen > n:
+            raise FormatError("write batch key runs past the end", offset=pos)
+        key = mv[pos:pos + klen]
+        pos += klen
+        if tag == TYPE_VALUE:
+            if pos < n and mv[pos] < 0x80:
+                vlen = mv[pos]
+                pos += 1
+            else:
+                vlen, pos = read_varint(mv, pos, n)
+            if pos + vlen > n:
+                raise FormatError("write batch value runs past the end", offset=pos)
+            yield BatchOp(seq + i, TYPE_VALUE, key, mv[pos:pos + vlen])
+            pos += vlen
+        elif tag == TYPE_DELETION:
+            yield BatchOp(seq + i, TYPE_DELETION, key, None)
+        else:
+            raise FormatError(f"write batch operation tag {tag}", offset=pos - 1)
+    if pos != n:
+        raise FormatError(f"write batch: {n - pos} bytes after its {count} operations", offset=pos)

@@ -1,0 +1,80 @@
+"""LevelDB's MANIFEST (``db/version_edit.cc``): a LevelDB log (:mod:`.dblog`) of version edits, each a run of
+varint tags: 1 comparator (length-prefixed), 2 log number, 3 next file number, 4 last sequence, 5 compact
+pointer (level, internal key), 6 deleted file (level, number), 7 new file (level, number, size, smallest and
+largest internal keys), 9 previous log number. Applying the edits in order gives the live table files and
+the oldest write-ahead log still needed (``VersionSet::Recover``); ``CURRENT`` names the MANIFEST."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb.protobuf import read_varint
+from amqtool.formats.leveldb.dblog import read_log
+
+
+@dataclass
+class Version:
+    comparator: str | None = None
+    log_number: int = 0
+    prev_log_number: int = 0
+    next_file: int = 0
+    last_sequence: int = 0
+    files: dict = field(default_factory=dict)  # file number -> (level, size)
+    problems: list = field(default_factory=list)  # (offset, message)
+    edits: int = 0
+
+
+def _lp(mv, pos, n):
+    ln, pos = read_varint(mv, pos, n)
+    if pos + ln > n:
+        raise FormatError("MANIFEST field runs past its edit", offset=pos)
+    return bytes(mv[pos:pos + ln]), pos + ln
+
+
+def apply_edit(v: Version, data) -> None:
+    mv = memoryview(data)
+    n = len(mv)
+    pos = 0
+    while pos < n:
+        tag, pos = read_varint(mv, pos, n)
+        if tag == 1:
+            name, pos = _lp(mv, pos, n)
+            v.comparator = name.decode("utf-8", "replace")
+        elif tag == 2:
+            v.log_number, pos = read_varint(mv, pos, n)
+        elif tag == 3:
+            v.next_file, pos = read_varint(mv, pos, n)
+        elif tag == 4:
+            v.last_sequence, pos = read_varint(mv, pos, n)
+        elif tag == 5:
+            _lvl, pos = read_varint(mv, pos, n)
+            _key, pos = _lp(mv, pos, n)
+        elif tag == 6:
+            _lvl, pos = read_varint(mv, pos, n)
+            num, pos = read_varint(mv, pos, n)
+            v.files.pop(num, None)
+        elif tag == 7:
+            lvl, pos = read_varint(mv, pos, n)
+            num, pos = read_varint(mv, pos, n)
+            size, pos = read_varint(mv, pos, n)
+            _small, pos = _lp(mv, pos, n)
+            _large, pos = _lp(mv, pos, n)
+            v.files[num] = (lvl, size)
+        elif tag == 9:
+            v.prev_log_number, pos = read_varint(mv, pos, n)
+        else:
+            raise FormatError(f"MANIFEST version edit tag {tag}", offset=pos)
+    v.edits += 1
+
+
+def read_manifest(buf) -> Version:
+    v = Version()
+    log = read_log(buf)
+    for off, msg in ((p.offset, p.message) for p in log.problems):
+        v.problems.append((off, msg))
+    for off, data in log.records:
+        try:
+            apply_edit(v, data)
+        except FormatError as err:
+            v.problems.append((off, f"version edit: {err.message}"))
+    return v

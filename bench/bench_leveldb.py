@@ -1,0 +1,107 @@
+"""Benchmark: LevelDB stores. `verify` against `cat` of the same log files, and `create DEST --from LEVELDB`
+throughput, measured in one run on the largest LevelDB store available.
+
+The store: ``--store PATH``, else the largest ``*/store`` under ``AMQTOOL_TEST_LEVELDB_STORES`` (the generated
+stores, one of them >= 256 MiB written by the real LevelDBStore), else the fixture (far too small for the
+targets: the figures are then only a smoke run). Both sides run warm (the files are read once before
+timing); best of --runs. Prints MiB/s for cat and verify and their ratio (target >= 0.5), the CPU seconds
+of each (the machines are shared: a loaded box stretches wall times), and create --from's MB/s of log bytes
+read (target >= 100 MB/s) with its messages per second.
+
+Usage: .venv/bin/python bench/bench_leveldb.py [--store DIR] [--runs 3] [--keep-dest]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "leveldb" / "basic" / "store"
+
+
+def log_bytes(store: Path) -> int:
+    return sum(p.stat().st_size for p in store.glob("*.log"))
+
+
+def pick_store(arg: str | None) -> Path:
+    if arg:
+        return Path(arg)
+    extra = os.environ.get("AMQTOOL_TEST_LEVELDB_STORES")
+    cands = [p for p in Path(extra).glob("*/store") if p.is_dir()] if extra and Path(extra).is_dir() else []
+    return max(cands, key=log_bytes) if cands else FIXTURE
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", default=None)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--keep-dest", action="store_true")
+    args = ap.parse_args()
+    store_dir = pick_store(args.store)
+    from amqtool.engines.leveldb.verify import verify_store
+    from amqtool.engines.migrate.write import create_from
+    from amqtool.store.layout import detect
+
+    store = detect(store_dir)
+    files = sorted(store_dir.glob("*.log"))
+    nbytes = sum(f.stat().st_size for f in files)
+    mib = nbytes / 2**20
+    cat_cmd = ["cat", *map(str, files)]
+    subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    verify_store(store)
+    best_cat = best_verify = cpu_cat = cpu_verify = float("inf")
+    for _ in range(args.runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)
+        best_cat = min(best_cat, time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_cat = min(cpu_cat, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+        c = time.process_time()
+        t = time.perf_counter()
+        findings, summary = verify_store(store)
+        best_verify = min(best_verify, time.perf_counter() - t)
+        cpu_verify = min(cpu_verify, time.process_time() - c)
+    cli = [str(ROOT / ".venv" / "bin" / "amqtool"), "verify", str(store_dir), "--format", "json", "-q"]
+    best_cli = float("inf")
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        subprocess.run(cli, stdout=subprocess.DEVNULL)
+        best_cli = min(best_cli, time.perf_counter() - t)
+    tmp = Path(tempfile.mkdtemp(prefix="leveldb-bench-"))
+    best_create = float("inf")
+    doc = {}
+    try:
+        for i in range(max(1, args.runs - 1)):
+            dest = tmp / f"artemis-{i}"
+            t = time.perf_counter()
+            doc = create_from(dest, store_dir)
+            best_create = min(best_create, time.perf_counter() - t)
+            if not args.keep_dest:
+                shutil.rmtree(dest)
+    finally:
+        if not args.keep_dest:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"store: {store_dir} ({len(files)} log files, {mib:.0f} MiB, {summary['records']} records, "
+          f"{summary['messages']} messages, {len(findings)} findings); load average {os.getloadavg()[0]:.1f}")
+    if nbytes < 256 * 2**20:
+        print("note: the store is smaller than the 256 MiB the targets are set for")
+    print(f"cat          : {best_cat:.3f} s  {mib / best_cat:8.0f} MiB/s  (cpu {cpu_cat:.3f} s)")
+    print(f"verify       : {best_verify:.3f} s  {mib / best_verify:8.0f} MiB/s  (cpu {cpu_verify:.3f} s)")
+    print(f"verify (CLI) : {best_cli:.3f} s  {mib / best_cli:8.0f} MiB/s  (a fresh process)")
+    print(f"ratio verify/cat throughput: {best_cat / best_verify:.2f} (target >= 0.5); CLI {best_cat / best_cli:.2f}")
+    print(f"create --from: {best_create:.3f} s  {nbytes / 1e6 / best_create:8.1f} MB/s of log  "
+          f"({doc.get('messages', 0) / best_create:,.0f} messages/s, {doc.get('bodyBytes', 0) / 1e6 / best_create:.1f} "
+          f"MB/s of bodies; target >= 100 MB/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
