@@ -55,12 +55,15 @@ test: install system-deps
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not integration and not spark" tests
 
+# Long randomised runs (not tests): each script exits non-zero on a problem. Add a script to the list.
+# fuzz_verdicts: fault campaigns, verdicts against the broker-equal loaders (issue 25); fuzz_kills: every
+# writer killed at random instants (issue 26).
+FUZZ_SCRIPTS = bench/fuzz_verdicts.py bench/fuzz_kills.py
+fuzz: install
+	for f in $(FUZZ_SCRIPTS); do $(PY) $$f || exit 1; done
+
 bench: install system-deps
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
-
-# Fault campaigns at scale (issue 25): verdicts against the truth of the broker-equal loaders.
-fuzz: install
-	$(PY) bench/fuzz_verdicts.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(DEMO) $(DEMO)-export

@@ -28,3 +28,31 @@ def as_given(text: str | None, n: int | None) -> str:
     if text is None or text.strip() == shown or text.strip() == str(n):
         return shown
     return f"{text.strip()} ({shown})"
+
+
+def check_number(value, option: str, *, minimum: float | None = None, maximum: float | None = None,
+                 above: float | None = None, also: tuple = ()):
+    """The one validator of numeric options: ``value`` (None passes: the option was not given) must be a
+    finite number with ``minimum <= value <= maximum`` and ``value > above``, or one of ``also`` (e.g. -1 for
+    "unlimited"). Returns it; UsageError (exit 3, one line naming the option) otherwise."""
+    import math
+
+    from amqtool.errors import UsageError
+
+    if value is None or value in also:
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{option} must be a finite number, not {value}")
+    bounds = []
+    if above is not None:
+        bounds.append(f"above {above:g}")
+    if minimum is not None:
+        bounds.append(f"at least {minimum:g}")
+    if maximum is not None:
+        bounds.append(f"at most {maximum:g}")
+    ok = ((minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+          and (above is None or value > above))
+    if not ok:
+        extra = f" (or {', '.join(str(a) for a in also)})" if also else ""
+        raise UsageError(f"{option} must be {' and '.join(bounds)}{extra}, not {value:g}")
+    return value

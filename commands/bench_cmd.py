@@ -200,6 +200,13 @@ def bench(
     from amqtool.engines import bench as engine
 
     with guarded(fmt):
+        from amqtool.units import check_number
+
+        check_number(writes, "--writes", minimum=1)
+        check_number(seconds, "--seconds", above=0)
+        check_number(producers, "--producers", minimum=1)
+        check_number(max_io, "--max-io", minimum=1)
+        check_number(tries, "--tries", minimum=1)
         settings = _settings(broker_xml)
         if directory is None:
             directory = settings.journal_dir if settings else Path(".")
@@ -293,6 +300,10 @@ def sync_methods(
     from amqtool.engines import bench as engine
 
     with guarded(fmt):
+        from amqtool.units import check_number
+
+        check_number(seconds, "--seconds", above=0)
+        check_number(writes, "--writes", minimum=1)
         with _progress(quiet) as (on_start, on_progress):
             doc = engine.run_sync_methods(directory, seconds=seconds, writes=writes, on_start=on_start,
                                           on_progress=on_progress)

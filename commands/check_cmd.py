@@ -244,8 +244,9 @@ def check_all(
 
         cfg = configure(paths, broker_xml, activemq_xml, max_disk_usage, min_disk_free, journal_max_io,
                         journal_device_block_size)
-        if probe_seconds < 0:
-            raise UsageError("--probe-seconds must not be negative")
+        from amqtool.units import check_number
+
+        check_number(probe_seconds, "--probe-seconds", minimum=0)
         if probe_seconds > 0:
             _status(quiet, f"amqtool: probing fsync rate for {probe_seconds:g} s ...")
         report = run_all(cfg.targets, cfg.limit, cfg.classic, cfg.journal_max_io, cfg.device_block_size,

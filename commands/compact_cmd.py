@@ -127,11 +127,20 @@ def compact(
     started = time.monotonic()
     with unknown_on_error("compact", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
         from amqtool.engines.artemis.compact import CompactRequest, compact_store
-        from amqtool.store.brokerxml import parse_byte_size
         from amqtool.store.layout import ArtemisStore
 
         if journal not in ("all", "messages", "bindings"):
             raise UsageError("--journal must be all, messages or bindings")
+        from amqtool.engines.artemis.create import parse_size
+        from amqtool.units import check_number
+
+        check_number(min_files, "--min-files", minimum=1)
+        check_number(pool_files, "--pool-files", minimum=1, also=(-1,))
+        check_number(compact_min_files, "--compact-min-files", minimum=0)
+        check_number(compact_percentage, "--compact-percentage", minimum=0, maximum=100)
+        check_number(live_below, "--live-below", minimum=0, maximum=100)
+        check_number(pinned_below, "--pinned-below", minimum=0)
+        file_size_bytes = parse_size(file_size, "--file-size") if file_size else None
         if output is not None and (dry_run or reclaim_only):
             raise UsageError("-o/--output cannot be combined with --dry-run or --reclaim-only")
         store = one_store(path, broker_xml, command="compact")
@@ -148,7 +157,7 @@ def compact(
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
             journals=("messages", "bindings") if journal == "all" else (journal,),
-            file_size=parse_byte_size(file_size) if file_size else None, min_files=min_files,
+            file_size=file_size_bytes, min_files=min_files,
             pool_files=pool_files, compact_min_files=compact_min_files, compact_percentage=compact_percentage,
         )
         if force and not dry_run and output is None and not quiet:

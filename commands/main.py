@@ -63,9 +63,13 @@ _register()
 _UsageError = typer.BadParameter.__mro__[1]
 
 
+_signalled: list[int] = []  # SIGTERM/SIGHUP received during this run
+
+
 def _raise_terminated(signum, _frame):
     from amqtool.commands.output import Terminated
 
+    _signalled.append(signum)
     raise Terminated(signum)
 
 
@@ -77,16 +81,45 @@ def main(argv: list[str] | None = None) -> int:
 
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
-    saved = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    _signalled.clear()
+    from amqtool.commands.output import Terminated, interrupted
+
+    saved: dict = {}
     try:
-        return _main(argv)
+        try:
+            # installed inside the try: a signal between the two calls is already ours to report
+            for s in (signal.SIGTERM, signal.SIGHUP):
+                saved[s] = signal.signal(s, _raise_terminated)
+            rv = _main(argv)
+            if rv == 130:
+                # Typer turns an interrupt that escapes a command (before its guard: imports, option parsing)
+                # into a silent exit 130: say it, with the right signal's code
+                return interrupted(Terminated(_signalled[-1]) if _signalled else KeyboardInterrupt())
+            return rv
+        except KeyboardInterrupt as err:
+            # a signal between installing the handlers and the command's own guard (imports, option parsing):
+            # nothing was written yet; one line, never a traceback (issue 26)
+            return interrupted(err)
     finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        # a signal arriving while the handlers are put back finds the run over: its outcome stands
+        while saved:
+            try:
+                s, handler = next(iter(saved.items()))
+                signal.signal(s, handler)
+                del saved[s]
+            except KeyboardInterrupt:
+                continue
+
+
+def _notice(line: str) -> None:
+    sys.stderr.write(f"amqtool: {line}\n")
 
 
 def _main(argv: list[str] | None) -> int:
     from amqtool import native
+    from amqtool.store import output
+
+    output.notice = _notice  # the writers' notes (a dead run's leftovers removed) go to stderr
 
     if not native.HAVE_NATIVE:  # once per run: every decoder then runs its (much slower) Python reference
         sys.stderr.write(f"amqtool: note: running without the C extension ({native.NATIVE_REASON}); "
@@ -99,9 +132,12 @@ def _main(argv: list[str] | None) -> int:
         if ctx is not None:
             sys.stderr.write(f"Try '{ctx.command_path} --help'.\n")
         return 3
-    except typer.Abort:
-        sys.stderr.write("amqtool: interrupted\n")
-        return 130
+    except typer.Abort as err:
+        from amqtool.commands.output import interrupted
+
+        # Click turns a KeyboardInterrupt (our SIGTERM/SIGHUP too) during parsing into Abort
+        cause = err.__cause__ if isinstance(err.__cause__, KeyboardInterrupt) else KeyboardInterrupt()
+        return interrupted(cause)
     except KeyboardInterrupt as err:
         from amqtool.commands.output import interrupted
 

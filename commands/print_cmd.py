@@ -66,6 +66,9 @@ def print_(
 ) -> None:
     """Print a store's live state (and, with --style artemis, every record as `artemis data print` does)."""
     with guarded(fmt):
+        from amqtool.units import check_number
+
+        check_number(max_pages, "--max-pages", minimum=0, also=(-1,))
         if _print_jdbc(jdbc_url, jdbc_password_file, jdbc_table_prefix, activemq_xml, broker_xml, fmt, style,
                        safe, quiet, reclaimed=reclaimed, ids=ids, types=types, journal=journal,
                        file_options=bool(files or pins or drain), wide=wide):

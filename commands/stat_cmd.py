@@ -34,7 +34,7 @@ from amqtool.commands.store_options import (
     JDBC_URL_OPTION,
 )
 from amqtool.commands.stores import describe, header, stores_at, where
-from amqtool.errors import UsageError, Verdict
+from amqtool.errors import Verdict
 
 
 class SortKey(str, enum.Enum):
@@ -111,8 +111,10 @@ def stat(
     """Per queue, paged address and journal: messages, bytes, oldest message, what compaction would free."""
     fmt = document_format(mfmt)
     with unknown_on_error("stat", os.path.abspath(path), mfmt, metrics_file), guarded(fmt):
-        if top is not None and top < 0:
-            raise UsageError("--top must be 0 or more")
+        from amqtool.units import check_number
+
+        check_number(top, "--top", minimum=0)
+        check_number(at, "--at", minimum=0)
         from amqtool.engines.stat import stat_store
 
         from amqtool.engines.jdbc.resolve import jdbc_store

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from amqtool.errors import CapabilityError, Finding, Severity, UsageError, Verdict, overall_verdict
+from amqtool.errors import CapabilityError, Finding, Severity, Verdict, overall_verdict
 from amqtool.units import as_given, binary
 
 # A limit is "close" when less than this share of the filesystem (or of a Classic limit) is left.
@@ -91,6 +91,7 @@ def configure(paths=None, broker_xml: str | None = None, activemq_xml: str | Non
     from amqtool.inspectors.space import ArtemisLimit
     from amqtool.store.activemqxml import read_activemq_xml
     from amqtool.store.brokerxml import DEFAULT_MAX_DISK_USAGE, parse_byte_size, read_broker_xml
+    from amqtool.units import check_number
 
     settings = read_broker_xml(broker_xml) if broker_xml else None
     classic = read_activemq_xml(activemq_xml) if activemq_xml else None
@@ -101,14 +102,12 @@ def configure(paths=None, broker_xml: str | None = None, activemq_xml: str | Non
                    for role, d in conf.directories().items()] or [Target("path", ".", True)]
     mdu = max_disk_usage if max_disk_usage is not None else (
         settings.max_disk_usage if settings else DEFAULT_MAX_DISK_USAGE)
-    if mdu != -1 and not 0 <= mdu <= 100:
-        raise UsageError(f"--max-disk-usage must be a percentage 0-100 or -1, not {mdu}")
+    check_number(mdu, "--max-disk-usage", minimum=0, maximum=100, also=(-1,))
     if min_disk_free is not None:
         mdf = -1 if min_disk_free.strip() == "-1" else parse_byte_size(min_disk_free)
     else:
         mdf = settings.min_disk_free if settings else None
-    if journal_max_io is not None and journal_max_io < 1:
-        raise UsageError(f"--journal-max-io must be at least 1, not {journal_max_io}")
+    check_number(journal_max_io, "--journal-max-io", minimum=1)
     if journal_device_block_size is not None:
         block_size = parse_byte_size(journal_device_block_size)
     else:

@@ -34,26 +34,32 @@ DEFAULT_JOURNAL_BUFFER_TIMEOUT_NIO = 3_333_333
 DEFAULT_PAGE_SYNC_TIMEOUT_AIO = DEFAULT_JOURNAL_BUFFER_TIMEOUT_AIO
 DEFAULT_PAGE_SYNC_TIMEOUT_NIO = DEFAULT_JOURNAL_BUFFER_TIMEOUT_NIO
 
-_UNITS = {
-    # ByteUtil.convertTextBytes: decimal and binary suffixes, case-insensitive, optional "B".
-    "": 1,
-    "b": 1,
-    "k": 1000, "kb": 1000, "kib": 1024,
-    "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-    "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
-    "t": 1000**4, "tb": 1000**4, "tib": 1024**4,
-}
+# ByteUtil.convertTextBytes (artemis-commons, apache/activemq-artemis 6700541d): an integer, optional spaces,
+# then k, m or g with an optional i, then an optional b, case-insensitive, each a power of 1024 (so 10M, 10MB
+# and 10MiB are all 10,485,760); a bare integer with an optional b; otherwise Long.parseLong of the text.
+_BYTE_SIZE = re.compile(r"^\s*(\d+)\s*(?:([kmg])i?)?(b)?\s*$", re.IGNORECASE)
+_POWERS = {None: 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_JAVA_LONG = re.compile(r"^[+-]?\d+$")
+_LONG_MAX = 2**63 - 1
 
 
 def parse_byte_size(text: str) -> int:
-    """Artemis byte sizes (``ByteUtil.convertTextBytes``): ``100GB``, ``10MiB``, ``512K``, ``1048576``.
-
-    Raises UsageError for anything else.
+    """A byte size exactly as Artemis reads one (``ByteUtil.convertTextBytes``): ``10M``, ``10MB``, ``10MiB``
+    and ``10 mib`` are 10,485,760; ``512K`` is 524,288; ``1048576`` and ``100b`` are bytes. There is no
+    ``T``, no decimal point, and a Java long's range. UsageError for anything else (Artemis refuses it too).
     """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
-    if not m or m.group(2).lower() not in _UNITS:
-        raise UsageError(f"invalid byte size {text!r} (expected e.g. 100GB, 10MiB, 1048576)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    t = text if isinstance(text, str) else ""
+    m = _BYTE_SIZE.match(t)
+    if m:
+        value = int(m.group(1)) * _POWERS[(m.group(2) or "").lower() or None]
+    elif _JAVA_LONG.match(t):
+        value = int(t)  # Long.parseLong: a sign, no spaces
+    else:
+        raise UsageError(f"invalid byte size {text!r} (Artemis' syntax: an integer with an optional K, M or G, "
+                         f"each a power of 1024, e.g. 10M, 10MiB, 512K, 1048576)")
+    if not -_LONG_MAX - 1 <= value <= _LONG_MAX:
+        raise UsageError(f"invalid byte size {text!r}: out of range of a Java long")
+    return value
 
 
 @dataclass

@@ -28,6 +28,7 @@ class KahaDBStore:
     activemq_xml: str | None = None
     kind: str = "kahadb"
     settings: dict = field(default_factory=dict)  # persistence-adapter attributes from activemq.xml
+    given: Path | None = None  # the path it was found from (layout.detect)
 
 
 _LOG = re.compile(r"^db-(\d+)\.log$")

@@ -75,6 +75,7 @@ class ArtemisStore:
     settings: BrokerSettings | None = None
     kind: str = "artemis"
     jms: JournalDir | None = None  # a 1.x JMS journal beside the bindings journal
+    given: Path | None = None  # the path it was found from (detect): a writer's output must stay out of it
 
     def journals(self) -> list[JournalDir]:
         """The journals the 2.x broker loads (bindings, messages); the 1.x JMS journal is :attr:`jms`."""
@@ -139,10 +140,17 @@ def _artemis_data_dir(data: Path) -> ArtemisStore | None:
 
 
 def detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml: str | None = None) -> Store:
-    """Detect the store at ``path``.
+    """Detect the store at ``path`` (remembered as the store's ``given``).
 
     Raises UnknownStoreError (exit 3) when nothing recognisable is there.
     """
+    store = _detect(path, broker_xml, activemq_xml)
+    if not broker_xml and not activemq_xml:
+        store.given = Path(path)
+    return store
+
+
+def _detect(path: str | os.PathLike, broker_xml: str | None = None, activemq_xml: str | None = None) -> Store:
     if broker_xml:
         return _artemis_from_settings(read_broker_xml(broker_xml))
     if activemq_xml:

@@ -65,13 +65,13 @@ def test_text_and_json_agree_on_exit_code(capsys, tmp_path):
 def test_disk_space_flag_limits(capsys, tmp_path):
     _, doc = run_json(["check", "disk-space", str(tmp_path), "--min-disk-free", "1EB"], capsys)  # bad unit
     assert doc["verdict"] == "UNKNOWN" and "invalid byte size" in doc["error"]
-    rc, doc = run_json(["check", "disk-space", str(tmp_path), "--min-disk-free", "1000000TB"], capsys)
+    rc, doc = run_json(["check", "disk-space", str(tmp_path), "--min-disk-free", "1000000GB"], capsys)
     assert rc == 2 and doc["checks"]["limit"]["mode"] == "min-disk-free"
     assert any(f["code"] == "disk-limit-breached" for f in doc["findings"])
     rc, doc = run_json(["check", "disk-space", str(tmp_path), "--max-disk-usage", "-1"], capsys)
     assert rc == 1 and doc["findings"][0]["code"] == "disk-limit-off"
     rc, _, err = run(["check", "disk-space", str(tmp_path), "--max-disk-usage", "140"], capsys)
-    assert rc == 3 and "percentage" in err
+    assert rc == 3 and "--max-disk-usage must be at least 0 and at most 100" in err
 
 
 def test_broker_xml_directories_and_limits(capsys, tmp_path):

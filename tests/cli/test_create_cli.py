@@ -117,7 +117,7 @@ def test_demo_text_output_and_refusal(tmp_path, capsys):
     assert code == 0
     assert "manifest:" in out and "queue orders:" in out
     code, out, err = run(capsys, "create", target, "--demo", "5MiB")
-    assert code == 3 and "non-empty" in err
+    assert code == 3 and "not an empty directory" in err
 
 
 @pytest.mark.skipif(not AMQTOOL.exists(), reason="console script not installed")

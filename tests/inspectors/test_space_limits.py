@@ -13,9 +13,9 @@ GiB = 1024**3
 
 
 def test_artemis_units():
-    assert parse_byte_size("100GB") == 100 * 1000**3
+    assert parse_byte_size("100GB") == 100 * 1024**3  # ByteUtil: every unit a power of 1024
     assert parse_byte_size("10MiB") == 10 * 1024**2
-    assert parse_byte_size("512K") == 512_000
+    assert parse_byte_size("512K") == 524_288
 
 
 def test_max_disk_usage_is_strictly_below_the_percentage():

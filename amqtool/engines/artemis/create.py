@@ -19,8 +19,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amqtool.errors import UsageError
-from amqtool.store import atomic, locks
+from amqtool.errors import AmqtoolError, UsageError
+from amqtool.store import atomic, locks, output
 from amqtool.store.brokerxml import parse_byte_size
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import BINDINGS, MESSAGES, JournalSpec
@@ -117,27 +117,82 @@ def create_journals(path: str | os.PathLike, kind: str = "messages", *, file_siz
         raise UsageError("the bindings journal always has 2 files of 1 MiB (JournalStorageManager); "
                          "--file-size and --min-files apply to the message journal")
     fs, mf = resolve_messages_settings(file_size, min_files)
-    # The checks run under amqtool's writer lock: a create running meanwhile is named, not its half-made files.
-    if kind == "bindings":
-        with _writing([root]):
-            refuse_existing_journal(root)
-            return [_create_one(root, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files)]
-    if kind == "messages":
-        with _writing([root]):
-            refuse_existing_journal(root)
-            return [_create_one(root, MESSAGES, fs, mf)]
-    data = root / "data"
-    bdir, jdir = data / BROKER_DIRS["bindings"], data / BROKER_DIRS["journal"]
-    atomic.ensure_free_space(_existing_parent(root), 2 * BINDINGS.default_file_size + max(mf, 2) * fs)
-    with _writing([bdir, jdir]):
-        refuse_existing_journal(bdir)
-        refuse_existing_journal(jdir)
-        out = [_create_one(bdir, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files),
-               _create_one(jdir, MESSAGES, fs, mf)]
-    for name in ("paging", "large-messages"):
-        (data / BROKER_DIRS[name]).mkdir(parents=True, exist_ok=True)
-    atomic.fsync_dir(data)
+    if kind == "broker":
+        data = root / "data"
+        plan = [(data / BROKER_DIRS["bindings"], BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files),
+                (data / BROKER_DIRS["journal"], MESSAGES, fs, mf)]
+    elif kind == "bindings":
+        plan = [(root, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files)]
+    else:
+        plan = [(root, MESSAGES, fs, mf)]
+    for directory, *_ in plan:
+        refuse_existing_journal(directory)
+    with output.claiming(root, output.JOURNAL_DIR) as claimed:
+        root = claimed.path
+        plan = [(root / d.relative_to(Path(path)) if d != Path(path) else root, *rest) for d, *rest in plan]
+        # a full disk is found before anything is written (as --demo and --from do), not halfway
+        atomic.ensure_free_space(_existing_parent(root), sum(size * max(n, 2) for _d, _s, size, n in plan))
+        if not os.path.lexists(root):
+            # a new directory is built aside and renamed into place: a kill leaves none, or the whole
+            with atomic.tree_aside(root, "create") as tmp:
+                aside = [(tmp / d.relative_to(root), *rest) for d, *rest in plan]
+                out = _create_all(kind, tmp, aside)
+            for cj, (d, *_rest) in zip(out, plan):
+                cj.directory = d
+            return out
+        made = _missing_dirs(root)
+        try:
+            # into an existing directory: under amqtool's writer lock on the journal directories, and checked
+            # again there (a compaction or another create running meanwhile is named, not its files)
+            with _writing([d for d, *_ in plan]):
+                for directory, *_ in plan:
+                    refuse_existing_journal(directory)
+                out = _create_all(kind, root, plan)
+        except BaseException as err:
+            _undo(plan, made)
+            if isinstance(err, OSError):
+                raise AmqtoolError(f"creating the journal failed: {err.strerror or err}; nothing was left behind",
+                                   path=str(root)) from None
+            raise
     return out
+
+
+def _create_all(kind: str, root: Path, plan) -> list[CreatedJournal]:
+    out = []
+    for d, spec, size, n in plan:
+        d.mkdir(parents=True, exist_ok=True)
+        out.append(_create_one(d, spec, size, n))
+    if kind == "broker":
+        for name in ("paging", "large-messages"):
+            (root / "data" / BROKER_DIRS[name]).mkdir(parents=True, exist_ok=True)
+        atomic.fsync_dir(root / "data")
+    return out
+
+
+def _missing_dirs(root: Path) -> list[Path]:
+    """``root`` and its ancestors that do not exist yet, outermost first (what a failed create removes)."""
+    missing = []
+    p = root
+    while not os.path.lexists(p) and p.parent != p:
+        missing.append(p)
+        p = p.parent
+    return missing[::-1]
+
+
+def _undo(plan, made: list[Path]) -> None:
+    """A failed create leaves nothing: the journal files it wrote (the directories held none before) and the
+    directories it made."""
+    import shutil
+
+    if made:
+        shutil.rmtree(made[0], ignore_errors=True)
+        return
+    for directory, *_ in plan:
+        for name in journal_entries(directory) if directory.is_dir() else ():
+            try:
+                os.unlink(directory / name)
+            except OSError:
+                pass
 
 
 @contextlib.contextmanager

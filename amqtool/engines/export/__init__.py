@@ -178,7 +178,8 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
     else:
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
     options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
-    target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode)
+    target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode,
+                          inputs=export_inputs(store, req))
     xml_writer = None
     with target.writing():
         if engine == "local":
@@ -209,6 +210,18 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
                 fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
     warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
     return doc, (Verdict.WARNING if warn else Verdict.OK)
+
+
+def export_inputs(store, req: ExportRequest) -> list:
+    """What an export of ``store`` reads, which its output must not be, contain or lie in
+    (:mod:`amqtool.store.output`): a file store's directories and broker instance (and the path given, unless
+    a configuration file named the store); the configuration files given."""
+    from amqtool.store.output import store_inputs
+
+    configs = [p for p in (req.broker_xml, req.activemq_xml, req.jdbc_password_file) if p]
+    if not store.kind.endswith("-jdbc"):  # a store of files (Artemis, KahaDB, LevelDB)
+        return store_inputs(store) + configs
+    return configs
 
 
 def _refused_files(store) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ import os
 import shutil
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 from urllib.parse import unquote, urlparse
 
@@ -122,6 +122,7 @@ class FleetStore:
     files: int = 0
     bytes: int = 0
     error: str | None = None  # why it cannot be exported
+    inputs: list = field(default_factory=list)  # what reading it reads (amqtool.store.output.store_inputs)
 
 
 def survey(index: int, path: str) -> FleetStore:
@@ -129,11 +130,13 @@ def survey(index: int, path: str) -> FleetStore:
     from amqtool.engines.artemis.describe import server_node_id
     from amqtool.engines.export import store_file_sizes
     from amqtool.store.layout import detect
+    from amqtool.store.output import store_inputs
 
     fs = FleetStore(index, path)
     try:
         store = detect(path)
         fs.kind = store.kind
+        fs.inputs = store_inputs(store, path)
         if store.kind == "artemis":
             journals = store.journals()
             if not journals:
@@ -442,7 +445,8 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
         threshold = auto_spark_threshold(_cores())
         total = sum(s.bytes for s in stores)
         engine = "spark" if req.master or (threshold is not None and total >= threshold) else "local"
-    target = OutputTarget(req.out, is_dir=True, force=req.force, mode=req.mode)
+    inputs = [p for s in stores for p in (s.inputs or [s.path])]
+    target = OutputTarget(req.out, is_dir=True, force=req.force, mode=req.mode, inputs=inputs)
     with target.writing():
         if engine == "local":
             outcomes = export_fleet_local(stores, options, req.fmt, target, progress=progress,

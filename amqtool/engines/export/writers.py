@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from amqtool.errors import AmqtoolError, UsageError
-from amqtool.store import atomic
+from amqtool.store import atomic, output
 
 DEFAULT_FILE_MODE = 0o600
 
@@ -60,28 +60,34 @@ OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 class OutputTarget:
     """Where one export goes. ``is_dir``: a directory of tables (jsonl, parquet) or one file (xml)."""
 
-    def __init__(self, out: str | os.PathLike, *, is_dir: bool, force: bool = False, mode: int = DEFAULT_FILE_MODE):
-        self.out = Path(out).absolute()
+    def __init__(self, out: str | os.PathLike, *, is_dir: bool, force: bool = False, mode: int = DEFAULT_FILE_MODE,
+                 inputs=()):
+        self.given = os.fspath(out)
+        self.out = output.real_path(out)
         self.is_dir = is_dir
+        self.kind = output.EXPORT_DIR if is_dir else output.EXPORT_FILE
         self.force = force
+        self.inputs = list(inputs)
         self.file_mode = mode
         self.dir_mode = dir_mode_for(mode)
         self.work: Path | None = None
+        self.claimed: output.Output | None = None
 
     def check(self) -> None:
-        """Refuse an existing output (without force) and a missing parent, before any work starts."""
-        if self.out.exists() or self.out.is_symlink():
-            if not self.force:
-                raise UsageError("output exists; use --force to replace it", path=str(self.out))
-            if self.out.is_dir() != self.is_dir and not self.out.is_symlink():
-                kind = "directory" if self.out.is_dir() else "file"
-                raise UsageError(f"output exists and is a {kind}; refusing to replace it with a "
-                                 f"{'directory' if self.is_dir else 'file'}", path=str(self.out))
-        parent = self.out.parent
-        if not parent.is_dir():
-            raise UsageError("output directory does not exist", path=str(parent))
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise UsageError("output directory is not writable", path=str(parent))
+        """The output rule (:mod:`amqtool.store.output`), before any work starts: never an input, never a
+        device or fifo, an existing output replaced only with force and only when it is an earlier export."""
+        self.out = output.check(self.given, self.kind, inputs=self.inputs, force=self.force)
+
+    def claim(self) -> None:
+        """:meth:`check`, then lock the output against a second writer and remove dead writers' leftovers."""
+        if self.claimed is None:
+            self.claimed = output.claim(self.given, self.kind, inputs=self.inputs, force=self.force)
+            self.out = self.claimed.path
+
+    def release(self) -> None:
+        if self.claimed is not None:
+            self.claimed.release()
+            self.claimed = None
 
     @contextmanager
     def writing(self):
@@ -105,7 +111,7 @@ class OutputTarget:
 
     def begin(self) -> Path:
         """Create the private work directory; returns :attr:`path`, where the output is to be built."""
-        self.check()
+        self.claim()
         work = self.out.parent / f".{self.out.name}.amqtool-tmp-{os.getpid()}"
         if work.exists():
             shutil.rmtree(work)
@@ -156,19 +162,24 @@ class OutputTarget:
         """Rename the finished output into place (replacing an old one only now, with force)."""
         assert self.work is not None
         self._finish_tree()
-        if self.out.exists() or self.out.is_symlink():
+        if not self.is_dir:
+            output.mark_file(self.path)  # so a later --force knows it for an export of amqtool
+        if os.path.lexists(self.out):
             if not self.force:  # appeared while we worked
                 raise UsageError("output appeared while exporting; use --force to replace it", path=str(self.out))
+            output.check(self.given, self.kind, inputs=self.inputs, force=True)  # still an earlier export
             old = self.work / "old"
             os.rename(self.out, old)
         atomic.rename(self.path, self.out)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work = None
+        self.release()
 
     def abort(self) -> None:
         if self.work is not None:
             shutil.rmtree(self.work, ignore_errors=True)
             self.work = None
+        self.release()
 
 
 class FileMaker:

@@ -196,7 +196,18 @@ def _lost_of(d, directory: str) -> list[KahaLost]:
 
 
 def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecoverReport:
-    """Recover ``store`` (a KahaDBStore) into ``req.output``, or only report with ``dry_run``."""
+    """Recover ``store`` (a KahaDBStore) into ``req.output``, or only report with ``dry_run``. The output is
+    claimed first (:mod:`amqtool.store.output`)."""
+    from amqtool.store import output
+
+    if req.output is None and not req.dry_run:
+        raise UsageError("recover needs -o DEST (or --dry-run)")
+    dest = req.output if not req.dry_run else None
+    with output.claiming(dest, inputs=output.store_inputs(store) if dest is not None else ()):
+        return _recover_kahadb(store, req, progress)
+
+
+def _recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecoverReport:
     from amqtool.engines.kahadb.compact import (
         KahaCompactRequest,
         _checksums,
@@ -212,12 +223,6 @@ def recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecover
     if req.output is None and not req.dry_run:
         raise UsageError("recover needs -o DEST (or --dry-run)")
     dest = Path(req.output) if req.output is not None else None
-    if dest is not None:
-        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-            raise UsageError(f"destination {dest} exists and is not an empty directory")
-        src = Path(store.root).resolve()
-        if dest.resolve() == src or src in dest.resolve().parents:
-            raise UsageError(f"destination {dest} is inside the source store")
     report = KahaRecoverReport(str(store.root), None if req.dry_run else str(dest), req.dry_run)
     held = locks.find_locks([store.root / "lock"] + [Path(p) / "lock" for p in store.directories])
     if held:

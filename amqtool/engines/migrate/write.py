@@ -47,7 +47,7 @@ from amqtool.formats.artemis.userrecords import (
     JournalRecordIds as R,
     QueueBindingRecord,
 )
-from amqtool.store import atomic, locks
+from amqtool.store import atomic, locks, output
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import BINDINGS, MESSAGES
 
@@ -126,14 +126,6 @@ def broker_xml_snippet(plan: MigrationPlan) -> str:
         lines.append("   </address>")
     lines.append("</addresses>")
     return "\n".join(lines) + "\n"
-
-
-def _check_dest(dest: Path) -> None:
-    if dest.exists():
-        if not dest.is_dir():
-            raise UsageError("exists and is not a directory", path=str(dest))
-        if any(dest.iterdir()):
-            raise UsageError("refusing to write a migrated store into a non-empty directory", path=str(dest))
 
 
 def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
@@ -220,13 +212,15 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         if include_prepared:
             raise UsageError("--include-prepared applies to KahaDB sources (a data exp document holds no "
                              "prepared transactions)")
+        inputs = [Path(source)]
         if not dry_run:
-            _check_dest(target)
+            output.check(target, output.STORE, inputs=inputs)
         plan = XmlImportPlan(source)
     else:
         store = open_source(source, force=force)
+        inputs = output.store_inputs(store, source)
         if not dry_run:
-            _check_dest(target)
+            output.check(target, output.STORE, inputs=inputs)
         from amqtool.engines.migrate.leveldb import plan_for
 
         plan = plan_for(store, include_prepared=include_prepared)
@@ -245,15 +239,16 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         doc["counts"] = {"largeMessages": large, "largeBytes": large_bytes}
         doc.update(plan.summary())
         return doc
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    atomic.ensure_free_space(parent, int(plan.bytes_scanned * 1.2) + 2 * BINDINGS.default_file_size + mf * fs)
-    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
-        counts = _write(tmp, plan, large_threshold, fs, mf, progress)
-        doc["counts"] = counts
-        doc.update(plan.summary())
-        (tmp / "broker.xml.snippet").write_text(broker_xml_snippet(plan), encoding="utf-8")
-        with open(tmp / "migration.json", "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, ensure_ascii=False)
-            fh.write("\n")
+    with output.claiming(target, inputs=inputs) as claimed:  # absent or empty, never an input; one writer
+        target = claimed.path
+        atomic.ensure_free_space(target.parent,
+                                 int(plan.bytes_scanned * 1.2) + 2 * BINDINGS.default_file_size + mf * fs)
+        with atomic.tree_aside(target) as tmp:
+            counts = _write(tmp, plan, large_threshold, fs, mf, progress)
+            doc["counts"] = counts
+            doc.update(plan.summary())
+            (tmp / "broker.xml.snippet").write_text(broker_xml_snippet(plan), encoding="utf-8")
+            with open(tmp / "migration.json", "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=1, ensure_ascii=False)
+                fh.write("\n")
     return doc

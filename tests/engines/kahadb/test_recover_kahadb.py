@@ -108,7 +108,7 @@ def test_dry_run_and_destination_rules(tmp_path, run_cli):
     assert code == 1 and doc["mode"] == "dry-run" and len(doc["lost"]) == len(cmds)
     assert tree_hashes(tmp_path) == hashes
     code, _out, err = run_cli("recover", root, "-o", root / "x")
-    assert code == 3 and "inside the source" in err
+    assert code == 3 and "lies inside the input" in err
     code, _out, err = run_cli("recover", root, "--dry-run", "--undelete")
     assert code == 3 and "Artemis" in err
 

@@ -138,7 +138,7 @@ def test_refusals(tmp_path, capsys):
     dest.mkdir()
     (dest / "x").write_text("x")
     code, _, err = run(capsys, "create", dest, "--from", KAHADB / "basic")
-    assert code == 3 and "non-empty" in err
+    assert code == 3 and "not an empty directory" in err
     code, _, err = run(capsys, "create", tmp_path / "a", "--from", tmp_path / "nothing-here")
     assert code == 3
     made = tmp_path / "made"

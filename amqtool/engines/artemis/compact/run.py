@@ -36,6 +36,17 @@ class CompactRequest:
 
 def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None] | None = None,
                   lock_files: list | None = None) -> list[JournalCompaction]:
+    """:func:`_compact_store`, with ``-o DEST`` claimed first (:mod:`amqtool.store.output`: never the store,
+    inside it or around it; absent or empty; one writer at a time)."""
+    from amqtool.store import output
+
+    dest = req.output if req.output is not None and not req.dry_run else None
+    with output.claiming(dest, inputs=output.store_inputs(store) if dest is not None else ()):
+        return _compact_store(store, req, progress=progress, lock_files=lock_files)
+
+
+def _compact_store(store, req: CompactRequest, *, progress: Callable[[int], None] | None = None,
+                   lock_files: list | None = None) -> list[JournalCompaction]:
     """Compact (or plan, or reclaim) every selected journal of an Artemis ``store``.
 
     Raises StoreLockedError when a broker holds the store and ``force`` is not set (writing modes only),

@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Callable
 
 from amqtool.engines.artemis.create import resolve_messages_settings
 from amqtool.errors import UsageError
-from amqtool.store import atomic
+from amqtool.store import atomic, output
 from amqtool.engines.artemis.demo.broker import _Demo
 from amqtool.engines.artemis.demo.constants import MIN_SIZE
 
@@ -66,20 +65,14 @@ def create_demo(path: str | os.PathLike, size: int, *, seed: int = 1, live_ratio
     if fs < 64 * 1024:
         raise UsageError("a demo needs journal files of at least 64 KiB (large message headers and "
                          "transactions must fit)")
-    target = Path(path).absolute()
-    if target.exists():
-        if not target.is_dir():
-            raise UsageError("exists and is not a directory", path=str(target))
-        if any(target.iterdir()):
-            raise UsageError("refusing to write a demo store into a non-empty directory", path=str(target))
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    atomic.ensure_free_space(parent, int(size * 1.1) + 4 * fs)
-    with atomic.tree_aside(target) as tmp:  # target is absent or empty (checked above)
-        demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
-        demo.run()
-        manifest = demo.manifest()
-        with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
-            json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
-            fh.write("\n")
+    with output.claiming(path) as claimed:  # absent or empty (amqtool.store.output); one writer at a time
+        target = claimed.path
+        atomic.ensure_free_space(target.parent, int(size * 1.1) + 4 * fs)
+        with atomic.tree_aside(target) as tmp:
+            demo = _Demo(tmp, size, seed, live_ratio, fs, mf, progress, large_messages, paging)
+            demo.run()
+            manifest = demo.manifest()
+            with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
+                json.dump(manifest, fh, ensure_ascii=False, separators=(",", ":"))  # the C encoder: fast
+                fh.write("\n")
     return manifest

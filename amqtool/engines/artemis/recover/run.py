@@ -500,28 +500,28 @@ def _page_and_large(store: ArtemisStore, loads: dict[str, LoadResult], report: R
     return exclude
 
 
-def check_destination(dest: Path) -> None:
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UsageError(f"destination {dest} exists and is not an empty directory")
-
-
 def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callable[[int], None] | None = None,
                   transform_for: Callable[[str], Callable[[LoadResult], None] | None] | None = None,
                   report: RecoverReport | None = None, before_switch=None) -> RecoverReport:
     """Recover ``store`` into ``req.output`` (or only report, with ``dry_run``). ``transform_for(kind)``
     gives a per-journal hook on the load and ``before_switch(tmp, preps)`` a last step on the finished copy
-    before it is renamed into place (``--undelete``)."""
-    from amqtool.engines.artemis.compact.run import _write_copy
-    from amqtool.store import locks
+    before it is renamed into place (``--undelete``). The destination is claimed first
+    (:mod:`amqtool.store.output`: never the store or around it, absent or empty, one writer at a time)."""
+    from amqtool.store import output
 
     if req.output is None and not req.dry_run:
         raise UsageError("recover needs -o DEST (or --dry-run)")
-    if req.output is not None:
-        check_destination(Path(req.output))
-        src = Path(store.root).resolve()
-        dst = Path(req.output).resolve()
-        if dst == src or src in dst.parents:
-            raise UsageError(f"destination {req.output} is inside the source store")
+    dest = req.output if not req.dry_run else None
+    with output.claiming(dest, inputs=output.store_inputs(store) if dest is not None else ()):
+        return _recover_store(store, req, progress=progress, transform_for=transform_for, report=report,
+                              before_switch=before_switch)
+
+
+def _recover_store(store: ArtemisStore, req: RecoverRequest, *, progress, transform_for, report,
+                   before_switch) -> RecoverReport:
+    from amqtool.engines.artemis.compact.run import _write_copy
+    from amqtool.store import locks
+
     journals = [j for j in store.journals() if j.kind in req.journals]
     if not journals:
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))

@@ -127,7 +127,31 @@ def _needed(rep: DirReport, d, req: KahaCompactRequest) -> None:
 
 
 def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirReport]:
-    """Compact every directory of ``store`` (a KahaDBStore) as ``req`` says; see the module docstring."""
+    """Compact every directory of ``store`` (a KahaDBStore) as ``req`` says; see the module docstring.
+
+    ``-o DEST`` is claimed first (:mod:`amqtool.store.output`) and written aside
+    (``.<DEST>.amqtool-compact-<pid>``), then renamed into place: DEST is absent or complete."""
+    if req.output is None or req.dry_run:
+        return _compact_kahadb(store, req, progress)
+    from dataclasses import replace
+
+    from amqtool.store import output
+
+    with output.claiming(req.output, inputs=output.store_inputs(store)) as claimed:
+        tmp = atomic.aside_dir(claimed.path, "compact")
+        try:
+            reports = _compact_kahadb(store, replace(req, output=tmp), progress)
+            atomic.fsync_dir(tmp)
+            atomic.switch_dir(tmp, claimed.path)
+        except atomic.InjectedFault:
+            raise
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return reports
+
+
+def _compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirReport]:
     from amqtool.store import locks
 
     lock_paths = [store.root / "lock"] + [Path(p) / "lock" for p in store.directories]
