@@ -118,18 +118,20 @@ def test_spark_engine_keeps_jvm_chatter_off_the_terminal(store, tmp_path):
 
 
 def test_refused_journal_file_is_reported_not_silently_empty(run_cli, tmp_path):
-    # A file Artemis refuses to load (random bytes: no valid header) is left out by both engines; the export
-    # must say so and end with WARNING rather than report an empty store as OK.
+    # A lone file Artemis cannot read a header from (random bytes) is not a store: UNKNOWN, as verify says
+    # (issue 25 case 21; it was WARNING), never an empty store reported as OK.
     journal = tmp_path / "journal"
     journal.mkdir()
     (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
     code, out, err = run_cli("export", journal, "-o", tmp_path / "out", "--format", "jsonl", "--engine", "local",
                              "--report", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["verdict"] == "WARNING" and doc["rows"] == 0
-    (problem,) = doc["problems"]
-    assert problem["messageId"] is None and "activemq-data-1.amq" in problem["message"]
-    assert "journal format version" in problem["message"]
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and doc["rows"] == 0
+    (finding,) = doc["findings"]
+    assert finding["code"] == "not-a-store" and "activemq-data-1.amq" in finding["message"]
+    assert "journal format version" in finding["message"]
+    code, out, _ = run_cli("verify", journal, "--format", "json")
+    assert code == 3 and [f["code"] for f in json.loads(out)["findings"]] == ["not-a-store"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)

@@ -18,6 +18,7 @@ What is judged, and why (codes are documented in man/amqtool-verify.1):
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -381,11 +382,14 @@ def _jms_findings(result: LoadResult, findings: list[Finding]) -> None:
 
 
 def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
-                   progress: Callable[[int], None] | None = None, paging=None) -> LoadResult | None:
-    """Verify one journal directory, appending findings and its summary to ``report``."""
+                   progress: Callable[[int], None] | None = None, paging=None,
+                   opened=None) -> LoadResult | None:
+    """Verify one journal directory, appending findings and its summary to ``report``. ``opened``: the
+    journal already opened by the caller (:func:`open_journal`), who keeps it open to read the bodies of the
+    returned load (the export judges the load it exports, so the journal is scanned once)."""
     findings = report.findings
     summary = JournalSummary(journal.kind, str(journal.directory))
-    with open_journal(journal) as opened:
+    with (contextlib.nullcontext(opened) if opened is not None else open_journal(journal)) as opened:
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:
@@ -421,8 +425,12 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
     return result
 
 
-def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal."""
+def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None, *,
+                 loads: dict | None = None) -> VerifyReport:
+    """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal.
+
+    ``loads``: a dict that receives ``kind -> (opened journal, load result)`` of the bindings and messages
+    journals, left open for the caller to read and close (what the export exports is what was judged)."""
     report = VerifyReport()
     journals = store.journals()
     if not journals and store.jms is None:
@@ -431,13 +439,42 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
 
     paging = PagingVerifier(store, progress)
     for journal in journals:
-        verify_journal(store, journal, report, progress, paging)
+        if loads is None:
+            verify_journal(store, journal, report, progress, paging)
+            continue
+        opened = open_journal(journal)
+        loads[journal.kind] = (opened, None)
+        loads[journal.kind] = (opened, verify_journal(store, journal, report, progress, paging, opened=opened))
     if store.jms is not None:
         verify_journal(store, store.jms, report, progress)
     if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
+    _not_a_store(store, report)
     return report
+
+
+# header problems that mean "not a journal file" (random bytes, another program's file)
+_NOT_JOURNAL = ("bad-header-version", "user-version-mismatch", "bad-file-id")
+
+
+def _not_a_store(store: ArtemisStore, report: VerifyReport) -> None:
+    """No file of the store has an Artemis journal header, and no page file is there either: what the files
+    hold is not a store (random bytes named like a journal file), which is UNKNOWN ("could not check": the
+    man page's "not a store"), not a verdict on a broker's data. The header findings are folded into one
+    ``not-a-store`` finding naming the files. A store with one loadable file keeps its CRITICAL findings
+    (Artemis refuses to start with a file it cannot read a header from)."""
+    if any(j.files for j in report.journals) or (report.paging or {}).get("pages"):
+        return
+    headers = [f for f in report.findings if f.code in _NOT_JOURNAL]
+    if not headers:
+        return
+    report.findings[:] = [f for f in report.findings if f.code not in _NOT_JOURNAL]
+    report.findings.append(Finding(
+        Severity.UNKNOWN, "not-a-store",
+        f"no file here has an Artemis journal header ({len(headers)} file(s) named like journal files, first "
+        f"{os.path.basename(headers[0].path or '')}: {headers[0].message}): not a store",
+        str(store.root), None, {"files": [f.path for f in headers]}))
 
 
 def total_bytes(store: ArtemisStore) -> int:

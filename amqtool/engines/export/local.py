@@ -44,20 +44,32 @@ class LocalArtemisExport:
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
         from amqtool.engines.artemis.live_refs import journal_refs
-        from amqtool.engines.artemis.load import load_journal
-        from amqtool.store.journal_files import open_journal
+        from amqtool.engines.artemis.verify import verify_store
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.options = options
         self._store = store
         self.summary = ExportSummary(ENGINE, "artemis")
         self.large = LargeBodies(getattr(store, "large_messages_dir", None))
-        self._opened = []
+        # verify judges the very load this export reads (amqtool.engines.verdicts): one scan of the journals
+        loads: dict = {}
+        try:
+            report = verify_store(store, progress, loads=loads)
+            # a CRITICAL source is refused before a row is written, unless --salvage
+            refuse_unless_salvage(report.findings, options.salvage, command="export", path=str(store.root))
+        except BaseException:
+            for opened, _ in loads.values():
+                opened.close()
+            raise
+        self._opened = [opened for opened, _ in loads.values()]
+        self.summary.findings = report.findings
         results = {}
-        for jd in store.journals():
-            opened = open_journal(jd)
-            self._opened.append(opened)
+        self.summary.files = 0
+        for kind, (opened, result) in loads.items():
             self.summary.bytes_scanned += opened.bytes_total()
-            results[jd.kind] = load_journal(opened, check_tag=options.check_tag, progress=progress)
+            self.summary.files += len(opened.files)
+            if result is not None:
+                results[kind] = result
         self.bindings_result = results.get("bindings")
         self.messages_result = results.get("messages")
         # only what the rows need: refs, acks, delivery counts, scheduled times (the paging facts come
