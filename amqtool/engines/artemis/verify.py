@@ -451,7 +451,39 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
         paging.verify(report.findings)
         report.paging = paging.summary_json()
     _not_a_store(store, report)
+    _journal_gone(store, report)
     return report
+
+
+def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
+    """A bindings journal with files but no message journal (its directory gone, or no file in it).
+
+    The broker keeps paged messages' page transactions and its queues' page cursors (acknowledgements and
+    page counters) in the message journal, which it recreates empty at start. So page files that still hold
+    messages prove the journal's loss: the broker skips every paged message of a transaction it no longer
+    knows and delivers again what the lost cursors had acknowledged (CRITICAL ``messages-journal-missing``).
+    With no page file holding a message, nothing shows what the journal held (WARNING)."""
+    by_kind = {j.kind: j for j in report.journals}
+    bindings = by_kind.get("bindings")
+    messages = by_kind.get("messages")
+    if bindings is None or not bindings.files or (messages is not None and messages.files):
+        return
+    where = str(store.messages.directory) if store.messages is not None else str(store.root)
+    what = "has no journal file" if store.messages is not None else "is missing"
+    paged = (report.paging or {}).get("messages", 0)
+    if paged:
+        pending = (report.paging or {}).get("pendingMessages", 0)
+        report.findings.append(Finding(
+            Severity.CRITICAL, "messages-journal-missing",
+            f"the message journal {what}, while the page files hold {paged} message(s) ({pending} still to consume "
+            f"by the page cursors): their page transactions and the cursors' acknowledgements were in that "
+            f"journal; the broker skips the transactional ones and delivers acknowledged ones again", where, None,
+            {"pagedMessages": paged, "pendingMessages": pending}))
+    else:
+        report.findings.append(Finding(
+            Severity.WARNING, "messages-journal-missing",
+            f"the message journal {what} beside a bindings journal with {bindings.live_records} live record(s); "
+            f"the broker starts with an empty one, and whatever it held is gone", where, None))
 
 
 # header problems that mean "not a journal file" (random bytes, another program's file)

@@ -1,0 +1,166 @@
+"""The export's verdict is verify's on what it read (issue 25, "one rule for every command that judges"),
+single store and fleet, and a source verify calls CRITICAL is refused unless --salvage (cases 16, 17, 18, 21).
+Each case failed on main c381a60: the export said OK (exit 0) where verify said WARNING or CRITICAL."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from amqtool.engines.artemis.verify import verify_store
+from amqtool.engines.export import ExportRequest, run_export
+from amqtool.engines.export.fleet import FleetRequest, export_fleet_local, fleet_document, plan_stores, run_fleet_export
+from amqtool.engines.export.model import ExportOptions
+from amqtool.engines.export.writers import OutputTarget
+from amqtool.engines.verdicts import SourceCriticalError
+from amqtool.errors import Verdict, overall_verdict
+from amqtool.store.layout import detect
+from tests.engines.export_store import read_jsonl_table
+from tests.support import tree_hashes
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    from amqtool.engines.artemis.demo import create_demo
+
+    path = tmp_path_factory.mktemp("demo") / "store"
+    create_demo(path, 6 * 1024 * 1024, file_size=1024 * 1024, seed=7)
+    return path
+
+
+def _copy(demo: Path, tmp_path: Path, name: str = "store") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(demo, dst)
+    return dst
+
+
+def _journal_files(store: Path) -> list[Path]:
+    """The message journal's files in header fileID order."""
+    files = list((store / "data" / "journal").glob("*.amq"))
+    return sorted(files, key=lambda p: int.from_bytes(p.read_bytes()[8:16], "big"))
+
+
+def _verify(store: Path) -> Verdict:
+    return overall_verdict(verify_store(detect(str(store))).findings)
+
+
+def _export(store: Path, out: Path, **kw):
+    return run_export(ExportRequest(str(store), str(out), "jsonl", engine="local", **kw))
+
+
+def test_clean_store_is_ok(demo, tmp_path):
+    doc, verdict = _export(demo, tmp_path / "o")
+    assert verdict is Verdict.OK == _verify(demo) and doc["findings"] == []
+
+
+def test_missing_journal_file_follows_verify(demo, tmp_path):
+    # case 16: a store missing a journal file exported as exit 0, OK
+    store = _copy(demo, tmp_path)
+    files = _journal_files(store)
+    files[len(files) // 2].unlink()
+    judged = _verify(store)
+    assert judged is not Verdict.OK
+    doc, verdict = _export(store, tmp_path / "o", salvage=True)
+    assert verdict is judged
+    assert "missing-journal-file" in {f["code"] for f in doc["findings"]}
+
+
+def test_duplicate_file_is_refused_unless_salvage(demo, tmp_path):
+    # case 17: `cp activemq-data-1.amq activemq-data-9.amq`: export exit 0 while verify CRITICAL duplicate-file-id
+    store = _copy(demo, tmp_path)
+    first = _journal_files(store)[0]
+    shutil.copy(first, first.with_name("activemq-data-99.amq"))
+    assert _verify(store) is Verdict.CRITICAL
+    before = tree_hashes(store)
+    with pytest.raises(SourceCriticalError, match="duplicate-file-id") as err:
+        _export(store, tmp_path / "o")
+    assert err.value.exit_code == 2 and not (tmp_path / "o").exists()
+    doc, verdict = _export(store, tmp_path / "o", salvage=True)
+    assert verdict is Verdict.CRITICAL and doc["rows"] > 0
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "critical"] == ["duplicate-file-id"]
+    assert tree_hashes(store) == before
+
+
+def test_truncated_file_follows_verify(demo, tmp_path):
+    # case 17: a truncated journal file: export OK while verify WARNING
+    store = _copy(demo, tmp_path)
+    # the newest file holding records, cut in the middle of them
+    newest = [p for p in _journal_files(store) if p.read_bytes()[16:].strip(b"\0")][-1]
+    os.truncate(newest, len(newest.read_bytes().rstrip(b"\0")) // 2)
+    judged = _verify(store)
+    assert judged is not Verdict.OK
+    doc, verdict = _export(store, tmp_path / "o", salvage=True)
+    assert verdict is judged and doc["findings"]
+
+
+def test_missing_message_journal_with_pages_is_critical(demo, tmp_path, run_cli):
+    # case 18: the message journal directory gone, the pages holding messages: export and verify said OK
+    store = _copy(demo, tmp_path)
+    shutil.rmtree(store / "data" / "journal")
+    code, out, _ = run_cli("verify", store, "--format", "json")
+    import json
+
+    doc = json.loads(out)
+    (f,) = [f for f in doc["findings"] if f["code"] == "messages-journal-missing"]
+    assert code == 2 and f["severity"] == "critical" and f["details"]["pendingMessages"] > 0
+    code, _, err = run_cli("export", store, "-o", tmp_path / "o", "-f", "jsonl", "--engine", "local")
+    assert code == 2 and "messages-journal-missing" in err and "--salvage" in err
+    assert not (tmp_path / "o").exists()
+    code, out, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "jsonl", "--engine", "local", "--salvage",
+                           "--report", "json")
+    doc = json.loads(out)
+    assert code == 2 and doc["verdict"] == "CRITICAL" and doc["rows"] == 0
+    assert "messages-journal-missing" in {f["code"] for f in doc["findings"]}
+
+
+def test_empty_message_journal_without_pages_is_a_warning(demo, tmp_path):
+    store = _copy(demo, tmp_path)
+    shutil.rmtree(store / "data" / "journal")
+    shutil.rmtree(store / "data" / "paging")
+    findings = verify_store(detect(str(store))).findings
+    assert [f.severity.name for f in findings if f.code == "messages-journal-missing"] == ["WARNING"]
+
+
+def test_fleet_rows_follow_verify_and_what_was_read(demo, tmp_path):
+    # case 16 (fleet): a journal file deleted after the fleet was planned: the row said OK with the planned
+    # file count; case 21: a random-bytes activemq-data-1.amq was kind=artemis WARNING: not a store, UNKNOWN
+    good = _copy(demo, tmp_path / "fleet", "good")
+    shrunk = _copy(demo, tmp_path / "fleet", "shrunk")
+    dup = _copy(demo, tmp_path / "fleet", "dup")
+    first = _journal_files(dup)[0]
+    shutil.copy(first, first.with_name("activemq-data-99.amq"))
+    junk = tmp_path / "fleet" / "junk"
+    (junk / "journal").mkdir(parents=True)
+    (junk / "journal" / "activemq-data-1.amq").write_bytes(os.urandom(70000))
+    stores = plan_stores([str(good), str(shrunk), str(dup), str(junk)])
+    planned = {s.name: s.files for s in stores}
+    files = _journal_files(shrunk)
+    files[len(files) // 2].unlink()  # gone between the survey and the read
+    target = OutputTarget(str(tmp_path / "out"), is_dir=True)
+    with target.writing():
+        outcomes = export_fleet_local(stores, ExportOptions(), "jsonl", target)
+        doc = fleet_document(outcomes, engine="local", fmt="jsonl", output=str(target.out))
+    rows = {r["store"]: r for r in doc["stores"]}
+    assert rows["good"]["verdict"] == "OK"
+    assert rows["shrunk"]["files"] == planned["shrunk"] - 1
+    shrunk_codes = {f.code for f in outcomes[1].summary.findings}
+    assert {"store-changed", "missing-journal-file"} <= shrunk_codes
+    assert rows["shrunk"]["verdict"] == _verify(shrunk).name != "OK"
+    assert rows["dup"]["verdict"] == "CRITICAL" and rows["dup"]["rows"] == 0 and "duplicate-file-id" in rows["dup"]["problem"]
+    assert rows["junk"]["verdict"] == "UNKNOWN" and "not-a-store" in rows["junk"]["problem"]
+    assert "dup" not in {r["store"] for r in read_jsonl_table(tmp_path / "out" / "messages")}
+    assert doc["storesByVerdict"]["CRITICAL"] == 1
+
+
+def test_fleet_salvage_exports_the_critical_store(demo, tmp_path):
+    dup = _copy(demo, tmp_path, "dup")
+    first = _journal_files(dup)[0]
+    shutil.copy(first, first.with_name("activemq-data-99.amq"))
+    doc, verdict = run_fleet_export(FleetRequest(stores=[str(dup), str(_copy(demo, tmp_path, "ok"))],
+                                                 out=str(tmp_path / "out"), fmt="jsonl", engine="local",
+                                                 salvage=True))
+    rows = {r["store"]: r for r in doc["stores"]}
+    assert verdict is Verdict.CRITICAL and rows["dup"]["verdict"] == "CRITICAL" and rows["dup"]["rows"] > 0
+    assert rows["ok"]["verdict"] == "OK"
