@@ -468,6 +468,9 @@ def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
     messages = by_kind.get("messages")
     if bindings is None or not bindings.files or (messages is not None and messages.files):
         return
+    if store.messages is None and store.bindings is not None and \
+            Path(store.bindings.directory).resolve() == Path(store.root).resolve():
+        return  # a bindings journal directory given by itself: the message journal is not asked about
     where = str(store.messages.directory) if store.messages is not None else str(store.root)
     what = "has no journal file" if store.messages is not None else "is missing"
     paged = (report.paging or {}).get("messages", 0)
