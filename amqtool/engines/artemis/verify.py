@@ -462,15 +462,13 @@ def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
     page counters) in the message journal, which it recreates empty at start. So page files that still hold
     messages prove the journal's loss: the broker skips every paged message of a transaction it no longer
     knows and delivers again what the lost cursors had acknowledged (CRITICAL ``messages-journal-missing``).
-    With no page file holding a message, nothing shows what the journal held (WARNING)."""
+    With no page file holding a message, nothing shows the journal held anything (an upgraded 1.x data
+    directory has only a bindings and a JMS journal): no finding."""
     by_kind = {j.kind: j for j in report.journals}
     bindings = by_kind.get("bindings")
     messages = by_kind.get("messages")
     if bindings is None or not bindings.files or (messages is not None and messages.files):
         return
-    if store.messages is None and store.bindings is not None and \
-            Path(store.bindings.directory).resolve() == Path(store.root).resolve():
-        return  # a bindings journal directory given by itself: the message journal is not asked about
     where = str(store.messages.directory) if store.messages is not None else str(store.root)
     what = "has no journal file" if store.messages is not None else "is missing"
     paged = (report.paging or {}).get("messages", 0)
@@ -482,11 +480,6 @@ def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
             f"by the page cursors): their page transactions and the cursors' acknowledgements were in that "
             f"journal; the broker skips the transactional ones and delivers acknowledged ones again", where, None,
             {"pagedMessages": paged, "pendingMessages": pending}))
-    else:
-        report.findings.append(Finding(
-            Severity.WARNING, "messages-journal-missing",
-            f"the message journal {what} beside a bindings journal with {bindings.live_records} live record(s); "
-            f"the broker starts with an empty one, and whatever it held is gone", where, None))
 
 
 # header problems that mean "not a journal file" (random bytes, another program's file)
