@@ -9,26 +9,38 @@ the verdict out with checks of its own. The export feeds verify the load it expo
 Writing from a source (``export``, ``create --from``, ``recover``): a source verify calls CRITICAL is refused
 with exit 2 (:class:`SourceCriticalError`: "corruption, data at risk"; the command could not do it safely)
 unless ``--salvage`` is given; then the command writes what survives and lists what it leaves out
-(:func:`left_out`: the findings that prove a loss).
+(:func:`left_out`: the findings that prove a loss). A journal file that cannot be read is refused too, with
+exit 3 (:class:`SourceUnreadableError`: could not check): its records may acknowledge or delete others, so
+without it the live state is unknown and acknowledged messages would come back. Any other part that cannot
+be read (a page file, a large message's body) is UNKNOWN for what it holds, and the rest is written.
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from amqtool.errors import DataAtRiskError, Finding, Severity, Verdict, overall_verdict
+from amqtool.errors import AmqtoolError, DataAtRiskError, Finding, Severity, Verdict, overall_verdict
 
 # findings listed in a writing command's document: everything that weighs on the verdict
 LISTED = (Severity.CRITICAL, Severity.WARNING, Severity.UNKNOWN)
 MAX_LISTED = 100
 
 
-class SourceCriticalError(DataAtRiskError):
-    """A writing command refused a source that verify calls CRITICAL (exit 2), ``--salvage`` not given.
-    ``findings``: verify's, for a fleet's row."""
+class SourceRefusedError(AmqtoolError):
+    """A writing command refused its source, ``--salvage`` not given; ``findings``: verify's (a fleet's row
+    takes its verdict from them)."""
 
     def __init__(self, message: str, *, path: str | None = None, findings: list | None = None):
         super().__init__(message, path=path)
         self.findings = findings or []
+
+
+class SourceCriticalError(SourceRefusedError, DataAtRiskError):
+    """Refused: verify calls the source CRITICAL (exit 2)."""
+
+
+class SourceUnreadableError(SourceRefusedError):
+    """Refused: a journal file cannot be read, so which messages are live is unknown (exit 3): the records
+    in it may acknowledge or delete others, which would come back."""
 
 
 def judge_store(store, progress: Callable[[int], None] | None = None) -> list[Finding]:
@@ -73,13 +85,20 @@ def describe(f: Finding) -> str:
 
 def refuse_unless_salvage(findings: list[Finding], salvage: bool, *, command: str, path: str | None) -> None:
     """Raise :class:`SourceCriticalError` when verify calls the source CRITICAL and ``salvage`` is not set."""
-    crit = [f for f in findings if f.severity is Severity.CRITICAL]
-    if salvage or not crit:
+    if salvage:
         return
-    more = f" (and {len(crit) - 1} more critical finding(s))" if len(crit) > 1 else ""
-    raise SourceCriticalError(
-        f"{command} refused: verify calls this store CRITICAL, {describe(crit[0])}{more}; nothing was written. "
-        f"--salvage writes what survives and lists what it leaves out", path=path, findings=findings)
+    crit = [f for f in findings if f.severity is Severity.CRITICAL]
+    if crit:
+        more = f" (and {len(crit) - 1} more critical finding(s))" if len(crit) > 1 else ""
+        raise SourceCriticalError(
+            f"{command} refused: verify calls this store CRITICAL, {describe(crit[0])}{more}; nothing was "
+            f"written. --salvage writes what survives and lists what it leaves out", path=path, findings=findings)
+    blind = [f for f in findings if f.severity is Severity.UNKNOWN and f.details.get("journalFile")]
+    if blind:
+        raise SourceUnreadableError(
+            f"{command} refused: {describe(blind[0])}; without it which messages are live is unknown "
+            f"(acknowledgements in it would be lost, bringing acknowledged messages back); nothing was written. "
+            f"--salvage writes what the readable files hold", path=path, findings=findings)
 
 
 def left_out(findings: Iterable[Finding]) -> list[dict]:

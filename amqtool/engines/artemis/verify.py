@@ -160,7 +160,8 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
             findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
     for s in opened.skipped:
         if s.code == "unreadable":  # could not check: not a verdict on the store
-            findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset))
+            # (journalFile: its records may end other records' lives, so no live state is known without it)
+            findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset, {"journalFile": True}))
         elif s.code == "bad-file-id":
             findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
         else:
@@ -350,6 +351,21 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
             f"{mid}.msg has no large-message record in the journal or the pages (disk space the broker never "
             f"frees)", files[mid], None, {"messageId": mid}))
     for mid in sorted(files.keys() & (ids | paged.keys())):
+        try:  # a body the broker (and this tool) cannot read could not be checked: UNKNOWN for it
+            with open(files[mid], "rb"):
+                pass
+        except IsADirectoryError:  # no body file at all: lost, as a missing one
+            findings.append(Finding(
+                Severity.CRITICAL, "large-message-missing",
+                f"large message {mid}'s body {mid}.msg is a directory, not a file", files[mid], None,
+                {"messageId": mid}))
+            continue
+        except OSError as err:
+            findings.append(Finding(
+                Severity.UNKNOWN, "unreadable",
+                f"large message {mid}'s body file cannot be read ({err.strerror}): its body could not be checked",
+                files[mid], None, {"messageId": mid}))
+            continue
         size = declared.get(mid) if mid in ids else paged[mid].declared_size
         if size is None:
             continue

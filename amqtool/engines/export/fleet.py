@@ -294,12 +294,12 @@ def export_store_aside(fs: FleetStore, options: ExportOptions, fmt: str, staging
 
 
 def refused_summary(err: BaseException, engine: str, kind: str | None) -> ExportSummary | None:
-    """The summary of a store refused as CRITICAL (:class:`~amqtool.engines.verdicts.SourceCriticalError`,
-    no ``--salvage``): no rows, verify's findings, so its row says CRITICAL; None for any other failure (the
-    row says UNKNOWN). Both fleet engines call this."""
-    from amqtool.engines.verdicts import SourceCriticalError
+    """The summary of a store refused (:class:`~amqtool.engines.verdicts.SourceRefusedError`, no
+    ``--salvage``): no rows, verify's findings, so its row says CRITICAL (or UNKNOWN: an unreadable journal
+    file); None for any other failure (the row says UNKNOWN). Both fleet engines call this."""
+    from amqtool.engines.verdicts import SourceRefusedError
 
-    if not isinstance(err, SourceCriticalError):
+    if not isinstance(err, SourceRefusedError):
         return None
     summary = ExportSummary(engine, kind or "")
     summary.findings = list(err.findings)

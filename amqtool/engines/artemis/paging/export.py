@@ -78,7 +78,11 @@ def paged_export_messages(store, *, bindings, wants: Callable[[str], bool] | Non
         yield utype, body, mid, rows, f"paged message (page {page}, message {number}): "
     if problem is not None:
         for ps, pid, number, off, err in errors:
-            problem(-1, f"{ps.folder}/{ps.pages.get(pid, pid)}: record {number} at offset {off}: {err}")
+            where = f"{ps.folder}/{ps.pages.get(pid, pid)}"
+            if isinstance(err, OSError):  # the page file could not be read at all: verify's unreadable finding
+                problem(None, f"{where}: cannot read it ({err.strerror}); its messages are not exported")
+            else:
+                problem(None, f"{where}: record {number} at offset {off}: {err}")
 
 
 # (page, number, page tx id, its state, pending queue ids, user record type, body, message id) per paged
