@@ -44,6 +44,9 @@ def create(
                                                "prepared."),
     dry_run: bool = typer.Option(False, "--dry-run", help="--from: say what would be migrated; write nothing."),
     force: bool = typer.Option(False, "--force", help="--from: read the source even while a broker locks it."),
+    salvage: bool = typer.Option(False, "--salvage", help="--from: migrate a source verify calls CRITICAL (refused "
+                                                          "otherwise, exit 2): what survives, listing what is "
+                                                          "left out."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -53,7 +56,7 @@ def create(
 
         fs = engine.parse_size(file_size, "--file-size") if file_size is not None else None
         from_only = [n for n, v in (("--large-message-threshold", large_threshold), ("--include-prepared",
-                     include_prepared), ("--dry-run", dry_run), ("--force", force)) if v]
+                     include_prepared), ("--dry-run", dry_run), ("--force", force), ("--salvage", salvage)) if v]
         if source is None and from_only:
             from amqtool.errors import UsageError
 
@@ -64,7 +67,7 @@ def create(
 
                 raise UsageError("--from and --demo are exclusive")
             _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt,
-                         quiet)
+                         quiet, salvage)
             return
         if demo is not None:
             size = engine.parse_size(demo, "--demo size")
@@ -99,7 +102,8 @@ def create(
             write_document(doc, fmt)
 
 
-def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet):
+def _create_from(path, source, large_threshold, include_prepared, dry_run, force, fs, min_files, fmt, quiet,
+                 salvage=False):
     from amqtool.engines.artemis.create import parse_size
     from amqtool.engines.migrate.write import DEFAULT_LARGE_THRESHOLD, create_from
     from amqtool.errors import Verdict
@@ -110,10 +114,11 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     with progress("migrating", None, quiet) as advance:
         doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
                                  dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
-                                 progress=advance)
+                                 progress=advance, salvage=salvage)
     left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(
         not t["migrated"] for t in doc["preparedTransactions"])
-    verdict = Verdict.WARNING if left_out else Verdict.OK
+    # verify's verdict on the source (engines.verdicts), at least WARNING when something was left out
+    verdict = max(Verdict[doc["sourceVerdict"]], Verdict.WARNING if left_out else Verdict.OK)
     doc = {"verdict": verdict.name, **doc}
     if fmt is OutputFormat.text:
         _text_from(doc)
@@ -152,6 +157,9 @@ def _text_from(doc: dict) -> None:
                   f"migrated: the broker rolls them back)\n")
     for s in doc["schedulerStores"]:
         out.write(f"  scheduler store {s}: scheduled messages waiting there are not migrated\n")
+    for f in doc.get("findings") or ():  # verify's on the source: what a salvage leaves out
+        where = f" {f['path']}" + (f"@{f['offset']}" if f.get("offset") is not None else "") if f.get("path") else ""
+        out.write(f"  {f['severity']}: {f['code']}{where}: {f['message']}\n")
 
 
 def _text(doc: dict, quiet: bool) -> None:

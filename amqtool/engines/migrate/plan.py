@@ -178,7 +178,12 @@ class MigrationPlan(PlanBase):
         self.store = store
         self.kind = "mkahadb" if getattr(store, "multi", False) else "kahadb"
         self.include_prepared = include_prepared
+        from amqtool.engines.kahadb.verify import verify_store
+
         loaded = load_store(store, progress=progress)
+        # verify judges the load the migration reads (amqtool.engines.verdicts): a CRITICAL source is refused
+        # unless --salvage; messages that do not decode are the plan's own problems
+        self.findings = verify_store(store, results=loaded, decode=False)[0]
         self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]
         for d in self.results:

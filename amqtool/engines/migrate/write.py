@@ -196,11 +196,16 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
 def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
                 large_threshold: int = DEFAULT_LARGE_THRESHOLD, include_prepared: bool = False,
                 dry_run: bool = False, file_size: int | None = None, min_files: int | None = None,
-                force: bool = False, progress: Callable[[int], None] | None = None) -> dict:
+                force: bool = False, progress: Callable[[int], None] | None = None, salvage: bool = False) -> dict:
     """Migrate the KahaDB store (or the ``data exp`` XML file) at ``source`` into a new Artemis store at
     ``dest`` (see the module docstring); with ``dry_run`` nothing is written. Returns the document
     ``--format json`` prints: the plan summary (:meth:`PlanBase.summary`), plus ``dest``, ``dryRun``,
-    ``largeMessageThreshold`` and the written ``counts``."""
+    ``largeMessageThreshold`` and the written ``counts``; ``findings`` (verify's on the source, what a
+    salvage leaves out) and ``sourceVerdict``. A source verify calls CRITICAL is refused
+    (:func:`amqtool.engines.verdicts.refuse_unless_salvage`) unless ``salvage`` or ``dry_run``."""
+    from amqtool.engines.verdicts import left_out, refuse_unless_salvage
+    from amqtool.errors import overall_verdict
+
     if large_threshold < 0:
         raise UsageError("--large-message-threshold must not be negative")
     fs, mf = resolve_messages_settings(file_size, min_files)
@@ -219,7 +224,10 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         if not dry_run:
             _check_dest(target)
         plan = MigrationPlan(store, include_prepared=include_prepared)
-    doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold}
+    findings = getattr(plan, "findings", [])
+    refuse_unless_salvage(findings, salvage or dry_run, command="create --from", path=str(source))
+    doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold,
+                 "sourceVerdict": overall_verdict(findings).name, "findings": left_out(findings)}
     if dry_run:
         large = large_bytes = 0
         for pm in plan.messages():
