@@ -64,6 +64,21 @@ def judge_store(store, progress: Callable[[int], None] | None = None) -> list[Fi
     return verify_store(store, progress=progress).findings
 
 
+def judge_for_writing(store, salvage: bool, *, command: str) -> list[Finding]:
+    """:func:`judge_store`, then :func:`refuse_unless_salvage`: what ``recover`` calls before reading a source
+    its own way. With ``salvage``, a source verify cannot read through (an I/O error mid-file) is still
+    salvaged: the error becomes an UNKNOWN ``source-unchecked`` finding."""
+    try:
+        findings = judge_store(store)
+    except AmqtoolError as err:
+        if not salvage:
+            raise
+        findings = [Finding(Severity.UNKNOWN, "source-unchecked", f"verify could not read the source: {err}",
+                            str(getattr(store, "root", "")) or None)]
+    refuse_unless_salvage(findings, salvage, command=command, path=str(getattr(store, "root", "")) or None)
+    return findings
+
+
 def verdict_of(findings: Iterable[Finding], problems: int = 0) -> Verdict:
     """The verdict of a command that read a source: verify's on its findings, at least WARNING when the
     command met ``problems`` of its own (messages it could not write)."""
