@@ -2,6 +2,8 @@
 runbooks (``--style artemis``, the lines of ``artemis data print``)."""
 from __future__ import annotations
 
+import contextlib
+
 import enum
 import sys
 
@@ -93,8 +95,15 @@ def print_(
             files=set(files) if files else None,
             journals={journal.value} if journal else None,
         )
-        verdict = refused_verdict(store, opts)  # files Artemis refuses: the same verdict as verify's
-        with progress("reading", total_bytes(store), quiet) as advance:
+        loads: dict = {}  # verify's judge on the journals print shows (engines.verdicts): one load each
+        with progress("reading", total_bytes(store), quiet) as advance, _closing(loads):
+            if style is Style.artemis:
+                verdict = refused_verdict(store, opts)  # (describe_store reads the files its own way)
+            else:
+                from amqtool.engines.artemis.verify import verify_store
+                from amqtool.errors import overall_verdict
+
+                verdict = overall_verdict(verify_store(store, advance, loads=loads).findings)
             if style is Style.artemis:
                 if fmt is not OutputFormat.text:
                     raise UsageError("--style artemis is a text style; use it without --format json")
@@ -118,20 +127,30 @@ def print_(
                 extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
                 write = _document_writer()
                 for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
-                                       extra=extra, raw=write.raw):
+                                       extra=extra, raw=write.raw, loads=loads):
                     write(chunk)
             elif fmt is OutputFormat.jsonl:
-                write_jsonl(iter_rows(store, opts, advance))
+                write_jsonl(iter_rows(store, opts, advance, loads=loads))
             else:
                 from amqtool.engines.artemis.describe import describe_live_record
 
-                write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record)))
+                write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record, loads=loads)))
                 if store.jms is not None:
                     from amqtool.engines.artemis.jms import jms_document, jms_text
 
                     write_lines(fit_lines(jms_text(jms_document(store))))
         if verdict is not Verdict.OK:
             finish(verdict)
+
+
+@contextlib.contextmanager
+def _closing(loads: dict):
+    """Close the journals verify's judge left open for print (``verify_store(loads=...)``)."""
+    try:
+        yield
+    finally:
+        for opened, _result in loads.values():
+            opened.close()
 
 
 def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool) -> None:

@@ -234,3 +234,26 @@ def test_a_missing_large_message_body_is_critical_loss(demo, tmp_path):
     doc, verdict = _export(store, tmp_path / "o", salvage=True)
     assert verdict is Verdict.CRITICAL is _verify(store) and doc["rows"] > 0
     assert any(gone.stem in p["message"] for p in doc["problems"])
+
+
+@pytest.mark.parametrize("damage", ["duplicate", "truncated", "journal-gone"])
+def test_print_verdict_is_verifys(demo, tmp_path, run_cli, damage):
+    # "one rule": print said OK (exit 0) on each of these while verify said CRITICAL or WARNING
+    import json
+
+    store = _copy(demo, tmp_path)
+    if damage == "duplicate":
+        first = _journal_files(store)[0]
+        shutil.copy(first, first.with_name("activemq-data-99.amq"))
+    elif damage == "truncated":
+        newest = [p for p in _journal_files(store) if p.read_bytes()[16:].strip(b"\0")][-1]
+        os.truncate(newest, len(newest.read_bytes().rstrip(b"\0")) // 2)
+    else:
+        shutil.rmtree(store / "data" / "journal")
+    vcode, out, _ = run_cli("verify", store, "--format", "json")
+    want = json.loads(out)["verdict"]
+    assert vcode != 0
+    code, out, _ = run_cli("print", store, "--format", "json", "--safe")
+    assert (code, json.loads(out)["verdict"]) == (vcode, want)
+    code, _, _ = run_cli("print", store)
+    assert code == vcode
