@@ -229,4 +229,4 @@ def test_a_store_that_lost_a_file_after_the_survey_is_judged_on_what_was_read(sp
     target.abort()
     (row,) = doc["stores"]
     assert row["files"] == stores[0].files - 1 and row["verdict"] == judged.name != "OK"
-    assert {"store-changed", "missing-journal-file"} <= {f.code for f in outcomes[0].summary.findings}
+    assert "store-changed" in {f.code for f in outcomes[0].summary.findings}
