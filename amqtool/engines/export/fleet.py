@@ -15,10 +15,13 @@ The dataset (schema.py): ``messages``, ``bindings`` and ``subscriptions`` (the d
 KahaDB stores) with a first column ``store`` (Parquet: messages partitioned by ``store`` then ``queue``, the
 others by ``store``), each store's rows exactly those its single-store export gives, in the same order (a
 table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per
-input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that
-cannot be exported (not a store, unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN``
-and the reason, and leaves no message or binding row behind (each store is written aside and moved into the
-output only once it is complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
+input (``schema.STORES_COLUMNS``) with its kind, path, node id, files and bytes as read, verdict and counts.
+A store's verdict is its single-store export's: verify's on what was read (:mod:`amqtool.engines.verdicts`),
+at least WARNING with problems of the export's own (undecodable messages); a store verify calls CRITICAL is
+refused (a CRITICAL row, no message or binding row) unless ``--salvage``; a store whose files changed between
+the survey and the read says so (``store-changed``). A store that cannot be exported (not a store,
+unreadable, failing halfway) is a row with verdict ``UNKNOWN`` and the reason, and leaves no message or
+binding row behind (each store is written aside and moved into the output only once it is complete). The
 export fails as a whole only for what concerns the output itself (no space, read-only, ...).
 
 Engines: :func:`export_fleet_local` exports the stores one after the other in process;
