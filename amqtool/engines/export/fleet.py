@@ -390,7 +390,7 @@ def fleet_verdict(outcomes: list[StoreOutcome], doc: dict | None = None) -> Verd
     still made: the ``stores`` table says which), or when ``--queue`` matched no queue of any store
     (``doc["queueMismatch"]``, as a single store's export warns)."""
     worst = max((o.verdict for o in outcomes), default=Verdict.OK)
-    if worst is Verdict.CRITICAL or any(o.verdict is Verdict.CRITICAL for o in outcomes):
+    if any(o.verdict is Verdict.CRITICAL for o in outcomes):  # (an UNKNOWN store sorts above it)
         return Verdict.CRITICAL
     if doc is not None and doc.get("queueMismatch"):
         return Verdict.WARNING
