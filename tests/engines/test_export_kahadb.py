@@ -148,6 +148,9 @@ def test_a_damaged_batch_is_a_problem_in_export_and_migration(tmp_path, run_cli)
 
     with pytest.raises(SourceCriticalError):
         run_export(ExportRequest(str(store), str(tmp_path / "out"), "jsonl", engine="local"))
+    with pytest.raises(SourceCriticalError):  # the XML document (the migration's plan) alike
+        run_export(ExportRequest(str(store), str(tmp_path / "out.xml"), "xml", engine="local"))
+    assert not (tmp_path / "out.xml").exists()
     code, _, err = run_cli("create", tmp_path / "migrated", "--from", store, "--format", "json")
     assert code == 2 and "--salvage" in err and not (tmp_path / "migrated").exists()
     # ... and --salvage writes what survives, listing what it leaves out

@@ -58,7 +58,13 @@ class KahaDBXmlExport:
         self.options = options
         self.threshold = threshold
         self.summary = ExportSummary("local", "kahadb")
+        from amqtool.engines.verdicts import refuse_unless_salvage
+
         self.plan = MigrationPlan(store, progress=progress)
+        # verify's judge on the load the plan read (amqtool.engines.verdicts), as every export
+        self.summary.findings = self.plan.findings
+        refuse_unless_salvage(self.plan.findings, options.salvage, command="export",
+                              path=str(getattr(store, "root", "")))
         self.summary.bytes_scanned = self.plan.bytes_scanned
 
     def binding_rows(self) -> list[tuple]:
