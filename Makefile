@@ -8,7 +8,7 @@ DEMO_SIZE ?= 64MiB
 # The C extension is optional for users (pure-Python fallbacks), required here so a broken build is seen.
 export AMQTOOL_REQUIRE_NATIVE ?= 1
 
-.PHONY: install system-deps demo test test-fast bench clean
+.PHONY: install system-deps demo test test-fast bench fuzz clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard native/*.c native/*.h)
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ test-fast: install
 
 bench: install system-deps
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
+
+# Fault campaigns at scale (issue 25): verdicts against the truth of the broker-equal loaders.
+fuzz: install
+	$(PY) bench/fuzz_verdicts.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(DEMO) $(DEMO)-export

@@ -131,6 +131,11 @@ class StoreLockedError(AmqtoolError):
     """A writing command found a broker holding the store (``server.lock``, KahaDB ``lock``)."""
 
 
+class StoreSwitchedError(AmqtoolError):
+    """A store's files changed while they were read (an amqtool writer switched them over): what was read is
+    not one consistent state."""
+
+
 class CapabilityError(AmqtoolError):
     """A needed capability is missing on this machine (the C extension, O_DIRECT, a JVM, ...)."""
 

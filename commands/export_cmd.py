@@ -8,7 +8,7 @@ import sys
 import typer
 
 from amqtool.commands.main import app
-from amqtool.commands.output import QUIET_OPTION, finish, guarded, progress, show_progress, stderr_console, write_json
+from amqtool.commands.output import QUIET_OPTION, finish, guarded, show_progress, stderr_console, write_json
 from amqtool.commands.store_options import BROKER_XML_OPTION, JDBC_PASSWORD_FILE_OPTION
 
 
@@ -29,28 +29,48 @@ class Report(str, enum.Enum):
     json = "json"
 
 
-class _TaskBar:
-    """Spark task progress on stderr (a terminal only): completed / total tasks of the running stages."""
+class _ExportBar:
+    """The export's one progress bar on stderr (a terminal only, started by the first report): the journal
+    bytes read (the local engine), or the Spark engine's tasks (completed / total tasks of the running stages,
+    from Spark's status tracker) once it reports them; bytes reported after that are not shown. One live
+    display: a bytes bar and a tasks bar on the same line would overwrite each other."""
 
     def __init__(self, quiet: bool):
         self.enabled = show_progress(quiet)
         self.bar = None
+        self.spark = False
+        self.read = 0
 
     def __enter__(self):
         return self
 
-    def update(self, done: int, total: int) -> None:
-        # Started by the first report, which only the Spark engine sends: with --engine auto choosing the
-        # local engine, no Spark bar appears.
-        if self.bar is None and self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    def _start(self) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("spark tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=stderr_console(), transient=True, refresh_per_second=4)
-            self.bar.start()
-            self.task = self.bar.add_task("spark", total=None)
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, total=total)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[figures]}"),
+                            TimeElapsedColumn(), console=stderr_console(), transient=True, refresh_per_second=4)
+        self.bar.start()
+        self.task = self.bar.add_task("reading", total=None, figures="")
+
+    def advance(self, n: int) -> None:
+        """``n`` more journal bytes read (the local engine's loader and reader)."""
+        if not self.enabled or self.spark:
+            return
+        from amqtool.units import binary
+
+        if self.bar is None:
+            self._start()
+        self.read += n
+        self.bar.update(self.task, completed=self.read, figures=binary(self.read))
+
+    def update(self, done: int, total: int) -> None:
+        """The Spark engine's tasks: ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        if self.bar is None:
+            self._start()
+        self.spark = True
+        self.bar.update(self.task, description="spark tasks", completed=done, total=total, figures=f"{done}/{total}")
 
     def __exit__(self, *exc):
         if self.bar is not None:
@@ -146,8 +166,8 @@ def export(
                             mode=parse_mode(mode), broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
                             jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
                             jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions, ship=ship)
-        with progress("reading", None, quiet) as advance, _TaskBar(quiet) as bar:
-            doc, verdict = run_export(req, progress=advance, task_progress=bar.update, status=_status(quiet))
+        with _ExportBar(quiet) as bar:
+            doc, verdict = run_export(req, progress=bar.advance, task_progress=bar.update, status=_status(quiet))
         doc = {"verdict": verdict.name, **doc}
         if report is Report.json:
             write_json(doc)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator
 
 import typer
 
-from amqtool.errors import AmqtoolError, Finding, Verdict
+from amqtool.errors import AmqtoolError, Finding, StoreSwitchedError, Verdict
 
 
 class OutputFormat(str, enum.Enum):
@@ -220,6 +220,86 @@ def interrupted(err: KeyboardInterrupt) -> int:
     signum = err.signum if isinstance(err, Terminated) else signal.SIGINT
     sys.stderr.write(f"amqtool: interrupted ({signal.Signals(signum).name})\n")
     return 128 + signum
+
+
+@contextmanager
+def one_document() -> Iterator[None]:
+    """Everything the block writes to stdout is held back and written out only when the block ends well
+    (``typer.Exit`` included), so a document is never left half written: on an error, the error document
+    replaces it (``guarded`` writes it) instead of following a truncated one.
+
+    The held text goes to an anonymous temporary file past 64 MiB (nothing is left behind, even after a
+    kill), so memory does not grow with the document.
+    """
+    import io
+    import shutil
+    import tempfile
+
+    real = sys.stdout
+    sys.stdout.flush()
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b")
+    text = io.TextIOWrapper(spool, encoding=getattr(real, "encoding", None) or "utf-8",
+                            errors=getattr(real, "errors", None) or "strict", write_through=True)
+    sys.stdout = text
+    ok = False
+    try:
+        yield
+        ok = True
+    except typer.Exit:
+        ok = True
+        raise
+    finally:
+        sys.stdout = real
+        if ok:
+            text.flush()
+            spool.seek(0)
+            real.flush()
+            target = getattr(real, "buffer", None)
+            if target is not None:
+                shutil.copyfileobj(spool, target, 1 << 20)
+                target.flush()
+            else:
+                real.write(spool.read().decode(text.encoding, text.errors))
+                real.flush()
+        text.close()
+
+
+def consistent_read(directories, read: Callable[[], None], *, broker_running: Callable[[], bool],
+                    wait_seconds: float = 600.0) -> None:
+    """Run ``read`` (which writes one document through :func:`one_document`) so that what it reports is the
+    store before or after a writer's switch, never a mixture.
+
+    ``read`` runs once; if the directories changed meanwhile (or the read failed while they changed) and no
+    broker holds the store (a running broker changes them all the time, and a reader of a live store is
+    told so elsewhere), the half-read document is dropped, amqtool writers still working on the store are
+    waited for, and ``read`` runs again, once. Changed again, it is exit 3 with one error document.
+    """
+    from amqtool.store import locks
+
+    for attempt in (1, 2):
+        before = locks.directory_state(directories)
+        failure = None
+        try:
+            with one_document():
+                try:
+                    read()
+                except (AmqtoolError, OSError, typer.Exit) as err:  # Exit: a verdict, judged on this read
+                    failure = err
+                if locks.directory_state(directories) != before and not broker_running():
+                    raise StoreSwitchedError("the store changed while it was read (a writer switched its files)",
+                                        path=str(directories[0]) if directories else None)
+                if failure is not None:
+                    raise failure
+        except StoreSwitchedError as err:
+            if attempt == 2:
+                raise StoreSwitchedError(f"{err.message} twice in a row; try again when no compaction runs",
+                                    path=err.path) from None
+            held = locks.wait_for_writers(directories, wait_seconds)
+            if held is not None:
+                raise StoreSwitchedError(f"an amqtool writer has held {held} for {wait_seconds:.0f} s while this "
+                                    "read waited for it; try again later", path=held) from None
+            continue
+        return
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from amqtool.commands.output import (
     FORMAT_OPTION,
     QUIET_OPTION,
     OutputFormat,
+    consistent_read,
     finish,
     fit_lines,
     guarded,
@@ -78,79 +79,87 @@ def print_(
         if pins or drain:
             _print_artemis_pins(store, fmt, drain, quiet)
             return
-        from amqtool.engines.artemis.journal_print import (
-            PrintOptions,
-            iter_json,
-            iter_rows,
-            iter_text,
-            refused_verdict,
-        )
-        from amqtool.engines.artemis.verify import total_bytes
+        if fmt is not OutputFormat.json or style is Style.artemis:
+            _print_artemis(store, fmt, style, safe, reclaimed, ids, types, files, journal, max_pages, quiet)
+            return
+        # One JSON document, of the store before or after a compaction that switches files meanwhile.
+        from amqtool.store import locks
 
-        opts = PrintOptions(
-            safe=safe,
-            reclaimed=reclaimed,
-            ids=set(ids) if ids else None,
-            user_types=set(types) if types else None,
-            files=set(files) if files else None,
-            journals={journal.value} if journal else None,
-        )
-        loads: dict = {}  # verify's judge on the journals print shows (engines.verdicts): one load each
-        with progress("reading", total_bytes(store), quiet) as advance, _closing(loads):
-            if style is Style.artemis:
-                verdict = refused_verdict(store, opts)  # (describe_store reads the files its own way)
-            else:
-                from amqtool.engines.artemis.verify import verify_store
-                from amqtool.errors import overall_verdict
+        lock_files = locks.artemis_store_lock_files(store)
 
-                verdict = overall_verdict(verify_store(store, advance, loads=loads).findings)
-            if style is Style.artemis:
-                if fmt is not OutputFormat.text:
-                    raise UsageError("--style artemis is a text style; use it without --format json")
-                from amqtool.engines.artemis.describe import describe_store
+        def read():
+            again = detect(path, broker_xml, activemq_xml)  # a switch may have renamed every file
+            _print_artemis(again, fmt, style, safe, reclaimed, ids, types, files, journal, max_pages, quiet)
 
-                write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
-                                           progress=advance))
-            elif fmt is OutputFormat.json:
-                tail = on_result = None
-                if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
-                    from amqtool.engines.artemis.paging import PagingJournalView, iter_paging_json
-
-                    view = PagingJournalView()  # fed by the journals print loads (each is read once)
-                    on_result = view.add_journal
-
-                    def tail():
-                        yield ', "paging": '
-                        yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
-                from amqtool.engines.artemis.jms import jms_document
-
-                extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
-                write = _document_writer()
-                for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
-                                       extra=extra, raw=write.raw, loads=loads):
-                    write(chunk)
-            elif fmt is OutputFormat.jsonl:
-                write_jsonl(iter_rows(store, opts, advance, loads=loads))
-            else:
-                from amqtool.engines.artemis.describe import describe_live_record
-
-                write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record, loads=loads)))
-                if store.jms is not None:
-                    from amqtool.engines.artemis.jms import jms_document, jms_text
-
-                    write_lines(fit_lines(jms_text(jms_document(store))))
-        if verdict is not Verdict.OK:
-            finish(verdict)
+        consistent_read([j.directory for j in store.journals()], read,
+                        broker_running=lambda: bool(locks.find_locks(lock_files)))
 
 
-@contextlib.contextmanager
-def _closing(loads: dict):
-    """Close the journals verify's judge left open for print (``verify_store(loads=...)``)."""
-    try:
-        yield
-    finally:
-        for opened, _result in loads.values():
-            opened.close()
+def _print_artemis(store, fmt, style, safe, reclaimed, ids, types, files, journal, max_pages, quiet) -> None:
+    from amqtool.engines.artemis.journal_print import (
+        PrintOptions,
+        iter_json,
+        iter_rows,
+        iter_text,
+        refused_verdict,
+    )
+    from amqtool.engines.artemis.verify import total_bytes
+
+    opts = PrintOptions(
+        safe=safe,
+        reclaimed=reclaimed,
+        ids=set(ids) if ids else None,
+        user_types=set(types) if types else None,
+        files=set(files) if files else None,
+        journals={journal.value} if journal else None,
+    )
+    with progress("reading", total_bytes(store), quiet) as advance, contextlib.ExitStack() as keep:
+        if style is Style.artemis:  # (describe_store reads the files its own way: the refused files weigh)
+            verdict, loads = refused_verdict(store, opts), None
+        else:
+            # verify's verdict on the very load print shows (amqtool.engines.verdicts): one load per journal
+            from amqtool.engines.artemis.verify import verify_store
+            from amqtool.errors import overall_verdict
+
+            report = verify_store(store, advance, keep=keep)
+            verdict, loads = overall_verdict(report.findings), report.loads
+        if style is Style.artemis:
+            if fmt is not OutputFormat.text:
+                raise UsageError("--style artemis is a text style; use it without --format json")
+            from amqtool.engines.artemis.describe import describe_store
+
+            write_lines(describe_store(store, safe=safe, reclaimed=reclaimed, max_pages=max_pages,
+                                       progress=advance))
+        elif fmt is OutputFormat.json:
+            tail = on_result = None
+            if store.paging_dir is not None or store.large_messages_dir is not None:  # paging section
+                from amqtool.engines.artemis.paging import PagingJournalView, iter_paging_json
+
+                view = PagingJournalView()  # fed by the journals print loads (each is read once)
+                on_result = view.add_journal
+
+                def tail():
+                    yield ', "paging": '
+                    yield from iter_paging_json(store, safe=safe, max_pages=max_pages, view=view)
+            from amqtool.engines.artemis.jms import jms_document
+
+            extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
+            write = _document_writer()
+            for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
+                                   extra=extra, raw=write.raw, loads=loads):
+                write(chunk)
+        elif fmt is OutputFormat.jsonl:
+            write_jsonl(iter_rows(store, opts, advance, loads=loads))
+        else:
+            from amqtool.engines.artemis.describe import describe_live_record
+
+            write_lines(fit_lines(iter_text(store, opts, advance, describe=describe_live_record, loads=loads)))
+            if store.jms is not None:
+                from amqtool.engines.artemis.jms import jms_document, jms_text
+
+                write_lines(fit_lines(jms_text(jms_document(store))))
+    if verdict is not Verdict.OK:
+        finish(verdict)
 
 
 def _print_kahadb(store, fmt: OutputFormat, safe: bool, pins: bool, drain: str | None, quiet: bool) -> None:
@@ -238,6 +247,10 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     else:
         write_lines(fit_lines(artemis.iter_text(data, opts)))
     verdict = artemis.load_verdict(data)
+    if style is not Style.artemis and opts.journals is None:  # verify's verdict on the same load (one rule)
+        from amqtool.errors import overall_verdict
+
+        verdict = overall_verdict(artemis.verify_load(store, data)[0])
     if verdict is not Verdict.OK:
         finish(verdict)
 

@@ -45,6 +45,11 @@ def _lost_line(item: dict) -> str:
                            ("messageId", "message"), ("queue", "queue"), ("queueId", "queueId")):
             if item.get(key) is not None:
                 what.append(f"{label}={item[key]}")
+        if item.get("queueIds"):
+            what.append("queues=" + ",".join(n if n is not None else str(q)
+                                              for q, n in zip(item["queueIds"], item["queues"])))
+        if item.get("damagedField"):
+            what.append(f"(its {item['damagedField']} damaged)")
         desc = " ".join(what) if item["decoded"] else "undecodable bytes"
         if not item["lost"]:
             desc += " (doubtful: an EVENT record, which the load ignores)"

@@ -730,7 +730,8 @@ static int apply_fast(ctx_t *c, const fast_t *f, long file_id, Py_ssize_t offset
             goto done;
         rc = 1;
     } else {
-        if (memo_state(c, m, 0, f->dest, f->dest_len) < 0)
+        /* REMOVE: getStoredDestination creates the destination when the index has none (replay.py). */
+        if (memo_state(c, m, 1, f->dest, f->dest_len) < 0)
             goto done;
         PyObject *msg = m->messages ? PyDict_GetItemWithError(m->messages, mid) : NULL;
         if (msg == NULL) {

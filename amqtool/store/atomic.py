@@ -31,7 +31,13 @@ rename is never done). ``action`` is
 * ``raise`` (default): raise :class:`InjectedFault`. It derives from ``BaseException`` so that ordinary
   ``except Exception`` clean-up code does not swallow it; ``finally`` blocks still run, so for a faithful
   power-cut use ``kill``;
-* ``kill``: ``SIGKILL`` the current process, a real crash (no clean-up, no flush of Python buffers).
+* ``kill``: ``SIGKILL`` the current process, a real crash (no clean-up, no flush of Python buffers);
+* ``stop``: ``SIGSTOP`` the current process there, and go on when it gets ``SIGCONT``: a test then acts at
+  that exact instant (runs a second writer or a reader, sends a signal that is delivered on ``SIGCONT``).
+
+Besides the durable steps, compaction marks ``pre-commit`` (every ``.cmp`` file is durable, the control
+file not yet written) and ``commit`` (the control file is durable: from here on the compaction rolls
+forward).
 
 To sweep every step of an operation, first count its checkpoints with :func:`record_checkpoints`, then run
 it once per ``n`` with ``*:<n>:kill``. The hook costs one attribute test per checkpoint when no plan is
@@ -52,7 +58,7 @@ from typing import Callable, Iterator
 from amqtool.errors import AmqtoolError, UsageError
 
 FAULT_ENV = "AMQTOOL_FAULT"
-POINTS = ("fsync", "fsync-dir", "rename", "unlink", "write")
+POINTS = ("fsync", "fsync-dir", "rename", "unlink", "write", "pre-commit", "commit")
 _ZERO_CHUNK = 1 << 20
 
 
@@ -79,7 +85,7 @@ class FaultPlan:
     def parse(cls, text: str) -> "FaultPlan":
         parts = text.strip().split(":")
         if len(parts) not in (2, 3):
-            raise UsageError(f"{FAULT_ENV}={text!r}: expected <point>:<n>[:raise|kill]")
+            raise UsageError(f"{FAULT_ENV}={text!r}: expected <point>:<n>[:raise|kill|stop]")
         point, n_text = parts[0], parts[1]
         action = parts[2] if len(parts) == 3 else "raise"
         if point != "*" and point not in POINTS:
@@ -90,8 +96,8 @@ class FaultPlan:
             raise UsageError(f"{FAULT_ENV}: {n_text!r} is not a number") from None
         if n < 1:
             raise UsageError(f"{FAULT_ENV}: n must be 1 or more")
-        if action not in ("raise", "kill"):
-            raise UsageError(f"{FAULT_ENV}: unknown action {action!r} (raise or kill)")
+        if action not in ("raise", "kill", "stop"):
+            raise UsageError(f"{FAULT_ENV}: unknown action {action!r} (raise, kill or stop)")
         return cls(point, n, action)
 
 
@@ -162,9 +168,42 @@ def checkpoint(point: str, where: str | os.PathLike | None = None) -> None:
             if plan.action == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             _plan = None  # fire once
+            if plan.action == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
+                if hook is not None:
+                    hook(point, w)
+                return
             raise InjectedFault(point, plan.n, w)
     if hook is not None:
         hook(point, w)
+
+
+class deferred_signals:
+    """Hold ``signals`` back (``pthread_sigmask``) from :meth:`__enter__` to :meth:`__exit__`; they are
+    delivered when it ends. Both ends may be called more than once, and ``__exit__`` without ``__enter__``
+    does nothing.
+
+    For a step that must finish once begun: a compaction past its commit point is rolled forward by the
+    broker at its next start anyway, so a SIGTERM there finishes the roll-forward first (leaving no ``.cmp``
+    nor control file behind) and is acted on just after. Only the main thread blocks them (Python's handlers
+    run there); SIGKILL cannot be blocked and is left to the control file.
+    """
+
+    def __init__(self, signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
+        self.signals = signals
+        self._old = None
+
+    def __enter__(self) -> "deferred_signals":
+        import threading
+
+        if self._old is None and threading.current_thread() is threading.main_thread():
+            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            old, self._old = self._old, None
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 # --- the checkpointed operations -----------------------------------------------------------------------
@@ -279,6 +318,28 @@ def write_zeros(fd: int, size: int, offset: int = 0) -> None:
         if n <= 0:  # pragma: no cover - pwrite raises on error
             raise OSError(errno.EIO, "short write while filling", None)
         pos += n
+
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_ZERO_RANGE = 0x10
+
+
+def zero_range(fd: int, offset: int, size: int) -> None:
+    """Make ``size`` bytes at ``offset`` read as zeros, keeping the file's size and allocation:
+    ``fallocate(FALLOC_FL_ZERO_RANGE)`` where the filesystem has it (no data written), else zeros written.
+    What a freed journal file gets, so no byte of its earlier use can parse as a record of its next one."""
+    if size <= 0:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+        if libc.fallocate(fd, _FALLOC_FL_ZERO_RANGE | _FALLOC_FL_KEEP_SIZE, offset, size) == 0:
+            return
+    except (OSError, AttributeError):
+        pass
+    write_zeros(fd, size, offset)
 
 
 def preallocate(path: str | os.PathLike, size: int, *, header: bytes = b"", mode: int = 0o644,

@@ -66,6 +66,9 @@ class BrokerSettings:
     bindings_dir: Path | None = None
     paging_dir: Path | None = None
     large_messages_dir: Path | None = None
+    # <node-manager-lock-directory>: where FileLockNodeManager keeps server.lock and serverlock.1/.2
+    # (ConfigurationImpl.getNodeManagerLockLocation); None when absent, and then the journal directory holds them.
+    node_manager_lock_dir: Path | None = None
     journal_type: str = DEFAULT_JOURNAL_TYPE
     journal_file_size: int = DEFAULT_JOURNAL_FILE_SIZE
     journal_min_files: int = DEFAULT_JOURNAL_MIN_FILES
@@ -103,6 +106,7 @@ _CORE_ELEMENTS = (
     "journal-type", "journal-file-size", "journal-min-files", "journal-pool-files",
     "journal-compact-min-files", "journal-compact-percentage", "journal-max-io", "journal-buffer-timeout",
     "journal-buffer-size", "journal-device-block-size", "page-sync-timeout", "max-disk-usage", "min-disk-free",
+    "node-manager-lock-directory",
 )
 
 
@@ -147,6 +151,8 @@ def read_broker_xml(path: str | os.PathLike) -> BrokerSettings:
     s.bindings_dir = directory("bindings-directory", DEFAULT_BINDINGS_DIR)
     s.paging_dir = directory("paging-directory", DEFAULT_PAGING_DIR)
     s.large_messages_dir = directory("large-messages-directory", DEFAULT_LARGE_MESSAGES_DIR)
+    if values.get("node-manager-lock-directory"):
+        s.node_manager_lock_dir = directory("node-manager-lock-directory", "")
     s.journal_type = values.get("journal-type", DEFAULT_JOURNAL_TYPE).upper()
     if "journal-file-size" in values:
         s.journal_file_size = parse_byte_size(values["journal-file-size"])

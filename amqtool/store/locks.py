@@ -4,9 +4,12 @@ What the brokers hold while they run (all taken with Java's ``FileChannel.tryLoc
 ``fcntl`` record lock over the whole file):
 
 * Artemis, node manager (``FileLockNodeManager``, in the node-manager lock directory, by default the
-  journal directory): ``serverlock.1`` is locked by the live (primary) broker for as long as it runs,
-  ``serverlock.2`` by a waiting shared-store backup, and ``server.lock`` (19 bytes: state byte, ``00``,
-  16-byte node UUID) only briefly while the state byte is read or written.
+  journal directory): since 2.10 (ARTEMIS-2441) ``serverlock.1`` is locked whole by the live (primary)
+  broker for as long as it runs, ``serverlock.2`` by a waiting shared-store backup, and ``server.lock``
+  (19 bytes: state byte, ``00``, 16-byte node UUID) only briefly while the state byte is read or written.
+  Before 2.10 all three were one-byte ranges of ``server.lock``: ``tryLock(pos, 1, false)`` at byte 0
+  (state), 1 (live) and 2 (backup). A whole-file ``F_OFD_GETLK`` probe overlaps every one of those ranges,
+  so one probe sees both generations.
 * Artemis CLI (``LockAbstract``): ``<instance>/lock/cli.lock``, held by ``artemis run`` and by the offline
   ``artemis data`` tools.
 * KahaDB (``LockFile``/``SharedFileLocker``): ``<dir>/lock``.
@@ -243,19 +246,20 @@ def instance_above(paths) -> Path | None:
     return None
 
 
-def artemis_store_lock_files(store) -> list[Path]:
-    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore`, whatever path named it.
+def artemis_node_manager_dirs(store) -> list[Path]:
+    """Every directory in which a broker running on ``store`` may keep its node-manager lock files.
 
-    Node-manager files (``FileLockNodeManager``) in the broker's configured node-manager lock directory, else
-    its journal directory; the instance's ``lock/cli.lock`` (``LockAbstract``). The instance is found from any
-    path inside it (instance, data directory, journal or bindings directory), and its ``etc/broker.xml`` then
-    names the journal and node-manager directories even when PATH was only the bindings journal: a store named
-    by its journal directory is the same store, and the broker holds it all the same.
+    ``FileBasedNodeManager.newFile`` puts them in ``ConfigurationImpl.getNodeManagerLockLocation()``: the
+    ``<node-manager-lock-directory>`` when broker.xml names one (relative to the instance, like every
+    directory there), else the journal directory. The journal directory as found on disk, the default
+    ``data/journal`` of the instance and the data directory itself (``<journal-directory>data</...>``, or a
+    lock directory an operator pointed there) are checked as well: a lock the broker holds in any of them
+    means the store is in use, whatever broker.xml this run happened to read.
     """
     from amqtool.store.brokerxml import read_broker_xml
 
-    journal_dir = store.messages.directory if store.messages is not None else None
     settings = getattr(store, "settings", None)
+    journal_dir = store.messages.directory if store.messages is not None else None
     known = [Path(store.root)] + [j.directory for j in (store.messages, store.bindings) if j is not None]
     instance = settings.instance_dir if settings is not None else None
     if instance is None:
@@ -266,24 +270,202 @@ def artemis_store_lock_files(store) -> list[Path]:
                 settings = read_broker_xml(xml)
             except AmqtoolError:
                 settings = None  # an unreadable broker.xml: the default places below still count
-    files: list[Path] = []
-    nm_dirs: list[Path] = []
+    dirs: list[Path] = []
     if settings is not None:
-        raw = getattr(settings, "raw", {}) or {}
-        nm = raw.get("node-manager-lock-directory")
-        base = settings.instance_dir or instance
-        if nm:
-            nm_dirs.append(Path(nm) if os.path.isabs(nm) or base is None else base / nm)
+        if getattr(settings, "node_manager_lock_dir", None) is not None:
+            dirs.append(Path(settings.node_manager_lock_dir))
         if settings.journal_dir is not None:
-            nm_dirs.append(Path(settings.journal_dir))
+            dirs += [Path(settings.journal_dir), Path(settings.journal_dir).parent]
     if journal_dir is not None:
-        nm_dirs.append(journal_dir)
+        dirs += [Path(journal_dir), Path(journal_dir).parent]
     if instance is not None:
-        nm_dirs.append(instance / "data" / "journal")  # artemis create's default journal directory
-    if store.bindings is not None and not nm_dirs:
-        nm_dirs.append(store.bindings.directory)
-    for d in nm_dirs:
+        dirs += [instance / "data" / "journal", instance / "data"]
+    if store.bindings is not None:
+        dirs.append(store.bindings.directory)
+    dirs.append(Path(store.root))
+    out: list[Path] = []
+    for d in dirs:
+        d = Path(os.path.abspath(d))
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def artemis_store_lock_files(store) -> list[Path]:
+    """The lock files of an :class:`~amqtool.store.layout.ArtemisStore`, whatever path named it.
+
+    Node-manager files (``FileLockNodeManager``) in every directory :func:`artemis_node_manager_dirs` names;
+    the instance's ``lock/cli.lock`` (``LockAbstract``). The instance is found from any path inside it
+    (instance, data directory, journal or bindings directory), and its ``etc/broker.xml`` then names the
+    journal and node-manager directories even when PATH was only the bindings journal: a store named by its
+    journal directory is the same store, and the broker holds it all the same.
+    """
+    files: list[Path] = []
+    for d in artemis_node_manager_dirs(store):
         files += artemis_lock_files(d)
+    settings = getattr(store, "settings", None)
+    known = [Path(store.root)] + [j.directory for j in (store.messages, store.bindings) if j is not None]
+    instance = (settings.instance_dir if settings is not None else None) or instance_above(known)
     if instance is not None:
         files.append(instance / "lock" / "cli.lock")
     return files
+
+
+# --- amqtool's own writer lock --------------------------------------------------------------------------
+#
+# Two amqtool writers on one store (two cron compactions, a compaction and an in-place recovery) must exclude
+# each other, and readers must be able to tell that a writer is switching files under them. The lock is a BSD
+# flock(2) on a read-only descriptor of each directory the writer changes (the journal and bindings
+# directories, a KahaDB directory):
+#
+# * it writes nothing: no lock file appears in a broker's directory (Artemis' cleanup and `artemis data`
+#   tools list those directories, and KahaDB treats unknown files as its own), and nothing is left behind
+#   after a crash, because the kernel drops the lock with the last descriptor of the dying process;
+# * it cannot collide with the brokers' own locks: Java's FileChannel.tryLock is an fcntl record lock on a
+#   regular file (server.lock, serverlock.N, cli.lock, KahaDB's lock), which lives in another namespace and
+#   cannot be taken on a directory opened read-only at all;
+# * every path naming the store (instance, data directory, journal directory, a symlink or bind mount to it)
+#   reaches the same inode, so the same lock.
+#
+# On a filesystem without flock (some FUSE and NFS setups answer ENOLCK, EBADF or EOPNOTSUPP) the lock is
+# skipped: amqtool cannot make one there, and the brokers' locks are still checked.
+
+_NO_FLOCK = (errno.ENOLCK, errno.EBADF, errno.EINVAL, errno.EOPNOTSUPP)
+
+
+def _unique_dirs(directories) -> list[str]:
+    out, seen = [], set()
+    for d in directories:
+        if d is None:
+            continue
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(os.fspath(d))
+    return out
+
+
+def _holder_text(fd: int) -> str:
+    pid = _proc_locks_pid(os.fstat(fd), ("FLOCK",))
+    if pid is None:
+        return "another amqtool"
+    comm = _proc_comm(pid)
+    return f"another amqtool (PID {pid}" + (f", {comm})" if comm else ")")
+
+
+class WriterLock:
+    """amqtool's exclusive writer lock on a store's directories; a context manager.
+
+    ``WriterLock(dirs)`` takes ``flock(LOCK_EX | LOCK_NB)`` on each directory (deduplicated by device and
+    inode) and raises StoreLockedError (exit 3) at once, naming the directory and the holder, when another
+    amqtool writer holds one. The locks go with :meth:`release`, the ``with`` block, or the process.
+    """
+
+    def __init__(self, directories):
+        self.fds: list[int] = []
+        try:
+            for d in _unique_dirs(directories):
+                self.add(d)
+        except BaseException:
+            self.release()
+            raise
+
+    def add(self, directory) -> None:
+        """Lock one more directory (a staging directory about to be switched into the store's place)."""
+        d = os.fspath(directory)
+        for _ in range(8):
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                who = _holder_text(fd)
+                os.close(fd)
+                raise StoreLockedError(f"{who} holds {d}: it is writing this store; wait for it to finish",
+                                       path=d) from None
+            except OSError as err:
+                os.close(fd)
+                if err.errno not in _NO_FLOCK:
+                    raise
+                return
+            # A writer that switched a new directory into this path (KahaDB's exchange) holds the new one:
+            # a lock on the inode that was here before proves nothing, so look again.
+            try:
+                st = os.stat(d)
+            except OSError:
+                st = None
+            fst = os.fstat(fd)
+            if st is not None and (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino):
+                self.fds.append(fd)
+                return
+            os.close(fd)
+        raise StoreLockedError(f"{d} keeps being replaced while amqtool tries to lock it: another writer is "
+                               "switching this store; try again", path=d)
+
+    def release(self) -> None:
+        while self.fds:
+            os.close(self.fds.pop())
+
+    def __enter__(self) -> "WriterLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def writer_holding(directories) -> str | None:
+    """The directory of ``directories`` that an amqtool writer holds right now, else None (a probe: a shared
+    flock tried and dropped at once, so it never delays a writer)."""
+    for d in _unique_dirs(directories):
+        try:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return d
+        except OSError:
+            continue
+        finally:
+            os.close(fd)  # closing drops the probe's shared lock
+    return None
+
+
+def wait_for_writers(directories, timeout: float) -> str | None:
+    """Wait until no amqtool writer holds any of ``directories`` (at most ``timeout`` seconds). Returns the
+    directory still held when the time ran out, else None."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        held = writer_holding(directories)
+        if held is None or time.monotonic() >= deadline:
+            return held
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+# --- readers and a writer's switch ----------------------------------------------------------------------
+
+def directory_state(directories) -> tuple:
+    """What a writer's switch changes, for a reader to compare before and after its read: every entry of
+    ``directories`` by name, inode, size and modification time. Reads metadata only."""
+    out = []
+    for d in _unique_dirs(directories):
+        try:
+            with os.scandir(d) as it:
+                entries = []
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    entries.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            continue
+        out.append((d, tuple(sorted(entries))))
+    return tuple(out)

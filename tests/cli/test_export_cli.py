@@ -77,14 +77,48 @@ def test_a_queue_filter_that_matches_nothing_warns_with_the_queues(run_json, run
 
 
 def test_the_local_engine_shows_no_spark_bar(tmp_path, store):
-    from amqtool.commands.export_cmd import _TaskBar
+    from amqtool.commands.export_cmd import _ExportBar
 
-    with _TaskBar(quiet=False) as bar:
+    with _ExportBar(quiet=False) as bar:
         bar.enabled = True  # as on a terminal
-        assert bar.bar is None  # nothing shown until the Spark engine reports tasks
-        bar.update(0, 4)
-        assert bar.bar is not None
-    assert bar.bar is not None
+        assert bar.bar is None  # nothing shown until an engine reports
+        bar.advance(100)
+        assert bar.bar is not None and not bar.spark
+        assert bar.bar.tasks[0].description == "reading"
+
+
+def test_a_spark_export_on_a_terminal_shows_one_bar_driven_by_its_tasks(run_cli, store, tmp_path, monkeypatch):
+    # Issue 27 item 7: a "reading ... 0 B" bar that never moved alternated with "spark tasks" on one line.
+    import rich.progress
+
+    from amqtool.commands import export_cmd
+
+    started = []
+
+    class Recording(rich.progress.Progress):
+        def start(self):
+            started.append(self)
+            super().start()
+
+    def spark_like_export(req, *, progress=None, task_progress=None, status=None, **_):
+        for done in range(5):  # what spark._Progress reports from the status tracker
+            task_progress(min(done, 4), 4)
+            progress(1024)  # a bytes report meanwhile (none should show)
+        seen.append([(t.description, t.completed, t.total) for t in started[0].tasks])
+        return {"rows": 0, "messages": 0, "rowsByQueue": {}, "bindings": 0, "output": req.out, "format": req.fmt,
+                "engine": "spark", "problemCount": 0, "problems": []}, export_cmd_verdict.OK
+
+    from amqtool.errors import Verdict as export_cmd_verdict
+
+    seen: list = []
+    monkeypatch.setattr(rich.progress, "Progress", Recording)
+    monkeypatch.setattr(export_cmd, "show_progress", lambda quiet: True)  # as on a terminal
+    monkeypatch.setattr("amqtool.commands.output.show_progress", lambda quiet: True)
+    monkeypatch.setattr("amqtool.engines.export.run_export", spark_like_export)
+    code, _, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "parquet", "--engine", "spark")
+    assert code == 0
+    assert len(started) == 1  # one live display
+    assert seen == [[("spark tasks", 4, 4)]]
 
 
 def test_existing_output_refused_then_forced(run_cli, store, tmp_path):

@@ -92,7 +92,7 @@ def test_removed_middle_file_is_reported(run_json, tmp_path):
     journal = _copy(tmp_path)
     (journal / "activemq-data-3.amq").unlink()
     code, doc, _ = run_json("verify", journal)
-    assert code == 1
+    assert code == 2  # a never-compacted journal without one of its data files has lost its records
     (f,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
     assert f["details"]["missingFileIds"] == [3]
 
@@ -213,9 +213,11 @@ def test_huge_file_id_gap_is_counted_not_listed(run_json, tmp_path):
         rec = Record(ADD, fid & 0x7FFFFFFF, 0, record_id=n, user_record_type=1, body=b"x").encode()
         (journal / f"activemq-data-{n}.amq").write_bytes(FileHeader(2, 0, fid).encode() + rec + bytes(4096))
     code, doc, _ = run_json("verify", journal)
-    (f,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
-    assert f["details"]["missingCount"] == 0x2B00000000000001 - 2
-    assert f["details"]["missingFileIds"][:3] == [2, 3, 4] and len(f["details"]["missingFileIds"]) == 100
+    # a fileID past 2^31 is no id Artemis issued: its high bytes were damaged (issue 25); the file is judged by
+    # the load order it gets, and no gap of 2^61 ids is reported
+    (f,) = [f for f in doc["findings"] if f["code"] == "file-id-damaged"]
+    assert f["details"] == {"fileId": 0x2B00000000000001, "recordTag": 1} and f["offset"] == 8
+    assert not [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
 
 
 def test_a_flip_inside_a_paged_message_is_critical(run_json, tmp_path):

@@ -297,3 +297,112 @@ def test_damaged_pages_and_missing_bodies_are_problems_in_tasks_too(spark, demo,
         assert docs["spark"][key] == docs["local"][key], key
     assert sorted(p["message"] for p in docs["spark"]["problems"]) == \
         sorted(p["message"] for p in docs["local"]["problems"])
+
+
+def test_task_failure_of_the_jvm_is_its_innermost_cause():
+    # Issue 26 item 10: a JDBC failure inside the JVM was reported as py4j's "An error occurred while
+    # calling o64.load." with the cause only in Spark's log.
+    from amqtool.engines.export.spark import task_failure
+
+    jvm = ("An error occurred while calling o64.load.\n"
+           ": org.postgresql.util.PSQLException: Connection to 127.0.0.1:5432 refused. Check that the hostname "
+           "and port are correct.\n\tat org.postgresql.core.v3.ConnectionFactoryImpl.openConnectionImpl(X.java:1)\n"
+           "Caused by: java.net.ConnectException: Connection refused\n\tat java.base/sun.nio.ch.Net.connect0(N)\n")
+    assert task_failure(jvm) == "java.net.ConnectException: Connection refused"
+    no_cause = ("An error occurred while calling o64.load.\n"
+                ": org.postgresql.util.PSQLException: FATAL: terminating connection due to administrator command\n"
+                "\tat org.postgresql.Foo.bar(Foo.java:1)\n")
+    assert task_failure(no_cause) == ("org.postgresql.util.PSQLException: FATAL: terminating connection due to "
+                                      "administrator command")
+
+
+class _FakeTracker:
+    """A status tracker with one running stage of ``total`` tasks, ``done`` of them completed."""
+
+    def __init__(self, done: int, total: int):
+        from types import SimpleNamespace
+
+        self.stage = SimpleNamespace(numCompletedTasks=done, numTasks=total)
+
+    def getJobIdsForGroup(self, group):
+        return []
+
+    def getActiveStageIds(self):
+        return [1]
+
+    def getStageInfo(self, sid):
+        return self.stage
+
+
+class _FakeContext:
+    """A cluster's SparkContext as the watch sees it: its master and how many executors it has now."""
+
+    def __init__(self, executors: int):
+        self.master = "spark://127.0.0.1:7077"
+        self.executors = executors
+        self.cancelled = 0
+
+    @property
+    def _jsc(self):
+        from types import SimpleNamespace
+
+        infos = ["driver"] + ["executor"] * self.executors
+        tracker = SimpleNamespace(getExecutorInfos=lambda: infos)
+        return SimpleNamespace(sc=lambda: SimpleNamespace(statusTracker=lambda: tracker))
+
+    def cancelAllJobs(self):
+        self.cancelled += 1
+
+
+def test_a_job_left_without_executors_is_cancelled_with_its_cause():
+    # Issue 29: a standalone cluster whose only worker was killed gave 167 s of silence, then a py4j
+    # traceback; Spark waits for new executors forever.
+    from amqtool.engines.export.spark import _Progress, _task_errors
+
+    sc = _FakeContext(executors=1)
+    reports = []
+    watch = _Progress(sc, lambda d, t: reports.append((d, t)), no_executor_seconds=30)
+    watch.poll(_FakeTracker(1, 4), now=0.0)
+    sc.executors = 0  # the worker is killed
+    watch.poll(_FakeTracker(1, 4), now=1.0)
+    watch.poll(_FakeTracker(1, 4), now=30.0)
+    assert (watch.cause, sc.cancelled) == (None, 0)  # not yet: a worker may come back
+    sc.executors = 1
+    watch.poll(_FakeTracker(2, 4), now=31.0)  # it did: the wait starts again
+    sc.executors = 0
+    watch.poll(_FakeTracker(2, 4), now=32.0)
+    watch.poll(_FakeTracker(2, 4), now=62.0)
+    assert sc.cancelled == 1 and watch.cause.startswith("Spark has had no executor for 30 s with tasks to run")
+    assert reports[-1] == (2, 4)
+
+    class Py4JJavaError(Exception):  # what collect() raises once the job is cancelled
+        __module__ = "py4j.protocol"
+
+    with pytest.raises(AmqtoolError) as err:
+        with _task_errors(watch):
+            raise Py4JJavaError("An error occurred while calling o41.collectAndServe.\n: Job 3 cancelled")
+    assert str(err.value) == watch.cause
+
+
+def test_local_mode_is_never_cancelled_for_want_of_executors():
+    from amqtool.engines.export.spark import _Progress
+
+    sc = _FakeContext(executors=0)
+    sc.master = "local[2]"  # the driver runs the tasks: no executor entry
+    watch = _Progress(sc, None, no_executor_seconds=0)
+    watch.poll(_FakeTracker(0, 4), now=0.0)
+    watch.poll(_FakeTracker(0, 4), now=100.0)
+    assert (watch.cause, sc.cancelled) == (None, 0)
+
+
+def test_a_job_aborted_for_a_lost_executor_is_told_by_its_reason():
+    from amqtool.engines.export.spark import task_failure
+
+    text = ("An error occurred while calling o87.collectAndServe.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 2 in stage 1.0 failed 4 "
+            "times, most recent failure: Lost task 2.3 in stage 1.0 (TID 11) (127.0.0.1 executor 3): "
+            "ExecutorLostFailure (executor 3 exited caused by one of the running tasks) Reason: Command exited "
+            "with code 137\n\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(...)")
+    assert task_failure(text) == ("Lost task 2.3 in stage 1.0 (TID 11) (127.0.0.1 executor 3): ExecutorLostFailure "
+                                  "(executor 3 exited caused by one of the running tasks) Reason: Command exited "
+                                  "with code 137")

@@ -142,3 +142,51 @@ def test_compacted_store_restarts_with_exactly_its_messages(tmp_path, brokers, r
     log = r.log.read_text(errors="replace")
     assert "Recovering from the journal" in log
     assert not re.search(r"(?i)corrupt|lost|failed to recover|duplicate message add", log), log[-3000:]
+
+
+def _index_destinations(store) -> tuple[set, set]:
+    """The destinations and durable subscriptions in the broker's own index (db.data, written at its clean
+    stop): what the broker has, as opposed to what amqtool reads from the journal."""
+    from amqtool.formats.kahadb.pagefile import decode_index
+
+    view = decode_index((store / "db.data").read_bytes())
+    subs = {f"{k}/{s}" for k, by_sub in view.sub_locations.items() for s in by_sub}
+    return set(view.destinations), subs
+
+
+def test_compacted_store_keeps_every_destination_and_subscription(tmp_path, brokers, run_cli):  # noqa: F811
+    # Issue 26 item 8: a queue holding 0 messages was gone once the broker restarted on the compacted store.
+    b = Broker(tmp_path / "dests", extra=EXTRA)
+    brokers.append(b)
+    b.start()
+    s = Stomp(b.port, client_id="it-keep")
+    s.request("SUBSCRIBE", {"destination": "/topic/it.idle", "id": "d", "ack": "client-individual",
+                            "activemq.subscriptionName": "keep"})
+    s.close()
+    p = Stomp(b.port)
+    for i in range(30):
+        send(p, "/queue/orders.fast", f"f-{i:03d}", 500)
+        if i % 3 == 0:
+            send(p, "/queue/orders.slow", f"s-{i // 3:03d}", 500)
+    send(p, "/topic/it.nobody", "t-0", 100)  # a topic without durable subscriptions: nothing stored
+    p.close()
+    assert _drain_queue(b.port, "/queue/orders.fast", 30) == [f"f-{i:03d}" for i in range(30)]
+    b.stop()
+    store = b.data / "kahadb"
+    dests_before, subs_before = _index_destinations(store)
+    assert "0:orders.fast" in dests_before and "0:orders.slow" in dests_before
+    assert any(k.endswith("keep") for k in subs_before)
+
+    code, out, _ = run_cli("compact", b.data, "--format", "json")
+    assert code == 0, out
+    assert not (store / "db.data").exists()
+
+    b.log.rename(b.data / "broker-before.log")
+    r = Broker(b.data, extra=EXTRA)
+    brokers.append(r)
+    r.start()
+    assert _drain_queue(r.port, "/queue/orders.slow", 10) == [f"s-{i:03d}" for i in range(10)]
+    r.stop()
+    dests_after, subs_after = _index_destinations(store)
+    assert dests_after == dests_before
+    assert subs_after == subs_before

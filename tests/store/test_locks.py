@@ -96,6 +96,19 @@ def test_lock_held_by_another_process_is_seen_with_pid(tmp_path, holder, how):
     assert _digest(p) == before  # checking never changed the file
 
 
+@pytest.mark.parametrize("byte", [0, 1, 2])
+def test_one_byte_node_lock_of_artemis_before_2_10_is_seen(tmp_path, holder, monkeypatch, byte):
+    # Before ARTEMIS-2441 (2.10) FileLockNodeManager locked one byte of server.lock per role:
+    # channel.tryLock(pos, 1, false) at 0 (state), 1 (live), 2 (backup).
+    p = _server_lock(tmp_path)
+    monkeypatch.setitem(HOLDERS, f"byte{byte}", f"fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, {byte})")
+    h = holder(p, f"byte{byte}")
+    info = locks.held_lock(p)
+    assert info is not None and info.exclusive and info.pid == h.pid
+    h.stop()
+    assert locks.held_lock(p) is None
+
+
 def test_missing_file_is_not_created(tmp_path):
     assert locks.held_lock(tmp_path / "server.lock") is None
     assert os.listdir(tmp_path) == []
@@ -143,7 +156,9 @@ def test_running_broker_is_refused_with_file_and_pid(tmp_path, holder):
         (journal / n).write_bytes(b"")
     (tmp_path / "lock" / "cli.lock").write_bytes(b"")
     files = locks.artemis_store_lock_files(store)
+    data = tmp_path / "data"  # the data directory: <journal-directory>data</...> puts the node files there
     assert set(files) == {journal / "server.lock", journal / "serverlock.1", journal / "serverlock.2",
+                          data / "server.lock", data / "serverlock.1", data / "serverlock.2",
                           tmp_path / "lock" / "cli.lock"}
     assert locks.ensure_not_locked(files) == []
 
@@ -177,3 +192,71 @@ def test_kahadb_lock_file(tmp_path, holder):
     info = locks.held_lock(lock)
     assert info.pid == h.pid
     assert "KahaDB" in str(locks.locked_error([info]))
+
+
+# --- amqtool's own writer lock ----------------------------------------------------------------------------
+
+def _flock_holder(path: Path) -> subprocess.Popen:
+    code = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()")
+    p = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_writer_lock_excludes_another_writer_through_any_path(tmp_path):
+    d = tmp_path / "journal"
+    d.mkdir()
+    (tmp_path / "alias").symlink_to(d)
+    before = sorted(os.listdir(d))
+    other = _flock_holder(d)
+    try:
+        assert locks.writer_holding([tmp_path / "alias"]) == str(tmp_path / "alias")
+        with pytest.raises(StoreLockedError) as info:
+            locks.WriterLock([tmp_path / "alias"])
+        assert f"PID {other.pid}" in str(info.value) and "\n" not in str(info.value)
+        assert info.value.exit_code == 3
+    finally:
+        other.stdin.close()
+        other.wait()
+    assert locks.writer_holding([d]) is None
+    with locks.WriterLock([d, tmp_path / "alias"]) as w:  # one inode, one lock
+        assert len(w.fds) == 1
+        assert locks.writer_holding([d]) == str(d)
+    assert locks.writer_holding([d]) is None
+    assert sorted(os.listdir(d)) == before  # nothing written into the directory
+
+
+def test_writer_lock_follows_a_directory_switched_into_place(tmp_path, monkeypatch):
+    # KahaDB's compaction exchanges a staged directory into the store's path: a lock on the inode that was
+    # there before proves nothing, so add() looks again.
+    d = tmp_path / "kahadb"
+    d.mkdir()
+    staged = tmp_path / ".kahadb.new"
+    staged.mkdir()
+    real_flock = locks.fcntl.flock
+    swapped = []
+
+    def flock_then_swap(fd, op):
+        real_flock(fd, op)
+        if not swapped:
+            swapped.append(True)
+            os.rename(d, tmp_path / "old")
+            os.rename(staged, d)
+
+    monkeypatch.setattr(locks.fcntl, "flock", flock_then_swap)
+    with locks.WriterLock([d]) as w:
+        assert len(w.fds) == 1
+        fst, st = os.fstat(w.fds[0]), os.stat(d)
+        assert (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino)
+
+
+def test_directory_state_sees_a_switch(tmp_path):
+    d = tmp_path / "journal"
+    d.mkdir()
+    (d / "activemq-data-1.amq").write_bytes(b"x" * 10)
+    s1 = locks.directory_state([d])
+    assert locks.directory_state([d]) == s1
+    os.rename(d / "activemq-data-1.amq", d / "activemq-data-2.amq")
+    assert locks.directory_state([d]) != s1

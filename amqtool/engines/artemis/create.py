@@ -14,6 +14,7 @@ The demo (:func:`create_demo`) lives in :mod:`amqtool.engines.artemis.demo`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,23 +117,54 @@ def create_journals(path: str | os.PathLike, kind: str = "messages", *, file_siz
         raise UsageError("the bindings journal always has 2 files of 1 MiB (JournalStorageManager); "
                          "--file-size and --min-files apply to the message journal")
     fs, mf = resolve_messages_settings(file_size, min_files)
+    # The checks run under amqtool's writer lock: a create running meanwhile is named, not its half-made files.
     if kind == "bindings":
-        refuse_existing_journal(root)
-        return [_create_one(root, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files)]
+        with _writing([root]):
+            refuse_existing_journal(root)
+            return [_create_one(root, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files)]
     if kind == "messages":
-        refuse_existing_journal(root)
-        return [_create_one(root, MESSAGES, fs, mf)]
+        with _writing([root]):
+            refuse_existing_journal(root)
+            return [_create_one(root, MESSAGES, fs, mf)]
     data = root / "data"
     bdir, jdir = data / BROKER_DIRS["bindings"], data / BROKER_DIRS["journal"]
-    refuse_existing_journal(bdir)
-    refuse_existing_journal(jdir)
     atomic.ensure_free_space(_existing_parent(root), 2 * BINDINGS.default_file_size + max(mf, 2) * fs)
-    out = [_create_one(bdir, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files),
-           _create_one(jdir, MESSAGES, fs, mf)]
+    with _writing([bdir, jdir]):
+        refuse_existing_journal(bdir)
+        refuse_existing_journal(jdir)
+        out = [_create_one(bdir, BINDINGS, BINDINGS.default_file_size, BINDINGS.min_files),
+               _create_one(jdir, MESSAGES, fs, mf)]
     for name in ("paging", "large-messages"):
         (data / BROKER_DIRS[name]).mkdir(parents=True, exist_ok=True)
     atomic.fsync_dir(data)
     return out
+
+
+@contextlib.contextmanager
+def _writing(directories: list[Path]):
+    """amqtool's writer lock (:class:`~amqtool.store.locks.WriterLock`) on the journal directories being
+    created, which are made first for it (a lock needs the directory); when the block fails (another amqtool
+    creates the same journal, a write error), the directories it made and left empty are removed again."""
+    made: list[Path] = []
+    for d in directories:
+        if not os.path.isdir(d):
+            refuse_existing_journal(Path(d))  # its own clear error for a file in the way
+        missing = []
+        p = Path(d).absolute()
+        while not p.exists():
+            missing.append(p)
+            p = p.parent
+        for m in reversed(missing):
+            m.mkdir()
+            made.append(m)
+    try:
+        with locks.WriterLock(directories):
+            yield
+    except BaseException:
+        for m in reversed(made):
+            with contextlib.suppress(OSError):
+                m.rmdir()  # only when empty: nothing another run wrote is touched
+        raise
 
 
 def _existing_parent(p: Path) -> Path:

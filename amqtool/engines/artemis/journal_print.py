@@ -146,14 +146,13 @@ def load_store(store: ArtemisStore, opts: PrintOptions,
                progress: Callable[[int], None] | None = None,
                loads: dict | None = None) -> Iterator[tuple[JournalDir, LoadResult]]:
     """Open and load each selected journal in turn (the previous one is closed before the next opens).
-    ``loads``: ``kind -> (opened, result)`` already made by verify's judge
-    (:func:`amqtool.engines.artemis.verify.verify_store`), left open by the caller: printed as they are."""
+    ``loads``: ``kind -> LoadResult`` already made by verify's judge (``verify_store(keep=...)``, its
+    ``report.loads``), their journals left open by the caller: printed as they are."""
     for journal in store.journals():
         if opts.journals is not None and journal.kind not in opts.journals:
             continue
         if loads is not None and journal.kind in loads:
-            opened, result = loads[journal.kind]
-            yield journal, result if result is not None else load_journal(opened)
+            yield journal, loads[journal.kind]
             continue
         with open_journal(journal) as opened:
             yield journal, load_journal(opened, progress=progress)

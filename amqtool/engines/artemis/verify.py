@@ -68,6 +68,7 @@ class VerifyReport:
     findings: list[Finding] = field(default_factory=list)
     journals: list[JournalSummary] = field(default_factory=list)
     paging: dict | None = None  # paging: PagingVerifier summary
+    loads: dict = field(default_factory=dict)  # kind -> LoadResult, with verify_store(keep=...)
 
     def summary(self) -> dict:
         doc = {
@@ -94,25 +95,37 @@ def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int
 
 class _GapInspector:
     """Classifies the bytes between accepted records of each file (called by load_journal per file). Reads
-    only the first bytes of a tail (``opened.pread``), never a whole file."""
+    only the bytes of damaged regions (up to ``MAX_RECONSTRUCT`` each) and the first bytes of a tail
+    (``opened.pread``), never a whole file. Damaged regions are judged once both journals are loaded
+    (:meth:`judge`): what the damaged record held decides what its loss costs (``evidence``)."""
 
-    def __init__(self, opened, findings: list[Finding]):
+    def __init__(self, opened, findings: list[Finding], kind: str):
         self.opened = opened
         self.findings = findings
+        self.kind = kind
         self.tails: list[tuple[int, str, int, int]] = []
+        self.regions: list[tuple[str, int, int, object]] = []  # (path, first, next record, bytes to rebuild)
+        self.mismatched: list = []  # commit-count-mismatch anomalies: judged by what their transaction held
+        self.more_damaged: list[tuple[str, int]] = []
+        self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
+        self.tail_bytes: dict[int, object] = {}
+
+    def _region(self, scan: FileScan, first: int, end: int):
+        """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
+        from amqtool.engines.artemis.evidence import MAX_RECONSTRUCT
+
+        if end - first > MAX_RECONSTRUCT:
+            return None
+        base = max(first - 24, 16)
+        return (self.opened.pread(scan.index, base, end - base), base, scan.file.tag, scan.file.version)
 
     def __call__(self, scan: FileScan, gaps: FileGaps) -> None:
         jf = scan.file
         path = str(jf.path)
         for first, off in gaps.damaged[:MAX_DAMAGED_PER_FILE]:
-            self.findings.append(Finding(
-                Severity.CRITICAL, "damaged-record",
-                f"{off - first} damaged byte(s) followed by valid records: at least one record was "
-                f"lost here (the broker skips it and goes on)", path, first, {"nextValidRecord": off}))
+            self.regions.append((path, first, off, self._region(scan, first, off)))
         if gaps.damaged_count > MAX_DAMAGED_PER_FILE:
-            self.findings.append(Finding(
-                Severity.CRITICAL, "damaged-record",
-                f"{gaps.damaged_count - MAX_DAMAGED_PER_FILE} more damaged region(s) in this file", path, None))
+            self.more_damaged.append((path, gaps.damaged_count - MAX_DAMAGED_PER_FILE))
         if gaps.tail_first < 0:
             return
         first = gaps.tail_first
@@ -122,29 +135,217 @@ class _GapInspector:
                    and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is not None:
+            if scan.records == 0:
+                # a file with no record of its own: reinitialised for reuse, or its header's fileID is damaged
+                # (judged in judge(): would its records change the live state if the header said their tag?)
+                tag = int.from_bytes(head[stale_at - first + 1:stale_at - first + 5], "big", signed=True)
+                self.foreign.append((scan.index, path, stale_at, tag))
+                return
             self.findings.append(Finding(
                 Severity.INFO, "stale-records",
                 "records of an earlier use of this reused file follow the data; Artemis ignores them "
                 "(their tag is not this file's)", path, stale_at))
             return
         last = gaps.tail_end - first
-        # Whether this is a torn tail (newest data file) is known only once every file is scanned.
+        # Whether this is a torn tail (newest data file) is known only once every file is scanned; a tail of
+        # another file is judged by the record it held, when it is one (a damaged last record).
         self.tails.append((scan.index, path, first, last))
+        self.tail_bytes[scan.index] = self._region(scan, first, min(gaps.tail_end + 4, jf.size))
 
     def finish(self, result) -> None:
-        data_indexes = [s.index for s in result.scans if s.has_data]
-        current = data_indexes[-1] if data_indexes else -1
-        for index, path, first, length in self.tails:
-            if index == current:
+        """Keep the load once every file is scanned: which tail is the newest file's (torn by a crash) is
+        known only then."""
+        self.result = result
+        self.mismatched = [a for a in result.anomalies if a.code == "commit-count-mismatch"]
+
+    def judge(self, evidence) -> None:
+        """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
+        records held (:mod:`amqtool.engines.artemis.evidence`)."""
+        from amqtool.engines.artemis.evidence import (
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, transaction_records)
+
+        max_id = self.result.max_id
+        mismatched = {a.ids["txId"] for a in self.mismatched}
+        lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+
+        def effect_of(rec):
+            if rec.type in (13, 14, 15):
+                # its transaction commits without it (a count in another file) or is discarded whole (the
+                # commit's count no longer matches): judged with the transaction's records
+                lost_in_tx.setdefault(rec.tx_id, []).append(rec)
+                if rec.tx_id in mismatched:
+                    return HARMLESS  # the commit-count-mismatch finding below carries the verdict
+                return evidence.effect_of_discarded([rec])
+            if rec.type in (17, 18):
+                # a lost PREPARE or COMMIT: the transaction is rolled back at start, with all it held
+                return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
+            return evidence.effect_of_loss(self.kind, rec)
+
+        for path, first, off, region in self.regions:
+            candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
+            effects = {effect_of(rec) for rec in candidates}
+            effect = effects.pop() if len(effects) == 1 else UNKNOWN
+            rec = candidates[0] if candidates else None
+            if effect == HARMLESS:
                 self.findings.append(Finding(
-                    Severity.WARNING, "torn-tail",
-                    f"{length} byte(s) of a partly written record after the last valid record of the "
-                    f"newest file: the broker stopped mid-write and will drop that record", path, first))
+                    Severity.WARNING, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records: they held {_held(rec)}, whose "
+                    f"loss changes nothing the broker delivers", path, first, {"nextValidRecord": off}))
+            else:
+                what = (f"they held {_held(rec)}, which the broker will lose" if effect == LOSS else
+                        f"they held {_held(rec)}" if rec is not None else "at least one record was lost here")
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
+                    f"on): {what}", path, first, {"nextValidRecord": off}))
+        files = self.result.files
+        # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
+        # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
+        failed = {tx.tx_id: tx for tx in self.result.failed if not tx.prepared}
+        for a in self.result.anomalies:
+            if a.code != "commit-unknown-tx" or not failed:
+                continue
+            t = a.ids["txId"]
+            for k in range(64):
+                tx = failed.get(t ^ (1 << k))
+                if tx is None:
+                    continue
+                recs = [Rebuilt(13 if not r.is_update else 14, 0, 0, tx.tx_id, r.id, r.user_record_type,
+                                self.opened.pread(r.file_index, r.body_offset, r.body_len), "")
+                        for r in tx.records]
+                recs += [Rebuilt(15, 0, 0, tx.tx_id, r.id, 0, b"", "") for r in tx.records_to_delete]
+                effect = evidence.effect_of_discarded(recs)
+                if effect != HARMLESS:
+                    self.findings.append(Finding(
+                        Severity.CRITICAL, "commit-damaged",
+                        f"the commit of transaction {t}, which has no records, is one bit from open transaction "
+                        f"{tx.tx_id}: its transaction id was damaged, so the broker rolls {tx.tx_id} back and "
+                        f"loses what it held ({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
+                        {"txId": tx.tx_id, "commitTxId": t}))
+                break
+        for a in self.mismatched:
+            i = a.ids
+            effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
+                                                  + lost_in_tx.get(i["txId"], []))
+            harmless = effect == HARMLESS
+            self.findings.append(Finding(
+                Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
+                f"transaction {i['txId']}: the commit record counts {i['expected']} record(s) in its file but "
+                f"{i['found']} are there; Artemis discards the whole transaction ({i['records']} record(s))"
+                + ("; none of them changes what the broker delivers" if harmless else
+                   "; the broker loses what it held" if effect == LOSS else ""),
+                str(files[a.file_index].path), a.offset, dict(i)))
+        # After a compaction the freed files keep records the compacted files carry again (and deletes the
+        # compaction dropped), so reading them under their old fileID proves nothing: only a journal never
+        # compacted (no live record with a compactCount) tells a damaged header from a reused file this way.
+        compacted = any(r.compact_count > 0 for r in self.result.live)
+        for index, jf in enumerate(self.result.files):
+            if jf.file_id >= 1 << 31:
+                changes = evidence.changes_with(self.kind, _retagged(self.opened, index, jf.tag))
+                self.findings.append(Finding(
+                    Severity.CRITICAL if changes else Severity.WARNING, "file-id-damaged",
+                    f"header fileID {jf.file_id} is not one Artemis issues (its records carry {jf.tag}): its high "
+                    f"bytes were damaged and the broker loads this file after every other, "
+                    + ("which changes what it delivers" if changes else "to the same state"),
+                    str(jf.path), 8, {"fileId": jf.file_id, "recordTag": jf.tag}))
+        for index, path, offset, tag in self.foreign:
+            if not compacted and evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "file-header-damaged",
+                    f"none of this file's records carry its header's fileID, but they carry {tag}, and read under "
+                    f"it they hold live records: the header was damaged and the broker will not load them",
+                    path, 8, {"recordTag": tag}))
             else:
                 self.findings.append(Finding(
-                    Severity.WARNING, "damaged-tail",
-                    f"{length} byte(s) of damaged data after the last valid record of a file that is not "
-                    f"the newest", path, first))
+                    Severity.INFO, "stale-records",
+                    "records of an earlier use of this reused file follow the data; Artemis ignores them (their "
+                    "tag is not this file's, and read under theirs they change nothing live)", path, offset))
+        for path, n in self.more_damaged:
+            self.findings.append(Finding(
+                Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
+        for index, path, first, length in self.tails:
+            effect = None
+            if index != newest_data_file(self.result):
+                effect = self._tail_effect(index, first, length, evidence, effect_of)
+            if effect is None:
+                self.findings.append(tail_finding(self.result, index, path, first, length))
+                continue
+            harmless = effect == HARMLESS
+            self.findings.append(Finding(
+                Severity.WARNING if harmless else Severity.CRITICAL, "damaged-tail",
+                f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
+                f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
+                              "the broker will lose what it held"), path, first))
+
+    def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
+        """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
+        read as one record (None: they do not)."""
+        from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
+
+        region = self.tail_bytes.get(index)
+        if region is None:
+            return None
+        buf, base, tag, version = region
+        for end in range(first + length, min(first + length + 4, base + len(buf)) + 1):
+            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id)
+            if candidates:
+                effects = {effect_of(rec) for rec in candidates}
+                return effects.pop() if len(effects) == 1 else UNKNOWN
+        return None
+
+
+def newest_data_file(result) -> int:
+    """Index of the newest file holding records in a load ``result`` (the one a crash can tear), or -1."""
+    data_indexes = [s.index for s in result.scans if s.has_data]
+    return data_indexes[-1] if data_indexes else -1
+
+
+def tail_finding(result, index: int, path: str, first: int, length: int) -> Finding:
+    """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
+    neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
+    leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
+    (Artemis fills every file to the journal's file size before use)."""
+    if index == newest_data_file(result):
+        return Finding(
+            Severity.WARNING, "torn-tail",
+            f"{length} byte(s) of a partly written record after the last valid record of the "
+            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+    sizes = [f.size for f in result.files]
+    if len(sizes) > 1 and sizes[index] < max(sizes):
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
+            f"newest and is shorter than the journal's files: it was truncated, and the records after "
+            f"the cut are lost", path, first)
+    return Finding(
+        Severity.WARNING, "damaged-tail",
+        f"{length} byte(s) of damaged data after the last valid record of a file that is not "
+        f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
+        path, first)
+
+
+def _retagged(opened, index: int, tag: int):
+    """``opened`` with file ``index``'s header fileID set to ``tag`` (and the files in load order again): what
+    Artemis would load had that header not been damaged."""
+    import dataclasses
+
+    from amqtool.store.journal_files import OpenedJournal
+
+    files = list(opened.files)
+    jf = files[index]
+    files[index] = dataclasses.replace(jf, header=dataclasses.replace(jf.header, file_id=tag))
+    files.sort(key=lambda f: f.file_id)
+    return OpenedJournal(opened.journal, files)
+
+
+def _held(rec) -> str:
+    names = {10: "an event", 11: "an add", 12: "an update", 13: "a transactional add", 14: "a transactional update",
+             15: "a transactional delete", 16: "a delete", 17: "a prepare", 18: "a commit", 19: "a rollback"}
+    what = names.get(rec.type, f"a type-{rec.type} record")
+    ident = f" of record {rec.id}" if rec.id >= 0 else ""
+    tx = f" in transaction {rec.tx_id}" if rec.tx_id >= 0 else ""
+    user = f" (user record type {rec.user_type})" if rec.type in (11, 12, 13, 14) else ""
+    return f"{what}{ident}{user}{tx} (its {rec.wrong or 'bytes'} damaged)"
 
 
 def _pending_findings(opened, findings: list[Finding]) -> None:
@@ -167,15 +368,40 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
         else:
             findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
                                     s.path, s.offset))
-    seen: dict[int, str] = {}
+    seen: dict = {}  # fileID -> the first JournalFile with it
     for f in opened.files:
         if f.file_id in seen:
-            findings.append(Finding(
-                Severity.CRITICAL, "duplicate-file-id",
-                f"header fileID {f.file_id} is also in {seen[f.file_id]}: their load order is undefined",
-                str(f.path), 8))
+            other = seen[f.file_id]
+            if _same_bytes(other.path, f.path):
+                # a copy: Artemis loads its records twice, in a row; every add, update and delete then lands on
+                # the same id again and the live state is the one the original gives
+                findings.append(Finding(
+                    Severity.WARNING, "duplicate-file-id",
+                    f"a byte-for-byte copy of {other.name} (header fileID {f.file_id}): Artemis loads its records "
+                    f"twice, to the same state; remove the copy", str(f.path), 8))
+            else:
+                findings.append(Finding(
+                    Severity.CRITICAL, "duplicate-file-id",
+                    f"header fileID {f.file_id} is also in {other.name}, with other records: their load order is "
+                    f"undefined", str(f.path), 8))
         else:
-            seen[f.file_id] = f.name
+            seen[f.file_id] = f
+
+
+def _same_bytes(a, b, window: int = 1 << 20) -> bool:
+    """Whether two files hold the same bytes (read in windows)."""
+    try:
+        if os.stat(a).st_size != os.stat(b).st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(window), fb.read(window)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
 
 
 def _name_number(name: str) -> int | None:
@@ -185,7 +411,7 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
+def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -199,13 +425,16 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
     and reused files do not explain it, or when live updates without their add corroborate it; otherwise it is
     ``file-id-gap`` (info).
     """
-    data_ids = [s.file.file_id for s in result.scans if s.has_data]
+    # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
+    # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
+    data_ids = [s.file.file_id for s in result.scans if s.has_data and s.file.file_id < 1 << 31]
     if len(data_ids) < 2:
         return
     low, high = min(data_ids), max(data_ids)
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
     # 64-bit fileID.
-    inside = sorted({f.file_id for f in result.files if low < f.file_id < high})
+    inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
+                    | {t for t in found_elsewhere if low < t < high})
     count = high - low - 1 - len(inside)
     if count <= 0:
         return
@@ -244,8 +473,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding]) -> None:
         return
     because = (f"; {orphans} live update(s) have lost their add record" if orphans else
                " and not explained by reused files")
+    # never compacted and not explained by reuse, or live updates without their add: a data file is gone
     findings.append(Finding(
-        Severity.WARNING, "missing-journal-file",
+        Severity.CRITICAL, "missing-journal-file",
         f"fileID(s) {shown} missing between data files{because}: a journal file appears to have been "
         f"removed; its records are lost", where, None, details))
 
@@ -282,6 +512,8 @@ def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
     }
     listed: dict[str, int] = {}
     for a in result.anomalies:
+        if a.code == "commit-count-mismatch":
+            continue  # judged with the evidence (_GapInspector.judge)
         sev = severities[a.code]
         if sev is Severity.INFO:
             # Routine after reclaiming: one finding per kind, with the count and the first place.
@@ -399,13 +631,19 @@ def _jms_findings(result: LoadResult, findings: list[Finding]) -> None:
 
 def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
                    progress: Callable[[int], None] | None = None, paging=None,
-                   opened=None) -> LoadResult | None:
-    """Verify one journal directory, appending findings and its summary to ``report``. ``opened``: the
-    journal already opened by the caller (:func:`open_journal`), who keeps it open to read the bodies of the
-    returned load (the export judges the load it exports, so the journal is scanned once)."""
+                   stack: contextlib.ExitStack | None = None) -> tuple[LoadResult | None, _GapInspector | None]:
+    """Verify one journal directory, appending findings and its summary to ``report``. Returns its load and
+    its gap inspector, whose damaged regions :func:`verify_store` judges once both journals are loaded. With
+    ``stack`` the journal stays open until the stack closes (the evidence reads bodies after the load)."""
     findings = report.findings
     summary = JournalSummary(journal.kind, str(journal.directory))
-    with (contextlib.nullcontext(opened) if opened is not None else open_journal(journal)) as opened:
+    if stack is None:
+        stack = contextlib.ExitStack()
+        owned = stack
+    else:
+        owned = contextlib.nullcontext()
+    with owned:
+        opened = stack.enter_context(open_journal(journal))
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:
@@ -413,8 +651,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
                 findings.append(Finding(Severity.WARNING, "no-journal-files",
                                         "no loadable journal file in this directory", str(journal.directory)))
             report.journals.append(summary)
-            return None
-        inspector = _GapInspector(opened, findings)
+            return None, None
+        inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress)
         inspector.finish(result)
         summary.bytes = sum(s.file.size for s in result.scans)
@@ -424,7 +662,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.failed = len(result.failed)
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
-            _gap_findings(result, findings)
+            # an id whose records are in a file with another header fileID is judged as that file's header
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign})
         _load_findings(result, findings)
         if journal.kind == "jms":
             _jms_findings(result, findings)
@@ -438,15 +677,17 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
                 report.paging = paging.summary_json()
             _large_message_findings(store, result, findings, paging, paged)
     report.journals.append(summary)
-    return result
+    return result, inspector
 
 
 def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None, *,
-                 loads: dict | None = None) -> VerifyReport:
+                 keep: contextlib.ExitStack | None = None) -> VerifyReport:
     """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal.
 
-    ``loads``: a dict that receives ``kind -> (opened journal, load result)`` of the bindings and messages
-    journals, left open for the caller to read and close (what the export exports is what was judged)."""
+    ``keep``: the journals stay open until the caller closes this stack, and ``report.loads`` holds their
+    load results by kind: what the export exports, or print prints, is the load verify judged (one scan)."""
+    from amqtool.engines.artemis.evidence import Evidence
+
     report = VerifyReport()
     journals = store.journals()
     if not journals and store.jms is None:
@@ -454,15 +695,26 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     from amqtool.engines.artemis.paging import PagingVerifier
 
     paging = PagingVerifier(store, progress)
-    for journal in journals:
-        if loads is None:
-            verify_journal(store, journal, report, progress, paging)
-            continue
-        opened = open_journal(journal)
-        loads[journal.kind] = (opened, None)
-        loads[journal.kind] = (opened, verify_journal(store, journal, report, progress, paging, opened=opened))
+    results: dict[str, LoadResult | None] = {}
+    inspectors = []
+    with contextlib.ExitStack() as stack:
+        for journal in journals:
+            result, inspector = verify_journal(store, journal, report, progress, paging,
+                                               keep if keep is not None else stack)
+            results[journal.kind] = result
+            if inspector is not None:
+                inspectors.append(inspector)
+        if results.get("messages") is not None or results.get("bindings") is not None:
+            evidence = Evidence.build(results.get("bindings"), results.get("messages"))
+            for inspector in inspectors:
+                inspector.judge(evidence)
+            _evidence_findings(store, evidence, results, report.findings)
+            _message_findings(store, evidence, results.get("messages"), report.findings)
+    report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
-        verify_journal(store, store.jms, report, progress)
+        _, inspector = verify_journal(store, store.jms, report, progress)
+        if inspector is not None:
+            inspector.judge(Evidence())
     if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
@@ -519,6 +771,95 @@ def _not_a_store(store: ArtemisStore, report: VerifyReport) -> None:
         f"no file here has an Artemis journal header ({len(headers)} file(s) named like journal files, first "
         f"{os.path.basename(headers[0].path or '')}: {headers[0].message}): not a store",
         str(store.root), None, {"files": [f.path for f in headers]}))
+
+
+MAX_LISTED = 20
+
+
+def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, findings: list[Finding]) -> None:
+    """Every message the broker would deliver must decode as its load decodes it: a persister id it does not
+    know, or an encoding that runs past the body, makes ``loadMessageJournal`` throw (``print`` shows such a
+    message as undecodable; ``export`` leaves it out). Decoded by the export's C column decoder (the Python
+    reference without the extension); large-message bodies are not read here (their files are checked apart)."""
+    from amqtool.engines.export.columns import row
+    from amqtool.engines.export.local import message_batches
+    from amqtool.engines.export.model import ExportSummary
+    from amqtool.store.journal_files import BodyWindows
+
+    if result is None:
+        return
+    live = {}
+    for m in evidence.messages:
+        qs = evidence.live_queues(m)
+        if qs:
+            live[m] = qs
+    records = [r for r in result.live
+               if not r.is_update and r.user_record_type in (45, 31) and r.id in live]
+    if not records:
+        return
+    records.sort(key=lambda r: (r.file_index, r.body_offset))
+    body = BodyWindows(result.opened).body
+    summary = ExportSummary("verify", "artemis")
+    messages = ((r.user_record_type, body(r.file_index, r.body_offset, r.body_len), r.id,
+                 [row("", q, None) for q in sorted(live[r.id])], "") for r in records)
+    for _ in message_batches(messages, safe=True, large=None, summary=summary):
+        pass
+    if summary.problem_count:
+        where = {r.id: r for r in records}
+        first = summary.problems[0]
+        rec = where.get(first.message_id)
+        shown = "; ".join(f"message {p.message_id}: {p.message}" for p in summary.problems[:5])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-undecodable",
+            f"{summary.problem_count} message(s) still on a queue do not decode as the broker's load decodes them "
+            f"(it throws on them): {shown}", str(result.files[rec.file_index].path) if rec else None,
+            rec.body_offset if rec else None,
+            {"count": summary.problem_count, "messageIds": [p.message_id for p in summary.problems]}))
+
+
+def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: list[Finding]) -> None:
+    """What the references say was lost (see :mod:`amqtool.engines.artemis.evidence`)."""
+    where = str(store.messages.directory) if store.messages is not None else str(store.root)
+    orphans = evidence.orphan_refs()
+    if orphans:
+        ids = sorted(orphans)
+        shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted(orphans[m])))})" for m in ids[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-record-missing",
+            f"{len(ids)} message(s) still referenced by queues have no message record (the broker drops their "
+            f"references): {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
+            {"messageIds": ids[:100], "count": len(ids)}))
+    acks = evidence.acks_without_ref()
+    if acks:
+        shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ack-without-ref",
+            f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
+            f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
+            f"lost: {shown}", where, None, {"count": len(acks)}))
+    if evidence.unknown_types:
+        r = evidence.unknown_types[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "unknown-record-type",
+            f"{len(evidence.unknown_types)} live record(s) of a user record type the broker's message journal "
+            f"load does not know (first: record {r.id}, type {r.user_record_type}): it throws 'Invalid record "
+            f"type' and does not start", str(results["messages"].files[r.file_index].path), r.body_offset,
+            {"count": len(evidence.unknown_types)}))
+    if evidence.bad_refs:
+        r = evidence.bad_refs[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-undecodable",
+            f"{len(evidence.bad_refs)} live reference or acknowledgement record(s) whose body is not one queue id "
+            f"(first: record {r.id}, {r.body_len} bytes): the broker's load fails on it",
+            str(results["messages"].files[r.file_index].path), r.body_offset, {"count": len(evidence.bad_refs)}))
+    unknown = evidence.refs_to_unknown_queues()
+    if unknown:
+        shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-unknown-queue",
+            f"messages are referenced by queue ids the bindings journal does not hold (the broker skips "
+            f"them): {shown}", where, None,
+            {"queueIds": sorted(unknown), "messages": sum(len(m) for m in unknown.values())}))
 
 
 def total_bytes(store: ArtemisStore) -> int:

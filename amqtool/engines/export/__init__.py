@@ -267,7 +267,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
     started for it (:func:`.spark.get_session`, with ``jars`` on its class path) and stopped after. The
     JVM's log sits beside OUT, not in the work directory (removed with it before an error is read): it is
     kept when the export fails, so the path the error names still exists, and removed when it succeeds."""
-    from amqtool.engines.export.spark import get_session
+    from amqtool.engines.export.spark import get_session, stop_session
 
     own = spark_session is None
     log = target.out.parent / f"{target.out.name}.spark.log"
@@ -280,8 +280,12 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
                 log.unlink()
         raise
     keep = False
+    interrupted = False
     try:
         yield spark
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     except Exception as err:  # a failure (not an interruption): keep the log the message names
         keep = own and log.exists()
         if keep and isinstance(err, AmqtoolError) and str(log) not in err.message:
@@ -290,7 +294,7 @@ def spark_session_for(target: OutputTarget, master: str | None, spark_session=No
         raise
     finally:
         if own:
-            spark.stop()
+            stop_session(spark, interrupted=interrupted)  # the JVM is gone before the work directory goes
             if not keep:
                 with contextlib.suppress(OSError):
                     log.unlink()

@@ -323,11 +323,11 @@ class _StoreWatcher:
 
 def _run_job(sc, items: list, func, progress) -> list:
     """One partition per item, in the given order; the tasks' results."""
-    from amqtool.engines.export.spark import _Progress, _task_errors
+    from amqtool.engines.export.spark import watched_job
 
     if not items:
         return []
-    with _Progress(sc, progress), _task_errors():
+    with watched_job(sc, progress):
         return sc.parallelize(items, len(items)).mapPartitions(func).collect()
 
 

@@ -178,14 +178,16 @@ class ClassicJdbcExport:
     def rows(self) -> Iterator[tuple]:
         """Every row in ID order, from the snapshot the subscriptions were read in; the session ends with it."""
         from amqtool.engines.jdbc.classic import iter_message_rows
+        from amqtool.engines.jdbc.connection import database_errors
 
         try:
-            for row in iter_message_rows(self._conn, self.store.statements):
-                n = len(row.msg or b"")
-                self.summary.bytes_scanned += n
-                if self.progress is not None:
-                    self.progress(n)
-                yield from classic_rows(row, self.ctx, self.summary)
+            with database_errors(self.store.target):  # the server may stop while the rows stream
+                for row in iter_message_rows(self._conn, self.store.statements):
+                    n = len(row.msg or b"")
+                    self.summary.bytes_scanned += n
+                    if self.progress is not None:
+                        self.progress(n)
+                    yield from classic_rows(row, self.ctx, self.summary)
         finally:
             self.close()
 
@@ -232,7 +234,9 @@ class ArtemisJdbcExport(LocalArtemisExport):
         self._pages = [(ps, pid) for ps in data.page_data for pid in sorted(ps.pages)]
         self.summary.bytes_scanned = sum(len(j.result.opened.buf) for j in data.journals)
         self.large = TableLargeBodies(artemis.large_message_bodies(store) if data.large_files else {})
-        self._opened = []
+        import contextlib
+
+        self._stack = contextlib.ExitStack()  # nothing to close: the tables' load is in memory
         self.bindings_result = data.result("bindings")
         self.messages_result = data.result("messages")
         self.refs = journal_refs(self.messages_result)
@@ -317,12 +321,14 @@ class SparkClassicJdbcExport:
 
     def write_tables(self, target, fmt: str) -> None:
         from amqtool.engines.export.schema import BINDING_COLUMNS
-        from amqtool.engines.export.spark import write_rdd_parts
+        from amqtool.engines.export.spark import _task_errors, write_rdd_parts
         from amqtool.engines.export.writers import write_subscription_table, write_table
 
         write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
         ctx = self.local.ctx
-        parts = write_rdd_parts(self.dataframe().rdd, _classic_part(ctx), target, fmt, self.progress)
+        with _task_errors():  # the JDBC source asks the database for the schema here: its failure, one line
+            rdd = self.dataframe().rdd
+        parts = write_rdd_parts(rdd, _classic_part(ctx), target, fmt, self.progress)
         s = self.summary
         for index in sorted(parts):
             s.add(parts[index])

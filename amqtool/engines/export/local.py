@@ -52,24 +52,22 @@ class LocalArtemisExport:
         self.summary = ExportSummary(ENGINE, "artemis")
         self.large = LargeBodies(getattr(store, "large_messages_dir", None))
         # verify judges the very load this export reads (amqtool.engines.verdicts): one scan of the journals
-        loads: dict = {}
+        import contextlib
+
+        self._stack = contextlib.ExitStack()  # the journals, open while the rows are read
         try:
-            report = verify_store(store, progress, loads=loads)
+            report = verify_store(store, progress, keep=self._stack)
             # a CRITICAL source is refused before a row is written, unless --salvage
             refuse_unless_salvage(report.findings, options.salvage, command="export", path=str(store.root))
         except BaseException:
-            for opened, _ in loads.values():
-                opened.close()
+            self._stack.close()
             raise
-        self._opened = [opened for opened, _ in loads.values()]
         self.summary.findings = report.findings
-        results = {}
+        results = report.loads
         self.summary.files = 0
-        for kind, (opened, result) in loads.items():
-            self.summary.bytes_scanned += opened.bytes_total()
-            self.summary.files += len(opened.files)
-            if result is not None:
-                results[kind] = result
+        for result in results.values():
+            self.summary.bytes_scanned += result.opened.bytes_total()
+            self.summary.files += len(result.opened.files)
         self.bindings_result = results.get("bindings")
         self.messages_result = results.get("messages")
         # only what the rows need: refs, acks, delivery counts, scheduled times (the paging facts come
@@ -85,8 +83,7 @@ class LocalArtemisExport:
             self.summary.problem(rid, f"binding record does not decode: {msg}")
 
     def close(self) -> None:
-        for o in self._opened:
-            o.close()
+        self._stack.close()
 
     def __enter__(self):
         return self
@@ -141,7 +138,7 @@ class LocalArtemisExport:
         that adds it), ``refs`` its rows' ``(queue id, state, tx id, delivery count, scheduled time)`` in row
         order, only queues the options want. What :meth:`messages` is built from."""
         opts = self.options
-        if not opts.queues:
+        if not opts.queues and opts.only_queues is None:
             yield from self._pairs()
             return
         b = self.bindings

@@ -11,14 +11,20 @@ UNDEFINED_PREFIX = "UndefinedQueue_"  # data exp's default ``undefined-prefix``
 @dataclass
 class ExportOptions:
     """``safe``: no body bytes (size and sha256 only). ``queues``: fnmatch patterns on queue names (None:
-    all). ``salvage``: write from a source verify calls CRITICAL (:mod:`amqtool.engines.verdicts`)."""
+    all); ``only_queues``: exact names besides. ``salvage``: write from a source verify calls CRITICAL
+    (:mod:`amqtool.engines.verdicts`)."""
 
     safe: bool = False
     queues: tuple[str, ...] | None = None
     undefined_prefix: str = UNDEFINED_PREFIX
     salvage: bool = False
+    # exact queue names, ANDed with ``queues`` (None: no such limit): the Spark data source's pushed-down
+    # ``queue = ...`` / ``queue IN (...)`` filters, which must not be read as patterns
+    only_queues: frozenset[str] | None = None
 
     def wants(self, queue: str) -> bool:
+        if self.only_queues is not None and queue not in self.only_queues:
+            return False
         if not self.queues:
             return True
         return any(fnmatch.fnmatchcase(queue, p) for p in self.queues)

@@ -136,6 +136,111 @@ def session_conf(master: str, *, local_dir: str | None = None, jars: list[str] |
     return conf
 
 
+# --- the driver JVM's lifetime ----------------------------------------------------------------------------
+#
+# pyspark starts the driver JVM (spark-submit, then java) as a child that is meant to exit when its stdin
+# pipe from Python closes. That does not hold while the JVM is still starting: a SIGTERM 1-1.4 s into an
+# export left a -Xmx6g JVM running under init, which went on to recreate spark.local.dir after amqtool had
+# removed it. So the JVM is started in a process group of its own whose leader is a tiny watchdog process:
+# the watchdog blocks on a pipe from amqtool and, when that pipe closes (amqtool exits, however: normally,
+# on an error, on SIGTERM, on SIGKILL), kills the whole group with SIGKILL. amqtool also kills the group
+# itself (kill_driver_jvm) as soon as the session ends, before it removes the export's work directory.
+
+_WATCHDOG = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
+    "while sys.stdin.buffer.read(4096): pass\n"
+    "os.killpg(os.getpid(), signal.SIGKILL)\n"
+)
+
+
+class DriverJvm:
+    """The watchdog and process group the driver JVM is started in (see above)."""
+
+    def __init__(self):
+        import subprocess
+
+        # A group of its own in this session (a JVM can only join a group of its own session).
+        self.watchdog = subprocess.Popen([sys.executable, "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
+                                         close_fds=True)
+        self.pgid = self.watchdog.pid
+
+    def popen_kwargs(self) -> dict:
+        return {"process_group": self.pgid}
+
+    def kill(self) -> None:
+        """SIGKILL the JVM, its children in the group and the watchdog; wait for the watchdog."""
+        import signal
+
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.watchdog.stdin.close()
+        except OSError:
+            pass
+        self.watchdog.wait()
+
+
+_driver: DriverJvm | None = None
+
+
+def kill_driver_jvm() -> None:
+    """End the driver JVM that :func:`get_session` started (and its watchdog), if any: after ``stop()``, or
+    instead of it when the export was interrupted. Safe to call more than once."""
+    global _driver
+    drv, _driver = _driver, None
+    if drv is not None:
+        drv.kill()
+        _forget_gateway()
+
+
+def _forget_gateway() -> None:
+    """pyspark keeps the dead gateway as its class state: forget it, so a later session starts a new JVM."""
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:  # pragma: no cover
+        return
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+def _launch_gateway(conf: dict) -> bool:
+    """pyspark's own ``launch_gateway`` with the JVM in :class:`DriverJvm`'s process group; the gateway is
+    handed to SparkContext before the session is built, so the builder uses this JVM. False when a gateway
+    (a JVM) is already there: it is used as it is."""
+    global _driver
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return False
+    _driver = DriverJvm()
+    sconf = SparkConf(loadDefaults=False)
+    for k, v in conf.items():
+        sconf.set(k, v)
+    gateway = launch_gateway(sconf, popen_kwargs=_driver.popen_kwargs())
+    SparkContext._ensure_initialized(gateway=gateway, conf=sconf)
+    return True
+
+
+class _DropPy4jRecords:
+    """py4j reports an interrupted call with ``logging.exception`` on the root logger ("KeyboardInterrupt
+    while sending command", a traceback on stderr with no handler set): amqtool says "interrupted" itself."""
+
+    def filter(self, record) -> bool:
+        return "py4j" not in (record.pathname or "")
+
+
+_PY4J_FILTER = _DropPy4jRecords()
+
+
 @contextmanager
 def _jvm_output_to(log_path: str | None):
     """Point fds 1 and 2 at ``log_path`` while the JVM is spawned (it inherits them), then restore ours."""
@@ -164,6 +269,7 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     (:mod:`.ship`; by default for a cluster master, never for ``local``). ``status``: told which archive is
     shipped and what the cache's pruning removed."""
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise CapabilityError(f"the Spark engine needs pyspark: {err}") from None
@@ -182,54 +288,123 @@ def get_session(master: str | None = None, *, log_path: str | None = None, local
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
+    import logging
+
+    logging.getLogger().addFilter(_PY4J_FILTER)
+    launching = SparkContext._gateway is None
     try:
         with _jvm_output_to(log_path), shipped_python(conf):
+            _launch_gateway(conf)
             spark = builder.getOrCreate()
-    except Exception as err:  # JVM missing, master unreachable...
+        spark._amqtool_owns_jvm = launching  # stop_session ends the JVM only when this call started it
+    except BaseException as err:  # JVM missing, master unreachable, interrupted while it starts...
+        if launching:
+            kill_driver_jvm()
+        if not isinstance(err, Exception):
+            raise
         where = f" (see {log_path})" if log_path else ""
         raise CapabilityError(f"cannot start Spark with master {master}: {str(err).splitlines()[0]}{where}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-class _Progress:
-    """Polls the status tracker from a daemon thread and reports (completed tasks, total tasks)."""
+def stop_session(spark, *, interrupted: bool = False) -> None:
+    """End a session :func:`get_session` started: ``stop()`` (skipped when the export was interrupted: the
+    JVM may be in any state and a py4j call could hang), then, when that call launched the driver JVM, the
+    JVM killed for certain, so that none outlives amqtool or writes into a work directory removed after
+    this. A JVM that was already there (a test process's shared one) is left to its owner."""
+    try:
+        if not interrupted:
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001 - a JVM already gone: it is killed below all the same
+                pass
+    finally:
+        if getattr(spark, "_amqtool_owns_jvm", False):
+            kill_driver_jvm()
 
-    def __init__(self, sc, callback: Callable[[int, int], None] | None):
+
+# A job that has had no executor for this long while it has work is cancelled (a standalone cluster whose
+# workers died waits for new ones forever, silently: "Lost executor" only reaches Spark's log).
+NO_EXECUTOR_SECONDS = float(os.environ.get("AMQTOOL_SPARK_NO_EXECUTOR_SECONDS", "30"))
+
+
+def _executors(sc) -> int | None:
+    """The executors the driver has now (the driver's own entry left out), or None in local mode (the
+    driver runs the tasks) and when the JVM cannot say."""
+    if _is_local(sc.master):
+        return None
+    try:
+        return len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class _Progress:
+    """Watches a job from a daemon thread, every half second: reports (completed tasks, total tasks) of its
+    running stages to ``callback`` (Spark's status tracker), and cancels the job when it has had work but no
+    executor for ``no_executor_seconds`` (:attr:`cause` then says why, for :func:`_task_errors`)."""
+
+    def __init__(self, sc, callback: Callable[[int, int], None] | None, no_executor_seconds: float | None = None):
         self.sc = sc
         self.callback = callback
+        self.no_executor_seconds = NO_EXECUTOR_SECONDS if no_executor_seconds is None else no_executor_seconds
+        self.cause: str | None = None
         self._stop = threading.Event()
         self._thread = None
+        self._alone_since: float | None = None
 
     def __enter__(self):
-        if self.callback is not None:
-            self._thread = threading.Thread(target=self._run, name="amqtool-spark-progress", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="amqtool-spark-progress", daemon=True)
+        self._thread.start()
         return self
 
     def _run(self):
         tracker = self.sc.statusTracker()
         while not self._stop.wait(0.5):
             try:
-                done = total = 0
-                skip = {sid for jid in tracker.getJobIdsForGroup(WARM_UP_GROUP)  # not the export's own work
-                        for sid in (getattr(tracker.getJobInfo(jid), "stageIds", None) or ())}
-                for sid in tracker.getActiveStageIds():
-                    if sid in skip:
-                        continue
-                    info = tracker.getStageInfo(sid)
-                    if info is not None:
-                        done += info.numCompletedTasks
-                        total += info.numTasks
-                if total:
-                    self.callback(done, total)
-            except Exception:  # noqa: BLE001 - progress must never break the export
+                self.poll(tracker)
+            except Exception:  # noqa: BLE001 - watching must never break the export
                 pass
+
+    def poll(self, tracker, now: float | None = None) -> None:
+        import time
+
+        done = total = 0
+        skip = {sid for jid in tracker.getJobIdsForGroup(WARM_UP_GROUP)  # not the export's own work
+                for sid in (getattr(tracker.getJobInfo(jid), "stageIds", None) or ())}
+        for sid in tracker.getActiveStageIds():
+            if sid in skip:
+                continue
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        if total and self.callback is not None:
+            self.callback(done, total)
+        now = time.monotonic() if now is None else now
+        if total > done and _executors(self.sc) == 0:
+            if self._alone_since is None:
+                self._alone_since = now
+            elif now - self._alone_since >= self.no_executor_seconds and self.cause is None:
+                self.cause = (f"Spark has had no executor for {self.no_executor_seconds:.0f} s with tasks to run "
+                              f"(its workers were lost, or none has the resources the job asks); job cancelled")
+                self.sc.cancelAllJobs()
+        else:
+            self._alone_since = None
 
     def __exit__(self, *exc):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
+
+
+@contextmanager
+def watched_job(sc, progress: Callable[[int, int], None] | None = None):
+    """Run a Spark job under :class:`_Progress` and :func:`_task_errors`: progress reported, a job left
+    without executors cancelled, and a failure told in one line."""
+    with _Progress(sc, progress) as watch, _task_errors(watch):
+        yield watch
 
 
 # --- the plan --------------------------------------------------------------------------------------------
@@ -416,20 +591,40 @@ def _warm_up(sc, cores: int) -> None:
 
 def task_failure(text: str) -> str:
     """The exception line of the last Python traceback in a Spark error's text (what the task raised: the
-    frames, Spark's wrapping and the JVM's stack are left out), else the text's first line."""
+    frames, Spark's wrapping and the JVM's stack are left out); else the reason Spark aborted the job for
+    (``most recent failure: ...``: a lost executor, a task killed); else the text's first line."""
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == "Traceback (most recent call last):"]
     if starts:
         for line in lines[starts[-1] + 1:]:
             if line.strip() and not line[0].isspace():
                 return line.strip()
+    for line in lines:
+        if "most recent failure:" in line:
+            return line.split("most recent failure:", 1)[1].strip()
+    # A failure inside the JVM (Spark's JDBC source: the database refused or dropped the connection): the
+    # innermost "Caused by:" that carries a message says what happened; py4j's first line ("An error
+    # occurred while calling o64.load.") does not.
+    causes = [line.strip()[len("Caused by: "):] for line in lines if line.strip().startswith("Caused by: ")]
+    causes = [c for c in causes if ": " in c] or causes
+    if causes:
+        return causes[-1].strip()
+    for line in lines[1:]:
+        line = line.strip().lstrip(": ")
+        cls, sep, msg = line.partition(": ")
+        if sep and msg and "." in cls and cls.endswith(("Exception", "Error")) and " " not in cls:
+            return line
+    for line in lines:
+        if "Job aborted" in line or "SparkException:" in line:
+            return line.strip()
     return lines[0].strip() if lines else "unknown error"
 
 
 @contextmanager
-def _task_errors():
-    """A failed Spark job becomes one line (an :class:`AmqtoolError`, exit 3): the exception the failing task
-    raised, not the pages of Python and JVM stack pyspark reports."""
+def _task_errors(watch: "_Progress | None" = None):
+    """A failed Spark job becomes one line (an :class:`AmqtoolError`, exit 3): the cause the ``watch`` found
+    (a job without executors), else the exception the failing task raised, not the pages of Python and JVM
+    stack pyspark reports."""
     try:
         yield
     except AmqtoolError:
@@ -437,7 +632,31 @@ def _task_errors():
     except Exception as err:
         if not type(err).__module__.startswith(("pyspark", "py4j")):
             raise
-        raise AmqtoolError(f"a Spark task failed: {task_failure(str(err))}") from None
+        if watch is not None and watch.cause is not None:
+            raise AmqtoolError(watch.cause) from None
+        line = task_failure(str(err))
+        cause = _java_root_cause(err)
+        if cause and cause not in line:
+            line = f"{line}; cause: {cause}"
+        raise AmqtoolError(f"a Spark task failed: {line}") from None
+
+
+def _java_root_cause(err) -> str | None:
+    """The innermost cause of the JVM exception behind a pyspark/py4j error ("org.postgresql.util.
+    PSQLException: Connection to 127.0.0.1:5432 refused. ..."), first line; None when there is none or the
+    JVM cannot be asked. Spark's own error classes ([FAILED_JDBC.CONNECTION] ...) say what failed, not why."""
+    java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+    try:
+        depth = 0
+        while java is not None and depth < 32:
+            nxt = java.getCause()
+            if nxt is None:
+                break
+            java, depth = nxt, depth + 1
+        text = str(java.toString()) if java is not None and depth else None
+    except Exception:  # noqa: BLE001 - the JVM is gone or the object is not a Java throwable
+        return None
+    return text.strip().splitlines()[0] if text and text.strip() else None
 
 
 # --- what Spark tasks run --------------------------------------------------------------------------------
@@ -456,10 +675,11 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
                             safe=ctx.options.safe, summary=summary)
 
 
-def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tuple]:
+def part_messages(ctx: ReadContext, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator[tuple]:
     """The messages of a journal or paged part as ``(user record type, body, message id, rows, where)``
     (:class:`~amqtool.engines.export.columns.MessageBatch`'s input), in the local engine's order; pages that
-    end in damage are problems in ``summary``."""
+    end in damage are problems in ``summary``. ``pread``: how a journal body is read (the data source counts
+    the bytes)."""
     from amqtool.engines.artemis.paging import paged_export_messages
     from amqtool.engines.export.columns import row
 
@@ -477,7 +697,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
                 fd = fds.get(fi)
                 if fd is None:
                     fd = fds[fi] = os.open(ctx.paths[fi], os.O_RDONLY | os.O_CLOEXEC)
-                body = os.pread(fd, length, off)
+                body = pread(fd, length, off)
             rows = [row(b.queue_name(q), q, b.routing_type(q), delivery_count=dc, scheduled_time=sched,
                         transaction_state=state, transaction_id=tx) for q, state, tx, dc, sched in refs]
             yield utype, body, mid, rows, ""
@@ -486,7 +706,7 @@ def part_messages(ctx: ReadContext, part, summary: ExportSummary) -> Iterator[tu
             os.close(fd)
 
 
-def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator:
+def part_batches(ctx: ReadContext | None, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator:
     """The rows of one part as Arrow record batches (the local engine's :func:`~.local.message_batches`),
     counted in ``summary``; a :class:`RowsPart`'s rows as they are (counted where it was made)."""
     from amqtool.engines.export.local import message_batches
@@ -495,7 +715,7 @@ def part_batches(ctx: ReadContext | None, part, summary: ExportSummary) -> Itera
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_batches(part_messages(ctx, part, summary), safe=ctx.options.safe,
+    yield from message_batches(part_messages(ctx, part, summary, pread), safe=ctx.options.safe,
                                large=LargeBodies(ctx.large_dir), summary=summary)
 
 
@@ -562,7 +782,7 @@ def write_rdd_parts(rdd, make_rows: Callable, target, fmt: str,
     driver commits the attempts whose results it received."""
     attempts = str(target.side("task-attempts"))
     os.makedirs(attempts, mode=0o700, exist_ok=True)
-    with _Progress(rdd.context, progress), _task_errors():
+    with watched_job(rdd.context, progress):
         results = rdd.mapPartitionsWithIndex(_rdd_write_task(make_rows, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
     if not os.path.isdir(os.path.join(target.path, "messages")):
@@ -584,7 +804,7 @@ def write_parts(sc, parts: list, ctx: ReadContext | None, target, fmt: str,
         # one part a Spark partition; tasks start in partition order, so the largest first (the longest
         # processing time rule): the last to start are the shortest, and the cores finish close together
         parts = sorted(parts, key=lambda p: -p.cost)
-        with _Progress(sc, progress), _task_errors():
+        with watched_job(sc, progress):
             rdd = sc.parallelize(parts, len(parts))
             results = rdd.mapPartitions(_write_task(ctx, fmt, attempts, target.file_mode)).collect()
     commit_attempts([a for _, a, _ in sorted(results)], attempts, str(target.path))
@@ -635,10 +855,13 @@ class ExportPlan:
     files: int | None = None  # journal files read
 
 
-def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None) -> ExportPlan:
+def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None,
+                cut: Callable[[list[int], list[int]], tuple[list, list]] | None = None) -> ExportPlan:
     """Load an Artemis store with the local engine's code and cut its rows' work into parts for ``cores``
     (step 1 of the module docstring; ``min_cost``: see :func:`guided_runs`). A fleet export runs this in a
-    Spark task (:mod:`.fleet_spark`)."""
+    Spark task (:mod:`.fleet_spark`). ``cut(journal costs, page costs)``: the runs of journal messages and of
+    pages instead of :func:`plan_partitions`' (the data source cuts a store into a number of slices known
+    before its load)."""
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.artemis.paging import store_pages
 
@@ -661,7 +884,8 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
             view = ex.paging_view()
             pages = store_pages(store)
     page_costs = _page_costs(pages)
-    jruns, pruns = plan_partitions(journal_costs, page_costs, cores, min_cost)
+    jruns, pruns = (cut(journal_costs, page_costs) if cut is not None
+                    else plan_partitions(journal_costs, page_costs, cores, min_cost))
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
@@ -720,7 +944,7 @@ class SparkArtemisExport:
         summaries = {}
         if self._parts:
             rdd = self.sc.parallelize(self._parts, len(self._parts))
-            with _Progress(self.sc, self.progress), _task_errors():
+            with watched_job(self.sc, self.progress):
                 for r in rdd.mapPartitions(_rows_task(self._ctx)).toLocalIterator(prefetchPartitions=True):
                     if isinstance(r, ExportSummary):  # a part's last item
                         summaries[len(summaries)] = r

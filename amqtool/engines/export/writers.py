@@ -499,14 +499,7 @@ class ParquetTableWriter:
         rows = self._rows.pop(key, None)
         if not rows:
             return
-        columns = list(zip(*rows))
-        try:
-            arrays = [self.pa.array(columns[i], type=t) for i, t in self._types]
-        except UnicodeEncodeError:  # a lone surrogate: U+FFFD, as the batch path writes it
-            from amqtool.engines.export.parse import text_safe
-
-            arrays = [self.pa.array(text_safe(columns[i]), type=t) for i, t in self._types]
-        batch = self.pa.RecordBatch.from_arrays(arrays, schema=self.file_schema)
+        batch = rows_batch(rows, self.file_schema, [i for i, _ in self._types])
         self._batches.setdefault(key, []).append(batch)
         self._batched_rows[key] = self._batched_rows.get(key, 0) + batch.num_rows
         self._bytes[key] = self._bytes.get(key, 0) + batch.nbytes
@@ -576,6 +569,23 @@ def _close_quietly(fh) -> None:
 
 # Spark's ExternalCatalogUtils.escapePathName: these characters (and controls) become %XX in partition names.
 _SPARK_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def rows_batch(rows, schema, indices=None):
+    """An Arrow record batch in ``schema`` of row tuples (``indices``: the tuple positions of ``schema``'s
+    fields, default all in order); a lone surrogate in a string becomes U+FFFD, as the batch path writes it."""
+    import pyarrow as pa
+
+    indices = range(len(schema)) if indices is None else indices
+    columns = list(zip(*rows)) or [()] * (max(indices, default=-1) + 1)
+    types = [f.type for f in schema]
+    try:
+        arrays = [pa.array(columns[i], type=t) for i, t in zip(indices, types)]
+    except UnicodeEncodeError:
+        from amqtool.engines.export.parse import text_safe
+
+        arrays = [pa.array(text_safe(columns[i]), type=t) for i, t in zip(indices, types)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def partition_dir(column: str, value) -> str:

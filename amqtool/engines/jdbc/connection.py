@@ -156,10 +156,26 @@ def read_only_session(target: JdbcTarget, *, statement_timeout_ms: int = 0) -> I
     except psycopg.Error as err:
         raise UnknownStoreError(f"{target.url}: {_first_line(err)}") from None
     finally:
+        # A server that went away (stopped, restarted, connection cut) fails the rollback too: the error
+        # that counts is the one already on its way (or none), not this one.
         try:
             conn.rollback()
+        except psycopg.Error:
+            pass
         finally:
             conn.close()
+
+
+@contextmanager
+def database_errors(target: JdbcTarget) -> Iterator[None]:
+    """Errors of a session's connection raised outside its ``with`` block (rows streamed by a generator
+    that outlives it) as UnknownStoreError (exit 3): the URL and the server's one-line reason."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as err:
+        raise UnknownStoreError(f"{target.url}: {_first_line(err)}") from None
 
 
 def _first_line(err: Exception) -> str:

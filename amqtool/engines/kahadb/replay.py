@@ -6,7 +6,8 @@ Records are applied in (file id, offset) order, as MessageDatabase.recover does:
 2. REMOVE without subscriptionKey: queue ack; with one: ack by that durable subscription only (and, unless
    its ack is the zero-length UNMATCHED marker, the subscription's last ack); inside a transaction: buffered
    (transactional acks take effect at COMMIT). A REMOVE for an unknown message is normal when GC deleted
-   the file with its ADD: counted, ignored.
+   the file with its ADD: counted, otherwise ignored; but, as ``getStoredDestination`` in the broker's
+   ``updateIndex``, it creates its destination when there is none (compaction's keep records rely on it).
 3. Transactions keyed by their full id; PREPARE applies nothing; COMMIT applies the buffer in order;
    ROLLBACK drops it. Unresolved at the end: local/unprepared = "open" (the broker rolls them back at
    start), prepared XA = "prepared" (in doubt). Neither is live.
@@ -141,6 +142,7 @@ class Replay:
         self.finished_total: dict[str, int] = {}
         self.counts: dict[str, int] = {}
         self.unknown_removes = 0
+        self.removed_destinations: set[str] = set()  # keys a REMOVE_DESTINATION dropped (and none re-created)
         self.last_ack_map: tuple | None = None  # (file, offset) of the newest ACK_MESSAGE_FILE_MAP record
         self.last_ack_map_blob: bytes | None = None
         self.last_audit: tuple | None = None
@@ -152,6 +154,7 @@ class Replay:
         st = self.destinations.get(d.key)
         if st is None:
             st = self.destinations[d.key] = DestinationState(d)
+            self.removed_destinations.discard(d.key)
         return st
 
     def _tx(self, tid: TransactionId, loc: tuple) -> Transaction:
@@ -172,8 +175,10 @@ class Replay:
         st.messages[m.message_id] = m
 
     def _remove(self, d: Destination, msg_id: str, sub_key: str | None, unmatched: bool = False) -> None:
-        st = self.destinations.get(d.key)
-        m = st.messages.get(msg_id) if st else None
+        # updateIndex(KahaRemoveMessageCommand) starts with getStoredDestination, which creates the
+        # destination when the index has none: a REMOVE alone brings a destination into being.
+        st = self._dest(d)
+        m = st.messages.get(msg_id)
         if m is None:
             self.unknown_removes += 1
             return
@@ -258,6 +263,7 @@ class Replay:
         elif t is EntryType.REMOVE_DESTINATION:
             assert isinstance(cmd, RemoveDestinationCommand)
             self.destinations.pop(cmd.destination.key, None)
+            self.removed_destinations.add(cmd.destination.key)
         elif t is EntryType.UPDATE_MESSAGE:
             assert isinstance(cmd, UpdateMessageCommand)
             add = cmd.add

@@ -121,9 +121,9 @@ def test_after_compaction_purged_messages_are_unrecoverable_not_invented(tmp_pat
     code, doc = _run(capsys, src, "-o", tmp_path / "dest", "--undelete", "--queue", QUEUE)
     assert _clean(code, doc)
     assert doc["undeleted"] == []
-    listed = {u["messageId"] for u in doc["unrecoverable"]}
-    assert set(purged) & listed  # what an earlier use of a reused file still holds is named
-    assert all(QUEUE in u["queues"] for u in doc["unrecoverable"])
+    # amqtool's compaction zeroes the files it frees (issue 25, case 9): nothing of the purged messages is
+    # left to name, and nothing is invented
+    assert doc["unrecoverable"] == []
     by_queue, _ = _state(tmp_path / "dest")
     assert by_queue.get(QUEUE, []) == []
 

@@ -218,3 +218,62 @@ def test_sigkill_at_random_instants(tmp_path):
         for outcome in _old_or_new(root, before_logs, after_logs, before_state):
             outcomes[outcome] += 1
     assert outcomes["old"] and outcomes["new"]
+
+
+def destinations(root: Path) -> dict:
+    """Every destination the store defines (with or without live messages) and its durable subscriptions."""
+    doc = print_document(detect(root), safe=True)
+    return {f"{d['type']}://{d['name']}": sorted(f"{s['clientId']}:{s['subscriptionName']}"
+                                                for s in d["subscriptions"])
+            for st in doc["stores"] for d in st["destinations"]}
+
+
+def add_drained_queue(root: Path, name: str = "orders.fast") -> None:
+    """Append to ``root`` (a copy of `basic`) a file in which queue://NAME gets one message and loses it
+    again, as a broker's drained queue: the destination exists and holds 0 messages."""
+    from amqtool.engines.kahadb.compact.script import _body, _frame, plain_add
+    from amqtool.engines.kahadb.compact.write import JournalWriter
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb.commands import EntryType
+    from amqtool.formats.kahadb.protobuf import encode_field, encode_raw_field, iter_fields
+
+    (d,) = load_store(detect(root))
+    st = next(s for s in d.replay.destinations.values() if s.destination.name == "fx.bulk")
+    m = next(iter(st.messages.values()))
+    with open(root / f"db-{m.file_id}.log", "rb") as fh:
+        fh.seek(m.offset + 5)
+        add, _, mid = plain_add(fh.read(m.length - 5))
+    queue = encode_field(1, 0) + encode_field(2, name)
+    body = b"".join(encode_field(2, queue) if f == 2 else encode_raw_field(f, wt, v)
+                    for f, wt, v in iter_fields(_body(add)[1]))
+    w = JournalWriter(root, first_id=max(f.id for f in d.files) + 1)
+    w.append(_frame(EntryType.ADD_MESSAGE, body))
+    w.append(_frame(EntryType.REMOVE_MESSAGE, encode_field(2, queue) + encode_field(3, mid)))
+    w.close()
+    (root / "db.data").unlink(missing_ok=True)  # the index no longer matches: the journal is the truth
+    (root / "db.redo").unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(not DATASETS, reason="KahaDB fixtures absent")
+def test_a_drained_queue_survives_compaction(tmp_path):
+    # Issue 26 item 8: compact of a store whose queue://orders.fast held 0 messages dropped that destination.
+    root = _copy(tmp_path, "basic")
+    add_drained_queue(root)
+    before = destinations(root)
+    assert before["queue://orders.fast"] == [] and state(root).get("queue://orders.fast") is None
+    live = state(root)
+    (rep,) = compact_kahadb(detect(root), KahaCompactRequest())
+    assert rep.action == "compacted"
+    assert destinations(root) == before
+    assert state(root) == live
+    compact_kahadb(detect(root), KahaCompactRequest())  # and again: the keep record keeps it
+    assert destinations(root) == before
+
+
+@pytest.mark.skipif(not DATASETS, reason="KahaDB fixtures absent")
+@pytest.mark.parametrize("name", DATASETS)
+def test_compaction_keeps_every_destination_and_subscription(tmp_path, name):
+    root = _copy(tmp_path, name)
+    before = destinations(root)
+    compact_kahadb(detect(root), KahaCompactRequest())
+    assert destinations(root) == before

@@ -70,6 +70,9 @@ def reclaim_in_place(prep: _Prepared, *, dry_run: bool = False) -> JournalCompac
                 atomic.checkpoint("write", path)
                 os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, fate.new_file_id).encode(), 0)
                 atomic.fsync(fd, path)
+                # then no byte of the file's earlier use can parse as a record of the new fileID (see switch.py)
+                atomic.zero_range(fd, 16, f.size - 16)
+                atomic.fsync(fd, path)
             finally:
                 os.close(fd)
         else:

@@ -2,6 +2,7 @@
 first, interrupted compactions finished first, ``-o DEST`` built aside and renamed into place."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -50,59 +51,64 @@ def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None]
     if writes_source:
         files = lock_files if lock_files is not None else locks.artemis_store_lock_files(store)
         locks.ensure_not_locked(files, force=req.force)  # --force: the caller reports the locks
-    elif req.output is not None and not req.dry_run:
+        # amqtool's own writer lock, held to the end: a second writer stops here, readers see a switch coming
+        writer = locks.WriterLock([j.directory for j in journals])
+    else:
+        writer = contextlib.nullcontext()
+    if req.output is not None and not req.dry_run:
         # -o never writes the source, but a running broker may be writing it while it is read: say so.
         files = lock_files if lock_files is not None else locks.artemis_store_lock_files(store)
         held = locks.find_locks(files)
         if held:
             copy_warning = (f"the store is in use ({held[0].describe()}): the copy was read while a broker may "
                             "have been writing it and may be torn; stop the broker and copy again to be sure")
-    broker = getattr(store, "settings", None)
-    reports: list[JournalCompaction] = []
-    copies: list[tuple[_Prepared, str]] = []
-    for jd in journals:
-        if writes_source:
-            opened_probe = open_journal(jd)
-            interrupted = [p for p in opened_probe.pending
-                           if p.code in ("control-file-rollforward", "control-file-discard", "leftover-cmp",
-                                         "leftover-tmp")]
-            opened_probe.close()
-            recovered = finish_interrupted(jd) if interrupted else []
-        else:
-            recovered = []
-        settings = settings_for(jd, broker, file_size=req.file_size, min_files=req.min_files,
-                                pool_files=req.pool_files, compact_min_files=req.compact_min_files,
-                                compact_percentage=req.compact_percentage)
-        prep = plan_journal(jd, settings, progress=progress)
-        report = prep.report
-        report.recovered = recovered
-        if copy_warning:
-            report.warnings.append(copy_warning)
-        reports.append(report)
-        if req.reclaim_only:
-            reclaim_in_place(prep, dry_run=req.dry_run or req.output is not None)
-            prep.opened.close()
-            continue
-        if req.if_needed and not report.needed:
-            report.action = "skipped"
-            predict_after(prep)
-            report.files_after, report.bytes_after = report.files_before, report.bytes_before
-            prep.opened.close()
-            continue
-        if req.dry_run:
-            predict_after(prep)
-            prep.opened.close()
-            continue
-        if req.output is not None:
-            copies.append((prep, jd.directory.name))
-            continue
-        try:
-            compact_in_place(prep)
-        finally:
-            prep.opened.close()
-    if copies:
-        _write_copy(copies, req.output, single=len(journals) == 1, store=store)
-    return reports
+    with writer:
+        broker = getattr(store, "settings", None)
+        reports: list[JournalCompaction] = []
+        copies: list[tuple[_Prepared, str]] = []
+        for jd in journals:
+            if writes_source:
+                opened_probe = open_journal(jd)
+                interrupted = [p for p in opened_probe.pending
+                               if p.code in ("control-file-rollforward", "control-file-discard", "leftover-cmp",
+                                             "leftover-tmp")]
+                opened_probe.close()
+                recovered = finish_interrupted(jd) if interrupted else []
+            else:
+                recovered = []
+            settings = settings_for(jd, broker, file_size=req.file_size, min_files=req.min_files,
+                                    pool_files=req.pool_files, compact_min_files=req.compact_min_files,
+                                    compact_percentage=req.compact_percentage)
+            prep = plan_journal(jd, settings, progress=progress)
+            report = prep.report
+            report.recovered = recovered
+            if copy_warning:
+                report.warnings.append(copy_warning)
+            reports.append(report)
+            if req.reclaim_only:
+                reclaim_in_place(prep, dry_run=req.dry_run or req.output is not None)
+                prep.opened.close()
+                continue
+            if req.if_needed and not report.needed:
+                report.action = "skipped"
+                predict_after(prep)
+                report.files_after, report.bytes_after = report.files_before, report.bytes_before
+                prep.opened.close()
+                continue
+            if req.dry_run:
+                predict_after(prep)
+                prep.opened.close()
+                continue
+            if req.output is not None:
+                copies.append((prep, jd.directory.name))
+                continue
+            try:
+                compact_in_place(prep)
+            finally:
+                prep.opened.close()
+        if copies:
+            _write_copy(copies, req.output, single=len(journals) == 1, store=store)
+        return reports
 
 
 def _write_copy(copies: list[tuple[_Prepared, str]], dest: Path, *, single: bool, store=None,

@@ -90,6 +90,10 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
     taken = set(reused)
     headers = {f.name: f.header.encode() for f in opened.files if f.name in taken}
     renamed: list[str] = []
+    # A signal after the commit point must not leave the switch-over half done (.cmp files and the control
+    # file, which the broker's next start, or amqtool's next compaction, would have to roll forward): it is
+    # held back until the journal is switched over, as Artemis' own roll-forward would finish it.
+    deferred = atomic.deferred_signals()
     try:
         # A taken free file becomes <name>.cmp before it is overwritten: until the commit point Artemis (and
         # open_journal) discard every .cmp, so a kill costs at most that free file, never a data file.
@@ -101,13 +105,18 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         # The taken free files are no longer old files: Artemis' roll-forward deletes every old file it
         # lists *before* it renames the .cmp files, so listing one would delete its new contents.
         control = ControlFile(old_files=[f.name for f in opened.files if f.name not in taken], new_files=cmp_names)
+        atomic.checkpoint("pre-commit", d)
+        # From the control file on, SIGTERM/SIGHUP/SIGINT wait for the switch-over to end (see below).
+        deferred.__enter__()
         with atomic.atomic_write(d / CONTROL_FILE_NAME, tmp_path=d / CONTROL_TMP_NAME,
                                  reference=reference) as fh:
             fh.write(control.encode())
         # ---- committed: from here on Artemis rolls forward whatever happens ----
     except atomic.InjectedFault:
+        deferred.__exit__(None, None, None)
         raise  # a simulated crash leaves everything as a real one would
     except BaseException as err:
+        deferred.__exit__(None, None, None)
         for p in created + [d / CONTROL_TMP_NAME]:
             with contextlib.suppress(OSError):
                 os.unlink(p)
@@ -119,8 +128,9 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
             raise AmqtoolError(f"compaction failed before its commit point, store unchanged: "
                                f"{err.strerror or err}", path=err.filename or str(d)) from None
         raise
-    opened.close()
     try:
+        atomic.checkpoint("commit", d)
+        opened.close()
         _switch_over(prep, names, cmp_names, next_id, taken)
     except atomic.InjectedFault:
         raise
@@ -128,6 +138,8 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         raise AmqtoolError(f"compaction committed but finishing the switch-over failed ({err.strerror or err}); "
                            f"{CONTROL_FILE_NAME} is kept and Artemis completes the compaction at its next start",
                            path=err.filename or str(d)) from None
+    finally:
+        deferred.__exit__(None, None, None)  # a signal held back is delivered here, the journal switched over
     report.action = "compacted"
     _after_figures(report, d, spec)
     return report
@@ -172,6 +184,10 @@ def _switch_over(prep: _Prepared, names: list[str], cmp_names: list[str], next_i
                 try:
                     atomic.checkpoint("write", path)
                     os.pwrite(fd, FileHeader(FORMAT_VERSION, 0, next_id).encode(), 0)
+                    # Zeroed beyond Artemis (which keeps the old bytes): a byte of the file's earlier use could
+                    # otherwise parse as a record carrying the new fileID's tag, and the broker would load it.
+                    # After the header: until then the records are the old fileID's, which no file has now.
+                    atomic.zero_range(fd, 16, f.size - 16)
                 except BaseException:
                     os.close(fd)
                     raise

@@ -3,9 +3,11 @@ missing pages judged."""
 from __future__ import annotations
 
 import errno
+import os
 from array import array
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from amqtool import native
@@ -24,7 +26,7 @@ from amqtool.formats.artemis.paging import (
 )
 from amqtool.formats.artemis.primitives import Reader
 from amqtool.engines.artemis.paging.print_json import _declared_size
-from amqtool.engines.artemis.paging.stores import PageFile, PageStore, find_page_stores
+from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, PagingJournalView
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
@@ -57,9 +59,24 @@ class PagingSummary:
                 "pendingMessages": self.pending_messages}
 
 
+def _records_after(buf, start: int, size: int) -> bool:
+    """Whether a whole page record (``{``, length, body, ``}``) starts anywhere after ``start``: then the
+    bytes at ``start`` are not a crash's last write but damage with messages after it."""
+    pos = buf.find(b"{", start + 1, size)
+    while 0 <= pos and pos + 6 <= size:
+        n = int.from_bytes(buf[pos + 1:pos + 5], "big", signed=True)
+        if 0 < n and pos + 6 + n <= size and buf[pos + 5 + n] == 0x7D:
+            return True
+        pos = buf.find(b"{", pos + 1, size)
+    return False
+
+
 def _torn_like(buf, end: PageScanEnd) -> bool:
     """An ending a crash mid-append leaves: a short tail, a length that runs past the end of the file, or a
-    start byte followed by nothing but zeros (a tail the filesystem zero-filled)."""
+    start byte followed by nothing but zeros (a tail the filesystem zero-filled) -- and no whole record after
+    it (a crash cuts the last write only)."""
+    if end.reason != END_SHORT_TAIL and _records_after(buf, end.offset, end.size):
+        return False
     if end.reason == END_SHORT_TAIL:
         return True
     if end.reason == END_BAD_LENGTH:
@@ -156,6 +173,18 @@ def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
         number += 1
 
 
+def _page_files_with_data(path: str) -> list[str]:
+    """The non-empty ``*.page`` files of the page folder ``path`` names (the folder, or its address.txt)."""
+    folder = Path(path)
+    if folder.name == ADDRESS_FILE:
+        folder = folder.parent
+    try:
+        return sorted(str(folder / n) for n in os.listdir(folder)
+                      if n.endswith(".page") and os.stat(folder / n).st_size > 0)
+    except OSError:
+        return []
+
+
 class PagingVerifier:
     """The paging part of ``verify``: fed the journals' load results, then :meth:`verify` reads every page."""
 
@@ -169,6 +198,9 @@ class PagingVerifier:
         self.summary = PagingSummary()
         self._tables: WalkTables | None = None
         self._gaps: list[tuple[PageStore, list[int], int, list[int]]] = []
+        # address -> where its pages show damage that could have cost messages (torn tail of a page that is not
+        # the current one, an empty page): proven loss once the page counters say messages are missing
+        self._damaged: dict[str, list[str]] = {}
         self.expected: dict[int, int] = {}  # after verify(): queue id -> paged messages it still has to consume
         # after verify(): page folder -> [pages holding messages some queue still has to consume, those messages]
         self.pending_by_folder: dict[str, list[int]] = {}
@@ -187,7 +219,14 @@ class PagingVerifier:
         for n in notes:
             sev = Severity.UNKNOWN if n.code == "unreadable" else (
                 Severity.WARNING if n.code == "page-folder-duplicate-address" else Severity.INFO)
-            findings.append(Finding(sev, n.code, n.message, n.path))
+            message = n.message
+            if n.code == "page-folder-no-address":
+                pages = _page_files_with_data(n.path)
+                if pages:
+                    # the broker skips the folder: every message in its pages is lost to it
+                    sev = Severity.CRITICAL
+                    message += f", with {len(pages)} page file(s) holding messages: they are lost to the broker"
+            findings.append(Finding(sev, n.code, message, n.path))
         expected: dict[int, int] = {}
         not_found: dict[int, int] = {}  # page tx -> messages
         prepared: dict[int, int] = {}
@@ -274,6 +313,10 @@ class PagingVerifier:
                                             str(path)))
                 continue
             with pf:
+                if pf.size == 0:
+                    # the broker drops an empty page at start (nothing to read); it held messages if the
+                    # counters say so (judged in _counter_findings)
+                    self._damaged.setdefault(ps.address, []).append(str(path))
                 self.summary.pages += 1
                 self.summary.bytes += pf.size
                 buf = pf.buf
@@ -311,6 +354,8 @@ class PagingVerifier:
                 is_current = pid == current
                 if _torn_like(buf, end):
                     where = "the current page" if is_current else f"page {pid} (not the current page)"
+                    if not is_current:
+                        self._damaged.setdefault(ps.address, []).append(str(path))
                     findings.append(Finding(
                         Severity.WARNING, "page-torn-tail",
                         f"{left} byte(s) of a partly written record after message {end.records - 1} of {where}: "
@@ -399,6 +444,33 @@ class PagingVerifier:
 
     def _counter_findings(self, findings, expected: dict[int, int]) -> None:
         stored = self.view.counters()
+        present = {ps.address for ps in find_page_stores(self.store.paging_dir)[0]}
+        by_address: dict[str, list[int]] = {}
+        for q, a in self.view.queue_address.items():
+            if q in self.view.queues:
+                by_address.setdefault(a, []).append(q)
+        for address, queues in sorted(by_address.items()):
+            if address in present or self.store.paging_dir is None:
+                continue
+            lost = {q: stored[q] for q in queues if stored.get(q, 0) > 0}
+            if lost:
+                n = sum(lost.values())
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-store-missing",
+                    f"address {address!r} has no page folder, but the page counters of its queues say {n} paged "
+                    f"message reference(s) are still to consume: they are lost", str(self.store.paging_dir), None,
+                    {"address": address, "messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()}}))
+        for address, paths in sorted(self._damaged.items()):
+            queues = sorted(q for q, a in self.view.queue_address.items() if a == address and q in self.view.queues)
+            lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
+            if lost:
+                n = sum(lost.values())
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-messages-lost",
+                    f"address {address!r}: damaged or empty page(s) ({', '.join(paths[:5])}) and the page counters "
+                    f"of its queues say {n} unconsumed message reference(s) are not in the pages: they are lost",
+                    paths[0], None, {"address": address, "messagesLost": n,
+                                     "lostByQueue": {str(q): v for q, v in lost.items()}}))
         for q in sorted(set(stored) | {q for q in expected if q in self.view.queues and expected[q]}):
             if q not in self.view.queues:
                 continue

@@ -69,6 +69,9 @@ class LostRecord:
     queue: str | None = None
     where: str = "middle"  # middle | tail (after the file's last record) | event (an accepted EVENT record)
     lost: bool = True  # False: listed as doubtful (an EVENT record, which the load ignores by design)
+    queue_ids: list[int] | None = None  # a message record: the queues of its surviving ADD_REF records
+    queues: list[str | None] | None = None  # their names (None: no binding of that id)
+    damaged_field: str | None = None  # read back by reconstruction: the one field found wrong
 
     def to_json(self) -> dict:
         return {
@@ -76,7 +79,9 @@ class LostRecord:
             "length": self.length, "decoded": self.decoded,
             "recordType": RECORD_TYPE_NAMES.get(self.record_type) if self.record_type is not None else None,
             "recordId": self.record_id, "txId": self.tx_id, "userRecordType": self.user_record_type,
-            "messageId": self.message_id, "queueId": self.queue_id, "queue": self.queue, "where": self.where, "lost": self.lost,
+            "messageId": self.message_id, "queueId": self.queue_id, "queue": self.queue,
+            "queueIds": self.queue_ids, "queues": self.queues, "damagedField": self.damaged_field,
+            "where": self.where, "lost": self.lost,
         }
 
 
@@ -207,6 +212,10 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
         if where == "tail" and out and not tag_ok:
             break  # a record of an earlier use of this reused file: the stale part starts here, nothing lost
         rec = LostRecord(journal, file, start + pos, 0, decoded=True, record_type=t, where=where)
+        if not 10 <= buf[pos] <= 19:
+            rec.damaged_field = "type"
+        elif not tag_ok:
+            rec.damaged_field = "tag"
         if f is not None:
             _cc, rec.tx_id, rec.record_id, body_len, rec.user_record_type, _extra, hdr = f
             if rec.user_record_type in MESSAGE_TYPES or rec.user_record_type in QUEUE_REF_TYPES:
@@ -216,7 +225,11 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
         if not _check_matches(buf[pos:], total):
             # either the size field or the trailer is damaged: a trailer that agrees with its own distance
             # from here gives the true size; else the size field is believed
-            total = _own_end(buf, pos, limit) or total
+            own = _own_end(buf, pos, limit)
+            if rec.damaged_field is None and total is not None:
+                rec.damaged_field = ("size" if own is not None and own != total else
+                                     "checksize" if 0 < total <= (end - start) - pos else None)  # else torn
+            total = own or total
         if total is not None and 0 < total <= (end - start) - pos:
             rec.length = total
             out.append(rec)
@@ -230,3 +243,38 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
         out.append(LostRecord(journal, file, max(covered, start + limit), end - max(covered, start + limit),
                               where=where))
     return out
+
+
+def reconstruct_undecoded(rec: LostRecord, read, end: int, tag: int, version: int, max_id: int) -> bool:
+    """Name an undecodable region ``[rec.offset, end)`` (``rec``, as :func:`decode_region` left it) when its
+    bytes read as one record with one wrong field: verify's reconstruction
+    (:func:`amqtool.engines.artemis.evidence.reconstruct`), which also finds a record whose type byte was
+    damaged into filler (0 or ``'J'``), so that the lenient decoding above started after it. The fields every
+    reading agrees on are filled in (an ADD/UPDATE ambiguity leaves the type unknown, as above); returns
+    whether the record was identified (by its record id, or its transaction)."""
+    from amqtool.engines.artemis.evidence import MAX_RECONSTRUCT, reconstruct
+
+    if rec.decoded or end - rec.offset > MAX_RECONSTRUCT:
+        return False
+    base = max(rec.offset - 24, 16)  # a damaged type byte may read as filler just before the region
+    buf = read(base, end - base)
+    found = reconstruct(buf, base, rec.offset, end, tag, version, max_id)
+    if not found:
+        return False
+    first = found[0]
+    if any((r.id, r.tx_id, r.user_type, r.offset, r.total) != (first.id, first.tx_id, first.user_type,
+                                                                 first.offset, first.total) for r in found):
+        return False  # readings that disagree on what the record was identify nothing
+    t = first.type if all(r.type == first.type for r in found) else None
+    rec.decoded = True
+    rec.record_type = t
+    rec.offset, rec.length = first.offset, first.total
+    rec.record_id = first.id if first.type not in WITHOUT_ID else None
+    rec.tx_id = first.tx_id if first.type in TRANSACTIONAL else None
+    rec.user_record_type = first.user_type if first.type in WITH_BODY and first.type != DELETE_TX else None
+    rec.damaged_field = first.wrong if all(r.wrong == first.wrong for r in found) else None
+    if rec.user_record_type in MESSAGE_TYPES or rec.user_record_type in QUEUE_REF_TYPES:
+        rec.message_id = rec.record_id
+    if rec.user_record_type in QUEUE_REF_TYPES and len(first.body) >= 8:
+        rec.queue_id = _I64.unpack_from(first.body, 0)[0]
+    return True

@@ -46,7 +46,7 @@ from amqtool.formats.artemis.records import (
     scan_records_py,
 )
 from amqtool.engines.artemis.load import FileGaps, FileScan, LoadResult, file_gaps
-from amqtool.engines.artemis.recover.damage import LostRecord, decode_one, decode_region
+from amqtool.engines.artemis.recover.damage import LostRecord, decode_one, decode_region, reconstruct_undecoded
 from amqtool.store.journal_files import JournalFile, OpenedJournal, open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -244,11 +244,39 @@ def _open_salvaging(jd: JournalDir, rec: JournalRecovery, report: RecoverReport)
 # --- what the scan skipped --------------------------------------------------------------------------------
 
 class _Skipped:
-    """``on_file`` of the load: the skipped regions of each file, decoded."""
+    """``on_file`` of the load: the skipped regions of each file, decoded; what the lenient decoding cannot
+    read is reconstructed, or judged as a tail, once the load is complete (:meth:`resolve`)."""
 
     def __init__(self, opened: OpenedJournal, rec: JournalRecovery):
         self.opened = opened
         self.rec = rec
+        self.undecoded: list[tuple[LostRecord, int, JournalFile, int]] = []  # (entry, file index, file, end)
+
+    def _add(self, found: list[LostRecord], fi: int, jf: JournalFile, end: int) -> None:
+        self.rec.lost.extend(found)
+        # decode_region leaves at most one undecodable entry, the last, running to the region's end
+        if found and not found[-1].decoded:
+            self.undecoded.append((found[-1], fi, jf, end))
+
+    def resolve(self, load: LoadResult) -> list[Finding]:
+        """Once every file is loaded: name the undecodable entries that read as one record with one wrong field
+        (:func:`reconstruct_undecoded`, given the journal's highest id); an undecodable tail that does not is
+        no record the broker had (nothing of its load is missing), and is judged as verify judges a tail
+        (:func:`amqtool.engines.artemis.verify.tail_finding`) instead of being listed lost."""
+        from amqtool.engines.artemis.verify import tail_finding
+
+        findings = []
+        for entry, fi, jf, end in self.undecoded:
+            def read(off: int, n: int, fi: int = fi) -> bytes:
+                return self.opened.pread(fi, off, n)
+
+            if reconstruct_undecoded(entry, read, end, jf.tag, jf.version, load.max_id):
+                continue
+            if entry.where == "tail":
+                del self.rec.lost[next(i for i, r in enumerate(self.rec.lost) if r is entry)]
+                findings.append(tail_finding(load, fi, str(jf.path), entry.offset, entry.length))
+        self.undecoded = []
+        return findings
 
     def __call__(self, scan: FileScan, gaps: FileGaps) -> None:
         jf = scan.file
@@ -266,7 +294,7 @@ class _Skipped:
             return self.opened.pread(fi, off, n)
 
         for first, nxt in regions:
-            self.rec.lost.extend(decode_region(read, self.rec.kind, str(jf.path), first, nxt, jf.tag, jf.version))
+            self._add(decode_region(read, self.rec.kind, str(jf.path), first, nxt, jf.tag, jf.version), fi, jf, nxt)
         if gaps.tail_first >= 0:
             first = gaps.tail_first
             head = read(first, _FOREIGN_SEARCH)
@@ -285,8 +313,8 @@ class _Skipped:
 
                 if _first_foreign_record(head, first, jf.tag, jf.version) is not None:
                     return  # records of an earlier use of a reused file: not this journal's data
-            self.rec.lost.extend(decode_region(read, self.rec.kind, str(jf.path), first, gaps.tail_end, jf.tag,
-                                               jf.version, where="tail"))
+            self._add(decode_region(read, self.rec.kind, str(jf.path), first, gaps.tail_end, jf.tag, jf.version,
+                                    where="tail"), fi, jf, gaps.tail_end)
 
     def events(self, scan: FileScan) -> None:
         """List the EVENT records of a file: the load ignores them (they only serve journal retention), and
@@ -340,6 +368,7 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
     bad_tx: set[int] = set()
     dropped: Counter = Counter()
     gap_findings: list[Finding] = []
+    tail_findings: list[Finding] = []
 
     def after_load(load: LoadResult) -> None:
         for a in load.anomalies:
@@ -356,6 +385,7 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
 
     def first_pass(load: LoadResult) -> None:
         _gap_findings(load, gap_findings)
+        tail_findings.extend(skipped.resolve(load))
         for scan in load.scans:
             skipped.events(scan)
         for r in rec.lost:
@@ -385,9 +415,11 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
             rec.transactions.clear()
             bad_tx.clear()
             gap_findings.clear()
+            tail_findings.clear()
             rec.files = len(opened.files)
             if not opened.files:
                 return None
+    report.findings.extend(tail_findings)
     for f in gap_findings:
         if f.code == "missing-journal-file" and dropped_ids:
             ids = [i for i in f.details.get("missingFileIds", []) if i not in dropped_ids]
@@ -423,10 +455,25 @@ def recover_journal(jd: JournalDir, report: RecoverReport, broker=None, progress
     return prep
 
 
-def _name_queues(report: RecoverReport, names: dict[int, str]) -> None:
+def _name_queues(report: RecoverReport, names: dict[int, str], messages: LoadResult | None) -> None:
+    """Queue names for the lost references, and for each lost message record the queues of the ADD_REF
+    records of its id that survive (the broker drops them: "cannot find message"), from the messages journal's
+    load (:class:`~amqtool.engines.artemis.evidence.Evidence`, as verify weighs the loss)."""
+    from amqtool.engines.artemis.recover.damage import MESSAGE_TYPES
+
     for r in report.lost_records:
         if r.queue_id is not None:
             r.queue = names.get(r.queue_id)
+    wanted = [r for r in report.lost_records
+              if r.journal == "messages" and r.user_record_type in MESSAGE_TYPES and r.message_id is not None]
+    if not wanted or messages is None:
+        return
+    from amqtool.engines.artemis.evidence import Evidence
+
+    refs = Evidence.build(None, messages).refs
+    for r in wanted:
+        r.queue_ids = sorted(refs.get(r.message_id, ()))
+        r.queues = [names.get(q) for q in r.queue_ids]
 
 
 def _page_and_large(store: ArtemisStore, loads: dict[str, LoadResult], report: RecoverReport) -> set[Path]:
@@ -514,7 +561,7 @@ def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callabl
             loads[jd.kind] = prep.load
             if jd.kind == "bindings":
                 names = _queue_names(prep.load)
-        _name_queues(report, names)
+        _name_queues(report, names, loads.get("messages"))
         exclude = _page_and_large(store, loads, report) if len(store.journals()) > 1 else set()
         if req.dry_run or not preps:
             return report

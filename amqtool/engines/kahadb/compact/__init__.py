@@ -128,13 +128,26 @@ def _needed(rep: DirReport, d, req: KahaCompactRequest) -> None:
 
 def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirReport]:
     """Compact every directory of ``store`` (a KahaDBStore) as ``req`` says; see the module docstring."""
-    from amqtool.engines.kahadb.load import load_store
     from amqtool.store import locks
 
     lock_paths = [store.root / "lock"] + [Path(p) / "lock" for p in store.directories]
     writing = not req.dry_run
+    writer = None
     if writing and req.output is None:
         locks.ensure_not_locked(lock_paths, force=req.force)
+        # amqtool's own writer lock on every directory it switches, held to the end (see store.locks)
+        writer = locks.WriterLock([store.root] + [Path(p) for p in store.directories])
+    try:
+        return _compact(store, req, progress, writer)
+    finally:
+        if writer is not None:
+            writer.release()
+
+
+def _compact(store, req: KahaCompactRequest, progress, writer) -> list[DirReport]:
+    from amqtool.engines.kahadb.load import load_store
+
+    writing = not req.dry_run
     reports_pre: dict[str, list[str]] = {}
     if writing and req.output is None:
         for directory in store.directories:
@@ -191,6 +204,7 @@ def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirRep
             atomic.ensure_free_space(directory.parent, rep.live_bytes + 2 * max_len)
             staged = prepare_staging(directory)
             try:
+                writer.add(staged)  # it becomes the store: held before it is switched in
                 files = write_compacted(d, staged, max_len, checksums, figures)
                 carry_plain_files(directory, staged)
                 write_marker(staged, marker_doc(directory, rep.files_before, rep.bytes_before,

@@ -17,7 +17,14 @@ this replay ends in the state the old store was in, destination by destination:
    owe it (it acknowledged it, or started after it). The broker's recoverNextMessages then delivers to each
    subscription exactly the messages it is owed: either all messages after its lastAck, or, when earlier
    ones are still owed, those in its ack positions;
-4. last, every prepared XA transaction's records (its sends, acks and KAHA_PREPARE) verbatim, in journal
+4. a destination left with neither a durable subscription nor a live message (a drained queue, a topic
+   nobody subscribes to durably) gets one KAHA_REMOVE_MESSAGE of a message id no record carries: replaying
+   it, ``updateIndex(KahaRemoveMessageCommand)`` calls ``getStoredDestination``, which creates the
+   destination, and then finds nothing to remove. Without it the broker, rebuilding its index from this
+   journal, would no longer have the destination at all. The same goes for a destination only the old
+   index (db.data) knows (a topic without durable subscriptions has no journal record at all: the broker
+   creates its store in the index only), unless the journal removed it after (KAHA_REMOVE_DESTINATION);
+5. last, every prepared XA transaction's records (its sends, acks and KAHA_PREPARE) verbatim, in journal
    order: the broker recovers them in doubt, as before. Open local transactions are left out: the broker
    rolls them back at start.
 
@@ -141,15 +148,52 @@ def ack(destination: bytes, message_id: str, subscription_key: str) -> bytes:
     return _frame(EntryType.REMOVE_MESSAGE, body)
 
 
+# The message id of a destination's keep record (4. above): never an OpenWire id ("ID:host-...:1:1:1:1").
+KEEP_MESSAGE_ID = "amqtool:keep-destination"
+
+
+def keep_destination(destination) -> bytes:
+    """The KAHA_REMOVE_MESSAGE whose replay only creates ``destination`` (a Destination) in the index."""
+    raw = encode_field(1, destination.type) + encode_field(2, destination.name)
+    return _frame(EntryType.REMOVE_MESSAGE, encode_field(2, raw) + encode_field(3, KEEP_MESSAGE_ID))
+
+
+def index_only_destinations(d) -> list:
+    """The destinations of ``d``'s index (db.data) that its journal neither holds nor removed."""
+    from amqtool.formats.kahadb.commands import Destination
+
+    index = getattr(d, "index", None)
+    view = index.view if index is not None else None
+    if view is None:
+        return []
+    out = []
+    for key in sorted(view.destinations):
+        kind, _, name = key.partition(":")
+        if not kind.isdigit() or key in d.replay.destinations or key in d.replay.removed_destinations:
+            continue
+        out.append(Destination(int(kind), name))
+    return out
+
+
 def compacted_records(d, figures: ScriptFigures) -> Iterator[bytes]:
     """The payloads of the compacted journal of one directory's load (``DirResult``), in writing order
     (see the module docstring), counting them into ``figures``."""
     replay = d.replay
     reader = _Reader(d.directory)
     try:
+        for dest in index_only_destinations(d):
+            fig = figures.destinations.setdefault(dest.key, DestinationFigures(_qualified(dest)))
+            keep = keep_destination(dest)
+            fig.bytes += len(keep) + 5
+            yield keep
         for key, st in replay.destinations.items():
             fig = figures.destinations.setdefault(key, DestinationFigures(_qualified(st.destination)))
             subs = list(st.subscriptions.values())
+            if not subs and not st.messages:
+                keep = keep_destination(st.destination)
+                fig.bytes += len(keep) + 5
+                yield keep
+                continue
             for sub in subs:
                 length = reader.record_length(sub.file_id, sub.offset)
                 payload = reader.payload(sub.file_id, sub.offset, length)

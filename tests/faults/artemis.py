@@ -1,0 +1,315 @@
+"""Artemis file stores: fault sites biased to structure, and the delivered state.
+
+Sites (:class:`ArtemisSites`) come from the pristine store's own structure, read once: every journal file's
+header and records (type, tag, compactCount, ids, sizes, user record type, body, checkSize, as
+``JournalImpl.readJournalFile`` reads them), the page files' framing (``{``, length, ``}``) and bodies,
+large-message files, ``address.txt``; then random flips, zeroed ranges and truncations inside the written
+region of a file, and whole-file and directory faults.
+
+The delivered state (:func:`delivered`) is what ``artemis data exp`` gives (the export's local engine, whose
+liveness is ``JournalImpl.load`` and whose rows are the broker's refs and acks, paged messages included:
+proven against the broker-written fixtures by tests/engines/test_export_*.py). A message whose record does
+not decode gives no rows: the broker cannot load it either.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.faults.model import Delivered, Fault
+
+HEADER = 16
+# field name -> (offset in the record, size), format version 2 (records.py's _candidate order)
+_TX_TYPES = (13, 14, 15, 17, 18, 19)
+_NO_ID = (17, 18, 19)
+_WITH_BODY = (10, 11, 12, 13, 14, 15)
+
+
+def _fields(t: int, total: int, body_len: int) -> list[tuple[str, int, int]]:
+    """(name, offset, size) of a v2 record's fields, as the scanner reads them."""
+    out = [("type", 0, 1), ("tag", 1, 4), ("cc", 5, 1)]
+    p = 6
+    if t in _TX_TYPES:
+        out.append(("txid", p, 8))
+        p += 8
+    if t not in _NO_ID:
+        out.append(("id", p, 8))
+        p += 8
+    if t in _WITH_BODY:
+        out.append(("bodysize", p, 4))
+        p += 4
+        if t != 15:
+            out.append(("usertype", p, 1))
+            p += 1
+        if body_len:
+            out.append(("body", p, body_len))
+            p += body_len
+    if t in (17, 18):
+        out.append(("nrec", p, 4))
+        p += 4
+    if t == 17:
+        out.append(("extra", p, max(total - 4 - p, 0)))
+    out.append(("checksize", total - 4, 4))
+    return out
+
+
+@dataclass
+class JournalFileInfo:
+    rel: str
+    size: int
+    records: list  # scanner tuples (type, pos, total, cc, tx, id, utype, body_len, nrec, extra)
+    data_end: int
+    current: bool = False
+
+
+@dataclass
+class PageInfo:
+    rel: str
+    size: int
+    records: list[tuple[int, int]]  # (offset, total length)
+    current: bool = False
+
+
+@dataclass
+class ArtemisSites:
+    """The pristine store's structure, and the faults drawn from it."""
+
+    root: Path
+    journals: dict[str, list[JournalFileInfo]] = field(default_factory=dict)  # kind -> files in load order
+    pages: list[PageInfo] = field(default_factory=list)
+    page_dirs: list[str] = field(default_factory=list)
+    large: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, root: Path) -> "ArtemisSites":
+        from amqtool.engines.artemis.load import load_journal
+        from amqtool.engines.artemis.paging import find_page_stores
+        from amqtool.formats.artemis.records import scan_records_py
+        from amqtool.store.journal_files import open_journal
+        from amqtool.store.layout import detect
+
+        store = detect(root)
+        self = cls(root)
+        for jd in store.journals():
+            files = []
+            with open_journal(jd) as opened:
+                result = load_journal(opened)
+                cur = result.current_file
+                for jf in opened.files:
+                    data = Path(jf.path).read_bytes()
+                    recs, _ = scan_records_py(data, jf.tag, jf.version)
+                    end = recs[-1][1] + recs[-1][2] if recs else HEADER
+                    files.append(JournalFileInfo(os.path.relpath(jf.path, root), len(data), recs, end,
+                                                 cur is not None and jf.path == cur.path))
+            self.journals[jd.kind] = files
+            self.dirs.append(os.path.relpath(jd.directory, root))
+        stores, _ = find_page_stores(store.paging_dir)
+        for ps in stores:
+            self.page_dirs.append(os.path.relpath(ps.folder, root))
+            for pid in sorted(ps.pages):
+                path = ps.page_path(pid)
+                data = path.read_bytes()
+                recs, pos = [], 0
+                while pos + 6 <= len(data) and data[pos] == 0x7B:
+                    n = int.from_bytes(data[pos + 1:pos + 5], "big", signed=True)
+                    if n < 0 or pos + 6 + n > len(data) or data[pos + 5 + n] != 0x7D:
+                        break
+                    recs.append((pos, n + 6))
+                    pos += n + 6
+                self.pages.append(PageInfo(os.path.relpath(path, root), len(data), recs, pid == ps.current_page))
+        if store.paging_dir is not None and store.paging_dir.is_dir():
+            self.dirs.append(os.path.relpath(store.paging_dir, root))
+        lm = store.large_messages_dir
+        if lm is not None and lm.is_dir():
+            self.large = sorted(os.path.relpath(lm / n, root) for n in os.listdir(lm) if n.endswith(".msg"))
+            self.dirs.append(os.path.relpath(lm, root))
+        return self
+
+    # -- faults ------------------------------------------------------------------------------------------
+
+    def draw(self, rng: random.Random) -> Fault:
+        """One fault, biased to structure: record fields most often, then page framing, random bytes,
+        ranges and truncations, and now and then a whole file or directory."""
+        r = rng.random()
+        if r < 0.40:
+            return self._record_field(rng)
+        if r < 0.55 and self.pages:
+            return self._page_fault(rng)
+        if r < 0.70:
+            return self._random_flip(rng)
+        if r < 0.82:
+            return self._range(rng)
+        if r < 0.88:
+            return self._header(rng)
+        return self._file_fault(rng)
+
+    def _journal_file(self, rng: random.Random, with_records: bool = True) -> JournalFileInfo:
+        files = [f for fs in self.journals.values() for f in fs if f.records or not with_records]
+        return rng.choice(files)
+
+    def _record_field(self, rng: random.Random) -> Fault:
+        jf = self._journal_file(rng)
+        rec = rng.choice(jf.records)
+        t, pos, total, body_len = rec[0], rec[1], rec[2], rec[7]
+        name, off, size = rng.choice(_fields(t, total, body_len))
+        byte = pos + off + (rng.randrange(size) if size else 0)
+        return Fault("flip", jf.rel, byte, 1 << rng.randrange(8), label=f"record {t} {name}")
+
+    def _header(self, rng: random.Random) -> Fault:
+        jf = self._journal_file(rng, with_records=False)
+        return Fault("flip", jf.rel, rng.randrange(HEADER), 1 << rng.randrange(8), label="file header")
+
+    def _random_flip(self, rng: random.Random) -> Fault:
+        jf = self._journal_file(rng, with_records=False)
+        end = min(jf.size, jf.data_end + 64)
+        return Fault("flip", jf.rel, rng.randrange(end), rng.randrange(1, 256), label="random byte")
+
+    def _range(self, rng: random.Random) -> Fault:
+        jf = self._journal_file(rng, with_records=False)
+        start = rng.randrange(HEADER, max(jf.data_end, HEADER + 1))
+        if rng.random() < 0.5:
+            return Fault("zero", jf.rel, start, rng.choice((1, 4, 16, 64, 512, 4096, jf.data_end - start + 1)),
+                         label="zeroed range")
+        return Fault("truncate", jf.rel, start, label="truncation")
+
+    def _page_fault(self, rng: random.Random) -> Fault:
+        pg = rng.choice(self.pages)
+        r = rng.random()
+        if not pg.records or r < 0.1:
+            return Fault(rng.choice(("empty", "delete")), pg.rel, label="page file")
+        off, total = rng.choice(pg.records)
+        if r < 0.5:
+            name, byte = rng.choice((("start", off), ("length", off + 1 + rng.randrange(4)),
+                                     ("end", off + total - 1)))
+            return Fault("flip", pg.rel, byte, 1 << rng.randrange(8), label=f"page {name}")
+        if r < 0.75:
+            return Fault("flip", pg.rel, off + 5 + rng.randrange(total - 6), 1 << rng.randrange(8),
+                         label="page message")
+        if r < 0.9:
+            return Fault("truncate", pg.rel, off + rng.randrange(total), label="page truncation")
+        return Fault("zero", pg.rel, off, rng.randrange(1, total + 1), label="page zeroed range")
+
+    def _file_fault(self, rng: random.Random) -> Fault:
+        choices = []
+        jfs = [f for fs in self.journals.values() for f in fs]
+        choices += [("delete", f.rel) for f in jfs] + [("empty", f.rel) for f in jfs]
+        choices += [("delete", d) for d in self.dirs + self.page_dirs]
+        choices += [("delete", os.path.join(d, "address.txt")) for d in self.page_dirs]
+        choices += [("empty", os.path.join(d, "address.txt")) for d in self.page_dirs]
+        choices += [("delete", m) for m in self.large] + [("empty", m) for m in self.large]
+        kind, rel = rng.choice(choices)
+        if jfs and rng.random() < 0.15:
+            a = rng.choice(jfs)
+            same = [f for f in self.journals_of(a) if f.rel != a.rel]
+            if same and rng.random() < 0.5:
+                return Fault("swap", a.rel, other=rng.choice(same).rel, label="swapped journal files")
+            stem, ext = a.rel.rsplit("-", 1)[0], a.rel.rsplit(".", 1)[1]
+            return Fault("duplicate", a.rel, other=f"{stem}-99.{ext}", label="duplicated journal file")
+        return Fault(kind, rel, label="file")
+
+    def journals_of(self, jf: JournalFileInfo) -> list[JournalFileInfo]:
+        return next(fs for fs in self.journals.values() if jf in fs)
+
+    # -- what a crash could have left --------------------------------------------------------------------
+
+    def torn(self, fault: Fault) -> bool:
+        """Whether ``fault`` damages only the tail of a current file or current page: from a point inside the
+        last record (or the records from some point on) to the end, which is what a crash mid-write leaves."""
+        for fs in self.journals.values():
+            for jf in fs:
+                if jf.rel == fault.path and jf.current and jf.records:
+                    return _tail_only(fault, [(r[1], r[2]) for r in jf.records])
+        for pg in self.pages:
+            if pg.rel == fault.path and pg.current and pg.records:
+                return _tail_only(fault, pg.records)
+        return False
+
+
+def _tail_only(fault: Fault, records: list[tuple[int, int]]) -> bool:
+    last_start, last_len = records[-1]
+    end = last_start + last_len
+    if fault.kind == "flip":
+        return last_start <= fault.offset < end
+    if fault.kind == "zero":
+        return fault.offset < end and fault.offset + fault.length >= end
+    if fault.kind == "truncate":
+        return fault.offset < end
+    return False
+
+
+# -- the truth -----------------------------------------------------------------------------------------
+
+# A row is keyed by its queue's id, not its name: a damaged byte in a queue binding's name renames the queue
+# (the broker cannot notice: there is no checksum), which is a content change, not a loss.
+_KEY = ("queue_id", "message_id", "transaction_state")
+
+
+def delivered(root: Path) -> Delivered:
+    """What the broker delivers from the store at ``root`` (``data exp``'s view: bindings, then one row per
+    live message per queue, paged messages included)."""
+    from amqtool.engines.export.local import LocalArtemisExport
+    from amqtool.engines.export.model import ExportOptions
+    from amqtool.engines.export.schema import MESSAGE_COLUMNS
+    from amqtool.errors import AmqtoolError
+    from amqtool.store.layout import detect
+
+    names = [c[0] for c in MESSAGE_COLUMNS]
+    try:
+        store = detect(root)
+        if store.kind != "artemis":
+            return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+    except AmqtoolError:
+        return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+    if _refused(store):
+        return Delivered(frozenset(), Counter(), frozenset())
+    rows: Counter = Counter()
+    content = set()
+    try:
+        with LocalArtemisExport(store, ExportOptions(safe=True)) as ex:
+            rows_b = ex.binding_rows()
+            bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
+            content.update(("binding",) + tuple(r) for r in rows_b)
+            for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
+                cols = batch.to_pydict()
+                keys = list(zip(*(cols[k] for k in _KEY)))
+                rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
+                for k, r in zip(keys, rest):
+                    rows[k] += 1
+                    content.add(k + (hash(repr(r)),))
+    except (AmqtoolError, OSError):
+        # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
+        return Delivered(frozenset(), Counter(), frozenset())
+    return Delivered(bindings, rows, frozenset(content))
+
+
+# JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
+# readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
+# orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
+_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
+
+
+# AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
+# IllegalStateException "Invalid record type"), and the bodies whose decode throws when they are short.
+_MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
+_FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
+
+
+def _refused(store) -> bool:
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+
+    for jd in store.journals():
+        with open_journal(jd) as opened:
+            if any(s.code in _REFUSING for s in opened.skipped):
+                return True
+            if jd.kind == "messages" and store.bindings is not None and opened.files:
+                for r in load_journal(opened).live:
+                    t = r.user_record_type
+                    if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+                        return True
+    return False

@@ -1,0 +1,179 @@
+"""Faults, truth classes and the rule that ties a truth to the verdict it deserves.
+
+A :class:`Fault` is a reproducible change to one store: flip bits of one byte, zero a range, truncate a
+file, delete, empty, duplicate or swap files and directories. ``apply(root)`` makes it and returns the undo,
+so one working copy serves a whole campaign (a fault costs its own bytes, not a copy of the store).
+
+The truth of a fault (:class:`Truth`) compares what the broker delivers from the pristine store with what it
+delivers from the damaged one (rows per queue, bindings, bodies), computed by the loaders the fixtures prove
+equal to the brokers'. :func:`expected` is the rule of issue 25:
+
+* ``same``: nothing the broker delivers changed: never CRITICAL (and never UNKNOWN: the store is readable);
+* ``content``: the same messages on the same queues, but bytes inside them changed (Artemis has no record
+  checksum, so the broker cannot notice): any verdict, counted as undetectable;
+* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves: WARNING;
+* ``loss``: anything else the broker loses or brings back (acknowledged messages): CRITICAL.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+SAME, CONTENT, TORN, LOSS = "same", "content", "torn", "loss"
+TRUTHS = (SAME, CONTENT, TORN, LOSS)
+VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One change to a store. ``path`` is relative to the store's root; ``offset``/``length`` are bytes for
+    ``flip`` (``length`` is the XOR mask), ``zero`` and ``truncate`` (``offset`` the new size); ``other`` is
+    the second path of ``swap`` and ``duplicate``. ``label`` says which structure the site was chosen for."""
+
+    kind: str
+    path: str
+    offset: int = 0
+    length: int = 0
+    other: str = ""
+    label: str = ""
+
+    def describe(self) -> str:
+        where = {"flip": f"@{self.offset} ^0x{self.length:02x}", "zero": f"@{self.offset}+{self.length}",
+                 "truncate": f" to {self.offset}"}.get(self.kind, "")
+        other = f" -> {self.other}" if self.other else ""
+        return f"{self.kind} {self.path}{where}{other} [{self.label}]"
+
+    def apply(self, root: Path) -> Callable[[], None]:
+        """Make the change under ``root``; return the function that undoes it exactly."""
+        p = root / self.path
+        if self.kind == "flip":
+            with open(p, "r+b") as f:
+                f.seek(self.offset)
+                old = f.read(1)
+                f.seek(self.offset)
+                f.write(bytes([old[0] ^ self.length]))
+            return lambda: _write_at(p, self.offset, old)
+        if self.kind == "zero":
+            with open(p, "r+b") as f:
+                f.seek(self.offset)
+                old = f.read(self.length)
+                f.seek(self.offset)
+                f.write(bytes(len(old)))
+            return lambda: _write_at(p, self.offset, old)
+        if self.kind in ("truncate", "empty"):
+            size = 0 if self.kind == "empty" else self.offset
+            with open(p, "r+b") as f:
+                f.seek(size)
+                tail = f.read()
+                f.truncate(size)
+            return lambda: _write_at(p, size, tail)
+        if self.kind == "delete":
+            aside = root.parent / f".{root.name}.aside"
+            os.rename(p, aside)
+            return lambda: os.rename(aside, p)
+        if self.kind == "swap":
+            q = root / self.other
+            tmp = p.with_name(p.name + ".swap")
+            os.rename(p, tmp)
+            os.rename(q, p)
+            os.rename(tmp, q)
+
+            def undo() -> None:
+                os.rename(p, tmp)
+                os.rename(q, p)
+                os.rename(tmp, q)
+            return undo
+        if self.kind == "duplicate":
+            q = root / self.other
+            shutil.copyfile(p, q)
+            return lambda: os.unlink(q)
+        raise ValueError(f"unknown fault kind {self.kind}")
+
+
+def _write_at(p: Path, offset: int, data: bytes) -> None:
+    with open(p, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What the broker delivers from a store: binding rows, and per (queue, message id, transaction state)
+    a digest of the row's content (body, properties, counts)."""
+
+    bindings: frozenset
+    rows: Counter  # (queue, message id, state) -> count
+    content: frozenset  # (queue, message id, state, digest)
+    detected: bool = True  # False: nothing recognisable as a store at the path
+
+    def diff(self, other: "Delivered") -> dict:
+        lost = self.rows - other.rows
+        back = other.rows - self.rows
+        return {"lost": sum(lost.values()), "back": sum(back.values()),
+                "bindings": len(self.bindings ^ other.bindings),
+                "content": len(self.content ^ other.content)}
+
+
+def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], bool]) -> tuple[str, dict]:
+    """The truth class of a damaged store, and the figures behind it. ``torn_ok(diff)`` says whether the
+    fault's loss is confined to the tail of the current file or page (the caller knows the store's
+    structure)."""
+    d = pristine.diff(damaged)
+    if not d["lost"] and not d["back"] and not d["bindings"]:
+        return (CONTENT if d["content"] else SAME), d
+    if torn_ok(d):
+        return TORN, d
+    return LOSS, d
+
+
+# Evidence that a lost tail held what later records depend on (a crash cannot leave that: the broker syncs a
+# binding or a message before it writes what refers to it), so CRITICAL is the truth of such a torn tail.
+DEPENDANTS = ("ref-unknown-queue", "message-record-missing", "ack-without-ref")
+
+
+def expected(truth: str, verdict: str, codes: tuple = ()) -> bool:
+    """Whether ``verdict`` is what the rule gives a fault of class ``truth``."""
+    if truth == TORN and verdict == "CRITICAL" and any(c in DEPENDANTS for c in codes):
+        return True
+    if truth == SAME:
+        return verdict in ("OK", "WARNING")
+    if truth == CONTENT:
+        return verdict in ("OK", "WARNING", "CRITICAL")
+    if truth == TORN:
+        return verdict == "WARNING"
+    return verdict == "CRITICAL"
+
+
+@dataclass
+class Outcome:
+    store: str
+    seed: int
+    fault: Fault
+    truth: str
+    verdict: str
+    diff: dict
+    codes: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return expected(self.truth, self.verdict, self.codes)
+
+
+def confusion(outcomes: list[Outcome]) -> str:
+    """The confusion table (truth by verdict), then each miss with its reproducing seed."""
+    table = Counter((o.truth, o.verdict) for o in outcomes)
+    lines = [f"{'truth':<10}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>10}"]
+    for t in TRUTHS:
+        n = sum(table[(t, v)] for v in VERDICTS)
+        lines.append(f"{t:<10}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>10}")
+    misses = [o for o in outcomes if not o.ok]
+    lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es); "
+                 f"{sum(1 for o in outcomes if o.truth == CONTENT)} undetectable (content) changes")
+    for o in misses[:200]:
+        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()} "
+                     f"diff={o.diff} codes={','.join(o.codes)}")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""Run a fault campaign over one store: draw faults from its structure, damage a working copy, judge it
+with ``verify`` (in process: the same engine the command runs), compute the truth, undo.
+
+Each fault's seed is ``base_seed * 1_000_003 + i``: ``reproduce(store, seed)`` redraws exactly that fault.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from tests.faults import artemis
+from tests.faults.model import Outcome, classify
+
+
+def verify_verdict(root: Path) -> tuple[str, tuple]:
+    """``amqtool verify ROOT``'s verdict and finding codes, from the engine the command calls."""
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.errors import AmqtoolError, overall_verdict
+    from amqtool.store.layout import detect
+
+    try:
+        store = detect(root)
+        if store.kind == "kahadb":
+            from amqtool.engines import kahadb
+
+            findings, _ = kahadb.verify_store(store)
+        else:
+            findings = verify_store(store).findings
+    except AmqtoolError as err:
+        return "UNKNOWN", (type(err).__name__,)
+    codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
+    return overall_verdict(findings).name, codes
+
+
+class Campaign:
+    """One pristine store copied once into a scratch directory, then damaged and restored fault by fault."""
+
+    def __init__(self, name: str, source: Path, scratch: Path | None = None):
+        self.name = name
+        self._tmp = tempfile.mkdtemp(prefix="amqtool-faults-", dir=scratch)
+        self.root = Path(self._tmp) / "store"
+        shutil.copytree(source, self.root, symlinks=True)
+        self.sites = artemis.ArtemisSites.read(self.root)
+        self.pristine = artemis.delivered(self.root)
+
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def fault(self, seed: int):
+        return self.sites.draw(random.Random(seed))
+
+    def run_one(self, seed: int) -> Outcome:
+        fault = self.fault(seed)
+        undo = fault.apply(self.root)
+        try:
+            verdict, codes = verify_verdict(self.root)
+            damaged = artemis.delivered(self.root)
+        finally:
+            undo()
+        truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault))
+        return Outcome(self.name, seed, fault, truth, verdict, diff, codes)
+
+    def run(self, base_seed: int, count: int) -> Iterator[Outcome]:
+        for i in range(count):
+            yield self.run_one(base_seed * 1_000_003 + i)

@@ -1,0 +1,32 @@
+"""Pristine stores for the fault campaigns: small enough that a campaign runs thousands of faults a minute,
+with the structure of a real broker's (paging, large messages, transactions, a prepared XA transaction).
+
+``demo(path, size, seed)`` is ``amqtool create --demo`` without its 4 MiB floor (the demo writer is the same:
+the campaign needs a store of a few hundred records, not a realistic size); ``fixtures()`` lists the
+broker-written stores of ``../shared/fixtures`` a campaign also damages.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support import ARTEMIS
+
+
+def demo(path: Path, size: int = 1 << 20, *, seed: int = 1, file_size: int = 128 * 1024) -> Path:
+    from amqtool.engines.artemis.demo.broker import _Demo
+
+    path.mkdir(parents=True)
+    d = _Demo(path, size, seed, 0.3, file_size, 2, None, True, True)
+    d.run()
+    (path / "manifest.json").write_text(json.dumps(d.manifest()))
+    return path
+
+
+def fixtures() -> list[tuple[str, Path]]:
+    """(name, store root) of the broker-written Artemis stores in the fixtures."""
+    out = []
+    messages = ARTEMIS / "messages"
+    if messages.is_dir():
+        out += [(p.name, p) for p in sorted(messages.iterdir()) if (p / "journal").is_dir()]
+    return out
