@@ -26,10 +26,12 @@ def store(tmp_path_factory) -> Path:
 def test_jsonl_report_and_warning_exit(run_cli, store, tmp_path):
     before = tree_hashes(store)
     out = tmp_path / "o"
+    # --salvage: verify calls the built store CRITICAL on purpose (a reference to a queue with no binding, a
+    # legacy record), and the export's verdict is verify's (issue 25)
     code, stdout, stderr = run_cli("export", store, "-o", out, "--format", "jsonl", "--engine", "local",
-                                   "--report", "json", "--quiet")
+                                   "--report", "json", "--quiet", "--salvage")
     doc = json.loads(stdout)
-    assert code == 1 and doc["verdict"] == "WARNING"  # one live legacy record does not decode
+    assert code == 2 and doc["verdict"] == "CRITICAL"  # verify's; and one live legacy record does not decode
     assert doc["rows"] == len(EXPECTED) and doc["problemCount"] == 1 and doc["problems"][0]["messageId"] == 111
     assert doc["engine"] == "local" and doc["format"] == "jsonl" and doc["bindings"] == 5
     assert len(read_jsonl_table(out / "messages")) == len(EXPECTED)
@@ -40,8 +42,8 @@ def test_jsonl_report_and_warning_exit(run_cli, store, tmp_path):
 
 def test_queue_filter_ok_exit_and_text(run_cli, store, tmp_path):
     code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "parquet", "--engine", "local",
-                              "--queue", "events.*", "-q")
-    assert code == 0
+                              "--queue", "events.*", "-q", "--salvage")
+    assert code == 2  # verify's verdict on the (CRITICAL on purpose) built store
     assert stdout.startswith("exported 82 rows (42 messages on 2 queues, 5 bindings) to ")
 
 
@@ -68,9 +70,9 @@ def test_a_mode_the_owner_cannot_read_and_write_is_refused(run_cli, store, tmp_p
 def test_a_queue_filter_that_matches_nothing_warns_with_the_queues(run_json, run_cli, store, tmp_path):
     # Issue 13 item 17: `--queue 'nomatch*'` exported 0 rows with exit 0.
     code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "jsonl", "--engine", "local",
-                              "--queue", "nomatch*", "--report", "json", "-q")
+                              "--queue", "nomatch*", "--report", "json", "-q", "--salvage")
     doc = json.loads(stdout)
-    assert (code, doc["verdict"], doc["rows"]) == (1, "WARNING", 0)
+    assert (code, doc["verdict"], doc["rows"]) == (2, "CRITICAL", 0)  # verify's, with the problem below
     (problem,) = doc["problems"]
     assert problem["message"].startswith("no queue matches --queue nomatch*; the store's queues: ")
     assert problem["message"].endswith("events.a, events.b, orders")
@@ -127,8 +129,8 @@ def test_existing_output_refused_then_forced(run_cli, store, tmp_path):
     code, stdout, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--report", "json", "-q")
     assert code == 3 and json.loads(stdout)["verdict"] == "UNKNOWN" and "--force" in stderr
     assert out.read_text() == "keep me"
-    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
-    assert code == 1 and out.read_text().startswith("\n<activemq-journal>")
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q", "--salvage")
+    assert code == 2 and out.read_text().startswith("\n<activemq-journal>")
 
 
 def test_unknown_store_exit_3(run_cli, tmp_path):
