@@ -115,14 +115,15 @@ class KahaRecoverReport:
 
     @property
     def verdict(self) -> Verdict:
-        """verify's verdict on the source (engines.verdicts), at least WARNING when DEST lacks something,
-        CRITICAL when nothing was kept."""
+        """DEST's verdict (WARNING when it lacks something, CRITICAL when nothing was kept), and verify's on
+        the source when that is CRITICAL or UNKNOWN (engines.verdicts; a warning is what recover repairs)."""
         from amqtool.engines.verdicts import verdict_of
 
         source = verdict_of(self.source_findings)
+        source = source if source >= Verdict.CRITICAL else Verdict.OK
         if not self.lost and not self.missing:
             return source
-        return Verdict.CRITICAL if self.kept == 0 else max(source, Verdict.WARNING)
+        return max(source, Verdict.CRITICAL if self.kept == 0 else Verdict.WARNING)
 
     def to_json(self) -> dict:
         lost = [x.to_json() for x in self.lost] + [t for d in self.directories for t in d.transactions] + \

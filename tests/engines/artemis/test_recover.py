@@ -125,7 +125,7 @@ def test_torn_file_in_the_middle(tmp_path, capsys):
     os.truncate(middle, cut)
     gone = {r[5] for r in in_file if r[1] + r[2] > cut}
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2  # verify calls the source CRITICAL (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
     assert [x["recordId"] for x in lost_records(doc)] == [cut_rec[5]]
@@ -166,7 +166,7 @@ def test_missing_file_costs_only_its_records(tmp_path, capsys):
     gone = {r[5] for p, r in recs if p == victim}
     victim.unlink()
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2  # verify calls the source CRITICAL (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
     missing = [x for x in doc["lost"] if x["reason"] == "missing-journal-file"]

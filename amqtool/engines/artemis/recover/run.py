@@ -163,16 +163,18 @@ class RecoverReport:
 
     @property
     def verdict(self) -> Verdict:
-        """verify's verdict on the source (a CRITICAL source recovered under ``--salvage`` stays CRITICAL),
-        at least WARNING when DEST lacks something, CRITICAL when nothing was saved."""
+        """DEST's verdict: WARNING when it lacks something, CRITICAL when nothing was saved; and verify's on
+        the source when that is CRITICAL (loss proven: recovered under ``--salvage``) or UNKNOWN. A source
+        verify only warns about (a torn tail) is what recover repairs: it does not weigh on DEST."""
         from amqtool.engines.verdicts import verdict_of
 
         source = verdict_of(self.source_findings)
+        source = source if source >= Verdict.CRITICAL else Verdict.OK
         lossy = bool(self.lost_records or self.lost_transactions or any(f.lost for f in self.files))
         if lossy and self.kept == 0:
-            return Verdict.CRITICAL
+            return max(source, Verdict.CRITICAL)
         if not self.journals and self.files:
-            return Verdict.CRITICAL
+            return max(source, Verdict.CRITICAL)
         return max(source, Verdict.WARNING if lossy else Verdict.OK)
 
     def to_json(self) -> dict:
