@@ -45,9 +45,9 @@ def create(
                                                "prepared."),
     dry_run: bool = typer.Option(False, "--dry-run", help="--from: say what would be migrated; write nothing."),
     force: bool = typer.Option(False, "--force", help="--from: read the source even while a broker locks it."),
-    salvage: bool = typer.Option(False, "--salvage",
-                                 help="--from: migrate what survives of a source verify calls CRITICAL, and "
-                                      "list what is left out (refused otherwise)."),
+    salvage: bool = typer.Option(False, "--salvage", help="--from: migrate a source verify calls CRITICAL (refused "
+                                                          "otherwise, exit 2): what survives, listing what is "
+                                                          "left out."),
     fmt: OutputFormat = FORMAT_OPTION,
     quiet: bool = QUIET_OPTION,
 ) -> None:
@@ -115,12 +115,11 @@ def _create_from(path, source, large_threshold, include_prepared, dry_run, force
     with progress("migrating", None, quiet) as advance:
         doc = create_from(path, source, large_threshold=threshold, include_prepared=include_prepared,
                                  dry_run=dry_run, file_size=fs, min_files=min_files, force=force,
-                                 salvage=salvage, progress=advance)
+                                 progress=advance, salvage=salvage)
     left_out = doc["notConverted"] or doc["skippedDestinations"] or doc["schedulerStores"] or any(
         not t["migrated"] for t in doc["preparedTransactions"])
-    verdict = Verdict.WARNING if left_out or doc.get("sourceVerdict") in ("WARNING", "CRITICAL") else Verdict.OK
-    if doc.get("sourceVerdict") == "CRITICAL" and not salvage:
-        verdict = Verdict.CRITICAL  # a dry run of a source create --from refuses
+    # verify's verdict on the source (engines.verdicts), at least WARNING when something was left out
+    verdict = max(Verdict[doc["sourceVerdict"]], Verdict.WARNING if left_out else Verdict.OK)
     doc = {"verdict": verdict.name, **doc}
     if fmt is OutputFormat.text:
         _text_from(doc)
@@ -169,6 +168,9 @@ def _text_from(doc: dict) -> None:
                   f"migrated: the broker rolls them back)\n")
     for s in doc["schedulerStores"]:
         out.write(f"  scheduler store {s}: scheduled messages waiting there are not migrated\n")
+    for f in doc.get("findings") or ():  # verify's on the source: what a salvage leaves out
+        where = f" {f['path']}" + (f"@{f['offset']}" if f.get("offset") is not None else "") if f.get("path") else ""
+        out.write(f"  {f['severity']}: {f['code']}{where}: {f['message']}\n")
 
 
 def _text(doc: dict, quiet: bool) -> None:

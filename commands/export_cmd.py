@@ -137,6 +137,8 @@ def export(
                                                              "without amqtool (default), or use theirs."),
     queues: list[str] = typer.Option(None, "--queue", help="Only queues matching this pattern (fnmatch; repeatable)."),
     safe: bool = typer.Option(False, "--safe", help="No body bytes: body_size and body_sha256 only (jsonl, parquet)."),
+    salvage: bool = typer.Option(False, "--salvage", help="Export from a store verify calls CRITICAL (refused otherwise, "
+                                                          "exit 2): what survives, listing what is left out."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output (only once the new one is complete)."),
     mode: str = typer.Option(None, "--mode", help="Octal mode of output files (default 600; directories get x where r)."),
     broker_xml: str = BROKER_XML_OPTION,
@@ -164,7 +166,7 @@ def export(
                 raise UsageError("--broker-xml names the directories of one store; export a fleet by its stores' "
                                  "paths")
             _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
-                          ship)
+                          ship, salvage)
             return
         path = paths[0] if paths else "."
         if not (jdbc_url or broker_xml or activemq_xml):
@@ -173,8 +175,8 @@ def export(
             one_store(path, command="export")  # several stores under PATH: say which (or export them as a fleet)
         fmt = fmt or ExportFormat.xml
         req = ExportRequest(path=path, out=out, fmt=fmt.value, engine=engine.value, master=master,
-                            queues=tuple(queues) if queues else None, safe=safe, force=force, mode=parse_mode(mode),
-                            broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
+                            queues=tuple(queues) if queues else None, safe=safe, salvage=salvage, force=force,
+                            mode=parse_mode(mode), broker_xml=broker_xml, activemq_xml=activemq_xml, jdbc_url=jdbc_url,
                             jdbc_password_file=jdbc_password_file, jdbc_table_prefix=jdbc_table_prefix,
                             jdbc_driver_jar=jdbc_driver_jar, jdbc_partitions=jdbc_partitions, ship=ship)
         with _ExportBar(quiet) as bar:
@@ -191,6 +193,7 @@ def export(
                 first = doc["problems"][0]
                 where = f"message {first['messageId']}: " if first["messageId"] is not None else ""
                 _say(f"WARNING: {doc['problemCount']} problem(s); first: {where}{first['message']}\n")
+            _write_findings(doc.get("findings") or ())
             if doc.get("skippedNotXml"):
                 _say(f"WARNING: {doc['skippedNotXml']} AMQP message(s) left out of the XML "
                      "(not converted to core); export them with --format jsonl or parquet\n")
@@ -214,14 +217,21 @@ def _status(quiet: bool):
     return lambda line: console.print(line, soft_wrap=True)
 
 
+def _write_findings(findings) -> None:
+    """verify's findings on what the export read (what it leaves out or could not check), one a line."""
+    for f in findings:
+        where = f" {f['path']}" + (f"@{f['offset']}" if f.get("offset") is not None else "") if f.get("path") else ""
+        sys.stdout.write(f"{f['severity'].upper()}: {f['code']}{where}: {f['message']}\n")
+
+
 def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, force, mode, report, quiet,
-                  ship) -> None:
+                  ship, salvage=False) -> None:
     from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
     from amqtool.engines.export.writers import parse_mode
 
     req = FleetRequest(stores=paths, stores_from=stores_from, out=out, fmt=(fmt or ExportFormat.parquet).value,
                        engine=engine.value, master=master, queues=tuple(queues) if queues else None, safe=safe,
-                       force=force, mode=parse_mode(mode), ship=ship)
+                       force=force, mode=parse_mode(mode), ship=ship, salvage=salvage)
     with _FleetBar(quiet) as bar:
         doc, verdict = run_fleet_export(req, store_progress=bar.update, status=_status(quiet))
     doc = {"verdict": verdict.name, **doc}
@@ -232,7 +242,7 @@ def _export_fleet(paths, stores_from, out, fmt, engine, master, queues, safe, fo
         subs = f", {doc['subscriptions']} durable subscriptions" if doc.get("subscriptions") else ""
         _say(f"exported {doc['rows']} rows ({doc['messages']} messages, {doc['bindings']} bindings{subs}) "
              f"from {doc['storeCount']} stores ({by['OK']} OK, {by['WARNING']} with problems, "
-             f"{by['UNKNOWN']} not exported) to {doc['output']} "
+             f"{by['CRITICAL']} critical, {by['UNKNOWN']} not read or checked) to {doc['output']} "
              f"[{doc['format']}, {doc['engine']} engine]\n")
         for st in doc["stores"]:
             if st["verdict"] != "OK":

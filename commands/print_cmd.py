@@ -2,6 +2,8 @@
 runbooks (``--style artemis``, the lines of ``artemis data print``)."""
 from __future__ import annotations
 
+import contextlib
+
 import enum
 import sys
 
@@ -167,8 +169,16 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
         files=set(files) if files else None,
         journals={journal.value} if journal else None,
     )
-    verdict = refused_verdict(store, opts)  # files Artemis refuses: the same verdict as verify's
-    with progress("reading", total_bytes(store), quiet) as advance:
+    with progress("reading", total_bytes(store), quiet) as advance, contextlib.ExitStack() as keep:
+        if style is Style.artemis:  # (describe_store reads the files its own way: the refused files weigh)
+            verdict, loads = refused_verdict(store, opts), None
+        else:
+            # verify's verdict on the very load print shows (amqtool.engines.verdicts): one load per journal
+            from amqtool.engines.artemis.verify import verify_store
+            from amqtool.errors import overall_verdict
+
+            report = verify_store(store, advance, keep=keep)
+            verdict, loads = overall_verdict(report.findings), report.loads
         if style is Style.artemis:
             if fmt is not OutputFormat.text:
                 raise UsageError("--style artemis is a text style; use it without --format json")
@@ -192,14 +202,15 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
             extra = (lambda: {"jms": jms_document(store)}) if store.jms is not None else None
             write = _document_writer()
             for chunk in iter_json(store, opts, advance, tail=tail, on_result=on_result, verdict=verdict,
-                                   extra=extra, raw=write.raw):
+                                   extra=extra, raw=write.raw, loads=loads):
                 write(chunk)
         elif fmt is OutputFormat.jsonl:
-            write_jsonl(_tagged(iter_rows(store, opts, advance), tag))
+            write_jsonl(_tagged(iter_rows(store, opts, advance, loads=loads), tag))
         else:
             from amqtool.engines.artemis.describe import describe_live_record
 
-            write_lines(fold_lines(iter_text(store, opts, advance, describe=describe_live_record), wide=wide))
+            write_lines(fold_lines(iter_text(store, opts, advance, describe=describe_live_record, loads=loads),
+                                   wide=wide))
             if store.jms is not None:
                 from amqtool.engines.artemis.jms import jms_document, jms_text
 
@@ -325,6 +336,10 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     else:
         write_lines(fold_lines(artemis.iter_text(data, opts), wide=wide))
     verdict = artemis.load_verdict(data)
+    if style is not Style.artemis and opts.journals is None:  # verify's verdict on the same load (one rule)
+        from amqtool.errors import overall_verdict
+
+        verdict = overall_verdict(artemis.verify_load(store, data)[0])
     if verdict is not Verdict.OK:
         finish(verdict)
 

@@ -115,6 +115,8 @@ def recover(
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what would be recovered and lost; write nothing."),
     broker_xml: Optional[str] = BROKER_XML_SETTINGS_OPTION,
     activemq_xml: Optional[str] = typer.Option(None, "--activemq-xml", help="Read the KahaDB directory from this activemq.xml."),
+    salvage: bool = typer.Option(False, "--salvage", help="Recover a store verify calls CRITICAL (refused otherwise, "
+                                                          "exit 2): what survives, listing what is lost."),
     undelete: bool = typer.Option(False, "--undelete", help="Bring back deleted messages whose records are still in the files."),
     queue: Optional[list[str]] = typer.Option(None, "--queue", help="--undelete: only this queue (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="--undelete: only messages deleted at or after TIME (ISO 8601)."),
@@ -124,8 +126,8 @@ def recover(
     quiet: bool = QUIET_OPTION,
 ) -> None:
     """Salvage a damaged store into a new one at DEST (the source is never written), or bring back deleted
-    messages (--undelete); report every lost record. Exit 0 nothing lost, 1 DEST lacks something, 2 nothing
-    saved."""
+    messages (--undelete); report every lost record. Exit 0 nothing lost, 1 DEST lacks something, 2 the
+    source is CRITICAL to verify (refused without --salvage) or nothing saved."""
     with guarded(fmt):
         from amqtool.store.layout import ArtemisStore
 
@@ -139,7 +141,7 @@ def recover(
         if isinstance(store, ArtemisStore):
             from amqtool.engines.artemis.recover import RecoverRequest, recover_store
 
-            req = RecoverRequest(output=output, dry_run=dry_run)
+            req = RecoverRequest(output=output, dry_run=dry_run, salvage=salvage)
             total = sum(p.stat().st_size for jd in store.journals() for p in jd.journal_files())
             with progress("recover", total or None, quiet) as advance:
                 if undelete:
@@ -156,7 +158,7 @@ def recover(
 
             if undelete:
                 raise UsageError("--undelete is implemented for Artemis stores only")
-            report = recover_kahadb(store, KahaRecoverRequest(output=output, dry_run=dry_run))
+            report = recover_kahadb(store, KahaRecoverRequest(output=output, dry_run=dry_run, salvage=salvage))
             doc = report.to_json()
             verdict = report.verdict
         if fmt in (OutputFormat.json, OutputFormat.jsonl):

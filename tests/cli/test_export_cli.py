@@ -26,10 +26,12 @@ def store(tmp_path_factory) -> Path:
 def test_jsonl_report_and_warning_exit(run_cli, store, tmp_path):
     before = tree_hashes(store)
     out = tmp_path / "o"
+    # --salvage: verify calls the built store CRITICAL on purpose (a reference to a queue with no binding, a
+    # legacy record), and the export's verdict is verify's (issue 25)
     code, stdout, stderr = run_cli("export", store, "-o", out, "--format", "jsonl", "--engine", "local",
-                                   "--report", "json", "--quiet")
+                                   "--report", "json", "--quiet", "--salvage")
     doc = json.loads(stdout)
-    assert code == 1 and doc["verdict"] == "WARNING"  # one live legacy record does not decode
+    assert code == 2 and doc["verdict"] == "CRITICAL"  # verify's; and one live legacy record does not decode
     assert doc["rows"] == len(EXPECTED) and doc["problemCount"] == 1 and doc["problems"][0]["messageId"] == 111
     assert doc["engine"] == "local" and doc["format"] == "jsonl" and doc["bindings"] == 5
     assert len(read_jsonl_table(out / "messages")) == len(EXPECTED)
@@ -40,8 +42,8 @@ def test_jsonl_report_and_warning_exit(run_cli, store, tmp_path):
 
 def test_queue_filter_ok_exit_and_text(run_cli, store, tmp_path):
     code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "parquet", "--engine", "local",
-                              "--queue", "events.*", "-q")
-    assert code == 0
+                              "--queue", "events.*", "-q", "--salvage")
+    assert code == 2  # verify's verdict on the (CRITICAL on purpose) built store
     # the report line is folded to the width (80 here): read it with its blanks joined again
     assert " ".join(stdout.split()).startswith("exported 82 rows (42 messages on 2 queues, 5 bindings) to ")
 
@@ -69,9 +71,9 @@ def test_a_mode_the_owner_cannot_read_and_write_is_refused(run_cli, store, tmp_p
 def test_a_queue_filter_that_matches_nothing_warns_with_the_queues(run_json, run_cli, store, tmp_path):
     # Issue 13 item 17: `--queue 'nomatch*'` exported 0 rows with exit 0.
     code, stdout, _ = run_cli("export", store, "-o", tmp_path / "o", "-f", "jsonl", "--engine", "local",
-                              "--queue", "nomatch*", "--report", "json", "-q")
+                              "--queue", "nomatch*", "--report", "json", "-q", "--salvage")
     doc = json.loads(stdout)
-    assert (code, doc["verdict"], doc["rows"]) == (1, "WARNING", 0)
+    assert (code, doc["verdict"], doc["rows"]) == (2, "CRITICAL", 0)  # verify's, with the problem below
     (problem,) = doc["problems"]
     assert problem["message"].startswith("no queue matches --queue nomatch*; the store's queues: ")
     assert problem["message"].endswith("events.a, events.b, orders")
@@ -129,14 +131,14 @@ def test_existing_output_refused_then_forced(run_cli, store, tmp_path):
     assert code == 3 and json.loads(stdout)["verdict"] == "UNKNOWN" and "--force" in stderr
     assert out.read_text() == "keep me"
     # --force replaces only an earlier export of amqtool (issue 26): a file it did not write stays
-    code, _, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
+    code, _, stderr = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q", "--salvage")
     assert code == 3 and "only an earlier export" in stderr and out.read_text() == "keep me"
     out.unlink()
-    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "-q")
-    assert code == 1 and out.read_text().startswith("\n<activemq-journal>")
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "-q", "--salvage")
+    assert code == 2 and out.read_text().startswith("\n<activemq-journal>")  # verify's verdict on the store
     first = out.stat().st_ino
-    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q")
-    assert code == 1 and out.read_text().startswith("\n<activemq-journal>") and out.stat().st_ino != first
+    code, _, _ = run_cli("export", store, "-o", out, "--engine", "local", "--force", "-q", "--salvage")
+    assert code == 2 and out.read_text().startswith("\n<activemq-journal>") and out.stat().st_ino != first
 
 
 def test_unknown_store_exit_3(run_cli, tmp_path):
@@ -160,18 +162,20 @@ def test_spark_engine_keeps_jvm_chatter_off_the_terminal(store, tmp_path):
 
 
 def test_refused_journal_file_is_reported_not_silently_empty(run_cli, tmp_path):
-    # A file Artemis refuses to load (random bytes: no valid header) is left out by both engines; the export
-    # must say so and end with WARNING rather than report an empty store as OK.
+    # A lone file Artemis cannot read a header from (random bytes) is not a store: UNKNOWN, as verify says
+    # (issue 25 case 21; it was WARNING), never an empty store reported as OK.
     journal = tmp_path / "journal"
     journal.mkdir()
     (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
     code, out, err = run_cli("export", journal, "-o", tmp_path / "out", "--format", "jsonl", "--engine", "local",
                              "--report", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["verdict"] == "WARNING" and doc["rows"] == 0
-    (problem,) = doc["problems"]
-    assert problem["messageId"] is None and "activemq-data-1.amq" in problem["message"]
-    assert "journal format version" in problem["message"]
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and doc["rows"] == 0
+    (finding,) = doc["findings"]
+    assert finding["code"] == "not-a-store" and "activemq-data-1.amq" in finding["message"]
+    assert "journal format version" in finding["message"]
+    code, out, _ = run_cli("verify", journal, "--format", "json")
+    assert code == 3 and [f["code"] for f in json.loads(out)["findings"]] == ["not-a-store"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)

@@ -48,15 +48,17 @@ def test_jsonl_and_text(tmp_path, run_cli):
     break_record(path, rec, 0)
     code, out, _err = run_cli("recover", src, "--dry-run", "--format", "jsonl")
     rows = [json.loads(line) for line in out.splitlines()]
-    assert code == 1
+    assert code == 2  # verify calls the damaged record CRITICAL (issue 25); a dry run reports it
     lost = [r for r in rows if r.get("kind") == "record"]
     assert [r["recordId"] for r in lost] == [rec[5]]
     summary = [r for r in rows if r["record"] == "summary"][0]
-    assert summary["verdict"] == "WARNING" and summary["counts"]["recordsLost"] == 1
-    code, out, _err = run_cli("recover", src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert summary["verdict"] == "CRITICAL" and summary["counts"]["recordsLost"] == 1
+    # a CRITICAL source is refused unless --salvage, nothing written
+    code, out, err = run_cli("recover", src, "-o", tmp_path / "dest")
+    assert code == 2 and "damaged-record" in err and "--salvage" in err and not (tmp_path / "dest").exists()
+    code, out, _err = run_cli("recover", src, "-o", tmp_path / "dest", "--salvage")
+    assert code == 2
     assert f"id={rec[5]}" in out and "records kept 259, records lost 1" in " ".join(out.split())
-
 
 def _text_figures(text: str) -> str:
     return " ".join(text.split())  # folded lines joined again

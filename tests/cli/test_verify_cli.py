@@ -97,13 +97,23 @@ def test_removed_middle_file_is_reported(run_json, tmp_path):
     assert f["details"]["missingFileIds"] == [3]
 
 
-def test_random_bytes_file_is_critical(run_json, tmp_path):
+def test_random_bytes_file_is_not_a_store(run_json, tmp_path):
+    # A lone random-bytes file named like a journal file is unknown input, not a broker's data: UNKNOWN
+    # not-a-store (issue 25 case 21) ...
     journal = tmp_path / "journal"
     journal.mkdir()
     (journal / "activemq-data-1.amq").write_bytes(os.urandom(65536))
     code, doc, err = run_json("verify", journal)
-    assert code == 2 and "bad-header-version" in _codes(doc, "critical")
+    assert code == 3 and _codes(doc, "unknown") == ["not-a-store"] and not _codes(doc, "critical")
     assert "Traceback" not in err
+
+
+def test_random_bytes_file_beside_a_journal_is_critical(run_json, tmp_path):
+    # ... while beside real journal files, the broker refuses to start with it: CRITICAL
+    journal = _copy(tmp_path)
+    (journal / "activemq-data-9.amq").write_bytes(os.urandom(65536))
+    code, doc, err = run_json("verify", journal)
+    assert code == 2 and "bad-header-version" in _codes(doc, "critical")
 
 
 def test_wrong_user_version_is_critical(run_json, tmp_path):
@@ -448,7 +458,8 @@ def test_a_journal_file_at_the_int_limit_is_read_in_bounded_windows(run_cli, tmp
         (j,) = json.loads(out)["journals"]
         (rec,) = [r for r in j["live"] if r["id"] == new_id]
         body_at = at + fixed_size(11, h.version) - 4  # "offset" is where the body starts
-        assert (code, rec["file"], rec["offset"], rec["bodySize"]) == (0, path.name, body_at, add[7])
+        # (exit 1: print's verdict is verify's, which finds the torn tail: issue 25)
+        assert (code, rec["file"], rec["offset"], rec["bodySize"]) == (1, path.name, body_at, add[7])
     elif command == "print-artemis":
         code, out, _ = run_cli("print", journal, "--style", "artemis")
         assert code == 0

@@ -37,7 +37,8 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
     messages = fleet_rows_by_store(tmp_path / "out", "messages", fmt)
     bindings = fleet_rows_by_store(tmp_path / "out", "bindings", fmt)
     subscriptions = fleet_rows_by_store(tmp_path / "out", "subscriptions", fmt)
-    exported = {n for n, p in fleet.items() if n != "site-1/empty"}
+    # the empty store is not a store; verify calls the damaged one CRITICAL: refused without --salvage
+    exported = {n for n, p in fleet.items() if n not in ("site-1/empty", "site-0/damaged")}
     assert set(messages) == exported and set(bindings) == exported
     # durable subscriptions: the KahaDB stores' (both fixtures have some), none of an Artemis store
     assert set(subscriptions) == {n for n in exported if n.startswith("site-1/kaha-")}
@@ -56,7 +57,7 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
         assert by_name[name]["bindings"] == single["bindings"] == len(want_b)
     assert doc["rows"] == sum(len(v) for v in messages.values())
     assert doc["subscriptions"] == sum(len(v) for v in subscriptions.values()) == 3  # basic 2, mkahadb 1
-    assert verdict.name == "WARNING"  # the damaged and the empty store
+    assert verdict.name == "CRITICAL"  # the damaged store (and the empty one is UNKNOWN)
     assert {n: tree_hashes(p) for n, p in fleet.items()} == before  # the stores are only read
 
 
@@ -75,14 +76,14 @@ def test_stores_table_and_partitions(fleet, tmp_path):
     assert stores["site-1/empty"]["verdict"] == "UNKNOWN" and stores["site-1/empty"]["kind"] is None
     assert "it is empty: no Artemis journal, KahaDB or LevelDB store found here" in stores["site-1/empty"]["problem"]
     assert (stores["site-1/empty"]["rows"], stores["site-1/empty"]["files"]) == (0, 0)
-    dmg = stores["site-0/damaged"]
-    assert dmg["verdict"] == "WARNING" and dmg["problem_count"] == 1 and "format version -1" in dmg["problem"]
-    assert dmg["rows"] > 0
+    dmg = stores["site-0/damaged"]  # a file Artemis refuses to start with: verify's CRITICAL, refused
+    assert dmg["verdict"] == "CRITICAL" and "format version -1" in dmg["problem"] and "--salvage" in dmg["problem"]
+    assert dmg["rows"] == 0 and not (out / "messages" / "store=site-0%2Fdamaged").exists()
     for name in ("site-0/broker-2", "site-1/broker-1"):
         assert stores[name]["verdict"] == "OK" and stores[name]["files"] >= 4 and stores[name]["node_id"] is None
     if KAHADB.is_dir():
         assert stores["site-1/kaha-basic"]["kind"] == "kahadb" and stores["site-1/kaha-basic"]["verdict"] == "OK"
-    assert doc["storesByVerdict"] == {"OK": len(fleet) - 2, "WARNING": 1, "UNKNOWN": 1}
+    assert doc["storesByVerdict"] == {"OK": len(fleet) - 2, "WARNING": 0, "CRITICAL": 1, "UNKNOWN": 1}
     # Parquet: messages partitioned by store then queue (Spark's escaping: '/' is %2F), bindings by store
     assert (out / "messages" / "store=site-0%2Fbroker-2").is_dir()
     assert all(p.name.startswith("queue=") for p in (out / "messages" / "store=site-0%2Fbroker-2").iterdir())
@@ -199,13 +200,13 @@ def test_cli_fleet(run_cli, fleet, tmp_path):
     paths = [str(p) for p in fleet.values()]
     code, stdout, _ = run_cli("export", *paths, "-o", tmp_path / "o", "--engine", "local", "--report", "json", "-q")
     doc = json.loads(stdout)
-    assert code == 1 and doc["verdict"] == "WARNING" and doc["storeCount"] == len(fleet)
+    assert code == 2 and doc["verdict"] == "CRITICAL" and doc["storeCount"] == len(fleet)
     assert doc["format"] == "parquet" and (tmp_path / "o" / "stores").is_dir()  # a fleet's default format
     root = next(iter(fleet.values())).parents[1]
     code, stdout, _ = run_cli("export", f"{root}/site-*/broker-*", "-o", tmp_path / "t", "-f", "jsonl",
                               "--engine", "local", "-q")
     assert code == 0 and stdout.startswith("exported ")
-    assert "from 3 stores (3 OK, 0 with problems, 0 not exported)" in stdout
+    assert "from 3 stores (3 OK, 0 with problems, 0 critical, 0 not read or checked)" in stdout
     code, _, stderr = run_cli("export", *paths, "-o", tmp_path / "x", "-f", "xml", "-q")
     assert code == 3 and "a fleet export writes tables" in stderr
     code, _, stderr = run_cli("export", f"{root}/nothing-*", "-o", tmp_path / "y", "-q")

@@ -99,7 +99,10 @@ def test_the_driver_never_loads_a_journal(spark, fleet, local_export, tmp_path, 
     def refuse(*a, **kw):
         raise AssertionError("the driver loaded a journal")
 
+    from amqtool.engines.artemis import verify
+
     monkeypatch.setattr(load, "load_journal", refuse)
+    monkeypatch.setattr(verify, "load_journal", refuse)  # the export loads through verify's judge (issue 25)
     monkeypatch.setattr(kload, "load_store", refuse)
     # the local engine, in this process, meets the refusal (a store that fails is a row)
     doc, _ = run_fleet_export(FleetRequest(stores=[str(fleet[NODE_ID])], out=str(tmp_path / "x"), engine="local"))
@@ -193,3 +196,37 @@ def test_queue_names_reach_the_driver(spark, fleet, tmp_path, monkeypatch, split
     doc, _ = run_fleet_export(FleetRequest(stores=stores, out=str(tmp_path / "b"), engine="spark",
                                            queues=(name,)), spark_session=spark)
     assert "queueMismatch" not in doc and doc["rows"] > 0
+
+
+@pytest.mark.parametrize("fair", [1, 1 << 30], ids=["split", "grouped"])
+def test_a_store_that_lost_a_file_after_the_survey_is_judged_on_what_was_read(spark, fleet, tmp_path, fair):
+    """Issue 25 case 16: a journal file deleted after the driver's survey: the row said OK with the surveyed
+    files=N while N-1 were read. Now the row gives the files read, verify's verdict on them and
+    store-changed, in split and grouped stores alike (the shared per-store code of both fleet engines)."""
+    import shutil
+
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.engines.export.fleet import fleet_document, survey
+    from amqtool.engines.export.fleet_spark import export_fleet_spark
+    from amqtool.engines.export.model import ExportOptions
+    from amqtool.engines.export.writers import OutputTarget
+    from amqtool.errors import overall_verdict
+    from amqtool.store.layout import detect
+
+    shrunk = tmp_path / "shrunk"
+    shutil.copytree(fleet["site-0/broker-2"], shrunk)
+    stores = [survey(0, str(shrunk))]
+    stores[0].name = "shrunk"
+    files = sorted((shrunk / "data" / "journal").glob("*.amq"),
+                   key=lambda p: int.from_bytes(p.read_bytes()[8:16], "big"))
+    files[len(files) // 2].unlink()
+    judged = overall_verdict(verify_store(detect(str(shrunk))).findings)
+    target = OutputTarget(tmp_path / "out", is_dir=True)
+    target.begin()
+    outcomes = export_fleet_spark(spark, stores, ExportOptions(salvage=True), "parquet", target,
+                                  settings=SplitSettings(fair, 2))
+    doc = fleet_document(outcomes, engine="spark", fmt="parquet", output=str(target.out))
+    target.abort()
+    (row,) = doc["stores"]
+    assert row["files"] == stores[0].files - 1 and row["verdict"] == judged.name != "OK"
+    assert "store-changed" in {f.code for f in outcomes[0].summary.findings}

@@ -143,10 +143,24 @@ def test_a_damaged_batch_is_a_problem_in_export_and_migration(tmp_path, run_cli)
     data = bytearray(log.read_bytes())
     data[len(data) // 2] ^= 0xFF  # inside a batch: its checksum (or its framing) fails
     log.write_bytes(bytes(data))
-    doc, verdict = run_export(ExportRequest(str(store), str(tmp_path / "out"), "jsonl", engine="local"))
-    assert verdict is Verdict.WARNING
+    # verify calls the damaged batch CRITICAL: the export and the migration refuse it (issue 25) ...
+    from amqtool.engines.verdicts import SourceCriticalError
+
+    with pytest.raises(SourceCriticalError):
+        run_export(ExportRequest(str(store), str(tmp_path / "out"), "jsonl", engine="local"))
+    with pytest.raises(SourceCriticalError):  # the XML document (the migration's plan) alike
+        run_export(ExportRequest(str(store), str(tmp_path / "out.xml"), "xml", engine="local"))
+    assert not (tmp_path / "out.xml").exists()
+    code, _, err = run_cli("create", tmp_path / "migrated", "--from", store, "--format", "json")
+    assert code == 2 and "--salvage" in err and not (tmp_path / "migrated").exists()
+    # ... and --salvage writes what survives, listing what it leaves out
+    doc, verdict = run_export(ExportRequest(str(store), str(tmp_path / "out"), "jsonl", engine="local",
+                                            salvage=True))
+    assert verdict is Verdict.CRITICAL and any(f["severity"] == "critical" for f in doc["findings"])
     assert any("damaged batch(es) or record(s)" in p["message"] for p in doc["problems"])
     whole, _ = run_export(ExportRequest(str(KAHADB / "basic"), str(tmp_path / "whole"), "jsonl", engine="local"))
     assert whole["problemCount"] == 0 and doc["rows"] <= whole["rows"]
-    code, out, _ = run_cli("create", tmp_path / "migrated", "--from", store, "--format", "json")
-    assert code == 1 and any("damaged batch" in p["reason"] for p in json.loads(out)["notConverted"])
+    code, out, _ = run_cli("create", tmp_path / "migrated", "--from", store, "--salvage", "--format", "json")
+    mdoc = json.loads(out)
+    assert code == 2 and mdoc["verdict"] == "CRITICAL" and mdoc["findings"]
+    assert any("damaged batch" in p["reason"] for p in mdoc["notConverted"])

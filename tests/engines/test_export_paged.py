@@ -128,8 +128,16 @@ def test_a_garbage_page_and_a_missing_body_are_problems_not_silent_losses(demo, 
     os.unlink(gone)
     os.mkdir(gone)
     out = tmp_path / ("out.xml" if fmt == "xml" else "out")
-    doc, verdict = run_export(ExportRequest(str(store), str(out), fmt, engine="local"))
-    assert verdict is Verdict.WARNING
+    # verify calls the garbage page CRITICAL (its messages are lost): refused, nothing written (issue 25) ...
+    from amqtool.engines.verdicts import SourceCriticalError
+
+    with pytest.raises(SourceCriticalError, match="page-damaged"):
+        run_export(ExportRequest(str(store), str(out), fmt, engine="local"))
+    assert not out.exists()
+    # ... and --salvage writes the rest, listing what it leaves out
+    doc, verdict = run_export(ExportRequest(str(store), str(out), fmt, engine="local", salvage=True))
+    assert verdict is Verdict.CRITICAL
+    assert any(f["code"] == "page-damaged" and garbage.name in f["path"] for f in doc["findings"])
     texts = [p["message"] for p in doc["problems"]]
     assert any(garbage.name in t and "end in damage" in t for t in texts), texts
     assert any(f"{gone.stem}.msg is missing" in t for t in texts), texts

@@ -286,11 +286,13 @@ def test_damaged_pages_and_missing_bodies_are_problems_in_tasks_too(spark, demo,
     page.write_bytes(random.Random(9).randbytes(page.stat().st_size))
     body = sorted((store / "data" / "large-messages").glob("*.msg"))[0]
     os.unlink(body)
-    docs = {}
-    for engine in ("local", "spark"):
-        docs[engine], _ = run_export(ExportRequest(str(store), str(tmp_path / engine), "parquet", engine=engine),
-                                     spark_session=spark if engine == "spark" else None)
+    docs, verdicts = {}, {}
+    for engine in ("local", "spark"):  # (--salvage: verify calls the damaged page CRITICAL, issue 25)
+        docs[engine], verdicts[engine] = run_export(
+            ExportRequest(str(store), str(tmp_path / engine), "parquet", engine=engine, salvage=True),
+            spark_session=spark if engine == "spark" else None)
     assert docs["local"]["problemCount"] >= 2
+    assert verdicts["spark"] == verdicts["local"] and docs["spark"]["findings"] == docs["local"]["findings"]
     for key in ("rows", "problemCount"):
         assert docs["spark"][key] == docs["local"][key], key
     assert sorted(p["message"] for p in docs["spark"]["problems"]) == \

@@ -145,10 +145,16 @@ def refused_verdict(store: ArtemisStore, opts: PrintOptions) -> Verdict:
 
 
 def load_store(store: ArtemisStore, opts: PrintOptions,
-               progress: Callable[[int], None] | None = None) -> Iterator[tuple[JournalDir, LoadResult]]:
-    """Open and load each selected journal in turn (the previous one is closed before the next opens)."""
+               progress: Callable[[int], None] | None = None,
+               loads: dict | None = None) -> Iterator[tuple[JournalDir, LoadResult]]:
+    """Open and load each selected journal in turn (the previous one is closed before the next opens).
+    ``loads``: ``kind -> LoadResult`` already made by verify's judge (``verify_store(keep=...)``, its
+    ``report.loads``), their journals left open by the caller: printed as they are."""
     for journal in store.journals():
         if opts.journals is not None and journal.kind not in opts.journals:
+            continue
+        if loads is not None and journal.kind in loads:
+            yield journal, loads[journal.kind]
             continue
         with open_journal(journal) as opened:
             yield journal, load_journal(opened, progress=progress)
@@ -265,7 +271,7 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
               extra: Callable[[], dict] | None = None,
               tail: Callable[[], Iterator[str]] | None = None,
               on_result: Callable[[JournalDir, LoadResult], None] | None = None,
-              verdict: Verdict = Verdict.OK, raw: bool = False) -> Iterator[str | bytes]:
+              verdict: Verdict = Verdict.OK, raw: bool = False, loads: dict | None = None) -> Iterator[str | bytes]:
     """The print document as text chunks, streamed journal by journal. ``on_result(journal, result)`` is
     called after each journal's part, while its files are still open (paging takes its view of the journals
     from there instead of loading them again). ``raw``: the live arrays' chunks come as UTF-8 bytes (the bulk
@@ -274,7 +280,7 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     sep = ""
     results: dict[str, LoadResult] = {}
     tallies: dict[str, bytearray] = {}
-    for journal, result in load_store(store, opts, progress):
+    for journal, result in load_store(store, opts, progress, loads):
         results[journal.kind] = result
         yield sep
         yield from _chunks_for_journal(journal, result, opts, tallies, raw)
@@ -293,9 +299,9 @@ def iter_json(store: ArtemisStore, opts: PrintOptions, progress=None,
     yield "}\n"
 
 
-def iter_rows(store: ArtemisStore, opts: PrintOptions, progress=None) -> Iterator[dict]:
+def iter_rows(store: ArtemisStore, opts: PrintOptions, progress=None, loads: dict | None = None) -> Iterator[dict]:
     """One JSON object per live or prepared/failed record (``--format jsonl``)."""
-    for journal, result in load_store(store, opts, progress):
+    for journal, result in load_store(store, opts, progress, loads):
         names = [f.name for f in result.files]
         for rec in result.live:
             if opts.selects(rec, names[rec.file_index]):
@@ -311,11 +317,12 @@ def iter_rows(store: ArtemisStore, opts: PrintOptions, progress=None) -> Iterato
 
 
 def iter_text(store: ArtemisStore, opts: PrintOptions, progress=None,
-              describe: Callable[[LoadResult, LiveRecord, str, bool], str] | None = None) -> Iterator[str]:
+              describe: Callable[[LoadResult, LiveRecord, str, bool], str] | None = None,
+              loads: dict | None = None) -> Iterator[str]:
     """Lines for people: per journal its files, then each live record with its decoded body, and last the
     messages per queue (refs minus acks, as ``data exp`` resolves them)."""
     results: dict[str, LoadResult] = {}
-    for journal, result in load_store(store, opts, progress):
+    for journal, result in load_store(store, opts, progress, loads):
         results[journal.kind] = result
         yield f"== {journal.kind} journal: {journal.directory}"
         for p in result.opened.pending:

@@ -68,6 +68,7 @@ class VerifyReport:
     findings: list[Finding] = field(default_factory=list)
     journals: list[JournalSummary] = field(default_factory=list)
     paging: dict | None = None  # paging: PagingVerifier summary
+    loads: dict = field(default_factory=dict)  # kind -> LoadResult, with verify_store(keep=...)
 
     def summary(self) -> dict:
         doc = {
@@ -367,7 +368,8 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
                                                  "records it held are lost)" if inside else ""), p.path, 0))
     for s in opened.skipped:
         if s.code == "unreadable":  # could not check: not a verdict on the store
-            findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset))
+            # (journalFile: its records may end other records' lives, so no live state is known without it)
+            findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset, {"journalFile": True}))
         elif s.code == "bad-file-id":
             findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
         else:
@@ -588,6 +590,21 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
             f"{mid}.msg has no large-message record in the journal or the pages (disk space the broker never "
             f"frees)", files[mid], None, {"messageId": mid}))
     for mid in sorted(files.keys() & (ids | paged.keys())):
+        try:  # a body the broker (and this tool) cannot read could not be checked: UNKNOWN for it
+            with open(files[mid], "rb"):
+                pass
+        except IsADirectoryError:  # no body file at all: lost, as a missing one
+            findings.append(Finding(
+                Severity.CRITICAL, "large-message-missing",
+                f"large message {mid}'s body {mid}.msg is a directory, not a file", files[mid], None,
+                {"messageId": mid}))
+            continue
+        except OSError as err:
+            findings.append(Finding(
+                Severity.UNKNOWN, "unreadable",
+                f"large message {mid}'s body file cannot be read ({err.strerror}): its body could not be checked",
+                files[mid], None, {"messageId": mid}))
+            continue
         size = declared.get(mid) if mid in ids else paged[mid].declared_size
         if size is None:
             continue
@@ -670,8 +687,12 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
     return result, inspector
 
 
-def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal."""
+def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None, *,
+                 keep: contextlib.ExitStack | None = None) -> VerifyReport:
+    """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal.
+
+    ``keep``: the journals stay open until the caller closes this stack, and ``report.loads`` holds their
+    load results by kind: what the export exports, or print prints, is the load verify judged (one scan)."""
     from amqtool.engines.artemis.evidence import Evidence
 
     report = VerifyReport()
@@ -685,7 +706,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     inspectors = []
     with contextlib.ExitStack() as stack:
         for journal in journals:
-            result, inspector = verify_journal(store, journal, report, progress, paging, stack)
+            result, inspector = verify_journal(store, journal, report, progress, paging,
+                                               keep if keep is not None else stack)
             results[journal.kind] = result
             if inspector is not None:
                 inspectors.append(inspector)
@@ -695,6 +717,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
+    report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
         _, inspector = verify_journal(store, store.jms, report, progress)
         if inspector is not None:
@@ -702,7 +725,59 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
+    _not_a_store(store, report)
+    _journal_gone(store, report)
     return report
+
+
+def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
+    """A bindings journal with files but no message journal (its directory gone, or no file in it).
+
+    The broker keeps paged messages' page transactions and its queues' page cursors (acknowledgements and
+    page counters) in the message journal, which it recreates empty at start. So page files that still hold
+    messages prove the journal's loss: the broker skips every paged message of a transaction it no longer
+    knows and delivers again what the lost cursors had acknowledged (CRITICAL ``messages-journal-missing``).
+    With no page file holding a message, nothing shows the journal held anything (an upgraded 1.x data
+    directory has only a bindings and a JMS journal): no finding."""
+    by_kind = {j.kind: j for j in report.journals}
+    bindings = by_kind.get("bindings")
+    messages = by_kind.get("messages")
+    if bindings is None or not bindings.files or (messages is not None and messages.files):
+        return
+    where = str(store.messages.directory) if store.messages is not None else str(store.root)
+    what = "has no journal file" if store.messages is not None else "is missing"
+    paged = (report.paging or {}).get("messages", 0)
+    if paged:
+        pending = (report.paging or {}).get("pendingMessages", 0)
+        report.findings.append(Finding(
+            Severity.CRITICAL, "messages-journal-missing",
+            f"the message journal {what}, while the page files hold {paged} message(s) ({pending} still to consume "
+            f"by the page cursors): their page transactions and the cursors' acknowledgements were in that "
+            f"journal; the broker skips the transactional ones and delivers acknowledged ones again", where, None,
+            {"pagedMessages": paged, "pendingMessages": pending}))
+
+
+# header problems that mean "not a journal file" (random bytes, another program's file)
+_NOT_JOURNAL = ("bad-header-version", "user-version-mismatch", "bad-file-id")
+
+
+def _not_a_store(store: ArtemisStore, report: VerifyReport) -> None:
+    """No file of the store has an Artemis journal header, and no page file is there either: what the files
+    hold is not a store (random bytes named like a journal file), which is UNKNOWN ("could not check": the
+    man page's "not a store"), not a verdict on a broker's data. The header findings are folded into one
+    ``not-a-store`` finding naming the files. A store with one loadable file keeps its CRITICAL findings
+    (Artemis refuses to start with a file it cannot read a header from)."""
+    if any(j.files for j in report.journals) or (report.paging or {}).get("pages"):
+        return
+    headers = [f for f in report.findings if f.code in _NOT_JOURNAL]
+    if not headers:
+        return
+    report.findings[:] = [f for f in report.findings if f.code not in _NOT_JOURNAL]
+    report.findings.append(Finding(
+        Severity.UNKNOWN, "not-a-store",
+        f"no file here has an Artemis journal header ({len(headers)} file(s) named like journal files, first "
+        f"{os.path.basename(headers[0].path or '')}: {headers[0].message}): not a store",
+        str(store.root), None, {"files": [f.path for f in headers]}))
 
 
 MAX_LISTED = 20

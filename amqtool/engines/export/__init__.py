@@ -74,6 +74,7 @@ class ExportRequest:
     master: str | None = None
     queues: tuple[str, ...] | None = None
     safe: bool = False
+    salvage: bool = False  # export from a source verify calls CRITICAL (amqtool.engines.verdicts)
     force: bool = False
     mode: int = 0o600
     broker_xml: str | None = None
@@ -140,8 +141,11 @@ def _store_bytes(store) -> int:
 def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = None,
                task_progress: Callable[[int, int], None] | None = None, spark_session=None,
                status: Callable[[str], None] | None = None) -> tuple[dict, Verdict]:
-    """Export as ``req`` says. Returns the summary document (without ``verdict``) and the verdict: OK, or
-    WARNING when some live message could not be written (undecodable record, or not representable in XML).
+    """Export as ``req`` says. Returns the summary document (without ``verdict``) and the verdict: verify's
+    on what the export read (its findings are the document's ``findings``), at least WARNING when some live
+    message could not be written (undecodable record, or not representable in XML). A source verify calls
+    CRITICAL is refused (:class:`~amqtool.engines.verdicts.SourceCriticalError`, exit 2) before anything is
+    written, unless ``req.salvage``.
     ``progress(n)``: journal bytes read (local engine); ``task_progress(done, total)``: Spark tasks;
     ``status(line)``: status lines (the shipped environment's archive and cache)."""
     from amqtool.store.layout import detect
@@ -177,7 +181,7 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         engine = "local"
     else:
         engine = choose_engine(req, _store_bytes(store) if not store.kind.endswith("-jdbc") else 0)
-    options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
+    options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None, salvage=req.salvage)
     target = OutputTarget(req.out, is_dir=req.fmt != "xml", force=req.force, mode=req.mode,
                           inputs=export_inputs(store, req))
     xml_writer = None
@@ -194,9 +198,6 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
             shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
             summary.problem(None, f"no queue matches --queue {' '.join(options.queues)}; the store's queues: "
                                   f"{shown or '(none)'}")
-        if store.kind == "artemis":
-            for path, message in _refused_files(store):
-                summary.problem(None, f"{path}: {message}; its records are not exported")
         doc = summary.to_json()
         if xml_writer is not None:
             doc["xml"] = {"messagesWritten": xml_writer.messages_written, "skippedAmqp": xml_writer.skipped_amqp,
@@ -208,8 +209,10 @@ def run_export(req: ExportRequest, *, progress: Callable[[int], None] | None = N
         if target.is_dir:
             with target.open_file("export.json") as fh:
                 fh.write(json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n")
-    warn = summary.problem_count or (xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced))
-    return doc, (Verdict.WARNING if warn else Verdict.OK)
+    verdict = summary.verdict()
+    if xml_writer is not None and (xml_writer.skipped_amqp or xml_writer.replaced):
+        verdict = max(verdict, Verdict.WARNING)
+    return doc, verdict
 
 
 def export_inputs(store, req: ExportRequest) -> list:
@@ -222,18 +225,6 @@ def export_inputs(store, req: ExportRequest) -> list:
     if not store.kind.endswith("-jdbc"):  # a store of files (Artemis, KahaDB, LevelDB)
         return store_inputs(store) + configs
     return configs
-
-
-def _refused_files(store) -> list[tuple[str, str]]:
-    """Journal files Artemis would refuse to load (bad header version or userVersion): the engines leave
-    them out, as the load view does, so the export must say so instead of exporting nothing silently."""
-    from amqtool.store.journal_files import open_journal
-
-    refused = []
-    for journal in store.journals():
-        with open_journal(journal) as opened:
-            refused += [(s.path, s.message) for s in opened.skipped]
-    return refused
 
 
 def _write_tables(target: OutputTarget, fmt: str, binding_rows, rows=None, batches=None) -> None:

@@ -89,9 +89,10 @@ class ReadSettings:
     include_prepared: bool = True
     slice_bytes: int = SLICE_BYTES
     fleet: bool = False
+    salvage: bool = False  # read stores verify calls CRITICAL (left out otherwise, as the export refuses them)
 
     def export_options(self, only_queues: frozenset[str] | None = None) -> ExportOptions:
-        return ExportOptions(safe=self.safe, queues=self.queues, only_queues=only_queues)
+        return ExportOptions(safe=self.safe, queues=self.queues, only_queues=only_queues, salvage=self.salvage)
 
     def columns(self):
         single = {"messages": MESSAGE_COLUMNS, "bindings": BINDING_COLUMNS, "subscriptions": SUBSCRIPTION_COLUMNS}
@@ -136,7 +137,8 @@ def read_settings(options) -> ReadSettings:
     if slice_bytes <= 0:
         raise UsageError("option partitionBytes must be positive")
     return ReadSettings(paths, table, _flag(opts, "safe", False), queues or None,
-                        _flag(opts, "includePrepared", True), slice_bytes, is_fleet(paths))
+                        _flag(opts, "includePrepared", True), slice_bytes, is_fleet(paths),
+                        _flag(opts, "salvage", False))
 
 
 def spark_schema(columns):
@@ -406,12 +408,15 @@ def _stores(reader: AmqtoolReader, fs, part: StoresPartition) -> Iterator:
             source, store = _open_store(fs)
             outcome = StoreOutcome(fs, source(store, reader.settings.export_options()).summary())
         except Exception as err:  # noqa: BLE001 - a store that cannot be exported is a row
+            from amqtool.engines.export.fleet import refused_summary
+
             raised = _failed(fs, err)
             if raised is err:
                 raise
             if raised is not None:
                 raise raised from None
-            outcome = StoreOutcome(fs, None, describe_failure(err))
+            # a store refused as CRITICAL (no salvage option) is a CRITICAL row, as in a fleet export
+            outcome = StoreOutcome(fs, refused_summary(err, "spark", fs.kind), describe_failure(err))
     yield from _rows_as_batches([outcome.row()], STORES_COLUMNS)
 
 
@@ -524,16 +529,14 @@ class ArtemisSource:
         return []  # durable subscriptions are an ActiveMQ Classic table: Artemis stores give none
 
     def summary(self) -> ExportSummary:
-        """The store's export counted as a fleet export counts it (:func:`.fleet.export_store`)."""
-        from amqtool.engines.export import _refused_files
+        """The store's export counted as a fleet export counts it (:func:`.fleet.export_store`), verify's
+        findings included (:mod:`amqtool.engines.verdicts`)."""
         from amqtool.engines.export.local import LocalArtemisExport
 
         with LocalArtemisExport(self.store, self.options) as ex:
             ex.binding_rows()
             for _ in ex.batches():
                 pass
-        for path, message in _refused_files(self.store):
-            ex.summary.problem(None, f"{path}: {message}; its records are not exported")
         return ex.summary
 
 

@@ -15,10 +15,13 @@ The dataset (schema.py): ``messages``, ``bindings`` and ``subscriptions`` (the d
 KahaDB stores) with a first column ``store`` (Parquet: messages partitioned by ``store`` then ``queue``, the
 others by ``store``), each store's rows exactly those its single-store export gives, in the same order (a
 table no store gives a row is written empty, as a single store's export writes it); ``stores``: one row per
-input (``schema.STORES_COLUMNS``) with its kind, path, node id, files, bytes, verdict and counts. A store that
-cannot be exported (not a store, unreadable, a journal the loader rejects) is a row with verdict ``UNKNOWN``
-and the reason, and leaves no message or binding row behind (each store is written aside and moved into the
-output only once it is complete); a store whose export met problems (undecodable messages, refused files) is ``WARNING``. The
+input (``schema.STORES_COLUMNS``) with its kind, path, node id, files and bytes as read, verdict and counts.
+A store's verdict is its single-store export's: verify's on what was read (:mod:`amqtool.engines.verdicts`),
+at least WARNING with problems of the export's own (undecodable messages); a store verify calls CRITICAL is
+refused (a CRITICAL row, no message or binding row) unless ``--salvage``; a store whose files changed between
+the survey and the read says so (``store-changed``). A store that cannot be exported (not a store,
+unreadable, failing halfway) is a row with verdict ``UNKNOWN`` and the reason, and leaves no message or
+binding row behind (each store is written aside and moved into the output only once it is complete). The
 export fails as a whole only for what concerns the output itself (no space, read-only, ...).
 
 Engines: :func:`export_fleet_local` exports the stores one after the other in process;
@@ -241,7 +244,6 @@ def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: 
     ``messages`` and (KahaDB) ``subscriptions`` rows, ``store`` column first, as its single-store export with
     the local engine makes them (:class:`~.local.LocalArtemisExport`, :class:`~.kahadb.KahaDBExport`), in
     files ``part-<part>``. Returns its summary; raises when the store cannot be exported."""
-    from amqtool.engines.export import _refused_files
     from amqtool.store.layout import detect
 
     if fs.error:
@@ -270,8 +272,6 @@ def export_store(fs: FleetStore, options: ExportOptions, fmt: str, files, part: 
         write_bindings(files, fmt, fs.name, ex.binding_rows(), part)
         write_store_messages(writer, fs.name, ex.batches())
         writer.close()
-    for path, message in _refused_files(store):
-        ex.summary.problem(None, f"{path}: {message}; its records are not exported")
     return ex.summary
 
 
@@ -302,7 +302,20 @@ def export_store_aside(fs: FleetStore, options: ExportOptions, fmt: str, staging
         shutil.rmtree(staging, ignore_errors=True)
         if is_output_error(err):
             raise
-        return None, describe_failure(err)
+        return refused_summary(err, engine, fs.kind), describe_failure(err)
+
+
+def refused_summary(err: BaseException, engine: str, kind: str | None) -> ExportSummary | None:
+    """The summary of a store refused (:class:`~amqtool.engines.verdicts.SourceRefusedError`, no
+    ``--salvage``): no rows, verify's findings, so its row says CRITICAL (or UNKNOWN: an unreadable journal
+    file); None for any other failure (the row says UNKNOWN). Both fleet engines call this."""
+    from amqtool.engines.verdicts import SourceRefusedError
+
+    if not isinstance(err, SourceRefusedError):
+        return None
+    summary = ExportSummary(engine, kind or "")
+    summary.findings = list(err.findings)
+    return summary
 
 
 # --- the dataset's summary ---------------------------------------------------------------------------------
@@ -316,20 +329,42 @@ class StoreOutcome:
     summary: ExportSummary | None = None
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        s, fs = self.summary, self.store
+        if s is not None and s.files is not None and self.error is None and s.files < fs.files:
+            # the store changed between the survey and its read: the row gives what was read, and says so
+            from amqtool.errors import Finding, Severity
+
+            s.findings.append(Finding(
+                Severity.WARNING, "store-changed",
+                f"{fs.files} journal file(s) when the fleet was planned, {s.files} when the store was read: "
+                f"the export holds what was read", fs.path, None))
+
     @property
     def verdict(self) -> Verdict:
-        if self.error is not None or self.summary is None:
+        """verify's verdict on what the store's export read, with the export's problems
+        (:mod:`amqtool.engines.verdicts`); CRITICAL for a store refused as such; UNKNOWN when it could not
+        be read."""
+        if self.summary is None:
             return Verdict.UNKNOWN
-        return Verdict.WARNING if self.summary.problem_count else Verdict.OK
+        return self.summary.verdict()
 
     def row(self) -> tuple:
-        """Its row of the ``stores`` table (``schema.STORES_COLUMNS``)."""
+        """Its row of the ``stores`` table (``schema.STORES_COLUMNS``): files and bytes as read."""
         s, fs = self.summary, self.store
         problem = self.error
-        if problem is None and s is not None and s.problems:
-            p = s.problems[0]
-            problem = (f"message {p.message_id}: " if p.message_id is not None else "") + p.message
-        return (fs.name, fs.kind, fs.path, fs.node_id, fs.files, fs.bytes, self.verdict.name,
+        if problem is None and s is not None:
+            from amqtool.engines.verdicts import describe
+
+            worst = max(s.findings, key=lambda f: f.severity.verdict, default=None)
+            if worst is not None and worst.severity.verdict > Verdict.OK:
+                problem = describe(worst)
+            elif s.problems:
+                p = s.problems[0]
+                problem = (f"message {p.message_id}: " if p.message_id is not None else "") + p.message
+        files = s.files if s is not None and s.files is not None and self.error is None else fs.files
+        size = s.bytes_scanned if s is not None and s.files is not None and self.error is None else fs.bytes
+        return (fs.name, fs.kind, fs.path, fs.node_id, files, size, self.verdict.name,
                 s.problem_count if s else 0, s.rows if s else 0, s.messages if s else 0, s.bindings if s else 0,
                 problem)
 
@@ -349,7 +384,7 @@ def fleet_document(outcomes: list[StoreOutcome], *, engine: str, fmt: str, outpu
     return {
         "engine": engine, "format": fmt, "output": output, "schemaVersion": SCHEMA_VERSION,
         "storeCount": len(outcomes),
-        "storesByVerdict": {v.name: verdicts.get(v.name, 0) for v in (Verdict.OK, Verdict.WARNING, Verdict.UNKNOWN)},
+        "storesByVerdict": {v.name: verdicts.get(v.name, 0) for v in Verdict},
         "rows": sum(s.rows for s in ok), "messages": sum(s.messages for s in ok),
         "bindings": sum(s.bindings for s in ok), "subscriptions": sum(s.subscriptions for s in ok),
         "problemCount": sum(s.problem_count for s in ok),
@@ -359,12 +394,16 @@ def fleet_document(outcomes: list[StoreOutcome], *, engine: str, fmt: str, outpu
 
 
 def fleet_verdict(outcomes: list[StoreOutcome], doc: dict | None = None) -> Verdict:
-    """OK when every store exported cleanly; WARNING when one had problems or could not be exported (the
-    dataset was still made: the ``stores`` table says which), or when ``--queue`` matched no queue of any
-    store (``doc["queueMismatch"]``, as a single store's export warns)."""
+    """OK when every store exported cleanly; CRITICAL when a store's verdict is (verify calls it CRITICAL:
+    refused, or salvaged); else WARNING when one had problems, could not be read or checked (the dataset was
+    still made: the ``stores`` table says which), or when ``--queue`` matched no queue of any store
+    (``doc["queueMismatch"]``, as a single store's export warns)."""
+    worst = max((o.verdict for o in outcomes), default=Verdict.OK)
+    if any(o.verdict is Verdict.CRITICAL for o in outcomes):  # (an UNKNOWN store sorts above it)
+        return Verdict.CRITICAL
     if doc is not None and doc.get("queueMismatch"):
         return Verdict.WARNING
-    return Verdict.OK if all(o.verdict is Verdict.OK for o in outcomes) else Verdict.WARNING
+    return Verdict.OK if worst is Verdict.OK else Verdict.WARNING
 
 
 def queue_mismatch(outcomes: list[StoreOutcome], options: ExportOptions) -> str | None:
@@ -410,6 +449,7 @@ class FleetRequest:
     stores_from: str | None = None
     queues: tuple[str, ...] | None = None
     safe: bool = False
+    salvage: bool = False  # export stores verify calls CRITICAL (amqtool.engines.verdicts)
     force: bool = False
     mode: int = 0o600
     ship: bool | None = None  # Spark: pack this environment for the workers (None: when the master is a cluster)
@@ -439,7 +479,7 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
 
     check_request(req)
     stores = plan_stores(req.stores, req.stores_from)
-    options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None)
+    options = ExportOptions(safe=req.safe, queues=tuple(req.queues) if req.queues else None, salvage=req.salvage)
     engine = req.engine
     if engine == "auto":
         threshold = auto_spark_threshold(_cores())

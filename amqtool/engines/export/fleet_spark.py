@@ -42,7 +42,7 @@ from typing import Callable, Iterator
 
 from amqtool.engines.export.fleet import (
     FleetProgress, FleetStore, StoreOutcome, describe_failure, export_store_aside, is_output_error, message_writer,
-    write_bindings, write_store_messages,
+    write_bindings, write_store_messages, refused_summary,
 )
 from amqtool.engines.export.model import ExportOptions, ExportSummary
 from amqtool.engines.export.writers import FileMaker
@@ -111,7 +111,6 @@ def _plan_task(options: ExportOptions, fmt: str, attempts: str, plans: str, file
     :class:`PlanResult` a store."""
 
     def run(stores: Iterator[FleetStore]):
-        from amqtool.engines.export import _refused_files
         from amqtool.engines.export.spark import ENGINE, plan_export
         from amqtool.store.layout import detect
 
@@ -127,8 +126,7 @@ def _plan_task(options: ExportOptions, fmt: str, attempts: str, plans: str, file
                 for p in plan.binding_problems:
                     base.problem(p.message_id, p.message)
                 base.set_bindings(plan.binding_rows)
-                refused = [f"{path}: {message}; its records are not exported"
-                           for path, message in _refused_files(store)]
+                base.findings, base.files = plan.findings, plan.files  # verify's, on the load it planned from
                 write_bindings(FileMaker(out, file_mode), fmt, fs.name, plan.binding_rows, fs.index)
                 where = os.path.join(plans, str(fs.index))
                 os.makedirs(where, mode=0o700, exist_ok=True)
@@ -139,11 +137,12 @@ def _plan_task(options: ExportOptions, fmt: str, attempts: str, plans: str, file
                     f = os.path.join(where, f"part-{part.index}-{os.getpid()}-{id(plan)}.pickle")
                     _dump(part, f)
                     parts.append((part.index, f, part.cost))
-                yield PlanResult(fs.index, out, ctx_file, parts, base, None, time.monotonic() - started, refused)
+                yield PlanResult(fs.index, out, ctx_file, parts, base, None, time.monotonic() - started)
             except Exception as err:  # noqa: BLE001 - a damaged store is a row, not a failed job
                 if is_output_error(err):
                     raise
-                yield PlanResult(fs.index, out, None, [], None, describe_failure(err), time.monotonic() - started)
+                yield PlanResult(fs.index, out, None, [], refused_summary(err, ENGINE, fs.kind),
+                                 describe_failure(err), time.monotonic() - started)
 
     return run
 
@@ -167,10 +166,9 @@ class PlanResult:
     directory: str  # its bindings files, in the task attempt's directory
     ctx_file: str | None
     parts: list[tuple[int, str, int]]  # (part index, pickle file, cost)
-    summary: ExportSummary | None
+    summary: ExportSummary | None  # with an error: the summary of a store refused as CRITICAL, or None
     error: str | None
     seconds: float
-    refused: list[str] | None = None  # problems the single-store export reports after the rows' (refused files)
 
 
 @dataclass
@@ -354,6 +352,7 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
     by_index = {s.index: s for s in stores}
     watcher = _StoreWatcher(marks, track, by_index)
     errors: dict[int, str] = {s.index: s.error for s in stores if s.error is not None}
+    refused: dict[int, ExportSummary] = {}  # stores refused as CRITICAL (fleet.refused_summary)
     for s in stores:
         if s.error is not None:
             watcher.store_done(s.index, 0, 0.0)
@@ -371,6 +370,8 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
         seconds[r.index] = r.seconds
         if r.error is not None:
             errors[r.index] = r.error
+            if r.summary is not None:
+                refused[r.index] = r.summary
             watcher.store_done(r.index, 0, r.seconds)
             continue
         watcher.expected[r.index] = len(r.parts)
@@ -381,7 +382,6 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
                                   part_index=part_index, file_part=next_part))
             next_part += 1
     expected_parts = {r.index: len(r.parts) for r in planned if r.error is None}
-    refused = {r.index: r.refused or [] for r in planned if r.error is None}
 
     # 3. the export job: groups and parts, largest first
     items.sort(key=lambda it: -it.cost)
@@ -392,6 +392,8 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
         seconds[r.index] = seconds.get(r.index, 0.0) + r.seconds
         if r.error is not None:
             errors.setdefault(r.index, r.error)
+            if r.summary is not None and r.part_index is None:
+                refused[r.index] = r.summary
             continue
         if r.part_index is None:
             base[r.index] = r.summary
@@ -404,7 +406,7 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
     outcomes, committed = [], []
     for fs in stores:
         if fs.index in errors:
-            outcomes.append(StoreOutcome(fs, None, errors[fs.index]))
+            outcomes.append(StoreOutcome(fs, refused.get(fs.index), errors[fs.index]))
             watcher.store_done(fs.index, 0, seconds.get(fs.index, 0.0))
             continue
         summary = base[fs.index]
@@ -414,8 +416,6 @@ def export_fleet_spark(spark, stores: list[FleetStore], options: ExportOptions, 
                 raise AmqtoolError(f"{fs.path}: {expected_parts[fs.index] - len(got)} part result(s) missing")
             for i in sorted(got):
                 summary.add(got[i])
-            for message in refused[fs.index]:
-                summary.problem(None, message)
         outcomes.append(StoreOutcome(fs, summary))
         committed += dirs.get(fs.index, [])
         watcher.store_done(fs.index, summary.rows, seconds.get(fs.index, 0.0))

@@ -20,8 +20,9 @@ local engine's function. Row rules (as the KahaDB export's, :mod:`.kahadb`):
 **Artemis database store.** The tables load sequentially (each row's effect depends on the rows before it), so
 the load is :mod:`amqtool.engines.jdbc.artemis`'s on the driver, and the rows are the local Artemis engine's
 (:class:`~amqtool.engines.export.local.LocalArtemisExport`'s rules) from that load; large-message bodies come
-from the large-message table. The Spark engine writes those rows in tasks (as for KahaDB). Paged messages
-(page-store tables) are not exported yet: only the journal's messages.
+from the large-message table; paged messages come from the page-store tables (a table per address, its
+``.page`` rows framed as page files), judged by the journal tables' page transactions and cursors, as the file
+store's. The Spark engine writes those rows in tasks (as for KahaDB).
 """
 from __future__ import annotations
 
@@ -223,11 +224,19 @@ class ArtemisJdbcExport(LocalArtemisExport):
 
         self.options = options
         self._store = store
+        from amqtool.engines.verdicts import refuse_unless_salvage
+
         self.summary = ExportSummary(engine, "artemis-jdbc")
         data = artemis.load(store, progress)
+        # verify judges the load this export reads (amqtool.engines.verdicts): one read of the tables
+        self.summary.findings = artemis.verify_load(store, data)[0]
+        refuse_unless_salvage(self.summary.findings, options.salvage, command="export", path=store.root)
+        self._pages = [(ps, pid) for ps in data.page_data for pid in sorted(ps.pages)]
         self.summary.bytes_scanned = sum(len(j.result.opened.buf) for j in data.journals)
         self.large = TableLargeBodies(artemis.large_message_bodies(store) if data.large_files else {})
-        self._opened = []
+        import contextlib
+
+        self._stack = contextlib.ExitStack()  # nothing to close: the tables' load is in memory
         self.bindings_result = data.result("bindings")
         self.messages_result = data.result("messages")
         self.refs = journal_refs(self.messages_result)
@@ -243,7 +252,13 @@ class ArtemisJdbcExport(LocalArtemisExport):
         return rows
 
     def paged_messages(self) -> Iterator[tuple]:
-        return iter(())  # page-store tables are printed and verified, not exported (see the module docstring)
+        """The paged messages of the page-store tables (``PagingStoreFactoryDatabase``: a table per address,
+        its ``.page`` rows framed as page files), with the file store's rules and the journal tables' cursors
+        and page transactions."""
+        from amqtool.engines.artemis.paging import paged_export_messages
+
+        return paged_export_messages(self._store, bindings=self.bindings, wants=self.options.wants,
+                                     view=self.paging_view(), problem=self.summary.problem, pages=self._pages)
 
 
 def local_export(store, options: ExportOptions, progress=None, engine: str = "local"):

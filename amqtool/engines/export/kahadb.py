@@ -136,10 +136,17 @@ class KahaDBExport:
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None,
                  engine: str = "local"):
         from amqtool.engines.kahadb.load import load_store
+        from amqtool.engines.kahadb.verify import verify_store
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.options = options
         self.summary = ExportSummary(engine, "kahadb")
         loaded = load_store(store, progress=progress)
+        # verify judges the load this export reads (amqtool.engines.verdicts); messages that do not decode
+        # are the export's own problems
+        self.summary.findings = verify_store(store, results=loaded, decode=False)[0]
+        refuse_unless_salvage(self.summary.findings, options.salvage, command="export",
+                              path=str(getattr(store, "root", "")))
         self.summary.bytes_scanned = sum(d.bytes_scanned for d in loaded)
         self.results = [d for d in loaded if not d.is_tx_store]  # the txStore holds no messages
         self.root = getattr(store, "root", None)

@@ -44,20 +44,30 @@ class LocalArtemisExport:
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
         from amqtool.engines.artemis.live_refs import journal_refs
-        from amqtool.engines.artemis.load import load_journal
-        from amqtool.store.journal_files import open_journal
+        from amqtool.engines.artemis.verify import verify_store
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.options = options
         self._store = store
         self.summary = ExportSummary(ENGINE, "artemis")
         self.large = LargeBodies(getattr(store, "large_messages_dir", None))
-        self._opened = []
-        results = {}
-        for jd in store.journals():
-            opened = open_journal(jd)
-            self._opened.append(opened)
-            self.summary.bytes_scanned += opened.bytes_total()
-            results[jd.kind] = load_journal(opened, check_tag=options.check_tag, progress=progress)
+        # verify judges the very load this export reads (amqtool.engines.verdicts): one scan of the journals
+        import contextlib
+
+        self._stack = contextlib.ExitStack()  # the journals, open while the rows are read
+        try:
+            report = verify_store(store, progress, keep=self._stack)
+            # a CRITICAL source is refused before a row is written, unless --salvage
+            refuse_unless_salvage(report.findings, options.salvage, command="export", path=str(store.root))
+        except BaseException:
+            self._stack.close()
+            raise
+        self.summary.findings = report.findings
+        results = report.loads
+        self.summary.files = 0
+        for result in results.values():
+            self.summary.bytes_scanned += result.opened.bytes_total()
+            self.summary.files += len(result.opened.files)
         self.bindings_result = results.get("bindings")
         self.messages_result = results.get("messages")
         # only what the rows need: refs, acks, delivery counts, scheduled times (the paging facts come
@@ -73,8 +83,7 @@ class LocalArtemisExport:
             self.summary.problem(rid, f"binding record does not decode: {msg}")
 
     def close(self) -> None:
-        for o in self._opened:
-            o.close()
+        self._stack.close()
 
     def __enter__(self):
         return self

@@ -11,12 +11,13 @@ UNDEFINED_PREFIX = "UndefinedQueue_"  # data exp's default ``undefined-prefix``
 @dataclass
 class ExportOptions:
     """``safe``: no body bytes (size and sha256 only). ``queues``: fnmatch patterns on queue names (None:
-    all); ``only_queues``: exact names besides. ``check_tag=False`` would accept records of earlier uses of reused files (not exposed)."""
+    all); ``only_queues``: exact names besides. ``salvage``: write from a source verify calls CRITICAL
+    (:mod:`amqtool.engines.verdicts`)."""
 
     safe: bool = False
     queues: tuple[str, ...] | None = None
     undefined_prefix: str = UNDEFINED_PREFIX
-    check_tag: bool = True
+    salvage: bool = False
     # exact queue names, ANDed with ``queues`` (None: no such limit): the Spark data source's pushed-down
     # ``queue = ...`` / ``queue IN (...)`` filters, which must not be read as patterns
     only_queues: frozenset[str] | None = None
@@ -60,6 +61,16 @@ class ExportSummary:
     # subscriptions table's ``pending``; a queue's name alone could be shared by two topics' subscriptions)
     rows_by_subscription: dict[tuple, int] = field(default_factory=dict)
     subscriptions: int = 0  # rows of the subscriptions table (ActiveMQ Classic stores)
+    # verify's findings on what this export read (amqtool.engines.verdicts): the verdict is verify's, at
+    # least WARNING with problems of the export's own
+    findings: list = field(default_factory=list)
+    files: int | None = None  # journal files read (None: not counted by this kind's engine)
+
+    def verdict(self):
+        """verify's verdict on what was read, at least WARNING when the export met problems of its own."""
+        from amqtool.engines.verdicts import verdict_of
+
+        return verdict_of(self.findings, self.problem_count)
 
     def set_bindings(self, rows: list[tuple]) -> None:
         """Count the binding rows (``schema.BINDING_COLUMNS``) and note the store's queue names."""
@@ -97,8 +108,11 @@ class ExportSummary:
             self.rows_by_subscription[k] = self.rows_by_subscription.get(k, 0) + n
         self.problems += other.problems[:max(0, MAX_PROBLEM_EXAMPLES - len(self.problems))]
         self.problem_count += other.problem_count
+        self.findings += other.findings
 
     def to_json(self) -> dict:
+        from amqtool.engines.verdicts import left_out
+
         return {
             "engine": self.engine,
             "storeKind": self.store_kind,
@@ -112,4 +126,5 @@ class ExportSummary:
             "problemCount": self.problem_count,
             "problems": [p.to_json() for p in self.problems],
             "bytesScanned": self.bytes_scanned,
+            "findings": left_out(self.findings),
         }

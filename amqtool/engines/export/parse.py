@@ -110,11 +110,16 @@ class LargeBodies:
         return p if os.path.isfile(p) else None
 
     def read(self, message_id: int) -> bytes | None:
+        """The body, or None when the file is missing or cannot be read (permissions, I/O): its row is
+        written without a body and the export lists it (``missing_body``); verify names the file."""
         p = self.path(message_id)
         if p is None:
             return None
-        with open(p, "rb") as fh:
-            return fh.read()
+        try:
+            with open(p, "rb") as fh:
+                return fh.read()
+        except OSError:
+            return None
 
     def size(self, message_id: int) -> int | None:
         p = self.path(message_id)

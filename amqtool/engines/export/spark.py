@@ -62,7 +62,7 @@ import sys
 import threading
 import weakref
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
@@ -851,6 +851,8 @@ class ExportPlan:
     binding_rows: list[tuple]
     binding_problems: list
     bytes_scanned: int
+    findings: list = field(default_factory=list)  # verify's, on the load planned from (engines.verdicts)
+    files: int | None = None  # journal files read
 
 
 def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None = None,
@@ -868,6 +870,7 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
     journal_items, journal_costs, pages, view, paths = [], [], [], None, {}
     with gc_paused(), LocalArtemisExport(store, options) as ex:  # the plan is acyclic: see amqtool.gcpause
         bytes_scanned = ex.summary.bytes_scanned
+        findings, files = ex.summary.findings, ex.summary.files
         binding_problems = list(ex.summary.problems)
         binding_rows = ex.binding_rows()
         bindings = ex.bindings
@@ -886,7 +889,7 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
     parts = [JournalPart(i, journal_items[a:b], sum(journal_costs[a:b])) for i, (a, b) in enumerate(jruns)]
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
-                      binding_rows, binding_problems, bytes_scanned)
+                      binding_rows, binding_problems, bytes_scanned, findings, files)
 
 
 class SparkArtemisExport:
@@ -907,6 +910,7 @@ class SparkArtemisExport:
                              daemon=True).start()
         plan = plan_export(store, options, cores)
         self.summary.bytes_scanned = plan.bytes_scanned
+        self.summary.findings, self.summary.files = plan.findings, plan.files
         self._binding_problems = plan.binding_problems
         self._binding_rows = plan.binding_rows
         self.bindings = plan.ctx.bindings

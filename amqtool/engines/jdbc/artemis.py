@@ -142,6 +142,10 @@ def iter_journal_rows(conn, st: ArtemisStatements, table: str) -> Iterator[tuple
         yield from cur
 
 
+_ROW_COLUMNS = ("id", "recordType", "compactCount", "txId", "userRecordType", "variableSize", "record", "txDataSize",
+                "txData", "txCheckNoRecords", "seq")
+
+
 def load_table(conn, st: ArtemisStatements, kind: str, table: str,
                progress: Callable[[int], None] | None = None) -> TableLoad:
     """Load one journal table (see the module docstring)."""
@@ -157,7 +161,18 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
     def finding(sev, code, msg, seq, **details):
         tl.findings.append(Finding(sev, code, msg, f"{where}{seq}", None, details))
 
-    for rid, rtype, cc, tx_id, utype, vsize, record, txdsize, txdata, _nrec, seq in iter_journal_rows(conn, st, table):
+    for row in iter_journal_rows(conn, st, table):
+        rid, rtype, cc, tx_id, utype, vsize, record, txdsize, txdata, _nrec, seq = row
+        if None in row[:6] or None in row[7:8] or None in row[9:]:
+            # JDBCJournalRecord.readRecord reads every number with getShort/getInt/getLong, which give 0 for
+            # a NULL; variableSize is then the record's length (setRecord). The row itself stays where the
+            # database sorts it: PostgreSQL puts a NULL seq after every other row (ORDER BY seq ASC).
+            nulls = [name for name, v in zip(_ROW_COLUMNS, row) if v is None and name not in ("record", "txData")]
+            finding(Severity.WARNING, "artemis-jdbc-null-column",
+                    f"row id {rid} has NULL {', '.join(nulls)}: the broker reads 0"
+                    + (" and loads the row where the database sorts a NULL seq (PostgreSQL: after every other "
+                       "row)" if seq is None else ""), seq, id=rid, columns=nulls)
+            rid, rtype, cc, tx_id, utype = (v or 0 for v in (rid, rtype, cc, tx_id, utype))
         tl.rows += 1
         tl.type_counts[rtype] = tl.type_counts.get(rtype, 0) + 1
         record = bytes(record) if record is not None else b""
@@ -326,14 +341,18 @@ def _simple_strings(data: bytes) -> list[str]:
     return out
 
 
-def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | None, list[Finding]]:
+def page_stores(conn, st: ArtemisStatements, facts: dict, memory: list | None = None
+                ) -> tuple[list[dict] | None, list[Finding]]:
     """The JDBC paging stores (``PagingStoreFactoryDatabase``): the page-store table's ``directory.txt`` lists
     one table id per address (a SimpleString each); table ``<page-store-table-name><id without dashes>`` holds
     ``address.txt`` (the address, a SimpleString) and the ``<n>.page`` files, framed as file pages are
     (``Page.read``). Returns (stores, findings): a page whose records do not frame is CRITICAL
     ``page-not-framed`` (WARNING for a short tail, which Artemis ignores), a framed record that does not decode
     CRITICAL ``page-record-undecodable``, a listed table that is missing WARNING ``page-store-table-missing``.
-    None without the page-store table."""
+    None without the page-store table. ``memory`` receives the stores as
+    :class:`~amqtool.engines.artemis.paging.stores.MemoryPageStore` (their pages' bytes), in the order the
+    broker's paging manager explores them, for the export's paged rows."""
+    from amqtool.engines.artemis.paging.stores import MemoryPageStore, _chm_order
     from amqtool.errors import FormatError
     from amqtool.formats.artemis.paging import decode_page, page_id_from_name
 
@@ -342,6 +361,8 @@ def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | 
     prefix = st.tables["page-store"]
     findings: list[Finding] = []
     stores: list[dict] = []
+    if memory is None:
+        memory = []
     with conn.cursor() as cur:
         cur.execute(f"SELECT lo_get(DATA) FROM {prefix} WHERE FILENAME = 'directory.txt' AND DATA IS NOT NULL")
         row = cur.fetchone()
@@ -360,6 +381,7 @@ def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | 
                 continue
             cur.execute(f"SELECT FILENAME, lo_get(DATA) FROM {table} WHERE DATA IS NOT NULL ORDER BY ID")
             entry: dict = {"table": table, "address": None, "pages": []}
+            mem = MemoryPageStore(Path(table), "")
             for name, data in cur.fetchall():
                 data = bytes(data)
                 if name == "address.txt":
@@ -372,6 +394,8 @@ def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | 
                 page = page_id_from_name(name or "")
                 if page is None:
                     continue
+                mem.pages[page], mem.data[page] = name, data
+                mem.page_files += 1
                 try:
                     messages, end = decode_page(data)
                 except FormatError as err:
@@ -390,6 +414,10 @@ def page_stores(conn, st: ArtemisStatements, facts: dict) -> tuple[list[dict] | 
                                             f"{table}:{name}", end.offset))
             entry["pages"].sort(key=lambda p: p["page"])
             stores.append(entry)
+            if entry["address"] is not None:
+                mem.address = entry["address"]
+                memory.append(mem)
+    memory[:] = [memory[i] for i in _chm_order([m.address for m in memory])]
     return stores, findings
 
 
@@ -401,6 +429,7 @@ class ArtemisJdbcLoad:
     large_files: dict[int, dict] | None
     page_stores: list[dict] | None = None
     page_findings: list[Finding] = field(default_factory=list)
+    page_data: list = field(default_factory=list)  # MemoryPageStore per address with pages, exploring order
 
     def result(self, kind: str) -> LoadResult | None:
         return next((j.result for j in self.journals if j.kind == kind), None)
@@ -418,8 +447,9 @@ def load(store: ArtemisJdbcStore, progress=None, journals: set[str] | None = Non
                  if journals is None or kind in journals]
         nm = node_manager(conn, st, facts)
         lm = large_message_files(conn, st, facts)
-        ps, pf = page_stores(conn, st, facts)
-    return ArtemisJdbcLoad(facts, loads, nm, lm, ps, pf)
+        memory: list = []
+        ps, pf = page_stores(conn, st, facts, memory)
+    return ArtemisJdbcLoad(facts, loads, nm, lm, ps, pf, memory)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -568,7 +598,45 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
     from amqtool.engines.artemis.broker_state import build_broker_state
     from amqtool.engines.artemis.load import live_ids_of_type
 
-    data = load(store, progress)
+    return verify_load(store, load(store, progress))
+
+
+MAX_LISTED_ORPHANS = 100
+
+
+def _orphan_findings(messages: LoadResult | None) -> list[Finding]:
+    """CRITICAL ``ref-without-message``: a queue's reference (ADD_REF row, not acknowledged) with no message
+    row before it in ``seq`` order: the broker's load drops it, and the message is lost to that queue
+    (:mod:`amqtool.engines.artemis.orphans`)."""
+    from amqtool.engines.artemis.orphans import orphan_refs
+
+    out: list[Finding] = []
+    by_message: dict[int, list] = {}
+    for o in orphan_refs(messages):
+        by_message.setdefault(o.message_id, []).append(o)
+    for mid, refs in list(by_message.items())[:MAX_LISTED_ORPHANS]:
+        first = refs[0]
+        why = ("its message row comes after them in seq order (the load meets the references first)"
+               if first.later else "no message row holds it")
+        seq = messages.opened.seq_at.get(first.record.body_offset)
+        out.append(Finding(
+            Severity.CRITICAL, "ref-without-message",
+            f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) but "
+            f"{why}: the broker's load drops the references and the message is lost to those queues",
+            f"{messages.opened.table}:seq={seq}", None,
+            {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": first.later}))
+    if len(by_message) > MAX_LISTED_ORPHANS:
+        out.append(Finding(Severity.CRITICAL, "ref-without-message",
+                           f"{len(by_message) - MAX_LISTED_ORPHANS} more message(s) referenced without their "
+                           f"message row", messages.opened.table, None))
+    return out
+
+
+def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[Finding], dict]:
+    """:func:`verify_store` of a load already made (the export judges the load it exports)."""
+    from amqtool.engines.artemis.broker_state import build_broker_state
+    from amqtool.engines.artemis.load import live_ids_of_type
+
     findings = [f for j in data.journals for f in j.findings] + data.page_findings
     bindings, messages = data.result("bindings"), data.result("messages")
     state = build_broker_state(bindings, messages)
@@ -603,6 +671,7 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
                                     f"transaction {tx.tx_id} has no commit, prepare or rollback row; the broker "
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
+    findings += _orphan_findings(messages)
     if data.large_files is not None and messages is not None:
         ids = set(live_ids_of_type(messages.live, ADD_LARGE_MESSAGE, is_update=False))
         for tx in messages.prepared:

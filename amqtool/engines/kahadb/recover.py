@@ -41,6 +41,7 @@ MAX_RANGE_READ = 4 << 20
 class KahaRecoverRequest:
     output: Path | None = None
     dry_run: bool = False
+    salvage: bool = False  # write from a source verify calls CRITICAL (amqtool.engines.verdicts)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class KahaRecoverReport:
     dry_run: bool
     directories: list[KahaDirRecovery] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    source_findings: list[Finding] = field(default_factory=list)  # verify's on the source (engines.verdicts)
 
     @property
     def lost(self) -> list[KahaLost]:
@@ -113,9 +115,15 @@ class KahaRecoverReport:
 
     @property
     def verdict(self) -> Verdict:
+        """DEST's verdict (WARNING when it lacks something, CRITICAL when nothing was kept), and verify's on
+        the source when that is CRITICAL or UNKNOWN (engines.verdicts; a warning is what recover repairs)."""
+        from amqtool.engines.verdicts import verdict_of
+
+        source = verdict_of(self.source_findings)
+        source = source if source >= Verdict.CRITICAL else Verdict.OK
         if not self.lost and not self.missing:
-            return Verdict.OK
-        return Verdict.CRITICAL if self.kept == 0 else Verdict.WARNING
+            return source
+        return max(source, Verdict.CRITICAL if self.kept == 0 else Verdict.WARNING)
 
     def to_json(self) -> dict:
         lost = [x.to_json() for x in self.lost] + [t for d in self.directories for t in d.transactions] + \
@@ -131,7 +139,9 @@ class KahaRecoverReport:
                            "transactionsNotCommitted": sum(len(d.transactions) for d in self.directories),
                            "filesLost": len(self.missing), "undeleted": 0},
                 "lost": lost, "journals": [d.to_json() for d in self.directories],
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings],
+                "sourceFindings": [f.to_json() for f in self.source_findings
+                                   if f.severity.value in ("critical", "warning", "unknown")][:100]}
 
 
 def _read(path: Path, offset: int, length: int) -> bytes:
@@ -224,6 +234,10 @@ def _recover_kahadb(store, req: KahaRecoverRequest, progress=None) -> KahaRecove
         raise UsageError("recover needs -o DEST (or --dry-run)")
     dest = Path(req.output) if req.output is not None else None
     report = KahaRecoverReport(str(store.root), None if req.dry_run else str(dest), req.dry_run)
+    # verify's judge on the source (amqtool.engines.verdicts): a CRITICAL source is refused unless --salvage
+    from amqtool.engines.verdicts import judge_for_writing
+
+    report.source_findings = judge_for_writing(store, req.salvage or req.dry_run, command="recover")
     held = locks.find_locks([store.root / "lock"] + [Path(p) / "lock" for p in store.directories])
     if held:
         report.findings.append(Finding(Severity.WARNING, "store-in-use",

@@ -184,16 +184,17 @@ class MigrationPlan(PlanBase):
         self.store = store
         self.kind = "mkahadb" if getattr(store, "multi", False) else "kahadb"
         self.include_prepared = include_prepared
-        loaded = load_store(store, progress=progress)
-        self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
-        self.results = [d for d in loaded if not d.is_tx_store]
-        # verify's judgement of the same load: create --from refuses a CRITICAL source unless salvaging
         from amqtool.engines.kahadb.verify import judge_results
         from amqtool.errors import Severity, overall_verdict
 
-        findings = judge_results(store, loaded)
-        self.source_verdict = overall_verdict(findings).name
-        self.source_findings = [f.to_json() for f in findings
+        loaded = load_store(store, progress=progress)
+        self.bytes_scanned = sum(d.bytes_scanned for d in loaded)
+        self.results = [d for d in loaded if not d.is_tx_store]
+        # verify's judgement of the load the migration reads (amqtool.engines.verdicts): a CRITICAL source is
+        # refused unless --salvage; messages that do not decode are the plan's own problems
+        self.findings = judge_results(store, loaded, decode=False)
+        self.source_verdict = overall_verdict(self.findings).name
+        self.source_findings = [f.to_json() for f in self.findings
                                 if f.severity in (Severity.WARNING, Severity.CRITICAL)][:100]
         for d in self.results:
             if d.damage():

@@ -202,6 +202,9 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
     A KahaDB source that verify calls CRITICAL is refused (:class:`DataAtRiskError`, nothing written) unless
     ``salvage``: then what survives is migrated and what is left out is listed (``notConverted``). A dry run
     is not refused; its document carries ``sourceVerdict``."""
+    from amqtool.engines.verdicts import left_out, refuse_unless_salvage
+    from amqtool.errors import overall_verdict
+
     if large_threshold < 0:
         raise UsageError("--large-message-threshold must not be negative")
     fs, mf = resolve_messages_settings(file_size, min_files)
@@ -224,12 +227,10 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
         from amqtool.engines.migrate.leveldb import plan_for
 
         plan = plan_for(store, include_prepared=include_prepared)
-        if plan.source_verdict == "CRITICAL" and not salvage and not dry_run:
-            worst = next(f for f in plan.source_findings if f["severity"] == "critical")
-            raise DataAtRiskError(f"the source is CRITICAL by verify ({worst['code']}: {worst['message'][:160]}); "
-                                  "refusing to migrate it: --salvage migrates what survives and lists what it "
-                                  "leaves out", path=str(source))
-    doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold}
+    findings = getattr(plan, "findings", [])
+    refuse_unless_salvage(findings, salvage or dry_run, command="create --from", path=str(source))
+    doc: dict = {"dest": str(target), "dryRun": dry_run, "largeMessageThreshold": large_threshold,
+                 "sourceVerdict": overall_verdict(findings).name, "findings": left_out(findings)}
     if dry_run:
         large = large_bytes = 0
         for pm in plan.messages():

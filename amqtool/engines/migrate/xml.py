@@ -58,9 +58,14 @@ class KahaDBXmlExport:
         self.options = options
         self.threshold = threshold
         from amqtool.engines.migrate.leveldb import plan_for
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.summary = ExportSummary("local", store.kind)
         self.plan = plan_for(store, progress=progress)
+        # verify's judge on the load the plan read (amqtool.engines.verdicts), as every export
+        self.summary.findings = getattr(self.plan, "findings", [])
+        refuse_unless_salvage(self.summary.findings, options.salvage, command="export",
+                              path=str(getattr(store, "root", "")))
         self.summary.bytes_scanned = self.plan.bytes_scanned
 
     def binding_rows(self) -> list[tuple]:

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="oracle fixtures not
 
 
 def recover(capsys, *args):
-    code = main(["recover", *map(str, args), "--format", "json", "--quiet"])
+    # --salvage: these stores are damaged on purpose, and verify calls most of them CRITICAL (issue 25: a
+    # CRITICAL source is refused without it, see test_critical_source_is_refused_without_salvage)
+    code = main(["recover", *map(str, args), "--salvage", "--format", "json", "--quiet"])
     out = capsys.readouterr().out
     return code, json.loads(out)
 
@@ -68,7 +70,7 @@ def test_flipped_bytes_in_n_records(tmp_path, capsys, count):
     hashes = tree_hashes(src)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
     assert tree_hashes(src) == hashes
-    assert code == 1 and doc["verdict"] == "WARNING"
+    assert code == 2 and doc["verdict"] == "CRITICAL"  # verify's on the source (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in damaged_ids]
     assert live_state(tmp_path / "dest") == want
     lost = lost_records(doc)
@@ -90,7 +92,7 @@ def test_body_size_damage_is_resynchronised_in_the_same_file(tmp_path, capsys):
     path, rec = recs[5]
     break_record(path, rec, 3)  # the size field: the broker's scan resumes a byte later
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2
     assert live_ids(tmp_path / "dest") == set(range(1, 261)) - {rec[5]}
     lost = lost_records(doc)
     assert [x["offset"] for x in lost] == [rec[1]] and lost[0]["recordId"] == rec[5]
@@ -123,7 +125,7 @@ def test_torn_file_in_the_middle(tmp_path, capsys):
     os.truncate(middle, cut)
     gone = {r[5] for r in in_file if r[1] + r[2] > cut}
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2  # verify calls the source CRITICAL (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
     assert [x["recordId"] for x in lost_records(doc)] == [cut_rec[5]]
@@ -145,7 +147,7 @@ def test_zeroed_range_across_a_file_boundary(tmp_path, capsys):
     zero(a, last_a[1] + last_a[2] - 10, a.stat().st_size)
     zero(b, 0, first_b[1] + first_b[2] // 2)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2
     damaged = {last_a[5], first_b[5]}
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in damaged]
     assert live_state(tmp_path / "dest") == want
@@ -164,7 +166,7 @@ def test_missing_file_costs_only_its_records(tmp_path, capsys):
     gone = {r[5] for p, r in recs if p == victim}
     victim.unlink()
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2  # verify calls the source CRITICAL (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
     missing = [x for x in doc["lost"] if x["reason"] == "missing-journal-file"]
@@ -183,7 +185,7 @@ def test_half_lost_transaction_is_not_committed(tmp_path, capsys):
     victim = [r for p, r in recs if p == first_file and r[4] == 1004][0]
     break_record(first_file, victim, 0)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2
     want = [e for e in manifest_live(scenario) if e[0] not in tx_ids]
     assert live_state(tmp_path / "dest") == want
     txs = [x for x in doc["lost"] if x["kind"] == "transaction" and x["lost"]]
@@ -198,7 +200,7 @@ def test_dry_run_writes_nothing(tmp_path, capsys):
     break_record(path, rec, 0)
     hashes = tree_hashes(tmp_path)
     code, doc = recover(capsys, src, "--dry-run")
-    assert code == 1 and doc["mode"] == "dry-run" and doc["destination"] is None
+    assert code == 2 and doc["mode"] == "dry-run" and doc["destination"] is None
     assert [x["recordId"] for x in lost_records(doc)] == [rec[5]]
     assert tree_hashes(tmp_path) == hashes
 
@@ -259,7 +261,7 @@ def test_demo_damaged_records_named_with_queue(tmp_path, capsys, demo):
     for path, rec in picked:
         break_record(path, rec, 0)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2
     lost = lost_records(doc)
     assert sorted(x["messageId"] for x in lost) == sorted(r[5] for _p, r in picked)
     queues = {q["id"]: q["name"] for q in manifest["queues"]}
@@ -281,7 +283,7 @@ def test_demo_damaged_page_and_large_message(tmp_path, capsys, demo):
     lm = sorted((src / "data" / "large-messages").glob("*.msg"))[0]
     os.truncate(lm, lm.stat().st_size // 2)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    assert code == 1
+    assert code == 2
     files = {(x["kind"], os.path.basename(x["path"] or "")) for x in doc["lost"] if x["kind"] != "record"
              and x["kind"] != "transaction"}
     assert ("page-file", page.name) in files
@@ -322,8 +324,23 @@ def test_unreadable_file_costs_only_its_records(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(OpenedJournal, "read_file", read_file)
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
     monkeypatch.undo()
-    assert code == 1
+    assert code == 3  # the unreadable file could not be checked: UNKNOWN (issue 25)
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
     files = [x for x in doc["lost"] if x["kind"] == "journal-file"]
     assert [(x["path"], x["reason"]) for x in files] == [(str(victim), "unreadable")]
+
+
+def test_critical_source_is_refused_without_salvage(tmp_path, capsys):
+    # issue 25, writing from a source: recover wrote DEST from a source verify calls CRITICAL with exit 1
+    src = oracle_copy("01_simple_adds", tmp_path / "src")
+    path, rec = records(src)[7]
+    break_record(path, rec, 0)
+    before = tree_hashes(src)
+    code = main(["recover", str(src), "-o", str(tmp_path / "dest"), "--format", "json", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "damaged-record" in err and "--salvage" in err and not (tmp_path / "dest").exists()
+    code, doc = recover(capsys, src, "-o", tmp_path / "dest")  # (with --salvage)
+    assert code == 2 and doc["verdict"] == "CRITICAL" and (tmp_path / "dest").is_dir()
+    assert [f["code"] for f in doc["sourceFindings"] if f["severity"] == "critical"] == ["damaged-record"]
+    assert tree_hashes(src) == before

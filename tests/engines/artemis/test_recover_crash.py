@@ -18,7 +18,7 @@ from tests.support import ORACLE, REPO, tree_hashes
 
 _CHILD = ("import sys\nfrom amqtool.commands.main import main\n"
           "print('ready', flush=True)\nsys.exit(main(['recover', sys.argv[1], '-o', sys.argv[2], '--quiet', "
-          "'--format', 'json']))\n")
+          "'--salvage', '--format', 'json']))\n")  # --salvage: the store is CRITICAL to verify (issue 25)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def damaged(tmp_path_factory):
         break_record(*recs[i], 0)
     ref = tmp_path_factory.mktemp("ref") / "dest"
     p = subprocess.run([sys.executable, "-c", _CHILD, str(root), str(ref)], cwd=REPO, capture_output=True, text=True)
-    assert p.returncode == 1, p.stderr
+    assert p.returncode == 2, p.stderr  # verify's verdict on the source
     expected = {sub: live_state(ref / sub) for sub in ("journal", "bindings")}
     return root, expected, tree_hashes(root)
 
@@ -61,7 +61,7 @@ def test_killed_at_every_durable_step(tmp_path, damaged):
                            text=True, env={**__import__("os").environ, atomic.FAULT_ENV: f"*:{n}:kill"})
         outcome = _check(dest, expected)  # asserts a DEST that exists is the complete result
         if p.returncode != -signal.SIGKILL:
-            assert p.returncode == 1 and outcome == "complete"  # ran to the end: fewer steps than n
+            assert p.returncode == 2 and outcome == "complete"  # ran to the end: fewer steps than n
             break
         outcomes.append(outcome)
         n += 1

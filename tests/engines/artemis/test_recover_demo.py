@@ -131,7 +131,7 @@ def test_lost_message_record_is_named_with_its_queues(demo, tmp_path, capsys, da
     names = _queue_names(src)
 
     code, doc = _run(capsys, "recover", src, "--dry-run")
-    assert code == 1
+    assert code == 2  # verify calls the lost message record CRITICAL (issue 25)
     lost = [x for x in doc["lost"] if x["kind"] == "record"]
     assert len(lost) == 1, lost
     x = lost[0]

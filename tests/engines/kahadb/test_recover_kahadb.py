@@ -48,7 +48,7 @@ def test_undamaged_store_recovers_whole(tmp_path, run_cli, name):
     root = _copy(tmp_path, name)
     hashes = tree_hashes(root)
     before = state(root)
-    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--salvage", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["verdict"] == "OK" and doc["lost"] == []
     assert tree_hashes(root) == hashes
@@ -69,10 +69,10 @@ def test_checksum_failures_skip_whole_batches(tmp_path, run_cli, count):
         _break(p, b)
         gone.update(x.message_id for x in cmds)
     hashes = tree_hashes(root)
-    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--salvage", "--format", "json")
     doc = json.loads(out)
     assert tree_hashes(root) == hashes
-    assert code == 1 and doc["verdict"] == "WARNING"
+    assert code == 2 and doc["verdict"] == "CRITICAL"  # verify's on the source (issue 25)
     assert sorted(x["messageId"] for x in doc["lost"]) == sorted(gone)
     assert all(x["reason"] == "checksum" and x["command"] == "KAHA_ADD_MESSAGE_COMMAND" for x in doc["lost"])
     assert state(tmp_path / "dest") == _without(before, gone)
@@ -86,9 +86,9 @@ def test_mkahadb_child_store_damage(tmp_path, run_cli):
     p, b, cmds = [x for x in _batches(child) if x[2] and all(c.type is EntryType.ADD_MESSAGE for c in x[2])][3]
     _break(p, b)
     gone = {c.message_id for c in cmds}
-    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--salvage", "--format", "json")
     doc = json.loads(out)
-    assert code == 1
+    assert code == 2
     assert {x["messageId"] for x in doc["lost"]} == gone
     assert {x["directory"] for x in doc["lost"]} == {child.name}
     after = state(tmp_path / "dest")
@@ -105,7 +105,7 @@ def test_dry_run_and_destination_rules(tmp_path, run_cli):
     hashes = tree_hashes(tmp_path)
     code, out, _ = run_cli("recover", root, "--dry-run", "--format", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["mode"] == "dry-run" and len(doc["lost"]) == len(cmds)
+    assert code == 2 and doc["mode"] == "dry-run" and len(doc["lost"]) == len(cmds)
     assert tree_hashes(tmp_path) == hashes
     code, _out, err = run_cli("recover", root, "-o", root / "x")
     assert code == 3 and "lies inside the input" in err
@@ -126,9 +126,9 @@ def test_killed_at_every_durable_step_leaves_no_half_dest(tmp_path):
     p, b, _c = _batches(root)[4]
     _break(p, b)
     child = ("import sys\nfrom amqtool.commands.main import main\n"
-             "sys.exit(main(['recover', sys.argv[1], '-o', sys.argv[2], '--quiet']))\n")
+             "sys.exit(main(['recover', sys.argv[1], '-o', sys.argv[2], '--salvage', '--quiet']))\n")
     ref = tmp_path / "ref"
-    assert subprocess.run([sys.executable, "-c", child, str(root), str(ref)], cwd=REPO).returncode == 1
+    assert subprocess.run([sys.executable, "-c", child, str(root), str(ref)], cwd=REPO).returncode == 2
     want = state(ref)
     outcomes = []
     n = 1
@@ -139,7 +139,7 @@ def test_killed_at_every_durable_step_leaves_no_half_dest(tmp_path):
         if dest.exists():
             assert state(dest) == want
         if r.returncode != -signal.SIGKILL:
-            assert r.returncode == 1 and dest.exists()
+            assert r.returncode == 2 and dest.exists()
             break
         outcomes.append(dest.exists())
         n += 1
@@ -153,9 +153,9 @@ def test_missing_log_file_is_listed(tmp_path, run_cli):
     victim = sorted(root.glob("db-*.log"), key=lambda q: int(q.name[3:-4]))[1]
     victim.unlink()
     expected = state(root)  # what the replay of the remaining files gives
-    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--salvage", "--format", "json")
     doc = json.loads(out)
-    assert code == 1
+    assert code == 2
     missing = [x for x in doc["lost"] if x["kind"] == "journal-file"]
     assert [(x["reason"], x["fileId"]) for x in missing] == [("missing-journal-file", int(victim.name[3:-4]))]
     assert doc["counts"]["filesLost"] == 1
@@ -180,9 +180,9 @@ def test_transaction_with_a_lost_record_is_left_out_whole(tmp_path, run_cli):
     p, b, _c = next(x for x in items if x[2].type is EntryType.ADD_MESSAGE)
     in_batch = [c for pp, bb, cmds in _batches(root) if pp == p and bb == b for c in cmds]
     _break(p, b)
-    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--format", "json")
+    code, out, _ = run_cli("recover", root, "-o", tmp_path / "dest", "--salvage", "--format", "json")
     doc = json.loads(out)
-    assert code == 1
+    assert code == 2
     txs = [x for x in doc["lost"] if x["kind"] == "transaction"]
     assert len(txs) == 1 and txs[0]["reason"] == "records-lost"
     assert txs[0]["records"] == len(sends) - sum(1 for c in in_batch if c.type is EntryType.ADD_MESSAGE

@@ -13,7 +13,7 @@ from amqtool.formats.artemis.paging import (
     PageScanner,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging.stores import PageFile, PageStore, find_page_stores
+from amqtool.engines.artemis.paging.stores import PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, PagingJournalView, Q_PENDING, load_view
 
 
@@ -98,7 +98,7 @@ def suspect_ending(reason: str) -> str:
 
 def _entries_of_page(store: PageStore, page_id: int, view: PagingJournalView,
                      errors: list | None = None, endings: bool = False) -> Iterator[PagedEntry]:
-    with PageFile(store.page_path(page_id)) as pf:
+    with store.open_page(page_id) as pf:
         s = PageScanner(pf.buf, pf.size)
         for number, off, ln in s:
             try:

@@ -18,7 +18,7 @@ from amqtool.formats.artemis.paging import (
 from amqtool.formats.artemis.primitives import Reader
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 from amqtool.engines.artemis.paging.entries import iter_paged_entries, store_pages, suspect_ending
-from amqtool.engines.artemis.paging.stores import PageFile, PageStore
+from amqtool.engines.artemis.paging.stores import PageStore
 from amqtool.engines.artemis.paging.walk import _WALK_EXPORT
 from amqtool.engines.artemis.paging.view import (
     PAGE_TX_COMMITTED,
@@ -78,7 +78,11 @@ def paged_export_messages(store, *, bindings, wants: Callable[[str], bool] | Non
         yield utype, body, mid, rows, f"paged message (page {page}, message {number}): "
     if problem is not None:
         for ps, pid, number, off, err in errors:
-            problem(-1, f"{ps.folder}/{ps.pages.get(pid, pid)}: record {number} at offset {off}: {err}")
+            where = f"{ps.folder}/{ps.pages.get(pid, pid)}"
+            if isinstance(err, OSError):  # the page file could not be read at all: verify's unreadable finding
+                problem(None, f"{where}: cannot read it ({err.strerror}); its messages are not exported")
+            else:
+                problem(None, f"{where}: record {number} at offset {off}: {err}")
 
 
 # (page, number, page tx id, its state, pending queue ids, user record type, body, message id) per paged
@@ -107,7 +111,7 @@ def _native_entries(store, view, errors, pages) -> Iterator[tuple]:
     acc = array("q", [0])
     for ps, pid in store_pages(store) if pages is None else pages:
         try:
-            with PageFile(ps.page_path(pid)) as pf:
+            with ps.open_page(pid) as pf:
                 yield from _native_page(ps, pid, pf, tables.page(pid), view, acc, errors)
         except OSError as err:
             errors.append((ps, pid, None, None, err))

@@ -42,6 +42,11 @@ class PageStore:
     def page_path(self, page_id: int) -> Path:
         return self.folder / self.pages[page_id]
 
+    def open_page(self, page_id: int) -> "PageFile":
+        """The page's bytes (``.buf``, ``.size``), as a context manager; a database store's page stores
+        (:class:`MemoryPageStore`) hold theirs in memory."""
+        return PageFile(self.page_path(page_id))
+
     def missing_pages(self) -> list[int]:
         if not self.pages:
             return []
@@ -168,6 +173,31 @@ class PageFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class MemoryPage:
+    """A page's bytes already read (a database row's large object), as :class:`PageFile` offers them."""
+
+    def __init__(self, data: bytes):
+        self.buf = data
+        self.size = len(data)
+
+    def __enter__(self) -> "MemoryPage":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+@dataclass
+class MemoryPageStore(PageStore):
+    """An address's page store whose pages are in memory: ``PagingStoreFactoryDatabase``'s table per address
+    (``folder`` is the table's name, so problems name ``<table>/<page file>``)."""
+
+    data: dict[int, bytes] = field(default_factory=dict)  # page id -> its bytes
+
+    def open_page(self, page_id: int) -> MemoryPage:
+        return MemoryPage(self.data[page_id])
 
 
 def live_page_rollover(store: PageStore) -> bool:

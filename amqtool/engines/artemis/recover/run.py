@@ -62,6 +62,7 @@ class RecoverRequest:
     output: Path | None = None
     dry_run: bool = False
     journals: tuple[str, ...] = ("bindings", "messages")
+    salvage: bool = False  # write from a source verify calls CRITICAL (amqtool.engines.verdicts)
 
 
 @dataclass
@@ -129,6 +130,7 @@ class RecoverReport:
     undelete: bool = False
     undeleted: list[dict] = field(default_factory=list)
     unrecoverable: list[dict] = field(default_factory=list)
+    source_findings: list[Finding] = field(default_factory=list)  # verify's on the source (engines.verdicts)
 
     @property
     def kept(self) -> int:
@@ -161,21 +163,31 @@ class RecoverReport:
 
     @property
     def verdict(self) -> Verdict:
+        """DEST's verdict: WARNING when it lacks something, CRITICAL when nothing was saved; and verify's on
+        the source when that is CRITICAL (loss proven: recovered under ``--salvage``) or UNKNOWN. A source
+        verify only warns about (a torn tail) is what recover repairs: it does not weigh on DEST."""
+        from amqtool.engines.verdicts import verdict_of
+
+        source = verdict_of(self.source_findings)
+        source = source if source >= Verdict.CRITICAL else Verdict.OK
         lossy = bool(self.lost_records or self.lost_transactions or any(f.lost for f in self.files))
         if lossy and self.kept == 0:
-            return Verdict.CRITICAL
+            return max(source, Verdict.CRITICAL)
         if not self.journals and self.files:
-            return Verdict.CRITICAL
-        return Verdict.WARNING if lossy else Verdict.OK
+            return max(source, Verdict.CRITICAL)
+        return max(source, Verdict.WARNING if lossy else Verdict.OK)
 
     def to_json(self) -> dict:
+        from amqtool.engines.verdicts import left_out
+
         lost = [r.to_json() for r in self.listed_records]
         lost += [t.to_json() for j in self.journals for t in j.transactions]
         lost += [f.to_json() for f in self.files]
         doc = {"verdict": self.verdict.name, "mode": "dry-run" if self.dry_run else "copy",
                "source": self.source, "destination": self.destination, "counts": self.counts(),
                "lost": lost, "journals": [j.to_json() for j in self.journals],
-               "carriedOver": self.carried, "findings": [f.to_json() for f in self.findings]}
+               "carriedOver": self.carried, "findings": [f.to_json() for f in self.findings],
+               "sourceFindings": left_out(self.source_findings)}
         if self.undelete:
             doc["undeleted"] = self.undeleted
             doc["unrecoverable"] = self.unrecoverable
@@ -520,6 +532,7 @@ def recover_store(store: ArtemisStore, req: RecoverRequest, *, progress: Callabl
 def _recover_store(store: ArtemisStore, req: RecoverRequest, *, progress, transform_for, report,
                    before_switch) -> RecoverReport:
     from amqtool.engines.artemis.compact.run import _write_copy
+    from amqtool.engines.verdicts import judge_for_writing
     from amqtool.store import locks
 
     journals = [j for j in store.journals() if j.kind in req.journals]
@@ -527,6 +540,9 @@ def _recover_store(store: ArtemisStore, req: RecoverRequest, *, progress, transf
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))
     if report is None:
         report = RecoverReport(str(store.root), None if req.dry_run else str(req.output), req.dry_run)
+    # verify's judge on the source (amqtool.engines.verdicts): a CRITICAL source is refused unless --salvage
+    # (a dry run only reports). recover reads the files its own salvaging way, so this is a read of its own.
+    report.source_findings = judge_for_writing(store, req.salvage or req.dry_run, command="recover")
     held = locks.find_locks(locks.artemis_store_lock_files(store))
     if held:
         report.findings.append(Finding(
