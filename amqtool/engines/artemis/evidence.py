@@ -206,9 +206,9 @@ class Evidence:
         if messages is not None:
             ev.opened = messages.opened
             ev.live_ids = {r.id for r in messages.live}
-            # a broker's store (its bindings journal, or a message record): then the user record types are the
-            # broker's (a bare journal of other user types, as JournalImpl's own tests write, is not judged so)
-            broker = bindings is not None or bool(ev.messages)
+            # a broker's store (its bindings journal beside): then the user record types are the broker's (a bare
+            # journal directory of other user types, as JournalImpl's own tests write, is not judged so)
+            broker = bindings is not None
             for r in messages.live if broker else ():
                 if r.user_record_type not in _MESSAGE_JOURNAL_TYPES:
                     ev.unknown_types.append(r)
