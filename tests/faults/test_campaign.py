@@ -26,8 +26,9 @@ SEED = 25
 #   inside a paged message's properties;
 # - loss/WARNING: a zeroed or cut tail of a file that is not the newest (what a crash after a restart leaves
 #   there too), an emptied file that was the first or last data file;
-# - same/CRITICAL: a file cut short whose lost tail held only dead records (nothing left tells what it held).
-KNOWN_MISSES = {("loss", "OK"): 40, ("loss", "WARNING"): 26, ("same", "CRITICAL"): 34, ("torn", "CRITICAL"): 5,
+# - torn/CRITICAL: a cut tail of the newest file whose lost records other records still need is CRITICAL by
+#   design when the dependants show (tests/faults/model.py DEPENDANTS); a few are judged so without them.
+KNOWN_MISSES = {("loss", "OK"): 39, ("loss", "WARNING"): 26, ("same", "CRITICAL"): 0, ("torn", "CRITICAL"): 5,
                 ("content", "UNKNOWN"): 0}
 
 
