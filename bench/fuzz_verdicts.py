@@ -1,6 +1,6 @@
 """``make fuzz``: the fault campaign at scale (issue 25): at least 100,000 faults over small demo stores and
-the broker-written fixtures, judged by ``verify`` against the truth of the broker-equal loaders, in at most
-30 minutes on two cores. Prints the confusion table (truth by verdict) and each miss with the seed that
+the broker-written fixtures (Artemis, then KahaDB and mKahaDB: ``--kahadb`` of them), judged by ``verify``
+against the truth of the broker-equal loaders, in at most 30 minutes on two cores. Prints the confusion table (truth by verdict) and each miss with the seed that
 reproduces it (``python -c 'from tests.faults.campaign import reproduce; ...'``).
 
     python bench/fuzz_verdicts.py [--faults N] [--minutes M] [--seed S] [--workers W] [--demos D]
@@ -8,6 +8,7 @@ reproduces it (``python -c 'from tests.faults.campaign import reproduce; ...'``)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -26,11 +27,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--demos", type=int, default=4)
+    ap.add_argument("--kahadb", type=float, default=0.2, help="share of the faults on the KahaDB fixtures")
     args = ap.parse_args()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-") as tmp:
         stores = campaign.pristine_stores(Path(tmp), demos=args.demos)
-        per_store = -(-args.faults // len(stores))
         done = [0]
 
         def tick(chunk):
@@ -38,15 +39,62 @@ def main() -> int:
             el = time.monotonic() - start
             print(f"\r{done[0]} faults, {el:.0f} s, {done[0] / el:.0f}/s", end="", file=sys.stderr, flush=True)
 
+        kaha_faults = int(args.faults * args.kahadb)
+        per_store = -(-(args.faults - kaha_faults) // len(stores))
         outcomes = campaign.run(stores, per_store, args.seed, workers=args.workers,
-                                deadline=start + args.minutes * 60, on_chunk=tick)
+                                deadline=start + args.minutes * 60 * (1 - args.kahadb), on_chunk=tick)
+        kaha = _kahadb(kaha_faults, args.seed, args.workers, start + args.minutes * 60, Path(tmp))
     elapsed = time.monotonic() - start
     print(file=sys.stderr)
-    print(f"seed {args.seed}: {len(outcomes)} faults over {len(stores)} stores "
-          f"({', '.join(n for n, _ in stores)}) in {elapsed:.0f} s = {len(outcomes) / elapsed:.1f} faults/s "
+    total = len(outcomes) + len(kaha)
+    print(f"seed {args.seed}: {len(outcomes)} faults over {len(stores)} Artemis stores "
+          f"({', '.join(n for n, _ in stores)}) and {len(kaha)} over the KahaDB fixtures, in {elapsed:.0f} s = "
+          f"{total / elapsed:.1f} faults/s "
           f"on {args.workers} workers")
     print(confusion(outcomes))
-    return 0 if all(o.ok for o in outcomes) else 1
+    if kaha:
+        from tests.faults.kahadb import confusion as kaha_confusion
+
+        print(f"KahaDB and mKahaDB fixtures: {len(kaha)} faults")
+        print(kaha_confusion(kaha))
+    return 0 if all(o.ok for o in outcomes + kaha) else 1
+
+
+_KAHA = (("basic", "kahadb"), ("gc", "kahadb"), ("tx", "kahadb"), ("mkahadb", "mkahadb"))
+_kaha_campaigns: dict = {}
+
+
+def _kaha_chunk(job):
+    from tests.faults.kahadb import KahaCampaign
+    from tests.support import KAHADB
+
+    name, sub, scratch, seeds = job
+    c = _kaha_campaigns.get(name)
+    if c is None:
+        c = _kaha_campaigns[name] = KahaCampaign(name, KAHADB / name / sub, Path(scratch) / str(os.getpid()))
+    return [c.run_one(s) for s in seeds]
+
+
+def _kahadb(count: int, seed: int, workers: int, deadline: float, tmp: Path) -> list:
+    """``count`` faults over the KahaDB fixtures (tests/faults/kahadb.py), in chunks over ``workers``."""
+    import multiprocessing
+
+    from tests.support import KAHADB
+
+    if count <= 0 or not KAHADB.is_dir():
+        return []
+    per = -(-count // len(_KAHA))
+    jobs = [(name, sub, str(tmp / "kaha"), range(base, min(base + 100, (seed * 10 + k) * 1_000_000 + per)))
+            for k, (name, sub) in enumerate(_KAHA)
+            for base in range((seed * 10 + k) * 1_000_000, (seed * 10 + k) * 1_000_000 + per, 100)]
+    out: list = []
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for chunk in pool.imap_unordered(_kaha_chunk, jobs):
+            out.extend(chunk)
+            if time.monotonic() > deadline:
+                break
+        pool.terminate()
+    return out
 
 
 if __name__ == "__main__":
