@@ -183,4 +183,4 @@ def test_print_and_compact_count_data_files_as_artemis(run_json, run_cli, tmp_pa
     msg = doc["journals"][0]
     assert (msg["before"]["files"], msg["before"]["dataFiles"]) == (4, 3)
     code, out, _ = run_cli("compact", store, "--journal", "messages")
-    assert code == 0 and "before: 4 files, 4194304 bytes, 3 data files" in out, out
+    assert code == 0 and "before: 4 files, 4.0 MiB, 3 data files" in out, out

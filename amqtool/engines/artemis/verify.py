@@ -868,7 +868,8 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"type {first.user_record_type}: {first.message}): the broker's load of its bindings fails",
             str(results["bindings"].files[first.file_index].path), first.body_offset,
             {"count": len(evidence.binding_problems)}))
-    if store.bindings is None and store.messages is not None and evidence.refs:
+    if (store.bindings is None and store.messages is not None and evidence.refs
+            and Path(store.messages.directory) != Path(store.root)):  # a data directory, not one journal given
         # Artemis creates both journals at its first start and never removes one: messages routed to queues
         # with no bindings journal at all lost every queue (the broker deletes their references)
         findings.append(Finding(

@@ -123,7 +123,7 @@ def test_case8_print_verdict_is_verify_and_create_from_refuses(kahadb_fixtures, 
     out, err = capsys.readouterr()
     assert "CRITICAL" in err and "--salvage" in err and not dest.exists()
 
-    assert main(["create", str(dest), "--from", str(root), "--salvage", "--format", "json"]) == 1
+    assert main(["create", str(dest), "--from", str(root), "--salvage", "--format", "json"]) == 2  # source CRITICAL
     out, _ = capsys.readouterr()
     res = json.loads(out)
     assert res["sourceVerdict"] == "CRITICAL" and res["messages"] == 326
@@ -225,7 +225,10 @@ def test_case8_recover_does_not_bring_back_acknowledged_messages(kahadb_fixtures
     root = copy(kahadb_fixtures, "basic", tmp_path)
     (root / "kahadb" / "db-12.log").unlink()
     dest = tmp_path / "recovered"
-    assert main(["recover", str(root), "-o", str(dest), "--format", "json"]) == 1
+    assert main(["recover", str(root), "-o", str(dest), "--format", "json"]) == 2  # refused: the source is CRITICAL
+    capsys.readouterr()
+    assert not dest.exists()
+    assert main(["recover", str(root), "-o", str(dest), "--salvage", "--format", "json"]) == 2
     capsys.readouterr()
     doc = print_document(detect(dest))
     live = {d["key"]: (len(d["live"]), {s["key"]: len(s["live"]) for s in d["subscriptions"]})
