@@ -206,7 +206,7 @@ def test_cli_fleet(run_cli, fleet, tmp_path):
     code, stdout, _ = run_cli("export", f"{root}/site-*/broker-*", "-o", tmp_path / "t", "-f", "jsonl",
                               "--engine", "local", "-q")
     assert code == 0 and stdout.startswith("exported ")
-    assert "from 3 stores (3 OK, 0 with problems, 0 critical, 0 not read or checked)" in stdout
+    assert "from 3 stores (3 OK, 0 with problems, 0 critical, 0 not read or checked)" in " ".join(stdout.split())
     code, _, stderr = run_cli("export", *paths, "-o", tmp_path / "x", "-f", "xml", "-q")
     assert code == 3 and "a fleet export writes tables" in stderr
     code, _, stderr = run_cli("export", f"{root}/nothing-*", "-o", tmp_path / "y", "-q")

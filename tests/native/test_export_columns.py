@@ -27,7 +27,7 @@ needs_native = pytest.mark.skipif(not native.HAVE_MESSAGE_COLUMNS, reason=native
 
 
 def _table(path, use_native: bool, **opts):
-    with LocalArtemisExport(detect(path), ExportOptions(**opts)) as ex:
+    with LocalArtemisExport(detect(path), ExportOptions(salvage=True, **opts)) as ex:
         ex.binding_rows()
         batches = list(ex.batches(use_native=use_native))
         schema = MessageBatch(safe=False, large=None, summary=None).schema

@@ -141,7 +141,7 @@ def test_killed_at_every_durable_step_leaves_no_half_dest(tmp_path):
         if dest.exists():
             assert state(dest) == want
         if r.returncode != -signal.SIGKILL:
-            assert r.returncode == 2 and dest.exists()
+            assert r.returncode in (1, 2) and dest.exists()  # verify's verdict on the source
             break
         outcomes.append(dest.exists())
         n += 1
