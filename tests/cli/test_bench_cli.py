@@ -123,7 +123,8 @@ def test_usage_errors_exit_3(tmp_path, capsys):
 def test_signal_removes_the_temp_file(tmp_path, sig, code):
     proc = subprocess.Popen(AMQTOOL + ["bench", str(tmp_path), "--method", "nio", "--pattern", "one",
                                        "--seconds", "60", "--file-size", "1MiB", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 30
         while not _leftovers(tmp_path) and time.monotonic() < deadline:
@@ -153,3 +154,11 @@ def test_zero_or_negative_bounds_are_usage_errors(run_cli, tmp_path, args):
     code, out, err = run_cli(*argv)
     assert code == 3 and "must be " in err
     assert list(tmp_path.iterdir()) == []  # refused before any file is made
+
+
+def _default_sigint() -> None:
+    """SIGINT as a terminal delivers it: a runner started in the background (``cmd &``) hands its children
+    SIGINT ignored, and Python then installs no KeyboardInterrupt at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -188,7 +188,8 @@ def test_a_signal_mid_export_leaves_nothing_behind(tmp_path, sig):
     create_demo(store, 48 * 1024 * 1024, seed=2)
     exe = REPO / ".venv" / "bin" / "amqtool"
     proc = subprocess.Popen([str(exe), "export", str(store), "-o", str(tmp_path / "out"), "--format", "jsonl",
-                             "--engine", "local", "-q"], stderr=subprocess.PIPE, text=True)
+                             "--engine", "local", "-q"], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while not [p for p in tmp_path.iterdir() if "amqtool-tmp" in p.name]:
         assert proc.poll() is None, "the export finished before it could be interrupted"
@@ -231,3 +232,11 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(run_cli, tmp_path):
         assert code == 3
         assert err.startswith(f'amqtool: error: path "{out}": writing the export failed: No space left on device')
         assert os.listdir(small) == []
+
+
+def _default_sigint() -> None:
+    """SIGINT as a terminal delivers it: a runner started in the background (``cmd &``) hands its children
+    SIGINT ignored, and Python then installs no KeyboardInterrupt at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
