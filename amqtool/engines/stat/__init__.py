@@ -64,6 +64,40 @@ def see_time(row: dict, millis: int | None) -> None:
         row["newest"] = millis
 
 
+def classic_rows(destinations, now: int, size_of, address_of, held: dict[str, int], held_key) -> list[dict]:
+    """The rows of ActiveMQ Classic destinations as a print document lists them (KahaDB, LevelDB, the JDBC
+    adapter): one per destination with its live messages, one per durable subscription with its pending ones.
+    ``size_of(message)`` is the message's stored size in that store kind; ``address_of(destination)`` the
+    qualified name; ``held`` (destination key -> sends of prepared transactions) is consumed by
+    ``held_key(destination)``, what is left naming destinations with nothing live."""
+
+    def add(row: dict, m: dict) -> None:
+        row["messages"] += 1
+        row["bytes"] += size_of(m)
+        see_time(row, m.get("timestamp"))
+        exp = m.get("expiration") or 0
+        if 0 < exp <= now:
+            row["expired"] += 1
+        if (m.get("redeliveryCounter") or 0) > 0:
+            row["redelivered"] += 1
+
+    rows = []
+    for d in destinations:
+        address = address_of(d)
+        row = new_queue_row(d["name"], address, d["type"])
+        for m in d["live"]:
+            add(row, m)
+        row["prepared"] = held.pop(held_key(d), 0)
+        rows.append(row)
+        for sub in d["subscriptions"]:
+            srow = new_queue_row(d["name"], address, d["type"],
+                                 subscription=f"{sub['clientId']}:{sub['subscriptionName']}")
+            for m in sub["live"]:
+                add(srow, m)
+            rows.append(srow)
+    return rows
+
+
 def finish_rows(rows: list[dict], now: int) -> None:
     for r in rows:
         r["oldestAgeSeconds"] = None if r["oldest"] is None else max(0, (now - r["oldest"]) // 1000)

@@ -40,23 +40,10 @@ def artemis_jdbc_stat(store, now: int, progress: Callable[[int], None] | None = 
             "addresses": addresses, "journals": journals}
 
 
-def _add(row: dict, m: dict, now: int) -> None:
-    from amqtool.engines.stat import see_time
-
-    row["messages"] += 1
-    row["bytes"] += m.get("msgSize") or 0
-    see_time(row, m.get("timestamp"))
-    exp = m.get("expiration") or 0
-    if 0 < exp <= now:
-        row["expired"] += 1
-    if (m.get("redeliveryCounter") or 0) > 0:
-        row["redelivered"] += 1
-
-
 def classic_jdbc_stat(store, now: int, progress: Callable[[int], None] | None = None) -> dict:
     from amqtool.engines.jdbc import classic
     from amqtool.engines.kahadb.pins import qualified
-    from amqtool.engines.stat import new_queue_row
+    from amqtool.engines.stat import classic_rows
 
     doc = classic.print_document(store, safe=True, progress=progress)
     held: dict[str, int] = {}
@@ -64,19 +51,8 @@ def classic_jdbc_stat(store, now: int, progress: Callable[[int], None] | None = 
         dests = tx.get("destinations") or []
         if tx.get("state") == "prepared" and len(dests) == 1:
             held[dests[0]] = held.get(dests[0], 0) + (tx.get("sends") or 0)
-    rows = []
-    for d in doc["destinations"]:
-        row = new_queue_row(d["name"], qualified(d["key"]), d["type"])
-        for m in d["live"]:
-            _add(row, m, now)
-        row["prepared"] = held.pop(d["key"], 0)
-        rows.append(row)
-        for sub in d["subscriptions"]:
-            srow = new_queue_row(d["name"], qualified(d["key"]), d["type"],
-                                 subscription=f"{sub['clientId']}:{sub['subscriptionName']}")
-            for m in sub["live"]:
-                _add(srow, m, now)
-            rows.append(srow)
+    rows = classic_rows(doc["destinations"], now, lambda m: m.get("msgSize") or 0, lambda d: qualified(d["key"]),
+                        held, lambda d: d["key"])
     journals = [{"journal": role, "directory": f.get("table"), "files": None, "bytes": f.get("bytes"),
                  "dataFiles": None, "liveRecords": doc["summary"]["live"] if role == "messages" else None,
                  "liveBytes": sum(r["bytes"] for r in rows if r["subscription"] is None) if role == "messages"

@@ -19,26 +19,13 @@ from __future__ import annotations
 from typing import Callable
 
 
-def _add_message(row: dict, m: dict, now: int) -> None:
-    from amqtool.engines.stat import see_time
-
-    row["messages"] += 1
-    row["bytes"] += m.get("recordSize") or 0
-    see_time(row, m.get("timestamp"))
-    exp = m.get("expiration") or 0
-    if 0 < exp <= now:
-        row["expired"] += 1
-    if (m.get("redeliveryCounter") or 0) > 0:
-        row["redelivered"] += 1
-
-
 def kahadb_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
     """The stat document's rows for a KahaDB store (see the module docstring). ``reclaim`` is accepted for
     symmetry: the GC figure comes with the pins at no extra cost."""
     from amqtool.engines import kahadb
     from amqtool.engines.kahadb.compact import KahaCompactRequest, compact_kahadb
     from amqtool.engines.kahadb.pins import qualified
-    from amqtool.engines.stat import new_queue_row
+    from amqtool.engines.stat import classic_rows, new_queue_row
     from amqtool.errors import AmqtoolError
 
     doc = kahadb.print_document(store, safe=True, pins=True, progress=progress)
@@ -54,18 +41,8 @@ def kahadb_stat(store, now: int, progress: Callable[[int], None] | None = None, 
             if tx.get("state") == "prepared":
                 for key, n in tx.get("sendsTo", {}).items():
                     held[key] = held.get(key, 0) + n
-        for dest in st["destinations"]:
-            row = new_queue_row(dest["name"], dest["qualifiedName"], dest["type"])
-            for m in dest["live"]:
-                _add_message(row, m, now)
-            row["prepared"] = held.pop(dest["key"], 0)
-            rows.append(row)
-            for sub in dest["subscriptions"]:
-                srow = new_queue_row(dest["name"], dest["qualifiedName"], dest["type"],
-                                     subscription=f"{sub['clientId']}:{sub['subscriptionName']}")
-                for m in sub["live"]:
-                    _add_message(srow, m, now)
-                rows.append(srow)
+        rows += classic_rows(st["destinations"], now, lambda m: m.get("recordSize") or 0,
+                             lambda d: d["qualifiedName"], held, lambda d: d["key"])
         for key, n in held.items():  # a destination with nothing live, only held sends
             row = new_queue_row(key.partition(":")[2], qualified(key), None)
             row["prepared"] = n

@@ -16,22 +16,9 @@ from __future__ import annotations
 from typing import Callable
 
 
-def _add(row: dict, m: dict, now: int) -> None:
-    from amqtool.engines.stat import see_time
-
-    row["messages"] += 1
-    row["bytes"] += (m.get("dataLength") or 0) + 10
-    see_time(row, m.get("timestamp"))
-    exp = m.get("expiration") or 0
-    if 0 < exp <= now:
-        row["expired"] += 1
-    if (m.get("redeliveryCounter") or 0) > 0:
-        row["redelivered"] += 1
-
-
 def leveldb_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
     from amqtool.engines.leveldb.document import print_document
-    from amqtool.engines.stat import new_queue_row
+    from amqtool.engines.stat import classic_rows, new_queue_row
 
     doc = print_document(store, safe=True, pins=True)
     rows: list[dict] = []
@@ -41,24 +28,14 @@ def leveldb_stat(store, now: int, progress: Callable[[int], None] | None = None,
         for tx in st["transactions"]:
             for dest, n in tx["sendsTo"].items():
                 held[dest] = held.get(dest, 0) + n
-        for d in st["destinations"]:
-            row = new_queue_row(d["name"], d["qualifiedName"], d["type"])
-            for m in d["live"]:
-                _add(row, m, now)
-            row["prepared"] = held.pop(d["qualifiedName"], 0)
-            rows.append(row)
-            for s in d["subscriptions"]:
-                srow = new_queue_row(d["name"], d["qualifiedName"], d["type"],
-                                     subscription=f"{s['clientId']}:{s['subscriptionName']}")
-                for m in s["live"]:
-                    _add(srow, m, now)
-                rows.append(srow)
+        rows += classic_rows(st["destinations"], now, _size, lambda d: d["qualifiedName"], held,
+                             lambda d: d["qualifiedName"])
         for dest, n in held.items():
             row = new_queue_row(dest.split("://", 1)[-1], dest, None)
             row["prepared"] = n
             rows.append(row)
         size = sum(f["size"] for f in st["logs"])
-        live = sum((m.get("dataLength") or 0) + 10 for d in st["destinations"] for m in d["live"])
+        live = sum(_size(m) for d in st["destinations"] for m in d["live"])
         journals.append({"journal": "leveldb", "directory": st["directory"], "files": len(st["logs"]),
                          "bytes": size, "dataFiles": len(st["logs"]),
                          "liveRecords": sum(len(d["live"]) for d in st["destinations"]), "liveBytes": live,
@@ -77,3 +54,8 @@ def leveldb_stat(store, now: int, progress: Callable[[int], None] | None = None,
         if not summary["replicasAgree"]:
             out["verdict"] = "CRITICAL"
     return out
+
+
+def _size(m: dict) -> int:
+    """A message's bytes in the log: its DATA record (the 10-byte record header and the payload)."""
+    return (m.get("dataLength") or 0) + 10
