@@ -43,7 +43,6 @@ import hashlib
 import os
 import random
 import struct
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -665,16 +664,7 @@ class KahaCampaign:
 
 
 def confusion(outcomes: list) -> str:
-    """Truth by verdict, then every miss with its reproducing seed."""
-    table = Counter((o.truth, o.verdict) for o in outcomes)
-    lines = [f"{'truth':<13}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>8}"]
-    for t in TRUTHS:
-        n = sum(table[(t, v)] for v in VERDICTS)
-        lines.append(f"{t:<13}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>8}")
-    misses = [o for o in outcomes if not o.ok]
-    lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es), "
-                 f"{sum(1 for o in outcomes if o.truth == UNDETECTABLE)} undetectable")
-    for o in misses:
-        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()} "
-                     f"codes={','.join(o.codes)}")
-    return "\n".join(lines)
+    """Truth by verdict, then every miss with its reproducing seed (:func:`tests.faults.model.confusion`)."""
+    from tests.faults.model import confusion as table
+
+    return table(outcomes, TRUTHS, UNDETECTABLE)

@@ -163,17 +163,19 @@ class Outcome:
         return expected(self.truth, self.verdict, self.codes)
 
 
-def confusion(outcomes: list[Outcome]) -> str:
-    """The confusion table (truth by verdict), then each miss with its reproducing seed."""
+def confusion(outcomes: list, truths: tuple = TRUTHS, undetectable: str = CONTENT) -> str:
+    """The confusion table (truth by verdict), then each miss with its reproducing seed. ``truths``: the
+    classes of the store kind's harness, in table order; ``undetectable``: the class counted as such."""
     table = Counter((o.truth, o.verdict) for o in outcomes)
-    lines = [f"{'truth':<10}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>10}"]
-    for t in TRUTHS:
+    lines = [f"{'truth':<13}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>10}"]
+    for t in truths:
         n = sum(table[(t, v)] for v in VERDICTS)
-        lines.append(f"{t:<10}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>10}")
+        lines.append(f"{t:<13}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>10}")
     misses = [o for o in outcomes if not o.ok]
     lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es); "
-                 f"{sum(1 for o in outcomes if o.truth == CONTENT)} undetectable (content) changes")
+                 f"{sum(1 for o in outcomes if o.truth == undetectable)} undetectable ({undetectable}) changes")
     for o in misses[:200]:
-        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()} "
-                     f"diff={o.diff} codes={','.join(o.codes)}")
+        diff = f" diff={o.diff}" if getattr(o, "diff", None) is not None else ""
+        lines.append(f"MISS {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()}"
+                     f"{diff} codes={','.join(o.codes)}")
     return "\n".join(lines)
