@@ -1,5 +1,5 @@
 """A small fleet for the fleet-export tests: demo Artemis stores (one with a ``server.lock`` node id), KahaDB
-fixture copies, one damaged store (a journal file whose header the loader refuses) and one empty directory;
+fixture copies, a copy of the LevelDB fixture, one damaged store (a journal file whose header the loader refuses) and one empty directory;
 and helpers to compare a fleet export with the single-store exports of its stores."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from amqtool.engines.export import ExportRequest, run_export
 from tests.engines.export_store import normalise, read_jsonl_table, read_parquet_table
+from tests.engines.leveldb.stores import FIXTURE as LEVELDB_FIXTURE
 from tests.support import KAHADB, copy_tree
 
 NODE_UUID = bytes(range(0x10, 0x20))
@@ -32,6 +33,10 @@ def build_fleet(root: Path, *, demos: int = 3, size: int = 4 * 1024 * 1024) -> d
             p = base / "site-1" / f"kaha-{ds}"
             copy_tree(KAHADB / ds, p)
             stores[p.relative_to(base).as_posix()] = p
+    if (LEVELDB_FIXTURE / "store").is_dir():
+        p = base / "site-1" / "leveldb-basic"
+        copy_tree(LEVELDB_FIXTURE / "store", p)
+        stores[p.relative_to(base).as_posix()] = p
     damaged = base / "site-0" / "damaged"
     create_demo(damaged, size, file_size=1024 * 1024, seed=99)
     jf = damaged / "data" / "journal" / "activemq-data-1.amq"

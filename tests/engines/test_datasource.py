@@ -12,6 +12,7 @@ from amqtool.engines.export import ExportRequest, run_export
 from amqtool.engines.export.fleet import FleetRequest, run_fleet_export
 from tests.engines.export_store import build_store, normalise, read_parquet_table
 from tests.engines.fleet_stores import build_fleet
+from tests.engines.leveldb.stores import CASES as LEVELDB_CASES
 from tests.support import KAHADB, ORACLE, ORACLE_SCENARIOS, PUBLIC_JOURNALS, BROKER_STORES, tree_hashes
 
 pytestmark = pytest.mark.spark
@@ -40,13 +41,14 @@ def demo(tmp_path_factory) -> Path:
 
 
 def fixture_stores() -> dict[str, Path]:
-    """Every store fixture: the Artemis oracle journals, public broker stores and broker-written stores, and
-    the KahaDB stores."""
+    """Every store fixture: the Artemis oracle journals, public broker stores and broker-written stores, the
+    KahaDB stores and the LevelDB stores (one node's directory each)."""
     out = {f"oracle/{s}": ORACLE / s / "journal" for s in ORACLE_SCENARIOS}
     out.update({f"public/{p.parent.parent.name}": p.parent for p in PUBLIC_JOURNALS})
     out.update({f"messages/{p.name}": p for p in BROKER_STORES})
     if KAHADB.is_dir():
         out.update({f"kahadb/{d.name}": d for d in sorted(KAHADB.iterdir()) if (d / "manifest.json").is_file()})
+    out.update({f"leveldb/{'-'.join(c.parts[-2:])}": c / "store" for c in LEVELDB_CASES})
     return out
 
 

@@ -40,8 +40,8 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
     # the empty store is not a store; verify calls the damaged one CRITICAL: refused without --salvage
     exported = {n for n, p in fleet.items() if n not in ("site-1/empty", "site-0/damaged")}
     assert set(messages) == exported and set(bindings) == exported
-    # durable subscriptions: the KahaDB stores' (both fixtures have some), none of an Artemis store
-    assert set(subscriptions) == {n for n in exported if n.startswith("site-1/kaha-")}
+    # durable subscriptions: the Classic stores' (the KahaDB and LevelDB fixtures have some), none of an Artemis one
+    assert set(subscriptions) == {n for n in exported if n.startswith(("site-1/kaha-", "site-1/leveldb-"))}
     by_name = {s["store"]: s for s in doc["stores"]}
     for name in exported:
         single_out = tmp_path / f"single-{len(name)}-{hash(name)}"
@@ -49,14 +49,15 @@ def test_rows_per_store_equal_single_store_export(fleet, tmp_path, fmt):
         assert messages[name] == want_m, name
         assert bindings[name] == want_b, name
         assert subscriptions.get(name, []) == normalise(read_table(single_out / "subscriptions", fmt)), name
-        for sub in subscriptions.get(name, []):
-            assert sub["pending"] == sum(1 for m in messages[name] if m["queue"] == sub["queue"]) > 0
+        for sub in subscriptions.get(name, []):  # the LevelDB fixture's sub2-selector has none pending
+            assert sub["pending"] == sum(1 for m in messages[name] if m["queue"] == sub["queue"])
+        assert all(sub["pending"] for sub in subscriptions.get(name, []) if sub["subscription_name"] != "sub2-selector")
         assert by_name[name]["rows"] == single["rows"] == len(want_m) > 0
         assert by_name[name]["messages"] == single["messages"]
         assert by_name[name]["problemCount"] == single["problemCount"]
         assert by_name[name]["bindings"] == single["bindings"] == len(want_b)
     assert doc["rows"] == sum(len(v) for v in messages.values())
-    assert doc["subscriptions"] == sum(len(v) for v in subscriptions.values()) == 3  # basic 2, mkahadb 1
+    assert doc["subscriptions"] == sum(len(v) for v in subscriptions.values()) == 5  # basic 2, mkahadb 1, leveldb 2
     assert verdict.name == "CRITICAL"  # the damaged store (and the empty one is UNKNOWN)
     assert {n: tree_hashes(p) for n, p in fleet.items()} == before  # the stores are only read
 

@@ -53,8 +53,9 @@ def _same_as_local(out, doc, local_export):
     for table in ("messages", "bindings", "subscriptions"):
         got, want = fleet_rows_by_store(out, table, "parquet"), fleet_rows_by_store(lout, table, "parquet")
         assert set(got) == set(want)
-        if table == "subscriptions":  # the KahaDB stores' durable subscriptions (the fixtures that have some)
-            assert set(want) == {n for n in ("site-1/kaha-basic", "site-1/kaha-mkahadb") if n in fleet_names(lout)}
+        if table == "subscriptions":  # the Classic stores' durable subscriptions (the fixtures that have some)
+            assert set(want) == {n for n in ("site-1/kaha-basic", "site-1/kaha-mkahadb", "site-1/leveldb-basic")
+                                     if n in fleet_names(lout)}
         for name in want:
             assert got[name] == want[name], (table, name)
     assert read_table(out / "stores", "parquet") == read_table(lout / "stores", "parquet")

@@ -39,8 +39,8 @@ does not decide: a diverted or moved message keeps its own). Spark still evaluat
 scan: pushdown only narrows what is read.
 
 Store kinds: :data:`STORE_SOURCES` maps a store kind (:func:`amqtool.store.layout.detect`) to the class that
-reads it (:class:`ArtemisSource`, :class:`KahaDBSource`); another kind (LevelDB) plugs in there, as the export
-dispatches on the kind.
+reads it (:class:`ArtemisSource`; :class:`ReplaySource` for KahaDB and LevelDB), as the export dispatches on the
+kind.
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ import json
 import math
 import os
 from collections import OrderedDict
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -343,11 +344,12 @@ def _messages(reader: AmqtoolReader, fs, part: StoresPartition) -> Iterator:
     started = False
     try:
         source, store = _open_store(fs)
-        for batch in source(store, options).message_batches(part.k, part.n, READ):
-            started = True
-            batch = _row_filter(reader, batch)
-            if batch.num_rows:
-                yield _with_store(reader, fs, batch)
+        with closing(source(store, options)) as src:
+            for batch in src.message_batches(part.k, part.n, READ):
+                started = True
+                batch = _row_filter(reader, batch)
+                if batch.num_rows:
+                    yield _with_store(reader, fs, batch)
     except Exception as err:  # noqa: BLE001 - a store that cannot be exported gives no rows
         raised = _failed(fs, err)
         if raised is err:
@@ -378,7 +380,8 @@ def _small_table(reader: AmqtoolReader, fs, rows_of: Callable) -> Iterator:
         return
     try:
         source, store = _open_store(fs)
-        rows = list(rows_of(source(store, reader.settings.export_options())))
+        with closing(source(store, reader.settings.export_options())) as src:
+            rows = list(rows_of(src))
     except Exception as err:  # noqa: BLE001
         raised = _failed(fs, err)
         if raised is err:
@@ -406,7 +409,8 @@ def _stores(reader: AmqtoolReader, fs, part: StoresPartition) -> Iterator:
     else:
         try:
             source, store = _open_store(fs)
-            outcome = StoreOutcome(fs, source(store, reader.settings.export_options()).summary())
+            with closing(source(store, reader.settings.export_options())) as src:
+                outcome = StoreOutcome(fs, src.summary())
         except Exception as err:  # noqa: BLE001 - a store that cannot be exported is a row
             from amqtool.engines.export.fleet import refused_summary
 
@@ -478,6 +482,9 @@ class ArtemisSource:
         self.store = store
         self.options = options
 
+    def close(self) -> None:
+        pass  # each call opens and closes what it reads
+
     def _plan(self, n: int):
         from amqtool.engines.export.spark import plan_export
 
@@ -540,14 +547,23 @@ class ArtemisSource:
         return ex.summary
 
 
-class KahaDBSource:
-    """A KahaDB (or mKahaDB) store's tables (:class:`~.kahadb.KahaDBExport`: the replay is sequential, so a
-    store is never sliced)."""
+class ReplaySource:
+    """A store whose recovery replays its log in order, as the broker's does: KahaDB and mKahaDB
+    (:class:`~.kahadb.KahaDBExport`) and LevelDB (:class:`~.leveldb.LevelDBExport`). The replay is
+    sequential, so such a store is never sliced: its one task reads it whole."""
 
     def __init__(self, store, options: ExportOptions):
-        from amqtool.engines.export.kahadb import KahaDBExport
+        if store.kind == "leveldb":
+            from amqtool.engines.export.leveldb import LevelDBExport as export_class
+        else:
+            from amqtool.engines.export.kahadb import KahaDBExport as export_class
 
-        self.ex = KahaDBExport(store, options, engine="spark")
+        self.ex = export_class(store, options, engine="spark")
+
+    def close(self) -> None:
+        close = getattr(self.ex, "close", None)
+        if close is not None:
+            close()
 
     def message_batches(self, k: int, n: int, counter: ReadCounter) -> Iterator:
         from amqtool.engines.export.writers import rows_batch
@@ -580,5 +596,5 @@ class KahaDBSource:
         return self.ex.summary
 
 
-# store kind (amqtool.store.layout.detect) -> its reader; LevelDB plugs in here
-STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": KahaDBSource}
+# store kind (amqtool.store.layout.detect) -> its reader
+STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": ReplaySource, "leveldb": ReplaySource}
