@@ -358,3 +358,21 @@ def test_damage_in_the_last_log_before_indexed_messages_is_critical_not_a_cut_un
     code, pdoc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
     # print counts every recovered message; verify's loss, only what a consumer would still receive
     assert code == 2 and pdoc["unreadableMessages"] >= doc["summary"]["lostMessages"]
+
+
+def test_dropped_index_record_of_acknowledged_topic_entries_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (replicas/node-c, seed 25000106): the snapshot's write-ahead log record that put
+    entry 4 of topic T.R fails its checksum. LevelDB drops it, but subR, the topic's only durable
+    subscription, has acknowledged up to 4: nothing the broker delivers changes (WARNING, not CRITICAL)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/replicas/node-c/store", tmp_path / "store")
+    log = store / "0000000000006079.index" / "000003.log"
+    b = bytearray(log.read_bytes())
+    b[877] ^= 0x10
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+    with load(detect(store)) as st:
+        topic = next(d for d in st.destinations.values() if d.name == "T.R")
+        assert [s.ack_position for s in topic.subscriptions] == [4] and 4 not in [m.seq for m in topic.messages]

@@ -33,6 +33,9 @@ class IndexDB:
     manifest: str | None = None
     error: str | None = None  # nothing could be read (no CURRENT, unreadable MANIFEST)
     last_sequence: int = 0
+    # (path, offset) of a write-ahead log record LevelDB drops, judged critical here -> the keys it wrote
+    # (None: unknown); the store's log replay may write them all again (see the LevelDB verify)
+    dropped_keys: dict = field(default_factory=dict)
 
     def get(self, key: bytes):
         return self.data.get(key)
@@ -220,6 +223,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         db.problem(path, p.offset, p.message + " (LevelDB drops the record)" +
                    ("; every key it wrote is rewritten later or a counter" if harmless else _held(p.data)),
                    "warning" if harmless else "critical")
+        if not harmless:
+            keys = _keys_of(p.data)
+            db.dropped_keys[(str(path), p.offset)] = None if keys is None else \
+                {bytes(k) for k in keys if k[:1] != b":"}
     for key, (seq, kind, value) in newest.items():
         if seq > db.last_sequence:
             db.last_sequence = seq

@@ -182,6 +182,19 @@ def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = Fal
                 (" (before the replay's start: the broker no longer replays them)" if old else ""), path, pos))
 
 
+def _acked_topic_entry(st, key: bytes) -> bool:
+    """Whether index key ``key`` is an entry of a topic at or below every durable subscription's ack position:
+    the broker's topic cursors start after the ack position (``LevelDBStore``'s durable subscription recovery),
+    so such an entry, whether kept, lost or brought back, is delivered to no one."""
+    if len(key) != 17 or key[:1] != R.ENTRY_PREFIX:
+        return False
+    d = st.destinations.get(int.from_bytes(key[1:9], "big", signed=True))
+    if d is None or d.kind != "topic":
+        return False
+    seq = int.from_bytes(key[9:17], "big", signed=True)
+    return all(s.ack_position >= seq for s in d.subscriptions)
+
+
 def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
     """An entry whose DATA record is damaged. The broker reads the entry's length of bytes after the header
     without looking at it (checksums off by default): if they still decode as a message it delivers that
@@ -355,6 +368,10 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     str(st.snapshot[1]), None))
     else:
         for path, off, msg, sev in db.problems:
+            keys = db.dropped_keys.get((path, off))
+            if sev != "warning" and keys and all(_acked_topic_entry(st, k) for k in keys):
+                sev, msg = "warning", msg.split("; it held")[0] + \
+                    "; it held only topic entries every durable subscription has acknowledged (none is delivered)"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
     ddb = st.dirty_db
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
