@@ -376,3 +376,22 @@ def test_dropped_index_record_of_acknowledged_topic_entries_is_a_warning(capsys,
     with load(detect(store)) as st:
         topic = next(d for d in st.destinations.values() if d.name == "T.R")
         assert [s.ack_position for s in topic.subscriptions] == [4] and 4 not in [m.seq for m in topic.messages]
+
+
+def test_damaged_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-zerofill, seed 25000428): one bit of the CRC of the UOW_END that closes a
+    complete unit of the last file. The broker truncates the file at the first bad record, dropping that
+    whole unit (30 messages); a crash cannot leave it, since a record with a good checksum follows (the
+    writer went on): CRITICAL, not the torn tail of a crash."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-uow-cut"] == "warning"  # the pristine store: the kill's cut
+    b[970924] ^= 0x80
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"

@@ -231,10 +231,12 @@ def _crc_field_damaged(st: LevelDBState, m) -> bool:
 
 
 def _units_after(st: LevelDBState) -> int:
-    """UOW_END records with good checksums anywhere after the end of the last complete unit of the last file
-    (searched byte by byte, past any broken framing): a crash leaves none there."""
+    """Complete units of work after the end of the last complete unit of the last file, which a crash never
+    leaves: UOW_END records with good checksums anywhere there (searched byte by byte, past any broken
+    framing), and the unit whose own UOW_END stopped the scan when that record is whole (it names the unit's
+    start) and a record with a good checksum follows it (the writer went on past it: damage, not a cut)."""
     buf = st.reader.buffer(st.logs[-1])
-    n = 0
+    n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) else 0
     pos = st.last_file_end
     end = len(buf)
     marker = b"\x2a\xff"
@@ -246,6 +248,23 @@ def _units_after(st: LevelDBState) -> int:
         if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
             n += 1
         pos += 1
+
+
+def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -> bool:
+    """Whether the record at ``stop`` (where the last file's scan stopped) is the UOW_END of the unit that
+    starts at ``unit_at``, failing only its checksum, with a whole record with a good checksum after it."""
+    if stop is None or stop + L.HEADER_SIZE + 8 > len(buf):
+        return False
+    magic, kind, _cs, length = _HEAD.unpack_from(buf, stop)
+    if (magic, kind, length) != (0x2A, L.UOW_END, 8) or \
+            struct.unpack_from(">q", buf, stop + L.HEADER_SIZE)[0] != file_position + unit_at:
+        return False
+    nxt = stop + L.HEADER_SIZE + 8
+    if nxt + L.HEADER_SIZE > len(buf):
+        return False
+    magic, _kind, cs, length = _HEAD.unpack_from(buf, nxt)
+    end = nxt + L.HEADER_SIZE + length
+    return magic == 0x2A and end <= len(buf) and _crc32(buf[nxt + L.HEADER_SIZE:end]) == (cs & 0xFFFFFFFF)
 
 
 def _read_data(st: LevelDBState, loc: int) -> tuple | None:
