@@ -284,6 +284,19 @@ def walk(opened, stop: Offset | None = None) -> Walk:
     return Walk(read_files, end, refs, messages, scheduled)
 
 
+def _records_after(opened, offset: Offset) -> bool:
+    """Whether a whole record lies after ``offset`` (whose coordinates hold): the scan of the offset's file
+    goes on from ``position``, the files after it are scanned from their start."""
+    for index, f in enumerate(opened.files):
+        if f.file_id < offset.file_id:
+            continue
+        start = offset.position if f.file_id == offset.file_id else 16
+        for _base, _data, records, _marked in opened.scan_windows(index, start=start):
+            if records:
+                return True
+    return False
+
+
 def _offset_at(last: tuple[int, int], files, refs: list[Ref], txs: dict) -> Offset:
     high = max((r.message_id for r in refs), default=-1)
     high_queues = sorted({r.queue_id for r in refs if r.message_id == high})
@@ -406,8 +419,14 @@ class AmqtoolStreamReader(DataSourceStreamReader):
         store = _messages_journal(self.settings["path"])
         if _busy(store.messages):
             return begin  # the broker is compacting: nothing new until it has switched over
+
+        def use(opened):
+            if begin.file_id >= 0 and not begin.moved(opened.files) and not _records_after(opened, begin):
+                return begin  # an idle trigger reads only the bytes after the offset, not the whole journal
+            return walk(opened).end
+
         try:
-            end = consistent(store.messages, lambda opened: walk(opened).end)
+            end = consistent(store.messages, use)
         except AmqtoolError:
             return begin
         if end.file_id < 0:
