@@ -171,6 +171,52 @@ def test_compaction_between_batches_emits_nothing_twice_and_misses_nothing(store
     assert len(s.seen) == len(set(s.seen))
 
 
+def test_compaction_after_a_batch_was_planned(store):
+    """The batch's end offset was taken before a compaction and the batch is read after it (or read again
+    after a failure): both offsets' coordinates are gone, and the batch is the references between them by
+    message id; the next batch takes the rest, nothing twice."""
+    s = Stream(store)
+    s.batch()
+    with _writer(store) as w:
+        _send(w, 300, ORDERS)
+        _send(w, 301, EV_A, EV_B)
+    r = s.reader
+    end = json.loads(json.dumps(r.latestOffset(s.offset, None)))
+    assert end["highMessageId"] == 301
+    with _writer(store) as w:
+        _send(w, 302, ORDERS)
+    compact(store / "journal")
+    parts = r.partitions(s.offset, end)
+    rows = [(m, q) for p in parts for b in r.read(p) for m, q in zip(b.column(0).to_pylist(), b.column(1).to_pylist())]
+    assert rows == [(300, "orders"), (301, "events.a"), (301, "events.b")]
+    s.offset = end
+    assert s.batch() == [(302, "orders")]
+
+
+def test_a_commit_failing_the_count_check_is_never_emitted(store):
+    """JournalImpl.load discards a transaction whose COMMIT's numberOfRecords does not match its records in
+    the COMMIT's file ("tx missing elements"): its references are not committed."""
+    from amqtool.formats.artemis.records import COMMIT, Record, file_tag
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import JournalDir
+
+    s = Stream(store)
+    s.batch()
+    with _writer(store) as w:
+        _send(w, 300, ORDERS, tx=910)  # two records in this file
+        name, pos = w.position
+    jd = JournalDir(MESSAGES, store / "journal")
+    with open_journal(jd) as o:
+        fid = next(f.file_id for f in o.files if f.name == name)
+    bad = Record(type=COMMIT, tag=file_tag(fid), tx_id=910, number_of_records=3).encode()
+    with open(store / "journal" / name, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(bad)
+    with _writer(store) as w:
+        _send(w, 301, ORDERS)
+    assert s.batch() == [(301, "orders")]
+
+
 def test_compaction_misses_an_out_of_order_id_below_the_high_water(store, tmp_path):
     """The documented limit of the restart after a compaction: a reference appended after the offset whose
     message id is below the offset's high-water id (another producer's message, stored late) is taken for
