@@ -77,7 +77,9 @@ def test_batches_hold_the_references_committed_since_the_offset(store):
     s = Stream(store)
     assert s.batch() == FIRST  # journal (commit) order; the undecodable type-31 message gives no row
     assert s.offset["highMessageId"] == 239 and s.offset["highQueues"] == [EV_A, EV_B]
-    assert s.offset["pending"] == [[106, EV_A], [107, ORDERS]]  # the prepared and the incomplete transaction
+    # the prepared and the incomplete transaction, carried in the offset for the next batch
+    assert Offset.from_json(s.offset).pending == [(106, EV_A), (107, ORDERS)]
+    assert [t[0] for t in s.offset["open"]] == [502, 503]
     assert s.batch() == []  # nothing new: no batch
     with _writer(store) as w:  # opening rolls the incomplete transaction 503 back, as the broker's load does
         _send(w, 300, ORDERS)
@@ -284,6 +286,80 @@ def test_reused_file_is_not_read_twice(tmp_path):
     got = s.batch()
     assert got == [(m, "orders") for m in range(400, mid)]
     assert s.batch() == []
+    assert len(s.seen) == len(set(s.seen))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("alignment", [1, 512])
+def test_random_traffic_batch_by_batch(tmp_path, seed, alignment):
+    """A writer left open between batches (transactions span them, files roll over, AIO-style padding with
+    ``alignment``), random sends, transactions committed, prepared or rolled back, acks and deletes: every
+    batch holds exactly the references the traffic committed since the previous one, in commit order."""
+    import random
+
+    rng = random.Random(seed)
+    data = build_store(tmp_path)
+    s = Stream(data)
+    assert s.batch() == FIRST
+    names = {ORDERS: "orders", EV_A: "events.a", EV_B: "events.b"}
+    w = JournalWriter.open(data / "journal", MESSAGES, file_size=FILE_SIZE, sync="none", alignment=alignment)
+    committed: list[tuple[int, str]] = []
+    open_tx: dict[int, list] = {}
+    sent: list[int] = []
+    mid, tx_id = 1000, 5000
+    try:
+        for _step in range(rng.randrange(40, 80)):
+            op = rng.random()
+            if op < 0.35 or not open_tx and op < 0.6:
+                queues = rng.sample(sorted(names), rng.randrange(1, 4))
+                if rng.random() < 0.3:
+                    tx_id += 1
+                    open_tx[tx_id] = []
+                    t = tx_id
+                else:
+                    t = rng.choice(sorted(open_tx)) if open_tx and rng.random() < 0.3 else None
+                w_body = core(mid, "orders", rng.randbytes(rng.randrange(10, 4000)))
+                if t is None:
+                    w.append_add(mid, 45, w_body)
+                    if rng.random() < 0.2:  # a batch between a message record and its references
+                        w.flush()
+                        assert s.batch() == committed
+                        committed = []
+                    for q in queues:
+                        w.append_update(mid, 32, _ref(q))
+                        committed.append((mid, names[q]))
+                else:
+                    w.append_add_tx(t, mid, 45, w_body)
+                    for q in queues:
+                        w.append_update_tx(t, mid, 32, _ref(q))
+                        open_tx[t].append((mid, names[q]))
+                sent.append(mid)
+                mid += 1
+            elif op < 0.6:
+                t = rng.choice(sorted(open_tx))
+                r = rng.random()
+                if r < 0.6:
+                    w.append_commit(t)
+                    committed += open_tx.pop(t)
+                elif r < 0.8:
+                    w.append_rollback(t)
+                    open_tx.pop(t)
+                elif t not in w.open_transactions or not w.open_transactions[t]:
+                    w.append_prepare(t, b"xid")
+            elif op < 0.75 and sent:
+                m = rng.choice(sent)
+                w.append_update(m, 33, AckRefRecord(queue_id=ORDERS).encode())
+            elif op < 0.8 and sent:
+                w.append_delete(sent.pop(rng.randrange(len(sent))))
+            else:
+                w.flush()
+                got = s.batch()
+                assert got == committed, f"step {_step}"
+                committed = []
+        w.flush()
+        assert s.batch() == committed
+    finally:
+        w.close()
     assert len(s.seen) == len(set(s.seen))
 
 

@@ -27,10 +27,13 @@ and the end of the last whole record read in it (the order of the journal is (fi
 appended in fileID order, §1.4); ``files``: the ``[fileID, name, digest]`` of every file up to ``fileId``
 (``digest``: BLAKE2b of the first bytes of its records, up to the offset in the offset's own file);
 ``highMessageId`` / ``highQueues``: the largest message id of a reference committed up to the offset and
-the queues of that message committed so far; ``pending``: the ``[message id, queue id]`` of the references
-of transactions still open at the offset. A record that is not whole at the end of the file being written
-(a torn tail: the broker is writing it) is not accepted by the scanner (§1.5) and is not consumed until it is
-whole: the offset stops before it.
+the queues of that message committed so far; ``open``: the transactions still open at the offset (their
+counter for the COMMIT's check and their message, reference and scheduled-time records; their references
+are the offset's *pending* ones). With them the next batch reads only the bytes after the offset (and, for a
+reference whose message record lies before it, looks that record up from the offset's file backwards): a
+batch costs what was appended, not the journal's size. A record that is not whole at the end of the file
+being written (a torn tail: the broker is writing it) is not accepted by the scanner (§1.5) and is not
+consumed until it is whole: the offset stops before it.
 
 **File reuse and compaction.** The broker frees files and reinitialises them with a new, higher fileID under
 their old name, leaving their old records behind (§1.3): records are read only under their file's current
@@ -43,8 +46,7 @@ gone. While a compaction is under way (``journal-rename-control.ctr``, ``*.cmp``
 :meth:`AmqtoolStreamReader.latestOffset` offers no new data. After one, the batch restarts from a consistent
 load of the compacted journal: a reference is in the batch when it is after the start offset and not after
 the end offset, where "after" an offset whose coordinates are gone is decided by message id -- the message
-id is above ``highMessageId``, or equal to it on a queue not in ``highQueues``, or the pair is in
-``pending``. Artemis message ids come from one ``BatchingIDGenerator`` per broker (an ``AtomicLong``,
+id is above ``highMessageId``, or equal to it on a queue not in ``highQueues``, or the pair is pending. Artemis message ids come from one ``BatchingIDGenerator`` per broker (an ``AtomicLong``,
 checkpointed ahead in the bindings journal, so ids only grow, across restarts too): every reference emitted
 before the offset has a message id at most ``highMessageId`` and is not pending, so **nothing is emitted
 twice**. What this rule can miss, and why it is not exact: the id is given in the producer's session thread
@@ -88,12 +90,15 @@ class Offset:
     files: list = field(default_factory=list)  # [file id, name, digest], files with id <= file_id
     high_message_id: int = -1
     high_queues: list = field(default_factory=list)
-    pending: list = field(default_factory=list)  # [message id, queue id]
+    # the transactions open at the offset: [tx id, file id of its last record, its count there, its records
+    # as _Tx items: ["msg", mid, file id, body offset, length, type] | ["ref", mid, queue] | ["sched", mid,
+    # queue, time]]: what the next batch needs to go on from the offset without reading the journal again
+    open: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"fileId": self.file_id, "position": self.position, "files": [list(f) for f in self.files],
                 "highMessageId": self.high_message_id, "highQueues": list(self.high_queues),
-                "pending": [list(p) for p in self.pending]}
+                "open": [[t, f, c, [list(i) for i in recs]] for t, f, c, recs in self.open]}
 
     @classmethod
     def from_json(cls, d) -> "Offset":
@@ -104,9 +109,15 @@ class Offset:
         try:
             return cls(int(d["fileId"]), int(d["position"]), [tuple(f) for f in d.get("files", [])],
                        int(d.get("highMessageId", -1)), [int(q) for q in d.get("highQueues", [])],
-                       [tuple(p) for p in d.get("pending", [])])
+                       [(int(t), None if f is None else int(f), int(c), [tuple(i) for i in recs])
+                        for t, f, c, recs in d.get("open", [])])
         except (KeyError, TypeError, ValueError) as err:
             raise UsageError(f"not an amqtool stream offset: {d!r} ({err})") from None
+
+    @property
+    def pending(self) -> list[tuple[int, int]]:
+        """The ``(message id, queue id)`` of the references of the transactions open at the offset."""
+        return sorted({(int(i[1]), int(i[2])) for _t, _f, _c, recs in self.open for i in recs if i[0] == "ref"})
 
     @property
     def key(self) -> tuple[int, int]:
@@ -143,7 +154,7 @@ class Offset:
     def _pending_set(self) -> set:
         s = getattr(self, "_ps", None)
         if s is None:
-            s = self._ps = {(int(m), int(q)) for m, q in self.pending}
+            s = self._ps = set(self.pending)
         return s
 
 
@@ -175,22 +186,21 @@ class Ref:
 
 @dataclass
 class Walk:
-    """What a scan of the messages journal up to a stop gave."""
+    """What a scan of the messages journal gave, from an offset (or the start) up to a stop."""
 
-    files: list  # the JournalFiles read (OpenedJournal order)
     end: Offset  # the offset after the last whole record read
     refs: list[Ref]  # committed references, in commit order
-    messages: dict  # message id -> (file index, body offset, body length, user record type), last committed
+    messages: dict  # message id -> (file id, body offset, body length, user record type), last committed
     scheduled: dict  # (message id, queue id) -> scheduled time, last committed
 
 
 class _Tx:
     __slots__ = ("last_file", "counter", "records")
 
-    def __init__(self):
-        self.last_file = None
-        self.counter = 0
-        self.records = []  # (kind, message id, queue id or location)
+    def __init__(self, last_file=None, counter: int = 0, records=None):
+        self.last_file = last_file
+        self.counter = counter
+        self.records = records if records is not None else []  # ("msg"|"ref"|"sched", message id, ...)
 
     def count(self, file_id: int) -> int:  # JournalTransaction.getCounter: resets in another file
         if self.last_file != file_id:
@@ -206,10 +216,15 @@ def _queue_id(body) -> int | None:
     return int.from_bytes(body[:8], "big", signed=True) if len(body) >= 8 else None
 
 
-def walk(opened, stop: Offset | None = None) -> Walk:
+def walk(opened, stop: Offset | None = None, begin: Offset | None = None, floor: Offset | None = None) -> Walk:
     """Scan the ordered files of ``opened`` (an :class:`~amqtool.store.journal_files.OpenedJournal` of a
     messages journal) as ``JournalImpl.load`` scans them (§1.5, §3.2), up to ``stop`` (None: to the last
-    whole record), collecting the committed references, the message records and the scheduled times."""
+    whole record), collecting the committed references, the message records and the scheduled times.
+    ``begin``: an offset whose coordinates hold in ``opened`` (not :meth:`Offset.moved`): the scan goes on
+    from it, with the transactions it left open, and gives what was committed after it (the references of
+    messages whose record is before it are found by :func:`find_messages`). None: from the first file.
+    ``floor`` (default ``begin``): an earlier offset whose high-water message id the end's may not go below
+    (a compaction drops dead references, not the ids already emitted)."""
     from amqtool.formats.artemis.records import ADD, ADD_TX, COMMIT, DELETE_TX, PREPARE, ROLLBACK, UPDATE, \
         UPDATE_TX, body_offset
 
@@ -217,26 +232,29 @@ def walk(opened, stop: Offset | None = None) -> Walk:
     messages: dict = {}
     scheduled: dict = {}
     txs: dict[int, _Tx] = {}
-    last = (-1, 0)
-    files = list(opened.files)
-    read_files = []
+    if begin is not None:
+        for tx_id, last_file, counter, recs in begin.open:
+            txs[tx_id] = _Tx(last_file, counter, [_item(r) for r in recs])
+    last = begin.key if begin is not None else (-1, 0)
 
-    def apply(kind, mid, qid_or_loc, pos, body=None):
+    def apply(kind, mid, value, pos):
         if kind == "msg":
-            messages[mid] = qid_or_loc
+            messages[mid] = value
         elif kind == "ref":
-            refs.append(Ref(pos, mid, qid_or_loc))
-        elif kind == "sched":
-            scheduled[(mid, qid_or_loc[0])] = qid_or_loc[1]
+            refs.append(Ref(pos, mid, value))
+        else:
+            scheduled[(mid, value[0])] = value[1]
 
     done = False
-    for index, f in enumerate(files):
-        if stop is not None and f.file_id > stop.file_id:
-            break
+    for index, f in enumerate(opened.files):
         fid = f.file_id
-        read_files.append(f)
+        if stop is not None and fid > stop.file_id:
+            break
+        if begin is not None and fid < begin.file_id:
+            continue
         version = f.version
-        for base, data, records, _marked in opened.scan_windows(index):
+        start = begin.position if begin is not None and fid == begin.file_id else 16
+        for base, data, records, _marked in opened.scan_windows(index, start=start):
             for rec in records:
                 t, off, size, _cc, tx_id, rid, utype, blen, nrec, _x = rec
                 pos = (fid, base + off + size)
@@ -248,7 +266,7 @@ def walk(opened, stop: Offset | None = None) -> Walk:
                 if t in (ADD, UPDATE, ADD_TX, UPDATE_TX):
                     b = body_offset(rec, version)  # relative to this window
                     if utype in MESSAGE_TYPES:
-                        item = ("msg", rid, (index, base + b, blen, utype))
+                        item = ("msg", rid, (fid, base + b, blen, utype))
                     elif utype == ADD_REF:
                         q = _queue_id(data[b:b + 8])
                         if q is not None:
@@ -280,31 +298,66 @@ def walk(opened, stop: Offset | None = None) -> Walk:
                 break
         if done:
             break
-    end = _offset_at(last, read_files, refs, txs)
-    return Walk(read_files, end, refs, messages, scheduled)
+    return Walk(_offset_at(last, opened.files, refs, txs, floor or begin), refs, messages, scheduled)
 
 
-def _records_after(opened, offset: Offset) -> bool:
-    """Whether a whole record lies after ``offset`` (whose coordinates hold): the scan of the offset's file
-    goes on from ``position``, the files after it are scanned from their start."""
-    for index, f in enumerate(opened.files):
-        if f.file_id < offset.file_id:
-            continue
-        start = offset.position if f.file_id == offset.file_id else 16
-        for _base, _data, records, _marked in opened.scan_windows(index, start=start):
-            if records:
-                return True
-    return False
+def _item(r) -> tuple:
+    """A _Tx item from its offset form (and back: :func:`_flat`)."""
+    if r[0] == "msg":
+        return ("msg", int(r[1]), (int(r[2]), int(r[3]), int(r[4]), int(r[5])))
+    if r[0] == "ref":
+        return ("ref", int(r[1]), int(r[2]))
+    return ("sched", int(r[1]), (int(r[2]), int(r[3])))
 
 
-def _offset_at(last: tuple[int, int], files, refs: list[Ref], txs: dict) -> Offset:
+def _flat(item) -> list:
+    kind, mid, value = item
+    return [kind, mid, *value] if isinstance(value, tuple) else [kind, mid, value]
+
+
+def _offset_at(last: tuple[int, int], files, refs: list[Ref], txs: dict, begin: Offset | None) -> Offset:
     high = max((r.message_id for r in refs), default=-1)
-    high_queues = sorted({r.queue_id for r in refs if r.message_id == high})
-    pending = sorted({(m, q) for tx in txs.values() for kind, m, q in tx.records if kind == "ref"})
+    high_queues = {r.queue_id for r in refs if r.message_id == high}
+    if begin is not None and begin.high_message_id >= high:  # monotonic, whatever a compaction dropped
+        if begin.high_message_id > high:
+            high_queues = set()
+        high = begin.high_message_id
+        high_queues |= set(begin.high_queues)
     fid, position = last
     listed = [[f.file_id, f.name, _digest(f.path, position if f.file_id == fid else None)]
               for f in files if f.file_id <= fid]
-    return Offset(fid, position, listed, high, high_queues, [list(p) for p in pending])
+    open_ = [[tx_id, tx.last_file, tx.counter, [_flat(i) for i in tx.records]] for tx_id, tx in sorted(txs.items())]
+    return Offset(fid, position, listed, high, sorted(high_queues), open_)
+
+
+def find_messages(opened, wanted: set[int], before: Offset) -> dict:
+    """The records of the messages ``wanted`` that lie before ``before`` (their references were committed
+    after it): ``{message id: (file id, body offset, body length, user record type)}``, the last record of
+    each id, looked for from the offset's file backwards (a message's references follow its record closely)
+    and no further than needed. A message whose record the broker has reclaimed is not found."""
+    from amqtool.formats.artemis.records import ADD, ADD_TX, body_offset
+
+    found: dict = {}
+    wanted = set(wanted)
+    for index in range(len(opened.files) - 1, -1, -1):
+        if not wanted:
+            break
+        f = opened.files[index]
+        if f.file_id > before.file_id:
+            continue
+        here: dict = {}
+        for base, _data, records, _marked in opened.scan_windows(index):
+            if f.file_id == before.file_id and base >= before.position:
+                break
+            for rec in records:
+                t, off, size, _cc, _tx, rid, utype, blen, _n, _x = rec
+                if f.file_id == before.file_id and base + off + size > before.position:
+                    break  # (the records of one window are in file order; later windows are later still)
+                if t in (ADD, ADD_TX) and utype in MESSAGE_TYPES and rid in wanted:
+                    here[rid] = (f.file_id, base + body_offset(rec, f.version), blen, utype)
+        found.update(here)
+        wanted -= here.keys()
+    return found
 
 
 # --- reading the store consistently ------------------------------------------------------------------------
@@ -410,9 +463,8 @@ class AmqtoolStreamReader(DataSourceStreamReader):
     def latestOffset(self, start=None, limit=None) -> dict:
         begin = Offset() if start is None else Offset.from_json(start)
         got = self._latest(begin)
-        if got.key == begin.key and got.high_message_id == begin.high_message_id \
-                and got.to_json()["pending"] == begin.to_json()["pending"]:
-            return begin.to_json()  # nothing committed since: no batch
+        if got.to_json() == begin.to_json():
+            return begin.to_json()  # nothing since: no batch
         return got.to_json()
 
     def _latest(self, begin: Offset) -> Offset:
@@ -421,9 +473,9 @@ class AmqtoolStreamReader(DataSourceStreamReader):
             return begin  # the broker is compacting: nothing new until it has switched over
 
         def use(opened):
-            if begin.file_id >= 0 and not begin.moved(opened.files) and not _records_after(opened, begin):
-                return begin  # an idle trigger reads only the bytes after the offset, not the whole journal
-            return walk(opened).end
+            if begin.moved(opened.files):  # a compaction: a consistent load of the whole journal
+                return walk(opened, floor=begin).end
+            return walk(opened, begin=begin).end  # only the bytes after the offset
 
         try:
             end = consistent(store.messages, use)
@@ -461,7 +513,13 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
     def use(opened):
         start_moved = start.moved(opened.files)
         end_moved = end.moved(opened.files)
-        w = walk(opened, None if end_moved else end)
+        if not start_moved and not end_moved:  # the bytes between the two offsets
+            w = walk(opened, end, begin=start)
+            lost = {r.message_id for r in w.refs} - w.messages.keys()
+            if lost:
+                w.messages.update(find_messages(opened, lost, start))
+        else:  # a compaction since: a consistent load of the whole journal, references chosen by message id
+            w = walk(opened, None if end_moved else end)
         chosen: dict[int, list] = {}
         for r in w.refs:
             if start.after(start_moved, r.pos, r.message_id, r.queue_id) and \
@@ -472,11 +530,12 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
                         row(name, r.queue_id, bindings.routing_type(r.queue_id),
                             scheduled_time=w.scheduled.get((r.message_id, r.queue_id))))
         body = BodyWindows(opened).body
+        index = {f.file_id: i for i, f in enumerate(opened.files)}
         out = []  # (utype, body, mid, rows, where): a message whose record is gone (reclaimed) gives none
         for mid, rows in chosen.items():
             loc = w.messages.get(mid)
-            if loc is not None:
-                out.append((loc[3], body(loc[0], loc[1], loc[2]), mid, rows, ""))
+            if loc is not None and loc[0] in index:
+                out.append((loc[3], body(index[loc[0]], loc[1], loc[2]), mid, rows, ""))
         return out
 
     messages = consistent(store.messages, use)
