@@ -247,6 +247,8 @@ def test_compaction_under_way_offers_no_batch(store):
     cmp.write_bytes(bytes(16))
     assert s.batch() == []
     cmp.unlink()
+    tmp = store / "journal" / "activemq-data-9.amq.tmp"  # a new file being created changes no other
+    tmp.write_bytes(bytes(16))
     assert s.batch() == [(300, "orders")]
 
 
@@ -388,3 +390,34 @@ def _files(store: Path):
 
     with open_journal(JournalDir(MESSAGES, store / "journal")) as o:
         return list(o.files)
+
+
+def test_a_read_that_the_files_change_under_is_read_again(store, monkeypatch):
+    """A file reused (new header fileID) while a read runs: the read is made again on the new listing; files
+    that never stop changing fail the read with one line."""
+    from amqtool.engines.export import stream
+    from amqtool.errors import AmqtoolError
+    from amqtool.store.layout import JournalDir
+
+    monkeypatch.setattr(stream, "RETRY_SECONDS", 0)
+    jd = JournalDir(MESSAGES, store / "journal")
+    calls = []
+
+    def use(opened):
+        calls.append([f.file_id for f in opened.files])
+        if len(calls) == 1:  # the broker reinitialises the last file under the read
+            last = opened.files[-1]
+            with open(last.path, "r+b") as fh:
+                fh.write(struct.pack(">iiq", 2, 0, 77))
+        return len(calls)
+
+    assert stream.consistent(jd, use) == 2
+    assert calls[1][-1] == 77 and calls[0][-1] != 77
+
+    def always(opened):
+        last = opened.files[-1]
+        with open(last.path, "r+b") as fh:
+            fh.write(struct.pack(">iiq", 2, 0, last.file_id + 1))
+
+    with pytest.raises(AmqtoolError, match="kept changing"):
+        stream.consistent(jd, always)

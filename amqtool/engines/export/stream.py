@@ -42,7 +42,7 @@ were all dead; those the stream had not read (references added and acknowledged 
 behind, in a file reclaimed before it caught up) are not emitted. Compaction rewrites the live records into
 files with *lower* fileIDs (§4.2); so when a file with a fileID at or below an offset's ``fileId`` is not one
 of the offset's ``files`` (a fileID that goes back, or a digest that changed), the offset's coordinates are
-gone. While a compaction is under way (``journal-rename-control.ctr``, ``*.cmp`` or ``*.tmp`` files),
+gone. While a compaction is under way (``journal-rename-control.ctr`` or ``*.cmp`` files),
 :meth:`AmqtoolStreamReader.latestOffset` offers no new data. After one, the batch restarts from a consistent
 load of the compacted journal: a reference is in the batch when it is after the start offset and not after
 the end offset, where "after" an offset whose coordinates are gone is decided by message id -- the message
@@ -73,6 +73,7 @@ from amqtool.errors import AmqtoolError, UsageError
 
 DIGEST_SPAN = 4096  # bytes of a file's records hashed into an offset (cheap; a compaction rewrites them)
 READ_ATTEMPTS = 5
+RETRY_SECONDS = 0.2
 ADD_REF = 32
 SET_SCHEDULED = 36
 MESSAGE_TYPES = frozenset({30, 31, 45})
@@ -376,15 +377,17 @@ def _messages_journal(path: str):
 
 
 def _listing(journal) -> tuple:
-    """What must not change while a read runs: the journal's names with their sizes' presence and headers."""
+    """What must not change while a read runs: the journal's files (names and header fileIDs, as Artemis
+    would load them) and whether a compaction is under way."""
     from amqtool.store.journal_files import open_journal
 
     with open_journal(journal) as o:
-        return tuple((f.name, f.file_id) for f in o.files), _busy(journal)
+        return tuple((f.name, f.file_id) for f in o.files), _compacting(journal)
 
 
-def _busy(journal) -> bool:
-    """A compaction (or a file creation) under way: control file, ``.cmp`` or ``.tmp`` files."""
+def _compacting(journal) -> bool:
+    """A compaction under way: ``journal-rename-control.ctr`` or ``.cmp`` files (§4.3). (A ``.tmp`` file is
+    a new file being created: it changes none of the others.)"""
     from amqtool.store.layout import CONTROL_FILE
 
     ext = "." + journal.spec.extension
@@ -392,18 +395,20 @@ def _busy(journal) -> bool:
         names = os.listdir(journal.directory)
     except OSError:
         return True
-    return any(n == CONTROL_FILE or n.endswith(ext + ".cmp") or n.endswith(ext + ".tmp") for n in names)
+    return any(n == CONTROL_FILE or n.endswith(ext + ".cmp") for n in names)
 
 
 def consistent(journal, use):
     """``use(opened)`` on the journal opened read-only, retried until the listing is the same before and
     after (a broker compacting or reusing files meanwhile); raises after :data:`READ_ATTEMPTS`."""
+    import time
+
     from amqtool.store.journal_files import open_journal
 
-    for _ in range(READ_ATTEMPTS):
+    for attempt in range(READ_ATTEMPTS):
+        if attempt:
+            time.sleep(RETRY_SECONDS * attempt)  # let the broker finish its renames
         before = _listing(journal)
-        if before[1]:
-            continue
         with open_journal(journal) as opened:
             if opened.skipped:
                 s = opened.skipped[0]
@@ -411,8 +416,8 @@ def consistent(journal, use):
             got = use(opened)
         if _listing(journal) == before:
             return got
-    raise AmqtoolError(f"{journal.directory}: the journal kept changing while it was read (a compaction or "
-                       f"file reuse under way); the batch is read again at the next trigger")
+    raise AmqtoolError(f"{journal.directory}: the journal's files kept changing while they were read "
+                       f"({READ_ATTEMPTS} attempts: a compaction or file reuse under way)")
 
 
 # --- Spark -------------------------------------------------------------------------------------------------
@@ -469,7 +474,7 @@ class AmqtoolStreamReader(DataSourceStreamReader):
 
     def _latest(self, begin: Offset) -> Offset:
         store = _messages_journal(self.settings["path"])
-        if _busy(store.messages):
+        if _compacting(store.messages):
             return begin  # the broker is compacting: nothing new until it has switched over
 
         def use(opened):
