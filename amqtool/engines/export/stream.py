@@ -58,13 +58,17 @@ compaction the stream had not read (the compactor drops dead records). Without a
 exact: every committed reference once, in journal order.
 
 **Consistency of one read.** A read lists the files, scans them, and lists them again; if the listing changed
-(a compaction or a reuse under it), it reads again (:data:`READ_ATTEMPTS`), then fails with one line.
+(a compaction or a reuse under it), it reads again (:data:`READ_ATTEMPTS`), then fails with one line. The
+message bodies are then read one Arrow batch at a time (memory: a batch, not the micro-batch) from the same
+files; if the listing changed meanwhile the task fails with one line and Spark runs it again.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -104,8 +108,6 @@ class Offset:
     @classmethod
     def from_json(cls, d) -> "Offset":
         if isinstance(d, str):
-            import json
-
             d = json.loads(d)
         try:
             return cls(int(d["fileId"]), int(d["position"]), [tuple(f) for f in d.get("files", [])],
@@ -151,12 +153,9 @@ class Offset:
             return True
         return (mid, qid) in self._pending_set
 
-    @property
+    @cached_property
     def _pending_set(self) -> set:
-        s = getattr(self, "_ps", None)
-        if s is None:
-            s = self._ps = set(self.pending)
-        return s
+        return set(self.pending)
 
 
 def _digest(path, limit: int | None) -> str:
@@ -398,6 +397,10 @@ def _compacting(journal) -> bool:
     return any(n == CONTROL_FILE or n.endswith(ext + ".cmp") for n in names)
 
 
+class JournalChanging(AmqtoolError):
+    """The journal's files changed under every attempt of a read."""
+
+
 def consistent(journal, use):
     """``use(opened)`` on the journal opened read-only, retried until the listing is the same before and
     after (a broker compacting or reusing files meanwhile); raises after :data:`READ_ATTEMPTS`."""
@@ -416,7 +419,7 @@ def consistent(journal, use):
             got = use(opened)
         if _listing(journal) == before:
             return got
-    raise AmqtoolError(f"{journal.directory}: the journal's files kept changing while they were read "
+    raise JournalChanging(f"{journal.directory}: the journal's files kept changing while they were read "
                        f"({READ_ATTEMPTS} attempts: a compaction or file reuse under way)")
 
 
@@ -429,7 +432,7 @@ def stream_settings(options) -> dict:
 
     opts = {str(k).lower(): v for k, v in dict(options).items()}
     path = opts.get("path")
-    if not path or opts.get("paths") and len(__import__("json").loads(opts["paths"])) > 1:
+    if not path or opts.get("paths") and len(json.loads(opts["paths"])) > 1:
         raise UsageError("readStream reads one Artemis store: spark.readStream.format('amqtool').load(PATH)")
     if str(opts.get("table", "messages")).lower() != "messages":
         raise UsageError("readStream gives the messages table only")
@@ -484,8 +487,8 @@ class AmqtoolStreamReader(DataSourceStreamReader):
 
         try:
             end = consistent(store.messages, use)
-        except AmqtoolError:
-            return begin
+        except JournalChanging:
+            return begin  # a compaction or reuse under way: the next trigger looks again
         if end.file_id < 0:
             return begin
         return end
@@ -509,7 +512,7 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
     from amqtool.engines.export.local import message_batches
     from amqtool.engines.export.model import ExportOptions, ExportSummary
     from amqtool.engines.export.parse import LargeBodies
-    from amqtool.store.journal_files import BodyWindows
+    from amqtool.store.journal_files import BodyWindows, open_journal
 
     store = _messages_journal(path)
     bindings = _bindings(store)
@@ -534,19 +537,31 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
                     chosen.setdefault(r.message_id, []).append(
                         row(name, r.queue_id, bindings.routing_type(r.queue_id),
                             scheduled_time=w.scheduled.get((r.message_id, r.queue_id))))
-        body = BodyWindows(opened).body
-        index = {f.file_id: i for i, f in enumerate(opened.files)}
-        out = []  # (utype, body, mid, rows, where): a message whose record is gone (reclaimed) gives none
-        for mid, rows in chosen.items():
-            loc = w.messages.get(mid)
-            if loc is not None and loc[0] in index:
-                out.append((loc[3], body(index[loc[0]], loc[1], loc[2]), mid, rows, ""))
-        return out
+        # a message whose record is gone (its file reclaimed: the message was deleted) gives no row
+        plan = [(w.messages[mid], mid, rows) for mid, rows in chosen.items() if mid in w.messages]
+        return plan, _listing(store.messages)
 
-    messages = consistent(store.messages, use)
-    summary = ExportSummary("spark", "artemis")
-    yield from message_batches(messages, safe=settings["safe"], large=LargeBodies(store.large_messages_dir),
-                               summary=summary)
+    plan, listing = consistent(store.messages, use)
+    # the bodies are read message by message as the batches are made (memory: one Arrow batch, not the
+    # micro-batch), from the files the plan was made on: a change meanwhile fails the task (Spark retries it)
+    with open_journal(store.messages) as opened:
+        index = {f.file_id: i for i, f in enumerate(opened.files)}
+
+        def checked():
+            if _listing(store.messages) != listing:
+                raise JournalChanging(f"{store.messages.directory}: the journal's files changed while the "
+                                      f"batch was read (a compaction or file reuse)")
+
+        def messages():
+            checked()
+            body = BodyWindows(opened).body
+            for (fid, off, length, utype), mid, rows in plan:
+                if fid in index:
+                    yield utype, body(index[fid], off, length), mid, rows, ""
+            checked()
+
+        yield from message_batches(messages(), safe=settings["safe"], large=LargeBodies(store.large_messages_dir),
+                                   summary=ExportSummary("spark", "artemis"))
 
 
 def _bindings(store):
