@@ -482,3 +482,16 @@ def test_first_batch_of_a_broker_written_store_holds_its_export(name):
         got = streamed.get((e["message_id"], e["queue"]))
         assert got is not None, (e["message_id"], e["queue"])
         assert {k: got[k] for k in level} == {k: e[k] for k in level}
+
+
+def test_a_file_artemis_would_refuse_fails_the_trigger(store):
+    """A journal file the broker's load refuses (a header version it does not know) is an error naming the
+    file, not a stream that silently stops."""
+    from amqtool.errors import AmqtoolError
+
+    s = Stream(store)
+    s.batch()
+    bad = store / "journal" / "activemq-data-99.amq"
+    bad.write_bytes(struct.pack(">iiq", 7, 0, 99) + bytes(100))
+    with pytest.raises(AmqtoolError, match="activemq-data-99.amq"):
+        s.batch()
