@@ -515,7 +515,7 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
     from amqtool.store.journal_files import BodyWindows, open_journal
 
     store = _messages_journal(path)
-    bindings = _bindings(store)
+    bindings = bindings_of(store)
     options = ExportOptions(safe=settings["safe"], queues=settings["queues"])
 
     def use(opened):
@@ -564,7 +564,7 @@ def read_batch(path: str, start: Offset, end: Offset, settings: dict) -> Iterato
                                    summary=ExportSummary("spark", "artemis"))
 
 
-def _bindings(store):
+def bindings_of(store):
     """The store's queues (names, routing types) from its bindings journal, as the export names them."""
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.export.parse import Bindings
