@@ -384,9 +384,9 @@ def test_only_an_artemis_messages_journal_streams(tmp_path):
 
     kaha = next(d for d in sorted(KAHADB.iterdir()) if (d / "manifest.json").is_file())
     with pytest.raises(UsageError, match="kahadb"):
-        AmqtoolStreamReader(stream_settings({"path": str(kaha)})).latestOffset({"fileId": -1, "position": 0})
+        AmqtoolStreamReader(stream_settings({"path": str(kaha)})).latestOffset(Offset().to_json())
     with pytest.raises(AmqtoolError, match="gone"):
-        AmqtoolStreamReader(stream_settings({"path": str(tmp_path / "nothing")})).latestOffset({"fileId": -1, "position": 0})
+        AmqtoolStreamReader(stream_settings({"path": str(tmp_path / "nothing")})).latestOffset(Offset().to_json())
 
 
 def test_queue_and_safe_options(store):

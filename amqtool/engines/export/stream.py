@@ -46,8 +46,9 @@ gone. While a compaction is under way (``journal-rename-control.ctr`` or ``*.cmp
 :meth:`AmqtoolStreamReader.latestOffset` offers no new data. After one, the batch restarts from a consistent
 load of the compacted journal: a reference is in the batch when it is after the start offset and not after
 the end offset, where "after" an offset whose coordinates are gone is decided by message id -- the message
-id is above ``highMessageId``, or equal to it on a queue not in ``highQueues``, or the pair is pending. Artemis message ids come from one ``BatchingIDGenerator`` per broker (an ``AtomicLong``,
-checkpointed ahead in the bindings journal, so ids only grow, across restarts too): every reference emitted
+id is above ``highMessageId``, or equal to it on a queue not in ``highQueues``, or the pair is pending.
+Artemis message ids come from one ``BatchingIDGenerator`` per broker (an ``AtomicLong``, checkpointed ahead
+in the bindings journal, so ids only grow, across restarts too): every reference emitted
 before the offset has a message id at most ``highMessageId`` and is not pending, so **nothing is emitted
 twice**. What this rule can miss, and why it is not exact: the id is given in the producer's session thread
 (``ServerSessionImpl.send``) before the message is routed and stored, so two producers' messages can reach
@@ -55,7 +56,7 @@ the journal out of id order, and a transaction commits later than its ids were g
 reference whose message id is below ``highMessageId`` and that was appended after the offset, then moved by a
 compaction before the stream read it, is not emitted; nor are references added and acknowledged before a
 compaction the stream had not read (the compactor drops dead records). Without a compaction the stream is
-exact: every committed reference once, in journal order.
+exact: every committed reference once, in commit order (the rows of one message together).
 
 **Consistency of one read.** A read lists the files, scans them, and lists them again; if the listing changed
 (a compaction or a reuse under it), it reads again (:data:`READ_ATTEMPTS`), then fails with one line. The
