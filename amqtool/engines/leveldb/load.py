@@ -35,7 +35,8 @@ from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import snappy_uncompress
 from amqtool.engines.leveldb.index import IndexDB, read_index
-from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files
+from amqtool import native
+from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files, scan
 
 _Q_unpack = __import__("struct").Struct(">q").unpack_from
 OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
@@ -128,6 +129,7 @@ class LevelDBState:
     meta_error: str | None = None
     reader: LogReader | None = None
     store_version: str | None = None
+    last_scan: L.FileScan | None = None  # the last file's pass (logfiles.scan), when the load made it
 
     def close(self) -> None:
         if self.reader is not None:
@@ -300,12 +302,16 @@ def load(store, *, node=None) -> LevelDBState:
         same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
         dirty_db = snap_db if same else read_index(dirty_dir)
     index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
-    last_end = scan_end = None
+    last_end = scan_end = last_scan = None
     cut = 0
     limit = 0
     if logs:
         last = logs[-1]
-        last_end, scan_end, cut = L.complete_end(reader.buffer(last), last.position)
+        if native.leveldb_scan is not None:  # the same walk in C, kept for verify's pass over the file
+            last_scan = scan(reader.buffer(last), last.position)
+            last_end, scan_end, cut = last_scan.complete
+        else:
+            last_end, scan_end, cut = L.complete_end(reader.buffer(last), last.position)
         limit = last.position + last_end
     start = snapshot[0] if snapshot else 0
     if logs and reader.file_at(start) is None:
@@ -327,7 +333,7 @@ def load(store, *, node=None) -> LevelDBState:
         pass
     st = LevelDBState(directory, log_dir, logs, snapshot, [p for _, p in snaps], index, snap_db, dirty_db,
                       last_end, scan_end, cut, rep, reader=reader, store_version=version, meta=meta,
-                      meta_error=meta_error)
+                      meta_error=meta_error, last_scan=last_scan)
     _load_collections(st)
     return st
 

@@ -41,13 +41,16 @@ leveldb-replica-behind            INFO      replicated: a node's log ends before
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left as _bisect
 
+from amqtool import native
 from amqtool.errors import Finding, FormatError, Severity
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, load
+from amqtool.engines.leveldb.logfiles import scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 _HEAD = L.HEADER
@@ -55,87 +58,80 @@ _UOW = struct.Struct(">q")
 
 
 def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
-               add, counts: dict, progress, replay_start: int = 0) -> None:
-    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at.
+               add, counts: dict, progress, replay_start: int = 0, fs: L.FileScan | None = None) -> None:
+    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at. The
+    pass over the bytes is :func:`amqtool.engines.leveldb.logfiles.scan` (C when built; ``fs`` when the load
+    made it already); here its events become findings.
 
     Damage the broker will never read again is a WARNING, not proven loss: records before the replay's start
     (the snapshot's position) are not replayed (the messages the index still holds there are checked one by
     one, :func:`verify_state`), and records past the last complete unit of work of the last file are cut."""
     mv = memoryview(buf)
+    if fs is None:
+        fs = scan_log(mv, f.position)
+    base = f.position
 
     def old(p: int) -> bool:
-        return f.position + p < replay_start
+        return base + p < replay_start
+
+    def tail(p: int) -> bool:
+        return is_last and complete_end is not None and p >= complete_end
 
     n = len(mv)
-    pos = 0
     path = str(f.path)
-    unit = f.position
-    crc = _crc32
-    unpack = _HEAD.unpack_from
-    base = f.position
-    bad_crc = 0
-    first_bad = None
-    records = 0
-    while pos < n:
-        if pos + L.HEADER_SIZE > n:
-            if any(mv[pos:n]):
-                _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
-                      complete_end, old(pos))
-            break
-        magic, kind, cs, length = unpack(mv, pos)
-        if magic != 0x2A:
-            if magic == 0 and kind == 0 and cs == 0 and length == 0:
-                if not is_last and any(mv[pos:n]):
+    mismatched = set()
+    for off, code, kind, length, a, b in fs.events:
+        if code == L.EV_CRC:
+            t = tail(off)
+            add(Finding(W if t or old(off) else C, "leveldb-checksum-mismatch",
+                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {a:#010x}, "
+                        f"computed {b:#010x}" + (" (in the cut unit of work)" if t else ""), path, off))
+        elif code == L.EV_UOW:
+            if not is_last:
+                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
+                # applies each unit at its UOW_END whatever start it names
+                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {a:#x}, but its unit "
+                            f"starts at {b:#x}", path, off))
+        elif code == L.EV_SHAPE and not tail(off) and not old(off):
+            why = _kind_mismatch(kind, mv[off + L.HEADER_SIZE:off + L.HEADER_SIZE + length])
+            if why is not None:
+                # the kind byte is outside the checksum: a record read as another kind changes the replay
+                add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
+                            "kind byte?): the replay applies it as that kind", path, off))
+                mismatched.add(off)
+    if fs.stop is not None:
+        pos, reason, byte, length = fs.stop
+        if reason == L.STOP_TRUNCATED_HEADER:
+            _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
+                  complete_end, old(pos))
+        elif reason == L.STOP_ZERO:
+            if pos + L.HEADER_SIZE <= n and not is_last:
+                if bytes(mv[pos:n]).count(0) != n - pos:
                     add(Finding(W if old(pos) else C, "leveldb-not-a-record", "zero bytes, then more data, where "
                                 "records should continue", path, pos))
-                elif not is_last:
+                else:
                     add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
                                 "bytes before the end of a file that is not the last", path, pos))
-                break
+        elif reason == L.STOP_NOT_A_RECORD:
             # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
             # should start is damage even at the end of the last file
             # in the cut tail of the last file nothing more is lost (the broker drops it); a last file without a
             # single record is no log at all
-            _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
-                  is_last and (records > 0 or pos > 0), complete_end, old(pos))
-            break
-        end = pos + L.HEADER_SIZE + length
-        if end > n:
-            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {end - n} byte(s) past the end of "
+            _stop(add, path, pos, "not-a-record", f"byte 0x{byte:02x} where a record ('*') should start",
+                  is_last and (fs.records > 0 or pos > 0), complete_end, old(pos))
+        else:
+            over = pos + L.HEADER_SIZE + length - n
+            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {over} byte(s) past the end of "
                   "the file", is_last, complete_end, old(pos))
-            break
-        data = mv[pos + L.HEADER_SIZE:end]
-        ok = crc(data) == (cs & 0xFFFFFFFF)
-        records += 1
-        if not ok:
-            bad_crc += 1
-            if first_bad is None:
-                first_bad = pos
-            tail = is_last and complete_end is not None and pos >= complete_end
-            add(Finding(W if tail or old(pos) else C, "leveldb-checksum-mismatch",
-                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {cs & 0xFFFFFFFF:#010x}, "
-                        f"computed {crc(data):#010x}" + (" (in the cut unit of work)" if tail else ""), path, pos))
-        if kind == L.UOW_END and length == 8:
-            start = _UOW.unpack_from(data)[0]
-            if start != unit and not is_last:
-                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
-                # applies each unit at its UOW_END whatever start it names
-                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
-                            f"starts at {unit:#x}", path, pos))
-            unit = base + end
-        elif not (is_last and complete_end is not None and pos >= complete_end) and not old(pos) \
-                and (why := _kind_mismatch(kind, data)) is not None:
-            # the kind byte is outside the checksum: a record read as another kind changes the replay
-            add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
-                        "kind byte?): the replay applies it as that kind", path, pos))
-        elif kind == L.DATA:
-            counts["data"] += 1
-            at = base + pos
-            if at in wanted:
-                found[at] = (length, ok)
-        pos = end
-    counts["records"] += records
-    data.release() if records else None
+    offs, lens, oks = fs.data_offsets, fs.data_lengths, fs.data_ok
+    counts["data"] += len(offs) - len(mismatched)
+    lo, hi = base, base + n
+    for at in wanted:
+        if lo <= at < hi:
+            i = _bisect(offs, at - base)
+            if i < len(offs) and offs[i] == at - base and offs[i] not in mismatched:
+                found[at] = (lens[i], bool(oks[i]))
+    counts["records"] += fs.records
     mv.release()
     if progress is not None:
         progress(f.size)
@@ -221,9 +217,11 @@ def _units_after(st: LevelDBState) -> int:
     """UOW_END records with good checksums anywhere after the end of the last complete unit of the last file
     (searched byte by byte, past any broken framing): a crash leaves none there."""
     buf = st.reader.buffer(st.logs[-1])
-    n = 0
     pos = st.last_file_end
     end = len(buf)
+    if native.leveldb_count_uow_ends is not None:
+        return native.leveldb_count_uow_ends(buf, pos, end)
+    n = 0
     marker = b"\x2a\xff"
     while True:
         pos = buf.find(marker, pos, end)
@@ -276,7 +274,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                         f"file's records (which end at {prev_end:#x})", str(f.path), 0))
         is_last = i == len(st.logs) - 1
         _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
-                   counts, progress, st.replay.start)
+                   counts, progress, st.replay.start, st.last_scan if is_last else None)
         prev_end = f.limit
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
