@@ -54,6 +54,8 @@ PyObject *amq_kahadb_check_batches(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_scan(PyObject *self, PyObject *args); /* leveldb_scan.c */
 PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args);
 PyObject *amq_crc32(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

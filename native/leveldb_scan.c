@@ -194,7 +194,7 @@ static int varint(const unsigned char *p, size_t end, size_t *pos, uint64_t *v, 
     int shift = 0, b64 = 0;
     for (;;) {
         if (*pos >= end)
-            return -1;
+            return -1; /* runs past the end */
         unsigned c = p[(*pos)++];
         uint64_t bits = c & 0x7f;
         if (shift < 64) {
@@ -208,7 +208,7 @@ static int varint(const unsigned char *p, size_t end, size_t *pos, uint64_t *v, 
             break;
         shift += 7;
         if (shift >= 70)
-            return -1;
+            return -2; /* longer than 10 bytes */
     }
     *v = r;
     if (big)
@@ -522,4 +522,193 @@ PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     return PyLong_FromLongLong(count);
+}
+
+/* --- the index's entries (records.entry_rows is the reference) ------------------------------------ */
+
+/* leveldb_entry_rows(items) -> (seqs, locations, lengths, status): items a list of (entry key, value) of one
+ * collection, as load groups them; packed native int64 / int64 / int32 / uint8 arrays. status 0: an 8-byte
+ * entry key and a value of only fields 3 and 4 (value_location, value_length: varints of at most 10 bytes,
+ * the last of each winning, as decode_index_entry reads them); 1: not an 8-byte key (no message); 2: any
+ * other value (meta, other fields, damage): Python decodes it (decode_index_entry). */
+PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args) {
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "O!:leveldb_entry_rows", &PyList_Type, &items))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *seqs = PyBytes_FromStringAndSize(NULL, n * 8);
+    PyObject *locs = PyBytes_FromStringAndSize(NULL, n * 8);
+    PyObject *lens = PyBytes_FromStringAndSize(NULL, n * 4);
+    PyObject *status = PyBytes_FromStringAndSize(NULL, n);
+    if (!seqs || !locs || !lens || !status)
+        goto fail;
+    int64_t *sq = (int64_t *)PyBytes_AS_STRING(seqs), *lc = (int64_t *)PyBytes_AS_STRING(locs);
+    int32_t *ln = (int32_t *)PyBytes_AS_STRING(lens);
+    unsigned char *stt = (unsigned char *)PyBytes_AS_STRING(status);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        sq[i] = lc[i] = 0;
+        ln[i] = 0;
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(it, 0)) ||
+            !PyBytes_Check(PyTuple_GET_ITEM(it, 1))) {
+            PyErr_SetString(PyExc_TypeError, "leveldb_entry_rows: items must be (bytes, bytes) tuples");
+            goto fail;
+        }
+        PyObject *k = PyTuple_GET_ITEM(it, 0), *v = PyTuple_GET_ITEM(it, 1);
+        if (PyBytes_GET_SIZE(k) != 8) {
+            stt[i] = 1;
+            continue;
+        }
+        const unsigned char *kb = (const unsigned char *)PyBytes_AS_STRING(k);
+        sq[i] = (int64_t)((uint64_t)be32(kb) << 32 | be32(kb + 4));
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(v);
+        size_t end = (size_t)PyBytes_GET_SIZE(v), pos = 0;
+        int st = 0;
+        while (pos < end) {
+            unsigned tag = p[pos++];
+            uint64_t x;
+            int big;
+            if ((tag != 0x18 && tag != 0x20) || varint(p, end, &pos, &x, &big) || big) {
+                st = 2;
+                break;
+            }
+            if (tag == 0x18)
+                lc[i] = (int64_t)x;
+            else
+                ln[i] = (int32_t)(uint32_t)x;
+        }
+        if (st) {
+            lc[i] = 0;
+            ln[i] = 0;
+        }
+        stt[i] = (unsigned char)st;
+    }
+    return Py_BuildValue("(NNNN)", seqs, locs, lens, status);
+fail:
+    Py_XDECREF(seqs);
+    Py_XDECREF(locs);
+    Py_XDECREF(lens);
+    Py_XDECREF(status);
+    return NULL;
+}
+
+/* --- the index's write-ahead log (dblog.iter_batch, applied as index.read_index applies it) ------------ */
+
+/* leveldb_apply_batch(batch, newest) -> (operations applied, error message or None), or None when the
+ * sequence numbers would pass 64 bits (Python applies that batch). Each operation of the LevelDB write batch
+ * (WriteBatch: sequence fixed64, count fixed32, then tag 1 key value / tag 0 key, lengths as varints) is
+ * applied to newest (key -> (sequence, kind, value)) when no newer sequence holds the key; an error stops
+ * the batch where iter_batch raises, after the operations before it. */
+static const char *varint_error(int rc) {
+    return rc == -2 ? "varint longer than 10 bytes" : "varint runs past the end of its message";
+}
+
+PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *newest;
+    if (!PyArg_ParseTuple(args, "y*O!:leveldb_apply_batch", &view, &PyDict_Type, &newest))
+        return NULL;
+    const unsigned char *p = view.buf;
+    size_t n = (size_t)view.len, pos = 12;
+    long long ops = 0;
+    char msg[160];
+    msg[0] = 0;
+    PyObject *res = NULL;
+    if (n < 12) {
+        snprintf(msg, sizeof msg, "write batch of %zu bytes, shorter than its 12-byte header", n);
+        goto out;
+    }
+    uint64_t seq = 0;
+    uint32_t count = 0;
+    for (int i = 7; i >= 0; i--)
+        seq = seq << 8 | p[i];
+    for (int i = 3; i >= 0; i--)
+        count = count << 8 | p[8 + i];
+    if (count && seq > UINT64_MAX - count) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        if (pos >= n) {
+            snprintf(msg, sizeof msg, "write batch says %u operations, holds %u", count, i);
+            goto out;
+        }
+        unsigned tag = p[pos++];
+        uint64_t klen, vlen = 0;
+        int big = 0, rc;
+        if ((rc = varint(p, n, &pos, &klen, &big))) {
+            snprintf(msg, sizeof msg, "%s", varint_error(rc));
+            goto out;
+        }
+        if (big || klen > n - pos) {
+            snprintf(msg, sizeof msg, "write batch key runs past the end");
+            goto out;
+        }
+        size_t kpos = pos;
+        pos += klen;
+        PyObject *value;
+        int kind;
+        if (tag == 1) {
+            if ((rc = varint(p, n, &pos, &vlen, &big))) {
+                snprintf(msg, sizeof msg, "%s", varint_error(rc));
+                goto out;
+            }
+            if (big || vlen > n - pos) {
+                snprintf(msg, sizeof msg, "write batch value runs past the end");
+                goto out;
+            }
+            value = PyBytes_FromStringAndSize((const char *)p + pos, (Py_ssize_t)vlen);
+            pos += vlen;
+            kind = 1;
+        } else if (tag == 0) {
+            value = (Py_INCREF(Py_None), Py_None);
+            kind = 0;
+        } else {
+            snprintf(msg, sizeof msg, "write batch operation tag %u", tag);
+            goto out;
+        }
+        PyObject *key = PyBytes_FromStringAndSize((const char *)p + kpos, (Py_ssize_t)klen);
+        PyObject *sq = PyLong_FromUnsignedLongLong(seq + i);
+        if (!value || !key || !sq) {
+            Py_XDECREF(value);
+            Py_XDECREF(key);
+            Py_XDECREF(sq);
+            goto fail;
+        }
+        PyObject *old = PyDict_GetItemWithError(newest, key);
+        int put = 1;
+        if (old) {
+            if (!PyTuple_Check(old) || PyTuple_GET_SIZE(old) < 1) {
+                PyErr_SetString(PyExc_TypeError, "leveldb_apply_batch: newest values are (sequence, kind, value)");
+                put = -1;
+            } else {
+                put = PyObject_RichCompareBool(sq, PyTuple_GET_ITEM(old, 0), Py_GE);
+            }
+        } else if (PyErr_Occurred()) {
+            put = -1;
+        }
+        if (put > 0) {
+            PyObject *t = Py_BuildValue("(NiN)", sq, kind, value);
+            sq = value = NULL;
+            if (!t || PyDict_SetItem(newest, key, t)) {
+                Py_XDECREF(t);
+                put = -1;
+            } else {
+                Py_DECREF(t);
+            }
+        }
+        Py_XDECREF(sq);
+        Py_XDECREF(value);
+        Py_DECREF(key);
+        if (put < 0)
+            goto fail;
+        ops++;
+    }
+    if (pos != n)
+        snprintf(msg, sizeof msg, "write batch: %zu bytes after its %u operations", n - pos, count);
+out:
+    res = msg[0] ? Py_BuildValue("(Ls)", ops, msg) : Py_BuildValue("(LO)", ops, Py_None);
+fail:
+    PyBuffer_Release(&view);
+    return res;
 }

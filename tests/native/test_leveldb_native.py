@@ -214,9 +214,132 @@ def test_verify_same_findings_on_damaged_copies(case, tmp_path, monkeypatch):
         victim.write_bytes(bytes(b))
         got_c = _verify_doc(d)
         with monkeypatch.context() as m:
-            for name in ("leveldb_scan", "leveldb_count_uow_ends"):
+            for name in NATIVE_NAMES:
                 m.setattr(native, name, None)
             got_py = _verify_doc(d)
         assert got_c == got_py, (trial, victim.name, r.offset)
         # a kind byte changed before the snapshot's position is never replayed: no finding there
         assert got_c[0] or trial == 1, ("the damage is found", trial, victim.name, r.offset, r.kind, r.length)
+
+
+# --- the index: entry values and write batches -------------------------------------------------------
+
+INDEX_DIRS = sorted(p for d in STORE_DIRS for p in d.glob("*.index") if p.is_dir() and (p / "CURRENT").is_file())
+
+
+def _index_items() -> list[list]:
+    from amqtool.engines.leveldb.index import read_index
+
+    groups: dict = {}
+    for d in INDEX_DIRS:
+        for k, v in sorted(read_index(d).data.items()):
+            if k[:1] == b"e" and len(k) >= 9:
+                groups.setdefault((d, k[1:9]), []).append((k[9:], v))
+    return list(groups.values())
+
+
+def _rows_c(items):
+    seqs, locs, lens, status = native.leveldb_entry_rows(items)
+    return [list(memoryview(seqs).cast("q")), list(memoryview(locs).cast("q")), list(memoryview(lens).cast("i")),
+            list(status)]
+
+
+def test_entry_rows_of_every_index():
+    from amqtool.formats.leveldb import records as R
+
+    groups = _index_items()
+    assert len(INDEX_DIRS) >= 6 and sum(map(len, groups)) > 100
+    statuses = set()
+    for items in groups:
+        py = R.entry_rows(items)
+        assert _rows_c(items) == list(map(list, py))
+        statuses |= set(py[3])
+        for (k, v), s, loc, ln in zip(items, py[3], py[1], py[2]):
+            if s == 0:  # what the general decoder reads
+                assert R.decode_index_entry(v)[:2] == (loc, ln)
+    assert {0, 1} <= statuses
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=7, max_size=9),
+                          st.one_of(st.binary(max_size=24),
+                                    st.builds(lambda a, b: b"\x18" + a + b"\x20" + b,
+                                              st.binary(min_size=1, max_size=11), st.binary(min_size=1, max_size=3)))),
+                max_size=8))
+def test_entry_rows_of_any_bytes(items):
+    from amqtool.formats.leveldb import records as R
+
+    assert _rows_c(items) == list(map(list, R.entry_rows(items)))
+
+
+def _batches() -> list[bytes]:
+    from amqtool.formats.leveldb import dblog
+
+    out = []
+    for d in INDEX_DIRS + sorted(p / "dirty.index" for p in STORE_DIRS if (p / "dirty.index").is_dir()):
+        for log in sorted(d.glob("*.log")):
+            out += [bytes(rec) for _off, rec in dblog.read_log(log.read_bytes()).records]
+    return out
+
+
+def _apply_both(batches: list[bytes]):
+    from amqtool.engines.leveldb.index import apply_batch
+
+    a: dict = {}
+    b: dict = {}
+    ra = [apply_batch(rec, a, use_native=False) for rec in batches]
+    rb = [apply_batch(rec, b, use_native=True) for rec in batches]
+    assert rb == ra
+    assert b == a and list(b) == list(a)
+    return ra
+
+
+def test_write_batches_of_every_index_apply_the_same():
+    batches = _batches()
+    assert len(batches) > 20
+    done = _apply_both(batches)
+    assert all(err is None for _n, err in done)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_write_batches_apply_the_same(data):
+    batches = _batches()
+    picked = [bytearray(batches[i]) for i in data.draw(st.lists(st.integers(0, len(batches) - 1), min_size=1,
+                                                                max_size=4))]
+    for b in picked:
+        for _ in range(data.draw(st.integers(0, 3))):
+            if not b:
+                break
+            op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+            at = data.draw(st.integers(0, len(b) - 1))
+            if op == "flip":
+                b[at] ^= 1 << data.draw(st.integers(0, 7))
+            elif op == "cut":
+                del b[at:]
+            else:
+                b[at:at] = data.draw(st.binary(min_size=1, max_size=6))
+    _apply_both([bytes(b) for b in picked])
+
+
+NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch")
+
+
+def _loaded(store_dir: Path):
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+
+    with load(detect(store_dir)) as s:
+        return ({k: (d.qualified, [(m.seq, m.location, m.length, m.redelivery) for m in d.messages], d.entries,
+                     [(x.key, x.ack_position, x.pending_count) for x in d.subscriptions])
+                 for k, d in s.destinations.items()},
+                s.index, s.load_problems, (s.last_file_end, s.last_file_scan_end, s.cut_records),
+                s.snapshot_db.problems if s.snapshot_db else None)
+
+
+@pytest.mark.parametrize("case", DAMAGE_CASES, ids=lambda d: d.name)
+def test_load_is_the_same_without_the_extension(case, monkeypatch):
+    got_c = _loaded(case / "store")
+    for name in NATIVE_NAMES:
+        monkeypatch.setattr(native, name, None)
+    assert _loaded(case / "store") == got_c

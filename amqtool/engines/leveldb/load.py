@@ -130,6 +130,8 @@ class LevelDBState:
     reader: LogReader | None = None
     store_version: str | None = None
     last_scan: L.FileScan | None = None  # the last file's pass (logfiles.scan), when the load made it
+    entries: dict = field(default_factory=dict)  # collection key -> [(entry key, value)] of the index, in key order
+    collection_keys: set = field(default_factory=set)  # the keys of the index's collection records
 
     def close(self) -> None:
         if self.reader is not None:
@@ -338,19 +340,32 @@ def load(store, *, node=None) -> LevelDBState:
     return st
 
 
+def _entry_rows(items: list):
+    """:func:`amqtool.formats.leveldb.records.entry_rows` of a collection's entries, in C when built."""
+    if native.leveldb_entry_rows is not None:
+        try:
+            seqs, locs, lens, status = native.leveldb_entry_rows(items)
+        except TypeError:  # not (bytes, bytes) pairs: the reference reads them
+            return R.entry_rows(items)
+        return (memoryview(seqs).cast("q"), memoryview(locs).cast("q"), memoryview(lens).cast("i"), status)
+    return R.entry_rows(items)
+
+
 def _load_collections(st: LevelDBState) -> None:
     index = st.index
-    entries: dict[int, list] = {}
+    entries: dict[int, list] = st.entries
+    collections = []
     for k in sorted(index):
-        if k[:1] == R.ENTRY_PREFIX and len(k) >= 9:
-            entries.setdefault(_Q_unpack(k, 1)[0],
-                               []).append((k[9:], index[k]))
+        if k[:1] == R.ENTRY_PREFIX:
+            if len(k) >= 9:
+                entries.setdefault(_Q_unpack(k, 1)[0], []).append((k[9:], index[k]))
+        elif k[:1] == R.COLLECTION_PREFIX and len(k) == 9:
+            collections.append(k)
     subs_by_topic: dict[int, list] = {}
     txs = []
-    for k in sorted(index):
-        if k[:1] != R.COLLECTION_PREFIX or len(k) != 9:
-            continue
+    for k in collections:
         ckey = R._Q.unpack_from(k, 1)[0]
+        st.collection_keys.add(ckey)
         try:
             rec = R.decode_collection(index[k])
             if rec.type in (R.QUEUE, R.TOPIC):
@@ -359,12 +374,15 @@ def _load_collections(st: LevelDBState) -> None:
                 # the meta is the qualified name (createCollection(utf8(dest.getQualifiedName))), which
                 # ActiveMQDestination.createDestination parses; a bare name takes the collection's kind
                 d = Destination(ckey, kind, name if "://" in name else f"{kind}://{name}")
-                for ekey, value in entries.get(ckey, ()):
-                    if len(ekey) != 8:
-                        continue
-                    loc, length, meta = R.decode_index_entry(value)
-                    d.messages.append(Message(ckey, _Q_unpack(ekey)[0], loc, length,
-                                              R.decode_delivery_count(meta) if meta else 0))
+                items = entries.get(ckey, [])
+                seqs, locs, lens, status = _entry_rows(items)
+                msgs = d.messages
+                for i, s in enumerate(status):
+                    if s == 0:
+                        msgs.append(Message(ckey, seqs[i], locs[i], lens[i]))
+                    elif s == 2:
+                        loc, length, meta = R.decode_index_entry(items[i][1])
+                        msgs.append(Message(ckey, seqs[i], loc, length, R.decode_delivery_count(meta) if meta else 0))
                 cm = st.meta.get(ckey)
                 d.entries = cm.size if cm is not None else 0
                 st.destinations[ckey] = d

@@ -40,8 +40,10 @@ leveldb-replica-behind            INFO      replicated: a node's log ends before
 """
 from __future__ import annotations
 
+import mmap
 import struct
-from bisect import bisect_left as _bisect
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from amqtool import native
 from amqtool.errors import Finding, FormatError, Severity
@@ -50,14 +52,14 @@ from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, load
-from amqtool.engines.leveldb.logfiles import scan as scan_log
+from amqtool.engines.leveldb.logfiles import log_files, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 _HEAD = L.HEADER
 _UOW = struct.Struct(">q")
 
 
-def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
+def _scan_file(f, buf, is_last: bool, complete_end: int | None, found: dict,
                add, counts: dict, progress, replay_start: int = 0, fs: L.FileScan | None = None) -> None:
     """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at. The
     pass over the bytes is :func:`amqtool.engines.leveldb.logfiles.scan` (C when built; ``fs`` when the load
@@ -125,12 +127,11 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, fo
                   "the file", is_last, complete_end, old(pos))
     offs, lens, oks = fs.data_offsets, fs.data_lengths, fs.data_ok
     counts["data"] += len(offs) - len(mismatched)
-    lo, hi = base, base + n
-    for at in wanted:
-        if lo <= at < hi:
-            i = _bisect(offs, at - base)
-            if i < len(offs) and offs[i] == at - base and offs[i] not in mismatched:
-                found[at] = (lens[i], bool(oks[i]))
+    # every DATA record by log position -> (length, checksum ok): entries look theirs up (a record whose data
+    # is not a message, reported above, is none)
+    found.update(zip(map(base.__add__, offs), zip(lens, oks)))
+    for off in mismatched:
+        found.pop(base + off, None)
     counts["records"] += fs.records
     mv.release()
     if progress is not None:
@@ -247,7 +248,9 @@ def _read_data(st: LevelDBState, loc: int) -> tuple | None:
     return length, _crc32(data) == (cs & 0xFFFFFFFF)
 
 
-def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
+def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | None = None) -> dict:
+    """The findings of one loaded store (appended to ``findings``) and its summary. ``scans``: log position ->
+    the file's :class:`FileScan` (or a future of it), made ahead (:func:`verify_store`)."""
     add = findings.append
     directory = str(st.directory)
     # entries -> the DATA records they need
@@ -273,8 +276,9 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             add(Finding(C, "leveldb-not-a-record", f"this file starts at {f.position:#x}, inside the previous "
                         f"file's records (which end at {prev_end:#x})", str(f.path), 0))
         is_last = i == len(st.logs) - 1
-        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
-                   counts, progress, st.replay.start, st.last_scan if is_last else None)
+        fs = st.last_scan if is_last else _ahead(scans, f)
+        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, found, add,
+                   counts, progress, st.replay.start, fs)
         prev_end = f.limit
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
@@ -300,7 +304,17 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     "applied to its index", str(f.path) if f else directory,
                     rep.stopped[0] - f.position if f else None))
     lost = bad = 0
-    for loc, users in sorted(wanted.items()):
+    last_pos = st.logs[-1].position if st.logs else None
+    suspects = []
+    for loc, users in wanted.items():
+        # the common case first: the DATA record is there, whole, with its checksum, before the end
+        got = found.get(loc)
+        m = users[0][1]
+        if got is None or got[0] != m.length or not got[1] or (
+                last_pos is not None and loc >= last_pos and loc + L.HEADER_SIZE + m.length > rep.limit):
+            suspects.append(loc)
+    for loc in sorted(suspects):
+        users = wanted[loc]
         got = found.get(loc)
         holder, m = users[0]
         f = st.reader.file_at(loc)
@@ -329,13 +343,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     "its checksum does not match"
                 _bad_entry(st, add, holder, m, f, why)
                 bad += len(users)
-    known = {int.from_bytes(k[1:9], "big", signed=True) for k in st.index if k[:1] == b"c" and len(k) == 9}
-    orphans: dict[int, int] = {}
-    for k in st.index:
-        if k[:1] == b"e" and len(k) >= 9:
-            ck = int.from_bytes(k[1:9], "big", signed=True)
-            if ck not in known:
-                orphans[ck] = orphans.get(ck, 0) + 1
+    known = st.collection_keys
+    orphans = {ck: len(es) for ck, es in st.entries.items() if ck not in known}
     for ck, n in sorted(orphans.items()):
         # the broker deletes a collection's entries with it: entries without their collection are messages
         # whose queue or topic record is gone (a damaged index), which no consumer will get
@@ -392,11 +401,54 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
 
 
+def _scan_ahead(log_dir) -> tuple[dict, object]:
+    """Start the C scans of every log file but the last (the load walks that one) in a worker thread, while
+    the load reads the index and replays (the scan runs without the GIL): position -> (size, future)."""
+    if native.leveldb_scan is None:
+        return {}, None
+    files = log_files(Path(log_dir))[:-1]
+    if not files:
+        return {}, None
+
+    def one(f):
+        if f.size == 0:
+            return None
+        with open(f.path, "rb") as fh:
+            m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return scan_log(m, f.position)
+        finally:
+            m.close()
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leveldb-scan")
+    futures = {f.position: (f.size, pool.submit(one, f)) for f in files}
+    pool.shutdown(wait=False)
+    return futures, pool
+
+
+def _ahead(scans: dict | None, f):
+    """The scan made ahead of ``f``, if it is of the same file (same size); else None (scanned again)."""
+    item = scans.pop(f.position, None) if scans else None
+    if item is None:
+        return None
+    size, fut = item
+    try:
+        fs = fut.result()
+    except (OSError, ValueError):
+        return None
+    return fs if fs is not None and size == f.size else None
+
+
 def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
     findings: list[Finding] = []
     if not store.replicated:
-        with load(store) as st:
-            return findings, verify_state(st, findings, progress)
+        scans, pool = _scan_ahead(store.log_dir())
+        try:
+            with load(store) as st:
+                return findings, verify_state(st, findings, progress, scans)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
     nodes = []
     for n in store.nodes:
         sub: list[Finding] = []
