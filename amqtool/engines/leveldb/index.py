@@ -239,9 +239,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         db.problem(path, p.offset, p.message + " (LevelDB drops the record)" +
                    ("; every key it wrote is rewritten later or a counter" if harmless else _held(p.data)),
                    "warning" if harmless else "critical")
-    for key, (seq, kind, value) in newest.items():
-        if seq > db.last_sequence:
-            db.last_sequence = seq
-        if kind == dblog.TYPE_VALUE:
-            db.data[bytes(key)] = bytes(value)
+    if newest:
+        db.last_sequence = max(db.last_sequence, max(v[0] for v in newest.values()))
+    value_kind = dblog.TYPE_VALUE
+    db.data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
     return db

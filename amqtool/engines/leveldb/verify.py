@@ -40,7 +40,9 @@ leveldb-replica-behind            INFO      replicated: a node's log ends before
 """
 from __future__ import annotations
 
+import errno
 import mmap
+import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -221,7 +223,10 @@ def _units_after(st: LevelDBState) -> int:
     pos = st.last_file_end
     end = len(buf)
     if native.leveldb_count_uow_ends is not None:
-        return native.leveldb_count_uow_ends(buf, pos, end)
+        # the file is preallocated (a byte written at its last offset): its tail is mostly a hole, which holds
+        # no record; only the extents holding data are searched (a record may run 17 bytes into a hole)
+        return sum(native.leveldb_count_uow_ends(buf, lo, min(hi + 17, end))
+                   for lo, hi in _data_extents(st.logs[-1].path, pos, end))
     n = 0
     marker = b"\x2a\xff"
     while True:
@@ -232,6 +237,37 @@ def _units_after(st: LevelDBState) -> int:
         if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
             n += 1
         pos += 1
+
+
+def _data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
+    """The ranges of [start, end) of a file that hold data (``SEEK_DATA``/``SEEK_HOLE``); the whole range where
+    the file system cannot tell."""
+    if start >= end:
+        return []
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return [(start, end)]
+    out = []
+    try:
+        pos = start
+        while pos < end:
+            try:
+                lo = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno == errno.ENXIO:  # no data after pos
+                    break
+                raise
+            if lo >= end:
+                break
+            hi = min(os.lseek(fd, lo, os.SEEK_HOLE), end)
+            out.append((lo, hi))
+            pos = hi
+    except OSError:
+        return [(start, end)]
+    finally:
+        os.close(fd)
+    return out
 
 
 def _read_data(st: LevelDBState, loc: int) -> tuple | None:
