@@ -346,3 +346,26 @@ def test_load_is_the_same_without_the_extension(case, monkeypatch):
     for name in NATIVE_NAMES:
         monkeypatch.setattr(native, name, None)
     assert _loaded(case / "store") == got_c
+
+
+@pytest.mark.parametrize("case", [c for c in DAMAGE_CASES if c.name in ("basic", "killed", "snappy")],
+                         ids=lambda d: d.name)
+def test_verify_cli_is_the_same_with_amqtool_no_native(case):
+    """``AMQTOOL_NO_NATIVE=1`` takes the extension away (every LevelDB function falls back to Python): the
+    verify document and exit status of the CLI are the same."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "amqtool"
+    runs = []
+    for env in ({}, {"AMQTOOL_NO_NATIVE": "1"}):
+        p = subprocess.run([str(exe), "verify", str(case / "store"), "--format", "json"], capture_output=True,
+                           text=True, env={**os.environ, **env})
+        doc = json.loads(p.stdout)
+        doc.pop("elapsed", None)
+        doc.pop("timing", None)
+        runs.append((p.returncode, doc))
+    assert runs[0] == runs[1]
+    assert runs[0][0] in (0, 1) and runs[0][1]
