@@ -39,8 +39,8 @@ does not decide: a diverted or moved message keeps its own). Spark still evaluat
 scan: pushdown only narrows what is read.
 
 Store kinds: :data:`STORE_SOURCES` maps a store kind (:func:`amqtool.store.layout.detect`) to the class that
-reads it (:class:`ArtemisSource`, :class:`KahaDBSource`); another kind (LevelDB) plugs in there, as the export
-dispatches on the kind.
+reads it (:class:`ArtemisSource`, :class:`KahaDBSource`, :class:`LevelDBSource`), as the export dispatches
+on the kind.
 """
 from __future__ import annotations
 
@@ -580,5 +580,16 @@ class KahaDBSource:
         return self.ex.summary
 
 
-# store kind (amqtool.store.layout.detect) -> its reader; LevelDB plugs in here
-STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": KahaDBSource}
+class LevelDBSource(KahaDBSource):
+    """A LevelDB store's tables (:class:`~.leveldb.LevelDBExport`, the rows of ``export LEVELDB``; the
+    recovery replays the log in order, so a store is never sliced). A replicated store is one node's
+    directory at a time, as the export takes it."""
+
+    def __init__(self, store, options: ExportOptions):
+        from amqtool.engines.export.leveldb import LevelDBExport
+
+        self.ex = LevelDBExport(store, options, engine="spark")
+
+
+# store kind (amqtool.store.layout.detect) -> its reader
+STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": KahaDBSource, "leveldb": LevelDBSource}
