@@ -26,7 +26,10 @@ broker would read from a damaged record is what it gets. :mod:`.verify` checks t
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 
 from amqtool.errors import FormatError
@@ -354,13 +357,15 @@ def _entry_rows(items: list):
 def _load_collections(st: LevelDBState) -> None:
     index = st.index
     entries: dict[int, list] = st.entries
-    collections = []
-    for k in sorted(index):
-        if k[:1] == R.ENTRY_PREFIX:
-            if len(k) >= 9:
-                entries.setdefault(_Q_unpack(k, 1)[0], []).append((k[9:], index[k]))
-        elif k[:1] == R.COLLECTION_PREFIX and len(k) == 9:
-            collections.append(k)
+    keys = sorted(index)
+    # 'c' keys sort before 'e' keys: each prefix is one run of the sorted keys, an entry key's first 9 bytes
+    # ('e' + collection) group a collection's entries, in entry key order
+    lo, hi = bisect_left(keys, R.ENTRY_PREFIX), bisect_left(keys, b"f")
+    for prefix, group in groupby(keys[lo:hi], key=itemgetter(slice(0, 9))):
+        if len(prefix) == 9:
+            entries[_Q_unpack(prefix, 1)[0]] = [(k[9:], index[k]) for k in group]
+    lo, hi = bisect_left(keys, R.COLLECTION_PREFIX), bisect_left(keys, b"d")
+    collections = [k for k in keys[lo:hi] if len(k) == 9]
     subs_by_topic: dict[int, list] = {}
     txs = []
     for k in collections:
@@ -377,6 +382,9 @@ def _load_collections(st: LevelDBState) -> None:
                 items = entries.get(ckey, [])
                 seqs, locs, lens, status = _entry_rows(items)
                 msgs = d.messages
+                if status.count(0) == len(status):  # the common case: every entry a plain message entry
+                    msgs.extend(map(Message, repeat(ckey), seqs, locs, lens))
+                    status = b""
                 for i, s in enumerate(status):
                     if s == 0:
                         msgs.append(Message(ckey, seqs[i], locs[i], lens[i]))
