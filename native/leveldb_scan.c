@@ -335,8 +335,8 @@ static int grow_put(Grow *g, const void *v, size_t n) {
 }
 
 typedef struct {
-    int64_t offset, a, b;
-    int32_t code, kind, length;
+    int64_t offset, a, b, length;
+    int32_t code, kind;
 } Event;
 
 static inline uint32_t be32(const unsigned char *p) {
@@ -399,7 +399,7 @@ PyObject *amq_leveldb_scan(PyObject *self, PyObject *args) {
         int ok = got == cs;
         records++;
         if (!ok) {
-            Event e = {(int64_t)pos, cs, got, 1, kind, (int32_t)length};
+            Event e = {(int64_t)pos, cs, got, length, 1, kind};
             if (grow_put(&evs, &e, sizeof e)) {
                 failed = 1;
                 break;
@@ -426,7 +426,7 @@ PyObject *amq_leveldb_scan(PyObject *self, PyObject *args) {
         if (kind == UOW_END && length == 8) {
             int64_t start = (int64_t)((uint64_t)be32(d) << 32 | be32(d + 4));
             if (start != unit) {
-                Event e = {(int64_t)pos, start, unit, 2, kind, 8};
+                Event e = {(int64_t)pos, start, unit, 8, 2, kind};
                 if (grow_put(&evs, &e, sizeof e)) {
                     failed = 1;
                     break;
@@ -435,7 +435,7 @@ PyObject *amq_leveldb_scan(PyObject *self, PyObject *args) {
             unit = base + (int64_t)end;
         } else {
             if (!shape_ok(kind, d, length)) {
-                Event e = {(int64_t)pos, 0, 0, 3, kind, (int32_t)length};
+                Event e = {(int64_t)pos, 0, 0, length, 3, kind};
                 if (grow_put(&evs, &e, sizeof e)) {
                     failed = 1;
                     break;
@@ -476,8 +476,8 @@ PyObject *amq_leveldb_scan(PyObject *self, PyObject *args) {
     }
     for (size_t i = 0; i < evs.len / sizeof(Event); i++) {
         Event *e = (Event *)evs.p + i;
-        PyObject *t = Py_BuildValue("(LiiiLL)", (long long)e->offset, e->code, e->kind, e->length, (long long)e->a,
-                                    (long long)e->b);
+        PyObject *t = Py_BuildValue("(LiiLLL)", (long long)e->offset, e->code, e->kind, (long long)e->length,
+                                    (long long)e->a, (long long)e->b);
         if (!t) {
             Py_DECREF(stop);
             Py_DECREF(events);
@@ -504,7 +504,7 @@ PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nn:leveldb_count_uow_ends", &view, &start, &stop))
         return NULL;
     const unsigned char *b = view.buf;
-    size_t end = (size_t)(stop < view.len ? stop : view.len);
+    size_t end = (size_t)(stop < 0 ? 0 : stop < view.len ? stop : view.len);
     size_t pos = start < 0 ? 0 : (size_t)start;
     long long count = 0;
     if (!crc_ready)
