@@ -171,8 +171,8 @@ def test_uow_end_count_is_the_reference(monkeypatch, tmp_path):
         fh.seek(len(data) + (4 << 20))
         fh.write(data[:4096])  # the records again after a hole: found there too
     buf = sparse.read_bytes()
-    st = SimpleNamespace(reader=SimpleNamespace(buffer=lambda _f: buf), logs=[SimpleNamespace(path=sparse)],
-                         last_file_end=0)
+    st = SimpleNamespace(reader=SimpleNamespace(buffer=lambda _f: buf), logs=[SimpleNamespace(path=sparse, position=0)],
+                         last_file_end=0, last_file_scan_end=None)
     c = V._units_after(st)
     assert want and c >= want + sum(1 for r in _records(data[:4096]) if r.kind == -1 and r.length == 8 and r.crc_ok)
     monkeypatch.setattr(native, "leveldb_count_uow_ends", None)
