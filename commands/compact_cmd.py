@@ -168,11 +168,12 @@ def compact(
         total = 0
         for jd in store.journals():
             total += sum(p.stat().st_size for p in jd.journal_files())
+        judged: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
         with progress("compact", total or None, quiet) as advance:
-            reports = compact_store(store, req, progress=advance)
+            reports = compact_store(store, req, progress=advance, judged=judged if dry_run else None)
         mode = ("dry-run" if dry_run else "copy" if output is not None else
                 "reclaim-only" if reclaim_only else "in-place")
-        findings = _findings(reports, dry_run)
+        findings = judged + _findings(reports, dry_run)
         verdict = overall_verdict(findings)
         doc = {"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
                "needed": any(r.needed for r in reports),
@@ -209,10 +210,10 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
         for lk in locks.find_locks([store.root / "lock"]):
             stderr_console().print(f"amqtool: warning: {lk.describe()}: the copy may be torn")
     total = sum(f.size for d in store.directories for f in journal_files(Path(d)))
+    findings: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
     with progress("compact", total or None, quiet) as advance:
-        reports = compact_kahadb(store, req, progress=advance)
+        reports = compact_kahadb(store, req, progress=advance, judged=findings if dry_run else None)
     mode = "dry-run" if dry_run else "copy" if output is not None else "in-place"
-    findings: list[Finding] = []
     for r in reports:
         for note in r.notes:
             findings.append(Finding(Severity.INFO, "compact-note", note, r.directory))
@@ -247,7 +248,7 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
                              f"{binary(r.live_bytes)}" + ratio)
                 continue
             lines.append(f"KahaDB {r.directory}: {r.action}")
-            if r.action == "left":
+            if r.action in ("left", "refused"):
                 continue
             lines.append(f"  before: {r.files_before} files, {binary(r.bytes_before)}; live {binary(r.live_bytes)}"
                          + ratio)
