@@ -394,15 +394,22 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
 
 
-def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
+def verify_store(store, *, progress=None, on_state=None) -> tuple[list[Finding], dict]:
+    """(findings, summary) of a LevelDB store, every node of a replicated one. ``on_state(st)`` sees each
+    loaded state before it is judged: print and stat build their documents from the very load verify judges
+    (one load; their verdict is verify's: amqtool.engines.verdicts)."""
     findings: list[Finding] = []
     if not store.replicated:
         with load(store) as st:
+            if on_state is not None:
+                on_state(st)
             return findings, verify_state(st, findings, progress)
     nodes = []
     for n in store.nodes:
         sub: list[Finding] = []
         with load(store, node=n) as st:
+            if on_state is not None:
+                on_state(st)
             summary = verify_state(st, sub, progress)
             summary["directory"] = str(n.directory)
             nodes.append((n, summary, _ranges(st)))
