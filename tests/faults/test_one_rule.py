@@ -25,8 +25,8 @@ from tests.support import FIXTURES, KAHADB
 
 LEVELDB = FIXTURES / "leveldb" / "basic" / "store"
 
-ARTEMIS_FAULTS = 200
-KAHADB_FAULTS = {"basic": 30, "tx": 20}
+ARTEMIS_FAULTS = 180
+KAHADB_FAULTS = {"basic": 20, "tx": 16}
 SEED = 2025
 
 ARTEMIS_JUDGES = {"verify": ["verify"], "stat": ["stat"], "print": ["print", "--safe"],
