@@ -260,7 +260,7 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
     try:
         names = sorted(os.listdir(directory))
     except OSError as err:
-        raise UnknownStoreError(f"cannot list journal directory: {err.strerror}", path=str(directory)) from None
+        raise journal.listing_error(err) from None
     result = OpenedJournal(journal)
 
     # name -> path holding the bytes Artemis would load under that name

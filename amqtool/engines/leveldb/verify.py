@@ -511,12 +511,17 @@ def _ahead(scans: dict | None, f):
     return fs if fs is not None and size == f.size else None
 
 
-def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
+def verify_store(store, *, progress=None, on_state=None) -> tuple[list[Finding], dict]:
+    """(findings, summary) of a LevelDB store, every node of a replicated one. ``on_state(st)`` sees each
+    loaded state before it is judged: print and stat build their documents from the very load verify judges
+    (one load; their verdict is verify's: amqtool.engines.verdicts)."""
     findings: list[Finding] = []
     if not store.replicated:
         scans, pool = _scan_ahead(store.log_dir())
         try:
             with load(store) as st:
+                if on_state is not None:
+                    on_state(st)
                 return findings, verify_state(st, findings, progress, scans)
         finally:
             if pool is not None:
@@ -525,6 +530,8 @@ def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
     for n in store.nodes:
         sub: list[Finding] = []
         with load(store, node=n) as st:
+            if on_state is not None:
+                on_state(st)
             summary = verify_state(st, sub, progress)
             summary["directory"] = str(n.directory)
             nodes.append((n, summary, _ranges(st)))
