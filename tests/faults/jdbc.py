@@ -285,6 +285,7 @@ def broker_walk(messages, queue_ids: set[int]) -> tuple[dict, list]:
     msgs: dict = {}
     held: dict = {}
     evidence = []
+    pairs = {(rec.id, _queue_of(messages.body(rec), 32)) for rec in messages.live if rec.user_record_type == 32}
     for rec in messages.live:
         t = rec.user_record_type
         if t in _MESSAGE_TYPES:
@@ -303,8 +304,14 @@ def broker_walk(messages, queue_ids: set[int]) -> tuple[dict, list]:
             else:
                 evidence.append(("ref-before-message", rec.id, q))
         elif t == 33:
-            if held.pop(k, None) is None:
-                evidence.append(("ack-without-ref", rec.id, q))
+            if held.pop(k, None) is None and rec.id in msgs:
+                # proof only when the pair's reference comes later (the ack is ignored and the message comes
+                # back) or the queue is no queue (a changed ack); an ack on a queue with no reference at all is
+                # also what a reference row gone from a queue that had acknowledged it leaves
+                if k in pairs:
+                    evidence.append(("ack-before-ref", rec.id, q))
+                elif q not in queue_ids:
+                    evidence.append(("ack-unknown-queue", rec.id, q))
         elif k in held:
             if t == 34:
                 held[k][1] = int.from_bytes(body[8:12], "big", signed=True)
@@ -315,6 +322,27 @@ def broker_walk(messages, queue_ids: set[int]) -> tuple[dict, list]:
             evidence.append(("ref-unknown-queue", mid, q))
             del held[(mid, q)]
     return held, evidence
+
+
+def _decodes(rec, messages) -> bool:
+    """Whether the message record ``rec`` decodes as ``loadMessageJournal`` decodes it (memoized on its
+    bytes): a large message's header, a protocol message by its persister; an Artemis 1.x ADD_MESSAGE (31)
+    makes it throw ("old journal data")."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.message import LargeMessage, decode_persisted_message
+
+    k = (rec.user_record_type, messages.body(rec))
+    ok = _DECODES.get(k)
+    if ok is None:
+        try:
+            if k[0] == 31:
+                raise FormatError("ADD_MESSAGE of Artemis 1.x")
+            LargeMessage.decode(k[1]) if k[0] == 30 else decode_persisted_message(k[1])
+            ok = True
+        except FormatError:
+            ok = False
+        _DECODES[k] = ok
+    return ok
 
 
 def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset]:
@@ -348,6 +376,10 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
         t = r.user_record_type
         if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
             return nothing, frozenset(evidence | {("load-throws", r.id, t)})
+    for r in messages.live:
+        if r.user_record_type in _MESSAGE_TYPES and not _decodes(r, messages):
+            # loadMessageJournal decodes every message record as it meets it (references or not)
+            return nothing, frozenset(evidence | {("load-throws", "message", r.id)})
     state = build_broker_state(bindings, messages)
     if state.problems:
         # loadBindingJournal and loadMessageJournal decode every live record with no catch around it: a body
@@ -356,16 +388,6 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
     held, walk = broker_walk(messages, set(state.queues))
     evidence.update(walk)
     for (mid, q), (rec, _dc, _s) in held.items():
-        k = (rec.user_record_type, messages.body(rec))
-        ok = _DECODES.get(k)
-        if ok is None:
-            try:
-                state.message(mid)
-                ok = _DECODES[k] = True
-            except (FormatError, KeyError):
-                ok = _DECODES[k] = False
-        if not ok:
-            evidence.add(("message-undecodable", mid))
         if rec.user_record_type == 30 and data.large_files is not None and mid not in data.large_files:
             evidence.add(("large-message-missing", mid))
     for f in data.page_findings:
