@@ -29,8 +29,9 @@ The delivered state:
   broker: nothing is delivered. Rows and contents are then the export's (bodies, properties, delivery
   counts; paged messages from the page-store tables; prepared transactions).
 * Classic: the JDBC export's rows (``ClassicJdbcExport``: queue rows with ``XID`` NULL, a durable
-  subscription's rows above its ``LAST_ACKED_ID``), keyed by the queue and the message id the OpenWire
-  message itself carries (the store's ``ID`` is a sequence: a changed ID delivers the same message).
+  subscription's rows above its ``LAST_ACKED_ID``), keyed by the queue and the row's ``ID``; a second row of
+  a message id a destination's cursor has recovered already is dropped (``AbstractStoreCursor
+  .recoverMessage``: a duplicate), and a row whose XID is no encoded XATransactionId is not recovered.
 
 Truth (the rule of issue 25 for stores with no record checksum and no tail to tear):
 
@@ -528,6 +529,9 @@ class ClassicJdbcSites:
                         label=f"NULL of a {label} row")
 
 
+_KINDS = ("queue", "topic", "temp-queue", "temp-topic")
+
+
 def classic_state(store) -> tuple[Delivered, frozenset]:
     """(what the broker delivers, the evidence set) of the Classic JDBC store (in the current session).
 
@@ -565,23 +569,25 @@ def classic_state(store) -> tuple[Delivered, frozenset]:
                     evidence.add(("msgid", row.id))
                 if row.priority is None or row.priority != getattr(msg, "priority", row.priority):
                     evidence.add(("priority", row.id))
-                dest = msg.destination
-                if dest is None or f"{dest[0]}://{dest[1]}" != row.container:
-                    evidence.add(("container", row.id))
-            if (row.container, mid) in seen:
-                evidence.add(("duplicate", row.container, mid))
-            seen.add((row.container, mid))
+            if "://" not in row.container or row.container.split("://")[0] not in _KINDS:
+                evidence.add(("container", row.id))  # never a qualified name (getQualifiedName)
             if row.xid is not None:
                 try:
                     decode_xid(row.xid)
                 except FormatError:
+                    # recovery reads rows with XID IS NULL, and the prepared operation cannot be rebuilt
                     evidence.add(("xid", row.id))
+                    continue
             if None in (row.msgid_prod, row.msgid_seq, row.expiration, row.priority):
                 evidence.add(("null", row.id))
             for r in classic_rows(row, ex.ctx, ex.summary):
-                k = (r[qi], mid, r[si])
-                if k in rows:  # AbstractStoreCursor.recoverMessage: a message id the cursor has seen is dropped
+                # AbstractStoreCursor.recoverMessage: a message id the destination's cursor has recovered
+                # already is a duplicate, dropped; the row's own ID keys it (the store's sequence)
+                if (r[qi], mid, r[si]) in seen:
+                    evidence.add(("duplicate", row.container, mid))
                     continue
+                seen.add((r[qi], mid, r[si]))
+                k = (r[qi], row.id, r[si])
                 rows[k] += 1
                 content.add(k + (hash(repr(tuple(v for i, v in enumerate(r) if i not in skip))),))
     finally:
