@@ -156,3 +156,12 @@ def test_a_message_row_appended_as_an_update_is_still_its_message(db, jdbc_env, 
               "r.userRecordType = 32))")
     code, f = verify(run_cli, url)
     assert code == 0, f
+
+
+def test_a_page_table_without_its_address_file_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    table = one(c, "SELECT relname FROM pg_class WHERE relname LIKE 'page\\_store_%' AND relkind = 'r' "
+                   "ORDER BY relname LIMIT 1")[0]
+    c.execute(f"DELETE FROM {table} WHERE FILENAME = 'address.txt'")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["page-address-missing"]["details"]["messages"] > 0

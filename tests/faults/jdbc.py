@@ -394,6 +394,8 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
     for f in data.page_findings:
         evidence.add(("page", f.code, f.path))
     for ps in data.page_stores or ():
+        if ps["address"] is None and any(p["records"] for p in ps["pages"]):
+            evidence.add(("page-no-address", ps["table"]))  # address.txt is written with the table
         pages = sorted(p["page"] for p in ps["pages"])
         if pages and len(pages) != pages[-1] - pages[0] + 1:
             evidence.add(("page-gap", ps["table"]))

@@ -462,6 +462,13 @@ def page_stores(conn, st: ArtemisStatements, facts: dict, memory: list | None = 
                                         f"address.txt does not hold a SimpleString" + (
                                             f": the {held} paged message(s) of {len(entry['pages'])} page(s) "
                                             "belong to no address" if held else ""), bad, None, {"messages": held}))
+            elif entry["address"] is None and entry["pages"]:
+                # PagingStoreFactoryDatabase writes address.txt when it creates the table, before any page
+                held = sum(p["records"] or 0 for p in entry["pages"])
+                findings.append(Finding(Severity.CRITICAL if held else Severity.WARNING, "page-address-missing",
+                                        f"table {table} holds {len(entry['pages'])} page(s) but no address.txt"
+                                        + (f": its {held} paged message(s) belong to no address" if held else ""),
+                                        table, None, {"messages": held}))
             stores.append(entry)
             if entry["address"] is not None:
                 mem.address = entry["address"]
