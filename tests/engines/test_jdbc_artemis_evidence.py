@@ -165,3 +165,13 @@ def test_a_page_table_without_its_address_file_is_critical(db, jdbc_env, run_cli
     c.execute(f"DELETE FROM {table} WHERE FILENAME = 'address.txt'")
     code, f = verify(run_cli, url)
     assert code == 2 and f["page-address-missing"]["details"]["messages"] > 0
+
+
+def test_an_acknowledged_reference_with_a_damaged_queue_id_is_no_loss(db, jdbc_env, run_cli):
+    # the ADD_REF's queue id high byte flipped: a reference to no queue, and an ack without its reference,
+    # which pair up: the message was consumed from that queue
+    url, c = db
+    ref_seq, _, _ = one(c, ACKED_REF)
+    c.execute("UPDATE messages SET record = set_byte(record, 0, get_byte(record, 0) # 4) WHERE seq = %s", (ref_seq,))
+    code, f = verify(run_cli, url)
+    assert code == 1 and "ref-unknown-queue" not in f and f["ack-without-ref"]["severity"] == "warning", f

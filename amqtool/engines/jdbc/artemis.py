@@ -753,7 +753,8 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
       the message's queues: the rows cannot tell). Returns the findings and those last (message, queue)
       pairs.
     * ``ref-unknown-queue``: unacknowledged references to a queue id no binding row holds (the broker skips
-      them: the message is lost to that queue)."""
+      them: the message is lost to that queue), unless the queue id is one byte from a queue the message is
+      acknowledged on with no reference row there (that reference, its queue id damaged: nothing lost)."""
     from amqtool.engines.artemis.evidence import Evidence
     from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES, _queue_id
 
@@ -806,6 +807,12 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
                                where(acks[0][0]), None,
                                {"count": len(acks), "pairs": [[r.id, q] for r, q in acks[:MAX_LISTED_ORPHANS]]}))
     unknown = ev.refs_to_unknown_queues()
+    # a reference whose queue id is one byte from a queue the message is acknowledged on without a reference
+    # is that reference with a damaged queue id: the message was consumed there, nothing is lost
+    paired = {(m, q) for q, ms in unknown.items() for m in ms
+              if any(r.id == m and _one_byte_apart(q, aq) for r, aq in unsure)}
+    unknown = {q: ms - {m for m, pq in paired if pq == q} for q, ms in unknown.items()}
+    unknown = {q: ms for q, ms in unknown.items() if ms}
     if unknown:
         shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED_ORPHANS])
         out.append(Finding(Severity.CRITICAL, "ref-unknown-queue",
