@@ -282,6 +282,27 @@ class Evidence:
                 return LOSS
         return HARMLESS
 
+    def lost_adds(self) -> dict[int, list[tuple[int, int]]]:
+        """Message id -> its surviving (update type, queue) records, for ids whose references or
+        acknowledgements survive while no message record and no DELETE of them does -- when at least two such
+        records survive.
+
+        JournalImpl never reclaims the file holding the ADD of a record that was not deleted, and keeps a
+        file holding a DELETE while any file it has negatives against survives (``JournalFileImpl``'s
+        negative counts; the reclaimer's ``canReclaim``), so an update of an id never deleted outlives its
+        add only by damage: the message record (its file, or its bytes) is gone and every queue it was still
+        on loses it (``loadMessageJournal`` drops the references: "cannot find message"). One damaged id field
+        makes one such record (its message is judged by :meth:`misfiled`); two or more records cannot all be a
+        single damaged field, so their adds were lost."""
+        out = {}
+        for mid, updates in self.orphan_updates.items():
+            if mid in self.messages or self._deleted_later(mid):
+                continue
+            out[mid] = updates
+        if sum(len(u) for u in out.values()) < 2:
+            return {}
+        return out
+
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
