@@ -97,3 +97,23 @@ def test_a_zeroed_end_of_a_file_with_room_for_the_next_record_is_critical(run_js
     assert (code, f["severity"], f["path"], f["offset"]) == (2, "critical", str(path), mid[1])
     assert f["details"]["nextRecordSize"] == nxt[0][2]
     assert f["details"]["freeBytes"] >= nxt[0][2]
+
+
+@pytest.mark.parametrize("address", ["backlog", "telemetry"])
+def test_the_first_page_deleted_is_critical_when_the_counters_miss_its_messages(run_json, store, address):
+    # The campaign's seed 25 misses: 000000001.page deleted (the first page: no gap in the page numbers) was
+    # OK. The queues' cursor acknowledgements point into page 1, and their page counters say more messages
+    # are unconsumed than the pages left hold: they were in page 1.
+    from amqtool.engines.artemis.paging import PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, iter_paged_entries
+    from amqtool.store.layout import detect
+
+    folder = next(p for p in (store / "data" / "paging").iterdir()
+                  if (p / "address.txt").read_text().split("\n")[0] == address)
+    held = sum(len(e.pending_queues) for e in iter_paged_entries(detect(store))
+               if e.address == address and e.page == 1 and e.tx_state not in (PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED))
+    assert held > 0
+    (folder / "000000001.page").unlink()
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-missing"]
+    assert (code, f["severity"], f["path"]) == (2, "critical", str(folder))
+    assert f["details"]["missingPages"] == [1] and f["details"]["messagesLost"] == held
