@@ -117,3 +117,44 @@ def test_the_first_page_deleted_is_critical_when_the_counters_miss_its_messages(
     (f,) = [f for f in doc["findings"] if f["code"] == "page-missing"]
     assert (code, f["severity"], f["path"]) == (2, "critical", str(folder))
     assert f["details"]["missingPages"] == [1] and f["details"]["messagesLost"] == held
+
+
+def test_a_reference_moved_onto_a_message_already_on_that_queue_is_critical(run_json, tmp_path):
+    # The campaign's seed 25 miss on the broker-written fixture: one bit of an ADD_REF's message id flipped
+    # made it a second reference of the next message to the same queue; the first message is never delivered
+    # there, and verify said OK with INFO update-unknown-id. The broker routes a message to a queue once.
+    from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+    from tests.support import ARTEMIS, copy_tree
+
+    store = copy_tree(ARTEMIS / "messages" / "02_broker_mixed_compacted", tmp_path / "store")
+    st = detect(store)
+    with open_journal(st.bindings) as ob, open_journal(st.messages) as om:
+        state = build_broker_state(load_journal(ob), load_journal(om), decode=REF_TYPES)
+        files = [(jf.path, jf.tag, jf.version) for jf in om.files]
+    refs = {m: set(qs) for m, qs in state.refs.items()}
+    for path, tag, version in files:
+        data = bytearray(path.read_bytes())
+        recs, _ = scan_records_py(bytes(data), tag, version)
+        for r in recs:
+            if r[0] != 12 or r[6] != 32:
+                continue
+            m, q = r[5], int.from_bytes(data[r[1] + 19:r[1] + 27], "big")
+            n = m ^ 1
+            # the one message one bit from n that is routed elsewhere and not to q (else the owner is ambiguous)
+            def lacks_q(o):  # after the flip
+                qs = refs.get(o, set()) - ({q} if o == m else set())
+                return o in state.message_records and bool(qs) and q not in qs and (o, q) not in state.acked
+
+            lacking = [n ^ (1 << k) for k in range(63) if lacks_q(n ^ (1 << k))]
+            if (n in state.message_records and q in refs.get(n, ()) and refs[m] - {q} and lacking == [m]
+                    and (m, q) not in state.acked and (n, q) not in state.acked):
+                data[r[1] + 13] ^= 1  # the id's low byte
+                path.write_bytes(bytes(data))
+                code, doc, _ = run_json("verify", store)
+                (f,) = [f for f in doc["findings"] if f["code"] == "ref-moved"]
+                assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [m])
+                return
+    pytest.fail("no reference to move")

@@ -186,6 +186,7 @@ class Evidence:
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
+    double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
     _deleted: set | None = None
 
@@ -202,6 +203,7 @@ class Evidence:
             ev.bindings_ids = {r.id: r.user_record_type for r in bindings.live}
         ev.messages = set(state.message_records)
         ev.refs = {m: set(q) for m, q in state.refs.items()}
+        ev.double_refs = sorted((m, q) for m, qs in state.refs.items() for q, n in qs.items() if n > 1)
         ev.acked = set(state.acked)
         if messages is not None:
             ev.opened = messages.opened
@@ -301,6 +303,24 @@ class Evidence:
             out[mid] = updates
         if sum(len(u) for u in out.values()) < 2:
             return {}
+        return out
+
+    def moved_refs(self) -> list[tuple[int, int, int]]:
+        """(message, queue, the message whose reference it was) for references whose message id was damaged
+        onto another message routed to the same queue: the broker routes a message to a queue once
+        (``PostOfficeImpl.route`` adds one reference per queue), so a second ADD_REF of (message, queue) is
+        damage, and the one message one damaged byte away that is routed elsewhere, has no reference to that
+        queue and no acknowledgement there lost it (an acknowledgement there shows as one without its
+        reference)."""
+        out = []
+        for m, q in self.double_refs:
+            if m not in self.messages:
+                continue
+            lacking = {o for o in self.messages
+                       if self.refs.get(o) and q not in self.refs[o] and (o, q) not in self.acked}
+            owners = self._one_byte_neighbours(m, lacking)
+            if len(owners) == 1:
+                out.append((m, q, owners[0]))
         return out
 
     def acks_without_ref(self) -> list[tuple[int, int]]:

@@ -894,6 +894,15 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"not deleted, so the record (or its file) was lost, and the queues still holding the messages lose "
             f"them: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
             {"messageIds": ids[:100], "count": len(ids)}))
+    moved = evidence.moved_refs()
+    if moved:
+        shown = ", ".join(f"message {o} on queue {q} (its reference now names message {m})"
+                          for m, q, o in moved[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-moved",
+            f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
+            f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
+            f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
     acks = evidence.acks_without_ref()
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
