@@ -319,12 +319,15 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
             f"the cut are lost", path, first)
     room = _room_for_next(result, index, first)
     if room is not None:
+        # records were lost here, but what they held is gone with them: nothing proves the broker delivers
+        # less (the fault campaign has such stores where it does not), so a warning that says so
         return Finding(
-            Severity.CRITICAL, "damaged-tail",
+            Severity.WARNING, "damaged-tail",
             f"{length} byte(s) of damaged data after the last valid record of a file that is not the newest, "
             f"which leaves {room[0]} byte(s) free, while the next file starts with a {room[1]}-byte record: the "
             f"broker moves to a new file only for a record that does not fit, so records were written here and "
-            f"are lost", path, first, {"freeBytes": room[0], "nextRecordSize": room[1]})
+            f"are lost (what they held cannot be told)", path, first,
+            {"freeBytes": room[0], "nextRecordSize": room[1], "recordsLost": True})
     return Finding(
         Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of damaged data after the last valid record of a file that is not "
