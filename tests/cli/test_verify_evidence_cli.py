@@ -159,3 +159,13 @@ def test_a_reference_moved_onto_a_message_already_on_that_queue_is_critical(run_
                 assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [m])
                 return
     pytest.fail("no reference to move")
+
+
+def test_a_duplicated_journal_file_moves_no_reference(run_json, store):
+    # Every reference in a copied journal file is doubled: that is duplicate-file-id's (a WARNING on this store,
+    # where the broker delivers the same), not references whose message id was damaged.
+    path = next(p for p, _, _ in _journal_files(store) if p.name == "activemq-data-15.amq")
+    shutil.copyfile(path, path.with_name("activemq-data-99.amq"))
+    code, doc, _ = run_json("verify", store)
+    assert (code, sorted({f["code"] for f in doc["findings"] if f["severity"] != "info"})) == (
+        1, ["duplicate-file-id"])
