@@ -885,7 +885,10 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(ids)} message(s) still referenced by queues have no message record (the broker drops their "
             f"references): {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
             {"messageIds": ids[:100], "count": len(ids)}))
-    lost = {m: u for m, u in evidence.lost_adds().items() if m not in orphans}
+    # a journal file that could not be read (UNKNOWN) holds records this evidence lacks: what it would say
+    # about missing records proves nothing then
+    unread = any(f.code == "unreadable" for f in findings)
+    lost = {} if unread else {m: u for m, u in evidence.lost_adds().items() if m not in orphans}
     if lost:
         ids = sorted(lost)
         shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted({q for _, q in lost[m]})))})"
@@ -898,7 +901,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"them: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
             {"messageIds": ids[:100], "count": len(ids)}))
     # two files with one fileID hold every record twice (judged as duplicate-file-id): no reference is moved
-    moved = [] if any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_refs()
+    moved = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_refs()
     if moved:
         shown = ", ".join(f"message {o} on queue {q} (its reference now names message {m})"
                           for m, q, o in moved[:MAX_LISTED])
