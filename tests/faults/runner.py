@@ -64,9 +64,11 @@ class Campaign:
         try:
             verdict, codes = verify_verdict(self.root)
             damaged = artemis.delivered(self.root)
+            # the oracle reads the damaged store: classified before the undo
+            truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
+                                   lambda: bool(artemis.broker_could_write(self.root)), moved=True)
         finally:
             undo()
-        truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault))
         return Outcome(self.name, seed, fault, truth, verdict, diff, codes)
 
     def run(self, base_seed: int, count: int) -> Iterator[Outcome]:
