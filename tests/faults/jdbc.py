@@ -38,7 +38,7 @@ Truth (the rule of issue 25 for stores with no record checksum and no tail to te
 * ``same``: nothing delivered changed: never CRITICAL (nor UNKNOWN);
 * ``content``: the same messages on the same queues, bytes inside them changed: any verdict but UNKNOWN,
   counted as undetectable;
-* ``unproven``: something was lost or brought back, but the damaged tables are a state the broker itself
+* ``loss-unproven`` (:data:`~.model.UNPROVEN`, as for file stores): something was lost or brought back, but the damaged tables are a state the broker itself
   writes (a Classic queue row deleted is what an acknowledgement does; an ADD_REF row gone with its message
   left looks like a message routed to fewer queues): no evidence can prove the loss, so any verdict but
   UNKNOWN is accepted; counted and shown;
@@ -55,9 +55,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.faults.model import CONTENT, LOSS, SAME, VERDICTS, Delivered
+from tests.faults.model import CONTENT, LOSS, SAME, UNPROVEN, VERDICTS, Delivered, expected
 
-UNPROVEN = "unproven"
 TRUTHS = (SAME, CONTENT, UNPROVEN, LOSS)
 
 ART_COLUMNS = ("id", "recordType", "compactCount", "txId", "userRecordType", "variableSize", "record",
@@ -613,14 +612,6 @@ def classify(pristine: tuple, damaged: tuple) -> tuple[str, dict]:
     new = d_ev - p_ev
     diff["evidence"] = sorted(map(str, new))[:3]
     return (LOSS if new else UNPROVEN), diff
-
-
-def expected(truth: str, verdict: str) -> bool:
-    if truth == LOSS:
-        return verdict == "CRITICAL"
-    if truth == SAME:
-        return verdict in ("OK", "WARNING")
-    return verdict != "UNKNOWN"
 
 
 @dataclass
