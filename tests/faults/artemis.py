@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amqtool.engines.export.local import LocalArtemisExport
 from tests.faults.model import Delivered, Fault
 
 HEADER = 16
@@ -251,11 +252,17 @@ _KEY = ("queue_id", "message_id", "transaction_state")
 
 def delivered(root: Path) -> Delivered:
     """What the broker delivers from the store at ``root`` (``data exp``'s view: bindings, then one row per
-    live message per queue, paged messages included)."""
-    from amqtool.engines.export.local import LocalArtemisExport
+    live message per queue, paged messages included).
+
+    The export engine reads the journals' loads without verify's judgement (:class:`_Unjudged`): the truth
+    must not depend on the verdict under test, and a CRITICAL store still delivers what it delivers."""
+    import contextlib
+
+    from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.export.model import ExportOptions
     from amqtool.engines.export.schema import MESSAGE_COLUMNS
     from amqtool.errors import AmqtoolError
+    from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
     names = [c[0] for c in MESSAGE_COLUMNS]
@@ -265,32 +272,52 @@ def delivered(root: Path) -> Delivered:
             return Delivered(frozenset(), Counter(), frozenset(), detected=False)
     except AmqtoolError:
         return Delivered(frozenset(), Counter(), frozenset(), detected=False)
-    if _refused(store):
-        return Delivered(frozenset(), Counter(), frozenset())
     rows: Counter = Counter()
     content = set()
     try:
-        with LocalArtemisExport(store, ExportOptions(safe=True)) as ex:
-            rows_b = ex.binding_rows()
-            bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
-            content.update(("binding",) + tuple(r) for r in rows_b)
-            for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
-                cols = batch.to_pydict()
-                keys = list(zip(*(cols[k] for k in _KEY)))
-                rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
-                for k, r in zip(keys, rest):
-                    rows[k] += 1
-                    content.add(k + (hash(repr(r)),))
+        with contextlib.ExitStack() as stack:
+            loads = {}
+            for jd in store.journals():  # one open and load of each journal, as the export reads it
+                opened = stack.enter_context(open_journal(jd))
+                if any(s.code in _REFUSING for s in opened.skipped):
+                    return Delivered(frozenset(), Counter(), frozenset())
+                if opened.files:
+                    loads[jd.kind] = load_journal(opened)
+            if _refused(store, loads.get("messages")):
+                return Delivered(frozenset(), Counter(), frozenset())
+            with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
+                rows_b = ex.binding_rows()
+                bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
+                content.update(("binding",) + tuple(r) for r in rows_b)
+                for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
+                    cols = batch.to_pydict()
+                    keys = list(zip(*(cols[k] for k in _KEY)))
+                    rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
+                    for k, r in zip(keys, rest):
+                        rows[k] += 1
+                        content.add(k + (hash(repr(r)),))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
         return Delivered(frozenset(), Counter(), frozenset())
     return Delivered(bindings, rows, frozenset(content))
 
 
+class _Unjudged(LocalArtemisExport):
+    """The local export engine over journal loads made without verify: no findings, nothing refused."""
+
+    def __init__(self, store, options, loads: dict):
+        self._loads = loads
+        super().__init__(store, options)
+
+    def _judge(self, progress):
+        return [], self._loads
+
+
 # JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
 # readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
 # orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
-_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
+# A journal file it cannot read stops it too (the open throws).
+_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch", "unreadable")
 
 
 # AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
@@ -299,17 +326,12 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
-def _refused(store) -> bool:
-    from amqtool.engines.artemis.load import load_journal
-    from amqtool.store.journal_files import open_journal
-
-    for jd in store.journals():
-        with open_journal(jd) as opened:
-            if any(s.code in _REFUSING for s in opened.skipped):
-                return True
-            if jd.kind == "messages" and store.bindings is not None and opened.files:
-                for r in load_journal(opened).live:
-                    t = r.user_record_type
-                    if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
-                        return True
+def _refused(store, messages) -> bool:
+    """Whether the broker refuses to start on the message journal's load ``messages`` (None: no file)."""
+    if messages is None or store.bindings is None:
+        return False
+    for r in messages.live:
+        t = r.user_record_type
+        if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+            return True
     return False

@@ -1,0 +1,39 @@
+"""The campaign's truth (tests/faults/artemis.py ``delivered``) is what the broker delivers, computed without
+the verdict it judges: a truth that moved with verify's verdict would hide every false CRITICAL."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.faults import artemis
+from tests.faults.stores import demo
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return demo(tmp_path_factory.mktemp("truth") / "d", 3 << 20, seed=1, file_size=64 * 1024)
+
+
+def test_truth_does_not_follow_the_verdict(store, monkeypatch):
+    # A judge that calls every store CRITICAL: the export engine refuses such a source (without --salvage),
+    # and a truth read through its judgement said "nothing delivered", so the store's truth became loss
+    # whenever verify said CRITICAL. The broker delivers the same rows whatever verify says.
+    import amqtool.engines.artemis.verify as verify
+    from amqtool.errors import Finding, Severity
+
+    honest = artemis.delivered(store)
+    real = verify.verify_store
+
+    def always_critical(*a, **kw):
+        report = real(*a, **kw)
+        report.findings.append(Finding(Severity.CRITICAL, "test-judge", "called CRITICAL by the test"))
+        return report
+
+    monkeypatch.setattr(verify, "verify_store", always_critical)
+    judged = artemis.delivered(store)
+    assert judged == honest
+    manifest = json.loads((store / "manifest.json").read_text())
+    # every live journal reference is a row (the paged ones come on top)
+    committed = sum(n for (q, m, state), n in honest.rows.items() if state == "committed")
+    assert committed >= manifest["counts"]["refsLive"] > 0
