@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amqtool.engines.export.local import LocalArtemisExport
+from amqtool.engines.export.schema import MESSAGE_COLUMNS
 from tests.faults.model import Delivered, Fault
 
 HEADER = 16
@@ -256,50 +257,102 @@ def delivered(root: Path) -> Delivered:
 
     The export engine reads the journals' loads without verify's judgement (:class:`_Unjudged`): the truth
     must not depend on the verdict under test, and a CRITICAL store still delivers what it delivers."""
+    return _delivered(root, None)[0]
+
+
+class DeliveredReader:
+    """:func:`delivered` of one store's damaged copies, against its pristine state: a campaign's truth.
+
+    A row's content digest costs its conversion from Arrow to Python and a repr; most rows of a damaged copy
+    are the pristine rows unchanged. So the pristine batches are kept, and a range of a damaged batch that
+    Arrow finds equal to the same range of the pristine batch at the same place takes the pristine rows'
+    digests (equal arrays convert to equal rows: the answer is :func:`delivered`'s exactly, which
+    tests/faults/test_truth.py checks on a sample of faults)."""
+
+    def __init__(self, root: Path):
+        self.pristine, self._reference = _delivered(root, None)
+
+    def damaged(self, root: Path) -> Delivered:
+        return _delivered(root, self._reference)[0]
+
+
+def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
+    """:func:`delivered`, and the batches read with their rows' keys and digests (``reference``: those of
+    the pristine store, for :class:`DeliveredReader`)."""
     import contextlib
 
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.export.model import ExportOptions
-    from amqtool.engines.export.schema import MESSAGE_COLUMNS
     from amqtool.errors import AmqtoolError
     from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
-    names = [c[0] for c in MESSAGE_COLUMNS]
+    nothing = Delivered(frozenset(), Counter(), frozenset())
     try:
         store = detect(root)
         if store.kind != "artemis":
-            return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+            return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     except AmqtoolError:
-        return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+        return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     rows: Counter = Counter()
     content = set()
+    read = []
     try:
         with contextlib.ExitStack() as stack:
             loads = {}
             for jd in store.journals():  # one open and load of each journal, as the export reads it
                 opened = stack.enter_context(open_journal(jd))
                 if any(s.code in _REFUSING for s in opened.skipped):
-                    return Delivered(frozenset(), Counter(), frozenset())
+                    return nothing, []
                 if opened.files:
                     loads[jd.kind] = load_journal(opened)
             if _refused(store, loads.get("messages")):
-                return Delivered(frozenset(), Counter(), frozenset())
+                return nothing, []
             with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
                 rows_b = ex.binding_rows()
                 bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
                 content.update(("binding",) + tuple(r) for r in rows_b)
-                for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
-                    cols = batch.to_pydict()
-                    keys = list(zip(*(cols[k] for k in _KEY)))
-                    rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
-                    for k, r in zip(keys, rest):
+                for i, batch in enumerate(ex.batches()):  # the C column decoder (twin-tested against Python)
+                    ref = reference[i] if reference is not None and i < len(reference) else None
+                    keys, digests = _digests(batch, ref)
+                    read.append((batch, digests))
+                    for k, d in zip(keys, digests):
                         rows[k] += 1
-                        content.add(k + (hash(repr(r)),))
+                        content.add(k + (d,))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
-        return Delivered(frozenset(), Counter(), frozenset())
-    return Delivered(bindings, rows, frozenset(content))
+        return nothing, []
+    return Delivered(bindings, rows, frozenset(content)), read
+
+
+_CONTENT = tuple(c[0] for c in MESSAGE_COLUMNS if c[0] not in _KEY)
+_LEAF = 8  # rows below which a differing range is digested rather than halved again
+
+
+def _digests(batch, reference: tuple | None) -> tuple[list, list]:
+    """The keys of ``batch``'s rows and a digest of the rest of each row. ``reference``: (batch, digests)
+    at the same place in the pristine store; ranges equal to its ranges take its digests."""
+    keys = list(zip(*(batch.column(k).to_pylist() for k in _KEY)))
+    n = batch.num_rows
+    if reference is None or reference[0].num_rows != n or not reference[0].schema.equals(batch.schema):
+        return keys, _digest_rows(batch)
+    pristine, known = reference
+    digests: list = [None] * n
+    todo = [(0, n)]
+    while todo:
+        a, m = todo.pop()
+        if batch.slice(a, m).equals(pristine.slice(a, m)):
+            digests[a:a + m] = known[a:a + m]
+        elif m <= _LEAF:
+            digests[a:a + m] = _digest_rows(batch.slice(a, m))
+        else:
+            todo += [(a, m // 2), (a + m // 2, m - m // 2)]
+    return keys, digests
+
+
+def _digest_rows(batch) -> list:
+    cols = batch.to_pydict()
+    return [hash(repr(r)) for r in zip(*(cols[c] for c in _CONTENT))]
 
 
 class _Unjudged(LocalArtemisExport):

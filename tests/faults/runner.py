@@ -44,7 +44,8 @@ class Campaign:
         self.root = Path(self._tmp) / "store"
         shutil.copytree(source, self.root, symlinks=True)
         self.sites = artemis.ArtemisSites.read(self.root)
-        self.pristine = artemis.delivered(self.root)
+        self.truth = artemis.DeliveredReader(self.root)
+        self.pristine = self.truth.pristine
 
     def close(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
@@ -63,7 +64,7 @@ class Campaign:
         undo = fault.apply(self.root)
         try:
             verdict, codes = verify_verdict(self.root)
-            damaged = artemis.delivered(self.root)
+            damaged = self.truth.damaged(self.root)
         finally:
             undo()
         truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault))

@@ -37,3 +37,34 @@ def test_truth_does_not_follow_the_verdict(store, monkeypatch):
     # every live journal reference is a row (the paged ones come on top)
     committed = sum(n for (q, m, state), n in honest.rows.items() if state == "committed")
     assert committed >= manifest["counts"]["refsLive"] > 0
+
+
+@pytest.mark.parametrize("which", ["demo", "fixture"])
+def test_reader_of_damaged_copies_is_the_full_truth(store, which, tmp_path):
+    # DeliveredReader reuses the pristine rows' digests where Arrow finds a damaged batch's range equal to
+    # the pristine's; on a sample of the campaign's faults it gives delivered()'s answer exactly, including
+    # faults that change some rows' content only (the ranges path) and faults that lose rows.
+    from tests.faults.campaign import pristine_stores
+    from tests.faults.model import CONTENT, LOSS, SAME, classify
+    from tests.faults.runner import Campaign
+
+    if which == "demo":
+        source = store
+    else:
+        fixtures = [p for name, p in pristine_stores(tmp_path, demos=0)]
+        if not fixtures:
+            pytest.skip("no broker-written Artemis fixture")
+        source = fixtures[0]
+    seen = set()
+    with Campaign(which, source, tmp_path) as c:
+        assert c.pristine == artemis.delivered(c.root)
+        for i in range(150):
+            fault = c.fault(2500 + i)
+            undo = fault.apply(c.root)
+            try:
+                fast, full = c.truth.damaged(c.root), artemis.delivered(c.root)
+            finally:
+                undo()
+            assert fast == full, fault.describe()
+            seen.add(classify(c.pristine, full, lambda d: False)[0])
+    assert {SAME, CONTENT, LOSS} <= seen
