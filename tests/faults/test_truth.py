@@ -68,3 +68,28 @@ def test_reader_of_damaged_copies_is_the_full_truth(store, which, tmp_path):
             assert fast == full, fault.describe()
             seen.add(classify(c.pristine, full, lambda d: False)[0])
     assert {SAME, CONTENT, LOSS} <= seen
+
+
+def test_a_fault_drawn_again_gives_what_it_gave(store, tmp_path):
+    # The campaign judges a fault drawn again once (tests/faults/runner.py): sound only if apply/undo
+    # restore the store exactly and verify and the truth depend on its bytes alone. Judge every repeat anew,
+    # after other faults, and compare.
+    from collections import Counter
+
+    from tests.faults.runner import Campaign
+
+    with Campaign("demo", store, tmp_path) as c:
+        seeds = [7_000_000 + i for i in range(400)]
+        draws = Counter(c.fault(s) for s in seeds)
+        repeats = [s for s in seeds if draws[c.fault(s)] > 1]
+        assert len(repeats) >= 20
+        first = {}
+        for s in seeds:
+            o = c.run_one(s)
+            first.setdefault(o.fault, o)
+        for s in repeats:
+            again, memo = c.run_one(s, again=True), c.run_one(s)
+            f = first[again.fault]
+            assert (again.truth, again.verdict, again.diff, again.codes) == (f.truth, f.verdict, f.diff, f.codes)
+            assert (memo.truth, memo.verdict, memo.diff, memo.codes, memo.seed) == (f.truth, f.verdict, f.diff,
+                                                                                   f.codes, s)
