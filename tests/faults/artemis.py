@@ -8,8 +8,10 @@ region of a file, and whole-file and directory faults.
 
 The delivered state (:func:`delivered`) is what ``artemis data exp`` gives (the export's local engine, whose
 liveness is ``JournalImpl.load`` and whose rows are the broker's refs and acks, paged messages included:
-proven against the broker-written fixtures by tests/engines/test_export_*.py). A message whose record does
-not decode gives no rows: the broker cannot load it either.
+proven against the broker-written fixtures by tests/engines/test_export_*.py), read without verify's
+judgement, so that the truth never moves with the verdict it judges. A message whose record does not decode
+gives no rows: the broker cannot load it either. :class:`DeliveredReader` gives the same for a campaign's
+damaged copies, at less cost.
 """
 from __future__ import annotations
 

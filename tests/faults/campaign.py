@@ -1,9 +1,10 @@
 """A campaign over several pristine stores, in parallel worker processes: what ``make test`` runs on a fixed
 seed and ``bench/fuzz_verdicts.py`` (``make fuzz``) runs at scale.
 
-Work is cut into chunks of faults of one store, handed out round the stores; each worker builds a :class:`~tests.faults.runner.Campaign`
-per store once (a working copy in /dev/shm when it is there) and runs its chunks. Outcomes come back in
-chunk order, so a seed always reproduces its fault: ``reproduce(store, seed)``.
+Work is cut into chunks of faults of one store, handed out round the stores; each worker builds a
+:class:`~tests.faults.runner.Campaign` per store once (a working copy in /dev/shm when it is there) and runs
+its chunks. Outcomes come back in chunk order, so a seed always reproduces its fault:
+``reproduce(store, seed)``.
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 with ``verify`` (in process: the same engine the command runs), compute the truth, undo.
 
 Each fault's seed is ``base_seed * 1_000_003 + i``: ``reproduce(store, seed)`` redraws exactly that fault.
+A fault drawn again is judged once (its outcome is kept per campaign).
 """
 from __future__ import annotations
 
