@@ -8,8 +8,10 @@ region of a file, and whole-file and directory faults.
 
 The delivered state (:func:`delivered`) is what ``artemis data exp`` gives (the export's local engine, whose
 liveness is ``JournalImpl.load`` and whose rows are the broker's refs and acks, paged messages included:
-proven against the broker-written fixtures by tests/engines/test_export_*.py). A message whose record does
-not decode gives no rows: the broker cannot load it either.
+proven against the broker-written fixtures by tests/engines/test_export_*.py), read without verify's
+judgement, so that the truth never moves with the verdict it judges. A message whose record does not decode
+gives no rows: the broker cannot load it either. :class:`DeliveredReader` gives the same for a campaign's
+damaged copies, at less cost.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amqtool.engines.export.local import LocalArtemisExport
+from amqtool.engines.export.schema import MESSAGE_COLUMNS
 from tests.faults.model import Delivered, Fault
 
 HEADER = 16
@@ -252,48 +256,124 @@ _KEY = ("queue_id", "message_id", "transaction_state")
 
 def delivered(root: Path) -> Delivered:
     """What the broker delivers from the store at ``root`` (``data exp``'s view: bindings, then one row per
-    live message per queue, paged messages included)."""
-    from amqtool.engines.export.local import LocalArtemisExport
+    live message per queue, paged messages included).
+
+    The export engine reads the journals' loads without verify's judgement (:class:`_Unjudged`): the truth
+    must not depend on the verdict under test, and a CRITICAL store still delivers what it delivers."""
+    return _delivered(root, None)[0]
+
+
+class DeliveredReader:
+    """:func:`delivered` of one store's damaged copies, against its pristine state: a campaign's truth.
+
+    A row's content digest costs its conversion from Arrow to Python and a repr; most rows of a damaged copy
+    are the pristine rows unchanged. So the pristine batches are kept, and a range of a damaged batch that
+    Arrow finds equal to the same range of the pristine batch at the same place takes the pristine rows'
+    digests (equal arrays convert to equal rows: the answer is :func:`delivered`'s exactly, which
+    tests/faults/test_truth.py checks on a sample of faults)."""
+
+    def __init__(self, root: Path):
+        self.pristine, self._reference = _delivered(root, None)
+
+    def damaged(self, root: Path) -> Delivered:
+        return _delivered(root, self._reference)[0]
+
+
+def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
+    """:func:`delivered`, and the batches read with their rows' keys and digests (``reference``: those of
+    the pristine store, for :class:`DeliveredReader`)."""
+    import contextlib
+
+    from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.export.model import ExportOptions
-    from amqtool.engines.export.schema import MESSAGE_COLUMNS
     from amqtool.errors import AmqtoolError
+    from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
-    names = [c[0] for c in MESSAGE_COLUMNS]
+    nothing = Delivered(frozenset(), Counter(), frozenset())
     try:
         store = detect(root)
         if store.kind != "artemis":
-            return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+            return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     except AmqtoolError:
-        return Delivered(frozenset(), Counter(), frozenset(), detected=False)
-    if _refused(store):
-        return Delivered(frozenset(), Counter(), frozenset())
+        return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     rows: Counter = Counter()
     content = set()
+    read = []
     try:
-        # salvage: the export's own refusal of a store verify calls CRITICAL would make the truth follow the
-        # verdict under test (everything "lost"); the truth is what the loaders deliver
-        with LocalArtemisExport(store, ExportOptions(safe=True, salvage=True)) as ex:
-            rows_b = ex.binding_rows()
-            bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
-            content.update(("binding",) + tuple(r) for r in rows_b)
-            for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
-                cols = batch.to_pydict()
-                keys = list(zip(*(cols[k] for k in _KEY)))
-                rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
-                for k, r in zip(keys, rest):
-                    rows[k] += 1
-                    content.add(k + (hash(repr(r)),))
+        with contextlib.ExitStack() as stack:
+            loads = {}
+            for jd in store.journals():  # one open and load of each journal, as the export reads it
+                opened = stack.enter_context(open_journal(jd))
+                if any(s.code in _REFUSING for s in opened.skipped):
+                    return nothing, []
+                if opened.files:
+                    loads[jd.kind] = load_journal(opened)
+            if _refused(store, loads.get("messages")):
+                return nothing, []
+            with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
+                rows_b = ex.binding_rows()
+                bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
+                content.update(("binding",) + tuple(r) for r in rows_b)
+                for i, batch in enumerate(ex.batches()):  # the C column decoder (twin-tested against Python)
+                    ref = reference[i] if reference is not None and i < len(reference) else None
+                    keys, digests = _digests(batch, ref)
+                    read.append((batch, digests))
+                    for k, d in zip(keys, digests):
+                        rows[k] += 1
+                        content.add(k + (d,))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
-        return Delivered(frozenset(), Counter(), frozenset())
-    return Delivered(bindings, rows, frozenset(content))
+        return nothing, []
+    return Delivered(bindings, rows, frozenset(content)), read
+
+
+_CONTENT = tuple(c[0] for c in MESSAGE_COLUMNS if c[0] not in _KEY)
+_LEAF = 8  # rows below which a differing range is digested rather than halved again
+
+
+def _digests(batch, reference: tuple | None) -> tuple[list, list]:
+    """The keys of ``batch``'s rows and a digest of the rest of each row. ``reference``: (batch, digests)
+    at the same place in the pristine store; ranges equal to its ranges take its digests."""
+    keys = list(zip(*(batch.column(k).to_pylist() for k in _KEY)))
+    n = batch.num_rows
+    if reference is None or reference[0].num_rows != n or not reference[0].schema.equals(batch.schema):
+        return keys, _digest_rows(batch)
+    pristine, known = reference
+    digests: list = [None] * n
+    todo = [(0, n)]
+    while todo:
+        a, m = todo.pop()
+        if batch.slice(a, m).equals(pristine.slice(a, m)):
+            digests[a:a + m] = known[a:a + m]
+        elif m <= _LEAF:
+            digests[a:a + m] = _digest_rows(batch.slice(a, m))
+        else:
+            todo += [(a, m // 2), (a + m // 2, m - m // 2)]
+    return keys, digests
+
+
+def _digest_rows(batch) -> list:
+    cols = batch.to_pydict()
+    return [hash(repr(r)) for r in zip(*(cols[c] for c in _CONTENT))]
+
+
+class _Unjudged(LocalArtemisExport):
+    """The local export engine over journal loads made without verify: no findings, nothing refused."""
+
+    def __init__(self, store, options, loads: dict):
+        self._loads = loads
+        super().__init__(store, options)
+
+    def _judge(self, progress):
+        return [], self._loads
 
 
 # JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
 # readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
 # orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
-_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
+# A journal file it cannot read stops it too (the open throws).
+_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch", "unreadable")
 
 
 # AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
@@ -302,19 +382,14 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
-def _refused(store) -> bool:
-    from amqtool.engines.artemis.load import load_journal
-    from amqtool.store.journal_files import open_journal
-
-    for jd in store.journals():
-        with open_journal(jd) as opened:
-            if any(s.code in _REFUSING for s in opened.skipped):
-                return True
-            if jd.kind == "messages" and store.bindings is not None and opened.files:
-                for r in load_journal(opened).live:
-                    t = r.user_record_type
-                    if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
-                        return True
+def _refused(store, messages) -> bool:
+    """Whether the broker refuses to start on the message journal's load ``messages`` (None: no file)."""
+    if messages is None or store.bindings is None:
+        return False
+    for r in messages.live:
+        t = r.user_record_type
+        if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+            return True
     return False
 
 
