@@ -14,7 +14,7 @@ comma-separated: ``export --queue`` repeated), ``includePrepared`` (default true
 transactions, ``transaction_state = 'prepared'``, as the export gives them; false leaves them out) and
 ``partitionBytes`` (the journal bytes of a split store's slice, default 128 MiB).
 
-Planning, as the fleet engine plans (:mod:`.fleet_spark`): the driver only lists paths
+Planning: the driver only lists paths
 (:func:`.fleet.expand_stores`, :func:`.fleet.survey`: listing, ``stat`` and the 19 bytes of ``server.lock``)
 and names the stores as the fleet export does. An Artemis store larger than ``partitionBytes`` is cut into
 ``n`` slices, one Spark partition each; smaller stores (and KahaDB stores, whose replay is sequential) are
@@ -39,8 +39,12 @@ does not decide: a diverted or moved message keeps its own). Spark still evaluat
 scan: pushdown only narrows what is read.
 
 Store kinds: :data:`STORE_SOURCES` maps a store kind (:func:`amqtool.store.layout.detect`) to the class that
-reads it (:class:`ArtemisSource`, :class:`KahaDBSource`); another kind (LevelDB) plugs in there, as the export
-dispatches on the kind.
+reads it (:class:`ArtemisSource`, :class:`KahaDBSource`, :class:`LevelDBSource`), as the export dispatches on
+the kind.
+
+``export --engine spark`` (one store or a fleet) runs on this read path: the same partitions
+(:func:`plan_partitions`) and the same source classes, its tasks writing what they read with amqtool's own
+table writers (:mod:`.spark_export`).
 """
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ from amqtool.errors import AmqtoolError, UsageError
 NAME = "amqtool"
 TABLES = ("messages", "bindings", "subscriptions", "stores")
 SLICE_BYTES = 128 << 20
-GROUP_BYTES = 16 << 20  # as fleet_spark.MIN_GROUP_BYTES: a task worth its overhead
+GROUP_BYTES = 16 << 20  # a task worth its overhead (a few MiB of store export in ~0.1 s; a task costs ms)
 BATCH_ROWS = 4096  # rows a batch when rows are made in Python (KahaDB, bindings)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -290,13 +294,14 @@ def _gone(fs) -> AmqtoolError:
 
 
 def _open_store(fs) -> tuple[type, object]:
-    """``(source class, store)`` of ``fs`` (surveyed without error), detected again in the task. A store
-    that was there at planning and is gone now fails the task."""
+    """``(source class, store)`` of ``fs`` (surveyed without error), detected again in the task (or as the
+    driver detected it: a single store's export, whose directories a broker.xml may name). A store that was
+    there at planning and is gone now fails the task."""
     from amqtool.store.layout import detect
 
     if not os.path.isdir(fs.path):
         raise _gone(fs)
-    store = detect(fs.path)
+    store = fs.detected if fs.detected is not None else detect(fs.path)
     source = STORE_SOURCES.get(store.kind)
     if source is None:
         raise AmqtoolError(f"{fs.path}: cannot read a {store.kind} store")
@@ -343,11 +348,15 @@ def _messages(reader: AmqtoolReader, fs, part: StoresPartition) -> Iterator:
     started = False
     try:
         source, store = _open_store(fs)
-        for batch in source(store, options).message_batches(part.k, part.n, READ):
-            started = True
-            batch = _row_filter(reader, batch)
-            if batch.num_rows:
-                yield _with_store(reader, fs, batch)
+        src = source(store, options)
+        try:
+            for batch in src.message_batches(part.k, part.n, READ):
+                started = True
+                batch = _row_filter(reader, batch)
+                if batch.num_rows:
+                    yield _with_store(reader, fs, batch)
+        finally:
+            src.close()
     except Exception as err:  # noqa: BLE001 - a store that cannot be exported gives no rows
         raised = _failed(fs, err)
         if raised is err:
@@ -378,7 +387,11 @@ def _small_table(reader: AmqtoolReader, fs, rows_of: Callable) -> Iterator:
         return
     try:
         source, store = _open_store(fs)
-        rows = list(rows_of(source(store, reader.settings.export_options())))
+        src = source(store, reader.settings.export_options())
+        try:
+            rows = list(rows_of(src))
+        finally:
+            src.close()
     except Exception as err:  # noqa: BLE001
         raised = _failed(fs, err)
         if raised is err:
@@ -406,7 +419,11 @@ def _stores(reader: AmqtoolReader, fs, part: StoresPartition) -> Iterator:
     else:
         try:
             source, store = _open_store(fs)
-            outcome = StoreOutcome(fs, source(store, reader.settings.export_options()).summary())
+            src = source(store, reader.settings.export_options())
+            try:
+                outcome = StoreOutcome(fs, src.summary())
+            finally:
+                src.close()
         except Exception as err:  # noqa: BLE001 - a store that cannot be exported is a row
             from amqtool.engines.export.fleet import refused_summary
 
@@ -491,11 +508,27 @@ class ArtemisSource:
             _PLANS[key] = got
         return got
 
-    def message_batches(self, k: int, n: int, counter: ReadCounter) -> Iterator:
-        from amqtool.engines.export.spark import PagedPart, part_batches
+    def export_base(self, n: int) -> tuple[list[tuple], ExportSummary]:
+        """``(binding rows, summary)`` of the store's export before its messages (what slice 0 of ``n``
+        reports): the load's bytes, files and verify's findings, the bindings and their problems. A store
+        verify calls CRITICAL is refused here, as the local engine refuses it (unless ``salvage``)."""
+        plan, _ = self._plan(n)
+        base = ExportSummary("spark", "artemis")
+        base.bytes_scanned = plan.bytes_scanned
+        for p in plan.binding_problems:
+            base.problem(p.message_id, p.message)
+        base.set_bindings(plan.binding_rows)
+        base.findings, base.files = list(plan.findings), plan.files
+        return plan.binding_rows, base
+
+    def _slice(self, k: int, n: int, counter: ReadCounter):
+        """``(plan, parts)``: the parts of slice ``k`` of ``n``, pages of addresses no wanted queue is bound to
+        left out (each page read counted)."""
+        from amqtool.engines.export.spark import PagedPart
 
         plan, slices = self._plan(n)
         addresses = self._wanted_addresses(plan.ctx.bindings)
+        parts = []
         for part, s in zip(plan.parts, slices):
             if s != k:
                 continue
@@ -509,7 +542,29 @@ class ArtemisSource:
                     except OSError:
                         pass
                 part = PagedPart(part.index, pages, part.view, part.cost)
-            yield from part_batches(plan.ctx, part, ExportSummary("spark", "artemis"), counter.pread)
+            parts.append(part)
+        return plan, parts
+
+    def message_batches(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary | None = None) -> Iterator:
+        """Slice ``k`` of ``n``: its rows as the C column decoder's Arrow batches, counted in ``summary``."""
+        from amqtool.engines.export.spark import part_batches
+
+        summary = summary if summary is not None else ExportSummary("spark", "artemis")
+        plan, parts = self._slice(k, n, counter)
+        for part in parts:
+            yield from part_batches(plan.ctx, part, summary, counter.pread)
+
+    def message_rows(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary) -> Iterator[tuple]:
+        """Slice ``k`` of ``n`` as row tuples (properties as dicts: what the XML document is written from),
+        counted in ``summary``."""
+        from amqtool.engines.export.spark import part_rows
+
+        plan, parts = self._slice(k, n, counter)
+        for part in parts:
+            yield from part_rows(plan.ctx, part, summary, counter.pread)
+
+    def close(self) -> None:
+        pass
 
     def _wanted_addresses(self, bindings) -> set[str] | None:
         """With a queue selection: the addresses its queues are bound to (a page store holds one address's
@@ -542,14 +597,19 @@ class ArtemisSource:
 
 class KahaDBSource:
     """A KahaDB (or mKahaDB) store's tables (:class:`~.kahadb.KahaDBExport`: the replay is sequential, so a
-    store is never sliced)."""
+    store is never sliced). Its summary is the export's own, counted as the rows are made."""
 
     def __init__(self, store, options: ExportOptions):
         from amqtool.engines.export.kahadb import KahaDBExport
 
         self.ex = KahaDBExport(store, options, engine="spark")
+        self._rows_made = False
 
-    def message_batches(self, k: int, n: int, counter: ReadCounter) -> Iterator:
+    def export_base(self, n: int) -> tuple[list[tuple], ExportSummary]:
+        return self.ex.binding_rows(), self.ex.summary
+
+    def message_batches(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary | None = None) -> Iterator:
+        """The store's rows as Arrow batches (``k`` = 0, ``n`` = 1), counted in its own summary."""
         from amqtool.engines.export.writers import rows_batch
 
         schema = arrow_schema(MESSAGE_COLUMNS)
@@ -562,23 +622,37 @@ class KahaDBSource:
                 chunk = []
         if chunk:
             yield rows_batch(chunk, schema)
+        self._rows_made = True
 
     def binding_rows(self) -> list[tuple]:
         return self.ex.binding_rows()
 
     def subscription_rows(self) -> list[tuple]:
-        self.ex.binding_rows()
-        for _ in self.ex.rows():  # each subscription's ``pending`` counts the rows made for it
-            pass
+        if not self._rows_made:
+            self.ex.binding_rows()
+            for _ in self.ex.rows():  # each subscription's ``pending`` counts the rows made for it
+                pass
+            self._rows_made = True
         return self.ex.subscription_rows()
 
     def summary(self) -> ExportSummary:
-        self.ex.binding_rows()
-        for _ in self.ex.rows():
-            pass
-        self.ex.summary.subscriptions = len(self.ex.subscription_rows())
+        self.ex.summary.subscriptions = len(self.subscription_rows())
         return self.ex.summary
 
+    def close(self) -> None:
+        getattr(self.ex, "close", lambda: None)()
 
-# store kind (amqtool.store.layout.detect) -> its reader; LevelDB plugs in here
-STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": KahaDBSource}
+
+class LevelDBSource(KahaDBSource):
+    """A LevelDB store's tables (:class:`~.leveldb.LevelDBExport`: its recovery replays the log in order, as
+    KahaDB's does; never sliced)."""
+
+    def __init__(self, store, options: ExportOptions):
+        from amqtool.engines.export.leveldb import LevelDBExport
+
+        self.ex = LevelDBExport(store, options, engine="spark")
+        self._rows_made = False
+
+
+# store kind (amqtool.store.layout.detect) -> its reader
+STORE_SOURCES: dict[str, type] = {"artemis": ArtemisSource, "kahadb": KahaDBSource, "leveldb": LevelDBSource}
