@@ -190,7 +190,7 @@ def plan_stores(args: Iterable[str], stores_from: str | None = None) -> list[Fle
     return stores
 
 
-# --- one store's export (both engines) --------------------------------------------------------------------
+# --- one store's export (the local engine; the writers' helpers both engines use) ---------------------------
 
 
 def with_store_column(name: str, batch):
