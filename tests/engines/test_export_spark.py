@@ -243,6 +243,28 @@ def test_outputs_equal_local_engine(spark, demo, tmp_path, fmt):
     assert paged == want and want  # the demo store has paged messages: live + paged per queue
 
 
+def test_a_sliced_export_keeps_the_output_rules(spark, demo, tmp_path, monkeypatch):
+    """Slices written by several tasks: every file has the export's mode (--mode 640: files 0640, directories
+    0750), no Spark bookkeeping file (_SUCCESS, .crc) is in the output, nothing is left beside it, and the
+    rows are the local engine's."""
+    from amqtool.engines.export import spark_export as E
+
+    monkeypatch.setattr(E, "MIN_SLICE_BYTES", 1 << 20)
+    doc, _ = run_export(ExportRequest(str(demo), str(tmp_path / "out"), "parquet", engine="spark", mode=0o640),
+                        spark_session=spark)
+    run_export(ExportRequest(str(demo), str(tmp_path / "local"), "parquet", engine="local"))
+    out = tmp_path / "out"
+    entries = [out, *out.rglob("*")]
+    assert {oct(p.stat().st_mode & 0o777) for p in entries if p.is_file()} == {"0o640"}
+    assert {oct(p.stat().st_mode & 0o777) for p in entries if p.is_dir()} == {"0o750"}
+    assert not [p for p in entries if p.name == "_SUCCESS" or p.name.endswith(".crc")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "out"]
+    assert len({p.name for p in (out / "messages").rglob("part-*.parquet")}) >= 4  # several slices' files
+    for table in ("messages", "bindings"):
+        assert normalise(read_parquet_table(out / table)) == normalise(read_parquet_table(tmp_path / "local" / table))
+    assert doc["engine"] == "spark" and doc["rows"] > 0
+
+
 @pytest.mark.parametrize("ds", ["basic", "mkahadb"])
 def test_kahadb_rows_equal_local_engine(spark, tmp_path, ds):
     """KahaDB: the Spark engine (rows built on the driver by the KahaDB replay, written by Spark) gives the
