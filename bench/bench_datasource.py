@@ -5,6 +5,7 @@ ratio of the local engine's ``amqtool export --format parquet`` of the same stor
 1.2x each).
 
 Usage: .venv/bin/python bench/bench_datasource.py [--store DIR | --size 1GiB] [--work DIR] [--runs N] [--keep]
+                                                  [--conf KEY=VALUE ...]
 
 Without --store a demo store of --size is created first (deterministic, seed 1) under --work. Each round
 runs the local engine's export (in this process: store detection, load, decode, write, fsync, rename), then
@@ -63,11 +64,14 @@ def tree_cpu(root: int) -> float:
     return total / tick
 
 
-def _spark_round(store: Path, out: Path, master: str) -> dict:
+def _spark_round(store: Path, out: Path, master: str, extra: dict[str, str] | None = None) -> dict:
     code = f"""
 import json, os, sys, time
 sys.path.insert(0, {str(ROOT)!r})
+from amqtool.engines.export import spark as S
 from amqtool.engines.export.spark import get_session
+conf = S.session_conf
+S.session_conf = lambda master, **kw: dict(conf(master, **kw), **{extra or {}!r})
 from amqtool.spark import register
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
 from bench_datasource import tree_cpu
@@ -102,7 +106,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1, help="interleaved rounds (default 1)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting over the session's (repeatable), e.g. spark.driver.extraJavaOptions=")
     args = ap.parse_args()
+    extra = dict(c.split("=", 1) for c in args.conf)
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -129,7 +136,7 @@ def main() -> int:
             shutil.rmtree(out)
             print(f"round {rnd}: local engine export {local[-1]:.2f} s ({local_cpu[-1]:.2f} s CPU), {doc['rows']} rows")
             print(f"round {rnd}: load average before Spark {args.master}: {_load()}")
-            r = _spark_round(store, work / f"spark-{rnd}", args.master)
+            r = _spark_round(store, work / f"spark-{rnd}", args.master, extra)
             shutil.rmtree(work / f"spark-{rnd}", ignore_errors=True)
             if r["rows"] != doc["rows"]:
                 raise SystemExit(f"row counts differ: data source {r['rows']}, export {doc['rows']}")

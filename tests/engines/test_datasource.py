@@ -93,6 +93,11 @@ def test_every_fixture_and_the_demo_store_give_the_exports_rows(spark, demo, tmp
             got = spark_rows(read(spark, path, table, partitionBytes=str(2 << 20)))
             assert got == want[table], (name, table)
         assert want["messages"] or name.startswith(("oracle/", "public/")), name  # the stores hold rows
+        if name == "demo":  # the Spark engine's export too (this data source's read path, written in tasks)
+            run_export(ExportRequest(path=str(path), out=str(tmp_path / "spark"), fmt="parquet", engine="spark"),
+                       spark_session=spark)
+            for table in TABLES:
+                assert normalise(read_parquet_table(tmp_path / "spark" / table)) == want[table], table
     assert {name: tree_hashes(p) for name, p in stores.items()} == before
 
 
@@ -125,13 +130,18 @@ def fleet_export(fleet, tmp_path_factory) -> Path:
     return out
 
 
-def test_a_fleet_gives_the_fleet_exports_rows(spark, fleet, fleet_export):
+def test_a_fleet_gives_the_fleet_exports_rows(spark, fleet, fleet_export, tmp_path):
+    """Both engines' fleet exports (the Spark engine reads through this data source's partitions and reader,
+    and writes in its tasks) and the data source: the same rows, table by table."""
     paths = list(fleet.values())
+    run_fleet_export(FleetRequest(stores=[str(p) for p in paths], out=str(tmp_path / "spark"), engine="spark"),
+                     spark_session=spark)
     for table in (*TABLES, "stores"):
         want = by_store(read_parquet_table(fleet_export / table))
         got = by_store(spark_rows(read(spark, paths, table, partitionBytes=str(1 << 20)), norm=False))
         assert got == want, table
         assert got and list(got[0])[0] == "store"
+        assert by_store(read_parquet_table(tmp_path / "spark" / table)) == want, table
     stores = {r["store"]: r for r in spark_rows(read(spark, paths, "stores"), norm=False)}
     assert stores["site-1/empty"]["verdict"] == "UNKNOWN" and stores[next(iter(fleet))]["verdict"] in ("OK", "WARNING")
 

@@ -251,18 +251,18 @@ def test_store_progress_figures(fleet, tmp_path):
 
 
 def test_spark_store_watcher(tmp_path):
-    """The driver's view of the tasks' marker files: a split store is done when all its parts are, a store of
-    a group at once; each store reported once, a retried attempt's marker ignored."""
+    """The driver's view of the tasks' marker files: a sliced store is done when all its slices are, a store
+    of a group at once; each store reported once, a retried attempt's marker ignored."""
     from amqtool.engines.export.fleet import FleetProgress
-    from amqtool.engines.export.fleet_spark import _StoreWatcher
+    from amqtool.engines.export.spark_export import _StoreWatcher
 
     stores = {i: FleetStore(i, f"/s/{i}", name=f"s{i}", bytes=10 * (i + 1)) for i in range(3)}
     seen = []
     w = _StoreWatcher(str(tmp_path), FleetProgress(3, 60, seen.append), stores)
     w.expected[0] = 2
     (tmp_path / "0-0.attempt-1").write_text("5 1.5\n")
-    (tmp_path / "1-all.attempt-2").write_text("7 0.5\n")
-    (tmp_path / ".2-all.attempt-3").write_text("9 9\n")  # not yet renamed into place
+    (tmp_path / "1-0.attempt-2").write_text("7 0.5\n")
+    (tmp_path / ".2-0.attempt-3").write_text("9 9\n")  # not yet renamed into place
     w.poll()
     assert [(f["done"], f["rows"], f["bytes"]) for f in seen] == [(1, 7, 20)]
     (tmp_path / "0-1.attempt-4").write_text("6 2.0\n")

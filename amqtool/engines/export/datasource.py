@@ -14,7 +14,7 @@ comma-separated: ``export --queue`` repeated), ``includePrepared`` (default true
 transactions, ``transaction_state = 'prepared'``, as the export gives them; false leaves them out) and
 ``partitionBytes`` (the journal bytes of a split store's slice, default 128 MiB).
 
-Planning, as the fleet engine plans (:mod:`.fleet_spark`): the driver only lists paths
+Planning: the driver only lists paths
 (:func:`.fleet.expand_stores`, :func:`.fleet.survey`: listing, ``stat`` and the 19 bytes of ``server.lock``)
 and names the stores as the fleet export does. An Artemis store larger than ``partitionBytes`` is cut into
 ``n`` slices, one Spark partition each; smaller stores (and KahaDB stores, whose replay is sequential) are
@@ -41,6 +41,10 @@ scan: pushdown only narrows what is read.
 Store kinds: :data:`STORE_SOURCES` maps a store kind (:func:`amqtool.store.layout.detect`) to the class that
 reads it (:class:`ArtemisSource`; :class:`ReplaySource` for KahaDB and LevelDB), as the export dispatches on the
 kind.
+
+``export --engine spark`` (one store or a fleet) runs on this read path: the same partitions
+(:func:`plan_partitions`) and the same source classes, its tasks writing what they read with amqtool's own
+table writers (:mod:`.spark_export`).
 """
 from __future__ import annotations
 
@@ -64,7 +68,7 @@ from amqtool.errors import AmqtoolError, UsageError
 NAME = "amqtool"
 TABLES = ("messages", "bindings", "subscriptions", "stores")
 SLICE_BYTES = 128 << 20
-GROUP_BYTES = 16 << 20  # as fleet_spark.MIN_GROUP_BYTES: a task worth its overhead
+GROUP_BYTES = 16 << 20  # a task worth its overhead (a few MiB of store export in ~0.1 s; a task costs ms)
 BATCH_ROWS = 4096  # rows a batch when rows are made in Python (KahaDB, bindings)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -297,13 +301,14 @@ def _gone(fs) -> AmqtoolError:
 
 
 def _open_store(fs) -> tuple[type, object]:
-    """``(source class, store)`` of ``fs`` (surveyed without error), detected again in the task. A store
-    that was there at planning and is gone now fails the task."""
+    """``(source class, store)`` of ``fs`` (surveyed without error), detected again in the task (or as the
+    driver detected it: a single store's export, whose directories a broker.xml may name). A store that was
+    there at planning and is gone now fails the task."""
     from amqtool.store.layout import detect
 
     if not os.path.isdir(fs.path):
         raise _gone(fs)
-    store = detect(fs.path)
+    store = fs.detected if fs.detected is not None else detect(fs.path)
     source = STORE_SOURCES.get(store.kind)
     if source is None:
         raise AmqtoolError(f"{fs.path}: cannot read a {store.kind} store")
@@ -488,9 +493,6 @@ class ArtemisSource:
         self.store = store
         self.options = options
 
-    def close(self) -> None:
-        pass  # each call opens and closes what it reads
-
     def _plan(self, n: int):
         from amqtool.engines.export.spark import plan_export
 
@@ -504,11 +506,27 @@ class ArtemisSource:
             _PLANS[key] = got
         return got
 
-    def message_batches(self, k: int, n: int, counter: ReadCounter) -> Iterator:
-        from amqtool.engines.export.spark import PagedPart, part_batches
+    def export_base(self, n: int) -> tuple[list[tuple], ExportSummary]:
+        """``(binding rows, summary)`` of the store's export before its messages (what slice 0 of ``n``
+        reports): the load's bytes, files and verify's findings, the bindings and their problems. A store
+        verify calls CRITICAL is refused here, as the local engine refuses it (unless ``salvage``)."""
+        plan, _ = self._plan(n)
+        base = ExportSummary("spark", "artemis")
+        base.bytes_scanned = plan.bytes_scanned
+        for p in plan.binding_problems:
+            base.problem(p.message_id, p.message)
+        base.set_bindings(plan.binding_rows)
+        base.findings, base.files = list(plan.findings), plan.files
+        return plan.binding_rows, base
+
+    def _slice(self, k: int, n: int, counter: ReadCounter):
+        """``(plan, parts)``: the parts of slice ``k`` of ``n``, pages of addresses no wanted queue is bound to
+        left out (each page read counted)."""
+        from amqtool.engines.export.spark import PagedPart
 
         plan, slices = self._plan(n)
         addresses = self._wanted_addresses(plan.ctx.bindings)
+        parts = []
         for part, s in zip(plan.parts, slices):
             if s != k:
                 continue
@@ -522,7 +540,29 @@ class ArtemisSource:
                     except OSError:
                         pass
                 part = PagedPart(part.index, pages, part.view, part.cost)
-            yield from part_batches(plan.ctx, part, ExportSummary("spark", "artemis"), counter.pread)
+            parts.append(part)
+        return plan, parts
+
+    def message_batches(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary | None = None) -> Iterator:
+        """Slice ``k`` of ``n``: its rows as the C column decoder's Arrow batches, counted in ``summary``."""
+        from amqtool.engines.export.spark import part_batches
+
+        summary = summary if summary is not None else ExportSummary("spark", "artemis")
+        plan, parts = self._slice(k, n, counter)
+        for part in parts:
+            yield from part_batches(plan.ctx, part, summary, counter.pread)
+
+    def message_rows(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary) -> Iterator[tuple]:
+        """Slice ``k`` of ``n`` as row tuples (properties as dicts: what the XML document is written from),
+        counted in ``summary``."""
+        from amqtool.engines.export.spark import part_rows
+
+        plan, parts = self._slice(k, n, counter)
+        for part in parts:
+            yield from part_rows(plan.ctx, part, summary, counter.pread)
+
+    def close(self) -> None:
+        pass
 
     def _wanted_addresses(self, bindings) -> set[str] | None:
         """With a queue selection: the addresses its queues are bound to (a page store holds one address's
@@ -556,7 +596,8 @@ class ArtemisSource:
 class ReplaySource:
     """A store whose recovery replays its log in order, as the broker's does: KahaDB and mKahaDB
     (:class:`~.kahadb.KahaDBExport`) and LevelDB (:class:`~.leveldb.LevelDBExport`). The replay is
-    sequential, so such a store is never sliced: its one task reads it whole."""
+    sequential, so such a store is never sliced: its one task reads it whole. Its summary is the export's
+    own, counted as the rows are made."""
 
     def __init__(self, store, options: ExportOptions):
         if store.kind == "leveldb":
@@ -565,13 +606,13 @@ class ReplaySource:
             from amqtool.engines.export.kahadb import KahaDBExport as export_class
 
         self.ex = export_class(store, options, engine="spark")
+        self._rows_made = False
 
-    def close(self) -> None:
-        close = getattr(self.ex, "close", None)
-        if close is not None:
-            close()
+    def export_base(self, n: int) -> tuple[list[tuple], ExportSummary]:
+        return self.ex.binding_rows(), self.ex.summary
 
-    def message_batches(self, k: int, n: int, counter: ReadCounter) -> Iterator:
+    def message_batches(self, k: int, n: int, counter: ReadCounter, summary: ExportSummary | None = None) -> Iterator:
+        """The store's rows as Arrow batches (``k`` = 0, ``n`` = 1), counted in its own summary."""
         from amqtool.engines.export.writers import rows_batch
 
         schema = arrow_schema(MESSAGE_COLUMNS)
@@ -584,22 +625,25 @@ class ReplaySource:
                 chunk = []
         if chunk:
             yield rows_batch(chunk, schema)
+        self._rows_made = True
 
     def binding_rows(self) -> list[tuple]:
         return self.ex.binding_rows()
 
     def subscription_rows(self) -> list[tuple]:
-        self.ex.binding_rows()
-        for _ in self.ex.rows():  # each subscription's ``pending`` counts the rows made for it
-            pass
+        if not self._rows_made:
+            self.ex.binding_rows()
+            for _ in self.ex.rows():  # each subscription's ``pending`` counts the rows made for it
+                pass
+            self._rows_made = True
         return self.ex.subscription_rows()
 
     def summary(self) -> ExportSummary:
-        self.ex.binding_rows()
-        for _ in self.ex.rows():
-            pass
-        self.ex.summary.subscriptions = len(self.ex.subscription_rows())
+        self.ex.summary.subscriptions = len(self.subscription_rows())
         return self.ex.summary
+
+    def close(self) -> None:
+        getattr(self.ex, "close", lambda: None)()
 
 
 # store kind (amqtool.store.layout.detect) -> its reader

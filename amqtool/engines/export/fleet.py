@@ -25,7 +25,8 @@ binding row behind (each store is written aside and moved into the output only o
 export fails as a whole only for what concerns the output itself (no space, read-only, ...).
 
 Engines: :func:`export_fleet_local` exports the stores one after the other in process;
-:mod:`.fleet_spark` runs the same per-store work (:func:`export_store`) in Spark tasks.
+:mod:`.spark_export` reads the stores in Spark tasks through the data source's partitions and reader
+(:mod:`.datasource`), writing the same tables with the same writers.
 """
 from __future__ import annotations
 
@@ -126,6 +127,9 @@ class FleetStore:
     bytes: int = 0
     error: str | None = None  # why it cannot be exported
     inputs: list = field(default_factory=list)  # what reading it reads (amqtool.store.output.store_inputs)
+    # the store as the driver detected it (a single store's export, whose directories a broker.xml may
+    # name); None: the task detects it again from ``path``
+    detected: object = None
 
 
 def survey(index: int, path: str) -> FleetStore:
@@ -186,7 +190,7 @@ def plan_stores(args: Iterable[str], stores_from: str | None = None) -> list[Fle
     return stores
 
 
-# --- one store's export (both engines) --------------------------------------------------------------------
+# --- one store's export (the local engine; the writers' helpers both engines use) ---------------------------
 
 
 def with_store_column(name: str, batch):
@@ -493,11 +497,11 @@ def run_fleet_export(req: FleetRequest, *, progress: Callable[[int], None] | Non
                                           store_progress=store_progress)
         else:
             from amqtool.engines.export import spark_session_for
-            from amqtool.engines.export.fleet_spark import export_fleet_spark
+            from amqtool.engines.export.spark_export import export_stores
 
             with spark_session_for(target, req.master, spark_session, req.ship, status=status) as spark:
-                outcomes = export_fleet_spark(spark, stores, options, req.fmt, target, task_progress=task_progress,
-                                              store_progress=store_progress)
+                outcomes = export_stores(spark, stores, options, req.fmt, target, task_progress=task_progress,
+                                         store_progress=store_progress)
         doc = fleet_document(outcomes, engine=engine, fmt=req.fmt, output=str(target.out))
         mismatch = queue_mismatch(outcomes, options)
         if mismatch:

@@ -1,58 +1,40 @@
-"""The Spark export engine: the driver plans with the local engine's load; Spark tasks (``mapPartitions``
-over the plan's parts) read and decode the message bodies and write their part of the tables.
+"""What the Spark engine's jobs share: the session (its driver JVM's lifetime), the watch over a job (progress,
+a job without executors cancelled, a failure in one line), the job commit, and an Artemis store's plan.
 
-Why this shape. An export's bulk work is reading and decoding message bodies: Python decoding
-(:func:`parse.decode_message`: the core message, its TypedProperties, the property rows; a paged message is
-read, re-encoded and decoded) cost ~100-150 µs a message in Python (the C columns now take a few), while the liveness of a 1 GiB journal costs ~2 s
-on the driver (the C loader, then the broker state). The first Spark engine parsed *every* journal record
-into a Python Row in the workers, resolved liveness with DataFrame joins, then built the message rows in
-Python and pickled them into the JVM again: per-record Python rows through py4j and pickle cost 5x the local
-engine (1 GiB demo store: 124 s on one core, 91 s on two, against 23 s). So liveness is computed once, on
-the driver, by the local engine's own code (memory in proportion to the live records, as there), and what
-Spark distributes is the work that costs: bodies, decoding and writing.
+Where the work is. An export's bulk work is reading and decoding message bodies: Python decoding
+(:func:`parse.decode_message`) cost ~100-150 us a message (the C columns now take a few), while the liveness
+of a 1 GiB journal costs ~2 s (the C loader, then the broker state). The first Spark engine parsed every
+journal record into a Python Row in the workers and resolved liveness with DataFrame joins: 5x the local
+engine. So liveness is computed once per store by the local engine's own code (memory in proportion to the
+live records, as there), and what Spark distributes is the work that costs: bodies, decoding and writing.
+Both the data source (:mod:`.datasource`) and ``export --engine spark`` (:mod:`.spark_export`, on the data
+source's partitions and reader) run the plan below in their tasks; the driver never loads a store.
 
-1. **Plan** (driver). :class:`~amqtool.engines.export.local.LocalArtemisExport` loads the journals exactly
-   as the local engine does and lists every journal message with rows
-   (:meth:`~amqtool.engines.export.local.LocalArtemisExport.message_refs`: its record's location and its
-   rows' queue, state, transaction, delivery count and scheduled time) in message-id order; for the paged
-   messages, the journals' paging facts (:class:`~amqtool.engines.artemis.paging.PagingJournalView`, from the same
-   load) and the store's pages (:func:`~amqtool.engines.artemis.paging.store_pages`). The plan is cut into
-   :class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the
-   cursor acks and page-complete records of its own pages), sized by estimated cost (a fixed cost a
-   message and a row, plus the bytes), large parts first and smaller ones after (:func:`plan_partitions`);
-   an RDD holds one part per Spark partition.
-2. **Rows** (Spark tasks): :func:`part_messages` reads a part's message bodies (by their locations) or
-   walks its pages (:func:`~amqtool.engines.artemis.paging.paged_export_messages`), and
-   :func:`part_batches` decodes them with the local engine's own record batches
-   (:func:`~amqtool.engines.export.local.message_batches`: the C decoder, the Python reference for the rest;
-   :func:`part_rows` gives row tuples for the XML document). Rows and order are the local engine's: the
-   parts in message-id order, then the pages in exploring order.
-3. **Write.** Parquet and JSON Lines: each task writes its part's files (``part-NNNNN``, Parquet
-   partitioned by queue) with the local engine's own table writers (:func:`~.writers.table_writer`) into a
-   directory of its own task attempt, and returns its counts; the driver commits the attempts whose results
-   it received by renaming their files into the output tree, as Hadoop's FileOutputCommitter does, and
-   discards the others (failed or retried attempts). XML: the driver pulls the rows part by part
-   (``toLocalIterator`` keeps the parts' order) and streams the document as the local engine does.
+**The plan** (:func:`plan_export`, in a task). :class:`~amqtool.engines.export.local.LocalArtemisExport`
+loads the journals exactly as the local engine does and lists every journal message with rows
+(:meth:`~amqtool.engines.export.local.LocalArtemisExport.message_refs`: its record's location and its rows'
+queue, state, transaction, delivery count and scheduled time) in message-id order; for the paged messages,
+the journals' paging facts (:class:`~amqtool.engines.artemis.paging.PagingJournalView`, from the same load)
+and the store's pages (:func:`~amqtool.engines.artemis.paging.store_pages`). The plan is cut into
+:class:`JournalPart` runs of messages and :class:`PagedPart` runs of whole pages (each with only the cursor
+acks and page-complete records of its own pages); the data source cuts them into the slices of a store's
+Spark partitions (:func:`.datasource.slice_cut`). :func:`part_batches` reads a part's bodies (by their
+locations) or walks its pages and decodes them with the local engine's own record batches (the C decoder);
+:func:`part_rows` gives row tuples (the XML document). Rows and order are the local engine's: the parts in
+message-id order, then the pages in exploring order.
 
-Why the tasks write, not Spark's DataFrame writer. The rows are made in Python; handing them to the JVM's
-Parquet writer meant Arrow batches converted to JVM rows and then written row by row: ~18 s of JVM CPU on
-the 1 GiB demo store, against the ~25 s of the decoding itself, so that two cores came out level with the
-local engine. Written where they are made, by pyarrow's Parquet writer (the same C++ writer the local engine
-uses), the rows never enter the JVM, and the JVM only schedules: the export scales with the cores that
-decode. Measured (bench/bench_export.py, 1 GiB demo store, medians of three interleaved rounds, Spark session
-start excluded): local engine 28.9 s, ``local[1]`` 29.4 s, ``local[2]`` 18.1 s: 1.62x from one core to
-two and 1.60x the local engine's speed; a second run 1.57x and 1.43x (six rounds: 1.50-1.62x from one core
-to two, 1.36-1.71x the local engine's speed). Two cores do not give twice one because two
-decoding processes at once each run slower than one alone on this machine: the tasks' work without Spark,
-in one process and in two, gives 1.59x (the ceiling; 1.3-2.0x from round to round, as this virtual
-machine's speed drifts by 10-30% between minutes), and the driver's load and plan (~2 s) come before the
-first task.
+**The commit** (:func:`commit_attempts`): tasks write under a directory of their own attempt; the driver
+moves the files of the attempts whose results it received into the output tree, as Hadoop's
+FileOutputCommitter does, and discards the others (failed or retried attempts). :func:`write_parts` and
+:func:`write_rdd_parts` are that for the database stores' rows (:mod:`.jdbc`: rows made on the driver, or
+read by Spark's JDBC source).
 
 The session: ``local[*]`` by default, tuned for a small machine (driver memory, no UI, bound to
-127.0.0.1, the JVM's C1 compiler only); ``master`` (or ``spark-submit --master``) takes the same job to a
-cluster, where every worker must see the store and the output directory at the same paths (shared storage;
-the plan holds absolute paths) and have amqtool installed. The JVM's own stdout/stderr (log4j start-up
-chatter) go to a log file, never to the user's terminal.
+127.0.0.1, the JVM's C1 compiler only: the JVM only schedules tasks whose rows never enter it);
+``master`` (or ``spark-submit --master``) takes the same job to a cluster, where every worker must see the
+stores and the output directory at the same paths (shared storage) and have amqtool (or get it shipped:
+:mod:`.ship`). The JVM's own stdout/stderr (log4j start-up chatter) go to a log file, never to the user's
+terminal.
 """
 from __future__ import annotations
 
@@ -60,14 +42,13 @@ import os
 import shutil
 import sys
 import threading
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from amqtool.engines.export.model import ExportOptions, ExportSummary
-from amqtool.engines.export.schema import BINDING_COLUMNS, MESSAGE_COLUMNS
-from amqtool.engines.export.writers import FileMaker, table_writer, write_subscription_table, write_table
+from amqtool.engines.export.schema import MESSAGE_COLUMNS
+from amqtool.engines.export.writers import FileMaker, table_writer
 from amqtool.errors import AmqtoolError, CapabilityError
 from amqtool.gcpause import gc_paused
 
@@ -371,11 +352,7 @@ class _Progress:
         import time
 
         done = total = 0
-        skip = {sid for jid in tracker.getJobIdsForGroup(WARM_UP_GROUP)  # not the export's own work
-                for sid in (getattr(tracker.getJobInfo(jid), "stageIds", None) or ())}
         for sid in tracker.getActiveStageIds():
-            if sid in skip:
-                continue
             info = tracker.getStageInfo(sid)
             if info is not None:
                 done += info.numCompletedTasks
@@ -566,29 +543,6 @@ def _paged_parts(pages: list[tuple], costs: list[int], runs: list[tuple[int, int
     return parts
 
 
-WARM_UP_GROUP = "amqtool-export-warm-up"
-_WARMED: "weakref.WeakSet" = weakref.WeakSet()
-
-
-def _import_engine(_partition) -> None:
-    import pyarrow.parquet  # noqa: F401
-
-    import amqtool.engines.export.local  # noqa: F401
-    import amqtool.engines.artemis.paging  # noqa: F401
-
-
-def _warm_up(sc, cores: int) -> None:
-    """Start Spark's Python workers, one a core, and import the engine in them, in a thread while the
-    driver loads the store and plans (~1-2 s, as long as the 1 GiB demo store's plan: the daemon's start
-    compiles pyspark from its zip). The export's own job then finds them running (workers are
-    reused). A failure here is left to that job."""
-    try:
-        sc.setJobGroup(WARM_UP_GROUP, "amqtool export: start Spark's Python workers")
-        sc.parallelize(range(cores), cores).foreachPartition(_import_engine)
-    except Exception:  # noqa: BLE001
-        pass
-
-
 def task_failure(text: str) -> str:
     """The exception line of the last Python traceback in a Spark error's text (what the task raised: the
     frames, Spark's wrapping and the JVM's stack are left out); else the reason Spark aborted the job for
@@ -662,7 +616,7 @@ def _java_root_cause(err) -> str | None:
 # --- what Spark tasks run --------------------------------------------------------------------------------
 
 
-def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator[tuple]:
+def part_rows(ctx: ReadContext | None, part, summary: ExportSummary, pread: Callable = os.pread) -> Iterator[tuple]:
     """The rows of one part (``MESSAGE_COLUMNS`` tuples, in the local engine's order), counted in
     ``summary`` as the local engine counts them (a :class:`RowsPart` was counted where it was made)."""
     from amqtool.engines.export.local import message_rows
@@ -671,7 +625,7 @@ def part_rows(ctx: ReadContext | None, part, summary: ExportSummary) -> Iterator
     if isinstance(part, RowsPart):
         yield from part.rows
         return
-    yield from message_rows(part_messages(ctx, part, summary), large=LargeBodies(ctx.large_dir),
+    yield from message_rows(part_messages(ctx, part, summary, pread), large=LargeBodies(ctx.large_dir),
                             safe=ctx.options.safe, summary=summary)
 
 
@@ -717,18 +671,6 @@ def part_batches(ctx: ReadContext | None, part, summary: ExportSummary, pread: C
         return
     yield from message_batches(part_messages(ctx, part, summary, pread), safe=ctx.options.safe,
                                large=LargeBodies(ctx.large_dir), summary=summary)
-
-
-def _rows_task(ctx: ReadContext | None):
-    """Task function (``mapPartitions``): each part's rows, then its :class:`ExportSummary`."""
-
-    def run(parts):
-        for part in parts:
-            summary = ExportSummary(ENGINE, "artemis")
-            yield from part_rows(ctx, part, summary)
-            yield summary
-
-    return run
 
 
 def _write_task(ctx: ReadContext | None, fmt: str, attempts: str, file_mode: int):
@@ -890,95 +832,3 @@ def plan_export(store, options: ExportOptions, cores: int, min_cost: int | None 
     parts += _paged_parts(pages, page_costs, pruns, view, len(parts))
     return ExportPlan(ReadContext(paths, bindings, large_dir, options, store), parts, len(jruns), len(pruns),
                       binding_rows, binding_problems, bytes_scanned, findings, files)
-
-
-class SparkArtemisExport:
-    """Export an Artemis store with Spark. Build (the driver loads and plans), then :meth:`binding_rows`,
-    and :meth:`write_tables` or :meth:`iter_rows_for_xml`."""
-
-    def __init__(self, spark, store, options: ExportOptions,
-                 progress: Callable[[int, int], None] | None = None):
-        self.spark = spark
-        self.sc = spark.sparkContext
-        self.options = options
-        self.progress = progress
-        self.summary = ExportSummary(ENGINE, "artemis")
-        cores = max(1, self.sc.defaultParallelism)
-        if self.sc not in _WARMED:  # once per SparkContext: its Python workers then stay up
-            _WARMED.add(self.sc)
-            threading.Thread(target=_warm_up, args=(self.sc, cores), name="amqtool-spark-warm-up",
-                             daemon=True).start()
-        plan = plan_export(store, options, cores)
-        self.summary.bytes_scanned = plan.bytes_scanned
-        self.summary.findings, self.summary.files = plan.findings, plan.files
-        self._binding_problems = plan.binding_problems
-        self._binding_rows = plan.binding_rows
-        self.bindings = plan.ctx.bindings
-        self._parts = plan.parts
-        self.parts = {"journal": plan.journal_parts, "paged": plan.paged_parts}
-        self._ctx = plan.ctx
-
-    def binding_rows(self) -> list[tuple]:
-        self.summary.set_bindings(self._binding_rows)
-        return self._binding_rows
-
-    def _collect_counts(self, parts: dict[int, ExportSummary]) -> None:
-        """The summary: the bindings' problems, then each part's counts and problems in part order."""
-        s = self.summary
-        s.rows = s.messages = s.prepared_rows = 0
-        s.rows_by_queue = {}
-        s.problems, s.problem_count = list(self._binding_problems), len(self._binding_problems)
-        for index in sorted(parts):
-            s.add(parts[index])
-
-    def write_tables(self, target, fmt: str) -> None:
-        """``messages`` and ``bindings`` tables under ``target.path`` (``parquet``: messages partitioned by
-        queue; ``jsonl``: one JSON object per line, binary as URL-safe base64), as the local engine writes
-        them, a set of ``part-NNNNN`` files per part."""
-        write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
-        self._collect_counts(write_parts(self.sc, self._parts, self._ctx, target, fmt, self.progress))
-
-    def iter_rows_for_xml(self) -> Iterator[tuple]:
-        """Rows (tuples in ``MESSAGE_COLUMNS`` order, properties as dicts) in the local engine's order,
-        pulled by the driver one part at a time."""
-        summaries = {}
-        if self._parts:
-            rdd = self.sc.parallelize(self._parts, len(self._parts))
-            with watched_job(self.sc, self.progress):
-                for r in rdd.mapPartitions(_rows_task(self._ctx)).toLocalIterator(prefetchPartitions=True):
-                    if isinstance(r, ExportSummary):  # a part's last item
-                        summaries[len(summaries)] = r
-                    else:
-                        yield r
-        self._collect_counts(summaries)
-
-
-class SparkKahaDBExport:
-    """A KahaDB store through the Spark engine. The journal replay is sequential by nature (every record's
-    effect depends on all before it), so the driver replays it with the KahaDB engine and builds the rows
-    (:class:`amqtool.engines.export.kahadb.KahaDBExport`, the local engine's code); Spark tasks write them,
-    as :class:`RowsPart` s cut as the plan's parts are. The driver holds the rows of the store until the
-    tasks have them."""
-
-    def __init__(self, spark, store, options: ExportOptions, progress: Callable[[int, int], None] | None = None):
-        from amqtool.engines.export.kahadb import KahaDBExport
-
-        self.sc = spark.sparkContext
-        self.progress = progress
-        if store.kind == "leveldb":  # a LevelDB store's recovery replays its log in order too
-            from amqtool.engines.export.leveldb import LevelDBExport as KahaDBExport  # noqa: N814
-        self.ex = KahaDBExport(store, options, engine=ENGINE)
-        self.summary = self.ex.summary
-
-    def binding_rows(self) -> list[tuple]:
-        return self.ex.binding_rows()
-
-    def write_tables(self, target, fmt: str) -> None:
-        rows = list(self.ex.rows())  # counted in self.summary as they are made
-        body = [c[0] for c in MESSAGE_COLUMNS].index("body")
-        costs = [MESSAGE_NS + BYTE_NS * len(r[body] or b"") for r in rows]
-        runs = guided_runs(costs, max(1, self.sc.defaultParallelism))
-        parts = [RowsPart(i, rows[a:b], sum(costs[a:b])) for i, (a, b) in enumerate(runs)]
-        write_table(target, fmt, "bindings", BINDING_COLUMNS, self.binding_rows())
-        write_parts(self.sc, parts, None, target, fmt, self.progress)
-        write_subscription_table(target, fmt, self.ex.subscription_rows(), self.summary)
