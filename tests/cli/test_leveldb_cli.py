@@ -276,13 +276,17 @@ def test_broken_unit_of_work_chain(capsys, copy):
 
 def test_damaged_index_snapshot_is_critical(capsys, copy):
     """A write-ahead log record of the snapshot's LevelDB fails its checksum: LevelDB drops it, and with it
-    the collections or entries it held (CRITICAL; a record of counters only would be a WARNING)."""
+    the record of durable subscription sub2-selector, which the record log, replayed from its start, says is
+    live: CRITICAL ``leveldb-index-lost`` naming it (the damage itself is a WARNING: the log judges it)."""
     log = copy / "0000000000018045.index" / "000003.log"
     b = bytearray(log.read_bytes())
     b[200] ^= 0x40
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
-    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "critical"
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "warning"
+    lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert len(lost) == 1 and lost[0].startswith("subscription gen-client:sub2-selector: its collection record")
+    assert codes(doc)["leveldb-orphan-entries"] == "critical"  # its ack position, left without its record
     (copy / "0000000000018045.index" / "CURRENT").write_text("garbage\n")
     code, doc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
     assert code == 2 and doc["index"]["error"] and doc["verdict"] == "CRITICAL"
@@ -395,3 +399,61 @@ def test_damaged_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+def _flip(path, offset, mask):
+    b = bytearray(path.read_bytes())
+    b[offset] ^= mask
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize("case,offset,mask", [("basic", 497, 0x04), ("basic", 559, 0x20),
+                                              ("xa", 2478, 0x20), ("replicas/node-c", 824, 0x80)])
+def test_dropped_index_record_the_log_holds_is_a_warning(capsys, tmp_path, case, offset, mask):
+    """Fault campaign misses (basic 25000174 and 25000354, xa 25000236, replicas/node-c 25000220): a record of
+    the snapshot's write-ahead log fails its checksum and LevelDB drops it; its keys are damaged or unknown,
+    so the record alone cannot tell what it held. The record log, replayed from position 0 up to its end
+    (every log file is there), gives the index the broker kept, and the recovered index holds every entry and
+    collection of it that the broker delivers: nothing is lost (WARNING, not CRITICAL)."""
+    from tests.support import REPO
+
+    src = FIXTURE / "store" if case == "basic" else REPO / "tests/data/leveldb" / case / "store"
+    store = copy_tree(src, tmp_path / "store")
+    index = next(store.glob("0*.index"))  # the snapshot (dirty.index and plist.index aside)
+    _flip(index / "000003.log", offset, mask)
+    before = tree_hashes(store)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert tree_hashes(store) == before
+    assert code == 1 and codes(doc)["leveldb-index-damaged"] == "warning"
+    assert {c for c, sev in codes(doc).items() if sev == "critical"} == set()
+
+
+def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 25000174): a flipped byte in an SST data block of a store whose first logs
+    the broker's GC deleted. The block is read anyway (no paranoid checks) and its damaged keys make 15
+    entries of a collection 0 that does not exist; the broker never reads them. Without the log's start the
+    counters (``:collection-meta``) are the evidence: queue Q.G holds its 160 entries, topic T.G every
+    sequence above subG's ack position: WARNING, not CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 248, 0x04)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    judged = {c: sev for c, sev in codes(doc).items() if sev != "info"}
+    assert code == 1 and judged == {"leveldb-index-damaged": "warning", "leveldb-orphan-entries": "warning"}
+    assert "15 index entr(ies) of collection 0" in json.dumps(doc)
+
+
+def test_entry_lost_from_a_damaged_table_block_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index-gc, seed 25000400): a flipped byte in a snappy-compressed SST block loses
+    entry 299 of topic T.G, which subG (ack position 292) has not received; the store's first logs are
+    collected. The counters prove it: T.G's last sequence is 300, and every sequence above the lowest ack
+    position is a message owed (CRITICAL ``leveldb-index-lost`` naming the topic and the sequence)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 1116, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert len(lost) == 1 and lost[0].startswith("topic://T.G: seq 299 missing")

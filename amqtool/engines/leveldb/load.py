@@ -207,7 +207,11 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) -> ReplayResult:
+def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
+            remove_key=R.collection_key_of_remove) -> ReplayResult:
+    """Replay the log from ``start`` to ``limit`` over ``index`` and ``meta`` as ``replay_from`` does.
+    ``remove_key`` reads a REMOVE_COLLECTION's key: the broker's way by default; :mod:`.indexlog` passes the
+    bare varint ``removeCollection`` wrote, to rebuild the index the live broker kept."""
     res = ReplayResult(start, limit, start)
     batch: list = []
     pos = start
@@ -233,7 +237,7 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) 
                 batch.append((R.collection_index_key(rec.key), bytes(data)))
                 meta[rec.key] = R.CollectionMeta(0, None)
             elif kind == L.REMOVE_COLLECTION:
-                key = R.collection_key_of_remove(data)
+                key = remove_key(data)
                 _flush(index, batch)
                 prefix = R.ENTRY_PREFIX + R._Q.pack(key)
                 for k in [k for k in index if k.startswith(prefix)]:

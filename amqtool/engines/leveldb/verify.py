@@ -24,9 +24,15 @@ leveldb-entry-bad-data            CRITICAL  an entry points at a record that is 
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
-leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record)
+leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
+                                            WARNING when the log or counters prove none was delivered
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
+                                            (WARNING when the record log, replayed from its start, proves
+                                            nothing the broker delivers is lost: see leveldb-index-lost)
+leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or changed, or brought back) an
+                                            entry or collection the broker delivers, proven by the record
+                                            log replayed from its start or, after the log GC, the counters
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
@@ -281,6 +287,24 @@ def _read_data(st: LevelDBState, loc: int) -> tuple | None:
     return length, _crc32(data) == (cs & 0xFFFFFFFF)
 
 
+def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
+    """When the index snapshot is damaged (or holds entries of no collection): what the record log, or
+    without its start the counters, prove it lost of what the broker delivers (:mod:`.indexlog`), each a
+    CRITICAL ``leveldb-index-lost``; None when there is no such evidence (or nothing to judge)."""
+    db = st.snapshot_db
+    if db is None or db.error or not (db.problems or orphans):
+        return None
+    from amqtool.engines.leveldb import indexlog
+    from amqtool.engines.leveldb.load import _replay
+
+    ev = indexlog.from_log(st, _replay) or indexlog.from_counters(st)
+    for what, detail in [] if ev is None else ev.lost:
+        findings.append(Finding(C, "leveldb-index-lost", f"{what}: {detail} (the index snapshot is damaged; "
+                                f"proven by the {'record log' if ev.source == 'log' else 'counters'})",
+                                str(st.snapshot[1]), None))
+    return ev
+
+
 def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
     add = findings.append
     directory = str(st.directory)
@@ -370,11 +394,18 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             ck = int.from_bytes(k[1:9], "big", signed=True)
             if ck not in known:
                 orphans[ck] = orphans.get(ck, 0) + 1
+    evidence = _index_evidence(st, findings, orphans)
     for ck, n in sorted(orphans.items()):
         # the broker deletes a collection's entries with it: entries without their collection are messages
-        # whose queue or topic record is gone (a damaged index), which no consumer will get
-        add(Finding(C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
-                    "not hold: the broker never reads them (their collection record is lost)", directory, None))
+        # whose queue or topic record is gone (a damaged index), which no consumer will get; unless the log
+        # (or the counters) proves no collection lost them: garbage keys of a damaged table block
+        garbage = evidence is not None and ck not in evidence.collections
+        add(Finding(W if garbage else C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection "
+                    f"{ck}, which the index does not hold: the broker never reads them " +
+                    ("(their collection record is lost)" if not garbage else
+                     ("(the record log proves" if evidence.source == "log" else "(the counters prove") +
+                     " no such collection was live: garbage keys of a damaged index)"),
+                    directory, None))
     for key, msg in st.load_problems:
         add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
     db = st.snapshot_db
@@ -391,6 +422,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             if sev != "warning" and keys and all(_acked_topic_entry(st, k) for k in keys):
                 sev, msg = "warning", msg.split("; it held")[0] + \
                     "; it held only topic entries every durable subscription has acknowledged (none is delivered)"
+            if sev != "warning" and evidence is not None and evidence.source == "log" and \
+                    (path, off) in db.dropped_keys:
+                # a dropped write-ahead log record: the log holds what it wrote (a missing table, by contrast,
+                # makes LevelDB refuse to open the index)
+                sev, msg = "warning", msg + "; judged against the record log replayed from its start: what the " \
+                    "broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
     ddb = st.dirty_db
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
