@@ -457,3 +457,37 @@ def test_entry_lost_from_a_damaged_table_block_is_critical(capsys, tmp_path):
     assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
     lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
     assert len(lost) == 1 and lost[0].startswith("topic://T.G: seq 299 missing")
+
+
+def test_damaged_ack_position_over_collected_entries_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 26000052): a flipped byte in an SST block damages subG's ack position
+    (292 reads as 0). The entries below 292 were collected by the broker's GC, so subG still receives exactly
+    seq 293..300: nothing changes. The counters cannot prove the entries below the first one held were
+    delivered (the ack position read is suspect): WARNING, not CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 786, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    with load(detect(store)) as st:
+        topic = next(d for d in st.destinations.values() if d.name == "T.G")
+        assert [s.ack_position for s in topic.subscriptions] == [0]
+        assert [m.seq for m in topic.messages] == list(range(293, 301))
+
+
+@pytest.mark.parametrize("case", ["jni-index", "jni-index-gc"])
+def test_manifest_cut_before_its_version_is_critical(capsys, tmp_path, case):
+    """Fault campaign miss (jni-index and jni-index-gc, seed 26000025): a flipped bit in the length of the
+    MANIFEST's second record makes it run past the end of the file. LevelDB drops a record cut by the end of
+    the file silently, but the first record holds only the comparator: without the next-file, log-number and
+    last-sequence entries VersionSet::Recover refuses the descriptor and the index does not open (CRITICAL,
+    not OK)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
+    manifest = next(store.glob("0*.index")) / "MANIFEST-000002"
+    _flip(manifest, 40, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-unreadable"] == "critical"
+    assert "no next-file, log-number, last-sequence entry" in json.dumps(doc)

@@ -36,6 +36,8 @@ class IndexDB:
     # (path, offset) of a write-ahead log record LevelDB drops, judged critical here -> the keys it wrote
     # (None: unknown); the store's log replay may write them all again (see the LevelDB verify)
     dropped_keys: dict = field(default_factory=dict)
+    # live keys whose newest entry was read from a table block whose checksum fails: their bytes may be damaged
+    suspect_keys: set = field(default_factory=set)
 
     def get(self, key: bytes):
         return self.data.get(key)
@@ -155,6 +157,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         if old is None or seq >= old[0]:
             newest[key] = (seq, kind, value)
 
+    suspect: dict = {}  # user key -> sequence of its entry read from a damaged block
     files = {}
     for n in names:
         m = _NUM.match(n)
@@ -176,6 +179,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
         for e in tr.entries:
             put(e.user_key, e.sequence, e.kind, e.value)
+            if e.suspect:
+                suspect[e.user_key] = e.sequence
         comp = sorted({b.compression for b in tr.blocks})
         db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
                           "blocks": len(tr.blocks),
@@ -232,4 +237,6 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.last_sequence = seq
         if kind == dblog.TYPE_VALUE:
             db.data[bytes(key)] = bytes(value)
+            if suspect.get(key) == seq:
+                db.suspect_keys.add(bytes(key))
     return db

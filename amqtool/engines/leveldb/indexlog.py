@@ -97,6 +97,36 @@ def _low_acks(index: dict, colls: dict) -> dict:
     return low
 
 
+def _ack(value) -> int:
+    """A subscription's ack position from its ``p`` entry (0 without one, as the broker loads it)."""
+    if value is None:
+        return 0
+    try:
+        return R.decode_entry(value).value_location or 0
+    except FormatError:
+        return 0
+
+
+def _ack_moved(rec, logged, held, have: dict) -> str | None:
+    """What a subscription's changed ack position changes of its deliveries: the messages the index holds
+    between the log's position and the index's come back (index lower) or are skipped (index higher); None
+    when there are none (the topic's entries there are collected: nothing changes)."""
+    try:
+        topic = R.decode_subscription(rec.meta or b"").topic_key
+    except FormatError:
+        return "its record cannot be read"
+    a, b = _ack(logged), _ack(held)
+    lo, hi = min(a, b), max(a, b)
+    prefix = R.ENTRY_PREFIX + R._Q.pack(topic)
+    seqs = sorted(R._Q.unpack_from(k, 9)[0] for k in have if len(k) == 17 and k[:9] == prefix)
+    moved = [q for q in seqs if lo < q <= hi]
+    if not moved:
+        return None
+    return (f"the ack position is {b} in the index, {a} by the log: {len(moved)} message(s) "
+            + ("the subscription acknowledged come back" if b < a else "it is owed are skipped")
+            + f" (seq {', '.join(map(str, moved[:10]))}{' ...' if len(moved) > 10 else ''})")
+
+
 def from_log(st, replay) -> IndexEvidence | None:
     """Compare the recovered index with the log replayed from position 0 (None when the log files do not
     cover every position from 0 to the log's end, or the replay from the start stops before the snapshot's
@@ -138,6 +168,13 @@ def from_log(st, replay) -> IndexEvidence | None:
         if rec is not None and rec.type == R.TOPIC and seq is not None and (ck not in low or seq <= low[ck]):
             ev.undelivered += 1  # acknowledged by every subscription (or none left): delivered to no one
             continue
+        if ek == R.ACK_POSITION and rec is not None and rec.type == R.SUBSCRIPTION:
+            moved = _ack_moved(rec, a, b, have)
+            if moved is None:
+                ev.undelivered += 1  # no message the index holds lies between the two positions
+                continue
+            ev.lost.append((_name(rec), moved))
+            continue
         what = "the ack position" if ek == R.ACK_POSITION else (f"seq {seq}" if seq is not None else
                                                                  f"entry {ek[:16].hex()}")
         how = "missing from the index" if b is None else \
@@ -145,6 +182,24 @@ def from_log(st, replay) -> IndexEvidence | None:
         ev.lost.append((_name(rec), f"{what} is {how}"))
     ev.lost.sort()
     return ev
+
+
+def _ack_suspect(st, colls: dict, topic: int) -> bool:
+    """Whether an ack position of a subscription of ``topic`` was read from a damaged table block (and not
+    written again by the replay)."""
+    db = st.snapshot_db
+    for ck, rec in colls.items():
+        if rec is None or rec.type != R.SUBSCRIPTION:
+            continue
+        try:
+            if R.decode_subscription(rec.meta or b"").topic_key != topic:
+                continue
+        except FormatError:
+            continue
+        k = R.entry_index_key(ck, R.ACK_POSITION)
+        if k in db.suspect_keys and st.index.get(k) == db.data.get(k):
+            return True
+    return False
 
 
 def from_counters(st) -> IndexEvidence | None:
@@ -179,6 +234,11 @@ def from_counters(st) -> IndexEvidence | None:
         elif rec.type == R.TOPIC and ck in low:
             held = seqs.get(ck, set())
             gone = [s for s in range(low[ck] + 1, cm.last_seq + 1) if s not in held]
+            if gone and _ack_suspect(st, have, ck):
+                # the ack position read may be damaged (too low): the entries below the first one held may be
+                # what gc collected under the true one; only a gap after it is proven loss
+                first = min((s for s in held if s > low[ck]), default=None)
+                gone = [] if first is None else [s for s in gone if s > first]
             if gone:
                 ev.lost.append((_name(rec), f"seq {', '.join(map(str, gone[:10]))}"
                                 + (f" (and {len(gone) - 10} more)" if len(gone) > 10 else "")

@@ -121,6 +121,7 @@ class TableEntry:
     sequence: int
     kind: int
     value: bytes
+    suspect: bool = False  # read from a block whose checksum fails (or through a damaged index block)
 
 
 @dataclass
@@ -154,15 +155,18 @@ def read_table(buf) -> TableRead:
     out = TableRead()
     _meta, index_h = read_footer(buf)
     index = _checked_block(buf, index_h, out)
+    bad_index = bool(out.problems)
     for _sep, hv in iter_block(index):
         h, _ = _handle(hv, 0, len(hv))
         try:
+            before = len(out.problems)
             data = _checked_block(buf, h, out)
+            suspect = bad_index or len(out.problems) > before
             ctype = buf[h.offset + h.size] if h.offset + h.size < len(buf) else -1
             out.blocks.append(BlockInfo(h.offset, h.size, ctype))
             for ikey, value in iter_block(data):
                 ukey, seq, kind = split_internal_key(ikey)
-                out.entries.append(TableEntry(ukey, seq, kind, bytes(value)))
+                out.entries.append(TableEntry(ukey, seq, kind, bytes(value), suspect))
         except FormatError as err:
             out.problems.append((err.offset if err.offset is not None else h.offset, err.message))
     return out
