@@ -146,6 +146,7 @@ def from_log(st, replay) -> IndexEvidence | None:
     ev = IndexEvidence("log", collections=set(colls))
     low = _low_acks(truth, colls)
     have = st.index
+    entries: dict = {}  # (destination, how) -> [(seq, what)]
     for ck, rec in colls.items():
         k = R.collection_index_key(ck)
         if have.get(k) != truth.get(k):
@@ -175,11 +176,15 @@ def from_log(st, replay) -> IndexEvidence | None:
                 continue
             ev.lost.append((_name(rec), moved))
             continue
-        what = "the ack position" if ek == R.ACK_POSITION else (f"seq {seq}" if seq is not None else
+        what = "the ack position" if ek == R.ACK_POSITION else (str(seq) if seq is not None else
                                                                  f"entry {ek[:16].hex()}")
         how = "missing from the index" if b is None else \
-            "in the index, but removed by the log (it comes back)" if a is None else "changed in the index"
-        ev.lost.append((_name(rec), f"{what} is {how}"))
+            "in the index, but removed by the log (they come back)" if a is None else "changed in the index"
+        entries.setdefault((_name(rec), how), []).append((seq if seq is not None else -1, what))
+    for (name, how), got in entries.items():
+        got.sort()
+        shown = ", ".join(w for _s, w in got[:10]) + (f" and {len(got) - 10} more" if len(got) > 10 else "")
+        ev.lost.append((name, f"{len(got)} entr{'y' if len(got) == 1 else 'ies'} {how} (seq {shown})"))
     ev.lost.sort()
     return ev
 
@@ -245,3 +250,31 @@ def from_counters(st) -> IndexEvidence | None:
                                 + f" missing from the index, below its last sequence {cm.last_seq} and above "
                                 f"the lowest ack position {low[ck]}"))
     return ev
+
+
+def judges(st, ev: IndexEvidence, path: str, offset) -> bool:
+    """Whether ``ev`` judges the index damage at ``(path, offset)``, so that what it loses of what the broker
+    delivers is named by ``ev.lost`` and the damage itself is a WARNING: a write-ahead log record LevelDB
+    drops, or a table block that does not parse (its iterators skip it), whose keys the evidence covers. The
+    log covers every entry and collection; the counters cover queue and topic entries and collections, not a
+    subscription's ack position (a key that may be one leaves the damage CRITICAL). A block that may hold the
+    store's counters (``:``-keys, which the broker reads with ``get`` at start) is never judged harmless."""
+    db = st.snapshot_db
+    rng = db.unread_ranges.get((path, offset))
+    if rng is not None:
+        lo, hi = rng
+
+        def inside(k: bytes) -> bool:
+            return (lo is None or k >= lo) and k <= hi
+
+        if (lo is None or lo[:1] <= b":") and hi[:1] >= b":":
+            return False
+        subs = [ck for ck, rec in _collections(st.index, None).items() if rec is not None and
+                rec.type == R.SUBSCRIPTION] + list(st.meta)
+        return not any(inside(R.entry_index_key(ck, R.ACK_POSITION)) for ck in subs)
+    if (path, offset) not in db.dropped_keys:
+        return False
+    if ev.source == "log":
+        return True
+    keys = db.dropped_keys[(path, offset)]
+    return keys is not None and not any(k[:1] == R.ENTRY_PREFIX and k[9:] == R.ACK_POSITION for k in keys)

@@ -52,8 +52,9 @@ from amqtool.errors import Finding, FormatError, Severity
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
+from amqtool.engines.leveldb import indexlog
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
-from amqtool.engines.leveldb.load import LevelDBState, load
+from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 _HEAD = L.HEADER
@@ -294,9 +295,6 @@ def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
     db = st.snapshot_db
     if db is None or db.error or not (db.problems or orphans):
         return None
-    from amqtool.engines.leveldb import indexlog
-    from amqtool.engines.leveldb.load import _replay
-
     ev = indexlog.from_log(st, _replay) or indexlog.from_counters(st)
     for what, detail in [] if ev is None else ev.lost:
         findings.append(Finding(C, "leveldb-index-lost", f"{what}: {detail} (the index snapshot is damaged; "
@@ -422,12 +420,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             if sev != "warning" and keys and all(_acked_topic_entry(st, k) for k in keys):
                 sev, msg = "warning", msg.split("; it held")[0] + \
                     "; it held only topic entries every durable subscription has acknowledged (none is delivered)"
-            if sev != "warning" and evidence is not None and evidence.source == "log" and \
-                    (path, off) in db.dropped_keys:
-                # a dropped write-ahead log record: the log holds what it wrote (a missing table, by contrast,
-                # makes LevelDB refuse to open the index)
-                sev, msg = "warning", msg + "; judged against the record log replayed from its start: what the " \
-                    "broker loses by it is named by leveldb-index-lost"
+            if sev != "warning" and evidence is not None and indexlog.judges(st, evidence, path, off):
+                # a dropped write-ahead log record or a skipped table block whose keys the evidence covers (a
+                # missing table, by contrast, makes LevelDB refuse to open the index)
+                sev, msg = "warning", msg + ("; judged against the record log replayed from its start" if
+                                             evidence.source == "log" else "; judged against the counters") + \
+                    ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
     ddb = st.dirty_db
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:

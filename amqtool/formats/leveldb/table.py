@@ -129,6 +129,9 @@ class TableRead:
     entries: list = field(default_factory=list)  # TableEntry
     blocks: list = field(default_factory=list)  # BlockInfo of every data block
     problems: list = field(default_factory=list)  # (offset, message)
+    # offset of a data block that does not parse -> (lower bound, exclusive, or None; upper bound, inclusive)
+    # of the user keys it held, from the index block's separators
+    unread: dict = field(default_factory=dict)
 
 
 def _checked_block(buf, h: BlockHandle, out: TableRead) -> bytes:
@@ -156,8 +159,10 @@ def read_table(buf) -> TableRead:
     _meta, index_h = read_footer(buf)
     index = _checked_block(buf, index_h, out)
     bad_index = bool(out.problems)
-    for _sep, hv in iter_block(index):
+    prev = None
+    for sep, hv in iter_block(index):
         h, _ = _handle(hv, 0, len(hv))
+        low, prev = prev, bytes(sep[:-8])
         try:
             before = len(out.problems)
             data = _checked_block(buf, h, out)
@@ -168,5 +173,7 @@ def read_table(buf) -> TableRead:
                 ukey, seq, kind = split_internal_key(ikey)
                 out.entries.append(TableEntry(ukey, seq, kind, bytes(value), suspect))
         except FormatError as err:
-            out.problems.append((err.offset if err.offset is not None else h.offset, err.message))
+            at = err.offset if err.offset is not None else h.offset
+            out.problems.append((at, err.message))
+            out.unread[at] = (low, prev)
     return out
