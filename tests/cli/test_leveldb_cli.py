@@ -536,3 +536,33 @@ def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("snappy block" in f["message"] and "judged against the counters" in f["message"]
                for f in doc["findings"])
+
+
+def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 27000389): a flipped bit in the length of a write-ahead log record of the
+    snapshot, in a store whose first logs the broker's GC deleted. LevelDB drops it and the rest of its block
+    (3 records); the record's write batch is self-delimiting, so it is read under the damaged length: it held
+    ``:collection-meta``, and the records after it counters or keys written again later. Nothing the broker
+    delivers changes (WARNING; it was CRITICAL, "what it held cannot be told")."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000093.log", 228, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("every key dropped is rewritten later or a counter" in f["message"] for f in doc["findings"])
+
+
+def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index-gc, seed 27000079): a flipped bit in a snappy SST block turns the
+    collection record of topic T.G into "topic>//T.G"; the broker loads the topic under that name, and its
+    subscriber gets its messages from another destination. The broker writes every destination record as its
+    qualified name (createCollection(utf8(getQualifiedName))), so a record read from a damaged block that is
+    not one is proven damage: CRITICAL ``leveldb-index-lost`` (it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 949, 0x04)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    assert any("names 'topic>//T.G', not a topic:// name" in f["message"] for f in doc["findings"])

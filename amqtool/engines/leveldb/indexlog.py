@@ -226,6 +226,19 @@ def from_counters(st) -> IndexEvidence | None:
             counts[ck] = counts.get(ck, 0) + 1
             seqs.setdefault(ck, set()).add(R._Q.unpack_from(k, 9)[0])
     low = _low_acks(st.index, have)
+    db = st.snapshot_db
+    for ck, rec in sorted(have.items()):
+        k = R.collection_index_key(ck)
+        if rec is None or rec.type not in (R.QUEUE, R.TOPIC) or k not in db.suspect_keys or \
+                st.index.get(k) != db.data.get(k):
+            continue
+        # createCollection(utf8(destination.getQualifiedName)): a record read from a damaged block whose name
+        # is not its kind's qualified name was changed by the damage (the broker loads it renamed)
+        name = (rec.meta or b"").decode("utf-8", "replace")
+        kind = "queue://" if rec.type == R.QUEUE else "topic://"
+        if not name.startswith(kind) or len(name) == len(kind):
+            ev.lost.append((f"collection {ck}", f"its record, read from a damaged table block, names {name!r}, "
+                            f"not a {kind} name: the broker loads the destination renamed"))
     for ck, cm in sorted(st.meta.items()):
         rec = have.get(ck, False)
         if rec is False:
