@@ -566,3 +566,33 @@ def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_pa
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
     assert any("names 'topic>//T.G', not a topic:// name" in f["message"] for f in doc["findings"])
+
+
+def test_misspelt_destination_prefix_is_a_renamed_destination(capsys, tmp_path):
+    """Fault campaign miss (snappy, seed 28000064): a flipped bit in an SST block turns queue Q.A's record into
+    "queuu://Q.A". ActiveMQDestination.createDestination parses the meta by its known prefixes, so the broker
+    loads a queue named "queuu://Q.A" (the load split at "://" and kept Q.A: the harness's truth said nothing
+    changed). The record log names the change: CRITICAL; and the load now gives the broker's name."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/snappy/store", tmp_path / "store")
+    _flip(store / "0000000000003c5a.index" / "000005.sst", 427, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and any(f["message"].startswith("queue://Q.A: its collection record (key 4) is changed")
+                             for f in doc["findings"] if f["code"] == "leveldb-index-lost")
+    with load(detect(store)) as st:
+        assert "queue://queuu://Q.A" in {d.qualified for d in st.destinations.values()}
+
+
+def test_queue_record_naming_a_topic_cannot_be_loaded():
+    """DBManager.loadCollections casts createDestination(meta, QUEUE_TYPE) to ActiveMQQueue: a queue record
+    whose meta carries another kind's prefix fails the cast (the broker cannot load it); a bare name is a
+    destination of the record's kind; the kind's own prefix is the qualified name."""
+    from amqtool.engines.leveldb.load import qualified_name
+    from amqtool.errors import FormatError
+
+    assert qualified_name("queue://Q.A", "queue") == "queue://Q.A"
+    assert qualified_name("Q.A", "queue") == "queue://Q.A"
+    assert qualified_name("queuu://Q.A", "queue") == "queue://queuu://Q.A"
+    with pytest.raises(FormatError):
+        qualified_name("topic://T", "queue")

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from amqtool.errors import FormatError
+from amqtool.engines.leveldb.load import qualified_name
 from amqtool.formats.leveldb import records as R
 
 
@@ -70,8 +71,10 @@ def _name(rec) -> str:
         return "an undecodable collection"
     if rec.type in (R.QUEUE, R.TOPIC):
         name = (rec.meta or b"").decode("utf-8", "replace")
-        kind = "queue" if rec.type == R.QUEUE else "topic"
-        return name if "://" in name else f"{kind}://{name}"
+        try:
+            return qualified_name(name, "queue" if rec.type == R.QUEUE else "topic")
+        except FormatError:
+            return repr(name)
     if rec.type == R.SUBSCRIPTION:
         try:
             s = R.decode_subscription(rec.meta or b"")

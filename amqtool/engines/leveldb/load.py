@@ -336,6 +336,26 @@ def load(store, *, node=None) -> LevelDBState:
     return st
 
 
+_PREFIXES = ("queue://", "topic://", "temp-queue://", "temp-topic://")
+
+
+def qualified_name(name: str, kind: str) -> str:
+    """The destination a queue or topic collection record names, as ``DBManager.loadCollections`` gets it:
+    the meta is the qualified name (``createCollection(utf8(dest.getQualifiedName))``), which
+    ``ActiveMQDestination.createDestination(meta, QUEUE_TYPE or TOPIC_TYPE)`` parses by its prefix; without a
+    known prefix the whole string is the name of a destination of the collection's kind (a damaged
+    "queuu://Q.A" names queue "queuu://Q.A", not Q.A). Another kind's prefix fails the cast to the
+    collection's kind (``asInstanceOf[ActiveMQQueue]``): FormatError, the broker cannot load it."""
+    own = f"{kind}://"
+    if name.startswith(own):
+        return name
+    other = next((p for p in _PREFIXES if name.startswith(p)), None)
+    if other is not None:
+        raise FormatError(f"a {kind} collection names {name!r}, a {other[:-3]}: the broker cannot load it "
+                          f"(its cast to a {kind} fails)")
+    return own + name
+
+
 def _load_collections(st: LevelDBState) -> None:
     index = st.index
     entries: dict[int, list] = {}
@@ -354,9 +374,7 @@ def _load_collections(st: LevelDBState) -> None:
             if rec.type in (R.QUEUE, R.TOPIC):
                 name = (rec.meta or b"").decode("utf-8")
                 kind = "queue" if rec.type == R.QUEUE else "topic"
-                # the meta is the qualified name (createCollection(utf8(dest.getQualifiedName))), which
-                # ActiveMQDestination.createDestination parses; a bare name takes the collection's kind
-                d = Destination(ckey, kind, name if "://" in name else f"{kind}://{name}")
+                d = Destination(ckey, kind, qualified_name(name, kind))
                 for ekey, value in entries.get(ckey, ()):
                     if len(ekey) != 8:
                         continue
