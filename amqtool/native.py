@@ -239,3 +239,13 @@ jsonl_lines = getattr(_native, "jsonl_lines", None)
 # redelivered, large)}; or None, and amqtool.engines.stat.artemis builds a BrokerState (the reference).
 stat_live = getattr(_native, "stat_live", None)
 stat_queues = getattr(_native, "stat_queues", None)
+
+# --- LevelDB (native/leveldb_scan.c) ----------------------------------------------------------------
+# One pass over a LevelDB store's log file, or None: amqtool.engines.leveldb.logfiles.scan then runs the
+# Python reference (amqtool.formats.leveldb.recordlog.scan_file; tests/native/test_leveldb_native.py holds
+# the two identical).
+leveldb_scan = getattr(_native, "leveldb_scan", None)
+leveldb_count_uow_ends = getattr(_native, "leveldb_count_uow_ends", None)
+crc32_native = getattr(_native, "crc32", None)
+leveldb_entry_rows = getattr(_native, "leveldb_entry_rows", None)  # reference: formats.leveldb.records.entry_rows
+leveldb_apply_batch = getattr(_native, "leveldb_apply_batch", None)  # reference: engines.leveldb.index.apply_batch

@@ -4,7 +4,8 @@
     register(spark)
     df = spark.read.format("amqtool").load("/backups/brokers/*")
 
-See :mod:`amqtool.engines.export.datasource` for the options, the tables and how the reads are planned.
+See :mod:`amqtool.engines.export.datasource` for the options, the tables and how the reads are planned, and
+:mod:`amqtool.engines.export.stream` for ``spark.readStream.format("amqtool")`` (the same registration).
 pyspark is imported only when :func:`register` is called."""
 from __future__ import annotations
 

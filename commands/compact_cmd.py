@@ -168,11 +168,12 @@ def compact(
         total = 0
         for jd in store.journals():
             total += sum(p.stat().st_size for p in jd.journal_files())
+        judged: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
         with progress("compact", total or None, quiet) as advance:
-            reports = compact_store(store, req, progress=advance)
+            reports = compact_store(store, req, progress=advance, judged=judged if dry_run else None)
         mode = ("dry-run" if dry_run else "copy" if output is not None else
                 "reclaim-only" if reclaim_only else "in-place")
-        findings = _findings(reports, dry_run)
+        findings = judged + _findings(reports, dry_run)
         verdict = overall_verdict(findings)
         doc = {"verdict": verdict.name, "mode": mode, "ifNeeded": if_needed,
                "needed": any(r.needed for r in reports),
@@ -185,8 +186,15 @@ def compact(
             write_document(doc, fmt)
         else:
             write_lines(fold_lines(_text(reports, mode), wide=wide))
-            render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run], wide=wide)
+            render_findings_text(_shown(judged, _findings(reports, dry_run), dry_run), wide=wide)
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
+
+
+def _shown(judged: list[Finding], own: list[Finding], dry_run: bool) -> list[Finding]:
+    """The findings the text shows: verify's that weigh on the verdict (its INFO ones are verify's to show;
+    the JSON document lists them all), then compaction's own (INFO ones only with --dry-run)."""
+    return ([f for f in judged if f.severity is not Severity.INFO or f.code == "compaction-refused"]
+            + [f for f in own if f.severity is not Severity.INFO or dry_run])
 
 
 def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
@@ -209,20 +217,22 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
         for lk in locks.find_locks([store.root / "lock"]):
             stderr_console().print(f"amqtool: warning: {lk.describe()}: the copy may be torn")
     total = sum(f.size for d in store.directories for f in journal_files(Path(d)))
+    judged: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
     with progress("compact", total or None, quiet) as advance:
-        reports = compact_kahadb(store, req, progress=advance)
+        reports = compact_kahadb(store, req, progress=advance, judged=judged if dry_run else None)
     mode = "dry-run" if dry_run else "copy" if output is not None else "in-place"
-    findings: list[Finding] = []
+    own: list[Finding] = []
     for r in reports:
         for note in r.notes:
-            findings.append(Finding(Severity.INFO, "compact-note", note, r.directory))
+            own.append(Finding(Severity.INFO, "compact-note", note, r.directory))
         if r.reasons:
             sev = Severity.WARNING if dry_run else Severity.INFO
-            findings.append(Finding(sev, "compaction-needed", "; ".join(r.reasons), r.directory))
+            own.append(Finding(sev, "compaction-needed", "; ".join(r.reasons), r.directory))
         if r.open_transactions_dropped:
-            findings.append(Finding(Severity.INFO, "open-transactions-dropped",
-                                    f"{r.open_transactions_dropped} open local transaction(s) left out: the broker "
-                                    "rolls them back at its next start", r.directory))
+            own.append(Finding(Severity.INFO, "open-transactions-dropped",
+                               f"{r.open_transactions_dropped} open local transaction(s) left out: the broker "
+                               "rolls them back at its next start", r.directory))
+    findings = judged + own
     verdict = overall_verdict(findings)
     doc = {"verdict": verdict.name, "kind": "kahadb", "mode": mode, "ifNeeded": if_needed,
            "needed": any(r.reasons for r in reports),
@@ -247,7 +257,7 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
                              f"{binary(r.live_bytes)}" + ratio)
                 continue
             lines.append(f"KahaDB {r.directory}: {r.action}")
-            if r.action == "left":
+            if r.action in ("left", "refused"):
                 continue
             lines.append(f"  before: {r.files_before} files, {binary(r.bytes_before)}; live {binary(r.live_bytes)}"
                          + ratio)
@@ -258,5 +268,5 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
                 for t in r.top[:5]:
                     lines.append(f"    {t['destination']}: {t['messages']} messages, {binary(t['bytes'])}")
         write_lines(fold_lines(lines, wide=wide))
-        render_findings_text([f for f in findings if f.severity is not Severity.INFO or dry_run], wide=wide)
+        render_findings_text(_shown(judged, own, dry_run), wide=wide)
     finish(verdict)

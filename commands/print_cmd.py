@@ -152,13 +152,7 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
         return _print_leveldb(store, fmt, safe, pins, quiet, wide)
     if pins or drain:
         return _print_artemis_pins(store, fmt, drain, quiet, wide)
-    from amqtool.engines.artemis.journal_print import (
-        PrintOptions,
-        iter_json,
-        iter_rows,
-        iter_text,
-        refused_verdict,
-    )
+    from amqtool.engines.artemis.journal_print import PrintOptions, iter_json, iter_rows, iter_text
     from amqtool.engines.artemis.verify import total_bytes
 
     opts = PrintOptions(
@@ -170,15 +164,14 @@ def _print_store(store, *, fmt, style, safe, reclaimed, ids, types, files, journ
         journals={journal.value} if journal else None,
     )
     with progress("reading", total_bytes(store), quiet) as advance, contextlib.ExitStack() as keep:
-        if style is Style.artemis:  # (describe_store reads the files its own way: the refused files weigh)
-            verdict, loads = refused_verdict(store, opts), None
-        else:
-            # verify's verdict on the very load print shows (amqtool.engines.verdicts): one load per journal
-            from amqtool.engines.artemis.verify import verify_store
-            from amqtool.errors import overall_verdict
+        # verify's verdict on the very load print shows (amqtool.engines.verdicts): one load per journal.
+        # (--style artemis: describe_store reads the files its own way; the verdict is verify's all the same)
+        from amqtool.engines.artemis.verify import verify_store
+        from amqtool.errors import overall_verdict
 
-            report = verify_store(store, advance, keep=keep)
-            verdict, loads = overall_verdict(report.findings), report.loads
+        report = verify_store(store, advance, keep=keep)
+        verdict = overall_verdict(report.findings)
+        loads = report.loads if style is not Style.artemis else None
         if style is Style.artemis:
             if fmt is not OutputFormat.text:
                 raise UsageError("--style artemis is a text style; use it without --format json")

@@ -13,6 +13,7 @@
  * queue_stat.c  `stat`'s per-queue figures from the packed live entries
  * page_scan.c  page files: framing, paged-message fields and state, print's JSON (amqtool.engines.paging)
  * kahadb_scan.c the KahaDB journal batch scan, Adler-32 and the replay's fast path
+ * leveldb_scan.c the LevelDB store's record log scan (framing, CRC-32, UOW chain, entry shapes)
  * bench_io.c the timed write loops of `amqtool bench` (NIO, ASYNCIO, MAPPED, io_uring)
  */
 #ifndef AMQTOOL_NATIVE_H
@@ -50,6 +51,11 @@ PyObject *amq_page_json_available(PyObject *self, PyObject *noargs);
 PyObject *amq_kahadb_scan_file(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_adler32(PyObject *self, PyObject *args);
 PyObject *amq_kahadb_check_batches(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_scan(PyObject *self, PyObject *args); /* leveldb_scan.c */
+PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args);
+PyObject *amq_crc32(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -50,6 +50,17 @@ static PyMethodDef amq_methods[] = {
     {"kahadb_check_batches", (PyCFunction)amq_kahadb_check_batches, METH_VARARGS,
      "kahadb_check_batches(buf) -> verified: end of the leading run of good batches (Adler-32 checked,\n"
      "GIL released: run it a file ahead of kahadb_scan_file(..., verified=...))."},
+    {"leveldb_scan", (PyCFunction)amq_leveldb_scan, METH_VARARGS,
+     "leveldb_scan(buf, base) -> (records, stop, (offsets, lengths, ok), events, complete)\n"
+     "One pass over a LevelDB store's log file (framing, CRC-32, UOW chain); see native/leveldb_scan.c."},
+    {"leveldb_count_uow_ends", (PyCFunction)amq_leveldb_count_uow_ends, METH_VARARGS,
+     "leveldb_count_uow_ends(buf, start, end) -> int: UOW_END records with good CRC-32 at any byte."},
+    {"leveldb_entry_rows", (PyCFunction)amq_leveldb_entry_rows, METH_VARARGS,
+     "leveldb_entry_rows(items) -> (seqs, locations, lengths, status): a collection's index entries, packed."},
+    {"leveldb_apply_batch", (PyCFunction)amq_leveldb_apply_batch, METH_VARARGS,
+     "leveldb_apply_batch(batch, newest) -> (operations, error or None): one index write batch applied."},
+    {"crc32", (PyCFunction)amq_crc32, METH_VARARGS,
+     "crc32(data, value=0) -> int: java.util.zip.CRC32 / zlib.crc32 (PCLMULQDQ when the CPU has it)."},
     {"page_walk", (PyCFunction)(void (*)(void))amq_page_walk, METH_VARARGS | METH_KEYWORDS,
      "page_walk(buf, pos, number, mode, tables=None, acc=None, lists=None, page=0, safe=False, limit=-1,\n"
      "          dumps=None) -> (status, pos, number, length, text): page records; see native/page_scan.c."},

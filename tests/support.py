@@ -73,3 +73,19 @@ def copy_tree(src: Path, dst: Path) -> Path:
 # broker's own `artemis data print` output (print.txt, print-safe.txt). Not every checkout has them.
 MESSAGES = Path(os.environ.get("AMQTOOL_TEST_BROKER_STORES", ARTEMIS / "messages"))
 BROKER_STORES = sorted(p for p in MESSAGES.iterdir() if p.is_dir()) if MESSAGES.is_dir() else []
+
+
+def run_without_dac(argv: list[str], timeout: float = 300) -> tuple[int, dict | None, str]:
+    """Run the installed ``amqtool argv`` as a process that mode bits bind: root without CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH (setpriv, util-linux), anyone else as they are. (exit code, JSON stdout or None,
+    stderr); skips the test when root cannot drop those capabilities here."""
+    import pytest
+
+    cmd = [str(Path(sys.executable).with_name("amqtool")), *argv]
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads mode-000 files; setpriv (util-linux) is needed to drop that")
+        drop = "-dac_override,-dac_read_search"
+        cmd = ["setpriv", "--bounding-set", drop, "--inh-caps", drop, "--", *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr

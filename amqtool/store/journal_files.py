@@ -137,13 +137,14 @@ class OpenedJournal:
             raise UnknownStoreError(f"cannot read journal file: {err.strerror}",
                                     path=str(self.files[index].path)) from None
 
-    def scan_windows(self, index: int, check_tag: bool = True, window: int = WINDOW):
+    def scan_windows(self, index: int, check_tag: bool = True, window: int = WINDOW, start: int = 16):
         """``readJournalFile``'s scan of ``files[index]``, one window at a time: yields
         ``(base, data, records, marked)`` where ``data`` holds the file's bytes from ``base``, ``records`` are
         scanner tuples (``scan_records_py``'s layout) with offsets relative to ``base``, each wholly in
         ``data``, and ``marked`` is whether the scan so far made Artemis mark the file as a data file (final
         at the last window). Yields at least once. Without the C extension the file is read whole (the
-        reference scanner has no windows)."""
+        reference scanner has no windows). ``start``: where the scan begins (16, the end of the header; or
+        the end of a record an earlier scan accepted, from which the scan goes on exactly as it would)."""
         from amqtool import native
 
         f = self.files[index]
@@ -151,11 +152,11 @@ class OpenedJournal:
             from amqtool.formats.artemis.records import scan_records_py
 
             data = self.read_file(index)
-            records, marked = scan_records_py(data, f.tag, f.version, check_tag, 16)
+            records, marked = scan_records_py(data, f.tag, f.version, check_tag, max(16, start))
             yield 0, data, records, marked
             return
         fd = self.fd(index)
-        pos, marked = 16, False
+        pos, marked = max(16, start), False
         while True:
             try:
                 base, data, records, pos, marked, done = native.scan_window(fd, pos, f.tag, f.version,
@@ -259,7 +260,7 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
     try:
         names = sorted(os.listdir(directory))
     except OSError as err:
-        raise UnknownStoreError(f"cannot list journal directory: {err.strerror}", path=str(directory)) from None
+        raise journal.listing_error(err) from None
     result = OpenedJournal(journal)
 
     # name -> path holding the bytes Artemis would load under that name

@@ -74,6 +74,15 @@ def _store(root: Path, xml: str | None = None, settings: dict | None = None):
     return None
 
 
+def _is_dir(p: Path) -> bool:
+    """``p.is_dir()``, False when its parent cannot be searched (a probe for a KahaDB store inside a
+    directory this user may not enter, an Artemis journal of mode 000, is no KahaDB store found)."""
+    try:
+        return p.is_dir()
+    except PermissionError:
+        return False
+
+
 def detect_kahadb(path: Path):
     """Return a KahaDBStore for ``path`` (store, mKahaDB, data directory or instance) or None."""
     path = Path(path)
@@ -83,7 +92,7 @@ def detect_kahadb(path: Path):
     for base in (path, path / "data"):
         for name in _USUAL_NAMES:
             cand = base / name
-            if cand.is_dir():
+            if _is_dir(cand):
                 found = _store(cand)
                 if found is not None:
                     return found
@@ -91,7 +100,7 @@ def detect_kahadb(path: Path):
         for n in sorted(_names(base)):
             for name in _USUAL_NAMES:
                 cand = base / n / name
-                if cand.is_dir():
+                if _is_dir(cand):
                     found = _store(cand)
                     if found is not None:
                         return found

@@ -53,13 +53,23 @@ class JournalDir:
     def kind(self) -> str:
         return self.spec.kind
 
+    def listing_error(self, err: OSError) -> UnknownStoreError:
+        """The error (exit 3: could not check) of a journal directory that cannot be listed, naming it and,
+        for mode bits, the permission: without its files the live state is unknown (issue 25, case 5)."""
+        if err.errno in (errno.EACCES, errno.EPERM):
+            return UnknownStoreError(
+                f"cannot list the {self.kind} journal directory: permission denied for this user (uid "
+                f"{os.geteuid()}); run as the broker's user or root", path=str(self.directory))
+        return UnknownStoreError(f"cannot list the {self.kind} journal directory: {err.strerror}",
+                                 path=str(self.directory))
+
     def journal_files(self) -> list[Path]:
         """Files ending in ``.<ext>`` (not ``.cmp``/``.tmp``/``.bkp``), in directory order."""
         suffix = "." + self.spec.extension
         try:
             names = os.listdir(self.directory)
         except OSError as err:
-            raise UnknownStoreError(f"cannot list directory: {err.strerror}", path=str(self.directory)) from None
+            raise self.listing_error(err) from None
         return sorted(self.directory / n for n in names if n.endswith(suffix) and (self.directory / n).is_file())
 
 
@@ -96,6 +106,19 @@ def _has_files(directory: Path, ext: str) -> bool:
         return False
 
 
+def _unlistable(directory: Path) -> bool:
+    """A directory that exists but cannot be listed by this user (mode bits, no CAP_DAC_OVERRIDE): it is
+    still the journal its name says, to be reported as unreadable (exit 3), never passed over as absent
+    (which would judge the store without it: issue 25, case 5)."""
+    try:
+        os.listdir(directory)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _journal_dir(directory: Path) -> JournalDir | None:
     for spec in JOURNAL_SPECS + (JMS,):
         if _has_files(directory, spec.extension):
@@ -121,7 +144,7 @@ def _artemis_data_dir(data: Path) -> ArtemisStore | None:
     store = ArtemisStore(root=data)
     for name, spec in (("bindings", BINDINGS), ("journal", MESSAGES)):
         d = data / name
-        if d.is_dir() and _has_files(d, spec.extension):
+        if d.is_dir() and (_has_files(d, spec.extension) or _unlistable(d)):
             if spec is BINDINGS:
                 store.bindings = JournalDir(spec, d)
             else:

@@ -241,8 +241,11 @@ def instance_above(paths) -> Path | None:
     for p in paths:
         p = Path(os.path.abspath(p))
         for cand in (p, *p.parents):
-            if (cand / "lock").is_dir() or (cand / "etc" / "broker.xml").is_file():
-                return cand
+            try:
+                if (cand / "lock").is_dir() or (cand / "etc" / "broker.xml").is_file():
+                    return cand
+            except PermissionError:  # a directory this user cannot search (a journal of mode 000) is none
+                continue
     return None
 
 

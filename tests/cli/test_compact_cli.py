@@ -24,7 +24,11 @@ def test_dry_run_json_and_nothing_written(tmp_path, capsys):
     code, doc = _json(capsys, ["compact", str(tmp_path / "data"), "--dry-run", "--format", "json",
                                "--compact-min-files", "2", "--compact-percentage", "90"])
     assert tree_hashes(tmp_path / "data") == hashes
-    assert doc["mode"] == "dry-run" and doc["verdict"] == "WARNING" and code == 1
+    # --dry-run judges with verify's findings (issue 25, one rule): this synthetic journal holds user record
+    # types no broker knows, which verify calls CRITICAL; compaction-needed is a warning beside them
+    assert doc["mode"] == "dry-run" and doc["verdict"] == "CRITICAL" and code == 2
+    assert "unknown-record-type" in {f["code"] for f in doc["findings"] if f["severity"] == "critical"}
+    assert {f["severity"] for f in doc["findings"] if f["code"] == "compaction-needed"} == {"warning"}
     kinds = [j["journal"] for j in doc["journals"]]
     assert kinds == ["messages", "bindings"]
     msg = doc["journals"][0]

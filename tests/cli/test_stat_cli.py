@@ -265,3 +265,41 @@ def test_kahadb_prepared_sends_are_held_back(tmp_path, run_cli, run_json):
     assert rows[("fx.m.one", None)]["prepared"] == held == 2
     assert sum(r["prepared"] for r in doc["queues"]) == held
     assert code == 1 and doc["verdict"] == "WARNING"  # a store with a prepared transaction, as print says
+
+
+# --- the verdict is verify's (issue 25, "one rule for every command that judges") ------------------------
+
+def _judged(run_json, path):
+    """(exit code, verdict) of verify, print and stat on ``path``."""
+    out = {}
+    for command in ("verify", "print", "stat"):
+        args = (command, path, "--safe") if command == "print" else (command, path)
+        code, doc, _ = run_json(*args)
+        out[command] = (code, doc["verdict"])
+    return out
+
+
+def test_random_bytes_named_like_a_journal_file_is_unknown_for_stat_too(tmp_path, run_json):
+    # stat said CRITICAL where verify and print say UNKNOWN (not a store): its verdict came from the files
+    # compaction refuses, not from verify
+    import random
+
+    (tmp_path / "activemq-data-1.amq").write_bytes(random.Random(25).randbytes(1 << 20))
+    judged = _judged(run_json, tmp_path)
+    assert judged == {c: (3, "UNKNOWN") for c in ("verify", "print", "stat")}, judged
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_a_lone_truncated_journal_file_gets_verify_verdict_from_stat(demo, tmp_path, run_json, which):
+    # a lone message journal file cut short: verify WARNING (a torn tail), stat OK
+    root, _ = demo
+    files = sorted((root / "data" / "journal").glob("*.amq"), key=lambda p: int(p.stem.split("-")[-1]))
+    victim = files[0] if which == "first" else files[-1]
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    data = victim.read_bytes()
+    end = len(data.rstrip(b"\0"))
+    (lone / victim.name).write_bytes(data[:end * 2 // 3])
+    judged = _judged(run_json, lone)
+    assert judged["stat"] == judged["verify"] == judged["print"], judged
+    assert judged["verify"][0] != 0, judged  # the cut is seen at all

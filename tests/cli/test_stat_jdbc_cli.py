@@ -57,3 +57,15 @@ def test_classic_tables_give_the_kahadb_rows(pg_cluster, jdbc_env, run_cli, clas
 def test_bad_url_is_one_error_line(run_cli):
     code, doc, err = _json(run_cli, "stat", "--jdbc-url", "jdbc:postgresql://127.0.0.1:1/none")
     assert code == 3 and doc["verdict"] == "UNKNOWN" and err.count("\n") == 1
+
+
+def test_artemis_tables_stat_verdict_is_verify_verdict(pg_cluster, jdbc_env, run_cli, demo):
+    # issue 25, one rule: stat judged an Artemis JDBC store by the load's own findings only (load_verdict), so
+    # a large message whose .msg row is gone (verify: CRITICAL large-message-missing) was OK to stat
+    url = write_demo(pg_cluster, "stat_verdict", demo)
+    with pg_cluster.connect("stat_verdict") as conn:
+        conn.execute("DELETE FROM large_messages WHERE FILENAME = (SELECT min(FILENAME) FROM large_messages)")
+    vcode, vdoc, _ = _json(run_cli, "verify", "--jdbc-url", url)
+    code, doc, _ = _json(run_cli, "stat", "--jdbc-url", url, "--at", AT)
+    assert vcode == 2 and "large-message-missing" in {f["code"] for f in vdoc["findings"]}, vdoc["findings"]
+    assert (code, doc["verdict"]) == (vcode, vdoc["verdict"])

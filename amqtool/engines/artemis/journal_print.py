@@ -130,20 +130,6 @@ def stale_records(result: LoadResult, index: int) -> list[dict]:
     return out
 
 
-def refused_verdict(store: ArtemisStore, opts: PrintOptions) -> Verdict:
-    """The verdict print carries for the files Artemis would refuse (read from the headers only, before the
-    document starts, so the JSON's leading verdict and the exit code agree with the ``refused`` lists and
-    with ``verify``): UNKNOWN when a file could not be read, CRITICAL when the broker refuses one, else OK."""
-    verdict = Verdict.OK
-    for journal in store.journals():
-        if opts.journals is not None and journal.kind not in opts.journals:
-            continue
-        with open_journal(journal) as opened:
-            for s in opened.skipped:
-                verdict = max(verdict, Verdict.UNKNOWN if s.code == "unreadable" else Verdict.CRITICAL)
-    return verdict
-
-
 def load_store(store: ArtemisStore, opts: PrintOptions,
                progress: Callable[[int], None] | None = None,
                loads: dict | None = None) -> Iterator[tuple[JournalDir, LoadResult]]:

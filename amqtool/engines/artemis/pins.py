@@ -158,15 +158,29 @@ def artemis_pins(store, *, drain: str | None = None, progress: Callable[[int], N
     """``{"verdict", "kind": "artemis", "root", "journals": [{"journal", "directory", "files": [pins],
     "collectableNow", "drain"?}]}``; ``drain`` (a queue name) adds to the messages journal which files the
     Reclaimer would free once that queue is drained."""
+    import contextlib
+
+    from amqtool.engines.artemis.journal_print import PrintOptions, load_store
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.errors import overall_verdict
+
+    with contextlib.ExitStack() as keep:
+        # verify's verdict on the very loads the pins are read from (one rule: amqtool.engines.verdicts)
+        report = verify_store(store, progress, keep=keep)
+        verdict = overall_verdict(report.findings)
+        journals = _pins(store, drain, load_store(store, PrintOptions(), progress, loads=report.loads))
+    return {"verdict": verdict.name, "kind": "artemis", "root": str(store.root), "journals": journals}
+
+
+def _pins(store, drain: str | None, loads) -> list[dict]:
+    """The ``journals`` of :func:`artemis_pins` from ``loads`` ((journal, LoadResult) pairs)."""
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
-    from amqtool.engines.artemis.journal_print import PrintOptions, load_store, refused_verdict
     from amqtool.engines.artemis.reclaim import reclaimable_after, reclaimable_files
     from amqtool.errors import UsageError
 
-    verdict = refused_verdict(store, PrintOptions())
     journals = []
     queues = {}
-    for journal, result in load_store(store, PrintOptions(), progress):
+    for journal, result in loads:
         state = None
         if journal.kind == "bindings":
             queues = build_broker_state(result, None).queues
@@ -193,7 +207,7 @@ def artemis_pins(store, *, drain: str | None = None, progress: Callable[[int], N
         journals.append(doc)
     if drain and not any("drain" in j for j in journals):
         raise UsageError("--drain needs the messages journal")
-    return {"verdict": verdict.name, "kind": "artemis", "root": str(store.root), "journals": journals}
+    return journals
 
 
 def render_pins_text(doc: dict):

@@ -69,6 +69,7 @@ class VerifyReport:
     journals: list[JournalSummary] = field(default_factory=list)
     paging: dict | None = None  # paging: PagingVerifier summary
     loads: dict = field(default_factory=dict)  # kind -> LoadResult, with verify_store(keep=...)
+    pager: object = None  # the PagingVerifier once it has read the pages (stat takes its figures)
 
     def summary(self) -> dict:
         doc = {
@@ -638,10 +639,12 @@ def _jms_findings(result: LoadResult, findings: list[Finding]) -> None:
 
 def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyReport,
                    progress: Callable[[int], None] | None = None, paging=None,
-                   stack: contextlib.ExitStack | None = None) -> tuple[LoadResult | None, _GapInspector | None]:
+                   stack: contextlib.ExitStack | None = None,
+                   sources: bool = False) -> tuple[LoadResult | None, _GapInspector | None]:
     """Verify one journal directory, appending findings and its summary to ``report``. Returns its load and
     its gap inspector, whose damaged regions :func:`verify_store` judges once both journals are loaded. With
-    ``stack`` the journal stays open until the stack closes (the evidence reads bodies after the load)."""
+    ``stack`` the journal stays open until the stack closes (the evidence reads bodies after the load);
+    ``sources``: the load keeps what compaction's plan needs (``LoadResult.live_sources``)."""
     findings = report.findings
     summary = JournalSummary(journal.kind, str(journal.directory))
     if stack is None:
@@ -660,7 +663,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             report.journals.append(summary)
             return None, None
         inspector = _GapInspector(opened, findings, journal.kind)
-        result = load_journal(opened, on_file=inspector, progress=progress)
+        result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
@@ -682,17 +685,19 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
                 paging.add_messages(result)
                 paged = paging.verify(findings)
                 report.paging = paging.summary_json()
+                report.pager = paging
             _large_message_findings(store, result, findings, paging, paged)
     report.journals.append(summary)
     return result, inspector
 
 
 def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = None, *,
-                 keep: contextlib.ExitStack | None = None) -> VerifyReport:
+                 keep: contextlib.ExitStack | None = None, sources: bool = False) -> VerifyReport:
     """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal.
 
     ``keep``: the journals stay open until the caller closes this stack, and ``report.loads`` holds their
-    load results by kind: what the export exports, or print prints, is the load verify judged (one scan)."""
+    load results by kind: what the export exports, print prints, or stat counts is the load verify judged
+    (one scan); ``sources``: those loads carry what compaction's plan needs (stat's compaction figures)."""
     from amqtool.engines.artemis.evidence import Evidence
 
     report = VerifyReport()
@@ -707,7 +712,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     with contextlib.ExitStack() as stack:
         for journal in journals:
             result, inspector = verify_journal(store, journal, report, progress, paging,
-                                               keep if keep is not None else stack)
+                                               keep if keep is not None else stack, sources)
             results[journal.kind] = result
             if inspector is not None:
                 inspectors.append(inspector)
@@ -725,6 +730,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
+        report.pager = paging
     _not_a_store(store, report)
     _journal_gone(store, report)
     return report

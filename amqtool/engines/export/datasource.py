@@ -169,6 +169,12 @@ class AmqtoolDataSource(DataSource):
     def reader(self, schema) -> "AmqtoolReader":
         return AmqtoolReader(self.settings)
 
+    def streamReader(self, schema):
+        """``spark.readStream.format("amqtool")``: :mod:`.stream`."""
+        from amqtool.engines.export.stream import AmqtoolStreamReader, stream_settings
+
+        return AmqtoolStreamReader(stream_settings(self.options))
+
 
 class StoresPartition(InputPartition):
     """A task's work: ``stores`` (:class:`~.fleet.FleetStore`, surveyed on the driver) whole, or the slice

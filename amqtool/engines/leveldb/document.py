@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from amqtool.errors import FormatError, Verdict
+from amqtool.errors import FormatError
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.engines.leveldb.load import LevelDBState, decode_data, load
@@ -54,16 +54,6 @@ def cut_tail(st: LevelDBState) -> dict | None:
         return None
     return {"file": last.name, "offset": st.last_file_end, "records": st.cut_records,
             "scanEnd": st.last_file_scan_end}
-
-
-def state_verdict(st: LevelDBState) -> Verdict:
-    v = Verdict.OK
-    db = st.snapshot_db
-    if st.replay.stopped or st.load_problems or (db is not None and (db.error or db.problems)):
-        v = Verdict.CRITICAL  # the broker cannot open the snapshot, or recovers less than the log holds
-    elif cut_tail(st) or st.transactions:
-        v = Verdict.WARNING
-    return v
 
 
 def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) -> dict:
@@ -131,20 +121,25 @@ def dirty_flag(st: LevelDBState) -> bool | None:
 
 def print_document(store, *, safe: bool = False, pins: bool = False) -> dict:
     """The document of a LevelDB store (see the module docstring); a replicated store gives one ``nodes``
-    entry per node directory."""
+    entry per node directory. The verdict is verify's on the same load (:func:`judged_document`)."""
+    return judged_document(store, safe=safe, pins=pins)[0]
+
+
+def judged_document(store, *, safe: bool = False, pins: bool = False) -> tuple[dict, list, dict]:
+    """(print's document, verify's findings, verify's summary), from one load of each node: the document's
+    verdict is verify's (one rule for every command that judges: amqtool.engines.verdicts), so print and
+    stat exit as verify does."""
+    from amqtool.engines.leveldb.verify import verify_store
+    from amqtool.errors import overall_verdict
+
+    docs: list[dict] = []
+    findings, summary = verify_store(store, on_state=lambda st: docs.append(store_document(st, safe=safe, pins=pins)))
+    verdict = overall_verdict(findings)
     if store.replicated:
-        nodes = []
-        verdict = Verdict.OK
-        for n in store.nodes:
-            with load(store, node=n) as st:
-                nd = store_document(st, safe=safe, pins=pins)
-                verdict = max(verdict, state_verdict(st), Verdict.CRITICAL if nd["unreadableMessages"] else Verdict.OK)
-                nodes.append(nd)
-        return {"verdict": verdict.name, "kind": store.kind, "root": str(store.root), "nodes": nodes}
-    with load(store) as st:
-        doc = store_document(st, safe=safe, pins=pins)
-        verdict = max(state_verdict(st), Verdict.CRITICAL if doc["unreadableMessages"] else Verdict.OK)
-        return {"verdict": verdict.name, "kind": "leveldb", "root": str(store.root), **doc}
+        doc = {"verdict": verdict.name, "kind": store.kind, "root": str(store.root), "nodes": docs}
+    else:
+        doc = {"verdict": verdict.name, "kind": "leveldb", "root": str(store.root), **docs[0]}
+    return doc, findings, summary
 
 
 def iter_record_rows(store, *, safe: bool = False) -> Iterator[dict]:

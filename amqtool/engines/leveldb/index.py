@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.leveldb import dblog, manifest, table
 
@@ -109,6 +110,28 @@ def _held(keys: list | None) -> str:
     return f"; it held {len(keys)} key(s), {sum(1 for k in keys if k[:1] in (b'c', b'e'))} collection or entry key(s)"
 
 
+def apply_batch(rec, newest: dict, *, use_native: bool | None = None) -> tuple[int, str | None]:
+    """Apply one write batch of the index's log to ``newest`` (key -> (sequence, kind, value)), each operation
+    unless a newer sequence holds its key (LevelDB's last write wins): (operations applied, the error that
+    stopped the batch or None). In C when built (``native.leveldb_apply_batch``), else
+    :func:`amqtool.formats.leveldb.dblog.iter_batch`, the reference; both apply the same operations."""
+    c = native.leveldb_apply_batch if use_native is not False else None
+    if c is not None:
+        done = c(rec, newest)
+        if done is not None:
+            return done
+    ops = 0
+    try:
+        for op in dblog.iter_batch(rec):
+            old = newest.get(op.key)
+            if old is None or op.sequence >= old[0]:
+                newest[op.key] = (op.sequence, op.kind, op.value)
+            ops += 1
+    except FormatError as err:
+        return ops, err.message
+    return ops, None
+
+
 def read_index(directory: str | os.PathLike) -> IndexDB:
     d = Path(directory)
     db = IndexDB(d)
@@ -202,14 +225,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 dblog.resync(whole, lr.tail + dblog.HEADER_SIZE, len(whole)))))
         ops = 0
         for off, rec in lr.records:
-            try:
-                for op in dblog.iter_batch(rec):
-                    old = newest.get(op.key)
-                    if old is None or op.sequence >= old[0]:
-                        newest[op.key] = (op.sequence, op.kind, op.value)
-                    ops += 1
-            except FormatError as err:
-                db.problem(d / name, off, f"write batch: {err.message}")
+            done = apply_batch(rec, newest)
+            ops += done[0]
+            if done[1] is not None:
+                db.problem(d / name, off, f"write batch: {done[1]}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
     for path, p in dropped:
         datas = [p.data] + [data for _off, data in p.more]
@@ -223,11 +242,9 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         if not harmless:
             db.dropped_keys[(str(path), p.offset)] = None if keys is None else \
                 {bytes(k) for k in keys if k[:1] != b":"}
-    for key, (seq, kind, value) in newest.items():
-        if seq > db.last_sequence:
-            db.last_sequence = seq
-        if kind == dblog.TYPE_VALUE:
-            db.data[bytes(key)] = bytes(value)
-            if suspect.get(key) == seq:
-                db.suspect_keys.add(bytes(key))
+    if newest:
+        db.last_sequence = max(db.last_sequence, max(v[0] for v in newest.values()))
+    value_kind = dblog.TYPE_VALUE
+    db.data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
+    db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
     return db

@@ -26,7 +26,10 @@ broker would read from a damaged record is what it gets. :mod:`.verify` checks t
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 
 from amqtool.errors import FormatError
@@ -35,7 +38,8 @@ from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import snappy_uncompress
 from amqtool.engines.leveldb.index import IndexDB, read_index
-from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files
+from amqtool import native
+from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files, scan
 
 _Q_unpack = __import__("struct").Struct(">q").unpack_from
 OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
@@ -128,6 +132,9 @@ class LevelDBState:
     meta_error: str | None = None
     reader: LogReader | None = None
     store_version: str | None = None
+    last_scan: L.FileScan | None = None  # the last file's pass (logfiles.scan), when the load made it
+    entries: dict = field(default_factory=dict)  # collection key -> [(entry key, value)] of the index, in key order
+    collection_keys: set = field(default_factory=set)  # the keys of the index's collection records
 
     def close(self) -> None:
         if self.reader is not None:
@@ -304,12 +311,16 @@ def load(store, *, node=None) -> LevelDBState:
         same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
         dirty_db = snap_db if same else read_index(dirty_dir)
     index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
-    last_end = scan_end = None
+    last_end = scan_end = last_scan = None
     cut = 0
     limit = 0
     if logs:
         last = logs[-1]
-        last_end, scan_end, cut = L.complete_end(reader.buffer(last), last.position)
+        if native.leveldb_scan is not None:  # the same walk in C, kept for verify's pass over the file
+            last_scan = scan(reader.buffer(last), last.position)
+            last_end, scan_end, cut = last_scan.complete
+        else:
+            last_end, scan_end, cut = L.complete_end(reader.buffer(last), last.position)
         limit = last.position + last_end
     start = snapshot[0] if snapshot else 0
     if logs and reader.file_at(start) is None:
@@ -331,7 +342,7 @@ def load(store, *, node=None) -> LevelDBState:
         pass
     st = LevelDBState(directory, log_dir, logs, snapshot, [p for _, p in snaps], index, snap_db, dirty_db,
                       last_end, scan_end, cut, rep, reader=reader, store_version=version, meta=meta,
-                      meta_error=meta_error)
+                      meta_error=meta_error, last_scan=last_scan)
     _load_collections(st)
     return st
 
@@ -356,31 +367,52 @@ def qualified_name(name: str, kind: str) -> str:
     return own + name
 
 
+def _entry_rows(items: list):
+    """:func:`amqtool.formats.leveldb.records.entry_rows` of a collection's entries, in C when built."""
+    if native.leveldb_entry_rows is not None:
+        try:
+            seqs, locs, lens, status = native.leveldb_entry_rows(items)
+        except TypeError:  # not (bytes, bytes) pairs: the reference reads them
+            return R.entry_rows(items)
+        return (memoryview(seqs).cast("q"), memoryview(locs).cast("q"), memoryview(lens).cast("i"), status)
+    return R.entry_rows(items)
+
+
 def _load_collections(st: LevelDBState) -> None:
     index = st.index
-    entries: dict[int, list] = {}
-    for k in sorted(index):
-        if k[:1] == R.ENTRY_PREFIX and len(k) >= 9:
-            entries.setdefault(_Q_unpack(k, 1)[0],
-                               []).append((k[9:], index[k]))
+    entries: dict[int, list] = st.entries
+    keys = sorted(index)
+    # 'c' keys sort before 'e' keys: each prefix is one run of the sorted keys, an entry key's first 9 bytes
+    # ('e' + collection) group a collection's entries, in entry key order
+    lo, hi = bisect_left(keys, R.ENTRY_PREFIX), bisect_left(keys, b"f")
+    for prefix, group in groupby(keys[lo:hi], key=itemgetter(slice(0, 9))):
+        if len(prefix) == 9:
+            entries[_Q_unpack(prefix, 1)[0]] = [(k[9:], index[k]) for k in group]
+    lo, hi = bisect_left(keys, R.COLLECTION_PREFIX), bisect_left(keys, b"d")
+    collections = [k for k in keys[lo:hi] if len(k) == 9]
     subs_by_topic: dict[int, list] = {}
     txs = []
-    for k in sorted(index):
-        if k[:1] != R.COLLECTION_PREFIX or len(k) != 9:
-            continue
+    for k in collections:
         ckey = R._Q.unpack_from(k, 1)[0]
+        st.collection_keys.add(ckey)
         try:
             rec = R.decode_collection(index[k])
             if rec.type in (R.QUEUE, R.TOPIC):
                 name = (rec.meta or b"").decode("utf-8")
                 kind = "queue" if rec.type == R.QUEUE else "topic"
                 d = Destination(ckey, kind, qualified_name(name, kind))
-                for ekey, value in entries.get(ckey, ()):
-                    if len(ekey) != 8:
-                        continue
-                    loc, length, meta = R.decode_index_entry(value)
-                    d.messages.append(Message(ckey, _Q_unpack(ekey)[0], loc, length,
-                                              R.decode_delivery_count(meta) if meta else 0))
+                items = entries.get(ckey, [])
+                seqs, locs, lens, status = _entry_rows(items)
+                msgs = d.messages
+                if status.count(0) == len(status):  # the common case: every entry a plain message entry
+                    msgs.extend(map(Message, repeat(ckey), seqs, locs, lens))
+                    status = b""
+                for i, s in enumerate(status):
+                    if s == 0:
+                        msgs.append(Message(ckey, seqs[i], locs[i], lens[i]))
+                    elif s == 2:
+                        loc, length, meta = R.decode_index_entry(items[i][1])
+                        msgs.append(Message(ckey, seqs[i], loc, length, R.decode_delivery_count(meta) if meta else 0))
                 cm = st.meta.get(ckey)
                 d.entries = cm.size if cm is not None else 0
                 st.destinations[ckey] = d

@@ -5,10 +5,12 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
-from amqtool.formats.leveldb.recordlog import LOG_NAME
+from amqtool import native
+from amqtool.formats.leveldb.recordlog import LOG_NAME, FileScan, scan_file
 
 
 @dataclass
@@ -88,3 +90,19 @@ class LogReader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def scan(buf, base: int, *, use_native: bool | None = None) -> FileScan:
+    """One pass over a log file's bytes (:func:`amqtool.formats.leveldb.recordlog.scan_file`): in C when the
+    extension is built (``native.leveldb_scan``; ``use_native=False`` forces the Python reference, True
+    requires C), giving equal results."""
+    c = native.leveldb_scan if use_native is not False else None
+    if use_native and c is None:
+        raise RuntimeError(f"the C LevelDB scanner is not available: {native.NATIVE_REASON or 'not built'}")
+    if c is None:
+        return scan_file(buf, base)
+    records, stop, (offs, lens, oks), events, complete = c(buf, base)
+    o, n = array("q"), array("I")
+    o.frombytes(offs)
+    n.frombytes(lens)
+    return FileScan(records, stop, o, n, oks, events, complete)

@@ -46,8 +46,14 @@ leveldb-replica-behind            INFO      replicated: a node's log ends before
 """
 from __future__ import annotations
 
+import errno
+import mmap
+import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+from amqtool import native
 from amqtool.errors import Finding, FormatError, Severity
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
@@ -55,94 +61,87 @@ from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
+from amqtool.engines.leveldb.logfiles import log_files, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 _HEAD = L.HEADER
 _UOW = struct.Struct(">q")
 
 
-def _scan_file(f, buf, is_last: bool, complete_end: int | None, wanted: dict, found: dict,
-               add, counts: dict, progress, replay_start: int = 0) -> None:
-    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at.
+def _scan_file(f, buf, is_last: bool, complete_end: int | None, found: dict,
+               add, counts: dict, progress, replay_start: int = 0, fs: L.FileScan | None = None) -> None:
+    """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at. The
+    pass over the bytes is :func:`amqtool.engines.leveldb.logfiles.scan` (C when built; ``fs`` when the load
+    made it already); here its events become findings.
 
     Damage the broker will never read again is a WARNING, not proven loss: records before the replay's start
     (the snapshot's position) are not replayed (the messages the index still holds there are checked one by
     one, :func:`verify_state`), and records past the last complete unit of work of the last file are cut."""
     mv = memoryview(buf)
+    if fs is None:
+        fs = scan_log(mv, f.position)
+    base = f.position
 
     def old(p: int) -> bool:
-        return f.position + p < replay_start
+        return base + p < replay_start
+
+    def tail(p: int) -> bool:
+        return is_last and complete_end is not None and p >= complete_end
 
     n = len(mv)
-    pos = 0
     path = str(f.path)
-    unit = f.position
-    crc = _crc32
-    unpack = _HEAD.unpack_from
-    base = f.position
-    bad_crc = 0
-    first_bad = None
-    records = 0
-    while pos < n:
-        if pos + L.HEADER_SIZE > n:
-            if any(mv[pos:n]):
-                _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
-                      complete_end, old(pos))
-            break
-        magic, kind, cs, length = unpack(mv, pos)
-        if magic != 0x2A:
-            if magic == 0 and kind == 0 and cs == 0 and length == 0:
-                if not is_last and any(mv[pos:n]):
+    mismatched = set()
+    for off, code, kind, length, a, b in fs.events:
+        if code == L.EV_CRC:
+            t = tail(off)
+            add(Finding(W if t or old(off) else C, "leveldb-checksum-mismatch",
+                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {a:#010x}, "
+                        f"computed {b:#010x}" + (" (in the cut unit of work)" if t else ""), path, off))
+        elif code == L.EV_UOW:
+            if not is_last:
+                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
+                # applies each unit at its UOW_END whatever start it names
+                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {a:#x}, but its unit "
+                            f"starts at {b:#x}", path, off))
+        elif code == L.EV_SHAPE and not tail(off) and not old(off):
+            why = _kind_mismatch(kind, mv[off + L.HEADER_SIZE:off + L.HEADER_SIZE + length])
+            if why is not None:
+                # the kind byte is outside the checksum: a record read as another kind changes the replay
+                add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
+                            "kind byte?): the replay applies it as that kind", path, off))
+                mismatched.add(off)
+    if fs.stop is not None:
+        pos, reason, byte, length = fs.stop
+        if reason == L.STOP_TRUNCATED_HEADER:
+            _stop(add, path, pos, "truncated", "a record header runs past the end of the file", is_last,
+                  complete_end, old(pos))
+        elif reason == L.STOP_ZERO:
+            if pos + L.HEADER_SIZE <= n and not is_last:
+                if bytes(mv[pos:n]).count(0) != n - pos:
                     add(Finding(W if old(pos) else C, "leveldb-not-a-record", "zero bytes, then more data, where "
                                 "records should continue", path, pos))
-                elif not is_last:
+                else:
                     add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
                                 "bytes before the end of a file that is not the last", path, pos))
-                break
+        elif reason == L.STOP_NOT_A_RECORD:
             # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
             # should start is damage even at the end of the last file
             # in the cut tail of the last file nothing more is lost (the broker drops it); a last file without a
             # single record is no log at all
-            _stop(add, path, pos, "not-a-record", f"byte 0x{magic & 0xFF:02x} where a record ('*') should start",
-                  is_last and (records > 0 or pos > 0), complete_end, old(pos))
-            break
-        end = pos + L.HEADER_SIZE + length
-        if end > n:
-            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {end - n} byte(s) past the end of "
+            _stop(add, path, pos, "not-a-record", f"byte 0x{byte:02x} where a record ('*') should start",
+                  is_last and (fs.records > 0 or pos > 0), complete_end, old(pos))
+        else:
+            over = pos + L.HEADER_SIZE + length - n
+            _stop(add, path, pos, "truncated", f"a {length}-byte record runs {over} byte(s) past the end of "
                   "the file", is_last, complete_end, old(pos))
-            break
-        data = mv[pos + L.HEADER_SIZE:end]
-        ok = crc(data) == (cs & 0xFFFFFFFF)
-        records += 1
-        if not ok:
-            bad_crc += 1
-            if first_bad is None:
-                first_bad = pos
-            tail = is_last and complete_end is not None and pos >= complete_end
-            add(Finding(W if tail or old(pos) else C, "leveldb-checksum-mismatch",
-                        f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {cs & 0xFFFFFFFF:#010x}, "
-                        f"computed {crc(data):#010x}" + (" (in the cut unit of work)" if tail else ""), path, pos))
-        if kind == L.UOW_END and length == 8:
-            start = _UOW.unpack_from(data)[0]
-            if start != unit and not is_last:
-                # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
-                # applies each unit at its UOW_END whatever start it names
-                add(Finding(W, "leveldb-uow-broken", f"UOW_END names a unit starting at {start:#x}, but its unit "
-                            f"starts at {unit:#x}", path, pos))
-            unit = base + end
-        elif not (is_last and complete_end is not None and pos >= complete_end) and not old(pos) \
-                and (why := _kind_mismatch(kind, data)) is not None:
-            # the kind byte is outside the checksum: a record read as another kind changes the replay
-            add(Finding(C, "leveldb-unknown-kind", f"{L.kind_name(kind)} record whose data {why} (a damaged "
-                        "kind byte?): the replay applies it as that kind", path, pos))
-        elif kind == L.DATA:
-            counts["data"] += 1
-            at = base + pos
-            if at in wanted:
-                found[at] = (length, ok)
-        pos = end
-    counts["records"] += records
-    data.release() if records else None
+    offs, lens, oks = fs.data_offsets, fs.data_lengths, fs.data_ok
+    counts["data"] += len(offs) - len(mismatched)
+    # every DATA record by log position -> (length, checksum ok): entries look theirs up (a record whose data
+    # is not a message, reported above, is none)
+    found.update(zip(map(base.__add__, offs), zip(lens, oks)))
+    for off in mismatched:
+        found.pop(base + off, None)
+    counts["records"] += fs.records
     mv.release()
     if progress is not None:
         progress(f.size)
@@ -246,6 +245,11 @@ def _units_after(st: LevelDBState) -> int:
     n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) else 0
     pos = st.last_file_end
     end = len(buf)
+    if native.leveldb_count_uow_ends is not None:
+        # the file is preallocated (a byte written at its last offset): its tail is mostly a hole, which holds
+        # no record; only the extents holding data are searched (a record may run 17 bytes into a hole)
+        return n + sum(native.leveldb_count_uow_ends(buf, lo, min(hi + 17, end))
+                       for lo, hi in _data_extents(st.logs[-1].path, pos, end))
     marker = b"\x2a\xff"
     while True:
         pos = buf.find(marker, pos, end)
@@ -272,6 +276,37 @@ def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -
     magic, _kind, cs, length = _HEAD.unpack_from(buf, nxt)
     end = nxt + L.HEADER_SIZE + length
     return magic == 0x2A and end <= len(buf) and _crc32(buf[nxt + L.HEADER_SIZE:end]) == (cs & 0xFFFFFFFF)
+
+
+def _data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
+    """The ranges of [start, end) of a file that hold data (``SEEK_DATA``/``SEEK_HOLE``); the whole range where
+    the file system cannot tell."""
+    if start >= end:
+        return []
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return [(start, end)]
+    out = []
+    try:
+        pos = start
+        while pos < end:
+            try:
+                lo = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno == errno.ENXIO:  # no data after pos
+                    break
+                raise
+            if lo >= end:
+                break
+            hi = min(os.lseek(fd, lo, os.SEEK_HOLE), end)
+            out.append((lo, hi))
+            pos = hi
+    except OSError:
+        return [(start, end)]
+    finally:
+        os.close(fd)
+    return out
 
 
 def _read_data(st: LevelDBState, loc: int) -> tuple | None:
@@ -303,7 +338,9 @@ def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
     return ev
 
 
-def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
+def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | None = None) -> dict:
+    """The findings of one loaded store (appended to ``findings``) and its summary. ``scans``: log position ->
+    the file's :class:`FileScan` (or a future of it), made ahead (:func:`verify_store`)."""
     add = findings.append
     directory = str(st.directory)
     # entries -> the DATA records they need
@@ -329,8 +366,9 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             add(Finding(C, "leveldb-not-a-record", f"this file starts at {f.position:#x}, inside the previous "
                         f"file's records (which end at {prev_end:#x})", str(f.path), 0))
         is_last = i == len(st.logs) - 1
-        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, wanted, found, add,
-                   counts, progress, st.replay.start)
+        fs = st.last_scan if is_last else _ahead(scans, f)
+        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, found, add,
+                   counts, progress, st.replay.start, fs)
         prev_end = f.limit
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
@@ -356,7 +394,17 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     "applied to its index", str(f.path) if f else directory,
                     rep.stopped[0] - f.position if f else None))
     lost = bad = 0
-    for loc, users in sorted(wanted.items()):
+    last_pos = st.logs[-1].position if st.logs else None
+    suspects = []
+    for loc, users in wanted.items():
+        # the common case first: the DATA record is there, whole, with its checksum, before the end
+        got = found.get(loc)
+        m = users[0][1]
+        if got is None or got[0] != m.length or not got[1] or (
+                last_pos is not None and loc >= last_pos and loc + L.HEADER_SIZE + m.length > rep.limit):
+            suspects.append(loc)
+    for loc in sorted(suspects):
+        users = wanted[loc]
         got = found.get(loc)
         holder, m = users[0]
         f = st.reader.file_at(loc)
@@ -385,13 +433,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
                     "its checksum does not match"
                 _bad_entry(st, add, holder, m, f, why)
                 bad += len(users)
-    known = {int.from_bytes(k[1:9], "big", signed=True) for k in st.index if k[:1] == b"c" and len(k) == 9}
-    orphans: dict[int, int] = {}
-    for k in st.index:
-        if k[:1] == b"e" and len(k) >= 9:
-            ck = int.from_bytes(k[1:9], "big", signed=True)
-            if ck not in known:
-                orphans[ck] = orphans.get(ck, 0) + 1
+    known = st.collection_keys
+    orphans = {ck: len(es) for ck, es in st.entries.items() if ck not in known}
     evidence = _index_evidence(st, findings, orphans)
     for ck, n in sorted(orphans.items()):
         # the broker deletes a collection's entries with it: entries without their collection are messages
@@ -465,15 +508,65 @@ def verify_state(st: LevelDBState, findings: list, progress=None) -> dict:
             "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
 
 
-def verify_store(store, *, progress=None) -> tuple[list[Finding], dict]:
+def _scan_ahead(log_dir) -> tuple[dict, object]:
+    """Start the C scans of every log file but the last (the load walks that one) in a worker thread, while
+    the load reads the index and replays (the scan runs without the GIL): position -> (size, future)."""
+    if native.leveldb_scan is None:
+        return {}, None
+    files = log_files(Path(log_dir))[:-1]
+    if not files:
+        return {}, None
+
+    def one(f):
+        if f.size == 0:
+            return None
+        with open(f.path, "rb") as fh:
+            m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return scan_log(m, f.position)
+        finally:
+            m.close()
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leveldb-scan")
+    futures = {f.position: (f.size, pool.submit(one, f)) for f in files}
+    pool.shutdown(wait=False)
+    return futures, pool
+
+
+def _ahead(scans: dict | None, f):
+    """The scan made ahead of ``f``, if it is of the same file (same size); else None (scanned again)."""
+    item = scans.pop(f.position, None) if scans else None
+    if item is None:
+        return None
+    size, fut = item
+    try:
+        fs = fut.result()
+    except (OSError, ValueError):
+        return None
+    return fs if fs is not None and size == f.size else None
+
+
+def verify_store(store, *, progress=None, on_state=None) -> tuple[list[Finding], dict]:
+    """(findings, summary) of a LevelDB store, every node of a replicated one. ``on_state(st)`` sees each
+    loaded state before it is judged: print and stat build their documents from the very load verify judges
+    (one load; their verdict is verify's: amqtool.engines.verdicts)."""
     findings: list[Finding] = []
     if not store.replicated:
-        with load(store) as st:
-            return findings, verify_state(st, findings, progress)
+        scans, pool = _scan_ahead(store.log_dir())
+        try:
+            with load(store) as st:
+                if on_state is not None:
+                    on_state(st)
+                return findings, verify_state(st, findings, progress, scans)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
     nodes = []
     for n in store.nodes:
         sub: list[Finding] = []
         with load(store, node=n) as st:
+            if on_state is not None:
+                on_state(st)
             summary = verify_state(st, sub, progress)
             summary["directory"] = str(n.directory)
             nodes.append((n, summary, _ranges(st)))

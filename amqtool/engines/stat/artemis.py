@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from amqtool.errors import FormatError, Verdict
+from amqtool.errors import FormatError
 
 
 def _journal_row(journal, prep, reclaim: bool) -> dict:
@@ -51,38 +51,38 @@ def _journal_row(journal, prep, reclaim: bool) -> dict:
     return row
 
 
-def _refused_row(journal, opened, result, err: FormatError) -> dict:
-    return {"journal": journal.kind, "directory": str(journal.directory), "files": len(opened.files),
-            "bytes": opened.bytes_total(), "dataFiles": len(result.start_data_files),
-            "liveRecords": len(result.live), "liveBytes": None, "liveRatio": None, "compactNeeded": None,
-            "compactFrees": None, "reclaimOnlyFrees": None, "note": err.message}
+def _refused_row(journal, opened, result, err: FormatError | None) -> dict:
+    """The row of a journal compaction would refuse (``err``), or of one with no loadable file (``result``
+    None): what was read, no compaction figures."""
+    return {"journal": journal.kind, "directory": str(journal.directory),
+            "files": len(opened.files) if opened is not None else 0,
+            "bytes": opened.bytes_total() if opened is not None else 0,
+            "dataFiles": len(result.start_data_files) if result is not None else 0,
+            "liveRecords": len(result.live) if result is not None else 0, "liveBytes": None, "liveRatio": None,
+            "compactNeeded": None, "compactFrees": None, "reclaimOnlyFrees": None,
+            "note": err.message if err is not None else "no loadable journal file"}
 
 
-def _load(store, progress, reclaim: bool):
-    """(journal rows, {kind: LoadResult}, [opened journals to close], verdict): one load per journal."""
+def _journal_rows(store, report, reclaim: bool) -> list[dict]:
+    """One row per journal, laid out by the compaction planner from the load ``verify`` judged (made with
+    ``sources=True``: the journal is scanned once for the verdict and the figures)."""
     from amqtool.engines.artemis.compact.plan import plan_journal
     from amqtool.engines.artemis.compact.settings import settings_for
-    from amqtool.engines.artemis.load import load_journal
-    from amqtool.store.journal_files import open_journal
 
-    rows, results, opened_all = [], {}, []
-    verdict = Verdict.OK
+    rows = []
     broker = getattr(store, "settings", None)
     for journal in store.journals():
-        try:
-            prep = plan_journal(journal, settings_for(journal, broker), progress=progress)
-        except FormatError as err:  # a file Artemis refuses: the live state still shows, no plan
-            opened = open_journal(journal)
-            opened_all.append(opened)
-            result = load_journal(opened, progress=progress)
-            rows.append(_refused_row(journal, opened, result, err))
-            results[journal.kind] = result
-            verdict = max(verdict, Verdict.CRITICAL)
+        load = report.loads.get(journal.kind)
+        if load is None:  # no loadable file (verify's findings say why)
+            rows.append(_refused_row(journal, None, None, None))
             continue
-        opened_all.append(prep.opened)
-        results[journal.kind] = prep.load
+        try:
+            prep = plan_journal(journal, settings_for(journal, broker), load=load)
+        except FormatError as err:  # a file Artemis refuses: the live state still shows, no plan
+            rows.append(_refused_row(journal, load.opened, load, err))
+            continue
         rows.append(_journal_row(journal, prep, reclaim))
-    return rows, results, opened_all, verdict
+    return rows
 
 
 def _message_times(state, mids) -> dict[int, tuple[int, int]]:
@@ -104,20 +104,25 @@ def _message_times(state, mids) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _paging(store, results, row_for: Callable[[int], dict]) -> list[dict]:
+def _paging(store, report, row_for: Callable[[int], dict]) -> list[dict]:
     """Address rows, and each queue's ``paged`` figure, from the paging part of ``verify``
-    (:class:`PagingVerifier`: the page walk in C, fed the journals already loaded)."""
+    (:class:`PagingVerifier`: the page walk in C, fed the journals already loaded): the walk verify made,
+    or, when verify had no reason to walk the pages (a message journal without a loadable file), one walk
+    for the figures only."""
     if store.paging_dir is None:
         return []
     from amqtool.engines.artemis.paging.stores import find_page_stores
     from amqtool.engines.artemis.paging.verify import PagingVerifier
 
-    verifier = PagingVerifier(store, figures_only=True)
-    if "bindings" in results:
-        verifier.add_bindings(results["bindings"])
-    if "messages" in results:
-        verifier.add_messages(results["messages"])
-    verifier.verify([])  # the findings are verify's business; stat wants the figures
+    verifier = report.pager
+    if verifier is None:
+        results = report.loads
+        verifier = PagingVerifier(store, figures_only=True)
+        if "bindings" in results:
+            verifier.add_bindings(results["bindings"])
+        if "messages" in results:
+            verifier.add_messages(results["messages"])
+        verifier.verify([])  # the findings are verify's business; stat wants the figures
     for qid, n in verifier.expected.items():
         row = row_for(qid)
         row["paged"] += n
@@ -258,18 +263,20 @@ def queue_rows(bindings, messages, now: int) -> tuple[dict[str, dict], Callable[
 
 
 def artemis_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
-    """The stat document's rows for an Artemis store (see the module docstring)."""
-    from amqtool.engines.artemis.journal_print import PrintOptions, refused_verdict
+    """The stat document's rows for an Artemis store (see the module docstring). The verdict is verify's
+    (:func:`amqtool.engines.artemis.verify.verify_store`, the one judge: :mod:`amqtool.engines.verdicts`), on
+    the very loads the rows are counted from."""
+    import contextlib
 
-    verdict = refused_verdict(store, PrintOptions())
-    journal_rows, results, opened_all, load_verdict = _load(store, progress, reclaim)
-    verdict = max(verdict, load_verdict)
-    try:
-        by_name, row_for = queue_rows(results.get("bindings"), results.get("messages"), now)
-        addresses = _paging(store, results, row_for)
-    finally:
-        for opened in opened_all:
-            opened.close()
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.errors import overall_verdict
+
+    with contextlib.ExitStack() as keep:
+        report = verify_store(store, progress, keep=keep, sources=True)
+        verdict = overall_verdict(report.findings)
+        journal_rows = _journal_rows(store, report, reclaim)
+        by_name, row_for = queue_rows(report.loads.get("bindings"), report.loads.get("messages"), now)
+        addresses = _paging(store, report, row_for)
     rows = list(by_name.values())
     return {"verdict": verdict.name, "kind": "artemis", "path": str(store.root), "queues": rows,
             "addresses": addresses, "journals": journal_rows}

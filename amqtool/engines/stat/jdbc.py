@@ -23,8 +23,12 @@ def artemis_jdbc_stat(store, now: int, progress: Callable[[int], None] | None = 
     from amqtool.engines.jdbc import artemis
     from amqtool.engines.stat.artemis import queue_rows
 
+    from amqtool.errors import overall_verdict
+
     data = artemis.load(store, progress)
-    verdict = artemis.load_verdict(data)
+    # verify's verdict on the same load, as print's (one rule: amqtool.engines.verdicts); load_verdict saw only
+    # the load's own findings, not the page tables' nor the records that do not decode
+    verdict = overall_verdict(artemis.verify_load(store, data)[0])
     by_name, _row_for = queue_rows(data.result("bindings"), data.result("messages"), now)
     journals = []
     for j in data.journals:

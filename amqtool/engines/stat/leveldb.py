@@ -17,10 +17,10 @@ from typing import Callable
 
 
 def leveldb_stat(store, now: int, progress: Callable[[int], None] | None = None, reclaim: bool = False) -> dict:
-    from amqtool.engines.leveldb.document import print_document
+    from amqtool.engines.leveldb.document import judged_document
     from amqtool.engines.stat import classic_rows, new_queue_row
 
-    doc = print_document(store, safe=True, pins=True)
+    doc, _findings, summary = judged_document(store, safe=True, pins=True)  # the verdict is verify's
     rows: list[dict] = []
     journals: list[dict] = []
     for st in doc["nodes"] if store.replicated else [doc]:
@@ -45,14 +45,9 @@ def leveldb_stat(store, now: int, progress: Callable[[int], None] | None = None,
                          "logEnd": st["replay"]["to"]})
     out = {"verdict": doc["verdict"], "kind": doc["kind"], "path": doc["root"], "queues": rows, "addresses": [],
            "journals": journals}
-    if store.replicated:
-        from amqtool.engines.leveldb.verify import verify_store
-
-        findings, summary = verify_store(store)
+    if store.replicated:  # verify's comparison of the nodes, from the same load (it weighs in the verdict)
         out["replication"] = {k: summary[k] for k in ("latestNode", "latestPosition", "commonRange",
                                                       "replicasAgree")}
-        if not summary["replicasAgree"]:
-            out["verdict"] = "CRITICAL"
     return out
 
 

@@ -146,3 +146,97 @@ def complete_end(buf, file_position: int) -> tuple[int, int, int]:
     else:
         pos = len(buf)
     return uow_start - file_position, pos, cut
+
+
+# --- one pass over a file for verify (native/leveldb_scan.c is the C twin) -----------------------------
+
+STOP_ZERO, STOP_NOT_A_RECORD, STOP_TRUNCATED_HEADER, STOP_TRUNCATED_RECORD = 1, 2, 3, 4
+EV_CRC, EV_UOW, EV_SHAPE = 1, 2, 3
+
+
+def _message_shaped(data) -> bool:
+    n = len(data)
+    return n >= 5 and int.from_bytes(data[:4], "big", signed=True) == n - 4
+
+
+def shape_ok(kind: int, data) -> bool:
+    """Whether a record's data has the shape its kind says, by a quick look: DATA a size-prefixed OpenWire
+    command, entries an ``EntryRecord`` with its collection and entry keys (parsed as hawtbuf does),
+    ADD_COLLECTION a ``CollectionRecord`` of a known type, REMOVE_COLLECTION a bare varint, UOW_END 8 bytes,
+    TRACE anything, another kind a size-prefixed command (a DATA record whose kind byte changed). A record
+    failing it is looked at closer by verify (a snappy-compressed DATA record fails it and decodes)."""
+    from amqtool.formats.leveldb import records as R
+
+    try:
+        if kind == DATA:
+            return _message_shaped(data)
+        if kind in (ADD_ENTRY, UPDATE_ENTRY, REMOVE_ENTRY):
+            e = R.decode_entry(data)
+            return e.collection_key is not None and e.entry_key is not None
+        if kind == ADD_COLLECTION:
+            return R.decode_collection(data).type in R.COLLECTION_TYPES
+        if kind == REMOVE_COLLECTION:
+            return 0 < len(data) <= 10 and data[-1] < 0x80
+        if kind == UOW_END:
+            return len(data) == 8
+        if kind == TRACE:
+            return True
+        return _message_shaped(data)
+    except FormatError:
+        return False
+
+
+@dataclass
+class FileScan:
+    """What one pass over a log file's bytes gives (:func:`scan_file`): ``records`` whole records; ``stop``
+    (offset, reason STOP_*, first header byte, header length) or None when they reach the end exactly;
+    ``data_offsets``/``data_lengths``/``data_ok`` the DATA records (arrays); ``events`` in file order,
+    ``(offset, code, kind, length, a, b)``: EV_CRC (a stored checksum, b computed), EV_UOW (a UOW_END naming
+    start a, its unit starting at log position b), EV_SHAPE (a record failing :func:`shape_ok`);
+    ``complete`` :func:`complete_end`'s triple."""
+
+    records: int
+    stop: tuple | None
+    data_offsets: object
+    data_lengths: object
+    data_ok: bytes
+    events: list
+    complete: tuple
+
+
+def scan_file(buf, base: int) -> FileScan:
+    """The reference for ``amqtool._native.leveldb_scan`` (the two give equal :class:`FileScan` values):
+    every record of one file whose first byte is at log position ``base``, its CRC-32, the UOW chain
+    (``unit``: where the current unit of work began) and the shape of its data."""
+    from array import array
+
+    offs, lens, oks = array("q"), array("I"), bytearray()
+    events: list = []
+    records = 0
+    stop = None
+    unit = base
+    for item in iter_records(buf):
+        if isinstance(item, Stop):
+            reason = {"zero": STOP_ZERO, "not-a-record": STOP_NOT_A_RECORD}.get(item.reason)
+            if reason is None:
+                reason = STOP_TRUNCATED_HEADER if item.offset + HEADER_SIZE > len(buf) else STOP_TRUNCATED_RECORD
+            length = HEADER.unpack_from(buf, item.offset)[3] if reason == STOP_TRUNCATED_RECORD else 0
+            stop = (item.offset, reason, buf[item.offset], length)
+            break
+        records += 1
+        if not item.crc_ok:
+            events.append((item.offset, EV_CRC, item.kind, item.length, item.stored_checksum & 0xFFFFFFFF,
+                           _crc32(item.data)))
+        if item.kind == UOW_END and item.length == 8:
+            start = item.uow_start()
+            if start != unit:
+                events.append((item.offset, EV_UOW, item.kind, 8, start, unit))
+            unit = base + item.end
+            continue
+        if not shape_ok(item.kind, item.data):
+            events.append((item.offset, EV_SHAPE, item.kind, item.length, 0, 0))
+        if item.kind == DATA:
+            offs.append(item.offset)
+            lens.append(item.length)
+            oks.append(item.crc_ok)
+    return FileScan(records, stop, offs, lens, bytes(oks), events, complete_end(buf, base))

@@ -154,6 +154,39 @@ def decode_index_entry(data) -> tuple[int, int, bytes | None]:
         return e.value_location or 0, e.value_length or 0, e.meta
 
 
+def entry_rows(items) -> tuple[list, list, list, list]:
+    """A collection's index entries ``[(entry key, value)]`` as four columns (sequences, value locations, value
+    lengths, status): status 0 an 8-byte entry key and a value of fields 3 and 4 only (varints of at most 10
+    bytes; the last of each wins), 1 not an 8-byte key (a subscription's 'p', no message), 2 any other value,
+    which :func:`decode_index_entry` reads (its columns 0 here). The reference of the C
+    ``leveldb_entry_rows``."""
+    seqs, locs, lens, status = [], [], [], []
+    for k, v in items:
+        if len(k) != 8:
+            seqs.append(0), locs.append(0), lens.append(0), status.append(1)
+            continue
+        seq = _Q.unpack(k)[0]
+        loc = length = 0
+        st = 0
+        pos, n = 0, len(v)
+        try:
+            while pos < n:
+                tag = v[pos]
+                if tag != 0x18 and tag != 0x20:
+                    raise FormatError("not a plain entry value")
+                x, pos = read_varint(v, pos + 1, n)
+                if x >> 64:
+                    raise FormatError("varint past 64 bits")
+                if tag == 0x18:
+                    loc = to_int64(x)
+                else:
+                    length = to_int32(x)
+        except FormatError:
+            st, loc, length = 2, 0, 0
+        seqs.append(seq), locs.append(loc), lens.append(length), status.append(st)
+    return seqs, locs, lens, status
+
+
 def encode_entry_value(location: int | None, length: int | None, meta: bytes | None = None) -> bytes:
     """An index value as the replay writes it (``EntryRecord`` with value_location and value_length)."""
     from amqtool.formats.kahadb.protobuf import encode_field, encode_varint

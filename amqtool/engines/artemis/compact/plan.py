@@ -266,13 +266,21 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
                  progress: Callable[[int], None] | None = None, file_size_default: int | None = None,
                  use_native: bool | None = None, opened: OpenedJournal | None = None, on_file=None,
                  record_filter: Callable[[tuple], bool] | None = None,
-                 after_load: Callable[[LoadResult], None] | None = None) -> _Prepared:
+                 after_load: Callable[[LoadResult], None] | None = None,
+                 load: LoadResult | None = None) -> _Prepared:
     """Load ``journal`` read-only and lay out its compacted form (nothing is written). ``use_native``:
     lay out and later write with native/compact_write.c (None: when built) or with the Python reference.
+
+    ``load``: a load of the journal already made with ``sources=True`` (``stat`` lays out the load ``verify``
+    judged, so the journal is scanned once); its ``opened`` view is used and the journal is not read again.
 
     For ``recover``: ``opened`` is a journal view prepared by the caller (its refused files already dealt
     with), ``on_file`` and ``record_filter`` go to :func:`load_journal`, and ``after_load(load)`` may drop
     what must not be written (it runs before the layout)."""
+    if load is not None:
+        if load.live_sources is None:
+            raise ValueError("plan_journal needs a load made with sources=True")
+        opened = load.opened
     if opened is None:
         opened = open_journal(journal)
     if opened.skipped:
@@ -286,7 +294,8 @@ def plan_journal(journal: JournalDir, settings: CompactSettings | None = None, *
         settings.file_size = infer_file_size(opened, file_size_default or journal.spec.default_file_size)
     report = JournalCompaction(kind=journal.kind, directory=str(journal.directory), settings=settings)
     report.pending = [{"code": p.code, "path": p.path, "message": p.message} for p in opened.pending]
-    load = load_journal(opened, progress=progress, sources=True, on_file=on_file, record_filter=record_filter)
+    if load is None:
+        load = load_journal(opened, progress=progress, sources=True, on_file=on_file, record_filter=record_filter)
     if after_load is not None:
         after_load(load)
     report.files_before = len(opened.files)

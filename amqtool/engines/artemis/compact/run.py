@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from amqtool.errors import AmqtoolError, UsageError
+from amqtool.errors import AmqtoolError, Finding, FormatError, Severity, UsageError
 from amqtool.store import atomic
 from amqtool.store.journal_files import open_journal
 from amqtool.engines.artemis.compact.plan import _Prepared, plan_journal
@@ -35,23 +35,40 @@ class CompactRequest:
 
 
 def compact_store(store, req: CompactRequest, *, progress: Callable[[int], None] | None = None,
-                  lock_files: list | None = None) -> list[JournalCompaction]:
+                  lock_files: list | None = None, judged: list | None = None) -> list[JournalCompaction]:
     """:func:`_compact_store`, with ``-o DEST`` claimed first (:mod:`amqtool.store.output`: never the store,
     inside it or around it; absent or empty; one writer at a time)."""
     from amqtool.store import output
 
     dest = req.output if req.output is not None and not req.dry_run else None
     with output.claiming(dest, inputs=output.store_inputs(store) if dest is not None else ()):
-        return _compact_store(store, req, progress=progress, lock_files=lock_files)
+        return _compact_store(store, req, progress=progress, lock_files=lock_files, judged=judged)
 
 
 def _compact_store(store, req: CompactRequest, *, progress: Callable[[int], None] | None = None,
-                   lock_files: list | None = None) -> list[JournalCompaction]:
+                   lock_files: list | None = None, judged: list | None = None) -> list[JournalCompaction]:
     """Compact (or plan, or reclaim) every selected journal of an Artemis ``store``.
+
+    ``judged`` (``--dry-run``, which judges: amqtool.engines.verdicts): verify's findings on the store are
+    appended to it, and the plans are laid out from verify's loads (one scan). A journal compaction would
+    refuse (a file Artemis refuses) then gives an INFO ``compaction-refused`` finding instead of an error:
+    verify's findings carry the verdict; one with no loadable file is not planned.
 
     Raises StoreLockedError when a broker holds the store and ``force`` is not set (writing modes only),
     UsageError for a bad destination.
     """
+    if judged is not None and req.dry_run:
+        from amqtool.engines.artemis.verify import verify_store
+
+        with contextlib.ExitStack() as keep:
+            report = verify_store(store, progress, keep=keep, sources=True)
+            judged.extend(report.findings)
+            return _compact_journals(store, req, progress, lock_files, report.loads, judged)
+    return _compact_journals(store, req, progress, lock_files, None, None)
+
+
+def _compact_journals(store, req: CompactRequest, progress, lock_files, loads: dict | None,
+                      judged: list | None) -> list[JournalCompaction]:
     from amqtool.store import locks
 
     journals = [j for j in (store.messages, store.bindings) if j is not None and j.kind in req.journals]
@@ -90,7 +107,16 @@ def _compact_store(store, req: CompactRequest, *, progress: Callable[[int], None
             settings = settings_for(jd, broker, file_size=req.file_size, min_files=req.min_files,
                                     pool_files=req.pool_files, compact_min_files=req.compact_min_files,
                                     compact_percentage=req.compact_percentage)
-            prep = plan_journal(jd, settings, progress=progress)
+            if loads is None:
+                prep = plan_journal(jd, settings, progress=progress)
+            else:  # --dry-run after verify: its load, a refusal a finding
+                if jd.kind not in loads:
+                    continue
+                try:
+                    prep = plan_journal(jd, settings, load=loads[jd.kind])
+                except FormatError as err:
+                    judged.append(Finding(Severity.INFO, "compaction-refused", err.message, err.path, err.offset))
+                    continue
             report = prep.report
             report.recovered = recovered
             if copy_warning:

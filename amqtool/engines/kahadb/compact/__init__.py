@@ -28,7 +28,7 @@ from amqtool.engines.kahadb.compact.switch import (
     write_marker,
 )
 from amqtool.engines.kahadb.compact.write import DEFAULT_MAX_FILE_LENGTH, JournalWriter
-from amqtool.errors import AmqtoolError, UsageError
+from amqtool.errors import AmqtoolError, Finding, Severity, UsageError
 from amqtool.store import atomic
 
 TOP_DESTINATIONS = 10
@@ -48,7 +48,7 @@ class KahaCompactRequest:
 @dataclass
 class DirReport:
     directory: str
-    action: str  # compacted | copied | would-compact | not-needed | left (txStore)
+    action: str  # compacted | copied | would-compact | not-needed | left (txStore) | refused (--dry-run, damaged)
     files_before: int = 0
     bytes_before: int = 0
     live_bytes: int = 0  # record bytes of the live state in the old journal
@@ -126,13 +126,17 @@ def _needed(rep: DirReport, d, req: KahaCompactRequest) -> None:
                            f"message(s)")
 
 
-def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirReport]:
+def compact_kahadb(store, req: KahaCompactRequest, progress=None, judged: list | None = None) -> list[DirReport]:
     """Compact every directory of ``store`` (a KahaDBStore) as ``req`` says; see the module docstring.
+
+    ``judged`` (``--dry-run``, which judges: amqtool.engines.verdicts): verify's findings on the load the plan
+    is made from are appended to it (one load), and a directory compaction would refuse for its damage gives
+    an INFO ``compaction-refused`` finding instead of an error: verify's findings carry the verdict.
 
     ``-o DEST`` is claimed first (:mod:`amqtool.store.output`) and written aside
     (``.<DEST>.amqtool-compact-<pid>``), then renamed into place: DEST is absent or complete."""
     if req.output is None or req.dry_run:
-        return _compact_kahadb(store, req, progress)
+        return _compact_kahadb(store, req, progress, judged if req.dry_run else None)
     from dataclasses import replace
 
     from amqtool.store import output
@@ -151,7 +155,7 @@ def compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirRep
     return reports
 
 
-def _compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirReport]:
+def _compact_kahadb(store, req: KahaCompactRequest, progress=None, judged: list | None = None) -> list[DirReport]:
     from amqtool.store import locks
 
     lock_paths = [store.root / "lock"] + [Path(p) / "lock" for p in store.directories]
@@ -162,13 +166,13 @@ def _compact_kahadb(store, req: KahaCompactRequest, progress=None) -> list[DirRe
         # amqtool's own writer lock on every directory it switches, held to the end (see store.locks)
         writer = locks.WriterLock([store.root] + [Path(p) for p in store.directories])
     try:
-        return _compact(store, req, progress, writer)
+        return _compact(store, req, progress, writer, judged)
     finally:
         if writer is not None:
             writer.release()
 
 
-def _compact(store, req: KahaCompactRequest, progress, writer) -> list[DirReport]:
+def _compact(store, req: KahaCompactRequest, progress, writer, judged: list | None = None) -> list[DirReport]:
     from amqtool.engines.kahadb.load import load_store
 
     writing = not req.dry_run
@@ -189,6 +193,10 @@ def _compact(store, req: KahaCompactRequest, progress, writer) -> list[DirReport
             raise UsageError(f"-o {out}: the destination exists and is not an empty directory")
 
     results = load_store(store, progress=progress)
+    if judged is not None:
+        from amqtool.engines.kahadb.verify import judge_results
+
+        judged.extend(judge_results(store, results))
     reports = []
     for d in results:
         rep = DirReport(str(d.directory), "left")
@@ -201,7 +209,14 @@ def _compact(store, req: KahaCompactRequest, progress, writer) -> list[DirReport
             if req.output is not None and not req.dry_run:
                 _copy_as_is(Path(d.directory), Path(req.output) / Path(d.directory).relative_to(store.root))
             continue
-        _refuse_damage(d)
+        try:
+            _refuse_damage(d)
+        except AmqtoolError as err:
+            if judged is None:
+                raise
+            judged.append(Finding(Severity.INFO, "compaction-refused", err.message, err.path))
+            rep.action = "refused"
+            continue
         rep.live_bytes = sum(m.length for st in d.replay.destinations.values() for m in st.messages.values())
         rep.live_ratio = rep.live_bytes / rep.bytes_before if rep.bytes_before else None
         rep.open_transactions_dropped = sum(1 for t in d.open_transactions if t.state != "prepared")

@@ -1,0 +1,371 @@
+"""The C LevelDB log scanner (amqtool._native.leveldb_scan, native/leveldb_scan.c) against the Python reference
+(amqtool.formats.leveldb.recordlog.scan_file), and verify's findings with and without it.
+
+Every log file of every LevelDB test store (the fixture, tests/data/leveldb, the replica nodes), damaged
+copies of them (bit flips in headers and data, truncations, zero runs, garbage) and Hypothesis-mutated logs:
+the two scans must be equal (records, stop, DATA records, events at the same offsets, the complete end), and
+verify must give the very same findings on damaged stores. CRC-32 is checked against zlib.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amqtool import native
+from amqtool.engines.leveldb.logfiles import scan
+from amqtool.formats.leveldb import recordlog as L
+from tests.engines.leveldb.stores import FIXTURE
+from tests.support import REPO
+
+needs_c = pytest.mark.skipif(native.leveldb_scan is None,
+                             reason=f"C extension not built: {native.NATIVE_REASON or 'leveldb_scan missing'}")
+pytestmark = needs_c
+
+STORE_DIRS = sorted({p.parent for p in list((REPO / "tests" / "data" / "leveldb").glob("**/*.log")) +
+                     list((FIXTURE / "store").glob("*.log")) if not p.parent.name.endswith(".index")})
+LOGS = sorted(p for d in STORE_DIRS for p in d.glob("*.log"))
+
+
+def _base(path: Path) -> int:
+    return int(L.LOG_NAME.match(path.name).group(1), 16)
+
+
+def both(buf: bytes, base: int = 0) -> L.FileScan:
+    py = scan(buf, base, use_native=False)
+    c = scan(buf, base, use_native=True)
+    assert c == py
+    return c
+
+
+def test_the_stores_are_there():
+    assert len(STORE_DIRS) >= 8 and len(LOGS) >= 10
+    assert any(d.parent.name == "killed" for d in STORE_DIRS)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[f"{p.parent.parent.name}/{p.name}" for p in LOGS])
+def test_every_log_file_scans_the_same(path):
+    buf = path.read_bytes()
+    fs = both(buf, _base(path))
+    # the reference agrees with the record iterator and the broker's end-of-log walk it is built from
+    assert fs.complete == L.complete_end(buf, _base(path))
+    assert fs.records == sum(1 for r in L.iter_records(buf) if isinstance(r, L.Record))
+    assert len(fs.data_offsets) == sum(1 for r in L.iter_records(buf) if isinstance(r, L.Record) and r.kind == L.DATA)
+
+
+def _records(buf: bytes) -> list[L.Record]:
+    return [r for r in L.iter_records(buf) if isinstance(r, L.Record)]
+
+
+@pytest.mark.parametrize("path", LOGS[:: max(1, len(LOGS) // 6)], ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_damaged_copies_scan_the_same(path):
+    """Flips of every header byte and of data bytes of a sample of records, truncations inside headers and
+    data, a zero run and garbage: the same records, stop and events at the same offsets."""
+    buf = path.read_bytes()
+    base = _base(path)
+    recs = _records(buf)
+    assert recs
+    rng = random.Random(path.name)
+    sample = recs[:3] + rng.sample(recs, min(12, len(recs))) + recs[-3:]
+    seen_codes = set()
+    for r in sample:
+        for at in list(range(r.offset, r.offset + L.HEADER_SIZE)) + \
+                [r.offset + L.HEADER_SIZE + rng.randrange(max(1, r.length))] * (r.length > 0):
+            for bit in (0, 7):
+                b = bytearray(buf)
+                b[at] ^= 1 << bit
+                fs = both(bytes(b), base)
+                seen_codes |= {e[1] for e in fs.events}
+                if fs.stop:
+                    seen_codes.add(("stop", fs.stop[1]))
+        for cut in (r.offset + 3, r.offset + L.HEADER_SIZE + r.length // 2, r.offset + L.HEADER_SIZE + r.length):
+            fs = both(buf[:cut], base)
+            if fs.stop:
+                seen_codes.add(("stop", fs.stop[1]))
+        b = bytearray(buf)
+        b[r.offset:r.offset + 40] = bytes(min(40, len(buf) - r.offset))
+        both(bytes(b), base)
+        both(buf[:r.end] + b"\x00" * 20 + b"junk" + buf[r.end:], base)
+    # the damage reached every branch: CRC mismatches, shape failures and each kind of stop
+    assert {L.EV_CRC, L.EV_SHAPE} <= seen_codes
+    assert {("stop", L.STOP_NOT_A_RECORD), ("stop", L.STOP_TRUNCATED_RECORD),
+            ("stop", L.STOP_TRUNCATED_HEADER)} <= seen_codes
+
+
+def _record(kind: int, data: bytes, cs: int | None = None) -> bytes:
+    c = zlib.crc32(data) if cs is None else cs
+    return L.HEADER.pack(0x2A, kind, c - (1 << 32) if c & 0x80000000 else c, len(data)) + data
+
+
+def test_hand_built_log_reaches_every_event():
+    """A log with a broken UOW chain, a bad CRC, a record of each kind with bad data, a snappy-like DATA record:
+    the events the reference gives, and C gives the same."""
+    uow = lambda start: _record(-1, start.to_bytes(8, "big", signed=True))  # noqa: E731
+    msg = (5).to_bytes(4, "big") + b"hello"
+    parts = [_record(L.DATA, msg), uow(0)]
+    p1 = sum(map(len, parts))
+    parts += [_record(L.ADD_ENTRY, b"\x08\x01\x12\x08" + bytes(8) + b"\x18\x05"), uow(p1)]
+    p2 = sum(map(len, parts))
+    parts += [_record(L.DATA, b"\x01\x02\x03"), _record(L.ADD_ENTRY, b"\x08\x01"), _record(L.ADD_COLLECTION, b"\x08\x01\x10\x09"),
+              _record(L.REMOVE_COLLECTION, b"\x81"), _record(-1, b"abc"), _record(9, b"xyz"),
+              _record(L.DATA, msg, cs=123), uow(7)]
+    buf = b"".join(parts)
+    fs = both(buf)
+    codes = [(e[1], e[2]) for e in fs.events]
+    assert codes == [(L.EV_SHAPE, L.DATA), (L.EV_SHAPE, L.ADD_ENTRY), (L.EV_SHAPE, L.ADD_COLLECTION),
+                     (L.EV_SHAPE, L.REMOVE_COLLECTION), (L.EV_SHAPE, -1), (L.EV_SHAPE, 9), (L.EV_CRC, L.DATA),
+                     (L.EV_UOW, -1)]
+    assert fs.events[-1][4:] == (7, p2)
+    assert fs.records == 12 and fs.stop is None and list(fs.data_ok) == [1, 1, 0]
+    assert fs.complete == (p2, sum(map(len, parts[:10])), 6)  # the bad CRC ends the broker's walk
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_logs_scan_the_same(data):
+    path = data.draw(st.sampled_from(LOGS))
+    buf = bytearray(path.read_bytes()[:20000])
+    for _ in range(data.draw(st.integers(1, 6))):
+        op = data.draw(st.sampled_from(["flip", "set", "cut", "insert"]))
+        if not buf:
+            break
+        at = data.draw(st.integers(0, len(buf) - 1))
+        if op == "flip":
+            buf[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif op == "set":
+            buf[at] = data.draw(st.integers(0, 255))
+        elif op == "cut":
+            del buf[at:]
+        else:
+            buf[at:at] = data.draw(st.binary(min_size=1, max_size=12))
+    both(bytes(buf), _base(path))
+
+
+@pytest.mark.parametrize("n", list(range(0, 200)) + [1000, 4095, 65536 + 7])
+def test_crc32_is_zlibs(n):
+    rng = random.Random(n)
+    data = rng.randbytes(n + 3)
+    for off in (0, 1, 3):
+        assert native.crc32_native(data[off:off + n]) == zlib.crc32(data[off:off + n])
+    assert native.crc32_native(data[n // 2:], native.crc32_native(data[:n // 2])) == zlib.crc32(data)
+
+
+def test_uow_end_count_is_the_reference(monkeypatch, tmp_path):
+    """verify's count of good UOW_ENDs after the last complete unit: C over the file's data extents (a sparse
+    preallocated tail skipped) and the Python byte-by-byte search agree, on a log with a hole in its tail."""
+    from types import SimpleNamespace
+
+    from amqtool.engines.leveldb import verify as V
+
+    path = next(p for p in LOGS if p.parent.parent.name == "killed")
+    data = path.read_bytes()
+    want = sum(1 for r in _records(data) if r.kind == -1 and r.length == 8 and r.crc_ok)
+    sparse = tmp_path / path.name
+    with open(sparse, "wb") as fh:
+        fh.write(data)
+        fh.seek(len(data) + (4 << 20))
+        fh.write(data[:4096])  # the records again after a hole: found there too
+    buf = sparse.read_bytes()
+    st = SimpleNamespace(reader=SimpleNamespace(buffer=lambda _f: buf), logs=[SimpleNamespace(path=sparse, position=0)],
+                         last_file_end=0, last_file_scan_end=None)
+    c = V._units_after(st)
+    assert want and c >= want + sum(1 for r in _records(data[:4096]) if r.kind == -1 and r.length == 8 and r.crc_ok)
+    monkeypatch.setattr(native, "leveldb_count_uow_ends", None)
+    assert V._units_after(st) == c
+
+
+def _verify_doc(store_dir: Path):
+    from amqtool.engines.leveldb.verify import verify_store
+    from amqtool.store.layout import detect
+
+    findings, summary = verify_store(detect(store_dir))
+    return [(f.code, f.severity.name, Path(f.path).name if f.path else None, f.offset, f.message)
+            for f in findings], summary
+
+
+DAMAGE_CASES = [d.parent for d in STORE_DIRS if (d / "store-version.txt").is_file()]
+
+
+@pytest.mark.parametrize("case", DAMAGE_CASES, ids=lambda d: d.name)
+def test_verify_same_findings_on_damaged_copies(case, tmp_path, monkeypatch):
+    """verify on damaged copies of each store: with the C scanner and with the Python reference (the
+    extension's LevelDB functions taken away), the same findings at the same offsets and the same summary."""
+    rng = random.Random(case.name)
+    logs = sorted((case / "store").glob("*.log"))
+    for trial in range(4):
+        d = tmp_path / f"t{trial}"
+        shutil.copytree(case / "store", d, symlinks=True)
+        victim = d / rng.choice(logs).name
+        b = bytearray(victim.read_bytes())
+        recs = _records(bytes(b))
+        if not recs:
+            continue
+        r = rng.choice(recs)
+        if trial == 0:
+            b[r.offset + L.HEADER_SIZE + rng.randrange(max(1, r.length))] ^= 0x10
+        elif trial == 1:
+            b[r.offset + 1] ^= 0x04  # the kind byte, outside the checksum
+        elif trial == 2:
+            del b[r.offset + L.HEADER_SIZE + r.length // 2:]
+        else:
+            b[r.offset] = 0x41
+        victim.write_bytes(bytes(b))
+        got_c = _verify_doc(d)
+        with monkeypatch.context() as m:
+            for name in NATIVE_NAMES:
+                m.setattr(native, name, None)
+            got_py = _verify_doc(d)
+        assert got_c == got_py, (trial, victim.name, r.offset)
+        # a kind byte changed before the snapshot's position is never replayed: no finding there
+        assert got_c[0] or trial == 1, ("the damage is found", trial, victim.name, r.offset, r.kind, r.length)
+
+
+# --- the index: entry values and write batches -------------------------------------------------------
+
+INDEX_DIRS = sorted(p for d in STORE_DIRS for p in d.glob("*.index") if p.is_dir() and (p / "CURRENT").is_file())
+
+
+def _index_items() -> list[list]:
+    from amqtool.engines.leveldb.index import read_index
+
+    groups: dict = {}
+    for d in INDEX_DIRS:
+        for k, v in sorted(read_index(d).data.items()):
+            if k[:1] == b"e" and len(k) >= 9:
+                groups.setdefault((d, k[1:9]), []).append((k[9:], v))
+    return list(groups.values())
+
+
+def _rows_c(items):
+    seqs, locs, lens, status = native.leveldb_entry_rows(items)
+    return [list(memoryview(seqs).cast("q")), list(memoryview(locs).cast("q")), list(memoryview(lens).cast("i")),
+            list(status)]
+
+
+def test_entry_rows_of_every_index():
+    from amqtool.formats.leveldb import records as R
+
+    groups = _index_items()
+    assert len(INDEX_DIRS) >= 6 and sum(map(len, groups)) > 100
+    statuses = set()
+    for items in groups:
+        py = R.entry_rows(items)
+        assert _rows_c(items) == list(map(list, py))
+        statuses |= set(py[3])
+        for (k, v), s, loc, ln in zip(items, py[3], py[1], py[2]):
+            if s == 0:  # what the general decoder reads
+                assert R.decode_index_entry(v)[:2] == (loc, ln)
+    assert {0, 1} <= statuses
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=7, max_size=9),
+                          st.one_of(st.binary(max_size=24),
+                                    st.builds(lambda a, b: b"\x18" + a + b"\x20" + b,
+                                              st.binary(min_size=1, max_size=11), st.binary(min_size=1, max_size=3)))),
+                max_size=8))
+def test_entry_rows_of_any_bytes(items):
+    from amqtool.formats.leveldb import records as R
+
+    assert _rows_c(items) == list(map(list, R.entry_rows(items)))
+
+
+def _batches() -> list[bytes]:
+    from amqtool.formats.leveldb import dblog
+
+    out = []
+    for d in INDEX_DIRS + sorted(p / "dirty.index" for p in STORE_DIRS if (p / "dirty.index").is_dir()):
+        for log in sorted(d.glob("*.log")):
+            out += [bytes(rec) for _off, rec in dblog.read_log(log.read_bytes()).records]
+    return out
+
+
+def _apply_both(batches: list[bytes]):
+    from amqtool.engines.leveldb.index import apply_batch
+
+    a: dict = {}
+    b: dict = {}
+    ra = [apply_batch(rec, a, use_native=False) for rec in batches]
+    rb = [apply_batch(rec, b, use_native=True) for rec in batches]
+    assert rb == ra
+    assert b == a and list(b) == list(a)
+    return ra
+
+
+def test_write_batches_of_every_index_apply_the_same():
+    batches = _batches()
+    assert len(batches) > 20
+    done = _apply_both(batches)
+    assert all(err is None for _n, err in done)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_write_batches_apply_the_same(data):
+    batches = _batches()
+    picked = [bytearray(batches[i]) for i in data.draw(st.lists(st.integers(0, len(batches) - 1), min_size=1,
+                                                                max_size=4))]
+    for b in picked:
+        for _ in range(data.draw(st.integers(0, 3))):
+            if not b:
+                break
+            op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+            at = data.draw(st.integers(0, len(b) - 1))
+            if op == "flip":
+                b[at] ^= 1 << data.draw(st.integers(0, 7))
+            elif op == "cut":
+                del b[at:]
+            else:
+                b[at:at] = data.draw(st.binary(min_size=1, max_size=6))
+    _apply_both([bytes(b) for b in picked])
+
+
+NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch")
+
+
+def _loaded(store_dir: Path):
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+
+    with load(detect(store_dir)) as s:
+        return ({k: (d.qualified, [(m.seq, m.location, m.length, m.redelivery) for m in d.messages], d.entries,
+                     [(x.key, x.ack_position, x.pending_count) for x in d.subscriptions])
+                 for k, d in s.destinations.items()},
+                s.index, s.load_problems, (s.last_file_end, s.last_file_scan_end, s.cut_records),
+                s.snapshot_db.problems if s.snapshot_db else None)
+
+
+@pytest.mark.parametrize("case", DAMAGE_CASES, ids=lambda d: d.name)
+def test_load_is_the_same_without_the_extension(case, monkeypatch):
+    got_c = _loaded(case / "store")
+    for name in NATIVE_NAMES:
+        monkeypatch.setattr(native, name, None)
+    assert _loaded(case / "store") == got_c
+
+
+@pytest.mark.parametrize("case", [c for c in DAMAGE_CASES if c.name in ("basic", "killed", "snappy")],
+                         ids=lambda d: d.name)
+def test_verify_cli_is_the_same_with_amqtool_no_native(case):
+    """``AMQTOOL_NO_NATIVE=1`` takes the extension away (every LevelDB function falls back to Python): the
+    verify document and exit status of the CLI are the same."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "amqtool"
+    runs = []
+    for env in ({}, {"AMQTOOL_NO_NATIVE": "1"}):
+        p = subprocess.run([str(exe), "verify", str(case / "store"), "--format", "json"], capture_output=True,
+                           text=True, env={**os.environ, **env})
+        doc = json.loads(p.stdout)
+        doc.pop("elapsed", None)
+        doc.pop("timing", None)
+        runs.append((p.returncode, doc))
+    assert runs[0] == runs[1]
+    assert runs[0][0] in (0, 1) and runs[0][1]
