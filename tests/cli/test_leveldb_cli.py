@@ -596,3 +596,21 @@ def test_queue_record_naming_a_topic_cannot_be_loaded():
     assert qualified_name("queuu://Q.A", "queue") == "queue://queuu://Q.A"
     with pytest.raises(FormatError):
         qualified_name("topic://T", "queue")
+
+
+def test_damaged_start_in_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (a SIGKILLed store outside the suite, killed-b, seed 29000055): a flipped bit in the
+    8-byte start position a complete unit's UOW_END names, in the last file. The broker truncates the file at
+    that record (its checksum fails) and drops the unit; its stored CRC-32 is the one of the unit's true start,
+    so the damage hit a whole record the writer went past, not a crash's torn tail: CRITICAL (it was a
+    WARNING, a cut unit)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970920 + 10 + 7] ^= 0x01  # the low byte of the start it names
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
