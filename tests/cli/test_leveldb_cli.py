@@ -614,3 +614,18 @@ def test_damaged_start_in_the_end_of_a_complete_unit_in_the_last_file_is_critica
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+@pytest.mark.parametrize("case,offset,mask", [("snappy", 716, 0x10), ("jni-index-gc", 2293, 0x20)])
+def test_restart_array_past_the_entries_is_read_past(capsys, tmp_path, case, offset, mask):
+    """Fault campaign misses (snappy 30000106, jni-index-gc 28000223): a flipped bit in an SST block's restart
+    array makes a restart point lie past the block's entries. A scan reads the block entry by entry from its
+    first restart point, so every entry is still read (as the load reads them): the block is judged like one
+    whose checksum fails (WARNING), and the log or the counters judge its entries; nothing is lost here."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
+    _flip(next(store.glob("0*.index")) / "000005.sst", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any(f["message"] == "a restart point lies outside the block's entries" for f in doc["findings"])

@@ -186,7 +186,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         for off, msg in tr.problems:
             # a block whose checksum fails is read anyway, as the store reads it (what changed may be nothing
             # the broker uses); one that does not parse is gone
-            db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
+            # a restart array pointing past the entries is read past too (every entry is read: a scan goes
+            # entry by entry); the entries' keys and values are judged as a damaged block's
+            db.problem(d / name, off, msg, "warning" if "checksum" in msg or msg == table.RESTART_OUTSIDE
+                       else "critical")
             if off in tr.unread:
                 db.unread_ranges[(str(d / name), off)] = tr.unread[off]
         for e in tr.entries:

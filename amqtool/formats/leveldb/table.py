@@ -83,6 +83,9 @@ def read_block(buf, h: BlockHandle, *, verify: bool = True) -> tuple[bytes, int]
     raise FormatError(f"block compression type {ctype} (0 none and 1 snappy are known)", offset=h.offset)
 
 
+RESTART_OUTSIDE = "a restart point lies outside the block's entries"  # raised after every entry was yielded
+
+
 def iter_block(data) -> Iterator[tuple[bytes, memoryview]]:
     """(key, value) of every entry of one block, in order; the restart array is checked against the
     entries' positions (each restart point must start an entry with no shared prefix)."""
@@ -112,7 +115,7 @@ def iter_block(data) -> Iterator[tuple[bytes, memoryview]]:
         yield key, mv[pos:pos + vlen]
         pos += vlen
     if any(r >= max(limit, 1) for r in restarts):
-        raise FormatError("a restart point lies outside the block's entries")
+        raise FormatError(RESTART_OUTSIDE)
 
 
 @dataclass
@@ -175,5 +178,8 @@ def read_table(buf) -> TableRead:
         except FormatError as err:
             at = err.offset if err.offset is not None else h.offset
             out.problems.append((at, err.message))
-            out.unread[at] = (low, prev)
+            if err.message != RESTART_OUTSIDE:
+                out.unread[at] = (low, prev)
+            # else every entry was read: a forward scan starts at the first restart point and goes entry by
+            # entry (LevelDB's Block::Iter); the others only guide its Seek
     return out
