@@ -616,6 +616,22 @@ def test_damaged_start_in_the_end_of_a_complete_unit_in_the_last_file_is_critica
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
 
 
+def test_damaged_magic_of_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-b, seed 31000130): the magic byte of a complete unit's UOW_END in the last
+    file. The broker's scan stops there and drops the unit; the record is otherwise whole (its start and
+    checksum good) and a good record follows: damage, not a crash's cut (CRITICAL, it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970920] ^= 0x40
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
 @pytest.mark.parametrize("case,offset,mask", [("snappy", 716, 0x10), ("jni-index-gc", 2293, 0x20)])
 def test_restart_array_past_the_entries_is_read_past(capsys, tmp_path, case, offset, mask):
     """Fault campaign misses (snappy 30000106, jni-index-gc 28000223): a flipped bit in an SST block's restart

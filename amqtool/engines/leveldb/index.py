@@ -191,7 +191,12 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.problem(d / name, off, msg, "warning" if "checksum" in msg or msg == table.RESTART_OUTSIDE
                        else "critical")
             if off in tr.unread:
-                db.unread_ranges[(str(d / name), off)] = tr.unread[off]
+                lo, hi = tr.unread[off]
+                small, large = version.bounds.get(num, (None, None))
+                # the MANIFEST bounds the table's keys: the first block's lower bound, any block's upper one
+                lo = small if lo is None else lo
+                hi = large if large is not None and (hi is None or large < hi) else hi
+                db.unread_ranges[(str(d / name), off)] = (lo, hi)
         for e in tr.entries:
             put(e.user_key, e.sequence, e.kind, e.value)
             if e.suspect:

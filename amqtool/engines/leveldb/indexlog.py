@@ -283,7 +283,7 @@ def judges(st, ev: IndexEvidence, path: str, offset) -> bool:
         def inside(k: bytes) -> bool:
             return (lo is None or k >= lo) and k <= hi
 
-        if (lo is None or lo[:1] <= b":") and hi[:1] >= b":":
+        if hi is None or ((lo is None or lo[:1] <= b":") and hi[:1] >= b":"):
             return False
         subs = [ck for ck, rec in _collections(st.index, None).items() if rec is not None and
                 rec.type == R.SUBSCRIPTION] + list(st.meta)

@@ -263,16 +263,18 @@ def _units_after(st: LevelDBState) -> int:
 
 def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -> bool:
     """Whether the record at ``stop`` (where the last file's scan stopped) is the UOW_END of the unit that
-    starts at ``unit_at``, failing only its checksum, with a whole record with a good checksum after it. Its
-    data names that start, or its stored CRC-32 is the one of that start (the damage hit the data)."""
+    starts at ``unit_at``, failing only its checksum (or its magic byte), with a whole record with a good
+    checksum after it. Its data names that start, or its stored CRC-32 is the one of that start (the damage hit
+    the data)."""
     if stop is None or stop + L.HEADER_SIZE + 8 > len(buf):
         return False
     magic, kind, cs, length = _HEAD.unpack_from(buf, stop)
     expected = _UOW.pack(file_position + unit_at)
-    if (magic, kind, length) != (0x2A, L.UOW_END, 8) or \
-            (bytes(buf[stop + L.HEADER_SIZE:stop + L.HEADER_SIZE + 8]) != expected and
-             _crc32(expected) != (cs & 0xFFFFFFFF)):
+    data = bytes(buf[stop + L.HEADER_SIZE:stop + L.HEADER_SIZE + 8])
+    if (kind, length) != (L.UOW_END, 8) or (data != expected and _crc32(expected) != (cs & 0xFFFFFFFF)):
         return False
+    if magic != 0x2A and (data != expected or _crc32(data) != (cs & 0xFFFFFFFF)):
+        return False  # a damaged magic byte: only a record otherwise whole is that unit's end
     nxt = stop + L.HEADER_SIZE + 8
     if nxt + L.HEADER_SIZE > len(buf):
         return False

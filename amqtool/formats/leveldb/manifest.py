@@ -23,6 +23,7 @@ class Version:
     problems: list = field(default_factory=list)  # (offset, message)
     edits: int = 0
     seen: set = field(default_factory=set)  # the tags the edits held
+    bounds: dict = field(default_factory=dict)  # file number -> (smallest, largest) user key of its table
 
 
 def _lp(mv, pos, n):
@@ -59,9 +60,10 @@ def apply_edit(v: Version, data) -> None:
             lvl, pos = read_varint(mv, pos, n)
             num, pos = read_varint(mv, pos, n)
             size, pos = read_varint(mv, pos, n)
-            _small, pos = _lp(mv, pos, n)
-            _large, pos = _lp(mv, pos, n)
+            small, pos = _lp(mv, pos, n)
+            large, pos = _lp(mv, pos, n)
             v.files[num] = (lvl, size)
+            v.bounds[num] = (small[:-8], large[:-8])  # internal keys: the user key, then an 8-byte tag
         elif tag == 9:
             v.prev_log_number, pos = read_varint(mv, pos, n)
         else:
