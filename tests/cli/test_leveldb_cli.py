@@ -645,3 +645,20 @@ def test_restart_array_past_the_entries_is_read_past(capsys, tmp_path, case, off
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any(f["message"] == "a restart point lies outside the block's entries" for f in doc["findings"])
+
+
+def test_damaged_kind_of_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-b, seed 32000069): the kind byte of a complete unit's UOW_END in the last
+    file (no checksum covers it). The broker's scan finds no end for the unit and drops it; the record is
+    otherwise whole (it names the unit's start, its checksum is good) and a good record follows: damage, not
+    a crash's cut (CRITICAL, it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970921] ^= 0x10
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"

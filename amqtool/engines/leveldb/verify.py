@@ -242,7 +242,8 @@ def _units_after(st: LevelDBState) -> int:
     framing), and the unit whose own UOW_END stopped the scan when that record is whole (it names the unit's
     start) and a record with a good checksum follows it (the writer went on past it: damage, not a cut)."""
     buf = st.reader.buffer(st.logs[-1])
-    n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) else 0
+    n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) or \
+        _kind_damaged_unit_end(st, buf) else 0
     pos = st.last_file_end
     end = len(buf)
     if native.leveldb_count_uow_ends is not None:
@@ -259,6 +260,30 @@ def _units_after(st: LevelDBState) -> int:
         if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
             n += 1
         pos += 1
+
+
+def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
+    """Whether the unit that starts at the last complete end of the last file has its end under a damaged
+    kind byte (which no checksum covers): a whole 8-byte record of another kind, with a good checksum, whose
+    data is that unit's start, followed by a record with a good checksum. The broker's scan finds no UOW_END
+    and drops the unit; a crash cannot leave it (searched in the file's data extents only)."""
+    at = st.last_file_end
+    want = _UOW.pack(st.logs[-1].position + at)
+    end = len(buf)
+    for lo, hi in _data_extents(st.logs[-1].path, at, end):
+        i = buf.find(want, max(lo, at + L.HEADER_SIZE), min(hi + 8, end))
+        while i >= 0:
+            h = i - L.HEADER_SIZE
+            magic, kind, cs, length = _HEAD.unpack_from(buf, h)
+            if magic == 0x2A and kind != L.UOW_END and length == 8 and _crc32(want) == (cs & 0xFFFFFFFF):
+                nxt = i + 8
+                if nxt + L.HEADER_SIZE <= end:
+                    m2, _k2, cs2, len2 = _HEAD.unpack_from(buf, nxt)
+                    stop = nxt + L.HEADER_SIZE + len2
+                    if m2 == 0x2A and stop <= end and _crc32(buf[nxt + L.HEADER_SIZE:stop]) == (cs2 & 0xFFFFFFFF):
+                        return True
+            i = buf.find(want, i + 1, min(hi + 8, end))
+    return False
 
 
 def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -> bool:
