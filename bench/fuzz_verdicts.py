@@ -1,7 +1,9 @@
 """``make fuzz``: the fault campaign at scale (issue 25): at least 100,000 faults over small demo stores and
 the broker-written fixtures (Artemis, then KahaDB and mKahaDB: ``--kahadb`` of them), judged by ``verify``
-against the truth of the broker-equal loaders, in at most 30 minutes on two cores. Prints the confusion table (truth by verdict) and each miss with the seed that
-reproduces it (``python -c 'from tests.faults.campaign import reproduce; ...'``).
+against the truth of the broker-equal loaders, in at most 30 minutes on two cores (``--minutes``: it stops at
+its deadline and says how many it reached). Prints the confusion table (truth by verdict) and each miss with
+the seed that reproduces it (``python -c 'from tests.faults.campaign import reproduce; ...'``), and the
+rate: faults per second of wall time and per CPU-second of the workers (the machine may be shared).
 
     python bench/fuzz_verdicts.py [--faults N] [--minutes M] [--seed S] [--workers W] [--demos D]
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -47,10 +50,15 @@ def main() -> int:
     elapsed = time.monotonic() - start
     print(file=sys.stderr)
     total = len(outcomes) + len(kaha)
-    print(f"seed {args.seed}: {len(outcomes)} faults over {len(stores)} Artemis stores "
-          f"({', '.join(n for n, _ in stores)}) and {len(kaha)} over the KahaDB fixtures, in {elapsed:.0f} s = "
-          f"{total / elapsed:.1f} faults/s "
-          f"on {args.workers} workers")
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers', reaped when their pools closed
+    cpu = ru.ru_utime + ru.ru_stime
+    distinct = len({(o.store, o.fault) for o in outcomes}) + len({(o.store, o.fault) for o in kaha})
+    print(f"seed {args.seed}: {total} faults of the {args.faults} asked for ({distinct} distinct: a fault drawn "
+          f"again is judged once), {len(outcomes)} over {len(stores)} Artemis stores "
+          f"({', '.join(n for n, _ in stores)}) and {len(kaha)} over the KahaDB fixtures")
+    print(f"in {elapsed:.0f} s = {total / elapsed:.1f} faults/s on {args.workers} workers; "
+          f"{cpu:.0f} s of worker CPU = {total / max(cpu, 1e-9):.1f} faults per CPU-second "
+          f"({1000 * cpu / max(total, 1):.1f} ms a fault)")
     print(confusion(outcomes))
     if kaha:
         from tests.faults.kahadb import confusion as kaha_confusion

@@ -51,6 +51,10 @@ def judge_store(store, progress: Callable[[int], None] | None = None) -> list[Fi
         from amqtool.engines.kahadb import verify_store
 
         return verify_store(store, progress=progress)[0]
+    if kind in ("leveldb", "replicated-leveldb"):
+        from amqtool.engines.leveldb.verify import verify_store
+
+        return verify_store(store, progress=progress)[0]
     if kind == "artemis-jdbc":
         from amqtool.engines.jdbc.artemis import verify_store
 

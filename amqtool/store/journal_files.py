@@ -208,7 +208,9 @@ class BodyWindows:
                 if k != len(self._held) - 1:
                     self._held.append(self._held.pop(k))
                 return base, data
-        want = max(self.window, end - start)
+        # no further than the file's end as loaded: os.pread allocates what it is asked for, and a 4 MiB
+        # buffer for a 64 KiB file costs ten times the read itself
+        want = max(min(self.window, self.opened.files[index].size - start), end - start)
         data = self.opened.pread(index, start, want)
         if len(data) < want and start + len(data) < self.opened.files[index].size:
             # the file shrank since it was loaded: it ends here now (LoadResult.body reads fewer bytes too)

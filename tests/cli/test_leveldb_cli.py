@@ -96,9 +96,11 @@ def test_export_tables_hold_the_recovered_messages(case, capsys, tmp_path):
     import pyarrow.parquet as pq
 
     before = tree_hashes(case / "store")
+    judged, _out, _err = run(capsys, "verify", case / "store")
     code, out, err = run(capsys, "export", case / "store", "-o", tmp_path / "out", "--format", "parquet",
                          "--engine", "local")
-    assert code == 0, err
+    # the export's verdict is verify's (the killed stores' cut unit, the xa store's prepared transactions: 1)
+    assert code == judged < 2, err
     msgs = pq.read_table(tmp_path / "out" / "messages").to_pylist()
     subs = {r["queue"]: r for r in pq.read_table(tmp_path / "out" / "subscriptions").to_pylist()}
     want = expected(case / "recovered.json")
@@ -662,3 +664,26 @@ def test_damaged_kind_of_the_end_of_a_complete_unit_in_the_last_file_is_critical
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+def test_writers_refuse_a_critical_source_unless_salvage(capsys, copy, tmp_path):
+    """One rule (issue 25): export and create --from take verify's verdict on the LevelDB load they read. A
+    DATA record an index entry needs fails its checksum (verify: CRITICAL): both refuse with exit 2 and write
+    nothing; with --salvage they write what survives, exit 2 still, and list what they left out."""
+    log = copy / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    with load(detect(copy)) as st:
+        m = next(m for d in st.destinations.values() if d.kind == "queue" for m in d.messages)
+        first = st.logs[0].position
+    b[m.location - first + 10 + 5] ^= 0x01  # a byte of the message's DATA record (after its 10-byte header)
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
+    assert code == 2
+    for argv, out in ((["export", copy, "-o", tmp_path / "x", "--format", "jsonl"], tmp_path / "x"),
+                      (["create", tmp_path / "a", "--from", copy], tmp_path / "a")):
+        code, _o, err = run(capsys, *argv)
+        assert code == 2 and "refused" in err and "--salvage" in err and not out.exists(), argv
+    code, _o, err = run(capsys, "export", copy, "-o", tmp_path / "x", "--format", "jsonl", "--salvage")
+    assert code == 2 and (tmp_path / "x" / "messages").exists()
+    code, _o, err = run(capsys, "create", tmp_path / "a", "--from", copy, "--salvage")
+    assert code == 2 and (tmp_path / "a").is_dir()

@@ -8,11 +8,14 @@ region of a file, and whole-file and directory faults.
 
 The delivered state (:func:`delivered`) is what ``artemis data exp`` gives (the export's local engine, whose
 liveness is ``JournalImpl.load`` and whose rows are the broker's refs and acks, paged messages included:
-proven against the broker-written fixtures by tests/engines/test_export_*.py). A message whose record does
-not decode gives no rows: the broker cannot load it either.
+proven against the broker-written fixtures by tests/engines/test_export_*.py), read without verify's
+judgement, so that the truth never moves with the verdict it judges. A message whose record does not decode
+gives no rows: the broker cannot load it either. :class:`DeliveredReader` gives the same for a campaign's
+damaged copies, at less cost.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -20,6 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amqtool.engines.export.local import LocalArtemisExport
+from amqtool.engines.export.schema import MESSAGE_COLUMNS
 from tests.faults.model import Delivered, Fault
 
 HEADER = 16
@@ -251,46 +256,124 @@ _KEY = ("queue_id", "message_id", "transaction_state")
 
 def delivered(root: Path) -> Delivered:
     """What the broker delivers from the store at ``root`` (``data exp``'s view: bindings, then one row per
-    live message per queue, paged messages included)."""
-    from amqtool.engines.export.local import LocalArtemisExport
+    live message per queue, paged messages included).
+
+    The export engine reads the journals' loads without verify's judgement (:class:`_Unjudged`): the truth
+    must not depend on the verdict under test, and a CRITICAL store still delivers what it delivers."""
+    return _delivered(root, None)[0]
+
+
+class DeliveredReader:
+    """:func:`delivered` of one store's damaged copies, against its pristine state: a campaign's truth.
+
+    A row's content digest costs its conversion from Arrow to Python and a repr; most rows of a damaged copy
+    are the pristine rows unchanged. So the pristine batches are kept, and a range of a damaged batch that
+    Arrow finds equal to the same range of the pristine batch at the same place takes the pristine rows'
+    digests (equal arrays convert to equal rows: the answer is :func:`delivered`'s exactly, which
+    tests/faults/test_truth.py checks on a sample of faults)."""
+
+    def __init__(self, root: Path):
+        self.pristine, self._reference = _delivered(root, None)
+
+    def damaged(self, root: Path) -> Delivered:
+        return _delivered(root, self._reference)[0]
+
+
+def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
+    """:func:`delivered`, and the batches read with their rows' keys and digests (``reference``: those of
+    the pristine store, for :class:`DeliveredReader`)."""
+    import contextlib
+
+    from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.export.model import ExportOptions
-    from amqtool.engines.export.schema import MESSAGE_COLUMNS
     from amqtool.errors import AmqtoolError
+    from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
-    names = [c[0] for c in MESSAGE_COLUMNS]
+    nothing = Delivered(frozenset(), Counter(), frozenset())
     try:
         store = detect(root)
         if store.kind != "artemis":
-            return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+            return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     except AmqtoolError:
-        return Delivered(frozenset(), Counter(), frozenset(), detected=False)
-    if _refused(store):
-        return Delivered(frozenset(), Counter(), frozenset())
+        return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
     rows: Counter = Counter()
     content = set()
+    read = []
     try:
-        with LocalArtemisExport(store, ExportOptions(safe=True)) as ex:
-            rows_b = ex.binding_rows()
-            bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
-            content.update(("binding",) + tuple(r) for r in rows_b)
-            for batch in ex.batches():  # the C column decoder (twin-tested against the Python rows)
-                cols = batch.to_pydict()
-                keys = list(zip(*(cols[k] for k in _KEY)))
-                rest = list(zip(*(cols[n] for n in names if n not in _KEY)))
-                for k, r in zip(keys, rest):
-                    rows[k] += 1
-                    content.add(k + (hash(repr(r)),))
+        with contextlib.ExitStack() as stack:
+            loads = {}
+            for jd in store.journals():  # one open and load of each journal, as the export reads it
+                opened = stack.enter_context(open_journal(jd))
+                if any(s.code in _REFUSING for s in opened.skipped):
+                    return nothing, []
+                if opened.files:
+                    loads[jd.kind] = load_journal(opened)
+            if _refused(store, loads.get("messages")):
+                return nothing, []
+            with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
+                rows_b = ex.binding_rows()
+                bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
+                content.update(("binding",) + tuple(r) for r in rows_b)
+                for i, batch in enumerate(ex.batches()):  # the C column decoder (twin-tested against Python)
+                    ref = reference[i] if reference is not None and i < len(reference) else None
+                    keys, digests = _digests(batch, ref)
+                    read.append((batch, digests))
+                    for k, d in zip(keys, digests):
+                        rows[k] += 1
+                        content.add(k + (d,))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
-        return Delivered(frozenset(), Counter(), frozenset())
-    return Delivered(bindings, rows, frozenset(content))
+        return nothing, []
+    return Delivered(bindings, rows, frozenset(content)), read
+
+
+_CONTENT = tuple(c[0] for c in MESSAGE_COLUMNS if c[0] not in _KEY)
+_LEAF = 8  # rows below which a differing range is digested rather than halved again
+
+
+def _digests(batch, reference: tuple | None) -> tuple[list, list]:
+    """The keys of ``batch``'s rows and a digest of the rest of each row. ``reference``: (batch, digests)
+    at the same place in the pristine store; ranges equal to its ranges take its digests."""
+    keys = list(zip(*(batch.column(k).to_pylist() for k in _KEY)))
+    n = batch.num_rows
+    if reference is None or reference[0].num_rows != n or not reference[0].schema.equals(batch.schema):
+        return keys, _digest_rows(batch)
+    pristine, known = reference
+    digests: list = [None] * n
+    todo = [(0, n)]
+    while todo:
+        a, m = todo.pop()
+        if batch.slice(a, m).equals(pristine.slice(a, m)):
+            digests[a:a + m] = known[a:a + m]
+        elif m <= _LEAF:
+            digests[a:a + m] = _digest_rows(batch.slice(a, m))
+        else:
+            todo += [(a, m // 2), (a + m // 2, m - m // 2)]
+    return keys, digests
+
+
+def _digest_rows(batch) -> list:
+    cols = batch.to_pydict()
+    return [hash(repr(r)) for r in zip(*(cols[c] for c in _CONTENT))]
+
+
+class _Unjudged(LocalArtemisExport):
+    """The local export engine over journal loads made without verify: no findings, nothing refused."""
+
+    def __init__(self, store, options, loads: dict):
+        self._loads = loads
+        super().__init__(store, options)
+
+    def _judge(self, progress):
+        return [], self._loads
 
 
 # JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
 # readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
 # orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
-_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch")
+# A journal file it cannot read stops it too (the open throws).
+_REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch", "unreadable")
 
 
 # AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
@@ -299,17 +382,136 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
-def _refused(store) -> bool:
-    from amqtool.engines.artemis.load import load_journal
-    from amqtool.store.journal_files import open_journal
-
-    for jd in store.journals():
-        with open_journal(jd) as opened:
-            if any(s.code in _REFUSING for s in opened.skipped):
-                return True
-            if jd.kind == "messages" and store.bindings is not None and opened.files:
-                for r in load_journal(opened).live:
-                    t = r.user_record_type
-                    if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
-                        return True
+def _refused(store, messages) -> bool:
+    """Whether the broker refuses to start on the message journal's load ``messages`` (None: no file)."""
+    if messages is None or store.bindings is None:
+        return False
+    for r in messages.live:
+        t = r.user_record_type
+        if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+            return True
     return False
+
+
+# -- could the broker have written it? ---------------------------------------------------------------------
+
+_WRITTEN_AS_UPDATE = frozenset({32, 33, 34, 36})  # ADD_REF, ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT, SCHEDULED
+_ONE_WAY = _WRITTEN_AS_UPDATE | {30, 31, 45}  # and the message records, only ever adds
+
+def broker_could_write(root: Path) -> str:
+    """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
+    crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
+    (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
+
+    Inconsistent: a journal file the broker refuses or two with one fileID; damaged bytes between records;
+    non-filler bytes after the last record of a file that is not the newest (other than an earlier use's
+    records); room left at the end of such a file for the next file's first record (JournalImpl moves on only
+    for a record that does not fit; not after the compactor's output); a commit whose count does not match; a
+    reference, acknowledgement or update of a message with no message record that was never deleted; an
+    acknowledgement without its reference; a reference to a queue the bindings do not hold; a bindings record
+    that does not decode; a live large message without its file; a page whose framing ends in damage (but the
+    current page's tail) or whose message does not decode; a paged message naming a queue id past every id
+    the journals issued; a queue whose page counter exceeds the messages its pages still hold."""
+    from amqtool import native
+    from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
+    from amqtool.engines.artemis.evidence import deleted_ids
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.engines.artemis.paging import PAGE_TX_COMMITTED, iter_paged_entries, load_view, store_pages
+    from amqtool.formats.artemis.paging import PageScanner
+    from amqtool.errors import AmqtoolError
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    try:
+        store = detect(root)
+    except AmqtoolError as err:
+        return f"not a store: {err}"
+    results, deleted = {}, set()
+    with contextlib.ExitStack() as stack:
+        for jd in store.journals():
+            opened = stack.enter_context(open_journal(jd))
+            refused = [s for s in opened.skipped if s.code in _REFUSING + ("duplicate-file-id", "bad-file-id")]
+            if refused:
+                return f"{jd.kind}: {refused[0].code}"
+            gaps = {}
+            result = load_journal(opened, on_file=lambda scan, g: gaps.__setitem__(scan.index, (scan, g)))
+            results[jd.kind] = result
+            if any(a.code == "commit-count-mismatch" for a in result.anomalies):
+                return f"{jd.kind}: commit-count-mismatch"
+            data = [i for i, (s, _) in sorted(gaps.items()) if s.has_data]
+            for i, (scan, g) in sorted(gaps.items()):
+                jf = scan.file
+                if g.damaged_count:
+                    return f"{jf.path.name}: damaged bytes between records"
+                if i in data and i != data[-1]:
+                    if g.tail_first >= 0:
+                        head = opened.pread(i, g.tail_first, 1 << 16)
+                        recs, _ = scan_records_py(head, jf.tag, jf.version, check_tag=False, start=0)
+                        if not recs or recs[0][1] != 0 or int.from_bytes(head[1:5], "big", signed=True) == jf.tag:
+                            return f"{jf.path.name}: damaged end of a file that is not the newest"
+                    nxt = data[data.index(i) + 1]
+                    own, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
+                    nf = result.files[nxt]
+                    first, _ = native.scan_records(opened.pread(nxt, 0, 1 << 20), nf.tag, nf.version, True, 16)
+                    if (jf.version >= 2 and own and own[-1][3] == 0 and first and first[0][1] == 16
+                            and first[0][3] == 0 and first[0][2] <= jf.size - g.end):
+                        return f"{jf.path.name}: room left for the next file's first record"
+            if jd.kind == "messages":
+                deleted = deleted_ids(opened)
+        if results.get("bindings") is not None and results.get("messages") is None:
+            return "a bindings journal without a message journal (the broker creates both at its first start)"
+        state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
+        if state.problems:
+            return f"record {state.problems[0].record_id} does not decode"
+        for r in results["messages"].live if "messages" in results else ():
+            # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
+            # messages only as adds
+            if r.is_update != (r.user_record_type in _WRITTEN_AS_UPDATE) and r.user_record_type in _ONE_WAY:
+                return f"record {r.id}: user type {r.user_record_type} as {'an update' if r.is_update else 'an add'}"
+        for mid, qs in state.refs.items():
+            if any(n > 1 for n in qs.values()):
+                return f"message {mid} referenced twice by one queue (the broker routes a message to a queue once)"
+        messages = set(state.message_records)
+        for mid, qs in state.refs.items():
+            if mid not in messages and mid not in deleted:
+                return f"references of message {mid}, never deleted, without its record"
+            if "bindings" in results and any(q not in state.queues for q in qs):
+                return f"message {mid} referenced by a queue the bindings do not hold"
+        for mid, q in state.acked:
+            if mid not in messages and mid not in deleted:
+                return f"acknowledgement of message {mid}, never deleted, without its record"
+            if mid in messages and q not in state.refs.get(mid, ()):
+                return f"acknowledgement of message {mid} on queue {q} without its reference"
+        lm = store.large_messages_dir
+        for mid in state.large_messages:
+            if any((mid, q) not in state.acked for q in state.refs.get(mid, ())):
+                if lm is None or not (Path(lm) / f"{mid}.msg").is_file():
+                    return f"large message {mid} without its file"
+        if store.paging_dir is None or "messages" not in results:
+            return ""
+        max_id = max(r.max_id for r in results.values())
+        view = load_view(store)
+        errors: list = []
+        pending: Counter = Counter()
+        for e in iter_paged_entries(store, view, errors, endings=True):
+            if any(q not in view.queues and q > max_id for q in e.message.queue_ids):
+                return f"paged message {e.message.message_id} names a queue id never issued"
+            if e.tx_state in (None, PAGE_TX_COMMITTED):
+                pending.update(e.pending_queues)
+        for ps, pid, number, off, err in errors:
+            if not isinstance(err, str):  # a record that does not decode (a damaged ending is judged below)
+                return f"page {pid} of {ps.address}: {err}"
+        for ps, pid in store_pages(store):
+            if pid == ps.current_page:
+                continue  # a crash leaves a torn tail there
+            with ps.open_page(pid) as pf:
+                scan = PageScanner(pf.buf, pf.size)
+                for _ in scan:
+                    pass
+                if not scan.end.clean:
+                    return f"page {pid} of {ps.address} (not the current page) ends in damage"
+        for q, n in view.counters().items():
+            if q in view.queues and n > pending[q]:
+                return f"queue {q}: page counter {n} over the {pending[q]} messages its pages hold"
+    return ""

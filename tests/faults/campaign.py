@@ -1,9 +1,10 @@
 """A campaign over several pristine stores, in parallel worker processes: what ``make test`` runs on a fixed
 seed and ``bench/fuzz_verdicts.py`` (``make fuzz``) runs at scale.
 
-Work is cut into chunks of faults of one store; each worker builds a :class:`~tests.faults.runner.Campaign`
-per store once (a working copy in /dev/shm when it is there) and runs its chunks. Outcomes come back in
-chunk order, so a seed always reproduces its fault: ``reproduce(store, seed)``.
+Work is cut into chunks of faults of one store, handed out round the stores; each worker builds a
+:class:`~tests.faults.runner.Campaign` per store once (a working copy in /dev/shm when it is there) and runs
+its chunks. Outcomes come back in chunk order, so a seed always reproduces its fault:
+``reproduce(store, seed)``.
 """
 from __future__ import annotations
 
@@ -47,9 +48,10 @@ def run(stores: list[tuple[str, Path]], faults_per_store: int, base_seed: int, *
     stop handing out chunks after ``deadline`` (time.monotonic()). ``on_chunk(outcomes)`` sees each chunk."""
     scratch = tempfile.mkdtemp(prefix="amqtool-campaign-", dir=_SCRATCH)
     jobs = []
-    for k, (name, path) in enumerate(stores):
-        for start in range(0, faults_per_store, chunk):
-            # a chunk's seeds: ((base_seed * 1000 + store index) * 1000 + chunk number) * 1_000_003 + i
+    # chunks go round the stores (a deadline leaves every store its share); a chunk's seeds:
+    # ((base_seed * 1000 + store index) * 1000 + chunk number) * 1_000_003 + i
+    for start in range(0, faults_per_store, chunk):
+        for k, (name, path) in enumerate(stores):
             jobs.append((name, str(path), scratch, (base_seed * 1000 + k) * 1000 + start // chunk,
                          min(chunk, faults_per_store - start)))
     out: list[Outcome] = []

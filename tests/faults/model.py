@@ -12,7 +12,30 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
 * ``content``: the same messages on the same queues, but bytes inside them changed (Artemis has no record
   checksum, so the broker cannot notice): any verdict, counted as undetectable;
 * ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves: WARNING;
-* ``loss``: anything else the broker loses or brings back (acknowledged messages): CRITICAL.
+* ``loss``: anything else the broker loses or brings back (acknowledged messages), when the damaged store
+  proves it damaged: CRITICAL;
+* ``loss-unproven``: a loss that leaves a store the broker could have written itself, so that nothing in it
+  can tell it from an undamaged one: any verdict but UNKNOWN, counted apart (the issue's target applies to
+  proven loss). The harness's own oracle decides it (``tests/faults/artemis.py``, ``broker_could_write``),
+  from the loaders, never from verify's findings. The damaged store is one a broker could have written when
+  every record it holds is consistent with every other, as the broker keeps them (with crashes):
+  - no journal file the broker refuses, no two with one fileID;
+  - no damaged bytes between records, none at the end of a file that is not the newest (bar an earlier
+    use's records), and no room left there for the next file's first record (the broker moves on only for a
+    record that does not fit; the compactor's last output excepted);
+  - no commit whose record count does not match;
+  - no reference, acknowledgement or update of a message with no message record that was never deleted, no
+    acknowledgement without its reference, no reference to a queue the bindings do not hold, no bindings
+    record that does not decode, no live large message without its file;
+  - no page whose framing ends in damage but the current page's tail, no paged message that does not decode
+    or names a queue id past every id the journals issued, no queue whose page counter exceeds the messages
+    its pages still hold.
+  What this leaves is loss no reader of the store can see: an acknowledgement's message id moved onto another
+  message routed to the same queue; the whole newest or oldest file (or page) gone when nothing later refers
+  to it; a queue binding's id moved to an unused id. man/amqtool-verify.1, "What verify cannot see", says so.
+
+Rows that only moved to another message id (the same queues, states and content: a paged message's id field
+changed, which nothing refers to) are ``content``.
 """
 from __future__ import annotations
 
@@ -23,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-SAME, CONTENT, TORN, LOSS = "same", "content", "torn", "loss"
-TRUTHS = (SAME, CONTENT, TORN, LOSS)
+SAME, CONTENT, TORN, LOSS, UNPROVEN = "same", "content", "torn", "loss", "loss-unproven"
+TRUTHS = (SAME, CONTENT, TORN, LOSS, UNPROVEN)
 VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 
 
@@ -118,15 +141,32 @@ class Delivered:
                 "content": len(self.content ^ other.content)}
 
 
-def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], bool]) -> tuple[str, dict]:
+def _moved(pristine: Delivered, damaged: Delivered) -> bool:
+    """Whether the rows lost and the rows brought back are the same rows under other message ids."""
+    lost, back = pristine.rows - damaged.rows, damaged.rows - pristine.rows
+    if not lost or sum(lost.values()) != sum(back.values()):
+        return False
+
+    def rows(d: Delivered, keys) -> Counter:
+        return Counter((c[0], c[2], c[3]) for c in d.content if len(c) == 4 and c[:3] in keys)
+
+    return rows(pristine, lost) == rows(damaged, back)
+
+
+def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], bool],
+             proven: Callable[[], bool] | None = None, moved: bool = False) -> tuple[str, dict]:
     """The truth class of a damaged store, and the figures behind it. ``torn_ok(diff)`` says whether the
     fault's loss is confined to the tail of the current file or page (the caller knows the store's
-    structure)."""
+    structure); ``proven()`` whether the damaged store is one no broker writes (the oracle; called on a loss
+    only, while the store is damaged); ``moved``: rows that only moved to another message id are content
+    (the Artemis harness: a message id nothing refers to)."""
     d = pristine.diff(damaged)
-    if not d["lost"] and not d["back"] and not d["bindings"]:
+    if not d["bindings"] and (not d["lost"] and not d["back"] or moved and _moved(pristine, damaged)):
         return (CONTENT if d["content"] else SAME), d
     if torn_ok(d):
         return TORN, d
+    if proven is not None and not proven():
+        return UNPROVEN, d
     return LOSS, d
 
 
@@ -145,6 +185,8 @@ def expected(truth: str, verdict: str, codes: tuple = ()) -> bool:
         return verdict in ("OK", "WARNING", "CRITICAL")
     if truth == TORN:
         return verdict == "WARNING"
+    if truth == UNPROVEN:
+        return verdict in ("OK", "WARNING", "CRITICAL")
     return verdict == "CRITICAL"
 
 
@@ -167,10 +209,10 @@ def confusion(outcomes: list, truths: tuple = TRUTHS, undetectable: str = CONTEN
     """The confusion table (truth by verdict), then each miss with its reproducing seed. ``truths``: the
     classes of the store kind's harness, in table order; ``undetectable``: the class counted as such."""
     table = Counter((o.truth, o.verdict) for o in outcomes)
-    lines = [f"{'truth':<13}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>10}"]
+    lines = [f"{'truth':<14}" + "".join(f"{v:>10}" for v in VERDICTS) + f"{'total':>10}"]
     for t in truths:
         n = sum(table[(t, v)] for v in VERDICTS)
-        lines.append(f"{t:<13}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>10}")
+        lines.append(f"{t:<14}" + "".join(f"{table[(t, v)]:>10}" for v in VERDICTS) + f"{n:>10}")
     misses = [o for o in outcomes if not o.ok]
     lines.append(f"{len(outcomes)} faults, {len(misses)} miss(es); "
                  f"{sum(1 for o in outcomes if o.truth == undetectable)} undetectable ({undetectable}) changes")

@@ -186,6 +186,7 @@ class Evidence:
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
+    double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
     _deleted: set | None = None
 
@@ -202,6 +203,7 @@ class Evidence:
             ev.bindings_ids = {r.id: r.user_record_type for r in bindings.live}
         ev.messages = set(state.message_records)
         ev.refs = {m: set(q) for m, q in state.refs.items()}
+        ev.double_refs = sorted((m, q) for m, qs in state.refs.items() for q, n in qs.items() if n > 1)
         ev.acked = set(state.acked)
         if messages is not None:
             ev.opened = messages.opened
@@ -281,6 +283,45 @@ class Evidence:
             if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
                 return LOSS
         return HARMLESS
+
+    def lost_adds(self) -> dict[int, list[tuple[int, int]]]:
+        """Message id -> its surviving (update type, queue) records, for ids whose references or
+        acknowledgements survive while no message record and no DELETE of them does -- when at least two such
+        records survive.
+
+        JournalImpl never reclaims the file holding the ADD of a record that was not deleted, and keeps a
+        file holding a DELETE while any file it has negatives against survives (``JournalFileImpl``'s
+        negative counts; the reclaimer's ``canReclaim``), so an update of an id never deleted outlives its
+        add only by damage: the message record (its file, or its bytes) is gone and every queue it was still
+        on loses it (``loadMessageJournal`` drops the references: "cannot find message"). One damaged id field
+        makes one such record (its message is judged by :meth:`misfiled`); two or more records cannot all be a
+        single damaged field, so their adds were lost."""
+        out = {}
+        for mid, updates in self.orphan_updates.items():
+            if mid in self.messages or self._deleted_later(mid):
+                continue
+            out[mid] = updates
+        if sum(len(u) for u in out.values()) < 2:
+            return {}
+        return out
+
+    def moved_refs(self) -> list[tuple[int, int, int]]:
+        """(message, queue, the message whose reference it was) for references whose message id was damaged
+        onto another message routed to the same queue: the broker routes a message to a queue once
+        (``PostOfficeImpl.route`` adds one reference per queue), so a second ADD_REF of (message, queue) is
+        damage, and the one message one damaged byte away that is routed elsewhere, has no reference to that
+        queue and no acknowledgement there lost it (an acknowledgement there shows as one without its
+        reference)."""
+        out = []
+        for m, q in self.double_refs:
+            if m not in self.messages:
+                continue
+            lacking = {o for o in self.messages
+                       if self.refs.get(o) and q not in self.refs[o] and (o, q) not in self.acked}
+            owners = self._one_byte_neighbours(m, lacking)
+            if len(owners) == 1:
+                out.append((m, q, owners[0]))
+        return out
 
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record

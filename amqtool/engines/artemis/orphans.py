@@ -6,6 +6,10 @@ messages in a map as their ADD records come (``ADD_MESSAGE_PROTOCOL``, ``ADD_LAR
 delivery count of a reference that is not there. So a reference with no message record before it, and no
 acknowledgement, is a message a queue still had to consume and the broker will not deliver: its ADD record
 is gone (a deleted row, a damaged id) or comes after it (a database row whose ``seq`` sorts it last).
+
+The walk does not look at whether a record was appended as an ADD or an UPDATE: ``JDBCJournalLoaderCallback``
+puts both in the committed list (``addRecord``/``updateRecord``), and the switch on the user record type
+decodes a message from either.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ def orphan_refs(result: LoadResult | None) -> list[OrphanRef]:
     candidates: list[LiveRecord] = []
     for rec in result.live:
         t = rec[1]
-        if t in MESSAGE_TYPES and not rec[2]:
+        if t in MESSAGE_TYPES:  # an UPDATE row of a message type is a message too (see the module docstring)
             seen.add(rec[0])
         elif t == ADD_REF and rec[0] not in seen:
             candidates.append(rec)
@@ -56,7 +60,7 @@ def orphan_refs(result: LoadResult | None) -> list[OrphanRef]:
             continue
         if rec[1] == ACKNOWLEDGE_REF:
             acked.add((rec[0], _queue_id(result, rec)))
-        elif rec[1] in MESSAGE_TYPES and not rec[2]:
+        elif rec[1] in MESSAGE_TYPES:
             later.add(rec[0])
     out = []
     for rec in candidates:

@@ -318,11 +318,60 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
             f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
             f"newest and is shorter than the journal's files: it was truncated, and the records after "
             f"the cut are lost", path, first)
+    room = _room_for_next(result, index, first)
+    if room is not None:
+        # records were lost here, but what they held is gone with them: nothing proves the broker delivers
+        # less (the fault campaign has such stores where it does not), so a warning that says so
+        return Finding(
+            Severity.WARNING, "damaged-tail",
+            f"{length} byte(s) of damaged data after the last valid record of a file that is not the newest, "
+            f"which leaves {room[0]} byte(s) free, while the next file starts with a {room[1]}-byte record: the "
+            f"broker moves to a new file only for a record that does not fit, so records were written here and "
+            f"are lost (what they held cannot be told)", path, first,
+            {"freeBytes": room[0], "nextRecordSize": room[1], "recordsLost": True})
     return Finding(
         Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of damaged data after the last valid record of a file that is not "
         f"the newest (what a crash mid-write leaves once the broker has moved on, or damage)",
         path, first)
+
+
+_ROOM_ALIGNMENT = 4096  # the largest block start Artemis aligns a reopened file's position to (AIO)
+
+
+def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
+    """(free bytes after the last valid record of file ``index``, size of the first record of the next data
+    file) when that record would have fit in them; else None.
+
+    ``JournalImpl.switchFileIfNecessary`` opens the next file only for a record that does not fit in the
+    current one, and a restart goes on writing at the end of the last valid record of the newest file
+    (``setUpCurrentFile``, aligned to the block size), so a file the broker moved on from has less room left
+    than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
+    (the file it leaves is compacted away, and the compactor's last output ends wherever the live data
+    ended: its records carry a compactCount above 0, so such a file is not judged here), and so does a
+    replication sync (``forceMoveNextFile``), which leaves a clean end, never damaged bytes (this judges a
+    damaged tail only). Format version 1 records carry no compactCount: not judged."""
+    from amqtool import native
+
+    opened = result.opened
+    jf = result.files[index]
+    if jf.version < 2:
+        return None
+    later = [s.index for s in result.scans if s.has_data and s.index > index]
+    if not later:
+        return None
+    nxt = result.files[later[0]]
+    head = opened.pread(later[0], 0, min(nxt.size, 1 << 20))
+    recs, _ = native.scan_records(head, nxt.tag, nxt.version, True, 16)
+    if not recs or recs[0][1] != 16 or recs[0][3] > 0:
+        return None  # the next file's first record is damaged, or the compactor wrote it
+    own, _ = native.scan_records(opened.read_file(index), jf.tag, jf.version, True, 16)
+    own = [r for r in own if r[1] < first]
+    if own and own[-1][3] > 0:
+        return None  # the compactor's last output
+    end = own[-1][1] + own[-1][2] if own else 16
+    free = jf.size - -(-end // _ROOM_ALIGNMENT) * _ROOM_ALIGNMENT
+    return (free, recs[0][2]) if recs[0][2] <= free else None
 
 
 def _retagged(opened, index: int, tag: int):
@@ -842,6 +891,31 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(ids)} message(s) still referenced by queues have no message record (the broker drops their "
             f"references): {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
             {"messageIds": ids[:100], "count": len(ids)}))
+    # a journal file that could not be read (UNKNOWN) holds records this evidence lacks: what it would say
+    # about missing records proves nothing then
+    unread = any(f.code == "unreadable" for f in findings)
+    lost = {} if unread else {m: u for m, u in evidence.lost_adds().items() if m not in orphans}
+    if lost:
+        ids = sorted(lost)
+        shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted({q for _, q in lost[m]})))})"
+                          for m in ids[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-record-missing",
+            f"{len(ids)} message(s) never deleted keep {sum(map(len, lost.values()))} reference or "
+            f"acknowledgement record(s) but have no message record: the broker never frees the file of a message "
+            f"not deleted, so the record (or its file) was lost, and the queues still holding the messages lose "
+            f"them: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
+            {"messageIds": ids[:100], "count": len(ids)}))
+    # two files with one fileID hold every record twice (judged as duplicate-file-id): no reference is moved
+    moved = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_refs()
+    if moved:
+        shown = ", ".join(f"message {o} on queue {q} (its reference now names message {m})"
+                          for m, q, o in moved[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-moved",
+            f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
+            f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
+            f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
     acks = evidence.acks_without_ref()
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])

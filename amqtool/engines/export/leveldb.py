@@ -33,6 +33,8 @@ class LevelDBExport:
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None,
                  engine: str = "local"):
         from amqtool.engines.leveldb.load import load
+        from amqtool.engines.leveldb.verify import judged
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         if store.replicated:
             from amqtool.errors import UsageError
@@ -42,6 +44,14 @@ class LevelDBExport:
         self.options = options
         self.summary = ExportSummary(engine, "leveldb")
         self.st = load(store)
+        # verify judges the load this export reads (amqtool.engines.verdicts); messages that do not decode
+        # are the export's own problems
+        self.summary.findings = judged(self.st)
+        try:
+            refuse_unless_salvage(self.summary.findings, options.salvage, command="export", path=str(store.root))
+        except BaseException:
+            self.st.close()
+            raise
         self.summary.bytes_scanned = sum(f.size for f in self.st.logs)
         if progress is not None:
             progress(self.summary.bytes_scanned)

@@ -44,26 +44,19 @@ class LocalArtemisExport:
 
     def __init__(self, store, options: ExportOptions, progress: Callable[[int], None] | None = None):
         from amqtool.engines.artemis.live_refs import journal_refs
-        from amqtool.engines.artemis.verify import verify_store
-        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.options = options
         self._store = store
         self.summary = ExportSummary(ENGINE, "artemis")
         self.large = LargeBodies(getattr(store, "large_messages_dir", None))
-        # verify judges the very load this export reads (amqtool.engines.verdicts): one scan of the journals
         import contextlib
 
         self._stack = contextlib.ExitStack()  # the journals, open while the rows are read
         try:
-            report = verify_store(store, progress, keep=self._stack)
-            # a CRITICAL source is refused before a row is written, unless --salvage
-            refuse_unless_salvage(report.findings, options.salvage, command="export", path=str(store.root))
+            self.summary.findings, results = self._judge(progress)
         except BaseException:
             self._stack.close()
             raise
-        self.summary.findings = report.findings
-        results = report.loads
         self.summary.files = 0
         for result in results.values():
             self.summary.bytes_scanned += result.opened.bytes_total()
@@ -81,6 +74,17 @@ class LocalArtemisExport:
         self.bindings = Bindings(live_bindings, options.undefined_prefix)
         for rid, msg in self.bindings.problems:
             self.summary.problem(rid, f"binding record does not decode: {msg}")
+
+    def _judge(self, progress: Callable[[int], None] | None) -> tuple[list, dict]:
+        """verify's findings on the store and the loads it judged, by journal kind (open in ``self._stack``
+        until :meth:`close`): verify judges the very load this export reads (amqtool.engines.verdicts), one
+        scan of the journals. A CRITICAL source is refused here, before a row is written, unless --salvage."""
+        from amqtool.engines.artemis.verify import verify_store
+        from amqtool.engines.verdicts import refuse_unless_salvage
+
+        report = verify_store(self._store, progress, keep=self._stack)
+        refuse_unless_salvage(report.findings, self.options.salvage, command="export", path=str(self._store.root))
+        return report.findings, report.loads
 
     def close(self) -> None:
         self._stack.close()

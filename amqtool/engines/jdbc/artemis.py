@@ -58,6 +58,10 @@ from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
 
 FETCH_ROWS = 2000
 ADD_LARGE_MESSAGE = 30
+ACKNOWLEDGE_REF_TYPE = 33
+# user record types whose loss changes what the broker delivers: queue and address bindings, messages,
+# references and acknowledgements
+DELIVERY_TYPES = frozenset({21, 44, 30, 31, 45, 32, 33})
 
 
 @dataclass
@@ -157,6 +161,8 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
     max_id = -1
     seen_seq: set[int] = set()
     where = f"{table}:seq="
+    null_ends: list = []  # seqs of COMMIT/PREPARE rows whose txId is NULL
+    commits_seen: set[int] = set()
 
     def finding(sev, code, msg, seq, **details):
         tl.findings.append(Finding(sev, code, msg, f"{where}{seq}", None, details))
@@ -172,6 +178,17 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
                     f"row id {rid} has NULL {', '.join(nulls)}: the broker reads 0"
                     + (" and loads the row where the database sorts a NULL seq (PostgreSQL: after every other "
                        "row)" if seq is None else ""), seq, id=rid, columns=nulls)
+            if tx_id is None and rtype in (ADD_TX, UPDATE_TX) and utype in DELIVERY_TYPES:
+                # transaction 0 instead of its own, which is never committed: the record is rolled back
+                finding(Severity.CRITICAL, "artemis-jdbc-null-txid",
+                        f"transactional row id {rid} (user record type {utype}) has a NULL txId: the broker reads "
+                        "transaction 0, so the row leaves its transaction and is rolled back", seq, id=rid)
+            elif tx_id is None and rtype in (PREPARE, COMMIT):
+                null_ends.append(seq)  # judged at the end, by what the transactions left open hold
+            if rid is None and utype == ACKNOWLEDGE_REF_TYPE:
+                finding(Severity.CRITICAL, "artemis-jdbc-null-id",
+                        "an acknowledgement row has a NULL id: the broker reads message 0, so the message it "
+                        "acknowledged comes back on its queue", seq)
             rid, rtype, cc, tx_id, utype = (v or 0 for v in (rid, rtype, cc, tx_id, utype))
         tl.rows += 1
         tl.type_counts[rtype] = tl.type_counts.get(rtype, 0) + 1
@@ -200,6 +217,14 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             live.append(entry)
         elif rtype in (ADD_TX, UPDATE_TX, DELETE_TX):
             tx = txs.get(tx_id) or txs.setdefault(tx_id, _Tx(tx_id))
+            if (tx_id in commits_seen and rtype != DELETE_TX and utype in DELIVERY_TYPES
+                    and not _same_record(opened, tx.records, rid, utype, record)):
+                # JDBCJournalImpl appends a transaction's COMMIT after its records: a record after it (a
+                # changed seq or txId) is never committed, and the load leaves it out (a copy of a record the
+                # transaction did commit loses nothing)
+                finding(Severity.CRITICAL, "artemis-jdbc-record-after-commit",
+                        f"row id {rid} (user record type {utype}) of transaction {tx_id} comes after the "
+                        "transaction's COMMIT row: the broker's load leaves it out", seq, id=rid, txId=tx_id)
             if rtype == DELETE_TX:
                 tx.deletes.append(LiveRecord(rid, 0, True, cc, 0, entry.body_offset, entry.body_len))
             else:
@@ -209,6 +234,7 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             tx.prepared = True
             tx.extra = txdata
         elif rtype == COMMIT:
+            commits_seen.add(tx_id)
             tx = txs.get(tx_id)
             if tx is not None:
                 tx.committed = True
@@ -250,10 +276,25 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             failed.append(info)
         elif not tx.committed:
             prepared.append(info)
+    if null_ends:
+        # a COMMIT (or PREPARE) that went to transaction 0 leaves its own transaction without one: lost when a
+        # transaction left open holds records of what the broker delivers
+        at_stake = [tx.tx_id for tx in txs.values() if not tx.committed and tx.tx_id != 0
+                    and any(r.user_record_type in DELIVERY_TYPES for r in tx.records)]
+        for seq in null_ends:
+            finding(Severity.CRITICAL if at_stake else Severity.WARNING, "artemis-jdbc-null-txid",
+                    "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0"
+                    + (f", and transaction(s) {', '.join(map(str, at_stake[:10]))} are left open (rolled back)"
+                       if at_stake else ""), seq, txIds=at_stake[:100])
     tl.result = LoadResult(opened=opened, live=[r for r in live if r is not None], prepared=prepared,
                            failed=failed, max_id=max_id, number_of_records=tl.rows, scans=[], anomalies=[],
                            anomaly_counts={})
     return tl
+
+
+def _same_record(opened: TableJournal, records: list, rid: int, utype: int, body: bytes) -> bool:
+    return any(r.id == rid and r.user_record_type == utype and opened.pread(0, r.body_offset, r.body_len) == body
+               for r in records)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -366,12 +407,13 @@ def page_stores(conn, st: ArtemisStatements, facts: dict, memory: list | None = 
     with conn.cursor() as cur:
         cur.execute(f"SELECT lo_get(DATA) FROM {prefix} WHERE FILENAME = 'directory.txt' AND DATA IS NOT NULL")
         row = cur.fetchone()
-        if row is None:
-            return [], []
         try:
-            ids = _simple_strings(bytes(row[0]))
+            ids = _simple_strings(bytes(row[0])) if row is not None else []
         except FormatError as err:
             return [], [Finding(Severity.CRITICAL, "page-directory-undecodable", err.message, f"{prefix}:directory.txt")]
+        findings += _unlisted_page_tables(cur, prefix, {prefix + gid.replace("-", "") for gid in ids})
+        if row is None:
+            return [], findings
         for gid in ids:
             table = prefix + gid.replace("-", "")
             cur.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
@@ -388,8 +430,7 @@ def page_stores(conn, st: ArtemisStatements, facts: dict, memory: list | None = 
                     try:
                         entry["address"] = _simple_strings(data)[0]
                     except (FormatError, IndexError):
-                        findings.append(Finding(Severity.WARNING, "page-address-undecodable",
-                                                "address.txt does not hold a SimpleString", f"{table}:{name}"))
+                        entry["address_bad"] = f"{table}:{name}"
                     continue
                 page = page_id_from_name(name or "")
                 if page is None:
@@ -413,12 +454,48 @@ def page_stores(conn, st: ArtemisStatements, facts: dict, memory: list | None = 
                                             f"({end.reason}) after {end.records} record(s)",
                                             f"{table}:{name}", end.offset))
             entry["pages"].sort(key=lambda p: p["page"])
+            bad = entry.pop("address_bad", None)
+            if bad is not None:
+                # the broker cannot tell which address the pages are for: with pages, their messages are lost
+                held = sum(p["records"] or 0 for p in entry["pages"])
+                findings.append(Finding(Severity.CRITICAL if held else Severity.WARNING, "page-address-undecodable",
+                                        f"address.txt does not hold a SimpleString" + (
+                                            f": the {held} paged message(s) of {len(entry['pages'])} page(s) "
+                                            "belong to no address" if held else ""), bad, None, {"messages": held}))
+            elif entry["address"] is None and entry["pages"]:
+                # PagingStoreFactoryDatabase writes address.txt when it creates the table, before any page
+                held = sum(p["records"] or 0 for p in entry["pages"])
+                findings.append(Finding(Severity.CRITICAL if held else Severity.WARNING, "page-address-missing",
+                                        f"table {table} holds {len(entry['pages'])} page(s) but no address.txt"
+                                        + (f": its {held} paged message(s) belong to no address" if held else ""),
+                                        table, None, {"messages": held}))
             stores.append(entry)
             if entry["address"] is not None:
                 mem.address = entry["address"]
                 memory.append(mem)
     memory[:] = [memory[i] for i in _chm_order([m.address for m in memory])]
     return stores, findings
+
+
+def _unlisted_page_tables(cur, prefix: str, listed: set[str]) -> list[Finding]:
+    """CRITICAL ``page-store-table-unlisted``: a ``<prefix><id>`` table holding ``.page`` rows that
+    ``directory.txt`` does not list (``PagingStoreFactoryDatabase.reloadStores`` loads only the listed ones,
+    so its paged messages are lost: the directory was damaged)."""
+    cur.execute("SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND pg_table_is_visible(c.oid) "
+                "AND c.relname LIKE %s AND c.relname <> %s ORDER BY c.relname",
+                (prefix.lower().replace("_", "\\_") + "%", prefix.lower()))
+    names = {n.lower() for n in listed}
+    out = []
+    for (table,) in cur.fetchall():
+        if table in names:
+            continue
+        cur.execute(f"SELECT COUNT(*) FROM {table} WHERE FILENAME LIKE '%%.page' AND DATA IS NOT NULL")
+        pages = cur.fetchone()[0]
+        if pages:
+            out.append(Finding(Severity.CRITICAL, "page-store-table-unlisted",
+                               f"table {table} holds {pages} page(s) but {prefix}'s directory.txt does not list it: "
+                               "the broker does not load them", table, None, {"pages": pages}))
+    return out
 
 
 @dataclass
@@ -604,10 +681,11 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
 MAX_LISTED_ORPHANS = 100
 
 
-def _orphan_findings(messages: LoadResult | None) -> list[Finding]:
+def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()) -> list[Finding]:
     """CRITICAL ``ref-without-message``: a queue's reference (ADD_REF row, not acknowledged) with no message
     row before it in ``seq`` order: the broker's load drops it, and the message is lost to that queue
-    (:mod:`amqtool.engines.artemis.orphans`)."""
+    (:mod:`amqtool.engines.artemis.orphans`). WARNING when no message row holds that id and the row is the
+    damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`)."""
     from amqtool.engines.artemis.orphans import orphan_refs
 
     out: list[Finding] = []
@@ -619,6 +697,15 @@ def _orphan_findings(messages: LoadResult | None) -> list[Finding]:
         why = ("its message row comes after them in seq order (the load meets the references first)"
                if first.later else "no message row holds it")
         seq = messages.opened.seq_at.get(first.record.body_offset)
+        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs):
+            out.append(Finding(
+                Severity.WARNING, "ref-without-message",
+                f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) "
+                "but no message row holds it: the row's id is one byte from another message's, which is "
+                "acknowledged there anyway (a damaged id; nothing delivered is lost)",
+                f"{messages.opened.table}:seq={seq}", None,
+                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+            continue
         out.append(Finding(
             Severity.CRITICAL, "ref-without-message",
             f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) but "
@@ -630,6 +717,109 @@ def _orphan_findings(messages: LoadResult | None) -> list[Finding]:
                            f"{len(by_message) - MAX_LISTED_ORPHANS} more message(s) referenced without their "
                            f"message row", messages.opened.table, None))
     return out
+
+
+def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list) -> bool:
+    """Whether the one reference row of ``mid`` (an id no message row holds) is a damaged id of the reference
+    of an acknowledgement row left without one (``unsure_acks``: (message, queue) pairs), one byte away on the
+    same queue: the message was acknowledged there anyway, so nothing delivered is lost. A row deleted in a
+    table takes every row of its id (``JDBCJournalImpl``: ``DELETE ... WHERE id = ?``), so unlike a file
+    journal's reclaimed records, a reference left with nothing to pair with is never explained so."""
+    if len(refs) != 1:
+        return False
+    q = refs[0].queue_id
+    return any(aq == q and _one_byte_apart(m, mid) for m, aq in unsure_acks)
+
+
+def _one_byte_apart(a: int, b: int) -> bool:
+    x = a ^ b
+    return x != 0 and any(x & ~(0xFF << (8 * i)) == 0 for i in range(8))
+
+
+def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None) -> tuple[list[Finding], set]:
+    """What the rows say was lost, as the file journal's verify weighs it (:mod:`amqtool.engines.artemis
+    .evidence`), each CRITICAL:
+
+    * ``unknown-record-type``: a live messages row of a user record type ``loadMessageJournal`` does not know
+      (it throws "Invalid record type": the broker does not start);
+    * ``ref-undecodable``: a reference, acknowledgement, delivery-count or scheduled row whose record is
+      shorter than its encoding (its decode throws there);
+    * ``ack-without-ref``: an acknowledgement of (message, queue) with no ADD_REF row of that pair before it in
+      ``seq`` order: ``loadMessageJournal`` removes a reference only when it is already there, so the ack is
+      ignored. CRITICAL when the pair's ADD_REF comes later (the acknowledged message comes back) or the
+      queue id is no queue's (the ack row was changed: the queue it acknowledged gets the message back);
+      WARNING when the queue exists and has no reference row of the message at all (a reference row gone
+      from a queue that had acknowledged it: nothing delivered changes, or an ack row moved to another of
+      the message's queues: the rows cannot tell). Returns the findings and those last (message, queue)
+      pairs.
+    * ``ref-unknown-queue``: unacknowledged references to a queue id no binding row holds (the broker skips
+      them: the message is lost to that queue), unless the queue id is one byte from a queue the message is
+      acknowledged on with no reference row there (that reference, its queue id damaged: nothing lost)."""
+    from amqtool.engines.artemis.evidence import Evidence
+    from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES, _queue_id
+
+    if messages is None:
+        return [], set()
+    out: list[Finding] = []
+    table = messages.opened.table
+
+    def where(rec) -> str:
+        return f"{table}:seq={messages.opened.seq_at.get(rec.body_offset)}"
+
+    # a broker's tables (bindings rows, or messages and references): then the user record types are the
+    # broker's (journal tables of other user types, as JournalImpl's own tests write, are not judged so)
+    broker = bool(bindings is not None and bindings.live) or any(
+        r.user_record_type in MESSAGE_TYPES or r.user_record_type == ADD_REF for r in messages.live)
+    ev = Evidence.build(bindings if broker else None, messages)
+    if ev.unknown_types:
+        r = ev.unknown_types[0]
+        out.append(Finding(Severity.CRITICAL, "unknown-record-type",
+                           f"{len(ev.unknown_types)} live row(s) of a user record type the broker's message journal "
+                           f"load does not know (first: id {r.id}, type {r.user_record_type}): it throws 'Invalid "
+                           "record type' and does not start", where(r), None, {"count": len(ev.unknown_types)}))
+    if ev.bad_refs:
+        r = ev.bad_refs[0]
+        out.append(Finding(Severity.CRITICAL, "ref-undecodable",
+                           f"{len(ev.bad_refs)} live reference or acknowledgement row(s) shorter than their encoding "
+                           f"(first: id {r.id}, {r.body_len} bytes): the broker's load fails on it", where(r), None,
+                           {"count": len(ev.bad_refs)}))
+    refs_seen: set[tuple[int, int]] = set()
+    proven: list = []
+    unsure: list = []
+    for rec in messages.live:
+        t = rec.user_record_type
+        if t == ADD_REF:
+            refs_seen.add((rec.id, _queue_id(messages, rec)))
+        elif t == ACKNOWLEDGE_REF and rec.id in ev.messages:
+            q = _queue_id(messages, rec)
+            if (rec.id, q) not in refs_seen:
+                later = q in ev.refs.get(rec.id, ())
+                (proven if later or (broker and q not in ev.queues) else unsure).append((rec, q))
+    for sev, acks, why in (
+            (Severity.CRITICAL, proven, "before their reference row, or on a queue id no binding row holds: the "
+             "broker ignores them and the acknowledged message comes back"),
+            (Severity.WARNING, unsure, "on a queue of no reference row of that message: the broker ignores them "
+             "(a reference row gone from a queue that had acknowledged it changes nothing; an acknowledgement "
+             "moved from another queue brings the message back there)")):
+        if acks:
+            shown = ", ".join(f"{r.id} on queue {q}" for r, q in acks[:MAX_LISTED_ORPHANS])
+            out.append(Finding(sev, "ack-without-ref", f"{len(acks)} acknowledgement row(s) {why}: {shown}",
+                               where(acks[0][0]), None,
+                               {"count": len(acks), "pairs": [[r.id, q] for r, q in acks[:MAX_LISTED_ORPHANS]]}))
+    unknown = ev.refs_to_unknown_queues()
+    # a reference whose queue id is one byte from a queue the message is acknowledged on without a reference
+    # is that reference with a damaged queue id: the message was consumed there, nothing is lost
+    paired = {(m, q) for q, ms in unknown.items() for m in ms
+              if any(r.id == m and _one_byte_apart(q, aq) for r, aq in unsure)}
+    unknown = {q: ms - {m for m, pq in paired if pq == q} for q, ms in unknown.items()}
+    unknown = {q: ms for q, ms in unknown.items() if ms}
+    if unknown:
+        shown = ", ".join(f"queue {q} ({len(m)} message(s))" for q, m in sorted(unknown.items())[:MAX_LISTED_ORPHANS])
+        out.append(Finding(Severity.CRITICAL, "ref-unknown-queue",
+                           f"messages are referenced by queue ids no binding row holds (the broker skips them): "
+                           f"{shown}", table, None,
+                           {"queueIds": sorted(unknown), "messages": sum(len(m) for m in unknown.values())}))
+    return out, {(r.id, q) for r, q in unsure}
 
 
 def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[Finding], dict]:
@@ -671,7 +861,9 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     f"transaction {tx.tx_id} has no commit, prepare or rollback row; the broker "
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
-    findings += _orphan_findings(messages)
+    ev_findings, unsure_acks = _evidence_findings(bindings, messages)
+    findings += _orphan_findings(messages, unsure_acks)
+    findings += ev_findings
     if data.large_files is not None and messages is not None:
         ids = set(live_ids_of_type(messages.live, ADD_LARGE_MESSAGE, is_update=False))
         for tx in messages.prepared:

@@ -284,6 +284,7 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
         for xid, s in prepared_acks:
             _tx(res, xid, f"{s.container} {s.client_id}/{s.name}")
         sub_live: dict[tuple, list] = {}
+        copies: dict[tuple, set] = {}  # (container, message id) -> who its first row is pending for
         for row in iter_message_rows(conn, st):
             res.rows += 1
             if progress is not None:
@@ -301,6 +302,8 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
                                             f"{decoded.message_id}", path=f"{st.msgs}:{row.id}"))
             if row.xid is not None:
                 _tx(res, row.xid, row.container, row=row)
+            if decoded is not None and decoded.message_id is not None:
+                _duplicate_check(res, st, subs, copies, row, decoded.message_id)
             wanting = []
             queue_live = False
             if row.container.startswith("topic://"):
@@ -330,6 +333,42 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
                     "pendingCount": len(pending), "live": pending if keep_messages else [],
                     "preparedAcks": len(s.pending_xids)})
     return res
+
+
+def _duplicate_check(res: ClassicScan, st: ClassicStatements, subs: dict, copies: dict, row: MessageRow,
+                     message_id: str) -> None:
+    """A second row of one destination holding the same message (``JDBCMessageStore.addMessage`` writes a
+    message once per destination). The cursor that has recovered the first drops the copy as a duplicate
+    (``AbstractStoreCursor.recoverMessage``), so the copy matters only where the first is not pending: a
+    durable subscription that acknowledged the first (``LAST_ACKED_ID`` below the copy's ID) gets the message
+    again (CRITICAL ``classic-jdbc-duplicate-message``); elsewhere it changes nothing (WARNING)."""
+    import dataclasses
+
+    plain = row if row.xid is None or _op(row.xid) == "-" else None
+    if row.container.startswith("topic://"):
+        if plain is not None and row.xid is not None:
+            plain = dataclasses.replace(row, xid=None)
+        pending = {(s.client_id, s.name) for s in subs.get(row.container, ()) if plain is not None and s.wants(plain)}
+    else:
+        pending = {"queue"} if plain is not None else set()
+    key = (row.container, message_id)
+    first = copies.get(key)
+    if first is None:
+        copies[key] = pending
+        return
+    again = sorted(f"{c}:{n}" for c, n in pending - first if c != "queue") if pending - first else []
+    res.findings.append(Finding(
+        Severity.CRITICAL if again else Severity.WARNING, "classic-jdbc-duplicate-message",
+        f"row ID {row.id} holds message {message_id} of {row.container}, which an earlier row holds too"
+        + (f": durable subscription(s) {', '.join(again)} acknowledged it and get it again" if again else
+           " (the broker's cursor drops the copy)"), path=f"{st.msgs}:{row.id}"))
+
+
+def _op(xid_text: str) -> str | None:
+    try:
+        return decode_xid(xid_text).op
+    except FormatError:
+        return None
 
 
 def _tx(res: ClassicScan, xid_text: str, where: str, row: MessageRow | None = None) -> None:
@@ -429,7 +468,10 @@ def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], 
     * ``classic-jdbc-bad-xid`` CRITICAL: an XID that is not an encoded XATransactionId.
     * ``classic-jdbc-prepared-transaction`` WARNING: an XA transaction left prepared (its rows are held).
     * ``classic-jdbc-expired`` INFO: live messages whose EXPIRATION has passed (the broker drops them).
-    * ``classic-jdbc-unknown-container`` WARNING: a CONTAINER that is not ``queue://``/``topic://``...
+    * ``classic-jdbc-unknown-container`` CRITICAL (WARNING without message rows): a CONTAINER that is not
+      ``queue://``/``topic://``...
+    * ``classic-jdbc-duplicate-message`` CRITICAL: a second row of a destination holding the same message,
+      pending for a durable subscription that acknowledged the first (WARNING elsewhere: the cursor drops it).
     * ``classic-jdbc-no-lock-table`` WARNING: ``ACTIVEMQ_LOCK`` is missing (the broker recreates it).
     * ``classic-jdbc-lock`` INFO: who holds the lock or lease.
     """
@@ -449,8 +491,13 @@ def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], 
                                 path=",".join(tx["destinations"])))
     for c, d in res.destinations.items():
         if d["type"] not in ("queue", "topic", "temp-queue", "temp-topic"):
-            findings.append(Finding(Severity.WARNING, "classic-jdbc-unknown-container",
-                                    f"CONTAINER {c!r} is not a qualified destination name", path=c))
+            # the adapter writes ActiveMQDestination.getQualifiedName(): a row under anything else was changed,
+            # and its message is lost to its own destination
+            findings.append(Finding(Severity.CRITICAL if d["rows"] else Severity.WARNING,
+                                    "classic-jdbc-unknown-container",
+                                    f"CONTAINER {c!r} is not a qualified destination name"
+                                    + (f": its {d['rows']} message row(s) are lost to their destination"
+                                       if d["rows"] else ""), path=c))
     if expired[0]:
         findings.append(Finding(Severity.INFO, "classic-jdbc-expired",
                                 f"{expired[0]} live message(s) have expired; the broker discards them on dispatch",

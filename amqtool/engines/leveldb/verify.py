@@ -576,6 +576,14 @@ def _ahead(scans: dict | None, f):
     return fs if fs is not None and size == f.size else None
 
 
+def judged(st: LevelDBState) -> list[Finding]:
+    """verify's findings on an already loaded store: what the export and ``create --from`` weigh (one load;
+    amqtool.engines.verdicts)."""
+    findings: list[Finding] = []
+    verify_state(st, findings)
+    return findings
+
+
 def verify_store(store, *, progress=None, on_state=None) -> tuple[list[Finding], dict]:
     """(findings, summary) of a LevelDB store, every node of a replicated one. ``on_state(st)`` sees each
     loaded state before it is judged: print and stat build their documents from the very load verify judges

@@ -18,7 +18,8 @@ from typing import Iterator
 
 from amqtool.engines.migrate.convert import ANYCAST, MULTICAST, NotConvertible, convert
 from amqtool.engines.migrate.plan import MigrationPlan, PlanBase, PlannedMessage, subscription_queue_name
-from amqtool.errors import FormatError
+from amqtool.engines.leveldb.verify import judged
+from amqtool.errors import FormatError, Severity, overall_verdict
 
 
 class LevelDBPlan(MigrationPlan):
@@ -35,6 +36,12 @@ class LevelDBPlan(MigrationPlan):
         self.bytes_scanned = sum(f.size for f in self.st.logs)
         if progress is not None:
             progress(self.bytes_scanned)
+        # verify's judgement of the load the migration reads (amqtool.engines.verdicts): a CRITICAL source is
+        # refused unless --salvage
+        self.findings = judged(self.st)
+        self.source_verdict = overall_verdict(self.findings).name
+        self.source_findings = [f.to_json() for f in self.findings
+                                if f.severity in (Severity.WARNING, Severity.CRITICAL)][:100]
         if self.st.replay.stopped:
             self.problems.append({"destination": None, "store": str(self.st.directory), "location": None,
                                   "messageId": None,

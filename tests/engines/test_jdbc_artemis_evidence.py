@@ -1,0 +1,177 @@
+"""Artemis database stores: what the rows prove was lost (issue 25), found by the row-fault campaign of
+tests/faults/test_jdbc_faults.py. Each case is one damaged row of a paged demo written as JDBCJournalImpl
+writes it; on main 66653ee verify said OK or WARNING for every CRITICAL below, and CRITICAL for the
+harmless ones at the end."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engines.test_jdbc_artemis import write_demo
+from tests.pg_cluster import jdbc_env, pg_cluster  # noqa: F401
+
+TEMPLATE = "evidence_template"
+
+
+@pytest.fixture(scope="module")
+def template(pg_cluster, tmp_path_factory):
+    from tests.faults.stores import demo
+
+    path = demo(tmp_path_factory.mktemp("evidence") / "store", 3 << 20, seed=3, file_size=64 * 1024)
+    write_demo(pg_cluster, TEMPLATE, path)
+    return TEMPLATE
+
+
+@pytest.fixture
+def db(pg_cluster, template, request):
+    """A fresh copy of the written demo; yields (url, autocommit connection)."""
+    name = "ev_" + request.node.name.replace("test_", "")[:40].lower()
+    with pg_cluster.connect() as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    with pg_cluster.connect(name) as c:
+        yield pg_cluster.db_url(name), c
+
+
+def verify(run_cli, url):
+    code, out, err = run_cli("verify", "--jdbc-url", url, "--format", "json")
+    doc = json.loads(out)
+    return code, {f["code"]: f for f in doc["findings"] if f["severity"] != "info"}
+
+
+def one(c, sql: str, *params):
+    return c.execute(sql, params or None).fetchone()
+
+
+ACKED_REF = ("SELECT r.seq, a.seq, r.id FROM messages r JOIN messages a ON a.id = r.id AND a.userRecordType = 33 "
+             "AND substring(a.record from 1 for 8) = substring(r.record from 1 for 8) WHERE r.userRecordType = 32 "
+             "ORDER BY r.seq LIMIT 1")
+
+
+def test_an_ack_of_no_queue_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    ref_seq, ack_seq, _ = one(c, ACKED_REF)
+    c.execute("UPDATE messages SET record = set_byte(record, 1, get_byte(record, 1) # 16) WHERE seq = %s", (ack_seq,))
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["ack-without-ref"]["severity"] == "critical"
+
+
+def test_an_ack_before_its_reference_is_critical(db, jdbc_env, run_cli):
+    # loadMessageJournal ignores the ack (no reference yet), then the reference comes: the message is back
+    url, c = db
+    ref_seq, ack_seq, _ = one(c, ACKED_REF)
+    c.execute("UPDATE messages SET seq = %s WHERE seq = %s", (ref_seq - 100000, ack_seq))
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["ack-without-ref"]["severity"] == "critical"
+
+
+def test_a_reference_gone_from_a_queue_that_acknowledged_it_is_no_loss(db, jdbc_env, run_cli):
+    url, c = db
+    ref_seq, _, _ = one(c, ACKED_REF)
+    c.execute("DELETE FROM messages WHERE seq = %s", (ref_seq,))
+    code, f = verify(run_cli, url)
+    assert code == 1 and f["ack-without-ref"]["severity"] == "warning"
+
+
+def test_a_reference_id_changed_where_its_message_was_acknowledged_is_no_loss(db, jdbc_env, run_cli):
+    # the ADD_REF row's id one byte off: an orphan reference and an ack without its reference, which pair up
+    url, c = db
+    ref_seq, _, mid = one(c, ACKED_REF)
+    free = next(m for m in (mid ^ 1, mid ^ 2, mid ^ 4, mid ^ 8, mid ^ 16)
+                if one(c, "SELECT COUNT(*) FROM messages WHERE id = %s", m)[0] == 0)
+    c.execute("UPDATE messages SET id = %s WHERE seq = %s", (free, ref_seq))
+    code, f = verify(run_cli, url)
+    assert code == 1 and f["ref-without-message"]["severity"] == "warning", f
+
+
+def test_an_unknown_user_record_type_is_critical(db, jdbc_env, run_cli):
+    # loadMessageJournal's switch throws on it: the broker does not start
+    url, c = db
+    c.execute("UPDATE messages SET userRecordType = 127 WHERE seq = (SELECT MIN(seq) FROM messages WHERE "
+              "userRecordType = 32)")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["unknown-record-type"]["severity"] == "critical"
+
+
+def test_references_to_a_deleted_queue_binding_are_critical(db, jdbc_env, run_cli):
+    url, c = db
+    qid = one(c, "SELECT b.id FROM bindings b WHERE b.userRecordType = 21 AND EXISTS (SELECT 1 FROM messages r "
+                 "WHERE r.userRecordType = 32 AND substring(r.record from 1 for 8) = int8send(b.id) AND NOT EXISTS "
+                 "(SELECT 1 FROM messages a WHERE a.id = r.id AND a.userRecordType = 33 AND a.record = r.record)) "
+                 "LIMIT 1")[0]
+    c.execute("DELETE FROM bindings WHERE id = %s AND userRecordType = 21", (qid,))
+    code, f = verify(run_cli, url)
+    assert code == 2 and qid in f["ref-unknown-queue"]["details"]["queueIds"]
+
+
+def test_a_null_txid_on_a_transactional_message_row_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    c.execute("UPDATE messages SET txId = NULL WHERE seq = (SELECT MIN(m.seq) FROM messages m WHERE m.recordType = 13 "
+              "AND m.userRecordType = 45 AND EXISTS (SELECT 1 FROM messages k WHERE k.recordType = 18 AND "
+              "k.txId = m.txId))")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["artemis-jdbc-null-txid"]["severity"] == "critical"
+
+
+def test_a_record_after_its_transactions_commit_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    seq, tx = one(c, "SELECT m.seq, m.txId FROM messages m WHERE m.recordType = 13 AND m.userRecordType = 45 AND "
+                     "EXISTS (SELECT 1 FROM messages k WHERE k.recordType = 18 AND k.txId = m.txId) ORDER BY m.seq "
+                     "LIMIT 1")
+    c.execute("UPDATE messages SET seq = (SELECT MAX(seq) + 1 FROM messages) WHERE seq = %s", (seq,))
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["artemis-jdbc-record-after-commit"]["details"]["txId"] == tx
+
+
+def test_a_null_id_on_an_acknowledgement_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    c.execute("UPDATE messages SET id = NULL WHERE seq = (SELECT MIN(seq) FROM messages WHERE userRecordType = 33)")
+    code, f = verify(run_cli, url)
+    assert code == 2 and "artemis-jdbc-null-id" in f
+
+
+def test_an_address_file_that_does_not_decode_is_critical_with_pages(db, jdbc_env, run_cli):
+    url, c = db
+    table = one(c, "SELECT relname FROM pg_class WHERE relname LIKE 'page\\_store_%' AND relkind = 'r' "
+                   "ORDER BY relname LIMIT 1")[0]
+    c.execute(f"SELECT lo_put(DATA, 0, '\\xff'::bytea) FROM {table} WHERE FILENAME = 'address.txt'")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["page-address-undecodable"]["details"]["messages"] > 0
+
+
+def test_a_page_table_the_directory_does_not_list_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    c.execute("DELETE FROM page_store WHERE FILENAME = 'directory.txt'")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["page-store-table-unlisted"]["details"]["pages"] > 0
+
+
+def test_a_message_row_appended_as_an_update_is_still_its_message(db, jdbc_env, run_cli):
+    # JDBCJournalLoaderCallback puts UPDATE rows in the committed list too, and loadMessageJournal decodes a
+    # message from either: its references are not orphans
+    url, c = db
+    c.execute("UPDATE messages SET recordType = 12 WHERE seq = (SELECT MIN(seq) FROM messages m WHERE "
+              "recordType = 11 AND userRecordType = 45 AND EXISTS (SELECT 1 FROM messages r WHERE r.id = m.id AND "
+              "r.userRecordType = 32))")
+    code, f = verify(run_cli, url)
+    assert code == 0, f
+
+
+def test_a_page_table_without_its_address_file_is_critical(db, jdbc_env, run_cli):
+    url, c = db
+    table = one(c, "SELECT relname FROM pg_class WHERE relname LIKE 'page\\_store_%' AND relkind = 'r' "
+                   "ORDER BY relname LIMIT 1")[0]
+    c.execute(f"DELETE FROM {table} WHERE FILENAME = 'address.txt'")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["page-address-missing"]["details"]["messages"] > 0
+
+
+def test_an_acknowledged_reference_with_a_damaged_queue_id_is_no_loss(db, jdbc_env, run_cli):
+    # the ADD_REF's queue id high byte flipped: a reference to no queue, and an ack without its reference,
+    # which pair up: the message was consumed from that queue
+    url, c = db
+    ref_seq, _, _ = one(c, ACKED_REF)
+    c.execute("UPDATE messages SET record = set_byte(record, 0, get_byte(record, 0) # 4) WHERE seq = %s", (ref_seq,))
+    code, f = verify(run_cli, url)
+    assert code == 1 and "ref-unknown-queue" not in f and f["ack-without-ref"]["severity"] == "warning", f
