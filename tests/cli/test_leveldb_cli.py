@@ -277,14 +277,26 @@ def test_broken_unit_of_work_chain(capsys, copy):
 
 
 def test_damaged_index_snapshot_is_critical(capsys, copy):
-    """A write-ahead log record of the snapshot's LevelDB fails its checksum: LevelDB drops it, and with it
-    the collections or entries it held (CRITICAL; a record of counters only would be a WARNING)."""
+    """A write-ahead log record of the snapshot's LevelDB fails its checksum: LevelDB drops it and the rest of
+    its 32 KiB block (64 more records, the whole log here), and with them the records of queues Q.A and Q.B,
+    of durable subscription sub2-selector, and entries the broker delivers, which the record log, replayed
+    from its start, says are live: CRITICAL ``leveldb-index-lost`` naming each destination and its sequences
+    (the damage itself is a WARNING: the log judges it)."""
     log = copy / "0000000000018045.index" / "000003.log"
     b = bytearray(log.read_bytes())
     b[200] ^= 0x40
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", copy, "--format", "json")
-    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "critical"
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "warning"
+    damaged = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-damaged"]
+    assert len(damaged) == 1 and "with it the 64 more record(s) after it in its 32 KiB block" in damaged[0]
+    lost = sorted(f["message"].split(" (the index")[0] for f in doc["findings"] if f["code"] == "leveldb-index-lost")
+    assert lost == ["queue://Q.A: 15 entries missing from the index (seq 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and 5 "
+                    "more)", "queue://Q.A: its collection record (key 4) is missing",
+                    "queue://Q.B: 11 entries missing from the index (seq 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 1 more)",
+                    "queue://Q.B: its collection record (key 5) is missing",
+                    "subscription gen-client:sub2-selector: its collection record (key 3) is missing",
+                    "topic://T.1: 5 entries missing from the index (seq 4, 5, 6, 7, 8)"]
     (copy / "0000000000018045.index" / "CURRENT").write_text("garbage\n")
     code, doc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
     assert code == 2 and doc["index"]["error"] and doc["verdict"] == "CRITICAL"
@@ -362,22 +374,24 @@ def test_damage_in_the_last_log_before_indexed_messages_is_critical_not_a_cut_un
     assert code == 2 and pdoc["unreadableMessages"] >= doc["summary"]["lostMessages"]
 
 
-def test_dropped_index_record_of_acknowledged_topic_entries_is_a_warning(capsys, tmp_path):
-    """Fault campaign miss (replicas/node-c, seed 25000106): the snapshot's write-ahead log record that put
-    entry 4 of topic T.R fails its checksum. LevelDB drops it, but subR, the topic's only durable
-    subscription, has acknowledged up to 4: nothing the broker delivers changes (WARNING, not CRITICAL)."""
+def test_dropped_index_record_of_acknowledged_topic_entries_takes_its_block_with_it(capsys, tmp_path):
+    """Fault campaign case (replicas/node-c, seed 25000106): the snapshot's write-ahead log record that put
+    entry 4 of topic T.R fails its checksum. subR, the topic's only durable subscription, has acknowledged up
+    to 4, so that record alone delivers nothing; but LevelDB drops the rest of its 32 KiB block with it, and
+    with it subR's ack position (0 instead of 4: seq 1..3 come back) and entries of Q.R and T.R: CRITICAL,
+    each named by ``leveldb-index-lost``."""
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/replicas/node-c/store", tmp_path / "store")
-    log = store / "0000000000006079.index" / "000003.log"
-    b = bytearray(log.read_bytes())
-    b[877] ^= 0x10
-    log.write_bytes(bytes(b))
+    _flip(store / "0000000000006079.index" / "000003.log", 877, 0x10)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "warning"
+    lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert any(m.startswith("subscription replica-client:subR: the ack position is 0 in the index, 4 by the log: "
+                            "3 message(s) the subscription acknowledged come back (seq 1, 2, 3)") for m in lost)
     with load(detect(store)) as st:
         topic = next(d for d in st.destinations.values() if d.name == "T.R")
-        assert [s.ack_position for s in topic.subscriptions] == [4] and 4 not in [m.seq for m in topic.messages]
+        assert [s.ack_position for s in topic.subscriptions] == [0]
 
 
 def test_damaged_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
@@ -394,6 +408,259 @@ def test_damaged_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc)["leveldb-uow-cut"] == "warning"  # the pristine store: the kill's cut
     b[970924] ^= 0x80
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+def _flip(path, offset, mask):
+    b = bytearray(path.read_bytes())
+    b[offset] ^= mask
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize("case,offset,mask", [("basic", 497, 0x04), ("basic", 559, 0x20),
+                                              ("xa", 2478, 0x20), ("replicas/node-c", 824, 0x80)])
+def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case, offset, mask):
+    """Fault campaign cases (basic 25000174 and 25000354, xa 25000236, replicas/node-c 25000220), first seen as
+    false CRITICALs: a record of the snapshot's write-ahead log fails its checksum. LevelDB's log reader (and
+    iq80's) then drops the rest of its 32 KiB block, "since 'length' itself may have been corrupted", not just
+    the record: here every record after it, collections and entries the broker delivers among them. The
+    record log, replayed from position 0, names what is lost (CRITICAL ``leveldb-index-lost``), and the load
+    (what print, export and the fault harness's truth read) loses the same."""
+    from tests.support import REPO
+
+    src = FIXTURE / "store" if case == "basic" else REPO / "tests/data/leveldb" / case / "store"
+    store = copy_tree(src, tmp_path / "store")
+    with load(detect(store)) as st:
+        pristine = {d.qualified: len(d.messages) for d in st.destinations.values()}
+    index = next(store.glob("0*.index"))  # the snapshot (dirty.index and plist.index aside)
+    _flip(index / "000003.log", offset, mask)
+    before = tree_hashes(store)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert tree_hashes(store) == before
+    damaged = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-damaged"]
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "warning" and codes(doc)["leveldb-index-lost"]
+    assert any("more record(s) after it in its 32 KiB block" in m for m in damaged)
+    with load(detect(store)) as st:
+        assert {d.qualified: len(d.messages) for d in st.destinations.values()} != pristine
+
+
+def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path):
+    """A flipped bit in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
+    its checksum fails, LevelDB drops it with the two records after it (``:logs``, ``:producer_ids``), and
+    its write batch no longer parses, so what it held cannot be told from it. The record log, replayed from
+    position 0 (every log file is there), gives the index the broker kept, and the recovered index holds all
+    of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told")."""
+    store = copy_tree(FIXTURE / "store", tmp_path / "store")
+    _flip(store / "0000000000018045.index" / "000003.log", 4170, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+    (msg,) = [f["message"] for f in doc["findings"]]
+    assert "what it held cannot be told; judged against the record log replayed from its start" in msg
+
+
+def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 25000174): a flipped byte in an SST data block of a store whose first logs
+    the broker's GC deleted. The block is read anyway (no paranoid checks) and its damaged keys make 15
+    entries of a collection 0 that does not exist; the broker never reads them. Without the log's start the
+    counters (``:collection-meta``) are the evidence: queue Q.G holds its 160 entries, topic T.G every
+    sequence above subG's ack position: WARNING, not CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 248, 0x04)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    judged = {c: sev for c, sev in codes(doc).items() if sev != "info"}
+    assert code == 1 and judged == {"leveldb-index-damaged": "warning", "leveldb-orphan-entries": "warning"}
+    assert "15 index entr(ies) of collection 0" in json.dumps(doc)
+
+
+def test_entry_lost_from_a_damaged_table_block_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index-gc, seed 25000400): a flipped byte in a snappy-compressed SST block loses
+    entry 299 of topic T.G, which subG (ack position 292) has not received; the store's first logs are
+    collected. The counters prove it: T.G's last sequence is 300, and every sequence above the lowest ack
+    position is a message owed (CRITICAL ``leveldb-index-lost`` naming the topic and the sequence)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 1116, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert len(lost) == 1 and lost[0].startswith("topic://T.G: seq 299 missing")
+
+
+def test_damaged_ack_position_over_collected_entries_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 26000052): a flipped byte in an SST block damages subG's ack position
+    (292 reads as 0). The entries below 292 were collected by the broker's GC, so subG still receives exactly
+    seq 293..300: nothing changes. The counters cannot prove the entries below the first one held were
+    delivered (the ack position read is suspect): WARNING, not CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 786, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    with load(detect(store)) as st:
+        topic = next(d for d in st.destinations.values() if d.name == "T.G")
+        assert [s.ack_position for s in topic.subscriptions] == [0]
+        assert [m.seq for m in topic.messages] == list(range(293, 301))
+
+
+@pytest.mark.parametrize("case", ["jni-index", "jni-index-gc"])
+def test_manifest_cut_before_its_version_is_critical(capsys, tmp_path, case):
+    """Fault campaign miss (jni-index and jni-index-gc, seed 26000025): a flipped bit in the length of the
+    MANIFEST's second record makes it run past the end of the file. LevelDB drops a record cut by the end of
+    the file silently, but the first record holds only the comparator: without the next-file, log-number and
+    last-sequence entries VersionSet::Recover refuses the descriptor and the index does not open (CRITICAL,
+    not OK)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
+    manifest = next(store.glob("0*.index")) / "MANIFEST-000002"
+    _flip(manifest, 40, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-unreadable"] == "critical"
+    assert "no next-file, log-number, last-sequence entry" in json.dumps(doc)
+
+
+def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 27000206): a flipped byte in a snappy-compressed SST block that no longer
+    decompresses. LevelDB's iterators skip the block; the index separators bound its keys, none of which is a
+    counter or a subscription's ack position, and the counters prove queue Q.G holds its 160 entries and
+    topic T.G every sequence above subG's ack position: nothing delivered is lost (WARNING, not CRITICAL)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000088.sst", 3939, 0x20)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("snappy block" in f["message"] and "judged against the counters" in f["message"]
+               for f in doc["findings"])
+
+
+def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 27000389): a flipped bit in the length of a write-ahead log record of the
+    snapshot, in a store whose first logs the broker's GC deleted. LevelDB drops it and the rest of its block
+    (3 records); the record's write batch is self-delimiting, so it is read under the damaged length: it held
+    ``:collection-meta``, and the records after it counters or keys written again later. Nothing the broker
+    delivers changes (WARNING; it was CRITICAL, "what it held cannot be told")."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000093.log", 228, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("every key dropped is rewritten later or a counter" in f["message"] for f in doc["findings"])
+
+
+def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index-gc, seed 27000079): a flipped bit in a snappy SST block turns the
+    collection record of topic T.G into "topic>//T.G"; the broker loads the topic under that name, and its
+    subscriber gets its messages from another destination. The broker writes every destination record as its
+    qualified name (createCollection(utf8(getQualifiedName))), so a record read from a damaged block that is
+    not one is proven damage: CRITICAL ``leveldb-index-lost`` (it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 949, 0x04)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    assert any("names 'topic>//T.G', not a topic:// name" in f["message"] for f in doc["findings"])
+
+
+def test_misspelt_destination_prefix_is_a_renamed_destination(capsys, tmp_path):
+    """Fault campaign miss (snappy, seed 28000064): a flipped bit in an SST block turns queue Q.A's record into
+    "queuu://Q.A". ActiveMQDestination.createDestination parses the meta by its known prefixes, so the broker
+    loads a queue named "queuu://Q.A" (the load split at "://" and kept Q.A: the harness's truth said nothing
+    changed). The record log names the change: CRITICAL; and the load now gives the broker's name."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/snappy/store", tmp_path / "store")
+    _flip(store / "0000000000003c5a.index" / "000005.sst", 427, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and any(f["message"].startswith("queue://Q.A: its collection record (key 4) is changed")
+                             for f in doc["findings"] if f["code"] == "leveldb-index-lost")
+    with load(detect(store)) as st:
+        assert "queue://queuu://Q.A" in {d.qualified for d in st.destinations.values()}
+
+
+def test_queue_record_naming_a_topic_cannot_be_loaded():
+    """DBManager.loadCollections casts createDestination(meta, QUEUE_TYPE) to ActiveMQQueue: a queue record
+    whose meta carries another kind's prefix fails the cast (the broker cannot load it); a bare name is a
+    destination of the record's kind; the kind's own prefix is the qualified name."""
+    from amqtool.engines.leveldb.load import qualified_name
+    from amqtool.errors import FormatError
+
+    assert qualified_name("queue://Q.A", "queue") == "queue://Q.A"
+    assert qualified_name("Q.A", "queue") == "queue://Q.A"
+    assert qualified_name("queuu://Q.A", "queue") == "queue://queuu://Q.A"
+    with pytest.raises(FormatError):
+        qualified_name("topic://T", "queue")
+
+
+def test_damaged_start_in_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (a SIGKILLed store outside the suite, killed-b, seed 29000055): a flipped bit in the
+    8-byte start position a complete unit's UOW_END names, in the last file. The broker truncates the file at
+    that record (its checksum fails) and drops the unit; its stored CRC-32 is the one of the unit's true start,
+    so the damage hit a whole record the writer went past, not a crash's torn tail: CRITICAL (it was a
+    WARNING, a cut unit)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970920 + 10 + 7] ^= 0x01  # the low byte of the start it names
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+def test_damaged_magic_of_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-b, seed 31000130): the magic byte of a complete unit's UOW_END in the last
+    file. The broker's scan stops there and drops the unit; the record is otherwise whole (its start and
+    checksum good) and a good record follows: damage, not a crash's cut (CRITICAL, it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970920] ^= 0x40
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
+
+
+@pytest.mark.parametrize("case,offset,mask", [("snappy", 716, 0x10), ("jni-index-gc", 2293, 0x20)])
+def test_restart_array_past_the_entries_is_read_past(capsys, tmp_path, case, offset, mask):
+    """Fault campaign misses (snappy 30000106, jni-index-gc 28000223): a flipped bit in an SST block's restart
+    array makes a restart point lie past the block's entries. A scan reads the block entry by entry from its
+    first restart point, so every entry is still read (as the load reads them): the block is judged like one
+    whose checksum fails (WARNING), and the log or the counters judge its entries; nothing is lost here."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
+    _flip(next(store.glob("0*.index")) / "000005.sst", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any(f["message"] == "a restart point lies outside the block's entries" for f in doc["findings"])
+
+
+def test_damaged_kind_of_the_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-b, seed 32000069): the kind byte of a complete unit's UOW_END in the last
+    file (no checksum covers it). The broker's scan finds no end for the unit and drops it; the record is
+    otherwise whole (it names the unit's start, its checksum is good) and a good record follows: damage, not
+    a crash's cut (CRITICAL, it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff"  # the UOW_END
+    b[970921] ^= 0x10
     log.write_bytes(bytes(b))
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"

@@ -37,6 +37,11 @@ class IndexDB:
     # (path, offset) of a write-ahead log record LevelDB drops, judged critical here -> the keys it wrote
     # (None: unknown); the store's log replay may write them all again (see the LevelDB verify)
     dropped_keys: dict = field(default_factory=dict)
+    # live keys whose newest entry was read from a table block whose checksum fails: their bytes may be damaged
+    suspect_keys: set = field(default_factory=set)
+    # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
+    # inclusive) of the user keys it held: LevelDB's iterators skip it
+    unread_ranges: dict = field(default_factory=dict)
 
     def get(self, key: bytes):
         return self.data.get(key)
@@ -50,34 +55,22 @@ def _read(path: Path) -> bytes:
         return fh.read()
 
 
-def _keys_of(data: bytes | None) -> list | None:
+def _ops_of(data: bytes | None) -> list | None:
+    """The operations of a dropped record's write batch (the batch is self-delimiting: under a damaged length
+    field, the batch at the start of the record's bytes), or None when they cannot be told."""
     if data is None:
         return None
     try:
-        return [op.key for op in dblog.iter_batch(data)]
+        return list(dblog.iter_batch(data))
     except FormatError:
-        return None
+        pass
+    raw = _batch_prefix(data)
+    return None if raw is None else list(dblog.iter_batch(raw))
 
 
-def _resync(buf: bytes, start: int) -> list:
-    """(offset, data) of the FULL log records found from ``start`` on by their checksums (past a broken
-    length field, which LevelDB cannot step over)."""
-    import struct
-
-    from amqtool.formats.leveldb.codecs import crc32c, unmask
-
-    out = []
-    pos = start
-    n = len(buf)
-    while pos + dblog.HEADER_SIZE <= n:
-        masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
-        end = pos + dblog.HEADER_SIZE + length
-        if rtype == dblog.FULL and length and end <= n and unmask(masked) == crc32c(buf[pos + 6:end]):
-            out.append((pos, buf[pos + dblog.HEADER_SIZE:end]))
-            pos = end
-        else:
-            pos += 1
-    return out
+def _keys_of(data: bytes | None) -> list | None:
+    ops = _ops_of(data)
+    return None if ops is None else [op.key for op in ops]
 
 
 def _batch_prefix(raw: bytes) -> bytes | None:
@@ -99,11 +92,8 @@ def _batch_prefix(raw: bytes) -> bytes | None:
 def _superseded(data: bytes | None, newest: dict) -> bool:
     """Whether dropping a write batch loses nothing: each key it wrote is the store's own counter (``:dirty``,
     ``:log-refs``, ... rebuilt by the broker) or is written again by a newer operation."""
-    if data is None:
-        return False
-    try:
-        ops = list(dblog.iter_batch(data))
-    except FormatError:
+    ops = _ops_of(data)
+    if ops is None:
         return False
     for op in ops:
         if op.key[:1] == b":":
@@ -114,8 +104,7 @@ def _superseded(data: bytes | None, newest: dict) -> bool:
     return True
 
 
-def _held(data: bytes | None) -> str:
-    keys = _keys_of(data)
+def _held(keys: list | None) -> str:
     if keys is None:
         return "; what it held cannot be told"
     return f"; it held {len(keys)} key(s), {sum(1 for k in keys if k[:1] in (b'c', b'e'))} collection or entry key(s)"
@@ -178,6 +167,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         if old is None or seq >= old[0]:
             newest[key] = (seq, kind, value)
 
+    suspect: dict = {}  # user key -> sequence of its entry read from a damaged block
     files = {}
     for n in names:
         m = _NUM.match(n)
@@ -196,9 +186,21 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         for off, msg in tr.problems:
             # a block whose checksum fails is read anyway, as the store reads it (what changed may be nothing
             # the broker uses); one that does not parse is gone
-            db.problem(d / name, off, msg, "warning" if "checksum" in msg else "critical")
+            # a restart array pointing past the entries is read past too (every entry is read: a scan goes
+            # entry by entry); the entries' keys and values are judged as a damaged block's
+            db.problem(d / name, off, msg, "warning" if "checksum" in msg or msg == table.RESTART_OUTSIDE
+                       else "critical")
+            if off in tr.unread:
+                lo, hi = tr.unread[off]
+                small, large = version.bounds.get(num, (None, None))
+                # the MANIFEST bounds the table's keys: the first block's lower bound, any block's upper one
+                lo = small if lo is None else lo
+                hi = large if large is not None and (hi is None or large < hi) else hi
+                db.unread_ranges[(str(d / name), off)] = (lo, hi)
         for e in tr.entries:
             put(e.user_key, e.sequence, e.kind, e.value)
+            if e.suspect:
+                suspect[e.user_key] = e.sequence
         comp = sorted({b.compression for b in tr.blocks})
         db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
                           "blocks": len(tr.blocks),
@@ -225,11 +227,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             # self-delimiting: read it from where its data starts, to judge what the drop loses.
             whole = _read(d / name)
             raw = whole[lr.tail + dblog.HEADER_SIZE:]
-            dropped.append((d / name, dblog.LogProblem(lr.tail, "the write-ahead log ends inside a record",
-                                                       _batch_prefix(raw))))
             # and every record after it, which LevelDB no longer frames: found again by their checksums
-            for off, rec in _resync(whole, lr.tail + dblog.HEADER_SIZE):
-                dropped.append((d / name, dblog.LogProblem(off, "a record after the cut, dropped with it", rec)))
+            dropped.append((d / name, dblog.LogProblem(
+                lr.tail, "the write-ahead log ends inside a record", _batch_prefix(raw),
+                dblog.resync(whole, lr.tail + dblog.HEADER_SIZE, len(whole)))))
         ops = 0
         for off, rec in lr.records:
             done = apply_batch(rec, newest)
@@ -238,16 +239,20 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 db.problem(d / name, off, f"write batch: {done[1]}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
     for path, p in dropped:
-        harmless = _superseded(p.data, newest)
-        db.problem(path, p.offset, p.message + " (LevelDB drops the record)" +
-                   ("; every key it wrote is rewritten later or a counter" if harmless else _held(p.data)),
+        datas = [p.data] + [data for _off, data in p.more]
+        harmless = all(_superseded(data, newest) for data in datas)
+        every = [_keys_of(data) for data in datas]
+        keys = None if any(k is None for k in every) else [k for ks in every for k in ks]
+        with_it = f", and with it the {len(p.more)} more record(s) after it in its 32 KiB block" if p.more else ""
+        db.problem(path, p.offset, p.message + f" (LevelDB drops the record{with_it})" +
+                   ("; every key dropped is rewritten later or a counter" if harmless else _held(keys)),
                    "warning" if harmless else "critical")
         if not harmless:
-            keys = _keys_of(p.data)
             db.dropped_keys[(str(path), p.offset)] = None if keys is None else \
                 {bytes(k) for k in keys if k[:1] != b":"}
     if newest:
         db.last_sequence = max(db.last_sequence, max(v[0] for v in newest.values()))
     value_kind = dblog.TYPE_VALUE
     db.data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
+    db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
     return db

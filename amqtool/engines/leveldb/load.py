@@ -214,7 +214,11 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) -> ReplayResult:
+def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
+            remove_key=R.collection_key_of_remove) -> ReplayResult:
+    """Replay the log from ``start`` to ``limit`` over ``index`` and ``meta`` as ``replay_from`` does.
+    ``remove_key`` reads a REMOVE_COLLECTION's key: the broker's way by default; :mod:`.indexlog` passes the
+    bare varint ``removeCollection`` wrote, to rebuild the index the live broker kept."""
     res = ReplayResult(start, limit, start)
     batch: list = []
     pos = start
@@ -240,7 +244,7 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict) 
                 batch.append((R.collection_index_key(rec.key), bytes(data)))
                 meta[rec.key] = R.CollectionMeta(0, None)
             elif kind == L.REMOVE_COLLECTION:
-                key = R.collection_key_of_remove(data)
+                key = remove_key(data)
                 _flush(index, batch)
                 prefix = R.ENTRY_PREFIX + R._Q.pack(key)
                 for k in [k for k in index if k.startswith(prefix)]:
@@ -343,6 +347,26 @@ def load(store, *, node=None) -> LevelDBState:
     return st
 
 
+_PREFIXES = ("queue://", "topic://", "temp-queue://", "temp-topic://")
+
+
+def qualified_name(name: str, kind: str) -> str:
+    """The destination a queue or topic collection record names, as ``DBManager.loadCollections`` gets it:
+    the meta is the qualified name (``createCollection(utf8(dest.getQualifiedName))``), which
+    ``ActiveMQDestination.createDestination(meta, QUEUE_TYPE or TOPIC_TYPE)`` parses by its prefix; without a
+    known prefix the whole string is the name of a destination of the collection's kind (a damaged
+    "queuu://Q.A" names queue "queuu://Q.A", not Q.A). Another kind's prefix fails the cast to the
+    collection's kind (``asInstanceOf[ActiveMQQueue]``): FormatError, the broker cannot load it."""
+    own = f"{kind}://"
+    if name.startswith(own):
+        return name
+    other = next((p for p in _PREFIXES if name.startswith(p)), None)
+    if other is not None:
+        raise FormatError(f"a {kind} collection names {name!r}, a {other[:-3]}: the broker cannot load it "
+                          f"(its cast to a {kind} fails)")
+    return own + name
+
+
 def _entry_rows(items: list):
     """:func:`amqtool.formats.leveldb.records.entry_rows` of a collection's entries, in C when built."""
     if native.leveldb_entry_rows is not None:
@@ -376,9 +400,7 @@ def _load_collections(st: LevelDBState) -> None:
             if rec.type in (R.QUEUE, R.TOPIC):
                 name = (rec.meta or b"").decode("utf-8")
                 kind = "queue" if rec.type == R.QUEUE else "topic"
-                # the meta is the qualified name (createCollection(utf8(dest.getQualifiedName))), which
-                # ActiveMQDestination.createDestination parses; a bare name takes the collection's kind
-                d = Destination(ckey, kind, name if "://" in name else f"{kind}://{name}")
+                d = Destination(ckey, kind, qualified_name(name, kind))
                 items = entries.get(ckey, [])
                 seqs, locs, lens, status = _entry_rows(items)
                 msgs = d.messages

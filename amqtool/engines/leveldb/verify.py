@@ -24,9 +24,15 @@ leveldb-entry-bad-data            CRITICAL  an entry points at a record that is 
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
-leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record)
+leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
+                                            WARNING when the log or counters prove none was delivered
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
+                                            (WARNING when the record log, replayed from its start, proves
+                                            nothing the broker delivers is lost: see leveldb-index-lost)
+leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or changed, or brought back) an
+                                            entry or collection the broker delivers, proven by the record
+                                            log replayed from its start or, after the log GC, the counters
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
@@ -52,8 +58,9 @@ from amqtool.errors import Finding, FormatError, Severity
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
+from amqtool.engines.leveldb import indexlog
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
-from amqtool.engines.leveldb.load import LevelDBState, load
+from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 from amqtool.engines.leveldb.logfiles import log_files, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
@@ -235,7 +242,8 @@ def _units_after(st: LevelDBState) -> int:
     framing), and the unit whose own UOW_END stopped the scan when that record is whole (it names the unit's
     start) and a record with a good checksum follows it (the writer went on past it: damage, not a cut)."""
     buf = st.reader.buffer(st.logs[-1])
-    n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) else 0
+    n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) or \
+        _kind_damaged_unit_end(st, buf) else 0
     pos = st.last_file_end
     end = len(buf)
     if native.leveldb_count_uow_ends is not None:
@@ -254,15 +262,44 @@ def _units_after(st: LevelDBState) -> int:
         pos += 1
 
 
+def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
+    """Whether the unit that starts at the last complete end of the last file has its end under a damaged
+    kind byte (which no checksum covers): a whole 8-byte record of another kind, with a good checksum, whose
+    data is that unit's start, followed by a record with a good checksum. The broker's scan finds no UOW_END
+    and drops the unit; a crash cannot leave it (searched in the file's data extents only)."""
+    at = st.last_file_end
+    want = _UOW.pack(st.logs[-1].position + at)
+    end = len(buf)
+    for lo, hi in _data_extents(st.logs[-1].path, at, end):
+        i = buf.find(want, max(lo, at + L.HEADER_SIZE), min(hi + 8, end))
+        while i >= 0:
+            h = i - L.HEADER_SIZE
+            magic, kind, cs, length = _HEAD.unpack_from(buf, h)
+            if magic == 0x2A and kind != L.UOW_END and length == 8 and _crc32(want) == (cs & 0xFFFFFFFF):
+                nxt = i + 8
+                if nxt + L.HEADER_SIZE <= end:
+                    m2, _k2, cs2, len2 = _HEAD.unpack_from(buf, nxt)
+                    stop = nxt + L.HEADER_SIZE + len2
+                    if m2 == 0x2A and stop <= end and _crc32(buf[nxt + L.HEADER_SIZE:stop]) == (cs2 & 0xFFFFFFFF):
+                        return True
+            i = buf.find(want, i + 1, min(hi + 8, end))
+    return False
+
+
 def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -> bool:
     """Whether the record at ``stop`` (where the last file's scan stopped) is the UOW_END of the unit that
-    starts at ``unit_at``, failing only its checksum, with a whole record with a good checksum after it."""
+    starts at ``unit_at``, failing only its checksum (or its magic byte), with a whole record with a good
+    checksum after it. Its data names that start, or its stored CRC-32 is the one of that start (the damage hit
+    the data)."""
     if stop is None or stop + L.HEADER_SIZE + 8 > len(buf):
         return False
-    magic, kind, _cs, length = _HEAD.unpack_from(buf, stop)
-    if (magic, kind, length) != (0x2A, L.UOW_END, 8) or \
-            struct.unpack_from(">q", buf, stop + L.HEADER_SIZE)[0] != file_position + unit_at:
+    magic, kind, cs, length = _HEAD.unpack_from(buf, stop)
+    expected = _UOW.pack(file_position + unit_at)
+    data = bytes(buf[stop + L.HEADER_SIZE:stop + L.HEADER_SIZE + 8])
+    if (kind, length) != (L.UOW_END, 8) or (data != expected and _crc32(expected) != (cs & 0xFFFFFFFF)):
         return False
+    if magic != 0x2A and (data != expected or _crc32(data) != (cs & 0xFFFFFFFF)):
+        return False  # a damaged magic byte: only a record otherwise whole is that unit's end
     nxt = stop + L.HEADER_SIZE + 8
     if nxt + L.HEADER_SIZE > len(buf):
         return False
@@ -314,6 +351,21 @@ def _read_data(st: LevelDBState, loc: int) -> tuple | None:
     if data is None:
         return None
     return length, _crc32(data) == (cs & 0xFFFFFFFF)
+
+
+def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
+    """When the index snapshot is damaged (or holds entries of no collection): what the record log, or
+    without its start the counters, prove it lost of what the broker delivers (:mod:`.indexlog`), each a
+    CRITICAL ``leveldb-index-lost``; None when there is no such evidence (or nothing to judge)."""
+    db = st.snapshot_db
+    if db is None or db.error or not (db.problems or orphans):
+        return None
+    ev = indexlog.from_log(st, _replay) or indexlog.from_counters(st)
+    for what, detail in [] if ev is None else ev.lost:
+        findings.append(Finding(C, "leveldb-index-lost", f"{what}: {detail} (the index snapshot is damaged; "
+                                f"proven by the {'record log' if ev.source == 'log' else 'counters'})",
+                                str(st.snapshot[1]), None))
+    return ev
 
 
 def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | None = None) -> dict:
@@ -413,11 +465,18 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                 bad += len(users)
     known = st.collection_keys
     orphans = {ck: len(es) for ck, es in st.entries.items() if ck not in known}
+    evidence = _index_evidence(st, findings, orphans)
     for ck, n in sorted(orphans.items()):
         # the broker deletes a collection's entries with it: entries without their collection are messages
-        # whose queue or topic record is gone (a damaged index), which no consumer will get
-        add(Finding(C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection {ck}, which the index does "
-                    "not hold: the broker never reads them (their collection record is lost)", directory, None))
+        # whose queue or topic record is gone (a damaged index), which no consumer will get; unless the log
+        # (or the counters) proves no collection lost them: garbage keys of a damaged table block
+        garbage = evidence is not None and ck not in evidence.collections
+        add(Finding(W if garbage else C, "leveldb-orphan-entries", f"{n} index entr(ies) of collection "
+                    f"{ck}, which the index does not hold: the broker never reads them " +
+                    ("(their collection record is lost)" if not garbage else
+                     ("(the record log proves" if evidence.source == "log" else "(the counters prove") +
+                     " no such collection was live: garbage keys of a damaged index)"),
+                    directory, None))
     for key, msg in st.load_problems:
         add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
     db = st.snapshot_db
@@ -434,6 +493,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             if sev != "warning" and keys and all(_acked_topic_entry(st, k) for k in keys):
                 sev, msg = "warning", msg.split("; it held")[0] + \
                     "; it held only topic entries every durable subscription has acknowledged (none is delivered)"
+            if sev != "warning" and evidence is not None and indexlog.judges(st, evidence, path, off):
+                # a dropped write-ahead log record or a skipped table block whose keys the evidence covers (a
+                # missing table, by contrast, makes LevelDB refuse to open the index)
+                sev, msg = "warning", msg + ("; judged against the record log replayed from its start" if
+                                             evidence.source == "log" else "; judged against the counters") + \
+                    ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
     ddb = st.dirty_db
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:

@@ -27,6 +27,7 @@ class LogProblem:
     offset: int
     message: str
     data: bytes | None = None  # a FULL record dropped for its checksum: its bytes, for judging what was lost
+    more: list = field(default_factory=list)  # (offset, bytes) of the whole records dropped with it
 
 
 @dataclass
@@ -36,10 +37,40 @@ class LogRead:
     tail: int | None = None  # offset of a torn last record (a crash while LevelDB appended), if any
 
 
+def resync(buf, start: int, end: int) -> list:
+    """(offset, data) of the FULL records found between ``start`` and ``end`` by their checksums, stepping
+    byte by byte past what does not frame (the records a reader no longer finds after damage)."""
+    from amqtool.formats.leveldb.codecs import crc32c as _crc, unmask as _unmask
+
+    out = []
+    pos = start
+    end = min(end, len(buf))
+    while pos + HEADER_SIZE <= end:
+        masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
+        stop = pos + HEADER_SIZE + length
+        if rtype == FULL and length and stop <= end and _unmask(masked) == _crc(bytes(buf[pos + 6:stop])):
+            out.append((pos, bytes(buf[pos + HEADER_SIZE:stop])))
+            pos = stop
+        else:
+            pos += 1
+    return out
+
+
+def _drop_block(mv, pos: int, problem: LogProblem) -> int:
+    """After a record whose checksum or length is bad, ``log::Reader`` drops the rest of its 32 KiB block
+    ("Drop the rest of the buffer since 'length' itself may have been corrupted"; iq80's LogReader alike)
+    and goes on with the next block: the whole records found there are the problem's ``more``. Returns
+    the next block's offset."""
+    block_end = min((pos // BLOCK_SIZE + 1) * BLOCK_SIZE, len(mv))
+    problem.more = resync(mv, pos + HEADER_SIZE, block_end)
+    return block_end
+
+
 def read_log(buf) -> LogRead:
     """Every logical record of a LevelDB log file, as ``log::Reader`` with checksums on: a record with a bad
-    checksum, or a fragment out of order, is dropped and reported; a record cut by the end of the file is a
-    torn tail (LevelDB drops it silently)."""
+    checksum or a length running past its block is dropped with the rest of its block, and reported (with
+    the whole records found there by their checksums); a fragment out of order is dropped and reported; a
+    record cut by the end of the file is a torn tail (LevelDB drops it silently)."""
     mv = memoryview(buf)
     n = len(mv)
     out = LogRead()
@@ -63,15 +94,17 @@ def read_log(buf) -> LogRead:
         if HEADER_SIZE + length > left or pos + HEADER_SIZE + length > n:
             if pos + HEADER_SIZE + length > n:
                 out.tail = pos
-            else:
-                out.problems.append(LogProblem(pos, f"record of {length} bytes runs past its 32 KiB block"))
-            break
+                break
+            out.problems.append(LogProblem(pos, f"record of {length} bytes runs past its 32 KiB block"))
+            pending, pending_at = [], None
+            pos = _drop_block(mv, pos, out.problems[-1])
+            continue
         data = mv[pos + HEADER_SIZE:pos + HEADER_SIZE + length]
         if unmask(masked) != crc32c(bytes(mv[pos + 6:pos + 7]) + bytes(data)):
             out.problems.append(LogProblem(pos, "record checksum (masked CRC-32C) does not match",
                                            bytes(data)))
             pending, pending_at = [], None
-            pos += HEADER_SIZE + length
+            pos = _drop_block(mv, pos, out.problems[-1])
             continue
         if rtype == FULL:
             if pending:

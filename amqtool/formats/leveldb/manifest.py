@@ -22,6 +22,8 @@ class Version:
     files: dict = field(default_factory=dict)  # file number -> (level, size)
     problems: list = field(default_factory=list)  # (offset, message)
     edits: int = 0
+    seen: set = field(default_factory=set)  # the tags the edits held
+    bounds: dict = field(default_factory=dict)  # file number -> (smallest, largest) user key of its table
 
 
 def _lp(mv, pos, n):
@@ -37,6 +39,7 @@ def apply_edit(v: Version, data) -> None:
     pos = 0
     while pos < n:
         tag, pos = read_varint(mv, pos, n)
+        v.seen.add(tag)
         if tag == 1:
             name, pos = _lp(mv, pos, n)
             v.comparator = name.decode("utf-8", "replace")
@@ -57,9 +60,10 @@ def apply_edit(v: Version, data) -> None:
             lvl, pos = read_varint(mv, pos, n)
             num, pos = read_varint(mv, pos, n)
             size, pos = read_varint(mv, pos, n)
-            _small, pos = _lp(mv, pos, n)
-            _large, pos = _lp(mv, pos, n)
+            small, pos = _lp(mv, pos, n)
+            large, pos = _lp(mv, pos, n)
             v.files[num] = (lvl, size)
+            v.bounds[num] = (small[:-8], large[:-8])  # internal keys: the user key, then an 8-byte tag
         elif tag == 9:
             v.prev_log_number, pos = read_varint(mv, pos, n)
         else:
@@ -77,4 +81,11 @@ def read_manifest(buf) -> Version:
             apply_edit(v, data)
         except FormatError as err:
             v.problems.append((off, f"version edit: {err.message}"))
+    # VersionSet::Recover: a descriptor without these is corrupt and the database does not open (a record cut
+    # by the end of the file is dropped silently, as a crash while writing it, which can leave them out)
+    missing = [name for tag, name in ((3, "next-file"), (2, "log-number"), (4, "last-sequence"))
+               if tag not in v.seen]
+    if missing and not v.problems:
+        v.problems.append((log.tail if log.tail is not None else len(buf),
+                           f"no {', '.join(missing)} entry in the MANIFEST's version edits"))
     return v

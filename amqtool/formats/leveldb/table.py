@@ -83,6 +83,9 @@ def read_block(buf, h: BlockHandle, *, verify: bool = True) -> tuple[bytes, int]
     raise FormatError(f"block compression type {ctype} (0 none and 1 snappy are known)", offset=h.offset)
 
 
+RESTART_OUTSIDE = "a restart point lies outside the block's entries"  # raised after every entry was yielded
+
+
 def iter_block(data) -> Iterator[tuple[bytes, memoryview]]:
     """(key, value) of every entry of one block, in order; the restart array is checked against the
     entries' positions (each restart point must start an entry with no shared prefix)."""
@@ -112,7 +115,7 @@ def iter_block(data) -> Iterator[tuple[bytes, memoryview]]:
         yield key, mv[pos:pos + vlen]
         pos += vlen
     if any(r >= max(limit, 1) for r in restarts):
-        raise FormatError("a restart point lies outside the block's entries")
+        raise FormatError(RESTART_OUTSIDE)
 
 
 @dataclass
@@ -121,6 +124,7 @@ class TableEntry:
     sequence: int
     kind: int
     value: bytes
+    suspect: bool = False  # read from a block whose checksum fails (or through a damaged index block)
 
 
 @dataclass
@@ -128,6 +132,9 @@ class TableRead:
     entries: list = field(default_factory=list)  # TableEntry
     blocks: list = field(default_factory=list)  # BlockInfo of every data block
     problems: list = field(default_factory=list)  # (offset, message)
+    # offset of a data block that does not parse -> (lower bound, exclusive, or None; upper bound, inclusive)
+    # of the user keys it held, from the index block's separators
+    unread: dict = field(default_factory=dict)
 
 
 def _checked_block(buf, h: BlockHandle, out: TableRead) -> bytes:
@@ -154,15 +161,25 @@ def read_table(buf) -> TableRead:
     out = TableRead()
     _meta, index_h = read_footer(buf)
     index = _checked_block(buf, index_h, out)
-    for _sep, hv in iter_block(index):
+    bad_index = bool(out.problems)
+    prev = None
+    for sep, hv in iter_block(index):
         h, _ = _handle(hv, 0, len(hv))
+        low, prev = prev, bytes(sep[:-8])
         try:
+            before = len(out.problems)
             data = _checked_block(buf, h, out)
+            suspect = bad_index or len(out.problems) > before
             ctype = buf[h.offset + h.size] if h.offset + h.size < len(buf) else -1
             out.blocks.append(BlockInfo(h.offset, h.size, ctype))
             for ikey, value in iter_block(data):
                 ukey, seq, kind = split_internal_key(ikey)
-                out.entries.append(TableEntry(ukey, seq, kind, bytes(value)))
+                out.entries.append(TableEntry(ukey, seq, kind, bytes(value), suspect))
         except FormatError as err:
-            out.problems.append((err.offset if err.offset is not None else h.offset, err.message))
+            at = err.offset if err.offset is not None else h.offset
+            out.problems.append((at, err.message))
+            if err.message != RESTART_OUTSIDE:
+                out.unread[at] = (low, prev)
+            # else every entry was read: a forward scan starts at the first restart point and goes entry by
+            # entry (LevelDB's Block::Iter); the others only guide its Seek
     return out
