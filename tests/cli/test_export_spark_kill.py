@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.export_store import build_store
 from tests.support import REPO, tree_hashes
 
 pytestmark = pytest.mark.spark
@@ -25,7 +24,13 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    return build_store(tmp_path_factory.mktemp("broker"))
+    # a healthy store (verify: OK), so that an export that ends before the signal exits 0: the suite's built
+    # export store is CRITICAL on purpose, and its refusal (exit 2) raced the signal
+    from amqtool.engines.artemis.demo import create_demo
+
+    path = tmp_path_factory.mktemp("demo") / "store"
+    create_demo(path, 8 * 1024 * 1024, file_size=1024 * 1024, seed=3)
+    return path
 
 
 def _processes_naming(text: str, but: int | None = None) -> list[int]:
