@@ -407,15 +407,6 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
                                     p.message + " (a compaction was interrupted before it committed)", p.path))
         elif p.code == "leftover-tmp":
             findings.append(Finding(Severity.INFO, "leftover-tmp", p.message, p.path))
-        elif p.code == "short-file":
-            n = _name_number(Path(p.path).name)
-            ids = sorted(f.file_id for f in opened.files)
-            inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
-            # named like a file between data files whose id no file has: it held data, which Artemis deletes
-            # with it (JournalFilesRepository drops a file shorter than its header)
-            findings.append(Finding(Severity.CRITICAL if inside else Severity.WARNING, "short-file",
-                                    p.message + (" (its name is one of the journal's ids between data files: the "
-                                                 "records it held are lost)" if inside else ""), p.path, 0))
     for s in opened.skipped:
         if s.code == "unreadable":  # could not check: not a verdict on the store
             # (journalFile: its records may end other records' lives, so no live state is known without it)
@@ -468,6 +459,49 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
+    """(whether the journal was compacted: a live record with a compactCount, the number of live updates
+    whose add is gone). A compaction frees files and gives freed files new ids, so a file gone from between
+    data files proves a loss only in a journal never compacted, or beside live updates that lost their add
+    (the broker never frees a file holding the add of a live record)."""
+    added = set()
+    compacted = False
+    for r in result.live:
+        if not r.is_update:
+            added.add(r.id)
+        if r.compact_count > 0:
+            compacted = True
+    return compacted, sum(1 for r in result.live if r.is_update and r.id not in added)
+
+
+def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding]) -> None:
+    """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
+    deletes it, with whatever it held. It proves a loss (CRITICAL) only when its name is one of the journal's
+    ids between data files that no file has (it was a data file there: Artemis names a new file after its
+    fileID and keeps the name when it reinitialises a freed file) and the journal cannot have freed it: never
+    compacted, or live updates lost their add (:func:`_compaction_evidence`). In a compacted journal such a
+    name is as likely a free file the compaction reinitialised (a header, no records), whose loss changes
+    nothing: a warning."""
+    ids = sorted(f.file_id for f in opened.files)
+    compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    for p in opened.pending:
+        if p.code != "short-file":
+            continue
+        n = _name_number(Path(p.path).name)
+        inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
+        if inside and compacted and not orphans:
+            findings.append(Finding(Severity.WARNING, "short-file", p.message + (
+                " (its name is one of the journal's ids between data files, but the journal was compacted, which "
+                "frees files, and every live update still has its add: nothing shows it held live records)"),
+                p.path, 0))
+        elif inside:
+            findings.append(Finding(Severity.CRITICAL, "short-file", p.message + (
+                " (its name is one of the journal's ids between data files: the records it held are lost)"),
+                p.path, 0))
+        else:
+            findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
+
+
 def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
@@ -512,14 +546,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
             details))
         return
-    added = set()
-    compacted = False
-    for r in result.live:
-        if not r.is_update:
-            added.add(r.id)
-        if r.compact_count > 0:
-            compacted = True
-    orphans = sum(1 for r in result.live if r.is_update and r.id not in added)
+    compacted, orphans = _compaction_evidence(result)
     details["liveUpdatesWithoutAdd"] = orphans
     if compacted and not orphans:
         findings.append(Finding(
@@ -706,6 +733,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:
+            _short_file_findings(opened, None, findings)
             if not opened.skipped:
                 findings.append(Finding(Severity.WARNING, "no-journal-files",
                                         "no loadable journal file in this directory", str(journal.directory)))
@@ -714,6 +742,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
+        _short_file_findings(opened, result, findings)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
         summary.live_records = len(result.live)

@@ -1,0 +1,37 @@
+"""False CRITICALs where nothing is lost (issue 25): faults of the in-suite campaign (tests/faults/, seed 25)
+whose truth is "same" (the broker delivers what it delivered before), replayed on a copy of the broker-written
+compacted store, each held to its verdict and finding. A CRITICAL must be proven by the store's evidence."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support import MESSAGES, copy_tree
+
+STORE = MESSAGES / "02_broker_mixed_compacted"
+
+pytestmark = pytest.mark.skipif(not STORE.is_dir(), reason="broker-written fixture absent")
+
+
+def _findings(doc, code):
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+@pytest.mark.parametrize("victim", ["journal/activemq-data-5.amq", "bindings/activemq-bindings-2.bindings"])
+def test_an_emptied_file_of_a_compacted_journal_with_no_orphans_is_a_warning(run_json, tmp_path, victim):
+    # campaign seeds 25002075006029 and 25002075006085: data-5 is a free file the compaction reinitialised
+    # (a header, no records), bindings-2 holds one superseded record; Artemis deletes a short file at start
+    store = copy_tree(STORE, tmp_path / "s")
+    (store / victim).write_bytes(b"")
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "short-file")
+    assert (code, doc["verdict"], f["severity"]) == (1, "WARNING", "warning")
+    assert "compacted" in f["message"]
+
+
+def test_an_emptied_file_whose_loss_the_journal_shows_stays_critical(run_json, tmp_path):
+    # data-6 held the adds of records the other file still updates: live updates without their add
+    store = copy_tree(STORE, tmp_path / "s")
+    (store / "journal/activemq-data-6.amq").write_bytes(b"")
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "short-file")
+    assert (code, f["severity"]) == (2, "critical")
