@@ -35,3 +35,31 @@ def test_an_emptied_file_whose_loss_the_journal_shows_stays_critical(run_json, t
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "short-file")
     assert (code, f["severity"]) == (2, "critical")
+
+
+def _flip(path, offset, mask):
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        b = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([b ^ mask]))
+
+
+@pytest.mark.parametrize("victim,mask", [("journal/activemq-data-8.amq", 0xF5),
+                                         ("bindings/activemq-bindings-4.bindings", 0x80)])
+def test_a_negative_file_id_on_a_free_file_is_a_warning(run_json, tmp_path, victim, mask):
+    # campaign seeds 25002075006084 and 25002075006247: the high byte of a free file's header fileID (no
+    # records of its own): whether the broker loads it first or in its place, nothing changes
+    store = copy_tree(STORE, tmp_path / "s")
+    _flip(store / victim, 8, mask)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "bad-file-id")
+    assert (code, doc["verdict"], f["severity"], f["offset"]) == (1, "WARNING", "warning", 8)
+
+
+def test_a_negative_file_id_on_a_file_of_live_records_stays_critical(run_json, tmp_path):
+    store = copy_tree(STORE, tmp_path / "s")
+    _flip(store / "journal/activemq-data-7.amq", 8, 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "bad-file-id")
+    assert (code, f["severity"]) == (2, "critical")

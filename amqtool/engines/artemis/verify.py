@@ -261,6 +261,9 @@ class _GapInspector:
                     Severity.INFO, "stale-records",
                     "records of an earlier use of this reused file follow the data; Artemis ignores them (their "
                     "tag is not this file's, and read under theirs they change nothing live)", path, offset))
+        for skipped in self.opened.skipped:
+            if skipped.code == "bad-file-id":
+                self.findings.append(self._bad_file_id(skipped, evidence))
         for path, n in self.more_damaged:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
@@ -277,6 +280,47 @@ class _GapInspector:
                 f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
                 f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
                               "the broker will lose what it held"), path, first))
+
+    def _bad_file_id(self, skipped, evidence) -> Finding:
+        """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
+        when only the high bytes were damaged the broker still reads the file's records, and loads the file
+        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
+        CRITICAL when either changes the live state against the file read in its place (its records' tag), or
+        when its records carry another tag than the header's low bits (damaged low bytes, or records of an
+        earlier use: which, cannot be told); else a warning (a free file: nothing the broker delivers changes)."""
+        import dataclasses
+
+        from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
+        from amqtool.store.journal_files import JournalFile, OpenedJournal
+
+        critical = Finding(Severity.CRITICAL, skipped.code, skipped.message, skipped.path, skipped.offset)
+        path = Path(skipped.path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(HEADER_SIZE + 5)
+            header = decode_header(head[:HEADER_SIZE], path=str(path))
+            size = path.stat().st_size
+        except (OSError, FormatError):
+            return critical
+        own = file_tag(header.file_id)
+        first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
+                     if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
+        if (first_tag is not None and first_tag != own) or not self.opened.files or \
+                header.user_version != self.opened.files[0].header.user_version:
+            return critical
+        jf = JournalFile(path=path, name=path.name, size=size, header=header)
+
+        def with_file(f):
+            return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+
+        placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
+        if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
+            return critical
+        return Finding(
+            Severity.WARNING, skipped.code,
+            f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
+            f"records: the broker loads it first, this load skips it, and read either way or in its place it "
+            f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
 
     def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
         """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
@@ -412,7 +456,8 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
             # (journalFile: its records may end other records' lives, so no live state is known without it)
             findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset, {"journalFile": True}))
         elif s.code == "bad-file-id":
-            findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
+            if not opened.files:  # no load to weigh it against (judged in _GapInspector.judge otherwise)
+                findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
         else:
             findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
                                     s.path, s.offset))
