@@ -63,3 +63,27 @@ def test_a_negative_file_id_on_a_file_of_live_records_stays_critical(run_json, t
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "bad-file-id")
     assert (code, f["severity"]) == (2, "critical")
+
+
+@pytest.fixture(scope="module")
+def demo_s2(tmp_path_factory):
+    """The campaign's second demo store (tests/faults/campaign.py pristine_stores): data-2.amq is a reused
+    file (header fileID 3), so fileID 2 is missing and explained by that reuse."""
+    from tests.faults.stores import demo
+
+    return demo(tmp_path_factory.mktemp("demo") / "demo-s2", 3 << 20, seed=2, file_size=64 * 1024)
+
+
+@pytest.mark.parametrize("mask", [0x10, 0x02])
+def test_a_damaged_high_header_byte_leaves_no_file_id_gap(run_json, tmp_path, demo_s2, mask):
+    # campaign seeds 25001076003251 and 25001077003113: the header's high byte flipped; the file's records
+    # still carry fileID 3, which the gap check counted as missing (CRITICAL missing-journal-file)
+    store = copy_tree(demo_s2, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-2.amq"
+    _flip(victim, 8, mask)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (1, "WARNING")
+    (f,) = _findings(doc, "file-id-damaged")
+    assert (f["severity"], f["path"], f["details"]["recordTag"]) == ("warning", str(victim), 3)
+    (gap,) = _findings(doc, "file-id-gap")
+    assert gap["details"]["missingFileIds"] == [2] and not _findings(doc, "missing-journal-file")

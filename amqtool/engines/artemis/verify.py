@@ -567,6 +567,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     if len(data_ids) < 2:
         return
     low, high = min(data_ids), max(data_ids)
+    # such a file's records still carry the id it was issued (its tag): that id is not missing
+    found_elsewhere = set(found_elsewhere) | {s.file.tag for s in result.scans
+                                               if s.has_data and s.file.file_id >= 1 << 31}
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
     # 64-bit fileID.
     inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
