@@ -87,3 +87,36 @@ def test_a_damaged_high_header_byte_leaves_no_file_id_gap(run_json, tmp_path, de
     assert (f["severity"], f["path"], f["details"]["recordTag"]) == ("warning", str(victim), 3)
     (gap,) = _findings(doc, "file-id-gap")
     assert gap["details"]["missingFileIds"] == [2] and not _findings(doc, "missing-journal-file")
+
+
+@pytest.fixture(scope="module")
+def demo_s1(tmp_path_factory):
+    """The campaign's first demo store (tests/faults/campaign.py pristine_stores)."""
+    from tests.faults.stores import demo
+
+    return demo(tmp_path_factory.mktemp("demo") / "demo-s1", 3 << 20, seed=1, file_size=64 * 1024)
+
+
+@pytest.mark.parametrize("offset,mask,rid", [(51610, 0x40, 432), (51470, 0x01, 431)])
+def test_a_damaged_record_of_a_rolled_back_transaction_is_a_warning(run_json, tmp_path, demo_s1, offset, mask,
+                                                                    rid):
+    # campaign seeds 25000075000203 and 25000077000040: records of transaction 430, which a ROLLBACK in the
+    # same file ends; the broker never applies them, so losing one changes nothing
+    store = copy_tree(demo_s1, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-11.amq"
+    _flip(victim, offset, mask)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-record")
+    assert (code, doc["verdict"], f["severity"], f["path"]) == (1, "WARNING", "warning", str(victim))
+    assert f"record {rid} " in f["message"] and "transaction 430" in f["message"]
+
+
+def test_a_damaged_transactional_page_counter_is_a_warning(run_json, tmp_path, demo_s1):
+    # campaign seed 25000076000187: the tag of a transactional PAGE_CURSOR_COUNTER_VALUE (40) flipped; its
+    # commit then discards the transaction, which held nothing the broker delivers
+    store = copy_tree(demo_s1, tmp_path / "s")
+    _flip(store / "data/journal/activemq-data-16.amq", 12369, 0x08)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-record")
+    assert (code, f["severity"], f["offset"]) == (1, "warning", 12365)
+    assert "user record type 40" in f["message"]

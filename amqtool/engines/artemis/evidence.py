@@ -436,8 +436,8 @@ class Evidence:
                 effect = HARMLESS
             elif t == DELETE_TX:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
-            elif t == ADD_TX and rec.user_type == R.DUPLICATE_ID:
-                effect = HARMLESS
+            elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
+                effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
             else:
                 effect = HARMLESS if self._deleted_later(rid) else UNKNOWN
             if effect == LOSS:
@@ -472,4 +472,18 @@ def deleted_ids(opened) -> set[int]:
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
+    return out
+
+
+def rolled_back_ids(opened) -> set[int]:
+    """The transaction ids of every ROLLBACK record in the files of ``opened`` (a rescan with the C scanner,
+    done only when a damaged transactional record is judged: the load keeps no rolled-back ids). A rolled-back
+    transaction's records are never applied (``JournalImpl.load``: onReadRollbackRecord drops them), so losing
+    one of them changes nothing."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[4] for r in records if r[0] == ROLLBACK)
     return out

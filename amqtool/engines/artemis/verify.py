@@ -163,13 +163,26 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, transaction_records)
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
         lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+        # transactions never applied whatever they held: left open at the end (neither committed nor
+        # prepared: the broker discards them at load) and rolled back (read lazily: a rescan)
+        open_txs = {tx.tx_id for tx in self.result.failed if not tx.prepared}
+        rolled_back: list = []
+
+        def never_applied(tx_id: int) -> bool:
+            if tx_id in open_txs:
+                return True
+            if not rolled_back:
+                rolled_back.append(rolled_back_ids(self.opened))
+            return tx_id in rolled_back[0]
 
         def effect_of(rec):
+            if rec.type in (13, 14, 15) and never_applied(rec.tx_id):
+                return HARMLESS
             if rec.type in (13, 14, 15):
                 # its transaction commits without it (a count in another file) or is discarded whole (the
                 # commit's count no longer matches): judged with the transaction's records
