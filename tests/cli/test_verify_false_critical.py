@@ -120,3 +120,22 @@ def test_a_damaged_transactional_page_counter_is_a_warning(run_json, tmp_path, d
     (f,) = _findings(doc, "damaged-record")
     assert (code, f["severity"], f["offset"]) == (1, "warning", 12365)
     assert "user record type 40" in f["message"]
+
+
+def test_a_misfiled_reference_of_an_acknowledged_message_is_not_an_ack_without_ref(run_json, tmp_path):
+    # campaign seed 25002075006243: the id of message 1027's ADD_REF on queue 9 flipped (bit 44); 1027 is
+    # acknowledged on queue 9 (data-7@519693), so the broker delivers the same: no ack-without-ref
+    store = copy_tree(STORE, tmp_path / "s")
+    _flip(store / "journal/activemq-data-7.amq", 194188, 0x10)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (0, "OK") and not _findings(doc, "ack-without-ref")
+
+
+def test_an_ack_whose_queue_id_was_damaged_stays_critical(run_json, tmp_path, demo_s1):
+    # campaign seed 25000075000125 (truth: loss): the ack of message 201 now names queue 4117, one bit from
+    # the queue 21 it is still on, where it comes back
+    store = copy_tree(demo_s1, tmp_path / "s")
+    _flip(store / "data/journal/activemq-data-12.amq", 44176, 0x10)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "ack-without-ref")
+    assert (code, f["severity"]) == (2, "critical") and "201 on queue 4117" in f["message"]

@@ -327,7 +327,24 @@ class Evidence:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
         return sorted((m, q) for m, q in self.acked
-                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained)
+                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
+                      and self._ack_misplaced(m, q))
+
+    def _ack_misplaced(self, m: int, q: int) -> bool:
+        """Whether the acknowledgement of (``m``, ``q``), a queue ``m`` has no reference for, is one damaged
+        byte away from the acknowledgement of a pair still live: a message one byte from ``m`` still on
+        ``q``, or a queue one byte from ``q`` that ``m`` is still on -- which then comes back. With none (the
+        acknowledged message was deleted since, as :meth:`misfiled` reads an update; or its reference was lost
+        or misfiled, and it was acknowledged there anyway), the broker delivers the same: an acknowledgement for a queue
+        without the reference is dropped (``loadMessageJournal`` finds no reference to remove)."""
+        for orphan, updates in self.orphan_updates.items():
+            # the reference of (m, q) whose message id was damaged: an orphan reference on q one byte from m
+            # (misfiled() judges it: m is acknowledged there anyway)
+            if (R.ADD_REF, q) in updates and orphan not in self.messages and \
+                    m in self._one_byte_neighbours(orphan, self.messages):
+                return False
+        on_q = {o for o in self.messages if q in self._live_queues(o)}
+        return bool(self._one_byte_neighbours(m, on_q) or self._one_byte_neighbours(q, self._live_queues(m)))
 
     def refs_to_unknown_queues(self) -> dict[int, set[int]]:
         """Queue id -> unacked messages referring to it, for queue ids with no binding (needs the bindings
