@@ -302,14 +302,30 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
+# AbstractJournalStorageManager.loadBindingJournal decodes every queue and address binding and rethrows what
+# the decode throws (RuntimeException): the broker does not start.
+_BINDING_TYPES = frozenset({21, 44})
+
+
 def _refused(store) -> bool:
     from amqtool.engines.artemis.load import load_journal
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.userrecords import decode_user_record
     from amqtool.store.journal_files import open_journal
 
     for jd in store.journals():
         with open_journal(jd) as opened:
             if any(s.code in _REFUSING for s in opened.skipped):
                 return True
+            if jd.kind == "bindings" and opened.files:
+                result = load_journal(opened)
+                for r in result.live:
+                    if r.user_record_type in _BINDING_TYPES:
+                        try:
+                            decode_user_record(r.user_record_type, result.body(r), journal="bindings",
+                                               record_id=r.id)
+                        except FormatError:
+                            return True
             if jd.kind == "messages" and store.bindings is not None and opened.files:
                 for r in load_journal(opened).live:
                     t = r.user_record_type
