@@ -266,7 +266,11 @@ class Evidence:
         or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
         away), UNKNOWN when no message is one byte away."""
         updates = self.orphan_updates.get(orphan, [])
-        refless = [m for m in self._one_byte_neighbours(orphan, self.messages) if not self.refs.get(m)]
+        # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
+        # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
+        ref_queues = {q for kind, q in updates if kind == R.ADD_REF}
+        refless = [m for m in self._one_byte_neighbours(orphan, self.messages)
+                   if not self.refs.get(m) and not any((m, q) in self.acked for q in ref_queues)]
         if refless:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
@@ -277,6 +281,12 @@ class Evidence:
             # every record of it), or the message itself is gone -- which a damaged region or file shows
             return HARMLESS
         kind, q = updates[0]
+        if kind == R.ADD_REF:
+            # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the
+            # ref is m's, which is acknowledged there anyway
+            acked_here = [m for m in owners if (m, q) in self.acked and q not in self.refs.get(m, ())]
+            if len(acked_here) == 1:
+                return HARMLESS
         for m in owners:
             if kind == R.ADD_REF and (m, q) not in self.acked:
                 return LOSS
