@@ -309,7 +309,7 @@ def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
                     return nothing, []
                 if opened.files:
                     loads[jd.kind] = load_journal(opened)
-            if _refused(store, loads.get("messages")):
+            if _refused(store, loads):
                 return nothing, []
             with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
                 rows_b = ex.binding_rows()
@@ -382,8 +382,25 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
-def _refused(store, messages) -> bool:
-    """Whether the broker refuses to start on the message journal's load ``messages`` (None: no file)."""
+# AbstractJournalStorageManager.loadBindingJournal decodes every queue and address binding and rethrows what
+# the decode throws (RuntimeException): the broker does not start.
+_BINDING_TYPES = frozenset({21, 44})
+
+
+def _refused(store, loads: dict) -> bool:
+    """Whether the broker refuses to start on the journals' loads ``loads`` (kind -> load; no key: no file)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.userrecords import decode_user_record
+
+    bindings = loads.get("bindings")
+    if bindings is not None:
+        for r in bindings.live:
+            if r.user_record_type in _BINDING_TYPES:
+                try:
+                    decode_user_record(r.user_record_type, bindings.body(r), journal="bindings", record_id=r.id)
+                except FormatError:
+                    return True
+    messages = loads.get("messages")
     if messages is None or store.bindings is None:
         return False
     for r in messages.live:

@@ -79,3 +79,23 @@ def test_an_ack_moved_to_another_message_of_the_same_queue_is_unproven(store, ru
             assert code == 0  # what verify cannot see (man/amqtool-verify.1)
             return
     pytest.fail("no acknowledgement to move")
+
+
+def test_an_address_binding_that_does_not_decode_is_a_store_the_broker_refuses(tmp_path):
+    # campaign seed 25002077006006: an ADDRESS_STATUS_RECORD's user type flipped to ADDRESS_BINDING_RECORD;
+    # loadBindingJournal rethrows its decode failure and the broker does not start: nothing is delivered
+    from tests.faults.artemis import delivered
+    from tests.support import MESSAGES, copy_tree
+
+    src = MESSAGES / "02_broker_mixed_compacted"
+    if not src.is_dir():
+        pytest.skip("broker-written fixture absent")
+    store = copy_tree(src, tmp_path / "s")
+    assert delivered(store).rows
+    with open(store / "bindings/activemq-bindings-3.bindings", "r+b") as fh:
+        fh.seek(1508)
+        b = fh.read(1)[0]
+        fh.seek(1508)
+        fh.write(bytes([b ^ 0x02]))
+    d = delivered(store)
+    assert not d.rows and not d.bindings

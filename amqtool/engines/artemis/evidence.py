@@ -266,7 +266,11 @@ class Evidence:
         or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
         away), UNKNOWN when no message is one byte away."""
         updates = self.orphan_updates.get(orphan, [])
-        refless = [m for m in self._one_byte_neighbours(orphan, self.messages) if not self.refs.get(m)]
+        # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
+        # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
+        ref_queues = {q for kind, q in updates if kind == R.ADD_REF}
+        refless = [m for m in self._one_byte_neighbours(orphan, self.messages)
+                   if not self.refs.get(m) and not any((m, q) in self.acked for q in ref_queues)]
         if refless:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
@@ -277,6 +281,12 @@ class Evidence:
             # every record of it), or the message itself is gone -- which a damaged region or file shows
             return HARMLESS
         kind, q = updates[0]
+        if kind == R.ADD_REF:
+            # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the
+            # ref is m's, which is acknowledged there anyway
+            acked_here = [m for m in owners if (m, q) in self.acked and q not in self.refs.get(m, ())]
+            if len(acked_here) == 1:
+                return HARMLESS
         for m in owners:
             if kind == R.ADD_REF and (m, q) not in self.acked:
                 return LOSS
@@ -327,7 +337,24 @@ class Evidence:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
         return sorted((m, q) for m, q in self.acked
-                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained)
+                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
+                      and self._ack_misplaced(m, q))
+
+    def _ack_misplaced(self, m: int, q: int) -> bool:
+        """Whether the acknowledgement of (``m``, ``q``), a queue ``m`` has no reference for, is one damaged
+        byte away from the acknowledgement of a pair still live: a message one byte from ``m`` still on
+        ``q``, or a queue one byte from ``q`` that ``m`` is still on -- which then comes back. With none (the
+        acknowledged message was deleted since, as :meth:`misfiled` reads an update; or its reference was lost
+        or misfiled, and it was acknowledged there anyway), the broker delivers the same: an acknowledgement for a queue
+        without the reference is dropped (``loadMessageJournal`` finds no reference to remove)."""
+        for orphan, updates in self.orphan_updates.items():
+            # the reference of (m, q) whose message id was damaged: an orphan reference on q one byte from m
+            # (misfiled() judges it: m is acknowledged there anyway)
+            if (R.ADD_REF, q) in updates and orphan not in self.messages and \
+                    m in self._one_byte_neighbours(orphan, self.messages):
+                return False
+        on_q = {o for o in self.messages if q in self._live_queues(o)}
+        return bool(self._one_byte_neighbours(m, on_q) or self._one_byte_neighbours(q, self._live_queues(m)))
 
     def refs_to_unknown_queues(self) -> dict[int, set[int]]:
         """Queue id -> unacked messages referring to it, for queue ids with no binding (needs the bindings
@@ -436,8 +463,8 @@ class Evidence:
                 effect = HARMLESS
             elif t == DELETE_TX:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
-            elif t == ADD_TX and rec.user_type == R.DUPLICATE_ID:
-                effect = HARMLESS
+            elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
+                effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
             else:
                 effect = HARMLESS if self._deleted_later(rid) else UNKNOWN
             if effect == LOSS:
@@ -472,4 +499,18 @@ def deleted_ids(opened) -> set[int]:
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
+    return out
+
+
+def rolled_back_ids(opened) -> set[int]:
+    """The transaction ids of every ROLLBACK record in the files of ``opened`` (a rescan with the C scanner,
+    done only when a damaged transactional record is judged: the load keeps no rolled-back ids). A rolled-back
+    transaction's records are never applied (``JournalImpl.load``: onReadRollbackRecord drops them), so losing
+    one of them changes nothing."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[4] for r in records if r[0] == ROLLBACK)
     return out

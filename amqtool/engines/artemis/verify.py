@@ -163,13 +163,26 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, transaction_records)
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
         lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+        # transactions never applied whatever they held: left open at the end (neither committed nor
+        # prepared: the broker discards them at load) and rolled back (read lazily: a rescan)
+        open_txs = {tx.tx_id for tx in self.result.failed if not tx.prepared}
+        rolled_back: list = []
+
+        def never_applied(tx_id: int) -> bool:
+            if tx_id in open_txs:
+                return True
+            if not rolled_back:
+                rolled_back.append(rolled_back_ids(self.opened))
+            return tx_id in rolled_back[0]
 
         def effect_of(rec):
+            if rec.type in (13, 14, 15) and never_applied(rec.tx_id):
+                return HARMLESS
             if rec.type in (13, 14, 15):
                 # its transaction commits without it (a count in another file) or is discarded whole (the
                 # commit's count no longer matches): judged with the transaction's records
@@ -261,6 +274,9 @@ class _GapInspector:
                     Severity.INFO, "stale-records",
                     "records of an earlier use of this reused file follow the data; Artemis ignores them (their "
                     "tag is not this file's, and read under theirs they change nothing live)", path, offset))
+        for skipped in self.opened.skipped:
+            if skipped.code == "bad-file-id":
+                self.findings.append(self._bad_file_id(skipped, evidence))
         for path, n in self.more_damaged:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
@@ -277,6 +293,47 @@ class _GapInspector:
                 f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
                 f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
                               "the broker will lose what it held"), path, first))
+
+    def _bad_file_id(self, skipped, evidence) -> Finding:
+        """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
+        when only the high bytes were damaged the broker still reads the file's records, and loads the file
+        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
+        CRITICAL when either changes the live state against the file read in its place (its records' tag), or
+        when its records carry another tag than the header's low bits (damaged low bytes, or records of an
+        earlier use: which, cannot be told); else a warning (a free file: nothing the broker delivers changes)."""
+        import dataclasses
+
+        from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
+        from amqtool.store.journal_files import JournalFile, OpenedJournal
+
+        critical = Finding(Severity.CRITICAL, skipped.code, skipped.message, skipped.path, skipped.offset)
+        path = Path(skipped.path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(HEADER_SIZE + 5)
+            header = decode_header(head[:HEADER_SIZE], path=str(path))
+            size = path.stat().st_size
+        except (OSError, FormatError):
+            return critical
+        own = file_tag(header.file_id)
+        first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
+                     if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
+        if (first_tag is not None and first_tag != own) or not self.opened.files or \
+                header.user_version != self.opened.files[0].header.user_version:
+            return critical
+        jf = JournalFile(path=path, name=path.name, size=size, header=header)
+
+        def with_file(f):
+            return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+
+        placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
+        if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
+            return critical
+        return Finding(
+            Severity.WARNING, skipped.code,
+            f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
+            f"records: the broker loads it first, this load skips it, and read either way or in its place it "
+            f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
 
     def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
         """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
@@ -407,21 +464,13 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
                                     p.message + " (a compaction was interrupted before it committed)", p.path))
         elif p.code == "leftover-tmp":
             findings.append(Finding(Severity.INFO, "leftover-tmp", p.message, p.path))
-        elif p.code == "short-file":
-            n = _name_number(Path(p.path).name)
-            ids = sorted(f.file_id for f in opened.files)
-            inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
-            # named like a file between data files whose id no file has: it held data, which Artemis deletes
-            # with it (JournalFilesRepository drops a file shorter than its header)
-            findings.append(Finding(Severity.CRITICAL if inside else Severity.WARNING, "short-file",
-                                    p.message + (" (its name is one of the journal's ids between data files: the "
-                                                 "records it held are lost)" if inside else ""), p.path, 0))
     for s in opened.skipped:
         if s.code == "unreadable":  # could not check: not a verdict on the store
             # (journalFile: its records may end other records' lives, so no live state is known without it)
             findings.append(Finding(Severity.UNKNOWN, s.code, s.message, s.path, s.offset, {"journalFile": True}))
         elif s.code == "bad-file-id":
-            findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
+            if not opened.files:  # no load to weigh it against (judged in _GapInspector.judge otherwise)
+                findings.append(Finding(Severity.CRITICAL, s.code, s.message, s.path, s.offset))
         else:
             findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
                                     s.path, s.offset))
@@ -468,6 +517,49 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
+    """(whether the journal was compacted: a live record with a compactCount, the number of live updates
+    whose add is gone). A compaction frees files and gives freed files new ids, so a file gone from between
+    data files proves a loss only in a journal never compacted, or beside live updates that lost their add
+    (the broker never frees a file holding the add of a live record)."""
+    added = set()
+    compacted = False
+    for r in result.live:
+        if not r.is_update:
+            added.add(r.id)
+        if r.compact_count > 0:
+            compacted = True
+    return compacted, sum(1 for r in result.live if r.is_update and r.id not in added)
+
+
+def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding]) -> None:
+    """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
+    deletes it, with whatever it held. It proves a loss (CRITICAL) only when its name is one of the journal's
+    ids between data files that no file has (it was a data file there: Artemis names a new file after its
+    fileID and keeps the name when it reinitialises a freed file) and the journal cannot have freed it: never
+    compacted, or live updates lost their add (:func:`_compaction_evidence`). In a compacted journal such a
+    name is as likely a free file the compaction reinitialised (a header, no records), whose loss changes
+    nothing: a warning."""
+    ids = sorted(f.file_id for f in opened.files)
+    compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    for p in opened.pending:
+        if p.code != "short-file":
+            continue
+        n = _name_number(Path(p.path).name)
+        inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
+        if inside and compacted and not orphans:
+            findings.append(Finding(Severity.WARNING, "short-file", p.message + (
+                " (its name is one of the journal's ids between data files, but the journal was compacted, which "
+                "frees files, and every live update still has its add: nothing shows it held live records)"),
+                p.path, 0))
+        elif inside:
+            findings.append(Finding(Severity.CRITICAL, "short-file", p.message + (
+                " (its name is one of the journal's ids between data files: the records it held are lost)"),
+                p.path, 0))
+        else:
+            findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
+
+
 def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
@@ -488,6 +580,9 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     if len(data_ids) < 2:
         return
     low, high = min(data_ids), max(data_ids)
+    # such a file's records still carry the id it was issued (its tag): that id is not missing
+    found_elsewhere = set(found_elsewhere) | {s.file.tag for s in result.scans
+                                               if s.has_data and s.file.file_id >= 1 << 31}
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
     # 64-bit fileID.
     inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
@@ -512,14 +607,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
             details))
         return
-    added = set()
-    compacted = False
-    for r in result.live:
-        if not r.is_update:
-            added.add(r.id)
-        if r.compact_count > 0:
-            compacted = True
-    orphans = sum(1 for r in result.live if r.is_update and r.id not in added)
+    compacted, orphans = _compaction_evidence(result)
     details["liveUpdatesWithoutAdd"] = orphans
     if compacted and not orphans:
         findings.append(Finding(
@@ -706,6 +794,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:
+            _short_file_findings(opened, None, findings)
             if not opened.skipped:
                 findings.append(Finding(Severity.WARNING, "no-journal-files",
                                         "no loadable journal file in this directory", str(journal.directory)))
@@ -714,6 +803,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
+        _short_file_findings(opened, result, findings)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
         summary.live_records = len(result.live)
