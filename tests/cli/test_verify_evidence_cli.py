@@ -8,26 +8,17 @@ import shutil
 import pytest
 
 from amqtool.formats.artemis.records import scan_records_py
+from tests.faults.stores import campaign_demo, messages_files
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    from tests.faults.stores import demo
-
-    return demo(tmp_path_factory.mktemp("pristine") / "store", 3 << 20, seed=1, file_size=64 * 1024)
+    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store")
 
 
 @pytest.fixture
 def store(pristine, tmp_path):
     return shutil.copytree(pristine, tmp_path / "store")
-
-
-def _journal_files(store):
-    from amqtool.store.journal_files import open_journal
-    from amqtool.store.layout import detect
-
-    with open_journal(detect(store).messages) as opened:
-        return [(jf.path, jf.tag, jf.version) for jf in opened.files]
 
 
 def test_a_damaged_queue_id_in_a_paged_message_is_critical(run_json, store):
@@ -64,7 +55,7 @@ def test_the_first_data_file_deleted_is_critical_when_acks_outlive_their_message
     # The campaign's seed 25 miss: activemq-data-1.amq deleted (no fileID gap: it is the first) was OK, with
     # INFO update-unknown-id. Acknowledgements of messages never deleted survive in later files: the broker
     # never frees the file of a message not deleted, so their message records were lost.
-    files = _journal_files(store)
+    files = messages_files(store)
     first, tag, version = files[0]
     recs, _ = scan_records_py(first.read_bytes(), tag, version)
     added_there = {r[5] for r in recs if r[0] in (11, 13) and r[6] in (31, 45)}
@@ -81,7 +72,7 @@ def test_a_zeroed_end_of_a_file_with_room_for_the_next_record_says_records_were_
     # only for a record that does not fit, and the next file's first record fits in the space left: records
     # were written there. What they held is gone (the campaign has such stores where the broker delivers the
     # same): a WARNING that says records were lost, not CRITICAL.
-    files = _journal_files(store)
+    files = messages_files(store)
     path, tag, version = files[4]
     data = bytearray(path.read_bytes())
     recs, _ = scan_records_py(bytes(data), tag, version)
@@ -164,7 +155,7 @@ def test_a_reference_moved_onto_a_message_already_on_that_queue_is_critical(run_
 def test_a_duplicated_journal_file_moves_no_reference(run_json, store):
     # Every reference in a copied journal file is doubled: that is duplicate-file-id's (a WARNING on this store,
     # where the broker delivers the same), not references whose message id was damaged.
-    path = next(p for p, _, _ in _journal_files(store) if p.name == "activemq-data-15.amq")
+    path = next(p for p, _, _ in messages_files(store) if p.name == "activemq-data-15.amq")
     shutil.copyfile(path, path.with_name("activemq-data-99.amq"))
     code, doc, _ = run_json("verify", store)
     assert (code, sorted({f["code"] for f in doc["findings"] if f["severity"] != "info"})) == (

@@ -92,9 +92,9 @@ def test_a_damaged_high_header_byte_leaves_no_file_id_gap(run_json, tmp_path, de
 @pytest.fixture(scope="module")
 def demo_s1(tmp_path_factory):
     """The campaign's first demo store (tests/faults/campaign.py pristine_stores)."""
-    from tests.faults.stores import demo
+    from tests.faults.stores import campaign_demo
 
-    return demo(tmp_path_factory.mktemp("demo") / "demo-s1", 3 << 20, seed=1, file_size=64 * 1024)
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1")
 
 
 @pytest.mark.parametrize("offset,mask,rid", [(51610, 0x40, 432), (51470, 0x01, 431)])

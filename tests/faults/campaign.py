@@ -34,11 +34,11 @@ def _run_chunk(job: tuple[str, str, str, int, int]) -> list[Outcome]:
 def pristine_stores(workdir: Path, *, demos: int = 2) -> list[tuple[str, Path]]:
     """The stores a campaign damages: small demo stores (seeds 1..demos; paging, large messages, XA) and the
     broker-written stores of the fixtures."""
-    from tests.faults.stores import demo, fixtures
+    from tests.faults.stores import campaign_demo, fixtures
 
     out = []
     for seed in range(1, demos + 1):
-        out.append((f"demo-s{seed}", demo(workdir / f"demo-s{seed}", 3 << 20, seed=seed, file_size=64 * 1024)))
+        out.append((f"demo-s{seed}", campaign_demo(workdir / f"demo-s{seed}", seed)))
     return out + fixtures()
 
 

@@ -2,7 +2,7 @@
 with the structure of a real broker's (paging, large messages, transactions, a prepared XA transaction).
 
 ``demo(path, size, seed)`` is ``amqtool create --demo`` without its 4 MiB floor (the demo writer is the same:
-the campaign needs a store of a few hundred records, not a realistic size); ``fixtures()`` lists the
+the campaign needs a store of a few hundred records, not a realistic size), ``campaign_demo`` the campaign's; ``fixtures()`` lists the
 broker-written stores of ``../shared/fixtures`` a campaign also damages.
 """
 from __future__ import annotations
@@ -21,6 +21,21 @@ def demo(path: Path, size: int = 1 << 20, *, seed: int = 1, file_size: int = 128
     d.run()
     (path / "manifest.json").write_text(json.dumps(d.manifest()))
     return path
+
+
+def campaign_demo(path: Path, seed: int = 1) -> Path:
+    """The campaign's demo store ``demo-s{seed}``: 3 MiB in 64 KiB journal files (several files, paging, large
+    messages and XA in a few hundred records). Regression tests of campaign faults start from the same store."""
+    return demo(path, 3 << 20, seed=seed, file_size=64 * 1024)
+
+
+def messages_files(store: Path) -> list[tuple]:
+    """(path, tag, version) of each file of the store's message journal, in load order."""
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    with open_journal(detect(store).messages) as opened:
+        return [(jf.path, jf.tag, jf.version) for jf in opened.files]
 
 
 def fixtures() -> list[tuple[str, Path]]:

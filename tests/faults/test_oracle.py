@@ -9,27 +9,17 @@ import pytest
 
 from amqtool.formats.artemis.records import scan_records_py
 from tests.faults.artemis import broker_could_write
-from tests.faults.stores import fixtures
+from tests.faults.stores import campaign_demo, fixtures, messages_files
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    from tests.faults.stores import demo
-
-    return demo(tmp_path_factory.mktemp("pristine") / "store", 3 << 20, seed=1, file_size=64 * 1024)
+    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store")
 
 
 @pytest.fixture
 def store(pristine, tmp_path):
     return shutil.copytree(pristine, tmp_path / "store")
-
-
-def _messages_files(store):
-    from amqtool.store.journal_files import open_journal
-    from amqtool.store.layout import detect
-
-    with open_journal(detect(store).messages) as opened:
-        return [(jf.path, jf.tag, jf.version) for jf in opened.files]
 
 
 def test_the_campaign_stores_are_ones_a_broker_writes(pristine):
@@ -39,7 +29,7 @@ def test_the_campaign_stores_are_ones_a_broker_writes(pristine):
 
 
 def test_a_deleted_first_file_whose_messages_are_still_acknowledged_later_is_proven(store):
-    _messages_files(store)[0][0].unlink()
+    messages_files(store)[0][0].unlink()
     assert "never deleted, without its record" in broker_could_write(store)
 
 
@@ -59,7 +49,7 @@ def test_an_ack_moved_to_another_message_of_the_same_queue_is_unproven(store, ru
         state = build_broker_state(load_journal(ob), load_journal(om), decode=REF_TYPES)
         acked, refs = set(state.acked), {m: set(q) for m, q in state.refs.items()}
     before = delivered(store)
-    for path, tag, version in _messages_files(store):
+    for path, tag, version in messages_files(store):
         data = bytearray(path.read_bytes())
         recs, _ = scan_records_py(bytes(data), tag, version)
         for r in recs:

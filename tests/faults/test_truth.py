@@ -7,12 +7,12 @@ import json
 import pytest
 
 from tests.faults import artemis
-from tests.faults.stores import demo
+from tests.faults.stores import campaign_demo
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return demo(tmp_path_factory.mktemp("truth") / "d", 3 << 20, seed=1, file_size=64 * 1024)
+    return campaign_demo(tmp_path_factory.mktemp("truth") / "d")
 
 
 def test_truth_does_not_follow_the_verdict(store, monkeypatch):
