@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from verify_vs_cat import race  # bench/, the script's own directory
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "kahadb" / "basic" / "kahadb"
 FILE_SIZE = 32 * 1024 * 1024
@@ -88,22 +90,9 @@ def main() -> int:
         from amqtool.store.layout import detect
 
         store = detect(target)
-        cat_cmd = ["cat", *map(str, files)]
-        subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)  # warm the cache
-        verify_store(store)
-        best_cat = best_verify = cpu_cat = cpu_verify = float("inf")
-        for _ in range(args.runs):
-            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t = time.perf_counter()
-            subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)
-            best_cat = min(best_cat, time.perf_counter() - t)
-            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu_cat = min(cpu_cat, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
-            c = time.process_time()
-            t = time.perf_counter()
-            findings, summary = verify_store(store)
-            best_verify = min(best_verify, time.perf_counter() - t)
-            cpu_verify = min(cpu_verify, time.process_time() - c)
+        r = race(files, lambda: verify_store(store), args.runs)
+        best_cat, cpu_cat, best_verify, cpu_verify = r.best_cat, r.cpu_cat, r.best_verify, r.cpu_verify
+        findings, summary = r.result
         # The same verify as an operator runs it: a fresh `amqtool verify` process, interpreter and CLI
         # start-up included (in-process figures above measure the engine alone).
         cli = [str(ROOT / ".venv" / "bin" / "amqtool"), "verify", str(target), "--format", "json", "-q"]

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from verify_vs_cat import race  # bench/, the script's own directory
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "leveldb" / "basic" / "store"
@@ -68,21 +69,9 @@ def main() -> int:
     nbytes = sum(f.stat().st_size for f in files)
     mib = nbytes / 2**20
     cat_cmd = ["cat", *map(str, files)]
-    subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)  # warm the cache
-    verify_store(store)
-    best_cat = best_verify = cpu_cat = cpu_verify = float("inf")
-    for _ in range(args.runs):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run(cat_cmd, stdout=subprocess.DEVNULL, check=True)
-        best_cat = min(best_cat, time.perf_counter() - t)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu_cat = min(cpu_cat, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
-        c = time.process_time()
-        t = time.perf_counter()
-        findings, summary = verify_store(store)
-        best_verify = min(best_verify, time.perf_counter() - t)
-        cpu_verify = min(cpu_verify, time.process_time() - c)
+    r = race(files, lambda: verify_store(store), args.runs)
+    best_cat, cpu_cat, best_verify, cpu_verify = r.best_cat, r.cpu_cat, r.best_verify, r.cpu_verify
+    findings, summary = r.result
     cold_cat = cold_verify = float("inf")
     if args.cold:
         for _ in range(args.runs):
