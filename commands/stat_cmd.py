@@ -135,6 +135,9 @@ def stat(
         elif fmt is OutputFormat.text:
             if len(docs) == 1:
                 render_tables(doc, wide)
+                if verdict is not Verdict.OK:  # the figures do not say why: verify's findings do
+                    write_lines(fold_lines([f"verdict: {verdict.name} (verify's; 'amqtool verify {path}' lists "
+                                            "the findings)"], wide=wide))
             else:
                 for store, one in zip(stores, docs):
                     write_lines([header(store)])

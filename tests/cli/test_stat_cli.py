@@ -289,6 +289,17 @@ def test_random_bytes_named_like_a_journal_file_is_unknown_for_stat_too(tmp_path
     assert judged == {c: (3, "UNKNOWN") for c in ("verify", "print", "stat")}, judged
 
 
+def test_stat_text_says_its_verdict_and_where_to_read_why(tmp_path, run_cli):
+    # the tables of a store that is not OK gave no hint why stat exited 1, 2 or 3: the last line says so
+    import random
+
+    (tmp_path / "activemq-data-1.amq").write_bytes(random.Random(25).randbytes(1 << 20))
+    code, out, _ = run_cli("stat", str(tmp_path))
+    assert code == 3
+    text = " ".join(out.split())  # long lines fold at 80 columns
+    assert text.endswith(f"verdict: UNKNOWN (verify's; 'amqtool verify {tmp_path}' lists the findings)"), out
+
+
 @pytest.mark.parametrize("which", ["first", "last"])
 def test_a_lone_truncated_journal_file_gets_verify_verdict_from_stat(demo, tmp_path, run_json, which):
     # a lone message journal file cut short: verify WARNING (a torn tail), stat OK
