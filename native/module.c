@@ -57,6 +57,9 @@ static PyMethodDef amq_methods[] = {
      "leveldb_count_uow_ends(buf, start, end) -> int: UOW_END records with good CRC-32 at any byte."},
     {"leveldb_entry_rows", (PyCFunction)amq_leveldb_entry_rows, METH_VARARGS,
      "leveldb_entry_rows(items) -> (seqs, locations, lengths, status): a collection's index entries, packed."},
+    {"leveldb_match_data", (PyCFunction)amq_leveldb_match_data, METH_VARARGS,
+     "leveldb_match_data(locations, lengths, scans, last_position, limit) -> packed int64 indices of the\n"
+     "entries whose DATA record is not there whole with a good CRC-32 (see native/leveldb_scan.c)."},
     {"leveldb_apply_batch", (PyCFunction)amq_leveldb_apply_batch, METH_VARARGS,
      "leveldb_apply_batch(batch, newest) -> (operations, error or None): one index write batch applied."},
     {"crc32", (PyCFunction)amq_crc32, METH_VARARGS,

@@ -225,6 +225,104 @@ def test_verify_same_findings_on_damaged_copies(case, tmp_path, monkeypatch):
         assert got_c[0] or trial == 1, ("the damage is found", trial, victim.name, r.offset, r.kind, r.length)
 
 
+# --- the entries against the DATA records (verify) -----------------------------------------------------
+
+def _match_both(locs, lens, runs, last, limit):
+    from array import array
+
+    from amqtool.engines.leveldb.logfiles import data_at, match_data
+
+    locs, lens = array("q", locs), array("q", lens)
+    py = match_data(locs, lens, runs, last, limit, use_native=False)
+    c = match_data(locs, lens, runs, last, limit, use_native=True)
+    assert c == py
+    for i in py:  # what verify then reads of each flagged entry's record, by the same rule
+        got = data_at(runs, locs[i])
+        want = None
+        for base, offs, ln, oks in runs:
+            for o, n, k in zip(offs, ln, oks):
+                if base + o == locs[i]:
+                    want = (n, bool(k))
+        assert got == want
+    return py
+
+
+@pytest.mark.parametrize("case", [d for d in STORE_DIRS if (d / "store-version.txt").is_file()],
+                         ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_match_data_of_every_store(case):
+    """Every store's entries against its logs' DATA records: C and the Python reference flag the same entries,
+    and only those whose record is missing, of another length, failing its CRC-32 or past the log's end;
+    entries moved by a byte, lengthened, pointed into the gaps and past the end are flagged by both."""
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+
+    with load(detect(case)) as s:
+        runs = []
+        for f in s.logs:
+            fs = scan(s.reader.buffer(f), f.position, use_native=False)
+            runs.append((f.position, fs.data_offsets, fs.data_lengths, fs.data_ok))
+        msgs = [m for d in s.destinations.values() for m in d.messages]
+        last = s.logs[-1].position if s.logs else None
+        limit = s.replay.limit
+        locs = [m.location for m in msgs]
+        lens = [m.length for m in msgs]
+        good = _match_both(locs, lens, runs, last, limit)
+        data = {b + o: (n, k) for b, offs, ln, oks in runs for o, n, k in zip(offs, ln, oks)}
+        for i in good:  # every flagged entry has a reason
+            got = data.get(locs[i])
+            assert got is None or got[0] != lens[i] or not got[1] or (locs[i] >= last and
+                                                                     locs[i] + L.HEADER_SIZE + lens[i] > limit)
+        rng = random.Random(case.name)
+        n = len(locs)
+        moved = [x + rng.choice((-1, 1, 10)) for x in locs] + [x for x in locs] + [limit, -5, 1 << 40]
+        longer = list(lens) + [x + 1 for x in lens] + [0, 0, 0]
+        flagged = _match_both(moved, longer, runs, last, limit)
+        assert set(range(n, 2 * n)) <= set(flagged)  # the lengthened ones
+        assert {2 * n, 2 * n + 1, 2 * n + 2} <= set(flagged)  # at the end, before the log, far past it
+        assert set(range(n)) <= set(flagged)  # no DATA record starts a byte or ten bytes from another
+        assert _match_both(locs, lens, runs, None, limit) == [i for i in good if data.get(locs[i]) is None or
+                                                               data[locs[i]][0] != lens[i] or not data[locs[i]][1]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_match_data_of_any_runs(data):
+    """Runs of any shape (files overlapping, empty, offsets repeated across files, bad checksums) and entries
+    anywhere: the same flags and the same record read (the last file holding one wins)."""
+    from array import array
+
+    runs = []
+    base = data.draw(st.integers(0, 50))
+    for _ in range(data.draw(st.integers(0, 4))):
+        offs = sorted(set(data.draw(st.lists(st.integers(0, 60), max_size=12))))
+        lens = [data.draw(st.integers(0, 5)) for _ in offs]
+        oks = bytes(data.draw(st.integers(0, 1)) for _ in offs)
+        runs.append((base, array("q", offs), array("I", lens), oks))
+        base += data.draw(st.integers(0, 40))  # overlapping files, files with equal bases
+    locs = data.draw(st.lists(st.integers(-3, 160), max_size=20))
+    lens = [data.draw(st.integers(-1, 5)) for _ in locs]
+    last = data.draw(st.one_of(st.none(), st.integers(0, 120)))
+    _match_both(locs, lens, runs, last, data.draw(st.integers(0, 200)))
+
+
+def test_match_data_flags_what_verify_must_look_at():
+    """The outcomes, by hand: a good record passes; a missing one, a length that differs, a failed CRC-32 and
+    a record of the last file past the end are flagged; the last file holding a position wins."""
+    from array import array
+
+    runs = [(0, array("q", [0, 100]), array("I", [50, 20]), bytes([1, 0])),
+            (200, array("q", [0, 40]), array("I", [30, 30]), bytes([1, 1]))]
+    locs = [0, 100, 0, 5, 200, 240, 300]
+    lens = [50, 20, 49, 10, 30, 30, 1]
+    assert _match_both(locs, lens, runs, 200, 275) == [1, 2, 3, 5, 6]  # 240 + 10 + 30 > 275
+    assert _match_both(locs, lens, runs, None, 0) == [1, 2, 3, 6]
+    # a later file whose base is below a position shadows an earlier file's record there (as a dict filled
+    # file by file)
+    shadow = [runs[0], (0, array("q", [0]), array("I", [7]), b"\x01"), runs[1]]
+    assert _match_both([0, 100], [50, 20], shadow, None, 0) == [0, 1]
+    assert _match_both([0, 100], [7, 10], shadow, None, 0) == [1]
+
+
 # --- the index: entry values and write batches -------------------------------------------------------
 
 INDEX_DIRS = sorted(p for d in STORE_DIRS for p in d.glob("*.index") if p.is_dir() and (p / "CURRENT").is_file())
@@ -325,7 +423,8 @@ def test_damaged_write_batches_apply_the_same(data):
     _apply_both([bytes(b) for b in picked])
 
 
-NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch")
+NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch",
+                "leveldb_match_data")
 
 
 def _loaded(store_dir: Path):
