@@ -250,3 +250,5 @@ crc32_native = getattr(_native, "crc32", None)
 leveldb_entry_rows = getattr(_native, "leveldb_entry_rows", None)  # reference: formats.leveldb.records.entry_rows
 leveldb_apply_batch = getattr(_native, "leveldb_apply_batch", None)  # reference: engines.leveldb.index.apply_batch
 leveldb_match_data = getattr(_native, "leveldb_match_data", None)  # reference: engines.leveldb.logfiles.match_data
+leveldb_index_groups = getattr(_native, "leveldb_index_groups", None)  # reference: engines.leveldb.load.index_groups
+leveldb_live = getattr(_native, "leveldb_live", None)  # reference: engines.leveldb.index.live

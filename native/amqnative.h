@@ -57,6 +57,8 @@ PyObject *amq_crc32(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_match_data(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_live(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_index_groups(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -824,3 +824,151 @@ done:
     PyBuffer_Release(&nv);
     return res;
 }
+
+/* --- the index's keys grouped as the load reads them (load.index_groups is the reference) --------------- */
+
+typedef struct {
+    uint64_t hi, lo; /* the key's bytes 1..8 and 9..16 as big-endian numbers (zero-padded): compared first */
+    const unsigned char *p;
+    Py_ssize_t n;
+    PyObject *key, *value;
+} KeyRef;
+
+static uint64_t be64_padded(const unsigned char *p, Py_ssize_t n) {
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < 8; i++)
+        v = v << 8 | (i < n ? p[i] : 0);
+    return v;
+}
+
+/* bytes order (memcmp, then the shorter first) of keys sharing their first byte */
+static int keyref_cmp(const void *a, const void *b) {
+    const KeyRef *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    Py_ssize_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, (size_t)n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* leveldb_index_groups(index) -> (entries, collections): index a dict of bytes -> bytes; entries
+ * {collection key: [(entry key, value)]} of the keys 'e' + 8-byte collection key + entry key, collections
+ * and entries each in byte order of their keys (the order of a sorted(index)); collections the 9-byte 'c'
+ * keys, sorted. Keys that are not bytes are a TypeError (Python groups them). */
+PyObject *amq_leveldb_index_groups(PyObject *self, PyObject *args) {
+    PyObject *index;
+    if (!PyArg_ParseTuple(args, "O!:leveldb_index_groups", &PyDict_Type, &index))
+        return NULL;
+    Py_ssize_t n = PyDict_GET_SIZE(index), ne = 0, nc = 0, pos = 0;
+    KeyRef *es = PyMem_Malloc(sizeof(KeyRef) * (size_t)(n ? n : 1));
+    KeyRef *cs = PyMem_Malloc(sizeof(KeyRef) * (size_t)(n ? n : 1));
+    PyObject *entries = NULL, *colls = NULL, *res = NULL, *k, *v;
+    if (!es || !cs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (PyDict_Next(index, &pos, &k, &v)) {
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "leveldb_index_groups: index keys must be bytes");
+            goto done;
+        }
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(k);
+        Py_ssize_t len = PyBytes_GET_SIZE(k);
+        if (len >= 9 && p[0] == 'e')
+            es[ne++] = (KeyRef){be64_padded(p + 1, 8), be64_padded(p + 9, len - 9), p, len, k, v};
+        else if (len == 9 && p[0] == 'c')
+            cs[nc++] = (KeyRef){be64_padded(p + 1, 8), 0, p, len, k, v};
+    }
+    qsort(es, (size_t)ne, sizeof(KeyRef), keyref_cmp);
+    qsort(cs, (size_t)nc, sizeof(KeyRef), keyref_cmp);
+    entries = PyDict_New();
+    colls = PyList_New(nc);
+    if (!entries || !colls)
+        goto done;
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        Py_INCREF(cs[i].key);
+        PyList_SET_ITEM(colls, i, cs[i].key);
+    }
+    for (Py_ssize_t i = 0; i < ne;) {
+        Py_ssize_t j = i + 1;
+        while (j < ne && es[j].hi == es[i].hi)
+            j++;
+        PyObject *group = PyList_New(j - i);
+        int64_t ck = (int64_t)((uint64_t)be32(es[i].p + 1) << 32 | be32(es[i].p + 5));
+        PyObject *ckey = PyLong_FromLongLong((long long)ck);
+        if (!group || !ckey) {
+            Py_XDECREF(group);
+            Py_XDECREF(ckey);
+            goto done;
+        }
+        for (Py_ssize_t m = i; m < j; m++) {
+            PyObject *ek = PyBytes_FromStringAndSize((const char *)es[m].p + 9, es[m].n - 9);
+            PyObject *t = ek ? PyTuple_New(2) : NULL;
+            if (!t) {
+                Py_XDECREF(ek);
+                Py_DECREF(group);
+                Py_DECREF(ckey);
+                goto done;
+            }
+            Py_INCREF(es[m].value);
+            PyTuple_SET_ITEM(t, 0, ek);
+            PyTuple_SET_ITEM(t, 1, es[m].value);
+            PyList_SET_ITEM(group, m - i, t);
+        }
+        int rc = PyDict_SetItem(entries, ckey, group);
+        Py_DECREF(group);
+        Py_DECREF(ckey);
+        if (rc)
+            goto done;
+        i = j;
+    }
+    res = PyTuple_Pack(2, entries, colls);
+done:
+    Py_XDECREF(entries);
+    Py_XDECREF(colls);
+    PyMem_Free(es);
+    PyMem_Free(cs);
+    return res;
+}
+
+/* leveldb_live(newest, data) -> the highest sequence of newest (0 when empty): newest key -> (sequence, kind,
+ * value) as leveldb_apply_batch leaves it; every key whose newest entry is a value (kind 1) is put in data
+ * with that value (bytes keys and values; None when one is not: index.live, the reference, converts). */
+PyObject *amq_leveldb_live(PyObject *self, PyObject *args) {
+    PyObject *newest, *data, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!O!:leveldb_live", &PyDict_Type, &newest, &PyDict_Type, &data))
+        return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *best = NULL;
+    /* checked first: nothing is put in data unless every entry has the shape the C apply leaves */
+    while (PyDict_Next(newest, &pos, &k, &v)) {
+        if (!PyBytes_CheckExact(k) || !PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != 3 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(v, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(v, 1)) ||
+            (PyTuple_GET_ITEM(v, 2) != Py_None && !PyBytes_CheckExact(PyTuple_GET_ITEM(v, 2))))
+            Py_RETURN_NONE;
+    }
+    pos = 0;
+    while (PyDict_Next(newest, &pos, &k, &v)) {
+        PyObject *seq = PyTuple_GET_ITEM(v, 0), *value = PyTuple_GET_ITEM(v, 2);
+        if (!best) {
+            best = seq;
+        } else {
+            int gt = PyObject_RichCompareBool(seq, best, Py_GT);
+            if (gt < 0)
+                return NULL;
+            if (gt)
+                best = seq;
+        }
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(v, 1));
+        if (kind == -1 && PyErr_Occurred())
+            return NULL;
+        if (kind == 1 && value != Py_None && PyDict_SetItem(data, k, value))
+            return NULL;
+    }
+    if (!best)
+        return PyLong_FromLong(0);
+    Py_INCREF(best);
+    return best;
+}

@@ -57,6 +57,11 @@ static PyMethodDef amq_methods[] = {
      "leveldb_count_uow_ends(buf, start, end) -> int: UOW_END records with good CRC-32 at any byte."},
     {"leveldb_entry_rows", (PyCFunction)amq_leveldb_entry_rows, METH_VARARGS,
      "leveldb_entry_rows(items) -> (seqs, locations, lengths, status): a collection's index entries, packed."},
+    {"leveldb_index_groups", (PyCFunction)amq_leveldb_index_groups, METH_VARARGS,
+     "leveldb_index_groups(index) -> (entries, collections): the index's entry keys by collection, its collection\n"
+     "keys, in key order (see native/leveldb_scan.c)."},
+    {"leveldb_live", (PyCFunction)amq_leveldb_live, METH_VARARGS,
+     "leveldb_live(newest, data) -> highest sequence, or None: the index's live values put in data."},
     {"leveldb_match_data", (PyCFunction)amq_leveldb_match_data, METH_VARARGS,
      "leveldb_match_data(locations, lengths, scans, last_position, limit) -> packed int64 indices of the\n"
      "entries whose DATA record is not there whole with a good CRC-32 (see native/leveldb_scan.c)."},

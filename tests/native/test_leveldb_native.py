@@ -373,6 +373,41 @@ def test_entry_rows_of_any_bytes(items):
     assert _rows_c(items) == list(map(list, R.entry_rows(items)))
 
 
+def _groups_both(index: dict):
+    from amqtool.engines.leveldb.load import index_groups
+
+    py = index_groups(index, use_native=False)
+    c = index_groups(index, use_native=True)
+    assert c == py and list(c[0]) == list(py[0])  # the same groups, in the same (key) order
+    return c
+
+
+def test_index_groups_of_every_index():
+    from amqtool.engines.leveldb.index import read_index
+
+    seen = 0
+    for d in INDEX_DIRS:
+        index = read_index(d).data
+        entries, colls = _groups_both(index)
+        seen += sum(map(len, entries.values()))
+        # every entry key of 9 bytes or more is in its collection's group, every 9-byte 'c' key listed
+        assert sum(map(len, entries.values())) == sum(1 for k in index if k[:1] == b"e" and len(k) >= 9)
+        assert colls == sorted(k for k in index if k[:1] == b"c" and len(k) == 9)
+    assert seen > 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(st.binary(max_size=20),
+                                 st.builds(lambda p, ck, rest: p + ck + rest, st.sampled_from([b"e", b"c", b"d", b"f"]),
+                                           st.sampled_from([bytes(8), b"\x00" * 7 + b"\x01", b"\x80" + bytes(7),
+                                                            b"\xff" * 8]), st.binary(max_size=10))),
+                       st.binary(max_size=4), max_size=30))
+def test_index_groups_of_any_keys(index):
+    """Keys of any length and prefix (collection keys negative and positive, entry keys of any length, short
+    'e' keys, keys that are prefixes of others): the same groups in the same order."""
+    _groups_both(index)
+
+
 def _batches() -> list[bytes]:
     from amqtool.formats.leveldb import dblog
 
@@ -402,6 +437,40 @@ def test_write_batches_of_every_index_apply_the_same():
     assert all(err is None for _n, err in done)
 
 
+def _live_both(newest: dict):
+    from amqtool.engines.leveldb.index import live
+
+    a: dict = {}
+    b: dict = {}
+    ra = live(newest, a, use_native=False)
+    rb = live(newest, b, use_native=True)
+    assert (rb, b, list(b)) == (ra, a, list(a))
+    return ra, a
+
+
+def test_live_values_of_every_index():
+    """The index's live keys and last sequence from what the write batches left: C and the reference."""
+    from amqtool.engines.leveldb.index import apply_batch
+
+    newest: dict = {}
+    for rec in _batches():
+        apply_batch(rec, newest)
+    seq, data = _live_both(newest)
+    assert seq == max(v[0] for v in newest.values()) and seq > 20
+    deleted = {k for k, v in newest.items() if v[1] == 0}
+    assert deleted and not deleted & set(data) and len(data) == len(newest) - len(deleted)
+    assert _live_both({}) == (0, {})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(max_size=6), st.tuples(st.integers(0, 1 << 70), st.integers(0, 1),
+                                                          st.one_of(st.none(), st.binary(max_size=4))), max_size=12))
+def test_live_values_of_any_entries(newest):
+    newest = {k: (q, kind, v if kind == 1 and v is not None else (None if kind == 0 else b"")) for k, (q, kind, v)
+              in newest.items()}
+    _live_both(newest)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_damaged_write_batches_apply_the_same(data):
@@ -424,7 +493,7 @@ def test_damaged_write_batches_apply_the_same(data):
 
 
 NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch",
-                "leveldb_match_data")
+                "leveldb_match_data", "leveldb_index_groups", "leveldb_live")
 
 
 def _loaded(store_dir: Path):
