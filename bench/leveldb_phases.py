@@ -15,7 +15,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from amqtool.engines.leveldb import index as I, load as LD, verify as V
-from amqtool.formats.leveldb import dblog
 from amqtool.store.layout import detect
 
 acc: dict = defaultdict(float)
@@ -39,7 +38,7 @@ PHASES = [
     ("verify_store (main thread)", V, "verify_store"),
     ("  load", V, "load"),
     ("    read_index (snapshot)", LD, "read_index"),
-    ("      dblog.read_log", dblog, "read_log"),
+    ("      read_log (write-ahead log)", I, "read_log"),
     ("      apply_batch", I, "apply_batch"),
     ("    scan of the last log file", LD, "scan"),
     ("    replay from the snapshot", LD, "_replay"),

@@ -437,6 +437,87 @@ def test_write_batches_of_every_index_apply_the_same():
     assert all(err is None for _n, err in done)
 
 
+def _index_logs() -> list[Path]:
+    return sorted(p for d in INDEX_DIRS + sorted(p / "dirty.index" for p in STORE_DIRS if (p / "dirty.index").is_dir())
+                  for p in list(d.glob("*.log")) + list(d.glob("MANIFEST-*")))
+
+
+def _read_log_both(buf: bytes):
+    """C's read, when it gives one, equals the reference's, which then found no problem and no torn tail; C
+    gives up (None) on anything else, and the reference reads that."""
+    from amqtool.engines.leveldb.index import read_log
+    from amqtool.formats.leveldb import dblog
+
+    py = dblog.read_log(buf)
+    c = native.leveldb_read_log(buf)
+    assert read_log(buf, use_native=False) == py
+    if c is not None:
+        assert read_log(buf) == py and c == py.records and not py.problems and py.tail is None
+    else:
+        assert read_log(buf) == py
+    return py, c
+
+
+def test_read_log_of_every_index_log():
+    logs = _index_logs()
+    assert len(logs) >= 10
+    read = 0
+    for p in logs:
+        py, c = _read_log_both(p.read_bytes())
+        if not py.problems and py.tail is None:
+            assert c is not None, p  # a clean log is read in C
+            read += len(c)
+    assert read > 100
+
+
+def test_read_log_of_split_records():
+    """Records over 32 KiB are split (FIRST, MIDDLE..., LAST) across blocks, and blocks end in zero padding:
+    C joins them as the reference does; a torn split record is left to the reference."""
+    from amqtool.formats.leveldb import dblog
+
+    from amqtool.formats.leveldb.codecs import crc32c, mask
+
+    def phys(t: int, data: bytes) -> bytes:
+        return mask(crc32c(bytes([t]) + data)).to_bytes(4, "little") + len(data).to_bytes(2, "little") + \
+            bytes([t]) + data
+
+    big = bytes(range(256)) * 300  # 76,800 bytes: three fragments
+    out = bytearray(phys(dblog.FULL, b"small"))
+    rest, first = big, True
+    while rest:
+        left = dblog.BLOCK_SIZE - len(out) % dblog.BLOCK_SIZE
+        if left < dblog.HEADER_SIZE:
+            out += bytes(left)
+            continue
+        piece, rest = rest[:left - dblog.HEADER_SIZE], rest[left - dblog.HEADER_SIZE:]
+        out += phys(dblog.FIRST if first else (dblog.LAST if not rest else dblog.MIDDLE), piece)
+        first = False
+    out += phys(dblog.FULL, b"after")
+    py, c = _read_log_both(bytes(out))
+    assert c is not None and [r for _o, r in c] == [b"small", big, b"after"]
+    _py, c = _read_log_both(bytes(out[:dblog.BLOCK_SIZE + 100]))  # torn inside the split record
+    assert c is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_read_log_of_damaged_logs(data):
+    logs = [p for p in _index_logs() if p.stat().st_size]
+    b = bytearray(logs[data.draw(st.integers(0, len(logs) - 1))].read_bytes())
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(st.sampled_from(["flip", "cut", "zero"]))
+        at = data.draw(st.integers(0, len(b) - 1))
+        if op == "flip":
+            b[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif op == "cut":
+            del b[at:]
+        else:
+            b[at:at + data.draw(st.integers(1, 40))] = bytes(min(40, len(b) - at))
+        if not b:
+            break
+    _read_log_both(bytes(b))
+
+
 def _live_both(newest: dict):
     from amqtool.engines.leveldb.index import live
 
@@ -493,7 +574,7 @@ def test_damaged_write_batches_apply_the_same(data):
 
 
 NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch",
-                "leveldb_match_data", "leveldb_index_groups", "leveldb_live")
+                "leveldb_match_data", "leveldb_index_groups", "leveldb_live", "leveldb_read_log")
 
 
 def _loaded(store_dir: Path):

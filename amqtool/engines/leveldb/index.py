@@ -132,6 +132,18 @@ def apply_batch(rec, newest: dict, *, use_native: bool | None = None) -> tuple[i
     return ops, None
 
 
+def read_log(buf, *, use_native: bool | None = None) -> dblog.LogRead:
+    """:func:`amqtool.formats.leveldb.dblog.read_log` (the reference) of a write-ahead log; a log that reads
+    cleanly (every checksum good, no fragment out of order, no torn tail: what a quiesced snapshot holds) is
+    read in C when built (``native.leveldb_read_log``, which gives up on anything else), with equal results."""
+    c = native.leveldb_read_log if use_native is not False else None
+    if c is not None:
+        records = c(buf)
+        if records is not None:
+            return dblog.LogRead(records=records)
+    return dblog.read_log(buf)
+
+
 def live(newest: dict, data: dict, *, use_native: bool | None = None) -> int:
     """Put in ``data`` every key of ``newest`` (key -> (sequence, kind, value)) whose newest entry is a value,
     as bytes; return the highest sequence (0 when empty). In C when built (``native.leveldb_live``, for entries
@@ -229,7 +241,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.orphans.append(name)
             continue
         try:
-            lr = dblog.read_log(_read(d / name))
+            lr = read_log(_read(d / name))
         except OSError as err:
             db.problem(d / name, None, f"unreadable ({err.strerror})")
             continue
