@@ -253,3 +253,4 @@ leveldb_match_data = getattr(_native, "leveldb_match_data", None)  # reference: 
 leveldb_index_groups = getattr(_native, "leveldb_index_groups", None)  # reference: engines.leveldb.load.index_groups
 leveldb_live = getattr(_native, "leveldb_live", None)  # reference: engines.leveldb.index.live
 leveldb_read_log = getattr(_native, "leveldb_read_log", None)  # reference: formats.leveldb.dblog.read_log
+leveldb_apply_log = getattr(_native, "leveldb_apply_log", None)  # reference: engines.leveldb.index.apply_log

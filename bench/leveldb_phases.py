@@ -39,7 +39,7 @@ PHASES = [
     ("  load", V, "load"),
     ("    read_index (snapshot)", LD, "read_index"),
     ("      read_log (write-ahead log)", I, "read_log"),
-    ("      apply_batch", I, "apply_batch"),
+    ("      apply_log (its write batches)", I, "apply_log"),
     ("    scan of the last log file", LD, "scan"),
     ("    replay from the snapshot", LD, "_replay"),
     ("    load collections", LD, "_load_collections"),

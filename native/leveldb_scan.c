@@ -603,20 +603,15 @@ static const char *varint_error(int rc) {
     return rc == -2 ? "varint longer than 10 bytes" : "varint runs past the end of its message";
 }
 
-PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    PyObject *newest;
-    if (!PyArg_ParseTuple(args, "y*O!:leveldb_apply_batch", &view, &PyDict_Type, &newest))
-        return NULL;
-    const unsigned char *p = view.buf;
-    size_t n = (size_t)view.len, pos = 12;
-    long long ops = 0;
-    char msg[160];
+/* One write batch applied to newest: 0 done (msg empty, or the error that stopped it after the operations
+ * before it), 1 the sequence numbers would pass 64 bits (nothing applied: Python applies it), -1 a Python
+ * error. *ops counts the operations applied. */
+static int apply_one(const unsigned char *p, size_t n, PyObject *newest, long long *ops, char *msg, size_t msgsz) {
+    size_t pos = 12;
     msg[0] = 0;
-    PyObject *res = NULL;
     if (n < 12) {
-        snprintf(msg, sizeof msg, "write batch of %zu bytes, shorter than its 12-byte header", n);
-        goto out;
+        snprintf(msg, msgsz, "write batch of %zu bytes, shorter than its 12-byte header", n);
+        return 0;
     }
     uint64_t seq = 0;
     uint32_t count = 0;
@@ -624,25 +619,23 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         seq = seq << 8 | p[i];
     for (int i = 3; i >= 0; i--)
         count = count << 8 | p[8 + i];
-    if (count && seq > UINT64_MAX - count) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+    if (count && seq > UINT64_MAX - count)
+        return 1;
     for (uint32_t i = 0; i < count; i++) {
         if (pos >= n) {
-            snprintf(msg, sizeof msg, "write batch says %u operations, holds %u", count, i);
-            goto out;
+            snprintf(msg, msgsz, "write batch says %u operations, holds %u", count, i);
+            return 0;
         }
         unsigned tag = p[pos++];
         uint64_t klen, vlen = 0;
         int big = 0, rc;
         if ((rc = varint(p, n, &pos, &klen, &big))) {
-            snprintf(msg, sizeof msg, "%s", varint_error(rc));
-            goto out;
+            snprintf(msg, msgsz, "%s", varint_error(rc));
+            return 0;
         }
         if (big || klen > n - pos) {
-            snprintf(msg, sizeof msg, "write batch key runs past the end");
-            goto out;
+            snprintf(msg, msgsz, "write batch key runs past the end");
+            return 0;
         }
         size_t kpos = pos;
         pos += klen;
@@ -650,12 +643,12 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         int kind;
         if (tag == 1) {
             if ((rc = varint(p, n, &pos, &vlen, &big))) {
-                snprintf(msg, sizeof msg, "%s", varint_error(rc));
-                goto out;
+                snprintf(msg, msgsz, "%s", varint_error(rc));
+                return 0;
             }
             if (big || vlen > n - pos) {
-                snprintf(msg, sizeof msg, "write batch value runs past the end");
-                goto out;
+                snprintf(msg, msgsz, "write batch value runs past the end");
+                return 0;
             }
             value = PyBytes_FromStringAndSize((const char *)p + pos, (Py_ssize_t)vlen);
             pos += vlen;
@@ -664,8 +657,8 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
             value = (Py_INCREF(Py_None), Py_None);
             kind = 0;
         } else {
-            snprintf(msg, sizeof msg, "write batch operation tag %u", tag);
-            goto out;
+            snprintf(msg, msgsz, "write batch operation tag %u", tag);
+            return 0;
         }
         PyObject *key = PyBytes_FromStringAndSize((const char *)p + kpos, (Py_ssize_t)klen);
         PyObject *sq = PyLong_FromUnsignedLongLong(seq + i);
@@ -673,7 +666,7 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
             Py_XDECREF(value);
             Py_XDECREF(key);
             Py_XDECREF(sq);
-            goto fail;
+            return -1;
         }
         PyObject *old = PyDict_GetItemWithError(newest, key);
         int put = 1;
@@ -701,16 +694,70 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         Py_XDECREF(value);
         Py_DECREF(key);
         if (put < 0)
-            goto fail;
-        ops++;
+            return -1;
+        (*ops)++;
     }
     if (pos != n)
-        snprintf(msg, sizeof msg, "write batch: %zu bytes after its %u operations", n - pos, count);
-out:
-    res = msg[0] ? Py_BuildValue("(Ls)", ops, msg) : Py_BuildValue("(LO)", ops, Py_None);
-fail:
+        snprintf(msg, msgsz, "write batch: %zu bytes after its %u operations", n - pos, count);
+    return 0;
+}
+
+PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *newest;
+    if (!PyArg_ParseTuple(args, "y*O!:leveldb_apply_batch", &view, &PyDict_Type, &newest))
+        return NULL;
+    long long ops = 0;
+    char msg[160];
+    int rc = apply_one(view.buf, (size_t)view.len, newest, &ops, msg, sizeof msg);
     PyBuffer_Release(&view);
-    return res;
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NONE;
+    return msg[0] ? Py_BuildValue("(Ls)", ops, msg) : Py_BuildValue("(LO)", ops, Py_None);
+}
+
+/* leveldb_apply_log(records, newest) -> (operations applied, [(offset, error)], records done): the write
+ * batches of records ([(offset, bytes)], a log's read) applied in order as leveldb_apply_batch applies each;
+ * it stops before a batch whose sequence numbers would pass 64 bits (records done < len(records): Python
+ * applies the rest one by one). */
+PyObject *amq_leveldb_apply_log(PyObject *self, PyObject *args) {
+    PyObject *records, *newest;
+    if (!PyArg_ParseTuple(args, "O!O!:leveldb_apply_log", &PyList_Type, &records, &PyDict_Type, &newest))
+        return NULL;
+    PyObject *errors = PyList_New(0);
+    if (!errors)
+        return NULL;
+    long long ops = 0;
+    Py_ssize_t i, nr = PyList_GET_SIZE(records);
+    char msg[160];
+    for (i = 0; i < nr; i++) {
+        PyObject *t = PyList_GET_ITEM(records, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(t, 1))) {
+            PyErr_SetString(PyExc_TypeError, "leveldb_apply_log: records are (offset, bytes) tuples");
+            goto fail;
+        }
+        PyObject *rec = PyTuple_GET_ITEM(t, 1);
+        int rc = apply_one((const unsigned char *)PyBytes_AS_STRING(rec), (size_t)PyBytes_GET_SIZE(rec), newest, &ops,
+                           msg, sizeof msg);
+        if (rc < 0)
+            goto fail;
+        if (rc > 0)
+            break;
+        if (msg[0]) {
+            PyObject *e = Py_BuildValue("(Os)", PyTuple_GET_ITEM(t, 0), msg);
+            if (!e || PyList_Append(errors, e)) {
+                Py_XDECREF(e);
+                goto fail;
+            }
+            Py_DECREF(e);
+        }
+    }
+    return Py_BuildValue("(LNn)", ops, errors, i);
+fail:
+    Py_DECREF(errors);
+    return NULL;
 }
 
 /* --- the index's entries against the log's DATA records (logfiles.match_data is the reference) ---------- */

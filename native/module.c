@@ -64,6 +64,8 @@ static PyMethodDef amq_methods[] = {
      "leveldb_live(newest, data) -> highest sequence, or None: the index's live values put in data."},
     {"leveldb_read_log", (PyCFunction)amq_leveldb_read_log, METH_VARARGS,
      "leveldb_read_log(buf) -> [(offset, record)] of a LevelDB log file that reads cleanly, else None."},
+    {"leveldb_apply_log", (PyCFunction)amq_leveldb_apply_log, METH_VARARGS,
+     "leveldb_apply_log(records, newest) -> (operations, [(offset, error)], records done): a log's write batches."},
     {"leveldb_match_data", (PyCFunction)amq_leveldb_match_data, METH_VARARGS,
      "leveldb_match_data(locations, lengths, scans, last_position, limit) -> packed int64 indices of the\n"
      "entries whose DATA record is not there whole with a good CRC-32 (see native/leveldb_scan.c)."},

@@ -419,7 +419,7 @@ def _batches() -> list[bytes]:
 
 
 def _apply_both(batches: list[bytes]):
-    from amqtool.engines.leveldb.index import apply_batch
+    from amqtool.engines.leveldb.index import apply_batch, apply_log
 
     a: dict = {}
     b: dict = {}
@@ -427,7 +427,31 @@ def _apply_both(batches: list[bytes]):
     rb = [apply_batch(rec, b, use_native=True) for rec in batches]
     assert rb == ra
     assert b == a and list(b) == list(a)
+    # the whole log in one call: the same operations, the same errors at the same offsets
+    records = [(i * 7, rec) for i, rec in enumerate(batches)]
+    c: dict = {}
+    d: dict = {}
+    rc = apply_log(records, c, use_native=False)
+    rd = apply_log(records, d, use_native=True)
+    assert rd == rc == (sum(n for n, _e in ra), [(i * 7, e) for i, (_n, e) in enumerate(ra) if e is not None])
+    assert d == c == a and list(d) == list(a)
     return ra
+
+
+def test_apply_log_hands_an_overflowing_batch_to_python():
+    """A batch whose sequence numbers would pass 64 bits stops the C loop before it: the rest is applied one
+    by one, as the reference does."""
+    from amqtool.engines.leveldb.index import apply_log
+
+    def batch(seq: int, key: bytes) -> bytes:
+        return seq.to_bytes(8, "little") + (1).to_bytes(4, "little") + b"\x01" + bytes([len(key)]) + key + b"\x01v"
+
+    records = [(0, batch(5, b"a")), (10, batch((1 << 64) - 1, b"b")), (20, batch(6, b"a")), (30, b"short")]
+    assert native.leveldb_apply_log(records, {})[2] == 1
+    a: dict = {}
+    b: dict = {}
+    assert apply_log(records, a, use_native=True) == apply_log(records, b, use_native=False)
+    assert a == b and a[b"b"][0] == (1 << 64) - 1 and a[b"a"][0] == 6
 
 
 def test_write_batches_of_every_index_apply_the_same():
@@ -574,7 +598,8 @@ def test_damaged_write_batches_apply_the_same(data):
 
 
 NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch",
-                "leveldb_match_data", "leveldb_index_groups", "leveldb_live", "leveldb_read_log")
+                "leveldb_match_data", "leveldb_index_groups", "leveldb_live", "leveldb_read_log",
+                "leveldb_apply_log")
 
 
 def _loaded(store_dir: Path):

@@ -132,6 +132,21 @@ def apply_batch(rec, newest: dict, *, use_native: bool | None = None) -> tuple[i
     return ops, None
 
 
+def apply_log(records: list, newest: dict, *, use_native: bool | None = None) -> tuple[int, list]:
+    """:func:`apply_batch` of each write batch of a log's ``records`` (``[(offset, bytes)]``) in order: (the
+    operations applied, ``[(offset, error)]`` of the batches an error stopped). In one C call when built
+    (``native.leveldb_apply_log``; a batch it leaves, and those after it, are applied one by one); this loop
+    over :func:`apply_batch` is the reference, with equal results."""
+    c = native.leveldb_apply_log if use_native is not False else None
+    ops, errors, done = c(records, newest) if c is not None else (0, [], 0)
+    for off, rec in records[done:]:
+        n, err = apply_batch(rec, newest, use_native=use_native)
+        ops += n
+        if err is not None:
+            errors.append((off, err))
+    return ops, errors
+
+
 def read_log(buf, *, use_native: bool | None = None) -> dblog.LogRead:
     """:func:`amqtool.formats.leveldb.dblog.read_log` (the reference) of a write-ahead log; a log that reads
     cleanly (every checksum good, no fragment out of order, no torn tail: what a quiesced snapshot holds) is
@@ -257,12 +272,9 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             dropped.append((d / name, dblog.LogProblem(
                 lr.tail, "the write-ahead log ends inside a record", _batch_prefix(raw),
                 dblog.resync(whole, lr.tail + dblog.HEADER_SIZE, len(whole)))))
-        ops = 0
-        for off, rec in lr.records:
-            done = apply_batch(rec, newest)
-            ops += done[0]
-            if done[1] is not None:
-                db.problem(d / name, off, f"write batch: {done[1]}")
+        ops, errors = apply_log(lr.records, newest)
+        for off, err in errors:
+            db.problem(d / name, off, f"write batch: {err}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
     for path, p in dropped:
         datas = [p.data] + [data for _off, data in p.more]
