@@ -249,3 +249,10 @@ leveldb_count_uow_ends = getattr(_native, "leveldb_count_uow_ends", None)
 crc32_native = getattr(_native, "crc32", None)
 leveldb_entry_rows = getattr(_native, "leveldb_entry_rows", None)  # reference: formats.leveldb.records.entry_rows
 leveldb_apply_batch = getattr(_native, "leveldb_apply_batch", None)  # reference: engines.leveldb.index.apply_batch
+
+# --- create --from (native/migrate_records.c) --------------------------------------------------------
+# migrate_records(items, first_id, address_utf16, routing_type, threshold, max_record) -> [(record, body length,
+# redelivery) | None]: stored OpenWire messages to ADD_MESSAGE_PROTOCOL record bodies, None where the Python
+# reference (engines.migrate.convert.convert + engines.migrate.write.message_record) must take the message;
+# or None without the extension (amqtool.engines.migrate.records; tests/native/test_migrate_native.py).
+migrate_records = getattr(_native, "migrate_records", None)

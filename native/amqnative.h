@@ -56,6 +56,7 @@ PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args);
 PyObject *amq_crc32(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args);
+PyObject *amq_migrate_records(PyObject *self, PyObject *args); /* migrate_records.c */
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

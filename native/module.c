@@ -57,6 +57,9 @@ static PyMethodDef amq_methods[] = {
      "leveldb_count_uow_ends(buf, start, end) -> int: UOW_END records with good CRC-32 at any byte."},
     {"leveldb_entry_rows", (PyCFunction)amq_leveldb_entry_rows, METH_VARARGS,
      "leveldb_entry_rows(items) -> (seqs, locations, lengths, status): a collection's index entries, packed."},
+    {"migrate_records", (PyCFunction)amq_migrate_records, METH_VARARGS,
+     "migrate_records(items, first_id, address_utf16, routing_type, threshold, max_record) -> [(record, body\n"
+     "length, redelivery) | None]: create --from's ADD_MESSAGE_PROTOCOL bodies (migrate_records.c)."},
     {"leveldb_apply_batch", (PyCFunction)amq_leveldb_apply_batch, METH_VARARGS,
      "leveldb_apply_batch(batch, newest) -> (operations, error or None): one index write batch applied."},
     {"crc32", (PyCFunction)amq_crc32, METH_VARARGS,

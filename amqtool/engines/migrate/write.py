@@ -145,10 +145,13 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
         txs: dict[tuple, int] = {}
         xids: dict[int, object] = {}
         large_dir = data / "large-messages"
-        for pm in plan.messages():
-            core = pm.core
-            mid = core.message_id
-            utype, rec, large = message_record(core, threshold, file_size)
+        add_refs: dict[int, bytes] = {}  # queue id -> its ADD_REF body (the same for every message)
+        for pm in plan.messages(records=(threshold, file_size)):
+            mid = pm.message_id
+            if pm.record is not None:  # converted by the C path (engines.migrate.records)
+                utype, rec, large = R.ADD_MESSAGE_PROTOCOL, pm.record, None
+            else:
+                utype, rec, large = message_record(pm.core, threshold, file_size)
             if large is not None:
                 with open(large_dir / f"{mid}.msg", "wb") as fh:
                     fh.write(large)
@@ -157,7 +160,10 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
             if pm.state == "committed":
                 mw.append_add(mid, utype, rec)
                 for q in pm.queue_ids:
-                    mw.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=q).encode())
+                    ref = add_refs.get(q)
+                    if ref is None:
+                        ref = add_refs[q] = AddRefRecord(queue_id=q).encode()
+                    mw.append_update(mid, R.ADD_REF, ref)
                     if pm.redelivery > 0:
                         mw.append_update(mid, R.UPDATE_DELIVERY_COUNT,
                                          DeliveryCountRecord(queue_id=q, count=pm.redelivery).encode())
@@ -233,10 +239,10 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
                  "sourceVerdict": overall_verdict(findings).name, "findings": left_out(findings)}
     if dry_run:
         large = large_bytes = 0
-        for pm in plan.messages():
-            if len(pm.core.body) > large_threshold:
+        for pm in plan.messages(records=(large_threshold, None)):
+            if pm.body_length > large_threshold:
                 large += 1
-                large_bytes += len(pm.core.body)
+                large_bytes += pm.body_length
         doc["counts"] = {"largeMessages": large, "largeBytes": large_bytes}
         doc.update(plan.summary())
         return doc

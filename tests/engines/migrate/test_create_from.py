@@ -165,16 +165,16 @@ def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch):
     """The store is written aside: an error while writing leaves neither DEST nor the temporary directory."""
     from amqtool.engines.migrate import write
 
-    real = write.message_record
+    real = write.JournalWriter.append_update
     calls = []
 
-    def failing(core, threshold, file_size=None):
-        calls.append(core.message_id)
+    def failing(self, record_id, user_type, body, **kw):  # the 50th ADD_REF: midway through the messages
+        calls.append(record_id)
         if len(calls) == 50:
             raise OSError(28, "No space left on device")
-        return real(core, threshold, file_size)
+        return real(self, record_id, user_type, body, **kw)
 
-    monkeypatch.setattr(write, "message_record", failing)
+    monkeypatch.setattr(write.JournalWriter, "append_update", failing)
     with pytest.raises(OSError):
         write.create_from(tmp_path / "dest", KAHADB / "basic")
     assert list(tmp_path.iterdir()) == []
