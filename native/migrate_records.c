@@ -12,6 +12,10 @@
  * tests/native/test_migrate_native.py holds the two identical on every fixture and generated store. */
 #include "core_codec.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* ---- Java modified UTF-8 -> UTF-16LE, as openwire.decode_modified_utf8 + str.encode("utf-16-le") ----
  * C0 80 is U+0000; standard 1-4 byte UTF-8 as Python's strict decoder accepts it (no overlongs, nothing
  * above U+10FFFF); a 4-byte sequence becomes a surrogate pair. A surrogate spelled out in 3 bytes (which
@@ -20,6 +24,21 @@
 static int mutf8_to_utf16le(const unsigned char *s, Py_ssize_t n, unsigned char *o, Py_ssize_t *outn) {
     Py_ssize_t i = 0, k = 0;
     while (i < n) {
+#ifdef __SSE2__
+        /* runs of ASCII, 16 bytes at a time: each byte becomes a unit (byte, 0) */
+        while (i + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            if (_mm_movemask_epi8(v))
+                break;
+            __m128i z = _mm_setzero_si128();
+            _mm_storeu_si128((__m128i *)(o + k), _mm_unpacklo_epi8(v, z));
+            _mm_storeu_si128((__m128i *)(o + k + 16), _mm_unpackhi_epi8(v, z));
+            i += 16;
+            k += 32;
+        }
+        if (i >= n)
+            break;
+#endif
         unsigned c = s[i];
         if (c < 0x80) {
             o[k++] = (unsigned char)c;

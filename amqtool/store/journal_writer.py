@@ -406,6 +406,46 @@ class JournalWriter:
     def append_update(self, record_id: int, user_type: int, body: bytes, *, compact_count: int = 0) -> None:
         self._basic(UPDATE, record_id, user_type, body, compact_count)
 
+    def append_records(self, records) -> None:
+        """Append plain ADD/UPDATE records, ``(record type ADD or UPDATE, record id, user record type, body)``
+        in order, compact count 0: the bytes, rollovers and stats of :meth:`append_add`/:meth:`append_update`
+        called one by one, with less work per record (a bulk writer's path: ``create --from``)."""
+        if self.sync == "append":
+            for rtype, record_id, user_type, body in records:
+                self._basic(rtype, record_id, user_type, body, 0)
+            return
+        if self._closed:
+            raise UsageError("journal writer is closed")
+        pack, ipack = _S_BASIC.pack, _I32.pack
+        file_size, limit, flush_at = self.file_size, self.file_size - self.data_start, self.buffer_size
+        by_type = self.stats.by_type
+        count = nbytes = 0
+        buf, pos, tag = self._buf, self._pos, self.current.tag
+        try:
+            for rtype, record_id, user_type, body in records:
+                size = 23 + len(body)
+                if pos + size > file_size:
+                    if size > limit:
+                        raise UsageError(f"record of {size} bytes is too large for journal files of {file_size} bytes")
+                    self._buf, self._pos = buf, pos
+                    self._move_next_file()
+                    buf, pos, tag = self._buf, self._pos, self.current.tag
+                buf += pack(rtype, tag, 0, record_id, len(body), user_type)
+                buf += body
+                buf += ipack(size)
+                pos += size
+                count += 1
+                nbytes += size
+                by_type[rtype] = by_type.get(rtype, 0) + 1
+                if len(buf) >= flush_at:
+                    self._buf, self._pos = buf, pos
+                    self._flush_buffer()
+                    buf = self._buf
+        finally:
+            self._buf, self._pos = buf, pos
+            self.stats.records += count
+            self.stats.bytes += nbytes
+
     def append_event(self, record_id: int, user_type: int, body: bytes) -> None:
         self._basic(EVENT, record_id, user_type, body, 0)
 

@@ -165,16 +165,15 @@ def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch):
     """The store is written aside: an error while writing leaves neither DEST nor the temporary directory."""
     from amqtool.engines.migrate import write
 
-    real = write.JournalWriter.append_update
+    real = write.JournalWriter.append_records
     calls = []
 
-    def failing(self, record_id, user_type, body, **kw):  # the 50th ADD_REF: midway through the messages
-        calls.append(record_id)
-        if len(calls) == 50:
-            raise OSError(28, "No space left on device")
-        return real(self, record_id, user_type, body, **kw)
+    def failing(self, records):  # the messages' records: after the bindings, before the end
+        calls.append(len(records))
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(write.JournalWriter, "append_update", failing)
+    monkeypatch.setattr(write.JournalWriter, "append_records", failing)
+    assert real is not None
     with pytest.raises(OSError):
         write.create_from(tmp_path / "dest", KAHADB / "basic")
     assert list(tmp_path.iterdir()) == []
