@@ -136,7 +136,10 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
         (data / d).mkdir(parents=True, exist_ok=True)
     kw = dict(sync="none", buffer_size=4 << 20)
     bw = JournalWriter.create(data / "bindings", BINDINGS, **kw)
-    mw = JournalWriter.create(data / "journal", MESSAGES, file_size=file_size, min_files=min_files, **kw)
+    # each finished journal file starts its way to the disk at once: the tree's fsync before the switch
+    # (atomic.tree_aside) then waits for the last files only
+    mw = JournalWriter.create(data / "journal", MESSAGES, file_size=file_size, min_files=min_files, writeback=True,
+                              **kw)
     counts = {"messageRecords": 0, "largeMessages": 0, "largeBytes": 0, "deliveryCounts": 0,
               "preparedTransactions": 0, "preparedMessages": 0}
     try:
