@@ -149,7 +149,8 @@ class JournalWriter:
     def __init__(self, directory: str | os.PathLike, spec: JournalSpec, *, file_size: int | None = None,
                  min_files: int | None = None, user_version: int = 0, sync: str = "close",
                  buffer_size: int = DEFAULT_BUFFER_SIZE, alignment: int = 1, file_mode: int = 0o644,
-                 reference_file: str | os.PathLike | None = None, writeback: bool = False):
+                 reference_file: str | os.PathLike | None = None, writeback: bool = False,
+                 write_fill: bool = True):
         if sync not in SYNC_MODES:
             raise UsageError(f"sync must be one of {', '.join(SYNC_MODES)}, not {sync!r}")
         self.directory = Path(directory)
@@ -170,6 +171,9 @@ class JournalWriter:
         # with sync "none": start the disk writes of each file as the writer leaves it (the caller's fsync at
         # the end then waits for less; a bulk writer's disk and CPU work overlap)
         self.writeback = writeback and hasattr(os, "posix_fadvise")
+        # new files zero-filled by writing (Artemis' NIO fill), or allocated (atomic.preallocate write_fill):
+        # the same bytes; a writer of a tree fsynced before it is switched in need not write the zeros
+        self.write_fill = write_fill
         self.stats = WriterStats()
 
         self.data_files: list[WriterFile] = []
@@ -277,7 +281,7 @@ class JournalWriter:
         tmp = wf.path.with_name(wf.name + ".tmp")
         durable = self.sync != "none"
         atomic.preallocate(tmp, self.file_size, header=self._header(wf.file_id), mode=self.file_mode,
-                           sync=durable, exclusive=False)
+                           sync=durable, exclusive=False, write_fill=self.write_fill)
         if self.reference_file is not None:
             atomic.copy_owner_and_mode(self.reference_file, tmp)
         atomic.rename(tmp, wf.path, sync_dir=durable)

@@ -412,3 +412,18 @@ def test_append_records_writes_what_append_add_and_append_update_write(tmp_path,
         out[mode] = ({p.name: p.read_bytes() for p in sorted(d.iterdir())}, stats)
     assert out["one"] == out["bulk"]
     assert len(out["bulk"][0]) > 4 and out["bulk"][1][3] >= 3  # several rollovers happened
+
+
+def test_allocated_files_hold_the_bytes_of_zero_filled_ones(tmp_path):
+    """write_fill=False (posix_fallocate, create --from's aside tree) and writeback give the files the
+    default writer gives: same names, sizes and bytes, the unwritten tails zeros."""
+    out = {}
+    for fill in (True, False):
+        d = tmp_path / str(fill)
+        w = JournalWriter.create(d, MESSAGES, file_size=64 * 1024, min_files=3, sync="none", write_fill=fill,
+                                 writeback=not fill)
+        w.append_records([(ADD, i, 45, bytes([i % 251]) * 5000) for i in range(40)])
+        w.close()
+        out[fill] = {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+    assert out[True] == out[False] and len(out[False]) >= 4
+    assert all(len(b) == 64 * 1024 for b in out[False].values())

@@ -136,10 +136,11 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
         (data / d).mkdir(parents=True, exist_ok=True)
     kw = dict(sync="none", buffer_size=4 << 20)
     bw = JournalWriter.create(data / "bindings", BINDINGS, **kw)
-    # each finished journal file starts its way to the disk at once: the tree's fsync before the switch
-    # (atomic.tree_aside) then waits for the last files only
+    # each finished journal file starts its way to the disk at once, so the tree's fsync before the switch
+    # (atomic.tree_aside) waits for the last files only; new files are allocated, not zero-filled by writes
+    # (the same bytes: the tree is fsynced whole before it is switched in)
     mw = JournalWriter.create(data / "journal", MESSAGES, file_size=file_size, min_files=min_files, writeback=True,
-                              **kw)
+                              write_fill=False, **kw)
     counts = {"messageRecords": 0, "largeMessages": 0, "largeBytes": 0, "deliveryCounts": 0,
               "preparedTransactions": 0, "preparedMessages": 0}
     try:
