@@ -434,7 +434,7 @@ class JournalWriter:
         file_size, limit = self.file_size, self.file_size - self.data_start
         by_type = self.stats.by_type
         parts: list = []
-        size_of_parts = 0
+        size_of_parts = count = nbytes = 0
         tag = self.current.tag
         try:
             for rtype, record_id, user_type, body in records:
@@ -448,13 +448,15 @@ class JournalWriter:
                     tag = self.current.tag
                 parts += (pack(rtype, tag, 0, record_id, len(body), user_type), body, ipack(size))
                 size_of_parts += size
-                self.stats.records += 1
-                self.stats.bytes += size
+                count += 1
+                nbytes += size
                 by_type[rtype] = by_type.get(rtype, 0) + 1
                 if len(parts) >= _IOV_MAX - 2 or size_of_parts >= self.buffer_size:
                     self._write_parts(parts, size_of_parts)
                     parts, size_of_parts = [], 0
         finally:
+            self.stats.records += count
+            self.stats.bytes += nbytes
             self._write_parts(parts, size_of_parts)
 
     def _write_parts(self, parts: list, nbytes: int) -> None:
