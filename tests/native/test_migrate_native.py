@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 import struct
 
 import pytest
@@ -54,8 +55,8 @@ ALL_PROPS = [("b", 1, True), ("y", 2, -5), ("c", 3, "é"), ("s", 4, -300), ("i",
 CASES_MSG = [
     ("text", message(28, _text("hello")), True),
     ("text non-ASCII", message(28, _text("grüße, 東京 and 😀")), True),
-    ("text: ASCII runs around other chars", message(28, _text("a" * 37 + "é" + "b" * 16 + "😀" + "c" * 15 + "\u20ac")),
-     True),
+    ("text: ASCII runs around other chars",
+     message(28, _text("a" * 37 + "é" + "b" * 16 + "😀" + "c" * 15 + "\u20ac")), True),
     ("text: 32 ASCII chars", message(28, _text("0123456789abcdef" * 2)), True),
     ("text NUL as C0 80", message(28, struct.pack(">i", 5) + b"a\xc0\x80bc"), True),
     ("text null (-1)", message(28, struct.pack(">i", -1)), True),
@@ -167,8 +168,6 @@ def _create_both(tmp_path, monkeypatch, src, **kw):
     monkeypatch.setattr(native, "migrate_records", counting)
     write.create_from(dest, src, salvage=True, **kw)
     with_c = _tree(dest)
-    import shutil
-
     shutil.rmtree(dest)
     monkeypatch.setattr(native, "migrate_records", None)
     write.create_from(dest, src, salvage=True, **kw)

@@ -1,6 +1,7 @@
 """What a LevelDB store becomes in Artemis (``create DEST --from LEVELDB``, ``export LEVELDB --format xml``):
 the same plan as a KahaDB store's (:class:`amqtool.engines.migrate.plan.MigrationPlan`: its bindings rules,
-its ids, :func:`amqtool.engines.migrate.convert.convert` for every message), over the store as the LevelDB
+its ids, :func:`amqtool.engines.migrate.convert.convert` for every message, or its C twin on batches when
+``create --from`` asks for records: :mod:`amqtool.engines.migrate.records`), over the store as the LevelDB
 broker recovers it (:func:`amqtool.engines.leveldb.load.load`).
 
 * a queue's recovered messages on its queue, in sequence order (a message a prepared transaction acked is
@@ -96,7 +97,8 @@ class LevelDBPlan(MigrationPlan):
                 groups.append(("prepared", prepared[d.qualified]))
             for state, pairs in groups:
                 if topic:
-                    items = [(m, xid, [q for sk, q in qmap.items() if state == "prepared" or m.seq > subs[sk].ack_position])
+                    items = [(m, xid, [q for sk, q in qmap.items()
+                                       if state == "prepared" or m.seq > subs[sk].ack_position])
                              for m, xid in pairs]
                 else:
                     only = [qmap[None]]
