@@ -254,3 +254,10 @@ leveldb_index_groups = getattr(_native, "leveldb_index_groups", None)  # referen
 leveldb_live = getattr(_native, "leveldb_live", None)  # reference: engines.leveldb.index.live
 leveldb_read_log = getattr(_native, "leveldb_read_log", None)  # reference: formats.leveldb.dblog.read_log
 leveldb_apply_log = getattr(_native, "leveldb_apply_log", None)  # reference: engines.leveldb.index.apply_log
+
+# --- create --from (native/migrate_records.c) --------------------------------------------------------
+# migrate_records(items, first_id, address_utf16, routing_type, threshold, max_record) -> [(record, body length,
+# redelivery) | None]: stored OpenWire messages to ADD_MESSAGE_PROTOCOL record bodies, None where the Python
+# reference (engines.migrate.convert.convert + engines.migrate.write.message_record) must take the message;
+# or None without the extension (amqtool.engines.migrate.records; tests/native/test_migrate_native.py).
+migrate_records = getattr(_native, "migrate_records", None)

@@ -61,6 +61,7 @@ PyObject *amq_leveldb_apply_log(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_read_log(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_live(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_index_groups(PyObject *self, PyObject *args);
+PyObject *amq_migrate_records(PyObject *self, PyObject *args); /* migrate_records.c */
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -69,6 +69,9 @@ static PyMethodDef amq_methods[] = {
     {"leveldb_match_data", (PyCFunction)amq_leveldb_match_data, METH_VARARGS,
      "leveldb_match_data(locations, lengths, scans, last_position, limit) -> packed int64 indices of the\n"
      "entries whose DATA record is not there whole with a good CRC-32 (see native/leveldb_scan.c)."},
+    {"migrate_records", (PyCFunction)amq_migrate_records, METH_VARARGS,
+     "migrate_records(items, first_id, address_utf16, routing_type, threshold, max_record) -> [(record, body\n"
+     "length, redelivery) | None]: create --from's ADD_MESSAGE_PROTOCOL bodies (migrate_records.c)."},
     {"leveldb_apply_batch", (PyCFunction)amq_leveldb_apply_batch, METH_VARARGS,
      "leveldb_apply_batch(batch, newest) -> (operations, error or None): one index write batch applied."},
     {"crc32", (PyCFunction)amq_crc32, METH_VARARGS,

@@ -384,3 +384,46 @@ def test_name_number():
     assert name_number("activemq-data-12.amq.cmp", "activemq-data") == 12
     assert name_number("odd-name-7.amq", "activemq-data") == 7
     assert name_number("garbage.amq", "activemq-data") is None
+
+
+@pytest.mark.parametrize("sync", ["none", "append"])
+def test_append_records_writes_what_append_add_and_append_update_write(tmp_path, sync):
+    """The bulk path gives the same files (records, rollovers into new files, buffer flushes) and stats as the
+    one-by-one calls; a record too large for a file is refused the same way."""
+    import random
+
+    rng = random.Random(5)
+    recs = [(ADD if i % 3 == 0 else UPDATE, 1000 + i // 3, 45 if i % 3 == 0 else 32, rng.randbytes(rng.randint(0, 900)))
+            for i in range(600)]
+    out = {}
+    for mode in ("one", "bulk"):
+        d = tmp_path / mode
+        w = JournalWriter.create(d, MESSAGES, file_size=64 * 1024, min_files=2, sync=sync, buffer_size=3000)
+        if mode == "one":
+            for rtype, rid, ut, body in recs:
+                (w.append_add if rtype == ADD else w.append_update)(rid, ut, body)
+        else:
+            w.append_records(recs[:250])
+            w.append_records(recs[250:])
+        with pytest.raises(UsageError, match="too large"):
+            (w.append_add if mode == "one" else lambda *a: w.append_records([(ADD, *a)]))(9, 45, bytes(70 * 1024))
+        stats = (w.stats.records, w.stats.bytes, dict(w.stats.by_type), w.stats.rollovers)
+        w.close()
+        out[mode] = ({p.name: p.read_bytes() for p in sorted(d.iterdir())}, stats)
+    assert out["one"] == out["bulk"]
+    assert len(out["bulk"][0]) > 4 and out["bulk"][1][3] >= 3  # several rollovers happened
+
+
+def test_allocated_files_hold_the_bytes_of_zero_filled_ones(tmp_path):
+    """write_fill=False (posix_fallocate, create --from's aside tree) and writeback give the files the
+    default writer gives: same names, sizes and bytes, the unwritten tails zeros."""
+    out = {}
+    for fill in (True, False):
+        d = tmp_path / str(fill)
+        w = JournalWriter.create(d, MESSAGES, file_size=64 * 1024, min_files=3, sync="none", write_fill=fill,
+                                 writeback=not fill)
+        w.append_records([(ADD, i, 45, bytes([i % 251]) * 5000) for i in range(40)])
+        w.close()
+        out[fill] = {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+    assert out[True] == out[False] and len(out[False]) >= 4
+    assert all(len(b) == 64 * 1024 for b in out[False].values())

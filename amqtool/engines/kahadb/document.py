@@ -40,12 +40,12 @@ def _openwire_version(d: DirResult) -> int:
     return v.metadata.openwire_version if v else 11
 
 
-def iter_live_decoded(d: DirResult, messages: Iterable) -> Iterator[tuple]:
-    """(LiveMessage, OpenWireMessage | None, error | None), mapping each journal file once."""
+def iter_live_raw(d: DirResult, messages: Iterable) -> Iterator[tuple]:
+    """(LiveMessage, the stored OpenWire message's bytes | None, error | None), mapping each journal file
+    once."""
     by_file: dict[int, list] = {}
     for m in messages:
         by_file.setdefault(m.file_id, []).append(m)
-    version = _openwire_version(d)
     for fid in sorted(by_file):
         f = d.file(fid)
         if f is None:
@@ -60,9 +60,24 @@ def iter_live_decoded(d: DirResult, messages: Iterable) -> Iterator[tuple]:
                     add = cmd.add if cmd.type is EntryType.UPDATE_MESSAGE else cmd
                     if not isinstance(add, AddMessageCommand):
                         raise FormatError(f"record at {fid}:{m.offset} is {cmd.type.name}, not an ADD")
-                    yield m, decode_message(add.message, version), None
+                    yield m, add.message, None
                 except FormatError as err:
                     yield m, None, err.message
+
+
+def iter_live_decoded(d: DirResult, messages: Iterable) -> Iterator[tuple]:
+    """(LiveMessage, OpenWireMessage | None, error | None), mapping each journal file once."""
+    version = _openwire_version(d)
+    for m, raw, err in iter_live_raw(d, messages):
+        if err is not None:
+            yield m, None, err
+            continue
+        try:
+            msg = decode_message(raw, version)
+        except FormatError as e:
+            yield m, None, e.message
+            continue
+        yield m, msg, None
 
 
 def live_message_json(m, msg, err, *, safe: bool) -> dict:

@@ -1,6 +1,7 @@
 """What a LevelDB store becomes in Artemis (``create DEST --from LEVELDB``, ``export LEVELDB --format xml``):
 the same plan as a KahaDB store's (:class:`amqtool.engines.migrate.plan.MigrationPlan`: its bindings rules,
-its ids, :func:`amqtool.engines.migrate.convert.convert` for every message), over the store as the LevelDB
+its ids, :func:`amqtool.engines.migrate.convert.convert` for every message, or its C twin on batches when
+``create --from`` asks for records: :mod:`amqtool.engines.migrate.records`), over the store as the LevelDB
 broker recovers it (:func:`amqtool.engines.leveldb.load.load`).
 
 * a queue's recovered messages on its queue, in sequence order (a message a prepared transaction acked is
@@ -18,6 +19,9 @@ from typing import Iterator
 
 from amqtool.engines.migrate.convert import ANYCAST, MULTICAST, NotConvertible, convert
 from amqtool.engines.migrate.plan import MigrationPlan, PlanBase, PlannedMessage, subscription_queue_name
+from amqtool.engines.migrate.records import convert_batches, records_wanted
+from amqtool.engines.leveldb.load import OPENWIRE_VERSION
+from amqtool.formats.leveldb.recordlog import HEADER_SIZE
 from amqtool.engines.leveldb.verify import judged
 from amqtool.errors import FormatError, Severity, overall_verdict
 
@@ -70,10 +74,11 @@ class LevelDBPlan(MigrationPlan):
                                                "migrated": include_prepared})
         self._iterated = False
 
-    def messages(self) -> Iterator[PlannedMessage]:
+    def messages(self, records: tuple[int, int | None] | None = None) -> Iterator[PlannedMessage]:
         if self._iterated:
             raise RuntimeError("LevelDBPlan.messages() iterates once")
         self._iterated = True
+        fast = records_wanted(records, OPENWIRE_VERSION)
         prepared: dict[str, list] = {}
         if self.include_prepared:
             for t in self.st.transactions:
@@ -90,29 +95,59 @@ class LevelDBPlan(MigrationPlan):
             groups = [("committed", [(m, None) for m in d.messages])]
             if d.qualified in prepared:
                 groups.append(("prepared", prepared[d.qualified]))
-            for state, items in groups:
-                for m, xid in items:
-                    msg, err = self.st.decode(m)
-                    if msg is None:
-                        self._problem_at(d, m, err)
-                        continue
-                    if topic:
-                        qids = [q for sk, q in qmap.items() if state == "prepared" or m.seq > subs[sk].ack_position]
-                    else:
-                        qids = [qmap[None]]
-                    if not qids:
-                        continue
-                    try:
-                        core = convert(msg, message_id=self.next_id, address=d.name, routing_type=rt,
-                                       store_version=11)
-                    except (NotConvertible, FormatError) as e:
-                        self._problem_at(d, m, e.message if isinstance(e, FormatError) else str(e))
-                        continue
-                    self._id()
-                    pm = PlannedMessage(core, qids, m.redelivery, state, xid,
-                                        f"{self.st.directory}:{m.location:#x}", msg.message_id)
+            for state, pairs in groups:
+                if topic:
+                    items = [(m, xid, [q for sk, q in qmap.items()
+                                       if state == "prepared" or m.seq > subs[sk].ack_position])
+                             for m, xid in pairs]
+                else:
+                    only = [qmap[None]]
+                    items = [(m, xid, only) for m, xid in pairs]
+                if not fast:
+                    for m, xid, qids in items:
+                        pm = self._one(d, m, xid, qids, state, rt)
+                        if pm is not None:
+                            yield pm
+                    continue
+
+                def make(it, record, body_length, _redelivery, mid, d=d, state=state):
+                    m = it[0]
+                    pm = PlannedMessage(None, it[2], m.redelivery, state, it[1], f"{self.st.directory}:{m.location:#x}",
+                                        None, record, mid, body_length)
                     self._count(pm)
-                    yield pm
+                    return pm
+
+                yield from convert_batches(
+                    self, items, raw=lambda it: self._raw(it[0]) if it[2] else None,
+                    python=lambda it, d=d, state=state, rt=rt: self._one(d, it[0], it[1], it[2], state, rt),
+                    make=make, address=d.name, routing_type=rt, records=records)
+
+    def _raw(self, m):
+        """The stored bytes of a message's DATA record (a view into the log), or None where the broker cannot
+        read it (:meth:`LevelDBState.decode` then says why)."""
+        if self.st.past_end(m.location, m.length):
+            return None
+        return self.st.reader.read(m.location + HEADER_SIZE, m.length)
+
+    def _one(self, d, m, xid, qids, state: str, rt: int) -> PlannedMessage | None:
+        """One message by the reference path: decoded, converted, counted; None (a problem recorded, or no
+        queue waiting for it) when it is not migrated."""
+        msg, err = self.st.decode(m)
+        if msg is None:
+            self._problem_at(d, m, err)
+            return None
+        if not qids:
+            return None
+        try:
+            core = convert(msg, message_id=self.next_id, address=d.name, routing_type=rt, store_version=11)
+        except (NotConvertible, FormatError) as e:
+            self._problem_at(d, m, e.message if isinstance(e, FormatError) else str(e))
+            return None
+        self._id()
+        pm = PlannedMessage(core, qids, m.redelivery, state, xid, f"{self.st.directory}:{m.location:#x}",
+                            msg.message_id)
+        self._count(pm)
+        return pm
 
     def _problem_at(self, d, m, reason: str) -> None:
         self.problems.append({"destination": d.name, "store": str(self.st.directory),

@@ -27,11 +27,13 @@ gives the same ids on every run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
 from amqtool.engines.migrate.convert import ANYCAST, MULTICAST, NotConvertible, convert
 from amqtool.errors import FormatError
+from amqtool.formats.kahadb.openwire import decode_message
 
 TOPIC_TYPES = (1, 3)
 TEMP_TYPES = (2, 3)
@@ -73,15 +75,28 @@ class PlannedAddress:
 
 @dataclass
 class PlannedMessage:
-    """One message to write: its core form, the queue ids that hold it, and where it came from."""
+    """One message to write: its core form, the queue ids that hold it, and where it came from.
 
-    core: object  # CoreMessage
+    When a writer asked :meth:`PlanBase.messages` for ``records`` and the C path converted the message
+    (:mod:`.records`), ``core`` is None and ``record`` holds its ADD_MESSAGE_PROTOCOL body (what
+    ``message_record(core, ...)`` gives), with ``message_id`` and ``body_length`` (``len(core.body)``);
+    ``openwire_id`` is then None (only the XML export shows it, and it asks for no records)."""
+
+    core: object  # CoreMessage, or None with record
     queue_ids: list
     redelivery: int
     state: str  # "committed" | "prepared"
     xid: object | None  # kahadb TransactionId of a prepared XA transaction
     source: str  # "<store dir>:<file id>:<offset>"
     openwire_id: str | None
+    record: bytes | None = None
+    message_id: int = 0
+    body_length: int = 0
+
+    def __post_init__(self):
+        if self.core is not None:
+            self.message_id = self.core.message_id
+            self.body_length = len(self.core.body)
 
 
 class PlanBase:
@@ -115,7 +130,7 @@ class PlanBase:
     def _count(self, pm: "PlannedMessage") -> None:
         self.converted += 1
         self.references += len(pm.queue_ids)
-        self.body_bytes += len(pm.core.body)
+        self.body_bytes += pm.body_length
         for q in pm.queue_ids:
             pq = self.queues[q]
             if pm.state == "committed":
@@ -123,7 +138,10 @@ class PlanBase:
             else:
                 pq.prepared += 1
 
-    def messages(self) -> Iterator["PlannedMessage"]:
+    def messages(self, records: tuple[int, int | None] | None = None) -> Iterator["PlannedMessage"]:
+        """Every message to migrate, converted, in plan order (ids increasing). Iterate once. ``records``
+        (``(large message threshold, journal file size or None)``, from the store writer): messages may come
+        as their record bodies (:class:`PlannedMessage` ``record``) where the C path converts them."""
         raise NotImplementedError
 
     def drain(self) -> None:
@@ -307,15 +325,18 @@ class MigrationPlan(PlanBase):
         self.problems.append({"destination": dest, "store": str(d.directory), "location": f"{m.file_id}:{m.offset}",
                               "messageId": getattr(m, "message_id", None), "reason": reason})
 
-    def messages(self) -> Iterator[PlannedMessage]:
-        """Every message to migrate, converted, in plan order (ids increasing). Iterate once."""
-        from amqtool.engines.kahadb.document import _openwire_version, iter_live_decoded
+    def messages(self, records: tuple[int, int | None] | None = None) -> Iterator[PlannedMessage]:
+        """Every message to migrate, converted, in plan order (ids increasing). Iterate once. See
+        :meth:`PlanBase.messages` for ``records``."""
+        from amqtool.engines.kahadb.document import _openwire_version, iter_live_raw
+        from amqtool.engines.migrate.records import BATCH, convert_batches, records_wanted
 
         if self._iterated:
             raise RuntimeError("MigrationPlan.messages() iterates once")
         self._iterated = True
         for si, d in enumerate(self.results):
             version = _openwire_version(d)
+            fast = records_wanted(records, version)
             prepared: dict[str, list] = {}
             if self.include_prepared:
                 for tx in d.open_transactions:
@@ -336,28 +357,56 @@ class MigrationPlan(PlanBase):
                     groups.append(("prepared", [m for m, _ in prepared[key]],
                                    {id(m): x for m, x in prepared[key]}))
                 for state, entries, xids in groups:
-                    for m, msg, err in iter_live_decoded(d, entries):
-                        if err is not None:
-                            self._problem(d, m, name, err)
-                            continue
+                    def item(m, raw, err, state=state):
                         if topic:
                             waiting = m.waiting if state == "committed" else None
                             qids = [q for sk, q in qmap.items() if waiting is None or sk in waiting]
                         else:
                             qids = [qmap[None]]
+                        return m, raw, err, qids
+
+                    def one(it, d=d, name=name, rt=rt, version=version, state=state, xids=xids):
+                        m, raw, err, qids = it
+                        if err is None:
+                            try:
+                                msg = decode_message(raw, version)
+                            except FormatError as e:
+                                err = e.message
+                        if err is not None:
+                            self._problem(d, m, name, err)
+                            return None
                         if not qids:
-                            continue
+                            return None
                         try:
                             core = convert(msg, message_id=self.next_id, address=name, routing_type=rt,
                                            store_version=version)
                         except (NotConvertible, FormatError) as e:
                             self._problem(d, m, name, e.message if isinstance(e, FormatError) else str(e))
-                            continue
+                            return None
                         self._id()
                         pm = PlannedMessage(core, qids, msg.redelivery_counter, state, xids.get(id(m)),
                                             f"{d.directory}:{m.file_id}:{m.offset}", msg.message_id)
                         self._count(pm)
-                        yield pm
+                        return pm
+
+                    def make(it, record, body_length, redelivery, mid, d=d, state=state, xids=xids):
+                        m = it[0]
+                        pm = PlannedMessage(None, it[3], redelivery, state, xids.get(id(m)),
+                                            f"{d.directory}:{m.file_id}:{m.offset}", None, record, mid, body_length)
+                        self._count(pm)
+                        return pm
+
+                    found = (item(*x) for x in iter_live_raw(d, entries))
+                    if not fast:
+                        for it in found:
+                            pm = one(it)
+                            if pm is not None:
+                                yield pm
+                        continue
+                    while chunk := list(islice(found, BATCH)):
+                        yield from convert_batches(
+                            self, chunk, raw=lambda it: it[1] if it[2] is None and it[3] else None, python=one,
+                            make=make, address=name, routing_type=rt, records=records)
 
     def source_text(self) -> str:
         return str(getattr(self.store, "root", ""))

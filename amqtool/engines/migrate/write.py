@@ -48,6 +48,7 @@ from amqtool.formats.artemis.userrecords import (
     QueueBindingRecord,
 )
 from amqtool.store import atomic, locks, output
+from amqtool.formats.artemis.records import ADD, UPDATE
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import BINDINGS, MESSAGES
 
@@ -135,7 +136,11 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
         (data / d).mkdir(parents=True, exist_ok=True)
     kw = dict(sync="none", buffer_size=4 << 20)
     bw = JournalWriter.create(data / "bindings", BINDINGS, **kw)
-    mw = JournalWriter.create(data / "journal", MESSAGES, file_size=file_size, min_files=min_files, **kw)
+    # each finished journal file starts its way to the disk at once, so the tree's fsync before the switch
+    # (atomic.tree_aside) waits for the last files only; new files are allocated, not zero-filled by writes
+    # (the same bytes: the tree is fsynced whole before it is switched in)
+    mw = JournalWriter.create(data / "journal", MESSAGES, file_size=file_size, min_files=min_files, writeback=True,
+                              write_fill=False, **kw)
     counts = {"messageRecords": 0, "largeMessages": 0, "largeBytes": 0, "deliveryCounts": 0,
               "preparedTransactions": 0, "preparedMessages": 0}
     try:
@@ -145,24 +150,36 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
         txs: dict[tuple, int] = {}
         xids: dict[int, object] = {}
         large_dir = data / "large-messages"
-        for pm in plan.messages():
-            core = pm.core
-            mid = core.message_id
-            utype, rec, large = message_record(core, threshold, file_size)
+        add_refs: dict[int, bytes] = {}  # queue id -> its ADD_REF body (the same for every message)
+        pending: list[tuple] = []  # committed messages' records, appended in bulk (JournalWriter.append_records)
+        for pm in plan.messages(records=(threshold, file_size)):
+            mid = pm.message_id
+            if pm.record is not None:  # converted by the C path (engines.migrate.records)
+                utype, rec, large = R.ADD_MESSAGE_PROTOCOL, pm.record, None
+            else:
+                utype, rec, large = message_record(pm.core, threshold, file_size)
             if large is not None:
                 with open(large_dir / f"{mid}.msg", "wb") as fh:
                     fh.write(large)
                 counts["largeMessages"] += 1
                 counts["largeBytes"] += len(large)
             if pm.state == "committed":
-                mw.append_add(mid, utype, rec)
+                pending.append((ADD, mid, utype, rec))
                 for q in pm.queue_ids:
-                    mw.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=q).encode())
+                    ref = add_refs.get(q)
+                    if ref is None:
+                        ref = add_refs[q] = AddRefRecord(queue_id=q).encode()
+                    pending.append((UPDATE, mid, R.ADD_REF, ref))
                     if pm.redelivery > 0:
-                        mw.append_update(mid, R.UPDATE_DELIVERY_COUNT,
-                                         DeliveryCountRecord(queue_id=q, count=pm.redelivery).encode())
+                        pending.append((UPDATE, mid, R.UPDATE_DELIVERY_COUNT,
+                                        DeliveryCountRecord(queue_id=q, count=pm.redelivery).encode()))
                         counts["deliveryCounts"] += 1
+                if len(pending) >= 1024:
+                    mw.append_records(pending)
+                    pending.clear()
             else:
+                mw.append_records(pending)
+                pending.clear()
                 key = pm.xid.key
                 if key not in txs:
                     txs[key] = plan._id()
@@ -175,6 +192,7 @@ def _write(root: Path, plan, threshold: int, file_size: int, min_files: int,
             counts["messageRecords"] += 1
             if progress is not None:
                 progress(len(rec) + (len(large) if large is not None else 0))
+        mw.append_records(pending)
         for tx, xid in xids.items():
             x = P.Xid(format_id=xid.format_id, branch_qualifier=xid.branch or b"",
                       global_transaction_id=xid.global_id or b"")
@@ -202,6 +220,17 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
     A KahaDB source that verify calls CRITICAL is refused (:class:`DataAtRiskError`, nothing written) unless
     ``salvage``: then what survives is migrated and what is left out is listed (``notConverted``). A dry run
     is not refused; its document carries ``sourceVerdict``."""
+    from amqtool.gcpause import gc_paused
+
+    with gc_paused():  # the load, the plan and the records make no reference cycles: see amqtool.gcpause
+        return _create_from(dest, source, large_threshold=large_threshold, include_prepared=include_prepared,
+                            dry_run=dry_run, file_size=file_size, min_files=min_files, force=force,
+                            salvage=salvage, progress=progress)
+
+
+def _create_from(dest, source, *, large_threshold: int, include_prepared: bool, dry_run: bool,
+                 file_size: int | None, min_files: int | None, force: bool, salvage: bool,
+                 progress: Callable[[int], None] | None) -> dict:
     from amqtool.engines.verdicts import left_out, refuse_unless_salvage
     from amqtool.errors import overall_verdict
 
@@ -233,10 +262,10 @@ def create_from(dest: str | os.PathLike, source: str | os.PathLike, *,
                  "sourceVerdict": overall_verdict(findings).name, "findings": left_out(findings)}
     if dry_run:
         large = large_bytes = 0
-        for pm in plan.messages():
-            if len(pm.core.body) > large_threshold:
+        for pm in plan.messages(records=(large_threshold, None)):
+            if pm.body_length > large_threshold:
                 large += 1
-                large_bytes += len(pm.core.body)
+                large_bytes += pm.body_length
         doc["counts"] = {"largeMessages": large, "largeBytes": large_bytes}
         doc.update(plan.summary())
         return doc

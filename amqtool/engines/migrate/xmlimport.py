@@ -205,7 +205,9 @@ class XmlImportPlan(PlanBase):
         if self._messages_el is not None:
             self._messages_el.clear()
 
-    def messages(self) -> Iterator[PlannedMessage]:
+    def messages(self, records: tuple[int, int | None] | None = None) -> Iterator[PlannedMessage]:
+        """The document's messages (``records`` is ignored: they are built from the document, not from
+        OpenWire bytes)."""
         from amqtool.store.xmlconfig import local_name
 
         for event, el in self._events:

@@ -165,16 +165,15 @@ def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch):
     """The store is written aside: an error while writing leaves neither DEST nor the temporary directory."""
     from amqtool.engines.migrate import write
 
-    real = write.message_record
+    real = write.JournalWriter.append_records
     calls = []
 
-    def failing(core, threshold, file_size=None):
-        calls.append(core.message_id)
-        if len(calls) == 50:
-            raise OSError(28, "No space left on device")
-        return real(core, threshold, file_size)
+    def failing(self, records):  # the messages' records: after the bindings, before the end
+        calls.append(len(records))
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(write, "message_record", failing)
+    monkeypatch.setattr(write.JournalWriter, "append_records", failing)
+    assert real is not None
     with pytest.raises(OSError):
         write.create_from(tmp_path / "dest", KAHADB / "basic")
     assert list(tmp_path.iterdir()) == []
