@@ -707,3 +707,23 @@ def test_writers_refuse_a_critical_source_unless_salvage(capsys, copy, tmp_path)
     code, _o, err = run(capsys, "create", tmp_path / "a", "--from", copy, "--salvage")
     assert code == 2 and (tmp_path / "a").is_dir()
 
+
+@pytest.mark.parametrize("start,stop,verdict", [(970900, 970960, 2), (970950, 971000, 1)])
+def test_zeroed_end_of_a_complete_unit_in_the_last_file(capsys, tmp_path, start, stop, verdict):
+    """Fault campaign miss (killed-b, seeds 25000130 and 25000212, a SIGKILLed store outside the suite): zeros
+    over the UOW_END closing the last complete unit and the start of the cut unit after it. The broker
+    truncates the file at the zeros and drops the complete unit (30 messages); what proves it complete is
+    dirty.index's write-ahead log, where the cut unit's entries are a later write batch whose DATA records
+    lie whole past the zeros (amqtool.engines.leveldb.walunits): CRITICAL. Zeros inside the cut unit only
+    lose nothing the crash did not: still the WARNING of the cut."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff" and b[970938:970940] == b"\x2a\x05"  # the UOW_END, the cut unit's DATA
+    b[start:stop] = bytes(stop - start)
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == verdict
+    assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)

@@ -58,7 +58,7 @@ from amqtool.errors import Finding, FormatError, Severity
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
-from amqtool.engines.leveldb import indexlog
+from amqtool.engines.leveldb import indexlog, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 from amqtool.engines.leveldb.logfiles import log_files, scan as scan_log
@@ -243,7 +243,7 @@ def _units_after(st: LevelDBState) -> int:
     start) and a record with a good checksum follows it (the writer went on past it: damage, not a cut)."""
     buf = st.reader.buffer(st.logs[-1])
     n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) or \
-        _kind_damaged_unit_end(st, buf) else 0
+        _kind_damaged_unit_end(st, buf) or walunits.later_unit_on_disk(st, _read_data) else 0
     pos = st.last_file_end
     end = len(buf)
     if native.leveldb_count_uow_ends is not None:
