@@ -21,6 +21,11 @@ from amqtool.formats.leveldb import dblog, manifest, table
 _NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
 
 
+# the store's own keys LevelDBClient reads with ``get`` when it starts (DIRTY_INDEX_KEY, LOG_REF_INDEX_KEY,
+# LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY, COLLECTION_META_KEY)
+COUNTER_KEYS = (b":collection-meta", b":dirty", b":log-refs", b":logs", b":producer_ids")
+
+
 @dataclass
 class IndexDB:
     directory: Path
@@ -42,6 +47,11 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # the lowest sequence written by the write-ahead logs not yet in a table (above every table entry's: a
+    # memtable's log is retired only once its table is added), and the sequence of the newest version of
+    # each counter key the broker reads at start
+    log_sequence_floor: int | None = None
+    counter_sequences: dict = field(default_factory=dict)
 
     def get(self, key: bytes):
         return self.data.get(key)
@@ -233,6 +243,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 dblog.resync(whole, lr.tail + dblog.HEADER_SIZE, len(whole)))))
         ops = 0
         for off, rec in lr.records:
+            if len(rec) >= 8:
+                first = int.from_bytes(rec[:8], "little")
+                db.log_sequence_floor = first if db.log_sequence_floor is None else min(db.log_sequence_floor,
+                                                                                        first)
             done = apply_batch(rec, newest)
             ops += done[0]
             if done[1] is not None:
@@ -255,4 +269,5 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
     value_kind = dblog.TYPE_VALUE
     db.data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
     db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
+    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == value_kind}
     return db

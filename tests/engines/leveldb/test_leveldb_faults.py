@@ -29,11 +29,13 @@ FOUND = {
     "index-none": [25000174],
     "replicas-node-c": [25000106, 25000174, 25000220],
     "xa": [25000236],
-    "gc": [25000174, 25000236, 26000052, 27000206, 27000389],
+    "gc": [25000174, 25000236, 26000052, 27000206, 27000389, 31000064, 31000142],
     "jni-index": [26000025],
     "jni-index-gc": [25000400, 26000025, 27000079, 28000223],
     "snappy": [28000064, 30000106],
     "killed-zerofill": [25000428],
+    # SIGKILLed stores outside the suite (AMQTOOL_TEST_LEVELDB_STORES=/work/leveldb-fresh)
+    "killed-b": [25000130, 25000212],
 }
 
 
