@@ -746,3 +746,50 @@ def test_skipped_table_block_whose_counters_the_write_ahead_log_rewrote_is_a_war
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("judged against the counters" in f["message"] for f in doc["findings"])
     assert doc["summary"]["messages"] == 168
+
+
+def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(capsys, tmp_path):
+    """Fault campaign miss (killed-snappy, seed 40000019): the kind byte of a snappy-compressed DATA record in
+    the replayed part of the last file flipped (5 -> 13). The replay skips kinds it does not know ("Skip other
+    records, they don't modify the index") and the message is read by its position without looking at the
+    kind: the broker delivers the same messages. Its data is a (compressed) message, so nothing the replay
+    applies changed: WARNING, not CRITICAL leveldb-unknown-kind."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
+    log = store / "00000000000220ef.log"
+    assert log.read_bytes()[2236:2238] == b"\x2a\x05"
+    _flip(log, 2237, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-unknown-kind" not in codes(doc)
+    assert doc["summary"]["messages"] == 282  # 6 + 270 + 6 as recovered.json
+
+
+def test_deleted_last_log_holding_a_complete_unit_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-snappy, seed 40000058): the last log file deleted. It held one complete
+    unit of work (30 messages, replayed after the snapshot) and the cut one; verify said OK, the remaining
+    files ending where the snapshot was taken. dirty.index's write-ahead log holds the complete unit's write
+    batch and a later one (the cut unit's), both past the last remaining file: the first was written whole
+    before the second began, so a log file holding it is missing: CRITICAL leveldb-missing-log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
+    (store / "00000000000220ef.log").unlink()
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-missing-log"] == "critical"
+    assert any("1 complete unit(s) of work (30 entries)" in f["message"] for f in doc["findings"])
+
+
+def test_entries_a_damaged_block_brings_back_over_their_deletion_are_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 28000064), seen once the campaign's truth exports with --salvage: a bit
+    flipped in a snappy block of table 000005 changes a repeated literal, so 25 of Q.G's consumed entries
+    come out with a sequence far above the MANIFEST's last one (no writer issued it) over their deletions,
+    and without their location (position 0, in no log file). The broker cannot read those messages and
+    delivers what it did before: WARNING, not CRITICAL leveldb-missing-log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 1711, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-missing-log" not in codes(doc)
+    assert any("24 more" in f["message"] and "no writer issued" in f["message"] for f in doc["findings"])

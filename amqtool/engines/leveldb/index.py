@@ -51,6 +51,8 @@ class IndexDB:
     # memtable's log is retired only once its table is added), and the sequence of the newest version of
     # each counter key the broker reads at start
     log_sequence_floor: int | None = None
+    # user key -> (sequence, kind) of the version an entry with a sequence no writer issued hides (None: none)
+    invented: dict = field(default_factory=dict)
     counter_sequences: dict = field(default_factory=dict)
 
     def get(self, key: bytes):
@@ -178,6 +180,9 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             newest[key] = (seq, kind, value)
 
     suspect: dict = {}  # user key -> sequence of its entry read from a damaged block
+    # entries of damaged blocks whose sequence is above the MANIFEST's last one, which is at least every table
+    # entry's: no writer issued it. LevelDB takes the highest sequence as the newest all the same
+    invented: list = []
     files = {}
     for n in names:
         m = _NUM.match(n)
@@ -208,9 +213,12 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 hi = large if large is not None and (hi is None or large < hi) else hi
                 db.unread_ranges[(str(d / name), off)] = (lo, hi)
         for e in tr.entries:
-            put(e.user_key, e.sequence, e.kind, e.value)
             if e.suspect:
+                if e.sequence > version.last_sequence:
+                    invented.append(e)  # applied last, over every version the index did write
+                    continue
                 suspect[e.user_key] = e.sequence
+            put(e.user_key, e.sequence, e.kind, e.value)
         comp = sorted({b.compression for b in tr.blocks})
         db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
                           "blocks": len(tr.blocks),
@@ -252,6 +260,11 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             if done[1] is not None:
                 db.problem(d / name, off, f"write batch: {done[1]}")
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+    for e in invented:
+        old = newest.get(e.user_key)
+        db.invented[bytes(e.user_key)] = None if old is None else old[:2]  # what it hides: (sequence, kind)
+        put(e.user_key, e.sequence, e.kind, e.value)
+        suspect[e.user_key] = e.sequence
     for path, p in dropped:
         datas = [p.data] + [data for _off, data in p.more]
         harmless = all(_superseded(data, newest) for data in datas)

@@ -72,3 +72,18 @@ def later_unit_on_disk(st, read_data) -> bool:
                 if got is not None and got == (length, True):
                     return True
     return False
+
+
+def complete_units_past_the_logs(st) -> tuple[int, int]:
+    """(units, entries) of the write batches of ``dirty.index``'s write-ahead log whose entries point past the
+    end of the last log file, but the last such batch (it may be the unit a crash cut before its records
+    reached the disk). Each of those units was written whole before the next one's batch (see the module's
+    docstring): a log file holding complete units is missing."""
+    if not st.logs:
+        return 0, 0
+    index_dir = Path(st.directory) / "dirty.index"
+    if not index_dir.is_dir():
+        return 0, 0
+    limit = st.logs[-1].limit
+    past = [b for b in _batches(index_dir) if any(loc >= limit for loc, _n in b)]
+    return len(past[:-1]), sum(len(b) for b in past[:-1])
