@@ -77,9 +77,12 @@ def later_unit_on_disk(st, read_data) -> bool:
 def complete_units_past_the_logs(st) -> tuple[int, int]:
     """(units, entries) of the write batches of ``dirty.index``'s write-ahead log whose entries point past the
     end of the last log file, but the last such batch (it may be the unit a crash cut before its records
-    reached the disk). Each of those units was written whole before the next one's batch (see the module's
-    docstring): a log file holding complete units is missing."""
-    if not st.logs:
+    reached the disk), when the file the index snapshot was taken at is missing: the broker snapshots its
+    index at each rotation, at the new log file's position (``RecordLog.rotate``, ``on_log_rotate``), so a
+    snapshot at or past the end of the last file names a file that existed. Each of those units was written
+    whole before the next one's batch (see the module's docstring): the missing file held complete units. (A
+    last file cut short, by contrast, is what a crash of an unsynced write can leave.)"""
+    if not st.logs or st.snapshot is None or st.snapshot[0] < st.logs[-1].limit:
         return 0, 0
     index_dir = Path(st.directory) / "dirty.index"
     if not index_dir.is_dir():
