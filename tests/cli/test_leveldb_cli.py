@@ -806,3 +806,19 @@ def test_last_log_cut_short_past_a_complete_unit_stays_the_warning_of_a_crash(ca
     os.truncate(store / "00000000000220ef.log", 16016)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and "leveldb-missing-log" not in codes(doc) and codes(doc)["leveldb-uow-cut"] == "warning"
+
+
+def test_collection_record_of_no_known_type_is_critical(capsys, tmp_path):
+    """Fault campaign miss (gc2, seed 41000146, a store outside the suite; the same byte of the committed gc
+    store here): a bit of the durable subscription's collection record flipped in a snappy literal, turning
+    its type field (2) into field 10. The record decodes with type 0, which LevelDBStore's start matches to
+    nothing and ignores: subG is gone, T.G is dropped with the 8 messages owed to it. The counters hold
+    collection 2: a live collection lost, CRITICAL (it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    table = store / "000000000023142a.index" / "000005.sst"
+    assert table.read_bytes()[876:881] == bytes.fromhex("080210041a")
+    _flip(table, 878, 0x40)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-bad-collection"] == "critical"

@@ -28,7 +28,9 @@ leveldb-entry-past-end            CRITICAL  an entry points past the end of the 
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
 leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
                                             WARNING when the log or counters prove none was delivered
-leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
+leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
+                                            store never writes (ignored at start); WARNING when the
+                                            evidence holds no such live collection
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
                                             (WARNING when the record log, replayed from its start, proves
                                             nothing the broker delivers is lost: see leveldb-index-lost)
@@ -368,6 +370,22 @@ def _read_data(st: LevelDBState, loc: int) -> tuple | None:
     return length, _crc32(data) == (cs & 0xFFFFFFFF)
 
 
+def _untyped_collections(st: LevelDBState) -> list[tuple[int, int]]:
+    """(collection key, type) of the index's collection records whose type is none the store writes."""
+    out = []
+    for ck in sorted(st.collection_keys):
+        v = st.index.get(R.collection_index_key(ck))
+        if v is None:
+            continue
+        try:
+            t = R.decode_collection(v).type
+        except FormatError:
+            continue  # a load problem already
+        if t not in R.COLLECTION_TYPES:
+            out.append((ck, t))
+    return out
+
+
 def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
     """When the index snapshot is damaged (or holds entries of no collection): what the record log, or
     without its start the counters, prove it lost of what the broker delivers (:mod:`.indexlog`), each a
@@ -501,6 +519,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     directory, None))
     for key, msg in st.load_problems:
         add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
+    for ck, kind in _untyped_collections(st):
+        # LevelDBStore's start matches each record's type and ignores the others: the collection is gone for
+        # the broker (a subscription's topic is then dropped with its messages); unless the evidence says no
+        # such collection was live (garbage keys of a damaged table block)
+        garbage = evidence is not None and ck not in (evidence.collections if evidence.source == "log" else st.meta)
+        add(Finding(W if garbage else C, "leveldb-bad-collection", f"collection {ck}: its record is of type {kind}, "
+                    "which the store never writes (a damaged record): the broker ignores it" +
+                    (" (the evidence holds no such live collection: garbage keys of a damaged index)" if garbage
+                     else ", losing what it held"), directory, None))
     db = st.snapshot_db
     if st.snapshot is None:
         if st.logs:
