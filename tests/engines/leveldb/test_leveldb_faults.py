@@ -6,7 +6,10 @@ Each store gets ``FAULTS`` seeded faults (``AMQTOOL_LEVELDB_FAULTS`` sets it; 60
 others, which keeps the whole campaign near a minute on two cores), and always the seeds of the misses wider
 campaigns found (``FOUND``): drawn the same way, so a regression of any of them fails here. A wider run:
 ``AMQTOOL_LEVELDB_FAULTS=400`` (the ``FOUND`` seeds are the misses of such runs from seeds 25000000, 26000000
-and 27000000 + 0..399, 28000000 + 0..299 and 30000000 + 0..199, on main at 368e172 and on this branch as it went)"""
+and 27000000 + 0..399, 28000000 + 0..299 and 30000000 + 0..199, on main at 368e172 and on this branch as it went;
+then 40000000, 41000000 and 42000000 + 0..149 over the stores of /work/leveldb-fresh2 and killed-snappy, and
+41000000 + 0..59 over the others, once the truth exported with --salvage: before that a false CRITICAL read as
+the loss of every row, since export refuses a source verify calls CRITICAL)"""
 from __future__ import annotations
 
 import os
