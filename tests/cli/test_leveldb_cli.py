@@ -822,3 +822,19 @@ def test_collection_record_of_no_known_type_is_critical(capsys, tmp_path):
     _flip(table, 878, 0x40)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-bad-collection"] == "critical"
+
+
+@pytest.mark.parametrize("offset,mask", [(2453, 0x01), (2832, 0x04)])
+def test_dropped_write_ahead_record_whose_checksum_names_the_flipped_bit(capsys, tmp_path, offset, mask):
+    """Fault campaign misses (gc2, seeds 43000066 and 43000139): one bit flipped in the store's GC batch (235
+    deletions of acknowledged T.G entries) of the snapshot's write-ahead log. LevelDB drops the record; the
+    flip broke the batch's framing, so what it held could not be told: CRITICAL. The stored CRC-32C names the
+    one bit whose change explains it (CRC-32C is linear), so the batch is read as written: only topic entries
+    every subscription acknowledged, delivered to no one (WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc2/store", tmp_path / "store")
+    _flip(store / "00000000001bad50.index" / "000192.log", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("names the one flipped bit" in f["message"] for f in doc["findings"])

@@ -80,6 +80,16 @@ def _ops_of(data: bytes | None) -> list | None:
     return None if raw is None else list(dblog.iter_batch(raw))
 
 
+def _whole_batch(data: bytes) -> bool:
+    """Whether ``data`` is one write batch exactly (its count of operations, ending at its last byte): a record
+    corrected by its checksum is used only then (a wrong correction of heavier damage would not frame)."""
+    try:
+        ops = list(dblog.iter_batch(data))
+    except FormatError:
+        return False
+    return _batch_prefix(data) == data and len(ops) == int.from_bytes(data[8:12], "little")
+
+
 def _keys_of(data: bytes | None) -> list | None:
     ops = _ops_of(data)
     return None if ops is None else [op.key for op in ops]
@@ -266,7 +276,12 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         put(e.user_key, e.sequence, e.kind, e.value)
         suspect[e.user_key] = e.sequence
     for path, p in dropped:
-        datas = [p.data] + [data for _off, data in p.more]
+        first = p.data
+        if p.corrected is not None and _ops_of(first) is None and _whole_batch(p.corrected):
+            # the stored checksum names the one bit that changed: what the record held is known again
+            first = p.corrected
+            p.message += "; its checksum names the one flipped bit, so what it held is known"
+        datas = [first] + [data for _off, data in p.more]
         harmless = all(_superseded(data, newest) for data in datas)
         every = [_keys_of(data) for data in datas]
         keys = None if any(k is None for k in every) else [k for ks in every for k in ks]
