@@ -465,18 +465,22 @@ def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case
         assert {d.qualified: len(d.messages) for d in st.destinations.values()} != pristine
 
 
-def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path):
-    """A flipped bit in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
+@pytest.mark.parametrize("mask,why", [
+    (0x06, "what it held cannot be told; judged against the record log replayed from its start"),
+    (0x02, "its checksum names the one flipped bit, so what it held is known")])
+def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path, mask, why):
+    """Bits flipped in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
     its checksum fails, LevelDB drops it with the two records after it (``:logs``, ``:producer_ids``), and
-    its write batch no longer parses, so what it held cannot be told from it. The record log, replayed from
-    position 0 (every log file is there), gives the index the broker kept, and the recovered index holds all
-    of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told")."""
+    its write batch no longer parses. Two bits: what it held cannot be told from it; the record log, replayed
+    from position 0 (every log file is there), gives the index the broker kept, and the recovered index holds
+    all of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told"). One bit: the
+    stored CRC-32C names it, and the batch read with it flipped back held only counters: WARNING."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
-    _flip(store / "0000000000018045.index" / "000003.log", 4170, 0x02)
+    _flip(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
     (msg,) = [f["message"] for f in doc["findings"]]
-    assert "what it held cannot be told; judged against the record log replayed from its start" in msg
+    assert why in msg
 
 
 def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
