@@ -56,6 +56,11 @@ PyObject *amq_leveldb_count_uow_ends(PyObject *self, PyObject *args);
 PyObject *amq_crc32(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_entry_rows(PyObject *self, PyObject *args);
 PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_match_data(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_apply_log(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_read_log(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_live(PyObject *self, PyObject *args);
+PyObject *amq_leveldb_index_groups(PyObject *self, PyObject *args);
 
 PyObject *amq_nio_run(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_aio_run(PyObject *self, PyObject *args, PyObject *kwargs);

@@ -603,20 +603,15 @@ static const char *varint_error(int rc) {
     return rc == -2 ? "varint longer than 10 bytes" : "varint runs past the end of its message";
 }
 
-PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    PyObject *newest;
-    if (!PyArg_ParseTuple(args, "y*O!:leveldb_apply_batch", &view, &PyDict_Type, &newest))
-        return NULL;
-    const unsigned char *p = view.buf;
-    size_t n = (size_t)view.len, pos = 12;
-    long long ops = 0;
-    char msg[160];
+/* One write batch applied to newest: 0 done (msg empty, or the error that stopped it after the operations
+ * before it), 1 the sequence numbers would pass 64 bits (nothing applied: Python applies it), -1 a Python
+ * error. *ops counts the operations applied. */
+static int apply_one(const unsigned char *p, size_t n, PyObject *newest, long long *ops, char *msg, size_t msgsz) {
+    size_t pos = 12;
     msg[0] = 0;
-    PyObject *res = NULL;
     if (n < 12) {
-        snprintf(msg, sizeof msg, "write batch of %zu bytes, shorter than its 12-byte header", n);
-        goto out;
+        snprintf(msg, msgsz, "write batch of %zu bytes, shorter than its 12-byte header", n);
+        return 0;
     }
     uint64_t seq = 0;
     uint32_t count = 0;
@@ -624,25 +619,23 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         seq = seq << 8 | p[i];
     for (int i = 3; i >= 0; i--)
         count = count << 8 | p[8 + i];
-    if (count && seq > UINT64_MAX - count) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+    if (count && seq > UINT64_MAX - count)
+        return 1;
     for (uint32_t i = 0; i < count; i++) {
         if (pos >= n) {
-            snprintf(msg, sizeof msg, "write batch says %u operations, holds %u", count, i);
-            goto out;
+            snprintf(msg, msgsz, "write batch says %u operations, holds %u", count, i);
+            return 0;
         }
         unsigned tag = p[pos++];
         uint64_t klen, vlen = 0;
         int big = 0, rc;
         if ((rc = varint(p, n, &pos, &klen, &big))) {
-            snprintf(msg, sizeof msg, "%s", varint_error(rc));
-            goto out;
+            snprintf(msg, msgsz, "%s", varint_error(rc));
+            return 0;
         }
         if (big || klen > n - pos) {
-            snprintf(msg, sizeof msg, "write batch key runs past the end");
-            goto out;
+            snprintf(msg, msgsz, "write batch key runs past the end");
+            return 0;
         }
         size_t kpos = pos;
         pos += klen;
@@ -650,12 +643,12 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         int kind;
         if (tag == 1) {
             if ((rc = varint(p, n, &pos, &vlen, &big))) {
-                snprintf(msg, sizeof msg, "%s", varint_error(rc));
-                goto out;
+                snprintf(msg, msgsz, "%s", varint_error(rc));
+                return 0;
             }
             if (big || vlen > n - pos) {
-                snprintf(msg, sizeof msg, "write batch value runs past the end");
-                goto out;
+                snprintf(msg, msgsz, "write batch value runs past the end");
+                return 0;
             }
             value = PyBytes_FromStringAndSize((const char *)p + pos, (Py_ssize_t)vlen);
             pos += vlen;
@@ -664,8 +657,8 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
             value = (Py_INCREF(Py_None), Py_None);
             kind = 0;
         } else {
-            snprintf(msg, sizeof msg, "write batch operation tag %u", tag);
-            goto out;
+            snprintf(msg, msgsz, "write batch operation tag %u", tag);
+            return 0;
         }
         PyObject *key = PyBytes_FromStringAndSize((const char *)p + kpos, (Py_ssize_t)klen);
         PyObject *sq = PyLong_FromUnsignedLongLong(seq + i);
@@ -673,7 +666,7 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
             Py_XDECREF(value);
             Py_XDECREF(key);
             Py_XDECREF(sq);
-            goto fail;
+            return -1;
         }
         PyObject *old = PyDict_GetItemWithError(newest, key);
         int put = 1;
@@ -701,14 +694,489 @@ PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
         Py_XDECREF(value);
         Py_DECREF(key);
         if (put < 0)
-            goto fail;
-        ops++;
+            return -1;
+        (*ops)++;
     }
     if (pos != n)
-        snprintf(msg, sizeof msg, "write batch: %zu bytes after its %u operations", n - pos, count);
-out:
-    res = msg[0] ? Py_BuildValue("(Ls)", ops, msg) : Py_BuildValue("(LO)", ops, Py_None);
-fail:
+        snprintf(msg, msgsz, "write batch: %zu bytes after its %u operations", n - pos, count);
+    return 0;
+}
+
+PyObject *amq_leveldb_apply_batch(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *newest;
+    if (!PyArg_ParseTuple(args, "y*O!:leveldb_apply_batch", &view, &PyDict_Type, &newest))
+        return NULL;
+    long long ops = 0;
+    char msg[160];
+    int rc = apply_one(view.buf, (size_t)view.len, newest, &ops, msg, sizeof msg);
     PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NONE;
+    return msg[0] ? Py_BuildValue("(Ls)", ops, msg) : Py_BuildValue("(LO)", ops, Py_None);
+}
+
+/* leveldb_apply_log(records, newest) -> (operations applied, [(offset, error)], records done): the write
+ * batches of records ([(offset, bytes)], a log's read) applied in order as leveldb_apply_batch applies each;
+ * it stops before a batch whose sequence numbers would pass 64 bits (records done < len(records): Python
+ * applies the rest one by one). */
+PyObject *amq_leveldb_apply_log(PyObject *self, PyObject *args) {
+    PyObject *records, *newest;
+    if (!PyArg_ParseTuple(args, "O!O!:leveldb_apply_log", &PyList_Type, &records, &PyDict_Type, &newest))
+        return NULL;
+    PyObject *errors = PyList_New(0);
+    if (!errors)
+        return NULL;
+    long long ops = 0;
+    Py_ssize_t i, nr = PyList_GET_SIZE(records);
+    char msg[160];
+    for (i = 0; i < nr; i++) {
+        PyObject *t = PyList_GET_ITEM(records, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(t, 1))) {
+            PyErr_SetString(PyExc_TypeError, "leveldb_apply_log: records are (offset, bytes) tuples");
+            goto fail;
+        }
+        PyObject *rec = PyTuple_GET_ITEM(t, 1);
+        int rc = apply_one((const unsigned char *)PyBytes_AS_STRING(rec), (size_t)PyBytes_GET_SIZE(rec), newest, &ops,
+                           msg, sizeof msg);
+        if (rc < 0)
+            goto fail;
+        if (rc > 0)
+            break;
+        if (msg[0]) {
+            PyObject *e = Py_BuildValue("(Os)", PyTuple_GET_ITEM(t, 0), msg);
+            if (!e || PyList_Append(errors, e)) {
+                Py_XDECREF(e);
+                goto fail;
+            }
+            Py_DECREF(e);
+        }
+    }
+    return Py_BuildValue("(LNn)", ops, errors, i);
+fail:
+    Py_DECREF(errors);
+    return NULL;
+}
+
+/* --- the index's entries against the log's DATA records (logfiles.match_data is the reference) ---------- */
+
+typedef struct {
+    int64_t base;
+    const int64_t *offs;
+    const uint32_t *lens;
+    const unsigned char *oks;
+    size_t n;
+} DataRun;
+
+/* leveldb_match_data(locations, lengths, scans, last_position, limit) -> int64 indices (packed, ascending):
+ * locations and lengths packed int64 arrays of the entries verify wants, scans a list of (base, data
+ * offsets, data lengths, data ok) per log file in position order (bases ascending; FileScan's arrays:
+ * int64 / uint32 / uint8, offsets ascending within the file). An entry is listed when no DATA record of its file starts at
+ * its location, or that record's length differs from the entry's, or its CRC-32 failed, or (last_position
+ * >= 0) it lies in the last file and runs past limit. The last file holding a record at the location is the
+ * one read (damaged files may overlap). One binary search per entry in the common case, nothing per record. */
+PyObject *amq_leveldb_match_data(PyObject *self, PyObject *args) {
+    Py_buffer lv, nv;
+    PyObject *scans;
+    long long last_pos, limit;
+    if (!PyArg_ParseTuple(args, "y*y*O!LL:leveldb_match_data", &lv, &nv, &PyList_Type, &scans, &last_pos, &limit))
+        return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t nf = PyList_GET_SIZE(scans);
+    DataRun *runs = calloc((size_t)(nf ? nf : 1), sizeof *runs);
+    Py_buffer *views = calloc((size_t)(nf ? nf : 1) * 3, sizeof *views);
+    Py_ssize_t got = 0;
+    Grow out = {0};
+    if (!runs || !views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (lv.len % 8 || nv.len != lv.len) {
+        PyErr_SetString(PyExc_ValueError, "leveldb_match_data: locations and lengths must be int64 arrays of one size");
+        goto done;
+    }
+    for (; got < nf; got++) {
+        PyObject *t = PyList_GET_ITEM(scans, got);
+        long long base;
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "Ly*y*y*", &base, &views[3 * got], &views[3 * got + 1],
+                                                   &views[3 * got + 2])) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "leveldb_match_data: scans are (base, offsets, lengths, ok) tuples");
+            goto done;
+        }
+        size_t n = (size_t)views[3 * got + 2].len;
+        if ((size_t)views[3 * got].len != n * 8 || (size_t)views[3 * got + 1].len != n * 4) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "leveldb_match_data: a scan's offsets, lengths and ok differ in size");
+            goto done;
+        }
+        runs[got] = (DataRun){base, views[3 * got].buf, views[3 * got + 1].buf, views[3 * got + 2].buf, n};
+    }
+    const int64_t *locs = lv.buf, *lens = nv.buf;
+    size_t nw = (size_t)lv.len / 8;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < nw && !failed; i++) {
+        int64_t loc = locs[i], len = lens[i];
+        int bad = 1;
+        /* the file holding loc: the last whose base <= loc */
+        Py_ssize_t lo = 0, hi = nf;
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (runs[mid].base <= loc)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        /* from that file back: the last file holding a record at loc wins (files may overlap when damaged) */
+        for (Py_ssize_t j = lo - 1; j >= 0; j--) {
+            const DataRun *r = &runs[j];
+            int64_t off = loc - r->base;
+            size_t a = 0, b = r->n;
+            while (a < b) {
+                size_t mid = (a + b) / 2;
+                if (r->offs[mid] < off)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            if (a < r->n && r->offs[a] == off) {
+                bad = !((int64_t)r->lens[a] == len && r->oks[a]);
+                break;
+            }
+        }
+        if (!bad && last_pos >= 0 && loc >= last_pos && loc + 10 + len > limit)
+            bad = 1;
+        if (bad) {
+            int64_t k = (int64_t)i;
+            if (grow_put(&out, &k, 8))
+                failed = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed)
+        PyErr_NoMemory();
+    else
+        res = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
+done:
+    for (Py_ssize_t i = 0; i < got * 3; i++)
+        if (views[i].obj || views[i].buf)
+            PyBuffer_Release(&views[i]);
+    free(views);
+    free(runs);
+    free(out.p);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&nv);
     return res;
+}
+
+/* --- the index's keys grouped as the load reads them (load.index_groups is the reference) --------------- */
+
+typedef struct {
+    uint64_t hi, lo; /* the key's bytes 1..8 and 9..16 as big-endian numbers (zero-padded): compared first */
+    const unsigned char *p;
+    Py_ssize_t n;
+    PyObject *key, *value;
+} KeyRef;
+
+static uint64_t be64_padded(const unsigned char *p, Py_ssize_t n) {
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < 8; i++)
+        v = v << 8 | (i < n ? p[i] : 0);
+    return v;
+}
+
+/* bytes order (memcmp, then the shorter first) of keys sharing their first byte */
+static int keyref_cmp(const void *a, const void *b) {
+    const KeyRef *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    Py_ssize_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, (size_t)n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* leveldb_index_groups(index) -> (entries, collections): index a dict of bytes -> bytes; entries
+ * {collection key: [(entry key, value)]} of the keys 'e' + 8-byte collection key + entry key, collections
+ * and entries each in byte order of their keys (the order of a sorted(index)); collections the 9-byte 'c'
+ * keys, sorted. Keys that are not bytes are a TypeError (Python groups them). */
+PyObject *amq_leveldb_index_groups(PyObject *self, PyObject *args) {
+    PyObject *index;
+    if (!PyArg_ParseTuple(args, "O!:leveldb_index_groups", &PyDict_Type, &index))
+        return NULL;
+    Py_ssize_t n = PyDict_GET_SIZE(index), ne = 0, nc = 0, pos = 0;
+    KeyRef *es = PyMem_Malloc(sizeof(KeyRef) * (size_t)(n ? n : 1));
+    KeyRef *cs = PyMem_Malloc(sizeof(KeyRef) * (size_t)(n ? n : 1));
+    PyObject *entries = NULL, *colls = NULL, *res = NULL, *k, *v;
+    if (!es || !cs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (PyDict_Next(index, &pos, &k, &v)) {
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "leveldb_index_groups: index keys must be bytes");
+            goto done;
+        }
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(k);
+        Py_ssize_t len = PyBytes_GET_SIZE(k);
+        if (len >= 9 && p[0] == 'e')
+            es[ne++] = (KeyRef){be64_padded(p + 1, 8), be64_padded(p + 9, len - 9), p, len, k, v};
+        else if (len == 9 && p[0] == 'c')
+            cs[nc++] = (KeyRef){be64_padded(p + 1, 8), 0, p, len, k, v};
+    }
+    qsort(es, (size_t)ne, sizeof(KeyRef), keyref_cmp);
+    qsort(cs, (size_t)nc, sizeof(KeyRef), keyref_cmp);
+    entries = PyDict_New();
+    colls = PyList_New(nc);
+    if (!entries || !colls)
+        goto done;
+    for (Py_ssize_t i = 0; i < nc; i++) {
+        Py_INCREF(cs[i].key);
+        PyList_SET_ITEM(colls, i, cs[i].key);
+    }
+    for (Py_ssize_t i = 0; i < ne;) {
+        Py_ssize_t j = i + 1;
+        while (j < ne && es[j].hi == es[i].hi)
+            j++;
+        PyObject *group = PyList_New(j - i);
+        int64_t ck = (int64_t)((uint64_t)be32(es[i].p + 1) << 32 | be32(es[i].p + 5));
+        PyObject *ckey = PyLong_FromLongLong((long long)ck);
+        if (!group || !ckey) {
+            Py_XDECREF(group);
+            Py_XDECREF(ckey);
+            goto done;
+        }
+        for (Py_ssize_t m = i; m < j; m++) {
+            PyObject *ek = PyBytes_FromStringAndSize((const char *)es[m].p + 9, es[m].n - 9);
+            PyObject *t = ek ? PyTuple_New(2) : NULL;
+            if (!t) {
+                Py_XDECREF(ek);
+                Py_DECREF(group);
+                Py_DECREF(ckey);
+                goto done;
+            }
+            Py_INCREF(es[m].value);
+            PyTuple_SET_ITEM(t, 0, ek);
+            PyTuple_SET_ITEM(t, 1, es[m].value);
+            PyList_SET_ITEM(group, m - i, t);
+        }
+        int rc = PyDict_SetItem(entries, ckey, group);
+        Py_DECREF(group);
+        Py_DECREF(ckey);
+        if (rc)
+            goto done;
+        i = j;
+    }
+    res = PyTuple_Pack(2, entries, colls);
+done:
+    Py_XDECREF(entries);
+    Py_XDECREF(colls);
+    PyMem_Free(es);
+    PyMem_Free(cs);
+    return res;
+}
+
+/* leveldb_live(newest, data) -> the highest sequence of newest (0 when empty): newest key -> (sequence, kind,
+ * value) as leveldb_apply_batch leaves it; every key whose newest entry is a value (kind 1) is put in data
+ * with that value (bytes keys and values; None when one is not: index.live, the reference, converts). */
+PyObject *amq_leveldb_live(PyObject *self, PyObject *args) {
+    PyObject *newest, *data, *k, *v;
+    if (!PyArg_ParseTuple(args, "O!O!:leveldb_live", &PyDict_Type, &newest, &PyDict_Type, &data))
+        return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *best = NULL;
+    /* checked first: nothing is put in data unless every entry has the shape the C apply leaves */
+    while (PyDict_Next(newest, &pos, &k, &v)) {
+        if (!PyBytes_CheckExact(k) || !PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != 3 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(v, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(v, 1)) ||
+            (PyTuple_GET_ITEM(v, 2) != Py_None && !PyBytes_CheckExact(PyTuple_GET_ITEM(v, 2))))
+            Py_RETURN_NONE;
+    }
+    pos = 0;
+    while (PyDict_Next(newest, &pos, &k, &v)) {
+        PyObject *seq = PyTuple_GET_ITEM(v, 0), *value = PyTuple_GET_ITEM(v, 2);
+        if (!best) {
+            best = seq;
+        } else {
+            int gt = PyObject_RichCompareBool(seq, best, Py_GT);
+            if (gt < 0)
+                return NULL;
+            if (gt)
+                best = seq;
+        }
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(v, 1));
+        if (kind == -1 && PyErr_Occurred())
+            return NULL;
+        if (kind == 1 && value != Py_None && PyDict_SetItem(data, k, value))
+            return NULL;
+    }
+    if (!best)
+        return PyLong_FromLong(0);
+    Py_INCREF(best);
+    return best;
+}
+
+/* --- the index's write-ahead log (dblog.read_log is the reference) --------------------------------------- */
+
+static uint32_t crc32c_table[256];
+static int crc32c_ready, crc32c_hw;
+
+static void crc32c_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
+        crc32c_table[n] = c;
+    }
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    crc32c_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
+    crc32c_ready = 1;
+}
+
+#ifdef HAVE_X86
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw_run(uint32_t c, const unsigned char *p, size_t n) {
+    uint64_t c64 = c;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c64 = _mm_crc32_u64(c64, v);
+        p += 8;
+        n -= 8;
+    }
+    c = (uint32_t)c64;
+    while (n--)
+        c = _mm_crc32_u8(c, *p++);
+    return c;
+}
+#endif
+
+/* CRC-32C (Castagnoli) of p[0:n] continuing the inverted register c */
+static uint32_t crc32c_run(uint32_t c, const unsigned char *p, size_t n) {
+#ifdef HAVE_X86
+    if (crc32c_hw)
+        return crc32c_hw_run(c, p, n);
+#endif
+    while (n--)
+        c = crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c;
+}
+
+/* leveldb_read_log(buf) -> [(offset, record bytes)], or None: the logical records of a LevelDB log file
+ * (32 KiB blocks of physical records: masked CRC-32C LE, length LE16, type, data; FULL, or FIRST MIDDLE*
+ * LAST) when the file reads cleanly: every record's checksum good, every fragment in order, nothing torn at
+ * the end. None as soon as anything else is met: dblog.read_log (the reference) then reads the file and
+ * reports what it finds. */
+PyObject *amq_leveldb_read_log(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:leveldb_read_log", &view))
+        return NULL;
+    if (!crc32c_ready)
+        crc32c_init();
+    const unsigned char *b = view.buf;
+    size_t n = (size_t)view.len, pos = 0;
+    PyObject *out = PyList_New(0);
+    Grow pending = {0};
+    int64_t pending_at = -1;
+    int clean = 1;
+    if (!out)
+        goto fail;
+    while (pos < n) {
+        size_t left = 32768 - pos % 32768;
+        if (left < 7) {
+            pos += left;
+            continue;
+        }
+        if (pos + 7 > n) {
+            for (size_t i = pos; i < n; i++)
+                if (b[i])
+                    clean = 0; /* a torn tail */
+            break;
+        }
+        uint32_t masked = (uint32_t)b[pos] | (uint32_t)b[pos + 1] << 8 | (uint32_t)b[pos + 2] << 16 |
+                          (uint32_t)b[pos + 3] << 24;
+        size_t length = (size_t)b[pos + 4] | (size_t)b[pos + 5] << 8;
+        unsigned type = b[pos + 6];
+        if (masked == 0 && length == 0 && type == 0) {
+            pos += left; /* zero fill: the rest of the block */
+            continue;
+        }
+        if (7 + length > left || pos + 7 + length > n) {
+            clean = 0;
+            break;
+        }
+        uint32_t crc = ~crc32c_run(~0u, b + pos + 6, 1 + length);
+        uint32_t want = ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
+        if (want != masked) {
+            clean = 0;
+            break;
+        }
+        const unsigned char *d = b + pos + 7;
+        if (type == 1) { /* FULL */
+            if (pending_at >= 0) {
+                clean = 0;
+                break;
+            }
+            PyObject *t = Py_BuildValue("(Ly#)", (long long)pos, (const char *)d, (Py_ssize_t)length);
+            if (!t || PyList_Append(out, t)) {
+                Py_XDECREF(t);
+                goto fail;
+            }
+            Py_DECREF(t);
+        } else if (type == 2) { /* FIRST */
+            if (pending_at >= 0) { /* the reference drops the unfinished one silently: not the clean path */
+                clean = 0;
+                break;
+            }
+            pending.len = 0;
+            pending_at = (int64_t)pos;
+            if (grow_put(&pending, d, length)) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+        } else if (type == 3 || type == 4) { /* MIDDLE, LAST */
+            if (pending_at < 0) {
+                clean = 0;
+                break;
+            }
+            if (grow_put(&pending, d, length)) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            if (type == 4) {
+                PyObject *t = Py_BuildValue("(Ly#)", (long long)pending_at, pending.p ? pending.p : "",
+                                            (Py_ssize_t)pending.len);
+                if (!t || PyList_Append(out, t)) {
+                    Py_XDECREF(t);
+                    goto fail;
+                }
+                Py_DECREF(t);
+                pending_at = -1;
+                pending.len = 0;
+            }
+        } else {
+            clean = 0;
+            break;
+        }
+        pos += 7 + length;
+    }
+    if (pending_at >= 0)
+        clean = 0; /* a split record cut by the end: a torn tail */
+    free(pending.p);
+    PyBuffer_Release(&view);
+    if (!clean) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+fail:
+    free(pending.p);
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    return NULL;
 }

@@ -57,6 +57,18 @@ static PyMethodDef amq_methods[] = {
      "leveldb_count_uow_ends(buf, start, end) -> int: UOW_END records with good CRC-32 at any byte."},
     {"leveldb_entry_rows", (PyCFunction)amq_leveldb_entry_rows, METH_VARARGS,
      "leveldb_entry_rows(items) -> (seqs, locations, lengths, status): a collection's index entries, packed."},
+    {"leveldb_index_groups", (PyCFunction)amq_leveldb_index_groups, METH_VARARGS,
+     "leveldb_index_groups(index) -> (entries, collections): the index's entry keys by collection, its collection\n"
+     "keys, in key order (see native/leveldb_scan.c)."},
+    {"leveldb_live", (PyCFunction)amq_leveldb_live, METH_VARARGS,
+     "leveldb_live(newest, data) -> highest sequence, or None: the index's live values put in data."},
+    {"leveldb_read_log", (PyCFunction)amq_leveldb_read_log, METH_VARARGS,
+     "leveldb_read_log(buf) -> [(offset, record)] of a LevelDB log file that reads cleanly, else None."},
+    {"leveldb_apply_log", (PyCFunction)amq_leveldb_apply_log, METH_VARARGS,
+     "leveldb_apply_log(records, newest) -> (operations, [(offset, error)], records done): a log's write batches."},
+    {"leveldb_match_data", (PyCFunction)amq_leveldb_match_data, METH_VARARGS,
+     "leveldb_match_data(locations, lengths, scans, last_position, limit) -> packed int64 indices of the\n"
+     "entries whose DATA record is not there whole with a good CRC-32 (see native/leveldb_scan.c)."},
     {"leveldb_apply_batch", (PyCFunction)amq_leveldb_apply_batch, METH_VARARGS,
      "leveldb_apply_batch(batch, newest) -> (operations, error or None): one index write batch applied."},
     {"crc32", (PyCFunction)amq_crc32, METH_VARARGS,

@@ -225,6 +225,104 @@ def test_verify_same_findings_on_damaged_copies(case, tmp_path, monkeypatch):
         assert got_c[0] or trial == 1, ("the damage is found", trial, victim.name, r.offset, r.kind, r.length)
 
 
+# --- the entries against the DATA records (verify) -----------------------------------------------------
+
+def _match_both(locs, lens, runs, last, limit):
+    from array import array
+
+    from amqtool.engines.leveldb.logfiles import data_at, match_data
+
+    locs, lens = array("q", locs), array("q", lens)
+    py = match_data(locs, lens, runs, last, limit, use_native=False)
+    c = match_data(locs, lens, runs, last, limit, use_native=True)
+    assert c == py
+    for i in py:  # what verify then reads of each flagged entry's record, by the same rule
+        got = data_at(runs, locs[i])
+        want = None
+        for base, offs, ln, oks in runs:
+            for o, n, k in zip(offs, ln, oks):
+                if base + o == locs[i]:
+                    want = (n, bool(k))
+        assert got == want
+    return py
+
+
+@pytest.mark.parametrize("case", [d for d in STORE_DIRS if (d / "store-version.txt").is_file()],
+                         ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_match_data_of_every_store(case):
+    """Every store's entries against its logs' DATA records: C and the Python reference flag the same entries,
+    and only those whose record is missing, of another length, failing its CRC-32 or past the log's end;
+    entries moved by a byte, lengthened, pointed into the gaps and past the end are flagged by both."""
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+
+    with load(detect(case)) as s:
+        runs = []
+        for f in s.logs:
+            fs = scan(s.reader.buffer(f), f.position, use_native=False)
+            runs.append((f.position, fs.data_offsets, fs.data_lengths, fs.data_ok))
+        msgs = [m for d in s.destinations.values() for m in d.messages]
+        last = s.logs[-1].position if s.logs else None
+        limit = s.replay.limit
+        locs = [m.location for m in msgs]
+        lens = [m.length for m in msgs]
+        good = _match_both(locs, lens, runs, last, limit)
+        data = {b + o: (n, k) for b, offs, ln, oks in runs for o, n, k in zip(offs, ln, oks)}
+        for i in good:  # every flagged entry has a reason
+            got = data.get(locs[i])
+            assert got is None or got[0] != lens[i] or not got[1] or (locs[i] >= last and
+                                                                     locs[i] + L.HEADER_SIZE + lens[i] > limit)
+        rng = random.Random(case.name)
+        n = len(locs)
+        moved = [x + rng.choice((-1, 1, 10)) for x in locs] + [x for x in locs] + [limit, -5, 1 << 40]
+        longer = list(lens) + [x + 1 for x in lens] + [0, 0, 0]
+        flagged = _match_both(moved, longer, runs, last, limit)
+        assert set(range(n, 2 * n)) <= set(flagged)  # the lengthened ones
+        assert {2 * n, 2 * n + 1, 2 * n + 2} <= set(flagged)  # at the end, before the log, far past it
+        assert set(range(n)) <= set(flagged)  # no DATA record starts a byte or ten bytes from another
+        assert _match_both(locs, lens, runs, None, limit) == [i for i in good if data.get(locs[i]) is None or
+                                                               data[locs[i]][0] != lens[i] or not data[locs[i]][1]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_match_data_of_any_runs(data):
+    """Runs of any shape (files overlapping, empty, offsets repeated across files, bad checksums) and entries
+    anywhere: the same flags and the same record read (the last file holding one wins)."""
+    from array import array
+
+    runs = []
+    base = data.draw(st.integers(0, 50))
+    for _ in range(data.draw(st.integers(0, 4))):
+        offs = sorted(set(data.draw(st.lists(st.integers(0, 60), max_size=12))))
+        lens = [data.draw(st.integers(0, 5)) for _ in offs]
+        oks = bytes(data.draw(st.integers(0, 1)) for _ in offs)
+        runs.append((base, array("q", offs), array("I", lens), oks))
+        base += data.draw(st.integers(0, 40))  # overlapping files, files with equal bases
+    locs = data.draw(st.lists(st.integers(-3, 160), max_size=20))
+    lens = [data.draw(st.integers(-1, 5)) for _ in locs]
+    last = data.draw(st.one_of(st.none(), st.integers(0, 120)))
+    _match_both(locs, lens, runs, last, data.draw(st.integers(0, 200)))
+
+
+def test_match_data_flags_what_verify_must_look_at():
+    """The outcomes, by hand: a good record passes; a missing one, a length that differs, a failed CRC-32 and
+    a record of the last file past the end are flagged; the last file holding a position wins."""
+    from array import array
+
+    runs = [(0, array("q", [0, 100]), array("I", [50, 20]), bytes([1, 0])),
+            (200, array("q", [0, 40]), array("I", [30, 30]), bytes([1, 1]))]
+    locs = [0, 100, 0, 5, 200, 240, 300]
+    lens = [50, 20, 49, 10, 30, 30, 1]
+    assert _match_both(locs, lens, runs, 200, 275) == [1, 2, 3, 5, 6]  # 240 + 10 + 30 > 275
+    assert _match_both(locs, lens, runs, None, 0) == [1, 2, 3, 6]
+    # a later file whose base is below a position shadows an earlier file's record there (as a dict filled
+    # file by file)
+    shadow = [runs[0], (0, array("q", [0]), array("I", [7]), b"\x01"), runs[1]]
+    assert _match_both([0, 100], [50, 20], shadow, None, 0) == [0, 1]
+    assert _match_both([0, 100], [7, 10], shadow, None, 0) == [1]
+
+
 # --- the index: entry values and write batches -------------------------------------------------------
 
 INDEX_DIRS = sorted(p for d in STORE_DIRS for p in d.glob("*.index") if p.is_dir() and (p / "CURRENT").is_file())
@@ -275,6 +373,41 @@ def test_entry_rows_of_any_bytes(items):
     assert _rows_c(items) == list(map(list, R.entry_rows(items)))
 
 
+def _groups_both(index: dict):
+    from amqtool.engines.leveldb.load import index_groups
+
+    py = index_groups(index, use_native=False)
+    c = index_groups(index, use_native=True)
+    assert c == py and list(c[0]) == list(py[0])  # the same groups, in the same (key) order
+    return c
+
+
+def test_index_groups_of_every_index():
+    from amqtool.engines.leveldb.index import read_index
+
+    seen = 0
+    for d in INDEX_DIRS:
+        index = read_index(d).data
+        entries, colls = _groups_both(index)
+        seen += sum(map(len, entries.values()))
+        # every entry key of 9 bytes or more is in its collection's group, every 9-byte 'c' key listed
+        assert sum(map(len, entries.values())) == sum(1 for k in index if k[:1] == b"e" and len(k) >= 9)
+        assert colls == sorted(k for k in index if k[:1] == b"c" and len(k) == 9)
+    assert seen > 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(st.binary(max_size=20),
+                                 st.builds(lambda p, ck, rest: p + ck + rest, st.sampled_from([b"e", b"c", b"d", b"f"]),
+                                           st.sampled_from([bytes(8), b"\x00" * 7 + b"\x01", b"\x80" + bytes(7),
+                                                            b"\xff" * 8]), st.binary(max_size=10))),
+                       st.binary(max_size=4), max_size=30))
+def test_index_groups_of_any_keys(index):
+    """Keys of any length and prefix (collection keys negative and positive, entry keys of any length, short
+    'e' keys, keys that are prefixes of others): the same groups in the same order."""
+    _groups_both(index)
+
+
 def _batches() -> list[bytes]:
     from amqtool.formats.leveldb import dblog
 
@@ -286,7 +419,7 @@ def _batches() -> list[bytes]:
 
 
 def _apply_both(batches: list[bytes]):
-    from amqtool.engines.leveldb.index import apply_batch
+    from amqtool.engines.leveldb.index import apply_batch, apply_log
 
     a: dict = {}
     b: dict = {}
@@ -294,7 +427,31 @@ def _apply_both(batches: list[bytes]):
     rb = [apply_batch(rec, b, use_native=True) for rec in batches]
     assert rb == ra
     assert b == a and list(b) == list(a)
+    # the whole log in one call: the same operations, the same errors at the same offsets
+    records = [(i * 7, rec) for i, rec in enumerate(batches)]
+    c: dict = {}
+    d: dict = {}
+    rc = apply_log(records, c, use_native=False)
+    rd = apply_log(records, d, use_native=True)
+    assert rd == rc == (sum(n for n, _e in ra), [(i * 7, e) for i, (_n, e) in enumerate(ra) if e is not None])
+    assert d == c == a and list(d) == list(a)
     return ra
+
+
+def test_apply_log_hands_an_overflowing_batch_to_python():
+    """A batch whose sequence numbers would pass 64 bits stops the C loop before it: the rest is applied one
+    by one, as the reference does."""
+    from amqtool.engines.leveldb.index import apply_log
+
+    def batch(seq: int, key: bytes) -> bytes:
+        return seq.to_bytes(8, "little") + (1).to_bytes(4, "little") + b"\x01" + bytes([len(key)]) + key + b"\x01v"
+
+    records = [(0, batch(5, b"a")), (10, batch((1 << 64) - 1, b"b")), (20, batch(6, b"a")), (30, b"short")]
+    assert native.leveldb_apply_log(records, {})[2] == 1
+    a: dict = {}
+    b: dict = {}
+    assert apply_log(records, a, use_native=True) == apply_log(records, b, use_native=False)
+    assert a == b and a[b"b"][0] == (1 << 64) - 1 and a[b"a"][0] == 6
 
 
 def test_write_batches_of_every_index_apply_the_same():
@@ -302,6 +459,121 @@ def test_write_batches_of_every_index_apply_the_same():
     assert len(batches) > 20
     done = _apply_both(batches)
     assert all(err is None for _n, err in done)
+
+
+def _index_logs() -> list[Path]:
+    return sorted(p for d in INDEX_DIRS + sorted(p / "dirty.index" for p in STORE_DIRS if (p / "dirty.index").is_dir())
+                  for p in list(d.glob("*.log")) + list(d.glob("MANIFEST-*")))
+
+
+def _read_log_both(buf: bytes):
+    """C's read, when it gives one, equals the reference's, which then found no problem and no torn tail; C
+    gives up (None) on anything else, and the reference reads that."""
+    from amqtool.engines.leveldb.index import read_log
+    from amqtool.formats.leveldb import dblog
+
+    py = dblog.read_log(buf)
+    c = native.leveldb_read_log(buf)
+    assert read_log(buf, use_native=False) == py
+    if c is not None:
+        assert read_log(buf) == py and c == py.records and not py.problems and py.tail is None
+    else:
+        assert read_log(buf) == py
+    return py, c
+
+
+def test_read_log_of_every_index_log():
+    logs = _index_logs()
+    assert len(logs) >= 10
+    read = 0
+    for p in logs:
+        py, c = _read_log_both(p.read_bytes())
+        if not py.problems and py.tail is None:
+            assert c is not None, p  # a clean log is read in C
+            read += len(c)
+    assert read > 100
+
+
+def test_read_log_of_split_records():
+    """Records over 32 KiB are split (FIRST, MIDDLE..., LAST) across blocks, and blocks end in zero padding:
+    C joins them as the reference does; a torn split record is left to the reference."""
+    from amqtool.formats.leveldb import dblog
+
+    from amqtool.formats.leveldb.codecs import crc32c, mask
+
+    def phys(t: int, data: bytes) -> bytes:
+        return mask(crc32c(bytes([t]) + data)).to_bytes(4, "little") + len(data).to_bytes(2, "little") + \
+            bytes([t]) + data
+
+    big = bytes(range(256)) * 300  # 76,800 bytes: three fragments
+    out = bytearray(phys(dblog.FULL, b"small"))
+    rest, first = big, True
+    while rest:
+        left = dblog.BLOCK_SIZE - len(out) % dblog.BLOCK_SIZE
+        if left < dblog.HEADER_SIZE:
+            out += bytes(left)
+            continue
+        piece, rest = rest[:left - dblog.HEADER_SIZE], rest[left - dblog.HEADER_SIZE:]
+        out += phys(dblog.FIRST if first else (dblog.LAST if not rest else dblog.MIDDLE), piece)
+        first = False
+    out += phys(dblog.FULL, b"after")
+    py, c = _read_log_both(bytes(out))
+    assert c is not None and [r for _o, r in c] == [b"small", big, b"after"]
+    _py, c = _read_log_both(bytes(out[:dblog.BLOCK_SIZE + 100]))  # torn inside the split record
+    assert c is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_read_log_of_damaged_logs(data):
+    logs = [p for p in _index_logs() if p.stat().st_size]
+    b = bytearray(logs[data.draw(st.integers(0, len(logs) - 1))].read_bytes())
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(st.sampled_from(["flip", "cut", "zero"]))
+        at = data.draw(st.integers(0, len(b) - 1))
+        if op == "flip":
+            b[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif op == "cut":
+            del b[at:]
+        else:
+            b[at:at + data.draw(st.integers(1, 40))] = bytes(min(40, len(b) - at))
+        if not b:
+            break
+    _read_log_both(bytes(b))
+
+
+def _live_both(newest: dict):
+    from amqtool.engines.leveldb.index import live
+
+    a: dict = {}
+    b: dict = {}
+    ra = live(newest, a, use_native=False)
+    rb = live(newest, b, use_native=True)
+    assert (rb, b, list(b)) == (ra, a, list(a))
+    return ra, a
+
+
+def test_live_values_of_every_index():
+    """The index's live keys and last sequence from what the write batches left: C and the reference."""
+    from amqtool.engines.leveldb.index import apply_batch
+
+    newest: dict = {}
+    for rec in _batches():
+        apply_batch(rec, newest)
+    seq, data = _live_both(newest)
+    assert seq == max(v[0] for v in newest.values()) and seq > 20
+    deleted = {k for k, v in newest.items() if v[1] == 0}
+    assert deleted and not deleted & set(data) and len(data) == len(newest) - len(deleted)
+    assert _live_both({}) == (0, {})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(max_size=6), st.tuples(st.integers(0, 1 << 70), st.integers(0, 1),
+                                                          st.one_of(st.none(), st.binary(max_size=4))), max_size=12))
+def test_live_values_of_any_entries(newest):
+    newest = {k: (q, kind, v if kind == 1 and v is not None else (None if kind == 0 else b"")) for k, (q, kind, v)
+              in newest.items()}
+    _live_both(newest)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -325,7 +597,9 @@ def test_damaged_write_batches_apply_the_same(data):
     _apply_both([bytes(b) for b in picked])
 
 
-NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch")
+NATIVE_NAMES = ("leveldb_scan", "leveldb_count_uow_ends", "leveldb_entry_rows", "leveldb_apply_batch",
+                "leveldb_match_data", "leveldb_index_groups", "leveldb_live", "leveldb_read_log",
+                "leveldb_apply_log")
 
 
 def _loaded(store_dir: Path):

@@ -154,6 +154,47 @@ def apply_batch(rec, newest: dict, *, use_native: bool | None = None) -> tuple[i
     return ops, None
 
 
+def apply_log(records: list, newest: dict, *, use_native: bool | None = None) -> tuple[int, list]:
+    """:func:`apply_batch` of each write batch of a log's ``records`` (``[(offset, bytes)]``) in order: (the
+    operations applied, ``[(offset, error)]`` of the batches an error stopped). In one C call when built
+    (``native.leveldb_apply_log``; a batch it leaves, and those after it, are applied one by one); this loop
+    over :func:`apply_batch` is the reference, with equal results."""
+    c = native.leveldb_apply_log if use_native is not False else None
+    ops, errors, done = c(records, newest) if c is not None else (0, [], 0)
+    for off, rec in records[done:]:
+        n, err = apply_batch(rec, newest, use_native=use_native)
+        ops += n
+        if err is not None:
+            errors.append((off, err))
+    return ops, errors
+
+
+def read_log(buf, *, use_native: bool | None = None) -> dblog.LogRead:
+    """:func:`amqtool.formats.leveldb.dblog.read_log` (the reference) of a write-ahead log; a log that reads
+    cleanly (every checksum good, no fragment out of order, no torn tail: what a quiesced snapshot holds) is
+    read in C when built (``native.leveldb_read_log``, which gives up on anything else), with equal results."""
+    c = native.leveldb_read_log if use_native is not False else None
+    if c is not None:
+        records = c(buf)
+        if records is not None:
+            return dblog.LogRead(records=records)
+    return dblog.read_log(buf)
+
+
+def live(newest: dict, data: dict, *, use_native: bool | None = None) -> int:
+    """Put in ``data`` every key of ``newest`` (key -> (sequence, kind, value)) whose newest entry is a value,
+    as bytes; return the highest sequence (0 when empty). In C when built (``native.leveldb_live``, for entries
+    of the shape its apply leaves: bytes); this is the reference, which gives equal results."""
+    c = native.leveldb_live if use_native is not False else None
+    if c is not None:
+        done = c(newest, data)
+        if done is not None:
+            return done
+    value_kind = dblog.TYPE_VALUE
+    data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
+    return max((v[0] for v in newest.values()), default=0)
+
+
 def read_index(directory: str | os.PathLike) -> IndexDB:
     d = Path(directory)
     db = IndexDB(d)
@@ -243,7 +284,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.orphans.append(name)
             continue
         try:
-            lr = dblog.read_log(_read(d / name))
+            lr = read_log(_read(d / name))
         except OSError as err:
             db.problem(d / name, None, f"unreadable ({err.strerror})")
             continue
@@ -259,16 +300,13 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             dropped.append((d / name, dblog.LogProblem(
                 lr.tail, "the write-ahead log ends inside a record", _batch_prefix(raw),
                 dblog.resync(whole, lr.tail + dblog.HEADER_SIZE, len(whole)))))
-        ops = 0
-        for off, rec in lr.records:
-            if len(rec) >= 8:
-                first = int.from_bytes(rec[:8], "little")
-                db.log_sequence_floor = first if db.log_sequence_floor is None else min(db.log_sequence_floor,
-                                                                                        first)
-            done = apply_batch(rec, newest)
-            ops += done[0]
-            if done[1] is not None:
-                db.problem(d / name, off, f"write batch: {done[1]}")
+        ops, errors = apply_log(lr.records, newest)
+        for off, err in errors:
+            db.problem(d / name, off, f"write batch: {err}")
+        firsts = [int.from_bytes(rec[:8], "little") for _off, rec in lr.records if len(rec) >= 8]
+        if firsts:
+            db.log_sequence_floor = min(firsts + ([db.log_sequence_floor] if db.log_sequence_floor is not None
+                                                  else []))
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
     for e in invented:
         old = newest.get(e.user_key)
@@ -292,10 +330,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         if not harmless:
             db.dropped_keys[(str(path), p.offset)] = None if keys is None else \
                 {bytes(k) for k in keys if k[:1] != b":"}
-    if newest:
-        db.last_sequence = max(db.last_sequence, max(v[0] for v in newest.values()))
-    value_kind = dblog.TYPE_VALUE
-    db.data.update({bytes(key): bytes(value) for key, (_seq, kind, value) in newest.items() if kind == value_kind})
+    db.last_sequence = max(db.last_sequence, live(newest, db.data))
     db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
-    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == value_kind}
+    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == dblog.TYPE_VALUE}
     return db

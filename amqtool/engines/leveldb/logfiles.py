@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amqtool import native
-from amqtool.formats.leveldb.recordlog import LOG_NAME, FileScan, scan_file
+from amqtool.formats.leveldb.recordlog import HEADER_SIZE, LOG_NAME, FileScan, scan_file
 
 
 @dataclass
@@ -106,3 +106,46 @@ def scan(buf, base: int, *, use_native: bool | None = None) -> FileScan:
     o.frombytes(offs)
     n.frombytes(lens)
     return FileScan(records, stop, o, n, oks, events, complete)
+
+
+def match_data(locations, lengths, runs: list, last_position: int | None, limit: int, *,
+               use_native: bool | None = None) -> list[int]:
+    """Indices (ascending) of the entries whose DATA record is not there as they say: ``locations`` and
+    ``lengths`` (int64 arrays) of the entries, ``runs`` one ``(base, data offsets, data lengths, data ok)``
+    per log file in position order (a :class:`FileScan`'s arrays, the file's first byte at log position
+    ``base``). An entry is listed when no DATA record starts at its location (the last file holding a record
+    there wins, as a dict filled file by file would give), or that record's length differs from the entry's,
+    or its CRC-32 failed, or it lies at or after ``last_position`` (the last file's start) and runs past
+    ``limit`` (where the broker truncates the last file). This Python loop is the reference for
+    ``native.leveldb_match_data``, which does one binary search per entry and builds nothing per record."""
+    c = native.leveldb_match_data if use_native is not False else None
+    if use_native and c is None:
+        raise RuntimeError(f"the C DATA matcher is not available: {native.NATIVE_REASON or 'not built'}")
+    last = -1 if last_position is None else last_position
+    if c is not None:
+        return memoryview(c(_int64(locations), _int64(lengths), [(b, o, n, k) for b, o, n, k in runs], last,
+                            limit)).cast("q").tolist()
+    found: dict = {}
+    for base, offs, lens, oks in runs:
+        found.update(zip(map(base.__add__, offs), zip(lens, oks)))
+    out = []
+    for i, (loc, n) in enumerate(zip(locations, lengths)):
+        got = found.get(loc)
+        if got is None or got[0] != n or not got[1] or (last >= 0 and loc >= last and loc + HEADER_SIZE + n > limit):
+            out.append(i)
+    return out
+
+
+def data_at(runs: list, location: int) -> tuple[int, bool] | None:
+    """(length, checksum ok) of the DATA record at log position ``location`` as :func:`match_data` finds it
+    (the last run holding one there), or None."""
+    for base, offs, lens, oks in reversed(runs):
+        if base <= location:
+            i = bisect.bisect_left(offs, location - base)
+            if i < len(offs) and offs[i] == location - base:
+                return lens[i], bool(oks[i])
+    return None
+
+
+def _int64(values) -> array:
+    return values if isinstance(values, array) and values.typecode == "q" else array("q", values)

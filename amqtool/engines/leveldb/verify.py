@@ -54,25 +54,31 @@ import errno
 import mmap
 import os
 import struct
+from array import array
+from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
+from operator import attrgetter
 from pathlib import Path
 
 from amqtool import native
 from amqtool.errors import Finding, FormatError, Severity
+from amqtool.gcpause import gc_paused
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
-from amqtool.engines.leveldb.logfiles import log_files, scan as scan_log
+from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
+_location = attrgetter("location")
+_length = attrgetter("length")
 _HEAD = L.HEADER
 _UOW = struct.Struct(">q")
 
 
-def _scan_file(f, buf, is_last: bool, complete_end: int | None, found: dict,
+def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
                add, counts: dict, progress, replay_start: int = 0, fs: L.FileScan | None = None) -> None:
     """One file: framing, CRC-32 of every record, the UOW chain; DATA records that entries point at. The
     pass over the bytes is :func:`amqtool.engines.leveldb.logfiles.scan` (C when built; ``fs`` when the load
@@ -140,11 +146,13 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, found: dict,
                   "the file", is_last, complete_end, old(pos))
     offs, lens, oks = fs.data_offsets, fs.data_lengths, fs.data_ok
     counts["data"] += len(offs) - len(mismatched)
-    # every DATA record by log position -> (length, checksum ok): entries look theirs up (a record whose data
-    # is not a message, reported above, is none)
-    found.update(zip(map(base.__add__, offs), zip(lens, oks)))
-    for off in mismatched:
-        found.pop(base + off, None)
+    if mismatched:  # a record whose data is not a message, reported above, is no DATA record for the entries
+        keep = [i for i, o in enumerate(offs) if o not in mismatched]
+        offs, lens = array("q", [offs[i] for i in keep]), array("I", [lens[i] for i in keep])
+        oks = bytes(oks[i] for i in keep)
+    # the file's DATA records (offsets, lengths, checksum ok), which the entries are matched against
+    # (logfiles.match_data: packed arrays, no object per record)
+    runs.append((base, offs, lens, oks))
     counts["records"] += fs.records
     mv.release()
     if progress is not None:
@@ -406,19 +414,25 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     the file's :class:`FileScan` (or a future of it), made ahead (:func:`verify_store`)."""
     add = findings.append
     directory = str(st.directory)
-    # entries -> the DATA records they need
-    wanted: dict[int, list] = {}
+    # entries -> the DATA records they need: the messages in one list, each holder's a run of it
+    wanted: list = []
+    holders: list[str] = []
+    starts: list[int] = []
+
+    def want(holder: str, msgs: list) -> None:
+        if msgs:
+            holders.append(holder)
+            starts.append(len(wanted))
+            wanted.extend(msgs)
+
     for d in st.destinations.values():
         # a topic message every subscription has acknowledged is delivered to no one (the broker's GC drops
         # its entry): only what a consumer would still receive is required
         low = min((sub.ack_position for sub in d.subscriptions), default=None) if d.kind == "topic" else None
-        for m in d.messages:
-            if low is None or m.seq > low:
-                wanted.setdefault(m.location, []).append((d.qualified, m))
+        want(d.qualified, d.messages if low is None else [m for m in d.messages if m.seq > low])
     for t in st.transactions:
-        for m, dest in t.sends:
-            wanted.setdefault(m.location, []).append((f"prepared {t.xid}", m))
-    found: dict[int, tuple] = {}
+        want(f"prepared {t.xid}", [m for m, _dest in t.sends])
+    runs: list = []
     counts = {"records": 0, "data": 0}
     prev_end = None
     for i, f in enumerate(st.logs):
@@ -430,7 +444,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                         f"file's records (which end at {prev_end:#x})", str(f.path), 0))
         is_last = i == len(st.logs) - 1
         fs = st.last_scan if is_last else _ahead(scans, f)
-        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, found, add,
+        _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, runs, add,
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
     cut = cut_tail(st)
@@ -458,17 +472,22 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     rep.stopped[0] - f.position if f else None))
     lost = bad = 0
     last_pos = st.logs[-1].position if st.logs else None
-    suspects = []
-    for loc, users in wanted.items():
-        # the common case first: the DATA record is there, whole, with its checksum, before the end
-        got = found.get(loc)
-        m = users[0][1]
-        if got is None or got[0] != m.length or not got[1] or (
-                last_pos is not None and loc >= last_pos and loc + L.HEADER_SIZE + m.length > rep.limit):
-            suspects.append(loc)
-    for loc in sorted(suspects):
-        users = wanted[loc]
-        got = found.get(loc)
+    # the common case first: the DATA record is there, whole, with its checksum, before the end (matched in C:
+    # one binary search per entry); only the entries that fail it are looked at here
+    locs = array("q", map(_location, wanted))
+    flagged = match_data(locs, array("q", map(_length, wanted)), runs, last_pos, rep.limit)
+    groups: dict[int, list] = {}
+    if flagged:
+        # the entries at one location are judged by the first of them (their DATA record is one)
+        at = {locs[i] for i in flagged}
+        for i, loc in enumerate(locs):
+            if loc in at:
+                groups.setdefault(loc, []).append(i)
+        first = set(flagged)
+        groups = {loc: ids for loc, ids in groups.items() if ids[0] in first}
+    for loc in sorted(groups):
+        users = [(holders[bisect_right(starts, i) - 1], wanted[i]) for i in groups[loc]]
+        got = data_at(runs, loc)
         holder, m = users[0]
         f = st.reader.file_at(loc)
         if st.past_end(loc, m.length):
@@ -647,6 +666,11 @@ def verify_store(store, *, progress=None, on_state=None) -> tuple[list[Finding],
     """(findings, summary) of a LevelDB store, every node of a replicated one. ``on_state(st)`` sees each
     loaded state before it is judged: print and stat build their documents from the very load verify judges
     (one load; their verdict is verify's: amqtool.engines.verdicts)."""
+    with gc_paused():  # the load's objects are acyclic (amqtool.gcpause), and so are the findings
+        return _verify_store(store, progress, on_state)
+
+
+def _verify_store(store, progress, on_state) -> tuple[list[Finding], dict]:
     findings: list[Finding] = []
     if not store.replicated:
         scans, pool = _scan_ahead(store.log_dir())
