@@ -124,6 +124,25 @@ def test_export_tables_hold_the_recovered_messages(case, capsys, tmp_path):
     assert tree_hashes(case / "store") == before
 
 
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_stat_counts_the_recovered_messages(case, capsys):
+    """stat's rows, per destination and per durable subscription, count what the broker recovered: each
+    destination's messages and each subscription's pending messages (recovered.json), with verify's verdict."""
+    before = tree_hashes(case / "store")
+    judged, _out, _err = run(capsys, "verify", case / "store")
+    code, doc, err = doc_of(capsys, "stat", case / "store", "--format", "json")
+    assert code == judged, err
+    rows = {(r["address"], r["subscription"]): r["messages"] for r in doc["queues"]}
+    want = {}
+    for dest, e in expected(case / "recovered.json").items():
+        want[(dest, None)] = len(e["messages"])
+        for (client, sname), (_count, ids) in e["subs"].items():
+            want[(dest, f"{client}:{sname}")] = len(ids)
+    # a topic without durable subscriptions is dropped by the broker at start (recovered.json lists it empty)
+    assert {k: v for k, v in rows.items() if k in want or v} == want
+    assert tree_hashes(case / "store") == before
+
+
 def _artemis_queues(path):
     from amqtool.engines.export.local import LocalArtemisExport
     from amqtool.engines.export.model import ExportOptions
@@ -446,18 +465,22 @@ def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case
         assert {d.qualified: len(d.messages) for d in st.destinations.values()} != pristine
 
 
-def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path):
-    """A flipped bit in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
+@pytest.mark.parametrize("mask,why", [
+    (0x06, "what it held cannot be told; judged against the record log replayed from its start"),
+    (0x02, "its checksum names the one flipped bit, so what it held is known")])
+def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path, mask, why):
+    """Bits flipped in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
     its checksum fails, LevelDB drops it with the two records after it (``:logs``, ``:producer_ids``), and
-    its write batch no longer parses, so what it held cannot be told from it. The record log, replayed from
-    position 0 (every log file is there), gives the index the broker kept, and the recovered index holds all
-    of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told")."""
+    its write batch no longer parses. Two bits: what it held cannot be told from it; the record log, replayed
+    from position 0 (every log file is there), gives the index the broker kept, and the recovered index holds
+    all of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told"). One bit: the
+    stored CRC-32C names it, and the batch read with it flipped back held only counters: WARNING."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
-    _flip(store / "0000000000018045.index" / "000003.log", 4170, 0x02)
+    _flip(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
     (msg,) = [f["message"] for f in doc["findings"]]
-    assert "what it held cannot be told; judged against the record log replayed from its start" in msg
+    assert why in msg
 
 
 def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
@@ -687,3 +710,135 @@ def test_writers_refuse_a_critical_source_unless_salvage(capsys, copy, tmp_path)
     assert code == 2 and (tmp_path / "x" / "messages").exists()
     code, _o, err = run(capsys, "create", tmp_path / "a", "--from", copy, "--salvage")
     assert code == 2 and (tmp_path / "a").is_dir()
+
+
+@pytest.mark.parametrize("start,stop,verdict", [(970900, 970960, 2), (970950, 971000, 1)])
+def test_zeroed_end_of_a_complete_unit_in_the_last_file(capsys, tmp_path, start, stop, verdict):
+    """Fault campaign miss (killed-b, seeds 25000130 and 25000212, a SIGKILLed store outside the suite): zeros
+    over the UOW_END closing the last complete unit and the start of the cut unit after it. The broker
+    truncates the file at the zeros and drops the complete unit (30 messages); what proves it complete is
+    dirty.index's write-ahead log, where the cut unit's entries are a later write batch whose DATA records
+    lie whole past the zeros (amqtool.engines.leveldb.walunits): CRITICAL. Zeros inside the cut unit only
+    lose nothing the crash did not: still the WARNING of the cut."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff" and b[970938:970940] == b"\x2a\x05"  # the UOW_END, the cut unit's DATA
+    b[start:stop] = bytes(stop - start)
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == verdict
+    assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)
+
+
+@pytest.mark.parametrize("offset,mask", [(1869, 0x40), (2172, 0x08)])
+def test_skipped_table_block_whose_counters_the_write_ahead_log_rewrote_is_a_warning(capsys, tmp_path, offset,
+                                                                                     mask):
+    """Fault campaign misses (gc, seeds 31000064 and 31000142), seen once the campaign's truth exports with
+    --salvage: a flipped byte in the first snappy block of table 000088, which then breaks mid-block (1869:
+    the keys read in order bound what is left unread above the counters) or does not decompress at all
+    (2172: its range reaches the counter keys). Every counter key the broker reads has its newest version in
+    the index's write-ahead log, newer than any table's copy, and the counters prove Q.G and T.G whole: the
+    broker delivers the same messages (WARNING, not CRITICAL)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000088.sst", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("judged against the counters" in f["message"] for f in doc["findings"])
+    assert doc["summary"]["messages"] == 168
+
+
+def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(capsys, tmp_path):
+    """Fault campaign miss (killed-snappy, seed 40000019): the kind byte of a snappy-compressed DATA record in
+    the replayed part of the last file flipped (5 -> 13). The replay skips kinds it does not know ("Skip other
+    records, they don't modify the index") and the message is read by its position without looking at the
+    kind: the broker delivers the same messages. Its data is a (compressed) message, so nothing the replay
+    applies changed: WARNING, not CRITICAL leveldb-unknown-kind."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
+    log = store / "00000000000220ef.log"
+    assert log.read_bytes()[2236:2238] == b"\x2a\x05"
+    _flip(log, 2237, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-unknown-kind" not in codes(doc)
+    assert doc["summary"]["messages"] == 282  # 6 + 270 + 6 as recovered.json
+
+
+def test_deleted_last_log_holding_a_complete_unit_is_critical(capsys, tmp_path):
+    """Fault campaign miss (killed-snappy, seed 40000058): the last log file deleted. It held one complete
+    unit of work (30 messages, replayed after the snapshot) and the cut one; verify said OK, the remaining
+    files ending where the snapshot was taken. dirty.index's write-ahead log holds the complete unit's write
+    batch and a later one (the cut unit's), both past the last remaining file: the first was written whole
+    before the second began, so a log file holding it is missing: CRITICAL leveldb-missing-log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
+    (store / "00000000000220ef.log").unlink()
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-missing-log"] == "critical"
+    assert any("1 complete unit(s) of work (30 entries)" in f["message"] for f in doc["findings"])
+
+
+def test_entries_a_damaged_block_brings_back_over_their_deletion_are_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 28000064), seen once the campaign's truth exports with --salvage: a bit
+    flipped in a snappy block of table 000005 changes a repeated literal, so 25 of Q.G's consumed entries
+    come out with a sequence far above the MANIFEST's last one (no writer issued it) over their deletions,
+    and without their location (position 0, in no log file). The broker cannot read those messages and
+    delivers what it did before: WARNING, not CRITICAL leveldb-missing-log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    _flip(store / "000000000023142a.index" / "000005.sst", 1711, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-missing-log" not in codes(doc)
+    assert any("24 more" in f["message"] and "no writer issued" in f["message"] for f in doc["findings"])
+
+
+def test_last_log_cut_short_past_a_complete_unit_stays_the_warning_of_a_crash(capsys, tmp_path):
+    """The counterpart (killed-snappy, seed 40000035): the last log file cut short inside its complete unit.
+    dirty.index's write-ahead log again holds that unit's batch and the cut unit's past the file's new end,
+    but the file the snapshot was taken at is there: an unsynced write cut by a crash can leave this, so it
+    is the WARNING of a cut unit (issue 25's rule), not a missing log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
+    os.truncate(store / "00000000000220ef.log", 16016)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-missing-log" not in codes(doc) and codes(doc)["leveldb-uow-cut"] == "warning"
+
+
+def test_collection_record_of_no_known_type_is_critical(capsys, tmp_path):
+    """Fault campaign miss (gc2, seed 41000146, a store outside the suite; the same byte of the committed gc
+    store here): a bit of the durable subscription's collection record flipped in a snappy literal, turning
+    its type field (2) into field 10. The record decodes with type 0, which LevelDBStore's start matches to
+    nothing and ignores: subG is gone, T.G is dropped with the 8 messages owed to it. The counters hold
+    collection 2: a live collection lost, CRITICAL (it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    table = store / "000000000023142a.index" / "000005.sst"
+    assert table.read_bytes()[876:881] == bytes.fromhex("080210041a")
+    _flip(table, 878, 0x40)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-bad-collection"] == "critical"
+
+
+@pytest.mark.parametrize("offset,mask", [(2453, 0x01), (2832, 0x04)])
+def test_dropped_write_ahead_record_whose_checksum_names_the_flipped_bit(capsys, tmp_path, offset, mask):
+    """Fault campaign misses (gc2, seeds 43000066 and 43000139): one bit flipped in the store's GC batch (235
+    deletions of acknowledged T.G entries) of the snapshot's write-ahead log. LevelDB drops the record; the
+    flip broke the batch's framing, so what it held could not be told: CRITICAL. The stored CRC-32C names the
+    one bit whose change explains it (CRC-32C is linear), so the batch is read as written: only topic entries
+    every subscription acknowledged, delivered to no one (WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc2/store", tmp_path / "store")
+    _flip(store / "00000000001bad50.index" / "000192.log", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert any("names the one flipped bit" in f["message"] for f in doc["findings"])

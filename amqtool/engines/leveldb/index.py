@@ -21,6 +21,11 @@ from amqtool.formats.leveldb import dblog, manifest, table
 _NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
 
 
+# the store's own keys LevelDBClient reads with ``get`` when it starts (DIRTY_INDEX_KEY, LOG_REF_INDEX_KEY,
+# LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY, COLLECTION_META_KEY)
+COUNTER_KEYS = (b":collection-meta", b":dirty", b":log-refs", b":logs", b":producer_ids")
+
+
 @dataclass
 class IndexDB:
     directory: Path
@@ -42,6 +47,13 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # the lowest sequence written by the write-ahead logs not yet in a table (above every table entry's: a
+    # memtable's log is retired only once its table is added), and the sequence of the newest version of
+    # each counter key the broker reads at start
+    log_sequence_floor: int | None = None
+    # user key -> (sequence, kind) of the version an entry with a sequence no writer issued hides (None: none)
+    invented: dict = field(default_factory=dict)
+    counter_sequences: dict = field(default_factory=dict)
 
     def get(self, key: bytes):
         return self.data.get(key)
@@ -66,6 +78,16 @@ def _ops_of(data: bytes | None) -> list | None:
         pass
     raw = _batch_prefix(data)
     return None if raw is None else list(dblog.iter_batch(raw))
+
+
+def _whole_batch(data: bytes) -> bool:
+    """Whether ``data`` is one write batch exactly (its count of operations, ending at its last byte): a record
+    corrected by its checksum is used only then (a wrong correction of heavier damage would not frame)."""
+    try:
+        ops = list(dblog.iter_batch(data))
+    except FormatError:
+        return False
+    return _batch_prefix(data) == data and len(ops) == int.from_bytes(data[8:12], "little")
 
 
 def _keys_of(data: bytes | None) -> list | None:
@@ -209,6 +231,9 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             newest[key] = (seq, kind, value)
 
     suspect: dict = {}  # user key -> sequence of its entry read from a damaged block
+    # entries of damaged blocks whose sequence is above the MANIFEST's last one, which is at least every table
+    # entry's: no writer issued it. LevelDB takes the highest sequence as the newest all the same
+    invented: list = []
     files = {}
     for n in names:
         m = _NUM.match(n)
@@ -239,9 +264,12 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 hi = large if large is not None and (hi is None or large < hi) else hi
                 db.unread_ranges[(str(d / name), off)] = (lo, hi)
         for e in tr.entries:
-            put(e.user_key, e.sequence, e.kind, e.value)
             if e.suspect:
+                if e.sequence > version.last_sequence:
+                    invented.append(e)  # applied last, over every version the index did write
+                    continue
                 suspect[e.user_key] = e.sequence
+            put(e.user_key, e.sequence, e.kind, e.value)
         comp = sorted({b.compression for b in tr.blocks})
         db.tables.append({"file": name, "level": level, "size": size, "entries": len(tr.entries),
                           "blocks": len(tr.blocks),
@@ -275,9 +303,23 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         ops, errors = apply_log(lr.records, newest)
         for off, err in errors:
             db.problem(d / name, off, f"write batch: {err}")
+        firsts = [int.from_bytes(rec[:8], "little") for _off, rec in lr.records if len(rec) >= 8]
+        if firsts:
+            db.log_sequence_floor = min(firsts + ([db.log_sequence_floor] if db.log_sequence_floor is not None
+                                                  else []))
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+    for e in invented:
+        old = newest.get(e.user_key)
+        db.invented[bytes(e.user_key)] = None if old is None else old[:2]  # what it hides: (sequence, kind)
+        put(e.user_key, e.sequence, e.kind, e.value)
+        suspect[e.user_key] = e.sequence
     for path, p in dropped:
-        datas = [p.data] + [data for _off, data in p.more]
+        first = p.data
+        if p.corrected is not None and _ops_of(first) is None and _whole_batch(p.corrected):
+            # the stored checksum names the one bit that changed: what the record held is known again
+            first = p.corrected
+            p.message += "; its checksum names the one flipped bit, so what it held is known"
+        datas = [first] + [data for _off, data in p.more]
         harmless = all(_superseded(data, newest) for data in datas)
         every = [_keys_of(data) for data in datas]
         keys = None if any(k is None for k in every) else [k for ks in every for k in ks]
@@ -290,4 +332,5 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 {bytes(k) for k in keys if k[:1] != b":"}
     db.last_sequence = max(db.last_sequence, live(newest, db.data))
     db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
+    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == dblog.TYPE_VALUE}
     return db

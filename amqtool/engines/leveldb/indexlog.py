@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from amqtool.errors import FormatError
+from amqtool.engines.leveldb.index import COUNTER_KEYS
 from amqtool.engines.leveldb.load import qualified_name
 from amqtool.formats.leveldb import records as R
 
@@ -268,6 +269,15 @@ def from_counters(st) -> IndexEvidence | None:
     return ev
 
 
+def _counters_newer(db, inside) -> bool:
+    """Whether every counter key the broker reads that a skipped block's range may hold has its newest version
+    in a write-ahead log not yet in a table: newer than any table's copy, so the block's copy, lost or not, is
+    not what the broker's ``get`` returns."""
+    floor = db.log_sequence_floor
+    keys = [k for k in COUNTER_KEYS if inside(k)]
+    return floor is not None and all(db.counter_sequences.get(k, -1) >= floor for k in keys)
+
+
 def judges(st, ev: IndexEvidence, path: str, offset) -> bool:
     """Whether ``ev`` judges the index damage at ``(path, offset)``, so that what it loses of what the broker
     delivers is named by ``ev.lost`` and the damage itself is a WARNING: a write-ahead log record LevelDB
@@ -283,7 +293,7 @@ def judges(st, ev: IndexEvidence, path: str, offset) -> bool:
         def inside(k: bytes) -> bool:
             return (lo is None or k >= lo) and k <= hi
 
-        if hi is None or ((lo is None or lo[:1] <= b":") and hi[:1] >= b":"):
+        if hi is None or ((lo is None or lo[:1] <= b":") and hi[:1] >= b":" and not _counters_newer(db, inside)):
             return False
         subs = [ck for ck, rec in _collections(st.index, None).items() if rec is not None and
                 rec.type == R.SUBSCRIPTION] + list(st.meta)

@@ -18,7 +18,9 @@ leveldb-uow-cut                   WARNING   the last unit of work is incomplete 
                                             broker drops those records on start
 leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
                                             is not in its index
-leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message)
+leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message),
+                                            or dirty.index's write-ahead log proves complete units past
+                                            the last log file (a later unit's batch follows them)
 leveldb-entry-bad-data            CRITICAL  an entry points at a record that is not its DATA record, or one
                                             whose checksum fails
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
@@ -26,7 +28,9 @@ leveldb-entry-past-end            CRITICAL  an entry points past the end of the 
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
 leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
                                             WARNING when the log or counters prove none was delivered
-leveldb-bad-collection            CRITICAL  a collection record the broker cannot load
+leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
+                                            store never writes (ignored at start); WARNING when the
+                                            evidence holds no such live collection
 leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
                                             (WARNING when the record log, replayed from its start, proves
                                             nothing the broker delivers is lost: see leveldb-index-lost)
@@ -62,7 +66,7 @@ from amqtool.gcpause import gc_paused
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
-from amqtool.engines.leveldb import indexlog
+from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
@@ -183,9 +187,22 @@ def _kind_mismatch(kind: int, data) -> str | None:
         n = len(data)
         if n >= 5 and struct.unpack_from(">i", data, 0)[0] == n - 4:
             return None  # a message: a DATA record whose kind byte changed; the replay skips it, as it may
+        if _is_message(data):
+            return None  # the same, snappy-compressed (logCompression=snappy)
         return f"is of kind {kind & 0xFF}, which the store never writes"
     except FormatError as err:
         return f"does not decode as one ({err.message})"
+
+
+def _is_message(data) -> bool:
+    """Whether a record's data decodes as a DATA record's (a message, snappy-compressed or not)."""
+    from amqtool.engines.leveldb.load import decode_data
+
+    try:
+        decode_data(bytes(data))
+    except FormatError:
+        return False
+    return True
 
 
 def _stop(add, path, pos, reason, detail, is_last, complete_end, old: bool = False) -> None:
@@ -251,7 +268,7 @@ def _units_after(st: LevelDBState) -> int:
     start) and a record with a good checksum follows it (the writer went on past it: damage, not a cut)."""
     buf = st.reader.buffer(st.logs[-1])
     n = 1 if _damaged_unit_end(buf, st.last_file_end, st.last_file_scan_end, st.logs[-1].position) or \
-        _kind_damaged_unit_end(st, buf) else 0
+        _kind_damaged_unit_end(st, buf) or walunits.later_unit_on_disk(st, _read_data) else 0
     pos = st.last_file_end
     end = len(buf)
     if native.leveldb_count_uow_ends is not None:
@@ -361,6 +378,22 @@ def _read_data(st: LevelDBState, loc: int) -> tuple | None:
     return length, _crc32(data) == (cs & 0xFFFFFFFF)
 
 
+def _untyped_collections(st: LevelDBState) -> list[tuple[int, int]]:
+    """(collection key, type) of the index's collection records whose type is none the store writes."""
+    out = []
+    for ck in sorted(st.collection_keys):
+        v = st.index.get(R.collection_index_key(ck))
+        if v is None:
+            continue
+        try:
+            t = R.decode_collection(v).type
+        except FormatError:
+            continue  # a load problem already
+        if t not in R.COLLECTION_TYPES:
+            out.append((ck, t))
+    return out
+
+
 def _index_evidence(st: LevelDBState, findings: list, orphans: dict):
     """When the index snapshot is damaged (or holds entries of no collection): what the record log, or
     without its start the counters, prove it lost of what the broker delivers (:mod:`.indexlog`), each a
@@ -468,6 +501,13 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             got = _read_data(st, loc)
         if got is None:
             if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
+                if all(invented.hides_a_deletion(st, u[1]) is not None for u in users):
+                    add(Finding(W, "leveldb-index-damaged", f"{holder} seq {m.seq}" + (f" and {len(users) - 1} more"
+                                if len(users) > 1 else "") + ": read from a damaged table block with a sequence no "
+                                "writer issued, over the deletion of the same key; the DATA record at log position "
+                                f"{loc:#x} is in no log file, so the broker delivers nothing for it (a consumed "
+                                "message's entry the damage brought back)", str(st.snapshot[1]), None))
+                    continue
                 lost += len(users)
                 add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
                             f"{loc:#x} is in no log file (the message is lost)", directory, None,
@@ -498,6 +538,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     directory, None))
     for key, msg in st.load_problems:
         add(Finding(C, "leveldb-bad-collection", f"collection {key}: {msg}", directory, None))
+    for ck, kind in _untyped_collections(st):
+        # LevelDBStore's start matches each record's type and ignores the others: the collection is gone for
+        # the broker (a subscription's topic is then dropped with its messages); unless the evidence says no
+        # such collection was live (garbage keys of a damaged table block)
+        garbage = evidence is not None and ck not in (evidence.collections if evidence.source == "log" else st.meta)
+        add(Finding(W if garbage else C, "leveldb-bad-collection", f"collection {ck}: its record is of type {kind}, "
+                    "which the store never writes (a damaged record): the broker ignores it" +
+                    (" (the evidence holds no such live collection: garbage keys of a damaged index)" if garbage
+                     else ", losing what it held"), directory, None))
     db = st.snapshot_db
     if st.snapshot is None:
         if st.logs:
@@ -520,6 +569,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
     ddb = st.dirty_db
+    beyond = False  # an entry of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
         missing = 0
         for k, v in ddb.data.items():
@@ -528,6 +578,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
                     continue
+                beyond = beyond or (st.logs and loc >= st.logs[-1].limit)
                 if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
                         and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
                     missing += 1
@@ -535,6 +586,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
                         f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
                         str(st.directory / "dirty.index"), None))
+    # (a dirty.index taken for the snapshot's copy by its listing may still differ: iq80 maps its write-ahead
+    # log at a fixed size)
+    units, entries = walunits.complete_units_past_the_logs(st) if beyond or ddb is st.snapshot_db else (0, 0)
+    if units:
+        add(Finding(C, "leveldb-missing-log", f"dirty.index's write-ahead log holds {units} complete unit(s) of "
+                    f"work ({entries} entries) written past the end of the last log file ({st.logs[-1].limit:#x}), "
+                    "each followed by a later one: a log file holding them is missing (the messages are lost)",
+                    str(st.directory / "dirty.index"), None))
     if dirty_flag(st):
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /

@@ -28,6 +28,8 @@ class LogProblem:
     message: str
     data: bytes | None = None  # a FULL record dropped for its checksum: its bytes, for judging what was lost
     more: list = field(default_factory=list)  # (offset, bytes) of the whole records dropped with it
+    # the record's data with the one bit its stored checksum names flipped back (see single_bit_fix), if any
+    corrected: bytes | None = None
 
 
 @dataclass
@@ -54,6 +56,42 @@ def resync(buf, start: int, end: int) -> list:
         else:
             pos += 1
     return out
+
+
+def _crc32c_table() -> list[int]:
+    out = []
+    for i in range(256):
+        r = i
+        for _ in range(8):
+            r = (r >> 1) ^ (0x82F63B78 if r & 1 else 0)
+        out.append(r)
+    return out
+
+
+_CRC32C = _crc32c_table()
+
+
+def single_bit_fix(head: bytes, data: bytes, stored: int) -> bytes | None:
+    """``data`` with the one bit flipped back whose change alone explains the difference between the stored
+    CRC-32C (of ``head`` + ``data``, unmasked) and the computed one, or None when no single bit of the data
+    does. CRC-32C is linear: flipping bit b of the byte k bytes before the end changes the checksum by
+    table[1 << b] carried through k zero bytes, and for records shorter than its period no two bits give the
+    same change, so the stored checksum names the bit. LevelDB still drops the record; this only tells what
+    it held."""
+    syndrome = stored ^ crc32c(head + data)
+    if not syndrome or not data:
+        return None
+    t = _CRC32C
+    deltas = [t[1 << b] for b in range(8)]
+    n = len(data)
+    for k in range(n):  # the byte at n - 1 - k
+        if syndrome in deltas:
+            b = deltas.index(syndrome)
+            fixed = bytearray(data)
+            fixed[n - 1 - k] ^= 1 << b
+            return bytes(fixed)
+        deltas = [t[d & 0xFF] ^ (d >> 8) for d in deltas]
+    return None
 
 
 def _drop_block(mv, pos: int, problem: LogProblem) -> int:
@@ -102,7 +140,8 @@ def read_log(buf) -> LogRead:
         data = mv[pos + HEADER_SIZE:pos + HEADER_SIZE + length]
         if unmask(masked) != crc32c(bytes(mv[pos + 6:pos + 7]) + bytes(data)):
             out.problems.append(LogProblem(pos, "record checksum (masked CRC-32C) does not match",
-                                           bytes(data)))
+                                           bytes(data), corrected=single_bit_fix(
+                                               bytes(mv[pos + 6:pos + 7]), bytes(data), unmask(masked))))
             pending, pending_at = [], None
             pos = _drop_block(mv, pos, out.problems[-1])
             continue

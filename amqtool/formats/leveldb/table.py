@@ -154,6 +154,12 @@ def split_internal_key(ikey: bytes) -> tuple[bytes, int, int]:
     return ikey[:-8], tag >> 8, tag & 0xFF
 
 
+def _before(a: tuple[bytes, int], ukey: bytes, seq: int) -> bool:
+    """Whether internal key ``a`` (user key, sequence) sorts before (``ukey``, ``seq``): user keys ascending,
+    then sequences descending (LevelDB's InternalKeyComparator)."""
+    return a[0] < ukey or (a[0] == ukey and a[1] > seq)
+
+
 def read_table(buf) -> TableRead:
     """Every entry of a table file. A block whose checksum fails is reported and still read, as the store reads
     its index (``ReadOptions.verifyChecksums`` off by default); a block that does not parse is reported and
@@ -166,6 +172,8 @@ def read_table(buf) -> TableRead:
     for sep, hv in iter_block(index):
         h, _ = _handle(hv, 0, len(hv))
         low, prev = prev, bytes(sep[:-8])
+        read = None  # the last internal key read from this block while the keys keep their order
+        ordered = True
         try:
             before = len(out.problems)
             data = _checked_block(buf, h, out)
@@ -175,11 +183,16 @@ def read_table(buf) -> TableRead:
             for ikey, value in iter_block(data):
                 ukey, seq, kind = split_internal_key(ikey)
                 out.entries.append(TableEntry(ukey, seq, kind, bytes(value), suspect))
+                ordered = ordered and (read is None or _before(read, ukey, seq)) and ukey <= prev
+                read = (ukey, seq) if ordered else read
         except FormatError as err:
             at = err.offset if err.offset is not None else h.offset
             out.problems.append((at, err.message))
             if err.message != RESTART_OUTSIDE:
-                out.unread[at] = (low, prev)
+                # a block's entries are sorted: what the break left unread follows the last key read in order
+                # (the same user key's older versions included), not only the previous block's separator
+                out.unread[at] = (low if read is None or (low is not None and read[0] < low) else read[0],
+                                  prev)
             # else every entry was read: a forward scan starts at the first restart point and goes entry by
             # entry (LevelDB's Block::Iter); the others only guide its Seek
     return out
