@@ -18,7 +18,8 @@ kahadb-reference-past-end          CRITICAL  the index references data past the 
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
-kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages than the index
+kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
+                                             subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
                                              back, explained by damage the broker does not read (latent)
 kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
@@ -359,6 +360,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                 str(d.directory / "db.data"), None, {"bringBack": len(back),
                                                                      "rebuildWouldBringBack": back[:100]}))
     lose = []
+    subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
@@ -366,7 +368,8 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
             locs = {(x.file_id, x.offset) for x in live.values()}
             lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
                         if m.message_id not in live and (m.file_id, m.offset) not in locs)
-    if not extra and not lose:
+        subs = _subscriptions_against_journal(d)
+    if not extra and not lose and not subs:
         return
     back = sorted({mid for _k, _s, mid, _l in extra})
     details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
@@ -378,6 +381,12 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
     if lose:
         parts.append(f"lose {len(lose)} live message(s) ({', '.join(x[1] for x in lose[:5])}"
                      f"{' ...' if len(lose) > 5 else ''})")
+    if subs:
+        details["subscriptions"] = [{"destination": k, "subscription": sk, "index": a, "journal": b}
+                                    for k, sk, a, b in subs[:100]]
+        parts.append(f"give {len(subs)} durable subscription(s) other pending messages than the index does ("
+                     + ", ".join(f"{sk} on {qualified(k)}: {a} in the index, {b} in the journal"
+                                 for k, sk, a, b in subs[:3]) + (" ..." if len(subs) > 3 else "") + ")")
     what = " and ".join(parts)
     db = str(d.directory / "db.data")
     if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
@@ -387,6 +396,39 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
                                 f"differs from it: a rebuild would {what}; the broker delivers from the index",
                                 db, None, details))
+
+
+def _subscriptions_against_journal(d: DirResult) -> list[tuple]:
+    """The durable subscriptions of the index against the journal's replay (reconciled, up to the
+    checkpoint): ``(destination key, sub key, pending in the index, pending in the journal)`` for every
+    subscription only one of them holds, and every one whose index cursor leaves pending a message the
+    journal's replay has no subscription waiting for (acknowledged, or never its own).
+
+    The broker delivers a durable subscription's messages by its key in the index (``KahaDBStore
+    .recoverSubscription``: ``subscriptions``/``subscriptionAcks`` under the client id and subscription
+    name); a key that differs from the one its SUBSCRIPTION record names leaves the real subscriber with
+    nothing, and a cursor behind the subscription's acks redelivers. The opposite difference, the journal
+    waiting for a message the index's cursor has passed, is what :func:`reconcile` took out already
+    (``rebuild_extra``)."""
+    out = []
+    for key in sorted(set(d.indexed) | set(d.replay.destinations)):
+        dest = d.indexed.get(key)
+        st = d.replay.destinations.get(key)
+        index_subs = set(dest.subscriptions) if dest is not None else set()
+        journal_subs = set(st.subscriptions) if st is not None else set()
+        waiting: dict = {}
+        for m in (st.messages.values() if st is not None else ()):
+            for sk in m.waiting or ():
+                waiting.setdefault(sk, set()).add((m.file_id, m.offset))
+        for sk in sorted(index_subs | journal_subs):
+            in_index = [(m.file_id, m.offset) for m in dest.pending(sk)] if sk in index_subs else None
+            in_journal = waiting.get(sk, set()) if sk in journal_subs else None
+            if in_index is None or in_journal is None:
+                out.append((key, sk, "absent" if in_index is None else len(in_index),
+                            "absent" if in_journal is None else len(in_journal)))
+            elif any(loc not in in_journal for loc in in_index):
+                out.append((key, sk, len(in_index), len(in_journal)))
+    return out
 
 
 def _ranges(ids: list[int]) -> str:
