@@ -48,9 +48,10 @@ def kahadb_missing_file(tmp_path):
     return root
 
 
-def kahadb_torn_tail(tmp_path):
-    """basic whose newest file ends 200 bytes into a batch written after the last one: a crash mid-write
-    (verify: kahadb-truncated-tail, WARNING)."""
+def kahadb_torn_tail(tmp_path, preallocated: bool = False):
+    """basic whose newest file holds, after its last batch, the first 200 bytes of another: a crash
+    mid-write. The file ends there, or (``preallocated``, as the broker's files are) its zero fill
+    follows, so the batch's checksum fails with nothing after it (verify: kahadb-truncated-tail, WARNING)."""
     root = copy_tree(KAHADB / "basic", tmp_path / "kahadb")
     (root / "kahadb" / "lock").unlink(missing_ok=True)
     log = root / "kahadb" / "db-12.log"
@@ -58,7 +59,8 @@ def kahadb_torn_tail(tmp_path):
     events = list(jr.scan_file(data))
     end = next(e.offset for e in events if isinstance(e, jr.End))
     last = [e for e in events if isinstance(e, jr.Batch)][-1]
-    log.write_bytes(data[:end] + data[last.offset:last.offset + 200])
+    torn = data[:end] + data[last.offset:last.offset + 200]
+    log.write_bytes(torn + bytes(len(data) - len(torn)) if preallocated else torn)
     return root
 
 
@@ -112,8 +114,9 @@ def test_compact_still_compacts_an_artemis_torn_tail(tmp_path, capsys):
     assert verdict(capsys, root) == 0
 
 
-def test_compact_still_compacts_a_kahadb_torn_tail(tmp_path, capsys):
-    root = kahadb_torn_tail(tmp_path)
+@pytest.mark.parametrize("preallocated", [False, True])
+def test_compact_still_compacts_a_kahadb_torn_tail(tmp_path, capsys, preallocated):
+    root = kahadb_torn_tail(tmp_path, preallocated)
     assert verdict(capsys, root) == 1
     code, doc, _err = run(capsys, ["compact", str(root)])
     assert code == 1 and doc["verdict"] == "WARNING"

@@ -56,6 +56,25 @@ class DirResult:
         see (the broker skips the same). Compaction refuses, export and migration report it."""
         return sum(len(s.corrupt) + len(s.bad_records) for s in self.scans.values()) + len(self.decode_errors)
 
+    def torn_tail(self):
+        """The corrupt range the newest file ends with, when it is what a crash mid-write leaves, else None:
+        a batch cut short by the end of the file, or one whose checksum or framing fails with no batch after
+        it (a preallocated file: the torn write is followed by its zero fill) that starts past the index
+        checkpoint ``lastUpdate``, so no record the index was written from lies in it. The broker's
+        ``Journal.recoveryCheck`` appends from its start (``scan_file``'s logical end), overwriting it."""
+        if not self.files:
+            return None
+        f = self.files[-1]
+        scan = self.scans.get(f.id)
+        tail = scan.corrupt[-1] if scan is not None and scan.corrupt else None
+        if tail is None or not tail.to_eof:
+            return None
+        if tail.reason == "truncated":
+            return tail
+        view = self.index.view if self.index else None
+        lu = view.metadata.last_update if view is not None else None
+        return tail if lu is not None and (f.id, tail.first) > (lu.log_id, lu.offset) else None
+
     def damage_text(self) -> str:
         return (f"{self.directory}: {self.damage()} damaged batch(es) or record(s) in the journal; what they held "
                 f"is not in the replay (run 'amqtool verify' for where)")

@@ -10,8 +10,9 @@ kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
-kahadb-truncated-tail              WARNING   the last file ends inside a batch (torn write; the broker
-                                             overwrites it and loses nothing acknowledged)
+kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
+                                             check out past the index checkpoint and nothing after it (torn
+                                             write; the broker overwrites it and loses nothing acknowledged)
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
                                              (any file's with checkForCorruptJournalFiles)
@@ -65,6 +66,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     last_id = d.files[-1].id if d.files else None
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
+    torn = d.torn_tail()
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -82,10 +84,17 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr.reason == "truncated" and cr.to_eof and f.id == last_id:
+            if cr is torn and cr.reason == "truncated":
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
                             "write); the broker discards it and appends from there", path, cr.first, details))
+                continue
+            if cr is torn:
+                add(Finding(W, "kahadb-truncated-tail",
+                            f"the last journal file ends with a batch that does not check out ({cr.reason}) at "
+                            f"offset {cr.first}, past the index checkpoint, with no batch after it: a write torn "
+                            "by a crash; the broker appends from there and loses nothing it acknowledged",
+                            path, cr.first, details))
                 continue
             sev, note, extra = judge(f, cr.first, cr.last, C)
             details.update(extra)

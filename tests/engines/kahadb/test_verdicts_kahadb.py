@@ -284,3 +284,29 @@ def test_checkpoint_ack_map_offset_made_negative_is_judged_not_a_traceback(kahad
     findings, _ = verify_store(detect(root))
     hit = [f for f in findings if f.code == "kahadb-checkpoint-unreadable"]
     assert hit and "ack" in hit[0].message
+
+
+def test_torn_write_in_a_preallocated_newest_file_is_a_warning(kahadb_fixtures, tmp_path):
+    # A crash mid-write of a batch after the checkpoint: the broker's files are preallocated, so the torn
+    # batch is followed by zero fill and its checksum fails, with no batch after it. The broker appends from
+    # its start (Journal.recoveryCheck) and loses nothing it acknowledged: a WARNING, not CRITICAL.
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log = root / "kahadb" / "db-12.log"
+    data = bytearray(log.read_bytes())
+    events = list(jr.scan_file(bytes(data)))
+    end = next(e.offset for e in events if isinstance(e, jr.End))
+    last = [e for e in events if isinstance(e, jr.Batch)][-1]
+    data[end:end + 200] = data[last.offset:last.offset + 200]
+    log.write_bytes(bytes(data))
+    findings, _ = verify_store(detect(root))
+    assert worst(findings) == "WARNING", [(f.code, f.message) for f in findings if f.severity is not Severity.INFO]
+    hit = [f for f in findings if f.code == "kahadb-truncated-tail"]
+    assert hit and hit[0].offset == end
+    # damage to the batch holding the checkpoint is no torn write (the index was written from it), whatever
+    # else verify makes of it
+    data = bytearray(log.read_bytes())
+    data[last.offset + 40] ^= 0x5A
+    log.write_bytes(bytes(data))
+    findings, _ = verify_store(detect(root))
+    assert [f.code for f in findings if f.offset == last.offset] == ["kahadb-checksum-mismatch"]
+    assert [f.offset for f in findings if f.code == "kahadb-truncated-tail"] == [end]

@@ -108,20 +108,10 @@ def _checksums(store) -> bool:
     return v != "false"
 
 
-def _torn_tail(d) -> int:
-    """The batch the newest file ends inside, if any (1 or 0): what a crash mid-write leaves; the broker
-    discards it and appends from there (verify: ``kahadb-truncated-tail``, a WARNING), so compaction loses
-    nothing the broker would have."""
-    if not d.files:
-        return 0
-    last = d.files[-1].id
-    return sum(1 for cr in d.scans[last].corrupt if cr.reason == "truncated" and cr.to_eof)
-
-
 def _refuse_damage(d) -> None:
     """Compaction keeps what the replay saw; a damaged journal may hold more the broker could still read.
     A torn tail of the newest file (what a crash leaves) is not refused."""
-    corrupt = d.damage() - _torn_tail(d)
+    corrupt = d.damage() - (d.torn_tail() is not None)
     if corrupt:
         raise AmqtoolError(f"the journal has {corrupt} damaged batch(es) or record(s): compaction would keep only "
                            f"what can be read; run 'amqtool verify' and decide first", path=str(d.directory))
