@@ -24,7 +24,16 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command, decode_destination
 from amqtool.engines.kahadb.replay import Replay, Subscription, Transaction
-from amqtool.engines.kahadb.scan import FileScan, IndexState, JournalFile, iter_file, journal_files, load_index, mapped
+from amqtool.engines.kahadb.scan import (
+    FileScan,
+    IndexState,
+    JournalFile,
+    hidden_after_zero_batch,
+    iter_file,
+    journal_files,
+    load_index,
+    mapped,
+)
 
 
 @dataclass
@@ -54,7 +63,8 @@ class DirResult:
     def damage(self) -> int:
         """Batches whose checksum or framing fails and records that do not decode: what the replay could not
         see (the broker skips the same). Compaction refuses, export and migration report it."""
-        return sum(len(s.corrupt) + len(s.bad_records) for s in self.scans.values()) + len(self.decode_errors)
+        return sum(len(s.corrupt) + len(s.bad_records) + (s.hidden is not None) for s in self.scans.values()) \
+            + len(self.decode_errors)
 
     def torn_tail(self):
         """The corrupt range the newest file ends with, when it is what a crash mid-write leaves, else None:
@@ -114,6 +124,7 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
             _load_file_native(c_scan, res, f, buf, scan, last_update, checksums, verified)
         else:
             _load_file_python(res, f, buf, scan, last_update, checksums)
+        scan.hidden = hidden_after_zero_batch(buf, scan.end)
         res.bytes_scanned += f.size
         if progress is not None:
             progress(f.size)

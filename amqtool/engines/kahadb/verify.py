@@ -7,7 +7,8 @@ code                               severity  meaning
 =================================  ========  ==========================================================
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
                                              when latent: no live message of the intact index is damaged
-kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header
+kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
+                                             batches after a size-0 batch (read as the end of the data)
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
@@ -110,6 +111,13 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
+        if scan.hidden is not None:
+            first, last = scan.hidden
+            sev, note, extra = judge(f, first, last, C)
+            add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
+                        f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but batches "
+                        f"follow up to offset {last}: a rebuild of the index does not read them" + note, path,
+                        first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
         for off, msg in scan.bad_records:
             sev, note, extra = judge(f, off, off, C)
             add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
