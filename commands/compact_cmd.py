@@ -174,6 +174,7 @@ def compact(
         judged: list[Finding] = []  # verify's findings first (amqtool.engines.verdicts): the verdict is its
         with progress("compact", total or None, quiet) as advance:
             reports = compact_store(store, req, progress=advance, judged=judged)
+        judged = _judged_shown(judged, dry_run, salvage)
         mode = ("dry-run" if dry_run else "copy" if output is not None else
                 "reclaim-only" if reclaim_only else "in-place")
         findings = judged + _findings(reports, dry_run)
@@ -191,6 +192,14 @@ def compact(
             write_lines(fold_lines(_text(reports, mode), wide=wide))
             render_findings_text(_shown(judged, _findings(reports, dry_run), dry_run), wide=wide)
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
+
+
+def _judged_shown(judged: list[Finding], dry_run: bool, salvage: bool) -> list[Finding]:
+    """verify's findings in compact's report: all of them with --dry-run, which judges the store as it is;
+    with --salvage, what the compaction left out (as the other writers list it); otherwise none: a writing
+    run refused a store verify calls CRITICAL already, and what a WARNING store held of concern (a torn
+    tail) is gone with the compaction."""
+    return judged if dry_run or salvage else []
 
 
 def _shown(judged: list[Finding], own: list[Finding], dry_run: bool) -> list[Finding]:
@@ -223,6 +232,7 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
     judged: list[Finding] = []  # verify's findings first (amqtool.engines.verdicts): the verdict is its
     with progress("compact", total or None, quiet) as advance:
         reports = compact_kahadb(store, req, progress=advance, judged=judged)
+    judged = _judged_shown(judged, dry_run, salvage)
     mode = "dry-run" if dry_run else "copy" if output is not None else "in-place"
     own: list[Finding] = []
     for r in reports:
