@@ -106,6 +106,8 @@ def compact(
     if_needed: bool = typer.Option(False, "--if-needed", help="Compact only when Artemis' thresholds say so (exit 0 otherwise)."),
     reclaim_only: bool = typer.Option(False, "--reclaim-only", help="Only free files that hold no live record (Reclaimer rules)."),
     force: bool = typer.Option(False, "--force", help="Write even though a broker holds the store's lock (dangerous)."),
+    salvage: bool = typer.Option(False, "--salvage", help="Compact a store verify calls CRITICAL (refused otherwise, "
+                                 "exit 2: compaction drops what the damaged bytes hold; run 'amqtool recover' first)."),
     journal: str = typer.Option("all", "--journal", help="all, messages or bindings."),
     file_size: Optional[str] = typer.Option(None, "--file-size", help="journal-file-size of the message journal (default: broker.xml, else the files' size)."),
     min_files: Optional[int] = typer.Option(None, "--min-files", help="journal-min-files."),
@@ -152,10 +154,11 @@ def compact(
             if given:
                 raise UsageError(f"{', '.join(given)}: Artemis journal option(s); this is a KahaDB store")
             _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                            metrics_file, started, os.path.abspath(path), wide)
+                            metrics_file, started, os.path.abspath(path), wide, salvage)
             return
         req = CompactRequest(
             dry_run=dry_run, if_needed=if_needed, output=output, force=force, reclaim_only=reclaim_only,
+            salvage=salvage,
             journals=("messages", "bindings") if journal == "all" else (journal,),
             file_size=file_size_bytes, min_files=min_files,
             pool_files=pool_files, compact_min_files=compact_min_files, compact_percentage=compact_percentage,
@@ -168,9 +171,10 @@ def compact(
         total = 0
         for jd in store.journals():
             total += sum(p.stat().st_size for p in jd.journal_files())
-        judged: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
+        judged: list[Finding] = []  # verify's findings first (amqtool.engines.verdicts): the verdict is its
         with progress("compact", total or None, quiet) as advance:
-            reports = compact_store(store, req, progress=advance, judged=judged if dry_run else None)
+            reports = compact_store(store, req, progress=advance, judged=judged)
+        judged = _judged_shown(judged, dry_run, salvage)
         mode = ("dry-run" if dry_run else "copy" if output is not None else
                 "reclaim-only" if reclaim_only else "in-place")
         findings = judged + _findings(reports, dry_run)
@@ -190,6 +194,14 @@ def compact(
         finish(verdict if verdict is not Verdict.OK else Verdict.OK)
 
 
+def _judged_shown(judged: list[Finding], dry_run: bool, salvage: bool) -> list[Finding]:
+    """verify's findings in compact's report: all of them with --dry-run, which judges the store as it is;
+    with --salvage, what the compaction left out (as the other writers list it); otherwise none: a writing
+    run refused a store verify calls CRITICAL already, and what a WARNING store held of concern (a torn
+    tail) is gone with the compaction."""
+    return judged if dry_run or salvage else []
+
+
 def _shown(judged: list[Finding], own: list[Finding], dry_run: bool) -> list[Finding]:
     """The findings the text shows: verify's that weigh on the verdict (its INFO ones are verify's to show;
     the JSON document lists them all), then compaction's own (INFO ones only with --dry-run)."""
@@ -198,7 +210,7 @@ def _shown(judged: list[Finding], own: list[Finding], dry_run: bool) -> list[Fin
 
 
 def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned_below, mfmt, quiet,
-                    metrics_file=None, started=None, label=None, wide=False) -> None:
+                    metrics_file=None, started=None, label=None, wide=False, salvage=False) -> None:
     import time
 
     fmt = document_format(mfmt)
@@ -210,16 +222,17 @@ def _compact_kahadb(store, output, dry_run, if_needed, force, live_below, pinned
     if pinned_below < 0:
         raise UsageError("--pinned-below must be 0 or more")
     req = KahaCompactRequest(dry_run=dry_run, output=output, if_needed=if_needed, live_below=live_below,
-                             pinned_below=pinned_below, force=force)
+                             pinned_below=pinned_below, force=force, salvage=salvage)
     if output is not None and not quiet:
         from amqtool.store import locks
 
         for lk in locks.find_locks([store.root / "lock"]):
             stderr_console().print(f"amqtool: warning: {lk.describe()}: the copy may be torn")
     total = sum(f.size for d in store.directories for f in journal_files(Path(d)))
-    judged: list[Finding] = []  # --dry-run judges: verify's findings first (amqtool.engines.verdicts)
+    judged: list[Finding] = []  # verify's findings first (amqtool.engines.verdicts): the verdict is its
     with progress("compact", total or None, quiet) as advance:
-        reports = compact_kahadb(store, req, progress=advance, judged=judged if dry_run else None)
+        reports = compact_kahadb(store, req, progress=advance, judged=judged)
+    judged = _judged_shown(judged, dry_run, salvage)
     mode = "dry-run" if dry_run else "copy" if output is not None else "in-place"
     own: list[Finding] = []
     for r in reports:

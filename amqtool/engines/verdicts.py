@@ -6,7 +6,8 @@ the store's kind, and adds its own problems (a message it could not write is a W
 the verdict out with checks of its own. The export feeds verify the load it exports
 (:func:`amqtool.engines.artemis.verify.verify_store` with ``loads``), so the journal is scanned once.
 
-Writing from a source (``export``, ``create --from``, ``recover``): a source verify calls CRITICAL is refused
+Writing from a source (``export``, ``create --from``, ``recover``, and ``compact``, which rewrites its source and
+would drop what the damaged bytes held): a source verify calls CRITICAL is refused
 with exit 2 (:class:`SourceCriticalError`: "corruption, data at risk"; the command could not do it safely)
 unless ``--salvage`` is given; then the command writes what survives and lists what it leaves out
 (:func:`left_out`: the findings that prove a loss). A journal file that cannot be read is refused too, with
@@ -102,8 +103,11 @@ def describe(f: Finding) -> str:
     return f"{f.code}" + (f" ({where})" if where else "") + f": {f.message}"
 
 
-def refuse_unless_salvage(findings: list[Finding], salvage: bool, *, command: str, path: str | None) -> None:
-    """Raise :class:`SourceCriticalError` when verify calls the source CRITICAL and ``salvage`` is not set."""
+def refuse_unless_salvage(findings: list[Finding], salvage: bool, *, command: str, path: str | None,
+                          remedy: str = "--salvage writes what survives and lists what it leaves out") -> None:
+    """Raise :class:`SourceCriticalError` when verify calls the source CRITICAL and ``salvage`` is not set.
+    ``remedy``: what the message offers instead (``compact`` points to ``recover``: compaction drops what the
+    damaged bytes held, which ``recover`` can still salvage)."""
     if salvage:
         return
     crit = [f for f in findings if f.severity is Severity.CRITICAL]
@@ -111,7 +115,7 @@ def refuse_unless_salvage(findings: list[Finding], salvage: bool, *, command: st
         more = f" (and {len(crit) - 1} more critical finding(s))" if len(crit) > 1 else ""
         raise SourceCriticalError(
             f"{command} refused: verify calls this store CRITICAL, {describe(crit[0])}{more}; nothing was "
-            f"written. --salvage writes what survives and lists what it leaves out", path=path, findings=findings)
+            f"written. {remedy}", path=path, findings=findings)
     blind = [f for f in findings if f.severity is Severity.UNKNOWN and f.details.get("journalFile")]
     if blind:
         raise SourceUnreadableError(
@@ -125,3 +129,15 @@ def left_out(findings: Iterable[Finding]) -> list[dict]:
     not check: critical, warning and unknown ones, at most :data:`MAX_LISTED`."""
     out = [f.to_json() for f in findings if f.severity in LISTED]
     return out[:MAX_LISTED]
+
+
+# what compact's refusal offers: compaction rewrites the files from what loads, so the damaged bytes (and
+# what recover could still read from them) would be gone
+COMPACT_REMEDY = ("Run 'amqtool recover' to salvage what the damaged bytes still hold first; --salvage compacts "
+                  "anyway and drops them")
+
+
+def refuse_compaction(findings: list[Finding], salvage: bool, path: str | None) -> None:
+    """``compact`` (in place or ``-o``) of a store verify calls CRITICAL: refused with exit 2 unless ``salvage``
+    (:func:`refuse_unless_salvage`). A WARNING store (a torn tail, as a crash leaves) is compacted."""
+    refuse_unless_salvage(findings, salvage, command="compact", path=path, remedy=COMPACT_REMEDY)

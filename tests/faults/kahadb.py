@@ -491,8 +491,8 @@ def _checkpoint_loads(directory: Path, files) -> bool:
             continue
         data = files(loc.log_id)
         try:
-            if not data or loc.offset + 5 > len(data):
-                return False
+            if not data or loc.offset < 0 or loc.offset + 5 > len(data):
+                return False  # (a negative offset: the broker's seek fails, caught as any unreadable record)
             size = struct.unpack_from(">i", data, loc.offset)[0]
             if size < 6 or loc.offset + size > len(data):
                 return False

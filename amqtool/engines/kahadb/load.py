@@ -24,7 +24,16 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command, decode_destination
 from amqtool.engines.kahadb.replay import Replay, Subscription, Transaction
-from amqtool.engines.kahadb.scan import FileScan, IndexState, JournalFile, iter_file, journal_files, load_index, mapped
+from amqtool.engines.kahadb.scan import (
+    FileScan,
+    IndexState,
+    JournalFile,
+    hidden_after_zero_batch,
+    iter_file,
+    journal_files,
+    load_index,
+    mapped,
+)
 
 
 @dataclass
@@ -54,7 +63,27 @@ class DirResult:
     def damage(self) -> int:
         """Batches whose checksum or framing fails and records that do not decode: what the replay could not
         see (the broker skips the same). Compaction refuses, export and migration report it."""
-        return sum(len(s.corrupt) + len(s.bad_records) for s in self.scans.values()) + len(self.decode_errors)
+        return sum(len(s.corrupt) + len(s.bad_records) + (s.hidden is not None) for s in self.scans.values()) \
+            + len(self.decode_errors)
+
+    def torn_tail(self):
+        """The corrupt range the newest file ends with, when it is what a crash mid-write leaves, else None:
+        a batch cut short by the end of the file, or one whose checksum or framing fails with no batch after
+        it (a preallocated file: the torn write is followed by its zero fill) that starts past the index
+        checkpoint ``lastUpdate``, so no record the index was written from lies in it. The broker's
+        ``Journal.recoveryCheck`` appends from its start (``scan_file``'s logical end), overwriting it."""
+        if not self.files:
+            return None
+        f = self.files[-1]
+        scan = self.scans.get(f.id)
+        tail = scan.corrupt[-1] if scan is not None and scan.corrupt else None
+        if tail is None or not tail.to_eof:
+            return None
+        if tail.reason == "truncated":
+            return tail
+        view = self.index.view if self.index else None
+        lu = view.metadata.last_update if view is not None else None
+        return tail if lu is not None and (f.id, tail.first) > (lu.log_id, lu.offset) else None
 
     def damage_text(self) -> str:
         return (f"{self.directory}: {self.damage()} damaged batch(es) or record(s) in the journal; what they held "
@@ -95,6 +124,7 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
             _load_file_native(c_scan, res, f, buf, scan, last_update, checksums, verified)
         else:
             _load_file_python(res, f, buf, scan, last_update, checksums)
+        scan.hidden = hidden_after_zero_batch(buf, scan.end)
         res.bytes_scanned += f.size
         if progress is not None:
             progress(f.size)

@@ -39,7 +39,7 @@ def ack_map_of(d) -> tuple[dict | None, str]:
         if f is not None:
             try:
                 with mapped(f.path) as buf:
-                    if loc.offset + 5 <= len(buf):
+                    if 0 <= loc.offset and loc.offset + 5 <= len(buf):  # a damaged offset may be negative
                         length = struct.unpack_from(">i", buf, loc.offset)[0]
                         if 5 <= length and loc.offset + length <= len(buf):
                             cmd = decode_command(bytes(buf[loc.offset + 5:loc.offset + length]))

@@ -159,6 +159,25 @@ class FileScan:
     bad_records: list = field(default_factory=list)  # (offset, message)
     end: jr.End | None = None
     data_bytes: int = 0
+    # (first, last): valid batches after a zero-size batch the scan (as the broker) took for the end of the
+    # data: a damaged size field; the broker's recovery and a rebuild of the index do not read them
+    hidden: tuple | None = None
+
+
+def hidden_after_zero_batch(buf, end: jr.End | None) -> tuple[int, int] | None:
+    """``(first, last)`` when the file's data ends at a batch header whose size is 0 (``scan_file``'s
+    ``zero-batch`` end, as the broker's ``Journal.recoveryCheck`` ends it: "eof batch record") while valid
+    batches follow it (``last``: where their data ends); None otherwise."""
+    if end is None or end.how != "zero-batch":
+        return None
+    nxt = jr._find_header(buf, end.offset + 1)
+    if nxt < 0:
+        return None
+    with memoryview(buf) as mv, mv[nxt:] as tail:
+        rest = [e for e in jr.scan_file(tail) if isinstance(e, (jr.Batch, jr.End))]
+    if not rest or not isinstance(rest[0], jr.Batch):
+        return None
+    return end.offset, nxt + rest[-1].offset - 1
 
 
 def iter_file(f: JournalFile, buf, scan: FileScan, *, checksums: bool = True) -> Iterator[jr.UserRecord]:

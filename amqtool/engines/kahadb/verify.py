@@ -7,18 +7,21 @@ code                               severity  meaning
 =================================  ========  ==========================================================
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
                                              when latent: no live message of the intact index is damaged
-kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header
+kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
+                                             batches after a size-0 batch (read as the end of the data)
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
-kahadb-truncated-tail              WARNING   the last file ends inside a batch (torn write; the broker
-                                             overwrites it and loses nothing acknowledged)
+kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
+                                             check out past the index checkpoint and nothing after it (torn
+                                             write; the broker overwrites it and loses nothing acknowledged)
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
                                              (any file's with checkForCorruptJournalFiles)
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
-kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages than the index
+kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
+                                             subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
                                              back, explained by damage the broker does not read (latent)
 kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
@@ -64,6 +67,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     last_id = d.files[-1].id if d.files else None
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
+    torn = d.torn_tail()
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -81,10 +85,17 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr.reason == "truncated" and cr.to_eof and f.id == last_id:
+            if cr is torn and cr.reason == "truncated":
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
                             "write); the broker discards it and appends from there", path, cr.first, details))
+                continue
+            if cr is torn:
+                add(Finding(W, "kahadb-truncated-tail",
+                            f"the last journal file ends with a batch that does not check out ({cr.reason}) at "
+                            f"offset {cr.first}, past the index checkpoint, with no batch after it: a write torn "
+                            "by a crash; the broker appends from there and loses nothing it acknowledged",
+                            path, cr.first, details))
                 continue
             sev, note, extra = judge(f, cr.first, cr.last, C)
             details.update(extra)
@@ -100,6 +111,13 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
+        if scan.hidden is not None:
+            first, last = scan.hidden
+            sev, note, extra = judge(f, first, last, C)
+            add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
+                        f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but batches "
+                        f"follow up to offset {last}: a rebuild of the index does not read them" + note, path,
+                        first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
         for off, msg in scan.bad_records:
             sev, note, extra = judge(f, off, off, C)
             add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
@@ -359,6 +377,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                 str(d.directory / "db.data"), None, {"bringBack": len(back),
                                                                      "rebuildWouldBringBack": back[:100]}))
     lose = []
+    subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
@@ -366,7 +385,8 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
             locs = {(x.file_id, x.offset) for x in live.values()}
             lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
                         if m.message_id not in live and (m.file_id, m.offset) not in locs)
-    if not extra and not lose:
+        subs = _subscriptions_against_journal(d)
+    if not extra and not lose and not subs:
         return
     back = sorted({mid for _k, _s, mid, _l in extra})
     details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
@@ -378,6 +398,12 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
     if lose:
         parts.append(f"lose {len(lose)} live message(s) ({', '.join(x[1] for x in lose[:5])}"
                      f"{' ...' if len(lose) > 5 else ''})")
+    if subs:
+        details["subscriptions"] = [{"destination": k, "subscription": sk, "index": a, "journal": b}
+                                    for k, sk, a, b in subs[:100]]
+        parts.append(f"give {len(subs)} durable subscription(s) other pending messages than the index does ("
+                     + ", ".join(f"{sk} on {qualified(k)}: {a} in the index, {b} in the journal"
+                                 for k, sk, a, b in subs[:3]) + (" ..." if len(subs) > 3 else "") + ")")
     what = " and ".join(parts)
     db = str(d.directory / "db.data")
     if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
@@ -387,6 +413,39 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
                                 f"differs from it: a rebuild would {what}; the broker delivers from the index",
                                 db, None, details))
+
+
+def _subscriptions_against_journal(d: DirResult) -> list[tuple]:
+    """The durable subscriptions of the index against the journal's replay (reconciled, up to the
+    checkpoint): ``(destination key, sub key, pending in the index, pending in the journal)`` for every
+    subscription only one of them holds, and every one whose index cursor leaves pending a message the
+    journal's replay has no subscription waiting for (acknowledged, or never its own).
+
+    The broker delivers a durable subscription's messages by its key in the index (``KahaDBStore
+    .recoverSubscription``: ``subscriptions``/``subscriptionAcks`` under the client id and subscription
+    name); a key that differs from the one its SUBSCRIPTION record names leaves the real subscriber with
+    nothing, and a cursor behind the subscription's acks redelivers. The opposite difference, the journal
+    waiting for a message the index's cursor has passed, is what :func:`reconcile` took out already
+    (``rebuild_extra``)."""
+    out = []
+    for key in sorted(set(d.indexed) | set(d.replay.destinations)):
+        dest = d.indexed.get(key)
+        st = d.replay.destinations.get(key)
+        index_subs = set(dest.subscriptions) if dest is not None else set()
+        journal_subs = set(st.subscriptions) if st is not None else set()
+        waiting: dict = {}
+        for m in (st.messages.values() if st is not None else ()):
+            for sk in m.waiting or ():
+                waiting.setdefault(sk, set()).add((m.file_id, m.offset))
+        for sk in sorted(index_subs | journal_subs):
+            in_index = [(m.file_id, m.offset) for m in dest.pending(sk)] if sk in index_subs else None
+            in_journal = waiting.get(sk, set()) if sk in journal_subs else None
+            if in_index is None or in_journal is None:
+                out.append((key, sk, "absent" if in_index is None else len(in_index),
+                            "absent" if in_journal is None else len(in_journal)))
+            elif any(loc not in in_journal for loc in in_index):
+                out.append((key, sk, len(in_index), len(in_journal)))
+    return out
 
 
 def _ranges(ids: list[int]) -> str:

@@ -26,6 +26,8 @@ class CompactRequest:
     output: Path | None = None
     force: bool = False
     reclaim_only: bool = False
+    # write even though verify calls the store CRITICAL (refused otherwise: see _compact_store)
+    salvage: bool = False
     journals: tuple[str, ...] = ("messages", "bindings")  # Artemis' CLI order
     file_size: int | None = None
     min_files: int | None = None
@@ -49,10 +51,14 @@ def _compact_store(store, req: CompactRequest, *, progress: Callable[[int], None
                    lock_files: list | None = None, judged: list | None = None) -> list[JournalCompaction]:
     """Compact (or plan, or reclaim) every selected journal of an Artemis ``store``.
 
-    ``judged`` (``--dry-run``, which judges: amqtool.engines.verdicts): verify's findings on the store are
-    appended to it, and the plans are laid out from verify's loads (one scan). A journal compaction would
+    ``judged``: verify's findings on the store are appended to it, and the plans are laid out from verify's
+    loads (one scan: amqtool.engines.verdicts). With ``--dry-run``, which judges, a journal compaction would
     refuse (a file Artemis refuses) then gives an INFO ``compaction-refused`` finding instead of an error:
     verify's findings carry the verdict; one with no loadable file is not planned.
+
+    Writing modes (in place, ``-o``, ``--reclaim-only``) take verify's verdict on the load they write from:
+    a store verify calls CRITICAL raises :class:`~amqtool.engines.verdicts.SourceCriticalError` (exit 2)
+    before anything is written, unless ``req.salvage``; a WARNING one (a torn tail) is compacted.
 
     Raises StoreLockedError when a broker holds the store and ``force`` is not set (writing modes only),
     UsageError for a bad destination.
@@ -64,7 +70,23 @@ def _compact_store(store, req: CompactRequest, *, progress: Callable[[int], None
             report = verify_store(store, progress, keep=keep, sources=True)
             judged.extend(report.findings)
             return _compact_journals(store, req, progress, lock_files, report.loads, judged)
-    return _compact_journals(store, req, progress, lock_files, None, None)
+    if req.dry_run:
+        return _compact_journals(store, req, progress, lock_files, None, None)
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.engines.verdicts import refuse_compaction
+    from amqtool.store import locks
+
+    if req.output is None:  # a broker's lock is the first answer, before any judgement of a store in use
+        locks.ensure_not_locked(lock_files if lock_files is not None else locks.artemis_store_lock_files(store),
+                                force=req.force)
+    with contextlib.ExitStack() as keep:
+        # Writing takes verify's verdict on the load it writes from: compaction keeps only what loads, so a
+        # CRITICAL store would lose for good what its damaged bytes held (which recover can still read).
+        report = verify_store(store, progress, keep=keep, sources=True)
+        refuse_compaction(report.findings, req.salvage, str(getattr(store, "root", "")) or None)
+        if judged is not None:
+            judged.extend(report.findings)
+        return _compact_journals(store, req, progress, lock_files, report.loads, None)
 
 
 def _compact_journals(store, req: CompactRequest, progress, lock_files, loads: dict | None,
@@ -107,8 +129,11 @@ def _compact_journals(store, req: CompactRequest, progress, lock_files, loads: d
             settings = settings_for(jd, broker, file_size=req.file_size, min_files=req.min_files,
                                     pool_files=req.pool_files, compact_min_files=req.compact_min_files,
                                     compact_percentage=req.compact_percentage)
-            if loads is None:
+            if loads is None or (judged is None and (recovered or jd.kind not in loads)):
+                # (an interrupted compaction finished just now changed the files verify loaded: plan afresh)
                 prep = plan_journal(jd, settings, progress=progress)
+            elif judged is None:  # writing after verify: its load, a refusal an error
+                prep = plan_journal(jd, settings, load=loads[jd.kind])
             else:  # --dry-run after verify: its load, a refusal a finding
                 if jd.kind not in loads:
                     continue

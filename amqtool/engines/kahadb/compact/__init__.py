@@ -43,6 +43,9 @@ class KahaCompactRequest:
     pinned_below: int = 0  # --if-needed: ... or when a file is kept by fewer than this many live messages
     force: bool = False
     max_file_length: int | None = None
+    # write even though verify calls the store CRITICAL (refused otherwise: compaction keeps only what loads,
+    # so what the damaged bytes held, which `recover` may still read, would be gone)
+    salvage: bool = False
 
 
 @dataclass
@@ -106,8 +109,9 @@ def _checksums(store) -> bool:
 
 
 def _refuse_damage(d) -> None:
-    """Compaction keeps what the replay saw; a damaged journal may hold more the broker could still read."""
-    corrupt = d.damage()
+    """Compaction keeps what the replay saw; a damaged journal may hold more the broker could still read.
+    A torn tail of the newest file (what a crash leaves) is not refused."""
+    corrupt = d.damage() - (d.torn_tail() is not None)
     if corrupt:
         raise AmqtoolError(f"the journal has {corrupt} damaged batch(es) or record(s): compaction would keep only "
                            f"what can be read; run 'amqtool verify' and decide first", path=str(d.directory))
@@ -129,14 +133,20 @@ def _needed(rep: DirReport, d, req: KahaCompactRequest) -> None:
 def compact_kahadb(store, req: KahaCompactRequest, progress=None, judged: list | None = None) -> list[DirReport]:
     """Compact every directory of ``store`` (a KahaDBStore) as ``req`` says; see the module docstring.
 
-    ``judged`` (``--dry-run``, which judges: amqtool.engines.verdicts): verify's findings on the load the plan
-    is made from are appended to it (one load), and a directory compaction would refuse for its damage gives
-    an INFO ``compaction-refused`` finding instead of an error: verify's findings carry the verdict.
+    ``judged``: verify's findings on the load the plan is made from are appended to it (one load:
+    amqtool.engines.verdicts). With ``--dry-run``, which judges, a directory compaction would refuse for its
+    damage gives an INFO ``compaction-refused`` finding instead of an error: verify's findings carry the
+    verdict.
+
+    Writing (in place or ``-o``) takes verify's verdict on the same load too: a store verify calls CRITICAL
+    is refused with :class:`~amqtool.engines.verdicts.SourceCriticalError` (exit 2) before anything is
+    written, unless ``req.salvage`` (which also lifts the refusal of damaged batches); a WARNING one (a torn
+    tail) is compacted.
 
     ``-o DEST`` is claimed first (:mod:`amqtool.store.output`) and written aside
     (``.<DEST>.amqtool-compact-<pid>``), then renamed into place: DEST is absent or complete."""
     if req.output is None or req.dry_run:
-        return _compact_kahadb(store, req, progress, judged if req.dry_run else None)
+        return _compact_kahadb(store, req, progress, judged)
     from dataclasses import replace
 
     from amqtool.store import output
@@ -144,7 +154,7 @@ def compact_kahadb(store, req: KahaCompactRequest, progress=None, judged: list |
     with output.claiming(req.output, inputs=output.store_inputs(store)) as claimed:
         tmp = atomic.aside_dir(claimed.path, "compact")
         try:
-            reports = _compact_kahadb(store, replace(req, output=tmp), progress)
+            reports = _compact_kahadb(store, replace(req, output=tmp), progress, judged)
             atomic.fsync_dir(tmp)
             atomic.switch_dir(tmp, claimed.path)
         except atomic.InjectedFault:
@@ -193,10 +203,17 @@ def _compact(store, req: KahaCompactRequest, progress, writer, judged: list | No
             raise UsageError(f"-o {out}: the destination exists and is not an empty directory")
 
     results = load_store(store, progress=progress)
-    if judged is not None:
+    if judged is not None or writing:
         from amqtool.engines.kahadb.verify import judge_results
 
-        judged.extend(judge_results(store, results))
+        # verify's verdict on the very load compaction would write from (amqtool.engines.verdicts)
+        findings = judge_results(store, results)
+        if judged is not None:
+            judged.extend(findings)
+        if writing:
+            from amqtool.engines.verdicts import refuse_compaction
+
+            refuse_compaction(findings, req.salvage, str(store.root))
     reports = []
     for d in results:
         rep = DirReport(str(d.directory), "left")
@@ -210,9 +227,10 @@ def _compact(store, req: KahaCompactRequest, progress, writer, judged: list | No
                 _copy_as_is(Path(d.directory), Path(req.output) / Path(d.directory).relative_to(store.root))
             continue
         try:
-            _refuse_damage(d)
+            if not req.salvage:
+                _refuse_damage(d)
         except AmqtoolError as err:
-            if judged is None:
+            if judged is None or not req.dry_run:
                 raise
             judged.append(Finding(Severity.INFO, "compaction-refused", err.message, err.path))
             rep.action = "refused"
