@@ -27,6 +27,7 @@ from typing import Callable
 from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
+from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -110,6 +111,7 @@ class _GapInspector:
         self.more_damaged: list[tuple[str, int]] = []
         self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
         self.tail_bytes: dict[int, object] = {}
+        self.ledger = None  # tails.IdLedger of the store, set by verify_store: judges damaged tails
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -285,7 +287,8 @@ class _GapInspector:
             if index != newest_data_file(self.result):
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             if effect is None:
-                self.findings.append(tail_finding(self.result, index, path, first, length))
+                self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
+                                             self.result, index, first, evidence))
                 continue
             harmless = effect == HARMLESS
             self.findings.append(Finding(
@@ -857,7 +860,9 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspectors.append(inspector)
         if results.get("messages") is not None or results.get("bindings") is not None:
             evidence = Evidence.build(results.get("bindings"), results.get("messages"))
+            ledger = IdLedger([i.opened for i in inspectors], store, paging.view)
             for inspector in inspectors:
+                inspector.ledger = ledger
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)

@@ -1,0 +1,239 @@
+"""What the surviving records say about the records lost at the damaged end of a journal file that is not the
+newest (``verify``'s ``damaged-tail``).
+
+A damaged end of a file the broker moved on from lost every record written there (the broker skips the rest
+of a file at the first record it cannot read: ``JournalImpl.readJournalFile``). What those records were is
+gone with their bytes, but the store keeps two kinds of evidence about them:
+
+* **The id sequence.** Every id a broker gives (message ids, transaction ids, queue and binding ids, page
+  transaction, duplicate-id and cursor records) comes from one ``BatchingIDGenerator``, counting up, and the
+  journal is written in the order records are stored. So the new ids the lost records carried lie after the
+  highest id written before the damage and before the first new record of the next data file (the record
+  that did not fit is that file's first; a record id is issued a moment before it is written, so the bound
+  is the lowest new id of the next files that is above the first bound): the *window*.
+* **What later records say of the window's ids.** A DELETE of an id whose ADD is nowhere proves that
+  record was deleted since: its loss changes nothing. An update (reference, acknowledgement, delivery count)
+  of an id with no ADD and no DELETE proves a live record was lost (the broker drops the references:
+  ``loadMessageJournal``, "cannot find message"), and so does a large message's ``<id>.msg`` file with no
+  record: the broker deletes that file with the message. An id carried by another surviving record (an
+  ADD elsewhere, a transaction of records elsewhere, a paged message, a bindings record) was not lost here.
+  An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
+  never stored (a non-durable message, an id batch left at a restart): that cannot be told.
+
+:func:`lost_window` reads that evidence; :func:`reweigh` turns today's ``damaged-tail`` finding into the
+judgement the evidence supports: CRITICAL when it proves a live record lost; a warning when every new id the
+window held is accounted for as deleted or stored elsewhere and no transaction left open by the damage held
+anything live (what it cannot show: acknowledgements or deletes of older messages written there, which carry
+no new id); and otherwise the finding as it was, saying what could not be told.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from amqtool.errors import AmqtoolError, Finding, Severity
+
+_ADDS = (11, 13)  # ADD, ADD_TX
+_DELETES = (15, 16)  # DELETE_TX, DELETE
+_TX = (13, 14, 15, 17, 18, 19)
+_NO_ID = (17, 18, 19)
+MAX_WINDOW = 1 << 16  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
+MAX_LISTED = 20
+
+
+@dataclass
+class Window:
+    """The ids the records lost at the damaged end of one file may have carried, and what the surviving
+    records of the store say of each (:func:`lost_window`)."""
+
+    after: int  # the highest id written before the damage
+    before: int  # the lowest new id written in the next data files above ``after``
+    deleted: list[int] = field(default_factory=list)  # no ADD anywhere, a DELETE: deleted since
+    live: list[int] = field(default_factory=list)  # no ADD, no DELETE, updates or a .msg file: lost live
+    unaccounted: list[int] = field(default_factory=list)  # no surviving record carries them (the first few)
+    unaccounted_count: int = 0
+    open_txs: list[int] = field(default_factory=list)  # transactions the damage may have left open
+    open_effect: str = "harmless"  # evidence.effect_of_discarded of their records
+
+    @property
+    def size(self) -> int:
+        return self.before - self.after - 1
+
+    def to_json(self) -> dict:
+        return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
+                "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
+                "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100]}
+
+
+class IdLedger:
+    """The ids the surviving records of a store carry, read on demand for the windows of damaged tails:
+    every journal's records (both journals: one id generator serves them), the paged messages and the
+    large-message files. Built by ``verify_store`` and read only when a damaged tail is judged (a rescan of
+    the journals per window, in bounded windows of their files)."""
+
+    def __init__(self, journals: list, store=None, view=None):
+        self.journals = journals  # OpenedJournal of each journal, open while the verdict is judged
+        self.store = store
+        self.view = view  # the paging verifier's PagingJournalView (the pages' transactions and cursors)
+        self._paged: set[int] | None = None
+
+    # -- the window --------------------------------------------------------------------------------------
+
+    def bounds(self, opened, index: int, first: int) -> tuple[int, int | None]:
+        """(highest id written before ``first`` in file ``index`` and the files loaded before it, lowest
+        new id above it -- an ADD's id -- in the files loaded after it; None when they hold none)."""
+        after = -1
+        for fi in range(index + 1):
+            for t, off, rid, tx, _ in _records(opened, fi):
+                if fi == index and off >= first:
+                    break
+                after = max(after, rid, tx)
+        before = None
+        for fi in range(index + 1, len(opened.files)):
+            for t, off, rid, tx, _ in _records(opened, fi):
+                if t in _ADDS and rid > after and (before is None or rid < before):
+                    before = rid
+        return after, before
+
+    def roles(self, lo: int, hi: int) -> dict[int, set[str]]:
+        """id -> what carries it ("add", "delete", "update", "tx", "paged", "msg"), for ids in (lo, hi)."""
+        out: dict[int, set[str]] = {}
+        for opened in self.journals:
+            for fi in range(len(opened.files)):
+                for t, off, rid, tx, _ in _records(opened, fi):
+                    if lo < rid < hi:
+                        out.setdefault(rid, set()).add(
+                            "add" if t in _ADDS else "delete" if t in _DELETES else "update")
+                    if lo < tx < hi:
+                        out.setdefault(tx, set()).add("tx")
+        for mid in self._large_files():
+            if lo < mid < hi:
+                out.setdefault(mid, set()).add("msg")
+        return out
+
+    def paged(self) -> set[int]:
+        """The message ids of every paged message (read once, only when a window needs them)."""
+        if self._paged is None:
+            self._paged = set()
+            if self.store is not None and self.store.paging_dir is not None:
+                from amqtool.engines.artemis.paging import iter_paged_entries
+
+                try:
+                    self._paged = {e.message.message_id for e in iter_paged_entries(self.store, self.view)}
+                except (AmqtoolError, OSError):  # unreadable pages are judged by the paging verifier
+                    self._paged = set()
+        return self._paged
+
+    def _large_files(self) -> list[int]:
+        lm = self.store.large_messages_dir if self.store is not None else None
+        if lm is None:
+            return []
+        try:
+            names = os.listdir(lm)
+        except OSError:
+            return []
+        return [int(n[:-4]) for n in names if n.endswith(".msg") and n[:-4].isdigit()]
+
+
+def _records(opened, index: int):
+    """(type, offset, id, tx id, user record type) of every record of file ``index`` (-1 for the ids a type
+    does not carry), in file order, read in bounded windows."""
+    for base, _data, records, _marked in opened.scan_windows(index):
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            yield t, base + off, rid if t not in _NO_ID else -1, tx if t in _TX else -1, utype
+
+
+def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None) -> Window | None:
+    """The window of ids the records lost at ``first`` (to the end of file ``index``) of the journal loaded
+    as ``result`` may have carried, and what the store's surviving records say of each; None when there is
+    no bound (no new record in the files after it) or the window is too wide to enumerate."""
+    after, before = ledger.bounds(result.opened, index, first)
+    if before is None or before - after - 1 > MAX_WINDOW:
+        return None
+    w = Window(after, before)
+    roles = ledger.roles(after, before)
+    # the pages are read only when the journals leave an id of the window unexplained
+    stored = {"add", "delete", "update", "tx"}
+    paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in range(after + 1, before)) else set()
+    for x in range(after + 1, before):
+        r = roles.get(x, set())
+        if "add" in r or "tx" in r or x in paged:
+            continue  # stored elsewhere: not lost here
+        if "delete" in r:
+            w.deleted.append(x)
+        elif "update" in r or "msg" in r:
+            w.live.append(x)
+        else:
+            w.unaccounted_count += 1
+            if len(w.unaccounted) < 100:
+                w.unaccounted.append(x)
+    # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
+    # have been lost here (the broker then rolls it back), or its ROLLBACK
+    if evidence is not None:
+        from amqtool.engines.artemis.evidence import transaction_records
+
+        w.open_txs = sorted(tx.tx_id for tx in result.failed if not tx.prepared
+                            and any(r.file_index <= index for r in tx.records + tx.records_to_delete))
+        worst = "harmless"
+        for tx_id in w.open_txs:
+            effect = evidence.effect_of_discarded(transaction_records(result.opened, tx_id))
+            if effect != "harmless":
+                worst = effect
+                if effect == "loss":
+                    break
+        w.open_effect = worst
+    return w
+
+
+def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first: int, evidence=None) -> Finding:
+    """``finding`` (today's ``damaged-tail`` of file ``index`` at ``first``) judged by the window's evidence:
+
+    * CRITICAL when it proves a live record lost there (an id of the window with references,
+      acknowledgements or a large-message file but no record of its own);
+    * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
+      no transaction the damage may have left open held anything live: none of the lost records was a live
+      message (what no id shows: acknowledgements or deletes of older messages written there);
+    * as it was when ids of the window are carried by no surviving record, or a transaction the damage may
+      have left open held live records, or no window bounds the ids (no new record after the damage, or a
+      restart's jump): the records lost there may have been live messages, or a transaction's id, a
+      duplicate-detection record, a message stored and deleted within the lost bytes -- which, cannot be
+      told. The finding says so, with the ids. (A cut file stays CRITICAL: Artemis fills every file to its
+      size before use, so records were lost; other damaged ends stay warnings.)
+    """
+    if ledger is None or finding.code != "damaged-tail":
+        return finding
+    w = lost_window(ledger, result, index, first, evidence)
+    details = dict(finding.details)
+    if w is None:
+        details["lostIds"] = None
+        return Finding(finding.severity, finding.code, finding.message + "; no window of ids bounds what the lost "
+                       "records carried (no new record after them, or a restart's jump in the ids), so what they "
+                       "held cannot be told", finding.path, finding.offset, details)
+    details["lostIds"] = w.to_json()
+    # today's message up to its reasoning about the cause, which the window replaces
+    head = finding.message.split(": it was truncated")[0].split(", which leaves")[0].split(" (what a crash")[0]
+    span = f"ids {w.after + 1}..{w.before - 1}" if w.size > 0 else "no new id"
+    if w.live:
+        shown = ", ".join(map(str, w.live[:MAX_LISTED])) + (" ..." if len(w.live) > MAX_LISTED else "")
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and they held live "
+                       f"records: {len(w.live)} id(s) issued while they were written ({span}) keep references, "
+                       f"acknowledgements or a large-message file but have no record of their own ({shown})",
+                       finding.path, finding.offset, details)
+    if not w.unaccounted_count and w.open_effect == "harmless":
+        what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
+                f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
+                "no new id was issued while they were written")
+        return Finding(Severity.WARNING, finding.code, head + f": records were lost there, but {what}, so none of "
+                       f"them was a live message (acknowledgements or deletes of older messages written there carry "
+                       f"no new id and cannot be seen)", finding.path, finding.offset, details)
+    why = []
+    if w.unaccounted_count:
+        shown = ", ".join(map(str, w.unaccounted[:MAX_LISTED])) + (" ..." if w.unaccounted_count > MAX_LISTED else "")
+        why.append(f"{w.unaccounted_count} id(s) issued while they were written ({span}) are carried by no "
+                   f"surviving record ({shown}): live records stored there, or a transaction's id, a "
+                   f"duplicate-detection record or a message stored and deleted there")
+    if w.open_effect != "harmless":
+        why.append(f"transaction(s) {', '.join(map(str, w.open_txs[:MAX_LISTED]))} have no end record and held "
+                   f"live records: a commit lost there rolls them back, a rollback lost there changes nothing")
+    return Finding(finding.severity, finding.code, finding.message + "; what the lost records held cannot be "
+                   "told: " + "; ".join(why), finding.path, finding.offset, details)
