@@ -40,6 +40,10 @@ _BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_
                           R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
+# the user record types the broker writes as updates (AbstractJournalStorageManager: storeReference,
+# storeAcknowledge, updateDeliveryCount, updateScheduledDeliveryTime, updatePageTransaction)
+_WRITTEN_AS_UPDATE = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT,
+                                R.SET_SCHEDULED_DELIVERY_TIME, R.PAGE_TRANSACTION})
 MAX_RECONSTRUCT = 1 << 20  # bytes of one damaged region read for reconstruction
 
 
@@ -173,6 +177,7 @@ class Evidence:
     """The live facts of both journals that judging a loss needs (from their load results, while open)."""
 
     queues: set[int] = field(default_factory=set)
+    queue_address: dict[int, str] = field(default_factory=dict)  # queue id -> its address (queue bindings)
     bindings_ids: dict[int, int] = field(default_factory=dict)  # live bindings record id -> user record type
     messages: set[int] = field(default_factory=set)  # ids with a live message record
     refs: dict[int, set[int]] = field(default_factory=dict)
@@ -188,7 +193,13 @@ class Evidence:
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    # page transaction id -> its paged messages some queue still has to consume, when the journals do not
+    # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
+    paged_pending: object = None
     _deleted: set | None = None
+    _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
+    _typo_refs: set | None = None
+    _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
 
     @classmethod
     def build(cls, bindings, messages) -> "Evidence":
@@ -199,6 +210,7 @@ class Evidence:
         ev.have_bindings = bindings is not None
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
+        ev.queue_address = {q.id: q.address for q in state.queues.values()}
         if bindings is not None:
             ev.bindings_ids = {r.id: r.user_record_type for r in bindings.live}
         ev.messages = set(state.message_records)
@@ -207,6 +219,7 @@ class Evidence:
         ev.acked = set(state.acked)
         if messages is not None:
             ev.opened = messages.opened
+            ev._messages = messages
             ev.live_ids = {r.id for r in messages.live}
             # a broker's store (its bindings journal beside): then the user record types are the broker's (a bare
             # journal directory of other user types, as JournalImpl's own tests write, is not judged so)
@@ -275,12 +288,13 @@ class Evidence:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
             return UNKNOWN
-        owners = self._one_byte_neighbours(orphan, self.messages)
+        kind, q = updates[0]
+        # only a message routed to q's address (or to one the store shows routed with it) can own the update
+        owners = self._one_byte_neighbours(orphan, self._routable_to(q))
         if not owners:
             # no live message one byte away: the update belonged to a message deleted since (its DELETE took
             # every record of it), or the message itself is gone -- which a damaged region or file shows
             return HARMLESS
-        kind, q = updates[0]
         if kind == R.ADD_REF:
             # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the
             # ref is m's, which is acknowledged there anyway
@@ -293,6 +307,29 @@ class Evidence:
             if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
                 return LOSS
         return HARMLESS
+
+    def _routable_to(self, q: int) -> set[int]:
+        """The live messages that could have a reference on queue ``q``: ``PostOfficeImpl.route`` routes a
+        message to the queues bound to its address (or to addresses matching it: wildcards, diverts), so a
+        message with references on queues of other addresses only -- and no message of the store routed to
+        both -- was never routed to ``q``. Without ``q``'s address, or a message's, every message can."""
+        aq = self.queue_address.get(q)
+        if aq is None:
+            return self.messages
+        if self._routed_with is None:
+            self._routed_with = {}
+            for m, qs in self.refs.items():
+                if m in self.messages:
+                    addrs = {self.queue_address[x] for x in qs if x in self.queue_address}
+                    for a in addrs:
+                        self._routed_with.setdefault(a, set()).update(addrs)
+        near = self._routed_with.get(aq, set()) | {aq}
+        out = set()
+        for m in self.messages:
+            mine = {self.queue_address[x] for x in self.refs.get(m, ()) if x in self.queue_address}
+            if not mine or mine & near:
+                out.add(m)
+        return out
 
     def lost_adds(self) -> dict[int, list[tuple[int, int]]]:
         """Message id -> its surviving (update type, queue) records, for ids whose references or
@@ -336,9 +373,28 @@ class Evidence:
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
-        return sorted((m, q) for m, q in self.acked
-                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
-                      and self._ack_misplaced(m, q))
+        out = sorted((m, q) for m, q in self.acked
+                     if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
+                     and self._ack_misplaced(m, q))
+        if out:
+            typos = self.typo_refs()
+            out = [a for a in out if a not in typos]
+        return out
+
+    def typo_refs(self) -> set[tuple[int, int]]:
+        """(message, queue) of live updates of a message id with a user record type the broker never writes as
+        an update (``AbstractJournalStorageManager`` writes ADD_REF, ACKNOWLEDGE_REF, delivery counts, schedules
+        and page-transaction counts so), whose body is one queue id, as an ADD_REF's is: an ADD_REF whose type
+        byte was damaged. Its acknowledgement, now without its reference, is the message's own on that queue:
+        the message was acknowledged there, and the broker drops the acknowledgement to the same effect."""
+        if self._typo_refs is None:
+            self._typo_refs = set()
+            result = self._messages
+            for r in result.live if result is not None else ():
+                if (r.is_update and r.body_len == 8 and r.id in self.messages
+                        and r.user_record_type not in _WRITTEN_AS_UPDATE):
+                    self._typo_refs.add((r.id, int.from_bytes(result.body(r), "big", signed=True)))
+        return self._typo_refs
 
     def _ack_misplaced(self, m: int, q: int) -> bool:
         """Whether the acknowledgement of (``m``, ``q``), a queue ``m`` has no reference for, is one damaged
@@ -424,7 +480,9 @@ class Evidence:
                 return LOSS if self._live_queues(rid) else HARMLESS
             if rec.user_type in _BOOKKEEPING:
                 return HARMLESS
-            return HARMLESS if self._deleted_later(rid) else UNKNOWN
+            if self._deleted_later(rid):
+                return HARMLESS
+            return self._page_tx_effect(rec) or UNKNOWN
         # UPDATE: an update always follows its add, so an id with no live record was deleted since
         if rid not in self.live_ids:
             return HARMLESS
@@ -438,13 +496,28 @@ class Evidence:
             return LOSS if q is not None and q in self.refs.get(rid, ()) else HARMLESS
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
-        return UNKNOWN
+        return self._page_tx_effect(rec) or UNKNOWN
 
     def live_queues(self, mid: int) -> set[int]:
         """The queues still holding message ``mid`` (its refs without an ack)."""
         return {q for q in self.refs.get(mid, ()) if (mid, q) not in self.acked}
 
     _live_queues = live_queues
+
+    def _page_tx_effect(self, rec: Rebuilt) -> str | None:
+        """What losing a PAGE_TRANSACTION record costs. Its add: every cursor skips its paged messages
+        (``PageSubscriptionImpl``: "Could not locate page transaction"), a loss only for those some queue still
+        has to consume (paging/page_tx.py). Its update (``updatePageTransaction``: the count of messages
+        consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
+        decides when the transaction's record is deleted, never which message is delivered. None when this is
+        not such a record or the pages cannot tell."""
+        if rec.user_type != R.PAGE_TRANSACTION:
+            return None
+        if rec.type in (UPDATE, UPDATE_TX):
+            return HARMLESS
+        if rec.type not in (ADD, ADD_TX) or self.paged_pending is None or len(rec.body) < 8:
+            return None
+        return LOSS if self.paged_pending(int.from_bytes(rec.body[:8], "big", signed=True)) else HARMLESS
 
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
@@ -465,8 +538,10 @@ class Evidence:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
             elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
                 effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
+            elif self._deleted_later(rid):
+                effect = HARMLESS
             else:
-                effect = HARMLESS if self._deleted_later(rid) else UNKNOWN
+                effect = self._page_tx_effect(rec) or UNKNOWN
             if effect == LOSS:
                 return LOSS
             if effect == UNKNOWN:

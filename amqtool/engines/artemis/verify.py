@@ -718,9 +718,12 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
     for mid in sorted(paged.keys() - ids - files.keys()):
         p = paged[mid]
         if p.pending:  # a paged large message every queue consumed keeps no claim on its body
+            # the current page's last record (its message id torn by a crash mid-write) costs that message only
+            torn = paging is not None and paging.is_crash_tail(p.path, p.number)
             findings.append(Finding(
-                Severity.CRITICAL, "large-message-missing",
-                f"paged large message {mid} (page {p.page}, message {p.number}) has no {mid}.msg body file",
+                Severity.WARNING if torn else Severity.CRITICAL, "large-message-missing",
+                f"paged large message {mid} (page {p.page}, message {p.number}) has no {mid}.msg body file"
+                + ("; it is the last record of the current page, what a crash mid-write leaves" if torn else ""),
                 str(lm_dir / f"{mid}.msg") if lm_dir else p.path, None, {"messageId": mid, "page": p.page}))
     for mid in sorted(files.keys() - ids - paged.keys()):
         findings.append(Finding(
@@ -857,6 +860,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspectors.append(inspector)
         if results.get("messages") is not None or results.get("bindings") is not None:
             evidence = Evidence.build(results.get("bindings"), results.get("messages"))
+            if store.paging_dir is not None and paging.view.messages_loaded:  # a lost page transaction's cost
+                evidence.paged_pending = paging.pending_of_page_tx
             for inspector in inspectors:
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
