@@ -178,3 +178,27 @@ def test_an_add_ref_whose_user_type_flipped_explains_its_acknowledgement(run_jso
     _flip(victim, 9044, 0x08)
     code, doc, _ = run_json("verify", store)
     assert code in (0, 1) and not _findings(doc, "ack-without-ref")
+
+
+@pytest.mark.parametrize("seed,file,offset,mask,owner", [(1, 16, 2005, 0x04, 450), (1, 7, 24608, 0x02, 155),
+                                                         (4, 10, 63724, 0x20, 165)])
+def test_an_acknowledgement_whose_message_id_flipped_is_a_lost_acknowledgement(run_json, tmp_path, demos, seed,
+                                                                               file, offset, mask, owner):
+    # campaign seeds 90210270630000035 (a transactional ack), 90210270632000103, 90210273633009036: the ack's
+    # id now names no message and no deleted one; the message a bit away, still on that queue, comes back
+    store = copy_tree(demos(seed), tmp_path / "s")
+    _flip(store / _JOURNAL.format(file), offset, mask)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "ack-moved")
+    assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [owner])
+
+
+def test_a_record_whose_transaction_id_flipped_is_weighed_with_its_transaction(run_json, tmp_path, demos):
+    # campaign seed 90210271636003061: an acknowledgement of transaction 405 now names another transaction,
+    # left open; 405's commit no longer counts its records and the broker discards it, acknowledgement too:
+    # the acknowledged message comes back. The three records left in 405 change nothing by themselves.
+    store = copy_tree(demos(2), tmp_path / "s")
+    _flip(store / _JOURNAL.format(12), 64853, 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "commit-count-mismatch")
+    assert (code, f["severity"], f["details"]["txId"]) == (2, "critical", 405)

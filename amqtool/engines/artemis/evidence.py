@@ -370,6 +370,31 @@ class Evidence:
                 out.append((m, q, owners[0]))
         return out
 
+    def moved_acks(self) -> list[tuple[int, int, int]]:
+        """(damaged id, queue, the message whose acknowledgement it was) for a lone ACKNOWLEDGE_REF of an id
+        with no message record, never deleted, whose id is one damaged bit (or the one damaged byte) away from
+        a message still on that queue -- and from no deleted message, whose own acknowledgement it could have
+        been. The broker drops an acknowledgement of a message it has not loaded ("cannot find message"), so
+        that message, acknowledged, is delivered there again. A deleted message one bit away leaves it
+        unproven: its acknowledgement outlives its DELETE when its id is damaged, to no effect."""
+        out = []
+        for orphan, updates in self.orphan_updates.items():
+            if len(updates) != 1 or updates[0][0] != R.ACKNOWLEDGE_REF or orphan in self.messages:
+                continue
+            if self._deleted_later(orphan):
+                continue
+            q = updates[0][1]
+            on_q = {m for m in self.messages if q in self._live_queues(m)}
+            deleted = (self._deleted or set()) | self.deleted_unknown
+            owners = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in on_q]
+            gone = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in deleted]
+            if not owners and not gone:  # a byte damaged in more than one bit: one candidate either way
+                owners = _byte_neighbours(orphan, on_q)
+                gone = _byte_neighbours(orphan, deleted)
+            if len(owners) == 1 and not gone:
+                out.append((orphan, q, owners[0]))
+        return sorted(out)
+
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
@@ -547,6 +572,31 @@ class Evidence:
             if effect == UNKNOWN:
                 worst = UNKNOWN
         return worst
+
+
+def _byte_neighbours(rid: int, ids) -> list[int]:
+    """The ids of ``ids`` that differ from ``rid`` in exactly one byte."""
+    out = []
+    for i in ids:
+        x = (i ^ rid) & 0xFFFF_FFFF_FFFF_FFFF
+        if x and sum(1 for k in range(8) if x >> (8 * k) & 0xFF) == 1:
+            out.append(i)
+    return out
+
+
+def strayed_records(result, opened, tx_id: int) -> list[Rebuilt]:
+    """The records of the open transactions (no COMMIT, PREPARE or ROLLBACK: the broker rolls them back at
+    start) whose id is one damaged byte from ``tx_id``: records of transaction ``tx_id`` whose transaction id
+    was damaged. When ``tx_id``'s commit no longer counts its records (commit-count-mismatch), the broker
+    discards them with the rest of it, so they are weighed with it."""
+    out = []
+    for tx in result.failed:
+        if tx.prepared or not _byte_neighbours(tx_id, (tx.tx_id,)):
+            continue
+        out += [Rebuilt(UPDATE_TX if r.is_update else ADD_TX, 0, 0, tx.tx_id, r.id, r.user_record_type,
+                        opened.pread(r.file_index, r.body_offset, r.body_len), "") for r in tx.records]
+        out += [Rebuilt(DELETE_TX, 0, 0, tx.tx_id, r.id, 0, b"", "") for r in tx.records_to_delete]
+    return out
 
 
 def transaction_records(opened, tx_id: int) -> list[Rebuilt]:

@@ -163,7 +163,7 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, strayed_records, transaction_records)
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -240,7 +240,8 @@ class _GapInspector:
         for a in self.mismatched:
             i = a.ids
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
-                                                  + lost_in_tx.get(i["txId"], []))
+                                                  + lost_in_tx.get(i["txId"], [])
+                                                  + strayed_records(self.result, self.opened, i["txId"]))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
@@ -1011,6 +1012,16 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
+    moved_acks = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_acks()
+    if moved_acks:
+        shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
+                          for m, q, o in moved_acks[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ack-moved",
+            f"{len(moved_acks)} acknowledgement record(s) name a message id with no record, one damaged byte away "
+            f"from a message still on that queue: the broker drops the acknowledgement and delivers the "
+            f"acknowledged message again: {shown}", where, None,
+            {"count": len(moved_acks), "messageIds": [o for _, _, o in moved_acks[:100]]}))
     acks = evidence.acks_without_ref()
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
