@@ -202,3 +202,16 @@ def test_a_record_whose_transaction_id_flipped_is_weighed_with_its_transaction(r
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "commit-count-mismatch")
     assert (code, f["severity"], f["details"]["txId"]) == (2, "critical", 405)
+
+
+def test_a_reference_whose_queue_id_flipped_onto_another_of_its_queues_is_a_lost_reference(run_json, tmp_path,
+                                                                                           demos):
+    # campaign seed 25000075000224: message 224's ADD_REF on queue 23 now names queue 19, which it already has
+    # a reference on (the broker routes a message to a queue once); queue 23, of the same address and one bit
+    # from 19, never delivers it
+    store = copy_tree(demos(1), tmp_path / "s")
+    _flip(store / _JOURNAL.format(7), 49199, 0x04)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "ref-moved")
+    assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [224])
+    assert "message 224 on queue 23" in f["message"]

@@ -370,6 +370,24 @@ class Evidence:
                 out.append((m, q, owners[0]))
         return out
 
+    def requeued_refs(self) -> list[tuple[int, int, int]]:
+        """(message, queue its doubled reference names, the queue it lost) for a second ADD_REF of (message,
+        queue) whose queue id is one damaged byte from the one queue of the same address that the message has
+        no reference and no acknowledgement on: the broker routes a message to a queue once, so the doubled
+        reference is that queue's, its queue id damaged, and the message is never delivered there. A doubled
+        reference explained by a damaged message id (:meth:`moved_refs`) is not counted again."""
+        moved = {(m, q) for m, q, _ in self.moved_refs()}
+        out = []
+        for m, q in self.double_refs:
+            if m not in self.messages or (m, q) in moved or q not in self.queue_address:
+                continue
+            lacking = {x for x, a in self.queue_address.items()
+                       if a == self.queue_address[q] and x not in self.refs.get(m, ()) and (m, x) not in self.acked}
+            lost = self._one_byte_neighbours(q, lacking)
+            if len(lost) == 1:
+                out.append((m, q, lost[0]))
+        return out
+
     def moved_acks(self) -> list[tuple[int, int, int]]:
         """(damaged id, queue, the message whose acknowledgement it was) for a lone ACKNOWLEDGE_REF of an id
         with no message record, never deleted, whose id is one damaged bit (or the one damaged byte) away from

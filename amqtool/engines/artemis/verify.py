@@ -1012,6 +1012,15 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
+    requeued = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.requeued_refs()
+    if requeued:
+        shown = ", ".join(f"message {m} on queue {lost} (its reference now names queue {q})"
+                          for m, q, lost in requeued[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-moved",
+            f"{len(requeued)} reference record(s) name a queue their message is already routed to, one damaged "
+            f"byte away from the queue of the same address it lacks: the broker never delivers the message "
+            f"there: {shown}", where, None, {"count": len(requeued), "messageIds": [m for m, _, _ in requeued[:100]]}))
     moved_acks = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_acks()
     if moved_acks:
         shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
