@@ -40,6 +40,10 @@ _BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_
                           R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
+# the user record types the broker writes as updates (AbstractJournalStorageManager: storeReference,
+# storeAcknowledge, updateDeliveryCount, updateScheduledDeliveryTime, updatePageTransaction)
+_WRITTEN_AS_UPDATE = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT,
+                                R.SET_SCHEDULED_DELIVERY_TIME, R.PAGE_TRANSACTION})
 MAX_RECONSTRUCT = 1 << 20  # bytes of one damaged region read for reconstruction
 
 
@@ -173,6 +177,7 @@ class Evidence:
     """The live facts of both journals that judging a loss needs (from their load results, while open)."""
 
     queues: set[int] = field(default_factory=set)
+    queue_address: dict[int, str] = field(default_factory=dict)  # queue id -> its address (queue bindings)
     bindings_ids: dict[int, int] = field(default_factory=dict)  # live bindings record id -> user record type
     messages: set[int] = field(default_factory=set)  # ids with a live message record
     refs: dict[int, set[int]] = field(default_factory=dict)
@@ -188,7 +193,13 @@ class Evidence:
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    # page transaction id -> its paged messages some queue still has to consume, when the journals do not
+    # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
+    paged_pending: object = None
     _deleted: set | None = None
+    _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
+    _typo_refs: set | None = None
+    _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
 
     @classmethod
     def build(cls, bindings, messages) -> "Evidence":
@@ -199,6 +210,7 @@ class Evidence:
         ev.have_bindings = bindings is not None
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
+        ev.queue_address = {q.id: q.address for q in state.queues.values()}
         if bindings is not None:
             ev.bindings_ids = {r.id: r.user_record_type for r in bindings.live}
         ev.messages = set(state.message_records)
@@ -207,6 +219,7 @@ class Evidence:
         ev.acked = set(state.acked)
         if messages is not None:
             ev.opened = messages.opened
+            ev._messages = messages
             ev.live_ids = {r.id for r in messages.live}
             # a broker's store (its bindings journal beside): then the user record types are the broker's (a bare
             # journal directory of other user types, as JournalImpl's own tests write, is not judged so)
@@ -275,12 +288,13 @@ class Evidence:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
             return UNKNOWN
-        owners = self._one_byte_neighbours(orphan, self.messages)
+        kind, q = updates[0]
+        # only a message routed to q's address (or to one the store shows routed with it) can own the update
+        owners = self._one_byte_neighbours(orphan, self._routable_to(q))
         if not owners:
             # no live message one byte away: the update belonged to a message deleted since (its DELETE took
             # every record of it), or the message itself is gone -- which a damaged region or file shows
             return HARMLESS
-        kind, q = updates[0]
         if kind == R.ADD_REF:
             # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the
             # ref is m's, which is acknowledged there anyway
@@ -293,6 +307,29 @@ class Evidence:
             if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
                 return LOSS
         return HARMLESS
+
+    def _routable_to(self, q: int) -> set[int]:
+        """The live messages that could have a reference on queue ``q``: ``PostOfficeImpl.route`` routes a
+        message to the queues bound to its address (or to addresses matching it: wildcards, diverts), so a
+        message with references on queues of other addresses only -- and no message of the store routed to
+        both -- was never routed to ``q``. Without ``q``'s address, or a message's, every message can."""
+        aq = self.queue_address.get(q)
+        if aq is None:
+            return self.messages
+        if self._routed_with is None:
+            self._routed_with = {}
+            for m, qs in self.refs.items():
+                if m in self.messages:
+                    addrs = {self.queue_address[x] for x in qs if x in self.queue_address}
+                    for a in addrs:
+                        self._routed_with.setdefault(a, set()).update(addrs)
+        near = self._routed_with.get(aq, set()) | {aq}
+        out = set()
+        for m in self.messages:
+            mine = {self.queue_address[x] for x in self.refs.get(m, ()) if x in self.queue_address}
+            if not mine or mine & near:
+                out.add(m)
+        return out
 
     def lost_adds(self) -> dict[int, list[tuple[int, int]]]:
         """Message id -> its surviving (update type, queue) records, for ids whose references or
@@ -333,12 +370,74 @@ class Evidence:
                 out.append((m, q, owners[0]))
         return out
 
+    def requeued_refs(self) -> list[tuple[int, int, int]]:
+        """(message, queue its doubled reference names, the queue it lost) for a second ADD_REF of (message,
+        queue) whose queue id is one damaged byte from the one queue of the same address that the message has
+        no reference and no acknowledgement on: the broker routes a message to a queue once, so the doubled
+        reference is that queue's, its queue id damaged, and the message is never delivered there. A doubled
+        reference explained by a damaged message id (:meth:`moved_refs`) is not counted again."""
+        moved = {(m, q) for m, q, _ in self.moved_refs()}
+        out = []
+        for m, q in self.double_refs:
+            if m not in self.messages or (m, q) in moved or q not in self.queue_address:
+                continue
+            lacking = {x for x, a in self.queue_address.items()
+                       if a == self.queue_address[q] and x not in self.refs.get(m, ()) and (m, x) not in self.acked}
+            lost = self._one_byte_neighbours(q, lacking)
+            if len(lost) == 1:
+                out.append((m, q, lost[0]))
+        return out
+
+    def moved_acks(self) -> list[tuple[int, int, int]]:
+        """(damaged id, queue, the message whose acknowledgement it was) for a lone ACKNOWLEDGE_REF of an id
+        with no message record, never deleted, whose id is one damaged bit (or the one damaged byte) away from
+        a message still on that queue -- and from no deleted message, whose own acknowledgement it could have
+        been. The broker drops an acknowledgement of a message it has not loaded ("cannot find message"), so
+        that message, acknowledged, is delivered there again. A deleted message one bit away leaves it
+        unproven: its acknowledgement outlives its DELETE when its id is damaged, to no effect."""
+        out = []
+        for orphan, updates in self.orphan_updates.items():
+            if len(updates) != 1 or updates[0][0] != R.ACKNOWLEDGE_REF or orphan in self.messages:
+                continue
+            if self._deleted_later(orphan):
+                continue
+            q = updates[0][1]
+            on_q = {m for m in self.messages if q in self._live_queues(m)}
+            deleted = (self._deleted or set()) | self.deleted_unknown
+            owners = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in on_q]
+            gone = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in deleted]
+            if not owners and not gone:  # a byte damaged in more than one bit: one candidate either way
+                owners = _byte_neighbours(orphan, on_q)
+                gone = _byte_neighbours(orphan, deleted)
+            if len(owners) == 1 and not gone:
+                out.append((orphan, q, owners[0]))
+        return sorted(out)
+
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
         whose loss was harmless (the message was acknowledged on that queue anyway)."""
-        return sorted((m, q) for m, q in self.acked
-                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
-                      and self._ack_misplaced(m, q))
+        out = sorted((m, q) for m, q in self.acked
+                     if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
+                     and self._ack_misplaced(m, q))
+        if out:
+            typos = self.typo_refs()
+            out = [a for a in out if a not in typos]
+        return out
+
+    def typo_refs(self) -> set[tuple[int, int]]:
+        """(message, queue) of live updates of a message id with a user record type the broker never writes as
+        an update (``AbstractJournalStorageManager`` writes ADD_REF, ACKNOWLEDGE_REF, delivery counts, schedules
+        and page-transaction counts so), whose body is one queue id, as an ADD_REF's is: an ADD_REF whose type
+        byte was damaged. Its acknowledgement, now without its reference, is the message's own on that queue:
+        the message was acknowledged there, and the broker drops the acknowledgement to the same effect."""
+        if self._typo_refs is None:
+            self._typo_refs = set()
+            result = self._messages
+            for r in result.live if result is not None else ():
+                if (r.is_update and r.body_len == 8 and r.id in self.messages
+                        and r.user_record_type not in _WRITTEN_AS_UPDATE):
+                    self._typo_refs.add((r.id, int.from_bytes(result.body(r), "big", signed=True)))
+        return self._typo_refs
 
     def _ack_misplaced(self, m: int, q: int) -> bool:
         """Whether the acknowledgement of (``m``, ``q``), a queue ``m`` has no reference for, is one damaged
@@ -424,7 +523,9 @@ class Evidence:
                 return LOSS if self._live_queues(rid) else HARMLESS
             if rec.user_type in _BOOKKEEPING:
                 return HARMLESS
-            return HARMLESS if self._deleted_later(rid) else UNKNOWN
+            if self._deleted_later(rid):
+                return HARMLESS
+            return self._page_tx_effect(rec) or UNKNOWN
         # UPDATE: an update always follows its add, so an id with no live record was deleted since
         if rid not in self.live_ids:
             return HARMLESS
@@ -438,13 +539,28 @@ class Evidence:
             return LOSS if q is not None and q in self.refs.get(rid, ()) else HARMLESS
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
-        return UNKNOWN
+        return self._page_tx_effect(rec) or UNKNOWN
 
     def live_queues(self, mid: int) -> set[int]:
         """The queues still holding message ``mid`` (its refs without an ack)."""
         return {q for q in self.refs.get(mid, ()) if (mid, q) not in self.acked}
 
     _live_queues = live_queues
+
+    def _page_tx_effect(self, rec: Rebuilt) -> str | None:
+        """What losing a PAGE_TRANSACTION record costs. Its add: every cursor skips its paged messages
+        (``PageSubscriptionImpl``: "Could not locate page transaction"), a loss only for those some queue still
+        has to consume (paging/page_tx.py). Its update (``updatePageTransaction``: the count of messages
+        consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
+        decides when the transaction's record is deleted, never which message is delivered. None when this is
+        not such a record or the pages cannot tell."""
+        if rec.user_type != R.PAGE_TRANSACTION:
+            return None
+        if rec.type in (UPDATE, UPDATE_TX):
+            return HARMLESS
+        if rec.type not in (ADD, ADD_TX) or self.paged_pending is None or len(rec.body) < 8:
+            return None
+        return LOSS if self.paged_pending(int.from_bytes(rec.body[:8], "big", signed=True)) else HARMLESS
 
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
@@ -465,13 +581,40 @@ class Evidence:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
             elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
                 effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
+            elif self._deleted_later(rid):
+                effect = HARMLESS
             else:
-                effect = HARMLESS if self._deleted_later(rid) else UNKNOWN
+                effect = self._page_tx_effect(rec) or UNKNOWN
             if effect == LOSS:
                 return LOSS
             if effect == UNKNOWN:
                 worst = UNKNOWN
         return worst
+
+
+def _byte_neighbours(rid: int, ids) -> list[int]:
+    """The ids of ``ids`` that differ from ``rid`` in exactly one byte."""
+    out = []
+    for i in ids:
+        x = (i ^ rid) & 0xFFFF_FFFF_FFFF_FFFF
+        if x and sum(1 for k in range(8) if x >> (8 * k) & 0xFF) == 1:
+            out.append(i)
+    return out
+
+
+def strayed_records(result, opened, tx_id: int) -> list[Rebuilt]:
+    """The records of the open transactions (no COMMIT, PREPARE or ROLLBACK: the broker rolls them back at
+    start) whose id is one damaged byte from ``tx_id``: records of transaction ``tx_id`` whose transaction id
+    was damaged. When ``tx_id``'s commit no longer counts its records (commit-count-mismatch), the broker
+    discards them with the rest of it, so they are weighed with it."""
+    out = []
+    for tx in result.failed:
+        if tx.prepared or not _byte_neighbours(tx_id, (tx.tx_id,)):
+            continue
+        out += [Rebuilt(UPDATE_TX if r.is_update else ADD_TX, 0, 0, tx.tx_id, r.id, r.user_record_type,
+                        opened.pread(r.file_index, r.body_offset, r.body_len), "") for r in tx.records]
+        out += [Rebuilt(DELETE_TX, 0, 0, tx.tx_id, r.id, 0, b"", "") for r in tx.records_to_delete]
+    return out
 
 
 def transaction_records(opened, tx_id: int) -> list[Rebuilt]:

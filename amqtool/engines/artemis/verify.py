@@ -165,7 +165,7 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, strayed_records, transaction_records)
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -242,7 +242,8 @@ class _GapInspector:
         for a in self.mismatched:
             i = a.ids
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
-                                                  + lost_in_tx.get(i["txId"], []))
+                                                  + lost_in_tx.get(i["txId"], [])
+                                                  + strayed_records(self.result, self.opened, i["txId"]))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
@@ -721,9 +722,12 @@ def _large_message_findings(store: ArtemisStore, result: LoadResult, findings: l
     for mid in sorted(paged.keys() - ids - files.keys()):
         p = paged[mid]
         if p.pending:  # a paged large message every queue consumed keeps no claim on its body
+            # the current page's last record (its message id torn by a crash mid-write) costs that message only
+            torn = paging is not None and paging.is_crash_tail(p.path, p.number)
             findings.append(Finding(
-                Severity.CRITICAL, "large-message-missing",
-                f"paged large message {mid} (page {p.page}, message {p.number}) has no {mid}.msg body file",
+                Severity.WARNING if torn else Severity.CRITICAL, "large-message-missing",
+                f"paged large message {mid} (page {p.page}, message {p.number}) has no {mid}.msg body file"
+                + ("; it is the last record of the current page, what a crash mid-write leaves" if torn else ""),
                 str(lm_dir / f"{mid}.msg") if lm_dir else p.path, None, {"messageId": mid, "page": p.page}))
     for mid in sorted(files.keys() - ids - paged.keys()):
         findings.append(Finding(
@@ -861,6 +865,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
         if results.get("messages") is not None or results.get("bindings") is not None:
             evidence = Evidence.build(results.get("bindings"), results.get("messages"))
             ledger = IdLedger([i.opened for i in inspectors], store, paging.view)
+            if store.paging_dir is not None and paging.view.messages_loaded:  # a lost page transaction's cost
+                evidence.paged_pending = paging.pending_of_page_tx
             for inspector in inspectors:
                 inspector.ledger = ledger
                 inspector.judge(evidence)
@@ -1011,6 +1017,25 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
+    requeued = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.requeued_refs()
+    if requeued:
+        shown = ", ".join(f"message {m} on queue {lost} (its reference now names queue {q})"
+                          for m, q, lost in requeued[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-moved",
+            f"{len(requeued)} reference record(s) name a queue their message is already routed to, one damaged "
+            f"byte away from the queue of the same address it lacks: the broker never delivers the message "
+            f"there: {shown}", where, None, {"count": len(requeued), "messageIds": [m for m, _, _ in requeued[:100]]}))
+    moved_acks = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_acks()
+    if moved_acks:
+        shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
+                          for m, q, o in moved_acks[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ack-moved",
+            f"{len(moved_acks)} acknowledgement record(s) name a message id with no record, one damaged byte away "
+            f"from a message still on that queue: the broker drops the acknowledgement and delivers the "
+            f"acknowledged message again: {shown}", where, None,
+            {"count": len(moved_acks), "messageIds": [o for _, _, o in moved_acks[:100]]}))
     acks = evidence.acks_without_ref()
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])

@@ -25,6 +25,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
+from amqtool.engines.artemis.paging import crash_tail, page_tx
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -211,6 +212,23 @@ class PagingVerifier:
         self.expected: dict[int, int] = {}  # after verify(): queue id -> paged messages it still has to consume
         # after verify(): page folder -> [pages holding messages some queue still has to consume, those messages]
         self.pending_by_folder: dict[str, list[int]] = {}
+        # after verify(): current page path -> the number of its last record, when a crash could have torn it
+        # (paging/crash_tail.py): damage confined to that record is a torn tail
+        self.crash_tails: dict[str, int] = {}
+        self._pending_by_tx: Counter | None = None
+
+    def pending_of_page_tx(self, tx_id: int) -> int:
+        """How many paged messages of page transaction ``tx_id`` some queue still has to consume, when the
+        journals do not commit it (0 when they do): what the loss of its PAGE_TRANSACTION record costs
+        (paging/page_tx.py). Read once, on the first call (only damage is judged so)."""
+        if self._pending_by_tx is None:
+            self._pending_by_tx = page_tx.pending_by_page_tx(getattr(self, "_stores", ()), self.view)
+        return self._pending_by_tx.get(tx_id, 0)
+
+    def is_crash_tail(self, path: str, number: int) -> bool:
+        """Whether message ``number`` of the page at ``path`` is its address's current page's last record,
+        the one write a crash can tear (paging/crash_tail.py)."""
+        return self.crash_tails.get(path) == number
 
     def add_bindings(self, result) -> None:
         self.view.add_bindings(result)
@@ -339,6 +357,10 @@ class PagingVerifier:
                 self.summary.pages += 1
                 self.summary.bytes += pf.size
                 buf = pf.buf
+                if pid == current:
+                    last = crash_tail.last_record(buf, pf.size)
+                    if last is not None:
+                        self.crash_tails[str(path)] = last
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
                 if use_native:
@@ -353,8 +375,13 @@ class PagingVerifier:
                     error = _first_undecodable(buf, pf.size)
                 if error is not None:
                     number, off, err = error
-                    undecodable += 1
-                    if undecodable <= MAX_LISTED:
+                    if self.is_crash_tail(str(path), number):
+                        findings.append(Finding(
+                            Severity.WARNING, "page-record-undecodable",
+                            f"page {pid} message {number}: {err.message}; it is the last record of the current "
+                            f"page, what a crash mid-write leaves: the broker does not deliver this one message",
+                            str(path), off, {"page": pid, "message": number, "messagesLost": 1, "tornTail": True}))
+                    elif (undecodable := undecodable + 1) <= MAX_LISTED:
                         after = sum(1 for _ in PageScanner(buf, pf.size)) - number
                         findings.append(Finding(
                             Severity.CRITICAL, "page-record-undecodable",
@@ -371,7 +398,7 @@ class PagingVerifier:
                     continue  # clean, or cut short by an undecodable record (reported above)
                 left = end.size - end.offset
                 is_current = pid == current
-                if _torn_like(buf, end):
+                if _torn_like(buf, end) or is_current and crash_tail.last_framing(buf, end.offset, end.size):
                     where = "the current page" if is_current else f"page {pid} (not the current page)"
                     if not is_current:
                         self._damaged.setdefault(ps.address, []).append(str(path))
@@ -548,11 +575,14 @@ class PagingVerifier:
             for q, where in sorted(hits.items()):
                 path, pid, number, off, mid = where[0]
                 shown = ", ".join(f"message {m} (page {p}, message {n})" for _, p, n, _, m in where[:MAX_LISTED])
+                # the current page's last record alone: what a crash mid-write leaves (paging/crash_tail.py)
+                torn = len(where) == 1 and self.is_crash_tail(path, number)
                 findings.append(Finding(
-                    Severity.CRITICAL, "page-queue-id-damaged",
+                    Severity.WARNING if torn else Severity.CRITICAL, "page-queue-id-damaged",
                     f"{len(where)} paged message(s) of address {ps.address!r} name a queue id no binding holds, one "
                     f"damaged byte away from queue {q}, whose page counter says {stored[q] - expected.get(q, 0)} "
-                    f"more message(s) are unconsumed than its pages hold: queue {q} never delivers them: {shown}",
+                    f"more message(s) are unconsumed than its pages hold: queue {q} never delivers them: {shown}"
+                    + ("; it is the last record of the current page, what a crash mid-write leaves" if torn else ""),
                     path, off, {"queueId": q, "messages": len(where), "messageIds": [w[4] for w in where[:100]],
                                 "page": pid, "message": number}))
 

@@ -1,0 +1,217 @@
+"""Single-byte flips judged by what the broker loses (issue 25), from the fault campaign at seed 90210: the
+last record of an address's current page, torn as a crash leaves it (WARNING, while the same damage with a
+record after it stays CRITICAL); a lost page transaction whose paged messages were all consumed; a reference
+whose id was flipped onto a message of another address; an ADD_REF whose user record type was flipped. Each
+is a damaged copy of a campaign demo store (tests/faults/stores.py campaign_demo), held to its verdict and
+finding."""
+from __future__ import annotations
+
+import pytest
+
+from amqtool.engines.artemis.paging import find_page_stores
+from amqtool.errors import FormatError
+from amqtool.formats.artemis.paging import PagedMessage, PageScanner
+from amqtool.formats.artemis.primitives import Reader
+from tests.support import copy_tree
+
+
+def _findings(doc, code):
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+def _flip(path, offset, mask):
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        b = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([b ^ mask]))
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory):
+    """The campaign's demo stores by seed, built on first use."""
+    from tests.faults.stores import campaign_demo
+
+    base, built = tmp_path_factory.mktemp("demos"), {}
+
+    def get(seed: int):
+        if seed not in built:
+            built[seed] = campaign_demo(base / f"demo-s{seed}", seed)
+        return built[seed]
+    return get
+
+
+def _current_page(store):
+    """(path, records) of the first address's current page holding two records or more, and the records'
+    (offset, length) as the broker frames them."""
+    from amqtool.store.layout import detect
+
+    stores, _ = find_page_stores(detect(store).paging_dir)
+    for ps in stores:
+        path = ps.page_path(ps.current_page)
+        data = path.read_bytes()
+        records = [(off, ln) for _, off, ln in PageScanner(data)]
+        if len(records) >= 2:
+            return path, records
+    raise AssertionError("no current page with two records in the demo store")
+
+
+@pytest.mark.parametrize("which,where", [("last", "start"), ("last", "end"), ("first", "end")])
+def test_damaged_framing_of_the_current_pages_last_record_is_a_torn_tail(run_json, tmp_path, demos, which,
+                                                                         where):
+    # campaign seeds 90210270632000054, 90210270630000179: a crash mid-append leaves the current page's last
+    # record partly written, costing that message only; the same damage with a record after it loses them all
+    store = copy_tree(demos(1), tmp_path / "s")
+    path, records = _current_page(store)
+    off, ln = records[-1] if which == "last" else records[0]
+    _flip(path, off if where == "start" else off + 5 + ln, 0x20)
+    code, doc, _ = run_json("verify", store)
+    if which == "last":
+        (f,) = _findings(doc, "page-torn-tail")
+        assert (code, f["severity"], f["offset"], f["path"]) == (1, "warning", off, str(path))
+        assert not _findings(doc, "page-damaged")
+    else:
+        (f,) = _findings(doc, "page-damaged")
+        assert (code, f["severity"], f["offset"]) == (2, "critical", off)
+
+
+def _undecodable_flip(data: bytes, off: int, ln: int) -> int:
+    """The first byte of the record at ``off`` whose flip (0x80) leaves its framing whole but its message
+    undecodable, as ``Page.read`` decodes it."""
+    for k in range(off + 5, off + 5 + ln):
+        damaged = bytearray(data)
+        damaged[k] ^= 0x80
+        try:
+            PagedMessage.read(Reader(bytes(damaged), off + 5, off + 5 + ln))
+        except FormatError:
+            return k
+    raise AssertionError("no flip makes this record undecodable")
+
+
+@pytest.mark.parametrize("which", ["last", "first"])
+def test_an_undecodable_last_record_of_the_current_page_is_a_torn_tail(run_json, tmp_path, demos, which):
+    # campaign seeds 90210271634003207, 90210273632009032: the message of the current page's last record does
+    # not decode; the broker stops reading there and loses that one message, what a torn write leaves
+    store = copy_tree(demos(2), tmp_path / "s")
+    path, records = _current_page(store)
+    off, ln = records[-1] if which == "last" else records[0]
+    _flip(path, _undecodable_flip(path.read_bytes(), off, ln), 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "page-record-undecodable")
+    assert f["offset"] == off
+    if which == "last":
+        assert (code, f["severity"], f["details"]["messagesLost"], f["details"]["tornTail"]) == (1, "warning", 1,
+                                                                                                 True)
+    else:
+        assert (code, f["severity"], f["details"]["messagesLost"]) == (2, "critical", len(records))
+
+
+_S1_PAGE = "data/paging/6816de06-0a04-1f48-921b-18a91ab1c42f/000000002.page"
+
+
+@pytest.mark.parametrize("offset,mask,code_", [(9961, 0x40, "page-queue-id-damaged"),
+                                               (9786, 0x08, "large-message-missing")])
+def test_a_damaged_id_in_the_current_pages_last_record_is_a_torn_tail(run_json, tmp_path, demos, offset, mask,
+                                                                      code_):
+    # campaign seeds 90210270630000165 (the record's queue id) and 90210270633000205 (its large message's id):
+    # page 2 is its address's current page and the record at 9764 its last one
+    store = copy_tree(demos(1), tmp_path / "s")
+    path = store / _S1_PAGE
+    assert [off for _, off, _ in PageScanner(path.read_bytes())][-1] == 9764
+    _flip(path, offset, mask)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, code_)
+    assert (code, doc["verdict"], f["severity"]) == (1, "WARNING", "warning")
+    assert "last record of the current page" in f["message"]
+
+
+_JOURNAL = "data/journal/activemq-data-{}.amq"
+
+
+@pytest.mark.parametrize("file,offset,pending", [(11, 22567, False), (1, 30080, False), (7, 18840, False),
+                                                 (11, 40917, True), (9, 51954, True)])
+def test_a_lost_commit_of_a_page_transaction_is_judged_by_its_pending_messages(run_json, tmp_path, demos, file,
+                                                                                offset, pending):
+    # campaign seeds 90210273630009124, 90210273633009258: the type byte of a COMMIT whose transaction holds
+    # one PAGE_TRANSACTION record; the broker rolls it back and every cursor skips that page transaction's
+    # messages, a loss only when some queue still had to consume one of them
+    store = copy_tree(demos(4), tmp_path / "s")
+    victim = store / _JOURNAL.format(file)
+    assert victim.read_bytes()[offset] == 18  # a COMMIT record
+    _flip(victim, offset, 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-record")
+    assert f["offset"] == offset and "a commit in transaction" in f["message"]
+    assert (code, f["severity"]) == ((2, "critical") if pending else (1, "warning"))
+
+
+def test_a_commit_whose_tx_id_flipped_onto_a_consumed_page_transaction_is_a_warning(run_json, tmp_path, demos):
+    # campaign seed 90210273634009169: the commit of 391 now names 407; 391's one record, a PAGE_TRANSACTION
+    # whose message was consumed, is rolled back to no effect
+    store = copy_tree(demos(4), tmp_path / "s")
+    _flip(store / _JOURNAL.format(11), 22580, 0x10)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (1, "WARNING") and not _findings(doc, "commit-damaged")
+    (f,) = _findings(doc, "page-tx-incomplete")
+    assert f["details"]["pageTransaction"] == 391
+
+
+@pytest.mark.parametrize("seed,file,offset,mask", [(1, 6, 32516, 0x01), (1, 13, 62996, 0x20),
+                                                   (3, 12, 48962, 0x20)])
+def test_a_reference_flipped_onto_a_message_of_another_address_is_not_a_lost_message(run_json, tmp_path, demos,
+                                                                                      seed, file, offset, mask):
+    # campaign seeds 90210270632000161, 90210270637000053, 90210272630006094: the id of a deleted message's
+    # ADD_REF flipped; the one live message a bit away is routed to queues of another address only, so the
+    # reference was never its (the broker drops it: nothing it delivers changes)
+    store = copy_tree(demos(seed), tmp_path / "s")
+    _flip(store / _JOURNAL.format(file), offset, mask)
+    code, doc, _ = run_json("verify", store)
+    assert code in (0, 1) and not _findings(doc, "message-record-missing")
+
+
+def test_an_add_ref_whose_user_type_flipped_explains_its_acknowledgement(run_json, tmp_path, demos):
+    # campaign seed 90210272632006047: message 133's ADD_REF on queue 23 now reads as user type 40, which the
+    # broker never writes as an update; 133 is acknowledged on queue 23, so it is not delivered there either way
+    store = copy_tree(demos(3), tmp_path / "s")
+    victim = store / _JOURNAL.format(4)
+    assert victim.read_bytes()[9044] == 32  # ADD_REF
+    _flip(victim, 9044, 0x08)
+    code, doc, _ = run_json("verify", store)
+    assert code in (0, 1) and not _findings(doc, "ack-without-ref")
+
+
+@pytest.mark.parametrize("seed,file,offset,mask,owner", [(1, 16, 2005, 0x04, 450), (1, 7, 24608, 0x02, 155),
+                                                         (4, 10, 63724, 0x20, 165)])
+def test_an_acknowledgement_whose_message_id_flipped_is_a_lost_acknowledgement(run_json, tmp_path, demos, seed,
+                                                                               file, offset, mask, owner):
+    # campaign seeds 90210270630000035 (a transactional ack), 90210270632000103, 90210273633009036: the ack's
+    # id now names no message and no deleted one; the message a bit away, still on that queue, comes back
+    store = copy_tree(demos(seed), tmp_path / "s")
+    _flip(store / _JOURNAL.format(file), offset, mask)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "ack-moved")
+    assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [owner])
+
+
+def test_a_record_whose_transaction_id_flipped_is_weighed_with_its_transaction(run_json, tmp_path, demos):
+    # campaign seed 90210271636003061: an acknowledgement of transaction 405 now names another transaction,
+    # left open; 405's commit no longer counts its records and the broker discards it, acknowledgement too:
+    # the acknowledged message comes back. The three records left in 405 change nothing by themselves.
+    store = copy_tree(demos(2), tmp_path / "s")
+    _flip(store / _JOURNAL.format(12), 64853, 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "commit-count-mismatch")
+    assert (code, f["severity"], f["details"]["txId"]) == (2, "critical", 405)
+
+
+def test_a_reference_whose_queue_id_flipped_onto_another_of_its_queues_is_a_lost_reference(run_json, tmp_path,
+                                                                                           demos):
+    # campaign seed 25000075000224: message 224's ADD_REF on queue 23 now names queue 19, which it already has
+    # a reference on (the broker routes a message to a queue once); queue 23, of the same address and one bit
+    # from 19, never delivers it
+    store = copy_tree(demos(1), tmp_path / "s")
+    _flip(store / _JOURNAL.format(7), 49199, 0x04)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "ref-moved")
+    assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [224])
+    assert "message 224 on queue 23" in f["message"]
