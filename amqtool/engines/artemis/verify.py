@@ -95,6 +95,25 @@ def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int
     return None
 
 
+def _stale_fragment(head: bytes, first: int, end: int) -> bool:
+    """Whether the tail bytes ``[first, end)`` (``head`` holds them from ``first``) are the end of a record
+    written by an earlier use of a reused file, whose start this use's records overwrote.
+
+    Artemis reinitialises a freed file by rewriting its header only (``JournalFilesRepository.reinitializeFile``),
+    so the bytes of its earlier use stay behind this use's records, and the new records can end in the middle
+    of an old one. What is left of the old record then starts with no record type and ends with its trailing
+    size word, which counts back to an offset before ``first``: inside this use's last valid record. A torn
+    write of this use starts at ``first`` with a record type and the file's tag, and a damaged record of
+    this use counts back to ``first`` at the earliest, so neither reads so. Artemis skips such bytes (no
+    record type with this file's tag starts there) and loses nothing."""
+    length = end - first
+    if length < 4 or length > len(head) or 10 <= head[0] <= 19:
+        return False
+    size = int.from_bytes(head[length - 4:length], "big")
+    # the smallest record is 13 bytes (a DELETE: type, tag, id, size); the old record began before first
+    return 13 <= size <= 1 << 27 and end - size < first and end - size >= 16
+
+
 class _GapInspector:
     """Classifies the bytes between accepted records of each file (called by load_journal per file). Reads
     only the bytes of damaged regions (up to ``MAX_RECONSTRUCT`` each) and the first bytes of a tail
@@ -137,6 +156,12 @@ class _GapInspector:
         own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
                    and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
+        if stale_at is None and not own_tag and _stale_fragment(head, first, gaps.tail_end):
+            self.findings.append(Finding(
+                Severity.INFO, "stale-records",
+                "the tail of a record of an earlier use of this reused file follows the data (its start lies "
+                "under this use's last record); Artemis ignores it", path, first))
+            return
         if stale_at is not None:
             if scan.records == 0:
                 # a file with no record of its own: reinitialised for reuse, or its header's fileID is damaged
@@ -564,7 +589,8 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
             findings.append(Finding(Severity.WARNING, "short-file", p.message, p.path, 0))
 
 
-def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset()) -> None:
+def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset(), *,
+                  pool_files: int | None = None) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -574,9 +600,11 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     (``nextOrderingID``) while the freed files get new ones. So a gap proves nothing by itself once the journal
     has been compacted (a live record with compactCount > 0 says so). What does prove a loss is a live UPDATE
     whose ADD is gone: the broker never frees a file that holds the ADD of a live record, so only a removed
-    file explains it. Hence: a gap is ``missing-journal-file`` (warning) when the journal was never compacted
-    and reused files do not explain it, or when live updates without their add corroborate it; otherwise it is
-    ``file-id-gap`` (info).
+    file explains it. A bounded pool (``journal-pool-files`` >= 0) deletes freed files without any compaction,
+    an unbounded one keeps them all. Hence: live updates without their add make a gap ``missing-journal-file``
+    (critical), as does a never-compacted journal whose broker.xml says the pool is unbounded; a compacted
+    journal or a bounded pool make it ``file-id-gap`` (info); without broker.xml a never-compacted gap is a
+    ``missing-journal-file`` warning.
     """
     # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
     # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
@@ -613,20 +641,40 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         return
     compacted, orphans = _compaction_evidence(result)
     details["liveUpdatesWithoutAdd"] = orphans
-    if compacted and not orphans:
+    if orphans:
+        # live updates without their add: the broker never frees a file holding the add of a live record
+        findings.append(Finding(
+            Severity.CRITICAL, "missing-journal-file",
+            f"fileID(s) {shown} missing between data files; {orphans} live update(s) have lost their add "
+            f"record: a journal file appears to have been removed; its records are lost", where, None, details))
+        return
+    if compacted or (pool_files is not None and pool_files >= 0):
+        how = ("compacted, which frees and deletes files" if compacted else
+               f"configured with journal-pool-files {pool_files}: the broker deletes the freed files its pool "
+               f"does not keep")
         findings.append(Finding(
             Severity.INFO, "file-id-gap",
-            f"fileID(s) {shown} missing between data files; the journal has been compacted, which frees and "
-            f"deletes files, and every live update still has its add: nothing shows a lost file", where, None,
-            details))
+            f"fileID(s) {shown} missing between data files; the journal was {how}, and every live update "
+            f"still has its add: nothing shows a lost file", where, None, details))
         return
-    because = (f"; {orphans} live update(s) have lost their add record" if orphans else
-               " and not explained by reused files")
-    # never compacted and not explained by reuse, or live updates without their add: a data file is gone
+    if pool_files is not None:
+        # an unbounded pool (journal-pool-files -1, Artemis' default) keeps every file the reclaimer frees,
+        # and the journal was never compacted: only a removal explains the gap
+        findings.append(Finding(
+            Severity.CRITICAL, "missing-journal-file",
+            f"fileID(s) {shown} missing between data files of a journal never compacted, whose broker keeps "
+            f"every freed file (journal-pool-files {pool_files}): a journal file has been removed; its records "
+            f"are lost", where, None, details))
+        return
+    # Without broker.xml the pool is unknown: Artemis' default (-1) keeps every freed file, but `artemis
+    # create` writes journal-pool-files 10, under which the reclaimer's freed files beyond the pool are
+    # deleted, ids and all (JournalFilesRepository.addFreeFile; a real JournalImpl run with 64 KiB files and
+    # a pool of 10 leaves dozens of such gaps without any compaction).
     findings.append(Finding(
-        Severity.CRITICAL, "missing-journal-file",
-        f"fileID(s) {shown} missing between data files{because}: a journal file appears to have been "
-        f"removed; its records are lost", where, None, details))
+        Severity.WARNING, "missing-journal-file",
+        f"fileID(s) {shown} missing between data files of a journal never compacted, and nothing left refers "
+        f"to what they held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files "
+        f"the pool does not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
 
 
 def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
@@ -819,7 +867,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
             # an id whose records are in a file with another header fileID is judged as that file's header
-            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign})
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign},
+                          pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
         if journal.kind == "jms":
             _jms_findings(result, findings)

@@ -1,0 +1,132 @@
+"""Journals written by the real Artemis JournalImpl under a seeded broker-like workload
+(tests/data/artemis/tools/Writer.java, README there), which amqtool's demo writer never produces: a clean
+stop of a journal never compacted whose reclaimer freed files in the middle and deleted them (a pool of 2:
+journal-pool-files bounds it), so fileIDs are missing between data files with nothing lost.
+
+Each store keeps ``oracle-load.jsonl``: what the real JournalImpl loads from it (the artemis-oracle harness:
+one line a live record, then the load's summary)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from amqtool.engines.artemis.load import load_journal
+from amqtool.formats.artemis.records import scan_records_py
+from amqtool.store.journal_files import open_journal
+from amqtool.store.layout import detect
+from tests.support import MESSAGES, REPO
+
+RECLAIMED = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
+# the writer routed to the queues of this real broker's bindings journal (ids 4, 9, 11, 16)
+BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
+
+BROKER_XML = """\
+<configuration xmlns="urn:activemq"><core xmlns="urn:activemq:core">
+  <journal-directory>data/journal</journal-directory>
+  <bindings-directory>data/bindings</bindings-directory>
+  <journal-file-size>16384</journal-file-size>
+  {pool}
+</core></configuration>
+"""
+
+
+def _oracle(store: Path):
+    lines = [json.loads(x) for x in (store / "oracle-load.jsonl").read_text().splitlines()]
+    return lines[:-1], lines[-1]
+
+
+def test_the_reclaimed_journal_loads_like_journalimpl():
+    records, info = _oracle(RECLAIMED)
+    journal = detect(RECLAIMED / "journal").journals()[0]
+    with open_journal(journal) as opened:
+        result = load_journal(opened)
+        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
+                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
+                for r in result.live]
+    assert mine == records
+    assert (result.max_id, len(result.prepared), len(result.failed)) == \
+        (info["maxID"], info["prepared"], info["failedTx"])
+    assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
+    # what makes the store worth keeping: ids missing between data files, no compaction, nothing lost
+    ids = [f.file_id for f in result.data_files]
+    assert max(ids) - min(ids) + 1 > len(ids) and not any(r.compact_count for r in result.live)
+
+
+def _instance(tmp_path: Path, pool: str) -> Path:
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    inst = tmp_path / "broker"
+    shutil.copytree(RECLAIMED / "journal", inst / "data" / "journal")
+    shutil.copytree(BINDINGS, inst / "data" / "bindings")
+    (inst / "etc").mkdir()
+    (inst / "etc" / "broker.xml").write_text(BROKER_XML.format(pool=pool))
+    return inst
+
+
+def _codes(doc, severity=None):
+    return {f["code"] for f in doc["findings"] if severity is None or f["severity"] == severity}
+
+
+def test_gaps_of_a_never_compacted_journal_without_broker_xml_are_a_warning(run_json):
+    # main called this healthy, cleanly stopped store CRITICAL missing-journal-file ("its records are lost")
+    code, doc, _ = run_json("verify", str(RECLAIMED / "journal"))
+    (gap,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    assert (code, doc["verdict"], gap["severity"]) == (1, "WARNING", "warning")
+    assert gap["details"]["liveUpdatesWithoutAdd"] == 0 and gap["details"]["missingCount"] > 0
+    assert not _codes(doc, "critical")
+
+
+def test_a_bounded_pool_in_broker_xml_explains_the_gaps(run_json, tmp_path):
+    code, doc, _ = run_json("verify", str(_instance(tmp_path, "<journal-pool-files>2</journal-pool-files>")))
+    (gap,) = [f for f in doc["findings"] if f["code"] == "file-id-gap"]
+    assert (code, doc["verdict"], gap["severity"]) == (0, "OK", "info")
+    assert "journal-pool-files 2" in gap["message"]
+
+
+def test_an_unbounded_pool_cannot_have_deleted_them(run_json, tmp_path):
+    # Artemis' default pool (-1) keeps every freed file: in a journal never compacted a gap is a removal
+    code, doc, _ = run_json("verify", str(_instance(tmp_path, "")))
+    (gap,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    assert (code, gap["severity"]) == (2, "critical")
+
+
+def test_the_tail_of_an_earlier_use_s_record_after_the_data_is_stale(run_json, tmp_path):
+    # A reused file keeps its earlier use's bytes behind the new records (reinitializeFile rewrites the header
+    # only), and the new records can end inside an old one: what is left starts with no record type and ends
+    # with the old record's size, which counts back under the last new record (a real JournalImpl store
+    # compacted by Artemis has one: 29 bytes of a 39-byte UPDATE_TX). main called it a damaged tail (WARNING).
+    journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
+    victim = journal / "activemq-data-10.amq"
+    data = bytearray(victim.read_bytes())
+    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
+    records, _ = scan_records_py(bytes(data), tag, 2)
+    end = records[-1][1] + records[-1][2]
+    assert not any(data[end:end + 64])
+    # an UPDATE_TX of 39 bytes that began 10 bytes before the end of the last record
+    old = bytes([14]) + (999).to_bytes(4, "big") + b"\x01" + (2147486280).to_bytes(8, "big") + (8).to_bytes(8, "big") \
+        + (8).to_bytes(4, "big") + bytes([32]) + (4).to_bytes(8, "big") + (39).to_bytes(4, "big")
+    assert len(old) == 39 and old[10] not in range(10, 20)
+    data[end:end + 29] = old[10:]
+    victim.write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", str(journal))
+    (stale,) = [f for f in doc["findings"] if f["code"] == "stale-records" and f["path"].endswith(victim.name)]
+    assert stale["offset"] == end and "damaged-tail" not in _codes(doc)
+    assert code == 1 and _codes(doc, "warning") == {"missing-journal-file"}  # the gaps, as above
+
+
+@pytest.mark.parametrize("size", [39, 20])
+def test_a_damaged_last_record_is_not_taken_for_a_stale_one(run_json, tmp_path, size):
+    # the trailing size of a damaged record of this use counts back to its own start at the earliest
+    journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
+    victim = journal / "activemq-data-10.amq"
+    data = bytearray(victim.read_bytes())
+    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
+    records, _ = scan_records_py(bytes(data), tag, 2)
+    end = records[-1][1] + records[-1][2]
+    data[end:end + size] = b"\xee" * (size - 4) + size.to_bytes(4, "big")
+    victim.write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", str(journal))
+    assert not [f for f in doc["findings"] if f["code"] == "stale-records" and f["path"].endswith(victim.name)]
