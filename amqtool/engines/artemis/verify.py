@@ -27,6 +27,7 @@ from typing import Callable
 from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
+from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -866,40 +867,15 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
         _, inspector = verify_journal(store, store.jms, report, progress)
         if inspector is not None:
             inspector.judge(Evidence())
-    if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
+    if report.pager is None and store.paging_dir is not None:  # paging: pages without a (loaded) message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
         report.pager = paging
     _not_a_store(store, report)
-    _journal_gone(store, report)
+    gone = messages_journal_missing(store, report.journals, report.paging)
+    if gone is not None:
+        report.findings.append(gone)
     return report
-
-
-def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
-    """A bindings journal with files but no message journal (its directory gone, or no file in it).
-
-    The broker keeps paged messages' page transactions and its queues' page cursors (acknowledgements and
-    page counters) in the message journal, which it recreates empty at start. So page files that still hold
-    messages prove the journal's loss: the broker skips every paged message of a transaction it no longer
-    knows and delivers again what the lost cursors had acknowledged (CRITICAL ``messages-journal-missing``).
-    With no page file holding a message, nothing shows the journal held anything (an upgraded 1.x data
-    directory has only a bindings and a JMS journal): no finding."""
-    by_kind = {j.kind: j for j in report.journals}
-    bindings = by_kind.get("bindings")
-    messages = by_kind.get("messages")
-    if bindings is None or not bindings.files or (messages is not None and messages.files):
-        return
-    where = str(store.messages.directory) if store.messages is not None else str(store.root)
-    what = "has no journal file" if store.messages is not None else "is missing"
-    paged = (report.paging or {}).get("messages", 0)
-    if paged:
-        pending = (report.paging or {}).get("pendingMessages", 0)
-        report.findings.append(Finding(
-            Severity.CRITICAL, "messages-journal-missing",
-            f"the message journal {what}, while the page files hold {paged} message(s) ({pending} still to consume "
-            f"by the page cursors): their page transactions and the cursors' acknowledgements were in that "
-            f"journal; the broker skips the transactional ones and delivers acknowledged ones again", where, None,
-            {"pagedMessages": paged, "pendingMessages": pending}))
 
 
 # header problems that mean "not a journal file" (random bytes, another program's file)
