@@ -99,3 +99,41 @@ def test_one_raised_page_counter_alone_proves_no_lost_page(run_json, store):
     assert "page-counter-mismatch" in codes and "page-missing" not in codes
     assert code in (0, 1)
 
+
+def _flip(path, offset: int, mask: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        b = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([b ^ mask]))
+
+
+def test_bad_file_id_says_the_broker_reads_the_records_when_only_high_bits_are_damaged(run_json, store):
+    # bad-file-id said "the broker reads none of this file's records (their tags belong to another fileID)" for
+    # any negative fileID; Artemis tags records with fileID & 0x7FFFFFFF, so with only the sign bit flipped it
+    # reads them all (and loads the file first)
+    from tests.faults.stores import messages_files
+
+    path, tag, _ = next(f for f in messages_files(store) if f[0].read_bytes()[16:].strip(b"\0"))
+    _flip(path, 8, 0x80)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
+    assert f["offset"] == 8 and f["path"] == str(path)
+    assert "reads none" not in f["message"] and "only its high bits were damaged" in f["message"]
+    assert f"low 31 bits ({tag}" in f["message"]
+
+
+def test_bad_file_id_says_the_broker_reads_nothing_when_the_low_bits_are_damaged(run_json, store):
+    import struct
+
+    from tests.faults.stores import messages_files
+
+    path, tag, _ = next(f for f in messages_files(store) if f[0].read_bytes()[16:].strip(b"\0"))
+    with open(path, "r+b") as fh:
+        fh.seek(8)
+        fh.write(struct.pack(">q", -1))  # low 31 bits 0x7FFFFFFF: not the records' tag
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
+    assert (code, f["severity"]) == (2, "critical")
+    assert "reads none of this file's records" in f["message"] and f"carries tag {tag}" in f["message"]
+

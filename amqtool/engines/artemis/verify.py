@@ -329,7 +329,9 @@ class _GapInspector:
 
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
         if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
-            return critical
+            return Finding(Severity.CRITICAL, skipped.code,
+                           skipped.message + "; read so (this load skips it), or in its place, it changes what the "
+                           "broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
         return Finding(
             Severity.WARNING, skipped.code,
             f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
