@@ -137,3 +137,69 @@ def test_bad_file_id_says_the_broker_reads_nothing_when_the_low_bits_are_damaged
     assert (code, f["severity"]) == (2, "critical")
     assert "reads none of this file's records" in f["message"] and f"carries tag {tag}" in f["message"]
 
+
+def _page_tx_commits(store):
+    """(page transaction, its COMMIT's (path, offset, size), (paged messages, pending ones)) of every committed
+    transaction holding a PAGE_TRANSACTION add, in the campaign demo's message journal."""
+    from amqtool.engines.artemis.paging.page_txs import PagedByTransaction
+    from amqtool.engines.artemis.paging.view import load_view
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+    from amqtool.store.layout import detect
+    from tests.faults.stores import messages_files
+
+    st = detect(store)
+    paged = PagedByTransaction(st, load_view(st))
+    adds, commits = {}, {}
+    for path, tag, version in messages_files(store):
+        data = path.read_bytes()
+        recs, _ = scan_records_py(data, tag, version)
+        for r in recs:
+            if r[0] == 13 and r[6] == R.PAGE_TRANSACTION:
+                body = r[1] + r[2] - 4 - r[7]
+                adds[r[4]] = int.from_bytes(data[body:body + 8], "big", signed=True)
+            elif r[0] == 18:
+                commits[r[4]] = (path, r[1], r[2])
+    return [(adds[tx], commits[tx], paged.counts(adds[tx])) for tx in sorted(adds) if tx in commits]
+
+
+@pytest.mark.parametrize("consumed", [True, False])
+def test_a_lost_commit_of_a_page_transaction_is_judged_by_its_paged_messages(run_json, store, consumed):
+    # The campaign's seed 25 miss (same/CRITICAL): a COMMIT whose checkSize was damaged rolls back its transaction,
+    # which held a PAGE_TRANSACTION record: the broker then skips that page transaction's paged messages. All
+    # of them were consumed by every queue, so nothing changed, and verify said CRITICAL ("at least one record
+    # was lost"). With messages still pending, the loss is real: CRITICAL stays.
+    page_tx, (path, off, size), counts = next(
+        (tx, c, n) for tx, c, n in _page_tx_commits(store) if n and n[0] and (n[1] == 0) == consumed)
+    _flip(path, off + size - 1, 0x02)  # the commit's checkSize
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert f["path"] == str(path) and f["offset"] == off
+    if consumed:
+        assert (code, f["severity"]) == (1, "warning") and "changes nothing" in f["message"]
+    else:
+        assert (code, f["severity"]) == (2, "critical")
+
+
+def test_a_lost_page_transaction_add_whose_messages_were_consumed_changes_nothing(run_json, store):
+    # The campaign's seed 25 miss: a flipped size byte of a transactional PAGE_TRANSACTION add (the broker skips
+    # the record, and its transaction commits without it); every one of its paged messages had been consumed
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+    from tests.faults.stores import messages_files
+
+    consumed = {tx for tx, _, n in _page_tx_commits(store) if n and n[0] and n[1] == 0}
+    for path, tag, version in messages_files(store):
+        data = path.read_bytes()
+        recs, _ = scan_records_py(data, tag, version)
+        hit = [r for r in recs if r[0] == 13 and r[6] == R.PAGE_TRANSACTION and
+               int.from_bytes(data[r[1] + r[2] - 4 - r[7]:][:8], "big", signed=True) in consumed]
+        if hit:
+            r = hit[0]
+            break
+    else:
+        pytest.fail("no consumed page transaction in the demo store")
+    _flip(path, r[1] + 22 + 3, 0x04)  # bodySize's low byte (after type, tag, cc, txID, id)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, f["severity"], f["offset"]) == (1, "warning", r[1])

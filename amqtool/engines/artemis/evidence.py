@@ -188,6 +188,8 @@ class Evidence:
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    # paged messages per page transaction (paging.page_txs.PagedByTransaction), when the store has pages
+    paged: object = None
     _deleted: set | None = None
 
     @classmethod
@@ -424,6 +426,8 @@ class Evidence:
                 return LOSS if self._live_queues(rid) else HARMLESS
             if rec.user_type in _BOOKKEEPING:
                 return HARMLESS
+            if rec.user_type == R.PAGE_TRANSACTION and not self._deleted_later(rid):
+                return self.effect_of_page_tx_loss(rec)
             return HARMLESS if self._deleted_later(rid) else UNKNOWN
         # UPDATE: an update always follows its add, so an id with no live record was deleted since
         if rid not in self.live_ids:
@@ -439,6 +443,19 @@ class Evidence:
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
         return UNKNOWN
+
+    def effect_of_page_tx_loss(self, rec: Rebuilt) -> str:
+        """What the broker loses without the PAGE_TRANSACTION record ``rec`` (its body starts with the page
+        transaction's id): the paged messages of that transaction some queue still has to consume, which
+        ``PageSubscriptionImpl`` then skips. HARMLESS when the pages hold its messages and every queue has
+        consumed them; UNKNOWN when the pages hold none of them (they may be in a page that is gone) or
+        could not all be read."""
+        if self.paged is None or len(rec.body) < 8:
+            return UNKNOWN
+        counts = self.paged.counts(int.from_bytes(rec.body[:8], "big", signed=True))
+        if counts is None or counts[0] == 0:
+            return UNKNOWN
+        return LOSS if counts[1] else HARMLESS
 
     def live_queues(self, mid: int) -> set[int]:
         """The queues still holding message ``mid`` (its refs without an ack)."""
@@ -465,6 +482,8 @@ class Evidence:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
             elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
                 effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
+            elif t == ADD_TX and rec.user_type == R.PAGE_TRANSACTION:
+                effect = self.effect_of_page_tx_loss(rec)
             else:
                 effect = HARMLESS if self._deleted_later(rid) else UNKNOWN
             if effect == LOSS:

@@ -847,6 +847,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     if not journals and store.jms is None:
         raise UnknownStoreError("no Artemis journal found", path=str(store.root))
     from amqtool.engines.artemis.paging import PagingVerifier
+    from amqtool.engines.artemis.paging.page_txs import PagedByTransaction
 
     paging = PagingVerifier(store, progress)
     results: dict[str, LoadResult | None] = {}
@@ -860,6 +861,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspectors.append(inspector)
         if results.get("messages") is not None or results.get("bindings") is not None:
             evidence = Evidence.build(results.get("bindings"), results.get("messages"))
+            if store.paging_dir is not None:
+                evidence.paged = PagedByTransaction(store, paging.view)
             for inspector in inspectors:
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
