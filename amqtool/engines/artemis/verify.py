@@ -987,6 +987,13 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
+    if not unread and not any(f.code == "duplicate-file-id" for f in findings):
+        # (a file that could not be read may hold the records that explain them; two files with one fileID hold
+        # every record twice)
+        from amqtool.engines.artemis.damaged_ids import damaged_id_findings
+
+        findings.extend(damaged_id_findings(evidence, where, {(m, q) for m, q, _ in moved},
+                                            set(orphans) | set(lost)))
     acks = evidence.acks_without_ref()
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
