@@ -17,7 +17,8 @@ message. So the loss is CRITICAL ``page-missing`` when the counters of the addre
 something independent of one counter record agrees: two or more queues short (each keeps its own counter
 records), a committed page transaction with no message left in any page, or an unclaimed body file. An
 address whose pages already carry a finding (a torn or damaged page, an undecodable record, a gap) is judged
-there: a torn current page also leaves the counters short, and that is a crash's WARNING.
+there: a torn current page also leaves the counters short, and that is a crash's WARNING. Nor is a store
+with a file that could not be read (it may hold the records that explain the counters).
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
     stores = getattr(verifier, "_stores", ())
     if not stores or not view.messages_loaded:
         return []
+    if any(f.code == "unreadable" for f in findings):
+        return []  # a file that could not be read may hold the counter and acknowledgement records that explain it
     stored = view.counters()
     short_by_address: list = []  # (page store, queue -> messages short)
     for ps in stores:
