@@ -23,7 +23,7 @@ from pathlib import Path
 
 from amqtool.errors import FormatError, UnknownStoreError
 from amqtool.formats.artemis.control import CONTROL_FILE_NAME, ControlFile, decode_control_file
-from amqtool.formats.artemis.records import HEADER_SIZE, FileHeader, decode_header
+from amqtool.formats.artemis.records import HEADER_SIZE, FileHeader, decode_header, file_tag
 from amqtool.store.layout import JournalDir
 
 
@@ -252,6 +252,25 @@ def _read_small(path: Path) -> bytes:
         return fh.read()
 
 
+def _bad_file_id_message(header: FileHeader, head: bytes) -> str:
+    """What a negative header fileID (``generateFileID`` never hands one out) does, by the first record's tag.
+    ``JournalFileImpl`` tags records with ``(int)(fileID & 0x7FFFFFFF)``, so the broker still reads records
+    carrying the header's low 31 bits (only its high bits were damaged) and loads the file first (the
+    comparator orders by the whole fileID); records carrying another tag it reads as an empty free file, and
+    reuses it, overwriting them."""
+    tag = file_tag(header.file_id)
+    first = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
+             if len(head) >= HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
+    said = f"header fileID {header.file_id} is not one Artemis issues (negative)"
+    if first is None:
+        return f"{said}; the file starts with no record"
+    if first == tag:
+        return (f"{said}, but its records carry its low 31 bits ({tag}, the tag Artemis gives them): only its high "
+                f"bits were damaged; the broker reads its records and loads this file before every other")
+    return (f"{said}, and its first record carries tag {first}, not the header's low 31 bits ({tag}): the broker "
+            f"reads none of this file's records and will reuse it as a free file, overwriting them")
+
+
 def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
     """List, recover (in memory) and order the files of ``journal`` without changing anything on disk.
 
@@ -343,24 +362,17 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
             continue
         try:
             with open(path, "rb") as fh:
-                head = fh.read(HEADER_SIZE)
+                head = fh.read(HEADER_SIZE + 5)  # and the first record's type and tag (for a bad fileID)
         except OSError as err:
             result.skipped.append(SkippedFile(str(path), "unreadable", _cannot("read", err), None))
             continue
         try:
-            header = decode_header(head, path=str(path))
+            header = decode_header(head[:HEADER_SIZE], path=str(path))
         except FormatError as err:
             result.skipped.append(SkippedFile(str(path), "bad-header-version", err.message))
             continue
         if header.file_id < 0:
-            # generateFileID never hands out a negative id; with one, the records' tags (the low 32 bits of
-            # the fileID they were written under) match nothing: the broker sees an empty free file, reuses it
-            # and overwrites whatever it held.
-            result.skipped.append(SkippedFile(
-                str(path), "bad-file-id",
-                f"header fileID {header.file_id} is not one Artemis writes: the broker reads none of this file's "
-                f"records (their tags belong to another fileID) and will reuse it as a free file, overwriting "
-                f"them", 8))
+            result.skipped.append(SkippedFile(str(path), "bad-file-id", _bad_file_id_message(header, head), 8))
             continue
         if header.user_version != user_version:
             result.skipped.append(SkippedFile(

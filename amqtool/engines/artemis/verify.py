@@ -28,6 +28,7 @@ from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.engines.artemis.tails import IdLedger, reweigh
+from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -357,7 +358,9 @@ class _GapInspector:
 
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
         if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
-            return critical
+            return Finding(Severity.CRITICAL, skipped.code,
+                           skipped.message + "; read so (this load skips it), or in its place, it changes what the "
+                           "broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
         return Finding(
             Severity.WARNING, skipped.code,
             f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
@@ -677,6 +680,26 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         f"the pool does not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
 
 
+def _corroborated_gaps(findings: list[Finding]) -> None:
+    """A gap the pool may explain (the WARNING ``missing-journal-file`` of :func:`_gap_findings`) is CRITICAL
+    when the paging shows journal records gone too: a queue's page counter over the messages its pages still
+    hold to consume (its counter records' decrements, or cursor records, were in the lost file). The
+    reclaimer frees a file only when every record in it is dead, so a freed file takes no live counter
+    record with it."""
+    over = [f for f in findings if f.code == "page-counter-mismatch"
+            and (f.details or {}).get("stored", 0) > (f.details or {}).get("counted", 0)]
+    if not over:
+        return
+    for i, f in enumerate(findings):
+        if f.code == "missing-journal-file" and f.severity == Severity.WARNING:
+            queues = ", ".join(str(o.details["queueId"]) for o in over[:10])
+            findings[i] = Finding(
+                Severity.CRITICAL, f.code,
+                f.message.split(": normal if")[0] + f", and the page counters of queue(s) {queues} exceed what "
+                f"their pages hold: the file held live records, which are lost", f.path, f.offset,
+                dict(f.details or {}, corroboratedBy="page-counter-mismatch"))
+
+
 def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
     files = result.files
 
@@ -921,45 +944,21 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
+    _corroborated_gaps(report.findings)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
         _, inspector = verify_journal(store, store.jms, report, progress)
         if inspector is not None:
             inspector.judge(Evidence())
-    if store.messages is None and store.paging_dir is not None:  # paging: pages without a message journal
+    if report.pager is None and store.paging_dir is not None:  # paging: pages without a (loaded) message journal
         paging.verify(report.findings)
         report.paging = paging.summary_json()
         report.pager = paging
     _not_a_store(store, report)
-    _journal_gone(store, report)
+    gone = messages_journal_missing(store, report.journals, report.paging)
+    if gone is not None:
+        report.findings.append(gone)
     return report
-
-
-def _journal_gone(store: ArtemisStore, report: VerifyReport) -> None:
-    """A bindings journal with files but no message journal (its directory gone, or no file in it).
-
-    The broker keeps paged messages' page transactions and its queues' page cursors (acknowledgements and
-    page counters) in the message journal, which it recreates empty at start. So page files that still hold
-    messages prove the journal's loss: the broker skips every paged message of a transaction it no longer
-    knows and delivers again what the lost cursors had acknowledged (CRITICAL ``messages-journal-missing``).
-    With no page file holding a message, nothing shows the journal held anything (an upgraded 1.x data
-    directory has only a bindings and a JMS journal): no finding."""
-    by_kind = {j.kind: j for j in report.journals}
-    bindings = by_kind.get("bindings")
-    messages = by_kind.get("messages")
-    if bindings is None or not bindings.files or (messages is not None and messages.files):
-        return
-    where = str(store.messages.directory) if store.messages is not None else str(store.root)
-    what = "has no journal file" if store.messages is not None else "is missing"
-    paged = (report.paging or {}).get("messages", 0)
-    if paged:
-        pending = (report.paging or {}).get("pendingMessages", 0)
-        report.findings.append(Finding(
-            Severity.CRITICAL, "messages-journal-missing",
-            f"the message journal {what}, while the page files hold {paged} message(s) ({pending} still to consume "
-            f"by the page cursors): their page transactions and the cursors' acknowledgements were in that "
-            f"journal; the broker skips the transactional ones and delivers acknowledged ones again", where, None,
-            {"pagedMessages": paged, "pendingMessages": pending}))
 
 
 # header problems that mean "not a journal file" (random bytes, another program's file)

@@ -1,0 +1,112 @@
+"""A page gone from the end of an address's page store (its current page, or pages after the last one left),
+told from what the store still holds about it.
+
+A page missing between the first and the current page is a gap (``PagingVerifier._gap_findings``), and one
+that cursor acknowledgements point into is judged there too. A page gone from the end leaves neither: the
+current page becomes the last one left. What remains of its messages is outside the page files:
+
+* the queues' **page counters** (``PageSubscriptionCounterImpl``: incremented in the transaction that pages a
+  message, decremented with its acknowledgement) say more messages are unconsumed than the pages hold;
+* a committed **page transaction** (``PageTransactionInfoImpl``: its record names how many messages it paged,
+  and the broker deletes it once every one of them is consumed) whose messages are in no page left;
+* a **large-message body file** that no record claims, neither a journal record nor a paged message (the
+  broker writes the body before it pages the message, and deletes it once the message is consumed).
+
+The counters alone do not prove it: one damaged counter record raises one queue's counter, and changes no
+message; and a message paged in a transaction that is prepared, or that the journal does not know, leaves
+every queue it was routed to short by one in a store a broker wrote (tests/paging_stores.py's sample: two
+queues short, nothing lost). So the loss is CRITICAL ``page-missing`` when the counters of the address's
+queues are short and something independent of the counters agrees: a committed page transaction with no
+message left in any page, or an unclaimed body file. An
+address whose pages already carry a finding (a torn or damaged page, an undecodable record, a gap) is judged
+there: a torn current page also leaves the counters short, and that is a crash's WARNING. Nor is a store
+with a file that could not be read (it may hold the records that explain the counters).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from amqtool.errors import Finding, Severity
+
+MAX_LISTED = 20
+# the paging findings that already judge an address's loss (or explain its counters: a torn current page)
+_PAGE_JUDGED = ("page-torn-tail", "page-damaged", "page-record-undecodable", "page-missing", "page-gap",
+                "page-messages-lost", "page-queue-id-damaged", "unreadable", "not-a-regular-file", "page-bad-name")
+
+
+def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int], paged_large: dict) -> list[Finding]:
+    """``page-missing`` findings for addresses whose end pages are gone (see the module's docstring).
+    ``verifier``: the :class:`~amqtool.engines.artemis.paging.verify.PagingVerifier` once it has read every
+    page; ``findings``: verify's findings so far; ``expected``: queue -> paged messages its pages still hold
+    for it; ``paged_large``: the large messages found in pages."""
+    from amqtool.engines.artemis.missing_journal import large_message_files
+
+    view = verifier.view
+    stores = getattr(verifier, "_stores", ())
+    if not stores or not view.messages_loaded:
+        return []
+    if any(f.code == "unreadable" for f in findings):
+        return []  # a file that could not be read may hold the counter and acknowledgement records that explain it
+    stored = view.counters()
+    judged = [ps for ps in stores
+              if not any(f.code in _PAGE_JUDGED and f.path and f.path.startswith(str(ps.folder)) for f in findings)]
+    if not judged or not any(stored.get(q, 0) > expected.get(q, 0) for q in view.queues):
+        return []
+    gone_txs, uncounted = _read_pages(view, stores)
+    out = []
+    claimed = set(view.large) | set(paged_large)
+    unclaimed = [m for m in large_message_files(verifier.store.large_messages_dir) if m not in claimed]
+    for ps in judged:
+        queues = sorted(q for q, a in view.queue_address.items() if a == ps.address and q in view.queues)
+        # (a message of a prepared or unknown page transaction may be in a counter, and is not in expected: a
+        # lower bound of what was lost)
+        lost = {q: stored[q] - expected.get(q, 0) - uncounted[q] for q in queues
+                if stored.get(q, 0) > expected.get(q, 0) + uncounted[q]}
+        if not lost:
+            continue
+        why = []
+        if gone_txs:
+            shown = ", ".join(f"{tx} ({n} message(s))" for tx, n in gone_txs[:MAX_LISTED])
+            why.append(f"committed page transaction(s) {shown} have no message left in any page")
+        if unclaimed:
+            shown = ", ".join(map(str, unclaimed[:MAX_LISTED]))
+            why.append(f"large-message body file(s) of message(s) {shown} are claimed by no record")
+        if not why:
+            continue
+        n = sum(lost.values())
+        out.append(Finding(
+            Severity.CRITICAL, "page-missing",
+            f"address {ps.address!r}: the page counters of its queues say at least {n} unconsumed message "
+            f"reference(s) ("
+            + ", ".join(f"queue {q}: {v}" for q, v in lost.items())
+            + f") are not in its pages (the last one left is page {ps.current_page}), and "
+            + "; ".join(why) + ": a page after it, or the current page, is gone with them",
+            str(ps.folder), None,
+            {"messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()},
+             "pageTransactions": [tx for tx, _ in gone_txs[:100]], "largeMessageIds": unclaimed[:100]}))
+    return out
+
+
+def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter]:
+    """(page transaction, messages its record says it paged) of every committed page transaction whose add
+    survives with no message in the pages of ``stores``; and queue -> pending paged messages of page
+    transactions that are prepared or unknown (not in the expected counts). A Python read of every page, only
+    when counters are short."""
+    from amqtool.engines.artemis.paging.stores import PageFile
+    from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
+    from amqtool.formats.artemis.paging import PageSummaries
+
+    wanted = {tx for tx, (_, n) in view.page_tx_adds.items() if n > 0}
+    uncounted: Counter = Counter()
+    for ps in stores:
+        for pid in sorted(ps.pages):
+            try:
+                pf = PageFile(ps.page_path(pid))
+            except OSError:
+                return [], uncounted  # an unreadable page may hold them (reported where pages are read)
+            with pf:
+                for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
+                    wanted.discard(tx_id)
+                    if tx_id > 0 and view.tx_state(tx_id) != PAGE_TX_COMMITTED:
+                        uncounted.update(q for q in qids if view.queue_state(q, pid, number) == Q_PENDING)
+    return sorted((tx, view.page_tx_adds[tx][1]) for tx in wanted), uncounted
