@@ -555,15 +555,19 @@ def _selected(opts, result: LoadResult) -> Iterator[LiveRecord]:
             yield rec
 
 
-def load_verdict(data: "ArtemisJdbcLoad") -> Verdict:
-    """What print's verdict says about a load: CRITICAL when the broker's load would fail, WARNING for rows
-    it never writes, else OK (the same in every output format)."""
-    return overall_verdict([f for j in data.journals for f in j.findings])
+def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts, verdict: Verdict) -> Iterator[str]:
+    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``, or the part of it
+    :func:`selected_journals` keeps); ``verdict``: verify's on the whole load (:func:`verify_load`)."""
+    return _document_chunks(store, data, verdict, opts)
 
 
-def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
-    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``)."""
-    return _document_chunks(store, data, load_verdict(data), opts)
+def selected_journals(data: "ArtemisJdbcLoad", journals: set[str] | None) -> "ArtemisJdbcLoad":
+    """``data`` with only the journal tables ``journals`` names (print's ``--journal``); all when None."""
+    if journals is None:
+        return data
+    import dataclasses
+
+    return dataclasses.replace(data, journals=[j for j in data.journals if j.kind in journals])
 
 
 def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: Verdict, opts) -> Iterator[str]:
@@ -575,7 +579,7 @@ def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: 
          "queueSummary": {...}, "nodeManager": {...}, "largeMessages": [...]}
 
     A record: the file journal's fields, with ``file`` the table and ``offset``/``seq`` the row's seq.
-    ``verdict``: CRITICAL when the broker's load would fail, WARNING with rows it never writes, else OK."""
+    ``verdict``: verify's (the exit code's)."""
     from amqtool.engines.artemis.journal_print import queue_summary
 
     dumps = json.dumps
