@@ -105,6 +105,7 @@ class TableJournal:
         self.seq_at: dict[int, int] = {}
         self.pending: list = []
         self.skipped: list = []
+        self.null_ids: set[int] = set()  # body offsets of rows whose id was NULL (read as 0)
 
     def keep(self, body: bytes, seq: int) -> int:
         off = len(self.buf)
@@ -225,6 +226,8 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             off = opened.keep(record, seq)
             entry = LiveRecord(rid, utype, rtype in (UPDATE, UPDATE_TX), cc, 0, off, len(record))
             if nulled is not None and rtype != DELETE_TX:
+                if nulled[1]:
+                    opened.null_ids.add(off)
                 if nulled[0]:
                     null_tx.append((entry, seq))  # transaction 0 instead of its own
                 null_rows.append((entry, rtype, tx_id, seq, nulled[1], nulled[2]))
@@ -335,9 +338,6 @@ def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bo
     * a bindings row of type 0 whose bytes are a queue or address binding: ``loadBindingJournal`` logs
       "invalid record type" and skips it, and the binding is gone (a messages row of type 0 makes the
       message journal's load throw: ``unknown-record-type``)."""
-    from amqtool.errors import FormatError
-    from amqtool.formats.artemis.userrecords import decode_user_record
-
     t = rec.user_record_type
     if id_null and t == ACKNOWLEDGE_REF_TYPE:
         return "artemis-jdbc-null-id", ("an acknowledgement row has a NULL id: the broker reads message 0, so the "
@@ -349,17 +349,27 @@ def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bo
         return "artemis-jdbc-null-id", (f"a {what} binding row has a NULL id: the broker registers the {what} "
                                         f"under id 0, not the id its references, pages and deletes name")
     if utype_null:
-        body = opened.pread(0, rec.body_offset, rec.body_len)
-        for cand in (QUEUE_BINDING, ADDRESS_BINDING):
-            try:
-                decoded = decode_user_record(cand, body)
-            except (FormatError, ValueError, IndexError):
-                continue
-            name = getattr(decoded, "name", None) or getattr(decoded, "address", None)
+        found = _binding_bytes(opened.pread(0, rec.body_offset, rec.body_len))
+        if found is not None:
+            what, name = found
             return "artemis-jdbc-null-user-type", (
                 f"row id {rec.id} has a NULL userRecordType: the broker reads type 0 and skips the row (\"invalid "
-                f"record type\"), but its bytes are a {'queue' if cand == QUEUE_BINDING else 'address'} binding"
-                + (f" ({name})" if name else "") + ", which is lost")
+                f"record type\"), but its bytes are a {what} binding" + (f" ({name})" if name else "")
+                + ", which is lost")
+    return None
+
+
+def _binding_bytes(body: bytes) -> tuple[str, str | None] | None:
+    """("queue" | "address", its name) when ``body`` decodes as a queue or an address binding; else None."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.userrecords import decode_user_record
+
+    for cand, what in ((QUEUE_BINDING, "queue"), (ADDRESS_BINDING, "address")):
+        try:
+            decoded = decode_user_record(cand, body)
+        except (FormatError, ValueError, IndexError):
+            continue
+        return what, getattr(decoded, "name", None) or getattr(decoded, "address", None)
     return None
 
 
@@ -798,11 +808,18 @@ class _Governs:
             self.view.add_bindings(bindings)
         if messages is not None:
             self.view.add_messages(messages)
+        from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, _queue_id
+
         self.message_ids = {r.id for r in (messages.live if messages else ())
                             if r.user_record_type in MESSAGE_TYPES}
         for res in (messages,) if messages else ():
             for tx in res.prepared + res.failed:
                 self.message_ids.update(r.id for r in tx.records if r.user_record_type in MESSAGE_TYPES)
+        # (message, queue) of the committed references and acknowledgements
+        self.refs = {(r.id, _queue_id(messages, r)) for r in (messages.live if messages else ())
+                     if r.user_record_type == ADD_REF}
+        self.acks = {(r.id, _queue_id(messages, r)) for r in (messages.live if messages else ())
+                     if r.user_record_type == ACKNOWLEDGE_REF}
         self._pages = None
 
     def pages(self) -> dict[str, dict[int, list]]:
@@ -826,15 +843,28 @@ class _Governs:
         from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
         from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
+        from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES
+
         t = rec.user_record_type
+        result = self.data.result(kind)
+        body = result.body(rec)
+        if kind == "bindings":
+            if t in (QUEUE_BINDING, ADDRESS_BINDING):
+                return "the binding it records is lost"
+            found = _binding_bytes(body) if t == 0 else None  # a NULL userRecordType
+            return f"its bytes are a {found[0]} binding, which is lost" if found else None
+        if t in (ADD_REF, ACKNOWLEDGE_REF):
+            pair = (rec.id, int.from_bytes(body[:8], "big", signed=True) if len(body) >= 8 else -1)
+            if t == ADD_REF:  # lost to the queue, unless the queue acknowledged it anyway
+                return None if pair in self.acks else f"message {rec.id} is lost to queue {pair[1]}"
+            return f"message {rec.id} comes back on queue {pair[1]}" if pair in self.refs else None
+        if t in MESSAGE_TYPES:  # its references are left without it (ref-without-message names them)
+            return f"message {rec.id} is lost" if any(m == rec.id for m, _ in self.refs) else None
         if t in DELIVERY_TYPES:
-            return "what it records (a binding, a message, a reference or an acknowledgement) is lost"
-        if kind != "messages":
-            return None
+            return "what it records is lost"
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
             return (f"it names message {rec.id}, whose reference or acknowledgement it was"
                     if rec.id in self.message_ids else None)
-        body = self.data.result("messages").body(rec)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
             ptx = int.from_bytes(body[:8], "big", signed=True)
@@ -878,7 +908,8 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
         why = ("its message row comes after them in seq order (the load meets the references first)"
                if first.later else "no message row holds it")
         seq = messages.opened.seq_at.get(first.record.body_offset)
-        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs):
+        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs,
+                                                    first.record.body_offset in messages.opened.null_ids):
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) "
@@ -900,16 +931,17 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
     return out
 
 
-def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list) -> bool:
+def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list, null_id: bool = False) -> bool:
     """Whether the one reference row of ``mid`` (an id no message row holds) is a damaged id of the reference
-    of an acknowledgement row left without one (``unsure_acks``: (message, queue) pairs), one byte away on the
-    same queue: the message was acknowledged there anyway, so nothing delivered is lost. A row deleted in a
-    table takes every row of its id (``JDBCJournalImpl``: ``DELETE ... WHERE id = ?``), so unlike a file
-    journal's reclaimed records, a reference left with nothing to pair with is never explained so."""
+    of an acknowledgement row left without one (``unsure_acks``: (message, queue) pairs), one byte away (or
+    any id: ``null_id``, the row's id is NULL, read as 0) on the same queue: the message was acknowledged there
+    anyway, so nothing delivered is lost. A row deleted in a table takes every row of its id
+    (``JDBCJournalImpl``: ``DELETE ... WHERE id = ?``), so unlike a file journal's reclaimed records, a
+    reference left with nothing to pair with is never explained so."""
     if len(refs) != 1:
         return False
     q = refs[0].queue_id
-    return any(aq == q and _one_byte_apart(m, mid) for m, aq in unsure_acks)
+    return any(aq == q and (null_id or _one_byte_apart(m, mid)) for m, aq in unsure_acks)
 
 
 def _one_byte_apart(a: int, b: int) -> bool:
