@@ -58,7 +58,9 @@ from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
 
 FETCH_ROWS = 2000
 ADD_LARGE_MESSAGE = 30
+ADD_REF_TYPE = 32
 ACKNOWLEDGE_REF_TYPE = 33
+_MESSAGE_TYPES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE (1.x), ADD_MESSAGE_PROTOCOL
 QUEUE_BINDING, ADDRESS_BINDING = 21, 44
 # user record types whose loss changes what the broker delivers: queue and address bindings, messages,
 # references and acknowledgements
@@ -313,10 +315,16 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             finding(Severity.WARNING, "artemis-jdbc-null-txid",
                     "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0 (what the "
                     "transactions it leaves open held is judged apart)", seq)
+    message_ids = {r.id for r in live if r is not None and r.user_record_type in _MESSAGE_TYPES}
+    for tx in txs.values():
+        message_ids.update(r.id for r in tx.records if r.user_record_type in _MESSAGE_TYPES)
     for entry, rtype, tx_id, seq, id_null, utype_null in null_rows:
-        if rtype in (ADD_TX, UPDATE_TX) and not (tx_id in txs and txs[tx_id].committed):
-            continue  # not in the committed state: judged with the transaction, if at all
-        finding_for = _null_row_loss(kind, opened, entry, id_null, utype_null)
+        tx = txs.get(tx_id) if rtype in (ADD_TX, UPDATE_TX) else None
+        if rtype in (ADD_TX, UPDATE_TX) and not (tx is not None and (tx.committed or tx.prepared)):
+            continue  # rolled back anyway: judged with the transaction, if at all
+        in_prepared = tx is not None and not tx.committed
+        finding_for = (_null_prepared_loss(entry, id_null, utype_null, message_ids) if in_prepared
+                       else _null_row_loss(kind, opened, entry, id_null, utype_null))
         if finding_for is not None:
             code, msg = finding_for
             finding(Severity.CRITICAL, code, msg, seq, id=entry.id)
@@ -356,6 +364,22 @@ def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bo
                 f"row id {rec.id} has a NULL userRecordType: the broker reads type 0 and skips the row (\"invalid "
                 f"record type\"), but its bytes are a {what} binding" + (f" ({name})" if name else "")
                 + ", which is lost")
+    return None
+
+
+def _null_prepared_loss(rec: LiveRecord, id_null: bool, utype_null: bool, message_ids: set) -> tuple[str, str] | None:
+    """(code, message) when a NULL id or userRecordType of a prepared transaction's row loses what the
+    transaction holds for its outcome: a message or reference of id 0 (no message), a row of type 0 naming a
+    message (its reference); the orphan and acknowledgement checks see the committed state only. A prepared
+    acknowledgement is not applied, so its id changes nothing delivered."""
+    if id_null and rec.user_record_type in _MESSAGE_TYPES + (ADD_REF_TYPE,):
+        return "artemis-jdbc-null-id", (f"a row of prepared transaction data (user record type "
+                                        f"{rec.user_record_type}) has a NULL id: the broker reads id 0, and the "
+                                        "prepared message or reference is lost")
+    if utype_null and rec.id in message_ids:
+        return "artemis-jdbc-null-user-type", (f"a prepared transaction's row of message {rec.id} has a NULL "
+                                               "userRecordType: the broker reads type 0, and the reference it was "
+                                               "is lost")
     return None
 
 
@@ -908,6 +932,16 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
         why = ("its message row comes after them in seq order (the load meets the references first)"
                if first.later else "no message row holds it")
         seq = messages.opened.seq_at.get(first.record.body_offset)
+        if not first.later and all(o.record.body_len != 8 for o in refs):
+            # RefEncoding is one i64 queue id: rows of another size were never references (a damaged user
+            # record type), and the broker's walk skips them ("cannot find message"): nothing is lost
+            out.append(Finding(
+                Severity.WARNING, "ref-without-message",
+                f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte encoding and "
+                "no message row holds it: a damaged user record type, which the broker skips",
+                f"{messages.opened.table}:seq={seq}", None,
+                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+            continue
         if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs,
                                                     first.record.body_offset in messages.opened.null_ids):
             out.append(Finding(
