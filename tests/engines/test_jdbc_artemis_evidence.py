@@ -323,3 +323,21 @@ def test_a_counter_row_turned_reference_is_no_loss(db, jdbc_env, run_cli):
               f"m.recordType = 13 AND m.userRecordType = 40 AND {COMMITTED_TX})")
     code, f = verify(run_cli, url)
     assert code == 1 and f["ref-without-message"]["severity"] == "warning", f
+
+
+def test_a_prepared_message_that_does_not_decode_is_critical(db, jdbc_env, run_cli):
+    # found at seed 404 on a 2 MiB demo (seed 11): verify decoded the committed messages only
+    url, c = db
+    c.execute("UPDATE messages SET record = set_byte(record, 0, get_byte(record, 0) # 128) WHERE seq = (SELECT "
+              f"MIN(m.seq) FROM messages m WHERE m.recordType = 13 AND m.userRecordType = 45 AND {PREPARED_TX})")
+    code, f = verify(run_cli, url)
+    assert code == 2 and "prepared transaction" in f["artemis-jdbc-undecodable"]["message"], f
+
+
+def test_a_null_user_record_type_on_a_prepared_message_row_is_critical(db, jdbc_env, run_cli):
+    # found at seed 404 on a 2 MiB demo (seed 11): the row's id names a message by its references
+    url, c = db
+    c.execute("UPDATE messages SET userRecordType = NULL WHERE seq = (SELECT MIN(m.seq) FROM messages m WHERE "
+              f"m.recordType = 13 AND m.userRecordType = 45 AND {PREPARED_TX})")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["artemis-jdbc-null-user-type"]["severity"] == "critical", f

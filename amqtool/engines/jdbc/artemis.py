@@ -315,9 +315,11 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             finding(Severity.WARNING, "artemis-jdbc-null-txid",
                     "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0 (what the "
                     "transactions it leaves open held is judged apart)", seq)
-    message_ids = {r.id for r in live if r is not None and r.user_record_type in _MESSAGE_TYPES}
+    # ids that name a message: its record's, or its references' (a NULL type on the message row itself)
+    named = _MESSAGE_TYPES + (ADD_REF_TYPE,)
+    message_ids = {r.id for r in live if r is not None and r.user_record_type in named}
     for tx in txs.values():
-        message_ids.update(r.id for r in tx.records if r.user_record_type in _MESSAGE_TYPES)
+        message_ids.update(r.id for r in tx.records if r.user_record_type in named)
     for entry, rtype, tx_id, seq, id_null, utype_null in null_rows:
         tx = txs.get(tx_id) if rtype in (ADD_TX, UPDATE_TX) else None
         if rtype in (ADD_TX, UPDATE_TX) and not (tx is not None and (tx.committed or tx.prepared)):
@@ -367,6 +369,29 @@ def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bo
     return None
 
 
+def _prepared_undecodable(messages: LoadResult) -> list[Finding]:
+    """CRITICAL ``artemis-jdbc-undecodable`` for a prepared transaction's message record that does not decode
+    (the broker's load of the prepared transaction decodes it: the prepared message is lost)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.message import LargeMessage, decode_persisted_message
+
+    out = []
+    for tx in messages.prepared:
+        for rec in tx.records:
+            if rec.user_record_type not in (ADD_LARGE_MESSAGE, 45):
+                continue
+            try:
+                body = messages.body(rec)
+                LargeMessage.decode(body) if rec.user_record_type == ADD_LARGE_MESSAGE else decode_persisted_message(body)
+            except FormatError as err:
+                out.append(Finding(Severity.CRITICAL, "artemis-jdbc-undecodable",
+                                   f"message {rec.id} of prepared transaction {tx.tx_id} does not decode: "
+                                   f"{err.message}",
+                                   f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}",
+                                   None, {"id": rec.id, "txId": tx.tx_id}))
+    return out
+
+
 def _null_prepared_loss(rec: LiveRecord, id_null: bool, utype_null: bool, message_ids: set) -> tuple[str, str] | None:
     """(code, message) when a NULL id or userRecordType of a prepared transaction's row loses what the
     transaction holds for its outcome: a message or reference of id 0 (no message), a row of type 0 naming a
@@ -378,8 +403,8 @@ def _null_prepared_loss(rec: LiveRecord, id_null: bool, utype_null: bool, messag
                                         "prepared message or reference is lost")
     if utype_null and rec.id in message_ids:
         return "artemis-jdbc-null-user-type", (f"a prepared transaction's row of message {rec.id} has a NULL "
-                                               "userRecordType: the broker reads type 0, and the reference it was "
-                                               "is lost")
+                                               "userRecordType: the broker reads type 0, and the message or "
+                                               "reference it was is lost")
     return None
 
 
@@ -1096,6 +1121,8 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                         f"{err.message}",
                                         f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}",
                                         None, {"id": mid}))
+    if messages is not None:
+        findings += _prepared_undecodable(messages)
     for j in data.journals:
         r = j.result
         for tx in r.prepared:
