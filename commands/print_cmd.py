@@ -318,21 +318,23 @@ def _print_artemis_jdbc(store, fmt, style, safe, quiet, reclaimed, ids, types, j
     if style is Style.artemis and fmt is not OutputFormat.text:
         raise UsageError("--style artemis is a text style; use it without --format json")
     with progress("reading", None, quiet) as advance:
-        data = artemis.load(store, advance, None if style is Style.artemis else opts.journals)
+        data = artemis.load(store, advance)
+    # verify's verdict on the very load print shows, in every style and for --journal too (one rule:
+    # amqtool.engines.verdicts): both tables are loaded, since what one proves lost can take the other
+    from amqtool.errors import overall_verdict
+
+    findings = artemis.verify_load(store, data)[0]
+    verdict = overall_verdict(findings)
+    shown = artemis.selected_journals(data, opts.journals)
     if style is Style.artemis:
         write_lines(artemis.describe_store(data, safe=safe))
     elif fmt is OutputFormat.json:
-        for chunk in artemis.print_json(store, data, opts):
+        for chunk in artemis.print_json(store, shown, opts, verdict):
             sys.stdout.write(chunk)
     elif fmt is OutputFormat.jsonl:
-        write_jsonl(artemis.iter_rows(data, opts))
+        write_jsonl(artemis.iter_rows(shown, opts))
     else:
-        write_lines(fold_lines(artemis.iter_text(data, opts), wide=wide))
-    verdict = artemis.load_verdict(data)
-    if style is not Style.artemis and opts.journals is None:  # verify's verdict on the same load (one rule)
-        from amqtool.errors import overall_verdict
-
-        verdict = overall_verdict(artemis.verify_load(store, data)[0])
+        write_lines(fold_lines(artemis.iter_text(shown, opts), wide=wide))
     if verdict is not Verdict.OK:
         finish(verdict)
 

@@ -69,3 +69,20 @@ def test_artemis_tables_stat_verdict_is_verify_verdict(pg_cluster, jdbc_env, run
     code, doc, _ = _json(run_cli, "stat", "--jdbc-url", url, "--at", AT)
     assert vcode == 2 and "large-message-missing" in {f["code"] for f in vdoc["findings"]}, vdoc["findings"]
     assert (code, doc["verdict"]) == (vcode, vdoc["verdict"])
+
+
+def test_artemis_tables_print_verdict_is_verify_verdict_in_every_style(pg_cluster, jdbc_env, run_cli, demo):
+    # issue 25, one rule: print's JSON document said the load's own verdict (OK: a missing .msg row is no row
+    # the load meets) while its exit code was verify's (2); with --journal or --style artemis the exit code
+    # itself was the load's (0)
+    url = write_demo(pg_cluster, "print_verdict", demo)
+    with pg_cluster.connect("print_verdict") as conn:
+        conn.execute("DELETE FROM large_messages WHERE FILENAME = (SELECT min(FILENAME) FROM large_messages)")
+    vcode, vdoc, _ = _json(run_cli, "verify", "--jdbc-url", url)
+    assert vcode == 2 and "large-message-missing" in {f["code"] for f in vdoc["findings"]}, vdoc["findings"]
+    code, doc, _ = _json(run_cli, "print", "--jdbc-url", url, "--safe")
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    code, doc, _ = _json(run_cli, "print", "--jdbc-url", url, "--safe", "--journal", "messages")
+    assert (code, doc["verdict"]) == (2, "CRITICAL") and [j["kind"] for j in doc["journals"]] == ["messages"]
+    code, _, _ = run_cli("print", "--jdbc-url", url, "--safe", "--style", "artemis")
+    assert code == 2

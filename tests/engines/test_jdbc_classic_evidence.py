@@ -43,13 +43,26 @@ def test_a_copied_queue_row_is_dropped_by_the_cursor(pg_cluster, jdbc_env, run_c
     assert code == 1 and [f["severity"] for f in found if f["code"] == "classic-jdbc-duplicate-message"] == ["warning"]
 
 
-def test_a_container_that_is_no_destination_is_critical(pg_cluster, jdbc_env, run_cli, fixture_messages):
+def test_a_container_that_is_no_destination_is_critical(pg_cluster, jdbc_env, run_cli, fixture_messages, tmp_path):
     url, ids = build(pg_cluster, "ev_container", fixture_messages)
     queue = next(k for k in ids if k.startswith("queue://"))
     with pg_cluster.connect("ev_container") as c:
         c.execute("UPDATE ACTIVEMQ_MSGS SET CONTAINER = %s WHERE ID = %s", (queue.replace("://", ":/"), ids[queue][0]))
     code, found = verify(run_cli, url)
     assert code == 2 and [f["severity"] for f in found if f["code"] == "classic-jdbc-unknown-container"] == ["critical"]
+    # every command that judges says so (one rule): print and stat had the scan's own verdict (WARNING: the
+    # prepared transaction only), and export exported the store with exit 0
+    for argv in (("print", "--safe"), ("stat",)):
+        code, out, _ = run_cli(*argv, "--jdbc-url", url, "--format", "json")
+        assert (code, json.loads(out)["verdict"]) == (2, "CRITICAL"), argv
+    out = tmp_path / "out"
+    code, _, err = run_cli("export", "--jdbc-url", url, "-o", str(out), "--format", "jsonl")
+    assert code == 2 and "classic-jdbc-unknown-container" in err and not out.exists()
+    code, doc, _ = run_cli("export", "--jdbc-url", url, "-o", str(out), "--format", "jsonl", "--salvage",
+                           "--report", "json")
+    doc = json.loads(doc)
+    assert code == 2 and doc["verdict"] == "CRITICAL"
+    assert "classic-jdbc-unknown-container" in [f["code"] for f in doc["findings"]]
 
 
 @pytest.fixture(autouse=True)

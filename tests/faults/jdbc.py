@@ -48,6 +48,7 @@ Truth (the rule of issue 25 for stores with no record checksum and no tail to te
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 from collections import Counter
@@ -154,6 +155,27 @@ def in_transaction(conn):
             mock.patch.object(classic, "read_only_session", session), \
             mock.patch.object(connection, "read_only_session", session):
         yield
+
+
+@contextmanager
+def faulted(conn, fault: RowFault):
+    """``fault`` made in a savepoint of ``conn``'s transaction and undone after; inside, the engines' sessions
+    are ``conn`` (:func:`in_transaction`). Yields False (and changes nothing) when the database refuses the
+    change (a key or constraint it would break)."""
+    import psycopg
+
+    with conn.cursor() as cur:
+        cur.execute("SAVEPOINT fault")
+        try:
+            try:
+                fault.apply(conn)
+            except psycopg.Error:
+                yield False
+                return
+            with in_transaction(conn):
+                yield True
+        finally:
+            cur.execute("ROLLBACK TO SAVEPOINT fault")
 
 
 def _pick_row(rng: random.Random, groups: dict) -> tuple:
@@ -533,8 +555,10 @@ class ClassicJdbcSites:
 _KINDS = ("queue", "topic", "temp-queue", "temp-topic")
 
 
-def classic_state(store) -> tuple[Delivered, frozenset]:
-    """(what the broker delivers, the evidence set) of the Classic JDBC store (in the current session).
+def classic_state(store, verified: list | None = None) -> tuple[Delivered, frozenset]:
+    """(what the broker delivers, the evidence set) of the Classic JDBC store (in the current session);
+    ``verified`` receives verify's findings, which the export computes on the snapshot it reads (so a fault
+    is scanned by verify once).
 
     Evidence: what ``DefaultJDBCAdapter`` never writes: a MSG that is not an OpenWire message (or NULL), a
     row whose MSGID_PROD:MSGID_SEQ, PRIORITY or CONTAINER differs from its message's own (``doAddMessage``
@@ -547,9 +571,13 @@ def classic_state(store) -> tuple[Delivered, frozenset]:
     from amqtool.errors import AmqtoolError, FormatError
 
     try:
-        ex = ClassicJdbcExport(store, ExportOptions(safe=True))
+        ex = ClassicJdbcExport(store, ExportOptions(safe=True, salvage=True))
     except AmqtoolError:
+        if verified is not None:
+            raise
         return Delivered(frozenset(), Counter(), frozenset(), detected=False), frozenset({("no-store",)})
+    if verified is not None:
+        verified[:] = ex.summary.findings
     names = [c[0] for c in MESSAGE_COLUMNS]
     qi, si = names.index("queue"), names.index("transaction_state")
     skip = {names.index("message_id"), names.index("store_message_id")}
@@ -590,7 +618,14 @@ def classic_state(store) -> tuple[Delivered, frozenset]:
                 seen.add((r[qi], mid, r[si]))
                 k = (r[qi], row.id, r[si])
                 rows[k] += 1
-                content.add(k + (hash(repr(tuple(v for i, v in enumerate(r) if i not in skip))),))
+                # the export row is a function of the table row, its queue and state: its digest is kept
+                # across faults (a repr of every row for every fault was a fifth of a fault's cost)
+                src = (row.id, row.container, row.msgid_prod, row.msgid_seq, row.expiration, row.priority,
+                       row.xid, row.msg) + k
+                digest = _ROW_DIGESTS.get(src)
+                if digest is None:
+                    digest = _ROW_DIGESTS[src] = hash(repr(tuple(v for i, v in enumerate(r) if i not in skip)))
+                content.add(k + (digest,))
     finally:
         ex.close()
     for c, subs in ex.ctx.subs.items():
@@ -629,29 +664,20 @@ class JdbcOutcome:
         return expected(self.truth, self.verdict)
 
 
-def verify_verdict(store) -> tuple[str, tuple]:
-    """``amqtool verify --jdbc-url``'s verdict and codes, from the engine the command calls."""
-    from amqtool.errors import AmqtoolError, overall_verdict
-
-    if store.kind == "artemis-jdbc":
-        from amqtool.engines.jdbc.artemis import verify_store
-    else:
-        from amqtool.engines.jdbc.classic import verify_store
-    try:
-        findings = verify_store(store)[0]
-    except AmqtoolError as err:
-        return "UNKNOWN", (type(err).__name__,)
-    return overall_verdict(findings).name, tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
-
-
 def judge(store, state) -> tuple[str, tuple, tuple]:
     """verify's verdict and codes, and the state (delivered, evidence), of the store in the current session.
-    Artemis: ``verify_store`` is ``verify_load(store, load(store))``; the truth reads that same load."""
+    Artemis: ``verify_store`` is ``verify_load(store, load(store))``; the truth reads that same load. Classic:
+    ``verify_store`` on the snapshot the export reads, which is what the export's judge calls."""
     from amqtool.errors import AmqtoolError, overall_verdict
 
     if store.kind != "artemis-jdbc":
-        verdict, codes = verify_verdict(store)
-        return verdict, codes, state(store)
+        # the export that computes the delivered state runs verify's engine on its snapshot first
+        findings: list = []
+        try:
+            damaged = state(store, findings)
+        except AmqtoolError as err:
+            return "UNKNOWN", (type(err).__name__,), state(store)
+        return overall_verdict(findings).name, _codes(findings), damaged
     from amqtool.engines.jdbc import artemis
 
     try:
@@ -659,8 +685,11 @@ def judge(store, state) -> tuple[str, tuple, tuple]:
         findings = artemis.verify_load(store, data)[0]
     except AmqtoolError as err:
         return "UNKNOWN", (type(err).__name__,), state(store)
-    codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
-    return overall_verdict(findings).name, codes, state(store, data, findings)
+    return overall_verdict(findings).name, _codes(findings), state(store, data, findings)
+
+
+def _codes(findings) -> tuple:
+    return tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
 
 
 @contextmanager
@@ -715,6 +744,7 @@ def memoized_decoders():
 
 
 _ROWS: dict = {}
+_ROW_DIGESTS: dict = {}  # (Classic table row, queue, state) -> digest of its export row
 _OPENWIRE: dict = {}
 _MESSAGES: dict = {}
 _PAGES: dict = {}
@@ -726,31 +756,107 @@ class JdbcCampaign:
     def __init__(self, name: str, conn, store, sites, state):
         self.name, self.conn, self.store, self.sites, self.state = name, conn, store, sites, state
         self.rejected = 0
+        self.lo_tables = {t.lower() for t in lo_tables(conn)}
+        self.pristine_reads: dict = {}
         with in_transaction(conn):
             self.pristine = state(store)
 
     def run_one(self, seed: int) -> JdbcOutcome | None:
         """The outcome of fault ``seed``; None when the database refuses the change (a key it would break)."""
-        import psycopg
-
         fault = self.sites.draw(random.Random(seed))
-        with self.conn.cursor() as cur:
-            cur.execute("SAVEPOINT fault")
-            try:
-                try:
-                    fault.apply(self.conn)
-                except psycopg.Error:
-                    self.rejected += 1
-                    return None
-                with in_transaction(self.conn), memoized_decoders():
-                    verdict, codes, damaged = judge(self.store, self.state)
-            finally:
-                cur.execute("ROLLBACK TO SAVEPOINT fault")
+        with faulted(self.conn, fault) as applied:
+            if not applied:
+                self.rejected += 1
+                return None
+            with memoized_decoders(), self.shared_reads(fault):
+                verdict, codes, damaged = judge(self.store, self.state)
         truth, diff = classify(self.pristine, damaged)
         return JdbcOutcome(self.name, seed, fault, truth, verdict, diff, codes)
 
     def run(self, seeds) -> list[JdbcOutcome]:
         return [o for o in (self.run_one(s) for s in seeds) if o is not None]
+
+    def close(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+    @contextmanager
+    def shared_reads(self, fault: RowFault):
+        """What judging one fault reads more than once, read once (the verdict and the truth are the same
+        functions on the same rows; this only spares repeats):
+
+        * ``build_broker_state`` of the same two loads (verify, the truth's walk and the export each build it):
+          the first state built from them, for the fault's duration;
+        * an Artemis store's large-message and page-store tables, which a fault of another table leaves as
+          they were: their reads (``large_message_files``, ``page_stores``, ``large_message_bodies``) are
+          the pristine store's, kept from the first fault that does not touch them."""
+        from unittest import mock
+
+        from amqtool.engines.artemis import broker_state, live_refs
+        from amqtool.engines.jdbc import artemis
+
+        states: dict = {}
+        real_state = broker_state.build_broker_state
+
+        def build(bindings, messages, *a, **kw):
+            k = (id(bindings), id(messages), a, tuple(sorted(kw.items())))
+            hit = states.get(k)
+            if hit is None:
+                hit = states[k] = (bindings, messages, real_state(bindings, messages, *a, **kw))
+            return hit[2]
+
+        patches = [mock.patch.object(broker_state, "build_broker_state", build),
+                   mock.patch.object(live_refs, "build_broker_state", build)]
+        if self.store.kind == "artemis-jdbc" and fault.table.lower() not in self.lo_tables:
+            patches += [mock.patch.object(artemis, name, self._pristine(name, getattr(artemis, name)))
+                        for name in ("large_message_files", "page_stores", "large_message_bodies")]
+        with contextlib.ExitStack() as stack:
+            for p in patches:
+                stack.enter_context(p)
+            yield
+
+    def _pristine(self, name: str, real):
+        """``real`` (a read of the large-object tables) answered from the first call's result."""
+        def call(*args):
+            hit = self.pristine_reads.get(name)
+            if hit is None:
+                memory = args[3] if name == "page_stores" and len(args) > 3 else None
+                hit = self.pristine_reads[name] = (real(*args), list(memory) if memory is not None else None)
+            elif hit[1] is not None:
+                args[3][:] = hit[1]  # page_stores fills the caller's list of page stores
+            return hit[0]
+        return call
+
+
+def campaign_seeds(kind: str, seed: int, faults: int) -> range:
+    """The fault seeds of campaign ``seed`` on store ``kind``: one range per (seed, kind), never overlapping."""
+    base = seed * 1_000_003 + (0 if kind == "artemis" else 500_000)
+    return range(base, base + faults)
+
+
+def lo_tables(conn) -> list[str]:
+    """The page-store and large-message tables (whose rows hold large objects)."""
+    return [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'page_store%' "
+                                       "OR tablename = 'large_messages' ORDER BY tablename").fetchall()]
+
+
+def open_campaign(kind: str, pg, workdir: Path, *, demo_seed: int = 3, demo_size: int = 3 << 20,
+                  db: str | None = None) -> "JdbcCampaign | None":
+    """The campaign on a fresh store of ``kind`` (``artemis``: the paged demo of ``demo_size`` written with
+    ``demo_seed``; ``classic``: the KahaDB ``basic`` fixture's messages) in database ``db`` of cluster ``pg``;
+    None when the Classic fixture is not present. ``close()`` it after."""
+    from tests.support import KAHADB
+
+    db = db or f"faults_{kind}"
+    if kind == "artemis":
+        store = artemis_store(pg, db, workdir, seed=demo_seed, size=demo_size)
+        conn = pg.connect(db, autocommit=False)
+        return JdbcCampaign(kind, conn, store, ArtemisJdbcSites.read(conn, lo_tables(conn)), artemis_state)
+    if not (KAHADB / "basic").is_dir():
+        return None
+    store = classic_store(pg, db)
+    conn = pg.connect(db, autocommit=False)
+    return JdbcCampaign(kind, conn, store, ClassicJdbcSites.read(conn), classic_state)
 
 
 def confusion(outcomes: list) -> str:

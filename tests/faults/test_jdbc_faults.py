@@ -24,35 +24,24 @@ SEED = 25
 KNOWN_MISSES: dict[str, dict] = {"artemis": {}, "classic": {}}
 
 
-def _lo_tables(conn) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'page_store%' "
-                                       "OR tablename = 'large_messages' ORDER BY tablename").fetchall()]
-
-
 @pytest.fixture(scope="module")
 def artemis_campaign(pg_cluster, tmp_path_factory):
-    store = jdbc.artemis_store(pg_cluster, "faults_artemis", tmp_path_factory.mktemp("jdbcfaults"))
-    conn = pg_cluster.connect("faults_artemis", autocommit=False)
-    sites = jdbc.ArtemisJdbcSites.read(conn, _lo_tables(conn))
-    yield jdbc.JdbcCampaign("artemis", conn, store, sites, jdbc.artemis_state)
-    conn.rollback()
-    conn.close()
+    c = jdbc.open_campaign("artemis", pg_cluster, tmp_path_factory.mktemp("jdbcfaults"))
+    yield c
+    c.close()
 
 
 @pytest.fixture(scope="module")
 def classic_campaign(pg_cluster):
-    if not (KAHADB / "basic").is_dir():
+    c = jdbc.open_campaign("classic", pg_cluster, None)
+    if c is None:
         pytest.skip("KahaDB fixtures not present")
-    store = jdbc.classic_store(pg_cluster, "faults_classic")
-    conn = pg_cluster.connect("faults_classic", autocommit=False)
-    yield jdbc.JdbcCampaign("classic", conn, store, jdbc.ClassicJdbcSites.read(conn), jdbc.classic_state)
-    conn.rollback()
-    conn.close()
+    yield c
+    c.close()
 
 
 def _seeds(kind: str) -> range:
-    base = SEED * 1_000_003 + (0 if kind == "artemis" else 500_000)
-    return range(base, base + FAULTS)
+    return jdbc.campaign_seeds(kind, SEED, FAULTS)
 
 
 def _check(outcomes, kind: str) -> None:
@@ -117,7 +106,7 @@ def test_in_transaction_verdicts_are_the_commands(pg_cluster, jdbc_env, run_cli,
         stores.append(("cli_classic", jdbc.classic_store(pg_cluster, "cli_classic"), classic.open_store, "classic"))
     for db, _store, open_store, kind in stores:
         with pg_cluster.connect(db) as c:
-            sites = (jdbc.ArtemisJdbcSites.read(c, _lo_tables(c)) if kind == "artemis"
+            sites = (jdbc.ArtemisJdbcSites.read(c, jdbc.lo_tables(c)) if kind == "artemis"
                      else jdbc.ClassicJdbcSites.read(c))
         state = jdbc.artemis_state if kind == "artemis" else jdbc.classic_state
         judged = 0

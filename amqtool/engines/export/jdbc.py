@@ -113,8 +113,9 @@ class ClassicJdbcExport:
                  engine: str = "local"):
         import contextlib
 
-        from amqtool.engines.jdbc.classic import read_subscriptions, require_tables
+        from amqtool.engines.jdbc.classic import read_subscriptions, require_tables, verify_store
         from amqtool.engines.jdbc.connection import read_only_session
+        from amqtool.engines.verdicts import refuse_unless_salvage
 
         self.store, self.options, self.progress = store, options, progress
         self.summary = ExportSummary(engine, "classic-jdbc")
@@ -123,6 +124,10 @@ class ClassicJdbcExport:
         self._conn = self._session.enter_context(read_only_session(store.target))
         try:
             require_tables(self._conn, store)
+            # verify judges the snapshot this export reads (amqtool.engines.verdicts): a source it calls
+            # CRITICAL is refused unless salvaged; its findings are the export's
+            self.summary.findings = verify_store(store, conn=self._conn)[0]
+            refuse_unless_salvage(self.summary.findings, options.salvage, command="export", path=store.root)
             subs, markers, _prepared = read_subscriptions(self._conn, store.statements)
             with self._conn.cursor() as cur:
                 cur.execute(f"SELECT DISTINCT CONTAINER FROM {store.statements.msgs}")

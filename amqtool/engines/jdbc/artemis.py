@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from amqtool.errors import Finding, Severity, UnknownStoreError, Verdict, overall_verdict
+from amqtool.errors import Finding, Severity, UnknownStoreError, Verdict
 from amqtool.formats.artemis.records import (
     ADD,
     ADD_TX,
@@ -58,7 +58,10 @@ from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
 
 FETCH_ROWS = 2000
 ADD_LARGE_MESSAGE = 30
+ADD_REF_TYPE = 32
 ACKNOWLEDGE_REF_TYPE = 33
+_MESSAGE_TYPES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE (1.x), ADD_MESSAGE_PROTOCOL
+QUEUE_BINDING, ADDRESS_BINDING = 21, 44
 # user record types whose loss changes what the broker delivers: queue and address bindings, messages,
 # references and acknowledgements
 DELIVERY_TYPES = frozenset({21, 44, 30, 31, 45, 32, 33})
@@ -104,6 +107,7 @@ class TableJournal:
         self.seq_at: dict[int, int] = {}
         self.pending: list = []
         self.skipped: list = []
+        self.null_ids: set[int] = set()  # body offsets of rows whose id was NULL (read as 0)
 
     def keep(self, body: bytes, seq: int) -> int:
         off = len(self.buf)
@@ -128,6 +132,23 @@ class TableLoad:
     type_counts: dict[int, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     load_fails: bool = False     # the broker's load would throw (the journal fails to start)
+    # records of a transaction the load leaves out though the rows show them committed or prepared: judged
+    # by verify_load, which knows what each governs (a message's reference, a page transaction...)
+    left_out: list["LeftOut"] = field(default_factory=list)
+
+
+@dataclass
+class LeftOut:
+    """A transactional record the broker's load leaves out of the state its rows say it belongs to.
+
+    ``why``: ``after-commit`` (it comes after its transaction's last COMMIT row: a changed seq or txId),
+    ``null-txid`` (its txId is NULL: the broker reads transaction 0, never committed), ``end-null-txid``
+    (its transaction's COMMIT or PREPARE row has a NULL txId: the transaction is rolled back)."""
+
+    record: LiveRecord
+    tx_id: int
+    seq: int | None
+    why: str
 
 
 class _Tx:
@@ -163,6 +184,9 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
     where = f"{table}:seq="
     null_ends: list = []  # seqs of COMMIT/PREPARE rows whose txId is NULL
     commits_seen: set[int] = set()
+    after_commit: dict[int, list] = {}  # tx -> (record, seq) met after its COMMIT row, until another commits them
+    null_tx: list = []  # (record, seq) of transactional rows whose txId is NULL (read as transaction 0)
+    null_rows: list = []  # (record, record type, tx, seq, id NULL, userRecordType NULL) of NULL-column rows
 
     def finding(sev, code, msg, seq, **details):
         tl.findings.append(Finding(sev, code, msg, f"{where}{seq}", None, details))
@@ -178,18 +202,12 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
                     f"row id {rid} has NULL {', '.join(nulls)}: the broker reads 0"
                     + (" and loads the row where the database sorts a NULL seq (PostgreSQL: after every other "
                        "row)" if seq is None else ""), seq, id=rid, columns=nulls)
-            if tx_id is None and rtype in (ADD_TX, UPDATE_TX) and utype in DELIVERY_TYPES:
-                # transaction 0 instead of its own, which is never committed: the record is rolled back
-                finding(Severity.CRITICAL, "artemis-jdbc-null-txid",
-                        f"transactional row id {rid} (user record type {utype}) has a NULL txId: the broker reads "
-                        "transaction 0, so the row leaves its transaction and is rolled back", seq, id=rid)
-            elif tx_id is None and rtype in (PREPARE, COMMIT):
+            if tx_id is None and rtype in (PREPARE, COMMIT):
                 null_ends.append(seq)  # judged at the end, by what the transactions left open hold
-            if rid is None and utype == ACKNOWLEDGE_REF_TYPE:
-                finding(Severity.CRITICAL, "artemis-jdbc-null-id",
-                        "an acknowledgement row has a NULL id: the broker reads message 0, so the message it "
-                        "acknowledged comes back on its queue", seq)
+            nulled = (tx_id is None and rtype in (ADD_TX, UPDATE_TX), rid is None, utype is None)
             rid, rtype, cc, tx_id, utype = (v or 0 for v in (rid, rtype, cc, tx_id, utype))
+        else:
+            nulled = None
         tl.rows += 1
         tl.type_counts[rtype] = tl.type_counts.get(rtype, 0) + 1
         record = bytes(record) if record is not None else b""
@@ -209,6 +227,12 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
         if rtype in (ADD, UPDATE, ADD_TX, UPDATE_TX, DELETE_TX):
             off = opened.keep(record, seq)
             entry = LiveRecord(rid, utype, rtype in (UPDATE, UPDATE_TX), cc, 0, off, len(record))
+            if nulled is not None and rtype != DELETE_TX:
+                if nulled[1]:
+                    opened.null_ids.add(off)
+                if nulled[0]:
+                    null_tx.append((entry, seq))  # transaction 0 instead of its own
+                null_rows.append((entry, rtype, tx_id, seq, nulled[1], nulled[2]))
         if rtype == ADD:
             live.append(entry)
             last_add[rid] = len(live) - 1
@@ -217,14 +241,13 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             live.append(entry)
         elif rtype in (ADD_TX, UPDATE_TX, DELETE_TX):
             tx = txs.get(tx_id) or txs.setdefault(tx_id, _Tx(tx_id))
-            if (tx_id in commits_seen and rtype != DELETE_TX and utype in DELIVERY_TYPES
+            if (tx_id in commits_seen and rtype != DELETE_TX
                     and not _same_record(opened, tx.records, rid, utype, record)):
                 # JDBCJournalImpl appends a transaction's COMMIT after its records: a record after it (a
-                # changed seq or txId) is never committed, and the load leaves it out (a copy of a record the
-                # transaction did commit loses nothing)
-                finding(Severity.CRITICAL, "artemis-jdbc-record-after-commit",
-                        f"row id {rid} (user record type {utype}) of transaction {tx_id} comes after the "
-                        "transaction's COMMIT row: the broker's load leaves it out", seq, id=rid, txId=tx_id)
+                # changed seq or txId) is left out, unless another COMMIT row of the transaction comes later
+                # (JDBCJournalReaderCallback.onReadCommitRecord keeps the transaction and commits all its
+                # records again); a copy of a record the transaction did commit loses nothing
+                after_commit.setdefault(tx_id, []).append((entry, seq))
             if rtype == DELETE_TX:
                 tx.deletes.append(LiveRecord(rid, 0, True, cc, 0, entry.body_offset, entry.body_len))
             else:
@@ -235,6 +258,7 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             tx.extra = txdata
         elif rtype == COMMIT:
             commits_seen.add(tx_id)
+            after_commit.pop(tx_id, None)  # this COMMIT commits them
             tx = txs.get(tx_id)
             if tx is not None:
                 tx.committed = True
@@ -276,20 +300,126 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             failed.append(info)
         elif not tx.committed:
             prepared.append(info)
+    for tx_id, recs in after_commit.items():
+        tl.left_out += [LeftOut(r, tx_id, q, "after-commit") for r, q in recs]
+    tx0 = txs.get(0)
+    if tx0 is None or not tx0.committed:
+        tl.left_out += [LeftOut(r, 0, q, "null-txid") for r, q in null_tx]
     if null_ends:
-        # a COMMIT (or PREPARE) that went to transaction 0 leaves its own transaction without one: lost when a
-        # transaction left open holds records of what the broker delivers
-        at_stake = [tx.tx_id for tx in txs.values() if not tx.committed and tx.tx_id != 0
-                    and any(r.user_record_type in DELIVERY_TYPES for r in tx.records)]
+        # a COMMIT (or PREPARE) that went to transaction 0 leaves its own transaction without one: the broker
+        # rolls back every transaction left neither committed nor prepared (a prepared one is not at stake)
+        for tx in txs.values():
+            if not tx.committed and not tx.prepared and tx.tx_id != 0:
+                tl.left_out += [LeftOut(r, tx.tx_id, None, "end-null-txid") for r in tx.records]
         for seq in null_ends:
-            finding(Severity.CRITICAL if at_stake else Severity.WARNING, "artemis-jdbc-null-txid",
-                    "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0"
-                    + (f", and transaction(s) {', '.join(map(str, at_stake[:10]))} are left open (rolled back)"
-                       if at_stake else ""), seq, txIds=at_stake[:100])
+            finding(Severity.WARNING, "artemis-jdbc-null-txid",
+                    "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0 (what the "
+                    "transactions it leaves open held is judged apart)", seq)
+    # ids that name a message: its record's, or its references' (a NULL type on the message row itself)
+    named = _MESSAGE_TYPES + (ADD_REF_TYPE,)
+    message_ids = {r.id for r in live if r is not None and r.user_record_type in named}
+    for tx in txs.values():
+        message_ids.update(r.id for r in tx.records if r.user_record_type in named)
+    for entry, rtype, tx_id, seq, id_null, utype_null in null_rows:
+        tx = txs.get(tx_id) if rtype in (ADD_TX, UPDATE_TX) else None
+        if rtype in (ADD_TX, UPDATE_TX) and not (tx is not None and (tx.committed or tx.prepared)):
+            continue  # rolled back anyway: judged with the transaction, if at all
+        in_prepared = tx is not None and not tx.committed
+        finding_for = (_null_prepared_loss(entry, id_null, utype_null, message_ids) if in_prepared
+                       else _null_row_loss(kind, opened, entry, id_null, utype_null))
+        if finding_for is not None:
+            code, msg = finding_for
+            finding(Severity.CRITICAL, code, msg, seq, id=entry.id)
     tl.result = LoadResult(opened=opened, live=[r for r in live if r is not None], prepared=prepared,
                            failed=failed, max_id=max_id, number_of_records=tl.rows, scans=[], anomalies=[],
                            anomaly_counts={})
     return tl
+
+
+def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bool,
+                   utype_null: bool) -> tuple[str, str] | None:
+    """(code, message) when a committed row's NULL id or userRecordType, read as 0 (``JDBCJournalRecord
+    .readRecord``: ``getLong``/``getByte`` of a NULL), loses what the row held; None when the other checks
+    see the loss or there is none:
+
+    * an acknowledgement (33) of message 0: the message it acknowledged comes back on its queue;
+    * a queue (21) or address (44) binding of id 0: the binding the broker registers is no longer the one its
+      references, page stores and deletes name;
+    * a bindings row of type 0 whose bytes are a queue or address binding: ``loadBindingJournal`` logs
+      "invalid record type" and skips it, and the binding is gone (a messages row of type 0 makes the
+      message journal's load throw: ``unknown-record-type``)."""
+    t = rec.user_record_type
+    if id_null and t == ACKNOWLEDGE_REF_TYPE:
+        return "artemis-jdbc-null-id", ("an acknowledgement row has a NULL id: the broker reads message 0, so the "
+                                        "message it acknowledged comes back on its queue")
+    if kind != "bindings":
+        return None
+    if id_null and t in (QUEUE_BINDING, ADDRESS_BINDING):
+        what = "queue" if t == QUEUE_BINDING else "address"
+        return "artemis-jdbc-null-id", (f"a {what} binding row has a NULL id: the broker registers the {what} "
+                                        f"under id 0, not the id its references, pages and deletes name")
+    if utype_null:
+        found = _binding_bytes(opened.pread(0, rec.body_offset, rec.body_len))
+        if found is not None:
+            what, name = found
+            return "artemis-jdbc-null-user-type", (
+                f"row id {rec.id} has a NULL userRecordType: the broker reads type 0 and skips the row (\"invalid "
+                f"record type\"), but its bytes are a {what} binding" + (f" ({name})" if name else "")
+                + ", which is lost")
+    return None
+
+
+def _prepared_undecodable(messages: LoadResult) -> list[Finding]:
+    """CRITICAL ``artemis-jdbc-undecodable`` for a prepared transaction's message record that does not decode
+    (the broker's load of the prepared transaction decodes it: the prepared message is lost)."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.message import LargeMessage, decode_persisted_message
+
+    out = []
+    for tx in messages.prepared:
+        for rec in tx.records:
+            if rec.user_record_type not in (ADD_LARGE_MESSAGE, 45):
+                continue
+            try:
+                body = messages.body(rec)
+                LargeMessage.decode(body) if rec.user_record_type == ADD_LARGE_MESSAGE else decode_persisted_message(body)
+            except FormatError as err:
+                out.append(Finding(Severity.CRITICAL, "artemis-jdbc-undecodable",
+                                   f"message {rec.id} of prepared transaction {tx.tx_id} does not decode: "
+                                   f"{err.message}",
+                                   f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}",
+                                   None, {"id": rec.id, "txId": tx.tx_id}))
+    return out
+
+
+def _null_prepared_loss(rec: LiveRecord, id_null: bool, utype_null: bool, message_ids: set) -> tuple[str, str] | None:
+    """(code, message) when a NULL id or userRecordType of a prepared transaction's row loses what the
+    transaction holds for its outcome: a message or reference of id 0 (no message), a row of type 0 naming a
+    message (its reference); the orphan and acknowledgement checks see the committed state only. A prepared
+    acknowledgement is not applied, so its id changes nothing delivered."""
+    if id_null and rec.user_record_type in _MESSAGE_TYPES + (ADD_REF_TYPE,):
+        return "artemis-jdbc-null-id", (f"a row of prepared transaction data (user record type "
+                                        f"{rec.user_record_type}) has a NULL id: the broker reads id 0, and the "
+                                        "prepared message or reference is lost")
+    if utype_null and rec.id in message_ids:
+        return "artemis-jdbc-null-user-type", (f"a prepared transaction's row of message {rec.id} has a NULL "
+                                               "userRecordType: the broker reads type 0, and the message or "
+                                               "reference it was is lost")
+    return None
+
+
+def _binding_bytes(body: bytes) -> tuple[str, str | None] | None:
+    """("queue" | "address", its name) when ``body`` decodes as a queue or an address binding; else None."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.artemis.userrecords import decode_user_record
+
+    for cand, what in ((QUEUE_BINDING, "queue"), (ADDRESS_BINDING, "address")):
+        try:
+            decoded = decode_user_record(cand, body)
+        except (FormatError, ValueError, IndexError):
+            continue
+        return what, getattr(decoded, "name", None) or getattr(decoded, "address", None)
+    return None
 
 
 def _same_record(opened: TableJournal, records: list, rid: int, utype: int, body: bytes) -> bool:
@@ -555,15 +685,19 @@ def _selected(opts, result: LoadResult) -> Iterator[LiveRecord]:
             yield rec
 
 
-def load_verdict(data: "ArtemisJdbcLoad") -> Verdict:
-    """What print's verdict says about a load: CRITICAL when the broker's load would fail, WARNING for rows
-    it never writes, else OK (the same in every output format)."""
-    return overall_verdict([f for j in data.journals for f in j.findings])
+def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts, verdict: Verdict) -> Iterator[str]:
+    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``, or the part of it
+    :func:`selected_journals` keeps); ``verdict``: verify's on the whole load (:func:`verify_load`)."""
+    return _document_chunks(store, data, verdict, opts)
 
 
-def print_json(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", opts) -> Iterator[str]:
-    """The text chunks of the print document of ``data`` (a :func:`load` of ``store``)."""
-    return _document_chunks(store, data, load_verdict(data), opts)
+def selected_journals(data: "ArtemisJdbcLoad", journals: set[str] | None) -> "ArtemisJdbcLoad":
+    """``data`` with only the journal tables ``journals`` names (print's ``--journal``); all when None."""
+    if journals is None:
+        return data
+    import dataclasses
+
+    return dataclasses.replace(data, journals=[j for j in data.journals if j.kind in journals])
 
 
 def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: Verdict, opts) -> Iterator[str]:
@@ -575,7 +709,7 @@ def _document_chunks(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad", verdict: 
          "queueSummary": {...}, "nodeManager": {...}, "largeMessages": [...]}
 
     A record: the file journal's fields, with ``file`` the table and ``offset``/``seq`` the row's seq.
-    ``verdict``: CRITICAL when the broker's load would fail, WARNING with rows it never writes, else OK."""
+    ``verdict``: verify's (the exit code's)."""
     from amqtool.engines.artemis.journal_print import queue_summary
 
     dumps = json.dumps
@@ -679,6 +813,132 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
 
 
 MAX_LISTED_ORPHANS = 100
+_LEFT_OUT_CODES = {"after-commit": "artemis-jdbc-record-after-commit", "null-txid": "artemis-jdbc-null-txid",
+                   "end-null-txid": "artemis-jdbc-null-txid"}
+_LEFT_OUT_WHY = {"after-commit": "comes after its transaction's last COMMIT row",
+                 "null-txid": "has a NULL txId (the broker reads transaction 0, never committed)",
+                 "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId"}
+
+
+def _left_out_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
+    """The records the load leaves out of their transaction (:class:`LeftOut`), each CRITICAL when what it
+    held is delivered differently without it (:func:`_what_it_governs`), else WARNING (a duplicate id, a
+    counter: nothing delivered changes)."""
+    out: list[Finding] = []
+    judge = None
+    for j in data.journals:
+        for lo in j.left_out:
+            if judge is None:
+                judge = _Governs(data)
+            what = judge.what(j.kind, lo.record)
+            rec = lo.record
+            seq = lo.seq if lo.seq is not None else j.result.opened.seq_at.get(rec.body_offset)
+            out.append(Finding(
+                Severity.CRITICAL if what else Severity.WARNING, _LEFT_OUT_CODES[lo.why],
+                f"row id {rec.id} (user record type {rec.user_record_type}) of transaction {lo.tx_id} "
+                f"{_LEFT_OUT_WHY[lo.why]}: the broker's load leaves it out"
+                + (f", and {what}" if what else " (nothing it holds is delivered differently)"),
+                f"{j.table}:seq={seq}", None, {"id": rec.id, "txId": lo.tx_id}))
+    return out
+
+
+class _Governs:
+    """What a record left out of its transaction governs that the broker delivers (built on first use: the
+    paging facts of the whole load, the page tables' messages)."""
+
+    def __init__(self, data: "ArtemisJdbcLoad"):
+        from amqtool.engines.artemis.paging import PagingJournalView
+        from amqtool.engines.artemis.orphans import MESSAGE_TYPES
+
+        self.data = data
+        self.view = PagingJournalView()
+        bindings, messages = data.result("bindings"), data.result("messages")
+        if bindings is not None:
+            self.view.add_bindings(bindings)
+        if messages is not None:
+            self.view.add_messages(messages)
+        from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, _queue_id
+
+        self.message_ids = {r.id for r in (messages.live if messages else ())
+                            if r.user_record_type in MESSAGE_TYPES}
+        for res in (messages,) if messages else ():
+            for tx in res.prepared + res.failed:
+                self.message_ids.update(r.id for r in tx.records if r.user_record_type in MESSAGE_TYPES)
+        # (message, queue) of the committed references and acknowledgements
+        self.refs = {(r.id, _queue_id(messages, r)) for r in (messages.live if messages else ())
+                     if r.user_record_type == ADD_REF}
+        self.acks = {(r.id, _queue_id(messages, r)) for r in (messages.live if messages else ())
+                     if r.user_record_type == ACKNOWLEDGE_REF}
+        self._pages = None
+
+    def pages(self) -> dict[str, dict[int, list]]:
+        """address -> page -> [(page transaction id, queue ids)] by message number."""
+        if self._pages is None:
+            from amqtool.errors import FormatError
+            from amqtool.formats.artemis.paging import decode_page
+
+            self._pages = {}
+            for ps in self.data.page_data:
+                for pid, raw in ps.data.items():
+                    try:
+                        msgs, _end = decode_page(raw)
+                    except FormatError:
+                        continue
+                    self._pages.setdefault(ps.address, {})[pid] = [(m.transaction_id, m.queue_ids) for m in msgs]
+        return self._pages
+
+    def what(self, kind: str, rec: LiveRecord) -> str | None:
+        """A description of what the broker delivers differently without ``rec``; None when nothing."""
+        from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
+        from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+        from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES
+
+        t = rec.user_record_type
+        result = self.data.result(kind)
+        body = result.body(rec)
+        if kind == "bindings":
+            if t in (QUEUE_BINDING, ADDRESS_BINDING):
+                return "the binding it records is lost"
+            found = _binding_bytes(body) if t == 0 else None  # a NULL userRecordType
+            return f"its bytes are a {found[0]} binding, which is lost" if found else None
+        if t in (ADD_REF, ACKNOWLEDGE_REF):
+            pair = (rec.id, int.from_bytes(body[:8], "big", signed=True) if len(body) >= 8 else -1)
+            if t == ADD_REF:  # lost to the queue, unless the queue acknowledged it anyway
+                return None if pair in self.acks else f"message {rec.id} is lost to queue {pair[1]}"
+            return f"message {rec.id} comes back on queue {pair[1]}" if pair in self.refs else None
+        if t in MESSAGE_TYPES:  # its references are left without it (ref-without-message names them)
+            return f"message {rec.id} is lost" if any(m == rec.id for m, _ in self.refs) else None
+        if t in DELIVERY_TYPES:
+            return "what it records is lost"
+        if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
+            return (f"it names message {rec.id}, whose reference or acknowledgement it was"
+                    if rec.id in self.message_ids else None)
+        view = self.view
+        if t == R.PAGE_TRANSACTION and len(body) >= 8:
+            ptx = int.from_bytes(body[:8], "big", signed=True)
+            if ptx in view.page_tx:
+                return None  # another record of that page transaction survives
+            for pages in self.pages().values():
+                for pid, msgs in pages.items():
+                    for n, (mtx, qids) in enumerate(msgs):
+                        if mtx == ptx and any(view.queue_state(q, pid, n) == Q_PENDING for q in qids):
+                            return (f"page transaction {ptx}'s paged messages still to be consumed (page {pid}) "
+                                    "are skipped")
+            return None
+        if t in (R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE) and len(body) >= 20:
+            q = int.from_bytes(body[:8], "big", signed=True)
+            pid = int.from_bytes(body[8:16], "big", signed=True)
+            number = int.from_bytes(body[16:20], "big", signed=True)
+            msgs = self.pages().get(view.queue_address.get(q), {}).get(pid) or []
+            numbers = [number] if t == R.ACKNOWLEDGE_CURSOR else range(len(msgs))
+            for n in numbers:
+                if 0 <= n < len(msgs):
+                    mtx, qids = msgs[n]
+                    if (q in qids and view.tx_state(mtx) in (None, PAGE_TX_COMMITTED)  # None: no page tx
+                            and view.queue_state(q, pid, n) == Q_PENDING):
+                        return f"paged message {n} of page {pid} comes back on queue {q}"
+        return None
 
 
 def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()) -> list[Finding]:
@@ -697,7 +957,18 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
         why = ("its message row comes after them in seq order (the load meets the references first)"
                if first.later else "no message row holds it")
         seq = messages.opened.seq_at.get(first.record.body_offset)
-        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs):
+        if not first.later and all(o.record.body_len != 8 for o in refs):
+            # RefEncoding is one i64 queue id: rows of another size were never references (a damaged user
+            # record type), and the broker's walk skips them ("cannot find message"): nothing is lost
+            out.append(Finding(
+                Severity.WARNING, "ref-without-message",
+                f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte encoding and "
+                "no message row holds it: a damaged user record type, which the broker skips",
+                f"{messages.opened.table}:seq={seq}", None,
+                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+            continue
+        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs,
+                                                    first.record.body_offset in messages.opened.null_ids):
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) "
@@ -719,16 +990,17 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
     return out
 
 
-def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list) -> bool:
+def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list, null_id: bool = False) -> bool:
     """Whether the one reference row of ``mid`` (an id no message row holds) is a damaged id of the reference
-    of an acknowledgement row left without one (``unsure_acks``: (message, queue) pairs), one byte away on the
-    same queue: the message was acknowledged there anyway, so nothing delivered is lost. A row deleted in a
-    table takes every row of its id (``JDBCJournalImpl``: ``DELETE ... WHERE id = ?``), so unlike a file
-    journal's reclaimed records, a reference left with nothing to pair with is never explained so."""
+    of an acknowledgement row left without one (``unsure_acks``: (message, queue) pairs), one byte away (or
+    any id: ``null_id``, the row's id is NULL, read as 0) on the same queue: the message was acknowledged there
+    anyway, so nothing delivered is lost. A row deleted in a table takes every row of its id
+    (``JDBCJournalImpl``: ``DELETE ... WHERE id = ?``), so unlike a file journal's reclaimed records, a
+    reference left with nothing to pair with is never explained so."""
     if len(refs) != 1:
         return False
     q = refs[0].queue_id
-    return any(aq == q and _one_byte_apart(m, mid) for m, aq in unsure_acks)
+    return any(aq == q and (null_id or _one_byte_apart(m, mid)) for m, aq in unsure_acks)
 
 
 def _one_byte_apart(a: int, b: int) -> bool:
@@ -849,6 +1121,8 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                         f"{err.message}",
                                         f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}",
                                         None, {"id": mid}))
+    if messages is not None:
+        findings += _prepared_undecodable(messages)
     for j in data.journals:
         r = j.result
         for tx in r.prepared:
@@ -861,6 +1135,7 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     f"transaction {tx.tx_id} has no commit, prepare or rollback row; the broker "
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
+    findings += _left_out_findings(data)
     ev_findings, unsure_acks = _evidence_findings(bindings, messages)
     findings += _orphan_findings(messages, unsure_acks)
     findings += ev_findings

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError, Verdict, overall_verdict
+from amqtool.errors import FormatError, Finding, Severity, UnknownStoreError, overall_verdict
 from amqtool.formats.kahadb.openwire import decode_message
 from amqtool.engines.jdbc.classic_sql import DESTINATION_MARKER_PRIORITY, ClassicStatements, statements_for
 from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
@@ -255,16 +255,22 @@ class ClassicScan:
     transactions: dict[str, dict] = field(default_factory=dict)
     rows: int = 0
     live: int = 0
+    expired: int = 0             # live rows whose EXPIRATION has passed at ``now``
     findings: list[Finding] = field(default_factory=list)
 
 
 def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
          on_row: Callable[[MessageRow, object, str | None, bool, list], None] | None = None,
-         progress: Callable[[int], None] | None = None) -> ClassicScan:
-    """Read the store once in one read-only snapshot. ``on_row(row, decoded, error, queue_live, subs)`` is
-    called for every message row (``subs``: the subscriptions that still want it)."""
+         progress: Callable[[int], None] | None = None, conn=None, now: int | None = None) -> ClassicScan:
+    """Read the store once in one read-only snapshot (``conn``'s, when given: a caller reading the same
+    snapshot after). ``on_row(row, decoded, error, queue_live, subs)`` is called for every message row
+    (``subs``: the subscriptions that still want it)."""
+    import contextlib
+
+    if now is None:
+        now = int(time.time() * 1000)
     st = store.statements
-    with read_only_session(store.target) as conn:
+    with (contextlib.nullcontext(conn) if conn is not None else read_only_session(store.target)) as conn:
         facts = require_tables(conn, store)
         lock = lock_state(conn, st, facts, store.locker)
         subs, markers, prepared_acks = read_subscriptions(conn, st)
@@ -315,6 +321,8 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
             if queue_live or wanting:
                 res.live += 1
                 d["liveCount"] += 1
+                if row.expiration and 0 < row.expiration < now:
+                    res.expired += 1
                 item = message_json(row, safe=safe, decoded=decoded, error=error) if keep_messages else row.id
                 if keep_messages:
                     d["live"].append(item)
@@ -405,9 +413,8 @@ def print_document(store: ClassicStore, *, safe: bool = False, progress=None) ->
     expiration, xid, msgSize, then the OpenWire fields KahaDB's print gives (bodySize, bodySha256,
     messageType, timestamp, properties, body unless ``safe``)."""
     res = scan(store, safe=safe, progress=progress)
-    verdict = overall_verdict(res.findings)
-    if res.transactions:
-        verdict = max(verdict, Verdict.WARNING)
+    # verify's verdict on the very scan print shows (one rule: amqtool.engines.verdicts)
+    verdict = overall_verdict(scan_findings(store, res))
     return {"verdict": verdict.name, "kind": store.kind, "root": store.root,
             "database": store.target.to_json(), "tables": res.facts, "lock": res.lock,
             "destinations": [res.destinations[k] for k in sorted(res.destinations)],
@@ -460,8 +467,18 @@ def render_text(doc: dict) -> Iterator[str]:
 # ---------------------------------------------------------------------------------------------------------
 # verify
 
-def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], dict]:
-    """Findings (codes in man/amqtool-verify.1):
+def verify_store(store: ClassicStore, *, progress=None, conn=None) -> tuple[list[Finding], dict]:
+    """Findings of one :func:`scan` (``conn``: in that session's snapshot), as :func:`scan_findings` gives them,
+    and the summary."""
+    res = scan(store, keep_messages=False, progress=progress, conn=conn)
+    summary = _summary(res)
+    summary["lock"] = res.lock.get("state")
+    return scan_findings(store, res), summary
+
+
+def scan_findings(store: ClassicStore, res: ClassicScan) -> list[Finding]:
+    """verify's findings on a :func:`scan` (codes in man/amqtool-verify.1); print, stat and export take their
+    verdict from them:
 
     * ``classic-jdbc-undecodable`` CRITICAL: a MSG that is not an OpenWire message.
     * ``classic-jdbc-msgid-mismatch`` WARNING: MSGID_PROD:MSGID_SEQ differs from the message's own id.
@@ -475,14 +492,6 @@ def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], 
     * ``classic-jdbc-no-lock-table`` WARNING: ``ACTIVEMQ_LOCK`` is missing (the broker recreates it).
     * ``classic-jdbc-lock`` INFO: who holds the lock or lease.
     """
-    now = int(time.time() * 1000)
-    expired = [0]
-
-    def on_row(row, decoded, error, queue_live, wanting):
-        if (queue_live or wanting) and row.expiration and 0 < row.expiration < now:
-            expired[0] += 1
-
-    res = scan(store, keep_messages=False, on_row=on_row, progress=progress)
     findings = list(res.findings)
     for tx in res.transactions.values():
         findings.append(Finding(Severity.WARNING, "classic-jdbc-prepared-transaction",
@@ -498,9 +507,9 @@ def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], 
                                     f"CONTAINER {c!r} is not a qualified destination name"
                                     + (f": its {d['rows']} message row(s) are lost to their destination"
                                        if d["rows"] else ""), path=c))
-    if expired[0]:
+    if res.expired:
         findings.append(Finding(Severity.INFO, "classic-jdbc-expired",
-                                f"{expired[0]} live message(s) have expired; the broker discards them on dispatch",
+                                f"{res.expired} live message(s) have expired; the broker discards them on dispatch",
                                 path=store.statements.msgs))
     lock = res.lock
     if not lock.get("exists"):
@@ -509,9 +518,7 @@ def verify_store(store: ClassicStore, *, progress=None) -> tuple[list[Finding], 
                                 path=store.statements.lock))
     else:
         findings.append(Finding(Severity.INFO, "classic-jdbc-lock", lock_sentence(lock), path=store.statements.lock))
-    summary = _summary(res)
-    summary["lock"] = lock.get("state")
-    return findings, summary
+    return findings
 
 
 def lock_sentence(lock: dict) -> str:
