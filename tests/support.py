@@ -60,6 +60,15 @@ def lock_held(lock: Path):
         holder.wait()
 
 
+def flip_byte(path: Path, offset: int, mask: int) -> None:
+    """XOR the byte at ``offset`` of ``path`` with ``mask`` in place (a damaged copy's one-byte fault)."""
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        b = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([b ^ mask]))
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     """A writable copy of a (read-only) fixture directory."""
     shutil.copytree(src, dst)

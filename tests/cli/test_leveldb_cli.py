@@ -17,7 +17,7 @@ from amqtool.engines.leveldb.load import load
 from amqtool.store.layout import detect
 from tests.engines.leveldb.stores import CASE_IDS, CASES, FIXTURE
 from tests.engines.leveldb.truth import compare, expected
-from tests.support import copy_tree, lock_held, tree_hashes
+from tests.support import copy_tree, flip_byte, lock_held, tree_hashes
 
 pytestmark = pytest.mark.skipif(not (FIXTURE / "store").is_dir(), reason="LevelDB fixture missing")
 STORE = FIXTURE / "store"
@@ -402,7 +402,7 @@ def test_dropped_index_record_of_acknowledged_topic_entries_takes_its_block_with
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/replicas/node-c/store", tmp_path / "store")
-    _flip(store / "0000000000006079.index" / "000003.log", 877, 0x10)
+    flip_byte(store / "0000000000006079.index" / "000003.log", 877, 0x10)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-damaged"] == "warning"
     lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
@@ -432,12 +432,6 @@ def test_damaged_end_of_a_complete_unit_in_the_last_file_is_critical(capsys, tmp
     assert code == 2 and codes(doc)["leveldb-units-dropped"] == "critical"
 
 
-def _flip(path, offset, mask):
-    b = bytearray(path.read_bytes())
-    b[offset] ^= mask
-    path.write_bytes(bytes(b))
-
-
 @pytest.mark.parametrize("case,offset,mask", [("basic", 497, 0x04), ("basic", 559, 0x20),
                                               ("xa", 2478, 0x20), ("replicas/node-c", 824, 0x80)])
 def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case, offset, mask):
@@ -454,7 +448,7 @@ def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case
     with load(detect(store)) as st:
         pristine = {d.qualified: len(d.messages) for d in st.destinations.values()}
     index = next(store.glob("0*.index"))  # the snapshot (dirty.index and plist.index aside)
-    _flip(index / "000003.log", offset, mask)
+    flip_byte(index / "000003.log", offset, mask)
     before = tree_hashes(store)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert tree_hashes(store) == before
@@ -476,7 +470,7 @@ def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path, m
     all of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told"). One bit: the
     stored CRC-32C names it, and the batch read with it flipped back held only counters: WARNING."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
-    _flip(store / "0000000000018045.index" / "000003.log", 4170, mask)
+    flip_byte(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
     (msg,) = [f["message"] for f in doc["findings"]]
@@ -492,7 +486,7 @@ def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000005.sst", 248, 0x04)
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 248, 0x04)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     judged = {c: sev for c, sev in codes(doc).items() if sev != "info"}
     assert code == 1 and judged == {"leveldb-index-damaged": "warning", "leveldb-orphan-entries": "warning"}
@@ -507,7 +501,7 @@ def test_entry_lost_from_a_damaged_table_block_is_critical(capsys, tmp_path):
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000005.sst", 1116, 0x02)
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 1116, 0x02)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
     lost = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
@@ -522,7 +516,7 @@ def test_damaged_ack_position_over_collected_entries_is_a_warning(capsys, tmp_pa
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000005.sst", 786, 0x80)
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 786, 0x80)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     with load(detect(store)) as st:
@@ -542,7 +536,7 @@ def test_manifest_cut_before_its_version_is_critical(capsys, tmp_path, case):
 
     store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
     manifest = next(store.glob("0*.index")) / "MANIFEST-000002"
-    _flip(manifest, 40, 0x80)
+    flip_byte(manifest, 40, 0x80)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-unreadable"] == "critical"
     assert "no next-file, log-number, last-sequence entry" in json.dumps(doc)
@@ -556,7 +550,7 @@ def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000088.sst", 3939, 0x20)
+    flip_byte(store / "000000000023142a.index" / "000088.sst", 3939, 0x20)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("snappy block" in f["message"] and "judged against the counters" in f["message"]
@@ -572,7 +566,7 @@ def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_is_a_w
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000093.log", 228, 0x02)
+    flip_byte(store / "000000000023142a.index" / "000093.log", 228, 0x02)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("every key dropped is rewritten later or a counter" in f["message"] for f in doc["findings"])
@@ -587,7 +581,7 @@ def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_pa
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/jni-index-gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000005.sst", 949, 0x04)
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 949, 0x04)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
     assert any("names 'topic>//T.G', not a topic:// name" in f["message"] for f in doc["findings"])
@@ -601,7 +595,7 @@ def test_misspelt_destination_prefix_is_a_renamed_destination(capsys, tmp_path):
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/snappy/store", tmp_path / "store")
-    _flip(store / "0000000000003c5a.index" / "000005.sst", 427, 0x10)
+    flip_byte(store / "0000000000003c5a.index" / "000005.sst", 427, 0x10)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and any(f["message"].startswith("queue://Q.A: its collection record (key 4) is changed")
                              for f in doc["findings"] if f["code"] == "leveldb-index-lost")
@@ -666,7 +660,7 @@ def test_restart_array_past_the_entries_is_read_past(capsys, tmp_path, case, off
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
-    _flip(next(store.glob("0*.index")) / "000005.sst", offset, mask)
+    flip_byte(next(store.glob("0*.index")) / "000005.sst", offset, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any(f["message"] == "a restart point lies outside the block's entries" for f in doc["findings"])
@@ -745,7 +739,7 @@ def test_skipped_table_block_whose_counters_the_write_ahead_log_rewrote_is_a_war
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000088.sst", offset, mask)
+    flip_byte(store / "000000000023142a.index" / "000088.sst", offset, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("judged against the counters" in f["message"] for f in doc["findings"])
@@ -763,7 +757,7 @@ def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(c
     store = copy_tree(REPO / "tests/data/leveldb/killed-snappy/store", tmp_path / "store")
     log = store / "00000000000220ef.log"
     assert log.read_bytes()[2236:2238] == b"\x2a\x05"
-    _flip(log, 2237, 0x08)
+    flip_byte(log, 2237, 0x08)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and "leveldb-unknown-kind" not in codes(doc)
     assert doc["summary"]["messages"] == 282  # 6 + 270 + 6 as recovered.json
@@ -793,7 +787,7 @@ def test_entries_a_damaged_block_brings_back_over_their_deletion_are_a_warning(c
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    _flip(store / "000000000023142a.index" / "000005.sst", 1711, 0x10)
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 1711, 0x10)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and "leveldb-missing-log" not in codes(doc)
     assert any("24 more" in f["message"] and "no writer issued" in f["message"] for f in doc["findings"])
@@ -823,7 +817,7 @@ def test_collection_record_of_no_known_type_is_critical(capsys, tmp_path):
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
     table = store / "000000000023142a.index" / "000005.sst"
     assert table.read_bytes()[876:881] == bytes.fromhex("080210041a")
-    _flip(table, 878, 0x40)
+    flip_byte(table, 878, 0x40)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-bad-collection"] == "critical"
 
@@ -838,7 +832,7 @@ def test_dropped_write_ahead_record_whose_checksum_names_the_flipped_bit(capsys,
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc2/store", tmp_path / "store")
-    _flip(store / "00000000001bad50.index" / "000192.log", offset, mask)
+    flip_byte(store / "00000000001bad50.index" / "000192.log", offset, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
     assert any("names the one flipped bit" in f["message"] for f in doc["findings"])

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from tests.faults.stores import campaign_demo
-from tests.support import ARTEMIS
+from tests.support import ARTEMIS, flip_byte
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +102,6 @@ def test_one_raised_page_counter_alone_proves_no_lost_page(run_json, store):
     assert code in (0, 1)
 
 
-def _flip(path, offset: int, mask: int) -> None:
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        b = fh.read(1)[0]
-        fh.seek(offset)
-        fh.write(bytes([b ^ mask]))
-
-
 def test_bad_file_id_says_the_broker_reads_the_records_when_only_high_bits_are_damaged(run_json, store):
     # bad-file-id said "the broker reads none of this file's records (their tags belong to another fileID)" for
     # any negative fileID; Artemis tags records with fileID & 0x7FFFFFFF, so with only the sign bit flipped it
@@ -117,7 +109,7 @@ def test_bad_file_id_says_the_broker_reads_the_records_when_only_high_bits_are_d
     from tests.faults.stores import messages_files
 
     path, tag, _ = next(f for f in messages_files(store) if f[0].read_bytes()[16:].strip(b"\0"))
-    _flip(path, 8, 0x80)
+    flip_byte(path, 8, 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
     assert f["offset"] == 8 and f["path"] == str(path)
@@ -183,7 +175,7 @@ def test_a_lost_commit_of_a_page_transaction_is_judged_by_its_paged_messages(run
     # was lost"). With messages still pending, the loss is real: CRITICAL stays.
     page_tx, (path, off, size), counts = next(
         (tx, c, n) for tx, c, n in _page_tx_commits(store) if n and n[0] and (n[1] == 0) == consumed)
-    _flip(path, off + size - 1, 0x02)  # the commit's checkSize
+    flip_byte(path, off + size - 1, 0x02)  # the commit's checkSize
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
     assert f["path"] == str(path) and f["offset"] == off
@@ -211,7 +203,7 @@ def test_a_lost_page_transaction_add_whose_messages_were_consumed_changes_nothin
             break
     else:
         pytest.fail("no consumed page transaction in the demo store")
-    _flip(path, r[1] + 22 + 3, 0x04)  # bodySize's low byte (after type, tag, cc, txID, id)
+    flip_byte(path, r[1] + 22 + 3, 0x04)  # bodySize's low byte (after type, tag, cc, txID, id)
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
     assert (code, f["severity"], f["offset"]) == (1, "warning", r[1])
@@ -229,7 +221,7 @@ def test_a_reference_whose_queue_id_moved_onto_a_queue_the_message_is_on_is_crit
     recs, _ = scan_records_py(path.read_bytes(), tag, version)
     (r,) = [r for r in recs if r[1] <= 49199 < r[1] + r[2]]
     assert (r[0], r[5], r[6]) == (12, 224, 32)  # an ADD_REF update of message 224: the byte is its queue id's
-    _flip(path, 49199, 0x04)
+    flip_byte(path, 49199, 0x04)
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "ref-moved" and "already routed" in f["message"]]
     assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
@@ -244,7 +236,7 @@ def test_a_lone_acknowledgement_whose_message_id_was_damaged_is_critical(run_jso
     if not src.is_dir():
         pytest.skip("the broker-written fixture is not here")
     store = shutil.copytree(src, tmp_path / "store")
-    _flip(store / "journal" / "activemq-data-7.amq", 520727, 0x10)
+    flip_byte(store / "journal" / "activemq-data-7.amq", 520727, 0x10)
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "ack-moved"]
     assert (code, doc["verdict"], f["severity"], f["details"]["messageIds"]) == (2, "CRITICAL", "critical", [1060])
@@ -271,7 +263,7 @@ def test_an_acknowledgement_moved_onto_a_deleted_message_id_proves_nothing(run_j
                for k in range(8) if r[5] ^ (1 << k) not in known]
         if hit:
             r, k = hit[-1]
-            _flip(path, r[1] + 6 + 7, 1 << k)
+            flip_byte(path, r[1] + 6 + 7, 1 << k)
             break
     else:
         pytest.fail("no acknowledgement of a deleted message in the demo store")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import MESSAGES, copy_tree
+from tests.support import MESSAGES, copy_tree, flip_byte
 
 STORE = MESSAGES / "02_broker_mixed_compacted"
 
@@ -37,21 +37,13 @@ def test_an_emptied_file_whose_loss_the_journal_shows_stays_critical(run_json, t
     assert (code, f["severity"]) == (2, "critical")
 
 
-def _flip(path, offset, mask):
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        b = fh.read(1)[0]
-        fh.seek(offset)
-        fh.write(bytes([b ^ mask]))
-
-
 @pytest.mark.parametrize("victim,mask", [("journal/activemq-data-8.amq", 0xF5),
                                          ("bindings/activemq-bindings-4.bindings", 0x80)])
 def test_a_negative_file_id_on_a_free_file_is_a_warning(run_json, tmp_path, victim, mask):
     # campaign seeds 25002075006084 and 25002075006247: the high byte of a free file's header fileID (no
     # records of its own): whether the broker loads it first or in its place, nothing changes
     store = copy_tree(STORE, tmp_path / "s")
-    _flip(store / victim, 8, mask)
+    flip_byte(store / victim, 8, mask)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "bad-file-id")
     assert (code, doc["verdict"], f["severity"], f["offset"]) == (1, "WARNING", "warning", 8)
@@ -59,7 +51,7 @@ def test_a_negative_file_id_on_a_free_file_is_a_warning(run_json, tmp_path, vict
 
 def test_a_negative_file_id_on_a_file_of_live_records_stays_critical(run_json, tmp_path):
     store = copy_tree(STORE, tmp_path / "s")
-    _flip(store / "journal/activemq-data-7.amq", 8, 0x80)
+    flip_byte(store / "journal/activemq-data-7.amq", 8, 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "bad-file-id")
     assert (code, f["severity"]) == (2, "critical")
@@ -80,7 +72,7 @@ def test_a_damaged_high_header_byte_leaves_no_file_id_gap(run_json, tmp_path, de
     # still carry fileID 3, which the gap check counted as missing (CRITICAL missing-journal-file)
     store = copy_tree(demo_s2, tmp_path / "s")
     victim = store / "data/journal/activemq-data-2.amq"
-    _flip(victim, 8, mask)
+    flip_byte(victim, 8, mask)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (1, "WARNING")
     (f,) = _findings(doc, "file-id-damaged")
@@ -104,7 +96,7 @@ def test_a_damaged_record_of_a_rolled_back_transaction_is_a_warning(run_json, tm
     # same file ends; the broker never applies them, so losing one changes nothing
     store = copy_tree(demo_s1, tmp_path / "s")
     victim = store / "data/journal/activemq-data-11.amq"
-    _flip(victim, offset, mask)
+    flip_byte(victim, offset, mask)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "damaged-record")
     assert (code, doc["verdict"], f["severity"], f["path"]) == (1, "WARNING", "warning", str(victim))
@@ -115,7 +107,7 @@ def test_a_damaged_transactional_page_counter_is_a_warning(run_json, tmp_path, d
     # campaign seed 25000076000187: the tag of a transactional PAGE_CURSOR_COUNTER_VALUE (40) flipped; its
     # commit then discards the transaction, which held nothing the broker delivers
     store = copy_tree(demo_s1, tmp_path / "s")
-    _flip(store / "data/journal/activemq-data-16.amq", 12369, 0x08)
+    flip_byte(store / "data/journal/activemq-data-16.amq", 12369, 0x08)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "damaged-record")
     assert (code, f["severity"], f["offset"]) == (1, "warning", 12365)
@@ -126,7 +118,7 @@ def test_a_misfiled_reference_of_an_acknowledged_message_is_not_an_ack_without_r
     # campaign seed 25002075006243: the id of message 1027's ADD_REF on queue 9 flipped (bit 44); 1027 is
     # acknowledged on queue 9 (data-7@519693), so the broker delivers the same: no ack-without-ref
     store = copy_tree(STORE, tmp_path / "s")
-    _flip(store / "journal/activemq-data-7.amq", 194188, 0x10)
+    flip_byte(store / "journal/activemq-data-7.amq", 194188, 0x10)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (0, "OK") and not _findings(doc, "ack-without-ref")
 
@@ -135,7 +127,7 @@ def test_an_ack_whose_queue_id_was_damaged_stays_critical(run_json, tmp_path, de
     # campaign seed 25000075000125 (truth: loss): the ack of message 201 now names queue 4117, one bit from
     # the queue 21 it is still on, where it comes back
     store = copy_tree(demo_s1, tmp_path / "s")
-    _flip(store / "data/journal/activemq-data-12.amq", 44176, 0x10)
+    flip_byte(store / "data/journal/activemq-data-12.amq", 44176, 0x10)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "ack-without-ref")
     assert (code, f["severity"]) == (2, "critical") and "201 on queue 4117" in f["message"]
@@ -146,7 +138,7 @@ def test_a_reference_misfiled_onto_a_deleted_id_beside_its_ack_is_ok(run_json, t
     # with three live messages one bit away; 155 is acknowledged on queue 19 without a reference there, so
     # the one damaged field explains both, and 155 was acknowledged there anyway: nothing is lost
     store = copy_tree(demo_s1, tmp_path / "s")
-    _flip(store / "data/journal/activemq-data-5.amq", 21161, 0x01)
+    flip_byte(store / "data/journal/activemq-data-5.amq", 21161, 0x01)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (0, "OK")
     assert not _findings(doc, "message-record-missing") and not _findings(doc, "ack-without-ref")

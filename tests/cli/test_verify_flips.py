@@ -12,19 +12,11 @@ from amqtool.engines.artemis.paging import find_page_stores
 from amqtool.errors import FormatError
 from amqtool.formats.artemis.paging import PagedMessage, PageScanner
 from amqtool.formats.artemis.primitives import Reader
-from tests.support import copy_tree
+from tests.support import copy_tree, flip_byte
 
 
 def _findings(doc, code):
     return [f for f in doc["findings"] if f["code"] == code]
-
-
-def _flip(path, offset, mask):
-    with open(path, "r+b") as fh:
-        fh.seek(offset)
-        b = fh.read(1)[0]
-        fh.seek(offset)
-        fh.write(bytes([b ^ mask]))
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +56,7 @@ def test_damaged_framing_of_the_current_pages_last_record_is_a_torn_tail(run_jso
     store = copy_tree(demos(1), tmp_path / "s")
     path, records = _current_page(store)
     off, ln = records[-1] if which == "last" else records[0]
-    _flip(path, off if where == "start" else off + 5 + ln, 0x20)
+    flip_byte(path, off if where == "start" else off + 5 + ln, 0x20)
     code, doc, _ = run_json("verify", store)
     if which == "last":
         (f,) = _findings(doc, "page-torn-tail")
@@ -75,7 +67,7 @@ def test_damaged_framing_of_the_current_pages_last_record_is_a_torn_tail(run_jso
         assert (code, f["severity"], f["offset"]) == (2, "critical", off)
 
 
-def _undecodable_flip(data: bytes, off: int, ln: int) -> int:
+def _undecodableflip_byte(data: bytes, off: int, ln: int) -> int:
     """The first byte of the record at ``off`` whose flip (0x80) leaves its framing whole but its message
     undecodable, as ``Page.read`` decodes it."""
     for k in range(off + 5, off + 5 + ln):
@@ -95,7 +87,7 @@ def test_an_undecodable_last_record_of_the_current_page_is_a_torn_tail(run_json,
     store = copy_tree(demos(2), tmp_path / "s")
     path, records = _current_page(store)
     off, ln = records[-1] if which == "last" else records[0]
-    _flip(path, _undecodable_flip(path.read_bytes(), off, ln), 0x80)
+    flip_byte(path, _undecodableflip_byte(path.read_bytes(), off, ln), 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "page-record-undecodable")
     assert f["offset"] == off
@@ -118,7 +110,7 @@ def test_a_damaged_id_in_the_current_pages_last_record_is_a_torn_tail(run_json, 
     store = copy_tree(demos(1), tmp_path / "s")
     path = store / _S1_PAGE
     assert [off for _, off, _ in PageScanner(path.read_bytes())][-1] == 9764
-    _flip(path, offset, mask)
+    flip_byte(path, offset, mask)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, code_)
     assert (code, doc["verdict"], f["severity"]) == (1, "WARNING", "warning")
@@ -138,7 +130,7 @@ def test_a_lost_commit_of_a_page_transaction_is_judged_by_its_pending_messages(r
     store = copy_tree(demos(4), tmp_path / "s")
     victim = store / _JOURNAL.format(file)
     assert victim.read_bytes()[offset] == 18  # a COMMIT record
-    _flip(victim, offset, 0x80)
+    flip_byte(victim, offset, 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "damaged-record")
     assert f["offset"] == offset and "a commit in transaction" in f["message"]
@@ -149,7 +141,7 @@ def test_a_commit_whose_tx_id_flipped_onto_a_consumed_page_transaction_is_a_warn
     # campaign seed 90210273634009169: the commit of 391 now names 407; 391's one record, a PAGE_TRANSACTION
     # whose message was consumed, is rolled back to no effect
     store = copy_tree(demos(4), tmp_path / "s")
-    _flip(store / _JOURNAL.format(11), 22580, 0x10)
+    flip_byte(store / _JOURNAL.format(11), 22580, 0x10)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (1, "WARNING") and not _findings(doc, "commit-damaged")
     (f,) = _findings(doc, "page-tx-incomplete")
@@ -164,7 +156,7 @@ def test_a_reference_flipped_onto_a_message_of_another_address_is_not_a_lost_mes
     # ADD_REF flipped; the one live message a bit away is routed to queues of another address only, so the
     # reference was never its (the broker drops it: nothing it delivers changes)
     store = copy_tree(demos(seed), tmp_path / "s")
-    _flip(store / _JOURNAL.format(file), offset, mask)
+    flip_byte(store / _JOURNAL.format(file), offset, mask)
     code, doc, _ = run_json("verify", store)
     assert code in (0, 1) and not _findings(doc, "message-record-missing")
 
@@ -175,7 +167,7 @@ def test_an_add_ref_whose_user_type_flipped_explains_its_acknowledgement(run_jso
     store = copy_tree(demos(3), tmp_path / "s")
     victim = store / _JOURNAL.format(4)
     assert victim.read_bytes()[9044] == 32  # ADD_REF
-    _flip(victim, 9044, 0x08)
+    flip_byte(victim, 9044, 0x08)
     code, doc, _ = run_json("verify", store)
     assert code in (0, 1) and not _findings(doc, "ack-without-ref")
 
@@ -187,7 +179,7 @@ def test_an_acknowledgement_whose_message_id_flipped_is_a_lost_acknowledgement(r
     # campaign seeds 90210270630000035 (a transactional ack), 90210270632000103, 90210273633009036: the ack's
     # id now names no message and no deleted one; the message a bit away, still on that queue, comes back
     store = copy_tree(demos(seed), tmp_path / "s")
-    _flip(store / _JOURNAL.format(file), offset, mask)
+    flip_byte(store / _JOURNAL.format(file), offset, mask)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "ack-moved")
     assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [owner])
@@ -198,7 +190,7 @@ def test_a_record_whose_transaction_id_flipped_is_weighed_with_its_transaction(r
     # left open; 405's commit no longer counts its records and the broker discards it, acknowledgement too:
     # the acknowledged message comes back. The three records left in 405 change nothing by themselves.
     store = copy_tree(demos(2), tmp_path / "s")
-    _flip(store / _JOURNAL.format(12), 64853, 0x80)
+    flip_byte(store / _JOURNAL.format(12), 64853, 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "commit-count-mismatch")
     assert (code, f["severity"], f["details"]["txId"]) == (2, "critical", 405)
@@ -210,7 +202,7 @@ def test_a_reference_whose_queue_id_flipped_onto_another_of_its_queues_is_a_lost
     # a reference on (the broker routes a message to a queue once); queue 23, of the same address and one bit
     # from 19, never delivers it
     store = copy_tree(demos(1), tmp_path / "s")
-    _flip(store / _JOURNAL.format(7), 49199, 0x04)
+    flip_byte(store / _JOURNAL.format(7), 49199, 0x04)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "ref-moved")
     assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [224])

@@ -66,6 +66,16 @@ def _instance(tmp_path: Path, pool: str) -> Path:
     return inst
 
 
+def _last_record_end(tmp_path: Path):
+    """A copy of the journal, its file 10 (not the newest), that file's bytes and where its last record ends."""
+    journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
+    victim = journal / "activemq-data-10.amq"
+    data = bytearray(victim.read_bytes())
+    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
+    records, _ = scan_records_py(bytes(data), tag, 2)
+    return journal, victim, data, records[-1][1] + records[-1][2]
+
+
 def _codes(doc, severity=None):
     return {f["code"] for f in doc["findings"] if severity is None or f["severity"] == severity}
 
@@ -98,12 +108,7 @@ def test_the_tail_of_an_earlier_use_s_record_after_the_data_is_stale(run_json, t
     # only), and the new records can end inside an old one: what is left starts with no record type and ends
     # with the old record's size, which counts back under the last new record (a real JournalImpl store
     # compacted by Artemis has one: 29 bytes of a 39-byte UPDATE_TX). main called it a damaged tail (WARNING).
-    journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
-    victim = journal / "activemq-data-10.amq"
-    data = bytearray(victim.read_bytes())
-    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
-    records, _ = scan_records_py(bytes(data), tag, 2)
-    end = records[-1][1] + records[-1][2]
+    journal, victim, data, end = _last_record_end(tmp_path)
     assert not any(data[end:end + 64])
     # an UPDATE_TX of 39 bytes that began 10 bytes before the end of the last record
     old = bytes([14]) + (999).to_bytes(4, "big") + b"\x01" + (2147486280).to_bytes(8, "big") + (8).to_bytes(8, "big") \
@@ -120,12 +125,7 @@ def test_the_tail_of_an_earlier_use_s_record_after_the_data_is_stale(run_json, t
 @pytest.mark.parametrize("size", [39, 20])
 def test_a_damaged_last_record_is_not_taken_for_a_stale_one(run_json, tmp_path, size):
     # the trailing size of a damaged record of this use counts back to its own start at the earliest
-    journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
-    victim = journal / "activemq-data-10.amq"
-    data = bytearray(victim.read_bytes())
-    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
-    records, _ = scan_records_py(bytes(data), tag, 2)
-    end = records[-1][1] + records[-1][2]
+    journal, victim, data, end = _last_record_end(tmp_path)
     data[end:end + size] = b"\xee" * (size - 4) + size.to_bytes(4, "big")
     victim.write_bytes(bytes(data))
     code, doc, _ = run_json("verify", str(journal))
