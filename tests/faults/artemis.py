@@ -214,7 +214,10 @@ class ArtemisSites:
             if same and rng.random() < 0.5:
                 return Fault("swap", a.rel, other=rng.choice(same).rel, label="swapped journal files")
             stem, ext = a.rel.rsplit("-", 1)[0], a.rel.rsplit(".", 1)[1]
-            return Fault("duplicate", a.rel, other=f"{stem}-99.{ext}", label="duplicated journal file")
+            # a name no file of the journal has (99 unless a real journal's names have reached it)
+            top = max(int(f.rel.rsplit("-", 1)[1].split(".")[0]) for f in self.journals_of(a))
+            return Fault("duplicate", a.rel, other=f"{stem}-{max(99, top + 1)}.{ext}",
+                         label="duplicated journal file")
         return Fault(kind, rel, label="file")
 
     def journals_of(self, jf: JournalFileInfo) -> list[JournalFileInfo]:

@@ -52,3 +52,19 @@ def test_reclaimed_room_loads_like_journalimpl():
     assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
     ids = [f.file_id for f in result.data_files]
     assert 22 in ids and 23 not in ids and 24 in ids  # the gap the room lies before
+
+
+def test_a_duplicated_file_takes_a_name_the_journal_does_not_have(tmp_path):
+    # a real journal's names pass 99 (fileIDs only grow): the duplicate fault copied a file onto
+    # activemq-data-99.amq, the journal's own file, and the campaign died of shutil.SameFileError
+    import random
+
+    journal = tmp_path / "journal"
+    shutil.copytree(DATA / "reclaimed-room" / "journal", journal)
+    (journal / "activemq-data-63.amq").rename(journal / "activemq-data-99.amq")
+    sites = artemis.ArtemisSites.read(tmp_path)
+    faults = [f for f in (sites.draw(random.Random(s)) for s in range(3000)) if f.kind == "duplicate"]
+    assert faults
+    names = {p.name for p in journal.iterdir()}
+    assert all(f.other.rsplit("/", 1)[-1] not in names for f in faults)
+    assert {f.other.rsplit("/", 1)[-1] for f in faults} == {"activemq-data-100.amq"}
