@@ -6,6 +6,11 @@ the seed that reproduces it (``python -c 'from tests.faults.campaign import repr
 rate: faults per second of wall time and per CPU-second of the workers (the machine may be shared).
 
     python bench/fuzz_verdicts.py [--faults N] [--minutes M] [--seed S] [--workers W] [--demos D]
+    python bench/fuzz_verdicts.py --stores DIR [DIR...] [--faults N] [--seed S]
+
+``--stores``: the campaign over the given Artemis stores instead (each a store root, e.g. one written by the
+real JournalImpl with tests/data/artemis/tools/gen.sh), the KahaDB fixtures left out; ``--faults`` is then
+spread over them. Each store is copied, never written.
 """
 from __future__ import annotations
 
@@ -31,10 +36,15 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--demos", type=int, default=4)
     ap.add_argument("--kahadb", type=float, default=0.2, help="share of the faults on the KahaDB fixtures")
+    ap.add_argument("--stores", nargs="+", type=Path, metavar="DIR",
+                    help="Artemis store roots to damage instead of the demos and fixtures")
     args = ap.parse_args()
+    if args.stores:
+        args.kahadb = 0.0
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-") as tmp:
-        stores = campaign.pristine_stores(Path(tmp), demos=args.demos)
+        stores = (campaign.given_stores(args.stores) if args.stores
+                  else campaign.pristine_stores(Path(tmp), demos=args.demos))
         done = [0]
 
         def tick(chunk):

@@ -214,7 +214,10 @@ class ArtemisSites:
             if same and rng.random() < 0.5:
                 return Fault("swap", a.rel, other=rng.choice(same).rel, label="swapped journal files")
             stem, ext = a.rel.rsplit("-", 1)[0], a.rel.rsplit(".", 1)[1]
-            return Fault("duplicate", a.rel, other=f"{stem}-99.{ext}", label="duplicated journal file")
+            # a name no file of the journal has (99 unless a real journal's names have reached it)
+            top = max(int(f.rel.rsplit("-", 1)[1].split(".")[0]) for f in self.journals_of(a))
+            return Fault("duplicate", a.rel, other=f"{stem}-{max(99, top + 1)}.{ext}",
+                         label="duplicated journal file")
         return Fault(kind, rel, label="file")
 
     def journals_of(self, jf: JournalFileInfo) -> list[JournalFileInfo]:
@@ -420,20 +423,23 @@ def broker_could_write(root: Path) -> str:
     crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
     (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
 
-    Inconsistent: a journal file the broker refuses or two with one fileID; damaged bytes between records;
-    non-filler bytes after the last record of a file that is not the newest (other than an earlier use's
-    records); room left at the end of such a file for the next file's first record (JournalImpl moves on only
-    for a record that does not fit; not after the compactor's output); a commit whose count does not match; a
-    reference, acknowledgement or update of a message with no message record that was never deleted; an
-    acknowledgement without its reference; a reference to a queue the bindings do not hold; a bindings record
-    that does not decode; a live large message without its file; a page whose framing ends in damage (but the
-    current page's tail) or whose message does not decode; a paged message naming a queue id past every id
-    the journals issued; a queue whose page counter exceeds the messages its pages still hold."""
+    Inconsistent: a journal file the broker refuses or two with one fileID; damaged bytes between records; non-
+    filler bytes after the last record of a file that is not the newest (other than an earlier use's records, the
+    first perhaps cut by this use's: JournalImpl skips them); room left at the end of such a file for the first
+    record of the next file when their fileIDs are consecutive (JournalImpl moves on for a record that does not fit,
+    or as a compaction begins: not after the compactor's output, nor with .cmp files left by a compaction running at
+    a crash; a freed file's id may lie between); a commit whose count does not match; a reference, acknowledgement
+    or update of a message with no message record that was never deleted; an acknowledgement without its reference;
+    a reference to a queue the bindings do not hold; a bindings record that does not decode; a live large message
+    without its file; a page whose framing ends in damage (but the current page's tail) or whose message does not
+    decode; a paged message naming a queue id past every id the journals issued; a queue whose page counter exceeds
+    the messages its pages still hold."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.artemis.paging import PAGE_TX_COMMITTED, iter_paged_entries, load_view, store_pages
+    from amqtool.engines.artemis.verify import _first_foreign_record, _stale_fragment
     from amqtool.formats.artemis.paging import PageScanner
     from amqtool.errors import AmqtoolError
     from amqtool.formats.artemis.records import scan_records_py
@@ -457,22 +463,32 @@ def broker_could_write(root: Path) -> str:
             if any(a.code == "commit-count-mismatch" for a in result.anomalies):
                 return f"{jd.kind}: commit-count-mismatch"
             data = [i for i, (s, _) in sorted(gaps.items()) if s.has_data]
+            # a compaction begins by moving on (JournalImpl.getDataListToCompact: moveNextFile), leaving room in
+            # the file then current; .cmp files left behind show one that was running when the broker died
+            compacting = any(p.code == "leftover-cmp" for p in opened.pending)
             for i, (scan, g) in sorted(gaps.items()):
                 jf = scan.file
                 if g.damaged_count:
                     return f"{jf.path.name}: damaged bytes between records"
                 if i in data and i != data[-1]:
                     if g.tail_first >= 0:
-                        head = opened.pread(i, g.tail_first, 1 << 16)
-                        recs, _ = scan_records_py(head, jf.tag, jf.version, check_tag=False, start=0)
-                        if not recs or recs[0][1] != 0 or int.from_bytes(head[1:5], "big", signed=True) == jf.tag:
+                        head = opened.pread(i, g.tail_first, min(g.tail_end - g.tail_first, 1 << 20))
+                        recs, _ = scan_records_py(head[:1 << 16], jf.tag, jf.version, check_tag=False, start=0)
+                        this_use = recs and recs[0][1] == 0 and int.from_bytes(head[1:5], "big", signed=True) == jf.tag
+                        # an earlier use's records (reinitializeFile rewrites the header only), the first of them
+                        # perhaps cut by this use's last record: JournalImpl skips what carries another tag
+                        stale = (_first_foreign_record(head, g.tail_first, jf.tag, jf.version) is not None
+                                 or _stale_fragment(head, g.tail_first, g.tail_end))
+                        if this_use or not stale:
                             return f"{jf.path.name}: damaged end of a file that is not the newest"
                     nxt = data[data.index(i) + 1]
                     own, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
                     nf = result.files[nxt]
                     first, _ = native.scan_records(opened.pread(nxt, 0, 1 << 20), nf.tag, nf.version, True, 16)
-                    if (jf.version >= 2 and own and own[-1][3] == 0 and first and first[0][1] == 16
-                            and first[0][3] == 0 and first[0][2] <= jf.size - g.end):
+                    # only between consecutive fileIDs: with ids missing between (files the reclaimer freed), the
+                    # record that did not fit was the first of a file since freed, not the first of ``nxt``
+                    if (jf.version >= 2 and not compacting and nf.tag == jf.tag + 1 and own and own[-1][3] == 0
+                            and first and first[0][1] == 16 and first[0][3] == 0 and first[0][2] <= jf.size - g.end):
                         return f"{jf.path.name}: room left for the next file's first record"
             if jd.kind == "messages":
                 deleted = deleted_ids(opened)

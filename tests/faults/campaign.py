@@ -42,6 +42,13 @@ def pristine_stores(workdir: Path, *, demos: int = 2) -> list[tuple[str, Path]]:
     return out + fixtures()
 
 
+def given_stores(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(name, root) of the stores at ``paths`` for :func:`run`: each named by its directory, with its parent's
+    name when two share one."""
+    names = [p.name for p in paths]
+    return [(p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}", p) for p in paths]
+
+
 def run(stores: list[tuple[str, Path]], faults_per_store: int, base_seed: int, *, workers: int = 2,
         chunk: int = 250, deadline: float | None = None, on_chunk=None) -> list[Outcome]:
     """Run ``faults_per_store`` faults on each store (seeds from ``base_seed``) over ``workers`` processes;
