@@ -18,8 +18,9 @@ outside the journal:
   ``ADD_LARGE_MESSAGE`` record and references were in the missing journal, so the broker never loads the
   message: it is lost.
 
-Either makes the loss CRITICAL (``messages-journal-missing``); with neither, nothing shows the journal held
-anything, and no finding is made.
+Either makes the loss CRITICAL (``messages-journal-missing``). With neither, nothing shows the journal held
+a live message, but a broker never leaves a data directory so: a WARNING of the same code says the journal is
+missing and that what it held cannot be told (a copied bindings journal alone reads the same way).
 """
 from __future__ import annotations
 
@@ -66,7 +67,12 @@ def messages_journal_missing(store, journals: list, paging: dict | None) -> Find
     pending = (paging or {}).get("pendingMessages", 0)
     large = large_message_files(store.large_messages_dir)
     if not paged and not large:
-        return None
+        return Finding(
+            Severity.WARNING, "messages-journal-missing",
+            f"the message journal {what} beside a bindings journal (the broker creates both at its first start "
+            f"and removes neither): if it held messages they are lost; no page file or large-message body left "
+            f"tells whether it did", where, None, {"pagedMessages": 0, "pendingMessages": 0, "largeMessageFiles": 0,
+                                                   "largeMessageIds": []})
     held = []
     if paged:
         held.append(f"the page files hold {paged} message(s) ({pending} still to consume by the page cursors): "
