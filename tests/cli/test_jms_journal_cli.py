@@ -14,7 +14,7 @@ from amqtool.formats.artemis.jmsrecords import (
     PersistedDestination,
 )
 from amqtool.store.journal_writer import JournalWriter
-from amqtool.store.layout import BINDINGS, JMS
+from amqtool.store.layout import BINDINGS, JMS, MESSAGES
 from tests.paging_stores import queue_binding
 
 
@@ -29,6 +29,8 @@ def upgraded(tmp_path):
     as JMSJournalStorageManagerImpl writes them: storeConnectionFactory/storeDestination (add), addBindings
     (a transaction), deleteDestination (delete)."""
     data = tmp_path / "data"
+    with JournalWriter.create(data / "journal", MESSAGES):
+        pass  # a broker creates its message journal beside the bindings at its first start
     with JournalWriter.create(data / "bindings", BINDINGS) as w:
         w.append_add_tx(5, 6, 21, queue_binding("orders", "orders"))
         w.append_commit(5)
@@ -59,7 +61,7 @@ def test_print_decodes_the_jms_journal(run_json, run_cli, upgraded):
 
 def test_verify_checks_the_jms_journal(run_json, upgraded):
     code, doc, _ = run_json("verify", upgraded)
-    assert code == 0 and [j["kind"] for j in doc["summary"]["journals"]] == ["bindings", "jms"]
+    assert code == 0 and [j["kind"] for j in doc["summary"]["journals"]] == ["bindings", "messages", "jms"]
 
 
 def test_a_jms_record_that_does_not_decode_is_critical(run_json, tmp_path):
