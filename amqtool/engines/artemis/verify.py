@@ -1066,8 +1066,10 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"not deleted, so the record (or its file) was lost, and the queues still holding the messages lose "
             f"them: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
             {"messageIds": ids[:100], "count": len(ids)}))
-    # two files with one fileID hold every record twice (judged as duplicate-file-id): no reference is moved
-    moved = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_refs()
+    # A file that could not be read may hold the records that explain a damaged id; two files with one fileID
+    # hold every record twice (judged as duplicate-file-id): then no reference or acknowledgement is moved.
+    ids_trusted = not unread and not any(f.code == "duplicate-file-id" for f in findings)
+    moved = evidence.moved_refs() if ids_trusted else []
     if moved:
         shown = ", ".join(f"message {o} on queue {q} (its reference now names message {m})"
                           for m, q, o in moved[:MAX_LISTED])
@@ -1076,7 +1078,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
-    requeued = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.requeued_refs()
+    requeued = evidence.requeued_refs() if ids_trusted else []
     if requeued:
         shown = ", ".join(f"message {m} on queue {lost} (its reference now names queue {q})"
                           for m, q, lost in requeued[:MAX_LISTED])
@@ -1085,7 +1087,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(requeued)} reference record(s) name a queue their message is already routed to, one damaged "
             f"byte away from the queue of the same address it lacks: the broker never delivers the message "
             f"there: {shown}", where, None, {"count": len(requeued), "messageIds": [m for m, _, _ in requeued[:100]]}))
-    moved_acks = [] if unread or any(f.code == "duplicate-file-id" for f in findings) else evidence.moved_acks()
+    moved_acks = evidence.moved_acks() if ids_trusted else []
     if moved_acks:
         shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
                           for m, q, o in moved_acks[:MAX_LISTED])
