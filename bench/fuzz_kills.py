@@ -24,8 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-KAHADB = Path("/work/shared/fixtures/kahadb/basic")
 REPO = Path(__file__).resolve().parents[1]
+# the fixtures: AMQTOOL_FIXTURES, else ../shared/fixtures beside the checkout (as tests/support.py)
+KAHADB = Path(os.environ.get("AMQTOOL_FIXTURES") or REPO.parent / "shared" / "fixtures") / "kahadb" / "basic"
+# No writer of these small stores takes more than seconds: a child still running after this long is stuck,
+# killed and reported, so that a hang fails the run instead of stopping it for good (the suite once waited
+# 80 minutes on a child forked from a process that held other threads' locks).
+HANG_SECONDS = 120.0
 
 # writer name -> (argv maker, output kind); argv makers get (source store, kahadb copy, output path)
 WRITERS = {
@@ -47,11 +52,19 @@ def tree_hashes(root: Path) -> dict[str, str]:
     return out
 
 
+class Hung(Exception):
+    """A child ran past HANG_SECONDS (it was killed)."""
+
+
 def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SIGKILL,
             stderr: str | os.PathLike | None = None) -> int:
     """Run ``amqtool argv`` in a forked child (stdout to /dev/null, stderr to ``stderr`` or /dev/null); with
     ``kill_after``, send ``sig`` that many seconds in. Returns the exit status (negative: the signal that
-    ended it)."""
+    ended it); raises :class:`Hung` for a child still running after HANG_SECONDS.
+
+    Forking is only safe from a process with one thread (a lock another thread held at the fork stays held
+    in the child for ever): run this module as a script, never inside a process that has started threads
+    (a test process with a Spark gateway)."""
     from amqtool.commands.main import main
 
     pid = os.fork()
@@ -75,8 +88,15 @@ def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SI
             os.kill(pid, sig)
         except ProcessLookupError:
             pass
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    deadline = time.monotonic() + HANG_SECONDS
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise Hung(f"amqtool {' '.join(map(str, argv))} still running after {HANG_SECONDS:.0f} s")
 
 
 def warm_up(argv: list) -> None:
@@ -207,7 +227,12 @@ def run(trials: int, seed: int = 0, root: Path | None = None, report=print) -> l
         for i in range(trials):
             name = names[i % len(names)]
             counts[name] += 1
-            problems += trial(rng, root, store, kaha, name, timings)
+            try:
+                problems += trial(rng, root, store, kaha, name, timings)
+            except Hung as err:
+                problems.append(f"{name}: {err}")
+                shutil.rmtree(root / "out", ignore_errors=True)
+                shutil.rmtree(root / "inplace", ignore_errors=True)
         report(f"{trials} kills: " + ", ".join(f"{n} {c}" for n, c in counts.items())
                + f"; uninterrupted run times (s): " + ", ".join(f"{n} {t:.2f}" for n, t in timings.items()))
         return problems
@@ -220,10 +245,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--work", type=Path, help="work directory (default: a temporary one, removed after)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     print(f"seed {args.seed}")
-    problems = run(args.trials, args.seed)
+    problems = run(args.trials, args.seed, root=args.work)
     for p in problems:
         print("PROBLEM:", p)
     print(f"{len(problems)} problem(s)")
