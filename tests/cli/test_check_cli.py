@@ -131,43 +131,30 @@ def test_all_runs_every_check_and_reports_the_probe(capsys, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+# A fresh interpreter (started as root: it lives under /root, which nobody cannot reach) runs the check once
+# as root on a directory of its own, so that every module and codec it loads lazily is loaded, then drops to
+# uid/gid 65534 and runs it for real. Not a fork of the test process: by the time this runs the test process
+# may hold other threads (a Spark gateway's), and a forked child can inherit one of their locks held for ever.
+_AS_NOBODY = """
+import contextlib, io, os, shutil, sys, tempfile
+from amqtool.commands.main import main
+argv = sys.argv[1:]
+warm = tempfile.mkdtemp()
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    main([warm if a.startswith("/") else a for a in argv])
+shutil.rmtree(warm)
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+sys.exit(main(argv))
+"""
+
+
 def _as_nobody(argv: list[str]) -> tuple[int, dict, str]:
-    """Run ``main(argv)`` in a forked child that has dropped to uid/gid 65534 (the interpreter lives under
-    /root, which nobody cannot reach, so a fresh process as nobody is not possible here)."""
-    import io
-
-    import amqtool.engines.check  # noqa: F401 - import everything lazy before dropping privileges
-    import amqtool.inspectors.devices  # noqa: F401
-    import amqtool.inspectors.filesystems  # noqa: F401
-    import amqtool.inspectors.space  # noqa: F401
-    import psutil  # noqa: F401
-    import pyudev  # noqa: F401
-    import rich.console  # noqa: F401
-    import rich.table  # noqa: F401
-
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 99
-        try:
-            os.close(out_r)
-            os.close(err_r)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
-            code = main(argv + ["--format", "json"])
-            os.write(out_w, sys.stdout.getvalue().encode())
-            os.write(err_w, sys.stderr.getvalue().encode())
-        finally:
-            os._exit(code)
-    os.close(out_w)
-    os.close(err_w)
-    with os.fdopen(out_r) as fo, os.fdopen(err_r) as fe:
-        out, err = fo.read(), fe.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), json.loads(out), err
+    """Run ``amqtool argv --format json`` as uid/gid 65534; returns (exit code, document, stderr)."""
+    run = subprocess.run([sys.executable, "-c", _AS_NOBODY, *argv, "--format", "json"], capture_output=True,
+                         text=True, timeout=300, cwd="/")
+    return run.returncode, json.loads(run.stdout), run.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
