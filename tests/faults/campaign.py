@@ -62,7 +62,9 @@ def run(stores: list[tuple[str, Path]], faults_per_store: int, base_seed: int, *
             jobs.append((name, str(path), scratch, (base_seed * 1000 + k) * 1000 + start // chunk,
                          min(chunk, faults_per_store - start)))
     out: list[Outcome] = []
-    ctx = multiprocessing.get_context("fork")
+    # fresh interpreters, not forks: the test process holds other threads by the time the campaign runs (a
+    # Spark gateway's), and a forked worker can inherit one of their locks held for ever
+    ctx = multiprocessing.get_context("spawn")
     try:
         with ctx.Pool(workers) as pool:
             for outcomes in pool.imap(_run_chunk, jobs):
