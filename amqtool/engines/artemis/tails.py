@@ -19,9 +19,16 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   ADD elsewhere, a transaction of records elsewhere, a paged message, a bindings record) was not lost here.
   An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
   never stored (a non-durable message, an id batch left at a restart): that cannot be told.
+* **What later records say of a transaction the damage left open.** A transaction whose first records
+  survive before the damage and whose end is nowhere lost its COMMIT or its ROLLBACK there. When a message it
+  added (in a surviving record, or in the damaged record's own header) was delivered since -- acknowledged,
+  redelivered or deleted by a later record outside it -- it was committed: the broker routes a transaction's
+  messages to their queues only as it commits (``TransactionImpl.commit``), and only then can a consumer see
+  them. Its COMMIT was lost, and the broker discards it at load (``JournalImpl.load`` reports it as failed).
 
 :func:`lost_window` reads that evidence; :func:`reweigh` turns today's ``damaged-tail`` finding into the
-judgement the evidence supports: CRITICAL when it proves a live record lost; a warning when every new id the
+judgement the evidence supports: CRITICAL when it proves a live record lost (or the lost COMMIT of a transaction
+that held one); a warning when every new id the
 window held is accounted for as deleted or stored elsewhere and no transaction left open by the damage held
 anything live (what it cannot show: acknowledgements or deletes of older messages written there, which carry
 no new id); and otherwise the finding as it was, saying what could not be told.
@@ -37,6 +44,8 @@ _ADDS = (11, 13)  # ADD, ADD_TX
 _DELETES = (15, 16)  # DELETE_TX, DELETE
 _TX = (13, 14, 15, 17, 18, 19)
 _NO_ID = (17, 18, 19)
+_DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT: written only for a message delivered
+_MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 MAX_WINDOW = 1 << 16  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
 MAX_LISTED = 20
 
@@ -54,6 +63,9 @@ class Window:
     unaccounted_count: int = 0
     open_txs: list[int] = field(default_factory=list)  # transactions the damage may have left open
     open_effect: str = "harmless"  # evidence.effect_of_discarded of their records
+    # open transactions proven committed (a message they added was delivered since), whose discard loses
+    # live records: tx id -> the delivered message that proves it
+    committed: dict[int, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -62,7 +74,8 @@ class Window:
     def to_json(self) -> dict:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
-                "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100]}
+                "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100],
+                "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]}}
 
 
 class IdLedger:
@@ -111,6 +124,22 @@ class IdLedger:
                 out.setdefault(mid, set()).add("msg")
         return out
 
+    def delivered(self, ids: set[int], tx_id: int) -> dict[int, int]:
+        """Of the message ids ``ids`` (added by transaction ``tx_id``), those a record outside that transaction
+        shows delivered since -> that record's id: a DELETE, or an acknowledgement or delivery-count update
+        (ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT), in any other transaction or none. The broker delivers a
+        transaction's messages only once it committed (``TransactionImpl.commit`` adds the references to their
+        queues afterwards), so any of them proves the commit."""
+        out: dict[int, int] = {}
+        if not ids:
+            return out
+        for opened in self.journals:
+            for fi in range(len(opened.files)):
+                for t, off, rid, tx, utype in _records(opened, fi):
+                    if rid in ids and tx != tx_id and (t in _DELETES or t in (12, 14) and utype in _DELIVERED):
+                        out.setdefault(rid, t)
+        return out
+
     def paged(self) -> set[int]:
         """The message ids of every paged message (read once, only when a window needs them)."""
         if self._paged is None:
@@ -141,6 +170,31 @@ def _records(opened, index: int):
     for base, _data, records, _marked in opened.scan_windows(index):
         for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
             yield t, base + off, rid if t not in _NO_ID else -1, tx if t in _TX else -1, utype
+
+
+def damaged_head(opened, index: int, first: int) -> tuple[int, int, int, int] | None:
+    """(type, tx id, id, user record type) of the damaged record at ``first`` of file ``index`` when it starts
+    with an ADD or ADD_TX header carrying this file's tag (the damage lying further on), else None (tx id -1 for
+    an ADD). A header alone proves nothing: callers use it only with what later records say of its ids."""
+    jf = opened.files[index]
+    v2 = jf.version >= 2
+    try:
+        head = opened.pread(index, first, 32)
+    except OSError:
+        return None
+    t = head[0] if head else 0
+    if t not in _ADDS or int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
+        return None
+    p = 5 + v2
+    tx = -1
+    if t == 13:
+        tx = int.from_bytes(head[p:p + 8], "big", signed=True)
+        p += 8
+    rid = int.from_bytes(head[p:p + 8], "big", signed=True)
+    p += 12  # the id, then the body size
+    if len(head) <= p or rid < 0:
+        return None
+    return t, tx, rid, head[p]
 
 
 def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None) -> Window | None:
@@ -175,12 +229,21 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         w.open_txs = sorted(tx.tx_id for tx in result.failed if not tx.prepared
                             and any(r.file_index <= index for r in tx.records + tx.records_to_delete))
         worst = "harmless"
+        head = damaged_head(result.opened, index, first)
         for tx_id in w.open_txs:
-            effect = evidence.effect_of_discarded(transaction_records(result.opened, tx_id))
-            if effect != "harmless":
+            records = transaction_records(result.opened, tx_id)
+            effect = evidence.effect_of_discarded(records)
+            if effect == "loss":
+                # a transaction whose messages were delivered since was committed: its COMMIT was lost (the
+                # broker, finding none, discards it and the live records it held)
+                sent = {r.id for r in records if r.type == 13 and r.user_type in _MESSAGES}
+                if head is not None and head[0] == 13 and head[1] == tx_id and head[3] in _MESSAGES:
+                    sent.add(head[2])  # the damaged record's own header: a message this transaction added
+                proof = ledger.delivered(sent, tx_id)
+                if proof:
+                    w.committed[tx_id] = min(proof)
+            if worst != "loss" and effect != "harmless":
                 worst = effect
-                if effect == "loss":
-                    break
         w.open_effect = worst
     return w
 
@@ -189,7 +252,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     """``finding`` (today's ``damaged-tail`` of file ``index`` at ``first``) judged by the window's evidence:
 
     * CRITICAL when it proves a live record lost there (an id of the window with references,
-      acknowledgements or a large-message file but no record of its own);
+      acknowledgements or a large-message file but no record of its own), or the COMMIT of a transaction the
+      damage left open that held live records and whose messages were delivered since (so it committed);
     * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
       no transaction the damage may have left open held anything live: none of the lost records was a live
       message (what no id shows: acknowledgements or deletes of older messages written there);
@@ -219,6 +283,13 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"records: {len(w.live)} id(s) issued while they were written ({span}) keep references, "
                        f"acknowledgements or a large-message file but have no record of their own ({shown})",
                        finding.path, finding.offset, details)
+    if w.committed:
+        shown = ", ".join(f"{t} (message {m})" for t, m in list(w.committed.items())[:MAX_LISTED])
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, among them the COMMIT "
+                       f"of transaction(s) {shown}: a message each added was delivered since (acknowledged, "
+                       f"redelivered or deleted by a later record), so it was committed, but with no COMMIT left the "
+                       f"broker discards it at load, and the live records it held with it", finding.path,
+                       finding.offset, details)
     if not w.unaccounted_count and w.open_effect == "harmless":
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
                 f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
