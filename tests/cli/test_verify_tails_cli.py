@@ -176,3 +176,26 @@ def test_a_lost_rollback_stays_a_warning(run_json, store, pristine):
     assert (code, doc["verdict"], f["severity"], f["path"]) == (1, "WARNING", "warning", str(path))
     assert f["details"]["lostIds"]["openTransactions"] == [167]
     assert f["details"]["lostIds"]["committedTransactions"] == {}
+
+
+def test_a_lost_page_transaction_whose_messages_were_partly_acknowledged_is_critical(run_json, store, pristine):
+    # A zeroed end of a file that is not the newest (demo-s1) held the PAGE_TRANSACTION record of transaction
+    # 303 and its COMMIT. Its paged messages stay in the pages, which the broker now skips ("Could not locate
+    # page transaction"); verify said WARNING, as a transaction rolled back stores no page transaction either.
+    # But queues acknowledged some of those messages (cursor acknowledgements survive), and a cursor delivers a
+    # message only once its transaction committed: the four still to consume are lost.
+    rel = "data/journal/activemq-data-9.amq"
+    files, adds, deletes, updates = _journal(store)
+    recs = dict(files)[store / rel]
+    (rec,) = [r for r in recs if r[0] == 13 and r[6] == 35 and r[4] == 303]
+    assert 303 not in adds | deletes | updates and not any(r[4] == 303 for _, rs in files for r in rs if r is not rec
+                                                           and r[0] != 18)
+    end = recs[-1][1] + recs[-1][2]
+    path = _zeroed(store, rel, rec[1] + 3, end - rec[1] - 3)
+    assert pristine[1].diff(delivered(store))["lost"] == 4
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"], f["offset"]) == (2, "CRITICAL", "critical", str(path),
+                                                                              rec[1])
+    lost = f["details"]["lostIds"]
+    assert lost["pageTransactionsLost"] == {"303": 4} and lost["liveIds"] == [] and lost["committedTransactions"] == {}

@@ -25,6 +25,9 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   redelivered or deleted by a later record outside it -- it was committed: the broker routes a transaction's
   messages to their queues only as it commits (``TransactionImpl.commit``), and only then can a consumer see
   them. Its COMMIT was lost, and the broker discards it at load (``JournalImpl.load`` reports it as failed).
+  Likewise an id of the window that paged messages carry as their transaction, with no page-transaction record
+  left: a rollback stores none, but when a queue acknowledged one of those messages the transaction committed,
+  its PAGE_TRANSACTION was lost here, and the cursors skip the messages still to consume.
 
 :func:`lost_window` reads that evidence; :func:`reweigh` turns today's ``damaged-tail`` finding into the
 judgement the evidence supports: CRITICAL when it proves a live record lost (or the lost COMMIT of a transaction
@@ -66,6 +69,10 @@ class Window:
     # open transactions proven committed (a message they added was delivered since), whose discard loses
     # live records: tx id -> the delivered message that proves it
     committed: dict[int, int] = field(default_factory=dict)
+    # ids of the window that are paged messages' transaction ids with no page-transaction record, where a
+    # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
+    # consume, which the broker now skips
+    page_txs_lost: dict[int, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -75,7 +82,8 @@ class Window:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
                 "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100],
-                "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]}}
+                "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
+                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
 
 
 class IdLedger:
@@ -153,6 +161,39 @@ class IdLedger:
                     self._paged = set()
         return self._paged
 
+    def page_tx_delivery(self, tx_ids: set[int]) -> dict[int, tuple[int, int]]:
+        """Page transaction id -> (paged messages a queue acknowledged, paged messages a queue still has to
+        consume), for the ids of ``tx_ids`` that carry paged messages and have no page-transaction record.
+        A cursor acknowledgement (ACKNOWLEDGE_CURSOR) is written only for a message the cursor delivered
+        (``PageSubscriptionImpl.confirmPosition``; a message of a transaction it cannot find is ignored in
+        memory: ``positionIgnored``), so one proves the transaction committed."""
+        out: dict[int, list[int]] = {}
+        if not tx_ids or self.view is None or self.store is None or self.store.paging_dir is None:
+            return {}
+        from amqtool.engines.artemis.paging.stores import find_page_stores
+        from amqtool.engines.artemis.paging.view import PAGE_TX_NOT_FOUND, Q_ACKED, Q_PENDING
+        from amqtool.formats.artemis.paging import PageSummaries
+
+        try:
+            stores = find_page_stores(self.store.paging_dir)[0]
+        except (AmqtoolError, OSError):
+            return {}
+        for ps in stores:
+            for pid in sorted(ps.pages):
+                try:
+                    pf = ps.open_page(pid)
+                except (AmqtoolError, OSError):
+                    continue
+                with pf:
+                    for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
+                        if tx_id not in tx_ids or self.view.tx_state(tx_id) != PAGE_TX_NOT_FOUND:
+                            continue
+                        states = {self.view.queue_state(q, pid, number) for q in qids}
+                        counts = out.setdefault(tx_id, [0, 0])
+                        counts[0] += Q_ACKED in states
+                        counts[1] += Q_PENDING in states
+        return {t: (a, p) for t, (a, p) in out.items()}
+
     def _large_files(self) -> list[int]:
         lm = self.store.large_messages_dir if self.store is not None else None
         if lm is None:
@@ -221,6 +262,15 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
             w.unaccounted_count += 1
             if len(w.unaccounted) < 100:
                 w.unaccounted.append(x)
+    # a paged transaction's id with no page-transaction record: its PAGE_TRANSACTION (and COMMIT) were lost
+    # here, or it rolled back (a rollback stores no page transaction); a queue's acknowledgement of one of its
+    # messages tells: the cursor delivers a message only once its transaction committed
+    if w.unaccounted_count and ledger.view is not None:
+        unexplained = set(w.unaccounted) if w.unaccounted_count == len(w.unaccounted) else {
+            x for x in range(after + 1, before) if not roles.get(x, set()) & (stored | {"msg"}) and x not in paged}
+        for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
+            if acked and pending:
+                w.page_txs_lost[tx_id] = pending
     # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
     # have been lost here (the broker then rolls it back), or its ROLLBACK
     if evidence is not None:
@@ -253,7 +303,9 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
 
     * CRITICAL when it proves a live record lost there (an id of the window with references,
       acknowledgements or a large-message file but no record of its own), or the COMMIT of a transaction the
-      damage left open that held live records and whose messages were delivered since (so it committed);
+      damage left open that held live records and whose messages were delivered since (so it committed), or
+      the PAGE_TRANSACTION of a paged transaction (its id in the window) some of whose messages queues
+      acknowledged while others are still to consume;
     * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
       no transaction the damage may have left open held anything live: none of the lost records was a live
       message (what no id shows: acknowledgements or deletes of older messages written there);
@@ -290,6 +342,13 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"redelivered or deleted by a later record), so it was committed, but with no COMMIT left the "
                        f"broker discards it at load, and the live records it held with it", finding.path,
                        finding.offset, details)
+    if w.page_txs_lost:
+        shown = ", ".join(f"{t} ({n} to consume)" for t, n in list(w.page_txs_lost.items())[:MAX_LISTED])
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, among them the page "
+                       f"transaction(s) {shown}: ids issued while they were written ({span}) that paged messages "
+                       f"carry with no page-transaction record left, while queues acknowledged some of those "
+                       f"messages (so the transaction committed): the broker skips the rest, which are lost",
+                       finding.path, finding.offset, details)
     if not w.unaccounted_count and w.open_effect == "harmless":
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
                 f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
