@@ -199,3 +199,21 @@ def test_a_lost_page_transaction_whose_messages_were_partly_acknowledged_is_crit
                                                                               rec[1])
     lost = f["details"]["lostIds"]
     assert lost["pageTransactionsLost"] == {"303": 4} and lost["liveIds"] == [] and lost["committedTransactions"] == {}
+
+
+def test_a_lost_queue_binding_whose_page_counter_lives_on_is_critical(run_json, tmp_path):
+    # Campaign seed 90210 (02_broker_mixed_compacted, seed 90210272632006187): 512 zeroed bytes at the end of the
+    # bindings file held the COMMIT of the "paged" address's binding and the "paged" queue's binding (id 26):
+    # the broker loses both, and verify said WARNING ("cannot be told"). The messages journal still holds the
+    # page counter of queue 26, which the broker deletes before a queue's binding when it deletes a queue: the
+    # queue was live, and its binding was lost.
+    from tests.support import ARTEMIS
+
+    store = shutil.copytree(ARTEMIS / "messages" / "02_broker_mixed_compacted", tmp_path / "store")
+    before = delivered(store)
+    path = _zeroed(store, "bindings/activemq-bindings-3.bindings", 1284, 512)
+    assert before.diff(delivered(store))["bindings"] == 2
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"]) == (2, "CRITICAL", "critical", str(path))
+    assert f["details"]["lostIds"]["liveIds"] == [26]

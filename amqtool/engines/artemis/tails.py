@@ -17,6 +17,8 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   ``loadMessageJournal``, "cannot find message"), and so does a large message's ``<id>.msg`` file with no
   record: the broker deletes that file with the message. An id carried by another surviving record (an
   ADD elsewhere, a transaction of records elsewhere, a paged message, a bindings record) was not lost here.
+  So does a queue id that surviving page cursor or page counter records name, with no binding (a queue's
+  paging records are deleted before its binding).
   An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
   never stored (a non-durable message, an id batch left at a restart): that cannot be told.
 * **What later records say of a transaction the damage left open.** A transaction whose first records
@@ -130,7 +132,21 @@ class IdLedger:
         for mid in self._large_files():
             if lo < mid < hi:
                 out.setdefault(mid, set()).add("msg")
+        for qid in self._paging_queues():
+            if lo < qid < hi:
+                out.setdefault(qid, set()).add("queue")
         return out
+
+    def _paging_queues(self) -> set[int]:
+        """Queue ids that surviving page cursor and page counter records name (PAGE_CURSOR_COUNTER_VALUE/INC,
+        ACKNOWLEDGE_CURSOR, PAGE_CURSOR_COMPLETE) with no queue binding: a queue the broker created (queue ids
+        come from the same generator) whose binding is gone while its paging records live on. Deleting a queue
+        deletes its cursor's acknowledgements, page-complete and counter records before its binding
+        (``QueueImpl.deleteQueue``: ``destroyPaging``, then ``deleteQueueBinding``)."""
+        v = self.view
+        if v is None or not v.bindings_loaded:
+            return set()
+        return (set(v.counter_value) | set(v.counter_inc) | set(v.acks) | set(v.complete)) - v.queues
 
     def delivered(self, ids: set[int], tx_id: int) -> dict[int, int]:
         """Of the message ids ``ids`` (added by transaction ``tx_id``), those a record outside that transaction
@@ -256,7 +272,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
             continue  # stored elsewhere: not lost here
         if "delete" in r:
             w.deleted.append(x)
-        elif "update" in r or "msg" in r:
+        elif "update" in r or "msg" in r or "queue" in r:
             w.live.append(x)
         else:
             w.unaccounted_count += 1
@@ -333,7 +349,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         shown = ", ".join(map(str, w.live[:MAX_LISTED])) + (" ..." if len(w.live) > MAX_LISTED else "")
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and they held live "
                        f"records: {len(w.live)} id(s) issued while they were written ({span}) keep references, "
-                       f"acknowledgements or a large-message file but have no record of their own ({shown})",
+                       f"acknowledgements, page cursor or counter records (a queue's) or a large-message file but "
+                       f"have no record of their own ({shown})",
                        finding.path, finding.offset, details)
     if w.committed:
         shown = ", ".join(f"{t} (message {m})" for t, m in list(w.committed.items())[:MAX_LISTED])
