@@ -116,3 +116,104 @@ def test_a_zeroed_end_with_room_that_held_a_live_message_is_critical(run_json, s
     assert (code, doc["verdict"], f["severity"], f["path"], f["offset"]) == (2, "CRITICAL", "critical", str(path),
                                                                               recs[k][1])
     assert f["details"]["recordsLost"] and mid in f["details"]["lostIds"]["liveIds"]
+
+
+def _zeroed(store, rel, offset, length):
+    from tests.faults.model import Fault
+
+    Fault("zero", rel, offset, length).apply(store)
+    return store / rel
+
+
+@pytest.mark.parametrize("rel, offset, length, tx, proof, head", [
+    # campaign seed 25 (demo-s1, seed 25000075000237): the damaged record's own header is an ADD_TX of
+    # transaction 163 whose message 165 is deleted in a later file
+    ("data/journal/activemq-data-5.amq", 50317, 13225, 163, 165, True),
+    # campaign seed 4242 (demo-s1, seed 4242012728000054): message 86, added by transaction 85 in a record that
+    # survives before the damage, is deleted in a later file
+    ("data/journal/activemq-data-1.amq", 63573, 1189, 85, 86, False),
+])
+def test_a_lost_commit_of_a_transaction_delivered_since_is_critical(run_json, store, pristine, rel, offset, length,
+                                                                    tx, proof, head):
+    # The campaign's loss/WARNING misses: the zeroed end of a file that is not the newest held the COMMIT of a
+    # transaction whose first records survive before the damage. The broker, finding no COMMIT, discards the
+    # transaction and the live messages it sent; verify said WARNING ("a commit lost there rolls them back, a
+    # rollback lost there changes nothing"). But a message the transaction added was deleted by a later record:
+    # the broker delivers a transaction's messages only once it committed, so the lost record was its COMMIT.
+    files, adds, deletes, updates = _journal(store)
+    recs = dict(files)[store / rel]
+    first = max(r[1] for r in recs if r[1] <= offset)
+    kept = [r for r in recs if r[1] + r[2] <= first]
+    sent = {r[5] for r in recs if r[0] == 13 and r[4] == tx and r[6] == 45}
+    # the premise: the transaction's COMMIT is among the records lost, its message ``proof`` among those the
+    # damage leaves readable (a whole record, or the damaged record's header) and deleted later; another of
+    # its messages is never deleted
+    assert any(r[0] == 18 and r[4] == tx and r[1] >= first for r in recs)
+    assert proof in sent and proof in deletes and (sent - deletes)
+    assert any(r[5] == proof for r in kept) != head and (recs[[r[1] for r in recs].index(first)][5] == proof) == head
+    path = _zeroed(store, rel, offset, length)
+    assert pristine[1].diff(delivered(store))["lost"] > 0
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"], f["offset"]) == (2, "CRITICAL", "critical", str(path),
+                                                                              first)
+    lost = f["details"]["lostIds"]
+    assert lost["committedTransactions"] == {str(tx): proof} and lost["liveIds"] == []
+
+
+def test_a_lost_rollback_stays_a_warning(run_json, store, pristine):
+    # The same shape with nothing delivered since: transaction 167 (demo-s1) sent messages 168 and 169, then
+    # rolled back; its ROLLBACK is in the zeroed end. The broker discards it as it would have rolled it back:
+    # nothing changes, and no message of it was ever delivered, so nothing proves a commit.
+    rel, offset, length = "data/journal/activemq-data-5.amq", 60081, 3461
+    files, adds, deletes, updates = _journal(store)
+    recs = dict(files)[store / rel]
+    assert any(r[0] == 19 and r[4] == 167 and r[1] > offset for r in recs)
+    path = _zeroed(store, rel, offset, length)
+    assert pristine[1].diff(delivered(store)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"]) == (1, "WARNING", "warning", str(path))
+    assert f["details"]["lostIds"]["openTransactions"] == [167]
+    assert f["details"]["lostIds"]["committedTransactions"] == {}
+
+
+def test_a_lost_page_transaction_whose_messages_were_partly_acknowledged_is_critical(run_json, store, pristine):
+    # A zeroed end of a file that is not the newest (demo-s1) held the PAGE_TRANSACTION record of transaction
+    # 303 and its COMMIT. Its paged messages stay in the pages, which the broker now skips ("Could not locate
+    # page transaction"); verify said WARNING, as a transaction rolled back stores no page transaction either.
+    # But queues acknowledged some of those messages (cursor acknowledgements survive), and a cursor delivers a
+    # message only once its transaction committed: the four still to consume are lost.
+    rel = "data/journal/activemq-data-9.amq"
+    files, adds, deletes, updates = _journal(store)
+    recs = dict(files)[store / rel]
+    (rec,) = [r for r in recs if r[0] == 13 and r[6] == 35 and r[4] == 303]
+    assert 303 not in adds | deletes | updates and not any(r[4] == 303 for _, rs in files for r in rs if r is not rec
+                                                           and r[0] != 18)
+    end = recs[-1][1] + recs[-1][2]
+    path = _zeroed(store, rel, rec[1] + 3, end - rec[1] - 3)
+    assert pristine[1].diff(delivered(store))["lost"] == 4
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"], f["offset"]) == (2, "CRITICAL", "critical", str(path),
+                                                                              rec[1])
+    lost = f["details"]["lostIds"]
+    assert lost["pageTransactionsLost"] == {"303": 4} and lost["liveIds"] == [] and lost["committedTransactions"] == {}
+
+
+def test_a_lost_queue_binding_whose_page_counter_lives_on_is_critical(run_json, tmp_path):
+    # Campaign seed 90210 (02_broker_mixed_compacted, seed 90210272632006187): 512 zeroed bytes at the end of the
+    # bindings file held the COMMIT of the "paged" address's binding and the "paged" queue's binding (id 26):
+    # the broker loses both, and verify said WARNING ("cannot be told"). The messages journal still holds the
+    # page counter of queue 26, which the broker deletes before a queue's binding when it deletes a queue: the
+    # queue was live, and its binding was lost.
+    from tests.support import ARTEMIS
+
+    store = shutil.copytree(ARTEMIS / "messages" / "02_broker_mixed_compacted", tmp_path / "store")
+    before = delivered(store)
+    path = _zeroed(store, "bindings/activemq-bindings-3.bindings", 1284, 512)
+    assert before.diff(delivered(store))["bindings"] == 2
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["path"]) == (2, "CRITICAL", "critical", str(path))
+    assert f["details"]["lostIds"]["liveIds"] == [26]

@@ -26,10 +26,18 @@ SEED = 25
 #   ack-moved unless a deleted message one bit away could have owned it.)
 # - loss/WARNING: a zeroed end of a file that is not the newest with room left for the next file's first
 #   record (damaged-tail, recordsLost) whose window of ids (amqtool/engines/artemis/tails.py) holds ids no
-#   surviving record carries: live messages lost there, or transaction ids and duplicate-detection records,
-#   which cannot be told apart (one holding an id still referenced or acknowledged without its message is
-#   CRITICAL). (Since judged: the current page deleted, page-missing from the counters with a page transaction
-#   or a body file that agree; a data file deleted from the middle of a journal never compacted is CRITICAL
+#   surviving record carries: live messages lost there (or acknowledgements of older messages, which carry no
+#   new id), or transaction ids and duplicate-detection records of messages deleted since, which cannot be
+#   told apart (one holding an id still referenced or acknowledged without its message is CRITICAL). Measured
+#   by zeroing from inside each second record of every non-newest file to its end, in both demos (980 faults):
+#   545 losses and 29 unchanged stores have nothing but such ids (401 and 24 of them with room left); the 29
+#   unchanged ones' ids were duplicate-id records, committed transactions of messages deleted since, rolled-back
+#   messages and ids never stored. (Since judged,
+#   7 before: the lost COMMIT of a transaction one of whose messages was delivered since,
+#   committedTransactions; the lost PAGE_TRANSACTION of a paged transaction partly acknowledged,
+#   pageTransactionsLost; a queue binding lost while its page cursor or counter records live on. Since judged
+#   before: the current page deleted, page-missing from the counters with a page transaction or a body file
+#   that agree; a data file deleted from the middle of a journal never compacted is CRITICAL
 #   missing-journal-file when an acknowledgement, or several updates, lost their message's records, or the
 #   page counters show lost records, and a WARNING when only broker.xml could tell, journal-pool-files letting
 #   the broker delete freed files, as real JournalImpl stores show: tests/data/artemis.)
@@ -44,7 +52,7 @@ SEED = 25
 #   tail: paging/crash_tail.py). A cut tail of the newest file whose lost records other records still need is
 #   CRITICAL by design when the dependants show (tests/faults/model.py DEPENDANTS), which is no miss.
 # loss-unproven (any verdict but UNKNOWN) is counted apart: losses that leave a store a broker could have written.
-KNOWN_MISSES = {("loss", "OK"): 1, ("loss", "WARNING"): 7, ("same", "CRITICAL"): 4, ("torn", "CRITICAL"): 0,
+KNOWN_MISSES = {("loss", "OK"): 1, ("loss", "WARNING"): 6, ("same", "CRITICAL"): 4, ("torn", "CRITICAL"): 0,
                 ("content", "UNKNOWN"): 0}
 
 

@@ -17,11 +17,23 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   ``loadMessageJournal``, "cannot find message"), and so does a large message's ``<id>.msg`` file with no
   record: the broker deletes that file with the message. An id carried by another surviving record (an
   ADD elsewhere, a transaction of records elsewhere, a paged message, a bindings record) was not lost here.
+  So does a queue id that surviving page cursor or page counter records name, with no binding (a queue's
+  paging records are deleted before its binding).
   An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
   never stored (a non-durable message, an id batch left at a restart): that cannot be told.
+* **What later records say of a transaction the damage left open.** A transaction whose first records
+  survive before the damage and whose end is nowhere lost its COMMIT or its ROLLBACK there. When a message it
+  added (in a surviving record, or in the damaged record's own header) was delivered since -- acknowledged,
+  redelivered or deleted by a later record outside it -- it was committed: the broker routes a transaction's
+  messages to their queues only as it commits (``TransactionImpl.commit``), and only then can a consumer see
+  them. Its COMMIT was lost, and the broker discards it at load (``JournalImpl.load`` reports it as failed).
+  Likewise an id of the window that paged messages carry as their transaction, with no page-transaction record
+  left: a rollback stores none, but when a queue acknowledged one of those messages the transaction committed,
+  its PAGE_TRANSACTION was lost here, and the cursors skip the messages still to consume.
 
 :func:`lost_window` reads that evidence; :func:`reweigh` turns today's ``damaged-tail`` finding into the
-judgement the evidence supports: CRITICAL when it proves a live record lost; a warning when every new id the
+judgement the evidence supports: CRITICAL when it proves a live record lost (or the lost COMMIT of a transaction
+that held one); a warning when every new id the
 window held is accounted for as deleted or stored elsewhere and no transaction left open by the damage held
 anything live (what it cannot show: acknowledgements or deletes of older messages written there, which carry
 no new id); and otherwise the finding as it was, saying what could not be told.
@@ -37,6 +49,8 @@ _ADDS = (11, 13)  # ADD, ADD_TX
 _DELETES = (15, 16)  # DELETE_TX, DELETE
 _TX = (13, 14, 15, 17, 18, 19)
 _NO_ID = (17, 18, 19)
+_DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT: written only for a message delivered
+_MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 MAX_WINDOW = 1 << 16  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
 MAX_LISTED = 20
 
@@ -54,6 +68,13 @@ class Window:
     unaccounted_count: int = 0
     open_txs: list[int] = field(default_factory=list)  # transactions the damage may have left open
     open_effect: str = "harmless"  # evidence.effect_of_discarded of their records
+    # open transactions proven committed (a message they added was delivered since), whose discard loses
+    # live records: tx id -> the delivered message that proves it
+    committed: dict[int, int] = field(default_factory=dict)
+    # ids of the window that are paged messages' transaction ids with no page-transaction record, where a
+    # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
+    # consume, which the broker now skips
+    page_txs_lost: dict[int, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -62,7 +83,9 @@ class Window:
     def to_json(self) -> dict:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
-                "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100]}
+                "unaccountedCount": self.unaccounted_count, "openTransactions": self.open_txs[:100],
+                "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
+                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
 
 
 class IdLedger:
@@ -109,6 +132,36 @@ class IdLedger:
         for mid in self._large_files():
             if lo < mid < hi:
                 out.setdefault(mid, set()).add("msg")
+        for qid in self._paging_queues():
+            if lo < qid < hi:
+                out.setdefault(qid, set()).add("queue")
+        return out
+
+    def _paging_queues(self) -> set[int]:
+        """Queue ids that surviving page cursor and page counter records name (PAGE_CURSOR_COUNTER_VALUE/INC,
+        ACKNOWLEDGE_CURSOR, PAGE_CURSOR_COMPLETE) with no queue binding: a queue the broker created (queue ids
+        come from the same generator) whose binding is gone while its paging records live on. Deleting a queue
+        deletes its cursor's acknowledgements, page-complete and counter records before its binding
+        (``QueueImpl.deleteQueue``: ``destroyPaging``, then ``deleteQueueBinding``)."""
+        v = self.view
+        if v is None or not v.bindings_loaded:
+            return set()
+        return (set(v.counter_value) | set(v.counter_inc) | set(v.acks) | set(v.complete)) - v.queues
+
+    def delivered(self, ids: set[int], tx_id: int) -> dict[int, int]:
+        """Of the message ids ``ids`` (added by transaction ``tx_id``), those a record outside that transaction
+        shows delivered since -> that record's id: a DELETE, or an acknowledgement or delivery-count update
+        (ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT), in any other transaction or none. The broker delivers a
+        transaction's messages only once it committed (``TransactionImpl.commit`` adds the references to their
+        queues afterwards), so any of them proves the commit."""
+        out: dict[int, int] = {}
+        if not ids:
+            return out
+        for opened in self.journals:
+            for fi in range(len(opened.files)):
+                for t, off, rid, tx, utype in _records(opened, fi):
+                    if rid in ids and tx != tx_id and (t in _DELETES or t in (12, 14) and utype in _DELIVERED):
+                        out.setdefault(rid, t)
         return out
 
     def paged(self) -> set[int]:
@@ -123,6 +176,39 @@ class IdLedger:
                 except (AmqtoolError, OSError):  # unreadable pages are judged by the paging verifier
                     self._paged = set()
         return self._paged
+
+    def page_tx_delivery(self, tx_ids: set[int]) -> dict[int, tuple[int, int]]:
+        """Page transaction id -> (paged messages a queue acknowledged, paged messages a queue still has to
+        consume), for the ids of ``tx_ids`` that carry paged messages and have no page-transaction record.
+        A cursor acknowledgement (ACKNOWLEDGE_CURSOR) is written only for a message the cursor delivered
+        (``PageSubscriptionImpl.confirmPosition``; a message of a transaction it cannot find is ignored in
+        memory: ``positionIgnored``), so one proves the transaction committed."""
+        out: dict[int, list[int]] = {}
+        if not tx_ids or self.view is None or self.store is None or self.store.paging_dir is None:
+            return {}
+        from amqtool.engines.artemis.paging.stores import find_page_stores
+        from amqtool.engines.artemis.paging.view import PAGE_TX_NOT_FOUND, Q_ACKED, Q_PENDING
+        from amqtool.formats.artemis.paging import PageSummaries
+
+        try:
+            stores = find_page_stores(self.store.paging_dir)[0]
+        except (AmqtoolError, OSError):
+            return {}
+        for ps in stores:
+            for pid in sorted(ps.pages):
+                try:
+                    pf = ps.open_page(pid)
+                except (AmqtoolError, OSError):
+                    continue
+                with pf:
+                    for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
+                        if tx_id not in tx_ids or self.view.tx_state(tx_id) != PAGE_TX_NOT_FOUND:
+                            continue
+                        states = {self.view.queue_state(q, pid, number) for q in qids}
+                        counts = out.setdefault(tx_id, [0, 0])
+                        counts[0] += Q_ACKED in states
+                        counts[1] += Q_PENDING in states
+        return {t: (a, p) for t, (a, p) in out.items()}
 
     def _large_files(self) -> list[int]:
         lm = self.store.large_messages_dir if self.store is not None else None
@@ -143,6 +229,31 @@ def _records(opened, index: int):
             yield t, base + off, rid if t not in _NO_ID else -1, tx if t in _TX else -1, utype
 
 
+def damaged_head(opened, index: int, first: int) -> tuple[int, int, int, int] | None:
+    """(type, tx id, id, user record type) of the damaged record at ``first`` of file ``index`` when it starts
+    with an ADD or ADD_TX header carrying this file's tag (the damage lying further on), else None (tx id -1 for
+    an ADD). A header alone proves nothing: callers use it only with what later records say of its ids."""
+    jf = opened.files[index]
+    v2 = jf.version >= 2
+    try:
+        head = opened.pread(index, first, 32)
+    except OSError:
+        return None
+    t = head[0] if head else 0
+    if t not in _ADDS or int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
+        return None
+    p = 5 + v2
+    tx = -1
+    if t == 13:
+        tx = int.from_bytes(head[p:p + 8], "big", signed=True)
+        p += 8
+    rid = int.from_bytes(head[p:p + 8], "big", signed=True)
+    p += 12  # the id, then the body size
+    if len(head) <= p or rid < 0:
+        return None
+    return t, tx, rid, head[p]
+
+
 def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None) -> Window | None:
     """The window of ids the records lost at ``first`` (to the end of file ``index``) of the journal loaded
     as ``result`` may have carried, and what the store's surviving records say of each; None when there is
@@ -161,12 +272,21 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
             continue  # stored elsewhere: not lost here
         if "delete" in r:
             w.deleted.append(x)
-        elif "update" in r or "msg" in r:
+        elif "update" in r or "msg" in r or "queue" in r:
             w.live.append(x)
         else:
             w.unaccounted_count += 1
             if len(w.unaccounted) < 100:
                 w.unaccounted.append(x)
+    # a paged transaction's id with no page-transaction record: its PAGE_TRANSACTION (and COMMIT) were lost
+    # here, or it rolled back (a rollback stores no page transaction); a queue's acknowledgement of one of its
+    # messages tells: the cursor delivers a message only once its transaction committed
+    if w.unaccounted_count and ledger.view is not None:
+        unexplained = set(w.unaccounted) if w.unaccounted_count == len(w.unaccounted) else {
+            x for x in range(after + 1, before) if not roles.get(x, set()) & (stored | {"msg"}) and x not in paged}
+        for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
+            if acked and pending:
+                w.page_txs_lost[tx_id] = pending
     # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
     # have been lost here (the broker then rolls it back), or its ROLLBACK
     if evidence is not None:
@@ -175,12 +295,21 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         w.open_txs = sorted(tx.tx_id for tx in result.failed if not tx.prepared
                             and any(r.file_index <= index for r in tx.records + tx.records_to_delete))
         worst = "harmless"
+        head = damaged_head(result.opened, index, first)
         for tx_id in w.open_txs:
-            effect = evidence.effect_of_discarded(transaction_records(result.opened, tx_id))
-            if effect != "harmless":
+            records = transaction_records(result.opened, tx_id)
+            effect = evidence.effect_of_discarded(records)
+            if effect == "loss":
+                # a transaction whose messages were delivered since was committed: its COMMIT was lost (the
+                # broker, finding none, discards it and the live records it held)
+                sent = {r.id for r in records if r.type == 13 and r.user_type in _MESSAGES}
+                if head is not None and head[0] == 13 and head[1] == tx_id and head[3] in _MESSAGES:
+                    sent.add(head[2])  # the damaged record's own header: a message this transaction added
+                proof = ledger.delivered(sent, tx_id)
+                if proof:
+                    w.committed[tx_id] = min(proof)
+            if worst != "loss" and effect != "harmless":
                 worst = effect
-                if effect == "loss":
-                    break
         w.open_effect = worst
     return w
 
@@ -189,7 +318,10 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     """``finding`` (today's ``damaged-tail`` of file ``index`` at ``first``) judged by the window's evidence:
 
     * CRITICAL when it proves a live record lost there (an id of the window with references,
-      acknowledgements or a large-message file but no record of its own);
+      acknowledgements or a large-message file but no record of its own), or the COMMIT of a transaction the
+      damage left open that held live records and whose messages were delivered since (so it committed), or
+      the PAGE_TRANSACTION of a paged transaction (its id in the window) some of whose messages queues
+      acknowledged while others are still to consume;
     * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
       no transaction the damage may have left open held anything live: none of the lost records was a live
       message (what no id shows: acknowledgements or deletes of older messages written there);
@@ -217,7 +349,22 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         shown = ", ".join(map(str, w.live[:MAX_LISTED])) + (" ..." if len(w.live) > MAX_LISTED else "")
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and they held live "
                        f"records: {len(w.live)} id(s) issued while they were written ({span}) keep references, "
-                       f"acknowledgements or a large-message file but have no record of their own ({shown})",
+                       f"acknowledgements, page cursor or counter records (a queue's) or a large-message file but "
+                       f"have no record of their own ({shown})",
+                       finding.path, finding.offset, details)
+    if w.committed:
+        shown = ", ".join(f"{t} (message {m})" for t, m in list(w.committed.items())[:MAX_LISTED])
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, among them the COMMIT "
+                       f"of transaction(s) {shown}: a message each added was delivered since (acknowledged, "
+                       f"redelivered or deleted by a later record), so it was committed, but with no COMMIT left the "
+                       f"broker discards it at load, and the live records it held with it", finding.path,
+                       finding.offset, details)
+    if w.page_txs_lost:
+        shown = ", ".join(f"{t} ({n} to consume)" for t, n in list(w.page_txs_lost.items())[:MAX_LISTED])
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, among them the page "
+                       f"transaction(s) {shown}: ids issued while they were written ({span}) that paged messages "
+                       f"carry with no page-transaction record left, while queues acknowledged some of those "
+                       f"messages (so the transaction committed): the broker skips the rest, which are lost",
                        finding.path, finding.offset, details)
     if not w.unaccounted_count and w.open_effect == "harmless":
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
