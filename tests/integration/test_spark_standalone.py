@@ -84,14 +84,14 @@ def cluster(tmp_path):
     assert all(p.poll() is not None for p in procs)
 
 
-def test_export_on_standalone_cluster(cluster, tmp_path):
+def test_export_on_standalone_cluster(cluster, tmp_path, ship_cache):
     store = build_store(tmp_path / "broker")
     amqtool = str(REPO / ".venv" / "bin" / "amqtool")
     out = tmp_path / "cluster"
     p = subprocess.run([amqtool, "export", str(store), "-o", str(out), "-f", "parquet", "--master", cluster,
                         "--report", "json", "--salvage"], capture_output=True, text=True, timeout=900,
                        env=dict(os.environ, AMQTOOL_SPARK_DRIVER_MEMORY="1g",
-                                XDG_CACHE_HOME=str(tmp_path / "cache")))  # a cluster master ships amqtool
+                                XDG_CACHE_HOME=str(ship_cache)))  # a cluster master ships amqtool
     doc = json.loads(p.stdout)
     # the built store is CRITICAL on purpose (a queue with no binding): salvaged, exit 2 (verify's verdict)
     assert p.returncode == 2 and doc["engine"] == "spark", p.stderr[-2000:]
