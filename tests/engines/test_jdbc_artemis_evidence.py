@@ -344,3 +344,15 @@ def test_a_null_user_record_type_on_a_prepared_message_row_is_critical(db, jdbc_
               f"m.recordType = 13 AND m.userRecordType = 45 AND {PREPARED_TX})")
     code, f = verify(run_cli, url)
     assert code == 2 and f["artemis-jdbc-null-user-type"]["severity"] == "critical", f
+
+
+def test_a_cursor_acknowledgement_turned_reference_is_critical(db, jdbc_env, run_cli):
+    # campaign seed 7 (3 MiB demo, fault 7000172): a page cursor acknowledgement (39) given the ADD_REF type
+    # is no reference (20 bytes, not RefEncoding's 8) and the broker's walk skips it; the acknowledgement is
+    # lost with it, and the paged message it acknowledged comes back on its queue (verify said WARNING)
+    url, c = db
+    assert one(c, "SELECT recordType, userRecordType, length(record) FROM messages WHERE seq = 380") == (11, 39, 20)
+    c.execute("UPDATE messages SET userRecordType = 32 WHERE seq = 380")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["ref-without-message"]["severity"] == "critical", f
+    assert "comes back on queue" in f["ref-without-message"]["message"]

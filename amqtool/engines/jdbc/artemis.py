@@ -902,6 +902,16 @@ class _Governs:
                     self._pages.setdefault(ps.address, {})[pid] = [(m.transaction_id, m.queue_ids) for m in msgs]
         return self._pages
 
+    def retyped_loss(self, rec: LiveRecord) -> str | None:
+        """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
+        user record type) held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
+        of a paged message still pending, which then comes back."""
+        from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+        if rec.body_len != 20:
+            return None
+        return self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
+
     def null_type_loss(self, body: bytes) -> str | None:
         """What a row read as type 0 (a NULL userRecordType) held, judged by its bytes where its id names no
         message: a page transaction's record (``i64 transactionID, i32 numberOfMessages``) whose paged
@@ -1024,11 +1034,14 @@ def _prepared_orphan_findings(messages: LoadResult) -> list[Finding]:
     return out[:MAX_LISTED_ORPHANS]
 
 
-def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()) -> list[Finding]:
+def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset(),
+                     retyped: Callable[[LiveRecord], str | None] | None = None) -> list[Finding]:
     """CRITICAL ``ref-without-message``: a queue's reference (ADD_REF row, not acknowledged) with no message
     row before it in ``seq`` order: the broker's load drops it, and the message is lost to that queue
     (:mod:`amqtool.engines.artemis.orphans`). WARNING when no message row holds that id and the row is the
-    damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`)."""
+    damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`), or
+    when its rows are not a reference's encoding (a damaged user record type) unless ``retyped`` says what
+    the row was and what is lost with it (:meth:`_Governs.retyped_loss`)."""
     from amqtool.engines.artemis.orphans import orphan_refs
 
     out: list[Finding] = []
@@ -1042,7 +1055,16 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
         seq = messages.opened.seq_at.get(first.record.body_offset)
         if not first.later and all(o.record.body_len != 8 for o in refs):
             # RefEncoding is one i64 queue id: rows of another size were never references (a damaged user
-            # record type), and the broker's walk skips them ("cannot find message"): nothing is lost
+            # record type), and the broker's walk skips them ("cannot find message"): lost is what they were
+            lost = next((w for o in refs if (w := retyped(o.record) if retyped else None)), None)
+            if lost:
+                out.append(Finding(
+                    Severity.CRITICAL, "ref-without-message",
+                    f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte "
+                    f"encoding: a damaged user record type, which the broker skips, and {lost}",
+                    f"{messages.opened.table}:seq={seq}", None,
+                    {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+                continue
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte encoding and "
@@ -1223,7 +1245,14 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
     if messages is not None:
         findings += _prepared_orphan_findings(messages)
     ev_findings, unsure_acks = _evidence_findings(bindings, messages)
-    findings += _orphan_findings(messages, unsure_acks)
+    governs: list = []
+
+    def retyped(rec: LiveRecord) -> str | None:
+        if not governs:
+            governs.append(_Governs(data))
+        return governs[0].retyped_loss(rec)
+
+    findings += _orphan_findings(messages, unsure_acks, retyped)
     findings += ev_findings
     if data.large_files is not None and messages is not None:
         ids = set(live_ids_of_type(messages.live, ADD_LARGE_MESSAGE, is_update=False))
