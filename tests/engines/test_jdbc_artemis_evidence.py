@@ -211,13 +211,16 @@ def test_a_null_txid_commit_is_judged_by_what_its_transaction_held_not_a_prepare
     assert code == 1 and f["artemis-jdbc-null-txid"]["severity"] == "warning", f
 
 
-def test_a_null_id_on_a_prepared_acknowledgement_is_no_loss(db, jdbc_env, run_cli):
-    # a prepared transaction's acknowledgements are not applied: id 0 there changes nothing delivered
+def test_a_null_id_on_a_prepared_acknowledgement_is_critical(db, jdbc_env, run_cli):
+    # a prepared transaction's acknowledgement holds its committed message off the queue until the outcome
+    # (handlePreparedAcknowledge: removeReferenceWithID at load); of message 0 it holds nothing, and the
+    # message is delivered again (this test asserted the opposite while the campaign's truth did not model
+    # the hold: campaign seeds 202 and 303 on a 1 MiB demo, tests/faults/test_jdbc_faults.py)
     url, c = db
     c.execute(f"UPDATE messages SET id = NULL WHERE seq = (SELECT MIN(m.seq) FROM messages m WHERE m.recordType = 14 "
               f"AND m.userRecordType = 33 AND {PREPARED_TX})")
     code, f = verify(run_cli, url)
-    assert code == 1 and "artemis-jdbc-null-id" not in f, f
+    assert code == 2 and f["artemis-jdbc-null-id"]["severity"] == "critical", f
 
 
 def test_a_null_id_on_an_address_binding_is_critical(db, jdbc_env, run_cli):
@@ -341,3 +344,15 @@ def test_a_null_user_record_type_on_a_prepared_message_row_is_critical(db, jdbc_
               f"m.recordType = 13 AND m.userRecordType = 45 AND {PREPARED_TX})")
     code, f = verify(run_cli, url)
     assert code == 2 and f["artemis-jdbc-null-user-type"]["severity"] == "critical", f
+
+
+def test_a_cursor_acknowledgement_turned_reference_is_critical(db, jdbc_env, run_cli):
+    # campaign seed 7 (3 MiB demo, fault 7000172): a page cursor acknowledgement (39) given the ADD_REF type
+    # is no reference (20 bytes, not RefEncoding's 8) and the broker's walk skips it; the acknowledgement is
+    # lost with it, and the paged message it acknowledged comes back on its queue (verify said WARNING)
+    url, c = db
+    assert one(c, "SELECT recordType, userRecordType, length(record) FROM messages WHERE seq = 380") == (11, 39, 20)
+    c.execute("UPDATE messages SET userRecordType = 32 WHERE seq = 380")
+    code, f = verify(run_cli, url)
+    assert code == 2 and f["ref-without-message"]["severity"] == "critical", f
+    assert "comes back on queue" in f["ref-without-message"]["message"]

@@ -27,7 +27,10 @@ The delivered state:
   queue the bindings do not hold gets nothing. A load that throws (unknown record type, a DELETE or ROLLBACK
   row naming nothing, an unknown user record type, a reference body shorter than its encoding) starts no
   broker: nothing is delivered. Rows and contents are then the export's (bodies, properties, delivery
-  counts; paged messages from the page-store tables; prepared transactions).
+  counts; paged messages from the page-store tables; prepared transactions). A committed reference that a
+  prepared transaction acknowledges is held by the transaction, not delivered
+  (``handlePreparedAcknowledge``: ``removeReferenceWithID`` at load, reacknowledged in the transaction): its
+  row's state is ``acknowledged-in-prepared`` (the export lists it committed).
 * Classic: the JDBC export's rows (``ClassicJdbcExport``: queue rows with ``XID`` NULL, a durable
   subscription's rows above its ``LAST_ACKED_ID``), keyed by the queue and the row's ``ID``; a second row of
   a message id a destination's cursor has recovered already is dropped (``AbstractStoreCursor
@@ -428,6 +431,9 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
         def _pairs(self):
             prepared: dict = {}
             prepared_messages = {}
+            # handlePreparedAcknowledge: a prepared transaction's acknowledgement takes the committed
+            # reference off its queue at load and holds it until the outcome (the export lists it committed)
+            held_by = {(m, q): tx.tx_id for tx in self.refs.prepared for m, qids in tx.acks.items() for q in qids}
             for tx in self.refs.prepared:
                 for m, qids in tx.refs.items():
                     for qid in qids:
@@ -436,7 +442,9 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
                     prepared_messages.setdefault(m, rec)
             by_message: dict = {}
             for (m, q), (rec, dc, sched) in held.items():
-                by_message.setdefault(m, [rec, []])[1].append((q, "committed", None, dc, sched))
+                tx_of = held_by.get((m, q))
+                state = ("committed", None) if tx_of is None else ("acknowledged-in-prepared", tx_of)
+                by_message.setdefault(m, [rec, []])[1].append((q, *state, dc, sched))
             for m, rec in prepared_messages.items():
                 by_message.setdefault(m, [rec, []])
             for m in sorted(by_message):

@@ -130,3 +130,64 @@ def test_in_transaction_verdicts_are_the_commands(pg_cluster, jdbc_env, run_cli,
                 (fault.describe(), codes)
             judged += 1
         assert judged >= 8
+
+
+def _prepared_rows(conn) -> dict:
+    """The seqs of the rows of the demo's prepared transaction (a PREPARE row and no COMMIT): its
+    acknowledgement of a committed message, its page transaction record and its first message."""
+    tx = conn.execute("SELECT txId FROM messages p WHERE recordType = 17 AND NOT EXISTS (SELECT 1 FROM messages c "
+                      "WHERE c.recordType = 18 AND c.txId = p.txId) ORDER BY seq LIMIT 1").fetchone()[0]
+
+    def seq(rtype: int, utype: int) -> int:
+        return conn.execute("SELECT seq FROM messages WHERE txId = %s AND recordType = %s AND userRecordType = %s "
+                            "ORDER BY seq LIMIT 1", (tx, rtype, utype)).fetchone()[0]
+
+    return {"ack": seq(14, 33), "page-tx": seq(13, 35), "message": seq(13, 45)}
+
+
+# (row of the prepared transaction, columns set NULL, a finding code verify must give)
+_PREPARED_NULLS = [
+    # campaign seed 505 (1 MiB demo): the acknowledgement moved to transaction 0 (never committed)
+    ("ack", "seq,txId,variableSize", "artemis-jdbc-null-txid"),
+    # type 0: loadPreparedTransactions skips it ("invalid record type")
+    ("ack", "userRecordType", "artemis-jdbc-null-user-type"),
+    ("ack", "id", "artemis-jdbc-null-id"),  # message 0: nothing is held for the transaction
+    ("ack", "id,txDataSize,txId", "artemis-jdbc-null-txid"),
+    ("ack", "id,userRecordType", "artemis-jdbc-null-user-type"),  # its bytes name a queue
+    # the page transaction's record skipped: its paged messages are skipped by the cursor
+    ("page-tx", "seq,txDataSize,userRecordType", "artemis-jdbc-null-user-type"),
+    ("page-tx", "txId,userRecordType,variableSize", "artemis-jdbc-null-txid"),
+    # the prepared message lost: its prepared references have no message
+    ("message", "id,txCheckNoRecords,userRecordType", "ref-without-message"),
+    ("message", "txCheckNoRecords,txId", "artemis-jdbc-null-txid"),
+]
+
+
+@pytest.mark.parametrize("row,columns,code", _PREPARED_NULLS)
+def test_prepared_transaction_null_columns_are_loss(artemis_campaign, row, columns, code):
+    # A prepared transaction's acknowledgement holds its committed message off the queue until the outcome
+    # (handlePreparedAcknowledge: removeReferenceWithID, reacknowledged in the transaction); its page
+    # transaction record and its message are what its paged and journal sends need. NULLs that make the
+    # broker's load leave any of them out deliver differently (the truth: loss), and verify says CRITICAL
+    # naming why (these were same/CRITICAL or loss/WARNING at campaign seeds 505, 7, 11, 101, 202, 303, 404).
+    c = artemis_campaign
+    seq = _prepared_rows(c.conn)[row]
+    fault = jdbc.RowFault("null", "messages", (("seq", seq),), columns, label=f"prepared {row}")
+    c.sites = _Fixed(fault)
+    o = c.run_one(0)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), (fault.describe(), o.diff, o.codes)
+    assert code in o.codes, o.codes
+
+
+@pytest.mark.integration
+def test_prepared_page_transaction_null_type_exit_code(pg_cluster, jdbc_env, run_cli, tmp_path):
+    # the page transaction record's fault committed in a copy of the store: `amqtool verify --jdbc-url`
+    # exits 2 naming it (it exited 1, WARNING artemis-jdbc-null-column only)
+    jdbc.artemis_store(pg_cluster, "prepared_ptx", tmp_path)
+    with pg_cluster.connect("prepared_ptx") as c:
+        seq = _prepared_rows(c)["page-tx"]
+        c.execute("UPDATE messages SET userRecordType = NULL WHERE seq = %s", (seq,))
+    code, out, _ = run_cli("verify", "--jdbc-url", pg_cluster.db_url("prepared_ptx"), "--format", "json")
+    doc = json.loads(out)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert "artemis-jdbc-null-user-type" in {f["code"] for f in doc["findings"] if f["severity"] == "critical"}

@@ -135,6 +135,10 @@ class TableLoad:
     # records of a transaction the load leaves out though the rows show them committed or prepared: judged
     # by verify_load, which knows what each governs (a message's reference, a page transaction...)
     left_out: list["LeftOut"] = field(default_factory=list)
+    # rows of a prepared transaction whose NULL userRecordType the broker reads as type 0: the load of the
+    # prepared transaction skips them (``loadPreparedTransactions``: an invalid record type is logged, the
+    # transaction keeps its other records); judged by verify_load with the paging facts (_Governs)
+    prepared_null_types: list["LeftOut"] = field(default_factory=list)
 
 
 @dataclass
@@ -325,11 +329,13 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
         if rtype in (ADD_TX, UPDATE_TX) and not (tx is not None and (tx.committed or tx.prepared)):
             continue  # rolled back anyway: judged with the transaction, if at all
         in_prepared = tx is not None and not tx.committed
-        finding_for = (_null_prepared_loss(entry, id_null, utype_null, message_ids) if in_prepared
-                       else _null_row_loss(kind, opened, entry, id_null, utype_null))
+        finding_for = (_null_prepared_loss(entry, id_null, utype_null, message_ids)
+                       if in_prepared else _null_row_loss(kind, opened, entry, id_null, utype_null))
         if finding_for is not None:
             code, msg = finding_for
             finding(Severity.CRITICAL, code, msg, seq, id=entry.id)
+        elif in_prepared and utype_null:
+            tl.prepared_null_types.append(LeftOut(entry, tx_id, seq, "null-type-prepared"))
     tl.result = LoadResult(opened=opened, live=[r for r in live if r is not None], prepared=prepared,
                            failed=failed, max_id=max_id, number_of_records=tl.rows, scans=[], anomalies=[],
                            anomaly_counts={})
@@ -395,16 +401,22 @@ def _prepared_undecodable(messages: LoadResult) -> list[Finding]:
 def _null_prepared_loss(rec: LiveRecord, id_null: bool, utype_null: bool, message_ids: set) -> tuple[str, str] | None:
     """(code, message) when a NULL id or userRecordType of a prepared transaction's row loses what the
     transaction holds for its outcome: a message or reference of id 0 (no message), a row of type 0 naming a
-    message (its reference); the orphan and acknowledgement checks see the committed state only. A prepared
-    acknowledgement is not applied, so its id changes nothing delivered."""
+    message (its reference, or its acknowledgement: ``handlePreparedAcknowledge`` takes a committed
+    reference off its queue and holds it until the outcome, so without the row the message is delivered
+    again, though the transaction acknowledged it), an acknowledgement of message 0 (the same); the orphan
+    and acknowledgement checks see the committed state only."""
     if id_null and rec.user_record_type in _MESSAGE_TYPES + (ADD_REF_TYPE,):
         return "artemis-jdbc-null-id", (f"a row of prepared transaction data (user record type "
                                         f"{rec.user_record_type}) has a NULL id: the broker reads id 0, and the "
                                         "prepared message or reference is lost")
+    if id_null and rec.user_record_type == ACKNOWLEDGE_REF_TYPE:
+        return "artemis-jdbc-null-id", ("a prepared transaction's acknowledgement row has a NULL id: the broker "
+                                        "reads message 0 and holds nothing for the transaction, so the message it "
+                                        "acknowledged is delivered again")
     if utype_null and rec.id in message_ids:
         return "artemis-jdbc-null-user-type", (f"a prepared transaction's row of message {rec.id} has a NULL "
-                                               "userRecordType: the broker reads type 0, and the message or "
-                                               "reference it was is lost")
+                                               "userRecordType: the broker reads type 0 and skips it, and the "
+                                               "message, reference or acknowledgement it was is lost")
     return None
 
 
@@ -869,6 +881,9 @@ class _Governs:
                      if r.user_record_type == ADD_REF}
         self.acks = {(r.id, _queue_id(messages, r)) for r in (messages.live if messages else ())
                      if r.user_record_type == ACKNOWLEDGE_REF}
+        # message ids the prepared transactions reference (their sends: the message is lost without its row)
+        self.prepared_refs = {r.id for tx in (messages.prepared if messages else ()) for r in tx.records
+                              if r.user_record_type == ADD_REF}
         self._pages = None
 
     def pages(self) -> dict[str, dict[int, list]]:
@@ -886,6 +901,46 @@ class _Governs:
                         continue
                     self._pages.setdefault(ps.address, {})[pid] = [(m.transaction_id, m.queue_ids) for m in msgs]
         return self._pages
+
+    def retyped_loss(self, rec: LiveRecord) -> str | None:
+        """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
+        user record type) held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
+        of a paged message still pending, which then comes back."""
+        from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+        if rec.body_len != 20:
+            return None
+        return self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
+
+    def null_type_loss(self, body: bytes) -> str | None:
+        """What a row read as type 0 (a NULL userRecordType) held, judged by its bytes where its id names no
+        message: a page transaction's record (``i64 transactionID, i32 numberOfMessages``) whose paged
+        messages are still to be consumed, or a reference or acknowledgement encoding (``i64 queueID``) of a
+        queue the bindings hold."""
+        if len(body) == 12:
+            return self.page_tx_loss(int.from_bytes(body[:8], "big", signed=True))
+        if len(body) == 8:
+            q = int.from_bytes(body, "big", signed=True)
+            if q in self.view.queue_address:
+                return f"its bytes are a reference or acknowledgement on queue {q}, which is lost"
+        return None
+
+    def page_tx_loss(self, ptx: int) -> str | None:
+        """What the broker skips when page transaction ``ptx`` has no record left: its paged messages still
+        to be consumed (the page cursor skips a message whose page transaction it does not know); None when
+        another record of it survives or none is pending."""
+        from amqtool.engines.artemis.paging.view import Q_PENDING
+
+        view = self.view
+        if ptx in view.page_tx:
+            return None  # another record of that page transaction survives
+        for pages in self.pages().values():
+            for pid, msgs in pages.items():
+                for n, (mtx, qids) in enumerate(msgs):
+                    if mtx == ptx and any(view.queue_state(q, pid, n) == Q_PENDING for q in qids):
+                        return (f"page transaction {ptx}'s paged messages still to be consumed (page {pid}) "
+                                "are skipped")
+        return None
 
     def what(self, kind: str, rec: LiveRecord) -> str | None:
         """A description of what the broker delivers differently without ``rec``; None when nothing."""
@@ -906,26 +961,23 @@ class _Governs:
             pair = (rec.id, int.from_bytes(body[:8], "big", signed=True) if len(body) >= 8 else -1)
             if t == ADD_REF:  # lost to the queue, unless the queue acknowledged it anyway
                 return None if pair in self.acks else f"message {rec.id} is lost to queue {pair[1]}"
+            if rec.body_offset in result.opened.null_ids:
+                # its id was NULL too: whichever message it acknowledged (committed or prepared) is delivered
+                return f"the message it acknowledged on queue {pair[1]} is delivered again (its id is NULL)"
             return f"message {rec.id} comes back on queue {pair[1]}" if pair in self.refs else None
         if t in MESSAGE_TYPES:  # its references are left without it (ref-without-message names them)
+            if rec.id in self.prepared_refs:
+                return f"the message {rec.id} a prepared transaction sends is lost"
             return f"message {rec.id} is lost" if any(m == rec.id for m, _ in self.refs) else None
         if t in DELIVERY_TYPES:
             return "what it records is lost"
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
-            return (f"it names message {rec.id}, whose reference or acknowledgement it was"
-                    if rec.id in self.message_ids else None)
+            if rec.id in self.message_ids:
+                return f"it names message {rec.id}, whose reference or acknowledgement it was"
+            return self.null_type_loss(body)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
-            ptx = int.from_bytes(body[:8], "big", signed=True)
-            if ptx in view.page_tx:
-                return None  # another record of that page transaction survives
-            for pages in self.pages().values():
-                for pid, msgs in pages.items():
-                    for n, (mtx, qids) in enumerate(msgs):
-                        if mtx == ptx and any(view.queue_state(q, pid, n) == Q_PENDING for q in qids):
-                            return (f"page transaction {ptx}'s paged messages still to be consumed (page {pid}) "
-                                    "are skipped")
-            return None
+            return self.page_tx_loss(int.from_bytes(body[:8], "big", signed=True))
         if t in (R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE) and len(body) >= 20:
             q = int.from_bytes(body[:8], "big", signed=True)
             pid = int.from_bytes(body[8:16], "big", signed=True)
@@ -941,11 +993,55 @@ class _Governs:
         return None
 
 
-def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()) -> list[Finding]:
+def _prepared_null_type_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
+    """CRITICAL ``artemis-jdbc-null-user-type`` for a prepared transaction's row of NULL userRecordType (read
+    as type 0, skipped by the load of the prepared transaction) whose bytes show what is lost with it
+    (:meth:`_Governs.null_type_loss`: the transaction's page transaction record, whose paged messages are
+    then skipped; a reference or acknowledgement). Rows naming a message are judged by the load
+    (:func:`_null_prepared_loss`)."""
+    out: list[Finding] = []
+    judge = None
+    for j in data.journals:
+        for lo in j.prepared_null_types:
+            if j.kind != "messages":
+                continue
+            if judge is None:
+                judge = _Governs(data)
+            what = judge.null_type_loss(j.result.body(lo.record))
+            if what:
+                out.append(Finding(Severity.CRITICAL, "artemis-jdbc-null-user-type",
+                                   f"row id {lo.record.id} of prepared transaction {lo.tx_id} has a NULL "
+                                   f"userRecordType: the broker reads type 0 and skips it, and {what}",
+                                   f"{j.table}:seq={lo.seq}", None, {"id": lo.record.id, "txId": lo.tx_id}))
+    return out
+
+
+def _prepared_orphan_findings(messages: LoadResult) -> list[Finding]:
+    """CRITICAL ``ref-without-message``: a prepared transaction's reference (ADD_REF) whose message no
+    committed or prepared record holds. ``loadPreparedTransactions`` finds no message for it ("Cannot find
+    message with id") and the send is lost (the committed state's orphans: :func:`_orphan_findings`)."""
+    held = {r.id for r in messages.live if r.user_record_type in _MESSAGE_TYPES}
+    held.update(r.id for tx in messages.prepared for r in tx.records if r.user_record_type in _MESSAGE_TYPES)
+    out: list[Finding] = []
+    for tx in messages.prepared:
+        for mid in sorted({r.id for r in tx.records if r.user_record_type == ADD_REF_TYPE} - held):
+            rec = next(r for r in tx.records if r.id == mid and r.user_record_type == ADD_REF_TYPE)
+            out.append(Finding(Severity.CRITICAL, "ref-without-message",
+                               f"prepared transaction {tx.tx_id} references message {mid}, which no message row "
+                               "holds: the broker's load of the transaction finds no message, and the send is lost",
+                               f"{messages.opened.table}:seq={messages.opened.seq_at.get(rec.body_offset)}", None,
+                               {"id": mid, "txId": tx.tx_id}))
+    return out[:MAX_LISTED_ORPHANS]
+
+
+def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset(),
+                     retyped: Callable[[LiveRecord], str | None] | None = None) -> list[Finding]:
     """CRITICAL ``ref-without-message``: a queue's reference (ADD_REF row, not acknowledged) with no message
     row before it in ``seq`` order: the broker's load drops it, and the message is lost to that queue
     (:mod:`amqtool.engines.artemis.orphans`). WARNING when no message row holds that id and the row is the
-    damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`)."""
+    damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`), or
+    when its rows are not a reference's encoding (a damaged user record type) unless ``retyped`` says what
+    the row was and what is lost with it (:meth:`_Governs.retyped_loss`)."""
     from amqtool.engines.artemis.orphans import orphan_refs
 
     out: list[Finding] = []
@@ -959,7 +1055,16 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
         seq = messages.opened.seq_at.get(first.record.body_offset)
         if not first.later and all(o.record.body_len != 8 for o in refs):
             # RefEncoding is one i64 queue id: rows of another size were never references (a damaged user
-            # record type), and the broker's walk skips them ("cannot find message"): nothing is lost
+            # record type), and the broker's walk skips them ("cannot find message"): lost is what they were
+            lost = next((w for o in refs if (w := retyped(o.record) if retyped else None)), None)
+            if lost:
+                out.append(Finding(
+                    Severity.CRITICAL, "ref-without-message",
+                    f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte "
+                    f"encoding: a damaged user record type, which the broker skips, and {lost}",
+                    f"{messages.opened.table}:seq={seq}", None,
+                    {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+                continue
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} row(s) that are not a reference's 8-byte encoding and "
@@ -1136,8 +1241,18 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
     findings += _left_out_findings(data)
+    findings += _prepared_null_type_findings(data)
+    if messages is not None:
+        findings += _prepared_orphan_findings(messages)
     ev_findings, unsure_acks = _evidence_findings(bindings, messages)
-    findings += _orphan_findings(messages, unsure_acks)
+    governs: list = []
+
+    def retyped(rec: LiveRecord) -> str | None:
+        if not governs:
+            governs.append(_Governs(data))
+        return governs[0].retyped_loss(rec)
+
+    findings += _orphan_findings(messages, unsure_acks, retyped)
     findings += ev_findings
     if data.large_files is not None and messages is not None:
         ids = set(live_ids_of_type(messages.live, ADD_LARGE_MESSAGE, is_update=False))

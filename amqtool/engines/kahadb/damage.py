@@ -20,7 +20,19 @@ are restored from what the index knows (the record's own 5-byte header: its leng
 its type is 1; the command's messageId and destination fields), or once the stored checksum itself is
 taken as the damaged part (it differs from the computed one in a single byte, as a flipped bit or byte
 there leaves it), or when the checksum places a single changed byte outside the OpenWire message bytes the
-broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`).
+broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`), or when the change is
+a zeroed range that ends inside the header of a live record opening its batch (:func:`_zeroed_control_record`).
+
+A zeroed range (a sector or block of zeros: what a failing disk or filesystem leaves) cannot be located by the
+checksum, which only says that some bytes changed. A range that ends inside a live record's 5-byte header
+leaves a run of zero bytes that ends there (the header's own leading bytes are zero anyway for any size below
+16 MiB, or read zero where the index's size says otherwise; its type byte, 1, is never zeroed by such a
+range). ``DataFileAccessor.readRecord`` skips the header when the Location carries its size (the index's
+does), so the record reads whole. When the record opens its batch, the run reaches back into the batch's
+control record: the Adler-32 bytes it left must match the batch data, and when it took all of them nothing can
+tell, as for a batch written without a checksum. A run that holds an OpenWire message byte of a live record,
+or a zeroed range that ends anywhere else (inside a batch of several records, the checksum cannot place it),
+stays CRITICAL.
 """
 from __future__ import annotations
 
@@ -134,6 +146,7 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
         starts.append(region_first)
     patches = [(m.offset, struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)) for _k, m in live]
     patches += _field_patches(buf, live)
+    in_message = False
     for q in sorted(starts, reverse=True)[:4]:
         size_field, stored = struct.unpack_from(">iq", buf, q + 16)
         if stored == 0:
@@ -150,8 +163,67 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
             if computed == stored or _one_byte_apart(computed, stored):
                 return True
             at = locate_one_byte(data, stored)
-            if at is not None and not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
-                return True  # one byte changed, outside every message the broker unmarshals at dispatch
+            if at is not None:
+                if not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
+                    return True  # one byte changed, outside every message the broker unmarshals at dispatch
+                in_message = True  # one byte of a message the broker reads changed: no zeroed range
+    return not in_message and _zeroed_control_record(buf, live, region_first)
+
+
+def _zeroed_control_record(buf, live: list, region_first: int) -> bool:
+    """True when a zeroed range ends inside the header of a live record that is the first of its batch and
+    reaches back into that batch's control record, and what is left of the control record vouches for the
+    batch: its Adler-32 bytes that are not zero match the batch data (the header restored from the index),
+    or none is left (the checksum gone, as for a batch written without one: nothing can tell). The control
+    record is known to be there by its magic, or by the batch before it ending exactly there, or is gone
+    with the run when no batch control record before the record covers it and the 28 bytes before it are
+    zero; the run must hold no OpenWire message byte of a live record."""
+    spans_read = _message_spans(buf, live)
+    known = {m.offset: m.size for _k, m in live}
+    patches = [(m.offset, struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)) for _k, m in live]
+    patches += _field_patches(buf, live)
+    for _k, m in sorted(live, key=lambda x: x[1].offset):
+        q = m.offset - 28
+        if q < 0:
+            continue
+        want = struct.pack(">iB", m.size, jr.USER_RECORD_TYPE)
+        got = bytes(buf[m.offset:m.offset + 5])
+        if not any(got == bytes(i) + want[i:] for i in range(5)):
+            continue
+        first = m.offset
+        while first > 0 and buf[first - 1] == 0:
+            first -= 1
+        if first > m.offset - 2 or any(lo < m.offset and first < hi for lo, hi in spans_read):
+            continue  # no control record byte zeroed, or a message read lies in the run
+        head = bytes(buf[q:q + 16])
+        lo = max(0, region_first - 4)
+        if head != _HDR:
+            if any(p + 28 + struct.unpack_from(">i", buf, p + 16)[0] >= m.offset + m.size
+                   for p in _batch_starts(buf, lo, m.offset)):
+                continue  # the record's batch has its control record further back: judged by its checksum
+            if first > q and not (first <= q + 16 and head[:first - q] == _HDR[:first - q]
+                                  and _batch_ends_at(buf, lo, q)):
+                continue  # no sign of a control record before the record
+            # the record's batch has no control record left with its magic: zeroed with the run (every byte
+            # before the record is zero back to where it stood, or what is left of it is a control record's
+            # start right where the batch before ends)
+        if first <= q + 24:
+            return True  # every byte of the Adler-32 is gone: nothing can tell
+        size = struct.unpack_from(">i", buf, q + 16)[0] if first >= q + 20 else _walk(buf, m.offset, known)
+        if size is None or size < 5 or m.offset + size > len(buf):
+            continue
+        computed = zlib.adler32(_patched(buf, m.offset, m.offset + size, patches)) & 0xFFFFFFFF
+        left = first - (q + 20)  # checksum bytes (of 8, big-endian) not zeroed
+        if computed.to_bytes(8, "big")[:left] == bytes(buf[q + 20:first]):
+            return True
+    return False
+
+
+def _batch_ends_at(buf, lo: int, end: int) -> bool:
+    """A batch control record in ``[lo, end)`` whose batch data ends exactly at ``end``."""
+    for p in _batch_starts(buf, lo, end):
+        if p + 28 + struct.unpack_from(">i", buf, p + 16)[0] == end:
+            return True
     return False
 
 
