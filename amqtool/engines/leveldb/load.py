@@ -2,7 +2,9 @@
 ``LevelDBStore.doStart``):
 
 1. the index is the last snapshot ``%016x.index/`` (highest position; ``replay_init`` deletes ``dirty.index``
-   and copies the snapshot over it), or empty when there is none;
+   and copies the snapshot over it, whatever dirty.index holds, newer than the snapshot or not; a ``temp.index``
+   left by a snapshot cut mid-copy is deleted), or empty when there is none; ``dirty.index`` is read apart
+   (``dirty_db``), as evidence for verify and for its ``:dirty`` flag;
 2. the last log file ends at its last complete unit of work (``RecordLog.open``: ``verifyAndGetEndOffset``
    checks CRCs and the UOW_END chain and truncates the rest; here nothing is truncated, the rest is reported
    as cut);
@@ -195,11 +197,37 @@ def decode_data(raw: bytes):
         return decode_message(inflated, OPENWIRE_VERSION)
 
 
-def _listing(d: Path) -> set:
+# the files of a LevelDB directory that are no part of its database: the lock, and the info log the C++
+# library writes (leveldbjni's LOG differs between a snapshot and the index it copies, with the same data)
+_NOT_DATA = frozenset({"LOCK", "LOG", "LOG.old"})
+
+
+def same_database(a: Path, b: Path) -> bool:
+    """Whether index directories ``a`` and ``b`` hold the same database, byte for byte: the same file names
+    (the lock and the info log aside) and each file the same bytes, a hard link being its own copy (the
+    snapshot's tables are hard links of dirty.index's, ``LevelDBClient.copyIndex``). Names and sizes do not
+    decide it: iq80 maps its write-ahead log and MANIFEST at a fixed 1 MiB, so the live index goes on writing
+    inside files of the snapshot's names and sizes after the snapshot (a SIGKILL keeps them so)."""
     try:
-        return {(n, (d / n).stat().st_size) for n in os.listdir(d) if n != "LOCK"}
+        names = {n for n in os.listdir(a) if n not in _NOT_DATA}
+        if names != {n for n in os.listdir(b) if n not in _NOT_DATA}:
+            return False
+        for n in names:
+            sa, sb = os.stat(a / n), os.stat(b / n)
+            if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+                continue
+            if sa.st_size != sb.st_size:
+                return False
+            with open(a / n, "rb") as fa, open(b / n, "rb") as fb:
+                while True:
+                    x = fa.read(1 << 20)
+                    if x != fb.read(1 << 20):
+                        return False
+                    if not x:
+                        break
     except OSError:
-        return set()
+        return False
+    return True
 
 
 def _snapshots(directory: Path) -> list[tuple[int, Path]]:
@@ -314,9 +342,10 @@ def _load(store, node) -> LevelDBState:
     dirty_dir = directory / "dirty.index"
     dirty_db = None
     if dirty_dir.is_dir():
-        # after a clean stop or a snapshot the snapshot is a copy of dirty.index (copyIndex: SSTs hard linked,
-        # the rest copied): the same files at the same sizes need not be read twice
-        same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
+        # the broker never reads dirty.index on start (replay_init deletes it and copies the last snapshot over
+        # it); it is verify's evidence of what the live broker had written. Right after a snapshot or a clean
+        # stop the snapshot is a copy of it (copyIndex): the same bytes need not be read twice
+        same = snap_db is not None and snap_db.error is None and same_database(dirty_dir, snapshot[1])
         dirty_db = snap_db if same else read_index(dirty_dir)
     index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
     last_end = scan_end = last_scan = None

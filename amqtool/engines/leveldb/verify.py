@@ -586,8 +586,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
                         f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
                         str(st.directory / "dirty.index"), None))
-    # (a dirty.index taken for the snapshot's copy by its listing may still differ: iq80 maps its write-ahead
-    # log at a fixed size)
+    # (dirty.index the same bytes as the snapshot: its entries were not looked at above)
     units, entries = walunits.complete_units_past_the_logs(st) if beyond or ddb is st.snapshot_db else (0, 0)
     if units:
         add(Finding(C, "leveldb-missing-log", f"dirty.index's write-ahead log holds {units} complete unit(s) of "
