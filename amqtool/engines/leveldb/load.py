@@ -19,7 +19,10 @@
    buffered operations of an unfinished unit are dropped;
 4. collections load in key order: queues, topics, durable subscriptions (ack position from the entry
    ``'p'``; a subscription whose topic is gone is dropped), XA transactions (prepared: their sends are held,
-   their queue acks hide the acked messages, their subscription acks move the ack position);
+   their queue acks hide the acked messages, their subscription acks move the ack position); an entry whose
+   DATA record lies before the first log file is one the broker's cursors skip (:meth:`LevelDBState.skips`):
+   it is kept apart (``skipped``), out of the messages every command lists, counts, exports and migrates,
+   and a subscription's pending messages are taken from what is left;
 5. topics without subscriptions are dropped (``doStart``: "Remove topics that don't have subs").
 
 Checksums are not checked by the replay or by message reads (``verifyChecksums`` is off by default); what the
@@ -31,7 +34,7 @@ import os
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import groupby, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from amqtool.errors import FormatError
@@ -45,6 +48,7 @@ from amqtool import native
 from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files, scan
 
 _Q_unpack = __import__("struct").Struct(">q").unpack_from
+_location = attrgetter("location")
 OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
 
 
@@ -83,6 +87,7 @@ class Destination:
     kind: str  # queue | topic
     qualified: str  # queue://NAME
     messages: list = field(default_factory=list)  # Message, in sequence order (prepared-acked left out)
+    skipped: list = field(default_factory=list)  # Message: entries the broker's cursor skips (see skips())
     entries: int = 0  # the broker's getMessageCount: its CollectionMeta size (GC'd topic entries included)
     subscriptions: list = field(default_factory=list)
     created_by_prepared: bool = False
@@ -98,6 +103,7 @@ class PreparedTransaction:
     xid: str
     parts: object = None  # records.Xid
     sends: list = field(default_factory=list)  # (Message with collection = tx key, destination qualified)
+    skipped: list = field(default_factory=list)  # Message: sends the broker's cursor skips (see skips())
     acks: list = field(default_factory=list)  # XaAck
 
 
@@ -158,6 +164,19 @@ class LevelDBState:
         if not self.logs or location < self.logs[-1].position:
             return False
         return location + L.HEADER_SIZE + length > self.replay.limit
+
+    def skips(self, location: int) -> bool:
+        """Whether the broker's cursors skip an entry whose DATA record is at ``location``: it lies before the
+        first log file, so ``RecordLog.log_info`` (the file at or below the position) finds none and
+        ``getMessage`` gives null, which ``queueCursor`` and ``transactionCursor`` pass over ("Could not load
+        message seq"), going on with the next entry. (A position inside or past the log files' range is
+        read from a file, and a record that cannot be read or decoded there fails the store instead.) With no
+        log file at all the broker starts one at position 0."""
+        return bool(self.logs) and location < self.logs[0].position
+
+    def skip_reason(self, m) -> str:
+        return (f"log position {m.location:#x} lies before the first log file ({self.logs[0].name}): the "
+                "broker skips the entry (\"Could not load message\"); it delivers nothing for it")
 
     def data(self, location: int, length: int) -> bytes | None:
         """The stored (maybe snappy-compressed) bytes of the DATA record at ``location`` (None where the broker
@@ -513,6 +532,9 @@ def _load_collections(st: LevelDBState) -> None:
                             sub.prepared_ack = True
             else:
                 m = Message(ckey, seq or 0, e.value_location or 0, e.value_length or 0)
+                if st.skips(m.location):  # transactionCursor: "Could not load XA message seq", and goes on
+                    tx.skipped.append(m)
+                    continue
                 msg, err = st.decode(m)
                 if msg is None:
                     # transactionCursor -> getMessage throws (a replayed prepared ack lost its meta and reads
@@ -529,9 +551,13 @@ def _load_collections(st: LevelDBState) -> None:
                         st.destinations[d.key] = by_qualified[dest] = d
                 tx.sends.append((m, dest))
         st.transactions.append(tx)
+    first = st.logs[0].position if st.logs else 0
     for d in st.destinations.values():
         if prepared_acks:
             d.messages = [m for m in d.messages if (d.key, m.seq) not in prepared_acks]
+        if first and d.messages and min(map(_location, d.messages)) < first:
+            d.skipped = [m for m in d.messages if m.location < first]
+            d.messages = [m for m in d.messages if m.location >= first]
         cm = st.meta.get(d.key)
         for sub in d.subscriptions:
             sub.pending = [m for m in d.messages if m.seq > sub.ack_position]
