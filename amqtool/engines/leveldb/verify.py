@@ -40,6 +40,10 @@ leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or ch
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
+leveldb-snapshot-cut              WARNING   temp.index: an index snapshot cut mid-copy (the broker was killed
+                                            while snapshotting, or runs); the broker deletes it on start
+leveldb-snapshot-left             WARNING   an older index snapshot beside the last (killed between a
+                                            snapshot and the previous one's deletion); deleted on start
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -596,6 +600,20 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     f"work ({entries} entries) written past the end of the last log file ({st.logs[-1].limit:#x}), "
                     "each followed by a later one: a log file holding them is missing (the messages are lost)",
                     str(st.directory / "dirty.index"), None))
+    temp = st.directory / "temp.index"
+    if temp.is_dir():
+        # copyDirtyIndexToSnapshot copies dirty.index into temp.index, then renames it to the snapshot's name;
+        # replay_init deletes a temp.index left behind and recovers from the last complete snapshot
+        add(Finding(W, "leveldb-snapshot-cut", "temp.index is an index snapshot cut mid-copy: the broker was "
+                    "killed while it snapshotted its index (or is running); it deletes it on start and recovers "
+                    "from " + (st.snapshot[1].name if st.snapshot else "the log alone") + " and the log",
+                    str(temp), None))
+    for older in st.snapshots[:-1]:
+        # replaceLatestSnapshotDirectory deletes the previous snapshot right after the rename of the new one;
+        # replay_init keeps only the last one ("Only keep the last snapshot")
+        add(Finding(W, "leveldb-snapshot-left", f"{older.name} is an older index snapshot than {st.snapshot[1].name}: "
+                    "the broker was killed between taking a snapshot and deleting the previous one (or is "
+                    "running); it deletes it on start and recovers from the last", str(older), None))
     if dirty_flag(st):
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
