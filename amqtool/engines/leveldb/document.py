@@ -256,6 +256,10 @@ def _render_one(doc: dict) -> Iterator[str]:
             yield f"    {m.get('messageId')}  {m.get('messageType', '?')}  {m.get('bodySize')} bytes  seq {m['seq']}"
         if len(d["live"]) > 50:
             yield f"    ... {len(d['live']) - 50} more"
+        for m in d["unreadable"][:10]:
+            yield f"    UNREADABLE seq {m['seq']} at {m['location']}: {m['error']}"
+        if len(d["unreadable"]) > 10:
+            yield f"    ... {len(d['unreadable']) - 10} more unreadable"
         for s in d["subscriptions"]:
             yield (f"    durable {s['clientId']}/{s['subscriptionName']}: {s['pendingCount']} pending "
                    f"(ack position {s['ackPosition']})")
