@@ -238,10 +238,10 @@ def _acked_topic_entry(st, key: bytes) -> bool:
     return all(s.ack_position >= seq for s in d.subscriptions)
 
 
-def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
+def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> bool:
     """An entry whose DATA record is damaged. The broker reads the entry's length of bytes after the header
     without looking at it (checksums off by default): if they still decode as a message it delivers that
-    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL)."""
+    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL). True when it cannot read it."""
     msg, err = st.decode(m)
     if msg is not None:
         try:  # what a consumer (and the export) reads of it
@@ -259,6 +259,7 @@ def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
     add(Finding(W if intact else C, "leveldb-entry-bad-data",
                 f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}{tail}",
                 str(f.path), m.location - f.position))
+    return msg is None
 
 
 def _crc_field_damaged(st: LevelDBState, m) -> bool:
@@ -500,6 +501,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                 groups.setdefault(loc, []).append(i)
         first = set(flagged)
         groups = {loc: ids for loc, ids in groups.items() if ids[0] in first}
+    gone: set[int] = set()  # DATA locations whose message the broker cannot deliver (not in the summary's count)
     for loc in sorted(groups):
         users = [(holders[bisect_right(starts, i) - 1], wanted[i]) for i in groups[loc]]
         got = data_at(runs, loc)
@@ -507,6 +509,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         f = st.reader.file_at(loc)
         if st.past_end(loc, m.length):
             lost += len(users)
+            gone.add(loc)
             add(Finding(C, "leveldb-entry-past-end", f"{holder} seq {m.seq}: its DATA record at log position "
                         f"{loc:#x} lies past {rep.limit:#x}, where the broker truncates the last log file (the end "
                         "of its last complete unit of work): the message is lost", str(f.path) if f else directory,
@@ -516,6 +519,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             got = _read_data(st, loc)
         if got is None:
             if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
+                gone.add(loc)
                 if all(invented.hides_a_deletion(st, u[1]) is not None for u in users):
                     add(Finding(W, "leveldb-index-damaged", f"{holder} seq {m.seq}" + (f" and {len(users) - 1} more"
                                 if len(users) > 1 else "") + ": read from a damaged table block with a sequence no "
@@ -529,13 +533,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                             {"position": loc, "destinations": [u[0] for u in users]}))
             else:
                 bad += len(users)
-                _bad_entry(st, add, holder, m, f, "no DATA record starts there")
+                if _bad_entry(st, add, holder, m, f, "no DATA record starts there"):
+                    gone.add(loc)
         else:
             length, ok = got
             if length != m.length or not ok:
                 why = f"its length is {length}, the entry says {m.length}" if length != m.length else \
                     "its checksum does not match"
-                _bad_entry(st, add, holder, m, f, why)
+                if _bad_entry(st, add, holder, m, f, why):
+                    gone.add(loc)
                 bad += len(users)
     known = st.collection_keys
     orphans = {ck: len(es) for ck, es in st.entries.items() if ck not in known}
@@ -644,11 +650,31 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     return {"files": len(st.logs), "bytes": sum(f.size for f in st.logs), "records": counts["records"],
             "dataRecords": counts["data"], "unitsOfWorkReplayed": rep.units,
             "destinations": len(st.destinations),
-            "messages": sum(len(d.messages) for d in st.destinations.values()),
+            "messages": _deliverable(st, gone),
             "skippedEntries": sum(len(d.skipped) for d in st.destinations.values()),
             "subscriptions": sum(len(d.subscriptions) for d in st.destinations.values()),
             "preparedTransactions": len(st.transactions), "lostMessages": lost, "damagedMessages": bad,
             "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
+
+
+def _deliverable(st: LevelDBState, gone: set) -> int:
+    """print's live, stat's and export's count (one rule): the entries the broker's cursors read, less those
+    whose message verify found it cannot read or decode (``gone``: judged for what a consumer would still
+    receive) and the topic entries every subscription acknowledged whose message cannot be read or decoded
+    (not judged: nobody receives them; the broker's topic GC deletes them, so they are few)."""
+    n = 0
+    for d in st.destinations.values():
+        n += len(d.messages)
+        if gone:  # a damaged store
+            n -= sum(1 for m in d.messages if m.location in gone)
+        if d.kind == "topic" and d.subscriptions:
+            low = min(sub.ack_position for sub in d.subscriptions)
+            for m in d.messages:  # in sequence order: the acknowledged ones first
+                if m.seq > low:
+                    break
+                if m.location not in gone and st.decode(m)[0] is None:
+                    n -= 1
+    return n
 
 
 def _scan_ahead(log_dir) -> tuple[dict, object]:
