@@ -115,6 +115,9 @@ class LevelDBExport:
             subs = [s for s in self._subs(d) if opts.wants(self.qname(s))] if topic else []
             if (topic and not subs) or (not topic and not opts.wants(d.name)):
                 continue
+            for m in d.skipped:  # entries the broker's cursor passes over: no row (print lists them apart)
+                if not topic or any(m.seq > s.ack_position for s in subs):
+                    sm.problem(m.location, f"{d.qualified} seq {m.seq}: {self.st.skip_reason(m)}")
             groups = [("committed", d.messages)]
             if d.qualified in prepared:
                 groups.append(("prepared", prepared[d.qualified]))

@@ -9,10 +9,12 @@ Document (man/amqtool-print.1, "LevelDB stores")::
      "unitsOfWork": {"completed", "cut": {"file", "offset", "records"} | null},
      "destinations": [{"name", "type", "qualifiedName", "key", "messageCount" (the broker's getMessageCount:
                        every entry, prepared-acked ones included), "recovered" (len(live)), "live": [message...],
+                       "unreadable": [message with "error" (and "skipped")...],
                        "subscriptions": [{"clientId", "subscriptionName", "selector", "key", "ackPosition",
                                           "preparedAck", "pendingCount", "live": [message...]}]}],
-     "transactions": [{"key", "xid", "state": "prepared", "sends", "acks", "live": [message...]}],
-     "droppedSubscriptions", "droppedTopics", "pins"?: [...]}
+     "transactions": [{"key", "xid", "state": "prepared", "sends", "acks", "live": [message...],
+                       "unreadable": [...]}],
+     "droppedSubscriptions", "droppedTopics", "loadProblems", "unreadableMessages", "pins"?: [...]}
 
 A message: messageId, seq (its entry's sequence in the collection), location (log position of its DATA
 record, hex), file and offset, dataLength, then the OpenWire fields KahaDB's print gives (bodySize,
@@ -56,23 +58,42 @@ def cut_tail(st: LevelDBState) -> dict | None:
             "scanEnd": st.last_file_scan_end}
 
 
+def skipped_json(st: LevelDBState, m) -> dict:
+    """An entry the broker's cursor skips (:meth:`LevelDBState.skips`): where it points, and why."""
+    return {"messageId": None, "seq": m.seq, "location": f"{m.location:#x}", "file": None, "offset": None,
+            "dataLength": m.length, "error": st.skip_reason(m), "skipped": True}
+
+
+def _split(rows: list) -> tuple[list, list]:
+    """(live, unreadable) of message rows: the one rule of what a command lists, counts and exports as the
+    broker's recovered messages: those it can read and decode. The others (``error``) are listed apart."""
+    return [r for r in rows if "error" not in r], [r for r in rows if "error" in r]
+
+
 def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) -> dict:
-    """One store's document; ``unreadableMessages`` counts the messages whose DATA record the broker cannot
-    read (print's verdict is then CRITICAL)."""
+    """One store's document. ``live`` lists the messages the broker delivers: the entries its cursors read
+    and decode, which are what ``stat`` counts and ``export`` and ``create --from`` write (one rule); each
+    destination's ``unreadable`` lists the others with their ``error``: entries whose DATA record lies before
+    the first log file (``skipped``: the broker's cursor passes over them) and messages it cannot read or
+    decode (on which its cursor fails); ``unreadableMessages`` counts them."""
     dests = []
     for d in st.queue_and_topics():
         decoded = {id(m): message_json(st, m, safe=safe) for m in d.messages}
         subs = [{"clientId": s.client_id, "subscriptionName": s.name, "selector": s.selector, "key": s.key,
                  "ackPosition": s.ack_position, "preparedAck": s.prepared_ack, "pendingCount": s.pending_count,
-                 "live": [decoded[id(m)] for m in s.pending]} for s in sorted(
+                 "live": _split([decoded[id(m)] for m in s.pending])[0]} for s in sorted(
                      d.subscriptions, key=lambda s: (s.client_id or "", s.name or ""))]
+        live, unreadable = _split([decoded[id(m)] for m in d.messages])
+        unreadable += [skipped_json(st, m) for m in d.skipped]
         dests.append({"name": d.name, "type": d.kind, "qualifiedName": d.qualified, "key": d.key,
-                      "messageCount": d.entries, "recovered": len(d.messages),
-                      "live": [decoded[id(m)] for m in d.messages], "subscriptions": subs})
-    txs = [{"key": t.key, "xid": t.xid, "state": "prepared", "sends": len(t.sends), "acks": len(t.acks),
-            "sendsTo": _count(dest for _m, dest in t.sends),
-            "live": [dict(message_json(st, m, safe=safe), destination=dest) for m, dest in t.sends]}
-           for t in st.transactions]
+                      "messageCount": d.entries, "recovered": len(live), "live": live,
+                      "unreadable": sorted(unreadable, key=lambda r: r["seq"]), "subscriptions": subs})
+    txs = []
+    for t in st.transactions:
+        live, unreadable = _split([dict(message_json(st, m, safe=safe), destination=dest) for m, dest in t.sends])
+        txs.append({"key": t.key, "xid": t.xid, "state": "prepared", "sends": len(t.sends), "acks": len(t.acks),
+                    "sendsTo": _count(dest for _m, dest in t.sends if dest is not None), "live": live,
+                    "unreadable": unreadable + [skipped_json(st, m) for m in t.skipped]})
     rep = st.replay
     db = st.snapshot_db
     doc = {
@@ -92,8 +113,7 @@ def store_document(st: LevelDBState, *, safe: bool = False, pins: bool = False) 
         "droppedSubscriptions": [f"{s.client_id}:{s.name}" for s in st.dropped_subscriptions],
         "droppedTopics": [d.qualified for d in st.dropped_topics],
         "loadProblems": [{"key": k, "message": m} for k, m in st.load_problems],
-        "unreadableMessages": sum(1 for d in dests for m in d["live"] if m.get("error"))
-        + sum(1 for t in txs for m in t["live"] if m.get("error")),
+        "unreadableMessages": sum(len(d["unreadable"]) for d in dests) + sum(len(t["unreadable"]) for t in txs),
     }
     if pins:
         from amqtool.engines.leveldb.pins import pins as pins_of
@@ -236,6 +256,10 @@ def _render_one(doc: dict) -> Iterator[str]:
             yield f"    {m.get('messageId')}  {m.get('messageType', '?')}  {m.get('bodySize')} bytes  seq {m['seq']}"
         if len(d["live"]) > 50:
             yield f"    ... {len(d['live']) - 50} more"
+        for m in d["unreadable"][:10]:
+            yield f"    UNREADABLE seq {m['seq']} at {m['location']}: {m['error']}"
+        if len(d["unreadable"]) > 10:
+            yield f"    ... {len(d['unreadable']) - 10} more unreadable"
         for s in d["subscriptions"]:
             yield (f"    durable {s['clientId']}/{s['subscriptionName']}: {s['pendingCount']} pending "
                    f"(ack position {s['ackPosition']})")

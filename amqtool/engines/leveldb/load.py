@@ -2,7 +2,9 @@
 ``LevelDBStore.doStart``):
 
 1. the index is the last snapshot ``%016x.index/`` (highest position; ``replay_init`` deletes ``dirty.index``
-   and copies the snapshot over it), or empty when there is none;
+   and copies the snapshot over it, whatever dirty.index holds, newer than the snapshot or not; a ``temp.index``
+   left by a snapshot cut mid-copy is deleted), or empty when there is none; ``dirty.index`` is read apart
+   (``dirty_db``), as evidence for verify and for its ``:dirty`` flag;
 2. the last log file ends at its last complete unit of work (``RecordLog.open``: ``verifyAndGetEndOffset``
    checks CRCs and the UOW_END chain and truncates the rest; here nothing is truncated, the rest is reported
    as cut);
@@ -17,7 +19,10 @@
    buffered operations of an unfinished unit are dropped;
 4. collections load in key order: queues, topics, durable subscriptions (ack position from the entry
    ``'p'``; a subscription whose topic is gone is dropped), XA transactions (prepared: their sends are held,
-   their queue acks hide the acked messages, their subscription acks move the ack position);
+   their queue acks hide the acked messages, their subscription acks move the ack position); an entry whose
+   DATA record lies before the first log file is one the broker's cursors skip (:meth:`LevelDBState.skips`):
+   it is kept apart (``skipped``), out of the messages every command lists, counts, exports and migrates,
+   and a subscription's pending messages are taken from what is left;
 5. topics without subscriptions are dropped (``doStart``: "Remove topics that don't have subs").
 
 Checksums are not checked by the replay or by message reads (``verifyChecksums`` is off by default); what the
@@ -29,7 +34,7 @@ import os
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import groupby, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from amqtool.errors import FormatError
@@ -43,6 +48,7 @@ from amqtool import native
 from amqtool.engines.leveldb.logfiles import LogFile, LogReader, log_files, scan
 
 _Q_unpack = __import__("struct").Struct(">q").unpack_from
+_location = attrgetter("location")
 OPENWIRE_VERSION = 11  # BrokerService.getStoreOpenWireVersion (LevelDBStore.doStart sets the wire format's)
 
 
@@ -81,6 +87,7 @@ class Destination:
     kind: str  # queue | topic
     qualified: str  # queue://NAME
     messages: list = field(default_factory=list)  # Message, in sequence order (prepared-acked left out)
+    skipped: list = field(default_factory=list)  # Message: entries the broker's cursor skips (see skips())
     entries: int = 0  # the broker's getMessageCount: its CollectionMeta size (GC'd topic entries included)
     subscriptions: list = field(default_factory=list)
     created_by_prepared: bool = False
@@ -96,6 +103,7 @@ class PreparedTransaction:
     xid: str
     parts: object = None  # records.Xid
     sends: list = field(default_factory=list)  # (Message with collection = tx key, destination qualified)
+    skipped: list = field(default_factory=list)  # Message: sends the broker's cursor skips (see skips())
     acks: list = field(default_factory=list)  # XaAck
 
 
@@ -157,6 +165,19 @@ class LevelDBState:
             return False
         return location + L.HEADER_SIZE + length > self.replay.limit
 
+    def skips(self, location: int) -> bool:
+        """Whether the broker's cursors skip an entry whose DATA record is at ``location``: it lies before the
+        first log file, so ``RecordLog.log_info`` (the file at or below the position) finds none and
+        ``getMessage`` gives null, which ``queueCursor`` and ``transactionCursor`` pass over ("Could not load
+        message seq"), going on with the next entry. (A position inside or past the log files' range is
+        read from a file, and a record that cannot be read or decoded there fails the store instead.) With no
+        log file at all the broker starts one at position 0."""
+        return bool(self.logs) and location < self.logs[0].position
+
+    def skip_reason(self, m) -> str:
+        return (f"log position {m.location:#x} lies before the first log file ({self.logs[0].name}): the "
+                "broker skips the entry (\"Could not load message\"); it delivers nothing for it")
+
     def data(self, location: int, length: int) -> bytes | None:
         """The stored (maybe snappy-compressed) bytes of the DATA record at ``location`` (None where the broker
         cannot read it: no file holds it, or it lies past the end it truncates the last file to)."""
@@ -195,11 +216,37 @@ def decode_data(raw: bytes):
         return decode_message(inflated, OPENWIRE_VERSION)
 
 
-def _listing(d: Path) -> set:
+# the files of a LevelDB directory that are no part of its database: the lock, and the info log the C++
+# library writes (leveldbjni's LOG differs between a snapshot and the index it copies, with the same data)
+_NOT_DATA = frozenset({"LOCK", "LOG", "LOG.old"})
+
+
+def same_database(a: Path, b: Path) -> bool:
+    """Whether index directories ``a`` and ``b`` hold the same database, byte for byte: the same file names
+    (the lock and the info log aside) and each file the same bytes, a hard link being its own copy (the
+    snapshot's tables are hard links of dirty.index's, ``LevelDBClient.copyIndex``). Names and sizes do not
+    decide it: iq80 maps its write-ahead log and MANIFEST at a fixed 1 MiB, so the live index goes on writing
+    inside files of the snapshot's names and sizes after the snapshot (a SIGKILL keeps them so)."""
     try:
-        return {(n, (d / n).stat().st_size) for n in os.listdir(d) if n != "LOCK"}
+        names = {n for n in os.listdir(a) if n not in _NOT_DATA}
+        if names != {n for n in os.listdir(b) if n not in _NOT_DATA}:
+            return False
+        for n in names:
+            sa, sb = os.stat(a / n), os.stat(b / n)
+            if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+                continue
+            if sa.st_size != sb.st_size:
+                return False
+            with open(a / n, "rb") as fa, open(b / n, "rb") as fb:
+                while True:
+                    x = fa.read(1 << 20)
+                    if x != fb.read(1 << 20):
+                        return False
+                    if not x:
+                        break
     except OSError:
-        return set()
+        return False
+    return True
 
 
 def _snapshots(directory: Path) -> list[tuple[int, Path]]:
@@ -314,9 +361,10 @@ def _load(store, node) -> LevelDBState:
     dirty_dir = directory / "dirty.index"
     dirty_db = None
     if dirty_dir.is_dir():
-        # after a clean stop or a snapshot the snapshot is a copy of dirty.index (copyIndex: SSTs hard linked,
-        # the rest copied): the same files at the same sizes need not be read twice
-        same = snap_db is not None and snap_db.error is None and _listing(dirty_dir) == _listing(snapshot[1])
+        # the broker never reads dirty.index on start (replay_init deletes it and copies the last snapshot over
+        # it); it is verify's evidence of what the live broker had written. Right after a snapshot or a clean
+        # stop the snapshot is a copy of it (copyIndex): the same bytes need not be read twice
+        same = snap_db is not None and snap_db.error is None and same_database(dirty_dir, snapshot[1])
         dirty_db = snap_db if same else read_index(dirty_dir)
     index = dict(snap_db.data) if snap_db is not None and snap_db.error is None else {}
     last_end = scan_end = last_scan = None
@@ -484,6 +532,9 @@ def _load_collections(st: LevelDBState) -> None:
                             sub.prepared_ack = True
             else:
                 m = Message(ckey, seq or 0, e.value_location or 0, e.value_length or 0)
+                if st.skips(m.location):  # transactionCursor: "Could not load XA message seq", and goes on
+                    tx.skipped.append(m)
+                    continue
                 msg, err = st.decode(m)
                 if msg is None:
                     # transactionCursor -> getMessage throws (a replayed prepared ack lost its meta and reads
@@ -500,9 +551,13 @@ def _load_collections(st: LevelDBState) -> None:
                         st.destinations[d.key] = by_qualified[dest] = d
                 tx.sends.append((m, dest))
         st.transactions.append(tx)
+    first = st.logs[0].position if st.logs else 0
     for d in st.destinations.values():
         if prepared_acks:
             d.messages = [m for m in d.messages if (d.key, m.seq) not in prepared_acks]
+        if first and d.messages and min(map(_location, d.messages)) < first:
+            d.skipped = [m for m in d.messages if m.location < first]
+            d.messages = [m for m in d.messages if m.location >= first]
         cm = st.meta.get(d.key)
         for sub in d.subscriptions:
             sub.pending = [m for m in d.messages if m.seq > sub.ack_position]

@@ -7,7 +7,8 @@ Finding codes (man/amqtool-verify.1):
 code                              severity  meaning
 ================================  ========  ===============================================================
 leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
-                                            cut unit of work at the end of the last file)
+                                            cut unit of work at the end of the last file, before the
+                                            replay's start, or one bit from the data's outside the last file)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
 leveldb-truncated-record          CRITICAL  a record running past the end of a file that is not the last
 leveldb-uow-broken                WARNING   a UOW_END naming another start than its own unit's, in a file
@@ -40,6 +41,10 @@ leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or ch
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
+leveldb-snapshot-cut              WARNING   temp.index: an index snapshot cut mid-copy (the broker was killed
+                                            while snapshotting, or runs); the broker deletes it on start
+leveldb-snapshot-left             WARNING   an older index snapshot beside the last (killed between a
+                                            snapshot and the previous one's deletion); deleted on start
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -104,9 +109,16 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
     for off, code, kind, length, a, b in fs.events:
         if code == L.EV_CRC:
             t = tail(off)
-            add(Finding(W if t or old(off) else C, "leveldb-checksum-mismatch",
+            # a stored CRC-32 one bit from the data's: the checksum field took the damage, the data the replay
+            # applies is intact (a damaged data byte changes the CRC in about half its bits). Not in the last
+            # file, whose CRCs the broker checks on start (verifyAndGetEndOffset truncates it there)
+            d = (a ^ b) & 0xFFFFFFFF
+            field_only = d & (d - 1) == 0 and not is_last
+            add(Finding(W if t or old(off) or field_only else C, "leveldb-checksum-mismatch",
                         f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {a:#010x}, "
-                        f"computed {b:#010x}" + (" (in the cut unit of work)" if t else ""), path, off))
+                        f"computed {b:#010x}" + (" (in the cut unit of work)" if t else "") +
+                        ("; one bit apart: the checksum field is damaged, the data intact (the broker's replay "
+                         "does not check it)" if field_only and not t else ""), path, off))
         elif code == L.EV_UOW:
             if not is_last:
                 # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
@@ -226,10 +238,10 @@ def _acked_topic_entry(st, key: bytes) -> bool:
     return all(s.ack_position >= seq for s in d.subscriptions)
 
 
-def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
+def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> bool:
     """An entry whose DATA record is damaged. The broker reads the entry's length of bytes after the header
     without looking at it (checksums off by default): if they still decode as a message it delivers that
-    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL)."""
+    (WARNING: its bytes may have changed); if not, the message is lost (CRITICAL). True when it cannot read it."""
     msg, err = st.decode(m)
     if msg is not None:
         try:  # what a consumer (and the export) reads of it
@@ -247,6 +259,7 @@ def _bad_entry(st: LevelDBState, add, holder, m, f, why: str) -> None:
     add(Finding(W if intact else C, "leveldb-entry-bad-data",
                 f"{holder} seq {m.seq}: the DATA record at log position {m.location:#x}: {why}{tail}",
                 str(f.path), m.location - f.position))
+    return msg is None
 
 
 def _crc_field_damaged(st: LevelDBState, m) -> bool:
@@ -428,10 +441,13 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     for d in st.destinations.values():
         # a topic message every subscription has acknowledged is delivered to no one (the broker's GC drops
         # its entry): only what a consumer would still receive is required
+        # the entries the broker's cursor skips (their DATA record lies before the first log file) are judged
+        # with the others: a lost message, or one the damage brought back
         low = min((sub.ack_position for sub in d.subscriptions), default=None) if d.kind == "topic" else None
-        want(d.qualified, d.messages if low is None else [m for m in d.messages if m.seq > low])
+        entries = d.messages + d.skipped if d.skipped else d.messages
+        want(d.qualified, entries if low is None else [m for m in entries if m.seq > low])
     for t in st.transactions:
-        want(f"prepared {t.xid}", [m for m, _dest in t.sends])
+        want(f"prepared {t.xid}", [m for m, _dest in t.sends] + t.skipped)
     runs: list = []
     counts = {"records": 0, "data": 0}
     prev_end = None
@@ -485,6 +501,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                 groups.setdefault(loc, []).append(i)
         first = set(flagged)
         groups = {loc: ids for loc, ids in groups.items() if ids[0] in first}
+    gone: set[int] = set()  # DATA locations whose message the broker cannot deliver (not in the summary's count)
     for loc in sorted(groups):
         users = [(holders[bisect_right(starts, i) - 1], wanted[i]) for i in groups[loc]]
         got = data_at(runs, loc)
@@ -492,6 +509,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         f = st.reader.file_at(loc)
         if st.past_end(loc, m.length):
             lost += len(users)
+            gone.add(loc)
             add(Finding(C, "leveldb-entry-past-end", f"{holder} seq {m.seq}: its DATA record at log position "
                         f"{loc:#x} lies past {rep.limit:#x}, where the broker truncates the last log file (the end "
                         "of its last complete unit of work): the message is lost", str(f.path) if f else directory,
@@ -501,6 +519,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             got = _read_data(st, loc)
         if got is None:
             if f is None or loc + L.HEADER_SIZE + m.length > f.limit:
+                gone.add(loc)
                 if all(invented.hides_a_deletion(st, u[1]) is not None for u in users):
                     add(Finding(W, "leveldb-index-damaged", f"{holder} seq {m.seq}" + (f" and {len(users) - 1} more"
                                 if len(users) > 1 else "") + ": read from a damaged table block with a sequence no "
@@ -514,13 +533,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                             {"position": loc, "destinations": [u[0] for u in users]}))
             else:
                 bad += len(users)
-                _bad_entry(st, add, holder, m, f, "no DATA record starts there")
+                if _bad_entry(st, add, holder, m, f, "no DATA record starts there"):
+                    gone.add(loc)
         else:
             length, ok = got
             if length != m.length or not ok:
                 why = f"its length is {length}, the entry says {m.length}" if length != m.length else \
                     "its checksum does not match"
-                _bad_entry(st, add, holder, m, f, why)
+                if _bad_entry(st, add, holder, m, f, why):
+                    gone.add(loc)
                 bad += len(users)
     known = st.collection_keys
     orphans = {ck: len(es) for ck, es in st.entries.items() if ck not in known}
@@ -572,8 +593,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     beyond = False  # an entry of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
         missing = 0
+        # (an entry read from a damaged table block of dirty.index, or in the key range of one LevelDB skips,
+        # where an older version of a deleted key shows through, proves nothing: the broker never reads that
+        # index, and the damage may have brought the entry back or made it up)
+        doubtful = ddb.suspect_keys | set(ddb.invented) if ddb.suspect_keys or ddb.invented else set()
+        skipped = list(ddb.unread_ranges.values())
         for k, v in ddb.data.items():
-            if k[:1] == b"e" and len(k) == 17:
+            if k[:1] == b"e" and len(k) == 17 and k not in doubtful and \
+                    not any((lo is None or k > lo) and k <= hi for lo, hi in skipped):
                 try:
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
@@ -586,14 +613,27 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
             add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
                         f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
                         str(st.directory / "dirty.index"), None))
-    # (a dirty.index taken for the snapshot's copy by its listing may still differ: iq80 maps its write-ahead
-    # log at a fixed size)
+    # (dirty.index the same bytes as the snapshot: its entries were not looked at above)
     units, entries = walunits.complete_units_past_the_logs(st) if beyond or ddb is st.snapshot_db else (0, 0)
     if units:
         add(Finding(C, "leveldb-missing-log", f"dirty.index's write-ahead log holds {units} complete unit(s) of "
                     f"work ({entries} entries) written past the end of the last log file ({st.logs[-1].limit:#x}), "
                     "each followed by a later one: a log file holding them is missing (the messages are lost)",
                     str(st.directory / "dirty.index"), None))
+    temp = st.directory / "temp.index"
+    if temp.is_dir():
+        # copyDirtyIndexToSnapshot copies dirty.index into temp.index, then renames it to the snapshot's name;
+        # replay_init deletes a temp.index left behind and recovers from the last complete snapshot
+        add(Finding(W, "leveldb-snapshot-cut", "temp.index is an index snapshot cut mid-copy: the broker was "
+                    "killed while it snapshotted its index (or is running); it deletes it on start and recovers "
+                    "from " + (st.snapshot[1].name if st.snapshot else "the log alone") + " and the log",
+                    str(temp), None))
+    for older in st.snapshots[:-1]:
+        # replaceLatestSnapshotDirectory deletes the previous snapshot right after the rename of the new one;
+        # replay_init keeps only the last one ("Only keep the last snapshot")
+        add(Finding(W, "leveldb-snapshot-left", f"{older.name} is an older index snapshot than {st.snapshot[1].name}: "
+                    "the broker was killed between taking a snapshot and deleting the previous one (or is "
+                    "running); it deletes it on start and recovers from the last", str(older), None))
     if dirty_flag(st):
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
@@ -610,10 +650,31 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     return {"files": len(st.logs), "bytes": sum(f.size for f in st.logs), "records": counts["records"],
             "dataRecords": counts["data"], "unitsOfWorkReplayed": rep.units,
             "destinations": len(st.destinations),
-            "messages": sum(len(d.messages) for d in st.destinations.values()),
+            "messages": _deliverable(st, gone),
+            "skippedEntries": sum(len(d.skipped) for d in st.destinations.values()),
             "subscriptions": sum(len(d.subscriptions) for d in st.destinations.values()),
             "preparedTransactions": len(st.transactions), "lostMessages": lost, "damagedMessages": bad,
             "logEnd": rep.limit, "snapshot": st.snapshot[0] if st.snapshot else None}
+
+
+def _deliverable(st: LevelDBState, gone: set) -> int:
+    """print's live, stat's and export's count (one rule): the entries the broker's cursors read, less those
+    whose message verify found it cannot read or decode (``gone``: judged for what a consumer would still
+    receive) and the topic entries every subscription acknowledged whose message cannot be read or decoded
+    (not judged: nobody receives them; the broker's topic GC deletes them, so they are few)."""
+    n = 0
+    for d in st.destinations.values():
+        n += len(d.messages)
+        if gone:  # a damaged store
+            n -= sum(1 for m in d.messages if m.location in gone)
+        if d.kind == "topic" and d.subscriptions:
+            low = min(sub.ack_position for sub in d.subscriptions)
+            for m in d.messages:  # in sequence order: the acknowledged ones first
+                if m.seq > low:
+                    break
+                if m.location not in gone and st.decode(m)[0] is None:
+                    n -= 1
+    return n
 
 
 def _scan_ahead(log_dir) -> tuple[dict, object]:

@@ -92,6 +92,9 @@ class LevelDBPlan(MigrationPlan):
             topic = d.kind == "topic"
             rt = MULTICAST if topic else ANYCAST
             subs = {s.key: s for s in d.subscriptions}
+            for m in d.skipped:  # entries the broker's cursor passes over: not migrated, said so
+                if not topic or any(m.seq > s.ack_position for s in d.subscriptions):
+                    self._problem_at(d, m, self.st.skip_reason(m))
             groups = [("committed", [(m, None) for m in d.messages])]
             if d.qualified in prepared:
                 groups.append(("prepared", prepared[d.qualified]))

@@ -33,12 +33,15 @@ FOUND = {
     "replicas-node-c": [25000106, 25000174, 25000220],
     "xa": [25000236],
     "gc": [25000174, 25000236, 26000052, 27000206, 27000389, 28000064, 31000064, 31000142],
-    "gc2": [41000146, 43000066, 43000139],
+    "gc2": [41000146, 43000066, 43000139, 25000179],
     "killed-snappy": [40000019, 40000035, 40000058],
     "jni-index": [26000025],
     "jni-index-gc": [25000400, 26000025, 27000079, 28000223],
     "snappy": [28000064, 30000106],
     "killed-zerofill": [25000428],
+    # the level3 session's stores, 120 faults each from 25000075
+    "killed-snapshot": [25000108, 25000160],
+    "subs": [25000104],
     # SIGKILLed stores outside the suite (AMQTOOL_TEST_LEVELDB_STORES=/work/leveldb-fresh)
     "killed-b": [25000130, 25000212],
 }

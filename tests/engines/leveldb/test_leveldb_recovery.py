@@ -74,7 +74,12 @@ def _cut_of(case):
     return cut
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if _cut_of(c)], ids=[c.name for c in CASES if _cut_of(c)])
+# the SIGKILLed stores whose log ends in a cut unit of work (killed-snapshot and killed-two-snapshots were killed
+# between units: their logwalk found no tail)
+_CUT = [c for c in CASES if (_cut_of(c) or {}).get("tail")]
+
+
+@pytest.mark.parametrize("case", _CUT, ids=[c.name for c in _CUT])
 def test_sigkilled_store_cut_unit_is_where_the_generator_walked_it(case):
     """A SIGKILLed store: the end of the last complete unit of work and the records after it (a partly
     written last record, whose CRC fails, is not counted as a record) as the generator's own log walk found

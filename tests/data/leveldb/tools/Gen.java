@@ -648,6 +648,100 @@ public class Gen {
         return list;
     }
 
+    // durable subscribers with selectors, acked in rounds while more is sent (acks across many small log files),
+    // a late subscriber, a queue half consumed; then waits for the store's GC, which deletes the log files
+    // nothing pins any more (files in the middle, while the oldest unconsumed messages pin older ones)
+    static void subs(File dir, File manifest, long logSize) throws Exception {
+        int rounds = Integer.getInteger("gen.subs.rounds", 12), per = Integer.getInteger("gen.subs.per", 40);
+        BrokerService broker = startBroker(dir, logSize);
+        Set<String> seen = Collections.synchronizedSet(new TreeSet<>());
+        Thread watcher = new Thread(() -> { while (true) { seen.addAll(logNames(dir)); try { Thread.sleep(20); } catch (InterruptedException e) { return; } } });
+        watcher.setDaemon(true); watcher.start();
+        String evPath = System.getProperty("gen.subs.events");
+        PrintStream evOut = evPath == null ? null : new PrintStream(new FileOutputStream(evPath, true), true, "UTF-8");
+        List<Map<String, Object>> sent = new ArrayList<>() {
+            @Override public boolean add(Map<String, Object> r) { Gen.stream(evOut, "sent", r); return super.add(r); } };
+        List<Map<String, Object>> events = new ArrayList<>() {
+            @Override public boolean add(Map<String, Object> r) { Gen.stream(evOut, "event", r); return super.add(r); } };
+        Connection c = connect("subs-client");
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Topic ts = s.createTopic("T.S");
+        javax.jms.Queue qs = s.createQueue("Q.S");
+        String[][] subs = {{"subAll", null}, {"subRed", "color = 'red'"}, {"subOdd", "parity = 1"},
+                           {"subNone", "color = 'black'"}};
+        for (String[] d : subs) {
+            s.createDurableSubscriber(ts, d[0], d[1], false).close();
+            events.add(new LinkedHashMap<>(Map.of("event", "durable_subscription_created", "clientId", "subs-client",
+                    "topic", "topic://T.S", "sub", d[0], "selector", String.valueOf(d[1]))));
+        }
+        MessageProducer p = s.createProducer(null);
+        String[] colors = {"red", "green", "blue"};
+        int seq = 0;
+        for (int r = 0; r < rounds; r++) {
+            if (r == rounds / 2) {
+                s.createDurableSubscriber(ts, "subLate", "color = 'green'", false).close();
+                events.add(new LinkedHashMap<>(Map.of("event", "durable_subscription_created", "clientId", "subs-client",
+                        "topic", "topic://T.S", "sub", "subLate", "selector", "color = 'green'")));
+            }
+            for (int i = 0; i < per; i++, seq++) {
+                TextMessage m = s.createTextMessage(body("T.S", seq, 300 + (seq % 5) * 150));
+                m.setIntProperty("seq", seq); m.setStringProperty("color", colors[seq % 3]); m.setIntProperty("parity", seq % 2);
+                p.send(ts, m, DeliveryMode.PERSISTENT, 4, 0); sent.add(rec(m, "topic://T.S", "text", m.getText()));
+                if (i % 4 == 0) {
+                    TextMessage q = s.createTextMessage(body("Q.S", seq, 500));
+                    q.setIntProperty("seq", seq);
+                    p.send(qs, q, DeliveryMode.PERSISTENT, 4, 0); sent.add(rec(q, "queue://Q.S", "text", q.getText()));
+                }
+            }
+            // each round acks some of what each subscription has (not the last rounds' for subAll), across files
+            for (String[] d : subs) {
+                int take = d[0].equals("subAll") ? (r < rounds - 2 ? per - 5 : 0) : d[0].equals("subRed") ? per / 6 : per / 2;
+                if (take == 0) continue;
+                TopicSubscriber ds = s.createDurableSubscriber(ts, d[0], d[1], false);
+                List<String> ids = new ArrayList<>();
+                for (int k = 0; k < take; k++) { Message m = ds.receive(300); if (m == null) break; ids.add(m.getJMSMessageID()); }
+                ds.close();
+                events.add(new LinkedHashMap<>(Map.of("event", "consumed_durable", "clientId", "subs-client", "sub", d[0], "round", r, "ids", ids)));
+            }
+            if (r % 3 == 1) {
+                MessageConsumer cq = s.createConsumer(qs);
+                List<String> ids = new ArrayList<>();
+                for (int k = 0; k < per / 6; k++) { Message m = cq.receive(300); if (m == null) break; ids.add(m.getJMSMessageID()); }
+                cq.close();
+                events.add(new LinkedHashMap<>(Map.of("event", "consumed_auto_ack", "dest", "queue://Q.S", "round", r, "ids", ids)));
+            }
+        }
+        long until = System.currentTimeMillis() + Integer.getInteger("gen.subs.waitMs", 25_000);
+        while (System.currentTimeMillis() < until) Thread.sleep(500);
+        events.add(Map.of("event", "waited_for_gc", "logsSeen", new ArrayList<>(seen), "logsPresent", new ArrayList<>(logNames(dir))));
+        s.close(); c.close();
+        broker.stop();
+        broker.waitUntilStopped();
+        watcher.interrupt();
+        Set<String> removed = new TreeSet<>(seen); removed.removeAll(logNames(dir));
+        Map<String, Object> man = new LinkedHashMap<>();
+        man.put("store", dir.getAbsolutePath());
+        man.put("generator", "Gen subs (ActiveMQ 5.17.2 broker + activemq-leveldb-store 5.16.7 sources, iq80 leveldb 0.7)");
+        man.put("logSize", logSize);
+        man.put("indexWriteBufferSize", System.getProperty("gen.indexWriteBufferSize"));
+        man.put("logCompression", System.getProperty("gen.logCompression", "none"));     // LevelDBStore defaults
+        man.put("indexCompression", System.getProperty("gen.indexCompression", "snappy"));
+        man.put("shutdown", "clean");
+        man.put("sent", sent);
+        man.put("events", events);
+        man.put("logsSeen", new ArrayList<>(seen));
+        man.put("logsRemovedByGc", new ArrayList<>(removed));
+        M.writeValue(manifest, man);
+        System.out.println("subs run done: " + sent.size() + " sent, removed logs " + removed);
+    }
+
+    static final ObjectMapper LINES = new ObjectMapper();  // one JSON object a line (M indents)
+
+    static void stream(PrintStream out, String what, Map<String, Object> r) {
+        if (out == null) return;
+        try { synchronized (out) { out.println(LINES.writeValueAsString(Map.of(what, r))); } } catch (Exception e) { throw new RuntimeException(e); }
+    }
+
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         File dir = new File(args[1]);
@@ -661,6 +755,7 @@ public class Gen {
             case "gc": gc(dir, out, logSize); break;
             case "bulk": bulk(dir, out, logSize); break;
             case "phase": phase(dir, out, logSize); break;
+            case "subs": subs(dir, out, logSize); break;
             default: throw new IllegalArgumentException(mode);
         }
         System.exit(0);
