@@ -29,6 +29,7 @@ from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
+from amqtool.engines.artemis.retyped import retyped_messages
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -1105,6 +1106,20 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    retyped = retyped_messages(results.get("messages"), evidence.live_queues)
+    if retyped:
+        first = retyped[0]
+        r = first.record
+        shown = ", ".join(f"{x.record.id} (type {x.record.user_record_type}, queues "
+                          f"{', '.join(map(str, x.queues))})" for x in retyped[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-record-retyped",
+            f"{len(retyped)} message record(s) carry a user record type that is no message type, one bit from "
+            f"the type their body decodes as, while references of them are live (first: record {r.id}, type "
+            f"{r.user_record_type}, a message of type {first.was}): their type byte was damaged, the broker "
+            f"never loads them as messages and drops their references: {shown}",
+            str(results["messages"].files[r.file_index].path), r.body_offset - 1,
+            {"count": len(retyped), "messageIds": [x.record.id for x in retyped[:100]]}))
     if evidence.unknown_types:
         r = evidence.unknown_types[0]
         findings.append(Finding(
