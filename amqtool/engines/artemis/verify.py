@@ -30,6 +30,7 @@ from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadR
 from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.retyped import retyped_messages
+from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -552,12 +553,13 @@ def _name_number(name: str) -> int | None:
 
 
 def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
-    """(whether the journal was compacted: a live record with a compactCount, the number of live updates
-    whose add is gone). A compaction frees files and gives freed files new ids, so a file gone from between
-    data files proves a loss only in a journal never compacted, or beside live updates that lost their add
-    (the broker never frees a file holding the add of a live record)."""
+    """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
+    (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
+    compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
+    only in a journal never compacted, or beside live updates that lost their add (the broker never frees a
+    file holding the add of a live record)."""
     added = set()
-    compacted = False
+    compacted = bool(compactor_outputs(result))
     for r in result.live:
         if not r.is_update:
             added.add(r.id)
