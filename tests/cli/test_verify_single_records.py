@@ -35,3 +35,42 @@ def test_a_message_record_whose_user_type_was_flipped_is_critical(run_json, tmp_
 def test_the_undamaged_demo_has_no_retyped_record(run_json, demo_s1):
     code, doc, _ = run_json("verify", demo_s1)
     assert code == 0 and "message-record-retyped" not in _codes(doc)
+
+
+def _zero(path, offset, length):
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(bytes(length))
+
+
+def test_a_zeroed_update_of_a_deleted_record_read_by_its_intact_head_is_a_warning(run_json, tmp_path, demo_s1):
+    # campaign seed 25000075000192: 4 bytes zeroed inside the 31-byte acknowledgement (UPDATE of record 336,
+    # at 1453) that precedes record 336's DELETE: its body size and user record type are gone (no one-field
+    # reading rebuilds it), but its type, tag, id and trailing size survive, and record 336 was deleted since
+    store = copy_tree(demo_s1, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-16.amq"
+    _zero(victim, 1470, 4)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, doc["verdict"], f["severity"], f["offset"]) == (1, "WARNING", "warning", 1453)
+    assert "record 336" in f["message"]
+
+
+def test_the_same_damage_to_an_update_of_a_live_record_stays_critical(run_json, tmp_path, demo_s1):
+    from amqtool.formats.artemis.records import scan_records_py
+    from tests.faults.stores import messages_files
+
+    store = copy_tree(demo_s1, tmp_path / "s")
+    files = messages_files(store)
+    # an UPDATE of an id the journal never deletes: no DELETE record of it anywhere
+    deletes = {r[5] for p, t, v in files for r in scan_records_py(p.read_bytes(), t, v)[0] if r[0] in (15, 16)}
+    for path, tag, version in files:
+        recs, _ = scan_records_py(path.read_bytes(), tag, version)
+        hit = next((r for r in recs if r[0] == 12 and r[2] == 31 and r[5] not in deletes), None)
+        if hit is not None:
+            break
+    assert hit is not None
+    _zero(path, hit[1] + 17, 4)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, f["severity"], f["offset"]) == (2, "critical", hit[1])

@@ -194,7 +194,9 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, strayed_records, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
+            transaction_records)
+        from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -226,11 +228,27 @@ class _GapInspector:
                 return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
             return evidence.effect_of_loss(self.kind, rec)
 
+        cache: dict = {}
+
+        def own_deleted() -> set:
+            if "deleted" not in cache:
+                cache["deleted"] = deleted_ids(self.opened)
+            return cache["deleted"]
+
+        def live_ids() -> set:
+            if "live" not in cache:
+                cache["live"] = {r.id for r in self.result.live}
+            return cache["live"]
+
         for path, first, off, region in self.regions:
             candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
+            if not candidates and region:  # more than one field damaged: its intact head may still tell
+                part = partial_record(region[0], region[1], first, off, region[2], region[3])
+                if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
+                    rec, effect = part, (effect_of(part) if part.type in (13, 14) else HARMLESS)
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
