@@ -15,6 +15,13 @@ def demo_s1(tmp_path_factory):
     return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
 
 
+@pytest.fixture(scope="module")
+def demo_s2(tmp_path_factory):
+    from tests.faults.stores import campaign_demo
+
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s2", 2)
+
+
 def _codes(doc, severity=None):
     return sorted(f["code"] for f in doc["findings"] if severity is None or f["severity"] == severity)
 
@@ -32,9 +39,31 @@ def test_a_message_record_whose_user_type_was_flipped_is_critical(run_json, tmp_
     assert (f["path"], f["offset"], f["details"]["messageIds"]) == (str(victim), 37772, [139])
 
 
-def test_the_undamaged_demo_has_no_retyped_record(run_json, demo_s1):
-    code, doc, _ = run_json("verify", demo_s1)
-    assert code == 0 and "message-record-retyped" not in _codes(doc)
+@pytest.mark.parametrize("demo,victim,offset,mask,mid,read_as", [
+    # campaign seed 7001022003038 (demo-s2): message 304's ADD record type 11 flipped to 10 (an EVENT record,
+    # which JournalImpl.load skips)
+    ("demo_s2", "activemq-data-10.amq", 48504, 0x01, 304, "an event"),
+    # campaign seed 7000023000184 (demo-s1): a bit of message 352's record id flipped: its ADD now reads as
+    # record 288, which a later DELETE removes
+    ("demo_s1", "activemq-data-10.amq", 10583, 0x40, 352, "record 288"),
+])
+def test_a_message_record_whose_record_type_or_id_was_flipped_is_critical(run_json, tmp_path, request, demo,
+                                                                          victim, offset, mask, mid, read_as):
+    store = copy_tree(request.getfixturevalue(demo), tmp_path / "s")
+    path = store / "data/journal" / victim
+    flip_byte(path, offset, mask)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _codes(doc, "critical") == ["message-header-damaged"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "message-header-damaged"]
+    assert (f["path"], f["details"]["messageIds"]) == (str(path), [mid])
+    assert f["offset"] <= offset and f"{mid} (read as {read_as}" in f["message"]
+
+
+def test_the_undamaged_demos_have_no_damaged_message_header(run_json, demo_s1, demo_s2):
+    for demo in (demo_s1, demo_s2):
+        code, doc, _ = run_json("verify", demo)
+        assert code == 0 and not {"message-record-retyped", "message-header-damaged"} & set(_codes(doc))
 
 
 def _zero(path, offset, length):

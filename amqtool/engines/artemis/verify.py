@@ -29,7 +29,7 @@ from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
-from amqtool.engines.artemis.retyped import retyped_messages
+from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -1140,6 +1140,20 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"never loads them as messages and drops their references: {shown}",
             str(results["messages"].files[r.file_index].path), r.body_offset - 1,
             {"count": len(retyped), "messageIds": [x.record.id for x in retyped[:100]]}))
+    messages = results.get("messages")
+    stray = {m: evidence.live_queues(m) for m in evidence.refs if m not in evidence.messages}
+    misread = misread_messages(messages.opened, {m: q for m, q in stray.items() if q}) if messages else []
+    if misread:
+        first = misread[0]
+        shown = ", ".join(f"{x.message_id} (read as {'an event' if x.record_type == 10 else f'record {x.record_id}'}"
+                          f", queues {', '.join(map(str, x.queues))})" for x in misread[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-header-damaged",
+            f"{len(misread)} message(s) still referenced by queues have no message record of their own, but a "
+            f"record holds each of them under another record type or id: its header was damaged, the broker "
+            f"never loads it as that message and drops its references: {shown}",
+            str(messages.files[first.file_index].path), first.offset,
+            {"count": len(misread), "messageIds": [x.message_id for x in misread[:100]]}))
     if evidence.unknown_types:
         r = evidence.unknown_types[0]
         findings.append(Finding(
