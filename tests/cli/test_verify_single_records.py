@@ -103,3 +103,27 @@ def test_the_same_damage_to_an_update_of_a_live_record_stays_critical(run_json, 
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
     assert (code, f["severity"], f["offset"]) == (2, "critical", hit[1])
+
+
+def test_a_message_add_whose_head_was_zeroed_is_named_by_its_body(run_json, tmp_path, demo_s2):
+    # campaign seed 31001095003089: 16 bytes zeroed from offset 4 of message 136's 3647-byte ADD (its tag, id,
+    # body size, user record type and persister byte): the body still gives message id 136 (every persister
+    # writes it first), whose record a later DELETE removes: nothing the broker delivers changes
+    store = copy_tree(demo_s2, tmp_path / "s")
+    _zero(store / "data/journal/activemq-data-4.amq", 56682, 16)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, doc["verdict"], f["severity"], f["offset"]) == (1, "WARNING", "warning", 56678)
+    assert "record 136" in f["message"]
+
+
+def test_a_reference_whose_message_id_was_damaged_onto_no_message_is_critical(run_json, tmp_path, demo_s2):
+    # campaign seed 31001095003160: a random byte (^0x78) in the low byte of message 534's only ADD_REF: it now
+    # names 622, which has no record, and 534 has no reference left; among the many messages one byte from
+    # 622, 534 is the one without references (a healthy store has none)
+    store = copy_tree(demo_s2, tmp_path / "s")
+    flip_byte(store / "data/journal/activemq-data-16.amq", 10863, 0x78)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = [f for f in doc["findings"] if f["code"] == "message-record-missing"]
+    assert f["details"]["messageIds"] == [622]

@@ -282,8 +282,10 @@ class Evidence:
         # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
         # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
         ref_queues = {q for kind, q in updates if kind == R.ADD_REF}
-        refless = [m for m in self._one_byte_neighbours(orphan, self.messages)
-                   if not self.refs.get(m) and not any((m, q) in self.acked for q in ref_queues)]
+        # (sought among the messages without references: a healthy store has none, so one of them one damaged
+        # byte away is that message even where many messages with references share the byte's other values)
+        refless = [m for m in self._one_byte_neighbours(orphan, {m for m in self.messages if not self.refs.get(m)})
+                   if not any((m, q) in self.acked for q in ref_queues)]
         if refless:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
