@@ -596,26 +596,31 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans and r.id not in explained)
 
 
-def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding]) -> None:
+def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
+                         pool_files: int | None = None) -> None:
     """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
-    deletes it, with whatever it held. It proves a loss (CRITICAL) only when its name is one of the journal's
-    ids between data files that no file has (it was a data file there: Artemis names a new file after its
-    fileID and keeps the name when it reinitialises a freed file) and the journal cannot have freed it: never
-    compacted, or live updates lost their add (:func:`_compaction_evidence`). In a compacted journal such a
-    name is as likely a free file the compaction reinitialised (a header, no records), whose loss changes
-    nothing: a warning."""
+    deletes it, with whatever it held. Its name may be one of the journal's ids between data files that no
+    file has (it was a data file there: Artemis names a new file after its fileID and keeps the name when it
+    reinitialises a freed file). It proves a loss (CRITICAL) only when live updates lost their add
+    (:func:`_compaction_evidence`), or when the journal cannot have freed it: never compacted, with a pool
+    broker.xml says is unbounded (as for :func:`_gap_findings`). Otherwise nothing shows it held a live
+    record: in a compacted journal such a name is as likely a free file the compaction reinitialised (a header,
+    no records), and a data file whose records all died since (the reclaimer frees such files, and a real
+    JournalImpl store killed mid-run has them) is lost to no one: a warning."""
     ids = sorted(f.file_id for f in opened.files)
     compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    unbounded = not compacted and pool_files is not None and pool_files < 0
     for p in opened.pending:
         if p.code != "short-file":
             continue
         n = _name_number(Path(p.path).name)
         inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
-        if inside and compacted and not orphans:
+        if inside and not orphans and not unbounded:
+            why = ("the journal was compacted, which frees files" if compacted else
+                   "a data file whose records all died is one the broker may free")
             findings.append(Finding(Severity.WARNING, "short-file", p.message + (
-                " (its name is one of the journal's ids between data files, but the journal was compacted, which "
-                "frees files, and every live update still has its add: nothing shows it held live records)"),
-                p.path, 0))
+                f" (its name is one of the journal's ids between data files, but {why}, and every live update "
+                f"still has its add: nothing shows it held live records)"), p.path, 0))
         elif inside:
             findings.append(Finding(Severity.CRITICAL, "short-file", p.message + (
                 " (its name is one of the journal's ids between data files: the records it held are lost)"),
@@ -913,7 +918,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
-        _short_file_findings(opened, result, findings)
+        _short_file_findings(opened, result, findings,
+                             pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
         summary.live_records = len(result.live)
