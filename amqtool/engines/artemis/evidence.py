@@ -282,8 +282,10 @@ class Evidence:
         # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
         # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
         ref_queues = {q for kind, q in updates if kind == R.ADD_REF}
-        refless = [m for m in self._one_byte_neighbours(orphan, self.messages)
-                   if not self.refs.get(m) and not any((m, q) in self.acked for q in ref_queues)]
+        # (sought among the messages without references: a healthy store has none, so one of them one damaged
+        # byte away is that message even where many messages with references share the byte's other values)
+        refless = [m for m in self._one_byte_neighbours(orphan, {m for m in self.messages if not self.refs.get(m)})
+                   if not any((m, q) in self.acked for q in ref_queues)]
         if refless:
             return LOSS  # the message's own ADD carries a damaged id: the broker drops it and its refs
         if len(updates) != 1:
@@ -422,7 +424,24 @@ class Evidence:
         if out:
             typos = self.typo_refs()
             out = [a for a in out if a not in typos]
+        if out:
+            # two acknowledgements of one (message, queue) and no reference there: the broker writes one
+            # ACKNOWLEDGE_REF a reference, after its ADD_REF, so the first is that ADD_REF with its user record
+            # type damaged (32 -> 33, one bit): the message was acknowledged there anyway, to the same effect
+            twice = self._acked_twice({m for m, _ in out})
+            out = [a for a in out if a not in twice]
         return out
+
+    def _acked_twice(self, mids: set[int]) -> set[tuple[int, int]]:
+        """(message, queue) pairs of ``mids`` with two live ACKNOWLEDGE_REF records or more (bodies read only
+        for those messages' acknowledgements: done on damage only)."""
+        result = self._messages
+        seen: dict = {}
+        for r in result.live if result is not None else ():
+            if r.id in mids and r.is_update and r.user_record_type == R.ACKNOWLEDGE_REF and r.body_len >= 8:
+                pair = (r.id, int.from_bytes(result.body(r)[:8], "big", signed=True))
+                seen[pair] = seen.get(pair, 0) + 1
+        return {p for p, n in seen.items() if n > 1}
 
     def typo_refs(self) -> set[tuple[int, int]]:
         """(message, queue) of live updates of a message id with a user record type the broker never writes as

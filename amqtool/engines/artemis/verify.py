@@ -29,6 +29,8 @@ from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
+from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
+from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -192,7 +194,9 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, reconstruct, rolled_back_ids, strayed_records, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
+            transaction_records)
+        from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -224,11 +228,27 @@ class _GapInspector:
                 return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
             return evidence.effect_of_loss(self.kind, rec)
 
+        cache: dict = {}
+
+        def own_deleted() -> set:
+            if "deleted" not in cache:
+                cache["deleted"] = deleted_ids(self.opened)
+            return cache["deleted"]
+
+        def live_ids() -> set:
+            if "live" not in cache:
+                cache["live"] = {r.id for r in self.result.live}
+            return cache["live"]
+
         for path, first, off, region in self.regions:
             candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
+            if not candidates and region:  # more than one field damaged: its intact head may still tell
+                part = partial_record(region[0], region[1], first, off, region[2], region[3])
+                if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
+                    rec, effect = part, (effect_of(part) if part.type in (13, 14) else HARMLESS)
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
@@ -551,12 +571,13 @@ def _name_number(name: str) -> int | None:
 
 
 def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
-    """(whether the journal was compacted: a live record with a compactCount, the number of live updates
-    whose add is gone). A compaction frees files and gives freed files new ids, so a file gone from between
-    data files proves a loss only in a journal never compacted, or beside live updates that lost their add
-    (the broker never frees a file holding the add of a live record)."""
+    """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
+    (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
+    compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
+    only in a journal never compacted, or beside live updates that lost their add (the broker never frees a
+    file holding the add of a live record)."""
     added = set()
-    compacted = False
+    compacted = bool(compactor_outputs(result))
     for r in result.live:
         if not r.is_update:
             added.add(r.id)
@@ -575,26 +596,31 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans and r.id not in explained)
 
 
-def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding]) -> None:
+def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
+                         pool_files: int | None = None) -> None:
     """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
-    deletes it, with whatever it held. It proves a loss (CRITICAL) only when its name is one of the journal's
-    ids between data files that no file has (it was a data file there: Artemis names a new file after its
-    fileID and keeps the name when it reinitialises a freed file) and the journal cannot have freed it: never
-    compacted, or live updates lost their add (:func:`_compaction_evidence`). In a compacted journal such a
-    name is as likely a free file the compaction reinitialised (a header, no records), whose loss changes
-    nothing: a warning."""
+    deletes it, with whatever it held. Its name may be one of the journal's ids between data files that no
+    file has (it was a data file there: Artemis names a new file after its fileID and keeps the name when it
+    reinitialises a freed file). It proves a loss (CRITICAL) only when live updates lost their add
+    (:func:`_compaction_evidence`), or when the journal cannot have freed it: never compacted, with a pool
+    broker.xml says is unbounded (as for :func:`_gap_findings`). Otherwise nothing shows it held a live
+    record: in a compacted journal such a name is as likely a free file the compaction reinitialised (a header,
+    no records), and a data file whose records all died since (the reclaimer frees such files, and a real
+    JournalImpl store killed mid-run has them) is lost to no one: a warning."""
     ids = sorted(f.file_id for f in opened.files)
     compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    unbounded = not compacted and pool_files is not None and pool_files < 0
     for p in opened.pending:
         if p.code != "short-file":
             continue
         n = _name_number(Path(p.path).name)
         inside = n is not None and ids and ids[0] < n < ids[-1] and n not in ids
-        if inside and compacted and not orphans:
+        if inside and not orphans and not unbounded:
+            why = ("the journal was compacted, which frees files" if compacted else
+                   "a data file whose records all died is one the broker may free")
             findings.append(Finding(Severity.WARNING, "short-file", p.message + (
-                " (its name is one of the journal's ids between data files, but the journal was compacted, which "
-                "frees files, and every live update still has its add: nothing shows it held live records)"),
-                p.path, 0))
+                f" (its name is one of the journal's ids between data files, but {why}, and every live update "
+                f"still has its add: nothing shows it held live records)"), p.path, 0))
         elif inside:
             findings.append(Finding(Severity.CRITICAL, "short-file", p.message + (
                 " (its name is one of the journal's ids between data files: the records it held are lost)"),
@@ -892,7 +918,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
-        _short_file_findings(opened, result, findings)
+        _short_file_findings(opened, result, findings,
+                             pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
         summary.live_records = len(result.live)
@@ -1105,6 +1132,34 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    retyped = retyped_messages(results.get("messages"), evidence.live_queues)
+    if retyped:
+        first = retyped[0]
+        r = first.record
+        shown = ", ".join(f"{x.record.id} (type {x.record.user_record_type}, queues "
+                          f"{', '.join(map(str, x.queues))})" for x in retyped[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-record-retyped",
+            f"{len(retyped)} message record(s) carry a user record type that is no message type, one bit from "
+            f"the type their body decodes as, while references of them are live (first: record {r.id}, type "
+            f"{r.user_record_type}, a message of type {first.was}): their type byte was damaged, the broker "
+            f"never loads them as messages and drops their references: {shown}",
+            str(results["messages"].files[r.file_index].path), r.body_offset - 1,
+            {"count": len(retyped), "messageIds": [x.record.id for x in retyped[:100]]}))
+    messages = results.get("messages")
+    stray = {m: evidence.live_queues(m) for m in evidence.refs if m not in evidence.messages}
+    misread = misread_messages(messages.opened, {m: q for m, q in stray.items() if q}) if messages else []
+    if misread:
+        first = misread[0]
+        shown = ", ".join(f"{x.message_id} (read as {'an event' if x.record_type == 10 else f'record {x.record_id}'}"
+                          f", queues {', '.join(map(str, x.queues))})" for x in misread[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-header-damaged",
+            f"{len(misread)} message(s) still referenced by queues have no message record of their own, but a "
+            f"record holds each of them under another record type or id: its header was damaged, the broker "
+            f"never loads it as that message and drops its references: {shown}",
+            str(messages.files[first.file_index].path), first.offset,
+            {"count": len(misread), "messageIds": [x.message_id for x in misread[:100]]}))
     if evidence.unknown_types:
         r = evidence.unknown_types[0]
         findings.append(Finding(
