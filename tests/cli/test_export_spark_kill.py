@@ -49,8 +49,19 @@ def _processes_naming(text: str, but: int | None = None) -> list[int]:
     return out
 
 
-def _watchdogs() -> set[int]:
-    return set(_processes_naming("os.killpg(os.getpid(), signal.SIGKILL)"))
+def _watchdogs(mark: str) -> list[int]:
+    """The driver JVM watchdogs (spark.py) started by the export that ran with ``AMQTOOL_TEST_MARK=mark`` in its
+    environment (inherited by its children): another export on this machine (another test process's) has its
+    own watchdog, which is none of this test's business."""
+    out = []
+    for pid in _processes_naming("for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)"):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if f"AMQTOOL_TEST_MARK={mark}".encode() in fh.read().split(b"\0"):
+                    out.append(pid)
+        except OSError:
+            continue
+    return out
 
 
 def _wait_for(cond, limit=240.0) -> bool:
@@ -62,10 +73,11 @@ def _wait_for(cond, limit=240.0) -> bool:
     return False
 
 
-def _start(store, out: Path):
+def _start(store, out: Path, mark: str):
     return subprocess.Popen([str(REPO / ".venv" / "bin" / "amqtool"), "export", str(store), "-o", str(out),
                              "-f", "jsonl", "--engine", "spark", "--master", "local[2]", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, AMQTOOL_TEST_MARK=mark))
 
 
 def _spark_local(parent: Path) -> bool:
@@ -79,11 +91,11 @@ INSTANTS = ["jvm", "spark-local", "delay", "delay", "kill-jvm-up"]
 def test_a_killed_spark_export_leaves_no_jvm_and_no_file(store, tmp_path, trial):
     instant = INSTANTS[trial]
     before_src = tree_hashes(store)
-    watchdogs_before = _watchdogs()
     work = tmp_path / "w"
     work.mkdir()
     out = work / "OUT"
-    proc = _start(store, out)
+    mark = f"{os.getpid()}-{trial}-{time.monotonic_ns()}"
+    proc = _start(store, out, mark)
     sig = signal.SIGKILL if instant.startswith("kill") else signal.SIGTERM
     if instant in ("jvm", "kill-jvm-up"):
         assert _wait_for(lambda: _processes_naming(str(work), proc.pid) or proc.poll() is not None)
@@ -101,7 +113,7 @@ def test_a_killed_spark_export_leaves_no_jvm_and_no_file(store, tmp_path, trial)
         assert err.strip().splitlines()[-1] == "amqtool: interrupted (SIGTERM)", err
     # no JVM (nor its watchdog) outlives amqtool, not even a SIGKILLed one
     assert _wait_for(lambda: not _processes_naming(str(work)), 60), _processes_naming(str(work))
-    assert _wait_for(lambda: not (_watchdogs() - watchdogs_before), 60)
+    assert _wait_for(lambda: not _watchdogs(mark), 60), _watchdogs(mark)
     # and nothing is recreated afterwards (after a SIGKILL amqtool's own temporary directory stays until
     # its next run removes it: not a JVM's doing)
     if sig == signal.SIGTERM and proc.returncode != 0:
