@@ -49,8 +49,11 @@ demo: install
 	$(AMQ) export $(DEMO) -o $(DEMO)-export --format parquet --engine spark
 	@echo "demo store in $(DEMO)/, its Parquet export in $(DEMO)-export/"
 
+# Two test processes (pytest-xdist), each test file in one of them (its module fixtures built once): the
+# suite mostly waits (JVMs starting, brokers, subprocesses, fsyncs), so two keep two cores busy.
+TEST_WORKERS ?= 2
 test: install system-deps
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests
 
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not integration and not spark" tests
