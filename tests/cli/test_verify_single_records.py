@@ -153,3 +153,52 @@ def test_a_lone_acknowledgement_without_its_reference_stays_critical(run_json, t
     flip_byte(victim, ref[1] + 1, 0xFF)  # its tag: the broker skips it, between valid records
     code, doc, _ = run_json("verify", store)
     assert code == 2 and "ack-without-ref" in _codes(doc, "critical")
+
+
+def test_a_message_add_whose_head_id_was_zeroed_is_named_by_its_core_body(run_json, tmp_path, demo_s2):
+    # campaign seed 90210271630003044: 16 bytes zeroed from offset 8 of message 325's 1055-byte ADD (the low
+    # bytes of its id, its body size, user record type, persister byte and the high half of the body's id):
+    # head and body disagree (0 against 325), but the core message's two copies of its id (the persister's and
+    # its own headers') agree on 325, whose record a later DELETE removes: nothing the broker delivers changes
+    store = copy_tree(demo_s2, tmp_path / "s")
+    _zero(store / "data/journal/activemq-data-11.amq", 16404, 16)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, doc["verdict"], _codes(doc, "critical"), f["severity"], f["offset"]) == \
+        (1, "WARNING", [], "warning", 16396)
+    assert "record 325" in f["message"]
+
+
+def test_a_message_add_whose_body_was_zeroed_is_named_by_its_intact_head(run_json, tmp_path, demo_s1):
+    # campaign seed 90210270631000098: 64 bytes zeroed from offset 14 of message 379's 545-byte ADD (its body
+    # size, user record type and the body's start): the wiped body "decodes" as an AMQP message of id 0, which
+    # is no evidence against the intact head's id 379, a record a later DELETE removes
+    store = copy_tree(demo_s1, tmp_path / "s")
+    _zero(store / "data/journal/activemq-data-10.amq", 58906, 64)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, doc["verdict"], _codes(doc, "critical"), f["severity"], f["offset"]) == \
+        (1, "WARNING", [], "warning", 58892)
+    assert "record 379" in f["message"]
+
+
+@pytest.mark.parametrize("shift,length", [(8, 16), (14, 64)])
+def test_the_same_zeroing_of_a_live_message_add_stays_critical(run_json, tmp_path, demo_s2, shift, length):
+    from amqtool.formats.artemis.records import scan_records_py
+    from tests.faults.stores import messages_files
+
+    store = copy_tree(demo_s2, tmp_path / "s")
+    files = messages_files(store)
+    deletes = {r[5] for p, t, v in files for r in scan_records_py(p.read_bytes(), t, v)[0] if r[0] in (15, 16)}
+    hit = None
+    for path, tag, version in files:
+        recs, _ = scan_records_py(path.read_bytes(), tag, version)
+        # a core message's ADD the journal never deletes (live), long enough for the zeroed run
+        hit = next((r for r in recs if r[0] == 11 and r[6] == 45 and r[2] > 200 and r[5] not in deletes), None)
+        if hit is not None:
+            break
+    assert hit is not None
+    _zero(path, hit[1] + shift, length)
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (code, f["severity"], f["offset"]) == (2, "critical", hit[1])

@@ -11,7 +11,10 @@ record it was.
 A message's ADD tells its id twice: in its head and first in its body (every persister writes the message id
 first, and ``storeMessage`` adds the record under that id). When the head is damaged but the body, where the
 record's layout puts it, still decodes as a message, the body names the record; when both are readable they
-must agree.
+must agree, unless the bytes tell which one was damaged: a core message's body holds its id twice (the
+``CoreMessagePersister`` prefix and ``CoreMessage``'s own encoded headers), and when those two copies agree
+the body names the record over a head that says otherwise; a body whose id bytes are all zero (a wiped range)
+is no evidence against the head's id.
 
 That is enough when the id is one the journal deleted and holds no live record of: an ADD or UPDATE of a
 record deleted since changes nothing the broker delivers, whatever its body held (the DELETE removes the
@@ -55,7 +58,13 @@ def partial_record(buf: bytes, base: int, first: int, end: int, tag: int, versio
     utype = buf[p + 12] if t in (11, 12, 13, 14) and p + 12 < e - 4 else 0
     by_body = _message_by_body(buf, s, e, t, version, first, end)
     if by_body is not None and by_body.id != rid:
-        return None  # the head and the body disagree on whose record this was: nothing is told
+        # the head and the body disagree on whose record this was: one of them was damaged
+        if _body_names_itself(buf, s, e, t, version):
+            # the body's two copies of the id agree: the head's id is the damaged one
+            return Rebuilt(t, first, end - first, tx_id, by_body.id, by_body.user_type, b"", "head id")
+        if not _id_bytes_zero(buf, s, t, version):
+            return None  # nothing tells which: nothing is told
+        # the body's id bytes are all zero (wiped): no evidence against the head's id
     return Rebuilt(t, first, end - first, tx_id, rid, utype, b"", "fields after its id")
 
 
@@ -84,6 +93,31 @@ def _message_by_body(buf: bytes, s: int, e: int, t: int, version: int, first: in
     return Rebuilt(t, first, end - first, -1, ids.pop(), R.ADD_MESSAGE_PROTOCOL, b"", "head")
 
 
+def _body_names_itself(buf: bytes, s: int, e: int, t: int, version: int) -> bool:
+    """Whether the body of the ADD at ``s`` is a core message whose two copies of its id agree: the
+    ``CoreMessagePersister`` prefix and the message's own encoded headers (``CoreMessage`` writes its messageID
+    again there). Two intact copies that agree name the record whatever its head says."""
+    at = s + fixed_size(t, version) - 4
+    body = bytearray(buf[at:e - 4])
+    if not body or body[0] in _PERSISTERS and body[0] != _CORE:
+        return False
+    body[0] = _CORE  # the persister byte may be the last one a damaged head took (as in _message_by_body)
+    try:
+        m = decode_persisted_message(bytes(body))
+    except FormatError:
+        return False
+    headers = getattr(m, "headers", None)
+    return headers is not None and getattr(headers, "message_id", None) == m.message_id
+
+
+def _id_bytes_zero(buf: bytes, s: int, t: int, version: int) -> bool:
+    """Whether the 8 bytes where the body of the ADD at ``s`` holds its message id (after the persister byte)
+    are all zero: a wiped range, which says nothing of whose record it was."""
+    at = s + fixed_size(t, version) - 4 + 1
+    return len(buf) >= at + 8 and not any(buf[at:at + 8])
+
+
+_CORE = 1  # CoreMessagePersister's id
 _PERSISTERS = (1, 2, 3, 5)  # core, AMQP (and its v2, v3): the persisters whose body starts with the message id
 
 
