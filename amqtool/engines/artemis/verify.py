@@ -31,6 +31,7 @@ from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -590,9 +591,12 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
     # CRITICAL missing-journal-file. A lost file leaves the updates of every add it held.
     # An acknowledgement is excepted: one in a later file than its message's records is what a lost file
     # leaves most (the fault campaign's deleted files), and its message is delivered again.
+    # Any lone orphan id the broker never issued (damaged_ids: negative, or far outside the journal's ids) is
+    # a damaged id, an acknowledgement's too.
     acked = {r.id for r in result.live if r.is_update and r.user_record_type == _R.ACKNOWLEDGE_REF}
-    explained = orphans if len(orphans) == 1 and not orphans & acked and any(
-        next(iter(orphans)) ^ (1 << k) in added for k in range(64)) else set()
+    explained = orphans if len(orphans) == 1 and (not orphans & acked and any(
+        next(iter(orphans)) ^ (1 << k) in added for k in range(64)) or never_issued(result, next(iter(orphans)))
+    ) else set()
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans and r.id not in explained)
 
 
