@@ -65,3 +65,14 @@ def ramfs(tmp_path):
         pytest.skip("cannot mount ramfs (needs root)")
     yield mnt
     os.system(f"umount {mnt}")
+
+
+_HEAVY_MARKS = ("integration", "spark", "slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with a test that starts JVMs or brokers or runs a long campaign (marked integration, spark or slow)
+    run first, in their order, then the rest: `make test` hands whole files to two processes (pytest-xdist), and
+    a long file handed out last would run alone at the end while the other process idles."""
+    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in _HEAVY_MARKS)}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: each file keeps its order

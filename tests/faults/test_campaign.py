@@ -16,6 +16,8 @@ import pytest
 from tests.faults import campaign
 from tests.faults.model import CONTENT, LOSS, SAME, TORN, UNPROVEN, confusion
 
+pytestmark = pytest.mark.slow  # ~70 s (its 2,100 faults in two worker processes)
+
 FAULTS_PER_STORE = 700
 SEED = 25
 
