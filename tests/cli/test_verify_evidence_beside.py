@@ -7,18 +7,8 @@ import shutil
 
 import pytest
 
-from tests.faults.stores import campaign_demo
+from tests.faults.campaign_fixtures import pristine, store  # noqa: F401 - fixtures
 from tests.support import ARTEMIS, flip_byte
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store")
-
-
-@pytest.fixture
-def store(pristine, tmp_path):
-    return shutil.copytree(pristine, tmp_path / "store")
 
 
 def test_message_journal_deleted_beside_large_message_files_is_critical(run_json, tmp_path):

@@ -8,17 +8,8 @@ import shutil
 import pytest
 
 from amqtool.formats.artemis.records import scan_records_py
-from tests.faults.stores import campaign_demo, messages_files
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store")
-
-
-@pytest.fixture
-def store(pristine, tmp_path):
-    return shutil.copytree(pristine, tmp_path / "store")
+from tests.faults.campaign_fixtures import pristine, store  # noqa: F401 - fixtures
+from tests.faults.stores import messages_files
 
 
 def test_a_damaged_queue_id_in_a_paged_message_is_critical(run_json, store):

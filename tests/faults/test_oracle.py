@@ -3,23 +3,12 @@ class of tests/faults/model.py): a pristine store is one the broker could have w
 file others refer to is not; a store whose damage left every record consistent is."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from amqtool.formats.artemis.records import scan_records_py
 from tests.faults.artemis import broker_could_write
-from tests.faults.stores import campaign_demo, fixtures, messages_files
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store")
-
-
-@pytest.fixture
-def store(pristine, tmp_path):
-    return shutil.copytree(pristine, tmp_path / "store")
+from tests.faults.campaign_fixtures import pristine, store  # noqa: F401 - fixtures
+from tests.faults.stores import fixtures, messages_files
 
 
 def test_the_campaign_stores_are_ones_a_broker_writes(pristine):
