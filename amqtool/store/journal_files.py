@@ -93,10 +93,13 @@ class OpenedJournal:
         self.close()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-            self._fd_index = -1
+        # The descriptor is forgotten before it is closed: a signal's exception (SIGTERM) raised between the
+        # close and the forgetting made the unwinding close it a second time ("Bad file descriptor", exit 3
+        # instead of 143; or worse, closing a descriptor reused meanwhile). Now an exception there leaks it
+        # at most, and the process is ending.
+        fd, self._fd, self._fd_index = self._fd, None, -1
+        if fd is not None:
+            os.close(fd)
 
     def bytes_total(self) -> int:
         return sum(f.size for f in self.files)

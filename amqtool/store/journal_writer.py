@@ -370,8 +370,8 @@ class JournalWriter:
             # POSIX_FADV_DONTNEED starts the writeback of the file's dirty pages without waiting for it (Linux
             # mm/fadvise.c) and drops its clean pages: the file is done with
             os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(self._fd)
-        self._fd = -1
+        fd, self._fd = self._fd, -1  # forgotten first: see OpenedJournal.close
+        os.close(fd)
         self.data_files.append(self.current)
         self.current = self.opened_file
         self._open_current(self.data_start)
@@ -581,16 +581,16 @@ class JournalWriter:
                 self.sync_now()
                 atomic.fsync_dir(self.directory)
         finally:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            fd, self._fd = self._fd, -1  # forgotten first: see OpenedJournal.close
+            if fd >= 0:
+                os.close(fd)
             self._closed = True
 
     def abort(self) -> None:
         """Close without writing the buffer (what a crash would leave, minus the OS cache)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fd, self._fd = self._fd, -1  # forgotten first: see OpenedJournal.close
+        if fd >= 0:
+            os.close(fd)
         self._buf = bytearray()
         self._closed = True
 
