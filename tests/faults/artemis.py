@@ -313,7 +313,9 @@ def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
                 if opened.files:
                     loads[jd.kind] = load_journal(opened)
             if _refused(store, loads):
-                return nothing, []
+                # a whole record the load's decode throws on: no crash leaves that (a torn record ends the
+                # scan), so the broker's refusal is never a torn tail's loss (model.classify)
+                return Delivered(frozenset(), Counter(), frozenset(), undecodable=True), []
             with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
                 rows_b = ex.binding_rows()
                 bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
@@ -385,9 +387,10 @@ _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
 
-# AbstractJournalStorageManager.loadBindingJournal decodes every queue and address binding and rethrows what
-# the decode throws (RuntimeException): the broker does not start.
-_BINDING_TYPES = frozenset({21, 44})
+# AbstractJournalStorageManager.loadBindingJournal decodes every record of the types its switch knows (bindings,
+# statuses, the ID counter, settings, diverts, bridges, users, roles, ...: bindings_load.LOAD_TYPES) and
+# rethrows what a decode throws (RuntimeException): the broker does not start. A record of another type is
+# logged and skipped. decode_user_record(journal="bindings") decodes as that load does.
 
 
 def _refused(store, loads: dict) -> bool:
@@ -398,11 +401,10 @@ def _refused(store, loads: dict) -> bool:
     bindings = loads.get("bindings")
     if bindings is not None:
         for r in bindings.live:
-            if r.user_record_type in _BINDING_TYPES:
-                try:
-                    decode_user_record(r.user_record_type, bindings.body(r), journal="bindings", record_id=r.id)
-                except FormatError:
-                    return True
+            try:
+                decode_user_record(r.user_record_type, bindings.body(r), journal="bindings", record_id=r.id)
+            except FormatError:
+                return True
     messages = loads.get("messages")
     if messages is None or store.bindings is None:
         return False

@@ -11,7 +11,8 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
 * ``same``: nothing the broker delivers changed: never CRITICAL (and never UNKNOWN: the store is readable);
 * ``content``: the same messages on the same queues, but bytes inside them changed (Artemis has no record
   checksum, so the broker cannot notice): any verdict, counted as undetectable;
-* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves: WARNING;
+* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves: WARNING
+  (not when the broker refuses to start on a whole record there that does not decode: no crash leaves one);
 * ``loss``: anything else the broker loses or brings back (acknowledged messages), when the damaged store
   proves it damaged: CRITICAL;
 * ``loss-unproven``: a loss that leaves a store the broker could have written itself, so that nothing in it
@@ -132,6 +133,9 @@ class Delivered:
     rows: Counter  # (queue, message id, state) -> count
     content: frozenset  # (queue, message id, state, digest)
     detected: bool = True  # False: nothing recognisable as a store at the path
+    # True: the broker does not start because a whole record its load decodes does not decode (nothing is
+    # delivered); a crash tears a record's end, which the scan stops at, so this is never a torn tail
+    undecodable: bool = False
 
     def diff(self, other: "Delivered") -> dict:
         lost = self.rows - other.rows
@@ -163,7 +167,7 @@ def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], 
     d = pristine.diff(damaged)
     if not d["bindings"] and (not d["lost"] and not d["back"] or moved and _moved(pristine, damaged)):
         return (CONTENT if d["content"] else SAME), d
-    if torn_ok(d):
+    if torn_ok(d) and not damaged.undecodable:
         return TORN, d
     if proven is not None and not proven():
         return UNPROVEN, d

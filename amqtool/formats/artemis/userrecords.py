@@ -1169,11 +1169,23 @@ RECORD_CLASSES: dict[int, type] = {
 def decode_user_record(user_record_type: int, body: bytes, *, is_update: bool = False,
                        journal: str = "messages", record_id: int = 0):
     """Decode a record body by its user record type as ``DescribeJournal.newObjectEncoding`` does (the same
-    table serves both journals; ``journal`` is accepted for callers that know it). A PAGE_TRANSACTION (35)
-    is a :class:`PageUpdateTxRecord` when ``is_update`` and a :class:`PageTransactionRecord` otherwise.
-    Unknown types give an :class:`UnknownRecord`; malformed bodies of known types raise FormatError."""
+    table serves both journals). A PAGE_TRANSACTION (35) is a :class:`PageUpdateTxRecord` when ``is_update``
+    and a :class:`PageTransactionRecord` otherwise. Unknown types give an :class:`UnknownRecord`; malformed
+    bodies of known types raise FormatError.
+
+    ``journal="bindings"``: as the broker's load of its bindings journal decodes (bindings_load.py): a type
+    that load does not decode (a message journal type among them) is an :class:`UnknownRecord`, and a body
+    its Java decode cannot read raises FormatError even where the codec keeps it opaque."""
     if journal not in ("messages", "bindings"):
         raise ValueError(f"journal must be 'messages' or 'bindings', not {journal!r}")
+    if journal == "bindings":
+        from amqtool.formats.artemis.bindings_load import LOAD_TYPES, check_load
+
+        if user_record_type not in LOAD_TYPES:
+            return UnknownRecord(user_record_type, bytes(body))
+        rec = RECORD_CLASSES[user_record_type].decode(bytes(body), record_id=record_id)
+        check_load(user_record_type, rec)
+        return rec
     if user_record_type == JournalRecordIds.PAGE_TRANSACTION:
         cls = PageUpdateTxRecord if is_update else PageTransactionRecord
     else:

@@ -341,3 +341,35 @@ def test_truncated_bodies_raise_format_error(t):
 def test_bad_journal_name_is_a_programming_error():
     with pytest.raises(ValueError):
         decode_user_record(32, bytes(8), journal="paging")
+
+
+def test_bindings_load_view_skips_what_the_load_does_not_decode():
+    # loadBindingJournal's switch decodes the bindings types only; a message journal type found there is
+    # logged and skipped (invalidRecordType), never decoded
+    for t in (30, 32, 45, 56, 101):
+        assert isinstance(decode_user_record(t, b"\x00", journal="bindings"), UnknownRecord)
+    with pytest.raises(FormatError):
+        decode_user_record(32, b"\x00")  # the DescribeJournal view decodes it
+
+
+@pytest.mark.parametrize("t, body", [
+    (25, struct.pack(">i", 0) + bytes(32)),          # AddressSettings.decode reads 33 bytes at least
+    (28, bytes(29)),                                  # BridgeConfiguration.decode reads 30 at least
+    (51, struct.pack(">i", 2) + b"\x00a\x00b"),       # PersistedConnector: two Strings, the url missing
+    (52, struct.pack(">i", 2) + b"a\x00" + struct.pack(">i", 4) + "{x".encode("utf-16-le")),  # no JSON
+])
+def test_bindings_load_view_fails_where_the_java_decode_throws(t, body):
+    decode_user_record(t, body)  # the opaque DescribeJournal view keeps it
+    with pytest.raises(FormatError):
+        decode_user_record(t, body, journal="bindings")
+
+
+def test_bindings_load_view_takes_what_the_java_decode_reads():
+    ok = {
+        25: struct.pack(">i", 0) + bytes(33),
+        28: bytes(30),
+        51: struct.pack(">i", 1) + b"\x00a" + struct.pack(">i", 1) + b"\x00b",
+        52: struct.pack(">i", 2) + b"a\x00" + struct.pack(">i", 4) + "{}".encode("utf-16-le"),
+    }
+    for t, body in ok.items():
+        assert decode_user_record(t, body, journal="bindings").encode() == body
