@@ -508,19 +508,29 @@ def _checkpoint_loads(directory: Path, files) -> bool:
     return True
 
 
+def _id_of(entry: str) -> str:
+    """The message id of a state entry ``"<message id> <digest>"``: all but the last word, as a damaged id
+    may hold a space (a flipped bit turns '0' into ' '); a digest never does."""
+    return entry.rsplit(" ", 1)[0]
+
+
+def _digest_of(entry: str) -> str:
+    return entry.rsplit(" ", 1)[1]
+
+
 def _merge(index_state: dict, replay_state: dict) -> dict:
     """The index with what a replay of the whole journal adds back to it (messages it does not hold)."""
     dests = {}
     for key in set(index_state["dests"]) | set(replay_state["dests"]):
         have = list(index_state["dests"].get(key, ()))
-        ids = {x.split(" ")[0] for x in have}
-        have += [x for x in replay_state["dests"].get(key, ()) if x.split(" ")[0] not in ids]
+        ids = {_id_of(x) for x in have}
+        have += [x for x in replay_state["dests"].get(key, ()) if _id_of(x) not in ids]
         dests[key] = tuple(have)
     subs = {}
     for k in set(index_state["subs"]) | set(replay_state["subs"]):
         have = list(index_state["subs"].get(k, ()))
-        ids = {x.split(" ")[0] for x in have}
-        subs[k] = tuple(sorted(have + [x for x in replay_state["subs"].get(k, ()) if x.split(" ")[0] not in ids]))
+        ids = {_id_of(x) for x in have}
+        subs[k] = tuple(sorted(have + [x for x in replay_state["subs"].get(k, ()) if _id_of(x) not in ids]))
     return {"dests": dests, "subs": subs}
 
 
@@ -533,8 +543,8 @@ def _consumed(state: dict) -> dict:
             out[name] = st
             continue
         # as a multiset: a damaged sequence key reorders delivery, it loses nothing
-        out[name] = {"dests": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["dests"].items()},
-                     "subs": {k: tuple(sorted(x.split(" ", 1)[1] for x in v)) for k, v in st["subs"].items()}}
+        out[name] = {"dests": {k: tuple(sorted(_digest_of(x) for x in v)) for k, v in st["dests"].items()},
+                     "subs": {k: tuple(sorted(_digest_of(x) for x in v)) for k, v in st["subs"].items()}}
     return out
 
 
@@ -545,8 +555,8 @@ def _ids(state: dict) -> dict:
         if "refused" in st:
             out[name] = st
             continue
-        out[name] = {"dests": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["dests"].items()},
-                     "subs": {k: tuple(x.split(" ")[0] for x in v) for k, v in st["subs"].items()}}
+        out[name] = {"dests": {k: tuple(_id_of(x) for x in v) for k, v in st["dests"].items()},
+                     "subs": {k: tuple(_id_of(x) for x in v) for k, v in st["subs"].items()}}
     return out
 
 

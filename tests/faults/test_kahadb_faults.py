@@ -19,7 +19,10 @@ STORES = [("basic", "kahadb", 90), ("gc", "kahadb", 170), ("tx", "kahadb", 150),
 PINNED = {"basic": (483640000660,  # db.data flip in a subscription key: OK while sub-b lost 100 messages
                     110000817,  # the same kind, another byte of the key
                     110000366,  # page 0: the producer audit's offset made negative (the truth took it for a loss)
-                    220000138)}  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
+                    220000138),  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
+          # an order index entry's message id with a '0' flipped to ' ' (the truth split entries at the first
+          # space and read a loss; the broker delivers the record's message: same)
+          "tx": (313372001009,)}
 
 
 def seeds(i: int, count: int) -> range:
@@ -41,3 +44,15 @@ def test_kahadb_fault_sample_follows_the_rule(tmp_path):
     assert {SAME, LATENT, LOSS} <= truths, table
     misses = [o for o in outcomes if not o.ok]
     assert not misses, table
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_index_id_damaged_into_a_space_is_not_a_loss(tmp_path):
+    # campaign seed 31337 (bench/fuzz_verdicts.py --kahadb 1): a flip in db.data turned a '0' of an order
+    # index entry's message id into ' '; the broker reads the message at the entry's location, so what it
+    # delivers is unchanged, and verify's WARNING kahadb-index-entry-damaged is right. The truth keyed its
+    # entries "<id> <digest>" and split them at the first space: a loss/WARNING miss.
+    campaign = KahaCampaign("tx", KAHADB / "tx" / "kahadb", tmp_path)
+    o = campaign.run_one(313372001009)
+    assert o.fault.path == "db.data" and o.fault.kind == "flip"
+    assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-entry-damaged",))
