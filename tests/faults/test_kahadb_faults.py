@@ -19,7 +19,9 @@ STORES = [("basic", "kahadb", 90), ("gc", "kahadb", 170), ("tx", "kahadb", 150),
 PINNED = {"basic": (483640000660,  # db.data flip in a subscription key: OK while sub-b lost 100 messages
                     110000817,  # the same kind, another byte of the key
                     110000366,  # page 0: the producer audit's offset made negative (the truth took it for a loss)
-                    220000138),  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
+                    220000138,  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
+                    47110001108,  # an index entry's id made another live message's id (delivered as before)
+                    47110001515),  # zeros ending in a live record's batch control record, its checksum left
           # an order index entry's message id with a '0' flipped to ' ' (the truth split entries at the first
           # space and read a loss; the broker delivers the record's message: same)
           "tx": (313372001009,)}
@@ -56,3 +58,28 @@ def test_an_index_id_damaged_into_a_space_is_not_a_loss(tmp_path):
     o = campaign.run_one(313372001009)
     assert o.fault.path == "db.data" and o.fault.kind == "flip"
     assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-entry-damaged",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_index_id_made_another_live_messages_id_is_a_damaged_entry(tmp_path):
+    # campaign seed 4711: a db.data flip turned fx.bulk's entry for message ...:190 into ...:180, a message
+    # live on fx.orders under its own entry. The broker reads 190's record at the entry's location and
+    # delivers both as before; verify took the id for a read that finds another message (CRITICAL
+    # kahadb-unreadable-live-message) because the id it names is live in the journal.
+    campaign = KahaCampaign("basic", KAHADB / "basic" / "kahadb", tmp_path)
+    o = campaign.run_one(47110001108)
+    assert o.fault.path == "db.data"
+    assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-entry-damaged",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_zeros_ending_in_a_live_batch_control_record_whose_checksum_holds_are_latent(tmp_path):
+    # campaign seed 4711: 87 zeros from inside a dead record to inside the length/magic of the control
+    # record of the next batch, which holds live message ...:435 alone. The control record's size and
+    # Adler-32 survive and match the batch: the broker's read at the index's Location gets 435 as written;
+    # only a replay (which no longer finds the batch) would lose it: latent, a WARNING (was CRITICAL).
+    campaign = KahaCampaign("basic", KAHADB / "basic" / "kahadb", tmp_path)
+    o = campaign.run_one(47110001515)
+    assert o.fault.kind == "zero"
+    assert (o.truth, o.verdict) == (LATENT, "WARNING")
+    assert o.codes == ("kahadb-checksum-mismatch", "kahadb-rebuild-would-differ")

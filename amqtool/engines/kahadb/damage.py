@@ -21,7 +21,9 @@ its type is 1; the command's messageId and destination fields), or once the stor
 taken as the damaged part (it differs from the computed one in a single byte, as a flipped bit or byte
 there leaves it), or when the checksum places a single changed byte outside the OpenWire message bytes the
 broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`), or when the change is
-a zeroed range that ends inside the header of a live record opening its batch (:func:`_zeroed_control_record`).
+a zeroed range that ends inside the header of a live record opening its batch (:func:`_zeroed_control_record`),
+or when a live record opens a batch whose control record, damaged before its size field (the scan no longer
+finds it), still holds a size and an Adler-32 that the batch matches (:func:`_own_control_records_vouch`).
 
 A zeroed range (a sector or block of zeros: what a failing disk or filesystem leaves) cannot be located by the
 checksum, which only says that some bytes changed. A range that ends inside a live record's 5-byte header
@@ -167,7 +169,30 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
                 if not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
                     return True  # one byte changed, outside every message the broker unmarshals at dispatch
                 in_message = True  # one byte of a message the broker reads changed: no zeroed range
-    return not in_message and _zeroed_control_record(buf, live, region_first)
+    return not in_message and (_zeroed_control_record(buf, live, region_first)
+                               or _own_control_records_vouch(buf, live, patches))
+
+
+def _own_control_records_vouch(buf, live: list, patches: list) -> bool:
+    """True when every live record opens a batch whose control record, 28 bytes before it, still holds a
+    size and an Adler-32 that the batch data (the records' headers and fields restored from the index)
+    matches, whatever happened to the control record's length, type and magic before them (a zeroed range
+    ending there hides the batch from the scan and from a replay, not from ``readRecord`` at the index's
+    Location): the bytes the broker reads at dispatch are as written."""
+    covered: set = set()
+    for _k, m in sorted(live, key=lambda x: x[1].offset):
+        if m.offset in covered:
+            continue
+        q = m.offset - 28
+        if q < 0:
+            return False
+        size, stored = struct.unpack_from(">iq", buf, q + 16)
+        if stored <= 0 or size < m.size or m.offset + size > len(buf):
+            return False
+        if zlib.adler32(_patched(buf, m.offset, m.offset + size, patches)) & 0xFFFFFFFF != stored:
+            return False
+        covered |= {x.offset for _k2, x in live if m.offset <= x.offset and x.offset + x.size <= m.offset + size}
+    return True
 
 
 def _zeroed_control_record(buf, live: list, region_first: int) -> bool:

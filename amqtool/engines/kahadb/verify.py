@@ -333,18 +333,23 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     """Of the reads that found another message than the index names, those where the index's own entry is
     what is damaged (a WARNING, ``kahadb-index-entry-damaged``): the record holds the message the journal
     replays live at that very location, no other entry of the index names it, and the id the entry gives
-    is nowhere in the journal. The broker reads that record and delivers it right (the order index's id
-    string is not what it delivers). The others are returned (files swapped, locations damaged: CRITICAL)."""
+    is nowhere in the journal, or is a live message that an entry of its own holds at its own location (a
+    flipped digit made one sequence number's id another's). The broker reads that record and delivers it
+    right (the order index's id string is not what it delivers: the cursor takes the message's own id, and
+    acknowledgements find the entry through the messageIdIndex). The others are returned (files swapped,
+    locations damaged: CRITICAL)."""
     at = {}
     for st in d.replay.destinations.values():
         for mid, m in st.messages.items():
             at[mid] = (m.file_id, m.offset)
     names = {m.message_id for lst in ev.live.values() for _k, m in lst}
+    own = {(m.message_id, m.file_id, m.offset) for lst in ev.live.values() for _k, m in lst}
     out = []
     for key, m, why in bad:
         got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
+        named = at.get(m.message_id)
         if got is not None and at.get(got) == (m.file_id, m.offset) and got not in names \
-                and m.message_id not in at:
+                and (named is None or (m.message_id, *named) in own):
             findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
                                     f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
                                     "the entry's id is damaged; the broker delivers the record's message",
