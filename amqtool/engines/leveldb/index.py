@@ -47,6 +47,10 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # path of a table the MANIFEST names that is missing or cannot be read at all (its footer or index block)
+    # -> (smallest, largest) user key the MANIFEST gives it, inclusive (None: unknown): none of its entries is
+    # read, so older versions of its keys, in other tables, show through in what amqtool reads
+    unread_tables: dict = field(default_factory=dict)
     # the lowest sequence written by the write-ahead logs not yet in a table (above every table entry's: a
     # memtable's log is retired only once its table is added), and the sequence of the newest version of
     # each counter key the broker reads at start
@@ -243,11 +247,13 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         name = next((n for k, n in files.get("sst", []) + files.get("ldb", []) if k == num), None)
         if name is None:
             db.problem(d / f"{num:06d}.sst", None, f"table {num:06d} named by {current} is missing")
+            db.unread_tables[str(d / f"{num:06d}.sst")] = version.bounds.get(num, (None, None))
             continue
         try:
             tr = table.read_table(_read(d / name))
         except (OSError, FormatError) as err:
             db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
+            db.unread_tables[str(d / name)] = version.bounds.get(num, (None, None))
             continue
         for off, msg in tr.problems:
             # a block whose checksum fails is read anyway, as the store reads it (what changed may be nothing

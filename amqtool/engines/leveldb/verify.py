@@ -598,9 +598,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         # index, and the damage may have brought the entry back or made it up)
         doubtful = ddb.suspect_keys | set(ddb.invented) if ddb.suspect_keys or ddb.invented else set()
         skipped = list(ddb.unread_ranges.values())
+        # (likewise the key range of a table that cannot be read at all: its index block, say)
+        tables = list(ddb.unread_tables.values())
         for k, v in ddb.data.items():
             if k[:1] == b"e" and len(k) == 17 and k not in doubtful and \
-                    not any((lo is None or k > lo) and k <= hi for lo, hi in skipped):
+                    not any((lo is None or k > lo) and k <= hi for lo, hi in skipped) and \
+                    not any((lo is None or k >= lo) and (hi is None or k <= hi) for lo, hi in tables):
                 try:
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
