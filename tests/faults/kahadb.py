@@ -33,9 +33,15 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
   start): CRITICAL.
 
+When the producer-audit or ack-map record page 0 names does not load, the broker replays the whole journal
+on top of its index: the truth walks that replay as ``Journal.getNextLocation`` does and the broker does not
+start when a record it loads does not load (:func:`_full_replay_fails`); else what the replay keeps live
+comes back.
+
 Not modelled: records after the index checkpoint (the fixtures were stopped cleanly, so there are none until
-a fault moves ``lastUpdate``), the broker's full replay when the producer-audit or ack-map record page 0
-names does not load, and the redo log's re-application after an unclean shutdown.
+a fault moves ``lastUpdate``), what the full replay's ``process`` does beyond what the journal replay keeps
+live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
+unclean shutdown.
 """
 from __future__ import annotations
 
@@ -421,7 +427,12 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         state = {"dests": dd, "subs": subs}
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
-            # journal on top of the index: what the replay keeps live comes back.
+            # journal on top of the index: what the replay keeps live comes back, unless a record the replay
+            # loads does not load, which stops the start
+            why = _full_replay_fails(directory, files)
+            if why:
+                out[directory.name] = {"refused": why}
+                continue
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
@@ -506,6 +517,78 @@ def _checkpoint_loads(directory: Path, files) -> bool:
         except FormatError:
             return False
     return True
+
+
+def _full_replay_fails(directory: Path, files) -> str:
+    """Why the broker's replay of the whole journal from its start fails, or ''.
+
+    ``MessageDatabase.recover`` walks ``Journal.getNextLocation`` from ``getNextLocation(null)`` and ``load``s
+    every user record it returns; an IOException there is rethrown ("Failed to recover data at position",
+    ``ignoreMissingJournalfiles`` being off by default): the broker does not start. The walk reads each
+    record's 5-byte header (size, type) where the previous one ended: a batch control record (type 2) or any
+    type but 1 is stepped over by its size, a user record (type 1) is loaded (``DataFileAccessor.readRecord``
+    reads size - 5 bytes after the header; ``KahaEntryType.valueOf`` of its first byte, then ``mergeFramed``,
+    which reads the framed length and that many bytes, ignoring what follows), the end-of-file marker or a
+    zero header moves to the next file. A header that cannot be read (past the file's end) throws out of the
+    walk too. The newest file alone is scanned at start (``recoveryCheck``): its length is its logical end
+    and its corrupted blocks are stepped over whole."""
+    from amqtool.engines.kahadb.scan import journal_files
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.protobuf import read_varint
+
+    ids = [jf.id for jf in journal_files(directory)]
+    if not ids:
+        return ""
+    tail = ids[-1]
+    lengths = {fid: len(files(fid) or b"") for fid in ids}
+    corrupted: list = []
+    for ev in jr.scan_file(files(tail) or b""):
+        if isinstance(ev, jr.CorruptRange):
+            corrupted.append((ev.first, ev.last))
+        elif isinstance(ev, jr.End):
+            lengths[tail] = ev.offset
+    eof = struct.unpack(">i", jr.EOF_RECORD[:4])[0]
+    i, off, steps = 0, 0, 0
+    while True:
+        steps += 1
+        if steps > 1_000_000:
+            return "the replay's walk does not end"
+        fid = ids[i]
+        if off >= lengths[fid]:
+            i += 1
+            if i == len(ids):
+                return ""
+            fid, off = ids[i], 0
+        data = files(fid) or b""
+        if off < 0 or off + 5 > len(data):
+            return f"no record header at {fid}:{off}"
+        size, rtype = struct.unpack_from(">ib", data, off)
+        block = next(((a, b) for a, b in corrupted if fid == tail and a <= off <= b), None)
+        if block is not None:
+            off = block[1] + 1
+            continue
+        if (size == eof and rtype == jr.EOF_RECORD[4]) or (rtype == 0 and size == 0):
+            off = lengths[fid]
+            continue
+        if rtype == jr.USER_RECORD_TYPE:
+            if size < 5 or off + size > len(data):
+                return f"record at {fid}:{off} of size {size} cannot be read"
+            payload = memoryview(data)[off + 5:off + size]
+            try:
+                if len(payload) < 2:
+                    raise FormatError("too short")
+                EntryType(payload[0])
+                length, pos = read_varint(payload, 1, len(payload))
+                if pos + length > len(payload):
+                    raise FormatError("framed length past the record")
+                decode_command(payload[:pos + length])
+            except (FormatError, ValueError) as err:
+                return f"record at {fid}:{off} does not load ({err})"
+        if size <= 0:
+            return f"a header of size {size} at {fid}:{off}: the walk does not move on"
+        off += size
 
 
 def _id_of(entry: str) -> str:

@@ -83,3 +83,21 @@ def test_zeros_ending_in_a_live_batch_control_record_whose_checksum_holds_are_la
     assert o.fault.kind == "zero"
     assert (o.truth, o.verdict) == (LATENT, "WARNING")
     assert o.codes == ("kahadb-checksum-mismatch", "kahadb-rebuild-would-differ")
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_a_full_replay_that_meets_a_record_it_cannot_load_refuses_the_start(tmp_path):
+    # bench/fuzz_kahadb_zeroed.py --seed 31337 (tx): 11 zeros over the checksum of the last batch and the top
+    # bytes of its record's length, the ack-file map's (page 0's lastUpdate). recoverAckMessageFileMap cannot
+    # load it, so MessageDatabase.recover replays the whole journal from its start; that walk reaches the
+    # same record (now 141 bytes, its framed body cut) and load() throws: "Failed to recover data at
+    # position", the broker does not start. The truth merged the replay's messages into the index's and
+    # called it same (verify's CRITICAL was right); it now walks the replay as the broker does.
+    from tests.faults.model import Fault
+
+    campaign = KahaCampaign("tx", KAHADB / "tx" / "kahadb", tmp_path)
+    fault = Fault("zero", "db-8.log", 64694, 11, label="zeroed into a header")
+    campaign.sites.draw = lambda _rng: fault
+    o = campaign.run_one(0)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL")
+    assert "kahadb-checkpoint-unreadable" in o.codes
