@@ -52,7 +52,7 @@ def check_load(user_record_type: int, record) -> None:
     if user_record_type == 52:
         try:
             parsed = json.loads(record.json)
-        except ValueError as err:
-            raise FormatError(f"address settings JSON does not parse: {err}") from None
+        except (ValueError, RecursionError) as err:  # (RecursionError: nesting deeper than the parser goes)
+            raise FormatError(f"address settings JSON does not parse: {type(err).__name__}") from None
         if not isinstance(parsed, dict):
             raise FormatError("address settings JSON is not an object")

@@ -357,6 +357,7 @@ def test_bindings_load_view_skips_what_the_load_does_not_decode():
     (28, bytes(29)),                                  # BridgeConfiguration.decode reads 30 at least
     (51, struct.pack(">i", 2) + b"\x00a\x00b"),       # PersistedConnector: two Strings, the url missing
     (52, struct.pack(">i", 2) + b"a\x00" + struct.pack(">i", 4) + "{x".encode("utf-16-le")),  # no JSON
+    (52, struct.pack(">i", 2) + b"a\x00" + struct.pack(">i", 80000) + ("[" * 20000 + "]" * 20000).encode("utf-16-le")),  # deep
 ])
 def test_bindings_load_view_fails_where_the_java_decode_throws(t, body):
     decode_user_record(t, body)  # the opaque DescribeJournal view keeps it
