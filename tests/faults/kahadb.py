@@ -520,75 +520,13 @@ def _checkpoint_loads(directory: Path, files) -> bool:
 
 
 def _full_replay_fails(directory: Path, files) -> str:
-    """Why the broker's replay of the whole journal from its start fails, or ''.
-
-    ``MessageDatabase.recover`` walks ``Journal.getNextLocation`` from ``getNextLocation(null)`` and ``load``s
-    every user record it returns; an IOException there is rethrown ("Failed to recover data at position",
-    ``ignoreMissingJournalfiles`` being off by default): the broker does not start. The walk reads each
-    record's 5-byte header (size, type) where the previous one ended: a batch control record (type 2) or any
-    type but 1 is stepped over by its size, a user record (type 1) is loaded (``DataFileAccessor.readRecord``
-    reads size - 5 bytes after the header; ``KahaEntryType.valueOf`` of its first byte, then ``mergeFramed``,
-    which reads the framed length and that many bytes, ignoring what follows), the end-of-file marker or a
-    zero header moves to the next file. A header that cannot be read (past the file's end) throws out of the
-    walk too. The newest file alone is scanned at start (``recoveryCheck``): its length is its logical end
-    and its corrupted blocks are stepped over whole."""
+    """Why the broker's replay of the whole journal from its start fails, or '' (``MessageDatabase.recover``:
+    a record its walk loads that does not load stops the start; the walk is
+    amqtool/engines/kahadb/replay_walk.py's, which follows ``Journal.getNextLocation`` and ``load``)."""
+    from amqtool.engines.kahadb.replay_walk import full_replay_failure
     from amqtool.engines.kahadb.scan import journal_files
-    from amqtool.errors import FormatError
-    from amqtool.formats.kahadb import journal as jr
-    from amqtool.formats.kahadb.commands import EntryType, decode_command
-    from amqtool.formats.kahadb.protobuf import read_varint
 
-    ids = [jf.id for jf in journal_files(directory)]
-    if not ids:
-        return ""
-    tail = ids[-1]
-    lengths = {fid: len(files(fid) or b"") for fid in ids}
-    corrupted: list = []
-    for ev in jr.scan_file(files(tail) or b""):
-        if isinstance(ev, jr.CorruptRange):
-            corrupted.append((ev.first, ev.last))
-        elif isinstance(ev, jr.End):
-            lengths[tail] = ev.offset
-    eof = struct.unpack(">i", jr.EOF_RECORD[:4])[0]
-    i, off, steps = 0, 0, 0
-    while True:
-        steps += 1
-        if steps > 1_000_000:
-            return "the replay's walk does not end"
-        fid = ids[i]
-        if off >= lengths[fid]:
-            i += 1
-            if i == len(ids):
-                return ""
-            fid, off = ids[i], 0
-        data = files(fid) or b""
-        if off < 0 or off + 5 > len(data):
-            return f"no record header at {fid}:{off}"
-        size, rtype = struct.unpack_from(">ib", data, off)
-        block = next(((a, b) for a, b in corrupted if fid == tail and a <= off <= b), None)
-        if block is not None:
-            off = block[1] + 1
-            continue
-        if (size == eof and rtype == jr.EOF_RECORD[4]) or (rtype == 0 and size == 0):
-            off = lengths[fid]
-            continue
-        if rtype == jr.USER_RECORD_TYPE:
-            if size < 5 or off + size > len(data):
-                return f"record at {fid}:{off} of size {size} cannot be read"
-            payload = memoryview(data)[off + 5:off + size]
-            try:
-                if len(payload) < 2:
-                    raise FormatError("too short")
-                EntryType(payload[0])
-                length, pos = read_varint(payload, 1, len(payload))
-                if pos + length > len(payload):
-                    raise FormatError("framed length past the record")
-                decode_command(payload[:pos + length])
-            except (FormatError, ValueError) as err:
-                return f"record at {fid}:{off} does not load ({err})"
-        if size <= 0:
-            return f"a header of size {size} at {fid}:{off}: the walk does not move on"
-        off += size
+    return full_replay_failure([jf.id for jf in journal_files(directory)], lambda fid: files(fid) or b"")
 
 
 def _id_of(entry: str) -> str:

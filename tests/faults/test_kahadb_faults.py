@@ -101,3 +101,19 @@ def test_a_full_replay_that_meets_a_record_it_cannot_load_refuses_the_start(tmp_
     o = campaign.run_one(0)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL")
     assert "kahadb-checkpoint-unreadable" in o.codes
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_a_checkpoint_record_the_full_replay_cannot_load_is_critical(tmp_path):
+    # bench/fuzz_kahadb_zeroed.py --seed 31337 (gc), once the truth walks the full replay: zeros over the
+    # checksum of the producer audit's batch and the top bytes of its length. recoverProducerAudit fails,
+    # the whole journal is replayed, and the replay's load of that very record throws: the broker does not
+    # start. verify said WARNING kahadb-checkpoint-unreadable (a replay that brings nothing back).
+    from tests.faults.model import Fault
+
+    campaign = KahaCampaign("gc", KAHADB / "gc" / "kahadb", tmp_path)
+    fault = Fault("zero", "db-8.log", 38706, 11, label="zeroed into a header")
+    campaign.sites.draw = lambda _rng: fault
+    o = campaign.run_one(0)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL")
+    assert "kahadb-checkpoint-unreadable" in o.codes

@@ -27,7 +27,8 @@ kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from th
 kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
 kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
-                                             (CRITICAL when that brings acknowledged messages back)
+                                             (CRITICAL when that brings acknowledged messages back, or
+                                             stops at a record it cannot load: no start)
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
@@ -360,6 +361,18 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     return out
 
 
+def _full_replay_stops(d: DirResult, judge: _Judge) -> str:
+    """Where the broker's replay of the whole journal stops on a record it cannot load (replay_walk.py), or
+    ''."""
+    from amqtool.engines.kahadb.replay_walk import full_replay_failure
+
+    try:
+        return full_replay_failure([f.id for f in d.files],
+                                   lambda fid: b"" if d.file(fid).size == 0 else judge.buf(d.file(fid)))
+    finally:
+        judge.close()
+
+
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
     """The index's live state against the journal's replay, up to the checkpoint.
 
@@ -373,14 +386,17 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
     replays = checkpoint_failures(d)
     if replays:
         back = sorted({mid for _k, _s, mid, _l in extra})
-        sev = C if back else W
+        stops = _full_replay_stops(d, judge)
+        sev = C if back or stops else W
         findings.append(Finding(sev, "kahadb-checkpoint-unreadable", "the broker cannot load the "
                                 f"{'; '.join(replays)} page 0 names and replays the whole journal on top of its "
                                 "index at start" + (f": that brings back {len(back)} message(s) the index knows "
                                                     f"acknowledged ({', '.join(back[:5])}"
-                                                    f"{' ...' if len(back) > 5 else ''})" if back else ""),
+                                                    f"{' ...' if len(back) > 5 else ''})" if back else "") +
+                                (f"; that replay stops at {stops}: the broker does not start" if stops else ""),
                                 str(d.directory / "db.data"), None, {"bringBack": len(back),
-                                                                     "rebuildWouldBringBack": back[:100]}))
+                                                                     "rebuildWouldBringBack": back[:100],
+                                                                     **({"replayStops": stops} if stops else {})}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0:
