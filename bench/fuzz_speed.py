@@ -12,7 +12,8 @@ It prints each side's faults per second (wall, and per worker CPU-second), the r
 ``make fuzz``'s 100,000 faults on this machine, and whether every outcome (store, seed, fault, truth, verdict,
 finding codes, and the Artemis truth's figures) is the same on both sides: it exits 1 when one differs.
 
-    python bench/fuzz_speed.py [--baseline REF] [--seed S] [--faults N] [--kahadb SHARE] [--rounds R]
+    python bench/fuzz_speed.py [--baseline REF] [--candidate REF] [--seed S] [--faults N] [--kahadb SHARE]
+                               [--rounds R] [--workers W]
 """
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ def _child(args) -> int:
     return 0
 
 
-def _tree(ref: str, tmp: Path) -> Path:
-    """The baseline's source tree at ``tmp``, with its C extension."""
-    tree = tmp / "baseline"
+def _tree(ref: str, tmp: Path, name: str) -> Path:
+    """The source tree of commit ``ref`` at ``tmp / name``, with its C extension."""
+    tree = tmp / name
     tree.mkdir()
     archive = subprocess.run(["git", "-C", str(HERE), "archive", ref], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
@@ -94,6 +95,7 @@ def _load() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default="main", help="the commit to compare with (default main)")
+    ap.add_argument("--candidate", help="the commit to measure (default: this working tree as it is)")
     ap.add_argument("--seed", type=int, default=25)
     ap.add_argument("--faults", type=int, default=2000)
     ap.add_argument("--kahadb", type=float, default=0.2, help="share of the faults on the KahaDB fixtures")
@@ -107,10 +109,11 @@ def main() -> int:
         return _child(args)
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-speed-") as tmp:
         tmp = Path(tmp)
-        base = _tree(args.baseline, tmp)
+        base = _tree(args.baseline, tmp, "baseline")
+        this = HERE if args.candidate is None else _tree(args.candidate, tmp, "candidate")
         runs: dict[str, list] = {"baseline": [], "this tree": []}
         for r in range(args.rounds):
-            for name, tree in (("baseline", base), ("this tree", HERE)):
+            for name, tree in (("baseline", base), ("this tree", this)):
                 load = _load()
                 got = _run(tree, args, tmp / f"{name.replace(' ', '_')}-{r}.json")
                 got["load"] = (load, _load())
@@ -122,7 +125,7 @@ def main() -> int:
     rate = {k: sum(g["artemis"] + g["kahadb"] for g in v) / sum(g["elapsed"] for g in v) for k, v in runs.items()}
     cpu = {k: sum(g["artemis"] + g["kahadb"] for g in v) / sum(g["cpu"] for g in v) for k, v in runs.items()}
     print(f"seed {args.seed}, {args.faults} faults ({args.kahadb:.0%} KahaDB), {args.workers} workers, "
-          f"baseline {args.baseline}")
+          f"baseline {args.baseline}, this tree {args.candidate or HERE}")
     print(f"faults/s (wall): baseline {rate['baseline']:.1f}, this tree {rate['this tree']:.1f}: "
           f"x{rate['this tree'] / rate['baseline']:.2f}")
     print(f"faults per worker CPU-second: baseline {cpu['baseline']:.1f}, this tree {cpu['this tree']:.1f}: "
