@@ -28,7 +28,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(HERE))
+_CHILD = "AMQTOOL_FUZZ_SPEED_TREE"  # set in a child run: the tree it measures, whose code every process imports
+if os.environ.get(_CHILD) is None:
+    # (not in a child, nor in its spawned campaign workers, which run this module's top again: they must import
+    # the measured tree's code, first on their path)
+    sys.path.insert(0, str(HERE))
 
 
 def _child(args) -> int:
@@ -41,7 +45,12 @@ def _child(args) -> int:
     import fuzz_verdicts
     from tests.faults import campaign
 
-    assert Path(amqtool.__file__).resolve().is_relative_to(Path.cwd().resolve()), amqtool.__file__
+    import multiprocessing
+
+    # every process of the campaign runs the measured tree's code: this one and its spawned workers
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        origins = _origins() + pool.apply(_origins)
+    assert all(Path(o).resolve().is_relative_to(Path(os.environ[_CHILD]).resolve()) for o in origins), origins
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-speed-") as tmp:
         stores = campaign.pristine_stores(Path(tmp), demos=args.demos)
         kaha_faults = int(args.faults * args.kahadb)
@@ -59,6 +68,13 @@ def _child(args) -> int:
     Path(args.out).write_text(json.dumps({"elapsed": elapsed, "cpu": cpu, "artemis": len(outcomes),
                                           "kahadb": len(kaha), "outcomes": rows}))
     return 0
+
+
+def _origins() -> list[str]:
+    import amqtool
+    from tests.faults import campaign, runner
+
+    return [amqtool.__file__, campaign.__file__, runner.__file__]
 
 
 def _tree(ref: str, tmp: Path, name: str) -> Path:
@@ -83,7 +99,7 @@ def _run(tree: Path, args, out: Path) -> dict:
            "--workers", str(args.workers), "--demos", str(args.demos)]
     from tests.support import FIXTURES  # the same fixtures for both trees
 
-    env = {**os.environ, "PYTHONPATH": str(tree), "AMQTOOL_FIXTURES": str(FIXTURES)}
+    env = {**os.environ, "PYTHONPATH": str(tree), "AMQTOOL_FIXTURES": str(FIXTURES), _CHILD: str(tree)}
     subprocess.run(cmd, cwd=tree, env=env, check=True)
     return json.loads(out.read_text())
 
