@@ -376,7 +376,7 @@ def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> De
     nothing = Delivered(frozenset(), Counter(), frozenset())
     if loaded is not None:
         store, loads = loaded
-        if all(jd.kind in loads for jd in store.journals()):
+        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
             return _delivered_of(store, dict(loads), message_rows)
     try:
         store = detect(root)

@@ -18,8 +18,7 @@ from tests.faults.model import Outcome, classify
 
 
 def verify_verdict(root: Path, keep: contextlib.ExitStack | None = None) -> tuple[str, tuple]:
-    """``amqtool verify ROOT``'s verdict and finding codes, from the engine the command calls. ``keep``: the
-    journals verify loaded stay open until it closes, and :attr:`loaded` says what they are (see
+    """``amqtool verify ROOT``'s verdict and finding codes, from the engine the command calls (``keep``: see
     :func:`judged`)."""
     return judged(root, keep)[:2]
 
