@@ -22,6 +22,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from amqtool.engines.export.local import LocalArtemisExport
 from amqtool.engines.export.schema import MESSAGE_COLUMNS
@@ -263,99 +264,175 @@ def delivered(root: Path) -> Delivered:
 
     The export engine reads the journals' loads without verify's judgement (:class:`_Unjudged`): the truth
     must not depend on the verdict under test, and a CRITICAL store still delivers what it delivers."""
-    return _delivered(root, None)[0]
+    return _delivered(root)
 
 
 class DeliveredReader:
     """:func:`delivered` of one store's damaged copies, against its pristine state: a campaign's truth.
 
-    A row's content digest costs its conversion from Arrow to Python and a repr; most rows of a damaged copy
-    are the pristine rows unchanged. So the pristine batches are kept, and a range of a damaged batch that
-    Arrow finds equal to the same range of the pristine batch at the same place takes the pristine rows'
-    digests (equal arrays convert to equal rows: the answer is :func:`delivered`'s exactly, which
-    tests/faults/test_truth.py checks on a sample of faults)."""
+    Decoding a message into its rows' columns and digesting them is most of a truth's cost, and most messages
+    of a damaged copy are a pristine message unchanged. So the pristine store's rows are kept per message
+    (:class:`MessageMemo`), and a damaged copy's message whose input to the decoder is a pristine message's
+    exactly takes that message's rows; the others are decoded as :func:`delivered` decodes them. The answer
+    is :func:`delivered`'s exactly (tests/faults/test_truth.py checks it on a sample of faults)."""
 
     def __init__(self, root: Path):
-        self.pristine, self._reference = _delivered(root, None)
+        self.memo = MessageMemo()
+        self.pristine = _delivered(root, self.memo.learn)
 
-    def damaged(self, root: Path) -> Delivered:
-        return _delivered(root, self._reference)[0]
+    def damaged(self, root: Path, loaded: tuple | None = None) -> Delivered:
+        """The truth of the damaged copy at ``root``; ``loaded``: ``(store, loads)``, verify's detection of
+        it and its journal loads, still open (:func:`tests.faults.runner.judged`), read instead of loading
+        the journals again."""
+        return _delivered(root, self.memo.rows, loaded)
 
 
-def _delivered(root: Path, reference: list | None) -> tuple[Delivered, list]:
-    """:func:`delivered`, and the batches read with their rows' keys and digests (``reference``: those of
-    the pristine store, for :class:`DeliveredReader`)."""
+class MessageMemo:
+    """The (key, digest) of each row of every message of a pristine store, by the message's whole input to
+    the export's decoder: ``(user record type, body, message id, rows, where)``.
+
+    Sound because a message's rows are a function of that input alone: the decoder (native/export_columns.c,
+    and the Python reference for what C leaves) decodes each message of a batch on its own, and its rows'
+    own values come from the input's ``rows``. The exception is a large message, whose body is read from
+    its file (which a fault may damage): messages of type 30 and any message whose rows say ``large`` are
+    never memoised, nor one that does not decode; those are always decoded anew."""
+
+    def __init__(self):
+        self._rows: dict[tuple, tuple] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @staticmethod
+    def key(message: tuple) -> tuple:
+        utype, body, mid, rows, where = message
+        return utype, bytes(body), mid, tuple(rows), where
+
+    def learn(self, ex) -> Iterator[tuple]:
+        """The rows of ``ex`` (an export over the pristine store) as :func:`_decoded_rows` gives them,
+        remembering each message's."""
+        messages = list(ex.messages())
+        out = list(_decoded_rows(ex, iter(messages)))
+        # every message decoded (the pristine store's do): its rows are the next len(rows) rows, in order
+        aligned = len(out) == sum(len(m[3]) for m in messages)
+        if aligned:
+            at = 0
+            for m in messages:
+                n = len(m[3])
+                self._remember(m, out[at:at + n])
+                at += n
+        else:  # one by one: what does not decode has no rows
+            for m in messages:
+                self._remember(m, list(_decoded_rows(ex, iter([m]))))
+        return iter(out)
+
+    def _remember(self, message: tuple, rows: list) -> None:
+        if rows and message[0] != 30 and all(not large and k[1] == message[2] for k, _, large in rows):
+            self._rows[self.key(message)] = tuple((k, d, False) for k, d, _ in rows)
+
+    def rows(self, ex) -> Iterator[tuple]:
+        """The rows of ``ex`` (an export over a damaged copy): the remembered ones of every message met
+        unchanged, the others decoded."""
+        known: list = []
+
+        def unknown():
+            for m in ex.messages():
+                got = self._rows.get(self.key(m))
+                if got is None:
+                    yield m
+                else:
+                    known.extend(got)
+
+        for r in _decoded_rows(ex, unknown()):
+            yield r
+            if known:
+                yield from known
+                known.clear()
+        yield from known
+
+
+def _decoded_rows(ex, messages) -> Iterator[tuple]:
+    """``(key, digest, large)`` of each row that ``messages`` (as ``ex.messages()`` gives them) decode to in
+    the export's record batches (the C column decoder, twin-tested against Python), in row order."""
+    from amqtool.engines.export.local import message_batches
+
+    for batch in message_batches(messages, safe=ex.options.safe, large=ex.large, summary=ex.summary):
+        keys = list(zip(*(batch.column(k).to_pylist() for k in _KEY)))
+        yield from zip(keys, _digest_rows(batch), batch.column("large").to_pylist())
+
+
+def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> Delivered:
+    """:func:`delivered`; ``message_rows(export)``: the rows of the messages as :func:`_decoded_rows` gives
+    them (:class:`MessageMemo`'s), instead of decoding them all; ``loaded``: ``(store, loads)`` of the store
+    at ``root`` as ``verify_store`` detected and loaded it (``VerifyReport.loads``: ``load_journal``'s
+    results, which this function would compute again), used when every journal of the store has one."""
     import contextlib
 
     from amqtool.engines.artemis.load import load_journal
-    from amqtool.engines.export.model import ExportOptions
     from amqtool.errors import AmqtoolError
     from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
     nothing = Delivered(frozenset(), Counter(), frozenset())
+    if loaded is not None:
+        store, loads = loaded
+        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
+            return _delivered_of(store, dict(loads), message_rows)
     try:
         store = detect(root)
         if store.kind != "artemis":
-            return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
+            return Delivered(frozenset(), Counter(), frozenset(), detected=False)
     except AmqtoolError:
-        return Delivered(frozenset(), Counter(), frozenset(), detected=False), []
-    rows: Counter = Counter()
-    content = set()
-    read = []
+        return Delivered(frozenset(), Counter(), frozenset(), detected=False)
     try:
         with contextlib.ExitStack() as stack:
             loads = {}
             for jd in store.journals():  # one open and load of each journal, as the export reads it
                 opened = stack.enter_context(open_journal(jd))
                 if any(s.code in _REFUSING for s in opened.skipped):
-                    return nothing, []
+                    return nothing
                 if opened.files:
                     loads[jd.kind] = load_journal(opened)
-            if _refused(store, loads):
-                # a whole record the load's decode throws on: no crash leaves that (a torn record ends the
-                # scan), so the broker's refusal is never a torn tail's loss (model.classify)
-                return Delivered(frozenset(), Counter(), frozenset(), undecodable=True), []
-            with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
-                rows_b = ex.binding_rows()
-                bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
-                content.update(("binding",) + tuple(r) for r in rows_b)
-                for i, batch in enumerate(ex.batches()):  # the C column decoder (twin-tested against Python)
-                    ref = reference[i] if reference is not None and i < len(reference) else None
-                    keys, digests = _digests(batch, ref)
-                    read.append((batch, digests))
-                    for k, d in zip(keys, digests):
-                        rows[k] += 1
-                        content.add(k + (d,))
+            return _delivered_of(store, loads, message_rows)
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
-        return nothing, []
-    return Delivered(bindings, rows, frozenset(content)), read
+        return nothing
+
+
+def _delivered_of(store, loads: dict, message_rows=None) -> Delivered:
+    """What the broker delivers from ``store`` whose journals loaded to ``loads`` (kind -> open load)."""
+    from amqtool.engines.export.model import ExportOptions
+    from amqtool.errors import AmqtoolError
+
+    nothing = Delivered(frozenset(), Counter(), frozenset())
+    rows: Counter = Counter()
+    content = set()
+    try:
+        if any(s.code in _REFUSING for r in loads.values() for s in r.opened.skipped):
+            return nothing
+        if _refused(store, loads):
+            # a whole record the load's decode throws on: no crash leaves that (a torn record ends the
+            # scan), so the broker's refusal is never a torn tail's loss (model.classify)
+            return Delivered(frozenset(), Counter(), frozenset(), undecodable=True)
+        with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
+            rows_b = ex.binding_rows()
+            bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
+            content.update(("binding",) + tuple(r) for r in rows_b)
+            if ex.messages_result is not None:  # (the export's batches: none without a message journal)
+                for k, d, _ in (message_rows or _decoded_rows_of)(ex):
+                    rows[k] += 1
+                    content.add(k + (d,))
+    except (AmqtoolError, OSError):
+        # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
+        return nothing
+    return Delivered(bindings, rows, frozenset(content))
+
+
+def _decoded_rows_of(ex) -> Iterator[tuple]:
+    return _decoded_rows(ex, ex.messages())
 
 
 _CONTENT = tuple(c[0] for c in MESSAGE_COLUMNS if c[0] not in _KEY)
-_LEAF = 8  # rows below which a differing range is digested rather than halved again
-
-
-def _digests(batch, reference: tuple | None) -> tuple[list, list]:
-    """The keys of ``batch``'s rows and a digest of the rest of each row. ``reference``: (batch, digests)
-    at the same place in the pristine store; ranges equal to its ranges take its digests."""
-    keys = list(zip(*(batch.column(k).to_pylist() for k in _KEY)))
-    n = batch.num_rows
-    if reference is None or reference[0].num_rows != n or not reference[0].schema.equals(batch.schema):
-        return keys, _digest_rows(batch)
-    pristine, known = reference
-    digests: list = [None] * n
-    todo = [(0, n)]
-    while todo:
-        a, m = todo.pop()
-        if batch.slice(a, m).equals(pristine.slice(a, m)):
-            digests[a:a + m] = known[a:a + m]
-        elif m <= _LEAF:
-            digests[a:a + m] = _digest_rows(batch.slice(a, m))
-        else:
-            todo += [(a, m // 2), (a + m // 2, m - m // 2)]
-    return keys, digests
 
 
 def _digest_rows(batch) -> list:

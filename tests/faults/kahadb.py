@@ -298,13 +298,27 @@ def _digest(files: "_Files", fid: int, offset: int, size: int) -> str:
     if buf is None:
         got = f"ERROR:db-{fid}.log_missing"
     else:
-        try:
-            add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
-            got = hashlib.sha256(bytes(add.message)).hexdigest()[:32]
-        except FormatError as err:
-            got = "ERROR:" + err.message[:60].replace(" ", "_")
+        # read_at's answer is a function of the location and, when it lies inside the file, of the record's
+        # bytes alone: what the campaign's earlier faults read at the same place with the same bytes is kept
+        inside = 6 <= size and 0 <= offset and offset + size <= len(buf)
+        seen = (fid, offset, size, bytes(buf[offset + 5:offset + size])) if inside else None
+        got = _READ.get(seen) if inside else None
+        if got is None:
+            try:
+                add = read_at(buf, IndexedMessage(0, "", fid, offset, size))
+                got = hashlib.sha256(bytes(add.message)).hexdigest()[:32]
+            except FormatError as err:
+                got = "ERROR:" + err.message[:60].replace(" ", "_")
+            if inside:
+                if len(_READ) >= 200_000:  # (bounded: each damaged record adds one)
+                    _READ.clear()
+                _READ[seen] = got
     files.digests[key] = got
     return got
+
+
+# (file id, offset, size, the record's bytes after its 5-byte header) -> _digest's answer, for the process
+_READ: dict = {}
 
 
 class _Files:

@@ -6,6 +6,7 @@ A fault drawn again is judged once (its outcome is kept per campaign).
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 import tempfile
@@ -16,12 +17,22 @@ from tests.faults import artemis
 from tests.faults.model import Outcome, classify
 
 
-def verify_verdict(root: Path) -> tuple[str, tuple]:
-    """``amqtool verify ROOT``'s verdict and finding codes, from the engine the command calls."""
+def verify_verdict(root: Path, keep: contextlib.ExitStack | None = None) -> tuple[str, tuple]:
+    """``amqtool verify ROOT``'s verdict and finding codes, from the engine the command calls (``keep``: see
+    :func:`judged`)."""
+    return judged(root, keep)[:2]
+
+
+def judged(root: Path, keep: contextlib.ExitStack | None = None) -> tuple[str, tuple, tuple | None]:
+    """:func:`verify_verdict`, and ``(store, loads)``: the Artemis store verify detected and the journal loads
+    it judged (``VerifyReport.loads``, open until ``keep`` closes; None without ``keep``, for another kind of
+    store, or when verify gave up). The loads are the loader's (``load_journal``), not verify's findings:
+    the truth reads the same loads (as the export does), which spares it a second scan of every journal."""
     from amqtool.engines.artemis.verify import verify_store
     from amqtool.errors import AmqtoolError, overall_verdict
     from amqtool.store.layout import detect
 
+    loaded = None
     try:
         store = detect(root)
         if store.kind == "kahadb":
@@ -29,11 +40,14 @@ def verify_verdict(root: Path) -> tuple[str, tuple]:
 
             findings, _ = kahadb.verify_store(store)
         else:
-            findings = verify_store(store).findings
+            report = verify_store(store, keep=keep)
+            findings = report.findings
+            if keep is not None:
+                loaded = (store, report.loads)
     except AmqtoolError as err:
-        return "UNKNOWN", (type(err).__name__,)
+        return "UNKNOWN", (type(err).__name__,), None
     codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
-    return overall_verdict(findings).name, codes
+    return overall_verdict(findings).name, codes, loaded
 
 
 class Campaign:
@@ -73,8 +87,9 @@ class Campaign:
             return Outcome(self.name, seed, fault, truth, verdict, dict(diff), codes)
         undo = fault.apply(self.root)
         try:
-            verdict, codes = verify_verdict(self.root)
-            damaged = self.truth.damaged(self.root)
+            with contextlib.ExitStack() as keep:
+                verdict, codes, loaded = judged(self.root, keep)
+                damaged = self.truth.damaged(self.root, loaded)
             # the oracle reads the damaged store: classified before the undo
             truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
                                    lambda: bool(artemis.broker_could_write(self.root)), moved=True)

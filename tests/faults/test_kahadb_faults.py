@@ -117,3 +117,19 @@ def test_a_checkpoint_record_the_full_replay_cannot_load_is_critical(tmp_path):
     o = campaign.run_one(0)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL")
     assert "kahadb-checkpoint-unreadable" in o.codes
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_reads_kept_across_faults_give_the_outcome_of_a_fresh_read(tmp_path):
+    # The truth keeps each record's digest across faults by the record's bytes (kahadb._READ): a fault judged
+    # with the reads of every fault before it gives what it gives with none kept.
+    from tests.faults import kahadb
+
+    campaign = KahaCampaign("basic", KAHADB / "basic" / "kahadb", tmp_path)
+    kept = [campaign.run_one(s) for s in range(7_000, 7_060)]
+    assert len(kahadb._READ) > 100
+    for o in kept:
+        kahadb._READ.clear()
+        campaign._seen.clear()
+        fresh = campaign.run_one(o.seed)
+        assert (fresh.truth, fresh.verdict, fresh.codes) == (o.truth, o.verdict, o.codes), o.fault.describe()

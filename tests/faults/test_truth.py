@@ -41,12 +41,15 @@ def test_truth_does_not_follow_the_verdict(store, monkeypatch):
 
 @pytest.mark.parametrize("which", ["demo", "fixture"])
 def test_reader_of_damaged_copies_is_the_full_truth(store, which, tmp_path):
-    # DeliveredReader reuses the pristine rows' digests where Arrow finds a damaged batch's range equal to
-    # the pristine's; on a sample of the campaign's faults it gives delivered()'s answer exactly, including
-    # faults that change some rows' content only (the ranges path) and faults that lose rows.
+    # DeliveredReader takes the pristine rows of every message whose decoder input is a pristine message's
+    # exactly (MessageMemo), and reads the journal loads verify made (runner.judged) instead of loading them
+    # again; on a sample of the campaign's faults it gives delivered()'s answer exactly, either way, including
+    # faults that change some rows' content only and faults that lose rows.
+    import contextlib
+
     from tests.faults.campaign import pristine_stores
     from tests.faults.model import CONTENT, LOSS, SAME, classify
-    from tests.faults.runner import Campaign
+    from tests.faults.runner import Campaign, judged
 
     if which == "demo":
         source = store
@@ -56,18 +59,26 @@ def test_reader_of_damaged_copies_is_the_full_truth(store, which, tmp_path):
             pytest.skip("no broker-written Artemis fixture")
         source = fixtures[0]
     seen = set()
+    used = 0
     with Campaign(which, source, tmp_path) as c:
         assert c.pristine == artemis.delivered(c.root)
+        assert len(c.truth.memo) > 100  # the pristine messages' rows, reused where a message is unchanged
         for i in range(150):
             fault = c.fault(2500 + i)
             undo = fault.apply(c.root)
             try:
+                with contextlib.ExitStack() as keep:
+                    loaded = judged(c.root, keep)[2]
+                    shared = c.truth.damaged(c.root, loaded)
                 fast, full = c.truth.damaged(c.root), artemis.delivered(c.root)
             finally:
                 undo()
             assert fast == full, fault.describe()
+            assert shared == full, fault.describe()
+            used += loaded is not None
             seen.add(classify(c.pristine, full, lambda d: False)[0])
     assert {SAME, CONTENT, LOSS} <= seen
+    assert used > 100  # verify's loads were read in most faults
 
 
 def test_a_fault_drawn_again_gives_what_it_gave(store, tmp_path):

@@ -115,6 +115,12 @@ class UserRecordBody:
 
     @classmethod
     def decode(cls, body: bytes, *, record_id: int = 0):
+        if cls in _KEPT:
+            return _decode_kept(cls, bytes(body), record_id)
+        return cls._decode(body, record_id)
+
+    @classmethod
+    def _decode(cls, body: bytes, record_id: int):
         r = Reader(body)
         kwargs = cls._read(r)
         if _has_record_id(cls):
@@ -1164,6 +1170,17 @@ RECORD_CLASSES: dict[int, type] = {
         ConnectorRecord, AddressSettingJsonRecord, AckRetryRecord,
     )
 }
+
+
+# Queue and address bindings are read by several readers of one load (verify's evidence and its paging view,
+# the export's bindings, print): each distinct (body, id) is decoded once. A decoded record is frozen and
+# holds only immutable values, so the readers can share it; a body that does not decode raises each time.
+_KEPT = frozenset({QueueBindingRecord, AddressBindingRecord})
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode_kept(cls, body: bytes, record_id: int):
+    return cls._decode(body, record_id)
 
 
 def decode_user_record(user_record_type: int, body: bytes, *, is_update: bool = False,

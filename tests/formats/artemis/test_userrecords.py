@@ -374,3 +374,24 @@ def test_bindings_load_view_takes_what_the_java_decode_reads():
     }
     for t, body in ok.items():
         assert decode_user_record(t, body, journal="bindings").encode() == body
+
+
+def test_bindings_decoded_once_give_what_a_fresh_decode_gives():
+    # Queue and address bindings are decoded once per distinct (body, id) and shared between the readers of
+    # a load: the shared record must be the one a fresh decode gives (same id, same fields), per id, and a
+    # body that does not decode must raise on every read, never give a kept record.
+    from amqtool.formats.artemis import userrecords
+
+    queue = QueueBindingRecord.build(record_id=7, name="q1", address="a1").encode()
+    first = decode_user_record(21, queue, journal="bindings", record_id=7)
+    again = decode_user_record(21, bytearray(queue), journal="bindings", record_id=7)
+    other = decode_user_record(21, queue, journal="bindings", record_id=8)
+    fresh = QueueBindingRecord._decode(queue, 7)
+    assert again is first and again == fresh and (first.record_id, other.record_id) == (7, 8)
+    address = AddressBindingRecord(name="a1", routing_types=(0, 1), record_id=3).encode()
+    assert decode_user_record(44, address, journal="bindings", record_id=3) == AddressBindingRecord._decode(address, 3)
+    hits = userrecords._decode_kept.cache_info().hits
+    for _ in range(2):
+        with pytest.raises(FormatError):
+            decode_user_record(21, queue[:5], journal="bindings", record_id=7)
+    assert userrecords._decode_kept.cache_info().hits == hits
