@@ -31,6 +31,7 @@ from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -331,9 +332,10 @@ class _GapInspector:
         for path, n in self.more_damaged:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
+        current = current_file(self.result)
         for index, path, first, length in self.tails:
             effect = None
-            if index != newest_data_file(self.result):
+            if index != current:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
@@ -416,12 +418,16 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
     """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
     neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
     leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
-    (Artemis fills every file to the journal's file size before use)."""
-    if index == newest_data_file(result):
+    (Artemis fills every file to the journal's file size before use). The current file is
+    :func:`~amqtool.engines.artemis.current_file.current_file`'s: the newest data file, or a later one whose first
+    record is the one torn."""
+    if index == current_file(result):
+        where = ("after the last valid record of the newest file" if first > 16 else
+                 "at the start of the newest file, its first record (the broker had just moved to this file)")
         return Finding(
             Severity.WARNING, "torn-tail",
-            f"{length} byte(s) of a partly written record after the last valid record of the "
-            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+            f"{length} byte(s) of a partly written record {where}: the broker stopped mid-write and will drop "
+            f"that record", path, first)
     sizes = [f.size for f in result.files]
     if len(sizes) > 1 and sizes[index] < max(sizes):
         return Finding(
