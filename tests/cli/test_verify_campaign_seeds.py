@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.support import MESSAGES, copy_tree
+from tests.support import MESSAGES, copy_tree, flip_byte
 
 MIXED = MESSAGES / "02_broker_mixed_compacted"
 
@@ -59,3 +59,24 @@ def test_a_cut_record_of_a_file_before_the_newest_stays_critical(run_json, tmp_p
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (2, "CRITICAL")
     assert _codes(doc, "critical") == ["damaged-tail"]
+
+
+def test_a_page_transaction_whose_body_names_another_transaction_is_critical(run_json, tmp_path, demo_s4):
+    # seed 31337097011009101: a bit of the transaction id in the body of page transaction record 476, which
+    # journal transaction 475 wrote (ADD_TX) and committed; the broker registers it under the damaged id, and
+    # transaction 475's two paged messages (four rows) find no page transaction and are skipped
+    store = copy_tree(demo_s4, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-13.amq"
+    flip_byte(victim, 24424, 0x20)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _codes(doc, "critical") == ["page-tx-damaged"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-tx-damaged"]
+    assert (f["path"], f["offset"]) == (str(victim), 24396)
+    assert (f["details"]["recordId"], f["details"]["txId"], f["details"]["messagesLost"]) == (476, 475, 2)
+    assert f["details"]["bodyTxId"] == 475 ^ (0x20 << 48)
+
+
+def test_the_undamaged_demo_has_no_damaged_page_transaction(run_json, demo_s4):
+    code, doc, _ = run_json("verify", demo_s4)
+    assert code == 0 and "page-tx-damaged" not in _codes(doc)

@@ -32,6 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
+from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -992,6 +993,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
+            report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
     _corroborated_gaps(report.findings)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:

@@ -260,6 +260,7 @@ class PagingVerifier:
             self.summary.stores += 1
             self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
         self.expected = expected
+        self.not_found = not_found  # page tx -> its paged messages, for transactions with no page-transaction record
         self._stores = stores
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
