@@ -80,3 +80,37 @@ def test_a_page_transaction_whose_body_names_another_transaction_is_critical(run
 def test_the_undamaged_demo_has_no_damaged_page_transaction(run_json, demo_s4):
     code, doc, _ = run_json("verify", demo_s4)
     assert code == 0 and "page-tx-damaged" not in _codes(doc)
+
+
+def test_a_reference_moved_off_a_message_left_without_any_is_critical(run_json, tmp_path):
+    # seed 31337098011012234: a bit of the id of message 874's only reference (queue 4) flipped, so it names
+    # message 872, already referenced there: 874, left with no reference at all, is never delivered
+    if not MIXED.is_dir():
+        pytest.skip("broker-written fixture not found")
+    store = copy_tree(MIXED, tmp_path / "s")
+    flip_byte(store / "journal/activemq-data-6.amq", 918461, 0x02)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _codes(doc, "critical") == ["ref-moved"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "ref-moved"]
+    assert f["details"]["messageIds"] == [874] and "message 874 on queue 4" in f["message"]
+
+
+def test_an_acknowledgement_read_as_a_second_reference_is_critical(run_json, tmp_path):
+    # seed 31337098011012009: the user record type of message 1098's acknowledgement on queue 9 flipped from 33
+    # (ACKNOWLEDGE_REF) to 32 (ADD_REF): the broker delivers the acknowledged message there again
+    if not MIXED.is_dir():
+        pytest.skip("broker-written fixture not found")
+    store = copy_tree(MIXED, tmp_path / "s")
+    flip_byte(store / "journal/activemq-data-7.amq", 521912, 0x01)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _codes(doc, "critical") == ["ack-retyped"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "ack-retyped"]
+    assert f["details"]["messageIds"] == [1098] and "message 1098 on queue 9" in f["message"]
+
+
+def test_the_undamaged_stores_have_no_moved_or_retyped_reference(run_json, demo_s4):
+    for store in (demo_s4, MIXED) if MIXED.is_dir() else (demo_s4,):
+        code, doc, _ = run_json("verify", store)
+        assert code == 0 and not {"ref-moved", "ack-retyped"} & set(_codes(doc))

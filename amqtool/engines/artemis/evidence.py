@@ -360,13 +360,14 @@ class Evidence:
         (``PostOfficeImpl.route`` adds one reference per queue), so a second ADD_REF of (message, queue) is
         damage, and the one message one damaged byte away that is routed elsewhere, has no reference to that
         queue and no acknowledgement there lost it (an acknowledgement there shows as one without its
-        reference)."""
+        reference). A message left with no reference at all is such a one too: the broker stores a message
+        only with the references of the queues it was routed to (``PostOfficeImpl``: ``storeMessage``, then
+        ``storeReference`` per durable queue), so a live message without any lost them."""
         out = []
         for m, q in self.double_refs:
             if m not in self.messages:
                 continue
-            lacking = {o for o in self.messages
-                       if self.refs.get(o) and q not in self.refs[o] and (o, q) not in self.acked}
+            lacking = {o for o in self.messages if q not in self.refs.get(o, ()) and (o, q) not in self.acked}
             owners = self._one_byte_neighbours(m, lacking)
             if len(owners) == 1:
                 out.append((m, q, owners[0]))

@@ -32,6 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
+from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -1144,6 +1145,9 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    retyped_ack = ack_retyped_finding(evidence, where) if ids_trusted else None
+    if retyped_ack is not None:
+        findings.append(retyped_ack)
     retyped = retyped_messages(results.get("messages"), evidence.live_queues)
     if retyped:
         first = retyped[0]
