@@ -201,6 +201,7 @@ class _GapInspector:
             HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
             transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
+        from amqtool.engines.artemis.split_region import pair_effect, read_pair
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -253,6 +254,11 @@ class _GapInspector:
                 part = partial_record(region[0], region[1], first, off, region[2], region[3])
                 if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
                     rec, effect = part, (effect_of(part) if part.type in (13, 14) else HARMLESS)
+            if not candidates and region and effect != HARMLESS:  # two records, each damaged at one end
+                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
+                pair = read_pair(region, first, off, self.result, index)
+                if pair is not None:
+                    rec, effect = pair, pair_effect(pair, effect_of, evidence, self.opened, self.kind)
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
@@ -508,6 +514,8 @@ def _retagged(opened, index: int, tag: int):
 
 
 def _held(rec) -> str:
+    if isinstance(rec, list):  # two records read from one damaged region (split_region.py)
+        return " and ".join(_held(r) for r in rec)
     names = {10: "an event", 11: "an add", 12: "an update", 13: "a transactional add", 14: "a transactional update",
              15: "a transactional delete", 16: "a delete", 17: "a prepare", 18: "a commit", 19: "a rollback"}
     what = names.get(rec.type, f"a type-{rec.type} record")
