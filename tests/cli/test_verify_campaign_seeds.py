@@ -181,3 +181,33 @@ def test_three_records_in_one_damaged_region_stay_unknown_and_critical(run_json,
     assert (code, doc["verdict"]) == (2, "CRITICAL")
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
     assert "at least one record was lost" in f["message"]
+
+
+@pytest.fixture(scope="module")
+def demo_s2(tmp_path_factory):
+    from tests.faults.stores import campaign_demo
+
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s2", 2)
+
+
+def _first_page(store, address):
+    (folder,) = [p.parent for p in (store / "data/paging").glob("*/address.txt") if p.read_text().strip() == address]
+    return folder / "000000001.page"
+
+
+@pytest.mark.parametrize("offset,verdict,severity", [
+    # seed 31337095013003207: the '{' of the last record of telemetry's first page (message 45), a message of a
+    # page transaction the journals do not hold: the broker stops reading there and loses nothing
+    (64889, "WARNING", "warning"),
+    # the '{' of its first record: messages its queues still have to consume follow
+    (0, "CRITICAL", "critical"),
+])
+def test_a_damaged_page_marker_is_judged_by_the_messages_after_it(run_json, tmp_path, demo_s2, offset, verdict,
+                                                                  severity):
+    store = copy_tree(demo_s2, tmp_path / "s")
+    page = _first_page(store, "telemetry")
+    flip_byte(page, offset, 0x20)
+    code, doc, _ = run_json("verify", store)
+    assert doc["verdict"] == verdict
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-damaged"]
+    assert (f["severity"], f["path"], f["offset"]) == (severity, str(page), offset)
