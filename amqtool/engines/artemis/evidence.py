@@ -495,13 +495,16 @@ class Evidence:
 
     def changes_with(self, journal: str, opened) -> bool:
         """Whether loading ``opened`` (this journal's files, some header set right) instead gives other live
-        messages, refs or bindings than the load this evidence was built from."""
+        messages, refs or bindings than the load this evidence was built from. In the bindings journal only the
+        queue and address bindings count, as :meth:`effect_of_loss` weighs a bindings record: the others (id
+        counters, statuses, settings, users, diverts) change no stored message."""
         from amqtool.engines.artemis.load import load_journal
 
         with opened:
             other_result = load_journal(opened)
             if journal == "bindings":
-                return {r.id for r in other_result.live} != set(self.bindings_ids)
+                return ({r.id for r in other_result.live if r.user_record_type in BINDING_TYPES}
+                        != {i for i, t in self.bindings_ids.items() if t in BINDING_TYPES})
             other = Evidence.build(None, other_result)
             return other.live_pairs() != self.live_pairs()
 
