@@ -360,13 +360,14 @@ class Evidence:
         (``PostOfficeImpl.route`` adds one reference per queue), so a second ADD_REF of (message, queue) is
         damage, and the one message one damaged byte away that is routed elsewhere, has no reference to that
         queue and no acknowledgement there lost it (an acknowledgement there shows as one without its
-        reference)."""
+        reference). A message left with no reference at all is such a one too: the broker stores a message
+        only with the references of the queues it was routed to (``PostOfficeImpl``: ``storeMessage``, then
+        ``storeReference`` per durable queue), so a live message without any lost them."""
         out = []
         for m, q in self.double_refs:
             if m not in self.messages:
                 continue
-            lacking = {o for o in self.messages
-                       if self.refs.get(o) and q not in self.refs[o] and (o, q) not in self.acked}
+            lacking = {o for o in self.messages if q not in self.refs.get(o, ()) and (o, q) not in self.acked}
             owners = self._one_byte_neighbours(m, lacking)
             if len(owners) == 1:
                 out.append((m, q, owners[0]))
@@ -494,13 +495,16 @@ class Evidence:
 
     def changes_with(self, journal: str, opened) -> bool:
         """Whether loading ``opened`` (this journal's files, some header set right) instead gives other live
-        messages, refs or bindings than the load this evidence was built from."""
+        messages, refs or bindings than the load this evidence was built from. In the bindings journal only the
+        queue and address bindings count, as :meth:`effect_of_loss` weighs a bindings record: the others (id
+        counters, statuses, settings, users, diverts) change no stored message."""
         from amqtool.engines.artemis.load import load_journal
 
         with opened:
             other_result = load_journal(opened)
             if journal == "bindings":
-                return {r.id for r in other_result.live} != set(self.bindings_ids)
+                return ({r.id for r in other_result.live if r.user_record_type in BINDING_TYPES}
+                        != {i for i, t in self.bindings_ids.items() if t in BINDING_TYPES})
             other = Evidence.build(None, other_result)
             return other.live_pairs() != self.live_pairs()
 

@@ -31,6 +31,9 @@ from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.engines.artemis.current_file import current_file
+from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
+from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -198,6 +201,7 @@ class _GapInspector:
             HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
             transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
+        from amqtool.engines.artemis.split_region import pair_effect, read_pair
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -250,6 +254,11 @@ class _GapInspector:
                 part = partial_record(region[0], region[1], first, off, region[2], region[3])
                 if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
                     rec, effect = part, (effect_of(part) if part.type in (13, 14) else HARMLESS)
+            if not candidates and region and effect != HARMLESS:  # two records, each damaged at one end
+                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
+                pair = read_pair(region, first, off, self.result, index)
+                if pair is not None:
+                    rec, effect = pair, pair_effect(pair, effect_of, evidence, self.opened, self.kind)
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
@@ -331,9 +340,10 @@ class _GapInspector:
         for path, n in self.more_damaged:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
+        current = current_file(self.result)
         for index, path, first, length in self.tails:
             effect = None
-            if index != newest_data_file(self.result):
+            if index != current:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
@@ -416,12 +426,16 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
     """The judgement of ``length`` bytes at ``first`` after the last valid record of file ``index`` that are
     neither filler nor an earlier use's records: a torn tail of the newest file (what a crash mid-write
     leaves), a damaged tail of another one, or a cut when the file is shorter than the journal's others
-    (Artemis fills every file to the journal's file size before use)."""
-    if index == newest_data_file(result):
+    (Artemis fills every file to the journal's file size before use). The current file is
+    :func:`~amqtool.engines.artemis.current_file.current_file`'s: the newest data file, or a later one whose first
+    record is the one torn."""
+    if index == current_file(result):
+        where = ("after the last valid record of the newest file" if first > 16 else
+                 "at the start of the newest file, its first record (the broker had just moved to this file)")
         return Finding(
             Severity.WARNING, "torn-tail",
-            f"{length} byte(s) of a partly written record after the last valid record of the "
-            f"newest file: the broker stopped mid-write and will drop that record", path, first)
+            f"{length} byte(s) of a partly written record {where}: the broker stopped mid-write and will drop "
+            f"that record", path, first)
     sizes = [f.size for f in result.files]
     if len(sizes) > 1 and sizes[index] < max(sizes):
         return Finding(
@@ -500,6 +514,8 @@ def _retagged(opened, index: int, tag: int):
 
 
 def _held(rec) -> str:
+    if isinstance(rec, list):  # two records read from one damaged region (split_region.py)
+        return " and ".join(_held(r) for r in rec)
     names = {10: "an event", 11: "an add", 12: "an update", 13: "a transactional add", 14: "a transactional update",
              15: "a transactional delete", 16: "a delete", 17: "a prepare", 18: "a commit", 19: "a rollback"}
     what = names.get(rec.type, f"a type-{rec.type} record")
@@ -986,6 +1002,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspector.judge(evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
+            report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
     _corroborated_gaps(report.findings)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
@@ -1136,6 +1153,9 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
+    retyped_ack = ack_retyped_finding(evidence, where) if ids_trusted else None
+    if retyped_ack is not None:
+        findings.append(retyped_ack)
     retyped = retyped_messages(results.get("messages"), evidence.live_queues)
     if retyped:
         first = retyped[0]

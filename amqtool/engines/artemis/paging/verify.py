@@ -25,7 +25,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging import crash_tail, page_tx
+from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -260,6 +260,7 @@ class PagingVerifier:
             self.summary.stores += 1
             self._verify_store(ps, findings, expected, not_found, prepared, paged_large)
         self.expected = expected
+        self.not_found = not_found  # page tx -> its paged messages, for transactions with no page-transaction record
         self._stores = stores
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
@@ -413,6 +414,16 @@ class PagingVerifier:
                 else:
                     what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
                             f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
+                    gone = after_damage.undelivered_after(buf, pf.size, end, pid, view)
+                    if gone is not None:
+                        findings.append(Finding(
+                            Severity.WARNING, "page-damaged",
+                            f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
+                            f"but the {gone} message(s) from there on still read, and it would deliver none of them "
+                            f"anyway (acknowledged, page complete, or of a page transaction it skips)", str(path),
+                            end.offset, {"page": pid, "messages": end.records, "reason": end.reason,
+                                         "messagesAfter": gone}))
+                        continue
                     findings.append(Finding(
                         Severity.CRITICAL, "page-damaged",
                         f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "

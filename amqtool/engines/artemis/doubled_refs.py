@@ -1,0 +1,82 @@
+"""An acknowledgement read as a second reference (``verify``'s ``ack-retyped``).
+
+The broker routes a message to a queue once (``PostOfficeImpl.route`` adds one reference per queue; the
+journal gets one ADD_REF update of the message per durable queue, ``storeReference``), and acknowledges that
+reference once (one ACKNOWLEDGE_REF, ``storeAcknowledge``, whose body is the same 8-byte queue id as the
+reference's). The user record types differ in one bit (32, 33) and there is no checksum, so a damaged type
+byte turns an acknowledgement into a second reference of the same (message, queue): the load then finds the
+message referenced there and not acknowledged (``loadMessageJournal`` keeps one reference per queue and
+message), and the broker delivers the acknowledged message again.
+
+A second reference of (message, queue) has other readings, each of which the store's records show, and which
+are judged first or left alone:
+
+* another message's reference whose message id was damaged: that message is live and lacks the reference
+  (``Evidence.moved_refs``: CRITICAL ``ref-moved``), or it was deleted since (its DELETE no longer takes the
+  damaged copy: nothing changes) -- so a deleted message one damaged bit (or the one damaged byte) from the
+  message leaves the reading unproven;
+* the message's reference of another queue whose queue id was damaged (``Evidence.requeued_refs``);
+* a delivery count (UPDATE_DELIVERY_COUNT, 34, one bit from 32) read as a reference: its body is 12 bytes
+  (queue id and count), a reference's 8, and only the count is lost -- so every reference of the pair must be
+  8 bytes long.
+
+What is left is the acknowledgement, retyped: CRITICAL, the acknowledged message comes back on that queue.
+"""
+from __future__ import annotations
+
+from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+
+def acks_read_as_refs(ev) -> list[tuple[int, int]]:
+    """(message, queue) pairs of the :class:`~amqtool.engines.artemis.evidence.Evidence` ``ev`` whose second
+    reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
+    references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
+    from amqtool.engines.artemis.evidence import _byte_neighbours
+
+    if not ev.double_refs:
+        return []
+    pairs = [(m, q) for m, q in ev.double_refs if m in ev.messages and (m, q) not in ev.acked]
+    if not pairs:
+        return []
+    explained = {(m, q) for m, q, _ in ev.moved_refs()} | {(m, q) for m, q, _ in ev.requeued_refs()}
+    pairs = [p for p in pairs if p not in explained]
+    if not pairs:
+        return []
+    result = ev._messages
+    if result is None:
+        return []
+    sizes: dict[tuple[int, int], set[int]] = {}
+    wanted = {m for m, _ in pairs}
+    for r in result.live:
+        if r.id in wanted and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
+            q = int.from_bytes(result.body(r)[:8], "big", signed=True)
+            sizes.setdefault((r.id, q), set()).add(r.body_len)
+    out = []
+    for m, q in pairs:
+        if sizes.get((m, q)) != {8}:
+            continue  # a delivery count read as a reference (12 bytes): only the count is lost
+        gone = [m ^ (1 << k) for k in range(63) if ev._deleted_later(m ^ (1 << k))]
+        if gone:
+            continue
+        deleted = (ev._deleted or set()) | ev.deleted_unknown
+        if _byte_neighbours(m, deleted):
+            continue
+        out.append((m, q))
+    return out
+
+
+def ack_retyped_finding(ev, where: str, listed: int = 20):
+    """CRITICAL ``ack-retyped`` naming the pairs of :func:`acks_read_as_refs`, or None."""
+    from amqtool.errors import Finding, Severity
+
+    pairs = acks_read_as_refs(ev)
+    if not pairs:
+        return None
+    shown = ", ".join(f"message {m} on queue {q}" for m, q in pairs[:listed])
+    return Finding(
+        Severity.CRITICAL, "ack-retyped",
+        f"{len(pairs)} (message, queue) pair(s) have two reference records and no acknowledgement, and no other "
+        f"message or queue one damaged byte away explains the second: the broker routes a message to a queue "
+        f"once, so it is the acknowledgement with its user record type damaged (33 read as 32), and the broker "
+        f"delivers the acknowledged message there again: {shown}", where, None,
+        {"count": len(pairs), "messageIds": [m for m, _ in pairs[:100]]})
