@@ -32,6 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.damaged_ids import never_issued
+from amqtool.engines.artemis.stale_tail import stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -101,22 +102,9 @@ def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int
 
 
 def _stale_fragment(head: bytes, first: int, end: int) -> bool:
-    """Whether the tail bytes ``[first, end)`` (``head`` holds them from ``first``) are the end of a record
-    written by an earlier use of a reused file, whose start this use's records overwrote.
-
-    Artemis reinitialises a freed file by rewriting its header only (``JournalFilesRepository.reinitializeFile``),
-    so the bytes of its earlier use stay behind this use's records, and the new records can end in the middle
-    of an old one. What is left of the old record then starts with no record type and ends with its trailing
-    size word, which counts back to an offset before ``first``: inside this use's last valid record. A torn
-    write of this use starts at ``first`` with a record type and the file's tag, and a damaged record of
-    this use counts back to ``first`` at the earliest, so neither reads so. Artemis skips such bytes (no
-    record type with this file's tag starts there) and loses nothing."""
-    length = end - first
-    if length < 4 or length > len(head) or 10 <= head[0] <= 19:
-        return False
-    size = int.from_bytes(head[length - 4:length], "big")
-    # the smallest record is 13 bytes (a DELETE: type, tag, id, size); the old record began before first
-    return 13 <= size <= 1 << 27 and end - size < first and end - size >= 16
+    """An earlier use's record remainder after this use's last record, told from the tail bytes alone
+    (:func:`amqtool.engines.artemis.stale_tail.stale_fragment`, which verify calls knowing more)."""
+    return stale_fragment(head, first, end)
 
 
 class _GapInspector:
@@ -161,7 +149,8 @@ class _GapInspector:
         own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
                    and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
-        if stale_at is None and not own_tag and _stale_fragment(head, first, gaps.tail_end):
+        if stale_at is None and not own_tag and stale_fragment(head, first, gaps.tail_end, tag=jf.tag,
+                                                                 last_end=gaps.end):
             self.findings.append(Finding(
                 Severity.INFO, "stale-records",
                 "the tail of a record of an earlier use of this reused file follows the data (its start lies "
@@ -202,6 +191,7 @@ class _GapInspector:
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
         lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+        lost_at: dict[int, set] = {}  # tx id -> (path, offset) of the damaged regions that held one of its records
         # transactions never applied whatever they held: left open at the end (neither committed nor
         # prepared: the broker discards them at load) and rolled back (read lazily: a rescan)
         open_txs = {tx.tx_id for tx in self.result.failed if not tx.prepared}
@@ -246,6 +236,8 @@ class _GapInspector:
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
+            if candidates and {(r.type in (13, 14, 15), r.tx_id) for r in candidates} == {(True, rec.tx_id)}:
+                lost_at.setdefault(rec.tx_id, set()).add((path, first))
             if not candidates and region:  # more than one field damaged: its intact head may still tell
                 part = partial_record(region[0], region[1], first, off, region[2], region[3])
                 if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
@@ -289,9 +281,11 @@ class _GapInspector:
                 break
         for a in self.mismatched:
             i = a.ids
+            where = str(files[a.file_index].path)
+            unexplained = i["expected"] - i["found"] - sum(1 for p, _ in lost_at.get(i["txId"], ()) if p == where)
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
                                                   + lost_in_tx.get(i["txId"], [])
-                                                  + strayed_records(self.result, self.opened, i["txId"]))
+                                                  + strayed_records(self.result, self.opened, i["txId"], unexplained))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
