@@ -32,6 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.damaged_ids import never_issued
+from amqtool.engines.artemis.lost_deletes import deleted_in_damage
 from amqtool.engines.artemis.stale_tail import stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -565,7 +566,7 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
+def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset()) -> tuple[bool, int]:
     """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
     (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
     compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
@@ -578,7 +579,9 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
             added.add(r.id)
         if r.compact_count > 0:
             compacted = True
-    orphans = {r.id for r in result.live if r.is_update and r.id not in added}
+    # a DELETE the damage took leaves its record's updates live, whose add the reclaimer freed long ago
+    # (lost_deletes.py): they are no trace of a removed file
+    orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -595,7 +598,7 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
 
 
 def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
-                         pool_files: int | None = None) -> None:
+                         pool_files: int | None = None, lost_deletes: set[int] = frozenset()) -> None:
     """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
     deletes it, with whatever it held. Its name may be one of the journal's ids between data files that no
     file has (it was a data file there: Artemis names a new file after its fileID and keeps the name when it
@@ -606,7 +609,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
     no records), and a data file whose records all died since (the reclaimer frees such files, and a real
     JournalImpl store killed mid-run has them) is lost to no one: a warning."""
     ids = sorted(f.file_id for f in opened.files)
-    compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    compacted, orphans = _compaction_evidence(result, lost_deletes) if result is not None else (False, 0)
     unbounded = not compacted and pool_files is not None and pool_files < 0
     for p in opened.pending:
         if p.code != "short-file":
@@ -628,7 +631,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
 
 
 def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset(), *,
-                  pool_files: int | None = None) -> None:
+                  pool_files: int | None = None, lost_deletes: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -677,7 +680,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
             details))
         return
-    compacted, orphans = _compaction_evidence(result)
+    compacted, orphans = _compaction_evidence(result, lost_deletes)
     details["liveUpdatesWithoutAdd"] = orphans
     if orphans:
         # live updates without their add: the broker never frees a file holding the add of a live record
@@ -916,7 +919,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
-        _short_file_findings(opened, result, findings,
+        lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
+        _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
@@ -926,7 +930,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
             # an id whose records are in a file with another header fileID is judged as that file's header
-            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign},
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
         if journal.kind == "jms":
