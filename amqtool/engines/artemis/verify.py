@@ -32,7 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.damaged_ids import never_issued
-from amqtool.engines.artemis.lost_deletes import deleted_in_damage
+from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
 from amqtool.engines.artemis.stale_tail import stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -582,6 +582,7 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # a DELETE the damage took leaves its record's updates live, whose add the reclaimer freed long ago
     # (lost_deletes.py): they are no trace of a removed file
     orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
+    orphans -= moved_deletes(result, orphans)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a

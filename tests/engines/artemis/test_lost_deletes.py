@@ -9,6 +9,9 @@ stores found it (k64k-s6 at seed 1002; new-c64k-s73 at seed 7171, flips of a DEL
 On tests/data/artemis/reclaimed-pool2 (a pool of 2: fileIDs missing between data files, WARNING untouched):
 message 2147484495 has its delivery count (@1132) and acknowledgement (@1167) updates and its DELETE (@1198,
 18 bytes) in activemq-data-22.amq, its add in a file the reclaimer freed and the pool deleted.
+
+A DELETE whose id was damaged (one bit) deletes another id, which no other record carries, and leaves the same
+trace; it follows the acknowledgement of the message it belonged to (lost_deletes.moved_deletes).
 """
 from __future__ import annotations
 
@@ -53,7 +56,23 @@ def test_a_damaged_delete_of_a_reclaimed_message_is_no_removed_file(tmp_path, ru
     assert (code, doc["verdict"]) == (1, "WARNING")
 
 
+@pytest.mark.parametrize("byte,mask", [(1, 0x10), (4, 0x01)], ids=["bit-52", "bit-24"])
+def test_a_delete_whose_id_moved_right_after_the_ack_is_no_removed_file(tmp_path, byte, mask):
+    # the DELETE at @1198 follows the acknowledgement of its message (@1167): with one bit of its id flipped it
+    # deletes an id no other record carries, and leaves the message's updates live without their add
+    root, diff = _damaged(tmp_path, DELETE_AT + 6 + byte, mask)
+    assert not diff["lost"] and not diff["back"]
+    assert verify_verdict(root) == ("WARNING", ("missing-journal-file",))  # the pool's gap, as untouched
+
+
 def test_updates_without_their_add_and_no_damaged_delete_stay_evidence_of_a_lost_file(tmp_path):
     # the same updates made live by the acknowledgement's id moved (bit 2 of its low byte) stay evidence
     root, _ = _damaged(tmp_path, 1167 + 13, 0x04)
+    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+
+
+def test_a_delete_moved_onto_an_id_other_records_carry_stays_evidence(tmp_path):
+    # bit 5: 2147484463, an id the journal's other records carry: that delete cannot be told from one of its
+    # own, so the message's live updates without their add stay the trace of a removed file
+    root, _ = _damaged(tmp_path, DELETE_AT + 6 + 7, 0x20)
     assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
