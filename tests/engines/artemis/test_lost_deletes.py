@@ -4,7 +4,7 @@ amqtool/engines/artemis/lost_deletes.py).
 Its message's updates, dead too and still in the journal, read as live updates without their add once the
 DELETE is unreadable; the broker drops them (no message for them) and delivers what it delivered. verify took
 them for the trace of a removed file, CRITICAL missing-journal-file; the fault campaign over real JournalImpl
-stores found it (k64k-s6 at seed 1002; new-c64k-s73 at seed 7171, flips of a DELETE's check size).
+stores found it (6 at seed 7171 over new-c64k-s73 and new-small-s74: flips of a DELETE's check size or tag).
 
 On tests/data/artemis/reclaimed-pool2 (a pool of 2: fileIDs missing between data files, WARNING untouched):
 message 2147484495 has its delivery count (@1132) and acknowledgement (@1167) updates and its DELETE (@1198,

@@ -8,7 +8,7 @@ records of the committed one whose transaction id was damaged, and called a comm
 when they held messages, while the damaged region had held the one record the commit's count missed: the
 broker discards the committed transaction, whose messages were all consumed and deleted since, and delivers
 what it delivered. The fault campaign over new real JournalImpl stores (bench/fuzz_verdicts.py --stores, seed
-7171) found 27 such false CRITICALs.
+7171) found 20 such false CRITICALs.
 
 On tests/data/artemis/reclaimed-pool2: transaction 2147483906 (COMMIT at activemq-data-5.amq@2962, counting 8
 records of that file) sent messages 2147483907-2147483910, all acknowledged and deleted later; transaction
