@@ -35,6 +35,8 @@ from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
+from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
+from amqtool.engines.artemis.stale_tail import stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -104,22 +106,9 @@ def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int
 
 
 def _stale_fragment(head: bytes, first: int, end: int) -> bool:
-    """Whether the tail bytes ``[first, end)`` (``head`` holds them from ``first``) are the end of a record
-    written by an earlier use of a reused file, whose start this use's records overwrote.
-
-    Artemis reinitialises a freed file by rewriting its header only (``JournalFilesRepository.reinitializeFile``),
-    so the bytes of its earlier use stay behind this use's records, and the new records can end in the middle
-    of an old one. What is left of the old record then starts with no record type and ends with its trailing
-    size word, which counts back to an offset before ``first``: inside this use's last valid record. A torn
-    write of this use starts at ``first`` with a record type and the file's tag, and a damaged record of
-    this use counts back to ``first`` at the earliest, so neither reads so. Artemis skips such bytes (no
-    record type with this file's tag starts there) and loses nothing."""
-    length = end - first
-    if length < 4 or length > len(head) or 10 <= head[0] <= 19:
-        return False
-    size = int.from_bytes(head[length - 4:length], "big")
-    # the smallest record is 13 bytes (a DELETE: type, tag, id, size); the old record began before first
-    return 13 <= size <= 1 << 27 and end - size < first and end - size >= 16
+    """An earlier use's record remainder after this use's last record, told from the tail bytes alone
+    (:func:`amqtool.engines.artemis.stale_tail.stale_fragment`, which verify calls knowing more)."""
+    return stale_fragment(head, first, end)
 
 
 class _GapInspector:
@@ -164,7 +153,8 @@ class _GapInspector:
         own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
                    and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
-        if stale_at is None and not own_tag and _stale_fragment(head, first, gaps.tail_end):
+        if stale_at is None and not own_tag and stale_fragment(head, first, gaps.tail_end, tag=jf.tag,
+                                                                 last_end=gaps.end):
             self.findings.append(Finding(
                 Severity.INFO, "stale-records",
                 "the tail of a record of an earlier use of this reused file follows the data (its start lies "
@@ -206,6 +196,7 @@ class _GapInspector:
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
         lost_in_tx: dict[int, list] = {}  # tx id -> its records rebuilt from damaged bytes
+        lost_at: dict[int, set] = {}  # tx id -> (path, offset) of the damaged regions that held one of its records
         # transactions never applied whatever they held: left open at the end (neither committed nor
         # prepared: the broker discards them at load) and rolled back (read lazily: a rescan)
         open_txs = {tx.tx_id for tx in self.result.failed if not tx.prepared}
@@ -250,6 +241,8 @@ class _GapInspector:
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
+            if candidates and {(r.type in (13, 14, 15), r.tx_id) for r in candidates} == {(True, rec.tx_id)}:
+                lost_at.setdefault(rec.tx_id, set()).add((path, first))
             if not candidates and region:  # more than one field damaged: its intact head may still tell
                 part = partial_record(region[0], region[1], first, off, region[2], region[3])
                 if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
@@ -298,9 +291,11 @@ class _GapInspector:
                 break
         for a in self.mismatched:
             i = a.ids
+            where = str(files[a.file_index].path)
+            unexplained = i["expected"] - i["found"] - sum(1 for p, _ in lost_at.get(i["txId"], ()) if p == where)
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
                                                   + lost_in_tx.get(i["txId"], [])
-                                                  + strayed_records(self.result, self.opened, i["txId"]))
+                                                  + strayed_records(self.result, self.opened, i["txId"], unexplained))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
@@ -587,7 +582,7 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
+def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset()) -> tuple[bool, int]:
     """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
     (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
     compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
@@ -600,7 +595,10 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
             added.add(r.id)
         if r.compact_count > 0:
             compacted = True
-    orphans = {r.id for r in result.live if r.is_update and r.id not in added}
+    # a DELETE the damage took leaves its record's updates live, whose add the reclaimer freed long ago
+    # (lost_deletes.py): they are no trace of a removed file
+    orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
+    orphans -= moved_deletes(result, orphans)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -617,7 +615,7 @@ def _compaction_evidence(result: LoadResult) -> tuple[bool, int]:
 
 
 def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
-                         pool_files: int | None = None) -> None:
+                         pool_files: int | None = None, lost_deletes: set[int] = frozenset()) -> None:
     """A file shorter than the 16-byte header: ``JournalImpl.orderFiles`` logs "ignoring short file" and
     deletes it, with whatever it held. Its name may be one of the journal's ids between data files that no
     file has (it was a data file there: Artemis names a new file after its fileID and keeps the name when it
@@ -628,7 +626,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
     no records), and a data file whose records all died since (the reclaimer frees such files, and a real
     JournalImpl store killed mid-run has them) is lost to no one: a warning."""
     ids = sorted(f.file_id for f in opened.files)
-    compacted, orphans = _compaction_evidence(result) if result is not None else (False, 0)
+    compacted, orphans = _compaction_evidence(result, lost_deletes) if result is not None else (False, 0)
     unbounded = not compacted and pool_files is not None and pool_files < 0
     for p in opened.pending:
         if p.code != "short-file":
@@ -650,7 +648,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
 
 
 def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset(), *,
-                  pool_files: int | None = None) -> None:
+                  pool_files: int | None = None, lost_deletes: set[int] = frozenset()) -> None:
     """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
@@ -699,7 +697,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
             details))
         return
-    compacted, orphans = _compaction_evidence(result)
+    compacted, orphans = _compaction_evidence(result, lost_deletes)
     details["liveUpdatesWithoutAdd"] = orphans
     if orphans:
         # live updates without their add: the broker never frees a file holding the add of a live record
@@ -938,7 +936,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
-        _short_file_findings(opened, result, findings,
+        lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
+        _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
         summary.records = sum(s.records for s in result.scans)
@@ -948,7 +947,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         summary.max_id = result.max_id
         if not opened.skipped:  # a refused or unreadable file is reported as such, not as a fileID gap
             # an id whose records are in a file with another header fileID is judged as that file's header
-            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign},
+            _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
         if journal.kind == "jms":

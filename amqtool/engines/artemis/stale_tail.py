@@ -1,0 +1,56 @@
+"""Whether the bytes after the last record of a reused journal file are what is left of a record of its earlier
+use: Artemis ignores them, and nothing of this use was lost there.
+
+Artemis reinitialises a freed file by rewriting its header only (``JournalFilesRepository.reinitializeFile``),
+and a compaction writes its outputs into pooled files the same way (``AbstractJournalUpdateTask.openFile``),
+so the bytes of an earlier use stay behind the new records, which can end in the middle of an old record. The
+load reads a record only where a record type is followed by the file's own tag
+(``JournalImpl.readJournalFile``), so it skips such a remainder. What is left of the old record ends with its
+trailing size word (the check size), which counts back to an offset before ``first`` (the first non-filler
+byte after this use's last record): inside this use's records, where the old record began.
+
+Two shapes of such a remainder that the real JournalImpl leaves, and that were taken for a damaged tail
+(a WARNING on the pristine store, and a store no broker writes for the fault campaign's oracle, which then
+counted every loss on it as proven):
+
+* its first byte happens to read as a record type (an old record's body byte, say ``0x0b``), while the four
+  bytes after it are not this file's tag (a SIGKILLed real store, a compactor's output of 64 KiB files);
+* it is shorter than a record: 1 to 3 bytes, the low bytes of the old record's size word, the rest under this
+  use's last record (a compactor's ``.cmp`` output of a compaction that committed, 128 KiB files).
+
+What this use writes cannot read so. A torn write of this use starts at ``first`` with a record type and the
+file's tag; a damaged record of this use whose size word survives counts back to ``first`` at the earliest;
+and no record of this use (13 bytes at least, a DELETE) fits between the end of the last valid record and
+``end`` when they are less than 13 bytes apart.
+"""
+from __future__ import annotations
+
+MIN_RECORD = 13  # a DELETE: type, tag, id, check size
+
+
+def _is_type(b: int) -> bool:
+    return 10 <= b <= 19
+
+
+def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
+                   last_end: int | None = None) -> bool:
+    """Whether the tail bytes ``[first, end)`` (``head`` holds them from ``first``) are the end of a record of
+    an earlier use of the file (see the module docstring). ``tag``: the file's own tag, when known (a first
+    byte that reads as a record type is then an old body byte unless the file's tag follows it); ``last_end``:
+    where the file's last valid record ends, when known (a remainder too short to hold a record of this use
+    is then an old one's, whatever its size word)."""
+    length = end - first
+    if length <= 0 or length > len(head):
+        return False
+    own_start = _is_type(head[0]) and (
+        tag is None or length < 5 or int.from_bytes(head[1:5], "big", signed=True) == tag)
+    if own_start:
+        return False  # may be a record of this use, torn or damaged
+    if last_end is not None and 16 <= last_end <= first and end - last_end < MIN_RECORD:
+        return True
+    if length < 4:
+        # the old record's size word lies partly under this use's last record: nothing to count back with
+        return last_end is None and not _is_type(head[0])
+    size = int.from_bytes(head[length - 4:length], "big")
+    # the old record began before first (under this use's records), after the file header
+    return MIN_RECORD <= size <= 1 << 27 and end - size < first and end - size >= 16

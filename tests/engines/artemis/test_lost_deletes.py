@@ -1,0 +1,78 @@
+"""A damaged DELETE whose message's add the reclaimer freed long ago is no removed journal file (issue 25,
+amqtool/engines/artemis/lost_deletes.py).
+
+Its message's updates, dead too and still in the journal, read as live updates without their add once the
+DELETE is unreadable; the broker drops them (no message for them) and delivers what it delivered. verify took
+them for the trace of a removed file, CRITICAL missing-journal-file; the fault campaign over real JournalImpl
+stores found it (6 at seed 7171 over new-c64k-s73 and new-small-s74: flips of a DELETE's check size or tag).
+
+On tests/data/artemis/reclaimed-pool2 (a pool of 2: fileIDs missing between data files, WARNING untouched):
+message 2147484495 has its delivery count (@1132) and acknowledgement (@1167) updates and its DELETE (@1198,
+18 bytes) in activemq-data-22.amq, its add in a file the reclaimer freed and the pool deleted.
+
+A DELETE whose id was damaged (one bit) deletes another id, which no other record carries, and leaves the same
+trace; it follows the acknowledgement of the message it belonged to (lost_deletes.moved_deletes).
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.faults import artemis
+from tests.faults.runner import verify_verdict
+from tests.support import MESSAGES, REPO
+
+STORE = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
+BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
+DELETE_AT, MID = 1198, 2147484495
+
+
+def _damaged(tmp_path, offset: int, mask: int):
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    root = tmp_path / "store"
+    shutil.copytree(STORE / "journal", root / "journal")
+    shutil.copytree(BINDINGS, root / "bindings")
+    reader = artemis.DeliveredReader(root)
+    path = root / "journal" / "activemq-data-22.amq"
+    data = bytearray(path.read_bytes())
+    assert data[DELETE_AT] == 16 and data[DELETE_AT + 6:DELETE_AT + 14] == MID.to_bytes(8, "big")
+    assert data[DELETE_AT + 14:DELETE_AT + 18] == (18).to_bytes(4, "big")
+    data[offset] ^= mask
+    path.write_bytes(bytes(data))
+    return root, reader.pristine.diff(reader.damaged(root))
+
+
+@pytest.mark.parametrize("offset,mask", [(DELETE_AT + 17, 0x01), (DELETE_AT + 2, 0x10)], ids=["checksize", "tag"])
+def test_a_damaged_delete_of_a_reclaimed_message_is_no_removed_file(tmp_path, run_json, offset, mask):
+    root, diff = _damaged(tmp_path, offset, mask)
+    assert not diff["lost"] and not diff["back"]  # the broker delivers the same messages
+    code, doc, _ = run_json("verify", str(root))
+    (gap,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    assert (gap["severity"], gap["details"]["liveUpdatesWithoutAdd"]) == ("warning", 0)  # the pool's, as untouched
+    (damaged,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (damaged["severity"], damaged["offset"], str(MID) in damaged["message"]) == ("warning", DELETE_AT, True)
+    assert (code, doc["verdict"]) == (1, "WARNING")
+
+
+@pytest.mark.parametrize("byte,mask", [(1, 0x10), (4, 0x01)], ids=["bit-52", "bit-24"])
+def test_a_delete_whose_id_moved_right_after_the_ack_is_no_removed_file(tmp_path, byte, mask):
+    # the DELETE at @1198 follows the acknowledgement of its message (@1167): with one bit of its id flipped it
+    # deletes an id no other record carries, and leaves the message's updates live without their add
+    root, diff = _damaged(tmp_path, DELETE_AT + 6 + byte, mask)
+    assert not diff["lost"] and not diff["back"]
+    assert verify_verdict(root) == ("WARNING", ("missing-journal-file",))  # the pool's gap, as untouched
+
+
+def test_updates_without_their_add_and_no_damaged_delete_stay_evidence_of_a_lost_file(tmp_path):
+    # the same updates made live by the acknowledgement's id moved (bit 2 of its low byte) stay evidence
+    root, _ = _damaged(tmp_path, 1167 + 13, 0x04)
+    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+
+
+def test_a_delete_moved_onto_an_id_other_records_carry_stays_evidence(tmp_path):
+    # bit 5: 2147484463, an id the journal's other records carry: that delete cannot be told from one of its
+    # own, so the message's live updates without their add stay the trace of a removed file
+    root, _ = _damaged(tmp_path, DELETE_AT + 6 + 7, 0x20)
+    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))

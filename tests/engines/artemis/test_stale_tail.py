@@ -1,0 +1,91 @@
+"""What the real JournalImpl leaves after the last record of a reused file is an earlier use's remainder, not a
+damaged tail (issue 25, amqtool/engines/artemis/stale_tail.py).
+
+Two stores written by the real JournalImpl and SIGKILLed mid-compaction (oracle-build gen.sh new-k64k-s71
+65536 71 0 300 3 and new-k128k-s72 131072 72 0 500 4) were WARNING damaged-tail untouched, and the fault
+campaign's oracle took them for stores no broker writes, so that every loss on them counted as proven (125
+loss/WARNING misses at seed 7171):
+
+* tests/data/artemis/stale-tail: activemq-data-402.amq (fileID 28, a compactor's output in a pooled file) and
+  activemq-data-403.amq of the first. 402's last record is followed by 29 bytes of an earlier use that start
+  with 0x0b, a record type, followed by 0000001f, not the file's tag (28); their size word (0x381) counts back
+  under this use's records. ``oracle-load.jsonl`` is what the real JournalImpl loads from the two files
+  (``oracle.sh load journal activemq-data amq 65536``).
+* activemq-data-224.amq.cmp of the second (fileID 9, 128 KiB, the output of a compaction that committed): its
+  last record (an UPDATE_TX of 39 bytes at 130825) is followed by one zero and one byte, 0x1f, the low byte
+  of an old record's size word: ``CMP_TAIL`` is those bytes.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.support import MESSAGES, REPO
+
+STORE = REPO / "tests" / "data" / "artemis" / "stale-tail"
+BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
+# activemq-data-224.amq.cmp of new-k128k-s72 from 130825: its last record, then the remainder
+CMP_TAIL = bytes.fromhex("0e00000009030000000080000a7d0000000080000a7f0000000820000000000000000400000027"
+                         "001f0000000000000000000000000000")
+CMP_AT = 130825
+
+
+def test_the_store_loads_like_journalimpl():
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    lines = [json.loads(x) for x in (STORE / "oracle-load.jsonl").read_text().splitlines()]
+    with open_journal(detect(STORE / "journal").journals()[0]) as opened:
+        result = load_journal(opened)
+        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
+                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
+                for r in result.live]
+        assert mine == lines[:-1]
+        assert [f"{f.name}#{f.file_id}" for f in result.data_files] == lines[-1]["dataFileNames"]
+
+
+def test_a_remainder_starting_with_a_type_byte_is_no_damaged_tail(tmp_path, run_json):
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    root = tmp_path / "store"
+    shutil.copytree(STORE / "journal", root / "journal")
+    shutil.copytree(BINDINGS, root / "bindings")
+    data = (root / "journal" / "activemq-data-402.amq").read_bytes()
+    assert data[65504] == 0x0b and data[65505:65509] == (31).to_bytes(4, "big")  # not the file's tag, 28
+    code, doc, _ = run_json("verify", str(root))
+    assert (code, doc["verdict"]) == (0, "OK"), doc["findings"]
+    stale = [f["offset"] for f in doc["findings"]
+             if f["code"] == "stale-records" and f["path"].endswith("activemq-data-402.amq")]
+    assert stale == [65504]
+
+
+def test_a_remainder_of_a_type_byte_and_this_files_tag_may_be_this_use():
+    from amqtool.engines.artemis.stale_tail import stale_fragment
+
+    data = (STORE / "journal" / "activemq-data-402.amq").read_bytes()
+    head = data[65504:]
+    end = 65504 + len(head.rstrip(b"\0"))
+    assert stale_fragment(head, 65504, end, tag=28)  # 0x0b then 31: an old record's body bytes
+    # the file's own tag after the type byte is what a torn write of this use starts with
+    torn = head[:1] + (28).to_bytes(4, "big") + head[5:]
+    assert not stale_fragment(torn, 65504, end, tag=28)
+    # told from the bytes alone (no tag known), a type byte may start this use's record
+    assert not stale_fragment(head, 65504, end)
+
+
+def test_a_remainder_too_short_for_a_record_is_an_old_one():
+    from amqtool.engines.artemis.stale_tail import stale_fragment
+
+    last_end = CMP_AT + 39
+    first = last_end + 1  # one zero, then 0x1f
+    assert CMP_TAIL[39:41] == b"\x00\x1f"
+    head = CMP_TAIL[first - CMP_AT:]
+    assert stale_fragment(head, first, first + 1, tag=9, last_end=last_end)
+    # 13 bytes or more after the last record: a record of this use may have been zeroed there but for the
+    # low byte of its size word
+    assert not stale_fragment(head, first, first + 1, tag=9, last_end=first + 1 - 13)
+    # a record type there may be a write of this use torn after one byte
+    assert not stale_fragment(b"\x0b", first, first + 1, tag=9, last_end=last_end)
