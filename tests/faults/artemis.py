@@ -518,7 +518,8 @@ def broker_could_write(root: Path) -> str:
     from amqtool.engines.artemis.evidence import deleted_ids
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.artemis.paging import PAGE_TX_COMMITTED, iter_paged_entries, load_view, store_pages
-    from amqtool.engines.artemis.verify import _first_foreign_record, _stale_fragment
+    from amqtool.engines.artemis.stale_tail import stale_fragment
+    from amqtool.engines.artemis.verify import _first_foreign_record
     from amqtool.formats.artemis.paging import PageScanner
     from amqtool.errors import AmqtoolError
     from amqtool.formats.artemis.records import scan_records_py
@@ -557,7 +558,7 @@ def broker_could_write(root: Path) -> str:
                         # an earlier use's records (reinitializeFile rewrites the header only), the first of them
                         # perhaps cut by this use's last record: JournalImpl skips what carries another tag
                         stale = (_first_foreign_record(head, g.tail_first, jf.tag, jf.version) is not None
-                                 or _stale_fragment(head, g.tail_first, g.tail_end))
+                                 or stale_fragment(head, g.tail_first, g.tail_end, tag=jf.tag, last_end=g.end))
                         if this_use or not stale:
                             return f"{jf.path.name}: damaged end of a file that is not the newest"
                     nxt = data[data.index(i) + 1]

@@ -105,12 +105,6 @@ def _first_foreign_record(data: bytes, base: int, tag: int, version: int) -> int
     return None
 
 
-def _stale_fragment(head: bytes, first: int, end: int) -> bool:
-    """An earlier use's record remainder after this use's last record, told from the tail bytes alone
-    (:func:`amqtool.engines.artemis.stale_tail.stale_fragment`, which verify calls knowing more)."""
-    return stale_fragment(head, first, end)
-
-
 class _GapInspector:
     """Classifies the bytes between accepted records of each file (called by load_journal per file). Reads
     only the bytes of damaged regions (up to ``MAX_RECONSTRUCT`` each) and the first bytes of a tail
