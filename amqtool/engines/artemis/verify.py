@@ -643,7 +643,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
 
 def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: set[int] = frozenset(), *,
                   pool_files: int | None = None, lost_deletes: set[int] = frozenset()) -> None:
-    """Header fileIDs missing between data files: a file removed from the middle of the journal, or not.
+    """Header fileIDs missing between data files, or below the oldest (ids start at 1): a file removed, or not.
 
     Artemis issues fileIDs one by one, to new files (whose name carries the id) and to freed files it
     reinitialises (``JournalFilesRepository.addFreeFile`` -> ``reinitializeFile``, which keeps the old name).
@@ -661,21 +661,23 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
     # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
     data_ids = [s.file.file_id for s in result.scans if s.has_data and s.file.file_id < 1 << 31]
-    if len(data_ids) < 2:
+    if not data_ids:
         return
     low, high = min(data_ids), max(data_ids)
     # such a file's records still carry the id it was issued (its tag): that id is not missing
     found_elsewhere = set(found_elsewhere) | {s.file.tag for s in result.scans
                                                if s.has_data and s.file.file_id >= 1 << 31}
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
-    # 64-bit fileID.
-    inside = sorted({f.file_id for f in result.files if low < f.file_id < high}
-                    | {t for t in found_elsewhere if low < t < high})
-    count = high - low - 1 - len(inside)
+    # 64-bit fileID. The range starts at 1, not at the oldest data file: Artemis issues fileIDs from 1
+    # (JournalFilesRepository.generateFileID), so an id below the oldest data file that no file carries went
+    # the way an id between data files goes (a reused file's old id, a file the pool deleted, or a removed one).
+    inside = sorted({f.file_id for f in result.files if 0 < f.file_id < high}
+                    | {t for t in found_elsewhere if 0 < t < high})
+    count = high - 1 - len(inside)
     if count <= 0:
         return
     missing: list[int] = []  # the first few, for people
-    expected = low + 1
+    expected = 1
     for fid in inside + [high]:
         while expected < fid and len(missing) < MAX_LISTED_MISSING_IDS:
             missing.append(expected)
@@ -684,11 +686,12 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
     where = str(result.files[0].path.parent)
     shown = ", ".join(map(str, missing[:10])) + (f" ... ({count} in all)" if count > 10 else "")
+    span = "between data files" if missing[0] > low else "before the oldest data file or between data files"
     details = {"missingFileIds": missing, "missingCount": count}
     if count <= reused:
         findings.append(Finding(
             Severity.INFO, "file-id-gap",
-            f"fileID(s) {shown} missing between data files; explained by {reused} reused file(s)", where, None,
+            f"fileID(s) {shown} missing {span}; explained by {reused} reused file(s)", where, None,
             details))
         return
     compacted, orphans = _compaction_evidence(result, lost_deletes)
@@ -697,7 +700,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         # live updates without their add: the broker never frees a file holding the add of a live record
         findings.append(Finding(
             Severity.CRITICAL, "missing-journal-file",
-            f"fileID(s) {shown} missing between data files; {orphans} live update(s) have lost their add "
+            f"fileID(s) {shown} missing {span}; {orphans} live update(s) have lost their add "
             f"record: a journal file appears to have been removed; its records are lost", where, None, details))
         return
     if compacted or (pool_files is not None and pool_files >= 0):
@@ -706,7 +709,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
                f"does not keep")
         findings.append(Finding(
             Severity.INFO, "file-id-gap",
-            f"fileID(s) {shown} missing between data files; the journal was {how}, and every live update "
+            f"fileID(s) {shown} missing {span}; the journal was {how}, and every live update "
             f"still has its add: nothing shows a lost file", where, None, details))
         return
     if pool_files is not None:
@@ -714,9 +717,20 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         # and the journal was never compacted: only a removal explains the gap
         findings.append(Finding(
             Severity.CRITICAL, "missing-journal-file",
-            f"fileID(s) {shown} missing between data files of a journal never compacted, whose broker keeps "
+            f"fileID(s) {shown} missing {span} of a journal never compacted, whose broker keeps "
             f"every freed file (journal-pool-files {pool_files}): a journal file has been removed; its records "
             f"are lost", where, None, details))
+        return
+    below = (low - 1) - sum(1 for i in inside if i < low)
+    if count - below <= reused:
+        # Without broker.xml, ids gone only from below the oldest data file are what any long run under a
+        # bounded pool leaves (its oldest files' records all died, and the pool deleted the freed files): real
+        # JournalImpl stores with a pool of 2 show it. With nothing left referring to them, no sign of a removal.
+        findings.append(Finding(
+            Severity.INFO, "file-id-gap",
+            f"fileID(s) {shown} missing {span}; the journal was never compacted, and nothing left refers to what "
+            f"they held: a bounded journal-pool-files deletes the oldest freed files (give --broker-xml to tell)",
+            where, None, details))
         return
     # Without broker.xml the pool is unknown: Artemis' default (-1) keeps every freed file, but `artemis
     # create` writes journal-pool-files 10, under which the reclaimer's freed files beyond the pool are
@@ -724,7 +738,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     # a pool of 10 leaves dozens of such gaps without any compaction).
     findings.append(Finding(
         Severity.WARNING, "missing-journal-file",
-        f"fileID(s) {shown} missing between data files of a journal never compacted, and nothing left refers "
+        f"fileID(s) {shown} missing {span} of a journal never compacted, and nothing left refers "
         f"to what they held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files "
         f"the pool does not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
 
