@@ -6,34 +6,21 @@ bit of its id flipped, made verify CRITICAL missing-journal-file while the broke
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from tests.faults import artemis
+from tests.engines.artemis.pool2 import STORE, flipped
 from tests.faults.runner import verify_verdict
-from tests.support import MESSAGES, REPO
 
-STORE = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
-BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 # activemq-data-1.amq@3726: an UPDATE (ACKNOWLEDGE_REF) of message 0x80000070, deleted later in the journal;
 # its id's 8 bytes start 6 bytes in (type, fileID, compactCount)
 ACK, ID_AT = 3726, 3726 + 6
 
 
 def _flipped(tmp_path, byte: int, mask: int):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / "activemq-data-1.amq"
-    data = bytearray(path.read_bytes())
-    assert data[ID_AT:ID_AT + 8] == (0x80000070).to_bytes(8, "big")
-    data[ID_AT + byte] ^= mask
-    path.write_bytes(bytes(data))
-    return root, reader.pristine.diff(reader.damaged(root))
+    def check(data):
+        assert data[ID_AT:ID_AT + 8] == (0x80000070).to_bytes(8, "big")
+    return flipped(tmp_path, "activemq-data-1.amq", ID_AT + byte, mask, check)
 
 
 @pytest.mark.parametrize("byte,mask", [(3, 0x01), (0, 0x80)], ids=["far-above", "negative"])

@@ -15,33 +15,20 @@ trace; it follows the acknowledgement of the message it belonged to (lost_delete
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from tests.faults import artemis
+from tests.engines.artemis.pool2 import flipped
 from tests.faults.runner import verify_verdict
-from tests.support import MESSAGES, REPO
 
-STORE = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
-BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 DELETE_AT, MID = 1198, 2147484495
 
 
 def _damaged(tmp_path, offset: int, mask: int):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / "activemq-data-22.amq"
-    data = bytearray(path.read_bytes())
-    assert data[DELETE_AT] == 16 and data[DELETE_AT + 6:DELETE_AT + 14] == MID.to_bytes(8, "big")
-    assert data[DELETE_AT + 14:DELETE_AT + 18] == (18).to_bytes(4, "big")
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    return root, reader.pristine.diff(reader.damaged(root))
+    def check(data):
+        assert data[DELETE_AT] == 16 and data[DELETE_AT + 6:DELETE_AT + 14] == MID.to_bytes(8, "big")
+        assert data[DELETE_AT + 14:DELETE_AT + 18] == (18).to_bytes(4, "big")
+    return flipped(tmp_path, "activemq-data-22.amq", offset, mask, check)
 
 
 @pytest.mark.parametrize("offset,mask", [(DELETE_AT + 17, 0x01), (DELETE_AT + 2, 0x10)], ids=["checksize", "tag"])

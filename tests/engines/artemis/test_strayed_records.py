@@ -17,33 +17,20 @@ bytes long.
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from tests.faults import artemis
-from tests.support import MESSAGES, REPO
+from tests.engines.artemis.pool2 import flipped
 
-STORE = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
-BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 REF, REF_SIZE = 1746, 39
 
 
 def _damaged(tmp_path, offset: int, mask: int):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / "activemq-data-5.amq"
-    data = bytearray(path.read_bytes())
-    # the record is the ADD_REF (32) update of message 2147483907 in transaction 2147483906
-    assert data[REF] == 14 and data[REF + 6:REF + 14] == (2147483906).to_bytes(8, "big")
-    assert data[REF + 14:REF + 22] == (2147483907).to_bytes(8, "big") and data[REF + 26] == 32
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    return root, reader.pristine.diff(reader.damaged(root))
+    def check(data):
+        # the record is the ADD_REF (32) update of message 2147483907 in transaction 2147483906
+        assert data[REF] == 14 and data[REF + 6:REF + 14] == (2147483906).to_bytes(8, "big")
+        assert data[REF + 14:REF + 22] == (2147483907).to_bytes(8, "big") and data[REF + 26] == 32
+    return flipped(tmp_path, "activemq-data-5.amq", offset, mask, check)
 
 
 @pytest.mark.parametrize("offset,mask", [(REF + REF_SIZE - 1, 0x01), (REF + 1, 0x40)], ids=["checksize", "tag"])
