@@ -459,7 +459,10 @@ _REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user
 
 
 # AbstractJournalStorageManager.loadMessageJournal: the user record types its switch knows (its default throws
-# IllegalStateException "Invalid record type"), and the bodies whose decode throws when they are short.
+# IllegalStateException "Invalid record type"), and the bodies whose decode throws when they are short: the
+# references and their updates, and the paging records too (page transactions, cursor acknowledgements and
+# completions, page counters: amqtool/formats/artemis/body_reads.py cites each decoder; a PAGE_TRANSACTION
+# whose type byte reads ACKNOWLEDGE_CURSOR, 35 -> 39, throws in CursorAckRecordEncoding.decode).
 _MESSAGE_TYPES_KNOWN = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 45, 49, 53})
 _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 
@@ -473,6 +476,7 @@ _FIXED_BODY = {32: 8, 33: 8, 34: 12, 36: 16}
 def _refused(store, loads: dict) -> bool:
     """Whether the broker refuses to start on the journals' loads ``loads`` (kind -> load; no key: no file)."""
     from amqtool.errors import FormatError
+    from amqtool.formats.artemis.body_reads import reads_past_body
     from amqtool.formats.artemis.userrecords import decode_user_record
 
     bindings = loads.get("bindings")
@@ -487,7 +491,7 @@ def _refused(store, loads: dict) -> bool:
         return False
     for r in messages.live:
         t = r.user_record_type
-        if t not in _MESSAGE_TYPES_KNOWN or _FIXED_BODY.get(t, r.body_len) > r.body_len:
+        if t not in _MESSAGE_TYPES_KNOWN or reads_past_body(t, r.body_len):
             return True
     return False
 

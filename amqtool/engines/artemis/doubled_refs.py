@@ -32,6 +32,7 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
     references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
     from amqtool.engines.artemis.evidence import _byte_neighbours
+    from amqtool.engines.artemis.id_flips import bit_flips
 
     if not ev.double_refs:
         return []
@@ -55,7 +56,7 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     for m, q in pairs:
         if sizes.get((m, q)) != {8}:
             continue  # a delivery count read as a reference (12 bytes): only the count is lost
-        gone = [m ^ (1 << k) for k in range(63) if ev._deleted_later(m ^ (1 << k))]
+        gone = [x for x in bit_flips(m) if ev._deleted_later(x)]
         if gone:
             continue
         deleted = (ev._deleted or set()) | ev.deleted_unknown

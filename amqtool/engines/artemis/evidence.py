@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from amqtool.engines.artemis.id_flips import bit_flips, byte_variants
 from amqtool.formats.artemis.records import fixed_size
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
@@ -260,16 +261,10 @@ class Evidence:
     def _one_byte_neighbours(self, rid: int, ids) -> list[int]:
         """The ids of ``ids`` one flipped bit away from ``rid``; else the one id one damaged byte away, if
         only one is (a byte of small ids has many neighbours: none of them is then evidence)."""
-        bits = [rid ^ (1 << k) for k in range(64) if rid ^ (1 << k) in ids]
+        bits = [x for x in bit_flips(rid) if x in ids]  # signed 64-bit: a top-bit flip is a negative id
         if bits:
             return bits
-        out = []
-        for b in range(8):
-            mask = 0xFF << (8 * b)
-            for v in range(256):
-                cand = (rid & ~mask) | (v << (8 * b))
-                if cand != rid and cand in ids:
-                    out.append(cand)
+        out = [cand for cand in byte_variants(rid) if cand in ids]
         return out if len(out) == 1 else []
 
     def misfiled(self, orphan: int) -> str:
@@ -407,8 +402,8 @@ class Evidence:
             q = updates[0][1]
             on_q = {m for m in self.messages if q in self._live_queues(m)}
             deleted = (self._deleted or set()) | self.deleted_unknown
-            owners = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in on_q]
-            gone = [orphan ^ (1 << k) for k in range(64) if orphan ^ (1 << k) in deleted]
+            owners = [x for x in bit_flips(orphan) if x in on_q]
+            gone = [x for x in bit_flips(orphan) if x in deleted]
             if not owners and not gone:  # a byte damaged in more than one bit: one candidate either way
                 owners = _byte_neighbours(orphan, on_q)
                 gone = _byte_neighbours(orphan, deleted)

@@ -62,10 +62,11 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     the orphan id in its file (see the module docstring). Rescans the journal's files; [] for more than
     ``max_orphans`` orphan ids (what a removed file leaves)."""
     from amqtool import native
+    from amqtool.engines.artemis.id_flips import bit_flips
 
     if not orphans or len(orphans) > max_orphans:
         return set()
-    near = {x ^ (1 << k): x for x in orphans for k in range(64)}
+    near = {y: x for x in orphans for y in bit_flips(x)}  # signed 64-bit, as the ids are read
     opened = result.opened
     carried: set[int] = set()  # ids some record other than a DELETE carries
     follows: dict[int, set[int]] = {}  # DELETE id one bit from an orphan -> ids of the update records before it

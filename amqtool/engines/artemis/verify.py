@@ -33,6 +33,8 @@ from amqtool.engines.artemis.message_headers import misread_messages, retyped_me
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
+from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
+from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
@@ -1163,6 +1165,9 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     retyped_ack = ack_retyped_finding(evidence, where) if ids_trusted else None
     if retyped_ack is not None:
         findings.append(retyped_ack)
+    retyped_ref = ref_retyped_finding(evidence, where) if ids_trusted else None
+    if retyped_ref is not None:
+        findings.append(retyped_ref)
     retyped = retyped_messages(results.get("messages"), evidence.live_queues)
     if retyped:
         first = retyped[0]
@@ -1199,6 +1204,9 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"load does not know (first: record {r.id}, type {r.user_record_type}): it throws 'Invalid record "
             f"type' and does not start", str(results["messages"].files[r.file_index].path), r.body_offset,
             {"count": len(evidence.unknown_types)}))
+    short = short_record_finding(results.get("messages"), evidence.have_bindings)
+    if short is not None:
+        findings.append(short)
     if evidence.bad_refs:
         r = evidence.bad_refs[0]
         findings.append(Finding(
