@@ -106,3 +106,31 @@ def test_a_page_transaction_read_as_a_cursor_acknowledgement_is_critical(run_jso
 def test_the_undamaged_demos_stay_ok(run_json, request, source):
     code, doc, _ = run_json("verify", request.getfixturevalue(source))
     assert (code, doc["verdict"]) == (0, "OK")
+
+
+@pytest.fixture(scope="module")
+def demo_s1(tmp_path_factory):
+    return _demo(tmp_path_factory, 1)
+
+
+def test_the_newest_file_cut_at_a_record_boundary_is_a_torn_tail(run_json, tmp_path, demo_s1):
+    # seed 1126003380000006: activemq-data-16.amq (the newest, 64 KiB like every file of the journal) cut to
+    # 4407 bytes, where a record ends: 3 messages lost, 45 acknowledged ones back, and no torn record shows it
+    store = copy_tree(demo_s1, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-16.amq"
+    with open(victim, "r+b") as f:
+        f.truncate(4407)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (1, "WARNING")
+    (f,) = [f for f in doc["findings"] if f["code"] == "current-file-cut"]
+    assert (f["severity"], f["path"], f["offset"]) == ("warning", str(victim), 4407)
+    assert f["details"] == {"size": 4407, "journalFileSize": 65536}
+
+
+def test_the_newest_file_cut_in_its_fill_loses_nothing(run_json, tmp_path, demo_s1):
+    # its last record ends at 12519: a cut after it takes only zeros
+    store = copy_tree(demo_s1, tmp_path / "s")
+    with open(store / "data/journal/activemq-data-16.amq", "r+b") as f:
+        f.truncate(13000)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (0, "OK")

@@ -32,6 +32,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
+from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -960,6 +961,9 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
+        cut = cut_current_file(result)
+        if cut is not None:
+            findings.append(cut)
         if journal.kind == "jms":
             _jms_findings(result, findings)
         if journal.kind == "bindings" and paging is not None:  # paging: queue ids for the page cursors
