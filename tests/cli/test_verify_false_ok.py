@@ -134,3 +134,18 @@ def test_the_newest_file_cut_in_its_fill_loses_nothing(run_json, tmp_path, demo_
         f.truncate(13000)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (0, "OK")
+
+
+def test_a_page_transaction_whose_id_names_a_deleted_record_is_critical(run_json, tmp_path, demo_s3):
+    # seed 1126005390006232: page transaction record 479 (ADD_TX of transaction 478) with a bit of its id
+    # flipped: 223, message 223's id, deleted earlier in the same file; the load drops every record of a deleted
+    # id, and transaction 478's paged message (two rows) finds no page transaction
+    store = copy_tree(demo_s3, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-12.amq"
+    flip_byte(victim, 11466, 0x01)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _critical(doc) == ["page-tx-dropped"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-tx-dropped"]
+    assert (f["path"], f["offset"]) == (str(victim), 11446)
+    assert f["details"] == {"recordId": 223, "pageTransaction": 478, "messagesLost": 1}

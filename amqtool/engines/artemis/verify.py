@@ -37,6 +37,7 @@ from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
+from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
 from amqtool.engines.artemis.stale_tail import stale_fragment
@@ -1016,6 +1017,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
+            report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
     _corroborated_gaps(report.findings)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
