@@ -149,3 +149,16 @@ def test_a_page_transaction_whose_id_names_a_deleted_record_is_critical(run_json
     (f,) = [f for f in doc["findings"] if f["code"] == "page-tx-dropped"]
     assert (f["path"], f["offset"]) == (str(victim), 11446)
     assert f["details"] == {"recordId": 223, "pageTransaction": 478, "messagesLost": 1}
+
+
+def test_a_paged_message_whose_transaction_id_was_never_issued_is_critical(run_json, tmp_path, demo_s4):
+    # seed 1126006383009076: bit 48 of paged message 420's transaction id (page 2 of address telemetry's
+    # folder, offset 2901): 417 became 2^48 + 417, which no page transaction holds; every cursor skips it, and
+    # queues 35 and 37 lose it
+    store = copy_tree(demo_s4, tmp_path / "s")
+    flip_byte(store / "data/paging/0d8c202b-ad3e-15b8-806e-eb6fa06f72b1/000000002.page", 2901, 0x01)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _critical(doc) == ["paged-message-tx-damaged"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "paged-message-tx-damaged"]
+    assert f["details"] == {"pageTransaction": 417, "namedTransaction": (1 << 48) + 417, "messagesLost": 1}

@@ -38,6 +38,7 @@ from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
+from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
 from amqtool.engines.artemis.stale_tail import stale_fragment
@@ -1018,6 +1019,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
+            report.findings += paged_tx_id_findings(report.pager, results)
     _corroborated_gaps(report.findings)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
