@@ -37,6 +37,7 @@ from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
+from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
@@ -1021,6 +1022,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)
     _corroborated_gaps(report.findings)
+    raise_counter_over(report.findings, report.pager)
     report.loads = {k: r for k, r in results.items() if r is not None}
     if store.jms is not None:
         _, inspector = verify_journal(store, store.jms, report, progress)

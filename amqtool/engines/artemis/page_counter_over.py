@@ -1,0 +1,38 @@
+"""A queue's page counter above the messages its pages still hold (``page-counter-mismatch`` as a warning).
+
+The page counter of a queue (PAGE_CURSOR_COUNTER_VALUE and _INC records) is written in the transaction that
+pages a message (``PageSubscriptionCounterImpl.increment``, stored with the page transaction) and lowered in
+the transaction that acknowledges one; a rolled-back send rolls its increment back with it. So a counter above
+the paged messages the pages still hold for the queue, beside a page folder that holds pages, says paged
+messages the broker had committed are gone from the pages: the end of the current page cut at a record
+boundary (no torn record shows it: page files are appended to, not pre-sized), or records lost elsewhere. The
+pages no longer hold them, so the broker does not deliver them (brokers since 2.27 rebuild the counters from
+the pages at start; older ones report the stored value): a warning. Where the pages cannot be read for the
+address (no folder: a store copied without its paging directory, or a journal written without page files),
+the counters alone prove nothing and stay the info they were.
+"""
+from __future__ import annotations
+
+from amqtool.errors import Finding, Severity
+
+
+def raise_counter_over(findings: list[Finding], pager) -> None:
+    """Turn, in place, each INFO ``page-counter-mismatch`` whose stored counter exceeds what the pages hold,
+    on a queue whose address has a page folder with pages (``pager``: the paging verifier that read them), into
+    a WARNING saying paged messages are missing from the pages."""
+    if pager is None:
+        return
+    paged = {ps.address for ps in getattr(pager, "_stores", ()) if ps.pages}
+    address_of = pager.view.queue_address
+    for i, f in enumerate(findings):
+        d = f.details or {}
+        if (f.code != "page-counter-mismatch" or f.severity != Severity.INFO
+                or d.get("stored", 0) <= d.get("counted", 0) or address_of.get(d.get("queueId")) not in paged):
+            continue
+        findings[i] = Finding(
+            Severity.WARNING, f.code,
+            f"queue {d['queueId']}: the page counter records say {d['stored']} paged message(s) still to consume, "
+            f"the pages of its address hold {d['counted']}: the counter moves only with committed sends and "
+            f"acknowledgements, so {d['stored'] - d['counted']} paged message(s) are gone from the pages (the end "
+            f"of the current page cut, or records lost), and the broker does not deliver them",
+            f.path, f.offset, d)
