@@ -47,11 +47,16 @@ def cut_current_file(result) -> Finding | None:
         end = scan.last_data_pos if scan.records else _HEADER
         if jf.size != end:
             continue  # a cut inside a record is a torn tail; one inside the fill after the last record loses nothing
-        what = (f"its last record ends there" if scan.records else "it holds its header and no record")
+        if scan.records:
+            what = ("the newest journal file", "its last record ends there: it was cut at a record boundary, and the "
+                    "records written after the cut are lost (acknowledgements among them bring their messages back)")
+        else:
+            what = ("a journal file after the newest one holding records",
+                    "it holds its header and no record: either the newest file cut right after its header (the "
+                    "records it held are lost) or a free file cut (nothing is lost), which its bytes cannot tell")
         return Finding(
             Severity.WARNING, "current-file-cut",
-            f"the newest journal file is {jf.size} bytes while the journal's files are {size} (Artemis fills every "
-            f"file to its size before use, then renames it into place), and {what}: it was cut at a record "
-            f"boundary, and the records written after the cut are lost (acknowledgements among them bring "
-            f"their messages back)", str(jf.path), jf.size, {"size": jf.size, "journalFileSize": size})
+            f"{what[0]} is {jf.size} bytes while the journal's files are {size} (Artemis fills every file to its "
+            f"size before use, then renames it into place), and {what[1]}", str(jf.path), jf.size,
+            {"size": jf.size, "journalFileSize": size})
     return None
