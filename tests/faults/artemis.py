@@ -509,10 +509,10 @@ def broker_could_write(root: Path) -> str:
     or as a compaction begins: not after the compactor's output, nor with .cmp files left by a compaction running at
     a crash; a freed file's id may lie between); a commit whose count does not match; a reference, acknowledgement
     or update of a message with no message record that was never deleted; an acknowledgement without its reference;
-    a reference to a queue the bindings do not hold; a bindings record that does not decode; a live large message
-    without its file; a page whose framing ends in damage (but the current page's tail) or whose message does not
-    decode; a paged message naming a queue id past every id the journals issued; a queue whose page counter exceeds
-    the messages its pages still hold."""
+    a reference to a queue the bindings do not hold; a bindings record that does not decode, or of a type Artemis
+    does not write there; a live large message without its file; a page whose framing ends in damage (but the
+    current page's tail) or whose message does not decode; a paged message naming a queue id past every id the
+    journals issued; a queue whose page counter exceeds the messages its pages still hold."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -577,6 +577,14 @@ def broker_could_write(root: Path) -> str:
         state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
         if state.problems:
             return f"record {state.problems[0].record_id} does not decode"
+        if results.get("bindings") is not None:
+            from amqtool.formats.artemis.bindings_load import LOAD_TYPES
+
+            # JournalRecordIds: Artemis writes to its bindings journal only the types its load decodes
+            skipped = [r for r in results["bindings"].live if r.user_record_type not in LOAD_TYPES]
+            if skipped:
+                return (f"bindings record {skipped[0].id} of user type {skipped[0].user_record_type}, which Artemis "
+                        f"does not write there")
         for r in results["messages"].live if "messages" in results else ():
             # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
             # messages only as adds

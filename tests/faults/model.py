@@ -27,7 +27,8 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
   - no commit whose record count does not match;
   - no reference, acknowledgement or update of a message with no message record that was never deleted, no
     acknowledgement without its reference, no reference to a queue the bindings do not hold, no bindings
-    record that does not decode, no live large message without its file;
+    record that does not decode or is of a type Artemis does not write there, no live large message without
+    its file;
   - no page whose framing ends in damage but the current page's tail, no paged message that does not decode
     or names a queue id past every id the journals issued, no queue whose page counter exceeds the messages
     its pages still hold.

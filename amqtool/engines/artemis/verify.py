@@ -34,6 +34,7 @@ from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
+from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
 from amqtool.engines.artemis.stale_tail import stale_fragment
@@ -971,6 +972,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
+        if journal.kind == "bindings":
+            findings.extend(skipped_bindings_findings(result, str(journal.directory)))
         if journal.kind == "jms":
             _jms_findings(result, findings)
         if journal.kind == "bindings" and paging is not None:  # paging: queue ids for the page cursors
