@@ -512,12 +512,16 @@ def broker_could_write(root: Path) -> str:
     a reference to a queue the bindings do not hold; a bindings record that does not decode, or of a type Artemis
     does not write there; a live large message without its file; a page whose framing ends in damage (but the
     current page's tail) or whose message does not decode; a paged message naming a queue id past every id the
-    journals issued; a queue whose page counter exceeds the messages its pages still hold."""
+    journals issued; a cursor acknowledgement past its address's current page; a queue whose page counter exceeds
+    the messages its pages still hold."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
     from amqtool.engines.artemis.load import load_journal
-    from amqtool.engines.artemis.paging import PAGE_TX_COMMITTED, iter_paged_entries, load_view, store_pages
+    from amqtool.engines.artemis.paging import (
+        PAGE_TX_COMMITTED, find_page_stores, iter_paged_entries, load_view, store_pages,
+    )
+    from amqtool.engines.artemis.paging.moved_acks import past_current
     from amqtool.engines.artemis.stale_tail import stale_fragment
     from amqtool.engines.artemis.verify import _first_foreign_record
     from amqtool.formats.artemis.paging import PageScanner
@@ -623,6 +627,11 @@ def broker_could_write(root: Path) -> str:
         for ps, pid, number, off, err in errors:
             if not isinstance(err, str):  # a record that does not decode (a damaged ending is judged below)
                 return f"page {pid} of {ps.address}: {err}"
+        # a queue acknowledges only messages its cursor read from a page file (PageSubscriptionImpl.ackTx)
+        far = past_current(view, find_page_stores(store.paging_dir)[0])
+        if far:
+            q, acks = next(iter(far.items()))
+            return f"queue {q}: cursor acknowledgement of page {acks[0][0]}, past its address's current page"
         for ps, pid in store_pages(store):
             if pid == ps.current_page:
                 continue  # a crash leaves a torn tail there
