@@ -509,11 +509,11 @@ def broker_could_write(root: Path) -> str:
     or as a compaction begins: not after the compactor's output, nor with .cmp files left by a compaction running at
     a crash; a freed file's id may lie between); a commit whose count does not match; a reference, acknowledgement
     or update of a message with no message record that was never deleted; an acknowledgement without its reference;
-    a reference to a queue the bindings do not hold; a bindings record that does not decode, or of a type Artemis
-    does not write there; a live large message without its file; a page whose framing ends in damage (but the
-    current page's tail) or whose message does not decode; a paged message naming a queue id past every id the
-    journals issued; a cursor acknowledgement past its address's current page; a queue whose page counter exceeds
-    the messages its pages still hold."""
+    an open transaction whose id is a live record's; a reference to a queue the bindings do not hold; a bindings
+    record that does not decode, or of a type Artemis does not write there; a live large message without its file;
+    a page whose framing ends in damage (but the current page's tail) or whose message does not decode; a paged
+    message naming a queue id past every id the journals issued; a cursor acknowledgement past its address's
+    current page; a queue whose page counter exceeds the messages its pages still hold."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -589,6 +589,13 @@ def broker_could_write(root: Path) -> str:
             if skipped:
                 return (f"bindings record {skipped[0].id} of user type {skipped[0].user_record_type}, which Artemis "
                         f"does not write there")
+        msgs = results.get("messages")
+        if msgs is not None and (msgs.failed or msgs.prepared):
+            # transaction and record ids come from one BatchingIDGenerator: they never coincide
+            live_ids = {r.id for r in msgs.live}
+            clash = next((tx.tx_id for tx in list(msgs.failed) + list(msgs.prepared) if tx.tx_id in live_ids), None)
+            if clash is not None:
+                return f"transaction {clash} has the id of a live record"
         for r in results["messages"].live if "messages" in results else ():
             # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
             # messages only as adds
