@@ -155,6 +155,20 @@ def test_duplicate_file_ids_are_critical(run_json, tmp_path):
     assert code == 2 and "duplicate-file-id" in _codes(doc, "critical")
 
 
+def test_a_free_file_sharing_a_file_id_changes_no_load_order(run_json, tmp_path):
+    # issue 25, make fuzz seed 1126 (demo-s3 1126005381006027): a flip in the header of the free
+    # activemq-bindings-2.bindings gave it the fileID of the current file. No record of any tag is in it, so no
+    # load order of the two changes what Artemis loads (the harness's truth: the same): not CRITICAL
+    journal = _copy(tmp_path)
+    assert _record_offsets(journal / "activemq-data-5.amq") == []  # the fixture's free file
+    data = bytearray((journal / "activemq-data-5.amq").read_bytes())
+    data[8:16] = (4).to_bytes(8, "big")
+    (journal / "activemq-data-5.amq").write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", journal)
+    assert code == 0 and "duplicate-file-id" not in {f["code"] for f in doc["findings"]}
+    assert doc["summary"]["liveRecords"] == 260
+
+
 def test_empty_and_unrelated_directories_are_unknown(run_cli, tmp_path):
     code, out, err = run_cli("verify", tmp_path)
     assert code == 3 and err.startswith("amqtool: error:") and err.count("\n") == 1

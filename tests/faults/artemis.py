@@ -513,15 +513,19 @@ def broker_could_write(root: Path) -> str:
     or as a compaction begins: not after the compactor's output, nor with .cmp files left by a compaction running at
     a crash; a freed file's id may lie between); a commit whose count does not match; a reference, acknowledgement
     or update of a message with no message record that was never deleted; an acknowledgement without its reference;
-    a reference to a queue the bindings do not hold; a bindings record that does not decode; a live large message
-    without its file; a page whose framing ends in damage (but the current page's tail) or whose message does not
-    decode; a paged message naming a queue id past every id the journals issued; a queue whose page counter exceeds
-    the messages its pages still hold."""
+    an open transaction whose id is a live record's; a reference to a queue the bindings do not hold; a bindings
+    record that does not decode, or of a type Artemis does not write there; a live large message without its file;
+    a page whose framing ends in damage (but the current page's tail) or whose message does not decode; a paged
+    message naming a queue id past every id the journals issued; a cursor acknowledgement past its address's
+    current page; a queue whose page counter exceeds the messages its pages still hold."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
     from amqtool.engines.artemis.load import load_journal
-    from amqtool.engines.artemis.paging import PAGE_TX_COMMITTED, iter_paged_entries, load_view, store_pages
+    from amqtool.engines.artemis.paging import (
+        PAGE_TX_COMMITTED, find_page_stores, iter_paged_entries, load_view, store_pages,
+    )
+    from amqtool.engines.artemis.paging.moved_acks import past_current
     from amqtool.engines.artemis.stale_tail import stale_fragment
     from amqtool.engines.artemis.verify import _first_foreign_record
     from amqtool.formats.artemis.paging import PageScanner
@@ -581,6 +585,21 @@ def broker_could_write(root: Path) -> str:
         state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
         if state.problems:
             return f"record {state.problems[0].record_id} does not decode"
+        if results.get("bindings") is not None:
+            from amqtool.formats.artemis.bindings_load import LOAD_TYPES
+
+            # JournalRecordIds: Artemis writes to its bindings journal only the types its load decodes
+            skipped = [r for r in results["bindings"].live if r.user_record_type not in LOAD_TYPES]
+            if skipped:
+                return (f"bindings record {skipped[0].id} of user type {skipped[0].user_record_type}, which Artemis "
+                        f"does not write there")
+        msgs = results.get("messages")
+        if msgs is not None and (msgs.failed or msgs.prepared):
+            # transaction and record ids come from one BatchingIDGenerator: they never coincide
+            live_ids = {r.id for r in msgs.live}
+            clash = next((tx.tx_id for tx in list(msgs.failed) + list(msgs.prepared) if tx.tx_id in live_ids), None)
+            if clash is not None:
+                return f"transaction {clash} has the id of a live record"
         for r in results["messages"].live if "messages" in results else ():
             # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
             # messages only as adds
@@ -619,6 +638,11 @@ def broker_could_write(root: Path) -> str:
         for ps, pid, number, off, err in errors:
             if not isinstance(err, str):  # a record that does not decode (a damaged ending is judged below)
                 return f"page {pid} of {ps.address}: {err}"
+        # a queue acknowledges only messages its cursor read from a page file (PageSubscriptionImpl.ackTx)
+        far = past_current(view, find_page_stores(store.paging_dir)[0])
+        if far:
+            q, acks = next(iter(far.items()))
+            return f"queue {q}: cursor acknowledgement of page {acks[0][0]}, past its address's current page"
         for ps, pid in store_pages(store):
             if pid == ps.current_page:
                 continue  # a crash leaves a torn tail there

@@ -26,11 +26,12 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
     record that does not fit; the compactor's last output excepted);
   - no commit whose record count does not match;
   - no reference, acknowledgement or update of a message with no message record that was never deleted, no
-    acknowledgement without its reference, no reference to a queue the bindings do not hold, no bindings
-    record that does not decode, no live large message without its file;
+    acknowledgement without its reference, no open transaction whose id is a live record's, no reference to a
+    queue the bindings do not hold, no bindings record that does not decode or is of a type Artemis does not
+    write there, no live large message without its file;
   - no page whose framing ends in damage but the current page's tail, no paged message that does not decode
-    or names a queue id past every id the journals issued, no queue whose page counter exceeds the messages
-    its pages still hold.
+    or names a queue id past every id the journals issued, no cursor acknowledgement past its address's
+    current page, no queue whose page counter exceeds the messages its pages still hold.
   What this leaves is loss no reader of the store can see: an acknowledgement's message id moved onto another
   message routed to the same queue; the whole newest or oldest file (or page) gone when nothing later refers
   to it; a queue binding's id moved to an unused id. man/amqtool-verify.1, "What verify cannot see", says so.

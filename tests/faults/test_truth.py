@@ -145,7 +145,8 @@ def test_a_bindings_record_the_broker_cannot_decode_refuses_the_store(store, tmp
 
 
 def test_a_bindings_record_of_a_type_the_load_skips_changes_nothing(store, tmp_path):
-    # 24 -> 56: no type of loadBindingJournal's switch; the broker logs it and goes on
+    # 24 -> 56: no type of loadBindingJournal's switch; the broker logs it and goes on. Artemis writes no such
+    # type there, so verify names the damage, a warning (skipped_bindings.py): an ID counter is no binding
     import shutil
 
     from tests.faults.runner import verify_verdict
@@ -153,7 +154,7 @@ def test_a_bindings_record_of_a_type_the_load_skips_changes_nothing(store, tmp_p
     root = shutil.copytree(store, tmp_path / "s")
     _retype_id_counter(root, 56)
     assert artemis.delivered(root) == artemis.delivered(store)
-    assert verify_verdict(root)[0] == "OK"
+    assert verify_verdict(root) == ("WARNING", ("bindings-record-skipped",))
 
 
 @pytest.mark.parametrize("seed", [90210274632012025, 90210274635012081])

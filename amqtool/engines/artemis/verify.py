@@ -37,6 +37,8 @@ from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
+from amqtool.engines.artemis.retyped_tx import retyped_findings
+from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
@@ -539,24 +541,36 @@ def _pending_findings(opened, findings: list[Finding]) -> None:
         else:
             findings.append(Finding(Severity.CRITICAL, s.code, s.message + " (Artemis will refuse to start)",
                                     s.path, s.offset))
-    seen: dict = {}  # fileID -> the first JournalFile with it
-    for f in opened.files:
-        if f.file_id in seen:
-            other = seen[f.file_id]
-            if _same_bytes(other.path, f.path):
-                # a copy: Artemis loads its records twice, in a row; every add, update and delete then lands on
-                # the same id again and the live state is the one the original gives
-                findings.append(Finding(
-                    Severity.WARNING, "duplicate-file-id",
-                    f"a byte-for-byte copy of {other.name} (header fileID {f.file_id}): Artemis loads its records "
-                    f"twice, to the same state; remove the copy", str(f.path), 8))
-            else:
-                findings.append(Finding(
-                    Severity.CRITICAL, "duplicate-file-id",
-                    f"header fileID {f.file_id} is also in {other.name}, with other records: their load order is "
-                    f"undefined", str(f.path), 8))
-        else:
-            seen[f.file_id] = f
+
+
+def _duplicate_findings(result: LoadResult, findings: list[Finding], foreign: set[int]) -> None:
+    """Two data files whose headers carry one fileID. JournalFilesRepository orders the files by fileID, so
+    the order of the two is undefined, and records of one can land before or after those of the other: that
+    is CRITICAL -- unless one of them holds no record at all, under that fileID or any other (a free file:
+    ``foreign`` holds the indexes of files with records of another tag only), where no order changes what
+    the broker loads. A byte-for-byte copy loads twice to the same state: a WARNING."""
+    seen: dict = {}  # fileID -> the first FileScan with it
+    for scan in result.scans:
+        f = scan.file
+        if f.file_id not in seen:
+            seen[f.file_id] = scan
+            continue
+        first = seen[f.file_id]
+        other = first.file
+        if _same_bytes(other.path, f.path):
+            # a copy: Artemis loads its records twice, in a row; every add, update and delete then lands on
+            # the same id again and the live state is the one the original gives
+            findings.append(Finding(
+                Severity.WARNING, "duplicate-file-id",
+                f"a byte-for-byte copy of {other.name} (header fileID {f.file_id}): Artemis loads its records "
+                f"twice, to the same state; remove the copy", str(f.path), 8))
+        elif (first.records or first.index in foreign) and (scan.records or scan.index in foreign):
+            findings.append(Finding(
+                Severity.CRITICAL, "duplicate-file-id",
+                f"header fileID {f.file_id} is also in {other.name}, with other records: their load order is "
+                f"undefined", str(f.path), 8))
+        elif scan.records or scan.index in foreign:
+            seen[f.file_id] = scan  # the one that holds records is the one a later duplicate is weighed against
 
 
 def _same_bytes(a, b, window: int = 1 << 20) -> bool:
@@ -950,6 +964,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector = _GapInspector(opened, findings, journal.kind)
         result = load_journal(opened, on_file=inspector, progress=progress, sources=sources)
         inspector.finish(result)
+        _duplicate_findings(result, findings, {i for i, _, _, _ in inspector.foreign})
         lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
         _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
@@ -964,6 +979,8 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
+        if journal.kind == "bindings":
+            findings.extend(skipped_bindings_findings(result, str(journal.directory)))
         cut = cut_current_file(result)
         if cut is not None:
             findings.append(cut)
@@ -1016,9 +1033,12 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             for inspector in inspectors:
                 inspector.ledger = ledger
                 inspector.judge(evidence)
+            # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
+            retyped = retyped_findings(results.get("messages"), evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
+            report.findings += retyped
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)
     _corroborated_gaps(report.findings)

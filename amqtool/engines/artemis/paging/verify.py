@@ -31,6 +31,7 @@ from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageSt
 from amqtool.engines.artemis.paging.view import (
     MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, Q_PENDING, PagingJournalView)
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
+from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
 
@@ -267,6 +268,8 @@ class PagingVerifier:
         if stores or view.counter_value or view.counter_inc:
             self._counter_findings(findings, expected)
             findings.extend(lost_page_finding(self, findings, expected, paged_large))
+        if stores:
+            findings.extend(moved_ack_findings(self.store, view, stores, expected, str(self.store.paging_dir)))
         return paged_large
 
     def _gap_findings(self, findings, expected: dict[int, int]) -> None:
