@@ -32,7 +32,7 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
     references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
     from amqtool.engines.artemis.evidence import _byte_neighbours
-    from amqtool.engines.artemis.id_flips import bit_flips
+    from amqtool.formats.damage import bit_flips
 
     if not ev.double_refs:
         return []

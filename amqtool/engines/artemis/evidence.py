@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from amqtool.engines.artemis.id_flips import bit_flips, byte_variants
+from amqtool.formats.damage import bit_flips, byte_variants
 from amqtool.formats.artemis.records import fixed_size
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 

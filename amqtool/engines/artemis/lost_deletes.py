@@ -62,7 +62,7 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     the orphan id in its file (see the module docstring). Rescans the journal's files; [] for more than
     ``max_orphans`` orphan ids (what a removed file leaves)."""
     from amqtool import native
-    from amqtool.engines.artemis.id_flips import bit_flips
+    from amqtool.formats.damage import bit_flips
 
     if not orphans or len(orphans) > max_orphans:
         return set()

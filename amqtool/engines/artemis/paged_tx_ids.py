@@ -15,7 +15,7 @@ message was that transaction's, and the queues that still had it to consume lose
 from __future__ import annotations
 
 from amqtool.engines.artemis.damaged_ids import FAR_ABOVE
-from amqtool.engines.artemis.id_flips import bit_flips, byte_variants
+from amqtool.formats.damage import bit_flips, byte_variants
 from amqtool.errors import Finding, Severity
 
 

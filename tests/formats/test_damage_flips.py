@@ -1,9 +1,9 @@
-"""id_flips: one damaged bit or byte of a record id, read back as the signed long the broker reads."""
+"""formats.damage bit_flips, byte_variants: one damaged bit or byte of a record id, read back as the signed long the broker reads."""
 from __future__ import annotations
 
 import struct
 
-from amqtool.engines.artemis.id_flips import bit_flips, byte_variants, signed64
+from amqtool.formats.damage import bit_flips, byte_variants, signed64
 
 
 def _as_read(rid: int, offset: int, mask: int) -> int:
