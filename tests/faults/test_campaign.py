@@ -26,7 +26,11 @@ SEED = 25
 #   and its references live, was judged: message_headers.py, message-record-retyped). (Since judged: the message journal deleted beside
 #   its large-message body files or pages, messages-journal-missing; a reference's queue id moved onto a
 #   queue the message is already on, ref-moved; an acknowledgement's id moved onto an id with no record,
-#   ack-moved unless a deleted message one bit away could have owned it.)
+#   ack-moved unless a deleted message one bit away could have owned it; found by make fuzz seeds 1126 and 5150:
+#   a reference retyped as an acknowledgement right after its message's record, ref-retyped; a reference id
+#   whose top byte was damaged, message-record-missing (ids are signed longs); a paging record too short for its
+#   decode, record-undecodable; a page transaction's id damaged onto a deleted one, page-tx-dropped; a paged
+#   message's transaction id damaged beyond every issued id, paged-message-tx-damaged.)
 # - loss/WARNING: a zeroed end of a file that is not the newest with room left for the next file's first
 #   record (damaged-tail, recordsLost) whose window of ids (amqtool/engines/artemis/tails.py) holds ids no
 #   surviving record carries: live messages lost there (or acknowledgements of older messages, which carry no
