@@ -24,7 +24,9 @@ PINNED = {"basic": (483640000660,  # db.data flip in a subscription key: OK whil
                     47110001515),  # zeros ending in a live record's batch control record, its checksum left
           # an order index entry's message id with a '0' flipped to ' ' (the truth split entries at the first
           # space and read a loss; the broker delivers the record's message: same)
-          "tx": (313372001009,)}
+          "tx": (313372001009,),
+          "gc": (11261000411,  # low-priority root of fx.gc.q made the default tree's: read twice (CRITICAL)
+                 20261001270)}  # page 0's version 7 made 5: order indexes unreadable, the index rebuilt
 
 
 def seeds(i: int, count: int) -> range:
@@ -133,3 +135,27 @@ def test_reads_kept_across_faults_give_the_outcome_of_a_fresh_read(tmp_path):
         campaign._seen.clear()
         fresh = campaign.run_one(o.seed)
         assert (fresh.truth, fresh.verdict, fresh.codes) == (o.truth, o.verdict, o.codes), o.fault.describe()
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_two_priority_trees_made_one_are_critical(tmp_path):
+    # bench/fuzz_verdicts.py --seed 1126 --kahadb 0.15: db.data@8322 ^0x01 turned fx.gc.q's low-priority
+    # order-index root (page 3) into its default tree's (page 2). The broker walks the 20 entries twice and
+    # poison-acknowledges each second read as a duplicate from the store; verify saw the same message ids as
+    # the journal's and said OK with no finding.
+    campaign = KahaCampaign("gc", KAHADB / "gc" / "kahadb", tmp_path)
+    o = campaign.run_one(11261000411)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 8322, 1)
+    assert (o.truth, o.verdict, o.codes) == (LOSS, "CRITICAL", ("kahadb-index-duplicate-entry",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_index_the_broker_rebuilds_names_no_missing_file(tmp_path):
+    # bench/fuzz_verdicts.py --seed 2026: db.data@4151 ^0x02 made page 0's version 7 into 5. Read as version 5
+    # the order indexes do not decode, so MessageDatabase.open discards db.data and rebuilds it from the
+    # journal, which delivers what it did. verify read the location indexes with 8-byte keys and called 40
+    # garbage file ids CRITICAL kahadb-missing-journal-file.
+    campaign = KahaCampaign("gc", KAHADB / "gc" / "kahadb", tmp_path)
+    o = campaign.run_one(20261001270)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4151, 2)
+    assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-unreadable",))
