@@ -21,7 +21,8 @@ PINNED = {"basic": (483640000660,  # db.data flip in a subscription key: OK whil
                     110000366,  # page 0: the producer audit's offset made negative (the truth took it for a loss)
                     220000138,  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
                     47110001108,  # an index entry's id made another live message's id (delivered as before)
-                    47110001515),  # zeros ending in a live record's batch control record, its checksum left
+                    47110001515,  # zeros ending in a live record's batch control record, its checksum left
+                    25130001099),  # db-11.log cut after a batch: acks lost, latent (was CRITICAL mismatch)
           # an order index entry's message id with a '0' flipped to ' ' (the truth split entries at the first
           # space and read a loss; the broker delivers the record's message: same)
           "tx": (313372001009,),
@@ -159,3 +160,16 @@ def test_an_index_the_broker_rebuilds_names_no_missing_file(tmp_path):
     o = campaign.run_one(20261001270)
     assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4151, 2)
     assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-unreadable",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_older_file_cut_after_a_batch_is_latent_damage(tmp_path):
+    # bench/fuzz_verdicts.py --seed 2513 --kahadb 1.0: db-11.log (not the newest) truncated to 124321, a batch
+    # boundary. The broker writes the EOF record after every batch, so the file lost what followed; there, only
+    # acknowledgements: the broker with its index delivers the same, a rebuild would bring back 21 messages.
+    # verify saw a journal ending cleanly and called the index's difference CRITICAL index-journal-mismatch.
+    campaign = KahaCampaign("basic", KAHADB / "basic" / "kahadb", tmp_path)
+    o = campaign.run_one(25130001099)
+    assert (o.fault.kind, o.fault.path, o.fault.offset) == ("truncate", "db-11.log", 124321)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING")
+    assert o.codes == ("kahadb-rebuild-would-differ", "kahadb-truncated-file")

@@ -14,6 +14,8 @@ kahadb-bad-record                  CRITICAL  records that do not tile their batc
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
+kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker);
+                                             WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
                                              (any file's with checkForCorruptJournalFiles)
@@ -115,6 +117,13 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
+        elif scan.end is not None and scan.end.how == "end-of-file" and not scan.corrupt:
+            # DataFileAppender writes the EOF record after every batch (and preallocation one at the end), so
+            # an older file whose last batch runs into the file's end lost what came after it
+            sev, note, extra = judge(f, scan.end.offset, 1 << 62, C)
+            add(Finding(sev, "kahadb-truncated-file", f"a journal file that is not the newest ends at {f.size} "
+                        "without the end-of-data marker '-qMa4' the broker writes after every batch: it was cut "
+                        "after a batch, and what followed is lost" + note, path, scan.end.offset, extra or None))
         if scan.hidden is not None:
             first, last = scan.hidden
             sev, note, extra = judge(f, first, last, C)
