@@ -57,12 +57,18 @@ def test_the_first_data_file_deleted_is_critical_when_acks_outlive_their_message
     assert f["details"]["messageIds"] and set(f["details"]["messageIds"]) <= added_there
 
 
-def test_a_zeroed_end_of_a_file_with_room_for_the_next_record_says_records_were_lost(run_json, store):
+def test_a_zeroed_end_of_a_file_with_room_for_the_next_record_says_records_were_lost(run_json, store, pristine):
     # The campaign's seed 25 miss: the end of activemq-data-5.amq zeroed from inside a record, leaving damaged
     # bytes after the zeros: a WARNING damaged-tail ("what a crash leaves"). The broker moves to the next file
     # only for a record that does not fit, and the next file's first record fits in the space left: records
-    # were written there. What they held is gone (the campaign has such stores where the broker delivers the
-    # same): a WARNING that says records were lost, not CRITICAL.
+    # were written there. What they held is gone. Two ids of their window (a duplicate-detection record and the
+    # id of a transaction whose messages were deleted since) are carried by no surviving record, which is what
+    # a lost live message leaves too: CRITICAL by the odds (amqtool/engines/artemis/tails.py, reweigh). This
+    # store is one of the few where the broker delivers the same: the price of that rule, asserted here so
+    # that it stays in sight.
+    from tests.faults.artemis import delivered
+
+    before = delivered(pristine)
     files = messages_files(store)
     path, tag, version = files[4]
     data = bytearray(path.read_bytes())
@@ -77,9 +83,11 @@ def test_a_zeroed_end_of_a_file_with_room_for_the_next_record_says_records_were_
     path.write_bytes(bytes(data))
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
-    assert (code, f["severity"], f["path"], f["offset"]) == (1, "warning", str(path), mid[1])
+    assert before.diff(delivered(store)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    assert (code, f["severity"], f["path"], f["offset"]) == (2, "critical", str(path), mid[1])
     assert f["details"]["recordsLost"] and f["details"]["nextRecordSize"] == nxt[0][2]
     assert f["details"]["freeBytes"] >= nxt[0][2]
+    assert f["details"]["lostIds"]["unaccountedIds"] == [185, 189] and f["details"]["lostIds"]["unownedCount"] == 2
 
 
 @pytest.mark.parametrize("address", ["backlog", "telemetry"])

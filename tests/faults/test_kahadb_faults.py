@@ -21,10 +21,13 @@ PINNED = {"basic": (483640000660,  # db.data flip in a subscription key: OK whil
                     110000366,  # page 0: the producer audit's offset made negative (the truth took it for a loss)
                     220000138,  # a batch's size and checksum zeroed: the rest of the file hidden (CRITICAL)
                     47110001108,  # an index entry's id made another live message's id (delivered as before)
-                    47110001515),  # zeros ending in a live record's batch control record, its checksum left
+                    47110001515,  # zeros ending in a live record's batch control record, its checksum left
+                    25130001099),  # db-11.log cut after a batch: acks lost, latent (was CRITICAL mismatch)
           # an order index entry's message id with a '0' flipped to ' ' (the truth split entries at the first
           # space and read a loss; the broker delivers the record's message: same)
-          "tx": (313372001009,)}
+          "tx": (313372001009,),
+          "gc": (11261000411,  # low-priority root of fx.gc.q made the default tree's: read twice (CRITICAL)
+                 20261001270)}  # page 0's version 7 made 5: order indexes unreadable, the index rebuilt
 
 
 def seeds(i: int, count: int) -> range:
@@ -133,3 +136,40 @@ def test_reads_kept_across_faults_give_the_outcome_of_a_fresh_read(tmp_path):
         campaign._seen.clear()
         fresh = campaign.run_one(o.seed)
         assert (fresh.truth, fresh.verdict, fresh.codes) == (o.truth, o.verdict, o.codes), o.fault.describe()
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_two_priority_trees_made_one_are_critical(tmp_path):
+    # bench/fuzz_verdicts.py --seed 1126 --kahadb 0.15: db.data@8322 ^0x01 turned fx.gc.q's low-priority
+    # order-index root (page 3) into its default tree's (page 2). The broker walks the 20 entries twice and
+    # poison-acknowledges each second read as a duplicate from the store; verify saw the same message ids as
+    # the journal's and said OK with no finding.
+    campaign = KahaCampaign("gc", KAHADB / "gc" / "kahadb", tmp_path)
+    o = campaign.run_one(11261000411)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 8322, 1)
+    assert (o.truth, o.verdict, o.codes) == (LOSS, "CRITICAL", ("kahadb-index-duplicate-entry",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_index_the_broker_rebuilds_names_no_missing_file(tmp_path):
+    # bench/fuzz_verdicts.py --seed 2026: db.data@4151 ^0x02 made page 0's version 7 into 5. Read as version 5
+    # the order indexes do not decode, so MessageDatabase.open discards db.data and rebuilds it from the
+    # journal, which delivers what it did. verify read the location indexes with 8-byte keys and called 40
+    # garbage file ids CRITICAL kahadb-missing-journal-file.
+    campaign = KahaCampaign("gc", KAHADB / "gc" / "kahadb", tmp_path)
+    o = campaign.run_one(20261001270)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4151, 2)
+    assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("kahadb-index-unreadable",))
+
+
+@pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures not present")
+def test_an_older_file_cut_after_a_batch_is_latent_damage(tmp_path):
+    # bench/fuzz_verdicts.py --seed 2513 --kahadb 1.0: db-11.log (not the newest) truncated to 124321, a batch
+    # boundary. The broker writes the EOF record after every batch, so the file lost what followed; there, only
+    # acknowledgements: the broker with its index delivers the same, a rebuild would bring back 21 messages.
+    # verify saw a journal ending cleanly and called the index's difference CRITICAL index-journal-mismatch.
+    campaign = KahaCampaign("basic", KAHADB / "basic" / "kahadb", tmp_path)
+    o = campaign.run_one(25130001099)
+    assert (o.fault.kind, o.fault.path, o.fault.offset) == ("truncate", "db-11.log", 124321)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING")
+    assert o.codes == ("kahadb-rebuild-would-differ", "kahadb-truncated-file")

@@ -620,7 +620,8 @@ def _byte_neighbours(rid: int, ids) -> list[int]:
     return out
 
 
-def strayed_records(result, opened, tx_id: int, unexplained: int = 1) -> list[Rebuilt]:
+def strayed_records(result, opened, tx_id: int, unexplained: int = 1,
+                    file_index: int | None = None) -> list[Rebuilt]:
     """The records of the open transactions (no COMMIT, PREPARE or ROLLBACK: the broker rolls them back at
     start) whose id is one damaged byte from ``tx_id``: records of transaction ``tx_id`` whose transaction id
     was damaged. When ``tx_id``'s commit no longer counts its records (commit-count-mismatch), the broker
@@ -631,12 +632,18 @@ def strayed_records(result, opened, tx_id: int, unexplained: int = 1) -> list[Re
     the whole shortfall and no record strayed: [] (``JournalTransaction.getCounter`` counts the transaction's
     records in the commit's own file, so a record that strayed under another transaction id is one of those
     the count misses). Real JournalImpl stores leave open transactions whose ids differ from a committed
-    one's in the low byte alone (ids are issued one after another), which were weighed as strayed records."""
+    one's in the low byte alone (ids are issued one after another), which were weighed as strayed records.
+    So an open transaction is taken for strayed records only when it holds no more records than
+    ``unexplained``, all in the commit's file (``file_index``, when given): a left-open transaction of
+    six records, or of records in another file, is no shortfall of one record of this commit's file."""
     if unexplained <= 0:
         return []
     out = []
     for tx in result.failed:
         if tx.prepared or not _byte_neighbours(tx_id, (tx.tx_id,)):
+            continue
+        own = tx.records + tx.records_to_delete
+        if len(own) > unexplained or file_index is not None and any(r.file_index != file_index for r in own):
             continue
         out += [Rebuilt(UPDATE_TX if r.is_update else ADD_TX, 0, 0, tx.tx_id, r.id, r.user_record_type,
                         opened.pread(r.file_index, r.body_offset, r.body_len), "") for r in tx.records]

@@ -10,7 +10,8 @@ What the broker loses with it is what the record was. Queue and address bindings
 broker's state hangs on: a queue whose binding is gone is not created at start, and the references of its
 messages are dropped with it. When the record's body reads whole as one of them -- a damaged type byte leaves
 the body as it was written -- that binding is lost: CRITICAL. Otherwise what it held (a setting, a status, an
-ID counter, or a record no broker of these versions writes) is ignored: a warning that names it.
+ID counter, or a record no broker of these versions writes) is ignored: a warning that names it. A bindings
+journal none of whose records is of a type the broker loads is another application's journal: not judged.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def skipped_bindings_findings(result, where: str) -> list[Finding]:
     load skips (see the module docstring)."""
     out = []
     skipped = [r for r in result.live if r.user_record_type not in LOAD_TYPES]
+    if len(skipped) == len(result.live):
+        return []  # no record a broker writes: a journal of another application's records, not a broker's store
     for r in skipped:
         found = _as_binding(result.body(r), r.id)
         where_rec = result.files[r.file_index].path if 0 <= r.file_index < len(result.files) else where

@@ -29,6 +29,7 @@ from amqtool.formats.artemis.records import scan_records_py
 from amqtool.engines.artemis.load import GAP_EXAMPLES, FileGaps, FileScan, LoadResult, live_ids_of_type, load_journal
 from amqtool.engines.artemis.tails import IdLedger, reweigh
 from amqtool.engines.artemis.missing_journal import messages_journal_missing
+from amqtool.engines.artemis.ack_queue import acks_of_unknown_queues
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
@@ -297,7 +298,8 @@ class _GapInspector:
             unexplained = i["expected"] - i["found"] - sum(1 for p, _ in lost_at.get(i["txId"], ()) if p == where)
             effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
                                                   + lost_in_tx.get(i["txId"], [])
-                                                  + strayed_records(self.result, self.opened, i["txId"], unexplained))
+                                                  + strayed_records(self.result, self.opened, i["txId"], unexplained,
+                                                                  a.file_index))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",
@@ -1184,7 +1186,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"from a message still on that queue: the broker drops the acknowledgement and delivers the "
             f"acknowledged message again: {shown}", where, None,
             {"count": len(moved_acks), "messageIds": [o for _, _, o in moved_acks[:100]]}))
-    acks = evidence.acks_without_ref()
+    acks = sorted(set(evidence.acks_without_ref()) | set(acks_of_unknown_queues(evidence) if ids_trusted else ()))
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
         findings.append(Finding(

@@ -57,15 +57,18 @@ def ack_map_of(d) -> tuple[dict | None, str]:
     return None, "none"
 
 
-def referenced_files(d) -> dict[int, list[str]]:
+def referenced_files(d, *, index: bool = True) -> dict[int, list[str]]:
     """Every journal file id something still needs, with why (the broker's missing-file check, §3.3:
-    locationIndex keys, subscription records, ack-map keys and values, page 0 locations)."""
+    locationIndex keys, subscription records, ack-map keys and values, page 0 locations). ``index=False``:
+    the broker discards db.data and rebuilds it from the journal (its order indexes do not read:
+    ``MessageDatabase.open`` catches the failure of ``loadPageFile``), so what db.data names is not checked
+    and only the journal's live messages need their files."""
     refs: dict[int, list[str]] = {}
 
     def ref(fid: int, why: str) -> None:
         refs.setdefault(fid, []).append(why)
 
-    view = d.index.view if d.index else None
+    view = d.index.view if d.index and index else None
     if view is not None:
         for key, files in view.location_files.items():
             for fid, (count, _size, _end) in files.items():
@@ -83,7 +86,7 @@ def referenced_files(d) -> dict[int, list[str]]:
             for m in st.messages.values():
                 ref(m.file_id, f"live message(s) of {qualified(key)}")
     amap, source = ack_map_of(d)
-    if view is not None and not source.startswith("index checkpoint"):
+    if not index or view is not None and not source.startswith("index checkpoint"):
         # The broker cannot load the map page 0 names: it rebuilds it by replaying the whole journal, and a
         # rebuilt map names only files that exist (MessageDatabase.recoverAckMessageFileMap); an older map
         # record in the journal is not what it checks.

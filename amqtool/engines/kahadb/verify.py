@@ -14,12 +14,16 @@ kahadb-bad-record                  CRITICAL  records that do not tile their batc
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
+kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker);
+                                             WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
                                              (any file's with checkForCorruptJournalFiles)
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
+kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
+                                             broker poison-acknowledges the second read (order_dups.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
@@ -48,6 +52,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.load import DirResult, load_store
+from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
@@ -112,6 +117,13 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
+        elif scan.end is not None and scan.end.how == "end-of-file" and not scan.corrupt:
+            # DataFileAppender writes the EOF record after every batch (and preallocation one at the end), so
+            # an older file whose last batch runs into the file's end lost what came after it
+            sev, note, extra = judge(f, scan.end.offset, 1 << 62, C)
+            add(Finding(sev, "kahadb-truncated-file", f"a journal file that is not the newest ends at {f.size} "
+                        "without the end-of-data marker '-qMa4' the broker writes after every batch: it was cut "
+                        "after a batch, and what followed is lost" + note, path, scan.end.offset, extra or None))
         if scan.hidden is not None:
             first, last = scan.hidden
             sev, note, extra = judge(f, first, last, C)
@@ -156,8 +168,13 @@ def _index_rest(d, ev, judge, findings) -> None:
         add(Finding(W, "kahadb-index-unreadable", f"db.data's order indexes cannot be read ({d.indexed_error}); "
                     "the broker rebuilds the index from the journal at start, or fails when it reaches the "
                     "damaged page", str(d.directory / "db.data")))
+    if not d.is_tx_store:
+        findings.extend(duplicate_entries(d))
     present = d.file_ids
-    refs = referenced_files(d)  # file id -> [reasons]
+    # order indexes that do not read: the broker rebuilds db.data from the journal (MessageDatabase.open),
+    # so what the discarded index names (files, locations past an end) is no risk
+    rebuilds = view is not None and bool(d.indexed_error) and not d.is_tx_store
+    refs = referenced_files(d, index=not rebuilds)  # file id -> [reasons]
     for fid in sorted(refs):
         if fid not in present:
             # recoverIndex's check (locationIndex, ack map) and the replay start (page 0) stop the broker; a
@@ -184,7 +201,7 @@ def _index_rest(d, ev, judge, findings) -> None:
             add(Finding(I, "kahadb-unclean-shutdown", "db.data was not closed cleanly (cleanShutdown=false): "
                         "the broker was killed or is running", str(d.directory / "db.data")))
         # Index references past a file's logical end.
-        for key, files in view.location_files.items():
+        for key, files in ({} if rebuilds else view.location_files).items():
             for fid, (count, _size, end) in files.items():
                 scan = d.scans.get(fid)
                 # Only the newest file's logical end counts at start (Journal.recoveryCheck; recoverIndex rolls

@@ -54,6 +54,25 @@ def test_the_open_neighbour_is_weighed_only_for_a_shortfall_the_damage_leaves(tm
     root, _ = _damaged(tmp_path, REF + REF_SIZE - 1, 0x01)
     with open_journal(detect(root / "journal").journals()[0]) as opened:
         result = load_journal(opened)
-        # a shortfall the damaged regions do not explain is still weighed with the open neighbour
-        assert {r.tx_id for r in strayed_records(result, opened, 2147483906, 1)} == {2147483912}
+        # the open neighbour holds 7 records of activemq-data-5.amq (index 4): weighed for a shortfall of 7 the
+        # damage leaves in that file, not for one of 1 (seven records cannot be one that strayed)
+        assert {r.tx_id for r in strayed_records(result, opened, 2147483906, 7)} == {2147483912}
+        assert {r.tx_id for r in strayed_records(result, opened, 2147483906, 7, 4)} == {2147483912}
+        assert strayed_records(result, opened, 2147483906, 7, 5) == []  # its records are in another file
+        assert strayed_records(result, opened, 2147483906, 1) == []
         assert strayed_records(result, opened, 2147483906, 0) == []
+
+
+def test_a_record_whose_transaction_id_strayed_is_weighed_alone(tmp_path, run_json):
+    # bit 27 of the ADD_REF's transaction id: the record now opens transaction 2281701634 alone, and the COMMIT
+    # of 2147483906 counts 8 records where 7 are: the broker discards 2147483906 (its messages were deleted
+    # since) and rolls the stray back, delivering what it did. verify weighed the unrelated open transaction
+    # 2147483912 (7 records, messages never deleted) as the stray and said CRITICAL; the fault campaign over
+    # real JournalImpl stores (bench/fuzz_verdicts.py --stores /work/artemis-fresh/* --seed 2511) found 15 such
+    # false CRITICALs (small-s22 seed 2511025533054039, small-s32 2511031533072082, ...).
+    root, diff = _damaged(tmp_path, REF + 10, 0x08)
+    assert not diff["lost"] and not diff["back"]
+    code, doc, _ = run_json("verify", str(root))
+    (mismatch,) = [f for f in doc["findings"] if f["code"] == "commit-count-mismatch"]
+    assert (mismatch["severity"], mismatch["details"]["txId"]) == ("warning", 2147483906)
+    assert not [f for f in doc["findings"] if f["severity"] == "critical"], doc["findings"]

@@ -31,7 +31,9 @@ import org.apache.activemq.artemis.utils.XidCodecSupport;
  * caller copies beside it.
  *
  * usage: java -Dpool=N -DmaxBody=B Writer DIR FILESIZE SEED OPS COMPACT_EVERY BUFFERED QUEUES
- * (QUEUES: "4:orders,9:events,11:events"; pool: journal-pool-files, 10 by default; maxBody: bytes)
+ * (QUEUES: "4:orders,9:events,11:events"; pool: journal-pool-files, 10 by default; maxBody: bytes;
+ * txPct: share of operations that are transactions, 20 by default; restart=R: every R operations the journal is
+ * stopped and a new JournalImpl loads it, as a broker restart does, the writer's own state kept)
  * With OPS = 0 it writes until killed (for SIGKILLed stores), printing "READY" once 200 ops are written.
  */
 public class Writer {
@@ -57,9 +59,11 @@ public class Writer {
    static final boolean PIN = Boolean.getBoolean("pin");  // the first messages stay: an old file kept
    static final int PACE = Integer.getInteger("pace", 0);
    static final int SEND_PCT = Integer.getInteger("sendPct", 45);
+   static final int TX_PCT = Integer.getInteger("txPct", 20);
+   static final int RESTART = Integer.getInteger("restart", 0);
    int maxBody = Integer.getInteger("maxBody", 1 << 20);
    final Random rnd;
-   final JournalImpl journal;
+   JournalImpl journal;
    final Map<String, List<Long>> addresses = new LinkedHashMap<>();
    // message id -> queues still holding a reference
    final Map<Long, List<Long>> live = new HashMap<>();
@@ -149,6 +153,13 @@ public class Writer {
       }  // else: left open, as a crash leaves it
    }
 
+   static JournalImpl open(NIOSequentialFileFactory factory, int fileSize) throws Exception {
+      JournalImpl journal = new JournalImpl(fileSize, 2, Integer.getInteger("pool", 10), 0, 0, factory, "activemq-data", "amq", 1);
+      journal.start();
+      journal.load(new ArrayList<RecordInfo>(), new ArrayList<PreparedTransactionInfo>(), null);
+      return journal;
+   }
+
    public static void main(String[] args) throws Exception {
       File dir = new File(args[0]);
       int fileSize = Integer.parseInt(args[1]);
@@ -158,9 +169,7 @@ public class Writer {
       boolean buffered = Boolean.parseBoolean(args[5]);
       dir.mkdirs();
       NIOSequentialFileFactory factory = buffered ? new NIOSequentialFileFactory(dir, true, 1) : new NIOSequentialFileFactory(dir, 1);
-      JournalImpl journal = new JournalImpl(fileSize, 2, Integer.getInteger("pool", 10), 0, 0, factory, "activemq-data", "amq", 1);
-      journal.start();
-      journal.load(new ArrayList<RecordInfo>(), new ArrayList<PreparedTransactionInfo>(), null);
+      JournalImpl journal = open(factory, fileSize);
       Writer w = new Writer(journal, new Random(seed));
       for (String spec : args[6].split(",")) {
          String[] kv = spec.split(":");
@@ -169,16 +178,20 @@ public class Writer {
       for (int i = 0; ops == 0 || i < ops; i++) {
          int r = w.rnd.nextInt(100);
          if (r < SEND_PCT) w.send(null);
-         else if (r < 80) w.consume(null);
+         else if (r < 100 - TX_PCT) w.consume(null);
          else w.transaction();
          if (compactEvery > 0 && i > 0 && i % compactEvery == 0) {
-            journal.testCompact();
+            w.journal.testCompact();
+         }
+         if (RESTART > 0 && i > 0 && i % RESTART == 0) {
+            w.journal.stop();
+            w.journal = open(factory, fileSize);
          }
          if (PACE > 0 && i % 20 == 0) Thread.sleep(PACE);  // lets the journal's reclaimer (an executor) run
          if (i == 200 && ops == 0) { System.out.println("READY"); System.out.flush(); }
       }
-      journal.flush();
-      journal.stop();
+      w.journal.flush();
+      w.journal.stop();
       System.out.println("{\"live\":" + w.live.size() + ",\"nextId\":" + w.nextId + "}");
       System.exit(0);
    }

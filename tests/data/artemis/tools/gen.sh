@@ -2,7 +2,8 @@
 # gen.sh OUT FILESIZE SEED OPS COMPACT_EVERY [KILL_AFTER_S]: a store written by the real JournalImpl (Writer.java,
 # built by build.sh into $ORACLE_DIR) beside a copy of the real broker's bindings journal of the
 # 02_broker_mixed_compacted fixture, whose queue ids (4, 9, 11, 16) the writer routes to. OPS 0 with
-# KILL_AFTER_S: written until SIGKILLed. $JOPTS passes -Dpool=N -DmaxBody=B -Dpace=MS -DsendPct=P -Dpin=true.
+# KILL_AFTER_S: written until SIGKILLed. $JOPTS passes -Dpool=N -DmaxBody=B -Dpace=MS -DsendPct=P -Dpin=true -DtxPct=P
+# (share of transactions, 20 by default) -Drestart=R (a new JournalImpl loads the journal every R operations).
 set -e
 OUT=$1; FS=$2; SEED=$3; OPS=$4; CE=$5; KILL=$6
 FIX=${FIXTURES:-$(cd "$(dirname "$0")/../../../.." && pwd)/../shared/fixtures}
