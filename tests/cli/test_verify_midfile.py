@@ -160,3 +160,20 @@ def test_a_doubled_reference_explained_by_an_acknowledged_pair_is_ok(run_json, t
     flip_byte(store / "journal/activemq-data-7.amq", offset, mask)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (0, "OK")
+
+
+@pytest.mark.skipif(not FIXTURE.is_dir(), reason="fixture not present")
+@pytest.mark.parametrize("offset,mask,codes", [
+    # campaign seed 1126007383012079: the tag of a page cursor's acknowledgement (record 1301) damaged: the
+    # record is lost, and the store has no paging directory, so no paged message comes back
+    (544165, 0x10, ["damaged-record"]),
+    # campaign seed 1126007384012244: the type of page transaction 1297's record (transaction 1296) damaged:
+    # the commit's count no longer matches and the broker discards the transaction; no page holds its messages
+    (543970, 0x20, ["commit-count-mismatch", "damaged-record"]),
+])
+def test_a_lost_page_record_of_a_store_without_pages_is_a_warning(run_json, tmp_path, offset, mask, codes):
+    store = copy_tree(FIXTURE, tmp_path / "s")
+    flip_byte(store / "journal/activemq-data-7.amq", offset, mask)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (1, "WARNING")
+    assert sorted(f["code"] for f in doc["findings"] if f["severity"] == "warning") == codes

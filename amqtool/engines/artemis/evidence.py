@@ -38,6 +38,8 @@ BINDING_TYPES = (R.QUEUE_BINDING_RECORD, R.ADDRESS_BINDING_RECORD)
 # counters (rebuilt from the pages at start since 2.27, and never what is delivered)
 _BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
                           R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
+# the records that name paged messages: a page transaction, a cursor's acknowledgement, a cursor's completed page
+_PAGE_RECORDS = frozenset({R.PAGE_TRANSACTION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
 # the user record types the broker writes as updates (AbstractJournalStorageManager: storeReference,
@@ -207,6 +209,7 @@ class Evidence:
     # page transaction id -> its paged messages some queue still has to consume, when the journals do not
     # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
     paged_pending: object = None
+    no_pages: bool = False  # the store has no paging directory: no paged message a page record could cover
     _deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
     _typo_refs: set | None = None
@@ -621,6 +624,10 @@ class Evidence:
         consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
         decides when the transaction's record is deleted, never which message is delivered. None when this is
         not such a record or the pages cannot tell."""
+        if self.no_pages and rec.user_type in _PAGE_RECORDS:
+            # no page holds a message: losing the record of a page transaction, a cursor's acknowledgement or its
+            # completed page skips or brings back nothing (a paging directory lost is judged by itself)
+            return HARMLESS
         if rec.user_type != R.PAGE_TRANSACTION:
             return None
         if rec.type in (UPDATE, UPDATE_TX):
