@@ -10,9 +10,10 @@ evidence :mod:`~amqtool.engines.artemis.tails` reads for a file's damaged end, h
 
 * **The id window.** Every id comes from one ``BatchingIDGenerator``, counting up, and records are written in
   the order they are stored, so the new ids the lost records carried lie after the highest id written before
-  the region and before the lowest new ADD id after it (in the rest of the file and the later files). A few
-  ids below that first bound are taken too: an id is issued a moment before its record is written, so two
-  records may be written in the other order (a message's duplicate-id record before the message).
+  the region and before the lowest new ADD id after it (in the rest of the file and the later files). A couple
+  of ids beyond each bound are taken too: an id is issued a moment before its record is written, so two
+  records may be written in the other order (a message's duplicate-id record before the message, two
+  sessions storing at once).
 * **What surviving records say of each id** (:meth:`~amqtool.engines.artemis.tails.IdLedger.roles`): deleted
   since (a DELETE, no ADD: its loss changes nothing), stored elsewhere (an ADD, a transaction's records, a
   paged message), or live with no record of its own (references, acknowledgements, a ``.msg`` file, a
@@ -223,12 +224,16 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
                     and w.head_effect == HARMLESS):
                 # a message added there and never deleted: its references may have been lost with it
                 w.head_effect = UNKNOWN
-    lo = max(after - REORDER, 0)
-    roles = ledger.roles(lo, before)
+    # the window, widened by REORDER on both sides: a record written in the region may carry an id issued just
+    # after the first new id written after it (two sessions storing at once)
+    lo, hi = max(after - REORDER, 0), before + REORDER + 1
+    roles = ledger.roles(lo, hi)
     stored = {"add", "delete", "update", "tx"}
-    paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in range(lo + 1, before)) else set()
+    paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in range(lo + 1, hi)) else set()
     unexplained = set()
-    for x in range(lo + 1, before):
+    for x in range(lo + 1, hi):
+        if x == before:
+            continue  # the first new record after the region
         r = roles.get(x, set())
         if "add" in r or "tx" in r or x in paged or head is not None and x == head.id and w.head_effect == HARMLESS:
             continue
