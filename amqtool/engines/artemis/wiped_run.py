@@ -45,10 +45,10 @@ _TX = (13, 14, 15, 17, 18, 19)
 _NO_ID = (17, 18, 19)
 _MESSAGES = (30, 31, 45)
 MAX_WINDOW = 1 << 12  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
-# ids below the first bound taken too: issued before, written after (see the module docstring): a message's
+# ids beyond each bound taken too: issued before, written after (see the module docstring): a message's
 # duplicate-id record (``PostOfficeImpl``: ``DuplicateIDCache.addToCache`` issues its id after the message's) is
-# written before the message. Ids further below are not counted: a broker issues ids it never stores (a
-# non-durable message, a paged message's transaction) and they read as unaccounted for
+# written before the message. Ids further off are not counted: a broker issues ids it never stores (a
+# non-durable message, a paged message's transaction) and they would read as unaccounted for
 REORDER = 2
 MAX_LISTED = 20
 
