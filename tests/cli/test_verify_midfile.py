@@ -55,6 +55,18 @@ def test_a_zeroed_run_over_records_deleted_since_is_a_warning(run_json, tmp_path
     assert f"add of record {head} " in f["message"]
 
 
+def test_a_zeroed_add_whose_id_is_gone_from_head_and_body_is_judged_by_the_window(run_json, tmp_path, demos):
+    # campaign seed 6160021481009137: 64 bytes zeroed from the low bytes of message 201's id in its ADD's head
+    # through the message id its body begins with: the region is that one ADD (its trailing size survives) but
+    # no id in it names it; an add carries a new id, and the only one issued there, 201, was deleted since
+    store = copy_tree(demos(4), tmp_path / "s")
+    _zero(store / "data/journal/activemq-data-6.amq", 27831, 64)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (1, "WARNING")
+    (f,) = _damaged(doc)
+    assert (f["severity"], f["offset"], f["details"]["lostIds"]["deletedIds"]) == ("warning", 27819, [201])
+
+
 def test_a_zeroed_run_whose_transaction_is_discarded_whole_is_a_warning(run_json, tmp_path, demos):
     # campaign seed 1126003380000231: 4096 bytes zeroed across messages 186-188 and two records of
     # transaction 189, whose commit then counts more records than its file holds: the broker discards it

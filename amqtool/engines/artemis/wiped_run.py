@@ -26,6 +26,10 @@ evidence :mod:`~amqtool.engines.artemis.tails` reads for a file's damaged end, h
   proven; otherwise it cannot be told. A paged transaction's id in the window, with messages queues
   acknowledged and others still to consume and no page-transaction record left, lost its record here.
 
+A region that one add fills exactly (its trailing size counts it) but whose id the damage took, in its head
+and in its body, is judged so too: an add carries a new id of the window. One update or delete filling a
+region is not: it carries an older id, which the window cannot see.
+
 When every new id of the window is accounted for (deleted since or stored elsewhere), the head's record changes
 nothing and no transaction the run may have ended held anything live, the region held no live message: a
 warning. What no id shows -- acknowledgements or deletes of older messages written there -- is said in the
@@ -87,9 +91,9 @@ class RunWindow:
     def describe(self) -> str:
         """What the evidence says, for the finding's message."""
         span = f"ids {self.after + 1}..{self.before - 1}"
-        head = f"the first, {_name(self.head)}, " if self.head is not None else ""
+        head = f" (the first, {_name(self.head)}, cut by the damage)" if self.head is not None else ""
         if self.effect == HARMLESS:
-            return (f"several records were lost there ({head}cut by the damage), but every new id issued while they "
+            return (f"records were lost there{head}, but every new id issued while they "
                     f"were written ({span}) is accounted for ({len(self.deleted)} deleted since: a DELETE survives; "
                     f"the rest stored elsewhere), so none of them was a live message (acknowledgements or deletes "
                     f"of older messages written there carry no new id and cannot be seen)")
@@ -107,7 +111,7 @@ class RunWindow:
             why.append("the page transaction(s) " + ", ".join(
                 f"{t} ({n} to consume)" for t, n in list(self.page_txs_lost.items())[:MAX_LISTED]))
         if why:
-            return "several records were lost there, and they held live records: " + "; ".join(why)
+            return "records were lost there, and they held live records: " + "; ".join(why)
         if self.unaccounted:
             why.append(f"{len(self.unaccounted)} id(s) issued while they were written ({span}) are carried by no "
                        f"surviving record ({_ids(self.unaccounted)})")
@@ -115,7 +119,7 @@ class RunWindow:
             why.append(f"transaction(s) {_ids(self.open_txs)} have no end record and held live records")
         if self.head_effect != HARMLESS:
             why.append(f"the first, {_name(self.head)}, may have been live")
-        return "several records were lost there, and what they held cannot be told: " + "; ".join(why)
+        return "records were lost there, and what they held cannot be told: " + "; ".join(why)
 
 
 def _ids(ids: list[int]) -> str:
@@ -191,8 +195,14 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
     their base, the file's tag and version; ``effect_of``: the verifier's judgement of one lost record;
     ``deleted``: the ids of the journal's DELETE records."""
     buf, base, tag, version = region
-    if end - first < 4 or int.from_bytes(buf[end - base - 4:end - base], "big", signed=True) == end - first:
-        return None  # one record fills the region (its trailing size counts it): its id says whose it was
+    if end - first < 5:
+        return None
+    if int.from_bytes(buf[end - base - 4:end - base], "big", signed=True) == end - first and not (
+            buf[first - base] in _ADDS and int.from_bytes(buf[first - base + 1:first - base + 5], "big", signed=True)
+            == tag):
+        # one record fills the region (its trailing size counts it): not an add, which carries a new id of the
+        # window, but an update or delete of an older record, which the window cannot see
+        return None
     opened = result.opened
     after = -1
     for fi in range(index + 1):
