@@ -13,9 +13,8 @@ first, and ``storeMessage`` adds the record under that id). When the head is dam
 record's layout puts it, still decodes as a message, the body names the record; when both are readable they
 must agree, unless the bytes tell which one was damaged: a core message's body holds its id twice (the
 ``CoreMessagePersister`` prefix and ``CoreMessage``'s own encoded headers), and when those two copies agree
-the body names the record over a head that says otherwise; so does a body whose id differs from the head's
-only in bytes the head has zero (a wiped run reaching into the head's id); a body whose id bytes are all zero
-(a wiped range) is no evidence against the head's id.
+the body names the record over a head that says otherwise; a body whose id bytes are all zero (a wiped range)
+is no evidence against the head's id.
 
 That is enough when the id is one the journal deleted and holds no live record of: an ADD or UPDATE of a
 record deleted since changes nothing the broker delivers, whatever its body held (the DELETE removes the
@@ -60,9 +59,8 @@ def partial_record(buf: bytes, base: int, first: int, end: int, tag: int, versio
     by_body = _message_by_body(buf, s, e, t, version, first, end)
     if by_body is not None and by_body.id != rid:
         # the head and the body disagree on whose record this was: one of them was damaged
-        if _body_names_itself(buf, s, e, t, version) or _zeroed_from(rid, by_body.id):
-            # the body's two copies of the id agree, or the head's id is the body's with bytes zeroed (a wiped
-            # run reaching into the head): the head's id is the damaged one
+        if _body_names_itself(buf, s, e, t, version):
+            # the body's two copies of the id agree: the head's id is the damaged one
             return Rebuilt(t, first, end - first, tx_id, by_body.id, by_body.user_type, b"", "head id")
         if not _id_bytes_zero(buf, s, t, version):
             return None  # nothing tells which: nothing is told
@@ -110,12 +108,6 @@ def _body_names_itself(buf: bytes, s: int, e: int, t: int, version: int) -> bool
         return False
     headers = getattr(m, "headers", None)
     return headers is not None and getattr(headers, "message_id", None) == m.message_id
-
-
-def _zeroed_from(rid: int, mid: int) -> bool:
-    """Whether id ``rid`` is id ``mid`` with some of its bytes zeroed (and none otherwise changed)."""
-    a, b = rid.to_bytes(8, "big", signed=True), mid.to_bytes(8, "big", signed=True)
-    return rid != mid and all(x in (0, y) for x, y in zip(a, b))
 
 
 def _id_bytes_zero(buf: bytes, s: int, t: int, version: int) -> bool:
