@@ -111,9 +111,11 @@ def refs_before_their_add(ev, pairs: set[tuple[int, int]]) -> set[tuple[int, int
     the messages journal's files, done only for acknowledgements without their reference (damage)."""
     from amqtool import native
 
+    from amqtool.engines.artemis.write_order import compacted
+
     opened = ev.opened
-    if not pairs or opened is None:
-        return set()
+    if not pairs or opened is None or ev._messages is None or compacted(ev._messages):
+        return set()  # a compacted journal's order is the compactor's (write_order.py)
     added: set[int] = set()
     early: list[tuple[int, int, set[int]]] = []  # (id, queue, ids added before it)
     wanted = {m for m, _ in pairs}

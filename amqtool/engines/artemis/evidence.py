@@ -292,6 +292,8 @@ class Evidence:
         changes nothing (the message was deleted since, or it is acknowledged there anyway), LOSS when it does
         or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
         away), UNKNOWN when no message is one byte away."""
+        from amqtool.engines.artemis.write_order import added_before
+
         updates = self.orphan_updates.get(orphan, [])
         # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
         # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
@@ -311,6 +313,9 @@ class Evidence:
         candidates = self._routable_to(q)
         if kind == R.ADD_REF:
             candidates = {m for m in candidates if q not in self.refs.get(m, ())}
+        earlier = added_before(self, orphan)  # an update follows its add: a message added later owns none
+        if earlier is not None:
+            candidates = candidates & earlier
         if self._dead_bit_neighbour(orphan, candidates):
             return HARMLESS  # the update of a message deleted since, its id damaged: its DELETE took it anyway
         owners = self._one_byte_neighbours(orphan, candidates)
