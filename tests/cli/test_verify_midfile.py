@@ -67,18 +67,6 @@ def test_a_zeroed_add_whose_id_is_gone_from_head_and_body_is_judged_by_the_windo
     assert (f["severity"], f["offset"], f["details"]["lostIds"]["deletedIds"]) == ("warning", 27819, [201])
 
 
-def test_a_zeroed_run_whose_transaction_is_discarded_whole_is_a_warning(run_json, tmp_path, demos):
-    # campaign seed 1126003380000231: 4096 bytes zeroed across messages 186-188 and two records of
-    # transaction 189, whose commit then counts more records than its file holds: the broker discards it
-    # whole, and every message of it is deleted later
-    store = copy_tree(demos(1), tmp_path / "s")
-    _zero(store / "data/journal/activemq-data-6.amq", 35411, 4096)
-    code, doc, _ = run_json("verify", store)
-    assert (code, doc["verdict"]) == (1, "WARNING")
-    assert {f["code"] for f in doc["findings"] if f["severity"] == "warning"} >= {
-        "damaged-record", "commit-count-mismatch"}
-
-
 def test_a_zeroed_run_over_a_live_message_and_its_reference_stays_critical(run_json, tmp_path, demos):
     # message 134 is live: 940 bytes zeroed from inside its ADD through its only reference leave its id carried
     # by no surviving record (and the broker loses it)
@@ -200,3 +188,16 @@ def test_a_damaged_reference_id_is_not_owned_by_a_message_added_after_it(run_jso
     flip_byte(store / "data/journal/activemq-data-11.amq", 36096, 0x40)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (0, "OK")
+
+
+def test_a_zeroed_run_with_room_for_an_older_message_s_ack_and_delete_stays_critical(run_json, tmp_path, demos):
+    # campaign seed 6160018480000047: 4096 bytes zeroed from inside message 135's ADD; every new id of the run
+    # (135-138) was deleted since, but among the wiped records were the delivery count, acknowledgement and
+    # DELETE of message 112 (an older message, no new id): it comes back. The run's bytes hold more than the
+    # head's references and one add, so no id can account for them: CRITICAL
+    store = copy_tree(demos(1), tmp_path / "s")
+    _zero(store / "data/journal/activemq-data-4.amq", 24901, 4096)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = _damaged(doc)
+    assert f["severity"] == "critical" and "leave room for records no id shows" in f["message"]

@@ -72,12 +72,15 @@ class RunWindow:
     open_effect: str = HARMLESS
     committed: dict[int, int] = field(default_factory=dict)
     page_txs_lost: dict[int, int] = field(default_factory=dict)
+    # whether the region's bytes are accounted for record by record (_filled): no room left for a record no id
+    # shows (an acknowledgement or delete of an older message)
+    filled: bool = False
 
     @property
     def effect(self) -> str:
         if self.live or self.committed or self.page_txs_lost or self.head_effect == LOSS:
             return LOSS
-        if self.unaccounted or self.open_effect != HARMLESS or self.head_effect != HARMLESS:
+        if self.unaccounted or self.open_effect != HARMLESS or self.head_effect != HARMLESS or not self.filled:
             return UNKNOWN
         return HARMLESS
 
@@ -119,6 +122,10 @@ class RunWindow:
             why.append(f"transaction(s) {_ids(self.open_txs)} have no end record and held live records")
         if self.head_effect != HARMLESS:
             why.append(f"the first, {_name(self.head)}, may have been live")
+        if not why:
+            why.append(f"every new id issued while they were written ({span}) is accounted for, but their bytes "
+                       f"leave room for records no id shows (an acknowledgement or delete of an older message, "
+                       f"which brings it back)")
         return "records were lost there, and what they held cannot be told: " + "; ".join(why)
 
 
@@ -263,7 +270,56 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
                 w.page_txs_lost[tx_id] = pending
     w.unaccounted = sorted(unexplained)
     _open_transactions(w, ledger, result, index, end, evidence)
+    w.filled = _filled(w, buf, base, first, end, version, opened)
     return w
+
+
+def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: int, opened) -> bool:
+    """Whether the region's bytes are accounted for record by record, leaving no room for a record no id
+    shows (an acknowledgement or a delete of an older message: 18 to 39 bytes, which a longer run hides).
+
+    The region starts with the head's record (its length from its head) and ends with a record whose trailing
+    size survives (``JournalImpl.readJournalFile`` checks that word: it gives the record's start); that last one
+    is an add when it is longer than any update the broker writes (an ADD carries a new id: the window's one
+    id beside the head's), else it is counted with what lies between. That must be the head's references: at
+    most as many ADD_REFs as queues the later acknowledgements of the head's id name (the broker writes a
+    message's references after it), each of the fixed length a reference has. A region one add fills exactly
+    is accounted for by that add."""
+    head = w.head
+    tail_size = int.from_bytes(buf[end - base - 4:end - base], "big", signed=True)
+    tail_start = end - tail_size
+    if tail_start == first:
+        return head is not None or buf[first - base] in _ADDS  # one add fills the region (run_window checks it)
+    if head is None or head.type not in _ADDS:
+        return False
+    head_end = first + head.total
+    if tail_size < _LONGEST_UPDATE:
+        tail_start = end  # the last record is no add: one of the head's references, counted with them
+    if tail_start < head_end or len([x for x in w.deleted if x != head.id]) > (0 if tail_start == end else 1):
+        return False
+    gap = tail_start - head_end
+    if gap == 0:
+        return True
+    ref = fixed_size(14 if head.type == 13 else 12, version) + 8
+    return gap % ref == 0 and gap // ref <= len(_acked_queues(opened, head.id))
+
+
+_LONGEST_UPDATE = 64  # longer than any update the broker writes (references, acks, counts, schedules: 31-47)
+
+
+def _acked_queues(opened, rid: int) -> set[int]:
+    """The queues of every ACKNOWLEDGE_REF of ``rid`` in the files of ``opened`` (a rescan, on damage only)."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        data = opened.read_file(fi)
+        records, _ = native.scan_records(data, jf.tag, jf.version, True, 16)
+        for t, off, size, cc, tx, r_id, utype, body_len, nrec, extra in records:
+            if r_id == rid and t in (12, 14) and utype == 33 and body_len == 8:
+                at = off + fixed_size(t, jf.version) - 4
+                out.add(int.from_bytes(data[at:at + 8], "big", signed=True))
+    return out
 
 
 def _without_body(rec: Rebuilt) -> Rebuilt:
