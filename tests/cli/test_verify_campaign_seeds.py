@@ -164,23 +164,26 @@ def test_two_records_damaged_at_their_boundary_that_held_live_ones_are_critical(
 def test_a_pair_whose_first_body_may_have_been_zeroed_is_not_read(run_json, tmp_path, demo_s3):
     # message 43's ADD, whose body ends in a zero byte just before its zeroed size word, and its reference: a
     # zeroed run may have reached into that body, so nothing is read from it: at least one record lost
+    # (the ids around the region cannot tell either: message 43 was never deleted, wiped_run.py)
     store = copy_tree(demo_s3, tmp_path / "s")
     _zero(store / "data/journal/activemq-data-1.amq", 2361, 4)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (2, "CRITICAL")
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
-    assert "at least one record was lost" in f["message"]
+    assert "what they held cannot be told" in f["message"] and "add of record 43 " in f["message"]
 
 
-def test_three_records_in_one_damaged_region_stay_unknown_and_critical(run_json, tmp_path, demo_s3):
+def test_three_records_in_one_damaged_region_are_judged_by_the_ids_around_them(run_json, tmp_path, demo_s3):
     # seed 31337096011006169: the end of message 87's ADD, a whole reference zeroed, the head of the next one:
-    # the zeroed reference is no filler between two readable records, and what it held cannot be told
+    # the zeroed reference is no filler between two readable records (no one- or two-record reading), but the
+    # ADD's head names message 87, deleted since, and no other new id was issued while they were written
+    # (wiped_run.py): the broker delivers the same
     store = copy_tree(demo_s3, tmp_path / "s")
     _zero(store / "data/journal/activemq-data-1.amq", 64627, 512)
     code, doc, _ = run_json("verify", store)
-    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert (code, doc["verdict"]) == (1, "WARNING")
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
-    assert "at least one record was lost" in f["message"]
+    assert f["severity"] == "warning" and "add of record 87 " in f["message"]
 
 
 @pytest.fixture(scope="module")

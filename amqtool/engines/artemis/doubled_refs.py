@@ -39,7 +39,10 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     pairs = [(m, q) for m, q in ev.double_refs if m in ev.messages and (m, q) not in ev.acked]
     if not pairs:
         return []
-    explained = {(m, q) for m, q, _ in ev.moved_refs()} | {(m, q) for m, q, _ in ev.requeued_refs()}
+    from amqtool.engines.artemis.acked_refs import acked_pair_refs
+
+    explained = ({(m, q) for m, q, _ in ev.moved_refs()} | {(m, q) for m, q, _ in ev.requeued_refs()}
+                 | set(acked_pair_refs(ev)))
     pairs = [p for p in pairs if p not in explained]
     if not pairs:
         return []

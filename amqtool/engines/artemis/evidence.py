@@ -39,6 +39,8 @@ BINDING_TYPES = (R.QUEUE_BINDING_RECORD, R.ADDRESS_BINDING_RECORD)
 # counters (rebuilt from the pages at start since 2.27, and never what is delivered)
 _BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
                           R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
+# the records that name paged messages: a page transaction, a cursor's acknowledgement, a cursor's completed page
+_PAGE_RECORDS = frozenset({R.PAGE_TRANSACTION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE})
 # updates whose loss changes a message's content, not whether the broker delivers it
 CONTENT_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
 # the user record types the broker writes as updates (AbstractJournalStorageManager: storeReference,
@@ -134,13 +136,24 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
             break
         for t in range(10, 20):
             rec, _ = _parse(buf, s, t, tag, version, end - base)
-            if rec is not None and _plausible(rec, max_id):
+            if rec is not None and _plausible(rec, max_id) and _filler_ok(s + rec.total + base, end, version):
                 found.append(Rebuilt(rec.type, rec.offset + base, rec.total, rec.tx_id, rec.id, rec.user_type,
                                      rec.body, rec.wrong))
         if found:
             break
     exact = [r for r in found if r.wrong == ""]
     return exact[:1] if exact else found
+
+
+AIO_ALIGNMENT = 512  # the smallest block AIO pads a flush to (the filesystem's block: 512 or a multiple)
+
+
+def _filler_ok(stop: int, end: int, version: int) -> bool:
+    """Whether zero filler from ``stop`` (where a rebuilt record ends) to ``end`` (the next valid record) is no
+    lost record: too short to hold one, or AIO's padding, which ends where an aligned flush starts the next
+    record (format §1.3: each flush of the timed buffer is padded with zeros to the alignment). Elsewhere
+    records lie back to back, and zeros there held a whole record a damaged run wiped."""
+    return end - stop < min(fixed_size(t, version) for t in range(11, 20)) or end % AIO_ALIGNMENT == 0
 
 
 _USER_TYPES = frozenset(v for k, v in vars(R).items() if k.isupper() and isinstance(v, int))
@@ -197,6 +210,7 @@ class Evidence:
     # page transaction id -> its paged messages some queue still has to consume, when the journals do not
     # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
     paged_pending: object = None
+    no_pages: bool = False  # the store has no paging directory: no paged message a page record could cover
     _deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
     _typo_refs: set | None = None
@@ -273,6 +287,8 @@ class Evidence:
         changes nothing (the message was deleted since, or it is acknowledged there anyway), LOSS when it does
         or when the orphan is a message whose ADD's id was damaged (a message record without refs one byte
         away), UNKNOWN when no message is one byte away."""
+        from amqtool.engines.artemis.write_order import added_before
+
         updates = self.orphan_updates.get(orphan, [])
         # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
         # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
@@ -286,8 +302,18 @@ class Evidence:
         if len(updates) != 1:
             return UNKNOWN
         kind, q = updates[0]
-        # only a message routed to q's address (or to one the store shows routed with it) can own the update
-        owners = self._one_byte_neighbours(orphan, self._routable_to(q))
+        # only a message routed to q's address (or to one the store shows routed with it) can own the update,
+        # and a reference only a message without its own on q (PostOfficeImpl.route routes a message to a
+        # queue once)
+        candidates = self._routable_to(q)
+        if kind == R.ADD_REF:
+            candidates = {m for m in candidates if q not in self.refs.get(m, ())}
+        earlier = added_before(self, orphan)  # an update follows its add: a message added later owns none
+        if earlier is not None:
+            candidates = candidates & earlier
+        if self._dead_bit_neighbour(orphan, candidates):
+            return HARMLESS  # the update of a message deleted since, its id damaged: its DELETE took it anyway
+        owners = self._one_byte_neighbours(orphan, candidates)
         if not owners:
             # no live message one byte away: the update belonged to a message deleted since (its DELETE took
             # every record of it), or the message itself is gone -- which a damaged region or file shows
@@ -358,9 +384,12 @@ class Evidence:
         reference). A message left with no reference at all is such a one too: the broker stores a message
         only with the references of the queues it was routed to (``PostOfficeImpl``: ``storeMessage``, then
         ``storeReference`` per durable queue), so a live message without any lost them."""
+        from amqtool.engines.artemis.acked_refs import acked_pair_refs
+
         out = []
+        acked_own = acked_pair_refs(self)
         for m, q in self.double_refs:
-            if m not in self.messages:
+            if m not in self.messages or (m, q) in acked_own:
                 continue
             lacking = {o for o in self.messages if q not in self.refs.get(o, ()) and (o, q) not in self.acked}
             owners = self._one_byte_neighbours(m, lacking)
@@ -374,7 +403,9 @@ class Evidence:
         no reference and no acknowledgement on: the broker routes a message to a queue once, so the doubled
         reference is that queue's, its queue id damaged, and the message is never delivered there. A doubled
         reference explained by a damaged message id (:meth:`moved_refs`) is not counted again."""
-        moved = {(m, q) for m, q, _ in self.moved_refs()}
+        from amqtool.engines.artemis.acked_refs import acked_pair_refs
+
+        moved = {(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
         out = []
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in moved or q not in self.queue_address:
@@ -382,6 +413,9 @@ class Evidence:
             lacking = {x for x, a in self.queue_address.items()
                        if a == self.queue_address[q] and x not in self.refs.get(m, ()) and (m, x) not in self.acked}
             lost = self._one_byte_neighbours(q, lacking)
+            if len(lost) == 1 and bin(lost[0] ^ q).count("1") > 1 and self._dead_bit_neighbour(
+                    m, {o for o in self.messages if q not in self.refs.get(o, ())}):
+                continue  # a deleted message's reference, its id one bit damaged: nearer than a queue id a byte off
             if len(lost) == 1:
                 out.append((m, q, lost[0]))
         return out
@@ -413,12 +447,16 @@ class Evidence:
 
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record
-        whose loss was harmless (the message was acknowledged on that queue anyway)."""
+        whose loss was harmless (the message was acknowledged on that queue anyway), or read as a doubled
+        reference (:func:`~amqtool.engines.artemis.acked_refs.acked_pair_refs`)."""
+        from amqtool.engines.artemis.acked_refs import acked_pair_refs, refs_before_their_add
+
+        acked_pair_refs(self)
         out = sorted((m, q) for m, q in self.acked
                      if m in self.messages and q not in self.refs.get(m, ()) and (m, q) not in self.explained
                      and self._ack_misplaced(m, q))
         if out:
-            typos = self.typo_refs()
+            typos = self.typo_refs() | refs_before_their_add(self, set(out))
             out = [a for a in out if a not in typos]
         if out:
             # two acknowledgements of one (message, queue) and no reference there: the broker writes one
@@ -468,7 +506,21 @@ class Evidence:
                     m in self._one_byte_neighbours(orphan, self.messages):
                 return False
         on_q = {o for o in self.messages if q in self._live_queues(o)}
-        return bool(self._one_byte_neighbours(m, on_q) or self._one_byte_neighbours(q, self._live_queues(m)))
+        # an acknowledgement of a message deleted since, its id damaged onto m's: dropped, to no effect
+        moved = [] if self._dead_bit_neighbour(m, on_q) else self._one_byte_neighbours(m, on_q)
+        return bool(moved or self._one_byte_neighbours(q, self._live_queues(m)))
+
+    def _dead_bit_neighbour(self, rid: int, live) -> bool:
+        """Whether ``rid``, read from a damaged id field, is one flipped bit from an id the journal deleted
+        (a DELETE survives and no live record) and from none of ``live``: the damaged record was that deleted
+        record's -- the nearest reading, as :meth:`_one_byte_neighbours` prefers one bit to one byte -- and
+        the DELETE took its message with every update (``JournalImpl.load``), so it changes nothing."""
+        bits = [rid ^ (1 << k) for k in range(63)]
+        if any(b in live for b in bits):
+            return False
+        self._deleted_later(-1)  # reads the journal's DELETE records once
+        deleted = (self._deleted or set()) | self.deleted_unknown
+        return any(b in deleted and b not in self.live_ids for b in bits)
 
     def refs_to_unknown_queues(self) -> dict[int, set[int]]:
         """Queue id -> unacked messages referring to it, for queue ids with no binding (needs the bindings
@@ -572,6 +624,10 @@ class Evidence:
         consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
         decides when the transaction's record is deleted, never which message is delivered. None when this is
         not such a record or the pages cannot tell."""
+        if self.no_pages and rec.user_type in _PAGE_RECORDS:
+            # no page holds a message: losing the record of a page transaction, a cursor's acknowledgement or its
+            # completed page skips or brings back nothing (a paging directory lost is judged by itself)
+            return HARMLESS
         if rec.user_type != R.PAGE_TRANSACTION:
             return None
         if rec.type in (UPDATE, UPDATE_TX):
@@ -590,6 +646,8 @@ class Evidence:
             if t == ADD_TX and rec.user_type in MESSAGE_TYPES:
                 effect = HARMLESS if self._deleted_later(rid) else LOSS
             elif t == UPDATE_TX and rec.user_type == R.ADD_REF:
+                if (rid, q) in self.acked:
+                    self.explained.add((rid, q))  # its acknowledgement, now without it, is no loss either
                 effect = HARMLESS if self._deleted_later(rid) or (rid, q) in self.acked else LOSS
             elif t == UPDATE_TX and rec.user_type == R.ACKNOWLEDGE_REF:
                 effect = LOSS if rid in self.live_ids and q in self._live_queues(rid) else HARMLESS

@@ -195,6 +195,8 @@ class _GapInspector:
             transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
+        from amqtool.engines.artemis.acked_refs import retyped_findings
+        from amqtool.engines.artemis.wiped_run import run_finding
 
         max_id = self.result.max_id
         mismatched = {a.ids["txId"] for a in self.mismatched}
@@ -255,6 +257,11 @@ class _GapInspector:
                 pair = read_pair(region, first, off, self.result, index)
                 if pair is not None:
                     rec, effect = pair, pair_effect(pair, effect_of, evidence, self.opened, self.kind)
+            run = (run_finding(self.ledger, self.result, path, first, off, region, evidence, effect_of, own_deleted())
+                   if rec is None and region and self.kind == "messages" else None)
+            if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
+                self.findings.append(run)
+                continue
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
@@ -267,6 +274,8 @@ class _GapInspector:
                     Severity.CRITICAL, "damaged-record",
                     f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
                     f"on): {what}", path, first, {"nextValidRecord": off}))
+        if self.kind == "messages":  # an acknowledged reference read as an open transaction's (acked_refs.py)
+            self.findings += retyped_findings(self.result, evidence)
         files = self.result.files
         # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
         # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
@@ -1032,6 +1041,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             ledger = IdLedger([i.opened for i in inspectors], store, paging.view)
             if store.paging_dir is not None and paging.view.messages_loaded:  # a lost page transaction's cost
                 evidence.paged_pending = paging.pending_of_page_tx
+            evidence.no_pages = store.paging_dir is None
             for inspector in inspectors:
                 inspector.ledger = ledger
                 inspector.judge(evidence)

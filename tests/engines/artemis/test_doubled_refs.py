@@ -33,10 +33,14 @@ class _Ev:
     deleted: set = field(default_factory=set)
     moved: list = field(default_factory=list)
     deleted_unknown: set = field(default_factory=set)
+    explained: set = field(default_factory=set)
 
     def __post_init__(self):
         self._messages = _Load(self.live)
         self.messages = {r.id for r in self.live}
+        self.refs = {}
+        for r in self.live:
+            self.refs.setdefault(r.id, set()).add(r.queue)
         pairs: dict = {}
         for r in self.live:
             pairs[(r.id, r.queue)] = pairs.get((r.id, r.queue), 0) + 1
