@@ -1,63 +1,68 @@
 """A record whose type byte was damaged into a transactional type (``verify``'s ``record-retyped``).
 
 The record types differ in single bits (ADD 11, UPDATE 12, ADD_TX 13, UPDATE_TX 14, DELETE_TX 15) and a record
-carries no checksum, so one damaged bit can turn an UPDATE into an ADD_TX or an UPDATE_TX, or an ADD into a
-DELETE_TX. The transactional layouts put a transaction id where the plain ones put the record id, so the record
+carries no checksum, so one damaged bit can turn an UPDATE into an ADD_TX or an UPDATE_TX. The transactional
+layouts put a transaction id where the plain ones put the record id, so the record
 then reads as a transaction whose id is the record's own id -- and, for an 8-byte body such as a reference or
 an acknowledgement, whose one record still ends where its check size says (``JournalImpl.readJournalFile``
 accepts it). With no COMMIT, the broker rolls that transaction back at load, and the update is gone.
 
-A transaction id and a record id never coincide in a store the broker wrote: both come from one
-``BatchingIDGenerator``. So a failed transaction of one record whose id is a live record's id, and whose bytes
-read back whole as that record's plain type with only the type byte wrong, is that record retyped. What its
-loss costs is what losing the record costs (``Evidence.effect_of_loss``): CRITICAL when the broker delivers
-something else without it (a reference dropped, an acknowledgement undone), else a warning naming it.
+Two things tell such a record from a transaction the broker left open (a crash before its COMMIT):
+
+* its "transaction id" is a live record's id, which no broker store holds: transaction and record ids come
+  from one ``BatchingIDGenerator``;
+* or the record the transaction holds is none the broker writes (a user record type it has no such, an id
+  past every id issued: for a reference, its id holds the body size, user record type and the first bytes of
+  the queue id, its user record type the queue id's last byte).
+
+Either way, when its bytes read back as exactly one plain record, with only the type byte wrong and the
+transaction id as its id, that record is what was written. What its loss costs is what losing the record
+costs (``Evidence.effect_of_loss``, which records an acknowledged reference lost harmlessly so that its
+acknowledgement is not reported again): CRITICAL when the broker delivers something else without it (a
+reference dropped, an acknowledgement undone), else a warning naming it.
 """
 from __future__ import annotations
 
 from amqtool.errors import Finding, Severity
 
-_ADD, _UPDATE, _ADD_TX, _UPDATE_TX, _DELETE_TX = 11, 12, 13, 14, 15
-# the plain type one bit away from each transactional type
-_PLAIN = {_ADD_TX: _UPDATE, _UPDATE_TX: _UPDATE, _DELETE_TX: _ADD}
+_ADD, _UPDATE, _ADD_TX, _UPDATE_TX = 11, 12, 13, 14
 MAX_LISTED = 20
 
 
 def retyped_records(result, evidence) -> list:
-    """``[(tx id, Rebuilt plain record, effect, path, offset)]`` for the failed transactions of the messages load ``result``
-    that are one record retyped (see the module docstring)."""
-    from amqtool.engines.artemis.evidence import _parse
+    """``[(tx id, Rebuilt plain record, effect, path, offset)]`` for the failed transactions of the messages
+    load ``result`` that are one record retyped (see the module docstring)."""
+    from amqtool.engines.artemis.evidence import _USER_TYPES, _parse, _plausible
     from amqtool.formats.artemis.records import fixed_size
 
     out = []
+    bound = (result.max_id + 1) * 2 + 1_000_000
     for tx in result.failed:
-        recs = list(tx.records) + list(tx.records_to_delete)
-        if tx.prepared or len(recs) != 1 or tx.tx_id not in evidence.live_ids:
+        if tx.prepared or len(tx.records) != 1 or tx.records_to_delete:
             continue
-        r = recs[0]
-        if not 0 <= r.file_index < len(result.files):
-            continue
+        r = tx.records[0]
+        foreign = r.user_record_type not in _USER_TYPES or not 0 <= r.id <= bound
+        if tx.tx_id not in evidence.live_ids and not foreign:
+            continue  # a transaction left open, judged as such
         jf = result.files[r.file_index]
-        for t, plain in _PLAIN.items():
-            # the record's start: its body less what the transactional type writes before it (the body_len
-            # bytes are the body; the fixed part holds the check size after it)
-            before = fixed_size(t, jf.version) - 4
-            start = r.body_offset - before
-            if start < 16:
-                continue
-            try:
-                with open(jf.path, "rb") as fh:
-                    fh.seek(start)
-                    raw = fh.read(before + r.body_len + 4)
-            except OSError:
-                continue
-            if not raw or raw[0] != t:
-                continue
-            rec, wrong = _parse(raw, 0, plain, jf.tag, jf.version, len(raw))
-            if rec is None or rec.wrong != "type" or rec.id != tx.tx_id:
-                continue
-            out.append((tx.tx_id, rec, evidence.effect_of_loss("messages", rec), str(jf.path), start))
-            break
+        t = _UPDATE_TX if r.is_update else _ADD_TX
+        before = fixed_size(t, jf.version) - 4  # what the transactional type writes before the body
+        start = r.body_offset - before
+        if start < 16:
+            continue
+        try:
+            raw = result.opened.pread(r.file_index, start, before + r.body_len + 4)
+        except OSError:
+            continue
+        readings = []
+        for plain in (_ADD, _UPDATE) if raw and raw[0] == t else ():  # the type byte set back (one reading)
+            x, wrong = _parse(raw, 0, plain, jf.tag, jf.version, len(raw))
+            if x is not None and wrong == 1 and x.wrong == "type" and x.id == tx.tx_id and _plausible(x, result.max_id):
+                readings.append(x)
+        if len(readings) != 1:
+            continue
+        rec = readings[0]
+        out.append((tx.tx_id, rec, evidence.effect_of_loss("messages", rec), str(jf.path), start))
     return out
 
 

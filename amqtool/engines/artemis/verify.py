@@ -195,7 +195,6 @@ class _GapInspector:
             transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
-        from amqtool.engines.artemis.acked_refs import retyped_findings
         from amqtool.engines.artemis.wiped_run import run_finding
 
         max_id = self.result.max_id
@@ -274,8 +273,6 @@ class _GapInspector:
                     Severity.CRITICAL, "damaged-record",
                     f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
                     f"on): {what}", path, first, {"nextValidRecord": off}))
-        if self.kind == "messages":  # an acknowledged reference read as an open transaction's (acked_refs.py)
-            self.findings += retyped_findings(self.result, evidence)
         files = self.result.files
         # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
         # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
