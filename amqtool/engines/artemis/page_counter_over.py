@@ -11,7 +11,8 @@ the pages at start; older ones report the stored value): a warning. A difference
 paged messages of prepared (XA) transactions proves nothing (the counter may count them while the cursor holds
 them back) and stays the info it was. Where the pages cannot be read for the
 address (no folder: a store copied without its paging directory, or a journal written without page files),
-the counters alone prove nothing and stay the info they were.
+the counters alone prove nothing and stay the info they were. An address whose pages already carry a page
+finding of their own (a damaged, torn or missing page) is judged by that finding.
 """
 from __future__ import annotations
 
@@ -26,10 +27,17 @@ def raise_counter_over(findings: list[Finding], pager) -> None:
         return
     paged = {ps.address: ps for ps in getattr(pager, "_stores", ()) if ps.pages}
     address_of = pager.view.queue_address
+    # the page folders whose damage another finding already weighs (a damaged or missing page leaves the
+    # counters above what the pages hold too): judged by that finding
+    judged = {str(ps.folder) for ps in paged.values()
+              if any(g.code.startswith("page-") and g.code != "page-counter-mismatch"
+                     and g.severity in (Severity.WARNING, Severity.CRITICAL)
+                     and g.path and str(g.path).startswith(str(ps.folder)) for g in findings)}
     for i, f in enumerate(findings):
         d = f.details or {}
         if (f.code != "page-counter-mismatch" or f.severity != Severity.INFO
-                or d.get("stored", 0) <= d.get("counted", 0) or address_of.get(d.get("queueId")) not in paged):
+                or d.get("stored", 0) <= d.get("counted", 0) or address_of.get(d.get("queueId")) not in paged
+                or str(paged[address_of[d["queueId"]]].folder) in judged):
             continue
         if d["stored"] - d["counted"] <= _prepared_for(pager.view, paged[address_of[d["queueId"]]], d["queueId"]):
             continue  # a prepared transaction's paged messages, which a counter may count: nothing proves a loss
