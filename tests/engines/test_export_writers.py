@@ -130,6 +130,26 @@ def test_every_output_file_is_fsynced_when_closed_and_before_the_commit(tmp_path
     assert "rename" in [p for p, _ in committed]
 
 
+def test_a_signal_while_the_work_directory_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """SIGTERM (raised in the main thread) just after the work directory appears, before the writer knew it:
+    it and the output's lock were left behind (a CI run of test_a_signal_mid_export_leaves_nothing_behind
+    under load: ``.out.amqtool-lock`` and ``.out.amqtool-tmp-PID``)."""
+    import pytest
+
+    from amqtool.commands.output import Terminated
+    from amqtool.engines.export import writers
+
+    def interrupted(path, mode):
+        raise Terminated(15)
+
+    monkeypatch.setattr(writers.os, "chmod", interrupted)
+    target = writers.OutputTarget(str(tmp_path / "out"), is_dir=True)
+    with pytest.raises(Terminated):
+        with target.writing():
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_an_interrupted_table_leaves_no_open_file_and_no_finaliser_error(tmp_path, monkeypatch):
     """Ctrl-C or SIGTERM while a table is written (the batches' producer raises): the writer thread's
     Parquet writers are closed, their files too, and nothing complains later from a finaliser (before, each

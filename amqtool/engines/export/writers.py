@@ -94,7 +94,11 @@ class OutputTarget:
         """Build the output in the work directory (:meth:`begin`), then :meth:`commit` it; on any error
         :meth:`abort`, so nothing is left, and an error writing the output (full disk, quota, read-only,
         I/O) becomes one line naming the output."""
-        self.begin()
+        try:
+            self.begin()
+        except BaseException:  # a signal or an error while the work directory is made: nothing is left
+            self.abort()
+            raise
         try:
             yield self
             self.commit()
@@ -115,9 +119,9 @@ class OutputTarget:
         work = self.out.parent / f".{self.out.name}.amqtool-tmp-{os.getpid()}"
         if work.exists():
             shutil.rmtree(work)
+        self.work = work  # before it exists: from the mkdir on, an interrupt's abort() removes it
         os.mkdir(work, 0o700)
         os.chmod(work, 0o700)  # whatever the umask
-        self.work = work
         if self.is_dir:
             os.mkdir(self.path, self.dir_mode)
             os.chmod(self.path, self.dir_mode)
