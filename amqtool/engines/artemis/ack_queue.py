@@ -16,10 +16,7 @@ of the message's live queues it acknowledged, one of them gets the message back.
 """
 from __future__ import annotations
 
-
-def _one_byte_apart(a: int, b: int) -> bool:
-    diff = (a ^ b) & (1 << 64) - 1  # ids are signed 64-bit: compare their 8 bytes
-    return diff != 0 and any(diff & ~(0xFF << (8 * k)) == 0 for k in range(8))
+from amqtool.formats.damage import one_byte_apart
 
 
 def acks_of_unknown_queues(ev) -> list[tuple[int, int]]:
@@ -32,6 +29,6 @@ def acks_of_unknown_queues(ev) -> list[tuple[int, int]]:
     for m, q in ev.acked:
         if m not in ev.messages or q in ev.queues or q in ev.refs.get(m, ()) or (m, q) in ev.explained:
             continue
-        if any(x in ev.queues and _one_byte_apart(x, q) for x in ev.live_queues(m)):
+        if any(x in ev.queues and one_byte_apart(x, q) for x in ev.live_queues(m)):
             out.append((m, q))
     return sorted(out)

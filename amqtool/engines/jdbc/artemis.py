@@ -55,6 +55,7 @@ from amqtool.engines.jdbc.artemis_sql import (
     statements_for,
 )
 from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
+from amqtool.formats.damage import one_byte_apart
 
 FETCH_ROWS = 2000
 ADD_LARGE_MESSAGE = 30
@@ -1105,12 +1106,7 @@ def _misfiled_harmlessly(unsure_acks: set, mid: int, refs: list, null_id: bool =
     if len(refs) != 1:
         return False
     q = refs[0].queue_id
-    return any(aq == q and (null_id or _one_byte_apart(m, mid)) for m, aq in unsure_acks)
-
-
-def _one_byte_apart(a: int, b: int) -> bool:
-    x = a ^ b
-    return x != 0 and any(x & ~(0xFF << (8 * i)) == 0 for i in range(8))
+    return any(aq == q and (null_id or one_byte_apart(m, mid)) for m, aq in unsure_acks)
 
 
 def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None) -> tuple[list[Finding], set]:
@@ -1187,7 +1183,7 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
     # a reference whose queue id is one byte from a queue the message is acknowledged on without a reference
     # is that reference with a damaged queue id: the message was consumed there, nothing is lost
     paired = {(m, q) for q, ms in unknown.items() for m in ms
-              if any(r.id == m and _one_byte_apart(q, aq) for r, aq in unsure)}
+              if any(r.id == m and one_byte_apart(q, aq) for r, aq in unsure)}
     unknown = {q: ms - {m for m, pq in paired if pq == q} for q, ms in unknown.items()}
     unknown = {q: ms for q, ms in unknown.items() if ms}
     if unknown:

@@ -46,6 +46,7 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
 from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+from amqtool.formats.damage import one_byte_apart
 
 _HDR = jr.BATCH_CONTROL_RECORD_HEADER
 
@@ -131,11 +132,6 @@ def _patched(buf, start: int, end: int, patches: list) -> bytes:
     return bytes(data)
 
 
-def _one_byte_apart(a: int, b: int) -> bool:
-    x = (a ^ b).to_bytes(8, "big", signed=False) if a >= 0 and b >= 0 else None
-    return x is not None and sum(1 for c in x if c) == 1
-
-
 def intact(buf, fid: int, live: list, region_first: int) -> bool:
     """True when the checksum of the batch holding the live records ``live`` (``[(key, IndexedMessage)]``)
     shows their bytes are as written (see the module docstring)."""
@@ -162,7 +158,7 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
         for span in spans:
             data = _patched(buf, q + 28, q + 28 + span, patches)
             computed = zlib.adler32(data) & 0xFFFFFFFF
-            if computed == stored or _one_byte_apart(computed, stored):
+            if computed == stored or one_byte_apart(computed, stored):
                 return True
             at = locate_one_byte(data, stored)
             if at is not None:

@@ -12,6 +12,7 @@ from typing import Callable
 
 from amqtool import native
 from amqtool.errors import FormatError, Finding, Severity
+from amqtool.formats.damage import one_byte_apart
 from amqtool.formats.artemis.paging import (
     END_BAD_END,
     END_BAD_LENGTH,
@@ -175,12 +176,6 @@ def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
             return number, pos, err
         pos += 6 + length
         number += 1
-
-
-def _one_byte_apart(a: int, b: int) -> bool:
-    """Whether the 64-bit values ``a`` and ``b`` differ in exactly one byte."""
-    x = (a ^ b) & 0xFFFF_FFFF_FFFF_FFFF
-    return sum(1 for k in range(8) if x >> (8 * k) & 0xFF) == 1
 
 
 def _page_files_with_data(path: str) -> list[str]:
@@ -584,7 +579,7 @@ class PagingVerifier:
                         for qid in qids:
                             if qid in view.queues:
                                 continue
-                            owners = [q for q in queues if _one_byte_apart(qid, q)]
+                            owners = [q for q in queues if one_byte_apart(qid, q)]
                             if (len(owners) == 1 and owners[0] in short and owners[0] not in qids
                                     and view.queue_state(owners[0], pid, number) == Q_PENDING):
                                 hits.setdefault(owners[0], []).append((str(path), pid, number, off, mid))
