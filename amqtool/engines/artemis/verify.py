@@ -38,6 +38,7 @@ from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
+from amqtool.engines.artemis.open_strays import strayed_findings
 from amqtool.engines.artemis.retyped_tx import retyped_findings
 from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
@@ -1044,6 +1045,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                 inspector.judge(evidence)
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
+            retyped += strayed_findings(results.get("messages"), evidence)
             _evidence_findings(store, evidence, results, report.findings)
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
