@@ -18,12 +18,8 @@ A reference whose type byte made it an open transaction's is retyped_tx.py's.
 """
 from __future__ import annotations
 
-from amqtool.engines.artemis.evidence import _byte_neighbours
 from amqtool.formats.artemis.records import fixed_size
-
-
-def _near(a: int, b: int) -> bool:
-    return bool(_byte_neighbours(a, (b,)))
+from amqtool.formats.damage import one_byte_apart
 
 
 def acked_pair_refs(ev) -> dict[tuple[int, int], tuple[int, int]]:
@@ -38,7 +34,7 @@ def acked_pair_refs(ev) -> dict[tuple[int, int], tuple[int, int]]:
         bare = [(m, q) for m, q in ev.acked if m in ev.messages and q not in ev.refs.get(m, ())]
         for m, q in ev.double_refs:
             owners = [(am, aq) for am, aq in bare
-                      if am == m and _near(aq, q) or aq == q and _near(am, m)]
+                      if am == m and one_byte_apart(aq, q) or aq == q and one_byte_apart(am, m)]
             if len(owners) == 1:
                 out[(m, q)] = owners[0]
         ev.explained.update(out.values())

@@ -670,12 +670,9 @@ class Evidence:
 
 def _byte_neighbours(rid: int, ids) -> list[int]:
     """The ids of ``ids`` that differ from ``rid`` in exactly one byte."""
-    out = []
-    for i in ids:
-        x = (i ^ rid) & 0xFFFF_FFFF_FFFF_FFFF
-        if x and sum(1 for k in range(8) if x >> (8 * k) & 0xFF) == 1:
-            out.append(i)
-    return out
+    from amqtool.formats.damage import one_byte_apart
+
+    return [i for i in ids if one_byte_apart(i, rid)]
 
 
 def strayed_records(result, opened, tx_id: int, unexplained: int = 1,

@@ -22,8 +22,8 @@ _ADD, _UPDATE, _ADD_TX, _UPDATE_TX = 11, 12, 13, 14
 
 def strayed_updates(result, evidence) -> list:
     """``[(open tx id, owner tx id, Rebuilt record, effect, path)]`` (see the module docstring)."""
-    from amqtool.engines.artemis.evidence import Rebuilt, _byte_neighbours
-    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.engines.artemis.evidence import Rebuilt
+    from amqtool.formats.damage import one_byte_apart
 
     open_ids = {tx.tx_id for tx in result.failed} | {tx.tx_id for tx in result.prepared}
     out = []
@@ -37,23 +37,22 @@ def strayed_updates(result, evidence) -> list:
         fi = files.pop()
         jf = result.files[fi]
         if fi not in scans:
+            # record id -> the transactions whose ADD_TX / UPDATE_TX of it are in this file (one windowed scan
+            # of the file, the load's own scanner: on damage only, a transaction left open)
+            ids: dict[int, set] = {}
             try:
-                with open(jf.path, "rb") as fh:
-                    recs = scan_records_py(fh.read(), jf.tag, jf.version)[0]
+                for _base, _data, records, _marked in result.opened.scan_windows(fi):
+                    for t, _off, _size, _cc, tx_id, rid, *_rest in records:
+                        if t in (_ADD_TX, _UPDATE_TX):
+                            ids.setdefault(rid, set()).add(tx_id)
             except OSError:
                 continue
-            # record id -> the transactions whose ADD_TX / UPDATE_TX of it are in this file (scanner tuple:
-            # type, offset, size, compact count, transaction id, record id)
-            ids: dict[int, set] = {}
-            for rec in recs:
-                if rec[0] in (_ADD_TX, _UPDATE_TX):
-                    ids.setdefault(rec[5], set()).add(rec[4])
             scans[fi] = ids
         owners = set().union(*(scans[fi].get(r.id, set()) - {tx.tx_id} for r in tx.records))
         if len(owners) != 1:
             continue
         owner = owners.pop()
-        if owner in open_ids or not _byte_neighbours(tx.tx_id, (owner,)):
+        if owner in open_ids or not one_byte_apart(tx.tx_id, owner):
             continue
         for r in tx.records:
             rec = Rebuilt(_UPDATE if r.is_update else _ADD, 0, 0, -1, r.id, r.user_record_type, result.body(r), "")
