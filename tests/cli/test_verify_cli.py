@@ -45,7 +45,12 @@ def test_torn_tail_is_a_warning_at_the_record(run_json, scenario):
     corrupt = next(o for o in m["operations"] if o["op"] == "corrupt")
     torn_len = next(o["len"] for o in m["operations"] if o.get("op") == "add" and o["id"] == corrupt["lastRecordId"])
     (torn,) = [f for f in doc["findings"] if f["severity"] == "warning"]
-    assert torn["code"] == "torn-tail"
+    # 05a zeroes the last 7 bytes of the last record, inside the 4 KiB block that holds the rest of it: no crash
+    # leaves that (a block is written back whole: amqtool/formats/artemis/torn_write.py), so it is a damaged end
+    # of the newest file (what the record held cannot be told here: the fixture's user record types are not the
+    # broker's); 05b's cut is a crash's torn tail
+    assert torn["code"] == ("damaged-tail" if scenario.startswith("05a") else "torn-tail")
+    assert ("no crash leaves it so" in torn["message"]) == scenario.startswith("05a")
     assert os.path.basename(torn["path"]) == corrupt["file"]
     # The manifest's lastRecordStart is one past the record's type byte; its end is exact.
     assert torn["offset"] == corrupt["lastRecordEnd"] - (23 + torn_len)
@@ -476,9 +481,12 @@ def test_a_journal_file_at_the_int_limit_is_read_in_bounded_windows(run_cli, tmp
     id_at = 5 + (1 if h.version >= 2 else 0)  # type, tag, compactCount (version 2)
     record[id_at:id_at + 8] = struct.pack(">q", new_id)
     size = 2**31 - 1
-    at = size - 4096
-    torn_at = at + len(record) + 100
-    torn = bytes([11]) + struct.pack(">i", h.tag) + b"\x01\x02\x03"  # an AddRecord of this file, cut short
+    at = size + 1 - 8192  # a 4 KiB block boundary, two blocks before the end
+    torn_at = at + len(record)
+    # an AddRecord of this file whose block after the next 4 KiB boundary the crash left unwritten (zero)
+    boundary = (torn_at // 4096 + 1) * 4096
+    torn = (bytes([11]) + struct.pack(">i", h.tag) + b"\x00" + struct.pack(">q", 5) + struct.pack(">i", 8000) + b"\x2d")
+    torn += bytes((i % 200) + 1 for i in range(boundary - torn_at - len(torn)))
     with open(path, "r+b") as fh:
         fh.truncate(size)
         fh.seek(at)

@@ -48,23 +48,72 @@ def _current_page(store):
     raise AssertionError("no current page with two records in the demo store")
 
 
-@pytest.mark.parametrize("which,where", [("last", "start"), ("last", "end"), ("first", "end")])
-def test_damaged_framing_of_the_current_pages_last_record_is_a_torn_tail(run_json, tmp_path, demos, which,
-                                                                         where):
-    # campaign seeds 90210270632000054, 90210270630000179: a crash mid-append leaves the current page's last
-    # record partly written, costing that message only; the same damage with a record after it loses them all
+_S1_BACKLOG = "data/paging/0445d656-de3a-1db5-954e-d51212093d26/000000001.page"  # current page, 34004 bytes
+_S1_TELEMETRY = "data/paging/6816de06-0a04-1f48-921b-18a91ab1c42f/000000002.page"  # current page, 9974 bytes
+
+
+@pytest.mark.parametrize("page,start,stop,torn,verdict", [
+    # backlog's last record: 1438 bytes at 32566, across the 4 KiB boundary at 32768, the one message of the
+    # prepared XA transaction 598 (in no page counter until it commits)
+    (_S1_BACKLOG, 32566, 34004, True, 1),    # the whole last record zero: its blocks unwritten
+    (_S1_BACKLOG, 32566, 32768, True, 1),    # from the write's start to the block boundary: first block unwritten
+    (_S1_BACKLOG, 32768, 34004, True, 1),    # the record's second block unwritten, to the end of the file
+    (_S1_BACKLOG, 32566, 32572, False, 2),   # a run ending inside a block before written bytes: no crash's, and
+    (_S1_BACKLOG, 33000, 34004, False, 2),   # ... the prepared transaction's record counts a message gone
+    # telemetry's last record: 210 bytes at 9764, a large message two queues still have to consume
+    (_S1_TELEMETRY, 9764, 9770, False, 2),   # seed 3303009911000075: the broker loses it, and no crash did that
+    (_S1_TELEMETRY, 9764, 9974, True, 1),    # the whole record zero: a crash's torn tail
+])
+def test_a_zeroed_run_in_the_current_pages_last_record_is_torn_only_as_a_crash_leaves_it(
+        run_json, tmp_path, demos, page, start, stop, torn, verdict):
+    from tests.faults.artemis import _tail_only
+    from tests.faults.model import Fault
+
     store = copy_tree(demos(1), tmp_path / "s")
-    path, records = _current_page(store)
+    path = store / page
+    data = path.read_bytes()
+    records = [(off, ln + 6) for _, off, ln in PageScanner(data)]
+    last = records[-1][0]
+    assert (last, len(data)) in ((32566, 34004), (9764, 9974))
+    # the harness's truth reads the fault by the same model (amqtool/formats/artemis/torn_write.py)
+    assert _tail_only(Fault("zero", page, start, stop - start), records, data) is torn
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(bytes(stop - start))
+    code, doc, _ = run_json("verify", store)
+    assert code == verdict
+    if torn:
+        (f,) = _findings(doc, "page-torn-tail")
+        assert (f["severity"], f["offset"]) == ("warning", last)
+        assert not _findings(doc, "page-damaged")
+    else:
+        assert not _findings(doc, "page-torn-tail")
+        (f,) = _findings(doc, "page-damaged")
+        assert (f["severity"], f["offset"]) == ("warning", last) and "no crash leaves it so" in f["message"]
+        assert len(_findings(doc, "page-messages-lost")) == (verdict == 2)
+
+
+@pytest.mark.parametrize("which,where", [("last", "start"), ("last", "end"), ("first", "end")])
+def test_a_flipped_marker_in_the_current_page_is_damage_not_a_crash(run_json, tmp_path, demos, which, where):
+    # campaign seeds 90210270632000054, 90210270630000179 (once read as torn tails): a crash leaves the last
+    # record cut or whole 4 KiB blocks of it zero (amqtool/formats/artemis/torn_write.py), never a changed bit:
+    # a flipped '{' or '}' is damage done after the write, and the message the broker drops (two queues of
+    # telemetry still had it to consume, their page counters say so) is proven loss
+    store = copy_tree(demos(1), tmp_path / "s")
+    path = store / _S1_TELEMETRY
+    records = [(off, ln) for _, off, ln in PageScanner(path.read_bytes())]
     off, ln = records[-1] if which == "last" else records[0]
     flip_byte(path, off if where == "start" else off + 5 + ln, 0x20)
     code, doc, _ = run_json("verify", store)
+    assert code == 2 and not _findings(doc, "page-torn-tail")
+    (f,) = _findings(doc, "page-damaged")
+    assert f["offset"] == off
     if which == "last":
-        (f,) = _findings(doc, "page-torn-tail")
-        assert (code, f["severity"], f["offset"], f["path"]) == (1, "warning", off, str(path))
-        assert not _findings(doc, "page-damaged")
+        assert f["severity"] == "warning" and "no crash leaves it so" in f["message"]
+        (lost,) = _findings(doc, "page-messages-lost")
+        assert lost["details"]["messagesLost"] == 2
     else:
-        (f,) = _findings(doc, "page-damaged")
-        assert (code, f["severity"], f["offset"]) == (2, "critical", off)
+        assert f["severity"] == "critical" and "no crash leaves it so" not in f["message"]
 
 
 def _undecodableflip_byte(data: bytes, off: int, ln: int) -> int:
@@ -81,40 +130,36 @@ def _undecodableflip_byte(data: bytes, off: int, ln: int) -> int:
 
 
 @pytest.mark.parametrize("which", ["last", "first"])
-def test_an_undecodable_last_record_of_the_current_page_is_a_torn_tail(run_json, tmp_path, demos, which):
-    # campaign seeds 90210271634003207, 90210273632009032: the message of the current page's last record does
-    # not decode; the broker stops reading there and loses that one message, what a torn write leaves
+def test_an_undecodable_record_of_the_current_page_by_a_flip_is_proven_loss(run_json, tmp_path, demos, which):
+    # campaign seeds 90210271634003207, 90210273632009032 (once read as torn tails): the message of the current
+    # page's record does not decode after a flip and no block of the record reads zero: no crash leaves that,
+    # and the broker, which stops reading there, loses the message(s) from there on
     store = copy_tree(demos(2), tmp_path / "s")
     path, records = _current_page(store)
     off, ln = records[-1] if which == "last" else records[0]
     flip_byte(path, _undecodableflip_byte(path.read_bytes(), off, ln), 0x80)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "page-record-undecodable")
-    assert f["offset"] == off
-    if which == "last":
-        assert (code, f["severity"], f["details"]["messagesLost"], f["details"]["tornTail"]) == (1, "warning", 1,
-                                                                                                 True)
-    else:
-        assert (code, f["severity"], f["details"]["messagesLost"]) == (2, "critical", len(records))
-
-
-_S1_PAGE = "data/paging/6816de06-0a04-1f48-921b-18a91ab1c42f/000000002.page"
+    assert f["offset"] == off and "tornTail" not in f["details"]
+    assert (code, f["severity"], f["details"]["messagesLost"]) == (2, "critical", 1 if which == "last" else len(records))
+    assert ("no crash leaves it so" in f["message"]) == (which == "last")
 
 
 @pytest.mark.parametrize("offset,mask,code_", [(9961, 0x40, "page-queue-id-damaged"),
                                                (9786, 0x08, "large-message-missing")])
-def test_a_damaged_id_in_the_current_pages_last_record_is_a_torn_tail(run_json, tmp_path, demos, offset, mask,
+def test_a_flipped_id_in_the_current_pages_last_record_is_proven_loss(run_json, tmp_path, demos, offset, mask,
                                                                       code_):
-    # campaign seeds 90210270630000165 (the record's queue id) and 90210270633000205 (its large message's id):
-    # page 2 is its address's current page and the record at 9764 its last one
+    # campaign seeds 90210270630000165 (the record's queue id) and 90210270633000205 (its large message's id),
+    # once read as torn tails: page 2 is its address's current page and the record at 9764 its last one, but a
+    # flipped bit is no crash's (torn_write.py), so the message the broker loses is proven loss
     store = copy_tree(demos(1), tmp_path / "s")
-    path = store / _S1_PAGE
+    path = store / _S1_TELEMETRY
     assert [off for _, off, _ in PageScanner(path.read_bytes())][-1] == 9764
     flip_byte(path, offset, mask)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, code_)
-    assert (code, doc["verdict"], f["severity"]) == (1, "WARNING", "warning")
-    assert "last record of the current page" in f["message"]
+    assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
+    assert "last record of the current page" not in f["message"]
 
 
 _JOURNAL = "data/journal/activemq-data-{}.amq"

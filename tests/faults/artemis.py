@@ -70,6 +70,7 @@ class JournalFileInfo:
     records: list  # scanner tuples (type, pos, total, cc, tx, id, utype, body_len, nrec, extra)
     data_end: int
     current: bool = False
+    data: bytes = b""  # the pristine bytes of the current file (what a crash's model is checked against)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class PageInfo:
     size: int
     records: list[tuple[int, int]]  # (offset, total length)
     current: bool = False
+    data: bytes = b""  # the pristine bytes of the current page
 
 
 @dataclass
@@ -110,8 +112,9 @@ class ArtemisSites:
                     data = Path(jf.path).read_bytes()
                     recs, _ = scan_records_py(data, jf.tag, jf.version)
                     end = recs[-1][1] + recs[-1][2] if recs else HEADER
-                    files.append(JournalFileInfo(os.path.relpath(jf.path, root), len(data), recs, end,
-                                                 cur is not None and jf.path == cur.path))
+                    current = cur is not None and jf.path == cur.path
+                    files.append(JournalFileInfo(os.path.relpath(jf.path, root), len(data), recs, end, current,
+                                                 data if current else b""))
             self.journals[jd.kind] = files
             self.dirs.append(os.path.relpath(jd.directory, root))
         stores, _ = find_page_stores(store.paging_dir)
@@ -127,7 +130,9 @@ class ArtemisSites:
                         break
                     recs.append((pos, n + 6))
                     pos += n + 6
-                self.pages.append(PageInfo(os.path.relpath(path, root), len(data), recs, pid == ps.current_page))
+                current = pid == ps.current_page
+                self.pages.append(PageInfo(os.path.relpath(path, root), len(data), recs, current,
+                                           data if current else b""))
         if store.paging_dir is not None and store.paging_dir.is_dir():
             self.dirs.append(os.path.relpath(store.paging_dir, root))
         lm = store.large_messages_dir
@@ -227,28 +232,51 @@ class ArtemisSites:
     # -- what a crash could have left --------------------------------------------------------------------
 
     def torn(self, fault: Fault) -> bool:
-        """Whether ``fault`` damages only the tail of a current file or current page: from a point inside the
-        last record (or the records from some point on) to the end, which is what a crash mid-write leaves."""
+        """Whether ``fault`` leaves what a crash leaves of the current file or current page: a change confined
+        to the records written since the last sync (the last one, or the records from some point on) that the
+        crash model of ``amqtool/formats/artemis/torn_write.py`` allows, the file cut anywhere in them or whole
+        4 KiB blocks of them zeroed. A flipped bit, or a zeroed run that ends inside a block before bytes that
+        were written, is no crash's: the broker's loss from it is proven damage (loss), not a torn tail.
+        (Verify reads the damaged store with the same model: paging/crash_tail.py, the journal's torn-tail.)"""
         for fs in self.journals.values():
             for jf in fs:
                 if jf.rel == fault.path and jf.current and jf.records:
-                    return _tail_only(fault, [(r[1], r[2]) for r in jf.records])
+                    # the write ends with the last record: after it is the fill (or an earlier use's records),
+                    # which the broker does not read and a crash does not touch
+                    return _tail_only(fault, [(r[1], r[2]) for r in jf.records], jf.data, journal=True)
         for pg in self.pages:
             if pg.rel == fault.path and pg.current and pg.records:
-                return _tail_only(fault, pg.records)
+                return _tail_only(fault, pg.records, pg.data)
         return False
 
 
-def _tail_only(fault: Fault, records: list[tuple[int, int]]) -> bool:
-    last_start, last_len = records[-1]
-    end = last_start + last_len
-    if fault.kind == "flip":
-        return last_start <= fault.offset < end
-    if fault.kind == "zero":
-        return fault.offset < end and fault.offset + fault.length >= end
+def _tail_only(fault: Fault, records: list[tuple[int, int]], data: bytes, journal: bool = False) -> bool:
+    """Whether ``fault`` on a file whose pristine bytes are ``data`` (records ``(offset, length)``) is one the
+    crash model allows (:func:`~amqtool.formats.artemis.torn_write.crash_leaves`): the write starts at the
+    record holding the first changed byte, and runs to the end of the last record."""
+    from amqtool.formats.artemis.torn_write import crash_leaves
+
+    end = records[-1][0] + records[-1][1]
     if fault.kind == "truncate":
         return fault.offset < end
-    return False
+    if fault.kind not in ("flip", "zero"):
+        return False
+    damaged = bytearray(data)
+    if fault.kind == "flip":
+        damaged[fault.offset] ^= fault.length
+        changed = [fault.offset]
+    else:
+        stop = min(fault.offset + fault.length, len(damaged))
+        damaged[fault.offset:stop] = bytes(stop - fault.offset)
+        changed = [i for i in range(fault.offset, stop) if data[i]]
+    if journal:
+        changed = [i for i in changed if i < end]  # the fill or an earlier use's bytes: outside the write
+    if not changed:
+        return False  # nothing the broker wrote changed (no loss to call torn)
+    start = next((o for o, n in records if o <= changed[0] < o + n), None)
+    if start is None:
+        return False
+    return crash_leaves(damaged, start, end, changed)
 
 
 # -- the truth -----------------------------------------------------------------------------------------
@@ -501,6 +529,22 @@ def _refused(store, loads: dict) -> bool:
 _WRITTEN_AS_UPDATE = frozenset({32, 33, 34, 36})  # ADD_REF, ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT, SCHEDULED
 _ONE_WAY = _WRITTEN_AS_UPDATE | {30, 31, 45}  # and the message records, only ever adds
 
+def _stale_tail(opened, i: int, g, jf) -> bool:
+    """Whether the bytes after the last record of file ``i`` are an earlier use's records (reinitializeFile
+    rewrites the header only), the first of them perhaps cut by this use's last record: JournalImpl skips what
+    carries another tag."""
+    from amqtool.engines.artemis.stale_tail import stale_fragment
+    from amqtool.engines.artemis.verify import _first_foreign_record
+    from amqtool.formats.artemis.records import scan_records_py
+
+    head = opened.pread(i, g.tail_first, min(g.tail_end - g.tail_first, 1 << 20))
+    recs, _ = scan_records_py(head[:1 << 16], jf.tag, jf.version, check_tag=False, start=0)
+    this_use = recs and recs[0][1] == 0 and int.from_bytes(head[1:5], "big", signed=True) == jf.tag
+    stale = (_first_foreign_record(head, g.tail_first, jf.tag, jf.version) is not None
+             or stale_fragment(head, g.tail_first, g.tail_end, tag=jf.tag, last_end=g.end))
+    return bool(stale and not this_use)
+
+
 def broker_could_write(root: Path) -> str:
     """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
     crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
@@ -515,7 +559,8 @@ def broker_could_write(root: Path) -> str:
     or update of a message with no message record that was never deleted; an acknowledgement without its reference;
     an open transaction whose id is a live record's; a reference to a queue the bindings do not hold; a bindings
     record that does not decode, or of a type Artemis does not write there; a live large message without its file;
-    a page whose framing ends in damage (but the current page's tail) or whose message does not decode; a paged
+    a page whose framing ends in damage (but the current page's tail as a crash leaves it: torn_write.py) or whose
+    message does not decode; a paged
     message naming a queue id past every id the journals issued; a cursor acknowledgement past its address's
     current page; a queue whose page counter exceeds the messages its pages still hold."""
     from amqtool import native
@@ -525,12 +570,11 @@ def broker_could_write(root: Path) -> str:
     from amqtool.engines.artemis.paging import (
         PAGE_TX_COMMITTED, find_page_stores, iter_paged_entries, load_view, store_pages,
     )
+    from amqtool.engines.artemis.journal_crash import crash_left
+    from amqtool.engines.artemis.paging.crash_tail import last_framing
     from amqtool.engines.artemis.paging.moved_acks import past_current
-    from amqtool.engines.artemis.stale_tail import stale_fragment
-    from amqtool.engines.artemis.verify import _first_foreign_record
     from amqtool.formats.artemis.paging import PageScanner
     from amqtool.errors import AmqtoolError
-    from amqtool.formats.artemis.records import scan_records_py
     from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
@@ -558,17 +602,14 @@ def broker_could_write(root: Path) -> str:
                 jf = scan.file
                 if g.damaged_count:
                     return f"{jf.path.name}: damaged bytes between records"
+                cur = result.current_file
+                if (g.tail_first >= 0 and cur is not None and jf.path == cur.path
+                        and not _stale_tail(opened, i, g, jf) and not crash_left(result, i, g.tail_first)):
+                    # the crash model (amqtool/formats/artemis/torn_write.py): no crash leaves this end
+                    return f"{jf.path.name}: damaged end of the current file that no crash leaves"
                 if i in data and i != data[-1]:
-                    if g.tail_first >= 0:
-                        head = opened.pread(i, g.tail_first, min(g.tail_end - g.tail_first, 1 << 20))
-                        recs, _ = scan_records_py(head[:1 << 16], jf.tag, jf.version, check_tag=False, start=0)
-                        this_use = recs and recs[0][1] == 0 and int.from_bytes(head[1:5], "big", signed=True) == jf.tag
-                        # an earlier use's records (reinitializeFile rewrites the header only), the first of them
-                        # perhaps cut by this use's last record: JournalImpl skips what carries another tag
-                        stale = (_first_foreign_record(head, g.tail_first, jf.tag, jf.version) is not None
-                                 or stale_fragment(head, g.tail_first, g.tail_end, tag=jf.tag, last_end=g.end))
-                        if this_use or not stale:
-                            return f"{jf.path.name}: damaged end of a file that is not the newest"
+                    if g.tail_first >= 0 and not _stale_tail(opened, i, g, jf):
+                        return f"{jf.path.name}: damaged end of a file that is not the newest"
                     nxt = data[data.index(i) + 1]
                     own, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
                     nf = result.files[nxt]
@@ -644,14 +685,18 @@ def broker_could_write(root: Path) -> str:
             q, acks = next(iter(far.items()))
             return f"queue {q}: cursor acknowledgement of page {acks[0][0]}, past its address's current page"
         for ps, pid in store_pages(store):
-            if pid == ps.current_page:
-                continue  # a crash leaves a torn tail there
             with ps.open_page(pid) as pf:
                 scan = PageScanner(pf.buf, pf.size)
                 for _ in scan:
                     pass
-                if not scan.end.clean:
+                if scan.end.clean:
+                    continue
+                if pid != ps.current_page:
                     return f"page {pid} of {ps.address} (not the current page) ends in damage"
+                # a crash leaves the current page's last record cut or with whole 4 KiB blocks unwritten
+                # (amqtool/formats/artemis/torn_write.py), never a wrong marker or a zeroed run inside a block
+                if not last_framing(pf.buf, scan.end):
+                    return f"page {pid} of {ps.address} (the current page) ends in damage no crash leaves"
         for q, n in view.counters().items():
             if q in view.queues and n > pending[q]:
                 return f"queue {q}: page counter {n} over the {pending[q]} messages its pages hold"

@@ -11,7 +11,9 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
 * ``same``: nothing the broker delivers changed: never CRITICAL (and never UNKNOWN: the store is readable);
 * ``content``: the same messages on the same queues, but bytes inside them changed (Artemis has no record
   checksum, so the broker cannot notice): any verdict, counted as undetectable;
-* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves: WARNING
+* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves (the model of
+  ``amqtool/formats/artemis/torn_write.py``: the unsynced records cut anywhere, or whole 4 KiB blocks of them
+  unwritten; never a flipped bit, nor a zeroed run ending inside a block before written bytes): WARNING
   (not when the broker refuses to start on a whole record there that does not decode: no crash leaves one);
 * ``loss``: anything else the broker loses or brings back (acknowledged messages), when the damaged store
   proves it damaged: CRITICAL;
@@ -29,7 +31,7 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
     acknowledgement without its reference, no open transaction whose id is a live record's, no reference to a
     queue the bindings do not hold, no bindings record that does not decode or is of a type Artemis does not
     write there, no live large message without its file;
-  - no page whose framing ends in damage but the current page's tail, no paged message that does not decode
+  - no page whose framing ends in damage but the current page's tail as a crash leaves it, no paged message that does not decode
     or names a queue id past every id the journals issued, no cursor acknowledgement past its address's
     current page, no queue whose page counter exceeds the messages its pages still hold.
   What this leaves is loss no reader of the store can see: an acknowledgement's message id moved onto another

@@ -34,6 +34,7 @@ from amqtool.engines.artemis.message_headers import misread_messages, retyped_me
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
+from amqtool.engines.artemis import journal_crash
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -351,6 +352,11 @@ class _GapInspector:
             effect = None
             if index != current:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
+            elif not journal_crash.crash_left(self.result, index, first):
+                effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id)
+                          or self._tail_effect(index, first, length, evidence, effect_of))
+                self.findings.append(journal_crash.not_a_crash_finding(path, first, length, effect))
+                continue
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
                                              self.result, index, first, evidence))
@@ -436,6 +442,8 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
     :func:`~amqtool.engines.artemis.current_file.current_file`'s: the newest data file, or a later one whose first
     record is the one torn."""
     if index == current_file(result):
+        if not journal_crash.crash_left(result, index, first):
+            return journal_crash.not_a_crash_finding(path, first, length, None)
         where = ("after the last valid record of the newest file" if first > 16 else
                  "at the start of the newest file, its first record (the broker had just moved to this file)")
         return Finding(
@@ -1052,6 +1060,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             report.findings += retyped
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)
+            journal_crash.lost_bindings(report.findings, report.pager)
     _corroborated_gaps(report.findings)
     raise_counter_over(report.findings, report.pager)
     report.loads = {k: r for k, r in results.items() if r is not None}

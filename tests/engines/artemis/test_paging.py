@@ -278,9 +278,10 @@ def test_msg_file_of_the_wrong_size(sample, tmp_path):
 
 
 def test_undecodable_page_record(sample):
-    # events' page 5 is its current page and record 0 its last: damage confined to it is what a crash
-    # mid-append can leave (paging/crash_tail.py), a WARNING; the first record of orders' older page 1 is CRITICAL
-    for address, number, severity, torn in (("events", 5, Severity.WARNING, True),
+    # events' page 5 is its current page and record 0 its last, but a persister id changed to 9 is no crash's
+    # (a crash leaves whole 4 KiB blocks zero, never a changed byte: torn_write.py): CRITICAL, as the first record
+    # of orders' older page 1 is
+    for address, number, severity, torn in (("events", 5, Severity.CRITICAL, None),
                                             ("orders", 1, Severity.CRITICAL, None)):
         page = sample.folders[address] / page_file_name(number)
         original = page.read_bytes()
@@ -291,6 +292,7 @@ def test_undecodable_page_record(sample):
         page.write_bytes(original)
         assert len(f) == 1 and f[0].severity is severity and f[0].offset == 0, (number, f)
         assert (f[0].details or {}).get("tornTail") is torn
+        assert ("no crash leaves it so" in f[0].message) == (address == "events")
 
 
 def test_page_tx_of_an_incomplete_journal_transaction(tmp_path):

@@ -93,7 +93,9 @@ def test_flipped_bytes_in_the_fill_after_the_last_record_lose_nothing(demo, tmp_
     code, v = _run(capsys, "verify", src)
     tails = [(f["severity"], f["code"], f["path"], f["offset"]) for f in v["findings"]
              if f["code"] in ("torn-tail", "damaged-tail")]
-    assert tails == [("warning", "torn-tail" if newest else "damaged-tail", str(path), end + gap)]
+    # flipped fill bytes are no crash's (a crash leaves zeros or what was written: torn_write.py), in the newest
+    # file too: a damaged tail, which loses nothing
+    assert tails == [("warning", "damaged-tail", str(path), end + gap)]
 
     code, doc = _run(capsys, "recover", src, "-o", tmp_path / "dest")
     assert (code, doc["verdict"]) == (0, "OK"), doc["lost"]

@@ -8,7 +8,8 @@ transaction and the queues it names. A message whose page transaction has no rec
 skip it, ``PageSubscriptionImpl`` "Could not locate page transaction"), or that every queue it names has
 acknowledged (``ACKNOWLEDGE_CURSOR`` at its page and number), whose page every such queue completed
 (``PAGE_CURSOR_COMPLETE``) or that names a queue the bindings do not hold, is one the broker would not deliver
-anyway: losing it changes nothing. A message in a prepared transaction is still to be delivered.
+anyway: losing it changes nothing. A message in a prepared transaction is still to be delivered. A marker that
+reads zero beside zeros in the record is a zeroed run, not one marker: then the record's content is not trusted.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def undelivered_after(buf, size: int, end, pid: int, view) -> int | None:
         if (buf[pos] != _START and not (damaged and end.reason == END_BAD_START)) or \
                 (buf[nxt - 1] != _END and not (damaged and end.reason == END_BAD_END)):
             return None
+        if damaged and _zeroed_into_body(buf, pos, nxt, end.reason):
+            return None  # a zeroed run, not one marker: what the record held no longer reads
         try:
             sr = summarize_record(buf, pos + 5, nxt - 1)
         except FormatError:
@@ -46,6 +49,13 @@ def undelivered_after(buf, size: int, end, pid: int, view) -> int | None:
             return None
         pos, number, count = nxt, number + 1, count + 1
     return count
+
+
+def _zeroed_into_body(buf, pos: int, nxt: int, reason: str) -> bool:
+    """Whether the damaged marker of the record at ``pos`` (ending at ``nxt``) reads zero and so does the body
+    byte beside it: a zeroed run reaching into the message, whose queues and transaction then read wrong."""
+    # (a zeroed '{' that still frames keeps its length: zeros before the body would have broken it)
+    return reason == END_BAD_END and buf[nxt - 1] == 0 and buf[nxt - 2] == 0
 
 
 def _undelivered(sr, pid: int, number: int, view) -> bool:

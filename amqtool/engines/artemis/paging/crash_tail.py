@@ -1,20 +1,31 @@
-"""What a crash leaves at the end of an address's current page: damage confined to its last record.
+"""What a crash leaves at the end of an address's current page: damage confined to its last record, of the
+kind the crash model allows (``amqtool/formats/artemis/torn_write.py``).
 
 ``PagingStoreImpl`` appends each paged message to the current page as one write of its framed record
 (``{``, length, body, ``}``: ``Page.write``), and only that page is being written when the broker stops. A
-crash mid-append leaves the last record of the current page partly written: any of its bytes may be wrong
-(its markers, its length, its body), while every record before it is whole and no record follows it.
-``Page.read`` (``readFromSequentialFile``) stops at the first record whose framing or message does not read,
-so such damage costs exactly that last message: a torn tail, which the rule of issue 25 calls a WARNING.
+crash mid-append leaves the last record of the current page cut, or with whole 4 KiB blocks of it unwritten
+(zeros), while every record before it is whole and no record follows it. ``Page.read``
+(``readFromSequentialFile``) stops at the first record whose framing or message does not read, so such damage
+costs exactly that last message: a torn tail, which the rule of issue 25 calls a WARNING.
 
-Damage with a whole record after it, or on a page that is not the current one (the broker never appends
-there again), is not what a crash leaves and stays proven loss.
+A crash never leaves a changed bit, nor a zeroed run ending inside a block before bytes that were written: a
+``{`` or ``}`` that is wrong but not zero, or zero while its block holds written bytes, is damage done after
+the write (proven loss), as is damage with a whole record after it, or on a page that is not the current one
+(the broker never appends there again).
 """
 from __future__ import annotations
 
-from amqtool.formats.artemis.paging import PageScanner
+from amqtool.formats.artemis.paging import (
+    END_BAD_END, END_BAD_LENGTH, END_BAD_START, END_SHORT_TAIL, PageScanEnd, PageScanner,
+)
+from amqtool.formats.artemis.torn_write import holds_unwritten_block, unwritten
+from amqtool.formats.damage import one_byte_apart
 
 END, OVERHEAD = 0x7D, 6
+# why damage to the current page's last record that the crash model does not explain is proven loss
+NOT_A_CRASH = ("; it is the current page's last record, but no crash leaves it so: a crash cuts the last write or "
+               "leaves whole 4 KiB blocks of it unwritten (zeros), never a changed byte or a zeroed run that ends "
+               "inside a block before bytes that were written")
 
 
 def whole_record_after(buf, start: int, size: int) -> bool:
@@ -29,23 +40,55 @@ def whole_record_after(buf, start: int, size: int) -> bool:
     return False
 
 
-def last_framing(buf, offset: int, size: int) -> bool:
-    """Whether the damaged framing found at ``offset`` (a bad ``{`` or ``}`` marker, a bad length) can be the
-    current page's last record, partly written: no whole record follows it."""
-    return 0 <= offset < size and not whole_record_after(buf, offset, size)
+def last_framing(buf, end: PageScanEnd) -> bool:
+    """Whether the damaged framing where the scan of the current page stopped (``end``: a bad ``{`` or ``}``
+    marker, a bad length, a short tail) can be its last record as a crash left it: no whole record follows it,
+    and the field found wrong is past the file's end (cut) or in a block the crash left unwritten (zero)."""
+    offset, size = end.offset, end.size
+    if not 0 <= offset < size or whole_record_after(buf, offset, size):
+        return False
+    return crash_explains(buf, end)
+
+
+def crash_explains(buf, end: PageScanEnd) -> bool:
+    """Whether the crash model explains the framing error ``end`` of a record starting at ``end.offset`` and
+    running to the end of the file: the bytes the reader found wrong are cut off or in an all-zero block."""
+    s, size = end.offset, end.size
+    if end.reason == END_SHORT_TAIL:
+        return True  # fewer than 6 bytes: cut
+    # a length whose bytes a zeroed block garbled points anywhere
+    length_unwritten = any(unwritten(buf, s, size, s + i) for i in range(1, 5))
+    if end.reason == END_BAD_START:
+        return unwritten(buf, s, size, s)  # a written '{' is never zero
+    if end.reason == END_BAD_LENGTH:
+        if length_unwritten:
+            return True
+        if end.length is None or end.length < 0:
+            return False  # no write gives a negative length, and zeroing cannot set its sign bit
+        # past the end: a cut -- unless the bytes to the end frame the record whole under a length one damaged
+        # byte away (its '}' is the file's last byte): the length was changed, not the file cut
+        whole = size - s - OVERHEAD
+        return not (whole >= 0 and buf[size - 1] == END and one_byte_apart(end.length, whole))
+    if end.reason == END_BAD_END:
+        return length_unwritten or unwritten(buf, s, size, s + 5 + (end.length or 0))
+    return False
 
 
 def last_record(buf, size: int) -> int | None:
     """The number of the current page's last record when it is the last thing written to the page: the
     framing reads whole up to it and its ``}`` is followed by nothing but the zeros a filesystem leaves (or by
-    nothing). A message that does not decode there, or names a damaged queue or message id, is the crash's
-    torn last write. None when the page holds no such record."""
+    nothing), and a 4 KiB block's part of it reads all zero (a crash tears a whole record's body only so). A
+    message that does not decode there, or names a damaged queue or message id, is the crash's torn last
+    write. None when the page holds no such record."""
     scan = PageScanner(buf, size)
     last = None
-    for number, _, _ in scan:
+    start = length = 0
+    for number, start, length in scan:
         last = number
     end = scan.end
     if last is None or end is None or not (end.clean or _zeros(buf, end.offset, size)):
+        return None
+    if not holds_unwritten_block(buf, start, start + 6 + length):
         return None
     return last
 

@@ -258,6 +258,7 @@ class PagingVerifier:
         self.expected = expected
         self.not_found = not_found  # page tx -> its paged messages, for transactions with no page-transaction record
         self._stores = stores
+        self.prepared_found = prepared  # prepared page tx -> its paged messages the pages hold
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -387,7 +388,8 @@ class PagingVerifier:
                         findings.append(Finding(
                             Severity.CRITICAL, "page-record-undecodable",
                             f"page {pid} message {number}: {err.message}; the broker stops reading this page "
-                            f"there: this message and the {after - 1} after it are not delivered", str(path), off,
+                            f"there: this message and the {after - 1} after it are not delivered"
+                            + (crash_tail.NOT_A_CRASH if pid == current and after == 1 else ""), str(path), off,
                             {"page": pid, "message": number, "messagesLost": after}))
                 if self.summary.pending_messages > pending_before:
                     figures = self.pending_by_folder.setdefault(folder, [0, 0])
@@ -399,7 +401,9 @@ class PagingVerifier:
                     continue  # clean, or cut short by an undecodable record (reported above)
                 left = end.size - end.offset
                 is_current = pid == current
-                if _torn_like(buf, end) or is_current and crash_tail.last_framing(buf, end.offset, end.size):
+                # the current page by the crash model (paging/crash_tail.py); another page's ending as a crash
+                # would have left it, judged with the counters (_damaged)
+                if crash_tail.last_framing(buf, end) if is_current else _torn_like(buf, end):
                     where = "the current page" if is_current else f"page {pid} (not the current page)"
                     if not is_current:
                         self._damaged.setdefault(ps.address, []).append(str(path))
@@ -413,14 +417,28 @@ class PagingVerifier:
                     what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
                             f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
                     gone = after_damage.undelivered_after(buf, pf.size, end, pid, view)
+                    last = is_current and not crash_tail.whole_record_after(buf, end.offset, end.size)
                     if gone is not None:
                         findings.append(Finding(
                             Severity.WARNING, "page-damaged",
                             f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
                             f"but the {gone} message(s) from there on still read, and it would deliver none of them "
-                            f"anyway (acknowledged, page complete, or of a page transaction it skips)", str(path),
+                            f"anyway (acknowledged, page complete, or of a page transaction it skips)"
+                            + (crash_tail.NOT_A_CRASH if last else ""), str(path),
                             end.offset, {"page": pid, "messages": end.records, "reason": end.reason,
                                          "messagesAfter": gone}))
+                        continue
+                    if last:
+                        # the current page's last record, damaged as no crash leaves it: what it held is unknown
+                        # (acknowledged, rolled back?): lost when the page counters say a message is missing
+                        # (_counter_findings: page-messages-lost), as for a damaged page that is not the current one
+                        self._damaged.setdefault(ps.address, []).append(str(path))
+                        findings.append(Finding(
+                            Severity.WARNING, "page-damaged",
+                            f"page {pid}: {what} at message {end.records}; the broker stops reading the page there "
+                            f"and drops the {left} byte(s) of its last record" + crash_tail.NOT_A_CRASH
+                            + "; it is lost if the page counters count it (page-messages-lost)", str(path),
+                            end.offset, {"page": pid, "messages": end.records, "reason": end.reason, "crash": False}))
                         continue
                     findings.append(Finding(
                         Severity.CRITICAL, "page-damaged",
@@ -521,6 +539,11 @@ class PagingVerifier:
                     f"message reference(s) are still to consume: they are lost",
                     str(self.store.paging_dir), None,
                     {"address": address, "messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()}}))
+        # a prepared transaction's paged messages are in no counter until it commits, and no cursor consumed
+        # them: its PAGE_TRANSACTION record's count is what the pages held of it
+        found = getattr(self, "prepared_found", {})
+        short_prepared = {tx: n - found.get(tx, 0) for tx, n in self.view.page_tx_prepared_count.items()
+                          if n > found.get(tx, 0)}
         for address, paths in sorted(self._damaged.items()):
             queues = sorted(q for q, a in self.view.queue_address.items() if a == address and q in self.view.queues)
             lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
@@ -532,6 +555,15 @@ class PagingVerifier:
                     f"of its queues say {n} unconsumed message reference(s) are not in the pages: they are lost",
                     paths[0], None, {"address": address, "messagesLost": n,
                                      "lostByQueue": {str(q): v for q, v in lost.items()}}))
+            elif short_prepared:
+                n = sum(short_prepared.values())
+                shown = ", ".join(f"{tx} ({m} missing)" for tx, m in sorted(short_prepared.items())[:MAX_LISTED])
+                findings.append(Finding(
+                    Severity.CRITICAL, "page-messages-lost",
+                    f"address {address!r}: damaged or empty page(s) ({', '.join(paths[:5])}) and prepared page "
+                    f"transaction(s) {shown} paged more messages than the pages hold: they are lost",
+                    paths[0], None, {"address": address, "messagesLost": n,
+                                     "preparedPageTransactions": sorted(short_prepared)}))
         self._misrouted_findings(findings, stored, expected)
         for q in sorted(set(stored) | {q for q in expected if q in self.view.queues and expected[q]}):
             if q not in self.view.queues:

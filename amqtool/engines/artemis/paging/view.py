@@ -63,6 +63,8 @@ class PagingJournalView:
     page_tx: set[int] = field(default_factory=set)  # add.transactionID and update.pageTX of surviving 35s
     page_tx_adds: dict[int, tuple[int, int]] = field(default_factory=dict)  # txID -> (record id, numberOfMessages)
     page_tx_prepared: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (prepared)
+    # page txID -> numberOfMessages its PAGE_TRANSACTION record (in a prepared transaction) says it paged
+    page_tx_prepared_count: dict[int, int] = field(default_factory=dict)
     page_tx_failed: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (failed)
     acks: dict[int, set[tuple[int, int]]] = field(default_factory=dict)  # queue -> {(page, message nr)}
     complete: dict[int, set[int]] = field(default_factory=dict)  # queue -> {page}
@@ -125,6 +127,8 @@ class PagingJournalView:
                 body = bodies[k + j]
                 if rec.user_record_type == R.PAGE_TRANSACTION and len(body) >= 8:
                     target.setdefault(_i64(body), tx.tx_id)
+                    if target is self.page_tx_prepared and len(body) >= 12 and not rec.is_update:
+                        self.page_tx_prepared_count[_i64(body)] = _i32(body, 8)
                 elif rec.user_record_type == R.ADD_LARGE_MESSAGE and tx.prepared and not tx.invalid:
                     self._large(rec.id, body, "prepared")
             k += len(group)

@@ -1,0 +1,91 @@
+"""A damaged end of the current journal file that no crash leaves: proven damage, not a torn tail.
+
+``verify`` calls the bytes after the last whole record of the current file a torn tail (``torn-tail``, a
+warning): the broker stopped mid-write and drops that record at its next start. That holds only for what a crash
+can leave there (``amqtool/formats/artemis/torn_write.py``): the records written since the last sync cut, or
+whole 4 KiB blocks of them unwritten (zero, the file's fill). A record whose type, tag or trailing size word
+reads wrong but not zero, or zero in a block that holds bytes the broker wrote, or zeros from the record's start
+that end inside a block before written bytes, was damaged after the broker wrote it: the broker drops it (and
+whatever followed it) all the same, and that loss is proven, so it is judged as a damaged end of a file is.
+"""
+from __future__ import annotations
+
+from amqtool.errors import Finding, Severity
+from amqtool.formats.artemis.torn_write import journal_tail_by_crash, record_length
+
+_HEADER = 16
+_MAX_RECORD = 1 << 24  # read no more than this to rebuild one record (a journal file is 10 MiB by default)
+
+
+def crash_left(result, index: int, first: int) -> bool:
+    """Whether the damaged end of file ``index`` of the journal loaded as ``result`` (its first byte that is not
+    the fill at ``first``, after the last whole record) is one a crash leaves."""
+    opened = result.opened
+    jf = opened.files[index]
+    scan = next((s for s in result.scans if s.index == index), None)
+    start = scan.last_data_pos if scan is not None and scan.records else _HEADER
+    return journal_tail_by_crash(lambda off, n: opened.pread(index, off, n), start, first, jf.size, jf.tag,
+                                 jf.version)
+
+
+def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int):
+    """What losing the record at ``start`` of file ``index`` does (``effect_of`` of it, as evidence judges a
+    damaged record), read to the length its head gives (a damaged trailing size word no longer tells it) and
+    rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`); None when its
+    head gives no length or the bytes do not read as one record."""
+    from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
+
+    jf = opened.files[index]
+    total = record_length(opened.pread(index, start, 64), jf.version)
+    if total is None or not 0 < total <= _MAX_RECORD or start + total > jf.size:
+        return None
+    base = max(start - 24, 16)
+    candidates = reconstruct(opened.pread(index, base, start + total - base), base, start, start + total, jf.tag,
+                             jf.version, max_id)
+    if not candidates:
+        return None
+    effects = {effect_of(rec) for rec in candidates}
+    return effects.pop() if len(effects) == 1 else UNKNOWN
+
+
+def not_a_crash_finding(path: str, first: int, length: int, effect) -> Finding:
+    """The finding for a damaged end of the current file that no crash leaves, by what the record it held does
+    to what the broker delivers (``effect``: :mod:`~amqtool.engines.artemis.evidence`'s judgement of the bytes
+    read as one record, None when they do not read as one): CRITICAL when its loss loses (or brings back)
+    messages, a warning when it changes nothing or what it held cannot be told (as for a damaged end of a file
+    that is not the newest: the bytes prove damage, not a loss)."""
+    from amqtool.engines.artemis.evidence import HARMLESS, LOSS
+
+    why = ("it is the newest file's end, but no crash leaves it so: a crash cuts the last write or leaves whole "
+           "4 KiB blocks of it unwritten (zeros), never a changed byte or a zeroed run that ends inside a block "
+           "before bytes that were written")
+    said = {HARMLESS: "; its loss changes nothing the broker delivers",
+            LOSS: ", losing what it held"}.get(effect, " (what it held cannot be told)")
+    return Finding(
+        Severity.CRITICAL if effect == LOSS else Severity.WARNING, "damaged-tail",
+        f"{length} byte(s) of a damaged record after the last valid record; {why}: the record was damaged after "
+        f"the broker wrote it, and the broker drops it" + said, path, first, {"crash": False})
+
+
+def lost_bindings(findings: list[Finding], pager) -> None:
+    """Raise the warning of a damaged end of the bindings journal's current file that no crash leaves
+    (:func:`not_a_crash_finding`, what it held untold) to CRITICAL when page counters of queues no binding holds
+    still count messages (``pager``: the paging verifier once it has read the pages): the lost records held
+    those queues' bindings, and the broker delivers none of their paged messages. A queue's page counter lives
+    in the message journal (``PageSubscriptionCounterImpl``) and goes with its queue; only a crash between the
+    two deletes leaves one behind, and then the bindings end whole: here they end in damage."""
+    view = getattr(pager, "view", None)
+    if view is None or not view.bindings_loaded or not view.messages_loaded:
+        return
+    orphans = {q: n for q, n in view.counters().items() if n > 0 and q not in view.queues}
+    if not orphans:
+        return
+    for i, f in enumerate(findings):
+        if (f.code == "damaged-tail" and f.severity is Severity.WARNING and (f.details or {}).get("crash") is False
+                and f.path and f.path.endswith(".bindings")):
+            shown = ", ".join(f"queue {q} ({n})" for q, n in sorted(orphans.items())[:20])
+            findings[i] = Finding(
+                Severity.CRITICAL, f.code,
+                f.message + f"; page counters still count messages of queues no binding holds ({shown}): the lost "
+                f"records held their bindings, and the broker delivers none of their paged messages",
+                f.path, f.offset, {**(f.details or {}), "queuesLost": sorted(orphans)})
