@@ -6,6 +6,8 @@ is a damaged copy of a campaign demo store (tests/faults/stores.py campaign_demo
 finding."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from amqtool.engines.artemis.paging import find_page_stores
@@ -256,3 +258,74 @@ def test_a_reference_whose_queue_id_flipped_onto_another_of_its_queues_is_a_lost
     (f,) = _findings(doc, "ref-moved")
     assert (code, f["severity"], f["details"]["messageIds"]) == (2, "critical", [224])
     assert "message 224 on queue 23" in f["message"]
+
+
+@pytest.mark.parametrize("offset,mask", [(9766, 0x01), (9767, 0x20)])
+def test_a_flipped_length_past_the_end_of_the_current_page_is_not_a_cut(run_json, tmp_path, demos, offset, mask):
+    # campaign seeds 4001012004000018 and 4001012004000079: a length byte of the last record flipped so that it
+    # runs past the end of the file reads like a cut, but the bytes to the end frame the record whole under the
+    # length one bit away and its message decodes: the length was changed, which no crash does
+    store = copy_tree(demos(1), tmp_path / "s")
+    path = store / _S1_TELEMETRY
+    flip_byte(path, offset, mask)
+    code, doc, _ = run_json("verify", store)
+    assert code == 2 and not _findings(doc, "page-torn-tail")
+    (f,) = _findings(doc, "page-damaged")
+    assert (f["offset"], f["details"]["reason"], f["details"]["crash"]) == (9764, "bad-length", False)
+
+
+def test_a_cut_of_the_current_page_256_bytes_short_of_a_brace_is_still_a_cut(run_json, tmp_path, demos):
+    # campaign seed 4001015003009144: telemetry's current page cut to 15527, inside a record whose length
+    # (2329) is one bit (256) from framing it to the cut, where a '}' of its JSON body happens to lie; the
+    # shortened message does not decode, so it is what a crash leaves: a torn tail
+    from tests.faults.artemis import _tail_only
+    from tests.faults.model import Fault
+
+    store = copy_tree(demos(4), tmp_path / "s")
+    rel = "data/paging/0d8c202b-ad3e-15b8-806e-eb6fa06f72b1/000000002.page"
+    path = store / rel
+    data = path.read_bytes()
+    records = [(off, ln + 6) for _, off, ln in PageScanner(data)]
+    assert (13448, 2335) in records and data[15526] == 0x7D
+    assert _tail_only(Fault("truncate", rel, 15527), records, data)
+    os.truncate(path, 15527)
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "page-torn-tail")
+    assert (code, f["offset"]) == (1, 13448) and not _findings(doc, "page-damaged")
+
+
+_S1_JOURNAL = "data/journal/activemq-data-16.amq"  # the current file: its last record, a COMMIT, at 12497
+
+
+def test_a_damaged_end_of_the_current_journal_file_that_no_crash_leaves(run_json, tmp_path, demos):
+    # the COMMIT that ends the current file, zeroed from its fourth byte to its end: its type and the start of
+    # its tag survive in the block the zeros end in, so no crash left it (torn_write.py); the broker drops the
+    # commit and the transaction's records with it
+    from tests.faults.artemis import ArtemisSites, _tail_only
+    from tests.faults.model import Fault
+
+    store = copy_tree(demos(1), tmp_path / "s")
+    (jf,) = [f for fs in ArtemisSites.read(store).journals.values() for f in fs if f.rel == _S1_JOURNAL]
+    assert jf.current and (jf.records[-1][1], jf.records[-1][2]) == (12497, 22)
+    records = [(r[1], r[2]) for r in jf.records]
+    assert not _tail_only(Fault("zero", _S1_JOURNAL, 12500, 19), records, jf.data, journal=True)
+    assert _tail_only(Fault("zero", _S1_JOURNAL, 12497, 22), records, jf.data, journal=True)
+    with open(store / _S1_JOURNAL, "r+b") as f:
+        f.seek(12500)
+        f.write(bytes(19))
+    code, doc, _ = run_json("verify", store)
+    assert not _findings(doc, "torn-tail")
+    (f,) = _findings(doc, "damaged-tail")
+    assert (f["offset"], f["details"]["crash"]) == (12497, False) and "no crash leaves it so" in f["message"]
+
+
+def test_a_damaged_end_of_the_current_bindings_file_with_queues_still_counted(run_json, tmp_path, demos):
+    # campaign seed 777003697: the current bindings file zeroed from inside a record (1859) to past its end:
+    # the three paged queues' bindings are gone, while their page counters still count messages: CRITICAL
+    store = copy_tree(demos(1), tmp_path / "s")
+    with open(store / "data/bindings/activemq-bindings-1.bindings", "r+b") as f:
+        f.seek(1859)
+        f.write(bytes(4096))
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-tail")
+    assert (code, f["severity"], f["details"]["queuesLost"]) == (2, "critical", [35, 37, 41])

@@ -15,11 +15,12 @@ the write (proven loss), as is damage with a whole record after it, or on a page
 """
 from __future__ import annotations
 
+from amqtool.errors import FormatError
 from amqtool.formats.artemis.paging import (
-    END_BAD_END, END_BAD_LENGTH, END_BAD_START, END_SHORT_TAIL, PageScanEnd, PageScanner,
+    END_BAD_END, END_BAD_LENGTH, END_BAD_START, END_SHORT_TAIL, PagedMessage, PageScanEnd, PageScanner,
 )
+from amqtool.formats.artemis.primitives import Reader
 from amqtool.formats.artemis.torn_write import holds_unwritten_block, unwritten
-from amqtool.formats.damage import one_byte_apart
 
 END, OVERHEAD = 0x7D, 6
 # why damage to the current page's last record that the crash model does not explain is proven loss
@@ -65,10 +66,13 @@ def crash_explains(buf, end: PageScanEnd) -> bool:
             return True
         if end.length is None or end.length < 0:
             return False  # no write gives a negative length, and zeroing cannot set its sign bit
-        # past the end: a cut -- unless the bytes to the end frame the record whole under a length one damaged
-        # byte away (its '}' is the file's last byte): the length was changed, not the file cut
+        # past the end: a cut -- unless the bytes to the end frame the record whole under a length one flipped
+        # bit away, its '}' the file's last byte, and hold a message that decodes to the byte: the length was
+        # changed, not the file cut (a cut body does not decode: its message's own lengths run past it)
         whole = size - s - OVERHEAD
-        return not (whole >= 0 and buf[size - 1] == END and one_byte_apart(end.length, whole))
+        flip = end.length ^ whole
+        return not (whole >= 0 and buf[size - 1] == END and flip and flip & (flip - 1) == 0
+                    and _decodes(buf, s + 5, s + 5 + whole))
     if end.reason == END_BAD_END:
         return length_unwritten or unwritten(buf, s, size, s + 5 + (end.length or 0))
     return False
@@ -91,6 +95,15 @@ def last_record(buf, size: int) -> int | None:
     if not holds_unwritten_block(buf, start, start + 6 + length):
         return None
     return last
+
+
+def _decodes(buf, start: int, end: int) -> bool:
+    """Whether ``buf[start:end]`` is one paged message as ``Page.read`` decodes it (``PagedMessageImpl``)."""
+    try:
+        PagedMessage.read(Reader(buf, start, end))
+    except FormatError:
+        return False
+    return True
 
 
 def _zeros(buf, start: int, size: int) -> bool:
