@@ -48,7 +48,7 @@ def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int):
     return effects.pop() if len(effects) == 1 else UNKNOWN
 
 
-def not_a_crash_finding(path: str, first: int, length: int, effect) -> Finding:
+def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = "bindings") -> Finding:
     """The finding for a damaged end of the current file that no crash leaves, by what the record it held does
     to what the broker delivers (``effect``: :mod:`~amqtool.engines.artemis.evidence`'s judgement of the bytes
     read as one record, None when they do not read as one): CRITICAL when its loss loses (or brings back)
@@ -61,8 +61,9 @@ def not_a_crash_finding(path: str, first: int, length: int, effect) -> Finding:
            "before bytes that were written")
     said = {HARMLESS: "; its loss changes nothing the broker delivers",
             LOSS: ", losing what it held"}.get(effect, " (what it held cannot be told)")
+    critical = effect == LOSS or (kind == "messages" and effect != HARMLESS)
     return Finding(
-        Severity.CRITICAL if effect == LOSS else Severity.WARNING, "damaged-tail",
+        Severity.CRITICAL if critical else Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of a damaged record after the last valid record; {why}: the record was damaged after "
         f"the broker wrote it, and the broker drops it" + said, path, first, {"crash": False})
 
