@@ -14,7 +14,7 @@ from tests.support import KAHADB, ORACLE, copy_tree, tree_hashes
 def two(tmp_path, kahadb_fixtures):
     """``artemis/data/journal`` with a torn tail (verify: WARNING) beside a healthy ``kahadb/`` (OK)."""
     root = tmp_path / "stores"
-    copy_tree(ORACLE / "05a_torn_tail_zeroed" / "journal", root / "artemis" / "data" / "journal")
+    copy_tree(ORACLE / "05b_torn_tail_truncated" / "journal", root / "artemis" / "data" / "journal")
     copy_tree(KAHADB / "gc" / "kahadb", root / "kahadb")
     return root
 

@@ -48,7 +48,18 @@ def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int):
     return effects.pop() if len(effects) == 1 else UNKNOWN
 
 
-def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = "bindings") -> Finding:
+def own_record_at(opened, index: int, first: int) -> bool:
+    """Whether the damaged bytes at ``first`` begin with a record head of this use of the file (a record type,
+    and the file's tag as far as a zeroed run left it): a record the broker wrote was there, not stray bytes in
+    the fill."""
+    head = opened.pread(index, first, 5)
+    tag = (opened.files[index].tag & 0xFFFFFFFF).to_bytes(4, "big")
+    return (len(head) == 5 and 10 <= head[0] <= 19
+            and all(got in (want, 0) for got, want in zip(head[1:5], tag)))
+
+
+def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = "bindings",
+                        record: bool = False) -> Finding:
     """The finding for a damaged end of the current file that no crash leaves, by what the record it held does
     to what the broker delivers (``effect``: :mod:`~amqtool.engines.artemis.evidence`'s judgement of the bytes
     read as one record, None when they do not read as one): CRITICAL when its loss loses (or brings back)
@@ -61,7 +72,8 @@ def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = 
            "before bytes that were written")
     said = {HARMLESS: "; its loss changes nothing the broker delivers",
             LOSS: ", losing what it held"}.get(effect, " (what it held cannot be told)")
-    critical = effect == LOSS or (kind == "messages" and effect != HARMLESS)
+    # a record of the message journal lost with nothing to tell it harmless: its loss is proven damage
+    critical = effect == LOSS or (kind == "messages" and record and effect != HARMLESS)
     return Finding(
         Severity.CRITICAL if critical else Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of a damaged record after the last valid record; {why}: the record was damaged after "

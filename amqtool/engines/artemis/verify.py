@@ -355,7 +355,8 @@ class _GapInspector:
             elif not journal_crash.crash_left(self.result, index, first):
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id)
                           or self._tail_effect(index, first, length, evidence, effect_of))
-                self.findings.append(journal_crash.not_a_crash_finding(path, first, length, effect, self.kind))
+                self.findings.append(journal_crash.not_a_crash_finding(
+                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first)))
                 continue
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,

@@ -103,8 +103,11 @@ def test_torn_tail_fixture_names_the_torn_record(tmp_path, capsys):
         m = json.loads((ORACLE / scenario / "manifest.json").read_text())
         corrupt = [o for o in m["operations"] if o["op"] == "corrupt"][0]
         src = oracle_copy(scenario, tmp_path / scenario)
-        code, doc = recover(capsys, src, "-o", tmp_path / (scenario + "-dest"))
-        assert code == 1
+        # 05a's zeroed run ends inside the block holding the rest of the record: no crash leaves that
+        # (amqtool/formats/artemis/torn_write.py), verify calls it CRITICAL, and recover writes it with --salvage
+        zeroed = scenario.startswith("05a")
+        code, doc = recover(capsys, src, "-o", tmp_path / (scenario + "-dest"), *(("--salvage",) if zeroed else ()))
+        assert code == (2 if zeroed else 1)
         assert live_state(tmp_path / (scenario + "-dest")) == manifest_live(scenario)
         lost = lost_records(doc)
         # The manifest's lastRecordStart is one byte past the record's type byte: record 100's checkSize
