@@ -119,3 +119,59 @@ def test_an_ack_moved_past_the_current_page_with_two_pages_one_byte_away_is_crit
     assert f["code"] == "page-ack-moved"
     assert f["details"]["acks"] == [{"queue": 35, "page": 65, "number": 0, "page_held": 1, "pages_held": [1]}]
     assert "page-ack-damaged" not in {f["code"] for f in doc["findings"]}
+
+
+@pytest.fixture(scope="module")
+def demo_s4(tmp_path_factory):
+    from tests.faults.stores import campaign_demo
+
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s4", 4)
+
+
+def _zero(path, offset, length):
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(bytes(length))
+
+
+def test_a_commit_one_damaged_byte_from_its_open_transaction_is_critical(run_json, tmp_path, demo_s2):
+    # seed 2027007082003042: activemq-data-14.amq@35484, the COMMIT (numberOfRecords 1) of transaction 474, whose
+    # one record (PAGE_TRANSACTION 475, just before it) pages a message queues 35 and 37 still have to consume;
+    # 474 ^ 0x3400 = 13786: more than one bit, one byte
+    store = copy_tree(demo_s2, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-14.amq"
+    data = victim.read_bytes()
+    assert data[35484] == 18 and data[35484 + 6:35484 + 14] == (474).to_bytes(8, "big")
+    flip_byte(victim, 35496, 0x34)
+    diff = _truth(demo_s2, store)
+    assert diff["lost"] == 2 and not diff["back"]
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert f["code"] == "commit-damaged" and f["offset"] == 35484
+    assert (f["details"]["txId"], f["details"]["commitTxId"]) == (474, 13786)
+
+
+def test_a_page_transaction_whose_header_ids_were_zeroed_is_its_commits(run_json, tmp_path, demo_s4):
+    # seed 2027009082009183: activemq-data-11.amq@40874, the PAGE_TRANSACTION add (ADD_TX) of transaction 417,
+    # its COMMIT (numberOfRecords 1) just after; 16 bytes zeroed from 40882 make its transaction and record ids 0.
+    # Its body still names 417: its 3 paged messages (two queues) are rolled back with transaction 0
+    store = copy_tree(demo_s4, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-11.amq"
+    data = victim.read_bytes()
+    assert data[40874] == 13 and data[40874 + 26] == 35 and data[40874 + 6:40874 + 14] == (417).to_bytes(8, "big")
+    assert data[40874 + 27:40874 + 35] == (417).to_bytes(8, "big") and data[40917] == 18
+    _zero(victim, 40882, 16)
+    diff = _truth(demo_s4, store)
+    assert diff["lost"] == 6 and not diff["back"]
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert f["code"] == "commit-damaged" and f["offset"] == 40917
+    assert (f["details"]["txId"], f["details"]["commitTxId"]) == (0, 417)
+
+
+def test_the_undamaged_demo_s4_keeps_its_verdict(run_json, demo_s4):
+    code, doc, _ = run_json("verify", demo_s4)
+    assert "commit-damaged" not in {f["code"] for f in doc["findings"]}
+    assert code < 2
