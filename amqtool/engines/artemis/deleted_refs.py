@@ -50,3 +50,22 @@ def never_on(ev, q: int, ids: set[int]) -> set[int]:
             if None not in addrs and not addrs & near:
                 out.add(m)
     return out
+
+
+def deleted_owners(ev, q: int, at: tuple[int, int]) -> set[int]:
+    """The deleted messages that could have written a reference to queue ``q`` found at ``at`` (file index,
+    offset in the messages journal) whose id was damaged, however many bytes: every id a DELETE (or DELETE_TX)
+    of the journal names, bar those whose own records show otherwise (:func:`never_on`,
+    ``write_order.not_owners_at``). A deleted message's DELETE outlives its references' files (``JournalImpl``
+    keeps the file of a DELETE while a file holding a record it deletes survives), so a reference in a file the
+    journal still holds, of a message deleted since, has its DELETE in the journal too: with none left here, the
+    reference was a live message's, or its message's record is gone."""
+    from amqtool.engines.artemis.write_order import not_owners_at
+
+    ev._deleted_later(-1)  # reads the journal's DELETE records once
+    ids = ((ev._deleted or set()) | ev.deleted_unknown) - ev.messages
+    if ids:
+        ids = ids - never_on(ev, q, ids)
+    if ids:
+        ids = ids - not_owners_at(ev, at, ids)
+    return ids

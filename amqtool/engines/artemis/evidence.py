@@ -316,7 +316,18 @@ class Evidence:
         owners = self._one_byte_neighbours(orphan, candidates)
         if not owners:
             # no live message one byte away: the update belonged to a message deleted since (its DELETE took
-            # every record of it), or the message itself is gone -- which a damaged region or file shows
+            # every record of it), or the message itself is gone -- which a damaged region or file shows. A
+            # reference no deleted message can have written (deleted_refs.deleted_owners) was a live message's,
+            # its id damaged in more than one byte, or its own message's record is gone: lost either way, unless
+            # a live message acknowledged on q without its reference there may own it (acknowledged anyway)
+            if kind == R.ADD_REF and not any(m in self.messages and aq == q and q not in self.refs.get(m, ())
+                                             for m, aq in self.acked):
+                from amqtool.engines.artemis.deleted_refs import deleted_owners
+
+                at = min(((r.file_index, r.body_offset) for r in self._messages.live
+                          if r.id == orphan and r.is_update), default=None) if self._messages is not None else None
+                if at is not None and not deleted_owners(self, q, at):
+                    return LOSS
             return HARMLESS
         if kind == R.ADD_REF:
             # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the

@@ -175,3 +175,26 @@ def test_the_undamaged_demo_s4_keeps_its_verdict(run_json, demo_s4):
     code, doc, _ = run_json("verify", demo_s4)
     assert "commit-damaged" not in {f["code"] for f in doc["findings"]}
     assert code < 2
+
+
+def test_a_reference_whose_id_no_deleted_message_could_have_had_is_a_loss(run_json, tmp_path):
+    # seed 2027010091012080: the broker-written compacted fixture, journal/activemq-data-7.amq@439319: the first
+    # ADD_REF (queue 9, events) of message 1193; 4 bytes zeroed from 439330 make its id 0. No message has id 0,
+    # and the journal holds no DELETE at all: no message deleted since wrote it (its DELETE would stand while the
+    # reference's file does), so a live message lost its reference there
+    from tests.support import MESSAGES
+
+    mixed = MESSAGES / "02_broker_mixed_compacted"
+    if not mixed.is_dir():
+        pytest.skip("broker-written fixture not found")
+    store = copy_tree(mixed, tmp_path / "s")
+    victim = store / "journal/activemq-data-7.amq"
+    data = victim.read_bytes()
+    assert data[439319] == 12 and data[439319 + 18] == 32 and data[439325:439333] == (1193).to_bytes(8, "big")
+    _zero(victim, 439330, 4)
+    diff = _truth(mixed, store)
+    assert diff["lost"] == 1 and not diff["back"]
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert f["code"] == "message-record-missing" and f["details"]["messageIds"] == [0]
