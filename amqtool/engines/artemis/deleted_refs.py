@@ -33,9 +33,10 @@ def ref_queues(opened, ids: set[int]) -> dict[int, set[int]]:
 
 
 def never_on(ev, q: int, ids: set[int]) -> set[int]:
-    """Of the deleted message ids ``ids``, those whose own references in the files (:func:`ref_queues`) show they wrote no other reference to queue ``q``: one of them names ``q`` itself (routed there
-    once), or they name only queues of addresses that no live message is routed to together with ``q``'s
-    address (:meth:`Evidence._routable_to`'s rule). A message with no reference left in the files is kept."""
+    """Of the deleted message ids ``ids``, those whose own references in the files (:func:`ref_queues`) show they wrote
+    no other reference to queue ``q``: one of them names ``q`` itself (routed there once), or they name only
+    queues of addresses that no live message is routed to together with ``q``'s address
+    (:meth:`Evidence._routable_to`'s rule). A message with no reference left in the files is kept."""
     found = ref_queues(ev.opened, ids)
     aq = ev.queue_address.get(q)
     if aq is not None:

@@ -20,8 +20,9 @@ from tests.faults.runner import verify_verdict
 from tests.support import copy_tree, flip_byte
 
 # activemq-data-45.amq@9284: the ADD_REF (UPDATE_TX of transaction 0x8000069d, committed) of message 2147485342
-# on queue 9 (events.audit); its id's low byte is at 9284 + 21. 0x9e ^ 0x3e = 0xa0 makes it 2147485344, already referenced on queue 9; the message ids one bit
-# from 2147485344 that lack a reference on queue 9 are of other addresses
+# on queue 9 (events.audit); its id's low byte is at 9284 + 21. 0x9e ^ 0x3e = 0xa0 makes it 2147485344, already
+# referenced on queue 9; the message ids one bit from 2147485344 that lack a reference on queue 9 are of other
+# addresses
 REF = 9284
 
 
