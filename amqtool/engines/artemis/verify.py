@@ -39,6 +39,7 @@ from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.open_strays import strayed_findings
+from amqtool.engines.artemis.unknown_commits import committed_open_tx
 from amqtool.engines.artemis.retyped_tx import retyped_findings
 from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
@@ -275,17 +276,15 @@ class _GapInspector:
                     f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
                     f"on): {what}", path, first, {"nextValidRecord": off}))
         files = self.result.files
-        # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
-        # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
+        # A COMMIT split from its records by a damaged transaction id commits nothing ("commit-unknown-tx") and
+        # leaves its own transaction open, which the broker rolls back at start (unknown_commits.py).
         failed = {tx.tx_id: tx for tx in self.result.failed if not tx.prepared}
         for a in self.result.anomalies:
             if a.code != "commit-unknown-tx" or not failed:
                 continue
             t = a.ids["txId"]
-            for k in range(64):
-                tx = failed.get(t ^ (1 << k))
-                if tx is None:
-                    continue
+            tx = committed_open_tx(self.result, self.opened, a, failed)
+            if tx is not None:
                 recs = [Rebuilt(13 if not r.is_update else 14, 0, 0, tx.tx_id, r.id, r.user_record_type,
                                 self.opened.pread(r.file_index, r.body_offset, r.body_len), "")
                         for r in tx.records]
@@ -294,11 +293,11 @@ class _GapInspector:
                 if effect != HARMLESS:
                     self.findings.append(Finding(
                         Severity.CRITICAL, "commit-damaged",
-                        f"the commit of transaction {t}, which has no records, is one bit from open transaction "
-                        f"{tx.tx_id}: its transaction id was damaged, so the broker rolls {tx.tx_id} back and "
-                        f"loses what it held ({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
+                        f"the commit of transaction {t}, which has no records, committed open transaction "
+                        f"{tx.tx_id} (one damaged byte apart, or the page transaction it holds names {t}): a "
+                        f"transaction id was damaged, so the broker rolls {tx.tx_id} back and loses what it held "
+                        f"({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
                         {"txId": tx.tx_id, "commitTxId": t}))
-                break
         for a in self.mismatched:
             i = a.ids
             where = str(files[a.file_index].path)
