@@ -462,7 +462,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       nearly always there, and this reads "records were lost at the end of a file the broker moved on from".
       Damaged bytes with neither evidence (a flipped filler byte after the last record reads the same), a cut
       (CRITICAL as it is) and the bindings journal (whose window spans the message journal's ids, compacted
-      away or never stored) stay as they were;
+      away or never stored; but a damaged record whose head names a binding lost there is CRITICAL:
+      :mod:`~amqtool.engines.artemis.lost_binding`) stay as they were;
     * as it was when ids of the window are carried by no surviving record (outside the case above), or a
       transaction the damage may have left open held live records, or no window bounds the ids (no new record
       after the damage, or a restart's jump): the records lost there may have been live messages, or a
@@ -472,6 +473,11 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     """
     if ledger is None or finding.code != "damaged-tail":
         return finding
+    from amqtool.engines.artemis.lost_binding import lost_binding
+
+    binding = lost_binding(finding, ledger, result, index, first)
+    if binding is not None:
+        return binding  # the bindings journal: the damaged record's own head names a binding lost there
     w = lost_window(ledger, result, index, first, evidence)
     details = dict(finding.details)
     if w is None:
