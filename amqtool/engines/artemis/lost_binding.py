@@ -11,6 +11,9 @@ record adds elsewhere nor deletes, and records were written after it there (``re
 leaves would have held the next file's first record, and ``JournalImpl.switchFileIfNecessary`` moves on only
 for a record that does not fit; a restart after a crash resumes writing at the last valid record,
 ``JournalImpl.setUpCurrentFile``, overwriting a torn one), the binding was written whole and damaged since.
+So it was too in a file the compactor wrote (its records carry a compactCount above 0): the compactor copies
+live records whole, and its output replaces the files it compacted only once complete (``JournalCompactor``,
+``journal-rename-control.ctr``), so no crash tears a record there.
 
 Its transaction committed: the broker stores a binding and commits it at once (``ActiveMQServerImpl.createQueue``:
 ``addQueueBinding`` then ``commitBindings``; ``SimpleAddressManager.addAddressInfo``: ``addAddressBinding`` then
@@ -29,7 +32,9 @@ def lost_binding(finding: Finding, ledger, result, index: int, first: int) -> Fi
     the damaged record's head names a binding lost there (module docstring), else None."""
     from amqtool.engines.artemis.tails import damaged_head
 
-    if result.opened.journal.kind != "bindings" or not finding.details.get("recordsLost"):
+    if result.opened.journal.kind != "bindings":
+        return None
+    if not finding.details.get("recordsLost") and not _compacted(result.opened, index, first):
         return None
     head = damaged_head(result.opened, index, first)
     if head is None or head[3] not in _BINDINGS:
@@ -46,3 +51,13 @@ def lost_binding(finding: Finding, ledger, result, index: int, first: int) -> Fi
         f"ids), which no surviving record stores elsewhere or deletes; records were written after it before the "
         f"broker moved on, so it was written whole and committed (the broker commits a binding as it stores it), "
         f"and the broker now starts without that {_BINDINGS[utype].split()[0]}", finding.path, finding.offset, details)
+
+
+def _compacted(opened, index: int, first: int) -> bool:
+    """Whether a record of file ``index`` before ``first`` carries a compactCount above 0: the compactor wrote
+    the file."""
+    for base, _data, records, _marked in opened.scan_windows(index):
+        for _t, off, _size, cc, *_rest in records:
+            if base + off < first and cc > 0:
+                return True
+    return False

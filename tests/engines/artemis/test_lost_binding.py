@@ -54,3 +54,19 @@ def test_a_binding_deleted_since_is_not_judged_lost(run_json, store):
     code, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
     assert "lostBinding" not in f["details"]
+
+
+def test_a_file_the_compactor_wrote_is_told_by_its_records_compact_count(store, tmp_path):
+    # 02_broker_mixed_compacted's bindings-3 is the compactor's output (its records carry compactCount 1); the
+    # campaign demo's bindings file was written by the broker's own appends
+    from amqtool.engines.artemis.lost_binding import _compacted
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+    from tests.faults.stores import campaign_demo
+
+    with open_journal(detect(store).bindings) as opened:
+        index = next(i for i, f in enumerate(opened.files) if f.path.name == "activemq-bindings-3.bindings")
+        assert _compacted(opened, index, 1290) and not _compacted(opened, index, 16)
+    demo = campaign_demo(tmp_path / "demo")
+    with open_journal(detect(demo).bindings) as opened:
+        assert not any(_compacted(opened, i, 1 << 30) for i in range(len(opened.files)))
