@@ -348,7 +348,9 @@ class _GapInspector:
         current = current_file(self.result)
         for index, path, first, length in self.tails:
             effect = None
-            if index != current:
+            # bytes that read as one damaged record stand for it alone, unless the room left would have held the
+            # next file's first record: then records were written after it too (tails.py weighs them)
+            if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
