@@ -47,7 +47,7 @@ from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
 from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
-from amqtool.engines.artemis.stale_tail import stale_fragment
+from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -154,9 +154,9 @@ class _GapInspector:
             return
         first = gaps.tail_first
         head = self.opened.pread(scan.index, first, _STALE_SEARCH_LIMIT)
-        # A torn record of the current use of the file carries the file's own tag.
-        own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
-                   and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
+        # A torn record of the current use of the file carries the file's own tag (so does one whose type byte
+        # was damaged: the broker skips it)
+        own_tag = own_record_start(head, jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is None and not own_tag and stale_fragment(head, first, gaps.tail_end, tag=jf.tag,
                                                                  last_end=gaps.end):
@@ -352,6 +352,11 @@ class _GapInspector:
             # next file's first record: then records were written after it too (tails.py weighs them)
             if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
+            if effect is None and index != current:
+                retyped = self._retyped_effect(index, first, effect_of)
+                if retyped is not None:
+                    self.findings.append(retyped)
+                    continue
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
                                              self.result, index, first, evidence))
@@ -405,6 +410,25 @@ class _GapInspector:
             f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
             f"records: the broker loads it first, this load skips it, and read either way or in its place it "
             f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+
+    def _retyped_effect(self, index: int, first: int, effect_of) -> Finding | None:
+        """CRITICAL when the tail of a file that is not the newest starts with a record of this use whole but
+        for its type byte, whose loss the broker delivers (:mod:`~amqtool.engines.artemis.retyped_tail`);
+        else None (the tail is judged as one)."""
+        from amqtool.engines.artemis.evidence import LOSS
+        from amqtool.engines.artemis.retyped_tail import retyped_record
+
+        jf = self.opened.files[index]
+        rec = retyped_record(lambda off, n: self.opened.pread(index, off, n), first, jf.tag, jf.version,
+                             self.result.max_id)
+        if rec is None or effect_of(rec) != LOSS:
+            return None
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"the record after the last valid record of a file that is not the newest is whole but for its type "
+            f"byte ({rec.total} bytes, record id {rec.id}, user record type {rec.user_type}): the broker skips it, "
+            f"and loses what it held", str(jf.path), first,
+            {"recordId": rec.id, "userRecordType": rec.user_type, "recordType": rec.type})
 
     def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
         """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
