@@ -26,10 +26,20 @@ DELETE stays unexplained). Deletes of ids with no add are not rare (the delete o
 reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a bit away from an id is not
 enough: the DELETE must also follow, in its file, an update of that id, and its own id must have no other
 record. A removed file would leave its add's updates live, whatever record follows them.
+
+A DELETE_TX the load read but did not apply explains them too (:func:`discarded_deletes`). The broker applies
+a transaction's deletes at its COMMIT (``JournalImpl.load``: the transaction's records and deletes are applied
+only when the COMMIT's record count matches what the files hold of it), and the reclaimer counts them only
+once committed (``JournalTransaction.commit``), so the add of a record a committed transaction deleted may be
+long reclaimed. When damage elsewhere in the transaction (one of its records' transaction id, its COMMIT's
+count or id) makes the load drop it (``commit-count-mismatch``) or leave it open, the updates it deleted read
+as live without their add; the broker drops them, having no message for them. Real JournalImpl stores showed
+such flips turn into a CRITICAL ``missing-journal-file``. A removed file holding the add leaves no DELETE of it
+anywhere; a prepared transaction's pending deletes are excepted (their adds stay until it commits).
 """
 from __future__ import annotations
 
-from amqtool.formats.artemis.records import ADD, ADD_TX, DELETE, DELETE_TX, UPDATE, UPDATE_TX
+from amqtool.formats.artemis.records import ADD, ADD_TX, COMMIT, DELETE, DELETE_TX, UPDATE, UPDATE_TX
 
 _UPDATES = (UPDATE, UPDATE_TX)
 _ID_RECORDS = (ADD, ADD_TX, UPDATE, UPDATE_TX)
@@ -85,4 +95,27 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     for y, before in follows.items():
         if y not in carried and before == {near[y]}:
             out.add(near[y])
+    return out
+
+
+def discarded_deletes(result) -> set[int]:
+    """The ids that DELETE_TX records of the load ``result``'s files delete in a transaction the load did not
+    apply although it was not left prepared: one whose COMMIT the files hold (the load dropped it for a count
+    that does not match) or one left open without a valid PREPARE (see the module docstring). Rescans the
+    files."""
+    from amqtool import native
+
+    out = {r.id for tx in result.failed for r in tx.records_to_delete}
+    committed: set[int] = set()
+    pending: dict[int, set[int]] = {}
+    opened = result.opened
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        for rec in records:
+            if rec[0] == DELETE_TX:
+                pending.setdefault(rec[4], set()).add(rec[5])
+            elif rec[0] == COMMIT:
+                committed.add(rec[4])
+    for tx in committed & pending.keys():
+        out |= pending[tx]
     return out
