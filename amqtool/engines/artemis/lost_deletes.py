@@ -36,6 +36,15 @@ count or id) makes the load drop it (``commit-count-mismatch``) or leave it open
 as live without their add; the broker drops them, having no message for them. Real JournalImpl stores showed
 such flips turn into a CRITICAL ``missing-journal-file``. A removed file holding the add leaves no DELETE of it
 anywhere; a prepared transaction's pending deletes are excepted (their adds stay until it commits).
+
+Bytes the damage took after every live record of such an id explain them as well (:func:`cut_deletes`), where
+verify reports them (a damaged tail, a file cut inside a record, or a damaged region between records, each
+weighed by its own finding). The broker writes a
+message's DELETE after its last acknowledgement, so the DELETE of a message whose add was reclaimed lies after
+all its updates, perhaps in what was cut: real JournalImpl stores showed a truncation turn the reclaimer's
+fileID gaps into a CRITICAL ``missing-journal-file`` while the broker delivers the same messages. Damage that
+took the ADD of a live message lies before its updates (the broker stores a message before routing it), so it
+explains nothing there, and a removed file leaves no such damage.
 """
 from __future__ import annotations
 
@@ -119,3 +128,26 @@ def discarded_deletes(result) -> set[int]:
     for tx in committed & pending.keys():
         out |= pending[tx]
     return out
+
+
+def cut_deletes(result, regions=(), tails=()) -> set[int]:
+    """The ids of the load ``result``'s live updates without their add whose every live record lies before
+    bytes the damage took and verify reports (see the module docstring): a damaged region of ``regions`` (the
+    ``(path, first, next record, ...)`` of ``verify._GapInspector.regions``) or a damaged tail of ``tails``
+    (``(file index, path, first, last)`` of ``_GapInspector.tails``: a file cut inside a record, or garbage
+    after its last record). A file cut exactly between records leaves neither: nothing tells it from a file
+    the broker moved on from, and the updates left without their add stay evidence of a lost file."""
+    files = result.files
+    index = {str(jf.path): i for i, jf in enumerate(files)}
+    cuts = [(t[0], t[2]) for t in tails] + [(index[r[0]], r[1]) for r in regions if r[0] in index]
+    if not cuts:
+        return set()
+    last_cut = max(cuts)
+    added = {r.id for r in result.live if not r.is_update}
+    last: dict[int, tuple[int, int]] = {}
+    for r in result.live:
+        if r.is_update and r.id not in added:
+            pos = (r.file_index, r.body_offset)
+            if pos > last.get(r.id, (-1, -1)):
+                last[r.id] = pos
+    return {i for i, pos in last.items() if pos < last_cut}

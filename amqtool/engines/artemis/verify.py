@@ -45,7 +45,7 @@ from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
-from amqtool.engines.artemis.lost_deletes import deleted_in_damage, discarded_deletes, moved_deletes
+from amqtool.engines.artemis.lost_deletes import cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes
 from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
 from amqtool.engines.artemis.stale_tail import stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -979,6 +979,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector.finish(result)
         _duplicate_findings(result, findings, {i for i, _, _, _ in inspector.foreign})
         lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
+        lost_deletes |= cut_deletes(result, inspector.regions, inspector.tails)
         _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)

@@ -63,3 +63,38 @@ def test_a_delete_moved_onto_an_id_other_records_carry_stays_evidence(tmp_path):
     # own, so the message's live updates without their add stay the trace of a removed file
     root, _ = _damaged(tmp_path, DELETE_AT + 6 + 7, 0x20)
     assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+
+
+def _cut(tmp_path, size: int):
+    import shutil
+
+    from tests.engines.artemis.pool2 import BINDINGS, STORE
+    from tests.faults import artemis
+
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    root = tmp_path / "store"
+    shutil.copytree(STORE / "journal", root / "journal")
+    shutil.copytree(BINDINGS, root / "bindings")
+    reader = artemis.DeliveredReader(root)
+    path = root / "journal" / "activemq-data-22.amq"
+    path.write_bytes(path.read_bytes()[:size])
+    return root, reader.pristine.diff(reader.damaged(root))
+
+
+@pytest.mark.parametrize("size", [DELETE_AT + 5, DELETE_AT + 17], ids=["in-header", "in-size"])
+def test_a_file_cut_inside_the_delete_of_a_reclaimed_message_is_its_own_loss_not_a_removed_file(tmp_path, size):
+    # activemq-data-22.amq cut inside the DELETE of message 2147484495 (lost_deletes.cut_deletes): its updates,
+    # before the cut, read as live without their add (reclaimed in the ids 17-21 the pool deleted). The cut loses
+    # the records after it (the damaged tail weighs that), not a journal file; main added missing-journal-file
+    root, diff = _cut(tmp_path, size)
+    assert diff["lost"] and diff["back"]
+    assert verify_verdict(root) == ("CRITICAL", ("damaged-tail",))
+
+
+def test_a_file_cut_between_records_leaves_the_updates_without_their_add_as_evidence(tmp_path):
+    # cut at 10181, exactly before a DELETE record: no damaged tail tells the cut, so the updates its lost
+    # DELETEs leave without their add stay the evidence of lost records (2 messages lost, 3 come back)
+    root, diff = _cut(tmp_path, 10181)
+    assert (diff["lost"], diff["back"]) == (2, 3)
+    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
