@@ -635,8 +635,12 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # leaves most (the fault campaign's deleted files), and its message is delivered again.
     # Any lone orphan id the broker never issued (damaged_ids: negative, or far outside the journal's ids) is
     # a damaged id, an acknowledgement's too.
+    # With ``missing`` (a gap to weigh), where the add lay decides instead of the bit (add_placement.py): a
+    # flipped id whose add would have lain in a file still there is no trace, and one whose add lay in a
+    # missing id is as much a trace as any (a deleted file whose one live message has its reference elsewhere
+    # leaves exactly one such id, one bit from its neighbours' ids, as ids are dense).
     acked = {r.id for r in result.live if r.is_update and r.user_record_type == _R.ACKNOWLEDGE_REF}
-    explained = orphans if len(orphans) == 1 and (not orphans & acked and any(
+    explained = orphans if len(orphans) == 1 and (missing is None and not orphans & acked and any(
         next(iter(orphans)) ^ (1 << k) in added for k in range(64)) or never_issued(result, next(iter(orphans)))
     ) else set()
     orphans -= explained
