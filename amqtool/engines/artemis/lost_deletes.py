@@ -17,13 +17,15 @@ DELETE (or a DELETE_TX, whose transaction the load then discards whole, judged a
 of that id (:func:`deleted_in_damage`).
 
 A DELETE whose id bytes were damaged reads whole, as the DELETE of another id that has no other record
-(the load's ``delete-unknown-id``), one bit from the id whose updates it leaves live (:func:`moved_deletes`).
+(the load's ``delete-unknown-id``), one damaged byte (one bit or more of it) from the id whose updates it leaves
+live (:func:`moved_deletes`; a random byte of a real JournalImpl store's DELETE turned its reclaimer gaps into a
+CRITICAL ``missing-journal-file``).
 The broker writes a message's DELETE after the acknowledgement of its last reference
 (``QueueImpl.acknowledge`` stores the ack, then ``postAcknowledge`` deletes the message once its durable
 reference count is 0, "after the preceding ack"), so such a DELETE follows an update of the id it belonged to,
 right after it when nothing else was written between (a busy broker interleaves other records: such a moved
 DELETE stays unexplained). Deletes of ids with no add are not rare (the delete of a message whose add was
-reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a bit away from an id is not
+reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a byte away from an id is not
 enough: the DELETE must also follow, in its file, an update of that id, and its own id must have no other
 record. A removed file would leave its add's updates live, whatever record follows them.
 
@@ -77,18 +79,18 @@ def deleted_in_damage(regions, max_id: int) -> set[int]:
 
 def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     """The ids of ``orphans`` (ids of live updates without their add in the load ``result``) whose DELETE had
-    its id damaged: a DELETE of an id one flipped bit away that has no other record, right after an update of
+    its id damaged: a DELETE of an id one damaged byte away that has no other record, right after an update of
     the orphan id in its file (see the module docstring). Rescans the journal's files; [] for more than
     ``max_orphans`` orphan ids (what a removed file leaves)."""
     from amqtool import native
-    from amqtool.formats.damage import bit_flips
+    from amqtool.formats.damage import byte_variants
 
     if not orphans or len(orphans) > max_orphans:
         return set()
-    near = {y: x for x in orphans for y in bit_flips(x)}  # signed 64-bit, as the ids are read
+    near = {y: x for x in orphans for y in byte_variants(x)}  # signed 64-bit, as the ids are read
     opened = result.opened
     carried: set[int] = set()  # ids some record other than a DELETE carries
-    follows: dict[int, set[int]] = {}  # DELETE id one bit from an orphan -> ids of the update records before it
+    follows: dict[int, set[int]] = {}  # DELETE id one byte from an orphan -> ids of the update records before it
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         prev = None

@@ -43,9 +43,9 @@ def test_a_damaged_delete_of_a_reclaimed_message_is_no_removed_file(tmp_path, ru
     assert (code, doc["verdict"]) == (1, "WARNING")
 
 
-@pytest.mark.parametrize("byte,mask", [(1, 0x10), (4, 0x01)], ids=["bit-52", "bit-24"])
+@pytest.mark.parametrize("byte,mask", [(1, 0x10), (4, 0x01), (5, 0xda)], ids=["bit-52", "bit-24", "byte-2"])
 def test_a_delete_whose_id_moved_right_after_the_ack_is_no_removed_file(tmp_path, byte, mask):
-    # the DELETE at @1198 follows the acknowledgement of its message (@1167): with one bit of its id flipped it
+    # the DELETE at @1198 follows the acknowledgement of its message (@1167): with one byte of its id damaged it
     # deletes an id no other record carries, and leaves the message's updates live without their add
     root, diff = _damaged(tmp_path, DELETE_AT + 6 + byte, mask)
     assert not diff["lost"] and not diff["back"]
