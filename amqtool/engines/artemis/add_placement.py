@@ -3,10 +3,13 @@ a file still there (issue 25).
 
 ``verify`` takes live updates whose add is gone for the trace of a removed journal file
 (``missing-journal-file``): the broker never frees a file that holds the add of a live record
-(``JournalImpl.checkReclaimStatus`` / ``Reclaimer.scan``: a file is reclaimed only once every record in it is
-dead). But fileIDs also go missing with no file removed: under a bounded ``journal-pool-files`` the reclaimer
-deletes freed files its pool does not keep (``JournalFilesRepository.addFreeFile``), a reinitialised free file
-takes a new id under its old name, and a compaction renumbers its outputs. So such a gap holds no live add,
+(``JournalImpl.checkReclaimStatus`` / ``Reclaimer.scan``, criterion 1: every addition of the file has its
+matching delete), nor one whose deletes reach a file it keeps (criterion 2), so in a store no one touched an
+update is never left without its add. But fileIDs also go missing with no file removed: under a bounded
+``journal-pool-files`` the reclaimer deletes freed files its pool does not keep
+(``JournalFilesRepository.addFreeFile``: once free files, data files and opened files reach the pool size), a
+reinitialised free file takes a new id under its old name (``reinitializeFile``), and a compaction renumbers
+its outputs. So such a gap holds no live add,
 and an update left without its add for another reason (its id bytes damaged, its DELETE lost to a damaged
 region while its add was reclaimed long ago) is no evidence of a removal unless its add could have been in one
 of the missing ids.
