@@ -46,7 +46,8 @@ from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
-from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
+from amqtool.engines.artemis.lost_deletes import cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes
+from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -630,12 +631,14 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset()) -> tuple[bool, int]:
+def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(),
+                         missing=None) -> tuple[bool, int]:
     """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
     (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
     compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
     only in a journal never compacted, or beside live updates that lost their add (the broker never frees a
-    file holding the add of a live record)."""
+    file holding the add of a live record). ``missing``: a test of a bracket of fileIDs (add_placement.py): only
+    the updates whose add could have lain in a missing fileID count."""
     added = set()
     compacted = bool(compactor_outputs(result))
     for r in result.live:
@@ -647,6 +650,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # (lost_deletes.py): they are no trace of a removed file
     orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
     orphans -= moved_deletes(result, orphans)
+    if orphans:  # deleted by a transaction the damage made the load drop (lost_deletes.discarded_deletes)
+        orphans -= discarded_deletes(result)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -655,11 +660,18 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # leaves most (the fault campaign's deleted files), and its message is delivered again.
     # Any lone orphan id the broker never issued (damaged_ids: negative, or far outside the journal's ids) is
     # a damaged id, an acknowledgement's too.
+    # With ``missing`` (a gap to weigh), where the add lay decides instead of the bit (add_placement.py): a
+    # flipped id whose add would have lain in a file still there is no trace, and one whose add lay in a
+    # missing id is as much a trace as any (a deleted file whose one live message has its reference elsewhere
+    # leaves exactly one such id, one bit from its neighbours' ids, as ids are dense).
     acked = {r.id for r in result.live if r.is_update and r.user_record_type == _R.ACKNOWLEDGE_REF}
-    explained = orphans if len(orphans) == 1 and (not orphans & acked and any(
+    explained = orphans if len(orphans) == 1 and (missing is None and not orphans & acked and any(
         next(iter(orphans)) ^ (1 << k) in added for k in range(64)) or never_issued(result, next(iter(orphans)))
     ) else set()
-    return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans and r.id not in explained)
+    orphans -= explained
+    if missing is not None:
+        orphans = placed_in_gaps(result, orphans, missing)
+    return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
 
 
 def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
@@ -707,10 +719,12 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     has been compacted (a live record with compactCount > 0 says so). What does prove a loss is a live UPDATE
     whose ADD is gone: the broker never frees a file that holds the ADD of a live record, so only a removed
     file explains it. A bounded pool (``journal-pool-files`` >= 0) deletes freed files without any compaction,
-    an unbounded one keeps them all. Hence: live updates without their add make a gap ``missing-journal-file``
-    (critical), as does a never-compacted journal whose broker.xml says the pool is unbounded; a compacted
-    journal or a bounded pool make it ``file-id-gap`` (info); without broker.xml a never-compacted gap is a
-    ``missing-journal-file`` warning.
+    an unbounded one keeps them all. Hence: live updates whose add could have lain in a missing fileID
+    (add_placement.py: ids are issued counting up and files filled in fileID order) make a gap
+    ``missing-journal-file`` (critical), as does a never-compacted journal whose broker.xml says the pool is
+    unbounded; otherwise the gap is ``file-id-gap`` (info): a compacted journal, a bounded pool, or a pool
+    unknown without broker.xml, as on any healthy broker run with ``journal-pool-files`` 10 (the default
+    ``artemis create`` writes).
     """
     # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
     # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
@@ -748,7 +762,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing {span}; explained by {reused} reused file(s)", where, None,
             details))
         return
-    compacted, orphans = _compaction_evidence(result, lost_deletes)
+    compacted, orphans = _compaction_evidence(result, lost_deletes, missing_between(inside, high))
     details["liveUpdatesWithoutAdd"] = orphans
     if orphans:
         # live updates without their add: the broker never frees a file holding the add of a live record
@@ -775,30 +789,24 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"every freed file (journal-pool-files {pool_files}): a journal file has been removed; its records "
             f"are lost", where, None, details))
         return
-    below = (low - 1) - sum(1 for i in inside if i < low)
-    if count - below <= reused:
-        # Without broker.xml, ids gone only from below the oldest data file are what any long run under a
-        # bounded pool leaves (its oldest files' records all died, and the pool deleted the freed files): real
-        # JournalImpl stores with a pool of 2 show it. With nothing left referring to them, no sign of a removal.
-        findings.append(Finding(
-            Severity.INFO, "file-id-gap",
-            f"fileID(s) {shown} missing {span}; the journal was never compacted, and nothing left refers to what "
-            f"they held: a bounded journal-pool-files deletes the oldest freed files (give --broker-xml to tell)",
-            where, None, details))
-        return
     # Without broker.xml the pool is unknown: Artemis' default (-1) keeps every freed file, but `artemis
     # create` writes journal-pool-files 10, under which the reclaimer's freed files beyond the pool are
-    # deleted, ids and all (JournalFilesRepository.addFreeFile; a real JournalImpl run with 64 KiB files and
-    # a pool of 10 leaves dozens of such gaps without any compaction).
+    # deleted, ids and all (JournalFilesRepository.addFreeFile: real JournalImpl runs with a pool of 10 leave
+    # such gaps between data files and below the oldest without any compaction). With no live update whose add
+    # could have lain in a missing id, nothing shows a removal: a healthy broker's store reads so every night.
+    # What still proves one: the page counters (_corroborated_gaps), a commit counting records gone, an
+    # acknowledgement without its reference (their own findings).
+    details["poolMayExplain"] = True
     findings.append(Finding(
-        Severity.WARNING, "missing-journal-file",
-        f"fileID(s) {shown} missing {span} of a journal never compacted, and nothing left refers "
-        f"to what they held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files "
-        f"the pool does not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
+        Severity.INFO, "file-id-gap",
+        f"fileID(s) {shown} missing {span} of a journal never compacted, and nothing left refers to what they "
+        f"held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files the pool does "
+        f"not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
 
 
 def _corroborated_gaps(findings: list[Finding]) -> None:
-    """A gap the pool may explain (the WARNING ``missing-journal-file`` of :func:`_gap_findings`) is CRITICAL
+    """A gap the pool may explain (the INFO ``file-id-gap`` of :func:`_gap_findings` marked ``poolMayExplain``) is
+    a CRITICAL ``missing-journal-file``
     when the paging shows journal records gone too: a queue's page counter over the messages its pages still
     hold to consume (its counter records' decrements, or cursor records, were in the lost file). The
     reclaimer frees a file only when every record in it is dead, so a freed file takes no live counter
@@ -808,10 +816,10 @@ def _corroborated_gaps(findings: list[Finding]) -> None:
     if not over:
         return
     for i, f in enumerate(findings):
-        if f.code == "missing-journal-file" and f.severity == Severity.WARNING:
+        if f.code == "file-id-gap" and (f.details or {}).get("poolMayExplain"):
             queues = ", ".join(str(o.details["queueId"]) for o in over[:10])
             findings[i] = Finding(
-                Severity.CRITICAL, f.code,
+                Severity.CRITICAL, "missing-journal-file",
                 f.message.split(": normal if")[0] + f", and the page counters of queue(s) {queues} exceed what "
                 f"their pages hold: the file held live records, which are lost", f.path, f.offset,
                 dict(f.details or {}, corroboratedBy="page-counter-mismatch"))
@@ -1000,6 +1008,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector.finish(result)
         _duplicate_findings(result, findings, {i for i, _, _, _ in inspector.foreign})
         lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
+        lost_deletes |= cut_deletes(result, inspector.regions, inspector.tails)
         _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
