@@ -1,0 +1,62 @@
+"""Index entries acknowledged after the checkpoint (amqtool/engines/kahadb/after_acks.py), on a store a real
+5.17.2 broker left when SIGKILLed (tests/data/kahadb/f7-kill-gc: 39 records after lastUpdate 8:22057)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from amqtool.engines.kahadb import verify_store
+from amqtool.errors import overall_verdict
+from amqtool.store.layout import detect
+
+STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f7-kill-gc" / "kahadb"
+
+
+def _verdict(root: Path) -> tuple[str, set]:
+    findings, _ = verify_store(detect(root))
+    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
+
+
+def _flip(root: Path, name: str, offset: int, mask: int) -> None:
+    p = root / name
+    data = bytearray(p.read_bytes())
+    data[offset] ^= mask
+    p.write_bytes(bytes(data))
+
+
+def test_pristine_killed_store_is_a_warning(tmp_path):
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+
+
+def test_damaged_record_of_a_message_acked_after_the_checkpoint_is_latent(tmp_path):
+    # campaign seed 50056000035 (--kahadb-stores, f7-kill-gc): db-4.log@7555 ^0x02 damages message
+    # ...-3:1:-1:1:82, which the index still holds at lastUpdate but an ack in db-9 (after it) removes; the
+    # broker replays that ack before it dispatches anything and never reads the record: a WARNING, not CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-4.log", 7555, 0x02)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING"
+    assert "kahadb-checksum-mismatch" in codes
+
+
+def test_damaged_record_of_a_message_still_live_stays_critical(tmp_path):
+    # the same kind of flip in the body of a message nothing acknowledges (db-8.log@20044: a live fx.f7.k
+    # message before the checkpoint): the broker reads it at dispatch
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.engines.kahadb.load import load_store
+
+    dests, _ = read_indexed(root)
+    d = load_store(detect(root), reconcile=False)[0]
+    acked = acked_after(d, (8, 22057))
+    assert sum(len(v) for v in acked.values()) > 0
+    live = [m for key, dest in dests.items() for m in dest.messages
+            if m.message_id not in acked.get(key, {}) and (m.file_id, m.offset) < (8, 22057) and m.size > 400]
+    m = live[0]
+    _flip(root, f"db-{m.file_id}.log", m.offset + m.size - 100, 0x20)
+    assert _verdict(root)[0] == "CRITICAL"
