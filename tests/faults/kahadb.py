@@ -273,8 +273,10 @@ class KahaSites:
         """The fault only touches the newest file after the index checkpoint: what a crash can leave."""
         for d in self.dirs:
             if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
-                    and d.checkpoint_end[0] == d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
-                return fault.offset >= d.checkpoint_end[1]
+                    and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+                # with the checkpoint in an older file (a broker killed a file or more after its last
+                # checkpoint) the whole newest file was written after it
+                return d.checkpoint_end[0] < d.logs[-1].id or fault.offset >= d.checkpoint_end[1]
         return False
 
 

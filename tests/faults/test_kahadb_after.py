@@ -47,3 +47,15 @@ def test_a_damaged_record_after_the_checkpoint_is_a_loss(tmp_path):
     log.write_bytes(bytes(data))
     k._Files.reset()  # (the journal files are read once per fault)
     assert k.classify(pristine, pristine_rb, store) == k.LOSS
+
+
+def test_the_whole_newest_file_is_torn_when_the_checkpoint_is_in_an_older_one(tmp_path):
+    # f7-kill-gc: lastUpdate is 8:22057, the newest file db-9.log was written wholly after it, so a crash can
+    # tear any of its tail (campaign seed 50056000014: db-9.log@5013 was called loss, verify said torn)
+    from tests.faults.model import Fault
+
+    sites = k.KahaSites.read(_copy(tmp_path))
+    assert sites.torn(Fault("flip", "db-9.log", 5013, 0xE6))
+    assert sites.torn(Fault("truncate", "db-9.log", 1000))
+    assert not sites.torn(Fault("flip", "db-8.log", 22990, 0x01))  # (after the checkpoint, not the newest)
+    assert not sites.torn(Fault("delete", "db-9.log"))
