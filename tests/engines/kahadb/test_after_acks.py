@@ -60,3 +60,19 @@ def test_damaged_record_of_a_message_still_live_stays_critical(tmp_path):
     m = live[0]
     _flip(root, f"db-{m.file_id}.log", m.offset + m.size - 100, 0x20)
     assert _verdict(root)[0] == "CRITICAL"
+
+
+def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
+    # campaign seed 50054000040 (f5-kill, db-5.log deleted after the checkpoint in db-4): the broker's GC never
+    # removes a file at or after lastUpdate's, so the records it would replay are lost. Here lastUpdate is in
+    # db-8 and db-9 is the newest; moving db-9 to db-10 leaves db-9 missing between the two
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    (root / "db-9.log").rename(root / "db-10.log")
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL"
+    assert "kahadb-replay-gap" in codes
+    # and an emptied one
+    (root / "db-9.log").write_bytes(b"")
+    assert "kahadb-replay-gap" in _verdict(root)[1]
+
