@@ -274,9 +274,13 @@ class KahaSites:
         for d in self.dirs:
             if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
                     and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
-                # with the checkpoint in an older file (a broker killed a file or more after its last
-                # checkpoint) the whole newest file was written after it
-                return d.checkpoint_end[0] < d.logs[-1].id or fault.offset >= d.checkpoint_end[1]
+                # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
+                # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
+                # leaves it, the whole newest file was written after it); a fault with an intact batch after
+                # it is not a torn write
+                last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
+                after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
+                return fault.offset >= max(after, last)
         return False
 
 

@@ -55,7 +55,12 @@ def test_the_whole_newest_file_is_torn_when_the_checkpoint_is_in_an_older_one(tm
     from tests.faults.model import Fault
 
     sites = k.KahaSites.read(_copy(tmp_path))
+    last = sites.dirs[0].logs[-1].batches[-1][0]  # db-9.log's last batch
+    assert sites.dirs[0].logs[-1].rel == "db-9.log" and 0 < last < 5013
     assert sites.torn(Fault("flip", "db-9.log", 5013, 0xE6))
-    assert sites.torn(Fault("truncate", "db-9.log", 1000))
-    assert not sites.torn(Fault("flip", "db-8.log", 22990, 0x01))  # (after the checkpoint, not the newest)
+    assert sites.torn(Fault("truncate", "db-9.log", last + 10))
+    # not what a crash leaves: an intact batch after the damage, another file, a deleted file
+    assert not sites.torn(Fault("flip", "db-9.log", 607, 0x20))
+    assert not sites.torn(Fault("truncate", "db-9.log", 1000))
+    assert not sites.torn(Fault("flip", "db-8.log", 22990, 0x01))
     assert not sites.torn(Fault("delete", "db-9.log"))
