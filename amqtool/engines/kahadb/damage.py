@@ -61,6 +61,7 @@ class Evidence:
     checkpoint: list = field(default_factory=list)  # (name, file id, offset) of page 0's journal records
     last_update: tuple | None = None
     openwire_version: int = 11
+    acked_after: dict = field(default_factory=dict)  # after_acks.acked_after: acks the replay applies
 
 
 def evidence(d) -> Evidence | None:
@@ -73,7 +74,7 @@ def evidence(d) -> Evidence | None:
     if meta.last_update is not None:
         ev.last_update = (meta.last_update.log_id, meta.last_update.offset)
     # entries acknowledged by records after the checkpoint leave the index in the replay at start, unread
-    acked = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
+    acked = ev.acked_after = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
     for key, dest in d.indexed.items():
         subs = {}
         if acked.get(key) and dest.subscriptions:

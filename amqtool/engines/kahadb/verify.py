@@ -57,6 +57,7 @@ from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
+from amqtool.engines.kahadb.superseded import superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
 
@@ -287,6 +288,13 @@ class _Judge:
             # only decides those a child still has prepared (MultiKahaDBTransactionStore recovery).
             return W, ("; the mKahaDB txStore: no child store has a prepared transaction waiting for its "
                        "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
+                self.buf(f), first, last, ev.acked_after,
+                {t.id.key for t in self.d.open_transactions if t.state == "open"}):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
+                       "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
+                {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
         live = live_in(ev, f.id, first, last)

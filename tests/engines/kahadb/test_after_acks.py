@@ -76,3 +76,21 @@ def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
     (root / "db-9.log").write_bytes(b"")
     assert "kahadb-replay-gap" in _verdict(root)[1]
 
+
+
+def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent(tmp_path):
+    # campaign seed 50054000007 (f5-kill, db-5.log@34854): a batch after the checkpoint holding only the send
+    # of a queue message an intact later ack removes. The broker skips the batch in its replay and the ack
+    # finds nothing: it delivers what it would have. Here: db-8.log's batch at 24391 (message ...:3:-1:1:60
+    # of fx.f7.k, acked in db-9), a byte of its body flipped
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-8.log", 24391 + 28 + 400, 0x11)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING"
+    assert "kahadb-checksum-mismatch" in codes
+    # the batch after it sends a message nobody acknowledges: the same flip there is a loss
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(STORE, root2)
+    _flip(root2, "db-8.log", 24391 + 28 + 598 + 28 + 400, 0x11)
+    assert _verdict(root2)[0] == "CRITICAL"
