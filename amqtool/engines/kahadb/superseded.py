@@ -2,8 +2,8 @@
 
 ``MessageDatabase.recover`` (ActiveMQ 5.17) replays the records after ``lastUpdate`` at start; a batch that
 fails its checksum is skipped (``Journal`` marks it a corrupted block). What it held is lost -- unless it
-holds only sends that intact records later in the replay take back: a queue message acknowledged by a
-``KahaRemoveMessageCommand`` after it (that REMOVE then finds nothing, as for any message GC or an earlier
+holds only sends that intact records later in the replay take back: a queue message (or a topic message
+every durable subscription) acknowledged by a ``KahaRemoveMessageCommand`` after it (that REMOVE then finds nothing, as for any message GC or an earlier
 loss removed), or a send of a local transaction that never committed (the broker rolls it back at start).
 Then the broker delivers exactly what it would have: the damage is latent.
 
@@ -22,10 +22,11 @@ from amqtool.formats.kahadb.commands import EntryType, decode_command
 _SIZE_AT = 16  # the control record: int32 length, byte type, 'WRITE BATCH', int32 batch size, int64 checksum
 
 
-def superseded(buf, first: int, last: int, acked: dict, open_txs: set) -> bool:
+def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (its control record intact) whose
     records are all sends the replay undoes: queue messages ``acked`` (``after_acks.acked_after``) after the
-    checkpoint, or sends of the still-open local transactions ``open_txs`` (transaction keys)."""
+    checkpoint, topic messages acked there by every durable subscription of ``subscriptions`` (destination
+    key -> subscription keys), or sends of the still-open local transactions ``open_txs`` (transaction keys)."""
     if bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER:
         return False
     try:
@@ -41,8 +42,11 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set) -> bool:
             if cmd.transaction is not None:
                 if cmd.transaction.key not in open_txs:
                     return False
-            elif None not in acked.get(cmd.destination.key, {}).get(cmd.message_id, ()):
-                return False
+            else:
+                by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
+                subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
+                if None not in by and not (subs and set(subs) <= by):
+                    return False
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)

@@ -290,7 +290,8 @@ class _Judge:
                        "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
                 self.buf(f), first, last, ev.acked_after,
-                {t.id.key for t in self.d.open_transactions if t.state == "open"}):
+                {t.id.key for t in self.d.open_transactions if t.state == "open"},
+                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions}):
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \

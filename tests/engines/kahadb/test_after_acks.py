@@ -94,3 +94,45 @@ def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent
     shutil.copytree(STORE, root2)
     _flip(root2, "db-8.log", 24391 + 28 + 598 + 28 + 400, 0x11)
     assert _verdict(root2)[0] == "CRITICAL"
+
+
+KILLED = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f5-kill" / "kahadb"
+
+
+def _topic_sends_after_checkpoint(root: Path):
+    """(file id, batch offset, acked by the durable sub after the checkpoint) of the topic's one-send batches
+    after f5-kill's lastUpdate 4:47392."""
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    d = load_store(detect(root), reconcile=False)[0]
+    acked = acked_after(d, (4, 47392))
+    out = []
+    for fid in range(5, 10):
+        buf = (root / f"db-{fid}.log").read_bytes()
+        for ev in jr.scan_file(buf):
+            if isinstance(ev, jr.Batch):
+                cmds = [decode_command(bytes(r.payload)) for r in jr.iter_batch_records(buf, ev)]
+                if len(cmds) == 1 and cmds[0].type.name == "ADD_MESSAGE" and cmds[0].destination.type == 1:
+                    out.append((fid, ev.offset, "f5-d:sd" in acked.get("1:fx.f5.t", {}).get(cmds[0].message_id, ())))
+    return out
+
+
+def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_latent(tmp_path):
+    # campaign seed 50054000053 (f5-kill: SIGKILLed real 5.17.2 store, durable sub f5-d:sd on fx.f5.t):
+    # db-7.log@61247 ^0x04 flips the stored checksum of the batch sending topic message ...:1:-1:1:67, which
+    # the only durable subscription acknowledges after it; a pending one's damaged send stays CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    sends = _topic_sends_after_checkpoint(root)
+    assert (7, 61224, True) in sends
+    _flip(root, "db-7.log", 61247, 0x04)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    fid, off, _ = next(s for s in sends if not s[2])
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(KILLED, root2)
+    _flip(root2, f"db-{fid}.log", off + 23, 0x04)  # its stored checksum
+    assert _verdict(root2)[0] == "CRITICAL"
