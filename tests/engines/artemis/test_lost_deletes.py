@@ -66,20 +66,9 @@ def test_a_delete_moved_onto_an_id_other_records_carry_stays_evidence(tmp_path):
 
 
 def _cut(tmp_path, size: int):
-    import shutil
+    from tests.engines.artemis.pool2 import changed
 
-    from tests.engines.artemis.pool2 import BINDINGS, STORE
-    from tests.faults import artemis
-
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / "activemq-data-22.amq"
-    path.write_bytes(path.read_bytes()[:size])
-    return root, reader.pristine.diff(reader.damaged(root))
+    return changed(tmp_path, "activemq-data-22.amq", lambda data: bytes(data[:size]))
 
 
 @pytest.mark.parametrize("size", [DELETE_AT + 5, DELETE_AT + 17], ids=["in-header", "in-size"])
