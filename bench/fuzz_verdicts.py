@@ -7,10 +7,16 @@ rate: faults per second of wall time and per CPU-second of the workers (the mach
 
     python bench/fuzz_verdicts.py [--faults N] [--minutes M] [--seed S] [--workers W] [--demos D]
     python bench/fuzz_verdicts.py --stores DIR [DIR...] [--faults N] [--seed S]
+    python bench/fuzz_verdicts.py --kahadb 1.0 --kahadb-stores DIR [DIR...] [--faults N] [--seed S]
 
 ``--stores``: the campaign over the given Artemis stores instead (each a store root, e.g. one written by the
 real JournalImpl with tests/data/artemis/tools/gen.sh), the KahaDB fixtures left out; ``--faults`` is then
 spread over them. Each store is copied, never written.
+
+``--kahadb-stores``: the KahaDB share of the faults over the given stores instead of the four KahaDB fixtures
+(each a KahaDB store directory holding ``db-*.log``, or an mKahaDB root; e.g. those a real 5.17 broker wrote
+under /work/kahadb-fresh). Each is named after its directory (its parent's when the directory is called
+``kahadb`` or ``mkahadb``), copied, never written.
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ from tests.faults import campaign  # noqa: E402
 from tests.faults.model import confusion  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--faults", type=int, default=100_000)
     ap.add_argument("--minutes", type=float, default=30.0)
@@ -38,7 +44,13 @@ def main() -> int:
     ap.add_argument("--kahadb", type=float, default=0.2, help="share of the faults on the KahaDB fixtures")
     ap.add_argument("--stores", nargs="+", type=Path, metavar="DIR",
                     help="Artemis store roots to damage instead of the demos and fixtures")
-    args = ap.parse_args()
+    ap.add_argument("--kahadb-stores", nargs="+", type=Path, metavar="DIR",
+                    help="KahaDB store directories or mKahaDB roots to damage instead of the KahaDB fixtures")
+    args = ap.parse_args(argv)
+    try:
+        kaha_stores = kaha_store_list(args.kahadb_stores) if args.kahadb_stores else None
+    except ValueError as err:
+        ap.error(str(err))
     if args.stores:
         args.kahadb = 0.0
     start = time.monotonic()
@@ -56,7 +68,7 @@ def main() -> int:
         per_store = -(-(args.faults - kaha_faults) // len(stores))
         outcomes = campaign.run(stores, per_store, args.seed, workers=args.workers,
                                 deadline=start + args.minutes * 60 * (1 - args.kahadb), on_chunk=tick)
-        kaha = _kahadb(kaha_faults, args.seed, args.workers, start + args.minutes * 60, Path(tmp))
+        kaha = _kahadb(kaha_faults, args.seed, args.workers, start + args.minutes * 60, Path(tmp), kaha_stores)
     elapsed = time.monotonic() - start
     print(file=sys.stderr)
     total = len(outcomes) + len(kaha)
@@ -65,7 +77,8 @@ def main() -> int:
     distinct = len({(o.store, o.fault) for o in outcomes}) + len({(o.store, o.fault) for o in kaha})
     print(f"seed {args.seed}: {total} faults of the {args.faults} asked for ({distinct} distinct: a fault drawn "
           f"again is judged once), {len(outcomes)} over {len(stores)} Artemis stores "
-          f"({', '.join(n for n, _ in stores)}) and {len(kaha)} over the KahaDB fixtures")
+          f"({', '.join(n for n, _ in stores)}) and {len(kaha)} over the KahaDB "
+          + (f"stores ({', '.join(n for n, _ in kaha_stores)})" if kaha_stores else "fixtures"))
     print(f"in {elapsed:.0f} s = {total / elapsed:.1f} faults/s on {args.workers} workers; "
           f"{cpu:.0f} s of worker CPU = {total / max(cpu, 1e-9):.1f} faults per CPU-second "
           f"({1000 * cpu / max(total, 1):.1f} ms a fault)")
@@ -73,7 +86,7 @@ def main() -> int:
     if kaha:
         from tests.faults.kahadb import confusion as kaha_confusion
 
-        print(f"KahaDB and mKahaDB fixtures: {len(kaha)} faults")
+        print(f"KahaDB and mKahaDB {'stores' if kaha_stores else 'fixtures'}: {len(kaha)} faults")
         print(kaha_confusion(kaha))
     return 0 if all(o.ok for o in outcomes + kaha) else 1
 
@@ -82,28 +95,51 @@ _KAHA = (("basic", "kahadb"), ("gc", "kahadb"), ("tx", "kahadb"), ("mkahadb", "m
 _kaha_campaigns: dict = {}
 
 
+def kaha_store_list(dirs: list[Path]) -> list[tuple[str, Path]]:
+    """``--kahadb-stores``: (name, directory) for each given KahaDB store directory (``db-*.log`` in it) or
+    mKahaDB root (sub-stores holding them); a directory that is neither is a ValueError naming it."""
+    out, names = [], set()
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir() or not (any(d.glob("db-*.log")) or any(d.glob("*/db-*.log"))):
+            raise ValueError(f"{d}: not a KahaDB store directory (no db-*.log) nor an mKahaDB root")
+        name = d.resolve().parent.name if d.resolve().name in ("kahadb", "mkahadb") else d.resolve().name
+        base, k = name, 1
+        while name in names:
+            k += 1
+            name = f"{base}-{k}"
+        names.add(name)
+        out.append((name, d))
+    return out
+
+
 def _kaha_chunk(job):
     from tests.faults.kahadb import KahaCampaign
-    from tests.support import KAHADB
 
-    name, sub, scratch, seeds = job
+    name, source, scratch, seeds = job
     c = _kaha_campaigns.get(name)
     if c is None:
-        c = _kaha_campaigns[name] = KahaCampaign(name, KAHADB / name / sub, Path(scratch) / str(os.getpid()))
+        c = _kaha_campaigns[name] = KahaCampaign(name, Path(source), Path(scratch) / str(os.getpid()))
     return [c.run_one(s) for s in seeds]
 
 
-def _kahadb(count: int, seed: int, workers: int, deadline: float, tmp: Path) -> list:
-    """``count`` faults over the KahaDB fixtures (tests/faults/kahadb.py), in chunks over ``workers``."""
+def _kahadb(count: int, seed: int, workers: int, deadline: float, tmp: Path,
+            stores: list[tuple[str, Path]] | None = None) -> list:
+    """``count`` faults over the KahaDB fixtures (tests/faults/kahadb.py), or over ``stores`` (name,
+    directory) when given, in chunks over ``workers``."""
     import multiprocessing
 
     from tests.support import KAHADB
 
-    if count <= 0 or not KAHADB.is_dir():
+    if stores is None:
+        if not KAHADB.is_dir():
+            return []
+        stores = [(name, KAHADB / name / sub) for name, sub in _KAHA]
+    if count <= 0:
         return []
-    per = -(-count // len(_KAHA))
-    jobs = [(name, sub, str(tmp / "kaha"), range(base, min(base + 100, (seed * 10 + k) * 1_000_000 + per)))
-            for k, (name, sub) in enumerate(_KAHA)
+    per = -(-count // len(stores))
+    jobs = [(name, str(source), str(tmp / "kaha"), range(base, min(base + 100, (seed * 10 + k) * 1_000_000 + per)))
+            for k, (name, source) in enumerate(stores)
             for base in range((seed * 10 + k) * 1_000_000, (seed * 10 + k) * 1_000_000 + per, 100)]
     out: list = []
     with multiprocessing.get_context("fork").Pool(workers) as pool:

@@ -985,6 +985,35 @@ def test_unreadable_dirty_index_table_proves_no_missing_log(capsys, tmp_path):
     assert code == 2
 
 
+def test_dropped_dirty_index_log_record_proves_no_missing_log(capsys, tmp_path):
+    """Fault campaign miss (gc2, seed 6161034): one bit flipped inside a key of dirty.index's write-ahead log
+    record holding the GC's 235 deletions. LevelDB drops the record (its checksum fails), so the older versions
+    of those keys show through: entries of consumed messages in logs the GC deleted. The broker never reads
+    dirty.index (replay_init copies the snapshot over it): those entries prove no missing log file, and the key
+    the flip renamed is read from the bytes the stored CRC names (it was CRITICAL leveldb-missing-log, 232
+    entries, then 1)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc2/store", tmp_path / "store")
+    flip_byte(store / "dirty.index" / "000192.log", 5054, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 0 and "leveldb-missing-log" not in codes(doc)
+
+
+def test_damaged_first_byte_of_an_unfinished_last_unit_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (killed-c of /work/leveldb-fresh2, seed 6161032; the suite's killed store is alike):
+    the last log file holds one unit of work the SIGKILL cut (no UOW_END). A flipped magic byte at its start
+    makes the broker truncate the file there, dropping what it dropped anyway: nothing delivered changes.
+    WARNING (it was CRITICAL, "a last file without a single record is no log at all"); a complete unit after
+    such a byte stays CRITICAL (leveldb-units-dropped)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed/store", tmp_path / "store")
+    flip_byte(store / "00000000000623e7.log", 0, 0x02)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-not-a-record": "warning"}
+
+
 @pytest.mark.parametrize("offset,mask", [(4745, 0x02), (16589, 0x80)])
 def test_checksum_field_flip_in_a_replayed_file_is_a_warning(capsys, tmp_path, offset, mask):
     """Fault campaign misses (killed-snapshot, seeds 25000108 and 25000160): the snapshot was cut, so the

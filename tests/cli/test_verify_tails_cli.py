@@ -296,3 +296,66 @@ def test_a_flipped_filler_byte_after_the_last_record_of_a_bindings_file_stays_a_
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
     assert (code, doc["verdict"], f["severity"], f["offset"]) == (1, "WARNING", "warning", 1537)
     assert f["details"]["lostIds"]["unaccountedCount"] > 0 and not f["details"].get("recordsLost")
+
+
+@pytest.fixture(scope="module")
+def demo4(tmp_path_factory):
+    root = campaign_demo(tmp_path_factory.mktemp("demo4") / "demo-s4", 4)
+    return root, delivered(root)
+
+
+def test_a_cut_inside_a_transaction_committed_in_the_next_file_is_critical(run_json, demo4, tmp_path):
+    # Campaign seed 2027, demo-s4 2027009092009137 (loss/WARNING): file 14 cut after the second reference of
+    # message 522 (transaction 519, whose COMMIT is file 15's): the cut took its third, an UPDATE_TX, which carries
+    # no new id, so the window was empty and verify said "none of them was a live message". The COMMIT counts
+    # only file 15's records; the room file 14 had after the last record left would have held it, so the broker
+    # wrote more here before moving on.
+    store = shutil.copytree(demo4[0], tmp_path / "store")
+    path = store / "data/journal/activemq-data-14.amq"
+    recs, _ = scan_records_py(path.read_bytes(), *[(t, v) for p, t, v in messages_files(store) if p == path][0])
+    last = recs[-1]
+    assert (last[0], last[4], last[5]) == (14, 519, 522)  # UPDATE_TX of message 522 in transaction 519
+    with open(path, "r+b") as f:
+        f.truncate(last[1] + 30)  # inside that last record
+    assert demo4[1].diff(delivered(store))["lost"] == 1
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, f["severity"], f["offset"]) == (2, "critical", last[1])
+    assert "transaction 519, whose COMMIT lies in a later file" in f["message"]
+    assert f["details"]["lostIds"]["unaccountedCount"] == 0
+
+
+def test_a_cut_inside_a_transaction_whose_messages_were_deleted_since_stays_a_warning(run_json, demo4, tmp_path):
+    # The counterpart: file 6 cut inside its last record, an UPDATE_TX of transaction 229 (COMMIT in file 7),
+    # whose one message, 230, was deleted since: what it may have written after the cut changes nothing the
+    # broker delivers, and the finding stays the warning the empty window gives
+    store = shutil.copytree(demo4[0], tmp_path / "store")
+    path = store / "data/journal/activemq-data-6.amq"
+    recs, _ = scan_records_py(path.read_bytes(), *[(t, v) for p, t, v in messages_files(store) if p == path][0])
+    last = recs[-1]
+    assert (last[0], last[4], last[5]) == (14, 229, 230)
+    with open(path, "r+b") as f:
+        f.truncate(last[1] + 30)
+    assert demo4[1].diff(delivered(store)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, f["severity"], f["offset"]) == (1, "warning", last[1])
+
+
+def test_a_zeroed_end_past_a_transaction_committed_since_counts_the_ids_after_it(run_json, demo4, tmp_path):
+    # Campaign seed 2027, demo-s4 2027009084009214 (loss/WARNING): file 5 zeroed from inside transaction 170's
+    # message 174 to the end, taking its COMMIT and the records after it (ids 175..182). The ids after the
+    # transaction's own were set apart as ones it may have added (sharing its fate: nothing lost if it rolled
+    # back), but message 173, which it added, was deleted since: it committed, so those ids are lost like any.
+    store = shutil.copytree(demo4[0], tmp_path / "store")
+    path = store / "data/journal/activemq-data-5.amq"
+    with open(path, "r+b") as f:
+        f.seek(38665)
+        f.write(bytes(24261))
+    diff = demo4[1].diff(delivered(store))
+    assert diff["lost"] == 5 and diff["back"] == 6
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, f["severity"]) == (2, "critical")
+    lost = f["details"]["lostIds"]
+    assert lost["openTransactions"] == [170] and lost["unownedCount"] == lost["unaccountedCount"] == 9

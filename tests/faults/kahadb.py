@@ -38,8 +38,10 @@ on top of its index: the truth walks that replay as ``Journal.getNextLocation`` 
 start when a record it loads does not load (:func:`_full_replay_fails`); else what the replay keeps live
 comes back.
 
-Not modelled: records after the index checkpoint (the fixtures were stopped cleanly, so there are none until
-a fault moves ``lastUpdate``), what the full replay's ``process`` does beyond what the journal replay keeps
+Records after the index checkpoint (a store the broker did not close, or the ack compaction's records
+after a clean stop) are replayed onto the index as ``MessageDatabase.recover`` does (tests/faults/kahadb_after.py).
+
+Not modelled: a recovery that starts before ``lastUpdate`` at the first in-progress transaction, what the full replay's ``process`` does beyond what the journal replay keeps
 live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
 unclean shutdown.
 """
@@ -271,8 +273,14 @@ class KahaSites:
         """The fault only touches the newest file after the index checkpoint: what a crash can leave."""
         for d in self.dirs:
             if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
-                    and d.checkpoint_end[0] == d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
-                return fault.offset >= d.checkpoint_end[1]
+                    and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+                # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
+                # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
+                # leaves it, the whole newest file was written after it); a fault with an intact batch after
+                # it is not a torn write
+                last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
+                after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
+                return fault.offset >= max(after, last)
         return False
 
 
@@ -389,6 +397,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
+    from tests.faults.kahadb_after import after_checkpoint, replayed
 
     store_obj = detect(Path(store))
     out = {}
@@ -404,9 +413,12 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             continue
         files = _Files(directory)
         needed = set()  # what recoverIndex checks: the locationIndex, the ack map, page 0's locations
+        last_update = None
         try:
             buf = (directory / "db.data").read_bytes()
             meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+            if meta.last_update is not None:
+                last_update = (meta.last_update.log_id, meta.last_update.offset)
             # recoverIndex's missing-file check walks every locationIndex key
             needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
             needed |= _ack_map_files(meta.ack_map, files)
@@ -439,6 +451,13 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
                                                for m in dest.pending(sk) if m.message_id in kept_ids))
         state = {"dests": dd, "subs": subs}
+        if last_update is not None:
+            # MessageDatabase.recover replays the records after lastUpdate onto the index (kahadb_after.py)
+            after = after_checkpoint(directory, files, last_update)
+            if after:
+                if rebuilt_state is None:
+                    rebuilt_state = rebuilt(store)
+                state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of)
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay

@@ -13,8 +13,11 @@ are judged first or left alone:
 
 * another message's reference whose message id was damaged: that message is live and lacks the reference
   (``Evidence.moved_refs``: CRITICAL ``ref-moved``), or it was deleted since (its DELETE no longer takes the
-  damaged copy: nothing changes) -- so a deleted message one damaged bit (or the one damaged byte) from the
-  message leaves the reading unproven;
+  damaged copy: nothing changes) -- so a deleted message one damaged byte from the message leaves the
+  reading unproven, unless its own records show it cannot have written that reference: its ADD written after
+  the second reference, or its DELETE before it (``write_order.not_owners_at``; not in a compacted journal), or
+  its references left in the files name that queue already or only queues its address is never routed with
+  (``deleted_refs.never_on``);
 * the message's reference of another queue whose queue id was damaged (``Evidence.requeued_refs``);
 * a delivery count (UPDATE_DELIVERY_COUNT, 34, one bit from 32) read as a reference: its body is 12 bytes
   (queue id and count), a reference's 8, and only the count is lost -- so every reference of the pair must be
@@ -32,6 +35,8 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
     references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
     from amqtool.engines.artemis.evidence import _byte_neighbours
+    from amqtool.engines.artemis.deleted_refs import never_on
+    from amqtool.engines.artemis.write_order import not_owners_at
     from amqtool.formats.damage import bit_flips
 
     if not ev.double_refs:
@@ -50,20 +55,26 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     if result is None:
         return []
     sizes: dict[tuple[int, int], set[int]] = {}
+    second: dict[tuple[int, int], tuple[int, int]] = {}  # where the pair's last reference was written
     wanted = {m for m, _ in pairs}
     for r in result.live:
         if r.id in wanted and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
             q = int.from_bytes(result.body(r)[:8], "big", signed=True)
             sizes.setdefault((r.id, q), set()).add(r.body_len)
+            second[(r.id, q)] = max(second.get((r.id, q), (-1, -1)), (r.file_index, r.body_offset))
     out = []
     for m, q in pairs:
         if sizes.get((m, q)) != {8}:
             continue  # a delivery count read as a reference (12 bytes): only the count is lost
-        gone = [x for x in bit_flips(m) if ev._deleted_later(x)]
+        # a deleted message one damaged byte away could own it (its DELETE no longer takes the damaged copy:
+        # nothing changes) -- unless its own records show it wrote nothing there (write_order.not_owners_at)
+        gone = {x for x in bit_flips(m) if ev._deleted_later(x)}
+        gone.update(_byte_neighbours(m, (ev._deleted or set()) | ev.deleted_unknown))
+        if gone and (m, q) in second:
+            gone -= not_owners_at(ev, second[(m, q)], gone)
         if gone:
-            continue
-        deleted = (ev._deleted or set()) | ev.deleted_unknown
-        if _byte_neighbours(m, deleted):
+            gone -= never_on(ev, q, gone)
+        if gone:
             continue
         out.append((m, q))
     return out

@@ -316,7 +316,18 @@ class Evidence:
         owners = self._one_byte_neighbours(orphan, candidates)
         if not owners:
             # no live message one byte away: the update belonged to a message deleted since (its DELETE took
-            # every record of it), or the message itself is gone -- which a damaged region or file shows
+            # every record of it), or the message itself is gone -- which a damaged region or file shows. A
+            # reference no deleted message can have written (deleted_refs.deleted_owners) was a live message's,
+            # its id damaged in more than one byte, or its own message's record is gone: lost either way, unless
+            # a live message acknowledged on q without its reference there may own it (acknowledged anyway)
+            if kind == R.ADD_REF and not any(m in self.messages and aq == q and q not in self.refs.get(m, ())
+                                             for m, aq in self.acked):
+                from amqtool.engines.artemis.deleted_refs import deleted_owners
+
+                at = min(((r.file_index, r.body_offset) for r in self._messages.live
+                          if r.id == orphan and r.is_update), default=None) if self._messages is not None else None
+                if at is not None and not deleted_owners(self, q, at):
+                    return LOSS
             return HARMLESS
         if kind == R.ADD_REF:
             # one damaged id field explains both this orphan ref and an ack of (m, q) without its ref: the
@@ -383,7 +394,10 @@ class Evidence:
         queue and no acknowledgement there lost it (an acknowledgement there shows as one without its
         reference). A message left with no reference at all is such a one too: the broker stores a message
         only with the references of the queues it was routed to (``PostOfficeImpl``: ``storeMessage``, then
-        ``storeReference`` per durable queue), so a live message without any lost them."""
+        ``storeReference`` per durable queue), so a live message without any lost them. The owner is sought
+        among the messages routable to that queue (:meth:`_routable_to`): a message of another address was never
+        routed there, and taking it as a candidate (its id one bit away where the owner's is one byte away) hides
+        the owner."""
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
 
         out = []
@@ -391,7 +405,7 @@ class Evidence:
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in acked_own:
                 continue
-            lacking = {o for o in self.messages if q not in self.refs.get(o, ()) and (o, q) not in self.acked}
+            lacking = {o for o in self._routable_to(q) if q not in self.refs.get(o, ()) and (o, q) not in self.acked}
             owners = self._one_byte_neighbours(m, lacking)
             if len(owners) == 1:
                 out.append((m, q, owners[0]))
@@ -401,9 +415,12 @@ class Evidence:
         """(message, queue its doubled reference names, the queue it lost) for a second ADD_REF of (message,
         queue) whose queue id is one damaged byte from the one queue of the same address that the message has
         no reference and no acknowledgement on: the broker routes a message to a queue once, so the doubled
-        reference is that queue's, its queue id damaged, and the message is never delivered there. A doubled
+        reference is that queue's, its queue id damaged, and the message is never delivered there. Where more
+        than one such queue is one damaged byte away, the one a delivery-count or scheduled-delivery update of the
+        message names is it (the broker writes those only for a reference it holds: queue_updates.py). A doubled
         reference explained by a damaged message id (:meth:`moved_refs`) is not counted again."""
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
+        from amqtool.engines.artemis.queue_updates import updated_queues
 
         moved = {(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
         out = []
@@ -413,6 +430,9 @@ class Evidence:
             lacking = {x for x, a in self.queue_address.items()
                        if a == self.queue_address[q] and x not in self.refs.get(m, ()) and (m, x) not in self.acked}
             lost = self._one_byte_neighbours(q, lacking)
+            if len(lost) > 1:
+                # the queue one of its delivery-count or scheduled-delivery updates names (queue_updates.py)
+                lost = sorted(set(lost) & updated_queues(self, m))
             if len(lost) == 1 and bin(lost[0] ^ q).count("1") > 1 and self._dead_bit_neighbour(
                     m, {o for o in self.messages if q not in self.refs.get(o, ())}):
                 continue  # a deleted message's reference, its id one bit damaged: nearer than a queue id a byte off

@@ -17,19 +17,40 @@ DELETE (or a DELETE_TX, whose transaction the load then discards whole, judged a
 of that id (:func:`deleted_in_damage`).
 
 A DELETE whose id bytes were damaged reads whole, as the DELETE of another id that has no other record
-(the load's ``delete-unknown-id``), one bit from the id whose updates it leaves live (:func:`moved_deletes`).
+(the load's ``delete-unknown-id``), one damaged byte (one bit or more of it) from the id whose updates it leaves
+live (:func:`moved_deletes`; a random byte of a real JournalImpl store's DELETE turned its reclaimer gaps into a
+CRITICAL ``missing-journal-file``).
 The broker writes a message's DELETE after the acknowledgement of its last reference
 (``QueueImpl.acknowledge`` stores the ack, then ``postAcknowledge`` deletes the message once its durable
 reference count is 0, "after the preceding ack"), so such a DELETE follows an update of the id it belonged to,
 right after it when nothing else was written between (a busy broker interleaves other records: such a moved
 DELETE stays unexplained). Deletes of ids with no add are not rare (the delete of a message whose add was
-reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a bit away from an id is not
+reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a byte away from an id is not
 enough: the DELETE must also follow, in its file, an update of that id, and its own id must have no other
 record. A removed file would leave its add's updates live, whatever record follows them.
+
+A DELETE_TX the load read but did not apply explains them too (:func:`discarded_deletes`). The broker applies
+a transaction's deletes at its COMMIT (``JournalImpl.load``: the transaction's records and deletes are applied
+only when the COMMIT's record count matches what the files hold of it), and the reclaimer counts them only
+once committed (``JournalTransaction.commit``), so the add of a record a committed transaction deleted may be
+long reclaimed. When damage elsewhere in the transaction (one of its records' transaction id, its COMMIT's
+count or id) makes the load drop it (``commit-count-mismatch``) or leave it open, the updates it deleted read
+as live without their add; the broker drops them, having no message for them. Real JournalImpl stores showed
+such flips turn into a CRITICAL ``missing-journal-file``. A removed file holding the add leaves no DELETE of it
+anywhere; a prepared transaction's pending deletes are excepted (their adds stay until it commits).
+
+Bytes the damage took after every live record of such an id explain them as well (:func:`cut_deletes`), where
+verify reports them (a damaged tail, a file cut inside a record, or a damaged region between records, each
+weighed by its own finding). The broker writes a
+message's DELETE after its last acknowledgement, so the DELETE of a message whose add was reclaimed lies after
+all its updates, perhaps in what was cut: real JournalImpl stores showed a truncation turn the reclaimer's
+fileID gaps into a CRITICAL ``missing-journal-file`` while the broker delivers the same messages. Damage that
+took the ADD of a live message lies before its updates (the broker stores a message before routing it), so it
+explains nothing there, and a removed file leaves no such damage.
 """
 from __future__ import annotations
 
-from amqtool.formats.artemis.records import ADD, ADD_TX, DELETE, DELETE_TX, UPDATE, UPDATE_TX
+from amqtool.formats.artemis.records import ADD, ADD_TX, COMMIT, DELETE, DELETE_TX, UPDATE, UPDATE_TX
 
 _UPDATES = (UPDATE, UPDATE_TX)
 _ID_RECORDS = (ADD, ADD_TX, UPDATE, UPDATE_TX)
@@ -58,18 +79,18 @@ def deleted_in_damage(regions, max_id: int) -> set[int]:
 
 def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     """The ids of ``orphans`` (ids of live updates without their add in the load ``result``) whose DELETE had
-    its id damaged: a DELETE of an id one flipped bit away that has no other record, right after an update of
+    its id damaged: a DELETE of an id one damaged byte away that has no other record, right after an update of
     the orphan id in its file (see the module docstring). Rescans the journal's files; [] for more than
     ``max_orphans`` orphan ids (what a removed file leaves)."""
     from amqtool import native
-    from amqtool.formats.damage import bit_flips
+    from amqtool.formats.damage import byte_variants
 
     if not orphans or len(orphans) > max_orphans:
         return set()
-    near = {y: x for x in orphans for y in bit_flips(x)}  # signed 64-bit, as the ids are read
+    near = {y: x for x in orphans for y in byte_variants(x)}  # signed 64-bit, as the ids are read
     opened = result.opened
     carried: set[int] = set()  # ids some record other than a DELETE carries
-    follows: dict[int, set[int]] = {}  # DELETE id one bit from an orphan -> ids of the update records before it
+    follows: dict[int, set[int]] = {}  # DELETE id one byte from an orphan -> ids of the update records before it
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         prev = None
@@ -86,3 +107,49 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
         if y not in carried and before == {near[y]}:
             out.add(near[y])
     return out
+
+
+def discarded_deletes(result) -> set[int]:
+    """The ids that DELETE_TX records of the load ``result``'s files delete in a transaction the load did not
+    apply although it was not left prepared: one whose COMMIT the files hold (the load dropped it for a count
+    that does not match) or one left open without a valid PREPARE (see the module docstring). Rescans the
+    files."""
+    from amqtool import native
+
+    out = {r.id for tx in result.failed for r in tx.records_to_delete}
+    committed: set[int] = set()
+    pending: dict[int, set[int]] = {}
+    opened = result.opened
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        for rec in records:
+            if rec[0] == DELETE_TX:
+                pending.setdefault(rec[4], set()).add(rec[5])
+            elif rec[0] == COMMIT:
+                committed.add(rec[4])
+    for tx in committed & pending.keys():
+        out |= pending[tx]
+    return out
+
+
+def cut_deletes(result, regions=(), tails=()) -> set[int]:
+    """The ids of the load ``result``'s live updates without their add whose every live record lies before
+    bytes the damage took and verify reports (see the module docstring): a damaged region of ``regions`` (the
+    ``(path, first, next record, ...)`` of ``verify._GapInspector.regions``) or a damaged tail of ``tails``
+    (``(file index, path, first, last)`` of ``_GapInspector.tails``: a file cut inside a record, or garbage
+    after its last record). A file cut exactly between records leaves neither: nothing tells it from a file
+    the broker moved on from, and the updates left without their add stay evidence of a lost file."""
+    files = result.files
+    index = {str(jf.path): i for i, jf in enumerate(files)}
+    cuts = [(t[0], t[2]) for t in tails] + [(index[r[0]], r[1]) for r in regions if r[0] in index]
+    if not cuts:
+        return set()
+    last_cut = max(cuts)
+    added = {r.id for r in result.live if not r.is_update}
+    last: dict[int, tuple[int, int]] = {}
+    for r in result.live:
+        if r.is_update and r.id not in added:
+            pos = (r.file_index, r.body_offset)
+            if pos > last.get(r.id, (-1, -1)):
+                last[r.id] = pos
+    return {i for i, pos in last.items() if pos < last_cut}

@@ -12,6 +12,14 @@ damaged byte away and not left open, added or updated in the same file: a broker
 references in one transaction, so those records strayed from it (a message whose ADD strayed keeps its
 references, a reference whose UPDATE strayed its message). What losing them costs is what losing the records
 costs (``Evidence.effect_of_loss``): CRITICAL when the broker delivers something else without them.
+
+Not in the current file (``current_file.py``): there an open transaction is what a crash or a cut of the tail
+leaves (its COMMIT would have followed the last record the file still holds), and a transactional acknowledgement
+(``storeAcknowledgeTransactional``: an UPDATE_TX of the message id) names the very records the transaction that
+added them holds, at transaction ids that, written one after the other, differ in their low byte only. A record
+that did stray there is seen otherwise: its owner's records lie in the current file, so its COMMIT does too, and
+that COMMIT counts one record fewer than it says (``commit-count-mismatch``; ``JournalImpl.load`` drops such a
+transaction).
 """
 from __future__ import annotations
 
@@ -22,12 +30,14 @@ _ADD, _UPDATE, _ADD_TX, _UPDATE_TX = 11, 12, 13, 14
 
 def strayed_updates(result, evidence) -> list:
     """``[(open tx id, owner tx id, Rebuilt record, effect, path)]`` (see the module docstring)."""
+    from amqtool.engines.artemis.current_file import current_file
     from amqtool.engines.artemis.evidence import Rebuilt
     from amqtool.formats.damage import one_byte_apart
 
     open_ids = {tx.tx_id for tx in result.failed} | {tx.tx_id for tx in result.prepared}
     out = []
     scans: dict[int, dict] = {}
+    current = current_file(result)
     for tx in result.failed:
         if tx.prepared or tx.records_to_delete or not tx.records:
             continue
@@ -35,6 +45,8 @@ def strayed_updates(result, evidence) -> list:
         if len(files) != 1:
             continue
         fi = files.pop()
+        if current >= 0 and fi >= current:
+            continue  # left open by the crash or cut that ended the current file (see the module docstring)
         jf = result.files[fi]
         if fi not in scans:
             # record id -> the transactions whose ADD_TX / UPDATE_TX of it are in this file (one windowed scan

@@ -32,6 +32,15 @@ def _is_type(b: int) -> bool:
     return 10 <= b <= 19
 
 
+def own_record_start(head: bytes, tag: int) -> bool:
+    """Whether the bytes after a file's last valid record (``head``) start a record of this use of the file:
+    this use's tag after the first byte, whatever that byte holds. An earlier use's bytes there carry that
+    use's own, older fileID (fileIDs only grow), so the tag was written in this use: a record torn by a crash,
+    or one whose type byte was damaged (``JournalImpl.readJournalFile`` skips a byte that is no record type,
+    and with it the whole record)."""
+    return len(head) >= 5 and int.from_bytes(head[1:5], "big", signed=True) == tag
+
+
 def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
                    last_end: int | None = None) -> bool:
     """Whether the tail bytes ``[first, end)`` (``head`` holds them from ``first``) are the end of a record of
@@ -42,8 +51,7 @@ def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
     length = end - first
     if length <= 0 or length > len(head):
         return False
-    own_start = _is_type(head[0]) and (
-        tag is None or length < 5 or int.from_bytes(head[1:5], "big", signed=True) == tag)
+    own_start = (tag is not None and own_record_start(head, tag)) or (_is_type(head[0]) and (tag is None or length < 5))
     if own_start:
         return False  # may be a record of this use, torn or damaged
     if last_end is not None and 16 <= last_end <= first and end - last_end < MIN_RECORD:

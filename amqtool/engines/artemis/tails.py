@@ -333,27 +333,74 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         # a transaction open while this file was written (a record of it here) may have added more records in
         # the lost bytes: those ids share its fate
         here = [tx for tx in open_txs if any(r.file_index == index for r in tx.records + tx.records_to_delete)]
-        if here and w.unaccounted_count:
-            owned = _owned(ledger, here, set(_unaccounted(w, roles, paged, after, before)), before)
-            w.unowned_count = w.unaccounted_count - len(owned)
         worst = "harmless"
         head = damaged_head(result.opened, index, first)
+        delivered_txs = set()  # open transactions proven committed, whatever their surviving records hold
         for tx_id in w.open_txs:
             records = transaction_records(result.opened, tx_id)
             effect = evidence.effect_of_discarded(records)
-            if effect == "loss":
-                # a transaction whose messages were delivered since was committed: its COMMIT was lost (the
-                # broker, finding none, discards it and the live records it held)
-                sent = {r.id for r in records if r.type == 13 and r.user_type in _MESSAGES}
-                if head is not None and head[0] == 13 and head[1] == tx_id and head[3] in _MESSAGES:
-                    sent.add(head[2])  # the damaged record's own header: a message this transaction added
-                proof = ledger.delivered(sent, tx_id)
-                if proof:
+            # a transaction whose messages were delivered since was committed: its COMMIT was lost (the
+            # broker, finding none, discards it and the live records it held)
+            sent = {r.id for r in records if r.type == 13 and r.user_type in _MESSAGES}
+            if head is not None and head[0] == 13 and head[1] == tx_id and head[3] in _MESSAGES:
+                sent.add(head[2])  # the damaged record's own header: a message this transaction added
+            proof = ledger.delivered(sent, tx_id) if effect == "loss" or any(t.tx_id == tx_id for t in here) else {}
+            if proof:
+                delivered_txs.add(tx_id)
+                if effect == "loss":
                     w.committed[tx_id] = min(proof)
             if worst != "loss" and effect != "harmless":
                 worst = effect
         w.open_effect = worst
+        # ids such a transaction may have added in the lost bytes share its fate: none when it may have rolled
+        # back or been in progress; when it committed (proven above), they were live messages lost like any
+        # other id of the window, so they are not set apart
+        sharing = [tx for tx in here if tx.tx_id not in delivered_txs]
+        if sharing and w.unaccounted_count:
+            owned = _owned(ledger, sharing, set(_unaccounted(w, roles, paged, after, before)), before)
+            w.unowned_count = w.unaccounted_count - len(owned)
     return w
+
+
+def _committed_later(result, index: int, first: int, live_ids: set | None = None) -> int | None:
+    """The id of the transaction whose record is the last one before the damage at ``first`` of file ``index``,
+    when its COMMIT lies in a later file although the room this file had after that record (to the journal's
+    file size) would have held the COMMIT, and (given ``live_ids``, the ids of the load's live records) a
+    message it added or referenced here is still live; else None.
+
+    ``JournalImpl.switchFileIfNecessary`` moves to the next file only for a record that does not fit, and a
+    transaction's COMMIT (``appendCommitRecord``) counts only the records in its own file
+    (``JournalTransaction.getCounter``), so no count shows what the transaction wrote here. With room for the
+    COMMIT here, records were written after that last record before the broker moved on: lost with the
+    damage, and they may be that transaction's references or acknowledgements, which carry no new id and which
+    no window shows -- the lost records held live ones, by the evidence of a transaction still being written."""
+    from amqtool.engines.artemis.cut_file import journal_file_size
+    from amqtool.formats.artemis.records import fixed_size
+
+    size = journal_file_size(result)
+    if size is None:
+        return None
+    opened = result.opened
+    last = None
+    ids: dict[int, set] = {}  # tx id -> the ids its ADD_TX / UPDATE_TX records here name
+    for base, _data, records, _marked in opened.scan_windows(index):
+        for t, off, rsize, cc, tx, rid, *_rest in records:
+            if base + off < first:
+                last = (t, tx, base + off + rsize)
+                if t in (13, 14):
+                    ids.setdefault(tx, set()).add(rid)
+    if last is None or last[0] not in (13, 14, 15):
+        return None
+    t, tx_id, end = last
+    if size - end < fixed_size(18, opened.files[index].version):
+        return None
+    if live_ids is not None and not ids.get(tx_id, set()) & live_ids:
+        return None  # every record it wrote here is deleted since: what else it wrote here changes nothing
+    for fi in range(index + 1, len(opened.files)):
+        for t, off, rid, tx, _ in _records(opened, fi):
+            if t == 18 and tx == tx_id:
+                return tx_id
+    return None
 
 
 def _records_lost(finding: Finding, result, index: int, first: int) -> str | None:
@@ -393,12 +440,17 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       acknowledged while others are still to consume;
     * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
       no transaction the damage may have left open held anything live: none of the lost records was a live
-      message (what no id shows: acknowledgements or deletes of older messages written there);
+      message (what no id shows: acknowledgements or deletes of older messages written there) -- unless the
+      last record before the damage is of a transaction committed in a later file though this file had room
+      for its COMMIT, with a message it wrote here still live (:func:`_committed_later`): its own references
+      and acknowledgements, which carry no new id, may be among the records written after it;
     * CRITICAL, in the message journal, when records were lost there (the damaged end left room for the next
       file's first record, or its damaged bytes begin with a record of this use of the file while the ids run
       on: :func:`_records_lost`, ``recordsLost``) and ids of the window are carried by no surviving record,
       other than ids a transaction the damage left open in this file may have added (the run of ids after its
-      own: :func:`_owned`; those share its fate, next item). This is not a proof: a live message whose ADD
+      own: :func:`_owned`; those share its fate, next item, unless it is proven committed -- a message it
+      added delivered since: then its COMMIT was lost here, and the messages it added there with it). This is
+      not a proof: a live message whose ADD
       and references were all lost leaves exactly that trace, and so do a transaction's id, a
       duplicate-detection record, a message stored and deleted within the lost bytes, or an id never stored.
       It is the verdict of the odds. Zeroing the end of non-newest files from inside their records (every
@@ -410,7 +462,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       nearly always there, and this reads "records were lost at the end of a file the broker moved on from".
       Damaged bytes with neither evidence (a flipped filler byte after the last record reads the same), a cut
       (CRITICAL as it is) and the bindings journal (whose window spans the message journal's ids, compacted
-      away or never stored) stay as they were;
+      away or never stored; but a damaged record whose head names a binding lost there is CRITICAL:
+      :mod:`~amqtool.engines.artemis.lost_binding`) stay as they were;
     * as it was when ids of the window are carried by no surviving record (outside the case above), or a
       transaction the damage may have left open held live records, or no window bounds the ids (no new record
       after the damage, or a restart's jump): the records lost there may have been live messages, or a
@@ -420,6 +473,11 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     """
     if ledger is None or finding.code != "damaged-tail":
         return finding
+    from amqtool.engines.artemis.lost_binding import lost_binding
+
+    binding = lost_binding(finding, ledger, result, index, first)
+    if binding is not None:
+        return binding  # the bindings journal: the damaged record's own head names a binding lost there
     w = lost_window(ledger, result, index, first, evidence)
     details = dict(finding.details)
     if w is None:
@@ -452,7 +510,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"carry with no page-transaction record left, while queues acknowledged some of those "
                        f"messages (so the transaction committed): the broker skips the rest, which are lost",
                        finding.path, finding.offset, details)
-    if not w.unaccounted_count and w.open_effect == "harmless":
+    straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
+    if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
                 f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
                 "no new id was issued while they were written")
@@ -469,6 +528,10 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"stored and deleted within the lost bytes or an id never stored would leave the same trace, "
                        f"which no surviving record tells apart)", finding.path, finding.offset, details)
     why = []
+    if straddling is not None:
+        why.append(f"the last record before them is of transaction {straddling}, whose COMMIT lies in a later file "
+                   f"though this file had room for it: records were written after it here, and its own (references, "
+                   f"acknowledgements, which carry no new id) may be among them")
     if w.unaccounted_count:
         shown = ", ".join(map(str, w.unaccounted[:MAX_LISTED])) + (" ..." if w.unaccounted_count > MAX_LISTED else "")
         why.append(f"{w.unaccounted_count} id(s) issued while they were written ({span}) are carried by no "

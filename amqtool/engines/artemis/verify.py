@@ -40,14 +40,16 @@ from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.open_strays import strayed_findings
+from amqtool.engines.artemis.unknown_commits import committed_open_tx
 from amqtool.engines.artemis.retyped_tx import retyped_findings
 from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
-from amqtool.engines.artemis.lost_deletes import deleted_in_damage, moved_deletes
-from amqtool.engines.artemis.stale_tail import stale_fragment
+from amqtool.engines.artemis.lost_deletes import cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes
+from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
+from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import ArtemisStore, JournalDir
@@ -154,9 +156,9 @@ class _GapInspector:
             return
         first = gaps.tail_first
         head = self.opened.pread(scan.index, first, _STALE_SEARCH_LIMIT)
-        # A torn record of the current use of the file carries the file's own tag.
-        own_tag = (len(head) >= 5 and 10 <= head[0] <= 19
-                   and int.from_bytes(head[1:5], "big", signed=True) == jf.tag)
+        # A torn record of the current use of the file carries the file's own tag (so does one whose type byte
+        # was damaged: the broker skips it)
+        own_tag = own_record_start(head, jf.tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is None and not own_tag and stale_fragment(head, first, gaps.tail_end, tag=jf.tag,
                                                                  last_end=gaps.end):
@@ -276,17 +278,15 @@ class _GapInspector:
                     f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes "
                     f"on): {what}", path, first, {"nextValidRecord": off}))
         files = self.result.files
-        # A COMMIT whose transaction id was damaged commits nothing ("commit-unknown-tx") and leaves its own
-        # transaction open, which the broker rolls back at start: an open transaction one bit away from it.
+        # A COMMIT split from its records by a damaged transaction id commits nothing ("commit-unknown-tx") and
+        # leaves its own transaction open, which the broker rolls back at start (unknown_commits.py).
         failed = {tx.tx_id: tx for tx in self.result.failed if not tx.prepared}
         for a in self.result.anomalies:
             if a.code != "commit-unknown-tx" or not failed:
                 continue
             t = a.ids["txId"]
-            for k in range(64):
-                tx = failed.get(t ^ (1 << k))
-                if tx is None:
-                    continue
+            tx = committed_open_tx(self.result, self.opened, a, failed)
+            if tx is not None:
                 recs = [Rebuilt(13 if not r.is_update else 14, 0, 0, tx.tx_id, r.id, r.user_record_type,
                                 self.opened.pread(r.file_index, r.body_offset, r.body_len), "")
                         for r in tx.records]
@@ -295,11 +295,11 @@ class _GapInspector:
                 if effect != HARMLESS:
                     self.findings.append(Finding(
                         Severity.CRITICAL, "commit-damaged",
-                        f"the commit of transaction {t}, which has no records, is one bit from open transaction "
-                        f"{tx.tx_id}: its transaction id was damaged, so the broker rolls {tx.tx_id} back and "
-                        f"loses what it held ({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
+                        f"the commit of transaction {t}, which has no records, committed open transaction "
+                        f"{tx.tx_id} (one damaged byte apart, or the page transaction it holds names {t}): a "
+                        f"transaction id was damaged, so the broker rolls {tx.tx_id} back and loses what it held "
+                        f"({len(recs)} record(s))", str(files[a.file_index].path), a.offset,
                         {"txId": tx.tx_id, "commitTxId": t}))
-                break
         for a in self.mismatched:
             i = a.ids
             where = str(files[a.file_index].path)
@@ -350,14 +350,21 @@ class _GapInspector:
         current = current_file(self.result)
         for index, path, first, length in self.tails:
             effect = None
-            if index != current:
+            # bytes that read as one damaged record stand for it alone, unless the room left would have held the
+            # next file's first record: then records were written after it too (tails.py weighs them)
+            if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
-            elif not journal_crash.crash_left(self.result, index, first):
+            elif index == current and not journal_crash.crash_left(self.result, index, first):
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
                     path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first)))
                 continue
+            if effect is None and index != current:
+                retyped = self._retyped_effect(index, first, effect_of)
+                if retyped is not None:
+                    self.findings.append(retyped)
+                    continue
             if effect is None:
                 self.findings.append(reweigh(tail_finding(self.result, index, path, first, length), self.ledger,
                                              self.result, index, first, evidence))
@@ -411,6 +418,25 @@ class _GapInspector:
             f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
             f"records: the broker loads it first, this load skips it, and read either way or in its place it "
             f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+
+    def _retyped_effect(self, index: int, first: int, effect_of) -> Finding | None:
+        """CRITICAL when the tail of a file that is not the newest starts with a record of this use whole but
+        for its type byte, whose loss the broker delivers (:mod:`~amqtool.engines.artemis.retyped_tail`);
+        else None (the tail is judged as one)."""
+        from amqtool.engines.artemis.evidence import LOSS
+        from amqtool.engines.artemis.retyped_tail import retyped_record
+
+        jf = self.opened.files[index]
+        rec = retyped_record(lambda off, n: self.opened.pread(index, off, n), first, jf.tag, jf.version,
+                             self.result.max_id)
+        if rec is None or effect_of(rec) != LOSS:
+            return None
+        return Finding(
+            Severity.CRITICAL, "damaged-tail",
+            f"the record after the last valid record of a file that is not the newest is whole but for its type "
+            f"byte ({rec.total} bytes, record id {rec.id}, user record type {rec.user_type}): the broker skips it, "
+            f"and loses what it held", str(jf.path), first,
+            {"recordId": rec.id, "userRecordType": rec.user_type, "recordType": rec.type})
 
     def _tail_effect(self, index: int, first: int, length: int, evidence, effect_of):
         """What losing the damaged last record of a file that is not the newest costs, when the tail's bytes
@@ -614,12 +640,14 @@ def _name_number(name: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset()) -> tuple[bool, int]:
+def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(),
+                         missing=None) -> tuple[bool, int]:
     """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
     (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
     compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
     only in a journal never compacted, or beside live updates that lost their add (the broker never frees a
-    file holding the add of a live record)."""
+    file holding the add of a live record). ``missing``: a test of a bracket of fileIDs (add_placement.py): only
+    the updates whose add could have lain in a missing fileID count."""
     added = set()
     compacted = bool(compactor_outputs(result))
     for r in result.live:
@@ -631,6 +659,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # (lost_deletes.py): they are no trace of a removed file
     orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
     orphans -= moved_deletes(result, orphans)
+    if orphans:  # deleted by a transaction the damage made the load drop (lost_deletes.discarded_deletes)
+        orphans -= discarded_deletes(result)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -639,11 +669,18 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # leaves most (the fault campaign's deleted files), and its message is delivered again.
     # Any lone orphan id the broker never issued (damaged_ids: negative, or far outside the journal's ids) is
     # a damaged id, an acknowledgement's too.
+    # With ``missing`` (a gap to weigh), where the add lay decides instead of the bit (add_placement.py): a
+    # flipped id whose add would have lain in a file still there is no trace, and one whose add lay in a
+    # missing id is as much a trace as any (a deleted file whose one live message has its reference elsewhere
+    # leaves exactly one such id, one bit from its neighbours' ids, as ids are dense).
     acked = {r.id for r in result.live if r.is_update and r.user_record_type == _R.ACKNOWLEDGE_REF}
-    explained = orphans if len(orphans) == 1 and (not orphans & acked and any(
+    explained = orphans if len(orphans) == 1 and (missing is None and not orphans & acked and any(
         next(iter(orphans)) ^ (1 << k) in added for k in range(64)) or never_issued(result, next(iter(orphans)))
     ) else set()
-    return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans and r.id not in explained)
+    orphans -= explained
+    if missing is not None:
+        orphans = placed_in_gaps(result, orphans, missing)
+    return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
 
 
 def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
@@ -691,10 +728,12 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     has been compacted (a live record with compactCount > 0 says so). What does prove a loss is a live UPDATE
     whose ADD is gone: the broker never frees a file that holds the ADD of a live record, so only a removed
     file explains it. A bounded pool (``journal-pool-files`` >= 0) deletes freed files without any compaction,
-    an unbounded one keeps them all. Hence: live updates without their add make a gap ``missing-journal-file``
-    (critical), as does a never-compacted journal whose broker.xml says the pool is unbounded; a compacted
-    journal or a bounded pool make it ``file-id-gap`` (info); without broker.xml a never-compacted gap is a
-    ``missing-journal-file`` warning.
+    an unbounded one keeps them all. Hence: live updates whose add could have lain in a missing fileID
+    (add_placement.py: ids are issued counting up and files filled in fileID order) make a gap
+    ``missing-journal-file`` (critical), as does a never-compacted journal whose broker.xml says the pool is
+    unbounded; otherwise the gap is ``file-id-gap`` (info): a compacted journal, a bounded pool, or a pool
+    unknown without broker.xml, as on any healthy broker run with ``journal-pool-files`` 10 (the default
+    ``artemis create`` writes).
     """
     # A fileID past 2^31 (whose tag, its low 31 bits, its records still carry) is not one Artemis issued:
     # they count up from 1, one a file. Its high bytes were damaged; judged by _GapInspector.judge.
@@ -732,7 +771,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing {span}; explained by {reused} reused file(s)", where, None,
             details))
         return
-    compacted, orphans = _compaction_evidence(result, lost_deletes)
+    compacted, orphans = _compaction_evidence(result, lost_deletes, missing_between(inside, high))
     details["liveUpdatesWithoutAdd"] = orphans
     if orphans:
         # live updates without their add: the broker never frees a file holding the add of a live record
@@ -759,30 +798,24 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"every freed file (journal-pool-files {pool_files}): a journal file has been removed; its records "
             f"are lost", where, None, details))
         return
-    below = (low - 1) - sum(1 for i in inside if i < low)
-    if count - below <= reused:
-        # Without broker.xml, ids gone only from below the oldest data file are what any long run under a
-        # bounded pool leaves (its oldest files' records all died, and the pool deleted the freed files): real
-        # JournalImpl stores with a pool of 2 show it. With nothing left referring to them, no sign of a removal.
-        findings.append(Finding(
-            Severity.INFO, "file-id-gap",
-            f"fileID(s) {shown} missing {span}; the journal was never compacted, and nothing left refers to what "
-            f"they held: a bounded journal-pool-files deletes the oldest freed files (give --broker-xml to tell)",
-            where, None, details))
-        return
     # Without broker.xml the pool is unknown: Artemis' default (-1) keeps every freed file, but `artemis
     # create` writes journal-pool-files 10, under which the reclaimer's freed files beyond the pool are
-    # deleted, ids and all (JournalFilesRepository.addFreeFile; a real JournalImpl run with 64 KiB files and
-    # a pool of 10 leaves dozens of such gaps without any compaction).
+    # deleted, ids and all (JournalFilesRepository.addFreeFile: real JournalImpl runs with a pool of 10 leave
+    # such gaps between data files and below the oldest without any compaction). With no live update whose add
+    # could have lain in a missing id, nothing shows a removal: a healthy broker's store reads so every night.
+    # What still proves one: the page counters (_corroborated_gaps), a commit counting records gone, an
+    # acknowledgement without its reference (their own findings).
+    details["poolMayExplain"] = True
     findings.append(Finding(
-        Severity.WARNING, "missing-journal-file",
-        f"fileID(s) {shown} missing {span} of a journal never compacted, and nothing left refers "
-        f"to what they held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files "
-        f"the pool does not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
+        Severity.INFO, "file-id-gap",
+        f"fileID(s) {shown} missing {span} of a journal never compacted, and nothing left refers to what they "
+        f"held: normal if journal-pool-files bounds the broker's pool (it deletes the freed files the pool does "
+        f"not keep), a removed file if not (give --broker-xml to tell)", where, None, details))
 
 
 def _corroborated_gaps(findings: list[Finding]) -> None:
-    """A gap the pool may explain (the WARNING ``missing-journal-file`` of :func:`_gap_findings`) is CRITICAL
+    """A gap the pool may explain (the INFO ``file-id-gap`` of :func:`_gap_findings` marked ``poolMayExplain``) is
+    a CRITICAL ``missing-journal-file``
     when the paging shows journal records gone too: a queue's page counter over the messages its pages still
     hold to consume (its counter records' decrements, or cursor records, were in the lost file). The
     reclaimer frees a file only when every record in it is dead, so a freed file takes no live counter
@@ -792,10 +825,10 @@ def _corroborated_gaps(findings: list[Finding]) -> None:
     if not over:
         return
     for i, f in enumerate(findings):
-        if f.code == "missing-journal-file" and f.severity == Severity.WARNING:
+        if f.code == "file-id-gap" and (f.details or {}).get("poolMayExplain"):
             queues = ", ".join(str(o.details["queueId"]) for o in over[:10])
             findings[i] = Finding(
-                Severity.CRITICAL, f.code,
+                Severity.CRITICAL, "missing-journal-file",
                 f.message.split(": normal if")[0] + f", and the page counters of queue(s) {queues} exceed what "
                 f"their pages hold: the file held live records, which are lost", f.path, f.offset,
                 dict(f.details or {}, corroboratedBy="page-counter-mismatch"))
@@ -984,6 +1017,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         inspector.finish(result)
         _duplicate_findings(result, findings, {i for i, _, _, _ in inspector.foreign})
         lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
+        lost_deletes |= cut_deletes(result, inspector.regions, inspector.tails)
         _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)

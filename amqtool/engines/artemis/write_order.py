@@ -13,6 +13,7 @@ from __future__ import annotations
 from amqtool import native
 
 _ADDS = (11, 13)
+_DELETES = (15, 16)
 
 
 def added_before(ev, rid: int) -> set[int] | None:
@@ -40,3 +41,25 @@ def added_before(ev, rid: int) -> set[int] | None:
 def compacted(result) -> bool:
     """Whether the load ``result`` holds records the compactor rewrote (a compactCount above 0)."""
     return any(r.compact_count > 0 for r in result.live)
+
+
+def not_owners_at(ev, at: tuple[int, int], ids: set[int]) -> set[int]:
+    """Of ``ids``, those whose own records show they wrote nothing at ``at`` (file index, offset in the messages
+    journal of the :class:`~amqtool.engines.artemis.evidence.Evidence` ``ev``): an ADD or ADD_TX of the id
+    written after ``at`` (the broker writes a message before its references and acknowledgements), or a DELETE
+    or DELETE_TX of it written before ``at`` (nothing of a message is written after its delete: a delete is
+    ``storeAcknowledge``'s last step, once every queue acknowledged it). Empty for a compacted journal (its
+    order is the compactor's) or without the journal; a rescan of its files, done only on damage."""
+    result, opened = ev._messages, ev.opened
+    if not ids or result is None or opened is None or compacted(result):
+        return set()
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        for t, off, size, cc, tx, r_id, utype, body_len, nrec, extra in records:
+            if r_id not in ids:
+                continue
+            before = (fi, off) < at
+            if t in _ADDS and not before or t in _DELETES and before:
+                out.add(r_id)
+    return out

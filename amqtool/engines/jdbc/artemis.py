@@ -331,7 +331,7 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             continue  # rolled back anyway: judged with the transaction, if at all
         in_prepared = tx is not None and not tx.committed
         finding_for = (_null_prepared_loss(entry, id_null, utype_null, message_ids)
-                       if in_prepared else _null_row_loss(kind, opened, entry, id_null, utype_null))
+                       if in_prepared else _null_row_loss(kind, opened, entry, id_null, utype_null, live))
         if finding_for is not None:
             code, msg = finding_for
             finding(Severity.CRITICAL, code, msg, seq, id=entry.id)
@@ -344,14 +344,16 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
 
 
 def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bool,
-                   utype_null: bool) -> tuple[str, str] | None:
+                   utype_null: bool, live: list) -> tuple[str, str] | None:
     """(code, message) when a committed row's NULL id or userRecordType, read as 0 (``JDBCJournalRecord
     .readRecord``: ``getLong``/``getByte`` of a NULL), loses what the row held; None when the other checks
     see the loss or there is none:
 
     * an acknowledgement (33) of message 0: the message it acknowledged comes back on its queue;
-    * a queue (21) or address (44) binding of id 0: the binding the broker registers is no longer the one its
-      references, page stores and deletes name;
+    * a queue (21) binding of id 0: the queue the broker registers is no longer the one its references, page
+      stores and deletes name; an address (44) binding of id 0 only when another binding holds id 0 (an
+      address is routed to by its name: its id names only its own record, whose delete rows the JDBC journal
+      removes with it; ``PostOfficeJournalLoader`` keys addresses by name);
     * a bindings row of type 0 whose bytes are a queue or address binding: ``loadBindingJournal`` logs
       "invalid record type" and skips it, and the binding is gone (a messages row of type 0 makes the
       message journal's load throw: ``unknown-record-type``)."""
@@ -363,6 +365,8 @@ def _null_row_loss(kind: str, opened: TableJournal, rec: LiveRecord, id_null: bo
         return None
     if id_null and t in (QUEUE_BINDING, ADDRESS_BINDING):
         what = "queue" if t == QUEUE_BINDING else "address"
+        if t == ADDRESS_BINDING and not any(r is not None and r is not rec and r.id == 0 for r in live):
+            return None  # (the row's own id may have been 0: the demo's first id is)
         return "artemis-jdbc-null-id", (f"a {what} binding row has a NULL id: the broker registers the {what} "
                                         f"under id 0, not the id its references, pages and deletes name")
     if utype_null:
@@ -905,7 +909,7 @@ class _Governs:
 
     def retyped_loss(self, rec: LiveRecord) -> str | None:
         """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
-        user record type) held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
+        user record type), or read as type 0 (a NULL one), held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
         of a paged message still pending, which then comes back."""
         from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
@@ -975,7 +979,8 @@ class _Governs:
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
             if rec.id in self.message_ids:
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
-            return self.null_type_loss(body)
+            # else its bytes tell: a page transaction, a reference's queue, or a cursor acknowledgement
+            return self.null_type_loss(body) or (self.retyped_loss(rec) if kind == "messages" else None)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
             return self.page_tx_loss(int.from_bytes(body[:8], "big", signed=True))
@@ -1125,6 +1130,10 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
       from a queue that had acknowledged it: nothing delivered changes, or an ack row moved to another of
       the message's queues: the rows cannot tell). Returns the findings and those last (message, queue)
       pairs.
+    * ``ack-repeated`` (WARNING): an acknowledgement row repeating one of the same (message, queue), which no
+      broker writes, one damaged byte from a queue the message is still referenced on unacknowledged: either
+      that queue's acknowledgement with a damaged queue id (the broker ignores the repeat: the message comes
+      back there) or a row written twice (nothing changes); the rows cannot tell;
     * ``ref-unknown-queue``: unacknowledged references to a queue id no binding row holds (the broker skips
       them: the message is lost to that queue), unless the queue id is one byte from a queue the message is
       acknowledged on with no reference row there (that reference, its queue id damaged: nothing lost)."""
@@ -1157,14 +1166,19 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
                            f"(first: id {r.id}, {r.body_len} bytes): the broker's load fails on it", where(r), None,
                            {"count": len(ev.bad_refs)}))
     refs_seen: set[tuple[int, int]] = set()
+    acked: set[tuple[int, int]] = set()
     proven: list = []
     unsure: list = []
+    doubled: list = []
     for rec in messages.live:
         t = rec.user_record_type
         if t == ADD_REF:
             refs_seen.add((rec.id, _queue_id(messages, rec)))
         elif t == ACKNOWLEDGE_REF and rec.id in ev.messages:
             q = _queue_id(messages, rec)
+            if (rec.id, q) in acked:
+                doubled.append((rec, q))
+            acked.add((rec.id, q))
             if (rec.id, q) not in refs_seen:
                 later = q in ev.refs.get(rec.id, ())
                 (proven if later or (broker and q not in ev.queues) else unsure).append((rec, q))
@@ -1179,6 +1193,24 @@ def _evidence_findings(bindings: LoadResult | None, messages: LoadResult | None)
             out.append(Finding(sev, "ack-without-ref", f"{len(acks)} acknowledgement row(s) {why}: {shown}",
                                where(acks[0][0]), None,
                                {"count": len(acks), "pairs": [[r.id, q] for r, q in acks[:MAX_LISTED_ORPHANS]]}))
+    # a second acknowledgement of one (message, queue) pair, which no broker writes (the first removed the
+    # reference), one damaged byte away from a queue the message is still referenced on unacknowledged: that
+    # queue's acknowledgement with its queue id damaged (the broker ignores the repeat and delivers the message
+    # there again), or a row written twice (nothing changes): the rows cannot tell, so a WARNING
+    moved = []
+    for rec, q in doubled:
+        back = sorted(rq for rq in ev.refs.get(rec.id, ()) if (rec.id, rq) not in acked and one_byte_apart(q, rq))
+        if back:
+            moved.append((rec, q, back[0]))
+    if moved:
+        shown = ", ".join(f"message {r.id} on queue {q} (queue {b}, one byte away, holds it unacknowledged)"
+                          for r, q, b in moved[:MAX_LISTED_ORPHANS])
+        out.append(Finding(Severity.WARNING, "ack-repeated",
+                           f"{len(moved)} acknowledgement row(s) repeat an acknowledgement of the same message and "
+                           f"queue, which no broker writes: a row written twice changes nothing, but an "
+                           f"acknowledgement of the queue one damaged byte away would be lost (the message "
+                           f"delivered again there): {shown}", where(moved[0][0]), None,
+                           {"count": len(moved), "pairs": [[r.id, b] for r, _q, b in moved[:MAX_LISTED_ORPHANS]]}))
     unknown = ev.refs_to_unknown_queues()
     # a reference whose queue id is one byte from a queue the message is acknowledged on without a reference
     # is that reference with a damaged queue id: the message was consumed there, nothing is lost

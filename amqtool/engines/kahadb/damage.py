@@ -7,7 +7,8 @@ ActiveMQ 5.17 with an index that loads reads the journal at three moments only:
   when one of them cannot be read the broker replays the whole journal on top of the index);
 * at start, with ``checkForCorruptJournalFiles=true`` every batch of every file (``Journal.recoveryCheck``),
   and then any corrupted range fails the start (``recoverIndex``: "Detected corrupt journal files");
-* at dispatch, each message the order index holds, at its Location and size (``KahaDBStore.loadMessage``).
+* at dispatch, each message the order index holds, at its Location and size (``KahaDBStore.loadMessage``),
+  less those the records after ``lastUpdate`` acknowledge: the replay takes them out first (after_acks.py).
 
 So damage to a record no index entry points at, before ``lastUpdate``, is latent under the default settings:
 consumers get exactly what they got before, and the loss (or the acknowledged messages that come back)
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
+from amqtool.engines.kahadb.after_acks import acked_after, gone_after
 from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
 from amqtool.formats.damage import one_byte_apart
 
@@ -59,6 +61,7 @@ class Evidence:
     checkpoint: list = field(default_factory=list)  # (name, file id, offset) of page 0's journal records
     last_update: tuple | None = None
     openwire_version: int = 11
+    acked_after: dict = field(default_factory=dict)  # after_acks.acked_after: acks the replay applies
 
 
 def evidence(d) -> Evidence | None:
@@ -67,14 +70,23 @@ def evidence(d) -> Evidence | None:
     if view is None or d.indexed is None:
         return None
     ev = Evidence(openwire_version=view.metadata.openwire_version)
-    for key, dest in d.indexed.items():
-        for m in dest.messages:
-            ev.live.setdefault(m.file_id, []).append((key, m))
-    for lst in ev.live.values():
-        lst.sort(key=lambda x: x[1].offset)
     meta = view.metadata
     if meta.last_update is not None:
         ev.last_update = (meta.last_update.log_id, meta.last_update.offset)
+    # entries acknowledged by records after the checkpoint leave the index in the replay at start, unread
+    acked = ev.acked_after = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
+    for key, dest in d.indexed.items():
+        subs = {}
+        if acked.get(key) and dest.subscriptions:
+            for sk, seqs in dest.subscriptions.items():
+                for seq in seqs:
+                    subs.setdefault(seq, set()).add(sk)
+        for m in dest.messages:
+            if acked.get(key) and gone_after(acked, key, m.message_id, subs.get(m.seq)):
+                continue
+            ev.live.setdefault(m.file_id, []).append((key, m))
+    for lst in ev.live.values():
+        lst.sort(key=lambda x: x[1].offset)
     for name, loc in (("producer audit", meta.producer_audit), ("ack-file map", meta.ack_map)):
         if loc is not None:
             ev.checkpoint.append((name, loc.log_id, loc.offset))

@@ -20,6 +20,8 @@ kahadb-missing-journal-file        CRITICAL  a file the index or ack map still r
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
                                              (any file's with checkForCorruptJournalFiles)
 kahadb-gc-gap                      INFO      numbering gaps left by the broker's own journal GC
+kahadb-replay-gap                  CRITICAL  a file after the checkpoint's (not the newest) missing or empty:
+                                             records the broker replays at start are lost (replay_gaps.py)
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
@@ -54,6 +56,8 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.pins import referenced_files
+from amqtool.engines.kahadb.replay_gaps import replay_gaps
+from amqtool.engines.kahadb.superseded import superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
 
@@ -188,7 +192,14 @@ def _index_rest(d, ev, judge, findings) -> None:
         gaps = sorted(set(range(d.files[0].id, d.files[-1].id + 1)) - present)
         lowest = d.files[0].id
         below = [i for i in range(1, lowest)]
-        unref_gaps = [g for g in gaps if g not in refs]
+        lost = replay_gaps(d, view.metadata.last_update.log_id) \
+            if view is not None and view.metadata.last_update is not None and not rebuilds else []
+        for fid, how in lost:
+            add(Finding(C, "kahadb-replay-gap", f"db-{fid}.log is {how}, after the index checkpoint "
+                        f"{view.metadata.last_update}: the broker's GC never removes such a file, so records the "
+                        "broker would replay at start are lost (sends not delivered, acknowledged messages back)",
+                        _log(d, fid), None, {"fileId": fid, "how": how}))
+        unref_gaps = [g for g in gaps if g not in refs and g not in {fid for fid, _how in lost}]
         unref_below = [g for g in below if g not in refs]
         if unref_below or unref_gaps:
             ids = unref_below + unref_gaps
@@ -277,6 +288,14 @@ class _Judge:
             # only decides those a child still has prepared (MultiKahaDBTransactionStore recovery).
             return W, ("; the mKahaDB txStore: no child store has a prepared transaction waiting for its "
                        "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
+                self.buf(f), first, last, ev.acked_after,
+                {t.id.key for t in self.d.open_transactions if t.state == "open"},
+                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions}):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
+                       "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
+                {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
         live = live_in(ev, f.id, first, last)

@@ -326,6 +326,10 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             first = p.corrected
             p.message += "; its checksum names the one flipped bit, so what it held is known"
         datas = [first] + [data for _off, data in p.more]
+        if p.corrected is not None and first is not p.corrected and _ops_of(p.corrected) is not None:
+            # the damaged bytes may still parse, as other keys: what the record held is what the corrected
+            # bytes hold (a flipped byte inside a key names a key the batch never wrote)
+            datas.append(p.corrected)
         harmless = all(_superseded(data, newest) for data in datas)
         every = [_keys_of(data) for data in datas]
         keys = None if any(k is None for k in every) else [k for ks in every for k in ks]

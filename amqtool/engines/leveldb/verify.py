@@ -10,6 +10,8 @@ leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its
                                             cut unit of work at the end of the last file, before the
                                             replay's start, or one bit from the data's outside the last file)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
+                                            (WARNING where the last file's last complete unit ends: the
+                                            broker truncates there; leveldb-units-dropped judges the loss)
 leveldb-truncated-record          CRITICAL  a record running past the end of a file that is not the last
 leveldb-uow-broken                WARNING   a UOW_END naming another start than its own unit's, in a file
                                             that is not the last (the replay does not check the chain)
@@ -146,12 +148,19 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
                     add(Finding(W, "leveldb-not-a-record", f"the records end at offset {pos}, {n - pos} zero "
                                 "bytes before the end of a file that is not the last", path, pos))
         elif reason == L.STOP_NOT_A_RECORD:
-            # a crash leaves complete records, a torn one and the zero fill; a non-zero byte where a record
-            # should start is damage even at the end of the last file
-            # in the cut tail of the last file nothing more is lost (the broker drops it); a last file without a
-            # single record is no log at all
-            _stop(add, path, pos, "not-a-record", f"byte 0x{byte:02x} where a record ('*') should start",
-                  is_last and (fs.records > 0 or pos > 0), complete_end, old(pos))
+            # a crash leaves complete records, a torn one and the zero fill: a non-zero byte where a record
+            # should start is damage even at the end of the last file. There the broker's start truncates the
+            # file (verifyAndGetEndOffset): what that loses is the complete units after it, judged once for the
+            # file (leveldb-units-dropped); inside the cut unit of work nothing more is lost (leveldb-uow-cut)
+            if is_last and complete_end is not None and pos == complete_end and not old(pos) and \
+                    (fs.records > 0 or pos > 0 or _whole_but_magic(mv, pos)):
+                add(Finding(W, "leveldb-not-a-record", f"byte 0x{byte:02x} where a record ('*') should start in the "
+                            "last log file, where its last complete unit of work ends: the broker truncates the "
+                            "file there (a complete unit after it would be named by leveldb-units-dropped)",
+                            path, pos))
+            else:  # (a last file without a single record, nor one under a damaged magic byte, is no log at all)
+                _stop(add, path, pos, "not-a-record", f"byte 0x{byte:02x} where a record ('*') should start",
+                      is_last and (fs.records > 0 or pos > 0), complete_end, old(pos))
         else:
             over = pos + L.HEADER_SIZE + length - n
             _stop(add, path, pos, "truncated", f"a {length}-byte record runs {over} byte(s) past the end of "
@@ -169,6 +178,16 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
     mv.release()
     if progress is not None:
         progress(f.size)
+
+
+def _whole_but_magic(mv, pos: int) -> bool:
+    """Whether a whole record with a good checksum starts at ``pos`` but for its magic byte (which no checksum
+    covers): a log whose first byte took the damage, not bytes that were never a log."""
+    if pos + L.HEADER_SIZE > len(mv):
+        return False
+    _m, _k, cs, length = _HEAD.unpack_from(mv, pos)
+    end = pos + L.HEADER_SIZE + length
+    return end <= len(mv) and _crc32(mv[pos + L.HEADER_SIZE:end]) == (cs & 0xFFFFFFFF)
 
 
 def _kind_mismatch(kind: int, data) -> str | None:
@@ -597,6 +616,13 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         # where an older version of a deleted key shows through, proves nothing: the broker never reads that
         # index, and the damage may have brought the entry back or made it up)
         doubtful = ddb.suspect_keys | set(ddb.invented) if ddb.suspect_keys or ddb.invented else set()
+        # (and the keys of a write-ahead log record LevelDB drops for a bad checksum: each now reads as its
+        # older version, which may point at a log the GC deleted long since; a dropped record whose keys
+        # cannot be told leaves every entry in doubt)
+        dropped = list(ddb.dropped_keys.values())
+        unknown_drop = any(keys is None for keys in dropped)
+        for keys in dropped:
+            doubtful = doubtful | (keys or set())
         skipped = list(ddb.unread_ranges.values())
         # (likewise the key range of a table that cannot be read at all: its index block, say)
         tables = list(ddb.unread_tables.values())
@@ -612,7 +638,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                 if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
                         and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
                     missing += 1
-        if missing:
+        if missing and not unknown_drop:
             add(Finding(C, "leveldb-missing-log", f"dirty.index (the live index when the broker stopped) holds "
                         f"{missing} entr(ies) whose DATA records are in no log file: log files were removed",
                         str(st.directory / "dirty.index"), None))

@@ -19,6 +19,17 @@ def flipped(tmp_path, file_name: str, offset: int, mask: int,
             check: Callable[[bytearray], None] = lambda data: None):
     """(the copy's root, the truth's diff of pristine and damaged) after ``data[offset] ^= mask`` in journal
     file ``file_name``; ``check`` asserts, on the pristine bytes, that the record is the one the test means."""
+    def flip(data: bytearray) -> bytes:
+        check(data)
+        data[offset] ^= mask
+        return bytes(data)
+
+    return changed(tmp_path, file_name, flip)
+
+
+def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes]):
+    """(the copy's root, the truth's diff of pristine and damaged) once journal file ``file_name`` holds
+    ``change(its bytes)``."""
     if not BINDINGS.is_dir():
         pytest.skip("broker-written fixture absent")
     root = tmp_path / "store"
@@ -26,8 +37,5 @@ def flipped(tmp_path, file_name: str, offset: int, mask: int,
     shutil.copytree(BINDINGS, root / "bindings")
     reader = artemis.DeliveredReader(root)
     path = root / "journal" / file_name
-    data = bytearray(path.read_bytes())
-    check(data)
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
+    path.write_bytes(change(bytearray(path.read_bytes())))
     return root, reader.pristine.diff(reader.damaged(root))

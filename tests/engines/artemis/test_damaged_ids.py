@@ -27,13 +27,15 @@ def _flipped(tmp_path, byte: int, mask: int):
 def test_an_ack_whose_id_the_broker_never_issued_is_no_removed_file(tmp_path, byte, mask):
     root, diff = _flipped(tmp_path, byte, mask)
     assert not diff["lost"] and not diff["back"]  # the broker delivers the same messages
-    assert verify_verdict(root) == ("WARNING", ("missing-journal-file",))  # the pool's gap, as pristine
+    assert verify_verdict(root) == ("OK", ())  # the pool's gap, as pristine
 
 
-def test_an_orphan_id_among_the_journals_ids_is_still_a_lost_file(tmp_path):
-    # 0x80000074: an id the journal issued, whose add is gone: a removed file may have held it
-    root, _ = _flipped(tmp_path, 7, 0x04)
-    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+def test_an_orphan_id_among_the_journals_ids_whose_add_lay_in_a_file_still_there_is_no_lost_file(tmp_path):
+    # 0x80000074: an id the journal issued, whose add is gone; but the adds of the ids around it are in file 1,
+    # still there, so no missing fileID held it (add_placement.py; tests/engines/artemis/test_add_placement.py)
+    root, diff = _flipped(tmp_path, 7, 0x04)
+    assert not diff["lost"] and not diff["back"]
+    assert verify_verdict(root) == ("OK", ())
 
 
 def test_journalimpl_loads_the_far_above_flip_as_one_update_of_an_unknown_id(tmp_path):

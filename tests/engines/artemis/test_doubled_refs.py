@@ -16,6 +16,8 @@ class _Rec:
     queue: int
     is_update: bool = True
     user_record_type: int = ADD_REF
+    file_index: int = 0
+    body_offset: int = 0
 
 
 @dataclass
@@ -34,6 +36,8 @@ class _Ev:
     moved: list = field(default_factory=list)
     deleted_unknown: set = field(default_factory=set)
     explained: set = field(default_factory=set)
+    opened: object = None  # no journal files: no write order or deleted message's references to read
+    queue_address: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self._messages = _Load(self.live)

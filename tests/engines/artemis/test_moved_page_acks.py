@@ -54,7 +54,7 @@ def test_an_acknowledgement_moved_past_the_current_page_brings_its_message_back(
     code, found = _findings(run_json, store)
     assert code == 2 and found["page-ack-moved"]["severity"] == "critical"
     assert found["page-ack-moved"]["details"]["acks"] == [
-        {"queue": 41, "page": page | 0x20 << 32, "number": number, "page_held": page}]
+        {"queue": 41, "page": page | 0x20 << 32, "number": number, "page_held": page, "pages_held": [page]}]
 
 
 def test_an_acknowledgement_past_the_current_page_naming_no_message_is_a_warning(run_json, demo, tmp_path):

@@ -169,13 +169,13 @@ def test_missing_file_costs_only_its_records(tmp_path, capsys):
     gone = {r[5] for p, r in recs if p == victim}
     victim.unlink()
     code, doc = recover(capsys, src, "-o", tmp_path / "dest")
-    # verify's verdict on the source: a WARNING, since without broker.xml the pool is unknown and a bounded
-    # journal-pool-files deletes freed files (test_verify_cli.test_removed_middle_file_is_reported)
-    assert code == 1
+    # without broker.xml the pool is unknown and a bounded journal-pool-files deletes freed files
+    # (test_verify_cli.test_removed_middle_file_is_reported): nothing shows the gap held records, so recover
+    # lists no lost file for it, and copies what the files hold
+    assert code == 0
     want = [e for e in manifest_live("01_simple_adds") if e[0] not in gone]
     assert live_state(tmp_path / "dest") == want
-    missing = [x for x in doc["lost"] if x["reason"] == "missing-journal-file"]
-    assert len(missing) == 1 and missing[0]["missingFileIds"] == [3]
+    assert not [x for x in doc["lost"] if x["reason"] == "missing-journal-file"]
 
 
 def test_half_lost_transaction_is_not_committed(tmp_path, capsys):

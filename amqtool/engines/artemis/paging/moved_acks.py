@@ -7,10 +7,12 @@ so never one past the page the address is writing (``PagingStoreImpl``'s current
 A record carries no checksum, so one damaged byte of the page number moves the acknowledgement past the current
 page, where the broker finds no message, and the acknowledged message is delivered again.
 
-The store says which message that was when the address's pages hold a message of that number, one damaged byte
-away in the page number, that the queue has not acknowledged otherwise, and the queue's page counter
+The store proves the loss when the address's pages hold a message of that number, one damaged byte away in the
+page number, that the queue has not acknowledged otherwise, and the queue's page counter
 (``PageSubscriptionCounterImpl``: one increment per paged message, one decrement per acknowledgement) says
-fewer messages are unconsumed than the pages hold: CRITICAL ``page-ack-moved`` (its message comes back). An
+fewer messages are unconsumed than the pages hold: CRITICAL ``page-ack-moved`` (its message comes back). Small
+page numbers are all one byte apart, so more than one page may hold a message of that number: the ones one
+flipped bit away are named first, and which of them it was does not change that one message comes back. An
 acknowledgement past the current page without that agreement is damage whose cost cannot be told (it may have
 named a page since consumed and deleted): WARNING ``page-ack-damaged``.
 
@@ -61,8 +63,11 @@ def moved_ack_findings(store, view, stores, expected: dict[int, int], where: str
         found = []
         for page, number in acks:
             cands = sorted({p for (qq, p, n) in pending if qq == q and n == number and one_byte_apart(p, page)})
-            if len(cands) == 1:
-                found.append((page, number, cands[0]))
+            # small page numbers are all one byte apart: the ones one flipped bit away come first, but which of
+            # them it was does not change that one message comes back
+            bits = [p for p in cands if bin(p ^ page).count("1") == 1]
+            if cands:
+                found.append((page, number, bits or cands))
             else:
                 damaged.append((q, page, number))
         if found and short >= len(found):
@@ -71,15 +76,15 @@ def moved_ack_findings(store, view, stores, expected: dict[int, int], where: str
             damaged += [(q, page, number) for page, number, _ in found]
     out = []
     if moved:
-        shown = ", ".join(f"queue {q}: page {p} message {n} (page {o} holds it, still to consume)"
-                          for q, p, n, o in moved[:MAX_LISTED])
+        shown = ", ".join(f"queue {q}: page {p} message {n} (page {' or '.join(map(str, o))} holds it, still to "
+                          f"consume)" for q, p, n, o in moved[:MAX_LISTED])
         out.append(Finding(
             Severity.CRITICAL, "page-ack-moved",
             f"{len(moved)} cursor acknowledgement(s) name a page past their address's current page, one damaged "
             f"byte away from a page holding a message of that number the queue has not acknowledged otherwise, and "
             f"the queue's page counter says that many fewer messages are unconsumed than the pages hold: the "
             f"broker delivers those messages again: {shown}", where, None,
-            {"count": len(moved), "acks": [{"queue": q, "page": p, "number": n, "page_held": o}
+            {"count": len(moved), "acks": [{"queue": q, "page": p, "number": n, "page_held": o[0], "pages_held": o}
                                           for q, p, n, o in moved[:100]]}))
     if damaged:
         shown = ", ".join(f"queue {q}: page {p} message {n}" for q, p, n in damaged[:MAX_LISTED])

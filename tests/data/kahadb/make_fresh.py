@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Fresh KahaDB stores from a real ActiveMQ 5.17.2 broker, unlike the shared fixtures.
+
+usage: make_fresh.py [name ...]   (default: all)   ->  /work/kahadb-fresh/<name>/{kahadb|mkahadb, manifest.json, broker.log}
+
+Reuses make_fixtures.py (Run, consume, send bookkeeping) with other seeds, counts, body sizes,
+journal file sizes and scenarios.  Broker on 127.0.0.1:61755 (STOMP only), stopped by PID.
+"""
+import os, re, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TMPDIR", "/tmp/kahafresh-tmp")
+os.makedirs(os.environ["TMPDIR"], exist_ok=True)
+import make_fixtures as mf  # noqa: E402
+from stompfx import Stomp  # noqa: E402
+
+TOOLS = mf.TOOLS
+mf.OUTROOT = os.path.dirname(TOOLS)
+mf.WORK = os.path.join(os.environ["TMPDIR"], "amq-fx")
+mf.PORT = 61755
+PORT = mf.PORT
+BASE_XML = open(os.path.join(TOOLS, "broker-basic.xml")).read()
+
+
+def config(name, adapter_xml):
+    """a broker config like broker-basic.xml whose <persistenceAdapter> body is adapter_xml"""
+    xml = re.sub(r"<persistenceAdapter>.*?</persistenceAdapter>",
+                 "<persistenceAdapter>\n" + adapter_xml + "\n    </persistenceAdapter>", BASE_XML, flags=re.S)
+    path = os.path.join(TOOLS, "broker-%s.xml" % name)
+    with open(path, "w") as fh:
+        fh.write(xml)
+    return os.path.basename(path)
+
+
+def kaha(length, extra=""):
+    return ('<kahaDB directory="${fx.data}/kahadb" journalMaxFileLength="%d" checksumJournalFiles="true" '
+            'checkForCorruptJournalFiles="true" %s/>' % (length, extra))
+
+
+class Live:
+    """what each queue / durable sub still holds, by fx_id, in send order"""
+
+    def __init__(self, run):
+        self.run = run
+        self.q = {}
+
+    def add(self, key, fx):
+        self.q.setdefault(key, []).append(fx)
+
+    def consume(self, dest, pred, client_id=None, durable=None, tx=None, commit=True, key=None):
+        key = key or dest
+        n = len(self.q.get(key, []))
+        if n == 0:
+            return []
+        acked = mf.consume(self.run, dest, n, pred, client_id=client_id, durable=durable, tx=tx, commit=commit)
+        if tx is None or commit:
+            s = set(acked)
+            self.q[key] = [f for f in self.q[key] if f not in s]
+            return acked
+        return []
+
+
+def subscribe_durable(run, topic, cid, sub):
+    c = Stomp(PORT, client_id=cid)
+    c.subscribe(topic, "d1", durable_name=sub)
+    c.disconnect()
+    run.ev("durable_subscribed", client_id=cid, subscription=sub, destination=topic)
+
+
+def finish(run, live, store="kahadb", **extra):
+    for m in run.msgs:
+        keys = [k for k, v in live.q.items() if m["fx_id"] in v]
+        m["live_in"] = keys
+        m["live"] = bool(keys)
+    extra.setdefault("destinations", {k: {"live": len(v), "live_fx_ids": v} for k, v in live.q.items()})
+    return run.finish(store, extra)
+
+
+# ------------------------------------------------------------------ stores
+def f1_small_files():
+    """32 KiB journal files (many files), 3 queues + topic with 2 durable subs, acks interleaved in rounds"""
+    run = mf.Run("f1-small-files", 7101)
+    cfg = config("f1", kaha(32768))
+    b = run.broker(cfg); b.start()
+    T = "/topic/fx.f1.ev"
+    subscribe_durable(run, T, "f1-a", "sa"); subscribe_durable(run, T, "f1-b", "sb")
+    live = Live(run)
+    seq = {}
+    dests = ["/queue/fx.f1.a", "/queue/fx.f1.b", "/queue/fx.f1.c", T]
+    for rnd in range(4):
+        p = Stomp(PORT)
+        for _ in range(60):
+            d = run.rng.choice(dests)
+            seq[d] = seq.get(d, 0) + 1
+            m = run.send(p, d, seq[d], size=mf.log_uniform_size(run.rng, 10, 6000))
+            if d == T:
+                live.add("sa", m["fx_id"]); live.add("sb", m["fx_id"])
+            else:
+                live.add(d, m["fx_id"])
+        p.disconnect()
+        live.consume("/queue/fx.f1.a", lambda r, k=rnd: (r["seq"] + k) % 3 == 0)
+        live.consume("/queue/fx.f1.b", lambda r: r["seq"] % 2 == 1)
+        if rnd % 2 == 1:
+            live.consume(T, lambda r: r["seq"] % 4 != 0, client_id="f1-a", durable="sa", key="sa")
+    live.consume(T, lambda r: r["seq"] <= 20, client_id="f1-b", durable="sb", key="sb")
+    b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, broker_config="tools/" + cfg,
+                  scenario="4 rounds of 60 sends over 3 queues + a topic (2 durable subs); after each round "
+                           "queues a,b consume and ack a subset; sub sa acks on odd rounds; sb once at the end.")
+
+
+def f2_big_bodies():
+    """bodies 20-90 KiB in 128 KiB files: most records span a large part of a file"""
+    run = mf.Run("f2-big-bodies", 7102)
+    cfg = config("f2", kaha(131072))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    Q, R = "/queue/fx.f2.big", "/queue/fx.f2.mix"
+    p = Stomp(PORT)
+    for i in range(1, 31):
+        live.add(Q, run.send(p, Q, i, size=run.rng.randint(20000, 90000))["fx_id"])
+        if i % 3 == 0:
+            live.add(R, run.send(p, R, i // 3, size=run.rng.randint(10, 300))["fx_id"])
+    p.disconnect()
+    live.consume(Q, lambda r: r["seq"] % 4 in (1, 2))
+    live.consume(R, lambda r: r["seq"] % 2 == 0)
+    b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, broker_config="tools/" + cfg,
+                  scenario="30 sends of 20-90 KB to fx.f2.big, 10 small to fx.f2.mix; half acked.")
+
+
+def f3_tx():
+    """many STOMP transactions (send and ack), committed and aborted, interleaved with plain traffic"""
+    run = mf.Run("f3-tx", 7103)
+    cfg = config("f3", kaha(32768))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    A, B = "/queue/fx.f3.a", "/queue/fx.f3.b"
+    seq = {A: 0, B: 0}
+    p = Stomp(PORT)
+    txs = []
+    for t in range(1, 13):
+        tx = "f3-tx-%d" % t
+        commit = run.rng.random() < 0.6
+        p.begin(tx)
+        ids = []
+        for _ in range(run.rng.randint(2, 9)):
+            d = run.rng.choice((A, B))
+            seq[d] += 1
+            ids.append((d, run.send(p, d, seq[d], tx=tx, size=mf.log_uniform_size(run.rng, 10, 8000))["fx_id"]))
+        for _ in range(run.rng.randint(0, 4)):
+            d = run.rng.choice((A, B))
+            seq[d] += 1
+            live.add(d, run.send(p, d, seq[d])["fx_id"])
+        (p.commit if commit else p.abort)(tx)
+        if commit:
+            for d, f in ids:
+                live.add(d, f)
+        txs.append({"transaction": tx, "outcome": "commit" if commit else "abort", "fx_ids": [f for _, f in ids]})
+        if t % 4 == 0:
+            p.disconnect()
+            live.consume(A, lambda r: r["seq"] % 3 == 0, tx="f3-ack-c%d" % t, commit=True)
+            live.consume(B, lambda r: True, tx="f3-ack-a%d" % t, commit=False)
+            live.consume(B, lambda r: r["seq"] % 5 == 1)
+            p = Stomp(PORT)
+    p.disconnect()
+    b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, broker_config="tools/" + cfg, transactions=txs,
+                  scenario="12 send-transactions (random commit/abort) with plain sends inside their span; every "
+                           "4th tx: a committed ack-tx on A, an aborted ack-tx on B, plain acks on B.")
+
+
+def f4_gc():
+    """journal GC with 32 KiB files and several GC passes between waves of traffic"""
+    run = mf.Run("f4-gc", 7104)
+    cfg = config("f4", kaha(32768, 'checkpointInterval="500" cleanupInterval="1000"'))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    Q, K = "/queue/fx.f4.q", "/queue/fx.f4.keep"
+    kdir = os.path.join(run.work, "kahadb")
+    seq = {Q: 0, K: 0}
+    for wave in range(3):
+        p = Stomp(PORT)
+        for _ in range(70):
+            d = Q if run.rng.random() < 0.85 else K
+            seq[d] += 1
+            live.add(d, run.send(p, d, seq[d], size=run.rng.randint(300, 2500))["fx_id"])
+        p.disconnect()
+        live.consume(Q, lambda r, w=wave: w == 2 and r["seq"] % 9 == 0 or w < 2)
+        time.sleep(3.0)
+        run.ev("after_gc_wait", wave=wave, journal_files=sorted(f for f in os.listdir(kdir) if f.startswith("db-")))
+    live.consume(K, lambda r: r["seq"] % 2 == 0)
+    time.sleep(2.5)
+    b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, broker_config="tools/" + cfg,
+                  scenario="3 waves of 70 sends (85% to fx.f4.q); waves 0,1 fully acked on fx.f4.q, wave 2 partly; "
+                           "GC (cleanupInterval=1000) runs between waves; then half of fx.f4.keep acked.")
+
+
+def f5_kill():
+    """clean run, then a run with no checkpoints ending in SIGKILL (index behind the journal)"""
+    run = mf.Run("f5-kill", 7105)
+    cfg1 = config("f5-run1", kaha(65536))
+    cfg2 = config("f5-run2", kaha(65536, 'checkpointInterval="600000" cleanupInterval="600000"'))
+    live = Live(run)
+    Q, S, T = "/queue/fx.f5.q", "/queue/fx.f5.side", "/topic/fx.f5.t"
+    seq = {Q: 0, S: 0, T: 0}
+    b = run.broker(cfg1); b.start()
+    subscribe_durable(run, T, "f5-d", "sd")
+    p = Stomp(PORT)
+    for _ in range(80):
+        d = run.rng.choice((Q, Q, S, T))
+        seq[d] += 1
+        f = run.send(p, d, seq[d])["fx_id"]
+        live.add("sd" if d == T else d, f)
+    p.disconnect()
+    live.consume(Q, lambda r: r["seq"] % 2 == 0)
+    b.stop(); run.broker_timings.append(b.timings)
+    b = run.broker(cfg2); b.start()
+    p = Stomp(PORT)
+    for _ in range(90):
+        d = run.rng.choice((Q, S, T))
+        seq[d] += 1
+        live.add("sd" if d == T else d, run.send(p, d, seq[d])["fx_id"])
+    p.disconnect()
+    live.consume(S, lambda r: r["seq"] % 3 != 0)
+    live.consume(T, lambda r: r["seq"] % 2 == 1, client_id="f5-d", durable="sd", key="sd")
+    p = Stomp(PORT)
+    p.begin("f5-open")
+    for _ in range(4):
+        seq[Q] += 1
+        run.send(p, Q, seq[Q], tx="f5-open")
+    for _ in range(25):
+        seq[Q] += 1
+        run.send(p, Q, seq[Q], receipt=False, size=run.rng.randint(100, 2000))
+    time.sleep(0.03)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, broker_config=["tools/" + cfg1, "tools/" + cfg2],
+                  scenario="run1 clean (80 sends, durable sub, half of fx.f5.q acked); run2 without checkpoints: "
+                           "90 sends, acks on side queue and durable sub, an open tx of 4 sends, 25 sends without "
+                           "receipt, SIGKILL. live_in covers confirmed state only (open tx / no-receipt not counted).")
+
+
+def f6_mkahadb():
+    """mKahaDB, 32 KiB files per sub-store, perDestination + a filtered wildcard store, cross-store txs"""
+    run = mf.Run("f6-mkahadb", 7106)
+    sub = ('<kahaDB journalMaxFileLength="32768" checksumJournalFiles="true" checkForCorruptJournalFiles="true"/>')
+    cfg = config("f6", '<mKahaDB directory="${fx.data}/mkahadb" journalMaxFileLength="32768" checkForCorruption="true">'
+                 '<filteredPersistenceAdapters>'
+                 '<filteredKahaDB queue="fx.f6.grp.>"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '<filteredKahaDB perDestination="true"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '</filteredPersistenceAdapters></mKahaDB>' % (sub, sub))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    G1, G2, P, T = "/queue/fx.f6.grp.one", "/queue/fx.f6.grp.two", "/queue/fx.f6.own", "/topic/fx.f6.t"
+    subscribe_durable(run, T, "f6-d", "md")
+    seq = {}
+    p = Stomp(PORT)
+    for _ in range(120):
+        d = run.rng.choice((G1, G2, P, T))
+        seq[d] = seq.get(d, 0) + 1
+        live.add("md" if d == T else d, run.send(p, d, seq[d], size=mf.log_uniform_size(run.rng, 10, 4000))["fx_id"])
+    for t, commit in (("f6-tx-1", True), ("f6-tx-2", False), ("f6-tx-3", True)):
+        p.begin(t)
+        ids = []
+        for d in (G1, P, G2, P):
+            seq[d] += 1
+            ids.append((d, run.send(p, d, seq[d], size=600, tx=t)["fx_id"]))
+        (p.commit if commit else p.abort)(t)
+        if commit:
+            for d, f in ids:
+                live.add(d, f)
+    p.disconnect()
+    live.consume(G1, lambda r: r["seq"] % 2 == 0)
+    live.consume(P, lambda r: r["seq"] <= 15)
+    live.consume(T, lambda r: r["seq"] % 3 == 0, client_id="f6-d", durable="md", key="md")
+    b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, store="mkahadb", broker_config="tools/" + cfg,
+                  scenario="mKahaDB: fx.f6.grp.> share one filtered store, others perDestination; 120 sends; "
+                           "3 txs spanning stores (commit, abort, commit); partial acks.")
+
+
+def f7_kill_gc():
+    """frequent checkpoints + GC, then SIGKILL in the middle of acks and sends"""
+    run = mf.Run("f7-kill-gc", 7107)
+    cfg = config("f7", kaha(32768, 'checkpointInterval="700" cleanupInterval="1500"'))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    Q, K = "/queue/fx.f7.q", "/queue/fx.f7.k"
+    seq = {Q: 0, K: 0}
+    p = Stomp(PORT)
+    for _ in range(120):
+        d = run.rng.choice((Q, Q, K))
+        seq[d] += 1
+        live.add(d, run.send(p, d, seq[d], size=run.rng.randint(200, 1500))["fx_id"])
+    p.disconnect()
+    live.consume(Q, lambda r: r["seq"] <= 60)
+    time.sleep(2.5)
+    p = Stomp(PORT)
+    for _ in range(60):
+        d = run.rng.choice((Q, K))
+        seq[d] += 1
+        live.add(d, run.send(p, d, seq[d], size=run.rng.randint(200, 1500))["fx_id"])
+    live.consume(K, lambda r: r["seq"] % 2 == 1)
+    for _ in range(30):
+        seq[Q] += 1
+        run.send(p, Q, seq[Q], receipt=False, size=run.rng.randint(100, 1500))
+    time.sleep(0.02)
+    b.kill9()
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, broker_config="tools/" + cfg,
+                  scenario="GC+checkpoints every ~1 s; 120 sends, half of Q acked, GC wait; 60 more sends, half of "
+                           "K acked, 30 sends without receipt, SIGKILL (index a checkpoint behind the journal).")
+
+
+ALL = {f.__name__.split("_", 1)[0]: f for f in
+       (f1_small_files, f2_big_bodies, f3_tx, f4_gc, f5_kill, f6_mkahadb, f7_kill_gc)}
+
+if __name__ == "__main__":
+    for n in sys.argv[1:] or list(ALL):
+        t = time.time()
+        ALL[n]()
+        print("  %s took %.1fs" % (n, time.time() - t))

@@ -1,0 +1,138 @@
+"""Index entries acknowledged after the checkpoint (amqtool/engines/kahadb/after_acks.py), on a store a real
+5.17.2 broker left when SIGKILLed (tests/data/kahadb/f7-kill-gc: 39 records after lastUpdate 8:22057)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from amqtool.engines.kahadb import verify_store
+from amqtool.errors import overall_verdict
+from amqtool.store.layout import detect
+
+STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f7-kill-gc" / "kahadb"
+
+
+def _verdict(root: Path) -> tuple[str, set]:
+    findings, _ = verify_store(detect(root))
+    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
+
+
+def _flip(root: Path, name: str, offset: int, mask: int) -> None:
+    p = root / name
+    data = bytearray(p.read_bytes())
+    data[offset] ^= mask
+    p.write_bytes(bytes(data))
+
+
+def test_pristine_killed_store_is_a_warning(tmp_path):
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+
+
+def test_damaged_record_of_a_message_acked_after_the_checkpoint_is_latent(tmp_path):
+    # campaign seed 50056000035 (--kahadb-stores, f7-kill-gc): db-4.log@7555 ^0x02 damages message
+    # ...-3:1:-1:1:82, which the index still holds at lastUpdate but an ack in db-9 (after it) removes; the
+    # broker replays that ack before it dispatches anything and never reads the record: a WARNING, not CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-4.log", 7555, 0x02)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING"
+    assert "kahadb-checksum-mismatch" in codes
+
+
+def test_damaged_record_of_a_message_still_live_stays_critical(tmp_path):
+    # the same kind of flip in the body of a message nothing acknowledges (db-8.log@20044: a live fx.f7.k
+    # message before the checkpoint): the broker reads it at dispatch
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.engines.kahadb.load import load_store
+
+    dests, _ = read_indexed(root)
+    d = load_store(detect(root), reconcile=False)[0]
+    acked = acked_after(d, (8, 22057))
+    assert sum(len(v) for v in acked.values()) > 0
+    live = [m for key, dest in dests.items() for m in dest.messages
+            if m.message_id not in acked.get(key, {}) and (m.file_id, m.offset) < (8, 22057) and m.size > 400]
+    m = live[0]
+    _flip(root, f"db-{m.file_id}.log", m.offset + m.size - 100, 0x20)
+    assert _verdict(root)[0] == "CRITICAL"
+
+
+def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
+    # campaign seed 50054000040 (f5-kill, db-5.log deleted after the checkpoint in db-4): the broker's GC never
+    # removes a file at or after lastUpdate's, so the records it would replay are lost. Here lastUpdate is in
+    # db-8 and db-9 is the newest; moving db-9 to db-10 leaves db-9 missing between the two
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    (root / "db-9.log").rename(root / "db-10.log")
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL"
+    assert "kahadb-replay-gap" in codes
+    # and an emptied one
+    (root / "db-9.log").write_bytes(b"")
+    assert "kahadb-replay-gap" in _verdict(root)[1]
+
+
+
+def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent(tmp_path):
+    # campaign seed 50054000007 (f5-kill, db-5.log@34854): a batch after the checkpoint holding only the send
+    # of a queue message an intact later ack removes. The broker skips the batch in its replay and the ack
+    # finds nothing: it delivers what it would have. Here: db-8.log's batch at 24391 (message ...:3:-1:1:60
+    # of fx.f7.k, acked in db-9), a byte of its body flipped
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-8.log", 24391 + 28 + 400, 0x11)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING"
+    assert "kahadb-checksum-mismatch" in codes
+    # the batch after it sends a message nobody acknowledges: the same flip there is a loss
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(STORE, root2)
+    _flip(root2, "db-8.log", 24391 + 28 + 598 + 28 + 400, 0x11)
+    assert _verdict(root2)[0] == "CRITICAL"
+
+
+KILLED = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f5-kill" / "kahadb"
+
+
+def _topic_sends_after_checkpoint(root: Path):
+    """(file id, batch offset, acked by the durable sub after the checkpoint) of the topic's one-send batches
+    after f5-kill's lastUpdate 4:47392."""
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    d = load_store(detect(root), reconcile=False)[0]
+    acked = acked_after(d, (4, 47392))
+    out = []
+    for fid in range(5, 10):
+        buf = (root / f"db-{fid}.log").read_bytes()
+        for ev in jr.scan_file(buf):
+            if isinstance(ev, jr.Batch):
+                cmds = [decode_command(bytes(r.payload)) for r in jr.iter_batch_records(buf, ev)]
+                if len(cmds) == 1 and cmds[0].type.name == "ADD_MESSAGE" and cmds[0].destination.type == 1:
+                    out.append((fid, ev.offset, "f5-d:sd" in acked.get("1:fx.f5.t", {}).get(cmds[0].message_id, ())))
+    return out
+
+
+def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_latent(tmp_path):
+    # campaign seed 50054000053 (f5-kill: SIGKILLed real 5.17.2 store, durable sub f5-d:sd on fx.f5.t):
+    # db-7.log@61247 ^0x04 flips the stored checksum of the batch sending topic message ...:1:-1:1:67, which
+    # the only durable subscription acknowledges after it; a pending one's damaged send stays CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    sends = _topic_sends_after_checkpoint(root)
+    assert (7, 61224, True) in sends
+    _flip(root, "db-7.log", 61247, 0x04)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    fid, off, _ = next(s for s in sends if not s[2])
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(KILLED, root2)
+    _flip(root2, f"db-{fid}.log", off + 23, 0x04)  # its stored checksum
+    assert _verdict(root2)[0] == "CRITICAL"

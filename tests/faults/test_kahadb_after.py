@@ -1,0 +1,66 @@
+"""The truth's replay of the records after the index checkpoint (tests/faults/kahadb_after.py), on a store a
+real 5.17.2 broker left behind when SIGKILLed (tests/data/kahadb/f7-kill-gc)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.faults import kahadb as k
+
+STORE = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f7-kill-gc"
+
+
+def _copy(tmp_path: Path) -> Path:
+    d = tmp_path / "kahadb"
+    shutil.copytree(STORE / "kahadb", d)
+    return d
+
+
+def test_delivered_replays_what_follows_the_checkpoint(tmp_path):
+    # MessageDatabase.recover replays the 39 records after lastUpdate: the broker delivers every confirmed
+    # send, not the index's state of one checkpoint before the kill
+    store = _copy(tmp_path)
+    manifest = json.loads((STORE / "manifest.json").read_text())
+    rb = k.rebuilt(store)
+    state = k.delivered(store, rb)["kahadb"]
+    for dest, key in (("/queue/fx.f7.q", "0:fx.f7.q"), ("/queue/fx.f7.k", "0:fx.f7.k")):
+        ids = {k._id_of(x) for x in state["dests"][key]}
+        confirmed = [m for m in manifest["messages"] if dest in m["live_in"]]
+        unconfirmed = [m for m in manifest["messages"] if m["destination"] == dest and not m["receipt_requested"]]
+        assert {m["message_id"] for m in confirmed if m["message_id"]} <= ids
+        assert len(confirmed) <= len(ids) <= len(confirmed) + len(unconfirmed)
+        # a healthy store: the broker's recovery and a rebuild from the journal agree
+        assert sorted(state["dests"][key]) == sorted(rb["kahadb"]["dests"][key])
+
+
+def test_a_damaged_record_after_the_checkpoint_is_a_loss(tmp_path):
+    # a flipped byte in a batch after lastUpdate: the broker skips the corrupted batch in its replay, so the
+    # ack it holds is not applied and the acknowledged message comes back -- the truth is loss, not latent
+    store = _copy(tmp_path)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    pristine = k.delivered(store, pristine_rb)
+    log = store / "db-9.log"
+    data = bytearray(log.read_bytes())
+    data[2937] ^= 0x3A  # inside the ack of fx.f7.k's message 58, after the checkpoint (campaign seed 50056000035)
+    log.write_bytes(bytes(data))
+    k._Files.reset()  # (the journal files are read once per fault)
+    assert k.classify(pristine, pristine_rb, store) == k.LOSS
+
+
+def test_the_whole_newest_file_is_torn_when_the_checkpoint_is_in_an_older_one(tmp_path):
+    # f7-kill-gc: lastUpdate is 8:22057, the newest file db-9.log was written wholly after it, so a crash can
+    # tear any of its tail (campaign seed 50056000014: db-9.log@5013 was called loss, verify said torn)
+    from tests.faults.model import Fault
+
+    sites = k.KahaSites.read(_copy(tmp_path))
+    last = sites.dirs[0].logs[-1].batches[-1][0]  # db-9.log's last batch
+    assert sites.dirs[0].logs[-1].rel == "db-9.log" and 0 < last < 5013
+    assert sites.torn(Fault("flip", "db-9.log", 5013, 0xE6))
+    assert sites.torn(Fault("truncate", "db-9.log", last + 10))
+    # not what a crash leaves: an intact batch after the damage, another file, a deleted file
+    assert not sites.torn(Fault("flip", "db-9.log", 607, 0x20))
+    assert not sites.torn(Fault("truncate", "db-9.log", 1000))
+    assert not sites.torn(Fault("flip", "db-8.log", 22990, 0x01))
+    assert not sites.torn(Fault("delete", "db-9.log"))
