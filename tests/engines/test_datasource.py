@@ -86,13 +86,15 @@ def exported(path: Path, out: Path, **req) -> dict[str, list[dict]]:
 def test_every_fixture_and_the_demo_store_give_the_exports_rows(spark, demo, tmp_path):
     stores = {**fixture_stores(), "demo": demo}
     before = {name: tree_hashes(p) for name, p in stores.items()}
-    want = {name: exported(path, tmp_path / str(i)) for i, (name, path) in enumerate(stores.items())}
+    # (salvaged: oracle/05a's zeroed end is no crash's, and verify calls it CRITICAL; both sides salvage alike)
+    want = {name: exported(path, tmp_path / str(i), salvage=True) for i, (name, path) in enumerate(stores.items())}
     label = {fs.path: fs.name for fs in plan_stores([str(p) for p in stores.values()])}
     for table in TABLES:
         # every store in one read (the small ones share partitions: Artemis, KahaDB and LevelDB stores in one
         # task), in small slices: the demo store's 6 MiB is read by several tasks, each loading it
         got: dict[str, list[dict]] = {}
-        for r in spark_rows(read(spark, list(stores.values()), table, partitionBytes=str(2 << 20)), norm=False):
+        for r in spark_rows(read(spark, list(stores.values()), table, partitionBytes=str(2 << 20), salvage="true"),
+                            norm=False):
             got.setdefault(r.pop("store"), []).append(r)
         for name, path in stores.items():
             assert normalise(got.pop(label[str(path)], [])) == want[name][table], (name, table)
