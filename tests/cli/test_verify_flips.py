@@ -329,3 +329,28 @@ def test_a_damaged_end_of_the_current_bindings_file_with_queues_still_counted(ru
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "damaged-tail")
     assert (code, f["severity"], f["details"]["queuesLost"]) == (2, "critical", [35, 37, 41])
+
+
+def test_a_zeroed_run_over_the_end_of_the_current_files_transactional_record(run_json, tmp_path, demos):
+    # campaign seed 3303012909009248: demo-s4's current file zeroed from inside its first record (a 12099-byte
+    # ADD_RECORD_TX) to the end of its last: the zeros, read as the fill, wiped the transaction's COMMIT and the
+    # records after it (3 messages lost), so the record's transaction being left open proves nothing harmless.
+    # It was a WARNING ("its loss changes nothing"): CRITICAL
+    from amqtool.formats.artemis.records import scan_records_py
+    from tests.faults.artemis import DeliveredReader
+
+    store = copy_tree(demos(4), tmp_path / "s")
+    path = store / _S1_JOURNAL
+    data = path.read_bytes()
+    records, _ = scan_records_py(data, int.from_bytes(data[8:16], "big") & 0x7FFFFFFF, 2)
+    first, last = records[0], records[-1]
+    assert first[0] == 13 and first[2] > 8192  # a transactional record, across two 4 KiB blocks
+    start, end = first[1] + 8575, last[1] + last[2] + 1
+    reader = DeliveredReader(store)
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(bytes(end - start))
+    assert reader.pristine.diff(reader.damaged(store))["lost"] > 0  # the truth
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-tail")
+    assert (code, f["severity"], f["offset"], f["details"]["crash"]) == (2, "critical", first[1], False)
