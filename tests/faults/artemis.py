@@ -562,7 +562,9 @@ def broker_could_write(root: Path) -> str:
     a page whose framing ends in damage (but the current page's tail as a crash leaves it: torn_write.py) or whose
     message does not decode; a paged
     message naming a queue id past every id the journals issued; a cursor acknowledgement past its address's
-    current page; a queue whose page counter exceeds the messages its pages still hold."""
+    current page; a queue whose page counter exceeds the messages its pages still hold; a bindings journal
+    without its message journal beside page files holding messages or large-message bodies (alone, it is what a
+    bindings directory copied by itself gives)."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -622,7 +624,18 @@ def broker_could_write(root: Path) -> str:
             if jd.kind == "messages":
                 deleted = deleted_ids(opened)
         if results.get("bindings") is not None and results.get("messages") is None:
-            return "a bindings journal without a message journal (the broker creates both at its first start)"
+            # The broker creates both journals at its first start, but a bindings directory copied alone (the
+            # public stores people commit; journal-directory configured apart from bindings-directory) reads the
+            # same: what proves the message journal lost is what the broker writes only for messages outside
+            # it, page files holding messages and large-message bodies (missing_journal.py's reading, from the
+            # loaders here)
+            from amqtool.engines.artemis.missing_journal import large_message_files
+
+            if large_message_files(store.large_messages_dir):
+                return "a bindings journal without its message journal, beside large-message bodies"
+            if store.paging_dir is not None and next(iter_paged_entries(store), None) is not None:
+                return "a bindings journal without its message journal, beside page files holding messages"
+            return ""
         state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
         if state.problems:
             return f"record {state.problems[0].record_id} does not decode"

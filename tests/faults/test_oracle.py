@@ -78,3 +78,23 @@ def test_an_address_binding_that_does_not_decode_is_a_store_the_broker_refuses(t
         fh.write(bytes([b ^ 0x02]))
     d = delivered(store)
     assert not d.rows and not d.bindings
+
+
+def test_a_bindings_journal_alone_is_unproven_unless_pages_or_large_bodies_prove_the_journal(store):
+    # seed 8484 over the real JournalImpl stores: 7 deletions of the message journal of a store without pages
+    # or large messages were "loss" (proven) while nothing in the store tells it from a bindings directory copied
+    # alone (the public fixtures are such copies): verify's WARNING messages-journal-missing is what it can say
+    import shutil
+
+    from tests.faults.stores import ARTEMIS
+
+    public = [p.parent for p in (ARTEMIS / "public").glob("*/data/bindings")]
+    assert public, "the public fixtures hold bindings-only data directories"
+    for root in public:
+        assert broker_could_write(root) == "", root
+    shutil.rmtree(store / "data/journal")
+    assert "large-message bodies" in broker_could_write(store)
+    shutil.rmtree(store / "data/large-messages")
+    assert "page files holding messages" in broker_could_write(store)
+    shutil.rmtree(store / "data/paging")
+    assert broker_could_write(store) == ""
