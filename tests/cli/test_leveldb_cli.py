@@ -1042,3 +1042,24 @@ def test_verify_counts_the_messages_print_lists(capsys, copy):
     code, pdoc, _ = doc_of(capsys, "print", copy, "--format", "json", "--safe")
     code, vdoc, _ = doc_of(capsys, "verify", copy, "--format", "json")
     assert code == 2 and vdoc["summary"]["messages"] == sum(len(d["live"]) for d in pdoc["destinations"]) == 14
+
+
+def test_an_entry_record_whose_kind_byte_was_damaged_is_judged_by_what_skipping_it_changes(capsys, tmp_path):
+    """Fault campaign misses (killed-b of /work/leveldb-fresh, killed-zerofill and killed-zerofill-2, seed
+    5353039): the kind byte is outside the record's CRC-32, and the broker's replay skips a kind it does not know
+    (LevelDBClient.replay_from: ``case kind => // Skip other records``). killed-zerofill's first UPDATE_ENTRY (at
+    126) sets a subscription's ack position to 0, which reads as none: skipping it changes nothing (WARNING; it was
+    CRITICAL, "the replay applies it as that kind"). Its ADD_ENTRY at 819, skipped, is a message lost: CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    flip_byte(log, 127, 0x80)  # kind 7 (UPDATE_ENTRY) -> 135
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-unknown-kind"] == "warning"
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-unknown-kind"]
+    assert (f["offset"], f["details"]) == (126, {"kind": 135, "writtenAs": "UPDATE_ENTRY"})
+    flip_byte(log, 127, 0x80)
+    flip_byte(log, 820, 0x80)  # kind 3 (ADD_ENTRY) -> 131
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-unknown-kind"] == "critical"

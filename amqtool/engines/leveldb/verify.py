@@ -29,6 +29,8 @@ leveldb-entry-bad-data            CRITICAL  an entry points at a record that is 
 leveldb-entry-past-end            CRITICAL  an entry points past the end of the last complete unit of work
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
+                                            (WARNING: an entry record with a damaged kind byte whose
+                                            skipping changes nothing the replay recovers)
 leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
                                             WARNING when the log or counters prove none was delivered
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
@@ -223,6 +225,30 @@ def _kind_mismatch(kind: int, data) -> str | None:
         return f"is of kind {kind & 0xFF}, which the store never writes"
     except FormatError as err:
         return f"does not decode as one ({err.message})"
+
+
+def _judge_skipped(st: LevelDBState, findings: list) -> None:
+    """Lower ``leveldb-unknown-kind`` to a warning where the record is an entry record whose kind byte took the
+    damage and the replay's skipping it changes nothing the index recovers (:mod:`.skipped_kind`)."""
+    from amqtool.engines.leveldb.skipped_kind import intended_kind, skipping_changes
+
+    by_path = {str(f.path): f for f in st.logs}
+    for i, g in enumerate(findings):
+        if g.code != "leveldb-unknown-kind" or g.severity is not C or g.path not in by_path or g.offset is None:
+            continue
+        pos = by_path[g.path].position + g.offset
+        head = st.reader.read(pos, L.HEADER_SIZE)
+        try:
+            kind, _cs, length = L.parse_header(head, 0)
+        except (FormatError, TypeError):
+            continue
+        data = st.reader.read(pos + L.HEADER_SIZE, length)
+        was = intended_kind(kind, data) if data is not None else None
+        if was is None or skipping_changes(st, pos, was):
+            continue
+        findings[i] = Finding(W, g.code, f"a record of kind {kind & 0xFF}, which the store never writes: the "
+                              f"replay skips it; it was written as {L.kind_name(was)} (its kind byte is damaged), and "
+                              "the index the replay recovers reads the same without it", g.path, g.offset, {"kind": kind & 0xFF, "writtenAs": L.kind_name(was)})
 
 
 def _is_message(data) -> bool:
@@ -482,6 +508,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         _scan_file(f, st.reader.buffer(f), is_last, st.last_file_end if is_last else None, runs, add,
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
+    _judge_skipped(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
     if dropped and not cut:

@@ -1,0 +1,82 @@
+"""A replayed record whose kind byte the store never writes: what the broker's skipping it changes.
+
+``LevelDBClient.replay_from`` applies each record by its kind and skips every other kind (``case kind => //
+Skip other records, they don't modify the index``); the kind byte is outside the record's CRC-32, so a
+damaged kind byte is read as it is. The record is then lost to the index, which matters only by what it did:
+a queue entry added again (``LOG_UPDATE_ENTRY`` of a redelivered message, ``deliveries > 0``) or a durable
+subscription's ack position moved again changes nothing when the index holds that key with that value anyway;
+an entry added or removed for the first time is a message lost or brought back.
+
+When the kind byte is one bit from exactly one entry kind (ADD_ENTRY, REMOVE_ENTRY, UPDATE_ENTRY) and the data
+decodes as an entry record, that is the record the store wrote: the replay is run with it restored and
+without it (the broker's), from the same snapshot, and the recovered indexes and collection sizes compared.
+"""
+from __future__ import annotations
+
+from amqtool.errors import FormatError
+from amqtool.formats.leveldb import records as R
+from amqtool.formats.leveldb import recordlog as L
+
+ENTRY_KINDS = (L.ADD_ENTRY, L.REMOVE_ENTRY, L.UPDATE_ENTRY)
+_KNOWN = {L.ADD_COLLECTION, L.REMOVE_COLLECTION, L.ADD_ENTRY, L.REMOVE_ENTRY, L.DATA, L.TRACE, L.UPDATE_ENTRY,
+          L.UOW_END & 0xFF}
+
+
+def intended_kind(kind: int, data) -> int | None:
+    """The entry kind a record of unknown ``kind`` (the signed header byte) was written as, when its byte is one
+    bit from exactly one entry kind and ``data`` decodes as an entry record with its keys; else None."""
+    k = kind & 0xFF
+    if k in _KNOWN:
+        return None
+    near = [c for c in ENTRY_KINDS if bin(k ^ c).count("1") == 1]
+    if len(near) != 1:
+        return None
+    try:
+        rec = R.decode_entry(data)
+    except FormatError:
+        return None
+    return near[0] if rec.collection_key is not None and rec.entry_key is not None else None
+
+
+class _Restored:
+    """A log reader whose record header at ``pos`` carries ``kind``: the record as the store wrote it."""
+
+    def __init__(self, reader, pos: int, kind: int):
+        self._reader, self._pos, self._kind = reader, pos, kind
+
+    def read(self, pos: int, n: int):
+        data = self._reader.read(pos, n)
+        at = self._pos + 1 - pos  # the kind byte follows the magic
+        if data is None or not 0 <= at < len(data):
+            return data
+        out = bytearray(data)
+        out[at] = self._kind
+        return bytes(out)
+
+
+def skipping_changes(st, pos: int, kind: int) -> bool:
+    """Whether the broker's skipping the record at log position ``pos`` (``kind``: the entry kind it was written
+    as, :func:`intended_kind`) changes the index its replay recovers: its entries and collection sizes."""
+    from amqtool.engines.leveldb.load import _replay
+
+    def replayed(reader):
+        db = st.snapshot_db
+        index = dict(db.data) if db is not None and db.error is None else {}
+        meta: dict = {}
+        raw = index.get(b":collection-meta")
+        if raw is not None:
+            try:
+                meta = R.decode_collection_meta(raw)
+            except FormatError:
+                meta = {}
+        _replay(index, reader, st.replay.start, st.replay.limit, meta)
+        # a subscription's ack position at 0 reads as none (the broker's getOrElse(0), load._load_collections)
+        for key in [k for k in index if k.endswith(R.ACK_POSITION) and len(k) == 10]:
+            try:
+                if not R.decode_entry(index[key]).value_location:
+                    del index[key]
+            except FormatError:
+                pass
+        return index, {key: m.size for key, m in meta.items()}
+
+    return replayed(st.reader) != replayed(_Restored(st.reader, pos, kind))
