@@ -122,6 +122,24 @@ def test_fresh_seed_misses_hold(artemis_campaign):
         assert fault.kind != "set" or "ack-repeated" in o.codes, o.codes
 
 
+def test_a_transactional_reference_row_with_null_type_and_tx_id_the_queue_acknowledged(artemis_campaign):
+    # campaign seed 9494028874 (bench/fuzz_jdbc.py): a reference row written in a transaction, its txId,
+    # userRecordType and txDataSize NULL: the load leaves it out of every transaction, but the queue acknowledged
+    # that message and no other reference row of it survives: the acknowledgement removes it anyway. Nothing is
+    # delivered differently: WARNING (it was CRITICAL artemis-jdbc-null-txid, "whose reference or
+    # acknowledgement it was")
+    c = artemis_campaign
+    seq = c.conn.execute(
+        "SELECT r.seq FROM messages r WHERE r.userRecordType = 32 AND r.txId > 0 AND EXISTS (SELECT 1 FROM "
+        "messages a WHERE a.id = r.id AND a.userRecordType = 33 AND a.record = r.record) AND NOT EXISTS (SELECT 1 "
+        "FROM messages o WHERE o.id = r.id AND o.userRecordType = 32 AND o.record = r.record AND o.seq <> r.seq) "
+        "ORDER BY r.seq LIMIT 1").fetchone()[0]
+    c.sites = _Fixed(jdbc.RowFault("null", "messages", (("seq", seq),), "txDataSize,txId,userRecordType"))
+    o = c.run_one(0)
+    assert (o.truth, o.verdict) == (SAME, "WARNING"), (o.diff, o.codes)
+    assert "artemis-jdbc-null-txid" in o.codes
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

@@ -978,6 +978,12 @@ class _Governs:
             return "what it records is lost"
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
             if rec.id in self.message_ids:
+                if len(body) == 8:
+                    pair = (rec.id, int.from_bytes(body, "big", signed=True))
+                    if pair in self.acks and pair not in self.refs:
+                        # the queue acknowledged the message and holds no reference of it: the row was that
+                        # reference, and the acknowledgement removes it anyway (seed 9494028874)
+                        return None
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
             # else its bytes tell: a page transaction, a reference's queue, or a cursor acknowledgement
             return self.null_type_loss(body) or (self.retyped_loss(rec) if kind == "messages" else None)
