@@ -354,3 +354,29 @@ def test_a_zeroed_run_over_the_end_of_the_current_files_transactional_record(run
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "damaged-tail")
     assert (code, f["severity"], f["offset"], f["details"]["crash"]) == (2, "critical", first[1], False)
+
+
+def test_a_zeroed_run_over_the_end_of_the_current_files_message_and_the_records_after_it(run_json, tmp_path,
+                                                                                           demos):
+    # campaign seed 8484044452057028 (small-s23, a store written by JournalImpl): the current file zeroed from
+    # inside a message's ADD to inside the last record after it: the message and its references gone, and no
+    # crash leaves zeros ending inside a block before written bytes. The message's loss alone read "harmless"
+    # (no reference of it survived): a WARNING. The zeros ran over the record's end, so the records after it
+    # were wiped with it: CRITICAL
+    from tests.faults.artemis import ArtemisSites, DeliveredReader
+
+    store = copy_tree(demos(2), tmp_path / "s")
+    (jf,) = [f for fs in ArtemisSites.read(store).journals.values() for f in fs if f.current and "journal" in f.rel]
+    recs = [(r[0], r[1], r[2]) for r in jf.records]
+    i = max(k for k, r in enumerate(recs) if r[0] == 11 and r[2] > 200)  # the last non-transactional ADD
+    assert recs[i + 1][0] == 12  # its reference follows it
+    start, end = recs[i][1] + 100, recs[-1][1] + recs[-1][2] - 5
+    assert end % 4096 > 5  # the zeros end inside a block, before written bytes: no crash leaves them
+    reader = DeliveredReader(store)
+    with open(store / jf.rel, "r+b") as f:
+        f.seek(start)
+        f.write(bytes(end - start))
+    assert reader.pristine.diff(reader.damaged(store))["lost"] >= 1  # the truth
+    code, doc, _ = run_json("verify", store)
+    (f,) = _findings(doc, "damaged-tail")
+    assert (code, f["severity"], f["offset"], f["details"]["crash"]) == (2, "critical", recs[i][1], False)
