@@ -29,6 +29,13 @@ reclaimed: 177 in a real store of about 3,000 ids), and ids are dense, so a byte
 enough: the DELETE must also follow, in its file, an update of that id, and its own id must have no other
 record. A removed file would leave its add's updates live, whatever record follows them.
 
+The mirror case: an acknowledgement's own id was damaged (:func:`moved_updates`). Right after it in its file
+stands the DELETE of the id one damaged byte away, a message with a reference on the acknowledgement's queue and
+no acknowledgement there: the broker acknowledged the message's last reference and deleted it at once
+(``storeAcknowledge`` then ``deleteMessage``, both in the acknowledging transaction when there is one). The
+acknowledgement now applies to nothing, and the DELETE removes that message all the same: nothing delivered
+changes (a flip of such an id in a real JournalImpl store read as a CRITICAL ``missing-journal-file``).
+
 A DELETE_TX the load read but did not apply explains them too (:func:`discarded_deletes`). The broker applies
 a transaction's deletes at its COMMIT (``JournalImpl.load``: the transaction's records and deletes are applied
 only when the COMMIT's record count matches what the files hold of it), and the reclaimer counts them only
@@ -106,6 +113,50 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     for y, before in follows.items():
         if y not in carried and before == {near[y]}:
             out.add(near[y])
+    return out
+
+
+def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
+    """The ids of ``orphans`` (ids of live updates without their add in the load ``result``) that are an
+    acknowledgement's damaged id: each update of the id is an acknowledgement, followed in its file right away
+    by a DELETE (or DELETE_TX) of an id one damaged byte away whose reference on that queue the journal holds
+    and no other acknowledgement does (see the module docstring: ids are dense, so the byte alone would tie
+    most updates to some neighbour). Rescans the journal's files; [] for more than ``max_orphans`` orphan ids
+    (what a removed file leaves)."""
+    from amqtool import native
+    from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF
+    from amqtool.formats.artemis.records import body_offset
+    from amqtool.formats.damage import byte_variants
+
+    if not orphans or len(orphans) > max_orphans:
+        return set()
+    opened = result.opened
+    carried: set[int] = set()  # ids an ADD or update record carries
+    refs: dict[int, set] = {}  # message id -> queues of its references (live or dead, in the files present)
+    acks: dict[int, set] = {}  # message id -> queues of its acknowledgements
+    updates: dict[int, list] = {}  # orphan id -> (user type, queue, id of the DELETE right after) of each update
+    for fi, jf in enumerate(opened.files):
+        buf = opened.read_file(fi)
+        records, _ = native.scan_records(buf, jf.tag, jf.version, True, 16)
+        for rec, nxt in zip(records, records[1:] + [None]):
+            t, rid, utype = rec[0], rec[5], rec[6]
+            if t not in _ID_RECORDS:
+                continue
+            carried.add(rid)
+            queue = None
+            if t in _UPDATES and utype in (ADD_REF, ACKNOWLEDGE_REF) and rec[7] >= 8:
+                at = body_offset(rec, jf.version)
+                queue = int.from_bytes(buf[at:at + 8], "big", signed=True)
+                (refs if utype == ADD_REF else acks).setdefault(rid, set()).add(queue)
+            if t in _UPDATES and rid in orphans:
+                after = nxt[5] if nxt is not None and nxt[0] in (DELETE, DELETE_TX) else None
+                updates.setdefault(rid, []).append((utype, queue, after))
+    out = set()
+    for x, ups in updates.items():
+        variants = set(byte_variants(x))
+        if all(utype == ACKNOWLEDGE_REF and y is not None and y != x and y in carried and y in variants
+               and q in refs.get(y, ()) and q not in acks.get(y, ()) for utype, q, y in ups):
+            out.add(x)
     return out
 
 

@@ -47,7 +47,9 @@ from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued
-from amqtool.engines.artemis.lost_deletes import cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes
+from amqtool.engines.artemis.lost_deletes import (
+    cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
+)
 from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -659,6 +661,7 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     # (lost_deletes.py): they are no trace of a removed file
     orphans = {r.id for r in result.live if r.is_update and r.id not in added} - set(lost_deletes)
     orphans -= moved_deletes(result, orphans)
+    orphans -= moved_updates(result, orphans)
     if orphans:  # deleted by a transaction the damage made the load drop (lost_deletes.discarded_deletes)
         orphans -= discarded_deletes(result)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
