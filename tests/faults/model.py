@@ -11,7 +11,8 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
 * ``same``: nothing the broker delivers changed: never CRITICAL (and never UNKNOWN: the store is readable);
 * ``content``: the same messages on the same queues, but bytes inside them changed (Artemis has no record
   checksum, so the broker cannot notice): any verdict, counted as undetectable;
-* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves (the model of
+* ``torn``: loss confined to the tail of the current file or the current page, what a crash leaves, when the
+  damaged store shows it (a tail cut exactly at a record's start leaves none: ``loss-unproven``) (the model of
   ``amqtool/formats/artemis/torn_write.py``: the unsynced records cut anywhere, or whole 4 KiB blocks of them
   unwritten; never a flipped bit, nor a zeroed run ending inside a block before written bytes): WARNING
   (not when the broker refuses to start on a whole record there that does not decode: no crash leaves one);
@@ -172,7 +173,9 @@ def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], 
     if not d["bindings"] and (not d["lost"] and not d["back"] or moved and _moved(pristine, damaged)):
         return (CONTENT if d["content"] else SAME), d
     if torn_ok(d) and not damaged.undecodable:
-        return TORN, d
+        # a crash's tail that left no trace (the last writes cut exactly at a record's start, the rest the fill)
+        # reads as a store the broker wrote: no reader can warn of it
+        return (UNPROVEN if proven is not None and not proven() else TORN), d
     if proven is not None and not proven():
         return UNPROVEN, d
     return LOSS, d
