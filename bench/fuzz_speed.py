@@ -78,7 +78,9 @@ def _child(args) -> int:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rows = [["artemis", o.store, o.seed, o.fault.describe(), o.truth, o.verdict, list(o.codes),
              sorted(o.diff.items())] for o in outcomes]
-    rows += [["kahadb", o.store, o.seed, o.fault.describe(), o.truth, o.verdict, list(o.codes)] for o in kaha]
+    # (the KahaDB chunks come back in the order they finish: sorted, so that two runs compare fault by fault)
+    rows += sorted([["kahadb", o.store, o.seed, o.fault.describe(), o.truth, o.verdict, list(o.codes)] for o in kaha],
+                   key=lambda r: (r[1], r[2]))
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     Path(args.out).write_text(json.dumps({"elapsed": elapsed, "cpu": cpu, "artemis": len(outcomes),
                                           "kahadb": len(kaha), "outcomes": rows}))
