@@ -140,6 +140,18 @@ def scan_records(buf, file_tag: int, version: int, check_tag: bool = True, start
     return scan_records_py(buf, file_tag, version, check_tag, start)
 
 
+def checksize_ends(buf, smallest: int) -> list[int]:
+    """Where a record starting at offset 0 of ``buf`` could end: every ``end`` from ``smallest`` to ``len(buf)``
+    whose four bytes before it, read big-endian (the checkSize), equal ``end``. C when the extension is built
+    (a verify of a damaged tail tries every end of up to 1 MiB), else the reference
+    ``amqtool.formats.artemis.records.checksize_ends_py``; both return the same list."""
+    if _native is not None:
+        return _native.checksize_ends(buf, smallest)
+    from amqtool.formats.artemis.records import checksize_ends_py
+
+    return checksize_ends_py(buf, smallest)
+
+
 # scan_window(fd, pos, file_tag, version, check_tag, marked, window) -> (base, data, records, next_pos, marked,
 # done): the scanner over one bounded window of an open file (native/journal_window.h); callers go through
 # OpenedJournal.scan_windows, which falls back to reading the file whole for scan_records_py.

@@ -24,6 +24,7 @@
 
 PyObject *amq_scan_records(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_scan_window(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *amq_checksize_ends(PyObject *self, PyObject *args);
 int amq_add_loader(PyObject *module); /* adds Loader and LIVE_FORMAT */
 PyObject *amq_live_json(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *amq_live_run(PyObject *self, PyObject *args);

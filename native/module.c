@@ -9,6 +9,9 @@ static PyMethodDef amq_methods[] = {
     {"scan_records", (PyCFunction)(void (*)(void))amq_scan_records, METH_VARARGS | METH_KEYWORDS,
      "scan_records(buf, file_tag, version, check_tag=True, start=16) -> (records, marked_data_file)\n"
      "JournalImpl.readJournalFile over one file's bytes; tuples as scan_records_py."},
+    {"checksize_ends", (PyCFunction)amq_checksize_ends, METH_VARARGS,
+     "checksize_ends(buf, smallest) -> [end...]: where a record at offset 0 of buf could end (its big-endian\n"
+     "checkSize, the four bytes before end, equals end), end from smallest to len(buf) (scanner.c)."},
     {"live_json", (PyCFunction)(void (*)(void))amq_live_json, METH_VARARGS | METH_KEYWORDS,
      "live_json(live, start, stop, data, file_index, file_name_json, type_names_json, safe, first)\n"
      "-> (text, next): print's JSON for a run of live entries in one file (live_json.c)."},

@@ -125,3 +125,37 @@ fail:
     Py_XDECREF(records);
     return NULL;
 }
+
+/* checksize_ends(buf, smallest) -> [end, ...]: every end in smallest..len(buf) where the four bytes before it,
+ * read big-endian (a record's checkSize), equal end: where a record starting at offset 0 could end.  Same
+ * result as amqtool.formats.artemis.records.checksize_ends_py, the reference (tests/native/test_scanner.py). */
+PyObject *amq_checksize_ends(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t smallest;
+    if (!PyArg_ParseTuple(args, "y*n:checksize_ends", &view, &smallest))
+        return NULL;
+    const unsigned char *b = view.buf;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t e = smallest < 4 ? 4 : smallest;
+    for (; e <= view.len; e++) {
+        const unsigned char *p = b + e - 4;
+        unsigned long long v = ((unsigned long long)p[0] << 24) | ((unsigned long long)p[1] << 16) |
+                               ((unsigned long long)p[2] << 8) | (unsigned long long)p[3];
+        if (v != (unsigned long long)e)
+            continue;
+        PyObject *n = PyLong_FromSsize_t(e);
+        if (n == NULL || PyList_Append(out, n) < 0) {
+            Py_XDECREF(n);
+            Py_DECREF(out);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        Py_DECREF(n);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}

@@ -230,3 +230,47 @@ def test_doorway_uses_fallback_when_native_disabled():
     env = dict(os.environ, AMQTOOL_NO_NATIVE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "4"]
+
+
+# --- checksize_ends: where a record could end (retyped_tail.py tries every end of a damaged tail) ----------
+
+def _c_ends():
+    from amqtool import _native
+
+    return _native.checksize_ends
+
+
+ENDS_IMPLS = [
+    pytest.param(lambda: R.checksize_ends_py, id="python"),
+    pytest.param(_c_ends, id="c", marks=needs_c),
+]
+
+
+@pytest.mark.parametrize("impl", ENDS_IMPLS)
+def test_twin_checksize_ends_finds_each_record_end(impl):
+    ends = impl()
+    rec = R.Record(R.ADD, _TAG, record_id=9, user_record_type=1, body=b"z" * 40).encode()
+    buf = rec + bytes(300)
+    assert ends(buf, 10) == [len(rec)]
+    # a checkSize past 64 KiB (three significant bytes) and one at the very end of the buffer
+    big = bytearray(70_000)
+    big[-4:] = (70_000).to_bytes(4, "big")
+    big[66_000 - 4:66_000] = (66_000).to_bytes(4, "big")
+    assert ends(bytes(big), 10) == [66_000, 70_000]
+    assert ends(bytes(big), 66_001) == [70_000]
+    assert ends(b"", 10) == [] and ends(bytes(9), 10) == []
+    assert ends(memoryview(bytes(big)), 10) == [66_000, 70_000]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=400), smallest=st.integers(0, 40), plant=st.lists(st.integers(4, 400), max_size=6))
+def test_c_checksize_ends_matches_python(data, smallest, plant):
+    """Random bytes with some ends planted (their checkSize written at end - 4): both give the same list."""
+    if not native.HAVE_NATIVE:
+        pytest.skip(native.NATIVE_REASON)
+    buf = bytearray(data)
+    for e in plant:
+        if e <= len(buf):
+            buf[e - 4:e] = e.to_bytes(4, "big")
+    assert _c_ends()(bytes(buf), smallest) == R.checksize_ends_py(bytes(buf), smallest)
+    assert native.checksize_ends(bytes(buf), smallest) == R.checksize_ends_py(bytes(buf), smallest)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from amqtool.engines.artemis.evidence import MAX_RECONSTRUCT, Rebuilt, _parse, _plausible
 from amqtool.formats.artemis.records import fixed_size
+from amqtool.native import checksize_ends
 
 _TYPES = range(11, 20)  # the record types a journal file holds (10, the file header's, is never a record)
 
@@ -25,7 +26,7 @@ def retyped_record(read, first: int, tag: int, version: int, max_id: int) -> Reb
     buf = read(first, MAX_RECONSTRUCT)
     smallest = min(fixed_size(t, version) for t in _TYPES)
     # a record ends where its checkSize, its last four bytes, equals its size
-    ends = [e for e in range(smallest, len(buf) + 1) if int.from_bytes(buf[e - 4:e], "big") == e]
+    ends = checksize_ends(buf, smallest)
     found = []
     for end in ends:
         for t in _TYPES:

@@ -1149,7 +1149,7 @@ def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, 
     message as undecodable; ``export`` leaves it out). Decoded by the export's C column decoder (the Python
     reference without the extension); large-message bodies are not read here (their files are checked apart)."""
     from amqtool.engines.export.columns import row
-    from amqtool.engines.export.local import message_batches
+    from amqtool.engines.export.local import check_messages
     from amqtool.engines.export.model import ExportSummary
     from amqtool.store.journal_files import BodyWindows
 
@@ -1169,8 +1169,7 @@ def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, 
     summary = ExportSummary("verify", "artemis")
     messages = ((r.user_record_type, body(r.file_index, r.body_offset, r.body_len), r.id,
                  [row("", q, None) for q in sorted(live[r.id])], "") for r in records)
-    for _ in message_batches(messages, safe=True, large=None, summary=summary):
-        pass
+    check_messages(messages, safe=True, large=None, summary=summary)
     if summary.problem_count:
         where = {r.id: r for r in records}
         first = summary.problems[0]

@@ -122,12 +122,22 @@ class MessageBatch:
                 arrays[name] = pa.array(text_safe(values), type=self._types[name])
         return pa.RecordBatch.from_arrays([arrays[n] for n in MESSAGE_COLUMN_NAMES], schema=self.schema)
 
+    def check(self) -> None:
+        """Decode everything added as :meth:`take` does, recording in the summary the problems it records
+        (each message that does not decode, each body that is missing), but build no batch and count no rows
+        or messages; and start afresh. For a caller that asks only which messages do not decode (verify):
+        the Arrow columns are most of a batch's cost."""
+        messages, self._messages, self._bytes = self._messages, [], 0
+        if messages:
+            self._decode(messages, build=False)
+
     # --- decoding --------------------------------------------------------------------------------------
 
-    def _decode(self, messages):
+    def _decode(self, messages, build: bool = True):
         """The message columns as a list of parts (dicts of arrays: C's first, one entry per row; then the
         Python reference's, one per message), and for each message where its entries start: ``k >= 0``, the
-        first of its rows at ``k``; ``-k - 1``, its one entry at ``k``; None, it did not decode."""
+        first of its rows at ``k``; ``-k - 1``, its one entry at ``k``; None, it did not decode. ``build``
+        False: the same decoding and problems, no parts (:meth:`check`)."""
         starts: list = [None] * len(messages)
         parts = []
         left = range(len(messages))
@@ -147,7 +157,7 @@ class MessageBatch:
                         base += len(messages[i][3])
                     else:
                         left.append(i)
-                if base:
+                if base and build:
                     parts.append(self._native_part(base, strings, fixed, lists))
         decoded = []
         for i in left:
@@ -162,7 +172,7 @@ class MessageBatch:
                 self.summary.problem(mid, lost)
             starts[i] = -(base + len(decoded)) - 1
             decoded.append(cols)
-        if decoded:
+        if decoded and build:
             pa = self.pa
             part = {}
             for n in MESSAGE_LEVEL:

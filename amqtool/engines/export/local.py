@@ -239,3 +239,16 @@ def message_batches(messages, *, safe: bool, large: LargeBodies | None, summary:
     out = batch.take()
     if out is not None:
         yield out
+
+
+def check_messages(messages, *, safe: bool, large: LargeBodies | None, summary: ExportSummary,
+                   use_native: bool | None = None) -> None:
+    """The decoding of :func:`message_batches` without its batches: every message of ``messages`` (as it
+    takes them) that does not decode, or whose body is missing, is a problem in ``summary``, as there
+    (:meth:`MessageBatch.check`). What verify asks of the messages it would deliver."""
+    batch = MessageBatch(safe=safe, large=large, summary=summary, use_native=use_native)
+    for m in messages:
+        batch.add(*m)
+        if batch.full:
+            batch.check()
+    batch.check()

@@ -14,6 +14,8 @@ property type name (``boolean``, ``byte``, ``short``, ``integer``, ``long``, ``f
 """
 from __future__ import annotations
 
+import functools
+
 SCHEMA_VERSION = 2  # 2: properties renamed typed_properties; properties (map), annotations, text added
 
 # (name, type, nullable)
@@ -105,7 +107,20 @@ BINDING_COLUMN_NAMES = tuple(c[0] for c in BINDING_COLUMNS)
 
 
 def arrow_schema(columns=MESSAGE_COLUMNS):
-    """The pyarrow schema of ``columns``."""
+    """The pyarrow schema of ``columns``, built once per set of columns (a schema is immutable, and building
+    one costs about half a millisecond, which every ``MessageBatch`` paid: twice per fault of a campaign)."""
+    try:
+        return _arrow_schema(tuple(columns))
+    except TypeError:  # (column specs that are not hashable: built each time)
+        return _build_arrow_schema(columns)
+
+
+@functools.lru_cache(maxsize=16)
+def _arrow_schema(columns: tuple):
+    return _build_arrow_schema(columns)
+
+
+def _build_arrow_schema(columns):
     import pyarrow as pa
 
     prop = pa.struct([pa.field("name", pa.string(), False), pa.field("type", pa.string(), True),

@@ -359,3 +359,10 @@ def scan_records_py(buf, file_tag: int, version: int, check_tag: bool = True, st
             records.append(rec)
             pos += rec[2]
     return records, marked
+
+
+def checksize_ends_py(buf, smallest: int) -> list[int]:
+    """Every ``end`` in ``smallest .. len(buf)`` at which a record starting at offset 0 of ``buf`` could end:
+    its last four bytes, the checkSize (big-endian, as ``JournalImpl.readJournalFile`` reads it), equal to
+    ``end``. The reference of the C ``checksize_ends`` (``amqtool.native.checksize_ends``)."""
+    return [e for e in range(max(smallest, 4), len(buf) + 1) if int.from_bytes(buf[e - 4:e], "big") == e]
