@@ -23,6 +23,8 @@ kahadb-gc-gap                      INFO      numbering gaps left by the broker's
 kahadb-replay-gap                  CRITICAL  a file after the checkpoint's (not the newest) missing or empty:
                                              records the broker replays at start are lost (replay_gaps.py)
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
+kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint are only an ack compaction's
+                                             marker and forwarded acks: their replay changes nothing
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
@@ -53,6 +55,7 @@ from pathlib import Path
 from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
+from amqtool.engines.kahadb.forwarded import replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.pins import referenced_files
@@ -238,7 +241,20 @@ def _index_rest(d, ev, judge, findings) -> None:
                 add(Finding(W, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
                             f"last readable record is {d.last_record[0]}:{d.last_record[1]}: records the index "
                             "reflects are gone or damaged", _log(d, lu.log_id), lu.offset))
-        if d.records_after_last_update:
+        inert = judge.forwarded_only = _forwarded_only(d, view)
+        if inert:
+            s = d.replay_start
+            there = [i for i in inert if i in present]
+            how = (f"skips them (process(KahaRewrittenDataFileCommand): db-{', db-'.join(map(str, there))}.log "
+                   "still there)" if there else "replays them onto messages its index no longer holds")
+            add(Finding(I, "kahadb-forwarded-acks-after-index",
+                        f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu} are the "
+                        f"ack compaction's rewrite of db-{', db-'.join(map(str, inert))}.log (its marker and "
+                        "forwarded acknowledgements, written without moving the checkpoint): at start the broker "
+                        f"{how}, and its index stays as it is; not a sign of an unclean stop",
+                        _log(d, s[0]), s[1], {"records": d.records_after_last_update,
+                                              "replayFrom": f"{s[0]}:{s[1]}", "sourceFileIds": inert}))
+        elif d.records_after_last_update:
             s = d.replay_start
             add(Finding(W, "kahadb-journal-ahead-of-index",
                         f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu or '(none yet)'}: "
@@ -258,6 +274,17 @@ def _index_rest(d, ev, judge, findings) -> None:
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
 
 
+def _forwarded_only(d: DirResult, view) -> list:
+    """The source file ids of the ack compaction files when every record after the index checkpoint is their
+    inert marker or forwarded ack (forwarded.py), else []."""
+    lu = view.metadata.last_update
+    if not d.records_after_last_update or lu is None or d.is_tx_store:
+        return []
+    inert, other, sources = replayed_records(d, (lu.log_id, lu.offset), d.indexed,
+                                             view.metadata.first_in_progress_tx is not None)
+    return sources if inert and not other else []
+
+
 class _Judge:
     """Severity of damage at ``[first, last]`` of a journal file: what the broker reads of it (damage.py)."""
 
@@ -267,6 +294,7 @@ class _Judge:
         self.damaged = False  # any damaged region, read or latent
         self.latent: list = []  # (file id, first, last)
         self.checked: set = set()  # (file id, offset) of live messages already judged
+        self.forwarded_only: list = []  # the records after the checkpoint are all inert (forwarded.py)
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -435,7 +463,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                                                      **({"replayStops": stops} if stops else {})}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
-    if d.records_after_last_update == 0:
+    if d.records_after_last_update == 0 or judge.forwarded_only:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
             live = st.messages if st else {}
