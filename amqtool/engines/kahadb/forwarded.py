@@ -44,26 +44,7 @@ def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress
     then known inert); ``tx_in_progress``: the index names a first in-progress transaction."""
     inert = other = 0
     sources: list = []
-    held: dict = {}  # destination key -> message ids its order index holds (built when first asked)
-
-    def holds(key: str, message_id: str) -> bool:
-        if key not in held:
-            dest = indexed.get(key)
-            held[key] = {m.message_id for m in dest.messages} if dest is not None else set()
-        return message_id in held[key]
-
-    def forwarded_inert(payload) -> bool:
-        t = payload[0]
-        if t == _COMMIT:
-            return not tx_in_progress
-        if t != _REMOVE or indexed is None:
-            return False
-        try:
-            cmd = decode_command(bytes(payload))
-        except FormatError:
-            return False
-        return not holds(cmd.destination.key, cmd.message_id)
-
+    forwarded_inert = inert_ack(indexed, tx_in_progress)
     for f in d.files:
         if f.id < last_update[0] or not f.size:
             continue
@@ -76,13 +57,13 @@ def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress
                 try:
                     for rec in jr.iter_batch_records(buf, ev):
                         payload = rec.payload
-                        is_marker = first and len(payload) > 0 and payload[0] == _REWRITTEN
-                        if is_marker:
+                        marker = first and is_marker(payload)
+                        if marker:
                             source = _source(payload)
                         first = False
                         if (f.id, rec.offset) <= last_update:
                             continue
-                        if source is not None and (is_marker or (len(payload) > 0 and forwarded_inert(payload))):
+                        if source is not None and (marker or forwarded_inert(payload)):
                             inert += 1
                             if source not in sources:
                                 sources.append(source)
@@ -91,6 +72,40 @@ def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress
                 except FormatError:
                     continue
     return inert, other, sources
+
+
+def inert_ack(indexed: dict | None, tx_in_progress: bool):
+    """``payload -> bool``: the record (a command's bytes) is a forwarded ack whose replay leaves the index as
+    it is -- a REMOVE of a message the index (``indexed``, indexed.read_indexed) does not hold in its
+    destination, or a COMMIT while no transaction was in progress at the checkpoint."""
+    held: dict = {}  # destination key -> message ids its order index holds (built when first asked)
+
+    def holds(key: str, message_id: str) -> bool:
+        if key not in held:
+            dest = indexed.get(key)
+            held[key] = {m.message_id for m in dest.messages} if dest is not None else set()
+        return message_id in held[key]
+
+    def inert(payload) -> bool:
+        if not len(payload):
+            return False
+        t = payload[0]
+        if t == _COMMIT:
+            return not tx_in_progress
+        if t != _REMOVE or indexed is None:
+            return False
+        try:
+            cmd = decode_command(bytes(payload))
+        except FormatError:
+            return False
+        return not holds(cmd.destination.key, cmd.message_id)
+
+    return inert
+
+
+def is_marker(payload) -> bool:
+    """The record is a KahaRewrittenDataFileCommand (the ack compaction's marker)."""
+    return len(payload) > 0 and payload[0] == _REWRITTEN
 
 
 def _source(payload) -> int | None:

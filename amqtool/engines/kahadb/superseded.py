@@ -14,28 +14,35 @@ message id or destination the damage may have changed into another message's, ke
 from __future__ import annotations
 
 import struct
+import zlib
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command
 
+from amqtool.engines.kahadb.forwarded import is_marker
+
 _SIZE_AT = 16  # the control record: int32 length, byte type, 'WRITE BATCH', int32 batch size, int64 checksum
 
 
-def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None) -> bool:
-    """True when ``[first, last]`` of a journal file is exactly one batch (its control record intact) whose
-    records are all sends the replay undoes: queue messages ``acked`` (``after_acks.acked_after``) after the
-    checkpoint, topic messages acked there by every durable subscription of ``subscriptions`` (destination
-    key -> subscription keys), or sends of the still-open local transactions ``open_txs`` (transaction keys)."""
-    if bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER:
+def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
+               newest: bool = False, inert=None) -> bool:
+    """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
+    only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
+    (``after_acks.acked_after``) after the checkpoint, topic messages acked there by every durable
+    subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
+    transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
+    marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
+    ``newest``: the file is the journal's newest (see :func:`_as_written`)."""
+    batch = _as_written(buf, first, last, newest)
+    if batch is None:
         return False
     try:
-        size = struct.unpack_from(">i", buf, first + _SIZE_AT)[0]
-        batch = jr.Batch(first, size, 0)
-        if size <= 0 or batch.end > len(buf) or batch.end - 1 < last:
-            return False
         records = list(jr.iter_batch_records(buf, batch))
-        for rec in records:
+        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0].payload)
+        for i, rec in enumerate(records):
+            if compaction and (i == 0 or inert(rec.payload)):
+                continue
             cmd = decode_command(bytes(rec.payload))
             if cmd.type is not EntryType.ADD_MESSAGE:
                 return False
@@ -50,3 +57,44 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)
+
+
+def _as_written(buf, first: int, last: int, newest: bool):
+    """The batch at ``first`` whose records can be read as the broker wrote them, or None.
+
+    Its control record intact: the batch it declares (a checksum mismatch then says its records' bytes are
+    damaged; they are read as they are, and a record the damage made unreadable or unrecognisable fails the
+    caller's test). Its control record damaged (length, type, magic): the batch whose size and Adler-32 are
+    still there and still match the bytes after the control record -- the records are exactly as written.
+    That counts only where the broker does not read the damaged bytes either: in the newest file, whose
+    batches ``Journal.recoveryCheck`` checks at start and whose corrupted blocks ``getNextLocation`` skips
+    whole; in an older file, only while the control record's own 5-byte header still reads as a 28-byte
+    record of another type than a user record (``getNextLocation`` steps over it and replays the records
+    after it; a changed length would send the walk elsewhere)."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
+    if size <= 0:
+        return None
+    batch = jr.Batch(first, size, stored)
+    if batch.end > n:
+        return None
+    if bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER:
+        if stored <= 0 or zlib.adler32(buf[batch.data_offset:batch.end]) != stored:
+            return None
+        rsize, rtype = struct.unpack_from(">ib", buf, first)
+        if not newest and (rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE):
+            return None
+    if batch.end - 1 < last and not _end_only(buf, batch.end, last):
+        return None
+    return batch
+
+
+def _end_only(buf, start: int, last: int) -> bool:
+    """``[start, last]`` holds nothing but the end-of-data marker and zeros (a file's end after its last
+    batch)."""
+    tail = bytes(buf[start:last + 1])
+    if tail.startswith(jr.EOF_RECORD):
+        tail = tail[len(jr.EOF_RECORD):]
+    return not tail.strip(b"\0")

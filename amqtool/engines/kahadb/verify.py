@@ -55,7 +55,7 @@ from pathlib import Path
 from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
-from amqtool.engines.kahadb.forwarded import replayed_records
+from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.pins import referenced_files
@@ -85,6 +85,12 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         scan = d.scans[f.id]
         path = str(f.path)
         if f.size == 0:
+            if f.id != last_id:
+                # Only the newest file can be a failed create: at the next start the broker takes the file
+                # after its newest non-empty one for its next write (Journal.start: nextDataFileId), which
+                # is that empty file. An empty file before another one lost what it held: what a rebuild
+                # would lose or bring back is damage, not an index that disagrees with an intact journal.
+                judge.damaged = True
             add(Finding(I, "kahadb-empty-journal-file", "zero-length journal file (a failed create; the broker "
                         "ignores it)", path, 0))
             continue
@@ -295,6 +301,11 @@ class _Judge:
         self.latent: list = []  # (file id, first, last)
         self.checked: set = set()  # (file id, offset) of live messages already judged
         self.forwarded_only: list = []  # the records after the checkpoint are all inert (forwarded.py)
+        written = [x.id for x in d.files if x.size]
+        self.newest = written[-1] if written else None
+        view = d.index.view if d.index else None
+        self.inert = inert_ack(d.indexed, view.metadata.first_in_progress_tx is not None) \
+            if view is not None and not d.is_tx_store else None
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -319,7 +330,8 @@ class _Judge:
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
                 self.buf(f), first, last, ev.acked_after,
                 {t.id.key for t in self.d.open_transactions if t.state == "open"},
-                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions}):
+                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
+                newest=f.id == self.newest, inert=self.inert):
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
