@@ -39,8 +39,8 @@ _REWRITTEN, _REMOVE, _COMMIT = (int(EntryType.REWRITTEN_DATA_FILE), int(EntryTyp
 def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress: bool) -> tuple[int, int, list]:
     """``(inert, other, sources)`` for the records after ``last_update`` ((file id, offset)) in store
     directory ``d``: how many are the ack compaction's marker or forwarded acks whose replay leaves the index
-    as it is, how many are anything else, and the source file ids of the compaction files holding the inert
-    ones. ``indexed``: db.data's destinations (indexed.read_indexed), None when it does not read (no ack is
+    as it is, whether any is anything else (1: the walk stops at the first such record, 0: none), and the
+    source file ids of the compaction files holding the inert ones. ``indexed``: db.data's destinations (indexed.read_indexed), None when it does not read (no ack is
     then known inert); ``tx_in_progress``: the index names a first in-progress transaction."""
     inert = other = 0
     sources: list = []
@@ -68,7 +68,7 @@ def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress
                             if source not in sources:
                                 sources.append(source)
                         else:
-                            other += 1
+                            return inert, 1, sources  # one is enough: the records are not all inert
                 except FormatError:
                     continue
     return inert, other, sources
