@@ -288,6 +288,10 @@ class KahaSites:
                     and d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id \
                     and d.logs[-1].id not in d.needed:
                 return True
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind == "truncate" and _preallocated(d):
+                # Journal.rotateWriteFile preallocates a file to its full length before its first write: a
+                # crash leaves it absent, empty or full-length (a torn batch inside), never cut short
+                return False
             if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
                     and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
                 # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
@@ -298,6 +302,15 @@ class KahaSites:
                 after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last)
         return False
+
+
+def _preallocated(d: DirInfo) -> bool:
+    """The journal of ``d`` preallocates its files: every file but the ack compaction's (not preallocated:
+    ``reserveDataFile``) has one and the same length, the newest included, over two files at least."""
+    from amqtool.formats.kahadb.commands import EntryType
+
+    logs = [x for x in d.logs if x.size and not (x.records and x.records[0][2] == int(EntryType.REWRITTEN_DATA_FILE))]
+    return len(logs) >= 2 and len({x.size for x in logs}) == 1 and logs[-1] is d.logs[-1]
 
 
 def sites(store: Path, rng: random.Random, count: int = 64) -> list[Fault]:

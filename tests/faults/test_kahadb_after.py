@@ -58,7 +58,10 @@ def test_the_whole_newest_file_is_torn_when_the_checkpoint_is_in_an_older_one(tm
     last = sites.dirs[0].logs[-1].batches[-1][0]  # db-9.log's last batch
     assert sites.dirs[0].logs[-1].rel == "db-9.log" and 0 < last < 5013
     assert sites.torn(Fault("flip", "db-9.log", 5013, 0xE6))
-    assert sites.torn(Fault("truncate", "db-9.log", last + 10))
+    # but not cut short: every file of this journal is preallocated to 32768 bytes before its first write
+    # (Journal.rotateWriteFile), so a crash never leaves the newest shorter (seed 52525000096: cut at 778)
+    assert k._preallocated(sites.dirs[0])
+    assert not sites.torn(Fault("truncate", "db-9.log", last + 10))
     # not what a crash leaves: an intact batch after the damage, another file
     assert not sites.torn(Fault("flip", "db-9.log", 607, 0x20))
     assert not sites.torn(Fault("truncate", "db-9.log", 1000))

@@ -14,7 +14,8 @@ kahadb-bad-record                  CRITICAL  records that do not tile their batc
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
-kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker);
+kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker), or
+                                             the newest cut shorter than the preallocated length of the others;
                                              WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
@@ -58,6 +59,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.superseded import superseded
@@ -81,6 +83,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
     torn = d.torn_tail()
+    cut = preallocated_length(d)  # the newest file is shorter than the journal preallocates: cut, not torn
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -104,6 +107,9 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
+            if cr is torn and cut is not None and f.size < cut:
+                add(_cut_newest(f, cut, cr.first, details))
+                continue
             if cr is torn and cr.reason == "truncated":
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
@@ -127,7 +133,10 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                 add(Finding(sev, "kahadb-corrupt-range",
                             f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
                             details))
-        if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
+        if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
+                and cut is not None:
+            add(_cut_newest(f, cut, scan.end.offset, None))
+        elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
         elif scan.end is not None and scan.end.how == "end-of-file" and not scan.corrupt:
@@ -278,6 +287,15 @@ def _index_rest(d, ev, judge, findings) -> None:
             add(Finding(W, "kahadb-open-transaction", f"open transaction {tx.id} ({tx.sends} send(s), {tx.acks} "
                         "ack(s)) has no outcome: the broker rolls it back at start",
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
+
+
+def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:
+    """The newest file cut short of the length the journal preallocates (preallocated.py)."""
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, shorter than the "
+                   f"{length} every other file has: the broker preallocates each file to that length before its "
+                   "first write (Journal.rotateWriteFile), so no crash leaves it; it was cut at "
+                   f"{f.size}, and what followed (from offset {offset}) is lost", str(f.path), offset,
+                   {**(details or {}), "preallocatedLength": length})
 
 
 def _forwarded_only(d: DirResult, view) -> list:

@@ -96,3 +96,23 @@ def test_older_file_message_id_damaged_stays_critical(tmp_path):
     # takes back
     root = _damaged(tmp_path, "f5-kill", "db-5.log", 50586, 0xF9)
     assert _verdict(root)[0] == "CRITICAL"
+
+
+def test_newest_file_cut_short_of_the_preallocated_length_is_critical(tmp_path):
+    # campaign seed 52525000096: f7-kill-gc's db-9.log (32768 bytes like every other file: preallocated)
+    # truncated to 778, inside its second batch. No crash leaves a preallocated file short: what followed the
+    # cut (sends and acks after the checkpoint) is lost, not a torn write
+    root = tmp_path / "kahadb"
+    shutil.copytree(DATA / "f7-kill-gc" / "kahadb", root)
+    p = root / "db-9.log"
+    p.write_bytes(p.read_bytes()[:778])
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL"
+    assert "kahadb-truncated-file" in codes and "kahadb-truncated-tail" not in codes
+
+
+def test_a_cut_compaction_file_is_not_judged_by_the_preallocated_length(tmp_path):
+    # f4-gc's newest file is the ack compaction's db-15.log (5637 bytes: reserveDataFile does not preallocate)
+    root = tmp_path / "kahadb"
+    shutil.copytree(DATA / "f4-gc" / "kahadb", root)
+    assert "kahadb-truncated-file" not in _verdict(root)[1]
