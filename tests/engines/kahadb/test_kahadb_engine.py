@@ -189,12 +189,15 @@ def test_truncated_tail_is_warning(kahadb_fixtures, tmp_path):
 
     from amqtool.formats.kahadb.protobuf import encode_field
 
-    # A torn write: a new batch started after the checkpoint, the file cut inside it.
+    # A torn write: a new batch started after the checkpoint, only its first 60 bytes reached the disk. The
+    # file keeps its preallocated length (Journal.rotateWriteFile sized it before its first write): a file
+    # cut short is no crash's (test_damaged_control_record.py)
     data = log.read_bytes()
     end = [e for e in jr.scan_file(data) if isinstance(e, jr.End)][0].offset
     body = encode_field(1, "LOADED torn")
     batch = jr.encode_batch([bytes([0, len(body)]) + body] * 20)
-    log.write_bytes(data[:end] + batch[:60])
+    torn = data[:end] + batch[:60]
+    log.write_bytes(torn + bytes(len(data) - len(torn)))
     findings, _ = verify_store(detect(root))
     tail = [f for f in findings if f.code == "kahadb-truncated-tail"]
     assert tail and tail[0].severity is Severity.WARNING and tail[0].offset == end
