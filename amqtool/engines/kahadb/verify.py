@@ -83,7 +83,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
     torn = d.torn_tail()
-    cut = preallocated_length(d)  # the newest file is shorter than the journal preallocates: cut, not torn
+    cut = _cut_after_checkpoint(d)  # the newest file cut short of its preallocated length after the checkpoint
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -107,7 +107,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr is torn and cut is not None and f.size < cut:
+            if cr is torn and cut is not None and f.size < cut and _past(d, f.id, cr.first):
                 add(_cut_newest(f, cut, cr.first, details))
                 continue
             if cr is torn and cr.reason == "truncated":
@@ -134,7 +134,7 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                             f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
                             details))
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
-                and cut is not None:
+                and cut is not None and _past(d, f.id, scan.end.offset):
             add(_cut_newest(f, cut, scan.end.offset, None))
         elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
@@ -287,6 +287,20 @@ def _index_rest(d, ev, judge, findings) -> None:
             add(Finding(W, "kahadb-open-transaction", f"open transaction {tx.id} ({tx.sends} send(s), {tx.acks} "
                         "ack(s)) has no outcome: the broker rolls it back at start",
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
+
+
+def _cut_after_checkpoint(d: DirResult) -> int | None:
+    """The preallocated length the newest file of ``d`` is cut short of (preallocated.py), or None."""
+    return preallocated_length(d) if d.files and d.files[-1].size else None
+
+
+def _past(d: DirResult, fid: int, offset: int) -> bool:
+    """``fid:offset`` lies after the index checkpoint: what a cut there lost are records the broker would have
+    replayed at start. A cut before it is judged by what the index says it lost (index-ahead-of-journal,
+    checkpoint-unreadable, reference-past-end), as after a clean stop whose last records are the checkpoint's."""
+    view = d.index.view if d.index else None
+    lu = view.metadata.last_update if view is not None else None
+    return lu is not None and (fid, offset) > (lu.log_id, lu.offset)
 
 
 def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:

@@ -287,3 +287,16 @@ def test_draining_a_subscription_frees_what_only_it_owes(kahadb_fixtures):
     # sub-a still owes 50 messages spread over the files: draining sub-b alone frees nothing more;
     # draining both subscriptions frees what draining the whole topic frees
     assert only_b == queues_gone and both == topic_gone and both > queues_gone
+
+
+def test_a_cut_before_the_checkpoint_is_judged_by_what_the_index_lost(kahadb_fixtures, tmp_path):
+    # campaign seed 43021000479: gc (a clean stop) with its newest file db-8.log cut at 39466, before the
+    # checkpoint's own producer-audit and ack-map records (lastUpdate 8:39989). The file is shorter than its
+    # preallocated 65536, but what the cut lost is what the index names (index-ahead-of-journal,
+    # checkpoint-unreadable), and the broker's full replay delivers the same: no kahadb-truncated-file
+    root = copy(kahadb_fixtures, "gc", tmp_path)
+    log = root / "kahadb" / "db-8.log"
+    log.write_bytes(log.read_bytes()[:39466])
+    findings, _ = verify_store(detect(root))
+    assert "kahadb-truncated-file" not in {f.code for f in findings}
+    assert not [f for f in findings if f.severity is Severity.CRITICAL]
