@@ -29,7 +29,9 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
 * ``undetectable``: delivered changed in content only (the same message ids everywhere) while every batch
   still checks out (written without checksums): any verdict, counted;
 * ``torn``: a loss confined to the tail of the newest file after the index checkpoint (what a crash
-  leaves): WARNING;
+  leaves), or the newest file deleted or emptied when the checkpoint and every index reference lie in older
+  files (a kill before the file was created or first written): WARNING. A newest file cut short of the
+  length the journal preallocates all its files to is no crash's (``KahaSites.torn``);
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
   start): CRITICAL.
 
