@@ -114,7 +114,9 @@ def test_compact_still_compacts_an_artemis_torn_tail(tmp_path, capsys):
     assert verdict(capsys, root) == 0
 
 
-@pytest.mark.parametrize("preallocated", [False, True])
+# (only the preallocated form is a crash's: basic's files are all 131072 bytes, so its newest file cut short is
+# CRITICAL kahadb-truncated-file -- tests/engines/kahadb/test_damaged_control_record.py)
+@pytest.mark.parametrize("preallocated", [True])
 def test_compact_still_compacts_a_kahadb_torn_tail(tmp_path, capsys, preallocated):
     root = kahadb_torn_tail(tmp_path, preallocated)
     assert verdict(capsys, root) == 1

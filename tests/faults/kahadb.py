@@ -29,7 +29,9 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
 * ``undetectable``: delivered changed in content only (the same message ids everywhere) while every batch
   still checks out (written without checksums): any verdict, counted;
 * ``torn``: a loss confined to the tail of the newest file after the index checkpoint (what a crash
-  leaves): WARNING;
+  leaves), or the newest file deleted or emptied when the checkpoint and every index reference lie in older
+  files (a kill before the file was created or first written): WARNING. A newest file cut short of the
+  length the journal preallocates all its files to is no crash's (``KahaSites.torn``);
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
   start): CRITICAL.
 
@@ -81,6 +83,7 @@ class DirInfo:
     pages: list = field(default_factory=list)  # (page id, type, data end) of pages in use
     redo_size: int = 0
     checkpoint_end: tuple | None = None  # (file id, offset) just past the record lastUpdate names
+    needed: set = field(default_factory=set)  # journal file ids the index needs (recoverIndex, page 0)
 
 
 def _rel(root: Path, p: Path) -> str:
@@ -147,6 +150,8 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
             if ptype in (pf.PAGE_PART, pf.PAGE_END):
                 end = nxt if ptype == pf.PAGE_END and _PAGE_HEADER <= nxt <= info.page_size else info.page_size
                 info.pages.append((pid, ptype, end))
+        info.needed = _needed_files(directory, lambda fid: (directory / f"db-{fid}.log").read_bytes()
+                                    if (directory / f"db-{fid}.log").exists() else None)[0]
     redo = directory / "db.redo"
     if redo.exists():
         info.redo_size = redo.stat().st_size
@@ -270,8 +275,25 @@ class KahaSites:
         return Fault("delete", log.rel, label="deleted journal file")
 
     def torn(self, fault: Fault) -> bool:
-        """The fault only touches the newest file after the index checkpoint: what a crash can leave."""
+        """The fault only touches the newest file after the index checkpoint: what a crash can leave.
+
+        That includes the newest file deleted or emptied when the checkpoint lies in an older file: the store
+        then looks exactly like one whose broker was killed before that file held anything. The journal
+        rotates by creating the next ``db-N.log`` (``Journal.rotateWriteFile``; DataFileAppender creates and
+        preallocates the file on its first write): a kill before then leaves no file, one during it a
+        zero-length file (``Journal.start``: "ignoring zero length, partially initialised journal data file").
+        With the checkpoint older and nothing else in db.data naming that file (the ack map does name an ack
+        compaction's file: recoverIndex then refuses to start), no reader of the store can tell the loss from
+        such a crash (the KahaDB counterpart of Artemis' loss-unproven)."""
         for d in self.dirs:
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("delete", "empty") \
+                    and d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id \
+                    and d.logs[-1].id not in d.needed:
+                return True
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind == "truncate" and _preallocated(d):
+                # Journal.rotateWriteFile preallocates a file to its full length before its first write: a
+                # crash leaves it absent, empty or full-length (a torn batch inside), never cut short
+                return False
             if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
                     and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
                 # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
@@ -282,6 +304,15 @@ class KahaSites:
                 after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last)
         return False
+
+
+def _preallocated(d: DirInfo) -> bool:
+    """The journal of ``d`` preallocates its files: every file but the ack compaction's (not preallocated:
+    ``reserveDataFile``) has one and the same length, the newest included, over two files at least."""
+    from amqtool.formats.kahadb.commands import EntryType
+
+    logs = [x for x in d.logs if x.size and not (x.records and x.records[0][2] == int(EntryType.REWRITTEN_DATA_FILE))]
+    return len(logs) >= 2 and len({x.size for x in logs}) == 1 and logs[-1] is d.logs[-1]
 
 
 def sites(store: Path, rng: random.Random, count: int = 64) -> list[Fault]:
@@ -412,21 +443,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             out[directory.name] = rebuilt_state.get(directory.name, {"dests": {}, "subs": {}})
             continue
         files = _Files(directory)
-        needed = set()  # what recoverIndex checks: the locationIndex, the ack map, page 0's locations
-        last_update = None
-        try:
-            buf = (directory / "db.data").read_bytes()
-            meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
-            if meta.last_update is not None:
-                last_update = (meta.last_update.log_id, meta.last_update.offset)
-            # recoverIndex's missing-file check walks every locationIndex key
-            needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
-            needed |= _ack_map_files(meta.ack_map, files)
-            # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
-            needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
-                                              meta.first_in_progress_tx) if loc is not None}
-        except Exception:  # noqa: BLE001 - read_indexed read it already
-            pass
+        needed, last_update = _needed_files(directory, files)
         missing = sorted(fid for fid in needed if files(fid) is None)
         if missing:
             out[directory.name] = {"refused": f"missing journal files {missing}"}
@@ -497,6 +514,29 @@ def _rolled_back(directory: Path, append_at) -> dict:
         out[dkey] = {seq for loc, seq in pf.iter_btree(buf, ps, sd.location_index, key, lambda r: r.i64())
                      if loc >= append_at}
     return out
+
+
+def _needed_files(directory: Path, files) -> tuple[set, tuple | None]:
+    """(the journal file ids the index of ``directory`` needs, its lastUpdate as (file id, offset) or None):
+    what recoverIndex checks -- the locationIndex, the ack map -- and page 0's locations."""
+    from amqtool.formats.kahadb import pagefile as pf
+
+    needed: set = set()
+    last_update = None
+    try:
+        buf = (directory / "db.data").read_bytes()
+        meta = pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0))
+        if meta.last_update is not None:
+            last_update = (meta.last_update.log_id, meta.last_update.offset)
+        # recoverIndex's missing-file check walks every locationIndex key
+        needed |= {fid for files_ in pf.decode_index(buf).location_files.values() for fid in files_}
+        needed |= _ack_map_files(meta.ack_map, files)
+        # Journal.getDataFile throws for the file of lastUpdate (the replay start) as for any other
+        needed |= {loc.log_id for loc in (meta.ack_map, meta.producer_audit, meta.last_update,
+                                          meta.first_in_progress_tx) if loc is not None}
+    except Exception:  # noqa: BLE001 - read_indexed read it already
+        pass
+    return needed, last_update
 
 
 def _ack_map_files(loc, files) -> set:

@@ -58,9 +58,39 @@ def test_the_whole_newest_file_is_torn_when_the_checkpoint_is_in_an_older_one(tm
     last = sites.dirs[0].logs[-1].batches[-1][0]  # db-9.log's last batch
     assert sites.dirs[0].logs[-1].rel == "db-9.log" and 0 < last < 5013
     assert sites.torn(Fault("flip", "db-9.log", 5013, 0xE6))
-    assert sites.torn(Fault("truncate", "db-9.log", last + 10))
-    # not what a crash leaves: an intact batch after the damage, another file, a deleted file
+    # but not cut short: every file of this journal is preallocated to 32768 bytes before its first write
+    # (Journal.rotateWriteFile), so a crash never leaves the newest shorter (seed 52525000096: cut at 778)
+    assert k._preallocated(sites.dirs[0])
+    assert not sites.torn(Fault("truncate", "db-9.log", last + 10))
+    # not what a crash leaves: an intact batch after the damage, another file
     assert not sites.torn(Fault("flip", "db-9.log", 607, 0x20))
     assert not sites.torn(Fault("truncate", "db-9.log", 1000))
     assert not sites.torn(Fault("flip", "db-8.log", 22990, 0x01))
-    assert not sites.torn(Fault("delete", "db-9.log"))
+
+
+def test_the_newest_file_gone_or_empty_is_torn_when_nothing_in_the_index_names_it(tmp_path):
+    # f7-kill-gc: db-9.log was wholly written after the checkpoint (8:22057) and db.data names no location in
+    # it: without it the store is one whose broker was killed before it created (or first wrote) db-9.log
+    # (campaign seed 52525000156: deleted, 52525000028: emptied, were called loss)
+    from tests.faults.model import Fault
+
+    sites = k.KahaSites.read(_copy(tmp_path))
+    assert 9 not in sites.dirs[0].needed
+    assert sites.torn(Fault("delete", "db-9.log"))
+    assert sites.torn(Fault("empty", "db-9.log"))
+    # not the newest file, nor one a swap changed
+    assert not sites.torn(Fault("delete", "db-8.log"))
+    assert not sites.torn(Fault("swap", "db-9.log", other="db-8.log"))
+
+
+def test_the_newest_file_the_ack_map_names_is_not_torn(tmp_path):
+    # f4-gc (clean stop): the ack compaction's db-15.log lies after the checkpoint 14:12754, but the ack map
+    # page 0 names holds it: recoverIndex refuses to start without it ("Detected missing journal files")
+    from tests.faults.model import Fault
+
+    d = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / "f4-gc" / "kahadb", d)
+    sites = k.KahaSites.read(d)
+    assert sites.dirs[0].logs[-1].rel == "db-15.log" and 15 in sites.dirs[0].needed
+    assert not sites.torn(Fault("delete", "db-15.log"))
+    assert not sites.torn(Fault("empty", "db-15.log"))

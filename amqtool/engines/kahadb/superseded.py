@@ -14,28 +14,36 @@ message id or destination the damage may have changed into another message's, ke
 from __future__ import annotations
 
 import struct
+import zlib
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command
 
+from amqtool.engines.kahadb.forwarded import is_marker
+
 _SIZE_AT = 16  # the control record: int32 length, byte type, 'WRITE BATCH', int32 batch size, int64 checksum
 
 
-def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None) -> bool:
-    """True when ``[first, last]`` of a journal file is exactly one batch (its control record intact) whose
-    records are all sends the replay undoes: queue messages ``acked`` (``after_acks.acked_after``) after the
-    checkpoint, topic messages acked there by every durable subscription of ``subscriptions`` (destination
-    key -> subscription keys), or sends of the still-open local transactions ``open_txs`` (transaction keys)."""
-    if bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER:
+def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
+               newest: bool = False, inert=None) -> bool:
+    """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
+    only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
+    (``after_acks.acked_after``) after the checkpoint, topic messages acked there by every durable
+    subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
+    transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
+    marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
+    ``newest``: the file is the journal's newest (see :func:`_as_written`)."""
+    written = _as_written(buf, first, last, newest)
+    if written is None:
         return False
+    buf, batch = written
     try:
-        size = struct.unpack_from(">i", buf, first + _SIZE_AT)[0]
-        batch = jr.Batch(first, size, 0)
-        if size <= 0 or batch.end > len(buf) or batch.end - 1 < last:
-            return False
         records = list(jr.iter_batch_records(buf, batch))
-        for rec in records:
+        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0].payload)
+        for i, rec in enumerate(records):
+            if compaction and (i == 0 or inert(rec.payload)):
+                continue
             cmd = decode_command(bytes(rec.payload))
             if cmd.type is not EntryType.ADD_MESSAGE:
                 return False
@@ -50,3 +58,112 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)
+
+
+def _as_written(buf, first: int, last: int, newest: bool):
+    """``(buffer, batch)``: the batch at ``first`` with its records as the broker wrote them (``buffer`` a
+    rebuilt copy of it when the damage could be undone), or None.
+
+    Its control record intact and its body unchanged or not restorable: the batch it declares, read as it is
+    (a record the damage made unreadable or unrecognisable fails the caller's test). Otherwise the body --
+    the declared size, or the records that tile from the control record to the next batch or the end marker
+    when the size itself is damaged -- is matched against the stored Adler-32, as it is, with every record
+    header's type put back to a user record's, or (newest file only) with the one byte a single-byte change
+    of the checksum's sums points at put back: a match gives the records exactly as written.
+
+    That counts only where the broker does not read the damaged bytes either. In the newest file
+    ``Journal.recoveryCheck`` checks every batch at start and ``getNextLocation`` skips a corrupted block
+    whole. An older file is not checked (5.17's default ``checkForCorruptJournalFiles=false``): the replay
+    walks record headers, so the control record's own 5-byte header must still read as a 28-byte record of
+    another type than a user record (the walk steps over it; a changed length sends it elsewhere), and a
+    record whose type was changed is stepped over (its size intact) while the others replay as written; a
+    record whose payload was changed would be replayed as it now reads, so none is restored there."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    header_ok = bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) == jr.BATCH_CONTROL_RECORD_HEADER
+    if not newest:
+        rsize, rtype = struct.unpack_from(">ib", buf, first)
+        if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
+            return None
+    size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    spans = []
+    if 0 < size and start + size <= n:
+        spans.append(size)
+    tiled = _tiled(buf, start, last)
+    if tiled and tiled not in spans:
+        spans.append(tiled)
+    covers = [span for span in spans if start + span - 1 >= last or _end_only(buf, start + span, last)]
+    for span in covers if stored > 0 else ():
+        original = _restored(bytes(buf[start:start + span]), stored, newest)
+        if original is not None:
+            rebuilt = jr.BATCH_CONTROL_RECORD_HEADER + struct.pack(">iq", span, stored) + original
+            return rebuilt, jr.Batch(0, span, stored)
+    if header_ok and size in covers:
+        return buf, jr.Batch(first, size, stored)
+    return None
+
+
+def _tiled(buf, start: int, last: int) -> int:
+    """The length of the run of record headers (length >= 5, any type) that tiles from ``start`` to ``last``
+    + 1 exactly, or to an end marker or zeros before it; 0 when none does."""
+    pos = start
+    end = last + 1
+    while pos + jr.RECORD_HEAD_SPACE <= end:
+        if bytes(buf[pos:pos + len(jr.EOF_RECORD)]) == jr.EOF_RECORD or not any(buf[pos:pos + 5]):
+            break
+        length = struct.unpack_from(">i", buf, pos)[0]
+        if length < jr.RECORD_HEAD_SPACE or pos + length > end:
+            return 0
+        pos += length
+    return pos - start if pos > start and (pos == end or _end_only(buf, pos, last)) else 0
+
+
+def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
+    """``body`` as it was when its Adler-32 was ``stored``: as it is, with its record types put back to 1, or
+    (``single_byte``) with the one byte whose change explains the difference put back; None when none of
+    these matches."""
+    if zlib.adler32(body) == stored:
+        return body
+    fixed = bytearray(body)
+    pos = 0
+    while pos + jr.RECORD_HEAD_SPACE <= len(fixed):
+        length = struct.unpack_from(">i", fixed, pos)[0]
+        if length < jr.RECORD_HEAD_SPACE:
+            break
+        fixed[pos + 4] = jr.USER_RECORD_TYPE
+        pos += length
+    if pos == len(fixed) and bytes(fixed) != body and zlib.adler32(bytes(fixed)) == stored:
+        return bytes(fixed)
+    if not single_byte:
+        return None
+    # Adler-32 (RFC 1950) is A = 1 + sum(b), B = sum of the running A's, both mod 65521: changing byte i of n
+    # by d changes A by d and B by d * (n - i), so one changed byte is found, and undone, from the two sums.
+    m = 65521
+    now = zlib.adler32(body)
+    da = ((stored & 0xFFFF) - (now & 0xFFFF)) % m
+    db = ((stored >> 16) - (now >> 16)) % m
+    n = len(body)
+    if not da or n >= m:
+        return None
+    k = db * pow(da, -1, m) % m  # n - i
+    i = n - k
+    if not 0 <= i < n or not k:
+        return None
+    for d in (da, da - m):
+        if -255 <= d <= 255 and 0 <= body[i] + d <= 255:
+            fixed = bytearray(body)
+            fixed[i] += d
+            if zlib.adler32(bytes(fixed)) == stored:
+                return bytes(fixed)
+    return None
+
+
+def _end_only(buf, start: int, last: int) -> bool:
+    """``[start, last]`` holds nothing but the end-of-data marker and zeros (a file's end after its last
+    batch)."""
+    tail = bytes(buf[start:last + 1])
+    if tail.startswith(jr.EOF_RECORD):
+        tail = tail[len(jr.EOF_RECORD):]
+    return not tail.strip(b"\0")

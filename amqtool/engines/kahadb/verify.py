@@ -14,7 +14,8 @@ kahadb-bad-record                  CRITICAL  records that do not tile their batc
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
-kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker);
+kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker), or
+                                             the newest cut shorter than the preallocated length of the others;
                                              WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
@@ -23,6 +24,8 @@ kahadb-gc-gap                      INFO      numbering gaps left by the broker's
 kahadb-replay-gap                  CRITICAL  a file after the checkpoint's (not the newest) missing or empty:
                                              records the broker replays at start are lost (replay_gaps.py)
 kahadb-journal-ahead-of-index      WARNING   records after the index checkpoint: the broker replays them
+kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint are only an ack compaction's
+                                             marker and forwarded acks: their replay changes nothing
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
@@ -53,8 +56,10 @@ from pathlib import Path
 from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
+from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.superseded import superseded
@@ -78,10 +83,17 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
     torn = d.torn_tail()
+    cut = _cut_after_checkpoint(d)  # the newest file cut short of its preallocated length after the checkpoint
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
         if f.size == 0:
+            if f.id != last_id:
+                # Only the newest file can be a failed create: at the next start the broker takes the file
+                # after its newest non-empty one for its next write (Journal.start: nextDataFileId), which
+                # is that empty file. An empty file before another one lost what it held: what a rebuild
+                # would lose or bring back is damage, not an index that disagrees with an intact journal.
+                judge.damaged = True
             add(Finding(I, "kahadb-empty-journal-file", "zero-length journal file (a failed create; the broker "
                         "ignores it)", path, 0))
             continue
@@ -95,6 +107,9 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
+            if cr is torn and cut is not None and f.size < cut and _past(d, f.id, cr.first):
+                add(_cut_newest(f, cut, cr.first, details))
+                continue
             if cr is torn and cr.reason == "truncated":
                 add(Finding(W, "kahadb-truncated-tail",
                             f"the last journal file ends inside a batch at offset {cr.first} (torn or truncated "
@@ -118,7 +133,10 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                 add(Finding(sev, "kahadb-corrupt-range",
                             f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
                             details))
-        if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
+        if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
+                and cut is not None and _past(d, f.id, scan.end.offset):
+            add(_cut_newest(f, cut, scan.end.offset, None))
+        elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
         elif scan.end is not None and scan.end.how == "end-of-file" and not scan.corrupt:
@@ -238,7 +256,20 @@ def _index_rest(d, ev, judge, findings) -> None:
                 add(Finding(W, "kahadb-index-ahead-of-journal", f"the index checkpoint names {lu} but the journal's "
                             f"last readable record is {d.last_record[0]}:{d.last_record[1]}: records the index "
                             "reflects are gone or damaged", _log(d, lu.log_id), lu.offset))
-        if d.records_after_last_update:
+        inert = judge.forwarded_only = _forwarded_only(d, view)
+        if inert:
+            s = d.replay_start
+            there = [i for i in inert if i in present]
+            how = (f"skips them (process(KahaRewrittenDataFileCommand): db-{', db-'.join(map(str, there))}.log "
+                   "still there)" if there else "replays them onto messages its index no longer holds")
+            add(Finding(I, "kahadb-forwarded-acks-after-index",
+                        f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu} are the "
+                        f"ack compaction's rewrite of db-{', db-'.join(map(str, inert))}.log (its marker and "
+                        "forwarded acknowledgements, written without moving the checkpoint): at start the broker "
+                        f"{how}, and its index stays as it is; not a sign of an unclean stop",
+                        _log(d, s[0]), s[1], {"records": d.records_after_last_update,
+                                              "replayFrom": f"{s[0]}:{s[1]}", "sourceFileIds": inert}))
+        elif d.records_after_last_update:
             s = d.replay_start
             add(Finding(W, "kahadb-journal-ahead-of-index",
                         f"{d.records_after_last_update} journal record(s) after the index checkpoint {lu or '(none yet)'}: "
@@ -258,6 +289,40 @@ def _index_rest(d, ev, judge, findings) -> None:
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
 
 
+def _cut_after_checkpoint(d: DirResult) -> int | None:
+    """The preallocated length the newest file of ``d`` is cut short of (preallocated.py), or None."""
+    return preallocated_length(d) if d.files and d.files[-1].size else None
+
+
+def _past(d: DirResult, fid: int, offset: int) -> bool:
+    """``fid:offset`` lies after the index checkpoint: what a cut there lost are records the broker would have
+    replayed at start. A cut before it is judged by what the index says it lost (index-ahead-of-journal,
+    checkpoint-unreadable, reference-past-end), as after a clean stop whose last records are the checkpoint's."""
+    view = d.index.view if d.index else None
+    lu = view.metadata.last_update if view is not None else None
+    return lu is not None and (fid, offset) > (lu.log_id, lu.offset)
+
+
+def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:
+    """The newest file cut short of the length the journal preallocates (preallocated.py)."""
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, shorter than the "
+                   f"{length} every other file has: the broker preallocates each file to that length before its "
+                   "first write (Journal.rotateWriteFile), so no crash leaves it; it was cut at "
+                   f"{f.size}, and what followed (from offset {offset}) is lost", str(f.path), offset,
+                   {**(details or {}), "preallocatedLength": length})
+
+
+def _forwarded_only(d: DirResult, view) -> list:
+    """The source file ids of the ack compaction files when every record after the index checkpoint is their
+    inert marker or forwarded ack (forwarded.py), else []."""
+    lu = view.metadata.last_update
+    if not d.records_after_last_update or lu is None or d.is_tx_store:
+        return []
+    inert, other, sources = replayed_records(d, (lu.log_id, lu.offset), d.indexed,
+                                             view.metadata.first_in_progress_tx is not None)
+    return sources if inert and not other else []
+
+
 class _Judge:
     """Severity of damage at ``[first, last]`` of a journal file: what the broker reads of it (damage.py)."""
 
@@ -267,6 +332,12 @@ class _Judge:
         self.damaged = False  # any damaged region, read or latent
         self.latent: list = []  # (file id, first, last)
         self.checked: set = set()  # (file id, offset) of live messages already judged
+        self.forwarded_only: list = []  # the records after the checkpoint are all inert (forwarded.py)
+        written = [x.id for x in d.files if x.size]
+        self.newest = written[-1] if written else None
+        view = d.index.view if d.index else None
+        self.inert = inert_ack(d.indexed, view.metadata.first_in_progress_tx is not None) \
+            if view is not None and not d.is_tx_store else None
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -291,7 +362,8 @@ class _Judge:
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
                 self.buf(f), first, last, ev.acked_after,
                 {t.id.key for t in self.d.open_transactions if t.state == "open"},
-                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions}):
+                {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
+                newest=f.id == self.newest, inert=self.inert):
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
@@ -435,7 +507,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                                                      **({"replayStops": stops} if stops else {})}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
-    if d.records_after_last_update == 0:
+    if d.records_after_last_update == 0 or judge.forwarded_only:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
             live = st.messages if st else {}

@@ -189,12 +189,15 @@ def test_truncated_tail_is_warning(kahadb_fixtures, tmp_path):
 
     from amqtool.formats.kahadb.protobuf import encode_field
 
-    # A torn write: a new batch started after the checkpoint, the file cut inside it.
+    # A torn write: a new batch started after the checkpoint, only its first 60 bytes reached the disk. The
+    # file keeps its preallocated length (Journal.rotateWriteFile sized it before its first write): a file
+    # cut short is no crash's (test_damaged_control_record.py)
     data = log.read_bytes()
     end = [e for e in jr.scan_file(data) if isinstance(e, jr.End)][0].offset
     body = encode_field(1, "LOADED torn")
     batch = jr.encode_batch([bytes([0, len(body)]) + body] * 20)
-    log.write_bytes(data[:end] + batch[:60])
+    torn = data[:end] + batch[:60]
+    log.write_bytes(torn + bytes(len(data) - len(torn)))
     findings, _ = verify_store(detect(root))
     tail = [f for f in findings if f.code == "kahadb-truncated-tail"]
     assert tail and tail[0].severity is Severity.WARNING and tail[0].offset == end
@@ -284,3 +287,16 @@ def test_draining_a_subscription_frees_what_only_it_owes(kahadb_fixtures):
     # sub-a still owes 50 messages spread over the files: draining sub-b alone frees nothing more;
     # draining both subscriptions frees what draining the whole topic frees
     assert only_b == queues_gone and both == topic_gone and both > queues_gone
+
+
+def test_a_cut_before_the_checkpoint_is_judged_by_what_the_index_lost(kahadb_fixtures, tmp_path):
+    # campaign seed 43021000479: gc (a clean stop) with its newest file db-8.log cut at 39466, before the
+    # checkpoint's own producer-audit and ack-map records (lastUpdate 8:39989). The file is shorter than its
+    # preallocated 65536, but what the cut lost is what the index names (index-ahead-of-journal,
+    # checkpoint-unreadable), and the broker's full replay delivers the same: no kahadb-truncated-file
+    root = copy(kahadb_fixtures, "gc", tmp_path)
+    log = root / "kahadb" / "db-8.log"
+    log.write_bytes(log.read_bytes()[:39466])
+    findings, _ = verify_store(detect(root))
+    assert "kahadb-truncated-file" not in {f.code for f in findings}
+    assert not [f for f in findings if f.severity is Severity.CRITICAL]

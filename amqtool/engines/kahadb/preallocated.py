@@ -1,0 +1,44 @@
+"""A newest journal file shorter than the length the journal preallocates: cut, not torn by a crash.
+
+ActiveMQ 5.17's ``Journal`` preallocates every data file it writes to (``preallocationScope`` ENTIRE_JOURNAL,
+``preallocationStrategy`` SPARSE_FILE by default): ``rotateWriteFile`` calls
+``preallocateEntireJournalDataFile`` on the new file before its first batch, which sets its length to
+``journalMaxFileLength``, and ``DataFileAppender`` then writes inside it. A crash can leave the newest file
+absent or of length 0 (killed between creating and sizing it), or full-length with a torn batch in it, but
+never non-empty and shorter than the others. The ack compaction's files (``forwardAllAcks``, through
+``reserveDataFile`` and a ``TargetedDataFileAppender``) are not preallocated: they are left out on both sides.
+
+So when every other (non-compaction) file of a directory has one and the same length, that length is the
+journal's preallocated one, and a newest file shorter than it was cut: what followed the cut is lost, and
+nothing about the store says it was only a torn write.
+"""
+from __future__ import annotations
+
+from amqtool.formats.kahadb import journal as jr
+
+from amqtool.engines.kahadb.forwarded import is_marker
+from amqtool.engines.kahadb.scan import mapped
+
+
+def preallocated_length(d) -> int | None:
+    """The length the journal of store directory ``d`` preallocates its files to, when its newest non-empty
+    file is shorter than it (cut), else None. Needs at least one other non-compaction file, all of one
+    length."""
+    files = [f for f in d.files if f.size]
+    if len(files) < 2:
+        return None
+    newest = files[-1]
+    if _compaction(newest):
+        return None
+    others = {f.size for f in files[:-1] if not _compaction(f)}
+    if len(others) != 1:
+        return None
+    (length,) = others
+    return length if newest.size < length else None
+
+
+def _compaction(f) -> bool:
+    """The file opens with the ack compaction's marker (KahaRewrittenDataFileCommand as its first record)."""
+    with mapped(f.path) as buf:
+        start = jr.BATCH_CONTROL_RECORD_SIZE + jr.RECORD_HEAD_SPACE
+        return len(buf) > start and is_marker(buf[start:start + 1])
