@@ -1231,14 +1231,17 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"there: {shown}", where, None, {"count": len(requeued), "messageIds": [m for m, _, _ in requeued[:100]]}))
     moved_acks = evidence.moved_acks() if ids_trusted else []
     if moved_acks:
-        shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
-                          for m, q, o in moved_acks[:MAX_LISTED])
+        named: dict[tuple[int, int], list[int]] = {}  # several candidates of one damaged id: one of them
+        for m, q, o in moved_acks:
+            named.setdefault((m, q), []).append(o)
+        shown = ", ".join(f"message {' or '.join(map(str, os))} on queue {q} (its acknowledgement now names {m})"
+                          for (m, q), os in list(named.items())[:MAX_LISTED])
         findings.append(Finding(
             Severity.CRITICAL, "ack-moved",
-            f"{len(moved_acks)} acknowledgement record(s) name a message id with no record, one damaged byte away "
+            f"{len(named)} acknowledgement record(s) name a message id with no record, one damaged byte away "
             f"from a message still on that queue: the broker drops the acknowledgement and delivers the "
             f"acknowledged message again: {shown}", where, None,
-            {"count": len(moved_acks), "messageIds": [o for _, _, o in moved_acks[:100]]}))
+            {"count": len(named), "messageIds": [o for _, _, o in moved_acks[:100]]}))
     acks = sorted(set(evidence.acks_without_ref()) | set(acks_of_unknown_queues(evidence) if ids_trusted else ()))
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])
