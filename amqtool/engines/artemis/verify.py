@@ -502,7 +502,7 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
         path, first)
 
 
-_ROOM_ALIGNMENT = 4096  # the largest block start Artemis aligns a reopened file's position to (AIO)
+_ROOM_ALIGNMENT = 4096  # the largest block start Artemis aligns a reopened file's position to (AIO; NIO and MAPPED: 1)
 
 
 def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
@@ -511,8 +511,9 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
 
     ``JournalImpl.switchFileIfNecessary`` opens the next file only for a record that does not fit in the
     current one, and a restart goes on writing at the end of the last valid record of the newest file
-    (``setUpCurrentFile``, aligned to the block size), so a file the broker moved on from has less room left
-    than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
+    (``setUpCurrentFile``, at ``calculateBlockStart``: unmoved by NIO and MAPPED, whose alignment is 1 -- their
+    files' first record follows the 16-byte header -- and aligned by AIO, given up to 4096 bytes here), so a file
+    the broker moved on from has less room left than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
     (the file it leaves is compacted away, and the compactor's last output ends wherever the live data
     ended: its records carry a compactCount above 0, so such a file is not judged here), and so does a
     replication sync (``forceMoveNextFile``), which leaves a clean end, never damaged bytes (this judges a
@@ -536,7 +537,10 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
     if own and own[-1][3] > 0:
         return None  # the compactor's last output
     end = own[-1][1] + own[-1][2] if own else 16
-    free = jf.size - -(-end // _ROOM_ALIGNMENT) * _ROOM_ALIGNMENT
+    # a file whose first record follows its 16-byte header was written unaligned (NIO, MAPPED: getAlignment() is
+    # 1, so calculateBlockStart never moves a reopened file's position), as was the next one (checked above)
+    align = 1 if (own[0][1] if own else first) == 16 else _ROOM_ALIGNMENT
+    free = jf.size - -(-end // align) * align
     return (free, recs[0][2]) if recs[0][2] <= free else None
 
 
