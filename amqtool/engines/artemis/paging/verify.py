@@ -582,7 +582,8 @@ class PagingVerifier:
         A paged message carries the ids of the queues it was routed to (``PagedMessageImpl.queueIDs``); each
         queue's cursor delivers only the messages naming it (``PageSubscriptionImpl``), and there is no
         checksum. A queue id that no binding holds, one damaged byte away from the one queue of the address
-        whose page counter says more messages are unconsumed than the pages hold, is that queue's id damaged:
+        whose page counter says more messages are unconsumed than the pages hold (queues the message still names
+        left out: ``PostOfficeImpl.route`` routes a message to a queue once), is that queue's id damaged:
         the queue never delivers the message (and the counter counted it when it was paged). Searched only
         for queues whose counter exceeds what the pages hold (a Python read of that address's pages)."""
         view = self.view
@@ -611,8 +612,9 @@ class PagingVerifier:
                         for qid in qids:
                             if qid in view.queues:
                                 continue
-                            owners = [q for q in queues if one_byte_apart(qid, q)]
-                            if (len(owners) == 1 and owners[0] in short and owners[0] not in qids
+                            # a queue the message still names was not the damaged one (routed there once)
+                            owners = [q for q in queues if one_byte_apart(qid, q) and q not in qids]
+                            if (len(owners) == 1 and owners[0] in short
                                     and view.queue_state(owners[0], pid, number) == Q_PENDING):
                                 hits.setdefault(owners[0], []).append((str(path), pid, number, off, mid))
             for q, where in sorted(hits.items()):
