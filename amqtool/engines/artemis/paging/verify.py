@@ -361,7 +361,8 @@ class PagingVerifier:
                 buf = pf.buf
                 if pid == current:
                     last = crash_tail.last_record(buf, pf.size)
-                    if last is not None:
+                    if last is not None and crash_tail.synced_tx(buf, crash_tail.record_start(buf, pf.size, last), pf.size,
+                                                                 view) is None:
                         self.crash_tails[str(path)] = last
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
@@ -403,7 +404,8 @@ class PagingVerifier:
                 is_current = pid == current
                 # the current page by the crash model (paging/crash_tail.py); another page's ending as a crash
                 # would have left it, judged with the counters (_damaged)
-                if crash_tail.last_framing(buf, end) if is_current else _torn_like(buf, end):
+                synced = crash_tail.synced_tx(buf, end.offset, end.size, view) if is_current else None
+                if synced is None and (crash_tail.last_framing(buf, end) if is_current else _torn_like(buf, end)):
                     where = "the current page" if is_current else f"page {pid} (not the current page)"
                     if not is_current:
                         self._damaged.setdefault(ps.address, []).append(str(path))
@@ -417,7 +419,8 @@ class PagingVerifier:
                     what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
                             f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
                     gone = after_damage.undelivered_after(buf, pf.size, end, pid, view)
-                    last = is_current and not crash_tail.whole_record_after(buf, end.offset, end.size)
+                    last = is_current and synced is None and not crash_tail.whole_record_after(buf, end.offset,
+                                                                                               end.size)
                     if gone is not None:
                         findings.append(Finding(
                             Severity.WARNING, "page-damaged",
@@ -443,7 +446,10 @@ class PagingVerifier:
                     findings.append(Finding(
                         Severity.CRITICAL, "page-damaged",
                         f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
-                        f"so the {left} byte(s) after it (any messages in them) are lost", str(path), end.offset,
+                        f"so the {left} byte(s) after it (any messages in them) are lost"
+                        + (f"; the record is of transaction {synced}, which the message journal holds committed or "
+                           f"prepared: the broker synced the page before writing that, so no crash tore it"
+                           if synced is not None else ""), str(path), end.offset,
                         {"page": pid, "messages": end.records, "reason": end.reason}))
         if undecodable > MAX_LISTED:
             findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
