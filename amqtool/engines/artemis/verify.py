@@ -34,7 +34,7 @@ from amqtool.engines.artemis.message_headers import misread_messages, retyped_me
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
-from amqtool.engines.artemis import journal_crash
+from amqtool.engines.artemis import journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -1090,6 +1090,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             for inspector in inspectors:
                 inspector.ledger = ledger
                 inspector.judge(evidence)
+            if results.get("messages") is not None:
+                prepare_mismatch.reweigh(report.findings, results["messages"], evidence)
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
             retyped += strayed_findings(results.get("messages"), evidence)
