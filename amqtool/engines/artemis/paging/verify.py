@@ -26,7 +26,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx
+from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx, synced_refs
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -259,6 +259,7 @@ class PagingVerifier:
         self.not_found = not_found  # page tx -> its paged messages, for transactions with no page-transaction record
         self._stores = stores
         self.prepared_found = prepared  # prepared page tx -> its paged messages the pages hold
+        synced_refs.reweigh(findings, view, stores)  # a torn current page that cut synced records
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -414,7 +415,7 @@ class PagingVerifier:
                         f"{left} byte(s) of a partly written record after message {end.records - 1} of {where}: "
                         f"the broker stopped mid-write; it ignores these bytes"
                         + (" and starts a new page" if is_current else ""), str(path), end.offset,
-                        {"page": pid, "messages": end.records, "reason": end.reason}))
+                        {"page": pid, "messages": end.records, "reason": end.reason, "current": is_current}))
                 else:
                     what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
                             f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
