@@ -31,3 +31,25 @@ def test_a_zeroed_end_leaving_room_for_the_next_files_first_record_in_an_unalign
     assert (code, doc["verdict"], f["severity"], f["offset"]) == (2, "CRITICAL", "critical", 62179)
     assert f["details"]["recordsLost"] is True
     assert (f["details"]["freeBytes"], f["details"]["nextRecordSize"]) == (65536 - 62179, 39)
+
+
+def test_a_zeroed_run_over_the_end_of_a_record_of_the_current_file_is_critical(run_json, tmp_path):
+    # make fuzz seed 4304 (loss/WARNING, demo-s1, seed 4304012914000248): activemq-data-16.amq, the current file,
+    # zeroed from the sixth byte of its DELETE of message 292 (offset 1166) over its end and the 11,349 bytes
+    # after it, to the end of its data. No crash leaves zeros that start inside a block before written bytes, and
+    # verify judged the damaged record alone (a DELETE: harmless) while the zeros, read as the fill, had wiped the
+    # 200 records after it: 106 acknowledged messages come back.
+    from amqtool.formats.artemis.records import scan_records_py
+
+    store = campaign_demo(tmp_path / "store", 1)
+    path, tag, version = next(f for f in messages_files(store) if f[0].name == "activemq-data-16.amq")
+    recs, _ = scan_records_py(path.read_bytes(), tag, version)
+    (r,) = [r for r in recs if r[1] == 1166]
+    assert (r[0], r[5]) == (16, 292) and len(recs) - recs.index(r) > 100  # a DELETE, then the records after it
+    before = delivered(store)
+    Fault("zero", "data/journal/activemq-data-16.amq", 1171, 11349).apply(store)
+    assert before.diff(delivered(store))["back"] == 106
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
+    assert (code, doc["verdict"], f["severity"], f["offset"]) == (2, "CRITICAL", "critical", 1166)
+    assert f["details"]["crash"] is False
