@@ -56,19 +56,21 @@ _S1_TELEMETRY = "data/paging/6816de06-0a04-1f48-921b-18a91ab1c42f/000000002.page
 
 @pytest.mark.parametrize("page,start,stop,torn,verdict", [
     # backlog's last record: 1438 bytes at 32566, across the 4 KiB boundary at 32768, the one message of the
-    # prepared XA transaction 598 (in no page counter until it commits)
-    (_S1_BACKLOG, 32566, 34004, True, 1),    # the whole last record zero: its blocks unwritten
-    (_S1_BACKLOG, 32566, 32768, True, 1),    # from the write's start to the block boundary: first block unwritten
-    (_S1_BACKLOG, 32768, 34004, True, 1),    # the record's second block unwritten, to the end of the file
-    (_S1_BACKLOG, 32566, 32572, False, 2),   # a run ending inside a block before written bytes: no crash's, and
-    (_S1_BACKLOG, 33000, 34004, False, 2),   # ... the prepared transaction's record counts a message gone
+    # prepared XA transaction 598 (in no page counter until it commits). Its PREPARE is in the journal, which the
+    # broker writes only once the page is synced (PageTimedWriter), so no zeroing of it is a crash's: each is
+    # CRITICAL page-damaged (once read as torn tails where the blocks were whole: the crash model alone)
+    (_S1_BACKLOG, 32566, 34004, False, 2),   # the whole last record zero
+    (_S1_BACKLOG, 32566, 32768, False, 2),   # from the write's start to the block boundary
+    (_S1_BACKLOG, 32768, 34004, False, 2),   # the record's second block, to the end of the file
+    (_S1_BACKLOG, 32566, 32572, False, 2),   # a run ending inside a block before written bytes
+    (_S1_BACKLOG, 33000, 34004, False, 2),
     # telemetry's last record: 210 bytes at 9764, a large message two queues still have to consume
     (_S1_TELEMETRY, 9764, 9770, False, 2),   # seed 3303009911000075: the broker loses it, and no crash did that
     (_S1_TELEMETRY, 9764, 9974, True, 1),    # the whole record zero: a crash's torn tail
 ])
 def test_a_zeroed_run_in_the_current_pages_last_record_is_torn_only_as_a_crash_leaves_it(
         run_json, tmp_path, demos, page, start, stop, torn, verdict):
-    from tests.faults.artemis import _tail_only
+    from tests.faults.artemis import ArtemisSites
     from tests.faults.model import Fault
 
     store = copy_tree(demos(1), tmp_path / "s")
@@ -77,8 +79,9 @@ def test_a_zeroed_run_in_the_current_pages_last_record_is_torn_only_as_a_crash_l
     records = [(off, ln + 6) for _, off, ln in PageScanner(data)]
     last = records[-1][0]
     assert (last, len(data)) in ((32566, 34004), (9764, 9974))
-    # the harness's truth reads the fault by the same model (amqtool/formats/artemis/torn_write.py)
-    assert _tail_only(Fault("zero", page, start, stop - start), records, data) is torn
+    # the harness's truth reads the fault by the same model (amqtool/formats/artemis/torn_write.py, and the
+    # page synced before a COMMIT or PREPARE of its transaction)
+    assert ArtemisSites.read(store).torn(Fault("zero", page, start, stop - start)) is torn
     with open(path, "r+b") as f:
         f.seek(start)
         f.write(bytes(stop - start))
@@ -88,6 +91,11 @@ def test_a_zeroed_run_in_the_current_pages_last_record_is_torn_only_as_a_crash_l
         (f,) = _findings(doc, "page-torn-tail")
         assert (f["severity"], f["offset"]) == ("warning", last)
         assert not _findings(doc, "page-damaged")
+    elif page == _S1_BACKLOG:  # transaction 598's record: synced before its PREPARE
+        # its transaction id read (page-damaged), or zeroed with the rest: then its PAGE_TRANSACTION record counts
+        # a reference the pages no longer hold (page-torn-tail raised by paging/synced_refs.py)
+        (f,) = _findings(doc, "page-damaged") or _findings(doc, "page-torn-tail")
+        assert (f["severity"], f["offset"]) == ("critical", last) and "598" in f["message"]
     else:
         assert not _findings(doc, "page-torn-tail")
         (f,) = _findings(doc, "page-damaged")
@@ -277,8 +285,10 @@ def test_a_flipped_length_past_the_end_of_the_current_page_is_not_a_cut(run_json
 def test_a_cut_of_the_current_page_256_bytes_short_of_a_brace_is_still_a_cut(run_json, tmp_path, demos):
     # campaign seed 4001015003009144: telemetry's current page cut to 15527, inside a record whose length
     # (2329) is one bit (256) from framing it to the cut, where a '}' of its JSON body happens to lie; the
-    # shortened message does not decode, so it is what a crash leaves: a torn tail
-    from tests.faults.artemis import _tail_only
+    # shortened message does not decode, so its framing is what a crash leaves: a torn tail. But the cut also
+    # took the records after it, among them those of committed page transactions the broker had synced before
+    # their COMMIT (their records count references the pages no longer hold): no crash's, CRITICAL
+    from tests.faults.artemis import ArtemisSites, _tail_only
     from tests.faults.model import Fault
 
     store = copy_tree(demos(4), tmp_path / "s")
@@ -287,11 +297,13 @@ def test_a_cut_of_the_current_page_256_bytes_short_of_a_brace_is_still_a_cut(run
     data = path.read_bytes()
     records = [(off, ln + 6) for _, off, ln in PageScanner(data)]
     assert (13448, 2335) in records and data[15526] == 0x7D
-    assert _tail_only(Fault("truncate", rel, 15527), records, data)
+    assert _tail_only(Fault("truncate", rel, 15527), records, data)  # the crash model alone
+    assert not ArtemisSites.read(store).torn(Fault("truncate", rel, 15527))  # synced records cut
     os.truncate(path, 15527)
     code, doc, _ = run_json("verify", store)
     (f,) = _findings(doc, "page-torn-tail")
-    assert (code, f["offset"]) == (1, 13448) and not _findings(doc, "page-damaged")
+    assert (code, f["offset"], f["severity"]) == (2, 13448, "critical") and not _findings(doc, "page-damaged")
+    assert f["details"]["pageTransactionsShort"]
 
 
 _S1_JOURNAL = "data/journal/activemq-data-16.amq"  # the current file: its last record, a COMMIT, at 12497

@@ -80,6 +80,7 @@ class PageInfo:
     records: list[tuple[int, int]]  # (offset, total length)
     current: bool = False
     data: bytes = b""  # the pristine bytes of the current page
+    synced: int = 0  # where the current page's records known synced end (ArtemisSites.torn)
 
 
 @dataclass
@@ -117,6 +118,9 @@ class ArtemisSites:
                                                  data if current else b""))
             self.journals[jd.kind] = files
             self.dirs.append(os.path.relpath(jd.directory, root))
+        # transactions with a COMMIT or PREPARE record in the message journal: their paged messages were synced
+        # to their page before that record was written (ArtemisSites.torn)
+        ended = {r[4] for jf in self.journals.get("messages", []) for r in jf.records if r[0] in (17, 18)}
         stores, _ = find_page_stores(store.paging_dir)
         for ps in stores:
             self.page_dirs.append(os.path.relpath(ps.folder, root))
@@ -131,8 +135,10 @@ class ArtemisSites:
                     recs.append((pos, n + 6))
                     pos += n + 6
                 current = pid == ps.current_page
+                synced = max((o + n for o, n in recs if current and n >= 14
+                              and int.from_bytes(data[o + 5:o + 13], "big", signed=True) in ended), default=0)
                 self.pages.append(PageInfo(os.path.relpath(path, root), len(data), recs, current,
-                                           data if current else b""))
+                                           data if current else b"", synced))
         if store.paging_dir is not None and store.paging_dir.is_dir():
             self.dirs.append(os.path.relpath(store.paging_dir, root))
         lm = store.large_messages_dir
@@ -237,7 +243,15 @@ class ArtemisSites:
         crash model of ``amqtool/formats/artemis/torn_write.py`` allows, the file cut anywhere in them or whole
         4 KiB blocks of them zeroed. A flipped bit, or a zeroed run that ends inside a block before bytes that
         were written, is no crash's: the broker's loss from it is proven damage (loss), not a torn tail.
-        (Verify reads the damaged store with the same model: paging/crash_tail.py, the journal's torn-tail.)"""
+        (Verify reads the damaged store with the same model: paging/crash_tail.py, the journal's torn-tail.)
+
+        On the current page, the last sync is no earlier than the end of the last record of a transaction whose
+        COMMIT (or PREPARE) is in the message journal: the broker syncs the page before it writes that record
+        (``PageTimedWriter.addTask`` delays the transaction, ``processMessages`` writes the page, ``performSync``
+        -> ``PagingStoreImpl.ioSync`` -> ``Page.sync``, then ``tx.delayDone`` lets the COMMIT or PREPARE be
+        written; Artemis 2.40 on, which the fixtures' broker is). So a change before that end is no crash's: its
+        loss is proven damage. (Before 2.40, ``FinishPageMessageOperation.beforeCommit`` queued the sync on the
+        ``PageSyncTimer`` and wrote the COMMIT without waiting for it.)"""
         for fs in self.journals.values():
             for jf in fs:
                 if jf.rel == fault.path and jf.current and jf.records:
@@ -246,19 +260,21 @@ class ArtemisSites:
                     return _tail_only(fault, [(r[1], r[2]) for r in jf.records], jf.data, journal=True)
         for pg in self.pages:
             if pg.rel == fault.path and pg.current and pg.records:
-                return _tail_only(fault, pg.records, pg.data)
+                return _tail_only(fault, pg.records, pg.data, synced=pg.synced)
         return False
 
 
-def _tail_only(fault: Fault, records: list[tuple[int, int]], data: bytes, journal: bool = False) -> bool:
+def _tail_only(fault: Fault, records: list[tuple[int, int]], data: bytes, journal: bool = False,
+               synced: int = 0) -> bool:
     """Whether ``fault`` on a file whose pristine bytes are ``data`` (records ``(offset, length)``) is one the
     crash model allows (:func:`~amqtool.formats.artemis.torn_write.crash_leaves`): the write starts at the
-    record holding the first changed byte, and runs to the end of the last record."""
+    record holding the first changed byte, and runs to the end of the last record; nothing before ``synced``
+    (known synced) changes."""
     from amqtool.formats.artemis.torn_write import crash_leaves
 
     end = records[-1][0] + records[-1][1]
     if fault.kind == "truncate":
-        return fault.offset < end
+        return synced <= fault.offset < end
     if fault.kind not in ("flip", "zero"):
         return False
     damaged = bytearray(data)
@@ -271,8 +287,8 @@ def _tail_only(fault: Fault, records: list[tuple[int, int]], data: bytes, journa
         changed = [i for i in range(fault.offset, stop) if data[i]]
     if journal:
         changed = [i for i in changed if i < end]  # the fill or an earlier use's bytes: outside the write
-    if not changed:
-        return False  # nothing the broker wrote changed (no loss to call torn)
+    if not changed or changed[0] < synced:
+        return False  # nothing the broker wrote changed (no loss to call torn), or what was synced did
     start = next((o for o, n in records if o <= changed[0] < o + n), None)
     if start is None:
         return False

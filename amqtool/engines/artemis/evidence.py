@@ -446,7 +446,12 @@ class Evidence:
         a message still on that queue -- and from no deleted message, whose own acknowledgement it could have
         been. The broker drops an acknowledgement of a message it has not loaded ("cannot find message"), so
         that message, acknowledged, is delivered there again. A deleted message one bit away leaves it
-        unproven: its acknowledgement outlives its DELETE when its id is damaged, to no effect."""
+        unproven: its acknowledgement outlives its DELETE when its id is damaged, to no effect.
+
+        Only a message that could have written the acknowledgement where it stands is a candidate
+        (:func:`~amqtool.engines.artemis.write_order.not_owners_at`: the broker writes a message's ADD before its
+        acknowledgement, and nothing of it after its DELETE). Several live candidates and no deleted one prove the
+        loss as well (whichever it was comes back): one tuple per candidate, the damaged id the same."""
         out = []
         for orphan, updates in self.orphan_updates.items():
             if len(updates) != 1 or updates[0][0] != R.ACKNOWLEDGE_REF or orphan in self.messages:
@@ -458,12 +463,36 @@ class Evidence:
             deleted = (self._deleted or set()) | self.deleted_unknown
             owners = [x for x in bit_flips(orphan) if x in on_q]
             gone = [x for x in bit_flips(orphan) if x in deleted]
+            if len(owners) != 1 or gone:
+                owners, gone = self._could_have_acked(orphan, owners, gone)
             if not owners and not gone:  # a byte damaged in more than one bit: one candidate either way
                 owners = _byte_neighbours(orphan, on_q)
                 gone = _byte_neighbours(orphan, deleted)
-            if len(owners) == 1 and not gone:
-                out.append((orphan, q, owners[0]))
+                if len(owners) != 1 or gone:
+                    owners, gone = self._could_have_acked(orphan, owners, gone)
+            if owners and not gone:
+                out.extend((orphan, q, m) for m in owners)
         return sorted(out)
+
+    def _ordered(self) -> bool:
+        """Whether the messages journal keeps the broker's write order (not compacted: write_order.py)."""
+        from amqtool.engines.artemis.write_order import compacted
+
+        return self._messages is not None and self.opened is not None and not compacted(self._messages)
+
+    def _could_have_acked(self, orphan: int, owners: list[int], gone: list[int]) -> tuple[list[int], list[int]]:
+        """``owners`` and ``gone`` without the messages whose own records show they wrote nothing where the
+        first live update of ``orphan`` stands (write_order.not_owners_at; unchanged when it cannot tell)."""
+        from amqtool.engines.artemis.write_order import not_owners_at
+
+        if not owners and not gone or not self._ordered():
+            return owners, gone
+        at = min(((r.file_index, r.body_offset) for r in self._messages.live if r.id == orphan and r.is_update),
+                 default=None)
+        if at is None:
+            return owners, gone
+        ruled = not_owners_at(self, at, set(owners) | set(gone))
+        return [m for m in owners if m not in ruled], [m for m in gone if m not in ruled]
 
     def acks_without_ref(self) -> list[tuple[int, int]]:
         """Acks of (message, queue) with no ref for that queue and not explained by a damaged ref record

@@ -34,7 +34,7 @@ from amqtool.engines.artemis.message_headers import misread_messages, retyped_me
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
-from amqtool.engines.artemis import journal_crash
+from amqtool.engines.artemis import journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -504,7 +504,7 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
         path, first)
 
 
-_ROOM_ALIGNMENT = 4096  # the largest block start Artemis aligns a reopened file's position to (AIO)
+_ROOM_ALIGNMENT = 4096  # the largest block start Artemis aligns a reopened file's position to (AIO; NIO and MAPPED: 1)
 
 
 def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
@@ -513,8 +513,9 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
 
     ``JournalImpl.switchFileIfNecessary`` opens the next file only for a record that does not fit in the
     current one, and a restart goes on writing at the end of the last valid record of the newest file
-    (``setUpCurrentFile``, aligned to the block size), so a file the broker moved on from has less room left
-    than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
+    (``setUpCurrentFile``, at ``calculateBlockStart``: unmoved by NIO and MAPPED, whose alignment is 1 -- their
+    files' first record follows the 16-byte header -- and aligned by AIO, given up to 4096 bytes here), so a file
+    the broker moved on from has less room left than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
     (the file it leaves is compacted away, and the compactor's last output ends wherever the live data
     ended: its records carry a compactCount above 0, so such a file is not judged here), and so does a
     replication sync (``forceMoveNextFile``), which leaves a clean end, never damaged bytes (this judges a
@@ -538,7 +539,10 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
     if own and own[-1][3] > 0:
         return None  # the compactor's last output
     end = own[-1][1] + own[-1][2] if own else 16
-    free = jf.size - -(-end // _ROOM_ALIGNMENT) * _ROOM_ALIGNMENT
+    # a file whose first record follows its 16-byte header was written unaligned (NIO, MAPPED: getAlignment() is
+    # 1, so calculateBlockStart never moves a reopened file's position), as was the next one (checked above)
+    align = 1 if (own[0][1] if own else first) == 16 else _ROOM_ALIGNMENT
+    free = jf.size - -(-end // align) * align
     return (free, recs[0][2]) if recs[0][2] <= free else None
 
 
@@ -1089,6 +1093,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             for inspector in inspectors:
                 inspector.ledger = ledger
                 inspector.judge(evidence)
+            if results.get("messages") is not None:
+                prepare_mismatch.reweigh(report.findings, results["messages"], evidence)
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
             retyped += strayed_findings(results.get("messages"), evidence)
@@ -1237,14 +1243,17 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"there: {shown}", where, None, {"count": len(requeued), "messageIds": [m for m, _, _ in requeued[:100]]}))
     moved_acks = evidence.moved_acks() if ids_trusted else []
     if moved_acks:
-        shown = ", ".join(f"message {o} on queue {q} (its acknowledgement now names {m})"
-                          for m, q, o in moved_acks[:MAX_LISTED])
+        named: dict[tuple[int, int], list[int]] = {}  # several candidates of one damaged id: one of them
+        for m, q, o in moved_acks:
+            named.setdefault((m, q), []).append(o)
+        shown = ", ".join(f"message {' or '.join(map(str, os))} on queue {q} (its acknowledgement now names {m})"
+                          for (m, q), os in list(named.items())[:MAX_LISTED])
         findings.append(Finding(
             Severity.CRITICAL, "ack-moved",
-            f"{len(moved_acks)} acknowledgement record(s) name a message id with no record, one damaged byte away "
+            f"{len(named)} acknowledgement record(s) name a message id with no record, one damaged byte away "
             f"from a message still on that queue: the broker drops the acknowledgement and delivers the "
             f"acknowledged message again: {shown}", where, None,
-            {"count": len(moved_acks), "messageIds": [o for _, _, o in moved_acks[:100]]}))
+            {"count": len(named), "messageIds": [o for _, _, o in moved_acks[:100]]}))
     acks = sorted(set(evidence.acks_without_ref()) | set(acks_of_unknown_queues(evidence) if ids_trusted else ()))
     if acks:
         shown = ", ".join(f"{m} on queue {q}" for m, q in acks[:MAX_LISTED])

@@ -100,7 +100,10 @@ class _PagingTraffic:
             for _ in range(rng.randrange(1, 5)):
                 self.send_paged(address, ptx)
             self.mw.add_tx(tx, ptx.record_id, R.PAGE_TRANSACTION,
-                           PageTransactionRecord(transaction_id=tx, number_of_messages=len(ptx.messages)).encode())
+                           # the references it paged, as the broker counts them: one per message and queue
+                           # (PagingStoreImpl -> PageTransactionInfo.increment(durableQueues, nonDurableQueues))
+                           PageTransactionRecord(transaction_id=tx,
+                                                 number_of_messages=sum(len(p.queues) for p in ptx.messages)).encode())
             self.mw.commit(tx)
             ptx.state = "committed"
             self.counts["pageTransactions"] += 1

@@ -8,6 +8,11 @@ crash mid-append leaves the last record of the current page cut, or with whole 4
 (``readFromSequentialFile``) stops at the first record whose framing or message does not read, so such damage
 costs exactly that last message: a torn tail, which the rule of issue 25 calls a WARNING.
 
+Nor can a crash tear a record of a transaction the message journal committed or prepared: the broker syncs the
+page before it writes that COMMIT or PREPARE (``PageTimedWriter.addTask`` delays the transaction,
+``processMessages`` writes the page and ``performSync`` -> ``PagingStoreImpl.ioSync`` -> ``Page.sync`` before
+``tx.delayDone`` lets the record be written; Artemis 2.40 on): :func:`synced_tx`.
+
 A crash never leaves a changed bit, nor a zeroed run ending inside a block before bytes that were written: a
 ``{`` or ``}`` that is wrong but not zero, or zero while its block holds written bytes, is damage done after
 the write (proven loss), as is damage with a whole record after it, or on a page that is not the current one
@@ -109,3 +114,21 @@ def _decodes(buf, start: int, end: int) -> bool:
 def _zeros(buf, start: int, size: int) -> bool:
     rest = buf[start:size]
     return rest.count(0) == len(rest)
+
+
+def synced_tx(buf, start: int, size: int, view) -> int | None:
+    """The transaction of the page record at ``start`` when the message journal holds its page transaction
+    committed or prepared (``view``: the paging view of the journals): the page was synced with the record before
+    that COMMIT or PREPARE was written, so no crash tore it. None otherwise (not transactional, its id cut off,
+    or no such transaction)."""
+    from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, PAGE_TX_PREPARED
+
+    if view is None or start + 13 > size:
+        return None
+    tx = int.from_bytes(buf[start + 5:start + 13], "big", signed=True)
+    return tx if view.tx_state(tx) in (PAGE_TX_COMMITTED, PAGE_TX_PREPARED) else None
+
+
+def record_start(buf, size: int, number: int) -> int:
+    """The offset of page record ``number`` (one the framing reads whole)."""
+    return next(off for n, off, _ in PageScanner(buf, size) if n == number)

@@ -26,7 +26,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx
+from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx, synced_refs
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -259,6 +259,7 @@ class PagingVerifier:
         self.not_found = not_found  # page tx -> its paged messages, for transactions with no page-transaction record
         self._stores = stores
         self.prepared_found = prepared  # prepared page tx -> its paged messages the pages hold
+        synced_refs.reweigh(findings, view, stores)  # a torn current page that cut synced records
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -361,7 +362,8 @@ class PagingVerifier:
                 buf = pf.buf
                 if pid == current:
                     last = crash_tail.last_record(buf, pf.size)
-                    if last is not None:
+                    if last is not None and crash_tail.synced_tx(buf, crash_tail.record_start(buf, pf.size, last), pf.size,
+                                                                 view) is None:
                         self.crash_tails[str(path)] = last
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
@@ -403,7 +405,8 @@ class PagingVerifier:
                 is_current = pid == current
                 # the current page by the crash model (paging/crash_tail.py); another page's ending as a crash
                 # would have left it, judged with the counters (_damaged)
-                if crash_tail.last_framing(buf, end) if is_current else _torn_like(buf, end):
+                synced = crash_tail.synced_tx(buf, end.offset, end.size, view) if is_current else None
+                if synced is None and (crash_tail.last_framing(buf, end) if is_current else _torn_like(buf, end)):
                     where = "the current page" if is_current else f"page {pid} (not the current page)"
                     if not is_current:
                         self._damaged.setdefault(ps.address, []).append(str(path))
@@ -412,12 +415,13 @@ class PagingVerifier:
                         f"{left} byte(s) of a partly written record after message {end.records - 1} of {where}: "
                         f"the broker stopped mid-write; it ignores these bytes"
                         + (" and starts a new page" if is_current else ""), str(path), end.offset,
-                        {"page": pid, "messages": end.records, "reason": end.reason}))
+                        {"page": pid, "messages": end.records, "reason": end.reason, "current": is_current}))
                 else:
                     what = {END_BAD_START: "no '{' start marker", END_BAD_END: "no '}' end marker after "
                             f"{end.length} bytes", END_BAD_LENGTH: f"a record length of {end.length}"}[end.reason]
                     gone = after_damage.undelivered_after(buf, pf.size, end, pid, view)
-                    last = is_current and not crash_tail.whole_record_after(buf, end.offset, end.size)
+                    last = is_current and synced is None and not crash_tail.whole_record_after(buf, end.offset,
+                                                                                               end.size)
                     if gone is not None:
                         findings.append(Finding(
                             Severity.WARNING, "page-damaged",
@@ -443,7 +447,10 @@ class PagingVerifier:
                     findings.append(Finding(
                         Severity.CRITICAL, "page-damaged",
                         f"page {pid}: {what} at message {end.records}; the broker stops reading the page there, "
-                        f"so the {left} byte(s) after it (any messages in them) are lost", str(path), end.offset,
+                        f"so the {left} byte(s) after it (any messages in them) are lost"
+                        + (f"; the record is of transaction {synced}, which the message journal holds committed or "
+                           f"prepared: the broker synced the page before writing that, so no crash tore it"
+                           if synced is not None else ""), str(path), end.offset,
                         {"page": pid, "messages": end.records, "reason": end.reason}))
         if undecodable > MAX_LISTED:
             findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
@@ -582,7 +589,8 @@ class PagingVerifier:
         A paged message carries the ids of the queues it was routed to (``PagedMessageImpl.queueIDs``); each
         queue's cursor delivers only the messages naming it (``PageSubscriptionImpl``), and there is no
         checksum. A queue id that no binding holds, one damaged byte away from the one queue of the address
-        whose page counter says more messages are unconsumed than the pages hold, is that queue's id damaged:
+        whose page counter says more messages are unconsumed than the pages hold (queues the message still names
+        left out: ``PostOfficeImpl.route`` routes a message to a queue once), is that queue's id damaged:
         the queue never delivers the message (and the counter counted it when it was paged). Searched only
         for queues whose counter exceeds what the pages hold (a Python read of that address's pages)."""
         view = self.view
@@ -611,8 +619,9 @@ class PagingVerifier:
                         for qid in qids:
                             if qid in view.queues:
                                 continue
-                            owners = [q for q in queues if one_byte_apart(qid, q)]
-                            if (len(owners) == 1 and owners[0] in short and owners[0] not in qids
+                            # a queue the message still names was not the damaged one (routed there once)
+                            owners = [q for q in queues if one_byte_apart(qid, q) and q not in qids]
+                            if (len(owners) == 1 and owners[0] in short
                                     and view.queue_state(owners[0], pid, number) == Q_PENDING):
                                 hits.setdefault(owners[0], []).append((str(path), pid, number, off, mid))
             for q, where in sorted(hits.items()):

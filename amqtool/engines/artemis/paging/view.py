@@ -62,6 +62,7 @@ class PagingJournalView:
     queue_address: dict[int, str] = field(default_factory=dict)  # queue id -> its address (binding record)
     page_tx: set[int] = field(default_factory=set)  # add.transactionID and update.pageTX of surviving 35s
     page_tx_adds: dict[int, tuple[int, int]] = field(default_factory=dict)  # txID -> (record id, numberOfMessages)
+    page_tx_updates: dict[int, int] = field(default_factory=dict)  # pageTX -> sum of its surviving updates' records
     page_tx_prepared: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (prepared)
     # page txID -> numberOfMessages its PAGE_TRANSACTION record (in a prepared transaction) says it paged
     page_tx_prepared_count: dict[int, int] = field(default_factory=dict)
@@ -162,6 +163,8 @@ class PagingJournalView:
             self.page_tx.add(tx)
             if not is_update and n >= 12:
                 self.page_tx_adds[tx] = (rid, _i32(body, 8))
+            elif is_update and n >= 12:
+                self.page_tx_updates[tx] = self.page_tx_updates.get(tx, 0) + _i32(body, 8)
         elif t in (R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE):
             if n < 20:
                 self.undecodable += 1

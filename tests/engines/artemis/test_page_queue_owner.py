@@ -1,0 +1,34 @@
+"""A paged message's queue id damaged (``page-queue-id-damaged``): the queue it was is one of the address's queues
+one damaged byte away that the message no longer names -- a queue it still names was not the damaged one (the
+broker routes a message to a queue once)."""
+from __future__ import annotations
+
+from tests.faults.artemis import delivered
+from tests.faults.model import Fault
+from tests.faults.stores import campaign_demo
+
+
+def test_a_damaged_queue_id_beside_another_queue_of_the_address_is_critical(run_json, tmp_path):
+    # make fuzz seed 5151 (loss/WARNING, demo-s3, seed 5151017457006037): message 569, paged to 'telemetry' for
+    # queues 35 and 37, had its first queue id flipped 35 -> 51 (no binding holds 51). Queue 35 never delivers it,
+    # and verify said WARNING page-counter-mismatch: small ids are all one byte apart, so 51 was one byte from
+    # both 35 and 37, and two owners were no owner -- but the message still names 37.
+    from amqtool.formats.artemis.paging import PagedMessage, scan_page
+
+    store = campaign_demo(tmp_path / "store", 3)
+    folder = next(p for p in (store / "data" / "paging").iterdir()
+                  if (p / "address.txt").read_text().split("\n")[0] == "telemetry")
+    page = folder / "000000002.page"
+    buf = page.read_bytes()
+    recs, _ = scan_page(buf)
+    (n, off, length), = [r for r in recs if r[1] <= 20806 < r[1] + r[2] + 6]
+    m = PagedMessage.decode(buf[off + 5:off + 5 + length])
+    assert (n, m.message_id, m.queue_ids) == (20, 569, (35, 37)) and n < len(recs) - 1  # not the page's end
+    assert buf[20806:20807] == b"\x23"  # the low byte of queue id 35, the first of the two
+    before = delivered(store)
+    Fault("flip", str(page.relative_to(store)), 20806, 0x10).apply(store)
+    assert before.diff(delivered(store))["lost"] == 1
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-queue-id-damaged"]
+    assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
+    assert (f["details"]["queueId"], f["details"]["messageIds"], f["offset"]) == (35, [569], off)
