@@ -527,8 +527,13 @@ class Evidence:
                 return False
         on_q = {o for o in self.messages if q in self._live_queues(o)}
         # an acknowledgement of a message deleted since, its id damaged onto m's: dropped, to no effect
-        moved = [] if self._dead_bit_neighbour(m, on_q) else self._one_byte_neighbours(m, on_q)
-        return bool(moved or self._one_byte_neighbours(q, self._live_queues(m)))
+        dead = self._dead_bit_neighbour(m, on_q)
+        moved = [] if dead else self._one_byte_neighbours(m, on_q)
+        # a queue of m's one byte from q: m's own acknowledgement, its queue id damaged -- unless that reading is
+        # farther than the deleted message one bit away (one bit is nearer than several: requeued_refs weighs so)
+        queues = [x for x in self._one_byte_neighbours(q, self._live_queues(m))
+                  if not dead or bin(x ^ q).count("1") == 1]
+        return bool(moved or queues)
 
     def _dead_bit_neighbour(self, rid: int, live) -> bool:
         """Whether ``rid``, read from a damaged id field, is one flipped bit from an id the journal deleted
