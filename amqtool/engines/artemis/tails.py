@@ -20,7 +20,9 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   So does a queue id that surviving page cursor or page counter records name, with no binding (a queue's
   paging records are deleted before its binding).
   An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
-  never stored (a non-durable message, an id batch left at a restart): that cannot be told.
+  never stored (a non-durable message, an id batch left at a restart): that cannot be told. But one that a
+  transaction whose ROLLBACK survives after the damage was sending held nothing live
+  (:mod:`~amqtool.engines.artemis.rolled_back`).
 * **What later records say of a transaction the damage left open.** A transaction whose first records
   survive before the damage and whose end is nowhere lost its COMMIT or its ROLLBACK there. When a message it
   added (in a surviving record, or in the damaged record's own header) was delivered since -- acknowledged,
@@ -46,6 +48,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
 from amqtool.errors import AmqtoolError, Finding, Severity
 
 _ADDS = (11, 13)  # ADD, ADD_TX
@@ -77,6 +80,9 @@ class Window:
     # open transactions proven committed (a message they added was delivered since), whose discard loses
     # live records: tx id -> the delivered message that proves it
     committed: dict[int, int] = field(default_factory=dict)
+    # ids no surviving record carries that a transaction rolled back after the damage was sending
+    # (rolled_back.py): dead with it, so not counted as unaccounted
+    rolled_back: list[int] = field(default_factory=list)
     # ids of the window that are paged messages' transaction ids with no page-transaction record, where a
     # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
     # consume, which the broker now skips
@@ -90,7 +96,7 @@ class Window:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
                 "unaccountedCount": self.unaccounted_count, "unownedCount": self.unowned_count,
-                "openTransactions": self.open_txs[:100],
+                "openTransactions": self.open_txs[:100], "rolledBackIds": self.rolled_back[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
                 "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
 
@@ -321,6 +327,14 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
+    # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py)
+    if w.unaccounted_count:
+        gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
+                               set(_unaccounted(w, roles, paged, after, before)), before)
+        if gone:
+            w.rolled_back = sorted(gone)
+            w.unaccounted = [x for x in w.unaccounted if x not in gone]
+            w.unaccounted_count -= len(gone)
     # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
     # have been lost here (the broker then rolls it back), or its ROLLBACK
     w.unowned_count = w.unaccounted_count
@@ -513,7 +527,7 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
     if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
-                f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
+                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}the rest stored elsewhere)" if w.size > 0 else
                 "no new id was issued while they were written")
         return Finding(Severity.WARNING, finding.code, head + f": records were lost there, but {what}, so none of "
                        f"them was a live message (acknowledgements or deletes of older messages written there carry "
