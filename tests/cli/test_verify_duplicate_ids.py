@@ -60,3 +60,26 @@ def test_a_duplicate_id_whose_lengths_still_fit_is_no_refusal(run_json, tmp_path
     flip_byte(path, at, n & -n)
     code, doc, _ = run_json("verify", store)
     assert "record-undecodable" not in [f["code"] for f in doc["findings"]]
+
+
+@pytest.fixture(scope="module")
+def demo_s1(tmp_path_factory):
+    from tests.faults.stores import campaign_demo
+
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
+
+
+@pytest.mark.parametrize("seed, label", [(4303012909000201, "record 11 bodysize"), (4303012909000069, "truncation")])
+def test_a_lost_duplicate_id_record_is_critical(demo_s1, seed, label):
+    # Seed 4303, once the truth counted the duplicate-detection cache: 20 loss/WARNING whose only loss was a
+    # DUPLICATE_ID record. Verify weighed that record as bookkeeping (evidence._BOOKKEEPING), harmless; the broker
+    # loads it into the address's cache and accepts a resend without it. The first: one such record of an older
+    # file damaged (damaged-record). The second: a cut of an older file that took a message and the
+    # duplicate-id record of the first message after the cut, whose id (issued after that message's, written
+    # before it) lies just past the window's bound (tails.REORDER).
+    from tests.faults.campaign import reproduce
+    from tests.faults.model import LOSS
+
+    o = reproduce(demo_s1, seed)
+    assert o.fault.label == label
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and o.diff["caches"] == 1
