@@ -485,7 +485,9 @@ def duplicate_ids(messages) -> tuple[Counter, set] | None:
     Why the cache is part of what the broker delivers: an entry lost makes the broker accept a message it would
     have rejected as a duplicate (a resend after a failover, a bridge's retry: delivered twice); an entry brought
     back rejects one it would have accepted. The record id only names the record the broker deletes when the
-    entry leaves the cache: an entry moved to another record id holds the same value (model.classify: moved)."""
+    entry leaves the cache: an entry moved to another record id holds the same value (model.classify: moved).
+    A record loaded twice (a journal file duplicated under another name) is one entry: the cache is keyed by the
+    duplicate id, and holding it twice rejects nothing more."""
     from amqtool.formats.artemis.body_reads import duplicate_id_value
 
     counts: Counter = Counter()
@@ -506,7 +508,7 @@ def duplicate_ids(messages) -> tuple[Counter, set] | None:
     for entries in per_address.values():
         for rid, value in entries[-ID_CACHE_SIZE:]:
             key = (DUPLICATE_IDS, rid, "committed")
-            counts[key] += 1
+            counts[key] = 1
             content.add(key + (value,))
     for tx in messages.prepared:
         for r in tx.records:
@@ -514,7 +516,7 @@ def duplicate_ids(messages) -> tuple[Counter, set] | None:
                 value = duplicate_id_value(messages.body(r))
                 if value is not None:  # (what throws there fails the transaction's load, logged: not a refusal)
                     key = (DUPLICATE_IDS, r.id, "prepared")
-                    counts[key] += 1
+                    counts[key] = 1
                     content.add(key + (value,))
     return counts, content
 
