@@ -9,7 +9,9 @@ takes its id from the ``BatchingIDGenerator`` as it is created, and each message
 (``ServerSessionImpl.send``), so the ids that follow such a transaction's own id, with nothing between but ids of
 its surviving records, ids no surviving record carries and one another, were its sends: rolled back with it.
 (The same run :func:`~amqtool.engines.artemis.tails._owned` reads for a transaction the damage left open; an id
-another record carries in between was issued to something else, and ends the run.)
+another record carries in between was issued to something else, and ends the run.) Not applied while a
+transaction the damage may have left open (no end anywhere) has records before it: two transactions sending at
+once interleave their ids, and whose run an id was cannot be told.
 """
 from __future__ import annotations
 

@@ -336,8 +336,10 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
-    # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py)
-    if w.unaccounted_count:
+    # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py) -- unless a
+    # transaction the damage may have left open was sending too: whose run an id was then cannot be told
+    if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
+                                                               + tx.records_to_delete) for tx in result.failed):
         gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
                                set(_unaccounted(w, roles, paged, after, before)), before)
         if gone:

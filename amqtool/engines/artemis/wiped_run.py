@@ -266,8 +266,11 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
             continue
         else:
             unexplained.add(x)
-    if unexplained:
-        # ids a transaction rolled back after the region was sending: dead with it (rolled_back.py)
+    if unexplained and not any(not tx.prepared and any(
+            r.file_index < index or r.file_index == index and r.body_offset < end for r in tx.records
+            + tx.records_to_delete) for tx in result.failed):
+        # ids a transaction rolled back after the region was sending: dead with it (rolled_back.py) -- unless a
+        # transaction the region may have left open was sending too: whose run an id was then cannot be told
         gone = rolled_back_ids(ledger, opened, (index, end), unexplained, hi)
         w.rolled_back = sorted(gone)
         unexplained -= gone
