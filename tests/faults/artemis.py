@@ -11,7 +11,8 @@ liveness is ``JournalImpl.load`` and whose rows are the broker's refs and acks, 
 proven against the broker-written fixtures by tests/engines/test_export_*.py), read without verify's
 judgement, so that the truth never moves with the verdict it judges. A message whose record does not decode
 gives no rows: the broker cannot load it either. :class:`DeliveredReader` gives the same for a campaign's
-damaged copies, at less cost.
+damaged copies, at less cost. With the rows come the entries of the duplicate-detection caches the broker
+loads from the DUPLICATE_ID records (:func:`duplicate_ids`): losing one makes the broker deliver a duplicate.
 """
 from __future__ import annotations
 
@@ -454,10 +455,13 @@ def _delivered_of(store, loads: dict, message_rows=None) -> Delivered:
     try:
         if any(s.code in _REFUSING for r in loads.values() for s in r.opened.skipped):
             return nothing
-        if _refused(store, loads):
+        caches = duplicate_ids(loads.get("messages"))
+        if caches is None or _refused(store, loads):
             # a whole record the load's decode throws on: no crash leaves that (a torn record ends the
             # scan), so the broker's refusal is never a torn tail's loss (model.classify)
             return Delivered(frozenset(), Counter(), frozenset(), undecodable=True)
+        cached, cache_content = caches
+        content.update(cache_content)
         with _Unjudged(store, ExportOptions(safe=True), loads) as ex:
             rows_b = ex.binding_rows()
             bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
@@ -469,7 +473,68 @@ def _delivered_of(store, loads: dict, message_rows=None) -> Delivered:
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
         return nothing
-    return Delivered(bindings, rows, frozenset(content))
+    return Delivered(bindings, rows, frozenset(content), caches=cached)
+
+
+# -- the duplicate-detection caches ----------------------------------------------------------------------
+
+DUPLICATE_IDS = "duplicate-id"  # the cache kind of Delivered.caches' keys
+ID_CACHE_SIZE = 20000  # id-cache-size: ActiveMQDefaultConfiguration.DEFAULT_ID_CACHE_SIZE
+_DUPLICATE_ID = 37  # JournalRecordIds.DUPLICATE_ID
+
+
+def duplicate_ids(messages) -> tuple[Counter, set] | None:
+    """The entries of the duplicate-detection caches the broker loads from the message journal's load
+    ``messages`` (None: no message journal): ``(counts, content)``, the counts keyed ``(DUPLICATE_IDS, record
+    id, state)`` and the content ``key + ((address, duplicate id),)``. None when the broker does not start.
+
+    What the broker loads (AbstractJournalStorageManager.loadMessageJournal, case DUPLICATE_ID): every live record
+    of user type 37 (an add or an update: each is one entry of the committed list), decoded as
+    ``body_reads.duplicate_id_value`` (a decode that throws is rethrown: the broker does not start), gathered per
+    address into ``duplicateIDMap`` in the list's order. ``PostOfficeJournalLoader.handleDuplicateIds`` hands
+    each address's list to its cache (``PersistentDuplicateIDCache.load``), which keeps the last
+    ``id-cache-size`` entries and deletes the older ones; this assumes the broker's defaults (id-cache-size 20000,
+    persist-id-cache true: a store does not hold its broker's configuration). A DUPLICATE_ID record of a
+    prepared transaction enters the cache when the transaction commits (loadSinglePreparedTransaction:
+    ``DuplicateIDCache.load(tx, id)``): its entry's state is ``prepared``, as a prepared message's rows are.
+
+    Why the cache is part of what the broker delivers: an entry lost makes the broker accept a message it would
+    have rejected as a duplicate (a resend after a failover, a bridge's retry: delivered twice); an entry brought
+    back rejects one it would have accepted. The record id only names the record the broker deletes when the
+    entry leaves the cache: an entry moved to another record id holds the same value (model.classify: moved).
+    A record loaded twice (a journal file duplicated under another name) is one entry: the cache is keyed by the
+    duplicate id, and holding it twice rejects nothing more."""
+    from amqtool.formats.artemis.body_reads import duplicate_id_value
+
+    counts: Counter = Counter()
+    content: set = set()
+    if messages is None:
+        return counts, content
+    live = messages.live
+    find = getattr(live, "indexes_of_types", None)
+    where = (find((_DUPLICATE_ID,)) if find is not None
+             else [i for i, r in enumerate(live) if r.user_record_type == _DUPLICATE_ID])
+    per_address: dict[bytes, list] = {}
+    for i in where:
+        r = live[i]
+        value = duplicate_id_value(messages.body(r))
+        if value is None:
+            return None
+        per_address.setdefault(value[0], []).append((r.id, value))
+    for entries in per_address.values():
+        for rid, value in entries[-ID_CACHE_SIZE:]:
+            key = (DUPLICATE_IDS, rid, "committed")
+            counts[key] = 1
+            content.add(key + (value,))
+    for tx in messages.prepared:
+        for r in tx.records:
+            if r.user_record_type == _DUPLICATE_ID:
+                value = duplicate_id_value(messages.body(r))
+                if value is not None:  # (what throws there fails the transaction's load, logged: not a refusal)
+                    key = (DUPLICATE_IDS, r.id, "prepared")
+                    counts[key] = 1
+                    content.add(key + (value,))
+    return counts, content
 
 
 def _decoded_rows_of(ex) -> Iterator[tuple]:
@@ -573,14 +638,14 @@ def broker_could_write(root: Path) -> str:
     or as a compaction begins: not after the compactor's output, nor with .cmp files left by a compaction running at
     a crash; a freed file's id may lie between); a commit whose count does not match; a reference, acknowledgement
     or update of a message with no message record that was never deleted; an acknowledgement without its reference;
-    an open transaction whose id is a live record's; a reference to a queue the bindings do not hold; a bindings
-    record that does not decode, or of a type Artemis does not write there; a live large message without its file;
-    a page whose framing ends in damage (but the current page's tail as a crash leaves it: torn_write.py) or whose
-    message does not decode; a paged
-    message naming a queue id past every id the journals issued; a cursor acknowledgement past its address's
-    current page; a queue whose page counter exceeds the messages its pages still hold; a bindings journal
-    without its message journal beside page files holding messages or large-message bodies (alone, it is what a
-    bindings directory copied by itself gives)."""
+    a duplicate-id record that does not decode; an open transaction whose id is a live record's; a reference to a
+    queue the bindings do not hold; a bindings record that does not decode, or of a type Artemis does not write
+    there; a live large message without its file; a page whose framing ends in damage (but the current page's tail
+    as a crash leaves it: torn_write.py) or whose message does not decode; a paged message naming a queue id past
+    every id the journals issued; a cursor acknowledgement past its address's current page; a queue whose page
+    counter exceeds the messages its pages still hold; a bindings journal without its message journal beside page
+    files holding messages or large-message bodies (alone, it is what a bindings directory copied by itself
+    gives)."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -655,6 +720,8 @@ def broker_could_write(root: Path) -> str:
         state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
         if state.problems:
             return f"record {state.problems[0].record_id} does not decode"
+        if duplicate_ids(results.get("messages")) is None:
+            return "a duplicate-id record that does not decode (the broker's own load throws on it)"
         if results.get("bindings") is not None:
             from amqtool.formats.artemis.bindings_load import LOAD_TYPES
 

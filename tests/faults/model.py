@@ -29,9 +29,9 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
     record that does not fit; the compactor's last output excepted);
   - no commit whose record count does not match;
   - no reference, acknowledgement or update of a message with no message record that was never deleted, no
-    acknowledgement without its reference, no open transaction whose id is a live record's, no reference to a
-    queue the bindings do not hold, no bindings record that does not decode or is of a type Artemis does not
-    write there, no live large message without its file;
+    acknowledgement without its reference, no duplicate-id record that does not decode, no open transaction
+    whose id is a live record's, no reference to a queue the bindings do not hold, no bindings record that does
+    not decode or is of a type Artemis does not write there, no live large message without its file;
   - no page whose framing ends in damage but the current page's tail as a crash leaves it, no paged message that does not decode
     or names a queue id past every id the journals issued, no cursor acknowledgement past its address's
     current page, no queue whose page counter exceeds the messages its pages still hold.
@@ -42,13 +42,19 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
 
 Rows that only moved to another message id (the same queues, states and content: a paged message's id field
 changed, which nothing refers to) are ``content``.
+
+What the broker delivers includes what it will refuse: the duplicate-detection cache it loads from the store
+(Artemis: the DUPLICATE_ID records, :class:`Delivered`'s ``caches``). An entry lost is a message the broker
+will accept again (a duplicate delivered twice), so it counts as a row lost; an entry's value changed (the
+address or the id bytes: no checksum) is ``content``; the same entry under another record id is ``content``
+too (the cache holds the same value).
 """
 from __future__ import annotations
 
 import os
 import shutil
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -132,7 +138,12 @@ def _write_at(p: Path, offset: int, data: bytes) -> None:
 @dataclass(frozen=True)
 class Delivered:
     """What the broker delivers from a store: binding rows, and per (queue, message id, transaction state)
-    a digest of the row's content (body, properties, counts)."""
+    a digest of the row's content (body, properties, counts); and what else the broker holds from the store
+    that decides what it accepts next: the entries of its duplicate-detection caches (``caches``, keyed
+    ``(kind, record id, state)``, their content digests in ``content`` as ``key + (digest,)``: see
+    tests/faults/artemis.py, ``duplicate_ids``). A cache entry lost lets the broker accept again a message it
+    would have rejected as a duplicate, one brought back rejects a message it would have accepted: each counts
+    as a row lost or brought back; a changed value is a content change."""
 
     bindings: frozenset
     rows: Counter  # (queue, message id, state) -> count
@@ -141,18 +152,30 @@ class Delivered:
     # True: the broker does not start because a whole record its load decodes does not decode (nothing is
     # delivered); a crash tears a record's end, which the scan stops at, so this is never a torn tail
     undecodable: bool = False
+    caches: Counter = field(default_factory=Counter)  # (cache kind, record id, state) -> count
+
+    def held(self) -> Counter:
+        """The rows and the cache entries (their keys never coincide: a row's queue is an id, a cache's kind a
+        name)."""
+        return self.rows + self.caches if self.caches else self.rows
 
     def diff(self, other: "Delivered") -> dict:
-        lost = self.rows - other.rows
-        back = other.rows - self.rows
-        return {"lost": sum(lost.values()), "back": sum(back.values()),
-                "bindings": len(self.bindings ^ other.bindings),
-                "content": len(self.content ^ other.content)}
+        mine, theirs = self.held(), other.held()
+        lost = mine - theirs
+        back = theirs - mine
+        out = {"lost": sum(lost.values()), "back": sum(back.values()),
+               "bindings": len(self.bindings ^ other.bindings),
+               "content": len(self.content ^ other.content)}
+        cached = (self.caches - other.caches) + (other.caches - self.caches)
+        if cached:  # of lost + back, the cache entries (named only when there are some)
+            out["caches"] = sum(cached.values())
+        return out
 
 
 def _moved(pristine: Delivered, damaged: Delivered) -> bool:
-    """Whether the rows lost and the rows brought back are the same rows under other message ids."""
-    lost, back = pristine.rows - damaged.rows, damaged.rows - pristine.rows
+    """Whether the rows lost and the rows brought back are the same rows under other message ids (or the same
+    cache entries under other record ids)."""
+    lost, back = pristine.held() - damaged.held(), damaged.held() - pristine.held()
     if not lost or sum(lost.values()) != sum(back.values()):
         return False
 

@@ -47,9 +47,11 @@ def refs_before_their_add(ev, pairs: set[tuple[int, int]]) -> set[tuple[int, int
     under a damaged message id: an ADD_REF of (id, queue) written before any ADD of that id -- which no broker
     writes (a reference follows its message: ``storeMessage``, then ``storeReference``), so its id was
     damaged -- where the pair's message, added before it, is the one message one flipped bit away that could
-    own it (routed to that queue's address, no reference there). A rescan of
+    own it (routed to that queue's address, no reference there); with none one bit away, the one such message
+    one damaged byte away (several bits of one byte: a random byte). A rescan of
     the messages journal's files, done only for acknowledgements without their reference (damage)."""
     from amqtool import native
+    from amqtool.formats.damage import byte_variants
 
     from amqtool.engines.artemis.write_order import compacted
 
@@ -67,6 +69,8 @@ def refs_before_their_add(ev, pairs: set[tuple[int, int]]) -> set[tuple[int, int
                 added.add(rid)
             elif t in (12, 14) and utype == 32 and body_len == 8 and rid not in added:
                 near = {rid ^ (1 << k) for k in range(63)} & added
+                if not near & wanted:
+                    near = {c for c in byte_variants(rid) if c in added}
                 if near & wanted:
                     start = off + fixed_size(t, jf.version) - 4
                     early.append((rid, int.from_bytes(data[start:start + 8], "big", signed=True), near))

@@ -35,9 +35,11 @@ _NO_ID = (17, 18, 19)
 _BODY = (10, 11, 12, 13, 14, 15)
 MESSAGE_TYPES = (R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL, R.ADD_LARGE_MESSAGE)
 BINDING_TYPES = (R.QUEUE_BINDING_RECORD, R.ADDRESS_BINDING_RECORD)
-# records whose loss changes no message the broker delivers: duplicate-id cache, heuristic completions, page
-# counters (rebuilt from the pages at start since 2.27, and never what is delivered)
-_BOOKKEEPING = frozenset({R.DUPLICATE_ID, R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
+# records whose loss changes no message the broker delivers: heuristic completions, page counters (rebuilt from
+# the pages at start since 2.27, and never what is delivered). Not a DUPLICATE_ID: loadMessageJournal loads each
+# live one into its address's duplicate-detection cache (PostOfficeJournalLoader.handleDuplicateIds), and without
+# it the broker accepts again a message it would have rejected as a duplicate (:meth:`Evidence._duplicate_id_lost`)
+_BOOKKEEPING = frozenset({R.HEURISTIC_COMPLETION, R.PAGE_CURSOR_COUNTER_VALUE,
                           R.PAGE_CURSOR_COUNTER_INC, R.PAGE_CURSOR_PENDING_COUNTER})
 # the records that name paged messages: a page transaction, a cursor's acknowledgement, a cursor's completed page
 _PAGE_RECORDS = frozenset({R.PAGE_TRANSACTION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE})
@@ -556,8 +558,13 @@ class Evidence:
                 return False
         on_q = {o for o in self.messages if q in self._live_queues(o)}
         # an acknowledgement of a message deleted since, its id damaged onto m's: dropped, to no effect
-        moved = [] if self._dead_bit_neighbour(m, on_q) else self._one_byte_neighbours(m, on_q)
-        return bool(moved or self._one_byte_neighbours(q, self._live_queues(m)))
+        dead = self._dead_bit_neighbour(m, on_q)
+        moved = [] if dead else self._one_byte_neighbours(m, on_q)
+        # a queue of m's one byte from q: m's own acknowledgement, its queue id damaged -- unless that reading is
+        # farther than the deleted message one bit away (one bit is nearer than several: requeued_refs weighs so)
+        queues = [x for x in self._one_byte_neighbours(q, self._live_queues(m))
+                  if not dead or bin(x ^ q).count("1") == 1]
+        return bool(moved or queues)
 
     def _dead_bit_neighbour(self, rid: int, live) -> bool:
         """Whether ``rid``, read from a damaged id field, is one flipped bit from an id the journal deleted
@@ -642,6 +649,8 @@ class Evidence:
                 return LOSS if self._live_queues(rid) else HARMLESS
             if rec.user_type in _BOOKKEEPING:
                 return HARMLESS
+            if rec.user_type == R.DUPLICATE_ID:
+                return self._duplicate_id_lost(rid)
             if self._deleted_later(rid):
                 return HARMLESS
             return self._page_tx_effect(rec) or UNKNOWN
@@ -659,6 +668,13 @@ class Evidence:
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
         return self._page_tx_effect(rec) or UNKNOWN
+
+    def _duplicate_id_lost(self, rid: int) -> str:
+        """What losing the DUPLICATE_ID record ``rid`` costs: its entry in the duplicate-detection cache the
+        broker loads (``loadMessageJournal``, case DUPLICATE_ID; ``PersistentDuplicateIDCache.load``), so a resend
+        it would have rejected is accepted, delivered twice -- unless a DELETE of it survives (the cache evicted
+        it: ``deleteDuplicateID``) or the record is live anyway."""
+        return HARMLESS if rid in self.live_ids or self._deleted_later(rid) else LOSS
 
     def live_queues(self, mid: int) -> set[int]:
         """The queues still holding message ``mid`` (its refs without an ack)."""
@@ -706,6 +722,8 @@ class Evidence:
                 effect = LOSS if self._live_queues(rid) else HARMLESS
             elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
                 effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
+            elif t == ADD_TX and rec.user_type == R.DUPLICATE_ID:
+                effect = self._duplicate_id_lost(rid)
             elif self._deleted_later(rid):
                 effect = HARMLESS
             else:

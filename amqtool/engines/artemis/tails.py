@@ -20,7 +20,9 @@ gone with their bytes, but the store keeps two kinds of evidence about them:
   So does a queue id that surviving page cursor or page counter records name, with no binding (a queue's
   paging records are deleted before its binding).
   An id no surviving record carries may have been a live record lost here -- or an id the broker issued and
-  never stored (a non-durable message, an id batch left at a restart): that cannot be told.
+  never stored (a non-durable message, an id batch left at a restart): that cannot be told. But one that a
+  transaction whose ROLLBACK survives after the damage was sending held nothing live
+  (:mod:`~amqtool.engines.artemis.rolled_back`).
 * **What later records say of a transaction the damage left open.** A transaction whose first records
   survive before the damage and whose end is nowhere lost its COMMIT or its ROLLBACK there. When a message it
   added (in a surviving record, or in the damaged record's own header) was delivered since -- acknowledged,
@@ -46,6 +48,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
 from amqtool.errors import AmqtoolError, Finding, Severity
 
 _ADDS = (11, 13)  # ADD, ADD_TX
@@ -55,6 +58,7 @@ _NO_ID = (17, 18, 19)
 _DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT: written only for a message delivered
 _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 MAX_WINDOW = 1 << 16  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
+REORDER = 2  # ids past the window's upper bound taken too (a duplicate-id record: see lost_window)
 MAX_LISTED = 20
 
 
@@ -77,6 +81,9 @@ class Window:
     # open transactions proven committed (a message they added was delivered since), whose discard loses
     # live records: tx id -> the delivered message that proves it
     committed: dict[int, int] = field(default_factory=dict)
+    # ids no surviving record carries that a transaction rolled back after the damage was sending
+    # (rolled_back.py): dead with it, so not counted as unaccounted
+    rolled_back: list[int] = field(default_factory=list)
     # ids of the window that are paged messages' transaction ids with no page-transaction record, where a
     # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
     # consume, which the broker now skips
@@ -90,7 +97,7 @@ class Window:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
                 "unaccountedCount": self.unaccounted_count, "unownedCount": self.unowned_count,
-                "openTransactions": self.open_txs[:100],
+                "openTransactions": self.open_txs[:100], "rolledBackIds": self.rolled_back[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
                 "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
 
@@ -265,8 +272,8 @@ def _unaccounted(w: Window, roles: dict, paged: set, after: int, before: int):
     """Every id of the window no surviving record carries (``w.unaccounted`` keeps the first 100 only)."""
     if w.unaccounted_count == len(w.unaccounted):
         return iter(w.unaccounted)
-    return (x for x in range(after + 1, before) if not roles.get(x, set()) & {"add", "tx", "delete", "update", "msg",
-                                                                                   "queue"} and x not in paged)
+    carried = {"add", "tx", "delete", "update", "msg", "queue"}
+    return (x for x in range(after + 1, before + REORDER + 1) if not roles.get(x, set()) & carried and x not in paged)
 
 
 def _owned(ledger: IdLedger, txs: list, unaccounted: set[int], before: int) -> set[int]:
@@ -299,9 +306,17 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     roles = ledger.roles(after, before)
     # the pages are read only when the journals leave an id of the window unexplained
     stored = {"add", "delete", "update", "tx"}
-    paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in range(after + 1, before)) else set()
-    for x in range(after + 1, before):
+    # and the REORDER ids just past the bound: a message's DUPLICATE_ID record takes its id after the message's
+    # (DuplicateIDCache.addToCache, as PostOfficeImpl routes it) but is written before it, so the record of the
+    # first message after the damage may have been lost there (wiped_run.py reads its windows so)
+    ahead = range(before + 1, before + REORDER + 1)
+    roles.update(ledger.roles(before, before + REORDER + 1))
+    ids = [*range(after + 1, before), *ahead]
+    paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in ids) else set()
+    for x in ids:
         r = roles.get(x, set())
+        if x in ahead and r:
+            continue  # past the bound, only an id no surviving record carries is counted
         if "add" in r or "tx" in r or x in paged:
             continue  # stored elsewhere: not lost here
         if "delete" in r:
@@ -321,6 +336,16 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
+    # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py) -- unless a
+    # transaction the damage may have left open was sending too: whose run an id was then cannot be told
+    if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
+                                                               + tx.records_to_delete) for tx in result.failed):
+        gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
+                               set(_unaccounted(w, roles, paged, after, before)), before)
+        if gone:
+            w.rolled_back = sorted(gone)
+            w.unaccounted = [x for x in w.unaccounted if x not in gone]
+            w.unaccounted_count -= len(gone)
     # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
     # have been lost here (the broker then rolls it back), or its ROLLBACK
     w.unowned_count = w.unaccounted_count
@@ -513,7 +538,7 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
     if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
-                f"deleted since: a DELETE survives; the rest stored elsewhere)" if w.size > 0 else
+                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}the rest stored elsewhere)" if w.size > 0 else
                 "no new id was issued while they were written")
         return Finding(Severity.WARNING, finding.code, head + f": records were lost there, but {what}, so none of "
                        f"them was a live message (acknowledgements or deletes of older messages written there carry "

@@ -38,6 +38,7 @@ from amqtool.engines.artemis import journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
+from amqtool.engines.artemis.retyped_dupids import retyped_duplicate_id_finding
 from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.open_strays import strayed_findings
 from amqtool.engines.artemis.unknown_commits import committed_open_tx
@@ -1307,6 +1308,9 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     short = short_record_finding(results.get("messages"), evidence.have_bindings)
     if short is not None:
         findings.append(short)
+    retyped_dup = retyped_duplicate_id_finding(results.get("messages"), evidence.have_bindings)
+    if retyped_dup is not None:
+        findings.append(retyped_dup)
     if evidence.bad_refs:
         r = evidence.bad_refs[0]
         findings.append(Finding(

@@ -41,6 +41,7 @@ import struct
 from dataclasses import dataclass, field
 
 from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, Rebuilt, _plausible
+from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
 from amqtool.formats.artemis.records import fixed_size
 
 _ADDS = (11, 13)
@@ -68,6 +69,7 @@ class RunWindow:
     deleted: list[int] = field(default_factory=list)
     live: list[int] = field(default_factory=list)
     unaccounted: list[int] = field(default_factory=list)
+    rolled_back: list[int] = field(default_factory=list)  # ids a transaction rolled back after it was sending
     open_txs: list[int] = field(default_factory=list)
     open_effect: str = HARMLESS
     committed: dict[int, int] = field(default_factory=dict)
@@ -87,7 +89,7 @@ class RunWindow:
     def to_json(self) -> dict:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
-                "openTransactions": self.open_txs[:100],
+                "rolledBackIds": self.rolled_back[:100], "openTransactions": self.open_txs[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
                 "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
 
@@ -98,7 +100,7 @@ class RunWindow:
         if self.effect == HARMLESS:
             return (f"records were lost there{head}, but every new id issued while they "
                     f"were written ({span}) is accounted for ({len(self.deleted)} deleted since: a DELETE survives; "
-                    f"the rest stored elsewhere), so none of them was a live message (acknowledgements or deletes "
+                    f"{rolled_clause(self.rolled_back)}the rest stored elsewhere), so none of them was a live message (acknowledgements or deletes "
                     f"of older messages written there carry no new id and cannot be seen)")
         why = []
         if self.head_effect == LOSS:
@@ -264,6 +266,14 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
             continue
         else:
             unexplained.add(x)
+    if unexplained and not any(not tx.prepared and any(
+            r.file_index < index or r.file_index == index and r.body_offset < end for r in tx.records
+            + tx.records_to_delete) for tx in result.failed):
+        # ids a transaction rolled back after the region was sending: dead with it (rolled_back.py) -- unless a
+        # transaction the region may have left open was sending too: whose run an id was then cannot be told
+        gone = rolled_back_ids(ledger, opened, (index, end), unexplained, hi)
+        w.rolled_back = sorted(gone)
+        unexplained -= gone
     if unexplained and ledger.view is not None:
         for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
             if acked and pending:

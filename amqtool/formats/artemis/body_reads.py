@@ -17,7 +17,8 @@ fails and the broker does not start. The layouts, from the decoders:
 * PAGE_CURSOR_COUNTER_INC (``PageCountRecordInc``): queue id, value (long, int), then the same optional long;
 * PAGE_CURSOR_PENDING_COUNTER (``PageCountPendingImpl``): queue id, page id (long, long).
 
-Messages, large messages, duplicate ids and heuristic completions are variable-length and judged elsewhere.
+Messages, large messages and heuristic completions are variable-length and judged elsewhere; a DUPLICATE_ID
+(``DuplicateIDEncoding``) is read here as the load reads it (:func:`duplicate_id_value`).
 """
 from __future__ import annotations
 
@@ -40,3 +41,19 @@ def reads_past_body(user_record_type: int, body_len: int) -> bool:
     if body_len < need:
         return True
     return user_record_type in OPTIONAL_LONG and need < body_len < need + 8
+
+
+def duplicate_id_value(body: bytes) -> tuple[bytes, bytes] | None:
+    """``(address, duplicate id)`` of a DUPLICATE_ID record's body as ``DuplicateIDEncoding.decode`` reads it, or
+    None where that decode throws. The address is ``SimpleString.readSimpleString``: an i32 length then as many
+    raw bytes (not checked as UTF-16: the load keys its map by the bytes), throwing on a negative length
+    (NegativeArraySizeException) or one past the body (IndexOutOfBoundsException); then an i32 ``n`` and ``n``
+    bytes (``new byte[n]``, ``readBytes``), with the same failures. Bytes after them are not read."""
+    size = len(body)
+    n = int.from_bytes(body[0:4], "big", signed=True) if size >= 4 else -1
+    if n < 0 or 4 + n + 4 > size:
+        return None
+    m = int.from_bytes(body[4 + n:8 + n], "big", signed=True)
+    if m < 0 or 8 + n + m > size:
+        return None
+    return bytes(body[4:4 + n]), bytes(body[8 + n:8 + n + m])
