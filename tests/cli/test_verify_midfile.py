@@ -192,14 +192,17 @@ def test_a_damaged_reference_id_is_not_owned_by_a_message_added_after_it(run_jso
     assert (code, doc["verdict"]) == (0, "OK")
 
 
-def test_a_zeroed_run_with_room_for_an_older_message_s_ack_and_delete_stays_critical(run_json, tmp_path, demos):
+def test_a_zeroed_run_with_room_for_an_older_message_s_ack_and_delete_is_a_warning_that_says_so(run_json,
+                                                                                                 tmp_path, demos):
     # campaign seed 6160018480000047: 4096 bytes zeroed from inside message 135's ADD; every new id of the run
     # (135-138) was deleted since, but among the wiped records were the delivery count, acknowledgement and
     # DELETE of message 112 (an older message, no new id): it comes back. The run's bytes hold more than the
-    # head's references and one add, so no id can account for them: CRITICAL
+    # head's references and one add, so no id can account for them. That room alone was CRITICAL; zeroed runs
+    # leaving only room were unchanged stores 37 times against 18 losses over the real JournalImpl stores (8
+    # against 1 on the demos, make fuzz seed 5151): a WARNING that names the room (wiped_run.run_finding)
     store = copy_tree(demos(1), tmp_path / "s")
     _zero(store / "data/journal/activemq-data-4.amq", 24901, 4096)
     code, doc, _ = run_json("verify", store)
-    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert (code, doc["verdict"]) == (1, "WARNING")
     (f,) = _damaged(doc)
-    assert f["severity"] == "critical" and "leave room for records no id shows" in f["message"]
+    assert f["severity"] == "warning" and "leave room for records no id shows" in f["message"]

@@ -33,7 +33,8 @@ region is not: it carries an older id, which the window cannot see.
 When every new id of the window is accounted for (deleted since or stored elsewhere), the head's record changes
 nothing and no transaction the run may have ended held anything live, the region held no live message: a
 warning. What no id shows -- acknowledgements or deletes of older messages written there -- is said in the
-finding, as for a damaged tail.
+finding, as for a damaged tail: when the region's bytes leave room for such records (:func:`_filled`) the loss
+of one of them cannot be told, and it stays a warning by the odds (see :func:`run_finding`).
 """
 from __future__ import annotations
 
@@ -77,6 +78,14 @@ class RunWindow:
     # whether the region's bytes are accounted for record by record (_filled): no room left for a record no id
     # shows (an acknowledgement or delete of an older message)
     filled: bool = False
+
+    @property
+    def room_only(self) -> bool:
+        """Whether the only thing left untold is the room the region's bytes leave for records no id shows
+        (acknowledgements or deletes of older messages): every new id accounted for, no transaction the run may
+        have ended holding anything live, the head's record harmless."""
+        return (self.effect == UNKNOWN and not self.unaccounted and self.open_effect == HARMLESS
+                and self.head_effect == HARMLESS and not self.filled)
 
     @property
     def effect(self) -> str:
@@ -361,8 +370,9 @@ def _open_transactions(w: RunWindow, ledger, result, index: int, end: int, evide
 
 def run_finding(ledger, result, path: str, first: int, end: int, region, evidence, effect_of, deleted):
     """The ``damaged-record`` finding of the region ``[first, end)`` of the file at ``path`` judged by
-    :func:`run_window`: a warning when it shows the region held nothing live, CRITICAL otherwise; None when no
-    window bounds the region (the caller's finding stands)."""
+    :func:`run_window`: a warning when it shows the region held nothing live, or when only the room its bytes
+    leave for records no id shows is untold (:attr:`RunWindow.room_only`), CRITICAL otherwise; None when no window
+    bounds the region (the caller's finding stands)."""
     from amqtool.errors import Finding, Severity
 
     if ledger is None or region is None:
@@ -371,7 +381,10 @@ def run_finding(ledger, result, path: str, first: int, end: int, region, evidenc
     w = run_window(ledger, result, index, first, end, region, evidence, effect_of, deleted)
     if w is None:
         return None
-    harmless = w.effect == HARMLESS
-    return Finding(Severity.WARNING if harmless else Severity.CRITICAL, "damaged-record",
+    # Room alone is a warning: zeroing runs inside older files wherever nothing else was untold, the room held
+    # what the broker delivers 18 times against 37 unchanged stores over the 33 JournalImpl stores of
+    # /work/artemis-fresh (30 runs a store) and once against 8 on the demos: by the odds, nothing live
+    warn = w.effect == HARMLESS or w.room_only
+    return Finding(Severity.WARNING if warn else Severity.CRITICAL, "damaged-record",
                    f"{end - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
                    + w.describe(), path, first, {"nextValidRecord": end, "lostIds": w.to_json()})

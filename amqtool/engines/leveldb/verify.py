@@ -247,8 +247,9 @@ def _judge_skipped(st: LevelDBState, findings: list) -> None:
         if was is None or skipping_changes(st, pos, was):
             continue
         findings[i] = Finding(W, g.code, f"a record of kind {kind & 0xFF}, which the store never writes: the "
-                              f"replay skips it; it was written as {L.kind_name(was)} (its kind byte is damaged), and "
-                              "the index the replay recovers reads the same without it", g.path, g.offset, {"kind": kind & 0xFF, "writtenAs": L.kind_name(was)})
+                              f"replay skips it; it was written as {L.kind_name(was)} (its kind byte is damaged), "
+                              "and the index the replay recovers reads the same without it", g.path, g.offset,
+                              {"kind": kind & 0xFF, "writtenAs": L.kind_name(was)})
 
 
 def _is_message(data) -> bool:
