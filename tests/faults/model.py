@@ -38,7 +38,8 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
   What this leaves is loss no reader of the store can see: an acknowledgement's message id moved onto another
   message routed to the same queue; the whole newest or oldest file (or page) gone when nothing later refers
   to it; the message journal of a store with no page file holding messages and no large-message body (a
-  bindings directory copied alone reads the same); a queue binding's id moved to an unused id. man/amqtool-verify.1, "What verify cannot see", says so.
+  bindings directory copied alone reads the same); a queue binding's id moved to an unused id.
+  man/amqtool-verify.1, "What verify cannot see", says so.
 
 Rows that only moved to another message id (the same queues, states and content: a paged message's id field
 changed, which nothing refers to) are ``content``.

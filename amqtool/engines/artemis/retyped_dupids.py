@@ -59,4 +59,5 @@ def retyped_duplicate_id_finding(result, have_bindings: bool) -> Finding | None:
         f"{len(found)} live record(s) whose body is a duplicate-detection entry (DuplicateIDEncoding) carry a user "
         f"record type one bit from DUPLICATE_ID (37): the type byte was damaged, the broker does not load the entry "
         f"into its duplicate-id cache and accepts again a message it would have rejected as a duplicate: {shown}",
-        str(result.files[r.file_index].path), r.body_offset, {"count": len(found), "recordIds": [x.id for x in found[:100]]})
+        str(result.files[r.file_index].path), r.body_offset,
+        {"count": len(found), "recordIds": [x.id for x in found[:100]]})

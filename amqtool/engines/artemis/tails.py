@@ -538,8 +538,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
     if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
-                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}the rest stored elsewhere)" if w.size > 0 else
-                "no new id was issued while they were written")
+                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}the rest stored elsewhere)"
+                if w.size > 0 else "no new id was issued while they were written")
         return Finding(Severity.WARNING, finding.code, head + f": records were lost there, but {what}, so none of "
                        f"them was a live message (acknowledgements or deletes of older messages written there carry "
                        f"no new id and cannot be seen)", finding.path, finding.offset, details)

@@ -516,7 +516,8 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
     current one, and a restart goes on writing at the end of the last valid record of the newest file
     (``setUpCurrentFile``, at ``calculateBlockStart``: unmoved by NIO and MAPPED, whose alignment is 1 -- their
     files' first record follows the 16-byte header -- and aligned by AIO, given up to 4096 bytes here), so a file
-    the broker moved on from has less room left than the next file's first record needs -- unless the move was forced: a compaction starts by moving on
+    the broker moved on from has less room left than the next file's first record needs -- unless the move was
+    forced: a compaction starts by moving on
     (the file it leaves is compacted away, and the compactor's last output ends wherever the live data
     ended: its records carry a compactCount above 0, so such a file is not judged here), and so does a
     replication sync (``forceMoveNextFile``), which leaves a clean end, never damaged bytes (this judges a

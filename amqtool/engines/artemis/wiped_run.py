@@ -109,8 +109,9 @@ class RunWindow:
         if self.effect == HARMLESS:
             return (f"records were lost there{head}, but every new id issued while they "
                     f"were written ({span}) is accounted for ({len(self.deleted)} deleted since: a DELETE survives; "
-                    f"{rolled_clause(self.rolled_back)}the rest stored elsewhere), so none of them was a live message (acknowledgements or deletes "
-                    f"of older messages written there carry no new id and cannot be seen)")
+                    f"{rolled_clause(self.rolled_back)}the rest stored elsewhere), so none of them was a live "
+                    f"message (acknowledgements or deletes of older messages written there carry no new id and "
+                    f"cannot be seen)")
         why = []
         if self.head_effect == LOSS:
             why.append(f"the first, {_name(self.head)}, is lost with them")

@@ -40,8 +40,8 @@ def replayed_records(d, last_update: tuple, indexed: dict | None, tx_in_progress
     """``(inert, other, sources)`` for the records after ``last_update`` ((file id, offset)) in store
     directory ``d``: how many are the ack compaction's marker or forwarded acks whose replay leaves the index
     as it is, whether any is anything else (1: the walk stops at the first such record, 0: none), and the
-    source file ids of the compaction files holding the inert ones. ``indexed``: db.data's destinations (indexed.read_indexed), None when it does not read (no ack is
-    then known inert); ``tx_in_progress``: the index names a first in-progress transaction."""
+    source file ids of the compaction files holding the inert ones. ``indexed``: db.data's destinations
+    (indexed.read_indexed), None when it does not read (no ack is then known inert); ``tx_in_progress``: the index names a first in-progress transaction."""
     inert = other = 0
     sources: list = []
     forwarded_inert = inert_ack(indexed, tx_in_progress)

@@ -28,8 +28,9 @@ MAX_LISTED = 20
 
 def refs_missing(view, stores) -> dict[int, tuple[int, int]]:
     """Committed (or prepared) page transaction -> (how many references its add counts beyond those its messages
-    in the pages of ``stores`` name, how many it counts) (see the module's docstring for which transactions are counted; a Python read of every
-    page, done only to judge a torn current page). Empty when a page cannot be read."""
+    in the pages of ``stores`` name, how many it counts) (see the module's docstring for which transactions are
+    counted; a Python read of every page, done only to judge a torn current page). Empty when a page cannot be
+    read."""
     from amqtool.engines.artemis.paging.stores import PageFile
     from amqtool.formats.artemis.paging import PageSummaries
 
@@ -88,7 +89,7 @@ def reweigh(findings: list[Finding], view, stores) -> None:
         shown = ", ".join(f"{tx} ({short[tx][0]} reference(s))" for tx in sorted(here)[:MAX_LISTED])
         findings[i] = Finding(
             Severity.CRITICAL, f.code,
-            f.message + f"; but committed or prepared page transaction(s) {shown} of this address name fewer references in its "
-            f"pages than their record counts: the broker synced the page before committing them, so the cut took "
+            f.message + f"; but committed or prepared page transaction(s) {shown} of this address name fewer "
+            f"references in its pages than their record counts: the broker synced the page before committing them, so the cut took "
             f"records no crash tears, and their messages are lost", f.path, f.offset,
             {**(f.details or {}), "pageTransactionsShort": {str(tx): short[tx][0] for tx in sorted(here)[:100]}})

@@ -362,8 +362,8 @@ class PagingVerifier:
                 buf = pf.buf
                 if pid == current:
                     last = crash_tail.last_record(buf, pf.size)
-                    if last is not None and crash_tail.synced_tx(buf, crash_tail.record_start(buf, pf.size, last), pf.size,
-                                                                 view) is None:
+                    start = crash_tail.record_start(buf, pf.size, last) if last is not None else None
+                    if last is not None and crash_tail.synced_tx(buf, start, pf.size, view) is None:
                         self.crash_tails[str(path)] = last
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
