@@ -41,3 +41,23 @@ def byte_variants(rid: int) -> Iterator[int]:
         for v in range(256):
             if v != own:
                 yield signed64(base | (v << shift))
+
+
+class ByteNeighbours:
+    """The ids of a set one damaged byte from a given id, found by eight lookups instead of enumerating the
+    8 x 255 :func:`byte_variants` of every id of the set (judges ask it of every record of a journal)."""
+
+    def __init__(self, ids):
+        self._order: dict[int, int] = {}
+        self._by_rest: dict[tuple[int, int], list[int]] = {}
+        for i, x in enumerate(ids):
+            self._order[x] = i
+            u = x & _MASK
+            for b in range(8):
+                self._by_rest.setdefault((b, u & ~(0xFF << (8 * b))), []).append(x)
+
+    def of(self, rid: int) -> list[int]:
+        """The ids of the set that differ from ``rid`` in exactly one byte, in the set's order."""
+        u = rid & _MASK
+        out = [x for b in range(8) for x in self._by_rest.get((b, u & ~(0xFF << (8 * b))), ()) if x != rid]
+        return sorted(out, key=self._order.__getitem__)

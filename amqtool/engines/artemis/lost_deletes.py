@@ -90,11 +90,12 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     the orphan id in its file (see the module docstring). Rescans the journal's files; [] for more than
     ``max_orphans`` orphan ids (what a removed file leaves)."""
     from amqtool import native
-    from amqtool.formats.damage import byte_variants
+    from amqtool.formats.damage import ByteNeighbours
 
     if not orphans or len(orphans) > max_orphans:
         return set()
-    near = {y: x for x in orphans for y in byte_variants(x)}  # signed 64-bit, as the ids are read
+    neighbours = ByteNeighbours(orphans)  # signed 64-bit, as the ids are read
+    near: dict[int, int] = {}  # DELETE id -> the orphan one byte from it (the last, in the set's order)
     opened = result.opened
     carried: set[int] = set()  # ids some record other than a DELETE carries
     follows: dict[int, set[int]] = {}  # DELETE id one byte from an orphan -> ids of the update records before it
@@ -104,6 +105,10 @@ def moved_deletes(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
         for rec in records:
             t, rid = rec[0], rec[5]
             if t in (DELETE, DELETE_TX):
+                if rid not in near:
+                    xs = neighbours.of(rid)
+                    if xs:
+                        near[rid] = xs[-1]
                 if rid in near:
                     follows.setdefault(rid, set()).add(prev[5] if prev is not None and prev[0] in _UPDATES else None)
             elif t in _ID_RECORDS:
@@ -126,7 +131,7 @@ def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
     from amqtool import native
     from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF
     from amqtool.formats.artemis.records import body_offset
-    from amqtool.formats.damage import byte_variants
+    from amqtool.formats.damage import one_byte_apart
 
     if not orphans or len(orphans) > max_orphans:
         return set()
@@ -153,8 +158,7 @@ def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
                 updates.setdefault(rid, []).append((utype, queue, after))
     out = set()
     for x, ups in updates.items():
-        variants = set(byte_variants(x))
-        if all(utype == ACKNOWLEDGE_REF and y is not None and y != x and y in carried and y in variants
+        if all(utype == ACKNOWLEDGE_REF and y is not None and y in carried and one_byte_apart(x, y)
                and q in refs.get(y, ()) and q not in acks.get(y, ()) for utype, q, y in ups):
             out.add(x)
     return out
