@@ -420,7 +420,7 @@ def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> De
 
     nothing = Delivered(frozenset(), Counter(), frozenset())
     if loaded is not None:
-        store, loads = loaded
+        store, loads = loaded[0], loaded[1]
         if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
             return _delivered_of(store, dict(loads), message_rows)
     try:
@@ -626,10 +626,12 @@ def _stale_tail(opened, i: int, g, jf) -> bool:
     return bool(stale and not this_use)
 
 
-def broker_could_write(root: Path) -> str:
+def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
     """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
     crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
     (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
+    ``loaded``: :func:`tests.faults.runner.judged`'s ``(store, loads, gaps)`` of this store, still open: the
+    loader's results and each file's gaps, read instead of loading every journal again.
 
     Inconsistent: a journal file the broker refuses or two with one fileID; damaged bytes between records; non-
     filler bytes after the last record of a file that is not the newest (other than an earlier use's records, the
@@ -662,18 +664,28 @@ def broker_could_write(root: Path) -> str:
     from amqtool.store.layout import detect
 
     try:
-        store = detect(root)
+        store = detect(root) if loaded is None else loaded[0]
     except AmqtoolError as err:
         return f"not a store: {err}"
+    # ``loaded``: judged()'s (store, loads, gaps) of this very store, still open: the same loads, not read again
+    if loaded is not None and not (store.kind == "artemis" and all(
+            jd.kind in loaded[1] and jd.kind in loaded[2] for jd in store.journals())):
+        loaded = None
+        store = detect(root)
     results, deleted = {}, set()
     with contextlib.ExitStack() as stack:
         for jd in store.journals():
-            opened = stack.enter_context(open_journal(jd))
+            if loaded is not None:
+                result = loaded[1][jd.kind]
+                opened, gaps = result.opened, loaded[2][jd.kind]
+            else:
+                opened = stack.enter_context(open_journal(jd))
             refused = [s for s in opened.skipped if s.code in _REFUSING + ("duplicate-file-id", "bad-file-id")]
             if refused:
                 return f"{jd.kind}: {refused[0].code}"
-            gaps = {}
-            result = load_journal(opened, on_file=lambda scan, g: gaps.__setitem__(scan.index, (scan, g)))
+            if loaded is None:
+                gaps = {}
+                result = load_journal(opened, on_file=lambda scan, g: gaps.__setitem__(scan.index, (scan, g)))
             results[jd.kind] = result
             if any(a.code == "commit-count-mismatch" for a in result.anomalies):
                 return f"{jd.kind}: commit-count-mismatch"

@@ -24,10 +24,11 @@ def verify_verdict(root: Path, keep: contextlib.ExitStack | None = None) -> tupl
 
 
 def judged(root: Path, keep: contextlib.ExitStack | None = None) -> tuple[str, tuple, tuple | None]:
-    """:func:`verify_verdict`, and ``(store, loads)``: the Artemis store verify detected and the journal loads
-    it judged (``VerifyReport.loads``, open until ``keep`` closes; None without ``keep``, for another kind of
-    store, or when verify gave up). The loads are the loader's (``load_journal``), not verify's findings:
-    the truth reads the same loads (as the export does), which spares it a second scan of every journal."""
+    """:func:`verify_verdict`, and ``(store, loads, gaps)``: the Artemis store verify detected, the journal
+    loads it judged (``VerifyReport.loads``, open until ``keep`` closes) and each file's scan and gaps as the
+    load saw them (``VerifyReport.gaps``); None without ``keep``, for another kind of store, or when verify gave
+    up. The loads are the loader's (``load_journal``), not verify's findings: the truth and the oracle read the
+    same loads (as the export does), which spares each a second scan of every journal."""
     from amqtool.engines.artemis.verify import verify_store
     from amqtool.errors import AmqtoolError, overall_verdict
     from amqtool.store.layout import detect
@@ -43,7 +44,7 @@ def judged(root: Path, keep: contextlib.ExitStack | None = None) -> tuple[str, t
             report = verify_store(store, keep=keep)
             findings = report.findings
             if keep is not None:
-                loaded = (store, report.loads)
+                loaded = (store, report.loads, report.gaps)
     except AmqtoolError as err:
         return "UNKNOWN", (type(err).__name__,), None
     codes = tuple(sorted({f.code for f in findings if f.severity.value != "info"}))
@@ -90,9 +91,9 @@ class Campaign:
             with contextlib.ExitStack() as keep:
                 verdict, codes, loaded = judged(self.root, keep)
                 damaged = self.truth.damaged(self.root, loaded)
-            # the oracle reads the damaged store: classified before the undo
-            truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
-                                   lambda: bool(artemis.broker_could_write(self.root)), moved=True)
+                # the oracle reads the damaged store (the same loads, still open): classified before the undo
+                truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
+                                       lambda: bool(artemis.broker_could_write(self.root, loaded)), moved=True)
         finally:
             undo()
         self._seen[fault] = (truth, verdict, diff, codes)

@@ -96,6 +96,7 @@ class VerifyReport:
     journals: list[JournalSummary] = field(default_factory=list)
     paging: dict | None = None  # paging: PagingVerifier summary
     loads: dict = field(default_factory=dict)  # kind -> LoadResult, with verify_store(keep=...)
+    gaps: dict = field(default_factory=dict)  # kind -> {file index: (FileScan, FileGaps)} of those loads
     pager: object = None  # the PagingVerifier once it has read the pages (stat takes its figures)
 
     def summary(self) -> dict:
@@ -137,6 +138,7 @@ class _GapInspector:
         self.more_damaged: list[tuple[str, int]] = []
         self.foreign: list[tuple[int, str, int, int]] = []  # (file index, path, offset, tag) of record-less files
         self.tail_bytes: dict[int, object] = {}
+        self.files: dict[int, tuple[FileScan, FileGaps]] = {}  # file index -> the load's scan and gaps of it
         self.ledger = None  # tails.IdLedger of the store, set by verify_store: judges damaged tails
 
     def _region(self, scan: FileScan, first: int, end: int):
@@ -149,6 +151,7 @@ class _GapInspector:
         return (self.opened.pread(scan.index, base, end - base), base, scan.file.tag, scan.file.version)
 
     def __call__(self, scan: FileScan, gaps: FileGaps) -> None:
+        self.files[scan.index] = (scan, gaps)
         jf = scan.file
         path = str(jf.path)
         for first, off in gaps.damaged[:MAX_DAMAGED_PER_FILE]:
@@ -1066,7 +1069,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     """Verify every journal of ``store``. Raises UnknownStoreError when it holds no journal.
 
     ``keep``: the journals stay open until the caller closes this stack, and ``report.loads`` holds their
-    load results by kind: what the export exports, print prints, or stat counts is the load verify judged
+    load results by kind (``report.gaps`` each file's scan and the bytes between its records, as the load saw
+    them): what the export exports, print prints, or stat counts is the load verify judged
     (one scan); ``sources``: those loads carry what compaction's plan needs (stat's compaction figures)."""
     from amqtool.engines.artemis.evidence import Evidence
 
@@ -1110,6 +1114,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
     _corroborated_gaps(report.findings)
     raise_counter_over(report.findings, report.pager)
     report.loads = {k: r for k, r in results.items() if r is not None}
+    report.gaps = {i.kind: i.files for i in inspectors}
     if store.jms is not None:
         _, inspector = verify_journal(store, store.jms, report, progress)
         if inspector is not None:
