@@ -10,6 +10,7 @@ kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data)
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
+not-a-store                        UNKNOWN   no file holds a batch and there is no db.data (random bytes)
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
 kahadb-truncated-tail              WARNING   the last file ends inside a batch, or with a batch that does not
                                              check out past the index checkpoint and nothing after it (torn
@@ -627,7 +628,27 @@ def judge_results(store, results: list[DirResult], decode: bool = True) -> list[
                 if bad <= 20:
                     findings.append(Finding(W, "kahadb-bad-message", f"live message {m[0]} on {key}: {m[1]}",
                                             _log(d, m[2]), m[3]))
+    _not_a_store(store, results, findings)
     return findings
+
+
+def _not_a_store(store, results: list[DirResult], findings: list[Finding]) -> None:
+    """No journal file holds a single batch and no directory has an index: what is here is not a KahaDB
+    store (random bytes named ``db-N.log``), which is UNKNOWN ("could not check": the man page's "not a
+    store"), as for an Artemis directory without one journal header. The ``kahadb-not-a-journal`` findings are
+    folded into one ``not-a-store`` finding naming the files. With a ``db.data`` beside them the files were a
+    store's journal: their loss stays CRITICAL."""
+    if not results or any(s.batches for d in results for s in d.scans.values()):
+        return
+    if any(d.index is not None and d.index.present for d in results):
+        return
+    junk = [f for f in findings if f.code == "kahadb-not-a-journal"]
+    if not junk:
+        return
+    findings[:] = [f for f in findings if f.code not in ("kahadb-not-a-journal", "kahadb-no-index")]
+    findings.append(Finding(U, "not-a-store", f"no file here holds a KahaDB batch and there is no db.data "
+                            f"({len(junk)} file(s) named like journal files, first {Path(junk[0].path).name}): "
+                            "not a store", str(store.root), None, {"files": [f.path for f in junk]}))
 
 
 def verify_store(store, *, progress=None, results=None, decode: bool = True):

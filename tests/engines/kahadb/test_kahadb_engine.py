@@ -218,6 +218,17 @@ def test_random_bytes_and_empty_dirs(tmp_path):
     assert "kahadb-not-a-journal" in codes and "kahadb-index-unreadable" in codes
 
 
+def test_lone_random_log_is_not_a_store(tmp_path):
+    # issue 25 case 21's rule for KahaDB: random bytes named db-1.log, nothing else, is no broker's data:
+    # UNKNOWN not-a-store, as for an Artemis directory (it was CRITICAL kahadb-not-a-journal)
+    rnd = tmp_path / "random"
+    rnd.mkdir()
+    (rnd / "db-1.log").write_bytes(os.urandom(70000))
+    findings, _ = verify_store(detect(rnd))
+    assert [(f.code, f.severity) for f in findings] == [("not-a-store", Severity.UNKNOWN)]
+    assert findings[0].details["files"] == [str(rnd / "db-1.log")]
+
+
 def test_open_transaction_and_journal_ahead(kahadb_fixtures, tmp_path):
     """Append a batch with a transactional ADD after the checkpoint: both findings appear."""
     from amqtool.formats.kahadb import journal as jr
