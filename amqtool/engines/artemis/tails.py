@@ -57,6 +57,7 @@ _TX = (13, 14, 15, 17, 18, 19)
 _NO_ID = (17, 18, 19)
 _DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT: written only for a message delivered
 _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
+_DUPLICATE_ID = 37
 MAX_WINDOW = 1 << 16  # ids of a window enumerated (a wider one is a restart's id batch, or no bound at all)
 REORDER = 2  # ids past the window's upper bound taken too (a duplicate-id record: see lost_window)
 MAX_LISTED = 20
@@ -88,6 +89,9 @@ class Window:
     # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
     # consume, which the broker now skips
     page_txs_lost: dict[int, int] = field(default_factory=dict)
+    # ids just below ``after`` counted because the record carrying ``after`` is a DUPLICATE_ID record, written
+    # before its message (lost_window)
+    reordered: list[int] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -116,21 +120,23 @@ class IdLedger:
 
     # -- the window --------------------------------------------------------------------------------------
 
-    def bounds(self, opened, index: int, first: int) -> tuple[int, int | None]:
+    def bounds(self, opened, index: int, first: int) -> tuple[int, int | None, bool]:
         """(highest id written before ``first`` in file ``index`` and the files loaded before it, lowest
-        new id above it -- an ADD's id -- in the files loaded after it; None when they hold none)."""
-        after = -1
+        new id above it -- an ADD's id -- in the files loaded after it, None when they hold none; whether the
+        highest is a DUPLICATE_ID record's id, whose message may follow it: see lost_window)."""
+        after, dup = -1, False
         for fi in range(index + 1):
-            for t, off, rid, tx, _ in _records(opened, fi):
+            for t, off, rid, tx, utype in _records(opened, fi):
                 if fi == index and off >= first:
                     break
-                after = max(after, rid, tx)
+                if max(rid, tx) > after:
+                    after, dup = max(rid, tx), t in _ADDS and rid > tx and utype == _DUPLICATE_ID
         before = None
         for fi in range(index + 1, len(opened.files)):
             for t, off, rid, tx, _ in _records(opened, fi):
                 if t in _ADDS and rid > after and (before is None or rid < before):
                     before = rid
-        return after, before
+        return after, before, dup
 
     def roles(self, lo: int, hi: int) -> dict[int, set[str]]:
         """id -> what carries it ("add", "delete", "update", "tx", "paged", "msg"), for ids in (lo, hi)."""
@@ -299,7 +305,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     """The window of ids the records lost at ``first`` (to the end of file ``index``) of the journal loaded
     as ``result`` may have carried, and what the store's surviving records say of each; None when there is
     no bound (no new record in the files after it) or the window is too wide to enumerate."""
-    after, before = ledger.bounds(result.opened, index, first)
+    after, before, dup = ledger.bounds(result.opened, index, first)
     if before is None or before - after - 1 > MAX_WINDOW:
         return None
     w = Window(after, before)
@@ -311,12 +317,18 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     # first message after the damage may have been lost there (wiped_run.py reads its windows so)
     ahead = range(before + 1, before + REORDER + 1)
     roles.update(ledger.roles(before, before + REORDER + 1))
-    ids = [*range(after + 1, before), *ahead]
+    # for the same reason, when the last record before the damage is a DUPLICATE_ID record, the message it
+    # was written for (an id just below it) may be the first record lost
+    behind = range(max(after - REORDER, 0), after) if dup else range(0)
+    if dup:
+        roles.update(ledger.roles(behind.start - 1, after))
+        w.reordered = [x for x in behind if not roles.get(x)]
+    ids = [*behind, *range(after + 1, before), *ahead]
     paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in ids) else set()
     for x in ids:
         r = roles.get(x, set())
-        if x in ahead and r:
-            continue  # past the bound, only an id no surviving record carries is counted
+        if (x in ahead or x in behind) and r:
+            continue  # past the bounds, only an id no surviving record carries is counted
         if "add" in r or "tx" in r or x in paged:
             continue  # stored elsewhere: not lost here
         if "delete" in r:
@@ -341,7 +353,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
                                                                + tx.records_to_delete) for tx in result.failed):
         gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
-                               set(_unaccounted(w, roles, paged, after, before)), before)
+                               set(_unaccounted(w, roles, paged, behind.start - 1 if dup else after, before)), before)
         if gone:
             w.rolled_back = sorted(gone)
             w.unaccounted = [x for x in w.unaccounted if x not in gone]
@@ -382,7 +394,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         # other id of the window, so they are not set apart
         sharing = [tx for tx in here if tx.tx_id not in delivered_txs]
         if sharing and w.unaccounted_count:
-            owned = _owned(ledger, sharing, set(_unaccounted(w, roles, paged, after, before)), before)
+            owned = _owned(ledger, sharing, set(_unaccounted(w, roles, paged, behind.start - 1 if dup else after, before)), before)
             w.unowned_count = w.unaccounted_count - len(owned)
     return w
 
@@ -514,6 +526,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     # today's message up to its reasoning about the cause, which the window replaces
     head = finding.message.split(": it was truncated")[0].split(", which leaves")[0].split(" (what a crash")[0]
     span = f"ids {w.after + 1}..{w.before - 1}" if w.size > 0 else "no new id"
+    if w.reordered:
+        span += f", and {', '.join(map(str, w.reordered))} written after its duplicate-id record"
     if w.live:
         shown = ", ".join(map(str, w.live[:MAX_LISTED])) + (" ..." if len(w.live) > MAX_LISTED else "")
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and they held live "
