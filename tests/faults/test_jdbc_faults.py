@@ -140,6 +140,32 @@ def test_a_transactional_reference_row_with_null_type_and_tx_id_the_queue_acknow
     assert "artemis-jdbc-null-txid" in o.codes
 
 
+def test_a_row_damaged_into_a_delete_drops_a_message_a_queue_holds(artemis_campaign):
+    # campaign seed 7575 (bench/fuzz_jdbc.py, demo seed 7), fault 7575022816: a reference row's recordType set
+    # to DELETE (16). The broker writes no DELETE row; the load drops the message's ADD before it, and the queue
+    # of that reference loses the message. Its other reference was acknowledged, so no orphan reference shows
+    # it: the row's own bytes do (a queue id the message was never acknowledged on). It was WARNING.
+    c = artemis_campaign
+    pending = ("EXISTS (SELECT 1 FROM messages m WHERE m.id = r.id AND m.recordType = 11 AND m.userRecordType = 45 "
+               "AND m.seq < r.seq) AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.id = r.id AND "
+               "a.userRecordType = 33 AND a.record = r.record)")
+    ref = c.conn.execute(f"SELECT r.seq FROM messages r WHERE r.recordType = 12 AND r.userRecordType = 32 AND "
+                         f"{pending} AND EXISTS (SELECT 1 FROM messages a WHERE a.id = r.id AND a.userRecordType = 33) "
+                         "AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.id = r.id AND o.userRecordType = 32 AND "
+                         "o.seq <> r.seq AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.id = o.id AND "
+                         "a.userRecordType = 33 AND a.record = o.record)) ORDER BY r.seq LIMIT 1").fetchone()[0]
+    # and an acknowledgement row of a message another queue still holds (an unacknowledged reference survives:
+    # ref-without-message said so before too)
+    ack = c.conn.execute(f"SELECT a.seq FROM messages a WHERE a.recordType = 12 AND a.userRecordType = 33 AND "
+                         f"EXISTS (SELECT 1 FROM messages r WHERE r.id = a.id AND r.userRecordType = 32 AND "
+                         f"{pending}) ORDER BY a.seq LIMIT 1").fetchone()[0]
+    for seq in (ref, ack):
+        c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "recordType", 16))
+        o = c.run_one(0)
+        assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), (seq, o.diff, o.codes)
+        assert "artemis-jdbc-delete-row" in o.codes
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

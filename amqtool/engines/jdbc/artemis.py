@@ -140,6 +140,10 @@ class TableLoad:
     # prepared transaction skips them (``loadPreparedTransactions``: an invalid record type is logged, the
     # transaction keeps its other records); judged by verify_load with the paging facts (_Governs)
     prepared_null_types: list["LeftOut"] = field(default_factory=list)
+    # DELETE rows that removed an ADD: (seq, id, the ADD's user record type, the DELETE row's own bytes); the
+    # broker never writes one (it deletes a record's rows), so each is a damaged row, judged by verify_load
+    # (_deleted_live) by what it removed and what its bytes were
+    deletes: list[tuple] = field(default_factory=list)
 
 
 @dataclass
@@ -280,9 +284,8 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
                         f"a DELETE row for id {rid}, which no ADD row before it holds: the broker's load throws "
                         "and the journal fails", seq, id=rid)
             else:
+                tl.deletes.append((seq, rid, live[idx].user_record_type, record))
                 live[idx] = None  # type: ignore[call-overload]
-                finding(Severity.WARNING, "artemis-jdbc-delete-row",
-                        f"a DELETE row for id {rid}: the broker deletes rows instead of writing these", seq, id=rid)
         elif rtype == ROLLBACK:
             if txs.pop(tx_id, None) is None:
                 tl.load_fails = True
@@ -859,6 +862,51 @@ def _left_out_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
     return out
 
 
+def _deleted_live(data: "ArtemisJdbcLoad") -> list[Finding]:
+    """``artemis-jdbc-delete-row`` for each DELETE row that removed an ADD (``TableLoad.deletes``). The broker
+    deletes a record's rows instead of writing one (``JDBCJournalImpl``: a delete record removes the rows of
+    its id), so the row is another one damaged into a DELETE, and the load drops the ADD it follows
+    (``JDBCJournalLoaderCallback``). CRITICAL when that ADD was a message a queue still holds: an
+    unacknowledged reference of it survives, or the row's own bytes are a reference (``RefEncoding``: one i64
+    queue id) to a queue of the bindings that never acknowledged it (the row was that reference); a WARNING
+    otherwise (nothing delivered names the message)."""
+    from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES, _queue_id
+
+    out: list[Finding] = []
+    messages = data.result("messages")
+    pairs: tuple[set, set] | None = None
+    queues: set | None = None
+    for j in data.journals:
+        for seq, rid, utype, body in j.deletes:
+            lost = None
+            if j.kind == "messages" and utype in MESSAGE_TYPES:
+                if pairs is None:
+                    live = messages.live if messages is not None else ()
+                    pairs = ({(r.id, _queue_id(messages, r)) for r in live if r.user_record_type == ADD_REF},
+                             {(r.id, _queue_id(messages, r)) for r in live if r.user_record_type == ACKNOWLEDGE_REF})
+                refs, acks = pairs
+                pending = sorted(q for m, q in refs if m == rid and (m, q) not in acks)
+                if pending:
+                    lost = f"queue(s) {', '.join(map(str, pending))} still reference it: message {rid} is lost"
+                elif len(body) == 8:
+                    q = int.from_bytes(body, "big", signed=True)
+                    if queues is None:
+                        from amqtool.engines.artemis.paging import PagingJournalView
+
+                        view = PagingJournalView()
+                        if data.result("bindings") is not None:
+                            view.add_bindings(data.result("bindings"))
+                        queues = set(view.queue_address)
+                    if q in queues and (rid, q) not in acks:
+                        lost = (f"its bytes are a reference to queue {q}, which never acknowledged message {rid}: "
+                                "the row was that reference, and the message is lost")
+            out.append(Finding(Severity.CRITICAL if lost else Severity.WARNING, "artemis-jdbc-delete-row",
+                               f"a DELETE row for id {rid}: the broker deletes rows instead of writing these, so "
+                               "it is a damaged row, and the load drops the record it follows"
+                               + (f"; {lost}" if lost else ""), f"{j.table}:seq={seq}", None, {"id": rid}))
+    return out
+
+
 class _Governs:
     """What a record left out of its transaction governs that the broker delivers (built on first use: the
     paging facts of the whole load, the page tables' messages)."""
@@ -1275,6 +1323,7 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
     findings += _left_out_findings(data)
+    findings += _deleted_live(data)
     findings += _prepared_null_type_findings(data)
     if messages is not None:
         findings += _prepared_orphan_findings(messages)
