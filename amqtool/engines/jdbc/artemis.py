@@ -55,6 +55,7 @@ from amqtool.engines.jdbc.artemis_sql import (
     statements_for,
 )
 from amqtool.engines.jdbc.connection import JdbcTarget, read_only_session
+from amqtool.engines.jdbc.page_gaps import page_gap_findings
 from amqtool.formats.damage import one_byte_apart
 
 FETCH_ROWS = 2000
@@ -1324,6 +1325,7 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     {"txId": tx.tx_id}))
     findings += _left_out_findings(data)
     findings += _deleted_live(data)
+    findings += page_gap_findings(data.page_data, bindings, messages)
     findings += _prepared_null_type_findings(data)
     if messages is not None:
         findings += _prepared_orphan_findings(messages)
