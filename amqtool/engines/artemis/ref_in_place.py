@@ -1,0 +1,44 @@
+"""A message's reference found where the broker wrote it, under a damaged id.
+
+``PostOfficeImpl.processRoute`` stores a message, then one ADD_REF per queue it is routed to, in one batch: the
+references follow the message's ADD record in the file (``storeReference``, in or out of the sending
+transaction). So when a queue acknowledged a message it has no reference for, and a reference record naming
+that queue sits among the references written right after the message, with an id one damaged byte from the
+message's, that record was the message's reference on that queue: its id was damaged, and what it now names
+(a message deleted since takes it with its DELETE, ``JournalImpl.load``) changes nothing the acknowledgement
+did not already settle.
+"""
+from __future__ import annotations
+
+from amqtool.formats.artemis.records import fixed_size
+from amqtool.formats.damage import one_byte_apart
+
+_UPDATES = (12, 14)  # UPDATE, UPDATE_TX
+_ADD_REF = 32
+_MESSAGES = (30, 31, 45)
+_RUN = 64  # records after the message's ADD looked at: its references come first
+
+
+def ref_written_in_place(result, message_id: int, queue_id: int) -> bool:
+    """Whether a reference record naming ``queue_id``, with an id one byte from ``message_id`` (and not it),
+    is among the references written right after ``message_id``'s live ADD record in the messages journal
+    loaded as ``result`` (a rescan of that part of its file, done on damage only)."""
+    add = next((r for r in result.live if r.id == message_id and not r.is_update
+                and r.user_record_type in _MESSAGES), None)
+    if add is None:
+        return False
+    opened = result.opened
+    fi = add.file_index
+    version = opened.files[fi].version
+    head = {t: fixed_size(t, version) - 4 for t in _UPDATES}  # the header before the body (checkSize after it)
+    seen = 0
+    for base, data, records, _marked in opened.scan_windows(fi, start=add.body_offset + add.body_len + 4):
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            seen += 1
+            if seen > _RUN or t not in _UPDATES or utype != _ADD_REF:
+                return False  # the run of references after the message ended
+            at = off + head[t]
+            if body_len == 8 and rid != message_id and one_byte_apart(rid, message_id) \
+                    and int.from_bytes(data[at:at + 8], "big", signed=True) == queue_id:
+                return True
+    return False
