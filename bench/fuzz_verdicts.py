@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(err))
     if args.stores:
         args.kahadb = 0.0
+        bad = [str(p) for p in args.stores if not p.is_dir()]
+        if bad:
+            ap.error(f"--stores takes store directories: {', '.join(bad)} is not one")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-") as tmp:
         stores = (campaign.given_stores(args.stores) if args.stores

@@ -1,4 +1,4 @@
-"""bench/fuzz_verdicts.py's ``--kahadb-stores``: which directories it takes and the names it gives them."""
+"""bench/fuzz_verdicts.py's ``--stores`` and ``--kahadb-stores``: which directories they take and the names given."""
 from __future__ import annotations
 
 import importlib.util
@@ -35,3 +35,13 @@ def test_kahadb_stores_refuses_a_directory_without_journal(tmp_path, capsys):
         bench.main(["--kahadb-stores", str(tmp_path)])
     assert exc.value.code == 2
     assert "not a KahaDB store directory" in capsys.readouterr().err
+
+
+def test_stores_refuses_a_file_in_one_line(tmp_path, capsys):
+    # a shell glob over a fixtures folder takes its README too: a one-line usage error, not a worker's traceback
+    (tmp_path / "SOURCES.md").write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        _bench().main(["--stores", str(tmp_path / "SOURCES.md")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "SOURCES.md is not one" in err and "Traceback" not in err
