@@ -56,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         bad = [str(p) for p in args.stores if not p.is_dir()]
         if bad:
             ap.error(f"--stores takes store directories: {', '.join(bad)} is not one")
+        from amqtool.errors import AmqtoolError
+        from amqtool.store.layout import detect
+
+        for p in args.stores:
+            try:
+                detect(p)
+            except AmqtoolError as err:
+                ap.error(f"--stores {p}: {err.message}")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="amqtool-fuzz-") as tmp:
         stores = (campaign.given_stores(args.stores) if args.stores

@@ -45,3 +45,12 @@ def test_stores_refuses_a_file_in_one_line(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "SOURCES.md is not one" in err and "Traceback" not in err
+
+
+def test_stores_refuses_a_directory_that_is_no_store(tmp_path, capsys):
+    # checked before any worker starts (a worker met it first and died with a traceback)
+    with pytest.raises(SystemExit) as exc:
+        _bench().main(["--stores", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "no Artemis journal" in err and "Traceback" not in err
