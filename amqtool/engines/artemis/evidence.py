@@ -210,11 +210,13 @@ class Evidence:
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
     opened: object = None  # the messages journal, for the rescan of delete records (done only on damage)
+    bindings_opened: object = None  # the bindings journal, likewise (a binding deleted since)
     # page transaction id -> its paged messages some queue still has to consume, when the journals do not
     # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
     paged_pending: object = None
     no_pages: bool = False  # the store has no paging directory: no paged message a page record could cover
     _deleted: set | None = None
+    _bindings_deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
     _typo_refs: set | None = None
     _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
@@ -226,6 +228,7 @@ class Evidence:
         ev = cls()
         state = build_broker_state(bindings, messages, decode=REF_TYPES)
         ev.have_bindings = bindings is not None
+        ev.bindings_opened = bindings.opened if bindings is not None else None
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
         ev.queue_address = {q.id: q.address for q in state.queues.values()}
@@ -625,6 +628,12 @@ class Evidence:
             self._deleted = deleted_ids(self.opened)
         return self._deleted is not None and rid in self._deleted
 
+    def _binding_deleted_later(self, rid: int) -> bool:
+        """Whether a DELETE or DELETE_TX of ``rid`` is in the bindings journal (a rescan, on damage only)."""
+        if self.bindings_opened is not None and self._bindings_deleted is None:
+            self._bindings_deleted = deleted_ids(self.bindings_opened)
+        return self._bindings_deleted is not None and rid in self._bindings_deleted
+
     def effect_of_loss(self, journal: str, rec: Rebuilt) -> str:
         """What the broker loses because it never read ``rec`` (a record of ``journal`` it skipped)."""
         t = rec.type
@@ -640,7 +649,7 @@ class Evidence:
             if t == DELETE:
                 # the deleted record comes back: only a queue or address binding changes what the broker has
                 return LOSS if self.bindings_ids.get(rid) in BINDING_TYPES else HARMLESS
-            if rid in self.bindings_ids or self._deleted_later(rid):
+            if rid in self.bindings_ids or self._deleted_later(rid) or self._binding_deleted_later(rid):
                 return HARMLESS
             # a queue or address binding is what the broker delivers to; the other bindings records (status,
             # id counter, settings, users, diverts) change no stored message
@@ -724,7 +733,12 @@ class Evidence:
             elif t == UPDATE_TX and rec.user_type in CONTENT_UPDATES:
                 effect = HARMLESS
             elif t == DELETE_TX:
-                effect = LOSS if self._live_queues(rid) else HARMLESS
+                # a message still on a queue is deleted no more; nor is a queue or address binding, which
+                # comes back (the broker recreates that queue or address)
+                effect = LOSS if self._live_queues(rid) or self.bindings_ids.get(rid) in BINDING_TYPES else HARMLESS
+            elif t == ADD_TX and rec.user_type in BINDING_TYPES:
+                # the queue or address it added is gone, unless a later DELETE removed it anyway
+                effect = HARMLESS if self._binding_deleted_later(rid) else LOSS
             elif t in (ADD_TX, UPDATE_TX) and rec.user_type in _BOOKKEEPING:
                 effect = HARMLESS  # as effect_of_loss: no message the broker delivers changes
             elif t == ADD_TX and rec.user_type == R.DUPLICATE_ID:
