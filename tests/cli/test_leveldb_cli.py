@@ -464,19 +464,23 @@ def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case
 @pytest.mark.parametrize("mask,why", [
     (0x06, "what it held cannot be told; judged against the record log replayed from its start"),
     (0x02, "its checksum names the one flipped bit, so what it held is known")])
-def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path, mask, why):
+def test_dropped_counters_record_strands_the_messages_of_a_queue(capsys, tmp_path, mask, why):
     """Bits flipped in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
     its checksum fails, LevelDB drops it with the two records after it (``:logs``, ``:producer_ids``), and
-    its write batch no longer parses. Two bits: what it held cannot be told from it; the record log, replayed
-    from position 0 (every log file is there), gives the index the broker kept, and the recovered index holds
-    all of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told"). One bit: the
-    stored CRC-32C names it, and the batch read with it flipped back held only counters: WARNING."""
+    its write batch no longer parses. The index damage itself is judged against the record log (two bits) or
+    read with the bit flipped back (one bit): WARNING, every entry is there. But the counters the broker loads
+    (``LevelDBClient.loadCounters``, no recount) are the older ``:collection-meta``, where Q.B's size is 0, and
+    its cursor reads the store only while that count is above 0: the real broker, restarted on this copy
+    (tools/Drain.java), hands out 0 of Q.B's 11 messages (15 of Q.A's 15): CRITICAL leveldb-queue-count-short.
+    It was a WARNING while the fault harness did not count queue sizes."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
     flip_byte(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
-    (msg,) = [f["message"] for f in doc["findings"]]
+    assert code == 2 and codes(doc) == {"leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical"}
+    (msg,) = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-damaged"]
     assert why in msg
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["message"].startswith("queue://Q.B:") and f["details"] == {"messageCount": 0, "stranded": 11}
 
 
 def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
@@ -559,19 +563,24 @@ def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
                for f in doc["findings"])
 
 
-def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_is_a_warning(capsys, tmp_path):
+def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_strands_messages(capsys, tmp_path):
     """Fault campaign miss (gc, seed 27000389): a flipped bit in the length of a write-ahead log record of the
     snapshot, in a store whose first logs the broker's GC deleted. LevelDB drops it and the rest of its block
     (3 records); the record's write batch is self-delimiting, so it is read under the damaged length: it held
-    ``:collection-meta``, and the records after it counters or keys written again later. Nothing the broker
-    delivers changes (WARNING; it was CRITICAL, "what it held cannot be told")."""
+    ``:collection-meta``, and the records after it counters or keys written again later: the index damage is a
+    WARNING. The counters the broker loads are then the older ones: Q.G's count is 111 for 160 messages, and the
+    real broker restarted on this copy (tools/Drain.java) hands out 111: CRITICAL leveldb-queue-count-short (a
+    WARNING while the fault harness did not count queue sizes; CRITICAL "cannot be told" before that)."""
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
     flip_byte(store / "000000000023142a.index" / "000093.log", 228, 0x02)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert code == 2 and {c: s for c, s in codes(doc).items() if s != "info"} == {
+        "leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical"}
     assert any("every key dropped is rewritten later or a counter" in f["message"] for f in doc["findings"])
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["details"] == {"messageCount": 111, "stranded": 49}
 
 
 def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_path):
@@ -1063,3 +1072,20 @@ def test_an_entry_record_whose_kind_byte_was_damaged_is_judged_by_what_skipping_
     flip_byte(log, 820, 0x80)  # kind 3 (ADD_ENTRY) -> 131
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-unknown-kind"] == "critical"
+
+
+def test_a_queue_count_left_below_its_entries_is_critical(capsys, tmp_path):
+    """Fault campaign, killed-zerofill seed 25000091 (the harness now counts queue sizes): the kind byte of the
+    ADD_ENTRY at 8223 flipped to 7 (UPDATE_ENTRY, a kind the replay applies): replay_from puts the entry but only
+    LOG_ADD_ENTRY calls collectionIncrementSize, so Q.K1 holds 5 entries with a message count of 4. The broker's
+    cursor (AbstractStoreCursor.fillBatch) reads the store only while its size, started from that count, is
+    above 0: one message is never handed out (the real broker restarted on this copy, tools/Drain.java, hands out
+    4 of Q.K1's 5). It was a WARNING (nothing but the crash's own findings)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    flip_byte(store / "0000000000000000.log", 8224, 0x04)  # kind 3 (ADD_ENTRY) -> 7
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-queue-count-short"] == "critical"
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["details"] == {"messageCount": 4, "stranded": 1} and f["message"].startswith("queue://Q.K1:")

@@ -49,6 +49,8 @@ leveldb-snapshot-cut              WARNING   temp.index: an index snapshot cut mi
                                             while snapshotting, or runs); the broker deletes it on start
 leveldb-snapshot-left             WARNING   an older index snapshot beside the last (killed between a
                                             snapshot and the previous one's deletion); deleted on start
+leveldb-queue-count-short         CRITICAL  a queue's message count (its collection size counter) below the
+                                            entries it holds: the broker's cursor never hands out the rest
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -78,6 +80,7 @@ from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
+from amqtool.engines.leveldb.queue_cursor import stranded
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
@@ -695,6 +698,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
                                                                                         "dirty.index"), None))
+    for d in st.destinations.values():
+        # the cursor reads the store only while the count is above 0 (queue_cursor): a broker's own replay never
+        # leaves it below the entries (every REMOVE_ENTRY it counts deletes one), a damaged record or index does
+        short = stranded(st, d)
+        if short:
+            add(Finding(C, "leveldb-queue-count-short", f"{d.qualified}: its message count is {d.entries}, below the "
+                        f"{d.entries + short} messages it holds: the broker's cursor, which reads the "
+                        f"store only while that count is above 0, never hands out {short} message(s)", directory,
+                        None, {"messageCount": d.entries, "stranded": short}))
     for t in st.transactions:
         add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
                     f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))

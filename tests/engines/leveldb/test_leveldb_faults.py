@@ -38,7 +38,7 @@ FOUND = {
     "jni-index": [26000025],
     "jni-index-gc": [25000400, 26000025, 27000079, 28000223],
     "snappy": [28000064, 30000106],
-    "killed-zerofill": [25000428],
+    "killed-zerofill": [25000428, 5353039],
     # the level3 session's stores, 120 faults each from 25000075
     "killed-snapshot": [25000108, 25000160],
     "subs": [25000104, 31337032],
@@ -77,3 +77,25 @@ def test_fault_campaign_has_no_misses(case, tmp_path):
     shutil.rmtree(tmp_path / ".store.aside", ignore_errors=True)
     table = confusion(outcomes)
     assert all(o.ok for o in outcomes), table
+
+
+def test_a_queue_count_left_short_is_a_loss_in_the_truth(tmp_path):
+    """The truth counts each queue's message count by the messages its store cursor never hands out
+    (amqtool.engines.leveldb.queue_cursor: AbstractStoreCursor.fillBatch reads the store only while its size,
+    QueueStorePrefetch.getStoreSize = LevelDBStore's getMessageCount = the collection's size counter, is above
+    0). killed-zerofill seed 5353039: the kind byte of Q.K2's ADD_ENTRY at 1577 flipped to 131, which the replay
+    skips; its later REMOVE_ENTRY still counts the entry out, so Q.K2 holds no entry with a count of -1 and the
+    next message sent to it is never handed out. The truth said same (the entries alone are equal), against
+    verify's CRITICAL."""
+    from tests.faults.model import LOSS
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "0000000000000000.log", 1578, 0x80)
+    damaged = delivered(root)
+    assert not pristine.caches and damaged.caches == {("stranded", "Q.K2"): 1}
+    assert damaged.rows == pristine.rows
+    truth, diff = classify(pristine, damaged, lambda d: False)
+    assert truth == LOSS and diff["caches"] == 1
+    assert verify_verdict(root)[0] == "CRITICAL"
