@@ -40,7 +40,7 @@ FOUND = {
     "snappy": [28000064, 30000106],
     "killed-zerofill": [25000428, 5353039],
     # the level3 session's stores, 120 faults each from 25000075
-    "killed-snapshot": [25000108, 25000160],
+    "killed-snapshot": [25000108, 25000160, 7301025],
     "subs": [25000104, 31337032],
     # SIGKILLed stores outside the suite (AMQTOOL_TEST_LEVELDB_STORES=/work/leveldb-fresh)
     "killed-b": [25000130, 25000212],
@@ -99,3 +99,21 @@ def test_a_queue_count_left_short_is_a_loss_in_the_truth(tmp_path):
     truth, diff = classify(pristine, damaged, lambda d: False)
     assert truth == LOSS and diff["caches"] == 1
     assert verify_verdict(root)[0] == "CRITICAL"
+
+
+def test_an_entry_moved_in_its_queue_order_is_a_content_change(tmp_path):
+    """The truth keeps each row's place in its queue's order: the broker hands a queue's entries out in key
+    order (LevelDBClient.queueCursor over collectionCursor). killed-snapshot seed 7301025: a bit flipped in the
+    entry key of a replayed ADD_ENTRY (its CRC-32 fails; the replay applies it as read) moves Q.KT's seq 28 to
+    65564, after 29 and 30: the same messages, handed out in another order. The truth said same, against
+    verify's CRITICAL checksum mismatch; it is a content change (any verdict)."""
+    from tests.faults.model import CONTENT
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/killed-snapshot/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "000000000000d27c.log", 14236, 0x01)
+    damaged = delivered(root)
+    assert damaged.rows == pristine.rows and damaged.caches == pristine.caches
+    truth, diff = classify(pristine, damaged, lambda d: False)
+    assert truth == CONTENT and diff["content"] == 6  # seq 28, 29, 30 each at another place: 3 out, 3 in
