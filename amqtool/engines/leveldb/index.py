@@ -17,6 +17,7 @@ from pathlib import Path
 from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.leveldb import dblog, manifest, table
+from amqtool.formats.leveldb import records as R
 
 _NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
 
@@ -250,7 +251,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.unread_tables[str(d / f"{num:06d}.sst")] = version.bounds.get(num, (None, None))
             continue
         try:
-            tr = table.read_table(_read(d / name))
+            tr = table.read_table(_read(d / name), key_ok=R.is_store_key)
         except (OSError, FormatError) as err:
             db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
             db.unread_tables[str(d / name)] = version.bounds.get(num, (None, None))
