@@ -1105,3 +1105,18 @@ def test_keys_read_from_a_dirty_index_block_whose_checksum_fails_bound_nothing(c
     flip_byte(store / "dirty.index" / "000065.sst", 1760, 0x01)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code in (0, 1) and "leveldb-missing-log" not in codes(doc)
+
+
+def test_collection_record_whose_own_key_field_changed_loads_the_same(capsys, tmp_path):
+    """Fault campaign miss (f-killed-snappy of /work/leveldb-fresh, seed 7301022): a bit flipped in the key
+    field inside a collection record of the snapshot's table (the value, not the index key). The broker keys a
+    collection by its index key (LevelDBClient.listCollections: ``decodeLongKey(key)``; DBManager
+    .loadCollections never reads the record's own key), so the store loads the same; the record log's evidence
+    compared raw values and said CRITICAL leveldb-index-lost "its collection record is changed". Here jni-index:
+    Q.A's record, key field 4 -> 68."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index/store", tmp_path / "store")
+    flip_byte(store / "0000000000018045.index" / "000005.sst", 914, 0x40)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}

@@ -22,11 +22,6 @@ from amqtool.formats.leveldb import records as R
 _NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
 
 
-# the store's own keys LevelDBClient reads with ``get`` when it starts (DIRTY_INDEX_KEY, LOG_REF_INDEX_KEY,
-# LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY, COLLECTION_META_KEY)
-COUNTER_KEYS = (b":collection-meta", b":dirty", b":log-refs", b":logs", b":producer_ids")
-
-
 @dataclass
 class IndexDB:
     directory: Path
@@ -343,5 +338,6 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 {bytes(k) for k in keys if k[:1] != b":"}
     db.last_sequence = max(db.last_sequence, live(newest, db.data))
     db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
-    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == dblog.TYPE_VALUE}
+    db.counter_sequences = {k: newest[k][0] for k in R.COUNTER_KEYS
+                            if k in newest and newest[k][1] == dblog.TYPE_VALUE}
     return db

@@ -248,7 +248,9 @@ def entry_index_key(collection: int, entry_key: bytes) -> bytes:
     return ENTRY_PREFIX + _Q.pack(collection) + bytes(entry_key)
 
 
-COUNTER_KEYS = frozenset((DIRTY_KEY, b":log-refs", b":logs", b":producer_ids", b":collection-meta"))
+# the store's own keys LevelDBClient reads with ``get`` when it starts (COLLECTION_META_KEY, DIRTY_INDEX_KEY,
+# LOG_REF_INDEX_KEY, LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY)
+COUNTER_KEYS = (b":collection-meta", DIRTY_KEY, b":log-refs", b":logs", b":producer_ids")
 
 
 def is_store_key(key) -> bool:
