@@ -1120,3 +1120,17 @@ def test_collection_record_whose_own_key_field_changed_loads_the_same(capsys, tm
     flip_byte(store / "0000000000018045.index" / "000005.sst", 914, 0x40)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+
+
+def test_damaged_unit_end_outside_the_last_file_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (f-killsnap of /work/leveldb-fresh, seed 7302010; here killed-snapshot's only
+    replayed UOW_END): a bit flipped in the 8-byte data of a replayed UOW_END in a file that is not the last. Only the
+    last file's chain and CRCs are checked (RecordLog.verifyAndGetEndOffset); the replay writes a unit's batch at
+    any UOW_END without reading its data (LevelDBClient.replay_from), so nothing the broker recovers changes:
+    WARNING (it was CRITICAL leveldb-checksum-mismatch)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snapshot/store", tmp_path / "store")
+    flip_byte(store / "000000000000d27c.log", 23735 + 10 + 6, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-checksum-mismatch"] == "warning"

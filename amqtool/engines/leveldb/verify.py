@@ -8,7 +8,8 @@ code                              severity  meaning
 ================================  ========  ===============================================================
 leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
                                             cut unit of work at the end of the last file, before the
-                                            replay's start, or one bit from the data's outside the last file)
+                                            replay's start, or one bit from the data's outside the last file,
+                                            or a UOW_END's outside the last file: the replay ignores its data)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
                                             (WARNING where the last file's last complete unit ends: the
                                             broker truncates there; leveldb-units-dropped judges the loss)
@@ -121,11 +122,16 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
             # file, whose CRCs the broker checks on start (verifyAndGetEndOffset truncates it there)
             d = (a ^ b) & 0xFFFFFFFF
             field_only = d & (d - 1) == 0 and not is_last
-            add(Finding(W if t or old(off) or field_only else C, "leveldb-checksum-mismatch",
+            # a UOW_END's data (the position its unit began) is read by the last file's check alone: the replay
+            # writes the unit's batch at any UOW_END (replay_from: ``case RecordLog.UOW_END_RECORD``)
+            unused = kind == L.UOW_END and not is_last
+            add(Finding(W if t or old(off) or field_only or unused else C, "leveldb-checksum-mismatch",
                         f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {a:#010x}, "
                         f"computed {b:#010x}" + (" (in the cut unit of work)" if t else "") +
                         ("; one bit apart: the checksum field is damaged, the data intact (the broker's replay "
-                         "does not check it)" if field_only and not t else ""), path, off))
+                         "does not check it)" if field_only and not t else "") +
+                        ("; the replay does not read a unit's end outside the last file" if unused and not t
+                         and not field_only else ""), path, off))
         elif code == L.EV_UOW:
             if not is_last:
                 # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
