@@ -1134,3 +1134,23 @@ def test_damaged_unit_end_outside_the_last_file_is_a_warning(capsys, tmp_path):
     flip_byte(store / "000000000000d27c.log", 23735 + 10 + 6, 0x10)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc)["leveldb-checksum-mismatch"] == "warning"
+
+
+@pytest.mark.parametrize("offset,mask,severity", [
+    (9467 + 10 + 5, 0x40, "warning"),  # Q.KT's seq 30, the last, becomes 0x40000000000001e: still the last
+    (14217 + 10 + 5, 0x01, "critical"),  # seq 28 becomes 0x1000000001c: handed out after 29 and 30
+    (14217 + 10 + 14, 0x01, "critical")])  # its value location: the entry points elsewhere
+def test_replayed_entry_record_with_one_flipped_bit_is_judged_by_what_applying_it_delivers(
+        capsys, tmp_path, offset, mask, severity):
+    """Fault campaign miss (f-killsnap of /work/leveldb-fresh, seed 7302021): a bit flipped in the entry key of
+    a replayed ADD_ENTRY in a file that is not the last. The replay checks no CRC there and applies it as read;
+    CRC-32 being linear, the one bit that gives the stored CRC back is the damage, and the replay is run with
+    the record as written and as read: the same entries of every queue in the same order, pointing at the same
+    messages, is a WARNING (the sequence numbers reach no consumer); a message moved in its queue's order, or an
+    entry pointing elsewhere, stays CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snapshot/store", tmp_path / "store")
+    flip_byte(store / "000000000000d27c.log", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert codes(doc)["leveldb-checksum-mismatch"] == severity and code == (1 if severity == "warning" else 2)

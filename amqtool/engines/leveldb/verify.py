@@ -9,7 +9,9 @@ code                              severity  meaning
 leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
                                             cut unit of work at the end of the last file, before the
                                             replay's start, or one bit from the data's outside the last file,
-                                            or a UOW_END's outside the last file: the replay ignores its data)
+                                            or a UOW_END's outside the last file: the replay ignores its data,
+                                            or an entry record's there whose one flipped bit leaves what the
+                                            broker delivers as it was)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
                                             (WARNING where the last file's last complete unit ends: the
                                             broker truncates there; leveldb-units-dropped judges the loss)
@@ -259,6 +261,23 @@ def _judge_skipped(st: LevelDBState, findings: list) -> None:
                               f"replay skips it; it was written as {L.kind_name(was)} (its kind byte is damaged), "
                               "and the index the replay recovers reads the same without it", g.path, g.offset,
                               {"kind": kind & 0xFF, "writtenAs": L.kind_name(was)})
+
+
+def _judge_damaged_entries(st: LevelDBState, findings: list) -> None:
+    """Lower ``leveldb-checksum-mismatch`` to a warning for an entry record replayed from a file that is not the
+    last (the last one's CRCs are checked on start) whose one flipped bit is known and whose applying as read
+    delivers what the record as written would (:mod:`.damaged_entry`)."""
+    from amqtool.engines.leveldb.damaged_entry import applying_changes
+
+    by_path = {str(f.path): f for f in st.logs[:-1]}
+    for i, g in enumerate(findings):
+        if g.code != "leveldb-checksum-mismatch" or g.severity is not C or g.path not in by_path or \
+                g.offset is None:
+            continue
+        if applying_changes(st, by_path[g.path].position + g.offset) is False:
+            findings[i] = Finding(W, g.code, g.message + "; one bit of its data is damaged, and the replay, which "
+                                  "checks no CRC there, delivers from it what it would from the record as written "
+                                  "(each queue's entries in the same order)", g.path, g.offset, g.details)
 
 
 def _is_message(data) -> bool:
@@ -519,6 +538,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
     _judge_skipped(st, findings)
+    _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
     if dropped and not cut:
