@@ -152,7 +152,7 @@ def from_log(st, replay) -> IndexEvidence | None:
     entries: dict = {}  # (destination, how) -> [(seq, what)]
     for ck, rec in colls.items():
         k = R.collection_index_key(ck)
-        if _loaded_as(have.get(k)) != _loaded_as(truth.get(k)):
+        if loaded_as(have.get(k)) != loaded_as(truth.get(k)):
             ev.lost.append((_name(rec), f"its collection record (key {ck}) is "
                             + ("missing" if k not in have else "changed")))
     for k in set(have).union(truth):
@@ -192,7 +192,7 @@ def from_log(st, replay) -> IndexEvidence | None:
     return ev
 
 
-def _loaded_as(value):
+def loaded_as(value):
     """What the broker takes from a collection record: its type and meta. ``DBManager.loadCollections`` keys a
     collection by its index key (``listCollections``: ``decodeLongKey(key)``), never by the record's own key
     field, so a record differing only there loads the same. The raw value when it does not decode."""

@@ -44,7 +44,9 @@ leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or
                                             nothing the broker delivers is lost: see leveldb-index-lost)
 leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or changed, or brought back) an
                                             entry or collection the broker delivers, proven by the record
-                                            log replayed from its start or, after the log GC, the counters
+                                            log replayed from its start or, after the log GC, the counters;
+                                            or a collection record read from a damaged block that
+                                            dirty.index's intact copy holds otherwise
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
@@ -278,6 +280,27 @@ def _judge_damaged_entries(st: LevelDBState, findings: list) -> None:
             findings[i] = Finding(W, g.code, g.message + "; one bit of its data is damaged, and the replay, which "
                                   "checks no CRC there, delivers from it what it would from the record as written "
                                   "(each queue's entries in the same order)", g.path, g.offset, g.details)
+
+
+def _collections_changed(st: LevelDBState, add) -> None:
+    """CRITICAL ``leveldb-index-lost`` for a collection record the broker loads from a damaged block of the
+    snapshot (a suspect key) that dirty.index, read from intact blocks of its own files, holds otherwise. A
+    collection record is written once (``createCollection``, under a key no other collection ever takes) and
+    only ever deleted, so the live index's copy is the record as written: the broker loads the damaged one (a
+    durable subscription under another client id, a destination renamed). Snapshot tables are hard links of
+    dirty.index's (``copyIndex``); a copy of the store that broke the links keeps that evidence."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or db.error or not db.suspect_keys or ddb is None or ddb is db or ddb.error:
+        return
+    for k in sorted(db.suspect_keys):
+        if k[:1] != R.COLLECTION_PREFIX or len(k) != 9 or k in ddb.suspect_keys or k not in ddb.data or \
+                k not in st.index or indexlog.loaded_as(st.index[k]) == indexlog.loaded_as(ddb.data[k]):
+            continue
+        ck = R._Q.unpack_from(k, 1)[0]
+        add(Finding(C, "leveldb-index-lost", f"collection {ck}: its record, read from a damaged block of the index "
+                    "snapshot, differs from dirty.index's intact copy (a collection record is never rewritten): "
+                    "the broker loads the damaged one", str(st.snapshot[1]), None,
+                    {"collection": ck}))
 
 
 def _is_message(data) -> bool:
@@ -665,6 +688,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                                              evidence.source == "log" else "; judged against the counters") + \
                     ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
+        _collections_changed(st, add)
     ddb = st.dirty_db
     beyond = False  # an entry of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
