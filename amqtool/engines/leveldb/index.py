@@ -43,6 +43,9 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # (path, block offset) of a data block whose checksum fails -> its key range, as unread_ranges: its keys were
+    # read, but any of them may be another's
+    suspect_ranges: dict = field(default_factory=dict)
     # path of a table the MANIFEST names that is missing or cannot be read at all (its footer or index block)
     # -> (smallest, largest) user key the MANIFEST gives it, inclusive (None: unknown): none of its entries is
     # read, so older versions of its keys, in other tables, show through in what amqtool reads
@@ -265,6 +268,11 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 lo = small if lo is None else lo
                 hi = large if large is not None and (hi is None or large < hi) else hi
                 db.unread_ranges[(str(d / name), off)] = (lo, hi)
+        for off, (lo, hi) in tr.suspect.items():
+            small, large = version.bounds.get(num, (None, None))
+            db.suspect_ranges[(str(d / name), off)] = (small if lo is None else lo,
+                                                       large if large is not None and (hi is None or large < hi)
+                                                       else hi)
         for e in tr.entries:
             if e.suspect:
                 if e.sequence > version.last_sequence:

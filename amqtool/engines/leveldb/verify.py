@@ -282,6 +282,21 @@ def _judge_damaged_entries(st: LevelDBState, findings: list) -> None:
                                   "(each queue's entries in the same order)", g.path, g.offset, g.details)
 
 
+def _deletion_unread(st: LevelDBState, m) -> bool:
+    """Whether the entry of message ``m`` points before the first log file and lies in the key range of a damaged
+    block of the snapshot, unread or read under a failing checksum (the replay did not write it again). The
+    broker's GC deletes a log file once no entry refers to it (``gc``: the log refs), so the entry had been
+    deleted: the deletion was in that block, unread or under another key, and an older version shows through."""
+    db = st.snapshot_db
+    ranges = list(db.unread_ranges.values()) + list(db.suspect_ranges.values()) if db is not None else []
+    if not ranges or not st.logs or m.location >= st.logs[0].position:
+        return False
+    key = R.entry_index_key(m.collection, R._Q.pack(m.seq))
+    if st.index.get(key) != db.data.get(key) or key in db.suspect_keys:
+        return False  # written again by the replay, or read from the damaged block itself (its location may be)
+    return any((lo is None or key > lo) and (hi is None or key <= hi) for lo, hi in ranges)
+
+
 def _collections_changed(st: LevelDBState, add) -> None:
     """CRITICAL ``leveldb-index-lost`` for a collection record the broker loads from a damaged block of the
     snapshot (a suspect key) that dirty.index, read from intact blocks of its own files, holds otherwise. A
@@ -625,6 +640,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                                 "writer issued, over the deletion of the same key; the DATA record at log position "
                                 f"{loc:#x} is in no log file, so the broker delivers nothing for it (a consumed "
                                 "message's entry the damage brought back)", str(st.snapshot[1]), None))
+                    continue
+                if all(_deletion_unread(st, u[1]) for u in users):
+                    add(Finding(W, "leveldb-index-damaged", f"{holder} seq {m.seq}" + (f" and {len(users) - 1} more"
+                                if len(users) > 1 else "") + ": its key lies in the range of a damaged block "
+                                "of the index snapshot and its DATA record at log position "
+                                f"{loc:#x} lies before the first log file, which the GC deletes only once no entry "
+                                "refers to it: an older version showing through a deletion the block held (a "
+                                "consumed message's entry brought back; the broker delivers nothing for it)",
+                                str(st.snapshot[1]), None))
                     continue
                 lost += len(users)
                 add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "

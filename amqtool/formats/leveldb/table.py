@@ -135,6 +135,9 @@ class TableRead:
     # offset of a data block that does not parse -> (lower bound, exclusive, or None; upper bound, inclusive)
     # of the user keys it held, from the index block's separators
     unread: dict = field(default_factory=dict)
+    # offset of a data block whose checksum fails (read anyway) -> the same bounds: any of its keys may have
+    # changed, so a version of a key in that range may have taken another key's place or lost its own
+    suspect: dict = field(default_factory=dict)
 
 
 def _checked_block(buf, h: BlockHandle, out: TableRead) -> bytes:
@@ -180,6 +183,8 @@ def read_table(buf, key_ok=None) -> TableRead:
             before = len(out.problems)
             data = _checked_block(buf, h, out)
             suspect = bad_index or len(out.problems) > before
+            if suspect:
+                out.suspect[h.offset] = (low, prev)
             ctype = buf[h.offset + h.size] if h.offset + h.size < len(buf) else -1
             out.blocks.append(BlockInfo(h.offset, h.size, ctype))
             for ikey, value in iter_block(data):
