@@ -1192,3 +1192,17 @@ def test_consumed_entry_showing_through_a_damaged_block_over_a_collected_log_is_
     assert code == 1 and "leveldb-missing-log" not in codes(doc)
     assert any("Q.G seq 24" in f["message"] and "before the first log file" in f["message"]
                for f in doc["findings"])
+
+
+def test_stray_key_of_a_subscription_collection_is_never_read(capsys, tmp_path):
+    """Fault campaign miss (snappy, seed 7304016): a bit flipped in the snapshot table's block turns
+    sub1's ack position key ('e' + collection + 'p') into 'e' + collection + 'q'. The replay writes the 'p' key
+    again, and a subscription's collection holds its ack position alone (LevelDBClient.getAckPosition reads
+    'p'; every dump of tests/data/leveldb agrees): the stray key is never read. The record log's evidence
+    counted it as an entry that comes back: CRITICAL leveldb-index-lost; now WARNING."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/snappy/store", tmp_path / "store")
+    flip_byte(store / "0000000000003c5a.index" / "000005.sst", 443, 0x01)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}

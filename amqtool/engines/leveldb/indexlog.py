@@ -172,6 +172,9 @@ def from_log(st, replay) -> IndexEvidence | None:
         if rec is not None and rec.type == R.TOPIC and seq is not None and (ck not in low or seq <= low[ck]):
             ev.undelivered += 1  # acknowledged by every subscription (or none left): delivered to no one
             continue
+        if ek != R.ACK_POSITION and rec is not None and rec.type == R.SUBSCRIPTION:
+            ev.undelivered += 1  # a subscription holds its ack position alone (getAckPosition): never read
+            continue
         if ek == R.ACK_POSITION and rec is not None and rec.type == R.SUBSCRIPTION:
             moved = _ack_moved(rec, a, b, have)
             if moved is None:

@@ -37,7 +37,7 @@ FOUND = {
     "killed-snappy": [40000019, 40000035, 40000058],
     "jni-index": [26000025],
     "jni-index-gc": [25000400, 26000025, 27000079, 28000223],
-    "snappy": [28000064, 30000106],
+    "snappy": [28000064, 30000106, 7304016],
     "killed-zerofill": [25000428, 5353039],
     # the level3 session's stores, 120 faults each from 25000075
     "killed-snapshot": [25000108, 25000160, 7301025, 7302010, 7302013],
