@@ -282,6 +282,55 @@ def _judge_damaged_entries(st: LevelDBState, findings: list) -> None:
                                   "(each queue's entries in the same order)", g.path, g.offset, g.details)
 
 
+def _entries_dirty_index_holds(st: LevelDBState, add, findings: list) -> None:
+    """CRITICAL ``leveldb-index-lost`` for the entries of a destination the recovered index lacks but dirty.index,
+    read from intact blocks of its own files, holds, in the key range of a damaged block of the snapshot, whose
+    DATA record the broker still reads (in a log file, before the end of the last complete unit) and that a
+    consumer would receive (not a topic entry every subscription acknowledged). dirty.index is the live index
+    when the broker stopped: an entry added after the snapshot is in the log the broker replays, one deleted
+    after it is gone from dirty.index too, so such an entry is one the damaged block lost. A destination the
+    record log or the counters already name (``leveldb-index-lost``) is not named twice."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or db.error or ddb is None or ddb is db or ddb.error:
+        return
+    ranges = list(db.unread_ranges.values()) + list(db.suspect_ranges.values())
+    if not ranges:
+        return
+    doubtful = set(ddb.suspect_keys) | set(ddb.invented)
+    for keys in ddb.dropped_keys.values():
+        if keys is None:
+            return  # a dropped record of dirty.index whose keys cannot be told: nothing of it is evidence
+        doubtful |= keys
+    theirs = list(ddb.unread_ranges.values()) + list(ddb.suspect_ranges.values()) + list(ddb.unread_tables.values())
+    lost: dict = {}
+    for k, v in ddb.data.items():
+        if k[:1] != R.ENTRY_PREFIX or len(k) != 17 or k in st.index or k in doubtful:
+            continue
+        d = st.destinations.get(R._Q.unpack_from(k, 1)[0])
+        if d is None or _acked_topic_entry(st, k) or \
+                not any((lo is None or k > lo) and (hi is None or k <= hi) for lo, hi in ranges) or \
+                any((lo is None or k >= lo) and (hi is None or k <= hi) for lo, hi in theirs):
+            continue
+        try:
+            loc, length, _meta = R.decode_index_entry(v)
+        except FormatError:
+            continue
+        if not length or st.past_end(loc, length) or st.reader.read(loc, L.HEADER_SIZE + length) is None:
+            continue
+        lost.setdefault(d.qualified, []).append(R.seq_of(k[9:]))
+    named = {f.message.split(": ", 1)[0] for f in findings if f.code == "leveldb-index-lost"}
+    for name, seqs in sorted(lost.items()):
+        if name in named:
+            continue
+        seqs.sort()
+        shown = ", ".join(map(str, seqs[:10])) + (f" and {len(seqs) - 10} more" if len(seqs) > 10 else "")
+        add(Finding(C, "leveldb-index-lost", f"{name}: {len(seqs)} entr(ies) (seq {shown}) in the key range of a "
+                    "damaged block of the index snapshot are missing from the index the broker recovers, while "
+                    "dirty.index (the live index when it stopped), read from intact blocks, holds them with their "
+                    "messages in the log: the damage lost them", str(st.snapshot[1]), None,
+                    {"destination": name, "entries": len(seqs)}))
+
+
 def _deletion_unread(st: LevelDBState, m) -> bool:
     """Whether the entry of message ``m`` points before the first log file and lies in the key range of a damaged
     block of the snapshot, unread or read under a failing checksum (the replay did not write it again). The
@@ -713,6 +762,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
         _collections_changed(st, add)
+        _entries_dirty_index_holds(st, add, findings)
     ddb = st.dirty_db
     beyond = False  # an entry of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:

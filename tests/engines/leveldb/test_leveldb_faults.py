@@ -41,7 +41,7 @@ FOUND = {
     "killed-zerofill": [25000428, 5353039],
     # the level3 session's stores, 120 faults each from 25000075
     "killed-snapshot": [25000108, 25000160, 7301025, 7302010, 7302013],
-    "subs": [25000104, 31337032, 7301014],
+    "subs": [25000104, 31337032, 7301014, 7304038],
     # SIGKILLed stores outside the suite (AMQTOOL_TEST_LEVELDB_STORES=/work/leveldb-fresh)
     "killed-b": [25000130, 25000212],
 }
