@@ -464,19 +464,23 @@ def test_dropped_index_record_drops_the_rest_of_its_block(capsys, tmp_path, case
 @pytest.mark.parametrize("mask,why", [
     (0x06, "what it held cannot be told; judged against the record log replayed from its start"),
     (0x02, "its checksum names the one flipped bit, so what it held is known")])
-def test_dropped_counters_record_the_log_judges_is_a_warning(capsys, tmp_path, mask, why):
+def test_dropped_counters_record_strands_the_messages_of_a_queue(capsys, tmp_path, mask, why):
     """Bits flipped in the operation count of the snapshot's write-ahead log record of ``:collection-meta``:
     its checksum fails, LevelDB drops it with the two records after it (``:logs``, ``:producer_ids``), and
-    its write batch no longer parses. Two bits: what it held cannot be told from it; the record log, replayed
-    from position 0 (every log file is there), gives the index the broker kept, and the recovered index holds
-    all of it that the broker delivers: WARNING (it was CRITICAL, "what it held cannot be told"). One bit: the
-    stored CRC-32C names it, and the batch read with it flipped back held only counters: WARNING."""
+    its write batch no longer parses. The index damage itself is judged against the record log (two bits) or
+    read with the bit flipped back (one bit): WARNING, every entry is there. But the counters the broker loads
+    (``LevelDBClient.loadCounters``, no recount) are the older ``:collection-meta``, where Q.B's size is 0, and
+    its cursor reads the store only while that count is above 0: the real broker, restarted on this copy
+    (tools/Drain.java), hands out 0 of Q.B's 11 messages (15 of Q.A's 15): CRITICAL leveldb-queue-count-short.
+    It was a WARNING while the fault harness did not count queue sizes."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
     flip_byte(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
-    (msg,) = [f["message"] for f in doc["findings"]]
+    assert code == 2 and codes(doc) == {"leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical"}
+    (msg,) = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-damaged"]
     assert why in msg
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["message"].startswith("queue://Q.B:") and f["details"] == {"messageCount": 0, "stranded": 11}
 
 
 def test_garbage_keys_of_a_damaged_table_block_are_a_warning(capsys, tmp_path):
@@ -559,19 +563,24 @@ def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
                for f in doc["findings"])
 
 
-def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_is_a_warning(capsys, tmp_path):
+def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_strands_messages(capsys, tmp_path):
     """Fault campaign miss (gc, seed 27000389): a flipped bit in the length of a write-ahead log record of the
     snapshot, in a store whose first logs the broker's GC deleted. LevelDB drops it and the rest of its block
     (3 records); the record's write batch is self-delimiting, so it is read under the damaged length: it held
-    ``:collection-meta``, and the records after it counters or keys written again later. Nothing the broker
-    delivers changes (WARNING; it was CRITICAL, "what it held cannot be told")."""
+    ``:collection-meta``, and the records after it counters or keys written again later: the index damage is a
+    WARNING. The counters the broker loads are then the older ones: Q.G's count is 111 for 160 messages, and the
+    real broker restarted on this copy (tools/Drain.java) hands out 111: CRITICAL leveldb-queue-count-short (a
+    WARNING while the fault harness did not count queue sizes; CRITICAL "cannot be told" before that)."""
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
     flip_byte(store / "000000000023142a.index" / "000093.log", 228, 0x02)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert code == 2 and {c: s for c, s in codes(doc).items() if s != "info"} == {
+        "leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical"}
     assert any("every key dropped is rewritten later or a counter" in f["message"] for f in doc["findings"])
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["details"] == {"messageCount": 111, "stranded": 49}
 
 
 def test_renamed_destination_in_a_damaged_table_block_is_critical(capsys, tmp_path):
@@ -1063,3 +1072,154 @@ def test_an_entry_record_whose_kind_byte_was_damaged_is_judged_by_what_skipping_
     flip_byte(log, 820, 0x80)  # kind 3 (ADD_ENTRY) -> 131
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 2 and codes(doc)["leveldb-unknown-kind"] == "critical"
+
+
+def test_a_queue_count_left_below_its_entries_is_critical(capsys, tmp_path):
+    """Fault campaign, killed-zerofill seed 25000091 (the harness now counts queue sizes): the kind byte of the
+    ADD_ENTRY at 8223 flipped to 7 (UPDATE_ENTRY, a kind the replay applies): replay_from puts the entry but only
+    LOG_ADD_ENTRY calls collectionIncrementSize, so Q.K1 holds 5 entries with a message count of 4. The broker's
+    cursor (AbstractStoreCursor.fillBatch) reads the store only while its size, started from that count, is
+    above 0: one message is never handed out (the real broker restarted on this copy, tools/Drain.java, hands out
+    4 of Q.K1's 5). It was a WARNING (nothing but the crash's own findings)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    flip_byte(store / "0000000000000000.log", 8224, 0x04)  # kind 3 (ADD_ENTRY) -> 7
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-queue-count-short"] == "critical"
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]
+    assert f["details"] == {"messageCount": 4, "stranded": 1} and f["message"].startswith("queue://Q.K1:")
+
+
+def test_keys_read_from_a_dirty_index_block_whose_checksum_fails_bound_nothing(capsys, tmp_path):
+    """Fault campaign miss (subs, seed 7301014): a bit flipped in the one snappy data block of dirty.index's
+    table 000065 (a table the snapshot does not share). Its checksum fails; the block is read until a key
+    breaks, and the last key read before the break is garbage that still sorts in order (6 bytes, a shape
+    LevelDBClient never writes). The unread part of the block was taken to start after it, so collection 6's
+    entries 21..23, deleted in that block, showed through from an older table pointing at logs the GC deleted:
+    CRITICAL leveldb-missing-log, while the broker discards dirty.index on start. A key of no shape the store
+    writes bounds nothing now (gc2's seed 25000090, a break after well-formed keys, stays judged)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/subs/store", tmp_path / "store")
+    flip_byte(store / "dirty.index" / "000065.sst", 1760, 0x01)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code in (0, 1) and "leveldb-missing-log" not in codes(doc)
+
+
+def test_collection_record_whose_own_key_field_changed_loads_the_same(capsys, tmp_path):
+    """Fault campaign miss (f-killed-snappy of /work/leveldb-fresh, seed 7301022): a bit flipped in the key
+    field inside a collection record of the snapshot's table (the value, not the index key). The broker keys a
+    collection by its index key (LevelDBClient.listCollections: ``decodeLongKey(key)``; DBManager
+    .loadCollections never reads the record's own key), so the store loads the same; the record log's evidence
+    compared raw values and said CRITICAL leveldb-index-lost "its collection record is changed". Here jni-index:
+    Q.A's record, key field 4 -> 68."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index/store", tmp_path / "store")
+    flip_byte(store / "0000000000018045.index" / "000005.sst", 914, 0x40)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+
+
+def test_damaged_unit_end_outside_the_last_file_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (f-killsnap of /work/leveldb-fresh, seed 7302010; here killed-snapshot's only
+    replayed UOW_END): a bit flipped in the 8-byte data of a replayed UOW_END in a file that is not the last. Only the
+    last file's chain and CRCs are checked (RecordLog.verifyAndGetEndOffset); the replay writes a unit's batch at
+    any UOW_END without reading its data (LevelDBClient.replay_from), so nothing the broker recovers changes:
+    WARNING (it was CRITICAL leveldb-checksum-mismatch)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snapshot/store", tmp_path / "store")
+    flip_byte(store / "000000000000d27c.log", 23735 + 10 + 6, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-checksum-mismatch"] == "warning"
+
+
+@pytest.mark.parametrize("offset,mask,severity", [
+    (9467 + 10 + 5, 0x40, "warning"),  # Q.KT's seq 30, the last, becomes 0x40000000000001e: still the last
+    (14217 + 10 + 5, 0x01, "critical"),  # seq 28 becomes 0x1000000001c: handed out after 29 and 30
+    (14217 + 10 + 14, 0x01, "critical")])  # its value location: the entry points elsewhere
+def test_replayed_entry_record_with_one_flipped_bit_is_judged_by_what_applying_it_delivers(
+        capsys, tmp_path, offset, mask, severity):
+    """Fault campaign miss (f-killsnap of /work/leveldb-fresh, seed 7302021): a bit flipped in the entry key of
+    a replayed ADD_ENTRY in a file that is not the last. The replay checks no CRC there and applies it as read;
+    CRC-32 being linear, the one bit that gives the stored CRC back is the damage, and the replay is run with
+    the record as written and as read: the same entries of every queue in the same order, pointing at the same
+    messages, is a WARNING (the sequence numbers reach no consumer); a message moved in its queue's order, or an
+    entry pointing elsewhere, stays CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-snapshot/store", tmp_path / "store")
+    flip_byte(store / "000000000000d27c.log", offset, mask)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert codes(doc)["leveldb-checksum-mismatch"] == severity and code == (1 if severity == "warning" else 2)
+
+
+def test_collection_record_changed_in_a_damaged_block_is_proven_by_dirty_index(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 5353019, the loss/WARNING left open by the last stop): a bit flipped in the
+    snappy block of the snapshot's table 000005 turns the durable subscription's client id 'gc-client' into
+    'gc-Client'. The block's checksum fails and the broker reads it anyway: 'gc-client' finds no subscription,
+    its 8 pending messages are lost. The first logs were GC'd (no record log to replay from 0) and the counters
+    name no client. dirty.index's own copy of the table (the files are separate here, as any copy that broke the
+    snapshot's hard links leaves them) holds the record as written, and a collection record is never rewritten:
+    CRITICAL leveldb-index-lost (it was a WARNING)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    assert (store / "000000000023142a.index" / "000005.sst").stat().st_ino != \
+        (store / "dirty.index" / "000005.sst").stat().st_ino
+    flip_byte(store / "000000000023142a.index" / "000005.sst", 889, 0x20)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert f["details"] == {"collection": 2}
+
+
+def test_consumed_entry_showing_through_a_damaged_block_over_a_collected_log_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (gc2, seed 7303009): a bit flipped in a snappy data block of the snapshot's table
+    000187. Its checksum fails and it is read anyway, but the deletion of Q.G's seq 24 it held no longer reads
+    as that key, so seq 24's older version in another table shows through, pointing at 0x7e82, before the first
+    log file. The broker's cursor skips it ("Could not load message seq"): nothing changes. The GC deletes a
+    log only once no entry refers to it, so such an entry in the key range of the damaged block (its own
+    version read from an intact table) is a consumed one brought back: WARNING, not CRITICAL
+    leveldb-missing-log."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc2/store", tmp_path / "store")
+    flip_byte(store / "00000000001bad50.index" / "000187.sst", 4630, 0x10)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-missing-log" not in codes(doc)
+    assert any("Q.G seq 24" in f["message"] and "before the first log file" in f["message"]
+               for f in doc["findings"])
+
+
+def test_stray_key_of_a_subscription_collection_is_never_read(capsys, tmp_path):
+    """Fault campaign miss (snappy, seed 7304016): a bit flipped in the snapshot table's block turns
+    sub1's ack position key ('e' + collection + 'p') into 'e' + collection + 'q'. The replay writes the 'p' key
+    again, and a subscription's collection holds its ack position alone (LevelDBClient.getAckPosition reads
+    'p'; every dump of tests/data/leveldb agrees): the stray key is never read. The record log's evidence
+    counted it as an entry that comes back: CRITICAL leveldb-index-lost; now WARNING."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/snappy/store", tmp_path / "store")
+    flip_byte(store / "0000000000003c5a.index" / "000005.sst", 443, 0x01)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc) == {"leveldb-index-damaged": "warning"}
+
+
+def test_topic_entries_a_damaged_block_lost_are_proven_by_dirty_index(capsys, tmp_path):
+    """Fault campaign miss (subs, seed 7304038): a bit flipped in a snappy data block of the snapshot's table
+    000061 makes it undecodable: T.S's entries 351..409, pending for subAll and subRed, are lost (118 deliveries).
+    The first logs were GC'd and the counters prove no gap after the first entry held (the broker's topic GC
+    runs ahead of stored ack positions), so it was a WARNING. dirty.index, the live index when the broker
+    stopped, holds them from its own intact table, with their messages in the log: an entry added after the
+    snapshot is replayed, one deleted after it is gone from dirty.index too. CRITICAL leveldb-index-lost."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/subs/store", tmp_path / "store")
+    flip_byte(store / "000000000009571d.index" / "000061.sst", 3560, 0x01)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-lost"] == "critical"
+    (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-index-lost"]
+    assert f["details"] == {"destination": "topic://T.S", "entries": 59}

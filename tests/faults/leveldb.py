@@ -8,7 +8,13 @@ dirty.index (which the broker discards on start).
 The delivered state (:func:`delivered`) is what the broker's recovery gives (the LevelDB engine's load,
 proven against ``recovered.json`` of every broker-written store by tests/engines/leveldb): the export's rows
 (queue, message id, state) and a digest of each row's content. A message the broker cannot read gives no
-row. ``torn``: loss confined to the records after the snapshot's position in the last log file (the log
+row; each row's content digest goes with its place in its queue's order (the broker's cursors hand a
+collection's entries out in key order, ``LevelDBClient.queueCursor`` over ``collectionCursor``: an entry whose
+key changed is delivered elsewhere in the order, a content change, not the same store). A queue's message
+count is counted too, by the messages its store cursor never hands out
+(:func:`amqtool.engines.leveldb.queue_cursor.stranded`: the broker's cursor reads the store only while that
+count is above 0, so a count left one short strands a message): ``caches`` ``("stranded", queue)``, a change of
+it a loss. ``torn``: loss confined to the records after the snapshot's position in the last log file (the log
 replay's region; what a crash can cut).
 """
 from __future__ import annotations
@@ -92,6 +98,7 @@ class LevelDBSites:
 def delivered(root: Path) -> Delivered:
     from amqtool.engines.export.leveldb import LevelDBExport
     from amqtool.engines.export.model import ExportOptions
+    from amqtool.engines.leveldb.queue_cursor import stranded
     from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
     from amqtool.errors import AmqtoolError
     from amqtool.store.layout import detect
@@ -113,14 +120,17 @@ def delivered(root: Path) -> Delivered:
                 raw[m.location] = hashlib.sha256(b).hexdigest() if b is not None else None
         rows: Counter = Counter()
         content = set()
+        order: Counter = Counter()  # rows seen per queue: each row's place in the order the queue hands them out
         for r in ex.rows():
             key = (r[n["queue"]], r[n["store_message_id"]], r[n["transaction_state"]])
             rows[key] += 1
             h = hashlib.sha256(repr(tuple(r)).encode()).hexdigest()  # every column: headers, times, body
-            content.add(key + (h, raw.get(r[n["message_id"]])))
+            content.add(key + (h, raw.get(r[n["message_id"]]), order[r[n["queue"]]]))
+            order[r[n["queue"]]] += 1
+        held = Counter({("stranded", d.name): stranded(ex.st, d) for d in ex.st.destinations.values()})
     finally:
         ex.close()
-    return Delivered(bindings, rows, frozenset(content))
+    return Delivered(bindings, rows, frozenset(content), caches=+held)
 
 
 def verify_verdict(root: Path) -> tuple[str, tuple]:

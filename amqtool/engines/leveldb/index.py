@@ -17,13 +17,9 @@ from pathlib import Path
 from amqtool import native
 from amqtool.errors import FormatError
 from amqtool.formats.leveldb import dblog, manifest, table
+from amqtool.formats.leveldb import records as R
 
 _NUM = re.compile(r"^(\d+)\.(log|sst|ldb)$")
-
-
-# the store's own keys LevelDBClient reads with ``get`` when it starts (DIRTY_INDEX_KEY, LOG_REF_INDEX_KEY,
-# LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY, COLLECTION_META_KEY)
-COUNTER_KEYS = (b":collection-meta", b":dirty", b":log-refs", b":logs", b":producer_ids")
 
 
 @dataclass
@@ -47,6 +43,9 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # (path, block offset) of a data block whose checksum fails -> its key range, as unread_ranges: its keys were
+    # read, but any of them may be another's
+    suspect_ranges: dict = field(default_factory=dict)
     # path of a table the MANIFEST names that is missing or cannot be read at all (its footer or index block)
     # -> (smallest, largest) user key the MANIFEST gives it, inclusive (None: unknown): none of its entries is
     # read, so older versions of its keys, in other tables, show through in what amqtool reads
@@ -250,7 +249,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.unread_tables[str(d / f"{num:06d}.sst")] = version.bounds.get(num, (None, None))
             continue
         try:
-            tr = table.read_table(_read(d / name))
+            tr = table.read_table(_read(d / name), key_ok=R.is_store_key)
         except (OSError, FormatError) as err:
             db.problem(d / name, getattr(err, "offset", None), getattr(err, "message", None) or str(err))
             db.unread_tables[str(d / name)] = version.bounds.get(num, (None, None))
@@ -269,6 +268,11 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 lo = small if lo is None else lo
                 hi = large if large is not None and (hi is None or large < hi) else hi
                 db.unread_ranges[(str(d / name), off)] = (lo, hi)
+        for off, (lo, hi) in tr.suspect.items():
+            small, large = version.bounds.get(num, (None, None))
+            db.suspect_ranges[(str(d / name), off)] = (small if lo is None else lo,
+                                                       large if large is not None and (hi is None or large < hi)
+                                                       else hi)
         for e in tr.entries:
             if e.suspect:
                 if e.sequence > version.last_sequence:
@@ -342,5 +346,6 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 {bytes(k) for k in keys if k[:1] != b":"}
     db.last_sequence = max(db.last_sequence, live(newest, db.data))
     db.suspect_keys.update(bytes(k) for k, q in suspect.items() if k in db.data and newest[k][0] == q)
-    db.counter_sequences = {k: newest[k][0] for k in COUNTER_KEYS if k in newest and newest[k][1] == dblog.TYPE_VALUE}
+    db.counter_sequences = {k: newest[k][0] for k in R.COUNTER_KEYS
+                            if k in newest and newest[k][1] == dblog.TYPE_VALUE}
     return db

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from amqtool.errors import FormatError
-from amqtool.engines.leveldb.index import COUNTER_KEYS
 from amqtool.engines.leveldb.load import qualified_name
 from amqtool.formats.leveldb import records as R
 
@@ -153,7 +152,7 @@ def from_log(st, replay) -> IndexEvidence | None:
     entries: dict = {}  # (destination, how) -> [(seq, what)]
     for ck, rec in colls.items():
         k = R.collection_index_key(ck)
-        if have.get(k) != truth.get(k):
+        if loaded_as(have.get(k)) != loaded_as(truth.get(k)):
             ev.lost.append((_name(rec), f"its collection record (key {ck}) is "
                             + ("missing" if k not in have else "changed")))
     for k in set(have).union(truth):
@@ -173,6 +172,9 @@ def from_log(st, replay) -> IndexEvidence | None:
         if rec is not None and rec.type == R.TOPIC and seq is not None and (ck not in low or seq <= low[ck]):
             ev.undelivered += 1  # acknowledged by every subscription (or none left): delivered to no one
             continue
+        if ek != R.ACK_POSITION and rec is not None and rec.type == R.SUBSCRIPTION:
+            ev.undelivered += 1  # a subscription holds its ack position alone (getAckPosition): never read
+            continue
         if ek == R.ACK_POSITION and rec is not None and rec.type == R.SUBSCRIPTION:
             moved = _ack_moved(rec, a, b, have)
             if moved is None:
@@ -191,6 +193,19 @@ def from_log(st, replay) -> IndexEvidence | None:
         ev.lost.append((name, f"{len(got)} entr{'y' if len(got) == 1 else 'ies'} {how} (seq {shown})"))
     ev.lost.sort()
     return ev
+
+
+def loaded_as(value):
+    """What the broker takes from a collection record: its type and meta. ``DBManager.loadCollections`` keys a
+    collection by its index key (``listCollections``: ``decodeLongKey(key)``), never by the record's own key
+    field, so a record differing only there loads the same. The raw value when it does not decode."""
+    if value is None:
+        return None
+    try:
+        rec = R.decode_collection(value)
+    except FormatError:
+        return bytes(value)
+    return rec.type, bytes(rec.meta) if rec.meta is not None else None
 
 
 def from_counters(st) -> IndexEvidence | None:
@@ -259,7 +274,7 @@ def _counters_newer(db, inside) -> bool:
     in a write-ahead log not yet in a table: newer than any table's copy, so the block's copy, lost or not, is
     not what the broker's ``get`` returns."""
     floor = db.log_sequence_floor
-    keys = [k for k in COUNTER_KEYS if inside(k)]
+    keys = [k for k in R.COUNTER_KEYS if inside(k)]
     return floor is not None and all(db.counter_sequences.get(k, -1) >= floor for k in keys)
 
 

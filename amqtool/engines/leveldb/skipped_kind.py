@@ -38,45 +38,53 @@ def intended_kind(kind: int, data) -> int | None:
     return near[0] if rec.collection_key is not None and rec.entry_key is not None else None
 
 
-class _Restored:
-    """A log reader whose record header at ``pos`` carries ``kind``: the record as the store wrote it."""
+class Patched:
+    """A log reader whose byte at log position ``at`` reads ``value``: a record as the store wrote it."""
 
-    def __init__(self, reader, pos: int, kind: int):
-        self._reader, self._pos, self._kind = reader, pos, kind
+    def __init__(self, reader, at: int, value: int):
+        self._reader, self._at, self._value = reader, at, value
 
     def read(self, pos: int, n: int):
         data = self._reader.read(pos, n)
-        at = self._pos + 1 - pos  # the kind byte follows the magic
+        at = self._at - pos
         if data is None or not 0 <= at < len(data):
             return data
         out = bytearray(data)
-        out[at] = self._kind
+        out[at] = self._value
         return bytes(out)
+
+
+def replayed(st, reader) -> tuple[dict, dict]:
+    """(index, collection meta) the broker's replay recovers reading the log through ``reader``, from the
+    same snapshot as the load."""
+    from amqtool.engines.leveldb.load import _replay
+
+    db = st.snapshot_db
+    index = dict(db.data) if db is not None and db.error is None else {}
+    meta: dict = {}
+    raw = index.get(b":collection-meta")
+    if raw is not None:
+        try:
+            meta = R.decode_collection_meta(raw)
+        except FormatError:
+            meta = {}
+    _replay(index, reader, st.replay.start, st.replay.limit, meta)
+    # a subscription's ack position at 0 reads as none (the broker's getOrElse(0), load._load_collections)
+    for key in [k for k in index if k.endswith(R.ACK_POSITION) and len(k) == 10]:
+        try:
+            if not R.decode_entry(index[key]).value_location:
+                del index[key]
+        except FormatError:
+            pass
+    return index, meta
 
 
 def skipping_changes(st, pos: int, kind: int) -> bool:
     """Whether the broker's skipping the record at log position ``pos`` (``kind``: the entry kind it was written
     as, :func:`intended_kind`) changes the index its replay recovers: its entries and collection sizes."""
-    from amqtool.engines.leveldb.load import _replay
 
-    def replayed(reader):
-        db = st.snapshot_db
-        index = dict(db.data) if db is not None and db.error is None else {}
-        meta: dict = {}
-        raw = index.get(b":collection-meta")
-        if raw is not None:
-            try:
-                meta = R.decode_collection_meta(raw)
-            except FormatError:
-                meta = {}
-        _replay(index, reader, st.replay.start, st.replay.limit, meta)
-        # a subscription's ack position at 0 reads as none (the broker's getOrElse(0), load._load_collections)
-        for key in [k for k in index if k.endswith(R.ACK_POSITION) and len(k) == 10]:
-            try:
-                if not R.decode_entry(index[key]).value_location:
-                    del index[key]
-            except FormatError:
-                pass
+    def state(reader):
+        index, meta = replayed(st, reader)
         return index, {key: m.size for key, m in meta.items()}
 
-    return replayed(st.reader) != replayed(_Restored(st.reader, pos, kind))
+    return state(st.reader) != state(Patched(st.reader, pos + 1, kind))  # the kind byte follows the magic

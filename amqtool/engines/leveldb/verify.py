@@ -8,7 +8,10 @@ code                              severity  meaning
 ================================  ========  ===============================================================
 leveldb-checksum-mismatch         CRITICAL  a record's CRC-32 does not match its data (WARNING inside the
                                             cut unit of work at the end of the last file, before the
-                                            replay's start, or one bit from the data's outside the last file)
+                                            replay's start, or one bit from the data's outside the last file,
+                                            or a UOW_END's outside the last file: the replay ignores its data,
+                                            or an entry record's there whose one flipped bit leaves what the
+                                            broker delivers as it was)
 leveldb-not-a-record              CRITICAL  bytes where a record should start, before a file's end
                                             (WARNING where the last file's last complete unit ends: the
                                             broker truncates there; leveldb-units-dropped judges the loss)
@@ -41,7 +44,9 @@ leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or
                                             nothing the broker delivers is lost: see leveldb-index-lost)
 leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or changed, or brought back) an
                                             entry or collection the broker delivers, proven by the record
-                                            log replayed from its start or, after the log GC, the counters
+                                            log replayed from its start or, after the log GC, the counters;
+                                            or a collection record read from a damaged block that
+                                            dirty.index's intact copy holds otherwise
 leveldb-index-unreadable          CRITICAL  the index snapshot cannot be read at all
 leveldb-no-snapshot               WARNING   no index snapshot: the broker rebuilds the index from the first log
 leveldb-dirty-index               WARNING   dirty.index says dirty: the broker did not stop cleanly (or runs)
@@ -49,6 +54,8 @@ leveldb-snapshot-cut              WARNING   temp.index: an index snapshot cut mi
                                             while snapshotting, or runs); the broker deletes it on start
 leveldb-snapshot-left             WARNING   an older index snapshot beside the last (killed between a
                                             snapshot and the previous one's deletion); deleted on start
+leveldb-queue-count-short         CRITICAL  a queue's message count (its collection size counter) below the
+                                            entries it holds: the broker's cursor never hands out the rest
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -78,6 +85,7 @@ from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
+from amqtool.engines.leveldb.queue_cursor import stranded
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
@@ -118,11 +126,16 @@ def _scan_file(f, buf, is_last: bool, complete_end: int | None, runs: list,
             # file, whose CRCs the broker checks on start (verifyAndGetEndOffset truncates it there)
             d = (a ^ b) & 0xFFFFFFFF
             field_only = d & (d - 1) == 0 and not is_last
-            add(Finding(W if t or old(off) or field_only else C, "leveldb-checksum-mismatch",
+            # a UOW_END's data (the position its unit began) is read by the last file's check alone: the replay
+            # writes the unit's batch at any UOW_END (replay_from: ``case RecordLog.UOW_END_RECORD``)
+            unused = kind == L.UOW_END and not is_last
+            add(Finding(W if t or old(off) or field_only or unused else C, "leveldb-checksum-mismatch",
                         f"{L.kind_name(kind)} record of {length} bytes: stored CRC-32 {a:#010x}, "
                         f"computed {b:#010x}" + (" (in the cut unit of work)" if t else "") +
                         ("; one bit apart: the checksum field is damaged, the data intact (the broker's replay "
-                         "does not check it)" if field_only and not t else ""), path, off))
+                         "does not check it)" if field_only and not t else "") +
+                        ("; the replay does not read a unit's end outside the last file" if unused and not t
+                         and not field_only else ""), path, off))
         elif code == L.EV_UOW:
             if not is_last:
                 # only the last file's chain is checked by the broker (verifyAndGetEndOffset); its replay
@@ -250,6 +263,108 @@ def _judge_skipped(st: LevelDBState, findings: list) -> None:
                               f"replay skips it; it was written as {L.kind_name(was)} (its kind byte is damaged), "
                               "and the index the replay recovers reads the same without it", g.path, g.offset,
                               {"kind": kind & 0xFF, "writtenAs": L.kind_name(was)})
+
+
+def _judge_damaged_entries(st: LevelDBState, findings: list) -> None:
+    """Lower ``leveldb-checksum-mismatch`` to a warning for an entry record replayed from a file that is not the
+    last (the last one's CRCs are checked on start) whose one flipped bit is known and whose applying as read
+    delivers what the record as written would (:mod:`.damaged_entry`)."""
+    from amqtool.engines.leveldb.damaged_entry import applying_changes
+
+    by_path = {str(f.path): f for f in st.logs[:-1]}
+    for i, g in enumerate(findings):
+        if g.code != "leveldb-checksum-mismatch" or g.severity is not C or g.path not in by_path or \
+                g.offset is None:
+            continue
+        if applying_changes(st, by_path[g.path].position + g.offset) is False:
+            findings[i] = Finding(W, g.code, g.message + "; one bit of its data is damaged, and the replay, which "
+                                  "checks no CRC there, delivers from it what it would from the record as written "
+                                  "(each queue's entries in the same order)", g.path, g.offset, g.details)
+
+
+def _entries_dirty_index_holds(st: LevelDBState, add, findings: list) -> None:
+    """CRITICAL ``leveldb-index-lost`` for the entries of a destination the recovered index lacks but dirty.index,
+    read from intact blocks of its own files, holds, in the key range of a damaged block of the snapshot, whose
+    DATA record the broker still reads (in a log file, before the end of the last complete unit) and that a
+    consumer would receive (not a topic entry every subscription acknowledged). dirty.index is the live index
+    when the broker stopped: an entry added after the snapshot is in the log the broker replays, one deleted
+    after it is gone from dirty.index too, so such an entry is one the damaged block lost. A destination the
+    record log or the counters already name (``leveldb-index-lost``) is not named twice."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or db.error or ddb is None or ddb is db or ddb.error:
+        return
+    ranges = list(db.unread_ranges.values()) + list(db.suspect_ranges.values())
+    if not ranges:
+        return
+    doubtful = set(ddb.suspect_keys) | set(ddb.invented)
+    for keys in ddb.dropped_keys.values():
+        if keys is None:
+            return  # a dropped record of dirty.index whose keys cannot be told: nothing of it is evidence
+        doubtful |= keys
+    theirs = list(ddb.unread_ranges.values()) + list(ddb.suspect_ranges.values()) + list(ddb.unread_tables.values())
+    lost: dict = {}
+    for k, v in ddb.data.items():
+        if k[:1] != R.ENTRY_PREFIX or len(k) != 17 or k in st.index or k in doubtful:
+            continue
+        d = st.destinations.get(R._Q.unpack_from(k, 1)[0])
+        if d is None or _acked_topic_entry(st, k) or \
+                not any((lo is None or k > lo) and (hi is None or k <= hi) for lo, hi in ranges) or \
+                any((lo is None or k >= lo) and (hi is None or k <= hi) for lo, hi in theirs):
+            continue
+        try:
+            loc, length, _meta = R.decode_index_entry(v)
+        except FormatError:
+            continue
+        if not length or st.past_end(loc, length) or st.reader.read(loc, L.HEADER_SIZE + length) is None:
+            continue
+        lost.setdefault(d.qualified, []).append(R.seq_of(k[9:]))
+    named = {f.message.split(": ", 1)[0] for f in findings if f.code == "leveldb-index-lost"}
+    for name, seqs in sorted(lost.items()):
+        if name in named:
+            continue
+        seqs.sort()
+        shown = ", ".join(map(str, seqs[:10])) + (f" and {len(seqs) - 10} more" if len(seqs) > 10 else "")
+        add(Finding(C, "leveldb-index-lost", f"{name}: {len(seqs)} entr(ies) (seq {shown}) in the key range of a "
+                    "damaged block of the index snapshot are missing from the index the broker recovers, while "
+                    "dirty.index (the live index when it stopped), read from intact blocks, holds them with their "
+                    "messages in the log: the damage lost them", str(st.snapshot[1]), None,
+                    {"destination": name, "entries": len(seqs)}))
+
+
+def _deletion_unread(st: LevelDBState, m) -> bool:
+    """Whether the entry of message ``m`` points before the first log file and lies in the key range of a damaged
+    block of the snapshot, unread or read under a failing checksum (the replay did not write it again). The
+    broker's GC deletes a log file once no entry refers to it (``gc``: the log refs), so the entry had been
+    deleted: the deletion was in that block, unread or under another key, and an older version shows through."""
+    db = st.snapshot_db
+    ranges = list(db.unread_ranges.values()) + list(db.suspect_ranges.values()) if db is not None else []
+    if not ranges or not st.logs or m.location >= st.logs[0].position:
+        return False
+    key = R.entry_index_key(m.collection, R._Q.pack(m.seq))
+    if st.index.get(key) != db.data.get(key) or key in db.suspect_keys:
+        return False  # written again by the replay, or read from the damaged block itself (its location may be)
+    return any((lo is None or key > lo) and (hi is None or key <= hi) for lo, hi in ranges)
+
+
+def _collections_changed(st: LevelDBState, add) -> None:
+    """CRITICAL ``leveldb-index-lost`` for a collection record the broker loads from a damaged block of the
+    snapshot (a suspect key) that dirty.index, read from intact blocks of its own files, holds otherwise. A
+    collection record is written once (``createCollection``, under a key no other collection ever takes) and
+    only ever deleted, so the live index's copy is the record as written: the broker loads the damaged one (a
+    durable subscription under another client id, a destination renamed). Snapshot tables are hard links of
+    dirty.index's (``copyIndex``); a copy of the store that broke the links keeps that evidence."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or db.error or not db.suspect_keys or ddb is None or ddb is db or ddb.error:
+        return
+    for k in sorted(db.suspect_keys):
+        if k[:1] != R.COLLECTION_PREFIX or len(k) != 9 or k in ddb.suspect_keys or k not in ddb.data or \
+                k not in st.index or indexlog.loaded_as(st.index[k]) == indexlog.loaded_as(ddb.data[k]):
+            continue
+        ck = R._Q.unpack_from(k, 1)[0]
+        add(Finding(C, "leveldb-index-lost", f"collection {ck}: its record, read from a damaged block of the index "
+                    "snapshot, differs from dirty.index's intact copy (a collection record is never rewritten): "
+                    "the broker loads the damaged one", str(st.snapshot[1]), None,
+                    {"collection": ck}))
 
 
 def _is_message(data) -> bool:
@@ -510,6 +625,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
     _judge_skipped(st, findings)
+    _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
     if dropped and not cut:
@@ -574,6 +690,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                                 f"{loc:#x} is in no log file, so the broker delivers nothing for it (a consumed "
                                 "message's entry the damage brought back)", str(st.snapshot[1]), None))
                     continue
+                if all(_deletion_unread(st, u[1]) for u in users):
+                    add(Finding(W, "leveldb-index-damaged", f"{holder} seq {m.seq}" + (f" and {len(users) - 1} more"
+                                if len(users) > 1 else "") + ": its key lies in the range of a damaged block "
+                                "of the index snapshot and its DATA record at log position "
+                                f"{loc:#x} lies before the first log file, which the GC deletes only once no entry "
+                                "refers to it: an older version showing through a deletion the block held (a "
+                                "consumed message's entry brought back; the broker delivers nothing for it)",
+                                str(st.snapshot[1]), None))
+                    continue
                 lost += len(users)
                 add(Finding(C, "leveldb-missing-log", f"{holder} seq {m.seq}: its DATA record at log position "
                             f"{loc:#x} is in no log file (the message is lost)", directory, None,
@@ -636,6 +761,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                                              evidence.source == "log" else "; judged against the counters") + \
                     ": what the broker loses by it is named by leveldb-index-lost"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
+        _collections_changed(st, add)
+        _entries_dirty_index_holds(st, add, findings)
     ddb = st.dirty_db
     beyond = False  # an entry of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
@@ -695,6 +822,15 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         add(Finding(W, "leveldb-dirty-index", "dirty.index is marked dirty: the broker did not stop cleanly (or "
                     "is running); it rebuilds the index from the snapshot and the log", str(st.directory /
                                                                                         "dirty.index"), None))
+    for d in st.destinations.values():
+        # the cursor reads the store only while the count is above 0 (queue_cursor): a broker's own replay never
+        # leaves it below the entries (every REMOVE_ENTRY it counts deletes one), a damaged record or index does
+        short = stranded(st, d)
+        if short:
+            add(Finding(C, "leveldb-queue-count-short", f"{d.qualified}: its message count is {d.entries}, below the "
+                        f"{d.entries + short} messages it holds: the broker's cursor, which reads the "
+                        f"store only while that count is above 0, never hands out {short} message(s)", directory,
+                        None, {"messageCount": d.entries, "stranded": short}))
     for t in st.transactions:
         add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
                     f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))

@@ -248,6 +248,24 @@ def entry_index_key(collection: int, entry_key: bytes) -> bytes:
     return ENTRY_PREFIX + _Q.pack(collection) + bytes(entry_key)
 
 
+# the store's own keys LevelDBClient reads with ``get`` when it starts (COLLECTION_META_KEY, DIRTY_INDEX_KEY,
+# LOG_REF_INDEX_KEY, LOGS_INDEX_KEY, PRODUCER_IDS_INDEX_KEY)
+COUNTER_KEYS = (b":collection-meta", DIRTY_KEY, b":log-refs", b":logs", b":producer_ids")
+
+
+def is_store_key(key) -> bool:
+    """Whether an index key has a shape LevelDBClient writes: ``'c'`` + collection (9 bytes), ``'e'`` +
+    collection + 8-byte sequence (17) or + ``'p'`` (a subscription's ack position, 10), or one of the counters'
+    ``':'`` names."""
+    k = bytes(key)
+    n = len(k)
+    if k[:1] == COLLECTION_PREFIX:
+        return n == 9
+    if k[:1] == ENTRY_PREFIX:
+        return n == 17 or (n == 10 and k[9:] == ACK_POSITION)
+    return k in COUNTER_KEYS
+
+
 def split_entry_key(key: bytes) -> tuple[int, bytes]:
     """('e' + collection + entry key) -> (collection, entry key)."""
     if len(key) < 9 or key[:1] != ENTRY_PREFIX:

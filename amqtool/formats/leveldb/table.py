@@ -135,6 +135,9 @@ class TableRead:
     # offset of a data block that does not parse -> (lower bound, exclusive, or None; upper bound, inclusive)
     # of the user keys it held, from the index block's separators
     unread: dict = field(default_factory=dict)
+    # offset of a data block whose checksum fails (read anyway) -> the same bounds: any of its keys may have
+    # changed, so a version of a key in that range may have taken another key's place or lost its own
+    suspect: dict = field(default_factory=dict)
 
 
 def _checked_block(buf, h: BlockHandle, out: TableRead) -> bytes:
@@ -160,10 +163,12 @@ def _before(a: tuple[bytes, int], ukey: bytes, seq: int) -> bool:
     return a[0] < ukey or (a[0] == ukey and a[1] > seq)
 
 
-def read_table(buf) -> TableRead:
+def read_table(buf, key_ok=None) -> TableRead:
     """Every entry of a table file. A block whose checksum fails is reported and still read, as the store reads
     its index (``ReadOptions.verifyChecksums`` off by default); a block that does not parse is reported and
-    skipped; a damaged footer is raised: nothing of the table can be found."""
+    skipped; a damaged footer is raised: nothing of the table can be found. ``key_ok(user key)``: whether a key
+    is one the writer could have written; in a block whose checksum fails, the unread part of a block that
+    breaks is bounded only by the keys read before the first that is not (a damaged key may sort anywhere)."""
     out = TableRead()
     _meta, index_h = read_footer(buf)
     index = _checked_block(buf, index_h, out)
@@ -178,12 +183,15 @@ def read_table(buf) -> TableRead:
             before = len(out.problems)
             data = _checked_block(buf, h, out)
             suspect = bad_index or len(out.problems) > before
+            if suspect:
+                out.suspect[h.offset] = (low, prev)
             ctype = buf[h.offset + h.size] if h.offset + h.size < len(buf) else -1
             out.blocks.append(BlockInfo(h.offset, h.size, ctype))
             for ikey, value in iter_block(data):
                 ukey, seq, kind = split_internal_key(ikey)
                 out.entries.append(TableEntry(ukey, seq, kind, bytes(value), suspect))
-                ordered = ordered and (read is None or _before(read, ukey, seq)) and ukey <= prev
+                ordered = ordered and (read is None or _before(read, ukey, seq)) and ukey <= prev and \
+                    (not suspect or key_ok is None or key_ok(ukey))
                 read = (ukey, seq) if ordered else read
         except FormatError as err:
             at = err.offset if err.offset is not None else h.offset

@@ -26,5 +26,5 @@ jar cf build/activemq-leveldb-store-5.16-debian.jar -C build/classes .
 jar cf build/hawtdispatch-scala-2.11-1.22.jar -C build/hd-classes .
 RCP=$W/build/activemq-leveldb-store-5.16-debian.jar:$W/build/hawtdispatch-scala-2.11-1.22.jar:${CP//build\/hd-classes:/}:$J/scala-library.jar:$J/slf4j-simple.jar:$J/activemq-openwire-legacy.jar:$J/guava.jar
 echo "$RCP" > build/runtime-classpath.txt
-mkdir -p build/harness && javac -d build/harness -cp "$RCP" $T/Gen.java $T/DumpIndex.java
+mkdir -p build/harness && javac -d build/harness -cp "$RCP" $T/Gen.java $T/DumpIndex.java $T/Drain.java
 echo built
