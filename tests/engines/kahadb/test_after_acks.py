@@ -77,6 +77,18 @@ def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
     assert "kahadb-replay-gap" in _verdict(root)[1]
 
 
+def test_a_checkpoint_naming_no_file_is_a_missing_file_not_two_billion_gaps(tmp_path):
+    # campaign seed 7201 (f-stores): a flipped top bit of page 0's lastUpdate file id (8 -> -2147483640) made
+    # replay_gaps list every id from there to the newest file (a MemoryError). The broker cannot start its
+    # replay at a file the journal does not hold (Journal.getDataFile): CRITICAL, for that file alone
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db.data", 4096 + 21 + 4 + 8 + 1, 0x80)  # page 0: state, destinations page, lastUpdate's flag
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL"
+    assert "kahadb-missing-journal-file" in codes and "kahadb-replay-gap" not in codes
+
+
 
 def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent(tmp_path):
     # campaign seed 50054000007 (f5-kill, db-5.log@34854): a batch after the checkpoint holding only the send
