@@ -41,7 +41,9 @@ start when a record it loads does not load (:func:`_full_replay_fails`); else wh
 comes back.
 
 Records after the index checkpoint (a store the broker did not close, or the ack compaction's records
-after a clean stop) are replayed onto the index as ``MessageDatabase.recover`` does (tests/faults/kahadb_after.py).
+after a clean stop; every record when the index has no checkpoint yet) are replayed onto the index as
+``MessageDatabase.recover`` walks them, an older file's damaged batches included (tests/faults/kahadb_after.py);
+a record that walk cannot load stops the broker.
 
 Not modelled: a recovery that starts before ``lastUpdate`` at the first in-progress transaction, what the full replay's ``process`` does beyond what the journal replay keeps
 live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
@@ -468,13 +470,17 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
                                                for m in dest.pending(sk) if m.message_id in kept_ids))
         state = {"dests": dd, "subs": subs}
-        if last_update is not None:
-            # MessageDatabase.recover replays the records after lastUpdate onto the index (kahadb_after.py)
-            after = after_checkpoint(directory, files, last_update)
-            if after:
-                if rebuilt_state is None:
-                    rebuilt_state = rebuilt(store)
-                state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of)
+        # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
+        # as its walk reads them (kahadb_after.py)
+        after = after_checkpoint(directory, files, last_update)
+        if after.refused:
+            out[directory.name] = {"refused": after.refused}
+            continue
+        if after:
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of,
+                             lambda mid, loc: f"{mid} {_digest(files, *loc)}")
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay

@@ -94,3 +94,41 @@ def test_the_newest_file_the_ack_map_names_is_not_torn(tmp_path):
     assert sites.dirs[0].logs[-1].rel == "db-15.log" and 15 in sites.dirs[0].needed
     assert not sites.torn(Fault("delete", "db-15.log"))
     assert not sites.torn(Fault("empty", "db-15.log"))
+
+
+def test_a_damaged_message_id_in_an_older_file_after_the_checkpoint_comes_back(tmp_path):
+    # ActiveMQ 5.17.2 defaults (checkForCorruptJournalFiles=false): Journal.start recoveryChecks only the newest
+    # file (lastAppendLocation is null: recoveryCheck(dataFiles.getTail())), so MessageDatabase.recover's walk
+    # (Journal.getNextLocation: record header by record header) loads the records of db-8.log, not the newest,
+    # whatever their batch's checksum. The send of fx.f7.k's ...:3:-1:1:60 after lastUpdate 8:22057 with a
+    # damaged id is replayed as a live message of that id, and its ack in db-9 finds nothing: it comes back
+    # (f5-kill's same/CRITICAL of the last stop; the truth skipped the batch and called it unchanged)
+    store = _copy(tmp_path)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    pristine = k.delivered(store, pristine_rb)
+    log = store / "db-8.log"
+    data = bytearray(log.read_bytes())
+    assert data[24442:24479] == b"ID:vm-37799-1795706049181-3:3:-1:1:60"
+    data[24445] ^= 0x20  # 'v' -> 'V'
+    log.write_bytes(bytes(data))
+    k._Files.reset()
+    state = k.delivered(store, k.rebuilt(store))["kahadb"]
+    ids = {k._id_of(x) for x in state["dests"]["0:fx.f7.k"]}
+    assert "ID:Vm-37799-1795706049181-3:3:-1:1:60" in ids
+    assert k.classify(pristine, pristine_rb, store) == k.LOSS
+
+
+def test_a_record_the_walk_cannot_load_after_the_checkpoint_stops_the_broker(tmp_path):
+    # the same walk loads a record of db-8.log whose entry type byte names no KahaEntryType:
+    # MessageDatabase.load throws "Could not load journal record, null type information", and recover
+    # rethrows it ("Failed to recover data at position"): the broker does not start
+    store = _copy(tmp_path)
+    log = store / "db-8.log"
+    data = bytearray(log.read_bytes())
+    assert data[24419 + 5] == 1  # KAHA_ADD_MESSAGE_COMMAND
+    data[24419 + 5] = 0x7F
+    log.write_bytes(bytes(data))
+    k._Files.reset()
+    state = k.delivered(store, k.rebuilt(store))["kahadb"]
+    assert state["refused"].startswith("8:24419: the record does not load (unknown KahaEntryType 127)")
