@@ -132,3 +132,31 @@ def test_a_record_the_walk_cannot_load_after_the_checkpoint_stops_the_broker(tmp
     k._Files.reset()
     state = k.delivered(store, k.rebuilt(store))["kahadb"]
     assert state["refused"].startswith("8:24419: the record does not load (unknown KahaEntryType 127)")
+
+
+MKILL = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f8-mkahadb-kill"
+
+
+def test_an_index_without_a_checkpoint_is_replayed_from_the_journal_start(tmp_path):
+    # f8-mkahadb-kill: each child store of a real 5.17.2 mKahaDB ran with checkpointInterval=600000 and was
+    # SIGKILLed, so its db.data has no lastUpdate. MessageDatabase.getRecoveryPosition then returns
+    # journal.getNextLocation(null): the broker replays the whole journal onto its (empty) index and delivers
+    # every confirmed send. The truth took the empty index alone (nothing delivered, before and after any
+    # fault: 70 latent/CRITICAL at campaign seed 7201)
+    from amqtool.formats.kahadb import pagefile as pf
+
+    store = tmp_path / "mkahadb"
+    shutil.copytree(MKILL / "mkahadb", store)
+    manifest = json.loads((MKILL / "manifest.json").read_text())
+    k._Files.reset()
+    state = k.delivered(store, k.rebuilt(store))
+    for child, dest in (("queue#3a#2f#2ffx.f8.own", "fx.f8.own"), ("queue#3a#2f#2ffx.f8.grp.#3e", "fx.f8.grp.one"),
+                        ("queue#3a#2f#2ffx.f8.grp.#3e", "fx.f8.grp.two")):
+        buf = (store / child / "db.data").read_bytes()
+        assert pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0)).last_update is None
+        ids = {k._id_of(x) for x in state[child]["dests"]["0:" + dest]}
+        confirmed = [m for m in manifest["messages"] if "/queue/" + dest in m["live_in"]]
+        unconfirmed = [m for m in manifest["messages"] if m["destination"] == "/queue/" + dest
+                       and not m["receipt_requested"]]
+        assert confirmed and {m["message_id"] for m in confirmed if m["message_id"]} <= ids
+        assert len(confirmed) <= len(ids) <= len(confirmed) + len(unconfirmed)
