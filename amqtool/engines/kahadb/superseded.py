@@ -10,6 +10,10 @@ Then the broker delivers exactly what it would have: the damage is latent.
 The batch's records are read as the broker wrote them when its control record still holds (the damage is in
 the records' bytes: a checksum mismatch); any record that does not decode, that is not such a send, or whose
 message id or destination the damage may have changed into another message's, keeps the damage CRITICAL.
+
+:func:`replayed_as_written`: in a file that is not the newest the broker's replay does not skip batches at all
+(only the newest is checked at start): a batch whose damage lies in its control record alone is replayed as
+written, whatever its records are.
 """
 from __future__ import annotations
 
@@ -105,6 +109,31 @@ def _as_written(buf, first: int, last: int, newest: bool):
     return None
 
 
+def replayed_as_written(buf, first: int, last: int) -> bool:
+    """``[first, last]`` of a journal file that is not the newest is one batch whose records are exactly as
+    written, the damage confined to its control record: the broker's replay delivers what it would have.
+
+    ActiveMQ 5.17 (``checkForCorruptJournalFiles`` off) ``recoveryCheck``s only the newest file; in an older one
+    ``Journal.getNextLocation`` reads record headers, not batches: the control record is stepped over by its
+    own 5-byte header (still a 28-byte record of another type than a user record), and the records after it
+    are ``load``ed as they read. They read as written when the body matches the stored Adler-32 (the damage hit
+    the magic or the declared size), or when the stored checksum differs from the body's in one byte of its
+    eight (the damage hit the checksum field: one changed body byte changes both of Adler-32's sums)."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return False
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
+        return False
+    stored = struct.unpack_from(">q", buf, first + _SIZE_AT + 4)[0]
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)  # (the walk does not read the declared size)
+    if not span:
+        return False
+    diff = (stored ^ zlib.adler32(bytes(buf[start:start + span]))) & 0xFFFFFFFFFFFFFFFF
+    return any(not diff & ~(0xFF << (8 * i)) for i in range(8))
+
+
 def _tiled(buf, start: int, last: int) -> int:
     """The length of the run of record headers (length >= 5, any type) that tiles from ``start`` to ``last``
     + 1 exactly, or to an end marker or zeros before it; 0 when none does."""
@@ -162,8 +191,10 @@ def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
 
 def _end_only(buf, start: int, last: int) -> bool:
     """``[start, last]`` holds nothing but the end-of-data marker and zeros (a file's end after its last
-    batch)."""
+    batch), up to the marker preallocation writes in a file's last five bytes."""
     tail = bytes(buf[start:last + 1])
     if tail.startswith(jr.EOF_RECORD):
         tail = tail[len(jr.EOF_RECORD):]
+    if last + 1 == len(buf) and tail.endswith(jr.EOF_RECORD):
+        tail = tail[:-len(jr.EOF_RECORD)]
     return not tail.strip(b"\0")

@@ -135,7 +135,9 @@ def _topic_sends_after_checkpoint(root: Path):
 def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_latent(tmp_path):
     # campaign seed 50054000053 (f5-kill: SIGKILLed real 5.17.2 store, durable sub f5-d:sd on fx.f5.t):
     # db-7.log@61247 ^0x04 flips the stored checksum of the batch sending topic message ...:1:-1:1:67, which
-    # the only durable subscription acknowledges after it; a pending one's damaged send stays CRITICAL
+    # the only durable subscription acknowledges after it; a pending one's damaged message stays CRITICAL
+    # (its body: a damaged checksum field alone is harmless in a file that is not the newest, whose records
+    # the broker's replay reads header by header, test_an_older_files_batch_damaged_in_its_control_record...)
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
     sends = _topic_sends_after_checkpoint(root)
@@ -146,5 +148,63 @@ def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_
     fid, off, _ = next(s for s in sends if not s[2])
     root2 = tmp_path / "kahadb2"
     shutil.copytree(KILLED, root2)
-    _flip(root2, f"db-{fid}.log", off + 23, 0x04)  # its stored checksum
+    size = int.from_bytes((root2 / f"db-{fid}.log").read_bytes()[off + 28:off + 32], "big")
+    _flip(root2, f"db-{fid}.log", off + 28 + size - 40, 0x04)  # a byte of its message body
     assert _verdict(root2)[0] == "CRITICAL"
+
+
+def test_an_older_files_batch_damaged_in_its_control_record_is_replayed_as_written(tmp_path):
+    # campaign seed 7201 (f5-kill, 72016000118): db-4.log@61928 ^0x40, the top byte of the stored checksum
+    # of db-4's last batch (61908, after lastUpdate 4:47110; db-9.log is the newest). With 5.17's defaults
+    # only the newest file is recoveryChecked; MessageDatabase.recover's walk (Journal.getNextLocation) steps
+    # over the control record by its own header and loads the records after it, which still match their
+    # Adler-32: the broker replays them as written. The batch runs up to the end marker and the marker
+    # preallocation leaves in the file's last five bytes
+    for where, mask in ((61908 + 20, 0x40), (61908 + 8, 0x10)):  # the checksum field, the magic
+        root = tmp_path / f"kahadb-{where}"
+        shutil.copytree(KILLED, root)
+        assert (root / "db-4.log").read_bytes()[-5:] == b"-qMa4"
+        _flip(root, "db-4.log", where, mask)
+        verdict, codes = _verdict(root)
+        assert verdict == "WARNING", (where, codes)
+        assert codes & {"kahadb-checksum-mismatch", "kahadb-corrupt-range"}
+    # the same flip of the stored checksum in the newest file: recoveryCheck marks the batch corrupted and
+    # the replay skips it whole (db-9's second batch: a send without receipt nothing acknowledges; its first
+    # is the open transaction's, which the broker rolls back anyway)
+    root = tmp_path / "newest"
+    shutil.copytree(KILLED, root)
+    _flip(root, "db-9.log", 573 + 20, 0x40)
+    assert _verdict(root)[0] == "CRITICAL"
+
+
+MKILL = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f8-mkahadb-kill" / "mkahadb"
+
+
+def test_a_damaged_send_acked_later_in_a_store_without_checkpoint_is_latent(tmp_path):
+    # campaign seed 7201 (f8-mkahadb-kill, 72020000097: a body byte of a send in db-4.log of the fx.f8.grp.>
+    # store): no child index has a lastUpdate, so the broker replays the whole journal (getRecoveryPosition:
+    # getNextLocation(null)) and the REMOVE after the damaged send takes it back, as after a checkpoint
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    root = tmp_path / "mkahadb"
+    shutil.copytree(MKILL, root)
+    child = root / "queue#3a#2f#2ffx.f8.grp.#3e"
+    d = next(x for x in load_store(detect(root), reconcile=False) if x.directory == child)
+    acked = acked_after(d, (0, -1))
+    found = None
+    for fid in (1, 2, 3):  # db-5.log is the newest
+        buf = (child / f"db-{fid}.log").read_bytes()
+        for ev in jr.scan_file(buf):
+            if isinstance(ev, jr.Batch):
+                cmds = [decode_command(bytes(r.payload)) for r in jr.iter_batch_records(buf, ev)]
+                if len(cmds) == 1 and cmds[0].type.name == "ADD_MESSAGE" and cmds[0].transaction is None:
+                    found = found or ((fid, ev.offset, ev.size) if cmds[0].message_id in acked.get(
+                        cmds[0].destination.key, {}) else None)
+    assert found is not None
+    fid, off, size = found
+    _flip(child, f"db-{fid}.log", off + 28 + size - 30, 0x85)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
