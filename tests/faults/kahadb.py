@@ -72,6 +72,7 @@ class LogInfo:
     id: int
     size: int
     end: int  # logical end (the end marker's offset)
+    marked: bool = False  # ends with the end marker sparse preallocation writes into a file's last five bytes
     batches: list = field(default_factory=list)  # (offset, size)
     records: list = field(default_factory=list)  # (offset, length, entry type, id span, dest span, body span)
 
@@ -105,7 +106,7 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
     info = DirInfo(_rel(root, directory))
     for jf in journal_files(directory):
         data = jf.path.read_bytes()
-        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data))
+        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data), data.endswith(jr.EOF_RECORD))
         for ev in jr.scan_file(data):
             if isinstance(ev, jr.Batch):
                 log.batches.append((ev.offset, ev.size))
@@ -309,11 +310,15 @@ class KahaSites:
 
 
 def _preallocated(d: DirInfo) -> bool:
-    """The journal of ``d`` preallocates its files: every file but the ack compaction's (not preallocated:
-    ``reserveDataFile``) has one and the same length, the newest included, over two files at least."""
+    """The journal of ``d`` preallocates its files: the newest ends with the end marker the default sparse
+    preallocation writes into a file's last five bytes (``Journal.doPreallocationSparseFile``), or every file
+    but the ack compaction's (not preallocated: ``reserveDataFile``) has one and the same length, the newest
+    included, over two files at least. (Lengths alone miss a ``journalMaxFileLength`` lowered between runs.)"""
     from amqtool.formats.kahadb.commands import EntryType
 
     logs = [x for x in d.logs if x.size and not (x.records and x.records[0][2] == int(EntryType.REWRITTEN_DATA_FILE))]
+    if logs and logs[-1] is d.logs[-1] and logs[-1].marked:
+        return True
     return len(logs) >= 2 and len({x.size for x in logs}) == 1 and logs[-1] is d.logs[-1]
 
 

@@ -160,3 +160,20 @@ def test_an_index_without_a_checkpoint_is_replayed_from_the_journal_start(tmp_pa
                        and not m["receipt_requested"]]
         assert confirmed and {m["message_id"] for m in confirmed if m["message_id"]} <= ids
         assert len(confirmed) <= len(ids) <= len(confirmed) + len(unconfirmed)
+
+
+SHRUNK = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f11-shrink-kill"
+
+
+def test_a_newest_file_preallocated_shorter_than_the_others_is_still_preallocated(tmp_path):
+    # f11-shrink-kill: journalMaxFileLength lowered from 65536 to 16384 between runs; db-3.log (16384) is the
+    # newest. Lengths alone do not show it was preallocated, its trailing end marker does
+    # (Journal.doPreallocationSparseFile): a cut of it is no crash's, a damaged last batch is
+    from tests.faults.model import Fault
+
+    d = tmp_path / "kahadb"
+    shutil.copytree(SHRUNK / "kahadb", d)
+    sites = k.KahaSites.read(d)
+    assert k._preallocated(sites.dirs[0])
+    assert not sites.torn(Fault("truncate", "db-3.log", 9382 + 500))
+    assert sites.torn(Fault("flip", "db-3.log", 9415, 0x10))

@@ -15,7 +15,7 @@ kahadb-truncated-tail              WARNING   the last file ends inside a batch, 
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
 kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker), or
-                                             the newest cut shorter than the preallocated length of the others;
+                                             the newest cut short of the preallocated length (preallocated.py);
                                              WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
@@ -305,9 +305,10 @@ def _past(d: DirResult, fid: int, offset: int) -> bool:
 
 def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:
     """The newest file cut short of the length the journal preallocates (preallocated.py)."""
-    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, shorter than the "
-                   f"{length} every other file has: the broker preallocates each file to that length before its "
-                   "first write (Journal.rotateWriteFile), so no crash leaves it; it was cut at "
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, short of the "
+                   f"{length} of the other files and of the end marker they end with: the broker preallocates each "
+                   "file to its full length before its first write (Journal.rotateWriteFile), so no crash leaves "
+                   "it; it was cut at "
                    f"{f.size}, and what followed (from offset {offset}) is lost", str(f.path), offset,
                    {**(details or {}), "preallocatedLength": length})
 
