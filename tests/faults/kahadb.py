@@ -86,6 +86,7 @@ class DirInfo:
     pages: list = field(default_factory=list)  # (page id, type, data end) of pages in use
     redo_size: int = 0
     checkpoint_end: tuple | None = None  # (file id, offset) just past the record lastUpdate names
+    no_checkpoint: bool = False  # page 0 reads and has no lastUpdate: the broker replays the whole journal
     needed: set = field(default_factory=set)  # journal file ids the index needs (recoverIndex, page 0)
 
 
@@ -140,6 +141,7 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
             header = pf.decode_header(buf)
             info.page_size = header.page_size
             meta = pf.decode_metadata(pf.read_chain(buf, header.page_size, 0))
+            info.no_checkpoint = meta.last_update is None
             if meta.last_update is not None:
                 lu = meta.last_update
                 log = next((x for x in info.logs if x.id == lu.log_id), None)
@@ -287,10 +289,12 @@ class KahaSites:
         zero-length file (``Journal.start``: "ignoring zero length, partially initialised journal data file").
         With the checkpoint older and nothing else in db.data naming that file (the ack map does name an ack
         compaction's file: recoverIndex then refuses to start), no reader of the store can tell the loss from
-        such a crash (the KahaDB counterpart of Artemis' loss-unproven)."""
+        such a crash (the KahaDB counterpart of Artemis' loss-unproven). So does an index with no checkpoint yet
+        (page 0 without lastUpdate: every file was written after it)."""
         for d in self.dirs:
-            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("delete", "empty") \
-                    and d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id \
+            older = d.no_checkpoint or (d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id) \
+                if d.logs else False
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("delete", "empty") and older \
                     and d.logs[-1].id not in d.needed:
                 return True
             if d.logs and fault.path == d.logs[-1].rel and fault.kind == "truncate" and _preallocated(d):

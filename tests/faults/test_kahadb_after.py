@@ -177,3 +177,18 @@ def test_a_newest_file_preallocated_shorter_than_the_others_is_still_preallocate
     assert k._preallocated(sites.dirs[0])
     assert not sites.torn(Fault("truncate", "db-3.log", 9382 + 500))
     assert sites.torn(Fault("flip", "db-3.log", 9415, 0x10))
+
+
+def test_the_newest_file_gone_from_a_store_without_checkpoint_is_torn(tmp_path):
+    # f8-mkahadb-kill: no child index has a lastUpdate, so every file was written after the (absent)
+    # checkpoint: without its newest file a store is one whose broker was killed before it created it
+    # (campaign seed 7201: 72020000126, fx.f8.grp.>'s db-5.log deleted, was called loss)
+    from tests.faults.model import Fault
+
+    store = tmp_path / "mkahadb"
+    shutil.copytree(MKILL / "mkahadb", store)
+    sites = k.KahaSites.read(store)
+    grp = next(d for d in sites.dirs if d.rel == "queue#3a#2f#2ffx.f8.grp.#3e")
+    assert grp.no_checkpoint and grp.logs[-1].rel.endswith("db-5.log")
+    assert sites.torn(Fault("delete", grp.logs[-1].rel))
+    assert not sites.torn(Fault("delete", grp.logs[-2].rel))

@@ -210,15 +210,16 @@ def _index_rest(d, ev, judge, findings) -> None:
         gaps = sorted(set(range(d.files[0].id, d.files[-1].id + 1)) - present)
         lowest = d.files[0].id
         below = [i for i in range(1, lowest)]
-        lost = replay_gaps(d, view.metadata.last_update.log_id) \
-            if view is not None and view.metadata.last_update is not None and not rebuilds else []
+        lu = view.metadata.last_update if view is not None else None
+        lost = replay_gaps(d, lu.log_id if lu is not None else None) \
+            if view is not None and not rebuilds and not d.is_tx_store else []
         for fid, how in lost:
             add(Finding(C, "kahadb-replay-gap", f"db-{fid}.log is {how}, after the index checkpoint "
-                        f"{view.metadata.last_update}: the broker's GC never removes such a file, so records the "
-                        "broker would replay at start are lost (sends not delivered, acknowledged messages back)",
-                        _log(d, fid), None, {"fileId": fid, "how": how}))
+                        f"{lu or '(none yet: the broker replays the whole journal)'}: the broker's GC never removes "
+                        "such a file, so records the broker would replay at start are lost (sends not delivered, "
+                        "acknowledged messages back)", _log(d, fid), None, {"fileId": fid, "how": how}))
         unref_gaps = [g for g in gaps if g not in refs and g not in {fid for fid, _how in lost}]
-        unref_below = [g for g in below if g not in refs]
+        unref_below = [g for g in below if g not in refs and g not in {fid for fid, _how in lost}]
         if unref_below or unref_gaps:
             ids = unref_below + unref_gaps
             add(Finding(I, "kahadb-gc-gap", f"{len(ids)} journal file id(s) absent ({_ranges(ids)}); nothing "

@@ -208,3 +208,16 @@ def test_a_damaged_send_acked_later_in_a_store_without_checkpoint_is_latent(tmp_
     _flip(child, f"db-{fid}.log", off + 28 + size - 30, 0x85)
     verdict, codes = _verdict(root)
     assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+
+
+def test_a_file_missing_from_a_store_without_checkpoint_is_critical(tmp_path):
+    # campaign seed 7201 (f8-mkahadb-kill, 72020000077: the fx.f8.grp.> store's db-1.log deleted, 72020000120:
+    # its db-2.log emptied) were WARNINGs: with no lastUpdate the broker replays the whole journal, and the
+    # journal GC, which runs only in a checkpoint, never ran: every file from db-1.log on held records
+    for name, how in (("db-1.log", "delete"), ("db-2.log", "empty")):
+        root = tmp_path / f"mkahadb-{name}"
+        shutil.copytree(MKILL, root)
+        p = root / "queue#3a#2f#2ffx.f8.grp.#3e" / name
+        p.unlink() if how == "delete" else p.write_bytes(b"")
+        verdict, codes = _verdict(root)
+        assert verdict == "CRITICAL" and "kahadb-replay-gap" in codes, (name, codes)
