@@ -33,7 +33,9 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
   files (a kill before the file was created or first written): WARNING. A newest file cut short of the
   length the journal preallocates all its files to is no crash's (``KahaSites.torn``);
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
-  start): CRITICAL.
+  start): CRITICAL;
+* ``loss-unproven``: a torn case that leaves the store a crash leaves whole (the newest file gone when the
+  checkpoint's record ends the file before it: ``KahaSites.traceless``): any verdict, counted apart.
 
 When the producer-audit or ack-map record page 0 names does not load, the broker replays the whole journal
 on top of its index: the truth walks that replay as ``Journal.getNextLocation`` does and the broker does not
@@ -61,7 +63,8 @@ from pathlib import Path
 from tests.faults.model import Fault
 
 SAME, UNDETECTABLE, LATENT, TORN, LOSS = "same", "undetectable", "latent", "torn", "loss"
-TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS)
+UNPROVEN = "loss-unproven"
+TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS, UNPROVEN)
 VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 _PAGE_HEADER = 21
 
@@ -310,6 +313,22 @@ class KahaSites:
                 last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
                 after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last)
+        return False
+
+
+    def traceless(self, fault: Fault) -> bool:
+        """The newest file deleted or emptied (:meth:`torn`) leaves nothing after the index checkpoint: the
+        record lastUpdate names ends the data of the file before it. That is, byte for byte, the store of a
+        broker killed right after that checkpoint and before it created (``Journal.rotateWriteFile``) or
+        first wrote its next file (``Journal.start`` ignores a zero-length one): no reader can tell the loss
+        from it, and verify rightly calls such a store OK. Artemis' ``loss-unproven`` (tests/faults/model.py):
+        any verdict, counted apart."""
+        if fault.kind not in ("delete", "empty"):
+            return False
+        for d in self.dirs:
+            if len(d.logs) >= 2 and fault.path == d.logs[-1].rel and d.checkpoint_end is not None:
+                before = d.logs[-2]
+                return d.checkpoint_end == (before.id, before.end)
         return False
 
 
@@ -670,9 +689,10 @@ def _ids(state: dict) -> dict:
 
 
 def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Path, *, torn: bool = False,
-             damaged: tuple | None = None) -> str:
+             damaged: tuple | None = None, traceless: bool = False) -> str:
     """The truth class of ``damaged_store`` (see the module docstring). ``damaged``: its ``(delivered,
-    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears."""
+    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears;
+    ``traceless``: and leaves a store such a crash leaves whole (``KahaSites.traceless``)."""
     if damaged is None:
         rb = rebuilt(damaged_store)
         damaged = (delivered(damaged_store, rb), rb, _checks_out(damaged_store))
@@ -680,7 +700,7 @@ def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Pa
     if _consumed(dd) == _consumed(pristine_delivered):
         return SAME if dr == pristine_rebuilt else LATENT
     if torn:
-        return TORN
+        return UNPROVEN if traceless else TORN
     if checks_out and _ids(dd) == _ids(pristine_delivered):
         return UNDETECTABLE
     return LOSS
@@ -715,6 +735,8 @@ def expected(truth: str, verdict: str) -> bool:
         return verdict == "CRITICAL"
     if truth in (TORN, LATENT):
         return verdict == "WARNING"
+    if truth == UNPROVEN:
+        return verdict in ("OK", "WARNING", "CRITICAL")
     if truth == SAME:
         return verdict in ("OK", "WARNING")
     return True
@@ -782,7 +804,8 @@ class KahaCampaign:
         # inside batches that still check out can change a message unnoticed
         checks_out = checks_out and fault.kind in ("flip", "zero") and fault.path.rsplit("/", 1)[-1].startswith("db-")
         truth = classify(self.pristine_delivered, self.pristine_rebuilt, self.root,
-                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out))
+                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out),
+                         traceless=self.sites.traceless(fault))
         self._seen[fault] = (truth, verdict, codes)
         return KahaOutcome(self.name, seed, fault, truth, verdict, codes)
 
