@@ -304,14 +304,14 @@ class KahaSites:
                 # Journal.rotateWriteFile preallocates a file to its full length before its first write: a
                 # crash leaves it absent, empty or full-length (a torn batch inside), never cut short
                 return False
-            if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
-                    and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("flip", "zero", "truncate") \
+                    and (d.no_checkpoint or d.checkpoint_end is not None and d.checkpoint_end[0] <= d.logs[-1].id):
                 # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
                 # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
                 # leaves it, the whole newest file was written after it); a fault with an intact batch after
                 # it is not a torn write
                 last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
-                after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
+                after = 0 if d.no_checkpoint or d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last)
         return False
 

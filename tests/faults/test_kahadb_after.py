@@ -218,3 +218,15 @@ def test_the_newest_file_gone_after_a_checkpoint_that_ends_the_file_before_it_is
     # f7-kill-gc: records after its checkpoint stay in db-8.log without db-9: torn, and verify warns
     f7 = k.KahaSites.read(_copy(tmp_path / "f7"))
     assert f7.torn(Fault("delete", "db-9.log")) and not f7.traceless(Fault("delete", "db-9.log"))
+
+
+def test_the_newest_files_last_batch_in_a_store_without_checkpoint_is_where_a_crash_tears(tmp_path):
+    from tests.faults.model import Fault
+
+    store = tmp_path / "mkahadb"
+    shutil.copytree(MKILL / "mkahadb", store)
+    sites = k.KahaSites.read(store)
+    newest = "queue#3a#2f#2ffx.f8.grp.#3e/db-5.log"
+    assert sites.torn(Fault("flip", newest, 3840 + 28 + 700, 0x10))
+    assert not sites.torn(Fault("flip", newest, 3520 + 40, 0x10))  # an intact batch after it
+    assert not sites.torn(Fault("truncate", newest, 3840 + 500))  # preallocated: no crash cuts it

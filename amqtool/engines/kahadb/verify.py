@@ -301,8 +301,11 @@ def _past(d: DirResult, fid: int, offset: int) -> bool:
     replayed at start. A cut before it is judged by what the index says it lost (index-ahead-of-journal,
     checkpoint-unreadable, reference-past-end), as after a clean stop whose last records are the checkpoint's."""
     view = d.index.view if d.index else None
-    lu = view.metadata.last_update if view is not None else None
-    return lu is not None and (fid, offset) > (lu.log_id, lu.offset)
+    if view is None:
+        return False
+    lu = view.metadata.last_update
+    # (an index with no checkpoint yet: the broker replays every record, getNextLocation(null))
+    return lu is None or (fid, offset) > (lu.log_id, lu.offset)
 
 
 def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:

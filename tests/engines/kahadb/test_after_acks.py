@@ -221,3 +221,21 @@ def test_a_file_missing_from_a_store_without_checkpoint_is_critical(tmp_path):
         p.unlink() if how == "delete" else p.write_bytes(b"")
         verdict, codes = _verdict(root)
         assert verdict == "CRITICAL" and "kahadb-replay-gap" in codes, (name, codes)
+
+
+def test_the_newest_file_of_a_store_without_checkpoint_torn_or_cut(tmp_path):
+    # f8-mkahadb-kill, the fx.f8.grp.> store (no lastUpdate: every record is replayed): its newest file
+    # db-5.log cut inside its last batch (3840) lacks the end marker preallocation wrote into its last five
+    # bytes, as its siblings have it: CRITICAL kahadb-truncated-file (seed 7202, 72030000075: a WARNING). The
+    # same batch damaged in place is what a crash mid-write leaves: a torn tail, a WARNING
+    grp = "queue#3a#2f#2ffx.f8.grp.#3e"
+    root = tmp_path / "cut"
+    shutil.copytree(MKILL, root)
+    p = root / grp / "db-5.log"
+    p.write_bytes(p.read_bytes()[:3840 + 500])
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-truncated-file" in codes
+    root = tmp_path / "torn"
+    shutil.copytree(MKILL, root)
+    _flip(root / grp, "db-5.log", 3840 + 28 + 700, 0x10)
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
