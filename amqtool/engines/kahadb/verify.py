@@ -38,6 +38,8 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
+kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
+                                             load or a header it cannot step over: the broker does not start
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
@@ -494,6 +496,19 @@ def _full_replay_stops(d: DirResult, judge: _Judge) -> str:
         judge.close()
 
 
+def _recovery_stops(d: DirResult, judge: _Judge) -> str:
+    """Where the broker's replay from its index checkpoint at start stops on a record its walk cannot load
+    (replay_walk.recovery_failure: a damaged lastUpdate sends it into the middle of a record), or ''."""
+    from amqtool.engines.kahadb.replay_walk import recovery_failure
+
+    lu = d.index.view.metadata.last_update
+    try:
+        return recovery_failure([f.id for f in d.files if f.size], lambda fid: judge.buf(d.file(fid)),
+                                (lu.log_id, lu.offset) if lu is not None else None)
+    finally:
+        judge.close()
+
+
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
     """The index's live state against the journal's replay, up to the checkpoint.
 
@@ -518,6 +533,14 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                 str(d.directory / "db.data"), None, {"bringBack": len(back),
                                                                      "rebuildWouldBringBack": back[:100],
                                                                      **({"replayStops": stops} if stops else {})}))
+    else:
+        stops = _recovery_stops(d, judge)
+        if stops:
+            lu = d.index.view.metadata.last_update
+            findings.append(Finding(C, "kahadb-recovery-stops", "the broker's replay of the journal from the "
+                                    f"index checkpoint {lu or '(none yet: from the start)'} stops at {stops}: "
+                                    "the broker does not start (MessageDatabase.recover)",
+                                    str(d.directory / "db.data"), None, {"replayStops": stops}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0 or judge.forwarded_only:

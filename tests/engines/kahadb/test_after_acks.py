@@ -239,3 +239,15 @@ def test_the_newest_file_of_a_store_without_checkpoint_torn_or_cut(tmp_path):
     shutil.copytree(MKILL, root)
     _flip(root / grp, "db-5.log", 3840 + 28 + 700, 0x10)
     assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
+
+
+def test_a_checkpoint_naming_the_middle_of_a_record_stops_the_broker(tmp_path):
+    # campaign seeds 7201 (f1-small-files, db.data@4137 ^0x08; f9-kill-16k, db.data@4133 ^0x04): a flipped
+    # bit of page 0's lastUpdate. MessageDatabase.recover starts at getNextInitializedLocation(lastUpdate):
+    # Journal.getNextLocation reads a record header where lastUpdate points, here 8 bytes into a record: a
+    # size of 0 it never steps past. The broker does not start; verify said WARNING
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db.data", 4096 + 21 + 20, 0x08)  # lastUpdate's offset: 8:22057 -> 8:22049
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-recovery-stops" in codes
