@@ -38,6 +38,8 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
+kahadb-ack-before-send             CRITICAL  an ack after the checkpoint precedes its message's send in file order
+                                             (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
                                              load or a header it cannot step over: the broker does not start
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
@@ -61,6 +63,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
@@ -541,6 +544,19 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                     f"index checkpoint {lu or '(none yet: from the start)'} stops at {stops}: "
                                     "the broker does not start (MessageDatabase.recover)",
                                     str(d.directory / "db.data"), None, {"replayStops": stops}))
+    if d.records_after_last_update and not d.is_tx_store:
+        lu = d.index.view.metadata.last_update
+        early = acks_before_sends(d, (lu.log_id, lu.offset) if lu is not None else None)
+        if early:
+            fid, off, _key, _mid = early[0]
+            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) after the index "
+                                    "checkpoint come before the send of their message in the journal's file order ("
+                                    + ", ".join(mid for _f, _o, _k, mid in early[:3]) + (" ..." if len(early) > 3
+                                                                                        else "") +
+                                    "): no broker writes that (journal files swapped or renamed?); the broker's "
+                                    "replay applies each ack before its send exists, and the message comes back",
+                                    _log(d, fid), off, {"count": len(early),
+                                                        "messageIds": [mid for _f, _o, _k, mid in early[:100]]}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0 or judge.forwarded_only:

@@ -251,3 +251,20 @@ def test_a_checkpoint_naming_the_middle_of_a_record_stops_the_broker(tmp_path):
     _flip(root, "db.data", 4096 + 21 + 20, 0x08)  # lastUpdate's offset: 8:22057 -> 8:22049
     verdict, codes = _verdict(root)
     assert verdict == "CRITICAL" and "kahadb-recovery-stops" in codes
+
+
+def test_journal_files_swapped_after_the_checkpoint_bring_acked_messages_back(tmp_path):
+    # campaign seeds 7201 and 7202 (f5-kill db-7 <-> db-9, f9-kill-16k, f8-mkahadb-kill: 4 loss/WARNING):
+    # swapped files after the checkpoint replay acks before the sends they acknowledge; the broker's replay
+    # finds nothing to remove, then adds the message: it comes back. f5-kill here (lastUpdate 4:47110):
+    # db-6.log <-> db-8.log, both replayed
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    assert _verdict(root)[1] == {"kahadb-journal-ahead-of-index", "kahadb-open-transaction"}
+    a, b = root / "db-6.log", root / "db-8.log"
+    tmp = root / "swap"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
