@@ -95,9 +95,9 @@ def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry)
     """The index state (``{"dests", "subs"}`` of entries ``"<id> <digest>"``) with the records after the
     checkpoint replayed onto it: REMOVEs taken out, and every message the walk ADDed and left put in
     (``entry(message id, location)`` gives its entry, read where the walk found it), for its destination and
-    for each subscription it is pending for: those the full replay (``rebuilt_state``) says, or, for a message
-    the rebuild does not hold (its batch skipped, its id damaged), every subscription of its destination the
-    walk did not acknowledge it for."""
+    for each subscription it is pending for: of those the full replay (``rebuilt_state``) says (every one, for
+    a message the rebuild does not hold: its batch skipped, its id damaged), those the walk did not
+    acknowledge it for (the rebuild skips a damaged batch of an older file, the walk replays its acks)."""
     if not after:
         return index_state
     dests = {}
@@ -117,7 +117,7 @@ def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry)
         have = [x for x in index_state["subs"].get(k, ()) if id_of(x) not in gone]
         ids = {id_of(x) for x in have}
         have += [entry(mid, loc) for mid, loc in after.adds.get(key, {}).items()
-                 if mid not in ids and (mid in pending if mid in known else mid not in gone)]
+                 if mid not in ids and mid not in gone and (mid in pending if mid in known else True)]
         subs[k] = tuple(sorted(have))
     # a topic message every subscription acknowledged after the checkpoint leaves the destination too
     for key, removed in after.removes.items():

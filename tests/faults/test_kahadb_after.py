@@ -230,3 +230,21 @@ def test_the_newest_files_last_batch_in_a_store_without_checkpoint_is_where_a_cr
     assert sites.torn(Fault("flip", newest, 3840 + 28 + 700, 0x10))
     assert not sites.torn(Fault("flip", newest, 3520 + 40, 0x10))  # an intact batch after it
     assert not sites.torn(Fault("truncate", newest, 3840 + 500))  # preallocated: no crash cuts it
+
+
+def test_a_subscription_ack_in_an_older_files_damaged_batch_is_still_replayed(tmp_path):
+    # seed 7202 (f5-kill, db-8.log@50190 ^0x02, 72026000094): a flipped batch size in db-8.log (not the newest)
+    # over the durable subscription's ack of a topic message sent after the checkpoint. The walk replays that
+    # ack (the batch size is never read); the truth took the message's pending subscriptions from the
+    # rebuild, which skips the batch, and called the acknowledged message back: loss (verify: WARNING)
+    store = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / "f5-kill" / "kahadb", store)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    pristine = k.delivered(store, pristine_rb)
+    p = store / "db-8.log"
+    data = bytearray(p.read_bytes())
+    data[50228 + 18] ^= 0x02  # the batch holding f5-d:sd's ack of ...:1:-1:1:33, sent in db-6 after lastUpdate
+    p.write_bytes(bytes(data))
+    k._Files.reset()
+    assert k.classify(pristine, pristine_rb, store) in (k.SAME, k.LATENT)
