@@ -37,18 +37,23 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
-    ``newest``: the file is the journal's newest (see :func:`_as_written`)."""
-    written = _as_written(buf, first, last, newest)
-    if written is None:
-        return False
-    buf, batch = written
+    ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
+    replay reads them, :func:`_as_read`)."""
     try:
-        records = list(jr.iter_batch_records(buf, batch))
-        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0].payload)
-        for i, rec in enumerate(records):
-            if compaction and (i == 0 or inert(rec.payload)):
+        if newest:
+            written = _as_written(buf, first, last)
+            if written is None:
+                return False
+            records = [(rec.payload, None) for rec in jr.iter_batch_records(*written)]
+        else:
+            records = _as_read(buf, first, last)
+            if records is None:
+                return False
+        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0][0])
+        for i, (payload, cmd) in enumerate(records):
+            if compaction and (i == 0 or inert(payload)):
                 continue
-            cmd = decode_command(bytes(rec.payload))
+            cmd = cmd or decode_command(bytes(payload))
             if cmd.type is not EntryType.ADD_MESSAGE:
                 return False
             if cmd.transaction is not None:
@@ -64,32 +69,56 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     return bool(records)
 
 
-def _as_written(buf, first: int, last: int, newest: bool):
-    """``(buffer, batch)``: the batch at ``first`` with its records as the broker wrote them (``buffer`` a
-    rebuilt copy of it when the damage could be undone), or None.
+def _as_read(buf, first: int, last: int) -> list | None:
+    """``(payload, command)`` of each record of the batch at ``first`` of a file that is not the newest as the broker's replay reads
+    them, or None: ``Journal.getNextLocation`` steps over the control record by its own 5-byte header (a
+    28-byte record of another type than a user record), then reads record header after record header up to
+    ``last`` (or the end marker and zeros before it). A user record is what ``MessageDatabase.load`` makes of
+    it (the framed command; replay_walk.load); a record of another type is stepped over unread, so what it
+    held is judged as it stands (it is lost to the replay: it passes only as a send the replay undoes)."""
+    from amqtool.engines.kahadb.replay_walk import load
+
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
+        return None
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)
+    if not span:
+        return None
+    out, pos = [], start
+    try:
+        while pos < start + span:
+            size, rtype = struct.unpack_from(">ib", buf, pos)
+            payload = bytes(buf[pos + 5:pos + size])
+            out.append((payload, load(buf, pos, size) if rtype == jr.USER_RECORD_TYPE else decode_command(payload)))
+            pos += size
+    except (FormatError, struct.error):
+        return None
+    return out
+
+
+def _as_written(buf, first: int, last: int):
+    """``(buffer, batch)``: the batch at ``first`` of the newest file with its records as the broker wrote
+    them (``buffer`` a rebuilt copy of it when the damage could be undone), or None.
 
     Its control record intact and its body unchanged or not restorable: the batch it declares, read as it is
     (a record the damage made unreadable or unrecognisable fails the caller's test). Otherwise the body --
     the declared size, or the records that tile from the control record to the next batch or the end marker
     when the size itself is damaged -- is matched against the stored Adler-32, as it is, with every record
-    header's type put back to a user record's, or (newest file only) with the one byte a single-byte change
-    of the checksum's sums points at put back: a match gives the records exactly as written.
+    header's type put back to a user record's, or with the one byte a single-byte change of the checksum's
+    sums points at put back: a match gives the records exactly as written.
 
-    That counts only where the broker does not read the damaged bytes either. In the newest file
+    That counts because the broker does not read the damaged bytes either: in the newest file
     ``Journal.recoveryCheck`` checks every batch at start and ``getNextLocation`` skips a corrupted block
-    whole. An older file is not checked (5.17's default ``checkForCorruptJournalFiles=false``): the replay
-    walks record headers, so the control record's own 5-byte header must still read as a 28-byte record of
-    another type than a user record (the walk steps over it; a changed length sends it elsewhere), and a
-    record whose type was changed is stepped over (its size intact) while the others replay as written; a
-    record whose payload was changed would be replayed as it now reads, so none is restored there."""
+    whole. (An older file is not checked with 5.17's default ``checkForCorruptJournalFiles=false``: its
+    records are replayed as they read, :func:`_as_read`.)"""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return None
     header_ok = bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) == jr.BATCH_CONTROL_RECORD_HEADER
-    if not newest:
-        rsize, rtype = struct.unpack_from(">ib", buf, first)
-        if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
-            return None
     size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
     start = first + jr.BATCH_CONTROL_RECORD_SIZE
     spans = []
@@ -100,7 +129,7 @@ def _as_written(buf, first: int, last: int, newest: bool):
         spans.append(tiled)
     covers = [span for span in spans if start + span - 1 >= last or _end_only(buf, start + span, last)]
     for span in covers if stored > 0 else ():
-        original = _restored(bytes(buf[start:start + span]), stored, newest)
+        original = _restored(bytes(buf[start:start + span]), stored)
         if original is not None:
             rebuilt = jr.BATCH_CONTROL_RECORD_HEADER + struct.pack(">iq", span, stored) + original
             return rebuilt, jr.Batch(0, span, stored)
@@ -149,10 +178,9 @@ def _tiled(buf, start: int, last: int) -> int:
     return pos - start if pos > start and (pos == end or _end_only(buf, pos, last)) else 0
 
 
-def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
+def _restored(body: bytes, stored: int) -> bytes | None:
     """``body`` as it was when its Adler-32 was ``stored``: as it is, with its record types put back to 1, or
-    (``single_byte``) with the one byte whose change explains the difference put back; None when none of
-    these matches."""
+    with the one byte whose change explains the difference put back; None when none of these matches."""
     if zlib.adler32(body) == stored:
         return body
     fixed = bytearray(body)
@@ -165,8 +193,6 @@ def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
         pos += length
     if pos == len(fixed) and bytes(fixed) != body and zlib.adler32(bytes(fixed)) == stored:
         return bytes(fixed)
-    if not single_byte:
-        return None
     # Adler-32 (RFC 1950) is A = 1 + sum(b), B = sum of the running A's, both mod 65521: changing byte i of n
     # by d changes A by d and B by d * (n - i), so one changed byte is found, and undone, from the two sums.
     m = 65521
