@@ -11,9 +11,10 @@ The batch's records are read as the broker wrote them when its control record st
 the records' bytes: a checksum mismatch); any record that does not decode, that is not such a send, or whose
 message id or destination the damage may have changed into another message's, keeps the damage CRITICAL.
 
-:func:`replayed_as_written`: in a file that is not the newest the broker's replay does not skip batches at all
-(only the newest is checked at start): a batch whose damage lies in its control record alone is replayed as
-written, whatever its records are.
+:func:`replayed_unchanged`: in a file that is not the newest the broker's replay does not skip batches at all
+(only the newest is checked at start): a batch whose records read to the same effect as written (the damage
+in its control record, or in bytes the replay does not act on) is replayed as written, whatever its records
+are.
 """
 from __future__ import annotations
 
@@ -138,16 +139,18 @@ def _as_written(buf, first: int, last: int):
     return None
 
 
-def replayed_as_written(buf, first: int, last: int) -> bool:
-    """``[first, last]`` of a journal file that is not the newest is one batch whose records are exactly as
-    written, the damage confined to its control record: the broker's replay delivers what it would have.
+def replayed_unchanged(buf, first: int, last: int) -> bool:
+    """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
+    broker's replay reads to the same effect as the records written: it delivers what it would have.
 
     ActiveMQ 5.17 (``checkForCorruptJournalFiles`` off) ``recoveryCheck``s only the newest file; in an older one
     ``Journal.getNextLocation`` reads record headers, not batches: the control record is stepped over by its
     own 5-byte header (still a 28-byte record of another type than a user record), and the records after it
-    are ``load``ed as they read. They read as written when the body matches the stored Adler-32 (the damage hit
-    the magic or the declared size), or when the stored checksum differs from the body's in one byte of its
-    eight (the damage hit the checksum field: one changed body byte changes both of Adler-32's sums)."""
+    are ``load``ed as they read. Their bytes are as written when the body matches the stored Adler-32 (the
+    damage hit the magic or the declared size), or when the stored checksum differs from the body's in one
+    byte of its eight (the damage hit the checksum field: one changed body byte changes both of Adler-32's
+    sums). Else the body as written is found from the checksum (:func:`_restored`: one changed byte), and
+    each record as the replay loads it must do what the written one did (:func:`_effect`)."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -159,8 +162,41 @@ def replayed_as_written(buf, first: int, last: int) -> bool:
     span = _tiled(buf, start, last)  # (the walk does not read the declared size)
     if not span:
         return False
-    diff = (stored ^ zlib.adler32(bytes(buf[start:start + span]))) & 0xFFFFFFFFFFFFFFFF
-    return any(not diff & ~(0xFF << (8 * i)) for i in range(8))
+    body = bytes(buf[start:start + span])
+    diff = (stored ^ zlib.adler32(body)) & 0xFFFFFFFFFFFFFFFF
+    if any(not diff & ~(0xFF << (8 * i)) for i in range(8)):
+        return True
+    original = _restored(body, stored) if stored > 0 else None
+    if original is None:
+        return False
+    try:
+        return _effects(body) == _effects(original)
+    except (FormatError, struct.error):
+        return False
+
+
+def _effects(body: bytes) -> list:
+    """What the replay does with the records tiling ``body``: the :func:`_effect` of each user record, as
+    ``MessageDatabase.load`` makes it (a record of another type is stepped over)."""
+    from amqtool.engines.kahadb.replay_walk import load
+
+    out, pos = [], 0
+    while pos < len(body):
+        size, rtype = struct.unpack_from(">ib", body, pos)
+        if size < jr.RECORD_HEAD_SPACE:
+            raise FormatError(f"record size {size}")
+        if rtype == jr.USER_RECORD_TYPE:
+            out.append(_effect(load(body, pos, size)))
+        pos += size
+    return out
+
+
+def _effect(cmd):
+    """What ``process`` reads of a command: all of it but a REMOVE's ack (``updateIndex`` only compares it,
+    by reference, with UNMATCHED)."""
+    if cmd.type is EntryType.REMOVE_MESSAGE:
+        return cmd.type, cmd.transaction, cmd.destination, cmd.message_id, cmd.subscription_key
+    return cmd
 
 
 def _tiled(buf, start: int, last: int) -> int:

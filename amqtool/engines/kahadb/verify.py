@@ -67,7 +67,7 @@ from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
-from amqtool.engines.kahadb.superseded import replayed_as_written, superseded
+from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
 
@@ -380,11 +380,11 @@ class _Judge:
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest and replayed_as_written(self.buf(f), first, last):
+                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last):
             self.latent.append((f.id, first, last))
-            return W, ("; latent: an older file's batch after the index checkpoint whose records are as written "
-                       "(the damage is in its control record): the broker's replay reads record headers there, "
-                       "not batches (only the newest file is checked at start), and replays them unchanged"), \
+            return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
+                       "effect as written: the broker's replay reads record headers there, not batches (only the "
+                       "newest file is checked at start), and replays them unchanged"), \
                 {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
