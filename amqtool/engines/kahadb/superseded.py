@@ -23,7 +23,7 @@ import zlib
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
-from amqtool.formats.kahadb.commands import EntryType, decode_command
+from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode_command
 
 from amqtool.engines.kahadb.forwarded import is_marker
 
@@ -139,7 +139,7 @@ def _as_written(buf, first: int, last: int):
     return None
 
 
-def replayed_unchanged(buf, first: int, last: int) -> bool:
+def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -150,7 +150,10 @@ def replayed_unchanged(buf, first: int, last: int) -> bool:
     damage hit the magic or the declared size), or when the stored checksum differs from the body's in one
     byte of its eight (the damage hit the checksum field: one changed body byte changes both of Adler-32's
     sums). Else the body as written is found from the checksum (:func:`_restored`: one changed byte), and
-    each record as the replay loads it must do what the written one did (:func:`_effect`)."""
+    each record as the replay loads it must do what the written one did (:func:`_effect`), but for a send's
+    own message id when nothing ``acked`` (after_acks.acked_after) acknowledges the message after the
+    checkpoint: the broker indexes the message under the damaged id and delivers the same OpenWire message,
+    which carries its own."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -170,9 +173,21 @@ def replayed_unchanged(buf, first: int, last: int) -> bool:
     if original is None:
         return False
     try:
-        return _effects(body) == _effects(original)
+        now, then = _effects(body), _effects(original)
     except (FormatError, struct.error):
         return False
+    return len(now) == len(then) and all(a == b or _renamed(a, b, acked or {}) for a, b in zip(now, then))
+
+
+def _renamed(now, then, acked: dict) -> bool:
+    """``now`` is the send ``then`` under another message id, and nothing acknowledges ``then`` after the
+    checkpoint (its ack would find nothing to remove: the message would come back)."""
+    from dataclasses import replace
+
+    return isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand) \
+        and replace(now, message_id=then.message_id) == then \
+        and then.message_id not in acked.get(then.destination.key, {}) \
+        and now.message_id not in acked.get(now.destination.key, {})
 
 
 def _effects(body: bytes) -> list:

@@ -380,7 +380,7 @@ class _Judge:
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last):
+                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "

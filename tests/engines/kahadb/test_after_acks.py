@@ -306,3 +306,19 @@ def test_an_older_files_ack_damaged_in_what_the_replay_does_not_read_is_latent(t
     at = data.index(b"ID:vm-41323-1795706006529-3:2:-1:1:7", 36083)
     _flip(root2, "db-8.log", at + 5, 0x01)
     assert _verdict(root2)[0] == "CRITICAL"
+
+
+def test_an_older_files_send_under_a_damaged_id_is_latent_unless_acked_later(tmp_path):
+    # seeds 7201-7203 (f8-mkahadb-kill, f9-kill-16k: a flipped byte of an ADD's messageId, in a file that is
+    # not the newest, after the checkpoint): the replay indexes the message under the damaged id and delivers
+    # the same OpenWire message, which carries its own id: latent. f7-kill-gc's db-8.log: ...:3:-1:1:59
+    # (22946) nobody acknowledges; ...:3:-1:1:60 (24391) is acked in db-9, whose ack then finds nothing and
+    # the message comes back (tests/faults/test_kahadb_after.py: loss)
+    for batch, mid, want in ((22946, b"ID:vm-37799-1795706049181-3:3:-1:1:59", "WARNING"),
+                             (24391, b"ID:vm-37799-1795706049181-3:3:-1:1:60", "CRITICAL")):
+        root = tmp_path / f"kahadb-{batch}"
+        shutil.copytree(STORE, root)
+        at = (root / "db-8.log").read_bytes().index(mid, batch)
+        assert at < batch + 28 + 40  # the command's own messageId field, not the OpenWire message's
+        _flip(root, "db-8.log", at + 3, 0x20)
+        assert _verdict(root)[0] == want, batch
