@@ -322,3 +322,24 @@ def test_an_older_files_send_under_a_damaged_id_is_latent_unless_acked_later(tmp
         assert at < batch + 28 + 40  # the command's own messageId field, not the OpenWire message's
         _flip(root, "db-8.log", at + 3, 0x20)
         assert _verdict(root)[0] == want, batch
+
+
+def test_a_live_message_whose_framed_command_is_shorter_than_its_record_still_reads(tmp_path):
+    # seeds 7201, 7202 (f5-kill, f7-kill-gc, f8-mkahadb-kill: an ADD's framing varint 4 lower): at dispatch
+    # MessageDatabase.load reads the record and mergeFramed parses the framed length and ignores what follows
+    # (replay_walk.load); what the 4 bytes held were fields at their defaults, so the same message is read.
+    # amqtool's read wanted the command to fill its record exactly: "does not match its record", CRITICAL,
+    # and the fault harness, reading the same way, called it a loss. f7-kill-gc's live ...:1:-1:1:4 at 1:4959
+    from tests.faults import kahadb as k
+
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    k._Files.reset()
+    rb = k.rebuilt(root)
+    pristine = k.delivered(root, rb)
+    _flip(root, "db-1.log", 4959 + 6, 0x04)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    k._Files.reset()
+    k._READ.clear()
+    assert k.classify(pristine, rb, root) in (k.SAME, k.LATENT)
