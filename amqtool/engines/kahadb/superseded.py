@@ -34,7 +34,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                newest: bool = False, inert=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
-    (``after_acks.acked_after``) after the checkpoint, topic messages acked there by every durable
+    (``after_acks.acked_after``) after the checkpoint (a trace record beside them does nothing), topic
+    messages acked there by every durable
     subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
@@ -55,6 +56,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if compaction and (i == 0 or inert(payload)):
                 continue
             cmd = cmd or decode_command(bytes(payload))
+            if cmd.type is EntryType.TRACE:
+                continue  # (process(KahaTraceCommand) only moves lastUpdate: the "LOADED" record of a start)
             if cmd.type is not EntryType.ADD_MESSAGE:
                 return False
             if cmd.transaction is not None:

@@ -343,3 +343,23 @@ def test_a_live_message_whose_framed_command_is_shorter_than_its_record_still_re
     k._Files.reset()
     k._READ.clear()
     assert k.classify(pristine, rb, root) in (k.SAME, k.LATENT)
+
+
+def test_a_damaged_send_beside_the_start_s_trace_record_acked_later_is_latent(tmp_path):
+    # seed 7202 (f8-mkahadb-kill, 72030000119): fx.f8.own's first batch holds the "LOADED" KahaTraceCommand
+    # the broker writes at start (MessageDatabase.load) and the send of ...:1:-1:1:3, acked later; a byte of
+    # its body flipped. process(KahaTraceCommand) only moves lastUpdate: the batch is still only a send the
+    # replay takes back, a WARNING
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    root = tmp_path / "mkahadb"
+    shutil.copytree(MKILL, root)
+    own = root / "queue#3a#2f#2ffx.f8.own"
+    buf = (own / "db-1.log").read_bytes()
+    batch = next(ev for ev in jr.scan_file(buf) if isinstance(ev, jr.Batch))
+    recs = list(jr.iter_batch_records(buf, batch))
+    assert [decode_command(bytes(r.payload)).type.name for r in recs] == ["TRACE", "ADD_MESSAGE"]
+    _flip(own, "db-1.log", recs[1].offset + recs[1].length - 100, 0xBE)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
