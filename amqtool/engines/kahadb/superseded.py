@@ -74,8 +74,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
 
 
 def _as_read(buf, first: int, last: int) -> list | None:
-    """``(payload, command)`` of each record of the batch at ``first`` of a file that is not the newest as the broker's replay reads
-    them, or None: ``Journal.getNextLocation`` steps over the control record by its own 5-byte header (a
+    """``(payload, command)`` of each record of the batch at ``first`` of a file that is not the newest as the
+    broker's replay reads them, or None: ``Journal.getNextLocation`` steps over the control record by its own 5-byte header (a
     28-byte record of another type than a user record), then reads record header after record header up to
     ``last`` (or the end marker and zeros before it). A user record is what ``MessageDatabase.load`` makes of
     it (the framed command; replay_walk.load); a record of another type is stepped over unread, so what it
