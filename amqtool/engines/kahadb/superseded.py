@@ -56,8 +56,10 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if compaction and (i == 0 or inert(payload)):
                 continue
             cmd = cmd or decode_command(bytes(payload))
-            if cmd.type is EntryType.TRACE:
-                continue  # (process(KahaTraceCommand) only moves lastUpdate: the "LOADED" record of a start)
+            if cmd.type is EntryType.TRACE and not cmd.unknown:
+                # process(KahaTraceCommand) only moves lastUpdate (the "LOADED" record of a start); another
+                # record whose type byte now reads 0 loads as a trace with fields a trace does not have
+                continue
             if cmd.type is not EntryType.ADD_MESSAGE:
                 return False
             if cmd.transaction is not None:

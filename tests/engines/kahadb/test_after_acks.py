@@ -363,3 +363,14 @@ def test_a_damaged_send_beside_the_start_s_trace_record_acked_later_is_latent(tm
     _flip(own, "db-1.log", recs[1].offset + recs[1].length - 100, 0xBE)
     verdict, codes = _verdict(root)
     assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+
+
+def test_a_send_whose_type_byte_reads_as_a_trace_is_lost(tmp_path):
+    # seed 7203 (f5-kill 72036000037, f8-mkahadb-kill 72040000057: an ADD's entry type 1 -> 0, in a file that
+    # is not the newest): the replay loads it as a KahaTraceCommand and the send is lost. It carries the ADD's
+    # fields, which a trace has not: no inert trace record. f7-kill-gc's ...:3:-1:1:59 (db-8.log@22946),
+    # acknowledged by nobody: CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-8.log", 22946 + 28 + 5, 0x01)
+    assert _verdict(root)[0] == "CRITICAL"
