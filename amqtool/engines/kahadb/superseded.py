@@ -34,9 +34,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                newest: bool = False, inert=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
-    (``after_acks.acked_after``) after the checkpoint (a trace record beside them does nothing), topic
-    messages acked there by every durable
-    subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
+    (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
+    does nothing), topic messages acked there by every durable subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
     ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
@@ -52,27 +51,62 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if records is None:
                 return False
         compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0][0])
+        written: list | None = None
         for i, (payload, cmd) in enumerate(records):
             if compaction and (i == 0 or inert(payload)):
                 continue
             cmd = cmd or decode_command(bytes(payload))
-            if cmd.type is EntryType.TRACE and not cmd.unknown:
-                # process(KahaTraceCommand) only moves lastUpdate (the "LOADED" record of a start); another
-                # record whose type byte now reads 0 loads as a trace with fields a trace does not have
-                continue
-            if cmd.type is not EntryType.ADD_MESSAGE:
+            if cmd.type in _LOCATION_ONLY and cmd.unknown and not newest:
+                # another record whose type byte now reads as one of these: the replay drops it, which is
+                # harmless when it was written as a send the replay undoes (the batch as written, from its
+                # Adler-32: one changed byte)
+                if written is None:
+                    written = _written_commands(buf, first, last) or []
+                if i >= len(written):
+                    return False
+                cmd = written[i]
+            if cmd.type in _LOCATION_ONLY and not cmd.unknown:
+                continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
+            if not _undone(cmd, acked, open_txs, subscriptions):
                 return False
-            if cmd.transaction is not None:
-                if cmd.transaction.key not in open_txs:
-                    return False
-            else:
-                by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
-                subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
-                if None not in by and not (subs and set(subs) <= by):
-                    return False
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)
+
+
+# MessageDatabase.process visits these with processLocation(location) alone: nothing else changes
+_LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
+
+
+def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None) -> bool:
+    """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message
+    acked by every durable subscription, or a send of a still-open local transaction."""
+    if cmd.type is not EntryType.ADD_MESSAGE:
+        return False
+    if cmd.transaction is not None:
+        return cmd.transaction.key in open_txs
+    by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
+    subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
+    return None in by or bool(subs and set(subs) <= by)
+
+
+def _written_commands(buf, first: int, last: int) -> list | None:
+    """The commands of the batch at ``first`` as written, when its body is found from the stored Adler-32
+    (:func:`_restored`) and tiles as the damaged one does, else None."""
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)
+    stored = struct.unpack_from(">q", buf, first + _SIZE_AT + 4)[0]
+    original = _restored(bytes(buf[start:start + span]), stored) if span and stored > 0 else None
+    if original is None:
+        return None
+    out, pos = [], 0
+    while pos < len(original):
+        size = struct.unpack_from(">i", original, pos)[0]
+        if size < jr.RECORD_HEAD_SPACE:
+            return None
+        out.append(decode_command(original[pos + 5:pos + size]))
+        pos += size
+    return out
 
 
 def _as_read(buf, first: int, last: int) -> list | None:

@@ -374,3 +374,23 @@ def test_a_send_whose_type_byte_reads_as_a_trace_is_lost(tmp_path):
     shutil.copytree(STORE, root)
     _flip(root, "db-8.log", 22946 + 28 + 5, 0x01)
     assert _verdict(root)[0] == "CRITICAL"
+
+
+def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp_path):
+    # seeds 7202, 7205 (f5-kill, f7-kill-gc: an ADD's entry type 1 -> 9, in a file that is not the newest):
+    # the replay loads a KahaAckMessageFileMapCommand, whose process() only moves lastUpdate: the send is
+    # dropped. The batch as written (its Adler-32: one changed byte) shows what it was: a send acked later
+    # (f7-kill-gc's ...:3:-1:1:60, db-8.log@24391) changes nothing, a WARNING; one nobody acks (...:59,
+    # 22946) is lost: CRITICAL
+    from tests.faults import kahadb as k
+
+    for batch, want in ((24391, "WARNING"), (22946, "CRITICAL")):
+        root = tmp_path / f"kahadb-{batch}"
+        shutil.copytree(STORE, root)
+        k._Files.reset()
+        rb = k.rebuilt(root)
+        pristine = k.delivered(root, rb)
+        _flip(root, "db-8.log", batch + 28 + 5, 0x08)
+        assert _verdict(root)[0] == want, batch
+        k._Files.reset()
+        assert k.expected(k.classify(pristine, rb, root), want)
