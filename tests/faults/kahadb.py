@@ -33,7 +33,9 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
   files (a kill before the file was created or first written): WARNING. A newest file cut short of the
   length the journal preallocates all its files to is no crash's (``KahaSites.torn``);
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
-  start): CRITICAL.
+  start): CRITICAL;
+* ``loss-unproven``: a torn case that leaves the store a crash leaves whole (the newest file gone when the
+  checkpoint's record ends the file before it: ``KahaSites.traceless``): any verdict, counted apart.
 
 When the producer-audit or ack-map record page 0 names does not load, the broker replays the whole journal
 on top of its index: the truth walks that replay as ``Journal.getNextLocation`` does and the broker does not
@@ -41,7 +43,9 @@ start when a record it loads does not load (:func:`_full_replay_fails`); else wh
 comes back.
 
 Records after the index checkpoint (a store the broker did not close, or the ack compaction's records
-after a clean stop) are replayed onto the index as ``MessageDatabase.recover`` does (tests/faults/kahadb_after.py).
+after a clean stop; every record when the index has no checkpoint yet) are replayed onto the index as
+``MessageDatabase.recover`` walks them, an older file's damaged batches included (tests/faults/kahadb_after.py);
+a record that walk cannot load stops the broker.
 
 Not modelled: a recovery that starts before ``lastUpdate`` at the first in-progress transaction, what the full replay's ``process`` does beyond what the journal replay keeps
 live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
@@ -59,7 +63,8 @@ from pathlib import Path
 from tests.faults.model import Fault
 
 SAME, UNDETECTABLE, LATENT, TORN, LOSS = "same", "undetectable", "latent", "torn", "loss"
-TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS)
+UNPROVEN = "loss-unproven"
+TRUTHS = (SAME, UNDETECTABLE, LATENT, TORN, LOSS, UNPROVEN)
 VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 _PAGE_HEADER = 21
 
@@ -70,6 +75,7 @@ class LogInfo:
     id: int
     size: int
     end: int  # logical end (the end marker's offset)
+    marked: bool = False  # ends with the end marker sparse preallocation writes into a file's last five bytes
     batches: list = field(default_factory=list)  # (offset, size)
     records: list = field(default_factory=list)  # (offset, length, entry type, id span, dest span, body span)
 
@@ -83,6 +89,7 @@ class DirInfo:
     pages: list = field(default_factory=list)  # (page id, type, data end) of pages in use
     redo_size: int = 0
     checkpoint_end: tuple | None = None  # (file id, offset) just past the record lastUpdate names
+    no_checkpoint: bool = False  # page 0 reads and has no lastUpdate: the broker replays the whole journal
     needed: set = field(default_factory=set)  # journal file ids the index needs (recoverIndex, page 0)
 
 
@@ -103,7 +110,7 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
     info = DirInfo(_rel(root, directory))
     for jf in journal_files(directory):
         data = jf.path.read_bytes()
-        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data))
+        log = LogInfo(_join(info.rel, jf.path.name), jf.id, len(data), len(data), data.endswith(jr.EOF_RECORD))
         for ev in jr.scan_file(data):
             if isinstance(ev, jr.Batch):
                 log.batches.append((ev.offset, ev.size))
@@ -137,6 +144,7 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
             header = pf.decode_header(buf)
             info.page_size = header.page_size
             meta = pf.decode_metadata(pf.read_chain(buf, header.page_size, 0))
+            info.no_checkpoint = meta.last_update is None
             if meta.last_update is not None:
                 lu = meta.last_update
                 log = next((x for x in info.logs if x.id == lu.log_id), None)
@@ -284,34 +292,56 @@ class KahaSites:
         zero-length file (``Journal.start``: "ignoring zero length, partially initialised journal data file").
         With the checkpoint older and nothing else in db.data naming that file (the ack map does name an ack
         compaction's file: recoverIndex then refuses to start), no reader of the store can tell the loss from
-        such a crash (the KahaDB counterpart of Artemis' loss-unproven)."""
+        such a crash (the KahaDB counterpart of Artemis' loss-unproven). So does an index with no checkpoint yet
+        (page 0 without lastUpdate: every file was written after it)."""
         for d in self.dirs:
-            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("delete", "empty") \
-                    and d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id \
+            older = d.no_checkpoint or (d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id) \
+                if d.logs else False
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("delete", "empty") and older \
                     and d.logs[-1].id not in d.needed:
                 return True
             if d.logs and fault.path == d.logs[-1].rel and fault.kind == "truncate" and _preallocated(d):
                 # Journal.rotateWriteFile preallocates a file to its full length before its first write: a
                 # crash leaves it absent, empty or full-length (a torn batch inside), never cut short
                 return False
-            if d.logs and fault.path == d.logs[-1].rel and d.checkpoint_end is not None \
-                    and d.checkpoint_end[0] <= d.logs[-1].id and fault.kind in ("flip", "zero", "truncate"):
+            if d.logs and fault.path == d.logs[-1].rel and fault.kind in ("flip", "zero", "truncate") \
+                    and (d.no_checkpoint or d.checkpoint_end is not None and d.checkpoint_end[0] <= d.logs[-1].id):
                 # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
                 # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
                 # leaves it, the whole newest file was written after it); a fault with an intact batch after
                 # it is not a torn write
                 last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
-                after = 0 if d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
+                after = 0 if d.no_checkpoint or d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last)
         return False
 
 
+    def traceless(self, fault: Fault) -> bool:
+        """The newest file deleted or emptied (:meth:`torn`) leaves nothing after the index checkpoint: the
+        record lastUpdate names ends the data of the file before it. That is, byte for byte, the store of a
+        broker killed right after that checkpoint and before it created (``Journal.rotateWriteFile``) or
+        first wrote its next file (``Journal.start`` ignores a zero-length one): no reader can tell the loss
+        from it, and verify rightly calls such a store OK. Artemis' ``loss-unproven`` (tests/faults/model.py):
+        any verdict, counted apart."""
+        if fault.kind not in ("delete", "empty"):
+            return False
+        for d in self.dirs:
+            if len(d.logs) >= 2 and fault.path == d.logs[-1].rel and d.checkpoint_end is not None:
+                before = d.logs[-2]
+                return d.checkpoint_end == (before.id, before.end)
+        return False
+
+
 def _preallocated(d: DirInfo) -> bool:
-    """The journal of ``d`` preallocates its files: every file but the ack compaction's (not preallocated:
-    ``reserveDataFile``) has one and the same length, the newest included, over two files at least."""
+    """The journal of ``d`` preallocates its files: the newest ends with the end marker the default sparse
+    preallocation writes into a file's last five bytes (``Journal.doPreallocationSparseFile``), or every file
+    but the ack compaction's (not preallocated: ``reserveDataFile``) has one and the same length, the newest
+    included, over two files at least. (Lengths alone miss a ``journalMaxFileLength`` lowered between runs.)"""
     from amqtool.formats.kahadb.commands import EntryType
 
     logs = [x for x in d.logs if x.size and not (x.records and x.records[0][2] == int(EntryType.REWRITTEN_DATA_FILE))]
+    if logs and logs[-1] is d.logs[-1] and logs[-1].marked:
+        return True
     return len(logs) >= 2 and len({x.size for x in logs}) == 1 and logs[-1] is d.logs[-1]
 
 
@@ -468,13 +498,17 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
                                                for m in dest.pending(sk) if m.message_id in kept_ids))
         state = {"dests": dd, "subs": subs}
-        if last_update is not None:
-            # MessageDatabase.recover replays the records after lastUpdate onto the index (kahadb_after.py)
-            after = after_checkpoint(directory, files, last_update)
-            if after:
-                if rebuilt_state is None:
-                    rebuilt_state = rebuilt(store)
-                state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of)
+        # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
+        # as its walk reads them (kahadb_after.py)
+        after = after_checkpoint(directory, files, last_update)
+        if after.refused:
+            out[directory.name] = {"refused": after.refused}
+            continue
+        if after:
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of,
+                             lambda mid, loc: f"{mid} {_digest(files, *loc)}")
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay
@@ -655,9 +689,10 @@ def _ids(state: dict) -> dict:
 
 
 def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Path, *, torn: bool = False,
-             damaged: tuple | None = None) -> str:
+             damaged: tuple | None = None, traceless: bool = False) -> str:
     """The truth class of ``damaged_store`` (see the module docstring). ``damaged``: its ``(delivered,
-    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears."""
+    rebuilt, checks_out)`` when the caller has them already; ``torn``: the fault lies where a crash tears;
+    ``traceless``: and leaves a store such a crash leaves whole (``KahaSites.traceless``)."""
     if damaged is None:
         rb = rebuilt(damaged_store)
         damaged = (delivered(damaged_store, rb), rb, _checks_out(damaged_store))
@@ -665,7 +700,7 @@ def classify(pristine_delivered: dict, pristine_rebuilt: dict, damaged_store: Pa
     if _consumed(dd) == _consumed(pristine_delivered):
         return SAME if dr == pristine_rebuilt else LATENT
     if torn:
-        return TORN
+        return UNPROVEN if traceless else TORN
     if checks_out and _ids(dd) == _ids(pristine_delivered):
         return UNDETECTABLE
     return LOSS
@@ -700,6 +735,8 @@ def expected(truth: str, verdict: str) -> bool:
         return verdict == "CRITICAL"
     if truth in (TORN, LATENT):
         return verdict == "WARNING"
+    if truth == UNPROVEN:
+        return verdict in ("OK", "WARNING", "CRITICAL")
     if truth == SAME:
         return verdict in ("OK", "WARNING")
     return True
@@ -767,7 +804,8 @@ class KahaCampaign:
         # inside batches that still check out can change a message unnoticed
         checks_out = checks_out and fault.kind in ("flip", "zero") and fault.path.rsplit("/", 1)[-1].startswith("db-")
         truth = classify(self.pristine_delivered, self.pristine_rebuilt, self.root,
-                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out))
+                         torn=self.sites.torn(fault), damaged=(dd, rb, checks_out),
+                         traceless=self.sites.traceless(fault))
         self._seen[fault] = (truth, verdict, codes)
         return KahaOutcome(self.name, seed, fault, truth, verdict, codes)
 

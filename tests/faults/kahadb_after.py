@@ -11,9 +11,15 @@ power loss) always holds such records, and so can a cleanly stopped one (the ack
 alone as what the broker delivers, and call a damaged record after the checkpoint harmless when the broker
 in fact loses (or keeps) what it said.
 
-A record whose batch fails its checksum is skipped, as the broker's ``Journal`` skips corrupted blocks
-(``checkForCorruptJournalFiles``); :func:`after_checkpoint` walks exactly the records amqtool's journal
-reader yields (the same walk ``rebuilt`` replays), so a record the rebuild loses is lost here too.
+The records are those the broker's own walk returns (``Journal.getNextLocation``, followed by
+amqtool/engines/kahadb/replay_walk.py): with the 5.17 defaults (``checkForCorruptJournalFiles`` off) only the
+newest file is ``recoveryCheck``ed at start (``Journal.start``: ``lastAppendLocation`` is null, so
+``recoveryCheck(dataFiles.getTail())``), and only its corrupted blocks are stepped over; an older file's
+records are read header by header and ``load``ed whatever their batch's checksum says. So a damaged message id
+in an older file's batch after the checkpoint is a live message of the damaged id (and the REMOVE of the
+right id finds nothing), not a skipped batch; a record the walk returns that does not load, or a walk that
+throws, stops the broker at start (``recover``: "Failed to recover data at position"). An index without a
+``lastUpdate`` (no checkpoint yet) is replayed from the journal's first record (``getNextLocation(null)``).
 """
 from __future__ import annotations
 
@@ -22,97 +28,96 @@ from dataclasses import dataclass, field
 
 @dataclass
 class After:
-    """What the records after ``lastUpdate`` do: ids ADDed per destination key, and the REMOVEs that take
-    effect (``(message id, subscription key or None)`` per destination key)."""
+    """What the records after ``lastUpdate`` do: the messages ADDed and still there at the end of the walk
+    (``{message id: (file id, offset, size)}`` per destination key), the REMOVEs that take effect
+    (``(message id, subscription key or None)`` per destination key), and why the replay stops the broker
+    ('' when it does not)."""
 
     adds: dict = field(default_factory=dict)
     removes: dict = field(default_factory=dict)
+    refused: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.adds or self.removes)
+        return bool(self.adds or self.removes or self.refused)
 
 
-def after_checkpoint(directory, files, last_update: tuple) -> After:
-    """The effect of the records located after ``last_update`` ((file id, offset)) in ``directory``'s journal;
-    ``files(id)`` gives a file's bytes or None."""
-    from amqtool.errors import FormatError
-    from amqtool.formats.kahadb import journal as jr
-    from amqtool.formats.kahadb.commands import EntryType, decode_command
-
+def after_checkpoint(directory, files, last_update: tuple | None) -> After:
+    """The effect of the records the broker replays after ``last_update`` ((file id, offset); None: from the
+    journal's start) in ``directory``'s journal; ``files(id)`` gives a file's bytes or None."""
+    from amqtool.engines.kahadb.replay_walk import WalkStop, load, walk
     from amqtool.engines.kahadb.scan import journal_files
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb.commands import EntryType
 
     out = After()
+    ids = [jf.id for jf in journal_files(directory) if files(jf.id)]  # (Journal.start ignores empty files)
+    if last_update is not None and last_update[0] not in ids:
+        return out  # the broker cannot start there: delivered() refuses such a store already (needed files)
     pending: dict = {}  # tx key -> its ops, applied at COMMIT
-    for jf in journal_files(directory):
-        if jf.id < last_update[0]:
-            continue
-        buf = files(jf.id)
-        if not buf:
-            continue
-        for ev in jr.scan_file(buf):
-            if not isinstance(ev, jr.Batch):
-                continue
+    try:
+        for fid, off, size in walk(ids, files, last_update):
             try:
-                records = list(jr.iter_batch_records(buf, ev))
-            except FormatError:
-                continue
-            for rec in records:
-                if (jf.id, rec.offset) <= last_update:
-                    continue
-                try:
-                    cmd = decode_command(bytes(rec.payload))
-                except FormatError:
-                    continue
-                t = cmd.type
-                if t is EntryType.ADD_MESSAGE or t is EntryType.REMOVE_MESSAGE:
-                    op = (t, cmd.destination.key, cmd.message_id,
-                          getattr(cmd, "subscription_key", None) or None)
-                    if cmd.transaction is not None:
-                        pending.setdefault(cmd.transaction.key, []).append(op)
-                    else:
-                        _apply(out, op)
-                elif t is EntryType.COMMIT:
-                    for op in pending.pop(cmd.transaction.key, []):
-                        _apply(out, op)
-                elif t is EntryType.ROLLBACK:
-                    pending.pop(cmd.transaction.key, None)
+                cmd = load(files(fid), off, size)
+            except FormatError as err:
+                out.refused = f"{fid}:{off}: the record does not load ({err.message})"
+                return out
+            t = cmd.type
+            if t is EntryType.ADD_MESSAGE or t is EntryType.REMOVE_MESSAGE:
+                op = (t, cmd.destination.key, cmd.message_id,
+                      getattr(cmd, "subscription_key", None) or None, (fid, off, size))
+                if cmd.transaction is not None:
+                    pending.setdefault(cmd.transaction.key, []).append(op)
+                else:
+                    _apply(out, op)
+            elif t is EntryType.COMMIT:
+                for op in pending.pop(cmd.transaction.key, []):
+                    _apply(out, op)
+            elif t is EntryType.ROLLBACK:
+                pending.pop(cmd.transaction.key, None)
+    except WalkStop as stop:
+        out.refused = str(stop)
     return out
 
 
 def _apply(out: After, op) -> None:
     from amqtool.formats.kahadb.commands import EntryType
 
-    t, key, mid, sub = op
+    t, key, mid, sub, loc = op
     if t is EntryType.ADD_MESSAGE:
-        out.adds.setdefault(key, set()).add(mid)
+        out.adds.setdefault(key, {})[mid] = loc
     else:
         out.removes.setdefault(key, set()).add((mid, sub))
+        if sub is None:
+            out.adds.get(key, {}).pop(mid, None)
 
 
-def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of) -> dict:
+def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry) -> dict:
     """The index state (``{"dests", "subs"}`` of entries ``"<id> <digest>"``) with the records after the
-    checkpoint replayed onto it: REMOVEs taken out, and every message ADDed after it that the full replay
-    (``rebuilt_state``) still holds put in (with its digest there), for its destination and for each
-    subscription it is pending for."""
+    checkpoint replayed onto it: REMOVEs taken out, and every message the walk ADDed and left put in
+    (``entry(message id, location)`` gives its entry, read where the walk found it), for its destination and
+    for each subscription it is pending for: of those the full replay (``rebuilt_state``) says (every one, for
+    a message the rebuild does not hold: its batch skipped, its id damaged), those the walk did not
+    acknowledge it for (the rebuild skips a damaged batch of an older file, the walk replays its acks)."""
     if not after:
         return index_state
     dests = {}
-    for key in set(index_state["dests"]) | set(rebuilt_state["dests"]):
+    for key in set(index_state["dests"]) | set(rebuilt_state["dests"]) | set(after.adds):
         gone = {mid for mid, sub in after.removes.get(key, ()) if sub is None}
-        added = after.adds.get(key, set())
         have = [x for x in index_state["dests"].get(key, ()) if id_of(x) not in gone]
         ids = {id_of(x) for x in have}
-        have += [x for x in rebuilt_state["dests"].get(key, ()) if id_of(x) in added and id_of(x) not in ids]
+        have += [entry(mid, loc) for mid, loc in after.adds.get(key, {}).items() if mid not in ids]
         if have:
             dests[key] = tuple(have)
     subs = {}
     for k in set(index_state["subs"]) | set(rebuilt_state["subs"]):
         key, sk = k
         gone = {mid for mid, sub in after.removes.get(key, ()) if sub in (None, sk)}
-        added = after.adds.get(key, set())
+        known = {id_of(x) for (kk, _s), v in rebuilt_state["subs"].items() if kk == key for x in v}
+        pending = {id_of(x) for x in rebuilt_state["subs"].get(k, ())}
         have = [x for x in index_state["subs"].get(k, ()) if id_of(x) not in gone]
         ids = {id_of(x) for x in have}
-        have += [x for x in rebuilt_state["subs"].get(k, ()) if id_of(x) in added and id_of(x) not in ids]
+        have += [entry(mid, loc) for mid, loc in after.adds.get(key, {}).items()
+                 if mid not in ids and mid not in gone and (mid in pending if mid in known else True)]
         subs[k] = tuple(sorted(have))
     # a topic message every subscription acknowledged after the checkpoint leaves the destination too
     for key, removed in after.removes.items():

@@ -53,6 +53,9 @@ from amqtool.formats.damage import one_byte_apart
 _HDR = jr.BATCH_CONTROL_RECORD_HEADER
 
 
+_BEFORE_ALL = (0, -1)  # a location before every record of a journal (file ids start at 1)
+
+
 @dataclass
 class Evidence:
     """What an index that loads tells about one store directory."""
@@ -73,6 +76,10 @@ def evidence(d) -> Evidence | None:
     meta = view.metadata
     if meta.last_update is not None:
         ev.last_update = (meta.last_update.log_id, meta.last_update.offset)
+    elif d.records_after_last_update:
+        # no checkpoint yet (a broker killed before its first one): MessageDatabase.getRecoveryPosition returns
+        # journal.getNextLocation(null), and the broker replays every record onto its index, as after one
+        ev.last_update = _BEFORE_ALL
     # entries acknowledged by records after the checkpoint leave the index in the replay at start, unread
     acked = ev.acked_after = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
     for key, dest in d.indexed.items():

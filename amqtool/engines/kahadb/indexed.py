@@ -21,7 +21,7 @@ from pathlib import Path
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import pagefile as pf
-from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode_command
+from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType
 from amqtool.engines.kahadb.scan import mapped
 
 
@@ -88,12 +88,15 @@ def _pending(seqs: list, last_acked: int, positions) -> list:
 
 
 def read_at(buf, m: IndexedMessage):
-    """The ADD command the broker reads for ``m`` (MessageDatabase.load at the index's Location and size).
-    Raises FormatError where the broker's read fails."""
+    """The ADD command the broker reads for ``m`` (MessageDatabase.load at the index's Location and size:
+    the framed command, what follows it ignored, replay_walk.load). Raises FormatError where the broker's
+    read fails."""
+    from amqtool.engines.kahadb.replay_walk import load
+
     if m.size < 6 or m.offset < 0 or m.offset + m.size > len(buf):
         raise FormatError(f"index location {m.file_id}:{m.offset} size {m.size} is outside the "
                           f"{len(buf)}-byte file", offset=m.offset)
-    cmd = decode_command(bytes(buf[m.offset + 5:m.offset + m.size]))
+    cmd = load(buf, m.offset, m.size)
     add = cmd.add if cmd.type is EntryType.UPDATE_MESSAGE else cmd
     if not isinstance(add, AddMessageCommand):
         raise FormatError(f"the record at {m.file_id}:{m.offset} is {cmd.type.name}, not a message",

@@ -82,8 +82,10 @@ class DirResult:
         if tail.reason == "truncated":
             return tail
         view = self.index.view if self.index else None
-        lu = view.metadata.last_update if view is not None else None
-        return tail if lu is not None and (f.id, tail.first) > (lu.log_id, lu.offset) else None
+        if view is None:
+            return None
+        lu = view.metadata.last_update  # (None: no checkpoint yet, every record is replayed)
+        return tail if lu is None or (f.id, tail.first) > (lu.log_id, lu.offset) else None
 
     def damage_text(self) -> str:
         return (f"{self.directory}: {self.damage()} damaged batch(es) or record(s) in the journal; what they held "

@@ -11,6 +11,13 @@ never non-empty and shorter than the others. The ack compaction's files (``forwa
 So when every other (non-compaction) file of a directory has one and the same length, that length is the
 journal's preallocated one, and a newest file shorter than it was cut: what followed the cut is lost, and
 nothing about the store says it was only a torn write.
+
+The default ``SPARSE_FILE`` strategy leaves a mark of its own: ``doPreallocationSparseFile`` writes the end
+marker ``-qMa4`` at offset 0 and again into the file's last five bytes (``maxFileLength - 5``), and the
+appender's writes stop short of them (it rotates when a write would reach ``maxFileLength``). A newest file
+that still ends with that marker was not cut, whatever its length: ``journalMaxFileLength`` may have been
+lowered between runs, which leaves older files longer than the newest (tests/data/kahadb: make_fresh.py f11).
+One that does not, while every other file does, was cut, whatever their lengths.
 """
 from __future__ import annotations
 
@@ -28,13 +35,22 @@ def preallocated_length(d) -> int | None:
     if len(files) < 2:
         return None
     newest = files[-1]
-    if _compaction(newest):
+    if _compaction(newest) or _marked(newest):
         return None
-    others = {f.size for f in files[:-1] if not _compaction(f)}
-    if len(others) != 1:
+    others = [f for f in files[:-1] if not _compaction(f)]
+    if others and all(_marked(f) for f in others) and newest.size < max(f.size for f in others):
+        return max(f.size for f in others)
+    sizes = {f.size for f in others}
+    if len(sizes) != 1:
         return None
-    (length,) = others
+    (length,) = sizes
     return length if newest.size < length else None
+
+
+def _marked(f) -> bool:
+    """The file ends with the end marker sparse preallocation writes into its last five bytes."""
+    with mapped(f.path) as buf:
+        return len(buf) >= len(jr.EOF_RECORD) and bytes(buf[-len(jr.EOF_RECORD):]) == jr.EOF_RECORD
 
 
 def _compaction(f) -> bool:

@@ -13,11 +13,21 @@ is what a crash while creating it leaves, and a deleted newest file leaves no tr
 from __future__ import annotations
 
 
-def replay_gaps(d, last_update_file: int) -> list[tuple[int, str]]:
+def replay_gaps(d, last_update_file: int | None) -> list[tuple[int, str]]:
     """``(file id, "missing" | "empty")`` for each journal file of store directory ``d`` after the checkpoint's
-    file ``last_update_file`` and before its newest non-empty file that is absent or of size 0."""
+    file ``last_update_file`` and before its newest non-empty file that is absent or of size 0. A checkpoint
+    naming no file of the journal (page 0 damaged: any 32-bit id) has no gap after it: that file is what is
+    missing (the broker's replay cannot start there, ``Journal.getDataFile``), another finding's business.
+
+    ``None``: the index has no checkpoint yet (page 0 without ``lastUpdate``: a broker killed before its
+    first checkpoint). The journal GC only runs in a checkpoint, so every file from db-1.log on was written
+    and is replayed from the start (``getRecoveryPosition``: ``getNextLocation(null)``)."""
     sizes = {f.id: f.size for f in d.files}
     written = [fid for fid, size in sizes.items() if size]
+    if last_update_file is None:
+        last_update_file = 0
+    elif last_update_file not in sizes:
+        return []
     if not written:
         return []
     newest = max(written)

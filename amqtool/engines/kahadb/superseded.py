@@ -10,6 +10,11 @@ Then the broker delivers exactly what it would have: the damage is latent.
 The batch's records are read as the broker wrote them when its control record still holds (the damage is in
 the records' bytes: a checksum mismatch); any record that does not decode, that is not such a send, or whose
 message id or destination the damage may have changed into another message's, keeps the damage CRITICAL.
+
+:func:`replayed_unchanged`: in a file that is not the newest the broker's replay does not skip batches at all
+(only the newest is checked at start): a batch whose records read to the same effect as written (the damage
+in its control record, or in bytes the replay does not act on) is replayed as written, whatever its records
+are.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import zlib
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
-from amqtool.formats.kahadb.commands import EntryType, decode_command
+from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode_command
 
 from amqtool.engines.kahadb.forwarded import is_marker
 
@@ -29,63 +34,131 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                newest: bool = False, inert=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
-    (``after_acks.acked_after``) after the checkpoint, topic messages acked there by every durable
-    subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
+    (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
+    does nothing), topic messages acked there by every durable subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
-    ``newest``: the file is the journal's newest (see :func:`_as_written`)."""
-    written = _as_written(buf, first, last, newest)
-    if written is None:
-        return False
-    buf, batch = written
+    ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
+    replay reads them, :func:`_as_read`)."""
     try:
-        records = list(jr.iter_batch_records(buf, batch))
-        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0].payload)
-        for i, rec in enumerate(records):
-            if compaction and (i == 0 or inert(rec.payload)):
-                continue
-            cmd = decode_command(bytes(rec.payload))
-            if cmd.type is not EntryType.ADD_MESSAGE:
+        if newest:
+            written = _as_written(buf, first, last)
+            if written is None:
                 return False
-            if cmd.transaction is not None:
-                if cmd.transaction.key not in open_txs:
+            records = [(rec.payload, None) for rec in jr.iter_batch_records(*written)]
+        else:
+            records = _as_read(buf, first, last)
+            if records is None:
+                return False
+        compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0][0])
+        written: list | None = None
+        for i, (payload, cmd) in enumerate(records):
+            if compaction and (i == 0 or inert(payload)):
+                continue
+            cmd = cmd or decode_command(bytes(payload))
+            if cmd.type in _LOCATION_ONLY and cmd.unknown and not newest:
+                # another record whose type byte now reads as one of these: the replay drops it, which is
+                # harmless when it was written as a send the replay undoes (the batch as written, from its
+                # Adler-32: one changed byte)
+                if written is None:
+                    written = _written_commands(buf, first, last) or []
+                if i >= len(written):
                     return False
-            else:
-                by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
-                subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
-                if None not in by and not (subs and set(subs) <= by):
-                    return False
+                cmd = written[i]
+            if cmd.type in _LOCATION_ONLY and not cmd.unknown:
+                continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
+            if not _undone(cmd, acked, open_txs, subscriptions):
+                return False
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)
 
 
-def _as_written(buf, first: int, last: int, newest: bool):
-    """``(buffer, batch)``: the batch at ``first`` with its records as the broker wrote them (``buffer`` a
-    rebuilt copy of it when the damage could be undone), or None.
+# MessageDatabase.process visits these with processLocation(location) alone: nothing else changes
+_LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
+
+
+def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None) -> bool:
+    """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message
+    acked by every durable subscription, or a send of a still-open local transaction."""
+    if cmd.type is not EntryType.ADD_MESSAGE:
+        return False
+    if cmd.transaction is not None:
+        return cmd.transaction.key in open_txs
+    by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
+    subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
+    return None in by or bool(subs and set(subs) <= by)
+
+
+def _written_commands(buf, first: int, last: int) -> list | None:
+    """The commands of the batch at ``first`` as written, when its body is found from the stored Adler-32
+    (:func:`_restored`) and tiles as the damaged one does, else None."""
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)
+    stored = struct.unpack_from(">q", buf, first + _SIZE_AT + 4)[0]
+    original = _restored(bytes(buf[start:start + span]), stored) if span and stored > 0 else None
+    if original is None:
+        return None
+    out, pos = [], 0
+    while pos < len(original):
+        size = struct.unpack_from(">i", original, pos)[0]
+        if size < jr.RECORD_HEAD_SPACE:
+            return None
+        out.append(decode_command(original[pos + 5:pos + size]))
+        pos += size
+    return out
+
+
+def _as_read(buf, first: int, last: int) -> list | None:
+    """``(payload, command)`` of each record of the batch at ``first`` of a file that is not the newest as the
+    broker's replay reads them, or None: ``Journal.getNextLocation`` steps over the control record by its own 5-byte header (a
+    28-byte record of another type than a user record), then reads record header after record header up to
+    ``last`` (or the end marker and zeros before it). A user record is what ``MessageDatabase.load`` makes of
+    it (the framed command; replay_walk.load); a record of another type is stepped over unread, so what it
+    held is judged as it stands (it is lost to the replay: it passes only as a send the replay undoes)."""
+    from amqtool.engines.kahadb.replay_walk import load
+
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
+        return None
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)
+    if not span:
+        return None
+    out, pos = [], start
+    try:
+        while pos < start + span:
+            size, rtype = struct.unpack_from(">ib", buf, pos)
+            payload = bytes(buf[pos + 5:pos + size])
+            out.append((payload, load(buf, pos, size) if rtype == jr.USER_RECORD_TYPE else decode_command(payload)))
+            pos += size
+    except (FormatError, struct.error):
+        return None
+    return out
+
+
+def _as_written(buf, first: int, last: int):
+    """``(buffer, batch)``: the batch at ``first`` of the newest file with its records as the broker wrote
+    them (``buffer`` a rebuilt copy of it when the damage could be undone), or None.
 
     Its control record intact and its body unchanged or not restorable: the batch it declares, read as it is
     (a record the damage made unreadable or unrecognisable fails the caller's test). Otherwise the body --
     the declared size, or the records that tile from the control record to the next batch or the end marker
     when the size itself is damaged -- is matched against the stored Adler-32, as it is, with every record
-    header's type put back to a user record's, or (newest file only) with the one byte a single-byte change
-    of the checksum's sums points at put back: a match gives the records exactly as written.
+    header's type put back to a user record's, or with the one byte a single-byte change of the checksum's
+    sums points at put back: a match gives the records exactly as written.
 
-    That counts only where the broker does not read the damaged bytes either. In the newest file
+    That counts because the broker does not read the damaged bytes either: in the newest file
     ``Journal.recoveryCheck`` checks every batch at start and ``getNextLocation`` skips a corrupted block
-    whole. An older file is not checked (5.17's default ``checkForCorruptJournalFiles=false``): the replay
-    walks record headers, so the control record's own 5-byte header must still read as a 28-byte record of
-    another type than a user record (the walk steps over it; a changed length sends it elsewhere), and a
-    record whose type was changed is stepped over (its size intact) while the others replay as written; a
-    record whose payload was changed would be replayed as it now reads, so none is restored there."""
+    whole. (An older file is not checked with 5.17's default ``checkForCorruptJournalFiles=false``: its
+    records are replayed as they read, :func:`_as_read`.)"""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return None
     header_ok = bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) == jr.BATCH_CONTROL_RECORD_HEADER
-    if not newest:
-        rsize, rtype = struct.unpack_from(">ib", buf, first)
-        if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
-            return None
     size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
     start = first + jr.BATCH_CONTROL_RECORD_SIZE
     spans = []
@@ -96,13 +169,88 @@ def _as_written(buf, first: int, last: int, newest: bool):
         spans.append(tiled)
     covers = [span for span in spans if start + span - 1 >= last or _end_only(buf, start + span, last)]
     for span in covers if stored > 0 else ():
-        original = _restored(bytes(buf[start:start + span]), stored, newest)
+        original = _restored(bytes(buf[start:start + span]), stored)
         if original is not None:
             rebuilt = jr.BATCH_CONTROL_RECORD_HEADER + struct.pack(">iq", span, stored) + original
             return rebuilt, jr.Batch(0, span, stored)
     if header_ok and size in covers:
         return buf, jr.Batch(first, size, stored)
     return None
+
+
+def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None) -> bool:
+    """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
+    broker's replay reads to the same effect as the records written: it delivers what it would have.
+
+    ActiveMQ 5.17 (``checkForCorruptJournalFiles`` off) ``recoveryCheck``s only the newest file; in an older one
+    ``Journal.getNextLocation`` reads record headers, not batches: the control record is stepped over by its
+    own 5-byte header (still a 28-byte record of another type than a user record), and the records after it
+    are ``load``ed as they read. Their bytes are as written when the body matches the stored Adler-32 (the
+    damage hit the magic or the declared size), or when the stored checksum differs from the body's in one
+    byte of its eight (the damage hit the checksum field: one changed body byte changes both of Adler-32's
+    sums). Else the body as written is found from the checksum (:func:`_restored`: one changed byte), and
+    each record as the replay loads it must do what the written one did (:func:`_effect`), but for a send's
+    own message id when nothing ``acked`` (after_acks.acked_after) acknowledges the message after the
+    checkpoint: the broker indexes the message under the damaged id and delivers the same OpenWire message,
+    which carries its own."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return False
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rsize != jr.BATCH_CONTROL_RECORD_SIZE or rtype == jr.USER_RECORD_TYPE:
+        return False
+    stored = struct.unpack_from(">q", buf, first + _SIZE_AT + 4)[0]
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    span = _tiled(buf, start, last)  # (the walk does not read the declared size)
+    if not span:
+        return False
+    body = bytes(buf[start:start + span])
+    diff = (stored ^ zlib.adler32(body)) & 0xFFFFFFFFFFFFFFFF
+    if any(not diff & ~(0xFF << (8 * i)) for i in range(8)):
+        return True
+    original = _restored(body, stored) if stored > 0 else None
+    if original is None:
+        return False
+    try:
+        now, then = _effects(body), _effects(original)
+    except (FormatError, struct.error):
+        return False
+    return len(now) == len(then) and all(a == b or _renamed(a, b, acked or {}) for a, b in zip(now, then))
+
+
+def _renamed(now, then, acked: dict) -> bool:
+    """``now`` is the send ``then`` under another message id, and nothing acknowledges ``then`` after the
+    checkpoint (its ack would find nothing to remove: the message would come back)."""
+    from dataclasses import replace
+
+    return isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand) \
+        and replace(now, message_id=then.message_id) == then \
+        and then.message_id not in acked.get(then.destination.key, {}) \
+        and now.message_id not in acked.get(now.destination.key, {})
+
+
+def _effects(body: bytes) -> list:
+    """What the replay does with the records tiling ``body``: the :func:`_effect` of each user record, as
+    ``MessageDatabase.load`` makes it (a record of another type is stepped over)."""
+    from amqtool.engines.kahadb.replay_walk import load
+
+    out, pos = [], 0
+    while pos < len(body):
+        size, rtype = struct.unpack_from(">ib", body, pos)
+        if size < jr.RECORD_HEAD_SPACE:
+            raise FormatError(f"record size {size}")
+        if rtype == jr.USER_RECORD_TYPE:
+            out.append(_effect(load(body, pos, size)))
+        pos += size
+    return out
+
+
+def _effect(cmd):
+    """What ``process`` reads of a command: all of it but a REMOVE's ack (``updateIndex`` only compares it,
+    by reference, with UNMATCHED)."""
+    if cmd.type is EntryType.REMOVE_MESSAGE:
+        return cmd.type, cmd.transaction, cmd.destination, cmd.message_id, cmd.subscription_key
+    return cmd
 
 
 def _tiled(buf, start: int, last: int) -> int:
@@ -120,10 +268,9 @@ def _tiled(buf, start: int, last: int) -> int:
     return pos - start if pos > start and (pos == end or _end_only(buf, pos, last)) else 0
 
 
-def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
+def _restored(body: bytes, stored: int) -> bytes | None:
     """``body`` as it was when its Adler-32 was ``stored``: as it is, with its record types put back to 1, or
-    (``single_byte``) with the one byte whose change explains the difference put back; None when none of
-    these matches."""
+    with the one byte whose change explains the difference put back; None when none of these matches."""
     if zlib.adler32(body) == stored:
         return body
     fixed = bytearray(body)
@@ -136,8 +283,6 @@ def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
         pos += length
     if pos == len(fixed) and bytes(fixed) != body and zlib.adler32(bytes(fixed)) == stored:
         return bytes(fixed)
-    if not single_byte:
-        return None
     # Adler-32 (RFC 1950) is A = 1 + sum(b), B = sum of the running A's, both mod 65521: changing byte i of n
     # by d changes A by d and B by d * (n - i), so one changed byte is found, and undone, from the two sums.
     m = 65521
@@ -162,8 +307,10 @@ def _restored(body: bytes, stored: int, single_byte: bool) -> bytes | None:
 
 def _end_only(buf, start: int, last: int) -> bool:
     """``[start, last]`` holds nothing but the end-of-data marker and zeros (a file's end after its last
-    batch)."""
+    batch), up to the marker preallocation writes in a file's last five bytes."""
     tail = bytes(buf[start:last + 1])
     if tail.startswith(jr.EOF_RECORD):
         tail = tail[len(jr.EOF_RECORD):]
+    if last + 1 == len(buf) and tail.endswith(jr.EOF_RECORD):
+        tail = tail[:-len(jr.EOF_RECORD)]
     return not tail.strip(b"\0")

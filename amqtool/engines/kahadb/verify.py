@@ -16,7 +16,7 @@ kahadb-truncated-tail              WARNING   the last file ends inside a batch, 
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
 kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker), or
-                                             the newest cut shorter than the preallocated length of the others;
+                                             the newest cut short of the preallocated length (preallocated.py);
                                              WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
@@ -39,6 +39,10 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
+kahadb-ack-before-send             CRITICAL  an ack after the checkpoint precedes its message's send in file order
+                                             (files swapped or renamed): the replay brings it back (out_of_order.py)
+kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
+                                             load or a header it cannot step over: the broker does not start
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
@@ -60,10 +64,11 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
-from amqtool.engines.kahadb.superseded import superseded
+from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
 
@@ -99,7 +104,8 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                         "ignores it)", path, 0))
             continue
         if scan.batches == 0 and scan.corrupt and scan.corrupt[0].first == 0 and scan.corrupt[0].to_eof \
-                and scan.corrupt[0].reason == "bad-header":
+                and scan.corrupt[0].reason == "bad-header" and scan.corrupt[0] is not torn:
+            # (the newest file's one batch, past the checkpoint, torn by a crash is judged below as such)
             sev, note, extra = judge(f, 0, f.size - 1, C)
             add(Finding(sev, "kahadb-not-a-journal", "no KahaDB batch header found anywhere in the file (expected "
                         "'WRITE BATCH' control records at offset 0): not a KahaDB journal file" + note, path, 0,
@@ -211,15 +217,16 @@ def _index_rest(d, ev, judge, findings) -> None:
         gaps = sorted(set(range(d.files[0].id, d.files[-1].id + 1)) - present)
         lowest = d.files[0].id
         below = [i for i in range(1, lowest)]
-        lost = replay_gaps(d, view.metadata.last_update.log_id) \
-            if view is not None and view.metadata.last_update is not None and not rebuilds else []
+        lu = view.metadata.last_update if view is not None else None
+        lost = replay_gaps(d, lu.log_id if lu is not None else None) \
+            if view is not None and not rebuilds and not d.is_tx_store else []
         for fid, how in lost:
             add(Finding(C, "kahadb-replay-gap", f"db-{fid}.log is {how}, after the index checkpoint "
-                        f"{view.metadata.last_update}: the broker's GC never removes such a file, so records the "
-                        "broker would replay at start are lost (sends not delivered, acknowledged messages back)",
-                        _log(d, fid), None, {"fileId": fid, "how": how}))
+                        f"{lu or '(none yet: the broker replays the whole journal)'}: the broker's GC never removes "
+                        "such a file, so records the broker would replay at start are lost (sends not delivered, "
+                        "acknowledged messages back)", _log(d, fid), None, {"fileId": fid, "how": how}))
         unref_gaps = [g for g in gaps if g not in refs and g not in {fid for fid, _how in lost}]
-        unref_below = [g for g in below if g not in refs]
+        unref_below = [g for g in below if g not in refs and g not in {fid for fid, _how in lost}]
         if unref_below or unref_gaps:
             ids = unref_below + unref_gaps
             add(Finding(I, "kahadb-gc-gap", f"{len(ids)} journal file id(s) absent ({_ranges(ids)}); nothing "
@@ -300,15 +307,19 @@ def _past(d: DirResult, fid: int, offset: int) -> bool:
     replayed at start. A cut before it is judged by what the index says it lost (index-ahead-of-journal,
     checkpoint-unreadable, reference-past-end), as after a clean stop whose last records are the checkpoint's."""
     view = d.index.view if d.index else None
-    lu = view.metadata.last_update if view is not None else None
-    return lu is not None and (fid, offset) > (lu.log_id, lu.offset)
+    if view is None:
+        return False
+    lu = view.metadata.last_update
+    # (an index with no checkpoint yet: the broker replays every record, getNextLocation(null))
+    return lu is None or (fid, offset) > (lu.log_id, lu.offset)
 
 
 def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:
     """The newest file cut short of the length the journal preallocates (preallocated.py)."""
-    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, shorter than the "
-                   f"{length} every other file has: the broker preallocates each file to that length before its "
-                   "first write (Journal.rotateWriteFile), so no crash leaves it; it was cut at "
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file is {f.size} bytes, short of the "
+                   f"{length} of the other files and of the end marker they end with: the broker preallocates each "
+                   "file to its full length before its first write (Journal.rotateWriteFile), so no crash leaves "
+                   "it; it was cut at "
                    f"{f.size}, and what followed (from offset {offset}) is lost", str(f.path), offset,
                    {**(details or {}), "preallocatedLength": length})
 
@@ -368,6 +379,13 @@ class _Judge:
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
                        "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
+                {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
+                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
+                       "effect as written: the broker's replay reads record headers there, not batches (only the "
+                       "newest file is checked at start), and replays them unchanged"), \
                 {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
@@ -482,6 +500,19 @@ def _full_replay_stops(d: DirResult, judge: _Judge) -> str:
         judge.close()
 
 
+def _recovery_stops(d: DirResult, judge: _Judge) -> str:
+    """Where the broker's replay from its index checkpoint at start stops on a record its walk cannot load
+    (replay_walk.recovery_failure: a damaged lastUpdate sends it into the middle of a record), or ''."""
+    from amqtool.engines.kahadb.replay_walk import recovery_failure
+
+    lu = d.index.view.metadata.last_update
+    try:
+        return recovery_failure([f.id for f in d.files if f.size], lambda fid: judge.buf(d.file(fid)),
+                                (lu.log_id, lu.offset) if lu is not None else None)
+    finally:
+        judge.close()
+
+
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
     """The index's live state against the journal's replay, up to the checkpoint.
 
@@ -506,6 +537,27 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                 str(d.directory / "db.data"), None, {"bringBack": len(back),
                                                                      "rebuildWouldBringBack": back[:100],
                                                                      **({"replayStops": stops} if stops else {})}))
+    else:
+        stops = _recovery_stops(d, judge)
+        if stops:
+            lu = d.index.view.metadata.last_update
+            findings.append(Finding(C, "kahadb-recovery-stops", "the broker's replay of the journal from the "
+                                    f"index checkpoint {lu or '(none yet: from the start)'} stops at {stops}: "
+                                    "the broker does not start (MessageDatabase.recover)",
+                                    str(d.directory / "db.data"), None, {"replayStops": stops}))
+    if d.records_after_last_update and not d.is_tx_store:
+        lu = d.index.view.metadata.last_update
+        early = acks_before_sends(d, (lu.log_id, lu.offset) if lu is not None else None)
+        if early:
+            fid, off, _key, _mid = early[0]
+            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) after the index "
+                                    "checkpoint come before the send of their message in the journal's file order ("
+                                    + ", ".join(mid for _f, _o, _k, mid in early[:3]) + (" ..." if len(early) > 3
+                                                                                        else "") +
+                                    "): no broker writes that (journal files swapped or renamed?); the broker's "
+                                    "replay applies each ack before its send exists, and the message comes back",
+                                    _log(d, fid), off, {"count": len(early),
+                                                        "messageIds": [mid for _f, _o, _k, mid in early[:100]]}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
     if d.records_after_last_update == 0 or judge.forwarded_only:

@@ -323,8 +323,161 @@ def f7_kill_gc():
                            "K acked, 30 sends without receipt, SIGKILL (index a checkpoint behind the journal).")
 
 
+def f8_mkahadb_kill():
+    """mKahaDB (a filtered store + perDestination, 16 KiB files), checkpoints off, SIGKILL mid-traffic"""
+    run = mf.Run("f8-mkahadb-kill", 7208)
+    sub = ('<kahaDB journalMaxFileLength="16384" checksumJournalFiles="true" checkForCorruptJournalFiles="true" '
+           'checkpointInterval="600000" cleanupInterval="600000"/>')
+    cfg = config("f8", '<mKahaDB directory="${fx.data}/mkahadb" journalMaxFileLength="16384" checkForCorruption="true">'
+                 '<filteredPersistenceAdapters>'
+                 '<filteredKahaDB queue="fx.f8.grp.>"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '<filteredKahaDB perDestination="true"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '</filteredPersistenceAdapters></mKahaDB>' % (sub, sub))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    G1, G2, P = "/queue/fx.f8.grp.one", "/queue/fx.f8.grp.two", "/queue/fx.f8.own"
+    seq = {}
+    p = Stomp(PORT)
+    for _ in range(90):
+        d = run.rng.choice((G1, G2, P))
+        seq[d] = seq.get(d, 0) + 1
+        live.add(d, run.send(p, d, seq[d], size=mf.log_uniform_size(run.rng, 10, 3000))["fx_id"])
+    p.begin("f8-tx-1")
+    ids = []
+    for d in (G1, P, G2):
+        seq[d] += 1
+        ids.append(run.send(p, d, seq[d], size=500, tx="f8-tx-1")["fx_id"])
+    p.commit("f8-tx-1")
+    for d, f in zip((G1, P, G2), ids):
+        live.add(d, f)
+    p.disconnect()
+    live.consume(G1, lambda r: r["seq"] % 2 == 0)
+    live.consume(P, lambda r: r["seq"] % 3 != 0)
+    p = Stomp(PORT)
+    for _ in range(20):
+        d = run.rng.choice((G2, P))
+        seq[d] += 1
+        run.send(p, d, seq[d], receipt=False, size=run.rng.randint(100, 1500))
+    time.sleep(0.03)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, store="mkahadb", broker_config="tools/" + cfg,
+                  scenario="mKahaDB, 16 KiB files, no checkpoint after start: 90 sends over a filtered store "
+                           "(fx.f8.grp.>) and a perDestination one, a committed cross-store tx, partial acks, "
+                           "20 sends without receipt, SIGKILL.")
+
+
+def f9_kill_16k():
+    """16 KiB files, a clean run then a checkpoint-less run ending in SIGKILL (another seed for f5's shape)"""
+    run = mf.Run("f9-kill-16k", 7209)
+    cfg1 = config("f9-run1", kaha(16384))
+    cfg2 = config("f9-run2", kaha(16384, 'checkpointInterval="600000" cleanupInterval="600000"'))
+    live = Live(run)
+    Q, S = "/queue/fx.f9.q", "/queue/fx.f9.side"
+    seq = {Q: 0, S: 0}
+    b = run.broker(cfg1); b.start()
+    p = Stomp(PORT)
+    for _ in range(60):
+        d = run.rng.choice((Q, Q, S))
+        seq[d] += 1
+        live.add(d, run.send(p, d, seq[d], size=run.rng.randint(50, 1800))["fx_id"])
+    p.disconnect()
+    live.consume(Q, lambda r: r["seq"] % 3 == 0)
+    b.stop(); run.broker_timings.append(b.timings)
+    b = run.broker(cfg2); b.start()
+    p = Stomp(PORT)
+    for _ in range(70):
+        d = run.rng.choice((Q, S))
+        seq[d] += 1
+        live.add(d, run.send(p, d, seq[d], size=run.rng.randint(50, 1800))["fx_id"])
+    p.disconnect()
+    live.consume(S, lambda r: r["seq"] % 2 == 0)
+    live.consume(Q, lambda r: r["seq"] % 5 == 1)
+    p = Stomp(PORT)
+    for _ in range(15):
+        seq[Q] += 1
+        run.send(p, Q, seq[Q], receipt=False, size=run.rng.randint(100, 1500))
+    time.sleep(0.03)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, broker_config=["tools/" + cfg1, "tools/" + cfg2],
+                  scenario="16 KiB files. run1 clean (60 sends, a third of fx.f9.q acked); run2 without "
+                           "checkpoints: 70 sends, acks on both queues, 15 sends without receipt, SIGKILL.")
+
+
+def f10_shrink():
+    """journalMaxFileLength lowered between two runs (64 KiB, then 16 KiB), clean stop"""
+    run = mf.Run("f10-shrink", 7210)
+    cfg1 = config("f10-run1", kaha(65536))
+    cfg2 = config("f10-run2", kaha(16384))
+    live = Live(run)
+    Q = "/queue/fx.f10.q"
+    seq = {Q: 0}
+    for cfg, n in ((cfg1, 70), (cfg2, 40)):
+        b = run.broker(cfg); b.start()
+        p = Stomp(PORT)
+        for _ in range(n):
+            seq[Q] += 1
+            live.add(Q, run.send(p, Q, seq[Q], size=run.rng.randint(200, 2000))["fx_id"])
+        p.disconnect()
+        live.consume(Q, lambda r: r["seq"] % 4 == 0)
+        b.stop(); run.broker_timings.append(b.timings)
+    return finish(run, live, broker_config=["tools/" + cfg1, "tools/" + cfg2],
+                  scenario="run1 with 64 KiB files (70 sends, a quarter acked), clean stop; run2 with 16 KiB files "
+                           "(40 sends, a quarter of what is left acked), clean stop.")
+
+
+def f11_shrink_kill():
+    """journalMaxFileLength lowered between runs (64 KiB, then 16 KiB), the second run killed in its first file"""
+    run = mf.Run("f11-shrink-kill", 7211)
+    cfg1 = config("f11-run1", kaha(65536))
+    cfg2 = config("f11-run2", kaha(16384, 'checkpointInterval="600000" cleanupInterval="600000"'))
+    live = Live(run)
+    Q = "/queue/fx.f11.q"
+    seq = {Q: 0}
+    b = run.broker(cfg1); b.start()
+    p = Stomp(PORT)
+    for _ in range(70):
+        seq[Q] += 1
+        live.add(Q, run.send(p, Q, seq[Q], size=run.rng.randint(200, 2000))["fx_id"])
+    p.disconnect()
+    live.consume(Q, lambda r: r["seq"] % 4 == 0)
+    b.stop(); run.broker_timings.append(b.timings)
+    b = run.broker(cfg2); b.start()
+    p = Stomp(PORT)
+    for _ in range(6):
+        seq[Q] += 1
+        live.add(Q, run.send(p, Q, seq[Q], size=run.rng.randint(200, 1500))["fx_id"])
+    for _ in range(3):
+        seq[Q] += 1
+        run.send(p, Q, seq[Q], receipt=False, size=run.rng.randint(100, 800))
+    time.sleep(0.03)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, broker_config=["tools/" + cfg1, "tools/" + cfg2],
+                  scenario="run1 with 64 KiB files (70 sends, a quarter acked), clean stop; run2 with 16 KiB files "
+                           "and no checkpoint: 6 sends, 3 without receipt, SIGKILL (the newest file is the only "
+                           "16 KiB one).")
+
+
 ALL = {f.__name__.split("_", 1)[0]: f for f in
-       (f1_small_files, f2_big_bodies, f3_tx, f4_gc, f5_kill, f6_mkahadb, f7_kill_gc)}
+       (f1_small_files, f2_big_bodies, f3_tx, f4_gc, f5_kill, f6_mkahadb, f7_kill_gc,
+        f8_mkahadb_kill, f9_kill_16k, f10_shrink, f11_shrink_kill)}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(ALL):

@@ -77,6 +77,18 @@ def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
     assert "kahadb-replay-gap" in _verdict(root)[1]
 
 
+def test_a_checkpoint_naming_no_file_is_a_missing_file_not_two_billion_gaps(tmp_path):
+    # campaign seed 7201 (f-stores): a flipped top bit of page 0's lastUpdate file id (8 -> -2147483640) made
+    # replay_gaps list every id from there to the newest file (a MemoryError). The broker cannot start its
+    # replay at a file the journal does not hold (Journal.getDataFile): CRITICAL, for that file alone
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db.data", 4096 + 21 + 4 + 8 + 1, 0x80)  # page 0: state, destinations page, lastUpdate's flag
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL"
+    assert "kahadb-missing-journal-file" in codes and "kahadb-replay-gap" not in codes
+
+
 
 def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent(tmp_path):
     # campaign seed 50054000007 (f5-kill, db-5.log@34854): a batch after the checkpoint holding only the send
@@ -89,10 +101,11 @@ def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent
     verdict, codes = _verdict(root)
     assert verdict == "WARNING"
     assert "kahadb-checksum-mismatch" in codes
-    # the batch after it sends a message nobody acknowledges: the same flip there is a loss
+    # db-8.log's batch at 22946 sends a message nobody acknowledges (...:3:-1:1:59): the same flip in its body
+    # is a loss (db-8.log is not the newest: the broker replays the record as it reads, the damaged message)
     root2 = tmp_path / "kahadb2"
     shutil.copytree(STORE, root2)
-    _flip(root2, "db-8.log", 24391 + 28 + 598 + 28 + 400, 0x11)
+    _flip(root2, "db-8.log", 22946 + 28 + 1000, 0x11)
     assert _verdict(root2)[0] == "CRITICAL"
 
 
@@ -123,7 +136,9 @@ def _topic_sends_after_checkpoint(root: Path):
 def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_latent(tmp_path):
     # campaign seed 50054000053 (f5-kill: SIGKILLed real 5.17.2 store, durable sub f5-d:sd on fx.f5.t):
     # db-7.log@61247 ^0x04 flips the stored checksum of the batch sending topic message ...:1:-1:1:67, which
-    # the only durable subscription acknowledges after it; a pending one's damaged send stays CRITICAL
+    # the only durable subscription acknowledges after it; a pending one's damaged message stays CRITICAL
+    # (its body: a damaged checksum field alone is harmless in a file that is not the newest, whose records
+    # the broker's replay reads header by header, test_an_older_files_batch_damaged_in_its_control_record...)
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
     sends = _topic_sends_after_checkpoint(root)
@@ -134,5 +149,248 @@ def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_
     fid, off, _ = next(s for s in sends if not s[2])
     root2 = tmp_path / "kahadb2"
     shutil.copytree(KILLED, root2)
-    _flip(root2, f"db-{fid}.log", off + 23, 0x04)  # its stored checksum
+    size = int.from_bytes((root2 / f"db-{fid}.log").read_bytes()[off + 28:off + 32], "big")
+    _flip(root2, f"db-{fid}.log", off + 28 + size - 40, 0x04)  # a byte of its message body
     assert _verdict(root2)[0] == "CRITICAL"
+
+
+def test_an_older_files_batch_damaged_in_its_control_record_is_replayed_as_written(tmp_path):
+    # campaign seed 7201 (f5-kill, 72016000118): db-4.log@61928 ^0x40, the top byte of the stored checksum
+    # of db-4's last batch (61908, after lastUpdate 4:47110; db-9.log is the newest). With 5.17's defaults
+    # only the newest file is recoveryChecked; MessageDatabase.recover's walk (Journal.getNextLocation) steps
+    # over the control record by its own header and loads the records after it, which still match their
+    # Adler-32: the broker replays them as written. The batch runs up to the end marker and the marker
+    # preallocation leaves in the file's last five bytes
+    for where, mask in ((61908 + 20, 0x40), (61908 + 8, 0x10)):  # the checksum field, the magic
+        root = tmp_path / f"kahadb-{where}"
+        shutil.copytree(KILLED, root)
+        assert (root / "db-4.log").read_bytes()[-5:] == b"-qMa4"
+        _flip(root, "db-4.log", where, mask)
+        verdict, codes = _verdict(root)
+        assert verdict == "WARNING", (where, codes)
+        assert codes & {"kahadb-checksum-mismatch", "kahadb-corrupt-range"}
+    # the same flip of the stored checksum in the newest file: recoveryCheck marks the batch corrupted and
+    # the replay skips it whole (db-9's second batch: a send without receipt nothing acknowledges; its first
+    # is the open transaction's, which the broker rolls back anyway)
+    root = tmp_path / "newest"
+    shutil.copytree(KILLED, root)
+    _flip(root, "db-9.log", 573 + 20, 0x40)
+    assert _verdict(root)[0] == "CRITICAL"
+
+
+MKILL = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f8-mkahadb-kill" / "mkahadb"
+
+
+def test_a_damaged_send_acked_later_in_a_store_without_checkpoint_is_latent(tmp_path):
+    # campaign seed 7201 (f8-mkahadb-kill, 72020000097: a body byte of a send in db-4.log of the fx.f8.grp.>
+    # store): no child index has a lastUpdate, so the broker replays the whole journal (getRecoveryPosition:
+    # getNextLocation(null)) and the REMOVE after the damaged send takes it back, as after a checkpoint
+    from amqtool.engines.kahadb.after_acks import acked_after
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    root = tmp_path / "mkahadb"
+    shutil.copytree(MKILL, root)
+    child = root / "queue#3a#2f#2ffx.f8.grp.#3e"
+    d = next(x for x in load_store(detect(root), reconcile=False) if x.directory == child)
+    acked = acked_after(d, (0, -1))
+    found = None
+    for fid in (1, 2, 3):  # db-5.log is the newest
+        buf = (child / f"db-{fid}.log").read_bytes()
+        for ev in jr.scan_file(buf):
+            if isinstance(ev, jr.Batch):
+                cmds = [decode_command(bytes(r.payload)) for r in jr.iter_batch_records(buf, ev)]
+                if len(cmds) == 1 and cmds[0].type.name == "ADD_MESSAGE" and cmds[0].transaction is None:
+                    found = found or ((fid, ev.offset, ev.size) if cmds[0].message_id in acked.get(
+                        cmds[0].destination.key, {}) else None)
+    assert found is not None
+    fid, off, size = found
+    _flip(child, f"db-{fid}.log", off + 28 + size - 30, 0x85)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+
+
+def test_a_file_missing_from_a_store_without_checkpoint_is_critical(tmp_path):
+    # campaign seed 7201 (f8-mkahadb-kill, 72020000077: the fx.f8.grp.> store's db-1.log deleted, 72020000120:
+    # its db-2.log emptied) were WARNINGs: with no lastUpdate the broker replays the whole journal, and the
+    # journal GC, which runs only in a checkpoint, never ran: every file from db-1.log on held records
+    for name, how in (("db-1.log", "delete"), ("db-2.log", "empty")):
+        root = tmp_path / f"mkahadb-{name}"
+        shutil.copytree(MKILL, root)
+        p = root / "queue#3a#2f#2ffx.f8.grp.#3e" / name
+        p.unlink() if how == "delete" else p.write_bytes(b"")
+        verdict, codes = _verdict(root)
+        assert verdict == "CRITICAL" and "kahadb-replay-gap" in codes, (name, codes)
+
+
+def test_the_newest_file_of_a_store_without_checkpoint_torn_or_cut(tmp_path):
+    # f8-mkahadb-kill, the fx.f8.grp.> store (no lastUpdate: every record is replayed): its newest file
+    # db-5.log cut inside its last batch (3840) lacks the end marker preallocation wrote into its last five
+    # bytes, as its siblings have it: CRITICAL kahadb-truncated-file (seed 7202, 72030000075: a WARNING). The
+    # same batch damaged in place is what a crash mid-write leaves: a torn tail, a WARNING
+    grp = "queue#3a#2f#2ffx.f8.grp.#3e"
+    root = tmp_path / "cut"
+    shutil.copytree(MKILL, root)
+    p = root / grp / "db-5.log"
+    p.write_bytes(p.read_bytes()[:3840 + 500])
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-truncated-file" in codes
+    root = tmp_path / "torn"
+    shutil.copytree(MKILL, root)
+    _flip(root / grp, "db-5.log", 3840 + 28 + 700, 0x10)
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
+
+
+def test_a_checkpoint_naming_the_middle_of_a_record_stops_the_broker(tmp_path):
+    # campaign seeds 7201 (f1-small-files, db.data@4137 ^0x08; f9-kill-16k, db.data@4133 ^0x04): a flipped
+    # bit of page 0's lastUpdate. MessageDatabase.recover starts at getNextInitializedLocation(lastUpdate):
+    # Journal.getNextLocation reads a record header where lastUpdate points, here 8 bytes into a record: a
+    # size of 0 it never steps past. The broker does not start; verify said WARNING
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db.data", 4096 + 21 + 20, 0x08)  # lastUpdate's offset: 8:22057 -> 8:22049
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-recovery-stops" in codes
+
+
+def test_journal_files_swapped_after_the_checkpoint_bring_acked_messages_back(tmp_path):
+    # campaign seeds 7201 and 7202 (f5-kill db-7 <-> db-9, f9-kill-16k, f8-mkahadb-kill: 4 loss/WARNING):
+    # swapped files after the checkpoint replay acks before the sends they acknowledge; the broker's replay
+    # finds nothing to remove, then adds the message: it comes back. f5-kill here (lastUpdate 4:47110):
+    # db-6.log <-> db-8.log, both replayed
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    assert _verdict(root)[1] == {"kahadb-journal-ahead-of-index", "kahadb-open-transaction"}
+    a, b = root / "db-6.log", root / "db-8.log"
+    tmp = root / "swap"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
+
+
+def test_an_older_files_damaged_send_is_judged_as_the_replay_reads_it(tmp_path):
+    # seed 7202 (f5-kill, db-8.log@32790 ^0x04: the framing varint of a send acked later): in a file that is
+    # not the newest, the broker's replay loads each record as it now reads (no checksum, the framed command
+    # of the length the varint gives). Here db-5.log@52298 still loads as the send of a topic message the
+    # durable subscription acknowledges after the checkpoint: the ack takes it back, a WARNING. The same
+    # varint one bit off the other way does not load, and the broker does not start: CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    assert (5, 52298, True) in _topic_sends_after_checkpoint(root)
+    _flip(root, "db-5.log", 52298 + 28 + 6, 0x04)
+    assert _verdict(root)[0] == "WARNING"
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(KILLED, root2)
+    _flip(root2, "db-5.log", 52298 + 28 + 6, 0x01)
+    assert _verdict(root2)[0] == "CRITICAL"
+
+
+def test_an_older_files_ack_damaged_in_what_the_replay_does_not_read_is_latent(tmp_path):
+    # seed 7201 (f9-kill-16k, db-12.log@14975 ^0xc4, 72018000041): a byte of a REMOVE's marshalled
+    # MessageAck, in a file that is not the newest, after the checkpoint. The replay loads the record as it
+    # reads and updateIndex compares the ack only by reference with UNMATCHED: the same message leaves the
+    # index. The batch as written is found from its Adler-32 (one changed byte) and reads to the same effect.
+    # Here f5-kill's REMOVE of ...:2:-1:1:7 in db-8.log at 36083, the ack its last 220 bytes
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    _flip(root, "db-8.log", 36083 + 5 + 180, 0x20)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    # its message id damaged instead: another id leaves the index (or none does): CRITICAL
+    root2 = tmp_path / "kahadb2"
+    shutil.copytree(KILLED, root2)
+    data = (root2 / "db-8.log").read_bytes()
+    at = data.index(b"ID:vm-41323-1795706006529-3:2:-1:1:7", 36083)
+    _flip(root2, "db-8.log", at + 5, 0x01)
+    assert _verdict(root2)[0] == "CRITICAL"
+
+
+def test_an_older_files_send_under_a_damaged_id_is_latent_unless_acked_later(tmp_path):
+    # seeds 7201-7203 (f8-mkahadb-kill, f9-kill-16k: a flipped byte of an ADD's messageId, in a file that is
+    # not the newest, after the checkpoint): the replay indexes the message under the damaged id and delivers
+    # the same OpenWire message, which carries its own id: latent. f7-kill-gc's db-8.log: ...:3:-1:1:59
+    # (22946) nobody acknowledges; ...:3:-1:1:60 (24391) is acked in db-9, whose ack then finds nothing and
+    # the message comes back (tests/faults/test_kahadb_after.py: loss)
+    for batch, mid, want in ((22946, b"ID:vm-37799-1795706049181-3:3:-1:1:59", "WARNING"),
+                             (24391, b"ID:vm-37799-1795706049181-3:3:-1:1:60", "CRITICAL")):
+        root = tmp_path / f"kahadb-{batch}"
+        shutil.copytree(STORE, root)
+        at = (root / "db-8.log").read_bytes().index(mid, batch)
+        assert at < batch + 28 + 40  # the command's own messageId field, not the OpenWire message's
+        _flip(root, "db-8.log", at + 3, 0x20)
+        assert _verdict(root)[0] == want, batch
+
+
+def test_a_live_message_whose_framed_command_is_shorter_than_its_record_still_reads(tmp_path):
+    # seeds 7201, 7202 (f5-kill, f7-kill-gc, f8-mkahadb-kill: an ADD's framing varint 4 lower): at dispatch
+    # MessageDatabase.load reads the record and mergeFramed parses the framed length and ignores what follows
+    # (replay_walk.load); what the 4 bytes held were fields at their defaults, so the same message is read.
+    # amqtool's read wanted the command to fill its record exactly: "does not match its record", CRITICAL,
+    # and the fault harness, reading the same way, called it a loss. f7-kill-gc's live ...:1:-1:1:4 at 1:4959
+    from tests.faults import kahadb as k
+
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    k._Files.reset()
+    rb = k.rebuilt(root)
+    pristine = k.delivered(root, rb)
+    _flip(root, "db-1.log", 4959 + 6, 0x04)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    k._Files.reset()
+    k._READ.clear()
+    assert k.classify(pristine, rb, root) in (k.SAME, k.LATENT)
+
+
+def test_a_damaged_send_beside_the_start_s_trace_record_acked_later_is_latent(tmp_path):
+    # seed 7202 (f8-mkahadb-kill, 72030000119): fx.f8.own's first batch holds the "LOADED" KahaTraceCommand
+    # the broker writes at start (MessageDatabase.load) and the send of ...:1:-1:1:3, acked later; a byte of
+    # its body flipped. process(KahaTraceCommand) only moves lastUpdate: the batch is still only a send the
+    # replay takes back, a WARNING
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.commands import decode_command
+
+    root = tmp_path / "mkahadb"
+    shutil.copytree(MKILL, root)
+    own = root / "queue#3a#2f#2ffx.f8.own"
+    buf = (own / "db-1.log").read_bytes()
+    batch = next(ev for ev in jr.scan_file(buf) if isinstance(ev, jr.Batch))
+    recs = list(jr.iter_batch_records(buf, batch))
+    assert [decode_command(bytes(r.payload)).type.name for r in recs] == ["TRACE", "ADD_MESSAGE"]
+    _flip(own, "db-1.log", recs[1].offset + recs[1].length - 100, 0xBE)
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+
+
+def test_a_send_whose_type_byte_reads_as_a_trace_is_lost(tmp_path):
+    # seed 7203 (f5-kill 72036000037, f8-mkahadb-kill 72040000057: an ADD's entry type 1 -> 0, in a file that
+    # is not the newest): the replay loads it as a KahaTraceCommand and the send is lost. It carries the ADD's
+    # fields, which a trace has not: no inert trace record. f7-kill-gc's ...:3:-1:1:59 (db-8.log@22946),
+    # acknowledged by nobody: CRITICAL
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _flip(root, "db-8.log", 22946 + 28 + 5, 0x01)
+    assert _verdict(root)[0] == "CRITICAL"
+
+
+def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp_path):
+    # seeds 7202, 7205 (f5-kill, f7-kill-gc: an ADD's entry type 1 -> 9, in a file that is not the newest):
+    # the replay loads a KahaAckMessageFileMapCommand, whose process() only moves lastUpdate: the send is
+    # dropped. The batch as written (its Adler-32: one changed byte) shows what it was: a send acked later
+    # (f7-kill-gc's ...:3:-1:1:60, db-8.log@24391) changes nothing, a WARNING; one nobody acks (...:59,
+    # 22946) is lost: CRITICAL
+    from tests.faults import kahadb as k
+
+    for batch, want in ((24391, "WARNING"), (22946, "CRITICAL")):
+        root = tmp_path / f"kahadb-{batch}"
+        shutil.copytree(STORE, root)
+        k._Files.reset()
+        rb = k.rebuilt(root)
+        pristine = k.delivered(root, rb)
+        _flip(root, "db-8.log", batch + 28 + 5, 0x08)
+        assert _verdict(root)[0] == want, batch
+        k._Files.reset()
+        assert k.expected(k.classify(pristine, rb, root), want)

@@ -50,10 +50,30 @@ def test_older_file_batch_length_damaged_stays_critical(tmp_path):
 def test_compaction_file_batch_type_damaged_is_a_warning(tmp_path):
     # campaign seed 52523000140: db-15.log@4 ^0x40 (the only batch's type): its records are the compaction
     # marker and 20 forwarded acks of messages the index no longer holds; db-15 is the newest file, so the
-    # broker skips the block, and what it skips changes nothing
+    # broker skips the block, and what it skips changes nothing (the file's one batch, after the checkpoint:
+    # what a crash tearing its write leaves, test_the_newest_files_one_batch_torn_is_a_torn_tail)
     root = _damaged(tmp_path, "f4-gc", "db-15.log", 4, 0x40)
     verdict, codes = _verdict(root)
-    assert (verdict, codes) == ("WARNING", {"kahadb-not-a-journal"})
+    assert (verdict, codes) == ("WARNING", {"kahadb-truncated-tail"})
+
+
+def test_the_newest_files_one_batch_torn_is_a_torn_tail(tmp_path):
+    # campaign seeds 7201 and 7202 (f5-kill, db-9.log@4 ^0x02, the type byte of the newest file's only batch):
+    # CRITICAL kahadb-not-a-journal. A broker killed while writing the first batch of a file it had just
+    # preallocated leaves exactly that: the one batch, past the checkpoint, torn, and the rest of the file as
+    # preallocated. Here f7-kill-gc's db-9.log (wholly after lastUpdate 8:22057) as it stood after its first
+    # batch: that batch, zeros, and the end marker in its last five bytes (Journal.doPreallocationSparseFile)
+    root = tmp_path / "kahadb"
+    shutil.copytree(DATA / "f7-kill-gc" / "kahadb", root)
+    p = root / "db-9.log"
+    data = p.read_bytes()
+    first = 28 + 280
+    p.write_bytes(data[:first] + bytes(len(data) - first - 5) + b"-qMa4")
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    raw = bytearray(p.read_bytes())
+    raw[4] ^= 0x02
+    p.write_bytes(bytes(raw))
+    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
 
 
 def test_an_emptied_file_before_the_newest_is_damage_not_an_index_mismatch(tmp_path):
