@@ -33,6 +33,7 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.ack_queue import acks_of_unknown_queues
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.engines.artemis.cmp_copies import lost_copies_finding
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis import free_files, journal_crash, prepare_mismatch
@@ -1047,6 +1048,9 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
+        copies = lost_copies_finding(result)
+        if copies is not None:
+            findings.append(copies)
         if journal.kind == "bindings":
             findings.extend(skipped_bindings_findings(result, str(journal.directory)))
         cut = cut_current_file(result)
