@@ -42,20 +42,23 @@ def cmp_journal(opened: OpenedJournal) -> OpenedJournal | None:
     return OpenedJournal(opened.journal, files)
 
 
-def copied_not_held(result: LoadResult, deleted: set[int]) -> list[int]:
+def copied_not_held(result: LoadResult, deleted) -> list[int]:
     """Ids of the adds a leftover compaction copied that the data files of ``result`` neither hold live nor
-    delete (``deleted``: every id a delete record of theirs names), in the copy's order. The copies are no
-    checked records: one whose id was damaged in the ``.cmp`` file (which changes nothing) is known by its body,
-    that of an add the data files hold, or, alone, by an id one bit from a deleted one."""
+    delete (``deleted()``: every id a delete record of theirs names, asked only when some add is not held), in
+    the copy's order. The copies are no checked records: one whose id was damaged in the ``.cmp`` file (which
+    changes nothing) is known by its body, that of an add the data files hold, or, alone, by an id one bit from
+    a deleted one."""
     copies = cmp_journal(result.opened)
     if copies is None:
         return []
     held = {r.id for r in result.live}
     with copies:
         copied = load_journal(copies)
-        lost = [r for r in copied.live if not r.is_update and r.id not in held and r.id not in deleted]
+        lost = [r for r in copied.live if not r.is_update and r.id not in held]
         if not lost:
             return []
+        deleted = deleted()
+        lost = [r for r in lost if r.id not in deleted]
         bodies = {(r.user_record_type, result.body_sha256(r)) for r in result.live if not r.is_update}
         lost = [r for r in lost if (r.user_record_type, copied.body_sha256(r)) not in bodies]
     if len(lost) == 1 and any(lost[0].id ^ (1 << k) in deleted for k in range(64)):
@@ -69,7 +72,7 @@ def lost_copies_finding(result: LoadResult) -> Finding | None:
         return None
     from amqtool.engines.artemis.evidence import deleted_ids
 
-    lost = copied_not_held(result, deleted_ids(result.opened))
+    lost = copied_not_held(result, lambda: deleted_ids(result.opened))
     if not lost:
         return None
     shown = ", ".join(map(str, lost[:5])) + (f" ... ({len(lost)} in all)" if len(lost) > 5 else "")
