@@ -19,6 +19,7 @@ What is judged, and why (codes are documented in man/amqtool-verify.1):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +33,10 @@ from amqtool.engines.artemis.missing_journal import messages_journal_missing
 from amqtool.engines.artemis.ack_queue import acks_of_unknown_queues
 from amqtool.engines.artemis.message_headers import misread_messages, retyped_messages
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.engines.artemis.cmp_copies import lost_copies_finding
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
-from amqtool.engines.artemis import journal_crash, prepare_mismatch
+from amqtool.engines.artemis import free_files, journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -322,10 +324,6 @@ class _GapInspector:
                 + ("; none of them changes what the broker delivers" if harmless else
                    "; the broker loses what it held" if effect == LOSS else ""),
                 str(files[a.file_index].path), a.offset, dict(i)))
-        # After a compaction the freed files keep records the compacted files carry again (and deletes the
-        # compaction dropped), so reading them under their old fileID proves nothing: only a journal never
-        # compacted (no live record with a compactCount) tells a damaged header from a reused file this way.
-        compacted = any(r.compact_count > 0 for r in self.result.live)
         for index, jf in enumerate(self.result.files):
             if jf.file_id >= 1 << 31:
                 changes = evidence.changes_with(self.kind, _retagged(self.opened, index, jf.tag))
@@ -335,8 +333,14 @@ class _GapInspector:
                     f"bytes were damaged and the broker loads this file after every other, "
                     + ("which changes what it delivers" if changes else "to the same state"),
                     str(jf.path), 8, {"fileId": jf.file_id, "recordTag": jf.tag}))
+        # A free file keeps the records of its earlier use, which read under their old fileID change the live
+        # state (their deletes reclaimed or compacted away): only what a free file cannot be tells a damaged
+        # header (free_files.py).
         for index, path, offset, tag in self.foreign:
-            if not compacted and evidence.changes_with(self.kind, _retagged(self.opened, index, tag)):
+            retagged = functools.partial(_retagged, self.opened, index, tag)
+            lone = len(self.foreign) == 1
+            if free_files.header_damaged(self.result, index, tag, retagged, lone) and evidence.changes_with(
+                    self.kind, retagged()):
                 self.findings.append(Finding(
                     Severity.CRITICAL, "file-header-damaged",
                     f"none of this file's records carry its header's fileID, but they carry {tag}, and read under "
@@ -346,7 +350,8 @@ class _GapInspector:
                 self.findings.append(Finding(
                     Severity.INFO, "stale-records",
                     "records of an earlier use of this reused file follow the data; Artemis ignores them (their "
-                    "tag is not this file's, and read under theirs they change nothing live)", path, offset))
+                    "tag is not this file's: a free file, re-initialised for reuse with its old records kept)",
+                    path, offset))
         for skipped in self.opened.skipped:
             if skipped.code == "bad-file-id":
                 self.findings.append(self._bad_file_id(skipped, evidence))
@@ -1043,6 +1048,9 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
             _gap_findings(result, findings, {t for _, _, _, t in inspector.foreign}, lost_deletes=lost_deletes,
                           pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         _load_findings(result, findings)
+        copies = lost_copies_finding(result)
+        if copies is not None:
+            findings.append(copies)
         if journal.kind == "bindings":
             findings.extend(skipped_bindings_findings(result, str(journal.directory)))
         cut = cut_current_file(result)
