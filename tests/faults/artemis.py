@@ -321,6 +321,8 @@ class DeliveredReader:
     exactly takes that message's rows; the others are decoded as :func:`delivered` decodes them. The answer
     is :func:`delivered`'s exactly (tests/faults/test_truth.py checks it on a sample of faults)."""
 
+    moved = True  # rows that only moved to another message id are content (model.classify)
+
     def __init__(self, root: Path):
         self.memo = MessageMemo()
         self.pristine = _delivered(root, self.memo.learn)
@@ -626,7 +628,7 @@ def _stale_tail(opened, i: int, g, jf) -> bool:
     return bool(stale and not this_use)
 
 
-def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
+def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bool = False) -> str:
     """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
     crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
     (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
@@ -647,7 +649,8 @@ def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
     every id the journals issued; a cursor acknowledgement past its address's current page; a queue whose page
     counter exceeds the messages its pages still hold; a bindings journal without its message journal beside page
     files holding messages or large-message bodies (alone, it is what a bindings directory copied by itself
-    gives)."""
+    gives). ``journal_only``: a bare JournalImpl journal (tests/faults/journal_truth.py), whose records are no
+    broker's: only what JournalImpl itself writes is checked (the files, their ends, the commits)."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -716,6 +719,8 @@ def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
                         return f"{jf.path.name}: room left for the next file's first record"
             if jd.kind == "messages":
                 deleted = deleted_ids(opened)
+        if journal_only:
+            return ""
         if results.get("bindings") is not None and results.get("messages") is None:
             # The broker creates both journals at its first start, but a bindings directory copied alone (the
             # public stores people commit; journal-directory configured apart from bindings-directory) reads the
