@@ -126,10 +126,11 @@ def _parse(buf: bytes, s: int, t: int, tag: int, version: int, end: int) -> tupl
 
 
 def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: int,
-                max_id: int = -1) -> list[Rebuilt]:
+                max_id: int = -1, *, bare: bool = False) -> list[Rebuilt]:
     """The records that the damaged bytes ``buf[first-base:end-base]`` may have held: every reading of them
     as one record with at most one wrong field (type, tag, size or checkSize) that fills the region and is
-    plausible (a known user record type that fits the record type, ids the journal could have issued),
+    plausible (a known user record type that fits the record type, any user type in a ``bare`` journal:
+    :attr:`Evidence.bare`; ids the journal could have issued),
     starting at ``first`` or a few filler bytes before it (a damaged type byte may read as filler). An exact
     record, if any, alone; [] when the region is no single such record."""
     found = []
@@ -139,7 +140,7 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
             break
         for t in range(10, 20):
             rec, _ = _parse(buf, s, t, tag, version, end - base)
-            if rec is not None and _plausible(rec, max_id) and _filler_ok(s + rec.total + base, end, version):
+            if rec is not None and _plausible(rec, max_id, bare) and _filler_ok(s + rec.total + base, end, version):
                 found.append(Rebuilt(rec.type, rec.offset + base, rec.total, rec.tx_id, rec.id, rec.user_type,
                                      rec.body, rec.wrong))
         if found:
@@ -170,7 +171,7 @@ _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT,
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
 
-def _plausible(rec: Rebuilt, max_id: int) -> bool:
+def _plausible(rec: Rebuilt, max_id: int, bare: bool = False) -> bool:
     t = rec.type
     if t == 10:
         return False  # EVENT records are written only with journal retention; never a broker's guess
@@ -179,7 +180,7 @@ def _plausible(rec: Rebuilt, max_id: int) -> bool:
         return False
     if t in _TX and not 0 <= rec.tx_id <= bound:
         return False
-    if t in (11, 12, 13, 14):
+    if t in (11, 12, 13, 14) and not bare:
         if rec.user_type not in _USER_TYPES:
             return False
         if rec.user_type in _UPDATE_ONLY and t in (11, 13):
@@ -203,6 +204,10 @@ class Evidence:
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
+    # no live record of either journal has a user record type of the broker's (JournalRecordIds): a journal
+    # JournalImpl wrote for another user (its own tests write types 101..), whose loss is judged by what
+    # JournalImpl.load returns, records by id (effect_of_loss)
+    bare: bool = False
     binding_problems: list = field(default_factory=list)  # bindings records whose body does not decode
     unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
@@ -228,6 +233,8 @@ class Evidence:
         ev = cls()
         state = build_broker_state(bindings, messages, decode=REF_TYPES)
         ev.have_bindings = bindings is not None
+        types = {r.user_record_type for j in (bindings, messages) if j is not None for r in j.live}
+        ev.bare = bool(types) and not types & _USER_TYPES
         ev.bindings_opened = bindings.opened if bindings is not None else None
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
@@ -645,6 +652,8 @@ class Evidence:
             # its transaction's COMMIT no longer counts it: Artemis discards the whole transaction, judged there
             return UNKNOWN
         rid = rec.id
+        if self.bare:
+            return self._bare_effect(journal, rec)
         if journal == "bindings":
             if t == DELETE:
                 # the deleted record comes back: only a queue or address binding changes what the broker has
@@ -682,6 +691,17 @@ class Evidence:
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
         return self._page_tx_effect(rec) or UNKNOWN
+
+    def _bare_effect(self, journal: str, rec: Rebuilt) -> str:
+        """:meth:`effect_of_loss` in a bare journal, whose user gets what ``JournalImpl.load`` returns: every
+        live ADD and UPDATE of an id no DELETE names (``JournalImpl.load`` drops all records of a deleted id).
+        A lost DELETE brings its id's records back when some are still in the files (they are live now); a
+        lost ADD or UPDATE is a live entry lost unless a DELETE of its id survives."""
+        live = self.live_ids if journal == "messages" else set(self.bindings_ids)
+        if rec.type == DELETE:
+            return LOSS if rec.id in live else HARMLESS
+        deleted = self._deleted_later(rec.id) if journal == "messages" else self._binding_deleted_later(rec.id)
+        return HARMLESS if deleted else LOSS
 
     def _duplicate_id_lost(self, rid: int) -> str:
         """What losing the DUPLICATE_ID record ``rid`` costs: its entry in the duplicate-detection cache the

@@ -253,7 +253,8 @@ class _GapInspector:
             return cache["live"]
 
         for path, first, off, region in self.regions:
-            candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
+            candidates = (reconstruct(region[0], region[1], first, off, region[2], region[3], max_id,
+                                      bare=evidence.bare) if region else [])
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None

@@ -1,0 +1,64 @@
+"""verify on a bare JournalImpl journal (user record types 101..105, as JournalImpl's own tests write: the oracle
+fixtures): damaged bytes are judged by what ``JournalImpl.load`` returns, records by id (evidence.py,
+``Evidence.bare``), not by the broker's record types, which no record there has (every damaged record was "at
+least one record was lost here", CRITICAL, and a lost DELETE "changes nothing", WARNING). The harness's truth
+for such a journal: tests/faults/journal_truth.py; campaign seed 7601 over the oracle stores."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from amqtool.formats.artemis.records import ADD, DELETE, scan_records_py
+from tests.faults.runner import verify_verdict
+from tests.support import ORACLE
+
+pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="JournalImpl-written fixtures absent")
+
+
+def _records(path, tag):
+    return scan_records_py(path.read_bytes(), tag, 2)[0]
+
+
+def _flip(path, offset: int, mask: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= mask
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def store(tmp_path):
+    return shutil.copytree(ORACLE / "02_add_update_delete", tmp_path / "s")
+
+
+def test_a_damaged_add_of_a_deleted_record_changes_nothing(store):
+    # 02: ids 1..40 were deleted (their DELETEs in file 2); seed 7601023803003047 flipped the tag of one's ADD
+    f1 = store / "journal" / "activemq-data-1.amq"
+    rec = next(r for r in _records(f1, 1) if r[0] == ADD and r[5] == 29)
+    _flip(f1, rec[1] + 2, 0x02)
+    verdict, codes = verify_verdict(store)
+    assert (verdict, codes) == ("WARNING", ("damaged-record",))
+
+
+def test_a_damaged_delete_of_a_record_still_in_the_files_brings_it_back(store):
+    # seed 7601023803003000: a DELETE's checkSize damaged; JournalImpl skips it, the record it deleted is live
+    f1, f2 = (store / "journal" / f"activemq-data-{i}.amq" for i in (1, 2))
+    added = {r[5] for r in _records(f1, 1) if r[0] == ADD}
+    rec = next(r for r in _records(f2, 2) if r[0] == DELETE and r[5] in added)
+    _flip(f2, rec[1] + rec[2] - 2, 0x20)
+    verdict, codes = verify_verdict(store)
+    assert (verdict, codes) == ("CRITICAL", ("damaged-record",))
+
+
+def test_a_damaged_update_of_a_live_record_is_lost(store):
+    f2 = store / "journal" / "activemq-data-2.amq"
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    with open_journal(detect(store).journals()[0]) as opened:
+        live = {r.id for r in load_journal(opened).live}
+    recs = _records(f2, 2)
+    rec = next(r for r in recs[1:] if r[0] == 12 and r[5] in live)
+    _flip(f2, rec[1], 0x40)  # its record type: skipped byte by byte
+    assert verify_verdict(store)[0] == "CRITICAL"
