@@ -20,7 +20,7 @@ proves it, and judges damaged bytes by what they held whenever that can be told 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from amqtool.formats.damage import bit_flips, byte_variants
 from amqtool.engines.artemis.ref_in_place import ref_written_in_place
@@ -738,6 +738,13 @@ class Evidence:
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
         records): ``records`` are the transaction's records, which the load then applied none of."""
+        if self.bare:
+            # JournalImpl.load's user loses each record the transaction added or updated (unless its id is
+            # deleted since) and keeps each it deleted (a loss when the id is live: brought back)
+            journal = "messages" if self.opened is not None else "bindings"
+            effects = {self._bare_effect(journal, replace(r, type=DELETE if r.type == DELETE_TX else ADD))
+                       for r in records if r.type in (ADD_TX, UPDATE_TX, DELETE_TX)}
+            return LOSS if LOSS in effects else HARMLESS
         worst = HARMLESS
         for rec in records:
             rid, t = rec.id, rec.type

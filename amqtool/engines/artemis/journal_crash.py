@@ -28,11 +28,12 @@ def crash_left(result, index: int, first: int) -> bool:
                                  jf.version)
 
 
-def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int):
+def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int, *, bare: bool = False):
     """What losing the record at ``start`` of file ``index`` does (``effect_of`` of it, as evidence judges a
     damaged record), read to the length its head gives (a damaged trailing size word no longer tells it) and
-    rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`); None when its
-    head gives no length or the bytes do not read as one record."""
+    rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`; ``bare``: of
+    any user record type, ``Evidence.bare``); None when its head gives no length or the bytes do not read as one
+    record."""
     from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
 
     jf = opened.files[index]
@@ -41,7 +42,7 @@ def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int):
         return None
     base = max(start - 24, 16)
     candidates = reconstruct(opened.pread(index, base, start + total - base), base, start, start + total, jf.tag,
-                             jf.version, max_id)
+                             jf.version, max_id, bare=bare)
     if not candidates:
         return None
     tail = opened.pread(index, start + total - 4, 4)
@@ -72,12 +73,14 @@ def own_record_at(opened, index: int, first: int) -> bool:
 
 
 def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = "bindings",
-                        record: bool = False) -> Finding:
+                        record: bool = False, bare: bool = False) -> Finding:
     """The finding for a damaged end of the current file that no crash leaves, by what the record it held does
     to what the broker delivers (``effect``: :mod:`~amqtool.engines.artemis.evidence`'s judgement of the bytes
     read as one record, None when they do not read as one): CRITICAL when its loss loses (or brings back)
     messages, a warning when it changes nothing or what it held cannot be told (as for a damaged end of a file
-    that is not the newest: the bytes prove damage, not a loss)."""
+    that is not the newest: the bytes prove damage, not a loss). ``bare``: a bare JournalImpl journal
+    (``Evidence.bare``), whose every live record is what its user loads: a record of it lost is judged as one of
+    the message journal."""
     from amqtool.engines.artemis.evidence import HARMLESS, LOSS
 
     why = ("it is the newest file's end, but no crash leaves it so: a crash cuts the last write or leaves whole "
@@ -86,7 +89,7 @@ def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = 
     said = {HARMLESS: "; its loss changes nothing the broker delivers",
             LOSS: ", losing what it held"}.get(effect, " (what it held cannot be told)")
     # a record of the message journal lost with nothing to tell it harmless: its loss is proven damage
-    critical = effect == LOSS or (kind == "messages" and record and effect != HARMLESS)
+    critical = effect == LOSS or ((kind == "messages" or bare) and record and effect != HARMLESS)
     return Finding(
         Severity.CRITICAL if critical else Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of a damaged record after the last valid record; {why}: the record was damaged after "

@@ -367,10 +367,12 @@ class _GapInspector:
             if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
-                effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id)
+                effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
+                                                           bare=evidence.bare)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
-                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first)))
+                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first),
+                    evidence.bare))
                 continue
             if effect is None and index != current:
                 retyped = self._retyped_effect(index, first, effect_of)
@@ -460,7 +462,8 @@ class _GapInspector:
             return None
         buf, base, tag, version = region
         for end in range(first + length, min(first + length + 4, base + len(buf)) + 1):
-            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id)
+            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id,
+                                     bare=evidence.bare)
             if candidates:
                 effects = {effect_of(rec) for rec in candidates}
                 return effects.pop() if len(effects) == 1 else UNKNOWN

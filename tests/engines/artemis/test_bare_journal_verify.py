@@ -62,3 +62,30 @@ def test_a_damaged_update_of_a_live_record_is_lost(store):
     rec = next(r for r in recs[1:] if r[0] == 12 and r[5] in live)
     _flip(f2, rec[1], 0x40)  # its record type: skipped byte by byte
     assert verify_verdict(store)[0] == "CRITICAL"
+
+
+@pytest.fixture
+def bindings(tmp_path):
+    return shutil.copytree(ORACLE / "06_bindings" / "journal", tmp_path / "j")
+
+
+def test_a_lost_commit_at_the_current_files_end_discards_what_its_transaction_added(bindings):
+    # seed 7602029806021153: the COMMIT of transaction 500 (ids 501, 502) retyped; it ends the current file, no
+    # crash leaves a changed type byte, and JournalImpl.load drops the transaction: two records lost
+    f = bindings / "activemq-bindings-1.bindings"
+    commit = next(r for r in _records(f, 1) if r[0] == 18)
+    _flip(f, commit[1], 0x10)
+    assert verify_verdict(bindings) == ("CRITICAL", ("damaged-tail",))
+
+
+def test_a_record_of_the_current_file_zeroed_from_inside_is_lost(bindings):
+    # seed 7601027803015177: zeros from inside a record to the end of the current file's records; no crash
+    # leaves a zeroed run starting inside a 4 KiB block the record's head was written to
+    f = bindings / "activemq-bindings-1.bindings"
+    recs = _records(f, 1)
+    rec = recs[len(recs) // 2]
+    data = bytearray(f.read_bytes())
+    end = recs[-1][1] + recs[-1][2]
+    data[rec[1] + 34:end] = bytes(end - rec[1] - 34)
+    f.write_bytes(bytes(data))
+    assert verify_verdict(bindings) == ("CRITICAL", ("damaged-tail",))
