@@ -225,6 +225,12 @@ class _GapInspector:
                 rolled_back.append(rolled_back_ids(self.opened))
             return tx_id in rolled_back[0]
 
+        def never_applied_anyway(tx_id: int) -> bool:
+            # a ROLLBACK of the transaction survives: JournalImpl.load discards it with or without its PREPARE
+            # (onReadRollbackRecord), and a transaction is never both committed and rolled back
+            never_applied(-1)  # (reads the rolled-back ids once)
+            return tx_id in rolled_back[0]
+
         def effect_of(rec):
             if rec.type in (13, 14, 15) and never_applied(rec.tx_id):
                 return HARMLESS
@@ -235,9 +241,14 @@ class _GapInspector:
                 if rec.tx_id in mismatched:
                     return HARMLESS  # the commit-count-mismatch finding below carries the verdict
                 return evidence.effect_of_discarded([rec])
+            if rec.type in (17, 18) and never_applied_anyway(rec.tx_id):
+                return HARMLESS
             if rec.type in (17, 18):
                 # a lost PREPARE or COMMIT: the transaction is rolled back at start, with all it held
                 return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
+            if rec.type == 19 and evidence.bare:
+                # a lost ROLLBACK of a prepared transaction leaves it prepared: JournalImpl.load hands it back
+                return LOSS if rec.tx_id in {tx.tx_id for tx in self.result.prepared} else HARMLESS
             return evidence.effect_of_loss(self.kind, rec)
 
         cache: dict = {}

@@ -89,3 +89,31 @@ def test_a_record_of_the_current_file_zeroed_from_inside_is_lost(bindings):
     data[rec[1] + 34:end] = bytes(end - rec[1] - 34)
     f.write_bytes(bytes(data))
     assert verify_verdict(bindings) == ("CRITICAL", ("damaged-tail",))
+
+
+def _tx_record(store, rtype: int, tx_id: int):
+    for i in (1, 2, 3):
+        f = store / "journal" / f"activemq-data-{i}.amq"
+        for r in _records(f, i):
+            if r[0] == rtype and r[4] == tx_id:
+                return f, r
+    raise AssertionError(f"no record of type {rtype} in transaction {tx_id}")
+
+
+@pytest.fixture
+def transactions(tmp_path):
+    return shutil.copytree(ORACLE / "03_transactions", tmp_path / "t")
+
+
+def test_a_lost_prepare_of_a_transaction_rolled_back_since_changes_nothing(transactions):
+    # seed 7602024806006076: tx 1006 was prepared, then rolled back; its PREPARE's checkSize damaged
+    f, prepare = _tx_record(transactions, 17, 1006)
+    _flip(f, prepare[1] + prepare[2] - 2, 0x80)
+    assert verify_verdict(transactions) == ("WARNING", ("damaged-record",))
+
+
+def test_a_lost_rollback_of_a_prepared_transaction_brings_it_back(transactions):
+    # seed 7602024806006131: tx 1006's ROLLBACK retyped; JournalImpl.load hands tx 1006 back as prepared
+    f, rollback = _tx_record(transactions, 19, 1006)
+    _flip(f, rollback[1], 0x80)
+    assert verify_verdict(transactions) == ("CRITICAL", ("damaged-record",))
