@@ -696,9 +696,11 @@ class Evidence:
         """:meth:`effect_of_loss` in a bare journal, whose user gets what ``JournalImpl.load`` returns: every
         live ADD and UPDATE of an id no DELETE names (``JournalImpl.load`` drops all records of a deleted id).
         A lost DELETE brings its id's records back when some are still in the files (they are live now); a
-        lost ADD or UPDATE is a live entry lost unless a DELETE of its id survives."""
+        lost ADD or UPDATE is a live entry lost when its id is live still (nothing deleted it: a DELETE_TX of
+        a transaction left prepared deletes nothing yet), and an ADD too unless a DELETE of its id survives (an
+        UPDATE follows its ADD: with no live record, its id was deleted since)."""
         live = self.live_ids if journal == "messages" else set(self.bindings_ids)
-        if rec.type == DELETE:
+        if rec.type in (DELETE, UPDATE) or rec.id in live:
             return LOSS if rec.id in live else HARMLESS
         deleted = self._deleted_later(rec.id) if journal == "messages" else self._binding_deleted_later(rec.id)
         return HARMLESS if deleted else LOSS

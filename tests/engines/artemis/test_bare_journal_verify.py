@@ -117,3 +117,15 @@ def test_a_lost_rollback_of_a_prepared_transaction_brings_it_back(transactions):
     f, rollback = _tx_record(transactions, 19, 1006)
     _flip(f, rollback[1], 0x80)
     assert verify_verdict(transactions) == ("CRITICAL", ("damaged-record",))
+
+
+def test_a_lost_update_of_a_record_a_prepared_transaction_deletes_is_lost(tmp_path):
+    # seed 7602025806009060: 04a's tx 2001, left prepared, deletes record 15: a DELETE_TX deletes nothing until
+    # its commit, so 15 is live and the damaged update of it (tag flipped) is a live entry lost (was "changes
+    # nothing": its id read as deleted)
+    store = shutil.copytree(ORACLE / "04a_before_compact", tmp_path / "s")
+    f = store / "journal" / "activemq-data-3.amq"
+    recs = _records(f, 3)
+    rec = next(r for r in recs[1:] if r[0] == 12 and r[5] == 15)
+    _flip(f, rec[1] + 2, 0x20)
+    assert verify_verdict(store) == ("CRITICAL", ("damaged-record",))
