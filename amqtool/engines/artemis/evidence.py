@@ -20,6 +20,7 @@ proves it, and judges damaged bytes by what they held whenever that can be told 
 from __future__ import annotations
 
 import struct
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from amqtool.formats.damage import bit_flips, byte_variants
@@ -223,6 +224,7 @@ class Evidence:
     _deleted: set | None = None
     _bindings_deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
+    _bindings: object = None  # the bindings journal's load (a bare journal's records, read on damage only)
     _typo_refs: set | None = None
     _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
 
@@ -236,6 +238,7 @@ class Evidence:
         types = {r.user_record_type for j in (bindings, messages) if j is not None for r in j.live}
         ev.bare = bool(types) and not types & _USER_TYPES
         ev.bindings_opened = bindings.opened if bindings is not None else None
+        ev._bindings = bindings
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
         ev.queue_address = {q.id: q.address for q in state.queues.values()}
@@ -620,6 +623,10 @@ class Evidence:
 
         with opened:
             other_result = load_journal(opened)
+            if self.bare:
+                # a bare journal's user gets its live records (JournalImpl.load's RecordInfo list): compare them
+                own = self._messages if journal == "messages" else self._bindings
+                return own is None or _records_of(other_result) != _records_of(own)
             if journal == "bindings":
                 return ({r.id for r in other_result.live if r.user_record_type in BINDING_TYPES}
                         != {i for i, t in self.bindings_ids.items() if t in BINDING_TYPES})
@@ -781,6 +788,12 @@ class Evidence:
             if effect == UNKNOWN:
                 worst = UNKNOWN
         return worst
+
+
+def _records_of(result) -> Counter:
+    """The live records of a journal load as ``JournalImpl.load`` hands them to its user: id, user record type,
+    isUpdate, body."""
+    return Counter((r.id, r.user_record_type, bool(r.is_update), result.body(r)) for r in result.live)
 
 
 def _byte_neighbours(rid: int, ids) -> list[int]:

@@ -129,3 +129,12 @@ def test_a_lost_update_of_a_record_a_prepared_transaction_deletes_is_lost(tmp_pa
     rec = next(r for r in recs[1:] if r[0] == 12 and r[5] == 15)
     _flip(f, rec[1] + 2, 0x20)
     assert verify_verdict(store) == ("CRITICAL", ("damaged-record",))
+
+
+def test_a_negative_file_id_that_changes_the_records_loaded_is_critical(tmp_path):
+    # seed 7601025803009178: 04a's activemq-data-3.amq's fileID made negative; JournalImpl loads the file first
+    # (its records tagged by the low bits), which brings deleted records back: the records JournalImpl.load
+    # returns change (was compared by the broker's messages and bindings, of which a bare journal has none)
+    store = shutil.copytree(ORACLE / "04a_before_compact", tmp_path / "s")
+    _flip(store / "journal" / "activemq-data-3.amq", 8, 0x80)
+    assert verify_verdict(store) == ("CRITICAL", ("bad-file-id",))
