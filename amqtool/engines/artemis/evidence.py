@@ -225,6 +225,7 @@ class Evidence:
     _bindings_deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
     _bindings: object = None  # the bindings journal's load (a bare journal's records, read on damage only)
+    _applied_deletes: dict = field(default_factory=dict)  # journal -> applied_deletes() (bare, on damage only)
     _typo_refs: set | None = None
     _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
 
@@ -709,8 +710,12 @@ class Evidence:
         live = self.live_ids if journal == "messages" else set(self.bindings_ids)
         if rec.type in (DELETE, UPDATE) or rec.id in live:
             return LOSS if rec.id in live else HARMLESS
-        deleted = self._deleted_later(rec.id) if journal == "messages" else self._binding_deleted_later(rec.id)
-        return HARMLESS if deleted else LOSS
+        opened = self.opened if journal == "messages" else self.bindings_opened
+        if opened is None:
+            return UNKNOWN
+        if journal not in self._applied_deletes:
+            self._applied_deletes[journal] = applied_deletes(opened)
+        return HARMLESS if rec.id in self._applied_deletes[journal] else LOSS
 
     def _duplicate_id_lost(self, rid: int) -> str:
         """What losing the DUPLICATE_ID record ``rid`` costs: its entry in the duplicate-detection cache the
@@ -859,6 +864,36 @@ def deleted_ids(opened) -> set[int]:
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
+    return out
+
+
+def applied_deletes(opened) -> set[int]:
+    """The ids that a DELETE, or a DELETE_TX of a transaction whose COMMIT is in the files, deletes: what
+    ``JournalImpl.load`` drops (a DELETE_TX of a transaction left prepared, rolled back or open deletes nothing).
+    A rescan with the C scanner, done only when a bare journal's damaged record is judged."""
+    from amqtool import native
+
+    deleted, in_tx, committed = set(), [], set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        for r in records:
+            if r[0] == DELETE:
+                deleted.add(r[5])
+            elif r[0] == DELETE_TX:
+                in_tx.append((r[4], r[5]))
+            elif r[0] == COMMIT:
+                committed.add(r[4])
+    return deleted | {rid for tx, rid in in_tx if tx in committed}
+
+
+def committed_ids(opened) -> set[int]:
+    """The transaction ids of every COMMIT record in the files of ``opened`` (a rescan, on damage only)."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[4] for r in records if r[0] == COMMIT)
     return out
 
 

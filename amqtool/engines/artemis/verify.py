@@ -203,7 +203,7 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
             transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
@@ -225,11 +225,16 @@ class _GapInspector:
                 rolled_back.append(rolled_back_ids(self.opened))
             return tx_id in rolled_back[0]
 
-        def never_applied_anyway(tx_id: int) -> bool:
+        def resolved_anyway(rec) -> bool:
             # a ROLLBACK of the transaction survives: JournalImpl.load discards it with or without its PREPARE
-            # (onReadRollbackRecord), and a transaction is never both committed and rolled back
+            # or COMMIT (onReadRollbackRecord; a transaction is never both committed and rolled back); a COMMIT
+            # survives a lost PREPARE: it applies the records either way (onReadCommitRecord)
             never_applied(-1)  # (reads the rolled-back ids once)
-            return tx_id in rolled_back[0]
+            if rec.tx_id in rolled_back[0]:
+                return True
+            if rec.type == 17 and "committed" not in cache:
+                cache["committed"] = committed_ids(self.opened)
+            return rec.type == 17 and rec.tx_id in cache["committed"]
 
         def effect_of(rec):
             if rec.type in (13, 14, 15) and never_applied(rec.tx_id):
@@ -241,7 +246,7 @@ class _GapInspector:
                 if rec.tx_id in mismatched:
                     return HARMLESS  # the commit-count-mismatch finding below carries the verdict
                 return evidence.effect_of_discarded([rec])
-            if rec.type in (17, 18) and never_applied_anyway(rec.tx_id):
+            if rec.type in (17, 18) and resolved_anyway(rec):
                 return HARMLESS
             if rec.type in (17, 18):
                 # a lost PREPARE or COMMIT: the transaction is rolled back at start, with all it held

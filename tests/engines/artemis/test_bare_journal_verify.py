@@ -138,3 +138,20 @@ def test_a_negative_file_id_that_changes_the_records_loaded_is_critical(tmp_path
     store = shutil.copytree(ORACLE / "04a_before_compact", tmp_path / "s")
     _flip(store / "journal" / "activemq-data-3.amq", 8, 0x80)
     assert verify_verdict(store) == ("CRITICAL", ("bad-file-id",))
+
+
+def test_a_lost_prepare_of_a_transaction_committed_since_changes_nothing(transactions):
+    # seed 7604024812006048: tx 1005 was prepared, then committed; its PREPARE's tag damaged: the COMMIT applies
+    # the transaction's records either way
+    f, prepare = _tx_record(transactions, 17, 1005)
+    _flip(f, prepare[1] + 2, 0x08)
+    assert verify_verdict(transactions) == ("WARNING", ("damaged-record",))
+
+
+def test_a_lost_add_whose_id_only_an_uncommitted_transaction_deletes_is_lost(transactions):
+    # seed 7604024812006006: record 13's ADD (checkSize damaged); the DELETE_TX naming 13 is in a transaction
+    # never committed, so 13 was live: JournalImpl.load's user loses it (was "its id is deleted")
+    f = transactions / "journal" / "activemq-data-1.amq"
+    rec = next(r for r in _records(f, 1) if r[0] == ADD and r[5] == 13)
+    _flip(f, rec[1] + rec[2] - 1, 0x80)
+    assert verify_verdict(transactions) == ("CRITICAL", ("damaged-record",))
