@@ -1,9 +1,9 @@
 """Live updates without their add that a restart leaves in a healthy journal (issue 25).
 
 ``verify`` takes live updates whose add is gone for the trace of a removed journal file
-(``missing-journal-file``): while the journal runs, ``Reclaimer.scan`` never frees the file of an add whose
-updates are still in a file it keeps. The message's DELETE holds negatives into the add's file and into each
-file of its updates (``JournalRecord.delete``), and a file with negatives into a file not reclaimable stays
+(``missing-journal-file``): while the journal runs, an update never outlives both its add and its DELETE.
+The message's DELETE holds negatives into the add's file and into each file of its updates
+(``JournalRecord.delete``), and ``Reclaimer.scan`` keeps a file with negatives into a file not reclaimable
 (criterion 2). So the add's file A can go once the DELETE is written (criterion 1), while the DELETE's file D
 stays as long as the file U of an update does.
 

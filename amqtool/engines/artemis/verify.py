@@ -698,8 +698,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     orphans -= explained
     if missing is not None:
         orphans = placed_in_gaps(result, orphans, missing)
-        # a lone acknowledged id with a missing fileID after it: its DELETE's file, freed after a restart
-        # untied it from the update (restart_orphans.py)
+        # a lone acknowledged id older than every add, with a freed fileID after it: its DELETE's file, which
+        # a restart untied from the update (restart_orphans.py)
         orphans -= left_by_restart(result, orphans, missing)
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
 
