@@ -54,6 +54,7 @@ from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
 from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
+from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -717,6 +718,9 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     orphans -= explained
     if missing is not None:
         orphans = placed_in_gaps(result, orphans, missing)
+        # a lone acknowledged id older than every add, with a freed fileID after it: its DELETE's file, which
+        # a restart untied from the update (restart_orphans.py)
+        orphans -= left_by_restart(result, orphans, missing)
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
 
 
