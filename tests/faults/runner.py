@@ -63,6 +63,8 @@ class Campaign:
         self.truth = journal_truth.reader(self.root)  # what the broker delivers; a bare journal's load
         self.bare = isinstance(self.truth, journal_truth.LoadedReader)
         self.pristine = self.truth.pristine
+        # what the pristine store already shows is no proof that a damaged copy is no broker's
+        self.orphans_ok = frozenset() if self.bare else artemis.restart_orphans(self.root)
         # fault -> (truth, verdict, diff, codes): a fault drawn again (a whole file deleted or emptied, the
         # same byte flipped: a quarter of a large campaign's draws) damages the store to the same bytes, as
         # its undo restores them exactly, so verify and the truth give what they gave
@@ -98,7 +100,8 @@ class Campaign:
                 # the oracle reads the damaged store (the same loads, still open): classified before the undo
                 truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
                                        lambda: bool(artemis.broker_could_write(self.root, loaded,
-                                                                               journal_only=self.bare)),
+                                                                               journal_only=self.bare,
+                                                                               orphans_ok=self.orphans_ok)),
                                        moved=self.truth.moved)
         finally:
             undo()
