@@ -5,16 +5,16 @@ broker reads them as the file store reads its folder: pages from the first to th
 ``PageCursorProviderImpl`` deletes a page only once every queue has consumed it, and from the oldest on, so a
 page missing between the first and the current one was removed by no broker unless nothing pointed into it.
 
-The judgement is the file store's (``paging/verify.py``, ``PagingVerifier._gap_findings``): when the page
-counters of the address's queues (``PageSubscriptionCounterImpl``: incremented per paged message, decremented
-per acknowledgement) say more messages are unconsumed than the pages left hold for them, those messages were
-in the missing pages and are lost: CRITICAL ``page-missing`` with their count; else WARNING ``page-gap``.
+The judgement is the file store's (paging/gaps.py): CRITICAL ``page-missing`` when cursor acknowledgements
+point into a missing page, or when the page counters of the address's queues say more messages are unconsumed
+than the pages left hold for them (those were in the missing pages), with their count; else WARNING
+``page-gap``.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from amqtool.errors import Finding, Severity
+from amqtool.errors import Finding
 
 
 def page_gap_findings(page_stores: list, bindings, messages) -> list[Finding]:
@@ -26,6 +26,7 @@ def page_gap_findings(page_stores: list, bindings, messages) -> list[Finding]:
     if not gapped:
         return []
     from amqtool.engines.artemis.paging.entries import iter_paged_entries
+    from amqtool.engines.artemis.paging.gaps import gap_finding
     from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING, PagingJournalView
 
     view = PagingJournalView()
@@ -47,23 +48,6 @@ def page_gap_findings(page_stores: list, bindings, messages) -> list[Finding]:
                 held.update(q for q, state in entry.queue_states if state == Q_PENDING)
         queues = sorted(q for q, a in view.queue_address.items() if a == ps.address and q in view.queues)
         lost = {q: stored[q] - held[q] for q in queues if q in stored and stored[q] > held[q]}
-        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-        where = str(ps.folder)
-        if lost:
-            n = sum(lost.values())
-            out.append(Finding(
-                Severity.CRITICAL, "page-missing",
-                f"address {ps.address!r}: page(s) {shown} of table {where} are gone and the page counters of its "
-                f"queues say {n} unconsumed message reference(s) ("
-                + ", ".join(f"queue {q}: {v}" for q, v in lost.items())
-                + ") are not in the pages that remain: they were in the missing page(s) and are lost",
-                where, None, {"missingPages": missing, "messagesLost": n,
-                              "lostByQueue": {str(q): v for q, v in lost.items()}}))
-        else:
-            out.append(Finding(
-                Severity.WARNING, "page-gap",
-                f"address {ps.address!r}: page(s) {shown} of table {where} missing between page {ps.first_page} "
-                f"and the current page {ps.current_page}; the broker removes a page from the middle only once "
-                "every queue has consumed it, and nothing here shows unconsumed messages were in it", where,
-                None, {"missingPages": missing, "presentPages": sorted(ps.pages)}))
+        acked_missing = sorted({p for acks in view.acks.values() for p, _ in acks if p in set(missing)})
+        out.append(gap_finding(ps, missing, len(ps.pages), acked_missing, lost))
     return out

@@ -31,6 +31,7 @@ from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
     MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, Q_PENDING, PagingJournalView)
+from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
@@ -282,8 +283,6 @@ class PagingVerifier:
         view = self.view
         stored = view.counters()
         for ps, missing, present, acked_missing, edge in self._gaps:
-            folder = str(ps.folder)
-            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
             queues = sorted(q for q, a in view.queue_address.items() if a == ps.address and q in view.queues)
             lost = {q: stored[q] - expected.get(q, 0) for q in queues
                     if q in stored and stored[q] > expected.get(q, 0)}
@@ -292,31 +291,7 @@ class PagingVerifier:
                 # PageCursorProviderImpl deletes a consumed page before the cursors' records of it: a crash
                 # between the two leaves acknowledgements of a page that is gone, with nothing lost
                 continue
-            if acked_missing and not lost:
-                findings.append(Finding(
-                    Severity.CRITICAL, "page-missing",
-                    f"address {ps.address!r}: page(s) {', '.join(map(str, acked_missing[:10]))} are gone although "
-                    f"cursor acknowledgements point into them (partly consumed): their unconsumed messages are lost",
-                    folder, None, {"missingPages": missing, "ackedMissingPages": acked_missing,
-                                   "messagesLost": None}))
-            elif lost:
-                n = sum(lost.values())
-                findings.append(Finding(
-                    Severity.CRITICAL, "page-missing",
-                    f"address {ps.address!r}: page(s) {shown} are gone and the page counters of its queues say "
-                    f"{n} unconsumed message reference(s) ("
-                    + ", ".join(f"queue {q}: {v}" for q, v in lost.items())
-                    + ") are not in the pages that remain: they were in the missing page(s) and are lost",
-                    folder, None,
-                    {"missingPages": missing, "ackedMissingPages": acked_missing, "messagesLost": n,
-                     "lostByQueue": {str(q): v for q, v in lost.items()}}))
-            else:
-                findings.append(Finding(
-                    Severity.WARNING, "page-gap",
-                    f"address {ps.address!r}: page(s) {shown} missing between page {ps.first_page} and the "
-                    f"current page {ps.current_page}; the broker removes a page from the middle only once every "
-                    f"queue has consumed it, and nothing here shows unconsumed messages were in it", folder,
-                    None, {"missingPages": missing, "presentPages": present}))
+            findings.append(gap_finding(ps, missing, present, acked_missing, lost))
 
     def _verify_store(self, ps: PageStore, findings, expected, not_found, prepared, paged_large) -> None:
         view = self.view
