@@ -366,7 +366,8 @@ class _GapInspector:
             if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
-                effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id)
+                effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
+                                                           length, self.kind)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
                     path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first)))
