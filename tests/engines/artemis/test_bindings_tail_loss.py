@@ -7,7 +7,10 @@ Fault campaign misses (those stores, seed 7777, 150 faults a store: 15 loss/WARN
 * the last COMMIT's type byte flipped to ROLLBACK's read as an 18-byte rollback with a wrong size word
   ("changes nothing"), while the broker discards the transaction and loses the binding it added;
 * zeros from inside a binding's transactional add to the end of the data: "what it held cannot be told",
-  while the binding was gone with its COMMIT (a delete of a live binding likewise brings it back).
+  while the binding was gone with its COMMIT (a delete of a live binding likewise brings it back); so too when
+  the zeros took all but its type byte (the bindings journal's transactions change bindings).
+
+A DELETE of an ID counter whose type byte reads COMMIT's (seed 7501) is read to the tail's length: a warning.
 
 Zeros from inside an ID-counter record (and over the counters and deletes written after it) stay a warning:
 nothing the broker delivers depended on them, and nothing tells what else they took."""
@@ -49,9 +52,14 @@ def _case(kind):
             continue
         last, before = recs[-1], recs[-2]
         end = last[1] + last[2]
-        if kind in ("retyped-commit", "zeroed-add") and last[0] == 18 and before[0] == 13 \
+        if kind in ("retyped-commit", "zeroed-add", "zeroed-tx-head") and last[0] == 18 and before[0] == 13 \
                 and before[3] == last[3] and before[5] in (_QUEUE, _ADDRESS) and before[4] not in _deleted(recs):
-            return root, path, (last[1] if kind == "retyped-commit" else before[1] + 40), end
+            # zeros from inside the add's body (its head names it), or from its tag on (only its type is left)
+            return root, path, {"retyped-commit": last[1], "zeroed-add": before[1] + 40,
+                                "zeroed-tx-head": before[1] + 3}[kind], end
+        if kind == "retyped-delete" and last[0] == 16 and any(
+                r[0] == 11 and r[5] == _COUNTER and r[4] == last[4] for r in recs):
+            return root, path, last[1], end
         if kind == "zeroed-counter":
             tail = [i for i, r in enumerate(recs) if r[0] == 11 and r[5] == _COUNTER
                     and all(x[0] == 16 or x[0] == 11 and x[5] == _COUNTER for x in recs[i:])]
@@ -62,7 +70,8 @@ def _case(kind):
 
 
 @pytest.mark.parametrize("kind, verdict", [("retyped-commit", "CRITICAL"), ("zeroed-add", "CRITICAL"),
-                                           ("zeroed-counter", "WARNING")])
+                                           ("zeroed-tx-head", "CRITICAL"), ("zeroed-counter", "WARNING"),
+                                           ("retyped-delete", "WARNING")])
 def test_a_damaged_end_of_the_current_bindings_file(run_json, tmp_path, kind, verdict):
     from tests.faults import artemis
 
@@ -74,6 +83,8 @@ def test_a_damaged_end_of_the_current_bindings_file(run_json, tmp_path, kind, ve
     damaged = store / path.relative_to(data_dir)
     if kind == "retyped-commit":
         flip_byte(damaged, off, 0x01)  # COMMIT (18) reads as ROLLBACK (19)
+    elif kind == "retyped-delete":
+        flip_byte(damaged, off, 0x02)  # DELETE (16) reads as COMMIT (18)
     else:
         with open(damaged, "r+b") as fh:  # zeros from inside the record to the end of the data
             fh.seek(off)
