@@ -203,8 +203,8 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
-            transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, ended_tx_ids, reconstruct, rolled_back_ids,
+            strayed_records, transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -254,6 +254,12 @@ class _GapInspector:
 
         for path, first, off, region in self.regions:
             candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
+            if any(r.type == 18 and r.wrong for r in candidates):
+                # a commit read with a damaged field, naming a transaction that ended elsewhere, was no commit of it
+                # (public bindings journal, seed 7507: zeros over a COMMIT's tag and tx id read as transaction 0's)
+                if "ended" not in cache:
+                    cache["ended"] = ended_tx_ids(self.opened)
+                candidates = [r for r in candidates if not (r.type == 18 and r.wrong and r.tx_id in cache["ended"])]
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import PUBLIC_JOURNALS, copy_tree, flip_byte
+from tests.support import PUBLIC, PUBLIC_JOURNALS, copy_tree, flip_byte
 
 pytestmark = pytest.mark.skipif(not PUBLIC_JOURNALS, reason="public fixtures absent")
 
@@ -95,3 +95,33 @@ def test_a_damaged_end_of_the_current_bindings_file(run_json, tmp_path, kind, ve
     rc, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
     assert (doc["verdict"], f["severity"], f["details"]["crash"]) == (verdict, verdict.lower(), False)
+
+
+def _commits_after_a_binding(root):
+    """Offsets of the COMMITs (not the file's last record) right after a live binding's transactional add."""
+    path, recs = _current(root)
+    return path, [c[1] for a, c in zip(recs, recs[1:]) if c[0] == 18 and a[0] == 13 and a[3] == c[3]
+                  and a[5] in (_QUEUE, _ADDRESS) and a[4] not in _deleted(recs) and c[3] != 0 and c is not recs[-1]]
+
+
+_ANDYMAIER = PUBLIC / "andymaier__artemis-broker1" / "data"
+
+
+@pytest.mark.skipif(not _ANDYMAIER.is_dir(), reason="andymaier's journal absent")
+def test_zeros_over_a_commit_read_as_another_transactions(run_json, tmp_path):
+    # campaign seed 7507027521015031 (andymaier's journal): 16 zeros from the last byte of a COMMIT's tag over its
+    # transaction id; the bytes read as the COMMIT of transaction 0 with a damaged tag, "whose loss changes
+    # nothing", while transaction 0's own COMMIT survives (a transaction ends once) and the broker discards the
+    # transaction that lost its COMMIT, with the queue binding it added: CRITICAL
+    from tests.faults import artemis
+
+    path, commits = _commits_after_a_binding(_ANDYMAIER / "bindings")
+    assert 483 in commits
+    store = copy_tree(_ANDYMAIER, tmp_path / "s")
+    with open(store / path.relative_to(_ANDYMAIER), "r+b") as fh:
+        fh.seek(483 + 4)  # the tag's last byte, the version byte, the transaction id, half the count
+        fh.write(bytes(16))
+    assert artemis.DeliveredReader(_ANDYMAIER).pristine.bindings != artemis.DeliveredReader(store).pristine.bindings
+    rc, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (rc, f["severity"], f["offset"]) == (2, "critical", 483)
