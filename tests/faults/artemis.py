@@ -321,6 +321,8 @@ class DeliveredReader:
     exactly takes that message's rows; the others are decoded as :func:`delivered` decodes them. The answer
     is :func:`delivered`'s exactly (tests/faults/test_truth.py checks it on a sample of faults)."""
 
+    moved = True  # rows that only moved to another message id are content (model.classify)
+
     def __init__(self, root: Path):
         self.memo = MessageMemo()
         self.pristine = _delivered(root, self.memo.learn)
@@ -626,7 +628,40 @@ def _stale_tail(opened, i: int, g, jf) -> bool:
     return bool(stale and not this_use)
 
 
-def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
+def restart_orphans(root: Path) -> frozenset:
+    """The message ids the pristine store at ``root`` holds references or acknowledgements of without their
+    record and without a DELETE. A broker writes that: after a restart JournalImpl ties no update to a DELETE
+    whose add it did not read (``onReadUpdateRecord``: "It's legal for this to be null"), so the reclaimer may
+    free the DELETE's file while the update's stays (amqtool/engines/artemis/restart_orphans.py). The store is
+    a broker's by definition: :func:`broker_could_write` excuses these ids in its damaged copies."""
+    from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
+    from amqtool.engines.artemis.evidence import deleted_ids
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.errors import AmqtoolError
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    try:
+        store = detect(root)
+        with contextlib.ExitStack() as stack:
+            results, deleted = {}, set()
+            for jd in store.journals():
+                opened = stack.enter_context(open_journal(jd))
+                if opened.files:
+                    results[jd.kind] = load_journal(opened)
+                    if jd.kind == "messages":
+                        deleted = deleted_ids(opened)
+            if results.get("messages") is None:
+                return frozenset()
+            state = build_broker_state(results.get("bindings"), results["messages"], decode=REF_TYPES)
+    except (AmqtoolError, OSError):
+        return frozenset()
+    messages = set(state.message_records)
+    return frozenset(m for m in [*state.refs, *(m for m, _ in state.acked)] if m not in messages and m not in deleted)
+
+
+def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bool = False,
+                       orphans_ok: frozenset = frozenset()) -> str:
     """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
     crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
     (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
@@ -647,7 +682,10 @@ def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
     every id the journals issued; a cursor acknowledgement past its address's current page; a queue whose page
     counter exceeds the messages its pages still hold; a bindings journal without its message journal beside page
     files holding messages or large-message bodies (alone, it is what a bindings directory copied by itself
-    gives)."""
+    gives). ``journal_only``: a bare JournalImpl journal (tests/faults/journal_truth.py), whose records are no
+    broker's: only what JournalImpl itself writes is checked (the files, their ends, the commits).
+    ``orphans_ok``: message ids whose references or acknowledgements without a record the pristine store holds
+    already (:func:`restart_orphans`): no proof of damage."""
     from amqtool import native
     from amqtool.engines.artemis.broker_state import REF_TYPES, build_broker_state
     from amqtool.engines.artemis.evidence import deleted_ids
@@ -716,6 +754,8 @@ def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
                         return f"{jf.path.name}: room left for the next file's first record"
             if jd.kind == "messages":
                 deleted = deleted_ids(opened)
+        if journal_only:
+            return ""
         if results.get("bindings") is not None and results.get("messages") is None:
             # The broker creates both journals at its first start, but a bindings directory copied alone (the
             # public stores people commit; journal-directory configured apart from bindings-directory) reads the
@@ -759,12 +799,12 @@ def broker_could_write(root: Path, loaded: tuple | None = None) -> str:
                 return f"message {mid} referenced twice by one queue (the broker routes a message to a queue once)"
         messages = set(state.message_records)
         for mid, qs in state.refs.items():
-            if mid not in messages and mid not in deleted:
+            if mid not in messages and mid not in deleted and mid not in orphans_ok:
                 return f"references of message {mid}, never deleted, without its record"
             if "bindings" in results and any(q not in state.queues for q in qs):
                 return f"message {mid} referenced by a queue the bindings do not hold"
         for mid, q in state.acked:
-            if mid not in messages and mid not in deleted:
+            if mid not in messages and mid not in deleted and mid not in orphans_ok:
                 return f"acknowledgement of message {mid}, never deleted, without its record"
             if mid in messages and q not in state.refs.get(mid, ()):
                 return f"acknowledgement of message {mid} on queue {q} without its reference"

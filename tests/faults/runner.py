@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from tests.faults import artemis
+from tests.faults import artemis, journal_truth
 from tests.faults.model import Outcome, classify
 
 
@@ -60,8 +60,11 @@ class Campaign:
         self.root = Path(self._tmp) / "store"
         shutil.copytree(source, self.root, symlinks=True)
         self.sites = artemis.ArtemisSites.read(self.root)
-        self.truth = artemis.DeliveredReader(self.root)
+        self.truth = journal_truth.reader(self.root)  # what the broker delivers; a bare journal's load
+        self.bare = isinstance(self.truth, journal_truth.LoadedReader)
         self.pristine = self.truth.pristine
+        # what the pristine store already shows is no proof that a damaged copy is no broker's
+        self.orphans_ok = frozenset() if self.bare else artemis.restart_orphans(self.root)
         # fault -> (truth, verdict, diff, codes): a fault drawn again (a whole file deleted or emptied, the
         # same byte flipped: a quarter of a large campaign's draws) damages the store to the same bytes, as
         # its undo restores them exactly, so verify and the truth give what they gave
@@ -81,7 +84,10 @@ class Campaign:
 
     def run_one(self, seed: int, *, again: bool = False) -> Outcome:
         """The outcome of the fault ``seed`` draws (``again``: judged anew even if it was drawn before)."""
-        fault = self.fault(seed)
+        return self.judge(self.fault(seed), seed, again=again)
+
+    def judge(self, fault, seed: int = 0, *, again: bool = False) -> Outcome:
+        """The outcome of ``fault`` (``seed``: the one that drew it, for the report)."""
         known = None if again else self._seen.get(fault)
         if known is not None:
             truth, verdict, diff, codes = known
@@ -93,7 +99,10 @@ class Campaign:
                 damaged = self.truth.damaged(self.root, loaded)
                 # the oracle reads the damaged store (the same loads, still open): classified before the undo
                 truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
-                                       lambda: bool(artemis.broker_could_write(self.root, loaded)), moved=True)
+                                       lambda: bool(artemis.broker_could_write(self.root, loaded,
+                                                                               journal_only=self.bare,
+                                                                               orphans_ok=self.orphans_ok)),
+                                       moved=self.truth.moved)
         finally:
             undo()
         self._seen[fault] = (truth, verdict, diff, codes)

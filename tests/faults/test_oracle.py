@@ -98,3 +98,25 @@ def test_a_bindings_journal_alone_is_unproven_unless_pages_or_large_bodies_prove
     assert "page files holding messages" in broker_could_write(store)
     shutil.rmtree(store / "data/paging")
     assert broker_could_write(store) == ""
+
+
+def test_what_the_pristine_store_shows_already_proves_no_damage():
+    # tests/data/artemis/restart-orphan (a real JournalImpl store, restarted): two live updates of message
+    # 2147484131 without its add or a DELETE, which JournalImpl leaves after a restart. The oracle took every
+    # damaged copy for one no broker writes on that alone: deleting a file that leaves no evidence of its own
+    # (activemq-data-14.amq: 9 acknowledged messages come back) was proven loss, and verify's OK a false OK
+    from pathlib import Path
+
+    from tests.faults.artemis import restart_orphans
+    from tests.faults.model import LOSS, UNPROVEN, Fault
+    from tests.faults.runner import Campaign
+
+    src = Path(__file__).resolve().parents[1] / "data" / "artemis" / "restart-orphan"
+    assert "never deleted, without its record" in broker_could_write(src)
+    assert restart_orphans(src) == {2147484131}
+    assert broker_could_write(src, orphans_ok=restart_orphans(src)) == ""
+    with Campaign("restart-orphan", src) as c:
+        quiet = c.judge(Fault("delete", "journal/activemq-data-14.amq", 0, 0, "", "file"))
+        told = c.judge(Fault("delete", "journal/activemq-data-17.amq", 0, 0, "", "file"))
+    assert (quiet.truth, quiet.diff["back"]) == (UNPROVEN, 9)
+    assert (told.truth, told.verdict) == (LOSS, "CRITICAL")

@@ -20,7 +20,8 @@ proves it, and judges damaged bytes by what they held whenever that can be told 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from amqtool.formats.damage import bit_flips, byte_variants
 from amqtool.engines.artemis.ref_in_place import ref_written_in_place
@@ -126,10 +127,11 @@ def _parse(buf: bytes, s: int, t: int, tag: int, version: int, end: int) -> tupl
 
 
 def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: int,
-                max_id: int = -1) -> list[Rebuilt]:
+                max_id: int = -1, *, bare: bool = False) -> list[Rebuilt]:
     """The records that the damaged bytes ``buf[first-base:end-base]`` may have held: every reading of them
     as one record with at most one wrong field (type, tag, size or checkSize) that fills the region and is
-    plausible (a known user record type that fits the record type, ids the journal could have issued),
+    plausible (a known user record type that fits the record type, any user type in a ``bare`` journal:
+    :attr:`Evidence.bare`; ids the journal could have issued),
     starting at ``first`` or a few filler bytes before it (a damaged type byte may read as filler). An exact
     record, if any, alone; [] when the region is no single such record."""
     found = []
@@ -139,7 +141,7 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
             break
         for t in range(10, 20):
             rec, _ = _parse(buf, s, t, tag, version, end - base)
-            if rec is not None and _plausible(rec, max_id) and _filler_ok(s + rec.total + base, end, version):
+            if rec is not None and _plausible(rec, max_id, bare) and _filler_ok(s + rec.total + base, end, version):
                 found.append(Rebuilt(rec.type, rec.offset + base, rec.total, rec.tx_id, rec.id, rec.user_type,
                                      rec.body, rec.wrong))
         if found:
@@ -170,7 +172,7 @@ _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT,
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
 
-def _plausible(rec: Rebuilt, max_id: int) -> bool:
+def _plausible(rec: Rebuilt, max_id: int, bare: bool = False) -> bool:
     t = rec.type
     if t == 10:
         return False  # EVENT records are written only with journal retention; never a broker's guess
@@ -179,7 +181,7 @@ def _plausible(rec: Rebuilt, max_id: int) -> bool:
         return False
     if t in _TX and not 0 <= rec.tx_id <= bound:
         return False
-    if t in (11, 12, 13, 14):
+    if t in (11, 12, 13, 14) and not bare:
         if rec.user_type not in _USER_TYPES:
             return False
         if rec.user_type in _UPDATE_ONLY and t in (11, 13):
@@ -203,6 +205,10 @@ class Evidence:
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
+    # no live record of either journal has a user record type of the broker's (JournalRecordIds): a journal
+    # JournalImpl wrote for another user (its own tests write types 101..), whose loss is judged by what
+    # JournalImpl.load returns, records by id (effect_of_loss)
+    bare: bool = False
     binding_problems: list = field(default_factory=list)  # bindings records whose body does not decode
     unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
@@ -218,6 +224,8 @@ class Evidence:
     _deleted: set | None = None
     _bindings_deleted: set | None = None
     _messages: object = None  # the messages journal's load (bodies of stray updates, read on damage only)
+    _bindings: object = None  # the bindings journal's load (a bare journal's records, read on damage only)
+    _applied_deletes: dict = field(default_factory=dict)  # journal -> applied_deletes() (bare, on damage only)
     _typo_refs: set | None = None
     _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
 
@@ -228,7 +236,10 @@ class Evidence:
         ev = cls()
         state = build_broker_state(bindings, messages, decode=REF_TYPES)
         ev.have_bindings = bindings is not None
+        types = {r.user_record_type for j in (bindings, messages) if j is not None for r in j.live}
+        ev.bare = bool(types) and not types & _USER_TYPES
         ev.bindings_opened = bindings.opened if bindings is not None else None
+        ev._bindings = bindings
         ev.binding_problems = [p for p in state.problems if p.journal == "bindings"]
         ev.queues = set(state.queues)
         ev.queue_address = {q.id: q.address for q in state.queues.values()}
@@ -613,6 +624,10 @@ class Evidence:
 
         with opened:
             other_result = load_journal(opened)
+            if self.bare:
+                # a bare journal's user gets its live records (JournalImpl.load's RecordInfo list): compare them
+                own = self._messages if journal == "messages" else self._bindings
+                return own is None or _records_of(other_result) != _records_of(own)
             if journal == "bindings":
                 return ({r.id for r in other_result.live if r.user_record_type in BINDING_TYPES}
                         != {i for i, t in self.bindings_ids.items() if t in BINDING_TYPES})
@@ -645,6 +660,8 @@ class Evidence:
             # its transaction's COMMIT no longer counts it: Artemis discards the whole transaction, judged there
             return UNKNOWN
         rid = rec.id
+        if self.bare:
+            return self._bare_effect(journal, rec)
         if journal == "bindings":
             if t == DELETE:
                 # the deleted record comes back: only a queue or address binding changes what the broker has
@@ -683,6 +700,23 @@ class Evidence:
             return HARMLESS
         return self._page_tx_effect(rec) or UNKNOWN
 
+    def _bare_effect(self, journal: str, rec: Rebuilt) -> str:
+        """:meth:`effect_of_loss` in a bare journal, whose user gets what ``JournalImpl.load`` returns: every
+        live ADD and UPDATE of an id no DELETE names (``JournalImpl.load`` drops all records of a deleted id).
+        A lost DELETE brings its id's records back when some are still in the files (they are live now); a
+        lost ADD or UPDATE is a live entry lost when its id is live still (nothing deleted it: a DELETE_TX of
+        a transaction left prepared deletes nothing yet), and an ADD too unless a DELETE of its id survives (an
+        UPDATE follows its ADD: with no live record, its id was deleted since)."""
+        live = self.live_ids if journal == "messages" else set(self.bindings_ids)
+        if rec.type in (DELETE, UPDATE) or rec.id in live:
+            return LOSS if rec.id in live else HARMLESS
+        opened = self.opened if journal == "messages" else self.bindings_opened
+        if opened is None:
+            return UNKNOWN
+        if journal not in self._applied_deletes:
+            self._applied_deletes[journal] = applied_deletes(opened)
+        return HARMLESS if rec.id in self._applied_deletes[journal] else LOSS
+
     def _duplicate_id_lost(self, rid: int) -> str:
         """What losing the DUPLICATE_ID record ``rid`` costs: its entry in the duplicate-detection cache the
         broker loads (``loadMessageJournal``, case DUPLICATE_ID; ``PersistentDuplicateIDCache.load``), so a resend
@@ -718,6 +752,13 @@ class Evidence:
     def effect_of_discarded(self, records: list[Rebuilt]) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
         records): ``records`` are the transaction's records, which the load then applied none of."""
+        if self.bare:
+            # JournalImpl.load's user loses each record the transaction added or updated (unless its id is
+            # deleted since) and keeps each it deleted (a loss when the id is live: brought back)
+            journal = "messages" if self.opened is not None else "bindings"
+            effects = {self._bare_effect(journal, replace(r, type=DELETE if r.type == DELETE_TX else ADD))
+                       for r in records if r.type in (ADD_TX, UPDATE_TX, DELETE_TX)}
+            return LOSS if LOSS in effects else HARMLESS
         worst = HARMLESS
         for rec in records:
             rid, t = rec.id, rec.type
@@ -752,6 +793,12 @@ class Evidence:
             if effect == UNKNOWN:
                 worst = UNKNOWN
         return worst
+
+
+def _records_of(result) -> Counter:
+    """The live records of a journal load as ``JournalImpl.load`` hands them to its user: id, user record type,
+    isUpdate, body."""
+    return Counter((r.id, r.user_record_type, bool(r.is_update), result.body(r)) for r in result.live)
 
 
 def _byte_neighbours(rid: int, ids) -> list[int]:
@@ -817,6 +864,36 @@ def deleted_ids(opened) -> set[int]:
     for fi, jf in enumerate(opened.files):
         records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
         out.update(r[5] for r in records if r[0] in (DELETE, DELETE_TX))
+    return out
+
+
+def applied_deletes(opened) -> set[int]:
+    """The ids that a DELETE, or a DELETE_TX of a transaction whose COMMIT is in the files, deletes: what
+    ``JournalImpl.load`` drops (a DELETE_TX of a transaction left prepared, rolled back or open deletes nothing).
+    A rescan with the C scanner, done only when a bare journal's damaged record is judged."""
+    from amqtool import native
+
+    deleted, in_tx, committed = set(), [], set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        for r in records:
+            if r[0] == DELETE:
+                deleted.add(r[5])
+            elif r[0] == DELETE_TX:
+                in_tx.append((r[4], r[5]))
+            elif r[0] == COMMIT:
+                committed.add(r[4])
+    return deleted | {rid for tx, rid in in_tx if tx in committed}
+
+
+def committed_ids(opened) -> set[int]:
+    """The transaction ids of every COMMIT record in the files of ``opened`` (a rescan, on damage only)."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[4] for r in records if r[0] == COMMIT)
     return out
 
 

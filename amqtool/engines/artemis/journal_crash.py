@@ -29,11 +29,12 @@ def crash_left(result, index: int, first: int) -> bool:
 
 
 def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int, length: int = 0,
-                       kind: str = "messages"):
+                       kind: str = "messages", *, bare: bool = False):
     """What losing the record at ``start`` of file ``index`` does (``effect_of`` of it, as evidence judges a
     damaged record), read to the length its head gives (a damaged trailing size word no longer tells it) and
-    rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`); None when its
-    head gives no length or the bytes do not read as one record.
+    rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`; ``bare``: of
+    any user record type, ``Evidence.bare``); None when its head gives no length or the bytes do not read as one
+    record.
 
     ``length``: the damaged tail's length (to its last byte that is not the fill: a record ends with its size
     word, never zero). When the head's length differs from it and the tail's bytes read as one record whose
@@ -41,10 +42,13 @@ def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int, l
     gave the head its length (public bindings journals: campaign seed 7777, a COMMIT's type byte flipped to
     ROLLBACK's read as an 18-byte rollback with a wrong size word, "harmless", while the broker discarded the
     transaction and lost its queue binding; seed 7501, a DELETE's flipped to COMMIT's).
-    ``kind``: the journal's (see :func:`_zeroed_binding`, :func:`_bindings_tx_head`)."""
+    ``kind``: the journal's (see :func:`_zeroed_binding`, :func:`_bindings_tx_head`: a broker's bindings journal,
+    not a bare one, which holds none of its record types)."""
     from amqtool.engines.artemis.evidence import LOSS, UNKNOWN
 
-    effect = _record_effect(opened, index, start, effect_of, max_id, length, kind)
+    if bare:
+        kind = "journal"
+    effect = _record_effect(opened, index, start, effect_of, max_id, length, kind, bare)
     if kind == "bindings" and effect in (None, UNKNOWN) and _bindings_tx_head(opened, index, start):
         return LOSS
     return effect
@@ -68,7 +72,7 @@ def _bindings_tx_head(opened, index: int, start: int) -> bool:
     return len(head) == 1 and head[0] in (13, 14, 15, 17, 18) and own_record_at(opened, index, start)
 
 
-def _record_effect(opened, index: int, start: int, effect_of, max_id: int, length: int, kind: str):
+def _record_effect(opened, index: int, start: int, effect_of, max_id: int, length: int, kind: str, bare: bool):
     """:func:`lost_record_effect` from the record's bytes alone."""
     from amqtool.engines.artemis.evidence import UNKNOWN, reconstruct
 
@@ -79,12 +83,12 @@ def _record_effect(opened, index: int, start: int, effect_of, max_id: int, lengt
     base = max(start - 24, 16)
     if length and length != total and start + length <= jf.size:
         whole = [r for r in reconstruct(opened.pread(index, base, start + length - base), base, start,
-                                        start + length, jf.tag, jf.version, max_id)
+                                        start + length, jf.tag, jf.version, max_id, bare=bare)
                  if r.total == length and r.wrong != "checksize"]
         if whole:
             total = length
     candidates = reconstruct(opened.pread(index, base, start + total - base), base, start, start + total, jf.tag,
-                             jf.version, max_id)
+                             jf.version, max_id, bare=bare)
     if total == length:
         candidates = [r for r in candidates if r.total == length and r.wrong != "checksize"] or candidates
     if not candidates:
@@ -143,12 +147,14 @@ def own_record_at(opened, index: int, first: int) -> bool:
 
 
 def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = "bindings",
-                        record: bool = False) -> Finding:
+                        record: bool = False, bare: bool = False) -> Finding:
     """The finding for a damaged end of the current file that no crash leaves, by what the record it held does
     to what the broker delivers (``effect``: :mod:`~amqtool.engines.artemis.evidence`'s judgement of the bytes
     read as one record, None when they do not read as one): CRITICAL when its loss loses (or brings back)
     messages, a warning when it changes nothing or what it held cannot be told (as for a damaged end of a file
-    that is not the newest: the bytes prove damage, not a loss)."""
+    that is not the newest: the bytes prove damage, not a loss). ``bare``: a bare JournalImpl journal
+    (``Evidence.bare``), whose every live record is what its user loads: a record of it lost is judged as one of
+    the message journal."""
     from amqtool.engines.artemis.evidence import HARMLESS, LOSS
 
     why = ("it is the newest file's end, but no crash leaves it so: a crash cuts the last write or leaves whole "
@@ -157,7 +163,7 @@ def not_a_crash_finding(path: str, first: int, length: int, effect, kind: str = 
     said = {HARMLESS: "; its loss changes nothing the broker delivers",
             LOSS: ", losing what it held"}.get(effect, " (what it held cannot be told)")
     # a record of the message journal lost with nothing to tell it harmless: its loss is proven damage
-    critical = effect == LOSS or (kind == "messages" and record and effect != HARMLESS)
+    critical = effect == LOSS or ((kind == "messages" or bare) and record and effect != HARMLESS)
     return Finding(
         Severity.CRITICAL if critical else Severity.WARNING, "damaged-tail",
         f"{length} byte(s) of a damaged record after the last valid record; {why}: the record was damaged after "

@@ -54,6 +54,7 @@ from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
 from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
+from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.store.journal_files import open_journal
@@ -203,8 +204,8 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, deleted_ids, ended_tx_ids, reconstruct, rolled_back_ids,
-            strayed_records, transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, ended_tx_ids, reconstruct,
+            rolled_back_ids, strayed_records, transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -225,6 +226,17 @@ class _GapInspector:
                 rolled_back.append(rolled_back_ids(self.opened))
             return tx_id in rolled_back[0]
 
+        def resolved_anyway(rec) -> bool:
+            # a ROLLBACK of the transaction survives: JournalImpl.load discards it with or without its PREPARE
+            # or COMMIT (onReadRollbackRecord; a transaction is never both committed and rolled back); a COMMIT
+            # survives a lost PREPARE: it applies the records either way (onReadCommitRecord)
+            never_applied(-1)  # (reads the rolled-back ids once)
+            if rec.tx_id in rolled_back[0]:
+                return True
+            if rec.type == 17 and "committed" not in cache:
+                cache["committed"] = committed_ids(self.opened)
+            return rec.type == 17 and rec.tx_id in cache["committed"]
+
         def effect_of(rec):
             if rec.type in (13, 14, 15) and never_applied(rec.tx_id):
                 return HARMLESS
@@ -235,9 +247,14 @@ class _GapInspector:
                 if rec.tx_id in mismatched:
                     return HARMLESS  # the commit-count-mismatch finding below carries the verdict
                 return evidence.effect_of_discarded([rec])
+            if rec.type in (17, 18) and resolved_anyway(rec):
+                return HARMLESS
             if rec.type in (17, 18):
                 # a lost PREPARE or COMMIT: the transaction is rolled back at start, with all it held
                 return evidence.effect_of_discarded(transaction_records(self.opened, rec.tx_id))
+            if rec.type == 19 and evidence.bare:
+                # a lost ROLLBACK of a prepared transaction leaves it prepared: JournalImpl.load hands it back
+                return LOSS if rec.tx_id in {tx.tx_id for tx in self.result.prepared} else HARMLESS
             return evidence.effect_of_loss(self.kind, rec)
 
         cache: dict = {}
@@ -253,7 +270,8 @@ class _GapInspector:
             return cache["live"]
 
         for path, first, off, region in self.regions:
-            candidates = reconstruct(region[0], region[1], first, off, region[2], region[3], max_id) if region else []
+            candidates = (reconstruct(region[0], region[1], first, off, region[2], region[3], max_id,
+                                      bare=evidence.bare) if region else [])
             if any(r.type == 18 and r.wrong for r in candidates):
                 # a commit read with a damaged field, naming a transaction that ended elsewhere, was no commit of it
                 # (public bindings journal, seed 7507: zeros over a COMMIT's tag and tx id read as transaction 0's)
@@ -373,10 +391,11 @@ class _GapInspector:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
-                                                           length, self.kind)
+                                                           length, self.kind, bare=evidence.bare)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
-                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first)))
+                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first),
+                    evidence.bare))
                 continue
             if effect is None and index != current:
                 retyped = self._retyped_effect(index, first, effect_of)
@@ -466,7 +485,8 @@ class _GapInspector:
             return None
         buf, base, tag, version = region
         for end in range(first + length, min(first + length + 4, base + len(buf)) + 1):
-            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id)
+            candidates = reconstruct(buf[:end - base], base, first, end, tag, version, self.result.max_id,
+                                     bare=evidence.bare)
             if candidates:
                 effects = {effect_of(rec) for rec in candidates}
                 return effects.pop() if len(effects) == 1 else UNKNOWN
@@ -704,6 +724,9 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     orphans -= explained
     if missing is not None:
         orphans = placed_in_gaps(result, orphans, missing)
+        # a lone acknowledged id older than every add, with a freed fileID after it: its DELETE's file, which
+        # a restart untied from the update (restart_orphans.py)
+        orphans -= left_by_restart(result, orphans, missing)
     return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
 
 

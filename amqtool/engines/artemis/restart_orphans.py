@@ -1,0 +1,97 @@
+"""Live updates without their add that a restart leaves in a healthy journal (issue 25).
+
+``verify`` takes live updates whose add is gone for the trace of a removed journal file
+(``missing-journal-file``): while the journal runs, an update never outlives both its add and its DELETE.
+The message's DELETE holds negatives into the add's file and into each file of its updates
+(``JournalRecord.delete``), and ``Reclaimer.scan`` keeps a file with negatives into a file not reclaimable
+(criterion 2). So the add's file A can go once the DELETE is written (criterion 1), while the DELETE's file D
+stays as long as the file U of an update does.
+
+A restart unties them. ``JournalImpl.load`` links an update to nothing when it read no add for its id ("It's
+legal for this to be null. The file(s) with the may have been deleted just leaving some updates in this file",
+``onReadUpdateRecord``), and a DELETE of such an id takes nothing (``onReadDeleteRecord``: ``records.remove``
+is null). After a restart that follows A's reclaim, D is freed as soon as its own records are dead, while U,
+an older file, stays for its other live records: the update reads live, its add and its DELETE both gone,
+and the broker loads exactly that (it drops the update, having no message for it). A real JournalImpl store,
+written with Artemis' default pool and restarted, never compacted, read CRITICAL so
+(tests/data/artemis/restart-orphan).
+
+What such an id shows, and a file removed under a live message does not always:
+
+* nothing of it still to deliver: its live updates are acknowledgements and delivery counts only (its
+  references went with its add: the broker routes a message as it stores it), and every queue it was counted
+  as delivered on acknowledged it. A removed file's live message often leaves a delivery count without its
+  acknowledgement, or references written after its add's file ended;
+* a lone id: a removed file held the adds of every message stored at the time, and leaves the updates of
+  several (the verify rule for a lone orphan id's flipped bit is the same bet);
+* its add older than every add the journal still holds (no add of a lower id in any file, dead ones
+  included): ids are issued counting up and files filled in fileID order (add_placement.py), and the
+  reclaimer had freed the add's file before the restart, while a removed file between files still holding
+  adds brackets its add between them;
+* room for its DELETE, freed by the broker: a fileID after the file of its last update is missing and its
+  records survive as the stale records of a reused file (``JournalFilesRepository.reinitializeFile`` writes a
+  new header and leaves the earlier use's records under their old tag): the broker freed that file, where a
+  removed file leaves no byte behind.
+
+On the single-file deletions of seven restarted real JournalImpl stores of the fault campaign (b06, b07, c05,
+d05, e-s7141, e-n7152, e-n7153), the last condition kept every deletion that lost messages or brought some
+back CRITICAL; the add's age alone let four of them read OK. Both are kept.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from amqtool import native
+from amqtool.engines.artemis.add_placement import add_positions
+from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
+
+_TAG_LIMIT = 1 << 31  # a header fileID past it was damaged: its records carry the issued id as their tag
+
+
+def left_by_restart(result, orphans: set[int], missing: Callable[[int | None, int | None], bool]) -> set[int]:
+    """The ids of ``orphans`` (ids of live updates without their add in the load ``result``) that a restart
+    explains (see the module docstring): a lone id whose live updates are acknowledgements and delivery
+    counts, with an acknowledgement on every queue it has an update on, no add of a lower id in the journal,
+    and a fileID after the file of its last update that is missing (``missing``, from
+    ``add_placement.missing_between``) and whose records a reused file still holds."""
+    if len(orphans) != 1:
+        return set()
+    (x,) = orphans
+    acked: set[int] = set()
+    counted: set[int] = set()
+    last = -1
+    for r in result.live:
+        if r.id != x or not r.is_update:
+            continue
+        if r.user_record_type not in (_R.ACKNOWLEDGE_REF, _R.UPDATE_DELIVERY_COUNT) or r.body_len < 8:
+            return set()
+        queue = int.from_bytes(result.body(r)[:8], "big", signed=True)  # both encodings begin with the queue
+        (acked if r.user_record_type == _R.ACKNOWLEDGE_REF else counted).add(queue)
+        last = max(last, _file_id(result.files[r.file_index]))
+    if not acked or not counted <= acked or last < 0 or not missing(last, None):
+        return set()
+    ids, _ = add_positions(result)
+    if ids and ids[0] < x:
+        return set()
+    present = {_file_id(jf) for jf in result.files}
+    return {x} if any(last < t < _TAG_LIMIT and t not in present for t in stale_tags(result)) else set()
+
+
+def stale_tags(result) -> set[int]:
+    """The tags (fileIDs of earlier uses) of the records the files of the load ``result`` hold under another
+    tag than their own: records of the earlier use of a file the broker freed and re-initialised. Rescans
+    the files."""
+    out: set[int] = set()
+    opened = result.opened
+    for fi, jf in enumerate(opened.files):
+        buf = opened.read_file(fi)
+        records, _ = native.scan_records(buf, jf.tag, jf.version, False, 16)
+        for rec in records:
+            tag = int.from_bytes(buf[rec[1] + 1:rec[1] + 5], "big", signed=True)  # after the type byte
+            if tag != jf.tag:
+                out.add(tag)
+    return out
+
+
+def _file_id(jf) -> int:
+    return jf.file_id if 0 <= jf.file_id < _TAG_LIMIT else jf.tag

@@ -1,0 +1,87 @@
+"""Live updates whose add and DELETE a restart let the reclaimer free (issue 25,
+amqtool/engines/artemis/restart_orphans.py). tests/data/artemis/restart-orphan (README there) was written by the
+real JournalImpl with Artemis' default pool, restarted every 300 operations, never compacted: message 2147484131
+keeps a delivery count and an acknowledgement on queue 9 in activemq-data-4.amq (fileID 23) with neither its
+add nor its DELETE anywhere, and JournalImpl loads exactly that (``onReadUpdateRecord``: "It's legal for this
+to be null"). main called the healthy store CRITICAL missing-journal-file: a nightly check alarmed every night."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from amqtool.engines.artemis.load import load_journal
+from amqtool.store.journal_files import open_journal
+from amqtool.store.layout import detect
+from tests.engines.artemis.pool2 import BINDINGS
+from tests.faults import artemis
+from tests.faults.runner import verify_verdict
+from tests.support import REPO
+
+STORE = REPO / "tests" / "data" / "artemis" / "restart-orphan"
+ORPHAN = 2147484131
+# activemq-data-4.amq@16194: the UPDATE (ACKNOWLEDGE_REF, queue 9) of the orphan; its user record type at +18
+# (type, fileID, compactCount, id, body size)
+ACK_TYPE_AT = 16194 + 18
+
+
+def _copy(tmp_path):
+    return shutil.copytree(STORE / "journal", tmp_path / "journal")
+
+
+def test_the_store_loads_like_journalimpl_with_the_orphan_updates_live():
+    lines = [json.loads(x) for x in (STORE / "oracle-load.jsonl").read_text().splitlines()]
+    records, info = lines[:-1], lines[-1]
+    with open_journal(detect(STORE / "journal").journals()[0]) as opened:
+        result = load_journal(opened)
+        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
+                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
+                for r in result.live]
+    assert mine == records
+    added = {r["id"] for r in records if not r["isUpdate"]}
+    assert [(r["id"], r["userRecordType"]) for r in records if r["id"] not in added] == [(ORPHAN, 34), (ORPHAN, 33)]
+    assert info["dataFiles"] == 38
+
+
+def test_a_healthy_restarted_store_with_an_acknowledged_orphan_is_ok(run_json):
+    code, doc, _ = run_json("verify", str(STORE / "journal"))
+    assert (code, doc["verdict"]) == (0, "OK")
+    gap = [f for f in doc["findings"] if f["code"] == "file-id-gap"]
+    assert len(gap) == 1 and gap[0]["details"]["liveUpdatesWithoutAdd"] == 0
+    assert gap[0]["details"]["missingCount"] == 34
+
+
+@pytest.mark.parametrize(("name", "lost"), [
+    # fileID 55: it held adds of live messages whose updates follow in later files, more orphan ids than one
+    ("activemq-data-17.amq", 15),
+    # fileID 64: the one file holding records of fileID 26, missing after the orphan's updates; without them
+    # nothing shows the broker freed a file where the orphan's DELETE could have been
+    ("activemq-data-26.amq", 17),
+])
+def test_a_removed_file_beside_it_is_still_critical(tmp_path, name, lost):
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    root = tmp_path / "store"
+    shutil.copytree(STORE / "journal", root / "journal")
+    shutil.copytree(BINDINGS, root / "bindings")
+    reader = artemis.DeliveredReader(root)
+    (root / "journal" / name).unlink()
+    assert reader.pristine.diff(reader.damaged(root))["lost"] == lost
+    verdict, codes = verify_verdict(root)
+    assert verdict == "CRITICAL" and "missing-journal-file" in codes
+
+
+def test_an_orphan_still_counted_as_delivered_without_its_acknowledgement_is_critical(run_json, tmp_path):
+    # the acknowledgement read as a delivery count (type 33 -> 34): a reference still live, its message's add
+    # gone with its file, as a removed file leaves it
+    journal = _copy(tmp_path)
+    path = journal / "activemq-data-4.amq"
+    data = bytearray(path.read_bytes())
+    assert data[ACK_TYPE_AT] == 33
+    data[ACK_TYPE_AT] = 34
+    path.write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", str(journal))
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert [f["details"]["liveUpdatesWithoutAdd"] for f in doc["findings"]
+            if f["code"] == "missing-journal-file"] == [2]
