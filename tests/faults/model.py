@@ -18,6 +18,12 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
   (not when the broker refuses to start on a whole record there that does not decode: no crash leaves one);
 * ``loss``: anything else the broker loses or brings back (acknowledged messages), when the damaged store
   proves it damaged: CRITICAL;
+* ``no-store``: nothing recognisable as a store is left at the path (the fault deleted the only journal
+  directory: a bindings directory committed alone, its data directory now empty): ``verify`` can check nothing
+  there and says so, UNKNOWN (man/amqtool-verify.1, exit status 3: "nothing recognisable at PATH"; DESIGN.md:
+  3 is "could not check"). An empty directory is also what a broker instance holds before its first start, so
+  no reader of the path can prove a loss from it (as ``loss-unproven``), and OK, WARNING or CRITICAL would
+  judge a store that is not there: UNKNOWN only;
 * ``loss-unproven``: a loss that leaves a store the broker could have written itself, so that nothing in it
   can tell it from an undamaged one: any verdict but UNKNOWN, counted apart (the issue's target applies to
   proven loss). The harness's own oracle decides it (``tests/faults/artemis.py``, ``broker_could_write``),
@@ -60,7 +66,8 @@ from pathlib import Path
 from typing import Callable
 
 SAME, CONTENT, TORN, LOSS, UNPROVEN = "same", "content", "torn", "loss", "loss-unproven"
-TRUTHS = (SAME, CONTENT, TORN, LOSS, UNPROVEN)
+GONE = "no-store"
+TRUTHS = (SAME, CONTENT, TORN, LOSS, UNPROVEN, GONE)
 VERDICTS = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 
 
@@ -196,6 +203,8 @@ def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], 
     d = pristine.diff(damaged)
     if not d["bindings"] and (not d["lost"] and not d["back"] or moved and _moved(pristine, damaged)):
         return (CONTENT if d["content"] else SAME), d
+    if not damaged.detected:
+        return GONE, d  # nothing left to judge (see the module docstring)
     if torn_ok(d) and not damaged.undecodable:
         # a crash's tail that left no trace (the last writes cut exactly at a record's start, the rest the fill)
         # reads as a store the broker wrote: no reader can warn of it
@@ -222,6 +231,8 @@ def expected(truth: str, verdict: str, codes: tuple = ()) -> bool:
         return verdict == "WARNING"
     if truth == UNPROVEN:
         return verdict in ("OK", "WARNING", "CRITICAL")
+    if truth == GONE:
+        return verdict == "UNKNOWN"
     return verdict == "CRITICAL"
 
 

@@ -897,6 +897,20 @@ def committed_ids(opened) -> set[int]:
     return out
 
 
+def ended_tx_ids(opened) -> set[int]:
+    """The transaction ids of every COMMIT and ROLLBACK record in the files of ``opened`` (a rescan, done only
+    when a damaged region reads as a commit). ``JournalImpl`` ends a transaction once (``appendCommitRecord``
+    or ``appendRollbackRecord``, then forgets it), so damaged bytes read as the COMMIT of a transaction whose
+    end record survives elsewhere were no such COMMIT: that reading is wrong."""
+    from amqtool import native
+
+    out: set[int] = set()
+    for fi, jf in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, 16)
+        out.update(r[4] for r in records if r[0] in (COMMIT, ROLLBACK))
+    return out
+
+
 def rolled_back_ids(opened) -> set[int]:
     """The transaction ids of every ROLLBACK record in the files of ``opened`` (a rescan with the C scanner,
     done only when a damaged transactional record is judged: the load keeps no rolled-back ids). A rolled-back

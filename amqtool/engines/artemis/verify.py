@@ -204,8 +204,8 @@ class _GapInspector:
         """Findings for the damaged regions, discarded transactions and tails, weighed by what the damaged
         records held (:mod:`amqtool.engines.artemis.evidence`)."""
         from amqtool.engines.artemis.evidence import (
-            HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, reconstruct, rolled_back_ids, strayed_records,
-            transaction_records)
+            HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, ended_tx_ids, reconstruct,
+            rolled_back_ids, strayed_records, transaction_records)
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -272,6 +272,12 @@ class _GapInspector:
         for path, first, off, region in self.regions:
             candidates = (reconstruct(region[0], region[1], first, off, region[2], region[3], max_id,
                                       bare=evidence.bare) if region else [])
+            if any(r.type == 18 and r.wrong for r in candidates):
+                # a commit read with a damaged field, naming a transaction that ended elsewhere, was no commit of it
+                # (public bindings journal, seed 7507: zeros over a COMMIT's tag and tx id read as transaction 0's)
+                if "ended" not in cache:
+                    cache["ended"] = ended_tx_ids(self.opened)
+                candidates = [r for r in candidates if not (r.type == 18 and r.wrong and r.tx_id in cache["ended"])]
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None
@@ -385,7 +391,7 @@ class _GapInspector:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
-                                                           bare=evidence.bare)
+                                                           length, self.kind, bare=evidence.bare)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
                     path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first),
