@@ -13,6 +13,8 @@ the records of batches that check out count here.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType, decode_command
@@ -22,11 +24,10 @@ from amqtool.engines.kahadb.scan import mapped
 _REMOVE, _COMMIT, _ROLLBACK = int(EntryType.REMOVE_MESSAGE), int(EntryType.COMMIT), int(EntryType.ROLLBACK)
 
 
-def acked_after(d, last_update: tuple) -> dict:
-    """Destination key -> {message id: set of subscription keys acknowledging it, None for a queue ack} of the
-    REMOVEs the broker replays after ``last_update`` ((file id, offset)) in store directory ``d``."""
-    out: dict = {}
-    pending: dict = {}  # transaction key -> its acks, applied at COMMIT
+def replayed_commands(d, last_update: tuple, kinds: tuple) -> Iterator[tuple]:
+    """``(file id, offset, command)`` of each record of a type in ``kinds`` (``EntryType`` ints) that the replay
+    after ``last_update`` ((file id, offset)) in store directory ``d`` reads, in file order: the records of batches
+    that check out, decoded (one that does not decode is left out, as the broker's load fails on it)."""
     for f in d.files:
         if f.id < last_update[0] or not f.size:
             continue
@@ -39,24 +40,31 @@ def acked_after(d, last_update: tuple) -> dict:
                 except FormatError:
                     continue
                 for rec in records:
-                    if (f.id, rec.offset) <= last_update or not len(rec.payload) \
-                            or rec.payload[0] not in (_REMOVE, _COMMIT, _ROLLBACK):
+                    if (f.id, rec.offset) <= last_update or not len(rec.payload) or rec.payload[0] not in kinds:
                         continue
                     try:
-                        cmd = decode_command(bytes(rec.payload))
+                        yield f.id, rec.offset, decode_command(bytes(rec.payload))
                     except FormatError:
                         continue
-                    if cmd.type is EntryType.REMOVE_MESSAGE:
-                        ack = (cmd.destination.key, cmd.message_id, cmd.subscription_key or None)
-                        if cmd.transaction is not None:
-                            pending.setdefault(cmd.transaction.key, []).append(ack)
-                        else:
-                            _ack(out, ack)
-                    elif cmd.type is EntryType.COMMIT:
-                        for ack in pending.pop(cmd.transaction.key, []):
-                            _ack(out, ack)
-                    else:
-                        pending.pop(cmd.transaction.key, None)
+
+
+def acked_after(d, last_update: tuple) -> dict:
+    """Destination key -> {message id: set of subscription keys acknowledging it, None for a queue ack} of the
+    REMOVEs the broker replays after ``last_update`` ((file id, offset)) in store directory ``d``."""
+    out: dict = {}
+    pending: dict = {}  # transaction key -> its acks, applied at COMMIT
+    for _fid, _off, cmd in replayed_commands(d, last_update, (_REMOVE, _COMMIT, _ROLLBACK)):
+        if cmd.type is EntryType.REMOVE_MESSAGE:
+            ack = (cmd.destination.key, cmd.message_id, cmd.subscription_key or None)
+            if cmd.transaction is not None:
+                pending.setdefault(cmd.transaction.key, []).append(ack)
+            else:
+                _ack(out, ack)
+        elif cmd.type is EntryType.COMMIT:
+            for ack in pending.pop(cmd.transaction.key, []):
+                _ack(out, ack)
+        else:
+            pending.pop(cmd.transaction.key, None)
     return out
 
 

@@ -12,11 +12,9 @@ The records counted are those of batches that check out, after ``lastUpdate`` (e
 """
 from __future__ import annotations
 
-from amqtool.errors import FormatError
-from amqtool.formats.kahadb import journal as jr
-from amqtool.formats.kahadb.commands import EntryType, decode_command
+from amqtool.formats.kahadb.commands import EntryType
 
-from amqtool.engines.kahadb.scan import mapped
+from amqtool.engines.kahadb.after_acks import replayed_commands
 
 _ADD, _REMOVE = int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE)
 
@@ -27,30 +25,12 @@ def acks_before_sends(d, last_update: tuple | None) -> list[tuple[int, int, str,
     removed: dict = {}  # (destination key, message id) -> (file id, offset) of its first REMOVE, no ADD yet
     added: set = set()
     out = []
-    start = last_update or (0, -1)
-    for f in d.files:
-        if f.id < start[0] or not f.size:
-            continue
-        with mapped(f.path) as buf:
-            for ev in jr.scan_file(buf):
-                if not isinstance(ev, jr.Batch) or (f.id, ev.end) <= start:
-                    continue
-                try:
-                    records = list(jr.iter_batch_records(buf, ev))
-                except FormatError:
-                    continue
-                for rec in records:
-                    if (f.id, rec.offset) <= start or not len(rec.payload) or rec.payload[0] not in (_ADD, _REMOVE):
-                        continue
-                    try:
-                        cmd = decode_command(bytes(rec.payload))
-                    except FormatError:
-                        continue
-                    key = (cmd.destination.key, cmd.message_id)
-                    if cmd.type is EntryType.ADD_MESSAGE:
-                        if key in removed and key not in added:
-                            out.append((*removed[key], *key))
-                        added.add(key)
-                    elif key not in added:
-                        removed.setdefault(key, (f.id, rec.offset))
+    for fid, off, cmd in replayed_commands(d, last_update or (0, -1), (_ADD, _REMOVE)):
+        key = (cmd.destination.key, cmd.message_id)
+        if cmd.type is EntryType.ADD_MESSAGE:
+            if key in removed and key not in added:
+                out.append((*removed[key], *key))
+            added.add(key)
+        elif key not in added:
+            removed.setdefault(key, (fid, off))
     return out
