@@ -34,6 +34,28 @@ def public_expected(journal_dir: Path) -> dict:
     return json.loads((journal_dir / "oracle-load.bindings.json").read_text())
 
 
+def oracle_load(path: Path) -> tuple[list[dict], dict]:
+    """(live records, summary) of an ``oracle-load*.jsonl`` the artemis-oracle wrote (``oracle.sh load``: one
+    line per live record, then a line with maxID, prepared and failed transactions, data and free files)."""
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    return lines[:-1], lines[-1]
+
+
+def loaded_like_oracle(journal: Path):
+    """``(load result, live records)`` of the journal directory ``journal`` by amqtool's loader, each record in
+    the oracle's shape (id, userRecordType, isUpdate, compactCount, len, sha256), to compare with
+    :func:`oracle_load`. The result's journal is closed: use its figures, not its bodies."""
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    with open_journal(detect(journal).journals()[0]) as opened:
+        result = load_journal(opened)
+        return result, [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
+                         "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
+                        for r in result.live]
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (relative path -> hex), to prove nothing was written."""
     out = {}

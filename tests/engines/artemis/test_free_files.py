@@ -6,15 +6,11 @@ damaged header and called the healthy store CRITICAL file-header-damaged. What a
 the damage instead (amqtool/engines/artemis/free_files.py)."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
-from amqtool.engines.artemis.load import load_journal
-from amqtool.store.journal_files import open_journal
-from amqtool.store.layout import detect
-from tests.support import REPO
+from tests.support import REPO, loaded_like_oracle, oracle_load
 
 STORE = REPO / "tests" / "data" / "artemis" / "free-files"
 
@@ -28,13 +24,8 @@ def _flip(tmp_path, name: str, byte: int, mask: int):
 
 
 def test_the_store_loads_like_journalimpl_with_its_free_files():
-    lines = [json.loads(x) for x in (STORE / "oracle-load.jsonl").read_text().splitlines()]
-    records, info = lines[:-1], lines[-1]
-    with open_journal(detect(STORE / "journal").journals()[0]) as opened:
-        result = load_journal(opened)
-        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
-                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
-                for r in result.live]
+    records, info = oracle_load(STORE / "oracle-load.jsonl")
+    _result, mine = loaded_like_oracle(STORE / "journal")
     assert mine == records
     assert info["freeFiles"] == 5
 

@@ -7,17 +7,13 @@ Each store keeps ``oracle-load.jsonl``: what the real JournalImpl loads from it 
 one line a live record, then the load's summary)."""
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from amqtool.engines.artemis.load import load_journal
 from amqtool.formats.artemis.records import scan_records_py
-from amqtool.store.journal_files import open_journal
-from amqtool.store.layout import detect
-from tests.support import MESSAGES, REPO
+from tests.support import MESSAGES, REPO, loaded_like_oracle, oracle_load
 
 RECLAIMED = REPO / "tests" / "data" / "artemis" / "reclaimed-pool2"
 # the writer routed to the queues of this real broker's bindings journal (ids 4, 9, 11, 16)
@@ -33,19 +29,9 @@ BROKER_XML = """\
 """
 
 
-def _oracle(store: Path):
-    lines = [json.loads(x) for x in (store / "oracle-load.jsonl").read_text().splitlines()]
-    return lines[:-1], lines[-1]
-
-
 def test_the_reclaimed_journal_loads_like_journalimpl():
-    records, info = _oracle(RECLAIMED)
-    journal = detect(RECLAIMED / "journal").journals()[0]
-    with open_journal(journal) as opened:
-        result = load_journal(opened)
-        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
-                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
-                for r in result.live]
+    records, info = oracle_load(RECLAIMED / "oracle-load.jsonl")
+    result, mine = loaded_like_oracle(RECLAIMED / "journal")
     assert mine == records
     assert (result.max_id, len(result.prepared), len(result.failed)) == \
         (info["maxID"], info["prepared"], info["failedTx"])
@@ -140,7 +126,7 @@ def test_one_update_whose_id_flipped_does_not_make_the_gaps_a_lost_file(run_json
     # missing-journal-file. One such id, one bit from a live message's, is that record's damaged id; a lost
     # file leaves the updates of every add it held.
     journal = shutil.copytree(RECLAIMED / "journal", tmp_path / "journal")
-    records, _ = _oracle(RECLAIMED)
+    records, _ = oracle_load(RECLAIMED / "oracle-load.jsonl")
     live = {r["id"] for r in records}
     adds = {r["id"] for r in records if not r["isUpdate"]}
     for path in sorted(journal.glob("*.amq")):

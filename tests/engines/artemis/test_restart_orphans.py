@@ -6,18 +6,14 @@ add nor its DELETE anywhere, and JournalImpl loads exactly that (``onReadUpdateR
 to be null"). main called the healthy store CRITICAL missing-journal-file: a nightly check alarmed every night."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
-from amqtool.engines.artemis.load import load_journal
-from amqtool.store.journal_files import open_journal
-from amqtool.store.layout import detect
 from tests.engines.artemis.pool2 import BINDINGS
 from tests.faults import artemis
 from tests.faults.runner import verify_verdict
-from tests.support import REPO
+from tests.support import REPO, loaded_like_oracle, oracle_load
 
 STORE = REPO / "tests" / "data" / "artemis" / "restart-orphan"
 ORPHAN = 2147484131
@@ -31,13 +27,8 @@ def _copy(tmp_path):
 
 
 def test_the_store_loads_like_journalimpl_with_the_orphan_updates_live():
-    lines = [json.loads(x) for x in (STORE / "oracle-load.jsonl").read_text().splitlines()]
-    records, info = lines[:-1], lines[-1]
-    with open_journal(detect(STORE / "journal").journals()[0]) as opened:
-        result = load_journal(opened)
-        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
-                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
-                for r in result.live]
+    records, info = oracle_load(STORE / "oracle-load.jsonl")
+    _result, mine = loaded_like_oracle(STORE / "journal")
     assert mine == records
     added = {r["id"] for r in records if not r["isUpdate"]}
     assert [(r["id"], r["userRecordType"]) for r in records if r["id"] not in added] == [(ORPHAN, 34), (ORPHAN, 33)]

@@ -17,12 +17,11 @@ loss/WARNING misses at seed 7171):
 """
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
-from tests.support import MESSAGES, REPO
+from tests.support import MESSAGES, REPO, loaded_like_oracle, oracle_load
 
 STORE = REPO / "tests" / "data" / "artemis" / "stale-tail"
 BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
@@ -33,18 +32,10 @@ CMP_AT = 130825
 
 
 def test_the_store_loads_like_journalimpl():
-    from amqtool.engines.artemis.load import load_journal
-    from amqtool.store.journal_files import open_journal
-    from amqtool.store.layout import detect
-
-    lines = [json.loads(x) for x in (STORE / "oracle-load.jsonl").read_text().splitlines()]
-    with open_journal(detect(STORE / "journal").journals()[0]) as opened:
-        result = load_journal(opened)
-        mine = [{"id": r.id, "userRecordType": r.user_record_type, "isUpdate": r.is_update,
-                 "compactCount": r.compact_count, "len": r.body_len, "sha256": result.body_sha256(r)}
-                for r in result.live]
-        assert mine == lines[:-1]
-        assert [f"{f.name}#{f.file_id}" for f in result.data_files] == lines[-1]["dataFileNames"]
+    records, info = oracle_load(STORE / "oracle-load.jsonl")
+    result, mine = loaded_like_oracle(STORE / "journal")
+    assert mine == records
+    assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
 
 
 def test_a_remainder_starting_with_a_type_byte_is_no_damaged_tail(tmp_path, run_json):
