@@ -401,7 +401,9 @@ static const char *v_at(const vcol *c, Py_ssize_t j, int32_t *len) {
     memcpy(&s, c->offs.p + 4 * j, 4);
     memcpy(&e, c->offs.p + 4 * (j + 1), 4);
     *len = e - s;
-    return c->data.p + s;
+    /* a valid value of no bytes before any bytes were written: the column's data buffer is not allocated yet,
+     * and NULL would read as a null value */
+    return c->data.p != NULL ? c->data.p + s : "";
 }
 
 /* The properties map of the row whose typed properties are entries [from, nprops): name -> value text, a null

@@ -352,6 +352,23 @@ def _amqp_messages(draw):
 
 
 @needs_native
+def test_an_empty_property_value_first_in_its_column_is_no_null():
+    # hypothesis found it (the suite's run of test_generated_amqp_messages): application properties {'': vbin8 of
+    # no bytes}, the first value of the batch's column; C read the column's unallocated data buffer as a null
+    data = b"\x00St\xd1\x00\x00\x00\x08\x00\x00\x00\x02\xa1\x00\xa0\x00"
+    msg = AmqpMessage(persister=2, message_id=1, message_format=0, address=None, data=data, extra_size=0,
+                      extra_properties=None, expiration=0)
+
+    def run(use_native):
+        b = MessageBatch(safe=False, large=None, summary=ExportSummary("local", "artemis"), use_native=use_native)
+        b.add(45, msg.encode(), 1, [row("q", 1, "ANYCAST")])
+        return b.take().to_pylist()
+
+    got, want = run(True), run(False)
+    assert got == want and got[0]["properties"] == [("", "")]
+
+
+@needs_native
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_amqp_messages(), min_size=1, max_size=4))
 def test_generated_amqp_messages(messages):
