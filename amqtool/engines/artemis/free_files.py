@@ -20,8 +20,9 @@ What a free file cannot do:
   whose record was deleted keeps its delete beside it. The exception: ``JournalImpl.load`` links no update to
   an add it did not read ("It's legal for this to be null"), so after a restart the file of such an update's
   delete can be freed and the update read live; if its add's file is still a free file, this reads as a
-  damaged header, but the journal is already CRITICAL ``missing-journal-file`` (live updates without their
-  add, verify's gap rule) without it;
+  damaged header, but the journal is CRITICAL ``missing-journal-file`` (live updates without their add,
+  verify's gap rule) without it: restart_orphans.py excuses a lone such orphan only when no add of a lower id
+  survives anywhere, dead ones in a free file included;
 * carry a fileID far above every other file's. ``JournalImpl.load`` sets ``nextFileID`` to the highest fileID
   or name number of its files (``JournalFilesRepository.calculateNextfileID``), and every id issued since
   (``generateFileID``) went to a file created (named after it) or re-initialised (which keeps it as its fileID),
