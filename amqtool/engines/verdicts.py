@@ -105,9 +105,15 @@ def describe(f: Finding) -> str:
 
 def refuse_unless_salvage(findings: list[Finding], salvage: bool, *, command: str, path: str | None,
                           remedy: str = "--salvage writes what survives and lists what it leaves out") -> None:
-    """Raise :class:`SourceCriticalError` when verify calls the source CRITICAL and ``salvage`` is not set.
+    """Raise :class:`SourceCriticalError` when verify calls the source CRITICAL and ``salvage`` is not set, and
+    :class:`SourceUnreadableError` when it is no store at all (``not-a-store``), even with ``salvage``.
     ``remedy``: what the message offers instead (``compact`` points to ``recover``: compaction drops what the
     damaged bytes held, which ``recover`` can still salvage)."""
+    # not a store (random bytes named like journal files): nothing to write from, salvaged or not
+    nothing = next((f for f in findings if f.severity is Severity.UNKNOWN and f.code == "not-a-store"), None)
+    if nothing is not None:
+        raise SourceUnreadableError(f"{command} refused: {describe(nothing)}; nothing was written", path=path,
+                                    findings=findings)
     if salvage:
         return
     crit = [f for f in findings if f.severity is Severity.CRITICAL]

@@ -311,3 +311,20 @@ def test_a_cut_before_the_checkpoint_is_judged_by_what_the_index_lost(kahadb_fix
     findings, _ = verify_store(detect(root))
     assert "kahadb-truncated-file" not in {f.code for f in findings}
     assert not [f for f in findings if f.severity is Severity.CRITICAL]
+
+
+@pytest.mark.parametrize("args", [["create", "--from", "{src}", "{out}"], ["create", "--from", "{src}", "{out}", "--salvage"],
+                                  ["export", "{src}", "-o", "{out}"]])
+def test_writing_commands_refuse_a_source_that_is_no_store(tmp_path, capsys, args):
+    # random bytes named db-1.log, nothing else: verify's UNKNOWN not-a-store; create --from migrated it into an
+    # empty Artemis store and exited 1 (salvaging nothing is still nothing)
+    from amqtool.commands.main import main
+
+    src = tmp_path / "random"
+    src.mkdir()
+    (src / "db-1.log").write_bytes(os.urandom(70000))
+    out = tmp_path / "out"
+    code = main([a.format(src=src, out=out) for a in args])
+    err = capsys.readouterr().err
+    assert code == 3 and not out.exists()
+    assert "not-a-store" in err and "nothing was written" in err and "Traceback" not in err
