@@ -27,6 +27,7 @@ decoding (queues, messages per queue) and ``--style artemis`` (``DescribeJournal
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -841,17 +842,14 @@ _LEFT_OUT_WHY = {"after-commit": "comes after its transaction's last COMMIT row"
                  "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId"}
 
 
-def _left_out_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
+def _left_out_findings(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
     """The records the load leaves out of their transaction (:class:`LeftOut`), each CRITICAL when what it
-    held is delivered differently without it (:func:`_what_it_governs`), else WARNING (a duplicate id, a
-    counter: nothing delivered changes)."""
+    held is delivered differently without it (:meth:`_Governs.what`; ``governs()``: the load's, built once on
+    first use), else WARNING (a duplicate id, a counter: nothing delivered changes)."""
     out: list[Finding] = []
-    judge = None
     for j in data.journals:
         for lo in j.left_out:
-            if judge is None:
-                judge = _Governs(data)
-            what = judge.what(j.kind, lo.record)
+            what = governs().what(j.kind, lo.record)
             rec = lo.record
             seq = lo.seq if lo.seq is not None else j.result.opened.seq_at.get(rec.body_offset)
             out.append(Finding(
@@ -863,42 +861,29 @@ def _left_out_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
     return out
 
 
-def _deleted_live(data: "ArtemisJdbcLoad") -> list[Finding]:
+def _deleted_live(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
     """``artemis-jdbc-delete-row`` for each DELETE row that removed an ADD (``TableLoad.deletes``). The broker
     deletes a record's rows instead of writing one (``JDBCJournalImpl``: a delete record removes the rows of
     its id), so the row is another one damaged into a DELETE, and the load drops the ADD it follows
     (``JDBCJournalLoaderCallback``). CRITICAL when that ADD was a message a queue still holds: an
     unacknowledged reference of it survives, or the row's own bytes are a reference (``RefEncoding``: one i64
     queue id) to a queue of the bindings that never acknowledged it (the row was that reference); a WARNING
-    otherwise (nothing delivered names the message)."""
-    from amqtool.engines.artemis.orphans import ACKNOWLEDGE_REF, ADD_REF, MESSAGE_TYPES, _queue_id
+    otherwise (nothing delivered names the message). ``governs()``: the load's :class:`_Governs` (its committed
+    references, acknowledgements and the bindings' queues)."""
+    from amqtool.engines.artemis.orphans import MESSAGE_TYPES
 
     out: list[Finding] = []
-    messages = data.result("messages")
-    pairs: tuple[set, set] | None = None
-    queues: set | None = None
     for j in data.journals:
         for seq, rid, utype, body in j.deletes:
             lost = None
             if j.kind == "messages" and utype in MESSAGE_TYPES:
-                if pairs is None:
-                    live = messages.live if messages is not None else ()
-                    pairs = ({(r.id, _queue_id(messages, r)) for r in live if r.user_record_type == ADD_REF},
-                             {(r.id, _queue_id(messages, r)) for r in live if r.user_record_type == ACKNOWLEDGE_REF})
-                refs, acks = pairs
-                pending = sorted(q for m, q in refs if m == rid and (m, q) not in acks)
+                g = governs()
+                pending = sorted(q for m, q in g.refs if m == rid and (m, q) not in g.acks)
                 if pending:
                     lost = f"queue(s) {', '.join(map(str, pending))} still reference it: message {rid} is lost"
                 elif len(body) == 8:
                     q = int.from_bytes(body, "big", signed=True)
-                    if queues is None:
-                        from amqtool.engines.artemis.paging import PagingJournalView
-
-                        view = PagingJournalView()
-                        if data.result("bindings") is not None:
-                            view.add_bindings(data.result("bindings"))
-                        queues = set(view.queue_address)
-                    if q in queues and (rid, q) not in acks:
+                    if q in g.view.queue_address and (rid, q) not in g.acks:
                         lost = (f"its bytes are a reference to queue {q}, which never acknowledged message {rid}: "
                                 "the row was that reference, and the message is lost")
             out.append(Finding(Severity.CRITICAL if lost else Severity.WARNING, "artemis-jdbc-delete-row",
@@ -1054,21 +1039,18 @@ class _Governs:
         return None
 
 
-def _prepared_null_type_findings(data: "ArtemisJdbcLoad") -> list[Finding]:
+def _prepared_null_type_findings(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
     """CRITICAL ``artemis-jdbc-null-user-type`` for a prepared transaction's row of NULL userRecordType (read
     as type 0, skipped by the load of the prepared transaction) whose bytes show what is lost with it
     (:meth:`_Governs.null_type_loss`: the transaction's page transaction record, whose paged messages are
     then skipped; a reference or acknowledgement). Rows naming a message are judged by the load
     (:func:`_null_prepared_loss`)."""
     out: list[Finding] = []
-    judge = None
     for j in data.journals:
         for lo in j.prepared_null_types:
             if j.kind != "messages":
                 continue
-            if judge is None:
-                judge = _Governs(data)
-            what = judge.null_type_loss(j.result.body(lo.record))
+            what = governs().null_type_loss(j.result.body(lo.record))
             if what:
                 out.append(Finding(Severity.CRITICAL, "artemis-jdbc-null-user-type",
                                    f"row id {lo.record.id} of prepared transaction {lo.tx_id} has a NULL "
@@ -1323,19 +1305,17 @@ def verify_load(store: ArtemisJdbcStore, data: "ArtemisJdbcLoad") -> tuple[list[
                                     f"transaction {tx.tx_id} has no commit, prepare or rollback row; the broker "
                                     f"rolls back its {len(tx.records)} record(s) at start", j.table, None,
                                     {"txId": tx.tx_id}))
-    findings += _left_out_findings(data)
-    findings += _deleted_live(data)
+    # what a record governs, read once on the first damage that needs it (the paging facts, the pages)
+    governs = functools.cache(lambda: _Governs(data))
+    findings += _left_out_findings(data, governs)
+    findings += _deleted_live(data, governs)
     findings += page_gap_findings(data.page_data, bindings, messages)
-    findings += _prepared_null_type_findings(data)
+    findings += _prepared_null_type_findings(data, governs)
     if messages is not None:
         findings += _prepared_orphan_findings(messages)
     ev_findings, unsure_acks = _evidence_findings(bindings, messages)
-    governs: list = []
-
     def retyped(rec: LiveRecord) -> str | None:
-        if not governs:
-            governs.append(_Governs(data))
-        return governs[0].retyped_loss(rec)
+        return governs().retyped_loss(rec)
 
     findings += _orphan_findings(messages, unsure_acks, retyped)
     findings += ev_findings
