@@ -324,6 +324,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         roles.update(ledger.roles(behind.start - 1, after))
         w.reordered = [x for x in behind if not roles.get(x)]
     ids = [*behind, *range(after + 1, before), *ahead]
+    low = behind.start - 1 if dup else after  # the ids counted lie above it
     paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in ids) else set()
     for x in ids:
         r = roles.get(x, set())
@@ -353,7 +354,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
                                                                + tx.records_to_delete) for tx in result.failed):
         gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
-                               set(_unaccounted(w, roles, paged, behind.start - 1 if dup else after, before)), before)
+                               set(_unaccounted(w, roles, paged, low, before)), before)
         if gone:
             w.rolled_back = sorted(gone)
             w.unaccounted = [x for x in w.unaccounted if x not in gone]
@@ -394,7 +395,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
         # other id of the window, so they are not set apart
         sharing = [tx for tx in here if tx.tx_id not in delivered_txs]
         if sharing and w.unaccounted_count:
-            owned = _owned(ledger, sharing, set(_unaccounted(w, roles, paged, behind.start - 1 if dup else after, before)), before)
+            owned = _owned(ledger, sharing, set(_unaccounted(w, roles, paged, low, before)), before)
             w.unowned_count = w.unaccounted_count - len(owned)
     return w
 
