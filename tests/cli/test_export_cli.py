@@ -164,17 +164,17 @@ def test_spark_engine_keeps_jvm_chatter_off_the_terminal(store, tmp_path):
 
 def test_refused_journal_file_is_reported_not_silently_empty(run_cli, tmp_path):
     # A lone file Artemis cannot read a header from (random bytes) is not a store: UNKNOWN, as verify says
-    # (issue 25 case 21; it was WARNING), never an empty store reported as OK.
+    # (issue 25 case 21; it was WARNING), never an empty store reported as OK; and nothing to export from, so
+    # the export is refused and writes nothing (it wrote an empty export before)
     journal = tmp_path / "journal"
     journal.mkdir()
     (journal / "activemq-data-1.amq").write_bytes(bytes(range(256)) * 300)
     code, out, err = run_cli("export", journal, "-o", tmp_path / "out", "--format", "jsonl", "--engine", "local",
                              "--report", "json")
     doc = json.loads(out)
-    assert code == 3 and doc["verdict"] == "UNKNOWN" and doc["rows"] == 0
-    (finding,) = doc["findings"]
-    assert finding["code"] == "not-a-store" and "activemq-data-1.amq" in finding["message"]
-    assert "journal format version" in finding["message"]
+    assert code == 3 and doc["verdict"] == "UNKNOWN" and not (tmp_path / "out").exists()
+    assert "not-a-store" in doc["error"] and "activemq-data-1.amq" in doc["error"]
+    assert "journal format version" in doc["error"] and "nothing was written" in doc["error"]
     code, out, _ = run_cli("verify", journal, "--format", "json")
     assert code == 3 and [f["code"] for f in json.loads(out)["findings"]] == ["not-a-store"]
 
