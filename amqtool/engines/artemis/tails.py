@@ -511,21 +511,29 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     """
     if ledger is None or finding.code != "damaged-tail":
         return finding
+    from amqtool.engines.artemis.lost_ack import lost_ack
     from amqtool.engines.artemis.lost_binding import lost_binding
 
     binding = lost_binding(finding, ledger, result, index, first)
     if binding is not None:
         return binding  # the bindings journal: the damaged record's own head names a binding lost there
-    w = lost_window(ledger, result, index, first, evidence)
     details = dict(finding.details)
+    # today's message up to its reasoning about the cause, which the evidence replaces
+    head = finding.message.split(": it was truncated")[0].split(", which leaves")[0].split(" (what a crash")[0]
+    ack = lost_ack(result.opened, index, first, evidence)
+    if ack is not None:
+        details["lostAck"] = {"recordType": ack.record_type, "messageId": ack.message, "queueId": ack.queue,
+                              "txId": ack.tx_id}
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
+                       f"whose header survives, is {ack.describe()}, which the load still holds: the broker consumed "
+                       f"it before the damage and will deliver it again", finding.path, finding.offset, details)
+    w = lost_window(ledger, result, index, first, evidence)
     if w is None:
         details["lostIds"] = None
         return Finding(finding.severity, finding.code, finding.message + "; no window of ids bounds what the lost "
                        "records carried (no new record after them, or a restart's jump in the ids), so what they "
                        "held cannot be told", finding.path, finding.offset, details)
     details["lostIds"] = w.to_json()
-    # today's message up to its reasoning about the cause, which the window replaces
-    head = finding.message.split(": it was truncated")[0].split(", which leaves")[0].split(" (what a crash")[0]
     span = f"ids {w.after + 1}..{w.before - 1}" if w.size > 0 else "no new id"
     if w.reordered:
         span += f", and {', '.join(map(str, w.reordered))} written after its duplicate-id record"

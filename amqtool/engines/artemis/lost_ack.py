@@ -1,0 +1,112 @@
+"""An acknowledgement or delete lost at a damaged end, named by the damaged record's own header (issue 25).
+
+The records lost at the damaged end of a file the broker moved on from carry no trace a window of new ids can
+show when they are acknowledgements (ACKNOWLEDGE_REF updates) or DELETEs of older messages: the message they
+consumed is then live again at load, and the broker delivers it a second time (``tails.py`` can only say
+that such records "cannot be seen"). But the first of them is often only partly damaged -- a cut inside it,
+a zeroed range starting past its header -- and its header survives: record type, this file's tag, the
+message id and, for an update, its user record type and the queue id of its body.
+
+Such a header is a record this use of the file wrote whole: the tag is the file's, and a file the broker
+moved on from holds no torn record (a restart goes on writing at the end of the last valid record of the
+newest file, ``JournalImpl.setUpCurrentFile``, over any torn one). So when it is
+
+* a DELETE of a message the load still holds (``JournalImpl`` deletes a record only once: the broker's
+  ``deleteMessage`` after its last reference was acknowledged), or
+* an ACKNOWLEDGE_REF update of such a message on a queue it still has a reference on (its queue id read,
+  when the damage left it; else any of its references), or
+* either of them in a transaction whose COMMIT survives in a later file (``JournalImpl.load`` applies a
+  committed transaction's surviving records and ignores its lost ones),
+
+the broker consumed that message before the damage, and loads it again: a proven loss ("back"). A delivery
+count update proves nothing (the broker writes one when a delivery is cancelled, and the message stays).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+_UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE, _COMMIT = 12, 14, 15, 16, 18
+
+
+@dataclass(frozen=True)
+class LostAck:
+    """The consuming record whose header survives at a damaged end: its type, the message, the queue (None when
+    the damage took it, or for a DELETE), and the transaction (-1: none) whose COMMIT survives."""
+
+    record_type: int
+    message: int
+    queue: int | None
+    tx_id: int = -1
+
+    def describe(self) -> str:
+        what = (f"an acknowledgement of message {self.message}"
+                + (f" on queue {self.queue}" if self.queue is not None else "")
+                if self.record_type in (_UPDATE, _UPDATE_TX) else f"the DELETE of message {self.message}")
+        if self.tx_id >= 0:
+            what += f" in transaction {self.tx_id}, whose COMMIT survives"
+        return what
+
+
+def _header(buf: bytes, tag: int, version: int):
+    """(type, tx id or -1, id, user record type or None, queue id or None) of a consuming record's header that
+    ``buf`` (the damaged bytes from the record's start) still holds whole, else None."""
+    if len(buf) < 5 or buf[0] not in (_UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE):
+        return None
+    if int.from_bytes(buf[1:5], "big", signed=True) != tag:
+        return None
+    t, p = buf[0], 5 + (version >= 2)
+    tx = -1
+    if t in (_UPDATE_TX, _DELETE_TX):
+        if len(buf) < p + 8:
+            return None
+        tx = int.from_bytes(buf[p:p + 8], "big", signed=True)
+        p += 8
+    if len(buf) < p + 8:
+        return None
+    rid = int.from_bytes(buf[p:p + 8], "big", signed=True)
+    p += 8
+    if t in (_DELETE, _DELETE_TX):
+        return t, tx, rid, None, None
+    if len(buf) < p + 5:
+        return None  # the user record type is gone: what the update was cannot be told
+    size = int.from_bytes(buf[p:p + 4], "big", signed=True)
+    utype = buf[p + 4]
+    p += 5
+    queue = int.from_bytes(buf[p:p + 8], "big", signed=True) if size == 8 and len(buf) >= p + 8 else None
+    return t, tx, rid, utype, queue
+
+
+def _committed_after(opened, index: int, tx_id: int) -> bool:
+    from amqtool.engines.artemis.tails import _records
+
+    return any(t == _COMMIT and tx == tx_id for fi in range(index + 1, len(opened.files))
+               for t, _off, _rid, tx, _u in _records(opened, fi))
+
+
+def lost_ack(opened, index: int, first: int, evidence) -> LostAck | None:
+    """The acknowledgement or DELETE of a message the load still delivers whose header survives at ``first``,
+    the start of the damaged end of message-journal file ``index`` (see the module's contract), else None."""
+    if evidence is None or opened.journal.kind != "messages":
+        return None
+    jf = opened.files[index]
+    try:
+        buf = opened.pread(index, first, 40)
+    except OSError:
+        return None
+    head = _header(buf, jf.tag, jf.version)
+    if head is None:
+        return None
+    t, tx, mid, utype, queue = head
+    if mid not in evidence.messages:
+        return None
+    held = {q for q in evidence.refs.get(mid, ()) if (mid, q) not in evidence.acked}
+    if t in (_UPDATE, _UPDATE_TX):
+        if utype != R.ACKNOWLEDGE_REF or not held or (queue is not None and queue not in held):
+            return None
+    elif not held:
+        return None
+    if tx >= 0 and not _committed_after(opened, index, tx):
+        return None  # an open or rolled-back transaction's: discarded with it anyway
+    return LostAck(t, mid, queue if t in (_UPDATE, _UPDATE_TX) else None, tx)
