@@ -274,6 +274,22 @@ def damaged_head(opened, index: int, first: int) -> tuple[int, int, int, int] | 
     return t, tx, rid, head[p]
 
 
+def damaged_tx(opened, index: int, first: int) -> int | None:
+    """The transaction id in the header of the damaged record at ``first`` of file ``index`` when that header
+    is a transactional record's (ADD_TX, UPDATE_TX, DELETE_TX, PREPARE, COMMIT, ROLLBACK: the id follows the
+    type, the file's tag and, from format version 2, the compact count) carrying this file's tag; else None."""
+    jf = opened.files[index]
+    p = 5 + (jf.version >= 2)
+    try:
+        head = opened.pread(index, first, p + 8)
+    except OSError:
+        return None
+    if len(head) < p + 8 or head[0] not in _TX or int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
+        return None
+    tx = int.from_bytes(head[p:p + 8], "big", signed=True)
+    return tx if tx >= 0 else None
+
+
 def _unaccounted(w: Window, roles: dict, paged: set, after: int, before: int):
     """Every id of the window no surviving record carries (``w.unaccounted`` keeps the first 100 only)."""
     if w.unaccounted_count == len(w.unaccounted):
@@ -323,6 +339,11 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     if dup:
         roles.update(ledger.roles(behind.start - 1, after))
         w.reordered = [x for x in behind if not roles.get(x)]
+    # the damaged record's own header, when it carries this file's tag, names the transaction it was written in:
+    # that id is a transaction's (TransactionImpl takes its id from the generator), not a record lost there
+    own_tx = damaged_tx(result.opened, index, first)
+    if own_tx is not None:
+        roles.setdefault(own_tx, set()).add("tx")
     ids = [*behind, *range(after + 1, before), *ahead]
     low = behind.start - 1 if dup else after  # the ids counted lie above it
     paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in ids) else set()
