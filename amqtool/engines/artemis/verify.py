@@ -206,6 +206,7 @@ class _GapInspector:
         from amqtool.engines.artemis.evidence import (
             HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, ended_tx_ids, reconstruct,
             rolled_back_ids, strayed_records, transaction_records)
+        from amqtool.engines.artemis.bindings_run import no_binding_change
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -296,6 +297,13 @@ class _GapInspector:
                    if rec is None and region and self.kind == "messages" else None)
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
                 self.findings.append(run)
+                continue
+            why = (no_binding_change(region, first, off, self.result, evidence)
+                   if effect != HARMLESS and region and self.kind == "bindings" else None)
+            if why is not None:  # too few bytes for a binding transaction (bindings_run.py)
+                self.findings.append(Finding(
+                    Severity.WARNING, "damaged-record", f"{off - first} damaged byte(s) followed by valid records "
+                    f"(the broker skips them and goes on): {why}", path, first, {"nextValidRecord": off}))
                 continue
             if effect == HARMLESS:
                 self.findings.append(Finding(

@@ -1,0 +1,65 @@
+"""Damaged bytes inside a bindings journal file too few to have held a binding change (bindings_run.py), on the
+public broker-written bindings journals (../shared/fixtures/artemis/public).
+
+Fault campaign seed 8501 (public stores, 60 faults a store): 64 zeroed bytes among the id-counter records every
+restart leaves (an ADD of the new counter, a DELETE of the old) were "at least one record was lost here",
+CRITICAL, in three of six misses, while the broker loads the same queues and addresses: the broker writes
+bindings only in transactions, and the bytes left no room for one."""
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.model import Fault
+from tests.support import PUBLIC, PUBLIC_JOURNALS
+
+pytestmark = pytest.mark.skipif(not PUBLIC_JOURNALS, reason="public fixtures absent")
+
+FILE = "bindings/activemq-bindings-1.bindings"
+
+
+def _judged(store, fault):
+    from tests.faults.runner import Campaign
+
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.store.layout import detect
+
+    with Campaign(store.name, store) as c:
+        outcome = c.judge(fault)
+        undo = fault.apply(c.root)
+        try:
+            found = [f for f in verify_store(detect(c.root)).findings if f.code == "damaged-record"]
+        finally:
+            undo()
+    return outcome, found
+
+
+@pytest.mark.parametrize("repo, offset", [("Mhwwww__ShutPub", 931), ("RobertFloor__packer-docker-ansible", 751),
+                                          ("RobertFloor__packer-docker-ansible", 769)])
+def test_zeros_among_id_counter_records_lose_no_binding(repo, offset):
+    outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, 64, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
+    assert found.severity.name == "WARNING" and "smallest binding transaction" in found.message
+
+
+def test_a_whole_binding_transaction_zeroed_is_a_loss():
+    # 16 zeros at the end of a DELETE_TX and into its COMMIT: the region is the two records (52 bytes), and the
+    # COMMIT's trailing size word survives -- a record of a binding transaction's length, not set aside
+    store = PUBLIC / "ColdGold1__sfg-jms" / "data"
+    outcome, (found,) = _judged(store, Fault("zero", FILE, 3844, 16, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL" and found.offset == 3820
+
+
+def test_the_smallest_binding_transaction_is_a_delete_and_its_commit():
+    from amqtool.engines.artemis.bindings_run import smallest_binding_tx
+
+    assert (smallest_binding_tx(2), smallest_binding_tx(1)) == (30 + 22, 29 + 21)
+
+
+def test_a_commit_zeroed_leaves_its_binding_transaction_open():
+    # the 22 bytes of a COMMIT (its type byte and part of its tag left) are fewer than a binding transaction, but
+    # the DELETE_TX before it is left open: the broker discards it, and the queue it deleted comes back
+    store = PUBLIC / "ColdGold1__sfg-jms" / "data"
+    outcome, (found,) = _judged(store, Fault("zero", FILE, 3852, 20, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL" and found.offset == 3850
