@@ -420,7 +420,7 @@ def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> De
     from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
-    nothing = Delivered(frozenset(), Counter(), frozenset())
+    nothing = Delivered(frozenset(), Counter(), frozenset(), refused=True)
     if loaded is not None:
         store, loads = loaded[0], loaded[1]
         if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
@@ -451,7 +451,7 @@ def _delivered_of(store, loads: dict, message_rows=None) -> Delivered:
     from amqtool.engines.export.model import ExportOptions
     from amqtool.errors import AmqtoolError
 
-    nothing = Delivered(frozenset(), Counter(), frozenset())
+    nothing = Delivered(frozenset(), Counter(), frozenset(), refused=True)
     rows: Counter = Counter()
     content = set()
     try:

@@ -17,7 +17,9 @@ equal to the brokers'. :func:`expected` is the rule of issue 25:
   unwritten; never a flipped bit, nor a zeroed run ending inside a block before written bytes): WARNING
   (not when the broker refuses to start on a whole record there that does not decode: no crash leaves one);
 * ``loss``: anything else the broker loses or brings back (acknowledged messages), when the damaged store
-  proves it damaged: CRITICAL;
+  proves it damaged, and a store the broker does not start on (JournalImpl refuses a file's header, a record
+  its load decodes does not decode) when it started on the pristine one, even if that held no message or
+  queue: nothing can use the broker until the store is mended: CRITICAL;
 * ``no-store``: nothing recognisable as a store is left at the path (the fault deleted the only journal
   directory: a bindings directory committed alone, its data directory now empty): ``verify`` can check nothing
   there and says so, UNKNOWN (man/amqtool-verify.1, exit status 3: "nothing recognisable at PATH"; DESIGN.md:
@@ -160,7 +162,15 @@ class Delivered:
     # True: the broker does not start because a whole record its load decodes does not decode (nothing is
     # delivered); a crash tears a record's end, which the scan stops at, so this is never a torn tail
     undecodable: bool = False
+    # True: the broker does not start because JournalImpl refuses a journal file (a header of another format or
+    # user version, a file it cannot read: readFileHeader, orderFiles) or the load throws (nothing is delivered)
+    refused: bool = False
     caches: Counter = field(default_factory=Counter)  # (cache kind, record id, state) -> count
+
+    @property
+    def starts(self) -> bool:
+        """Whether the broker starts on the store."""
+        return not (self.undecodable or self.refused)
 
     def held(self) -> Counter:
         """The rows and the cache entries (their keys never coincide: a row's queue is an id, a cache's kind a
@@ -201,10 +211,14 @@ def classify(pristine: Delivered, damaged: Delivered, torn_ok: Callable[[dict], 
     only, while the store is damaged); ``moved``: rows that only moved to another message id are content
     (the Artemis harness: a message id nothing refers to)."""
     d = pristine.diff(damaged)
+    if not damaged.detected:
+        return GONE, d  # nothing left to judge (see the module docstring), whatever the pristine store held
+    if pristine.starts and not damaged.starts:
+        # the broker does not start: it delivers nothing and accepts nothing until the store is mended, even
+        # when the pristine store held no message or queue (no crash refuses a store: see ``undecodable``)
+        return LOSS, d
     if not d["bindings"] and (not d["lost"] and not d["back"] or moved and _moved(pristine, damaged)):
         return (CONTENT if d["content"] else SAME), d
-    if not damaged.detected:
-        return GONE, d  # nothing left to judge (see the module docstring)
     if torn_ok(d) and not damaged.undecodable:
         # a crash's tail that left no trace (the last writes cut exactly at a record's start, the rest the fill)
         # reads as a store the broker wrote: no reader can warn of it

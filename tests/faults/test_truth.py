@@ -186,3 +186,50 @@ def test_a_torn_tail_that_leaves_no_trace_is_unproven():
     assert classify(pristine, damaged, lambda d: True, lambda: False)[0] == UNPROVEN
     assert classify(pristine, damaged, lambda d: True, lambda: True)[0] == TORN
     assert classify(pristine, damaged, lambda d: True)[0] == TORN  # no oracle (other store kinds)
+
+
+def test_a_store_the_broker_does_not_start_on_is_a_loss_even_when_it_held_nothing():
+    # A public bindings journal of two id counters and no queue (benemon/amq-publisher-plugin, campaign seed
+    # 8703): one bit of a file's userVersion flipped, and real JournalImpl refuses the journal ("AMQ149001:
+    # Journal data belong to a different version"), so the broker does not start. The truth compared what an
+    # empty broker delivers with what a broker that does not start delivers, nothing either way, and said
+    # "same" against verify's CRITICAL user-version-mismatch.
+    from collections import Counter
+
+    from tests.faults.model import LOSS, SAME, Delivered, classify
+
+    empty = Delivered(frozenset(), Counter(), frozenset())
+    assert classify(empty, Delivered(frozenset(), Counter(), frozenset(), refused=True), lambda d: False)[0] == LOSS
+    assert classify(empty, Delivered(frozenset(), Counter(), frozenset(), undecodable=True),
+                    lambda d: False)[0] == LOSS
+    # a store the broker already refused stays what it was
+    refused = Delivered(frozenset(), Counter(), frozenset(), refused=True)
+    assert classify(refused, refused, lambda d: False)[0] == SAME
+
+
+@pytest.mark.parametrize("offset, code", [(6, "user-version-mismatch"), (3, "bad-header-version")])
+def test_a_refused_header_of_an_empty_broker_store(tmp_path, run_cli, offset, code):
+    # the same on a broker's first-start journals (amqtool create, as Artemis pre-creates them)
+    from tests.faults.model import LOSS, Fault
+    from tests.faults.runner import Campaign
+
+    root = tmp_path / "broker"
+    for kind in ("bindings", "messages"):
+        assert run_cli("create", str(root / ("bindings" if kind == "bindings" else "journal")), "--kind", kind)[0] == 0
+    with Campaign("empty", root) as c:
+        first = sorted(f.rel for f in c.sites.journals["bindings"])[0]
+        outcome = c.judge(Fault("flip", first, offset, 4, label="file header"))
+        assert (outcome.truth, outcome.verdict, outcome.codes) == (LOSS, "CRITICAL", (code,))
+
+
+def test_a_store_whose_only_journal_is_deleted_is_no_store(tmp_path, run_cli):
+    # the bindings directory of a public store committed alone, deleted (campaign seed 8703): nothing is left to
+    # judge, and verify says so (UNKNOWN); the truth said "same", as an empty broker delivers nothing either
+    from tests.faults.model import GONE, Fault
+    from tests.faults.runner import Campaign
+
+    root = tmp_path / "broker"
+    assert run_cli("create", str(root / "bindings"), "--kind", "bindings")[0] == 0
+    with Campaign("bindings-only", root) as c:
+        outcome = c.judge(Fault("delete", "bindings", label="file"))
+    assert (outcome.truth, outcome.verdict) == (GONE, "UNKNOWN")
