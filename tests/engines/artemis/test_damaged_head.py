@@ -1,0 +1,102 @@
+"""What the surviving header of the first record a damaged end took still tells (lost_ack.py, tails.damaged_tx).
+
+* **An acknowledgement (lost_ack.py).** In the campaign's demo-s1, activemq-data-15.amq ends with a burst of
+  consumption: ACKNOWLEDGE_REF updates and DELETEs of older messages, whose loss brings those messages back, while
+  no new id is issued there. Cut inside message 529's acknowledgement (at 65166), the window of new ids is empty
+  and verify called the cut a warning ("acknowledgements or deletes of older messages written there carry no new
+  id and cannot be seen"), while the broker delivers five consumed messages again. The cut record's own header
+  names the acknowledgement.
+* **A transaction id (tails.damaged_tx).** make fuzz seed 8302 (demo-s4, fault 8302027906009126):
+  activemq-data-7.amq cut at 24973, 62 bytes into the ADD_TX at 24909 that opens transaction 250 (messages
+  251-253, all deleted since). The window of ids the lost records may have carried was 250..256, every one
+  accounted for (deleted since) but 250, the transaction's own id, which no surviving record carries: verify
+  called the cut CRITICAL, while the broker delivers exactly what it did. The cut record's header names
+  transaction 250."""
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.model import Fault
+
+DEMO_S1_FILE = "data/journal/activemq-data-15.amq"
+ACK_529 = 65166  # UPDATE, ACKNOWLEDGE_REF of message 529 (31 bytes), then its DELETE
+ACK_373_TX = 65393  # UPDATE_TX, ACKNOWLEDGE_REF of message 373 in transaction 562, whose COMMIT follows it
+DEMO_S4_FILE = "data/journal/activemq-data-7.amq"
+
+
+def _campaign(tmp_path_factory, seed: int):
+    from tests.faults.runner import Campaign
+    from tests.faults.stores import campaign_demo
+
+    return Campaign(f"demo-s{seed}", campaign_demo(tmp_path_factory.mktemp("demo") / f"demo-s{seed}", seed))
+
+
+@pytest.fixture(scope="module")
+def demo_s1(tmp_path_factory):
+    with _campaign(tmp_path_factory, 1) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def demo_s4(tmp_path_factory):
+    with _campaign(tmp_path_factory, 4) as c:
+        yield c
+
+
+def _cut(campaign, path: str, cut: int):
+    """(outcome, the damaged-tail finding) of ``path`` truncated at ``cut``."""
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.store.layout import detect
+
+    fault = Fault("truncate", path, cut, label="truncation")
+    outcome = campaign.judge(fault)
+    undo = fault.apply(campaign.root)
+    try:
+        (tail,) = [f for f in verify_store(detect(campaign.root)).findings if f.code == "damaged-tail"]
+    finally:
+        undo()
+    return outcome, tail
+
+
+@pytest.mark.parametrize("cut, queue", [(ACK_529 + 19, None), (ACK_529 + 27, True)])
+def test_an_acknowledgement_whose_header_survives_proves_the_loss(demo_s1, cut, queue):
+    # 19 bytes keep the header up to the user record type; 27 the queue id of the body too
+    outcome, tail = _cut(demo_s1, DEMO_S1_FILE, cut)
+    assert (outcome.truth, outcome.diff["back"]) == ("loss", 5)
+    assert (outcome.verdict, tail.severity.name) == ("CRITICAL", "CRITICAL")
+    ack = tail.details["lostAck"]
+    assert (ack["recordType"], ack["messageId"], ack["txId"]) == (12, 529, -1)
+    assert (ack["queueId"] is not None) is bool(queue)
+
+
+def test_an_open_transactions_acknowledgement_proves_nothing(demo_s1):
+    # transaction 562's COMMIT was lost with it: the broker discards its acknowledgements anyway
+    outcome, tail = _cut(demo_s1, DEMO_S1_FILE, ACK_373_TX + 27)
+    assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
+    assert "lostAck" not in tail.details
+
+
+def test_a_delete_of_a_message_acknowledged_everywhere_proves_nothing(demo_s1):
+    # message 337's DELETE (65112) follows its acknowledgement in committed transaction 561: the broker deletes
+    # a message with no reference left at load (loadMessageJournal), so losing that DELETE costs nothing by
+    # itself -- the five acknowledgements lost after it do, which no header shows
+    outcome, tail = _cut(demo_s1, DEMO_S1_FILE, 65112 + 14)
+    assert outcome.truth == "loss"
+    assert "lostAck" not in tail.details
+
+
+def test_the_cut_records_transaction_id_is_accounted_for(demo_s4):
+    outcome, tail = _cut(demo_s4, DEMO_S4_FILE, 24973)
+    assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
+    ids = tail.details["lostIds"]
+    assert (ids["idsAfter"], ids["idsBefore"], ids["unaccountedCount"]) == (249, 257, 0)
+    assert ids["deletedIds"] == [251, 252, 253, 254, 256]
+
+
+def test_a_header_cut_before_its_transaction_id_names_none(demo_s4):
+    # 10 bytes keep the type, the tag and one byte of the id: the transaction cannot be named, and 250 stays
+    # unaccounted for (the cut is judged by the odds, CRITICAL, as before)
+    outcome, tail = _cut(demo_s4, DEMO_S4_FILE, 24909 + 10)
+    assert outcome.truth == "same"
+    assert tail.details["lostIds"]["unaccountedIds"] == [250]
+    assert tail.severity.name == "CRITICAL"
