@@ -548,6 +548,22 @@ def test_manifest_cut_before_its_version_is_critical(capsys, tmp_path, case):
     assert "no next-file, log-number, last-sequence entry" in json.dumps(doc)
 
 
+def test_manifest_cut_inside_the_edit_adding_the_table_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index, seed 8333565: loss judged OK): a flipped bit in the length of the
+    MANIFEST's last record, the edit adding table 000005.sst, makes it run past the end of the file. LevelDB
+    drops it silently and opens an index without that table: the 31 messages and 7 destinations it held are
+    gone for the broker, which replays the log only from the snapshot's position. A snapshot is copied with
+    compactions suspended (``LevelDBClient.snapshotIndex``), so no crash leaves its MANIFEST cut: CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index/store", tmp_path / "store")
+    flip_byte(store / "0000000000018045.index" / "MANIFEST-000002", 55, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "critical"
+    assert any("the MANIFEST ends inside a record" in f["message"] and "added or deleted tables" in f["message"]
+               for f in doc["findings"])
+
+
 def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
     """Fault campaign miss (gc, seed 27000206): a flipped byte in a snappy-compressed SST block that no longer
     decompresses. LevelDB's iterators skip the block; the index separators bound its keys, none of which is a
