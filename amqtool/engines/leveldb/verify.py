@@ -778,7 +778,9 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         unknown_drop = any(keys is None for keys in dropped)
         for keys in dropped:
             doubtful = doubtful | (keys or set())
-        skipped = list(ddb.unread_ranges.values())
+        # (and a block read whose checksum fails: a deletion it held may read as something else, and the older
+        # version it hid shows through, as for a block LevelDB skips)
+        skipped = list(ddb.unread_ranges.values()) + list(ddb.suspect_ranges.values())
         # (likewise the key range of a table that cannot be read at all: its index block, say)
         tables = list(ddb.unread_tables.values())
         for k, v in ddb.data.items():
