@@ -12,8 +12,9 @@ index, checkpointed before them, does not hold them). A walk that throws or meet
 load is ``kahadb-recovery-stops``; this is the walk that gets through but replays less.
 
 What the rest of verify takes as replayed is every record of a batch that checks out after ``lastUpdate``
-(after_acks.replayed_commands). :func:`skipped_effect` replays both onto the index's live messages, as
-``process`` does (an ADD makes its message live, a REMOVE takes it out, or acknowledges it for its
+(after_acks.replayed_commands); those the walk does not return are the skipped ones. :func:`skipped_effect`
+replays the walk's records, and the same with the skipped ones put back in file order, onto the index's live
+messages, as ``process`` does (an ADD makes its message live, a REMOVE takes it out, or acknowledges it for its
 subscription; a transaction's operations at its COMMIT, none at its ROLLBACK), and names the messages whose
 state differs. Skipped records that change nothing (the ack-map record, an ADD with its REMOVE) are no
 finding.
@@ -37,11 +38,13 @@ def skipped_effect(d, last_update: tuple, walked: list) -> tuple[int, list]:
     # (decoding is most of the cost: only when something is skipped)
     if all((fid, off) in seen for fid, off, _ in replayed_commands(d, last_update, _KINDS, decode=False)):
         return 0, []
-    expected = list(replayed_commands(d, last_update, _KINDS))
-    skipped = [(fid, off) for fid, off, _cmd in expected if (fid, off) not in seen]
+    skipped = [r for r in replayed_commands(d, last_update, _KINDS) if (r[0], r[1]) not in seen]
+    walked = [r for r in walked if int(r[2].type) in _KINDS]
     live = {(k, m.message_id) for k, dest in (d.indexed or {}).items() for m in dest.messages}
-    a = _replay(live, [cmd for _f, _o, cmd in expected])
-    b = _replay(live, [cmd for _f, _o, cmd in walked if int(cmd.type) in _KINDS])
+    # the walk as it goes, against the same walk with the records it stepped over put back in file order (what
+    # it replays of a damaged batch of an older file is another finding's: only the skip is judged here)
+    a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
+    b = _replay(live, [cmd for _f, _o, cmd in walked])
     return len(skipped), sorted({x[:2] for x in a ^ b})
 
 

@@ -282,6 +282,19 @@ def test_a_checkpoint_on_its_own_record_skips_nothing(tmp_path):
     assert skipped_effect(d, lu, walked) == (0, [])
 
 
+def test_what_the_walk_replays_of_a_damaged_batch_is_not_a_skip(tmp_path):
+    # f5-kill (lastUpdate 4:47110): a flipped bit in the length of a record of db-5.log, an older file after the
+    # checkpoint. The walk replays that batch record by record and steps from the damaged length over the
+    # records after it; what it replays of the damaged batch is not what the batches that check out hold, and
+    # that is the checksum finding's to judge. Put back, the records it stepped over change nothing (the
+    # harness's truth: same): no kahadb-replay-skips (campaign seed 8323, f9-kill-16k 83239000205, the same)
+    root = tmp_path / "kahadb"
+    shutil.copytree(KILLED, root)
+    _flip(root, "db-5.log", 54110 + 3, 0x01)
+    verdict, codes = _verdict(root)
+    assert "kahadb-replay-skips" not in codes and "kahadb-checksum-mismatch" in codes
+
+
 def test_journal_files_swapped_after_the_checkpoint_bring_acked_messages_back(tmp_path):
     # campaign seeds 7201 and 7202 (f5-kill db-7 <-> db-9, f9-kill-16k, f8-mkahadb-kill: 4 loss/WARNING):
     # swapped files after the checkpoint replay acks before the sends they acknowledge; the broker's replay
