@@ -173,3 +173,40 @@ def test_an_older_file_cut_after_a_batch_is_latent_damage(tmp_path):
     assert (o.fault.kind, o.fault.path, o.fault.offset) == ("truncate", "db-11.log", 124321)
     assert (o.truth, o.verdict) == (LATENT, "WARNING")
     assert o.codes == ("kahadb-rebuild-would-differ", "kahadb-truncated-file")
+
+
+F12 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f12-subs-kill"
+
+
+def test_a_subscription_is_handed_only_what_its_selector_matches():
+    # f12-subs-kill (a real 5.17 broker, SIGKILLed): durable subscription none's selector color='purple' matches
+    # none of the 52 topic messages the store keeps pending for it (the broker stores a topic message for every
+    # subscription while it is offline). Restarted on a copy, the broker hands it none of them
+    # (TopicStorePrefetch.recoverMessage: subscription.matches): broker-delivered.json. The truth counted all 52
+    import json
+
+    from tests.faults.kahadb import _id_of, delivered
+
+    broker = json.loads((F12 / "broker-delivered.json").read_text())["pristine"]
+    state = delivered(F12 / "kahadb")["kahadb"]
+    got = {sk: sorted(_id_of(x) for x in v) for (_k, sk), v in state["subs"].items()}
+    got.update({"/queue/" + k.split(":", 1)[1]: sorted(_id_of(x) for x in v) for k, v in state["dests"].items()
+                if k.startswith("0:")})
+    assert got == broker and got["f12-none:none"] == [] and len(got["f12-all:all"]) == 75
+
+
+def test_an_index_rebuilt_where_a_selector_matches_nothing_delivers_the_same(tmp_path):
+    # campaign seed 8343 (f12-subs-kill: 23 loss/WARNING and one loss/OK, db.data deleted or unreadable): the
+    # broker rebuilds the index from the journal and hands every subscription what it did before
+    # (broker-delivered.json, "db.data deleted"); the truth read a loss from subscription none's unfiltered
+    # pending messages and from the topic's own list, which no one is handed
+    from tests.faults.kahadb import classify
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    undo = Fault("delete", "db.data").apply(c.root)
+    try:
+        assert classify(c.pristine_delivered, c.pristine_rebuilt, c.root) == SAME
+    finally:
+        undo()
+    assert c.run_one(83430000138).truth == SAME  # the campaign's draw of that fault
