@@ -210,3 +210,14 @@ def test_an_index_rebuilt_where_a_selector_matches_nothing_delivers_the_same(tmp
     finally:
         undo()
     assert c.run_one(83430000138).truth == SAME  # the campaign's draw of that fault
+
+
+def test_damage_to_a_message_no_selector_matches_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000456: db-1.log@1088 ^0x5f, same judged CRITICAL): the batch holds a
+    # topic message subscription all acknowledged; it is still pending for subscription none, whose selector
+    # color = 'purple' does not match it, so the broker never hands it out (broker-delivered.json) and never
+    # reads the record: a checksum mismatch no consumer meets, WARNING (amqtool/engines/kahadb/unhanded.py)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(83430000456)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-1.log", 1088, 0x5f)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
