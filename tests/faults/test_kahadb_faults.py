@@ -221,3 +221,35 @@ def test_damage_to_a_message_no_selector_matches_is_latent(tmp_path):
     o = c.run_one(83430000456)
     assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-1.log", 1088, 0x5f)
     assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+F13 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f13-mkahadb-topics-kill"
+
+
+def test_the_truth_of_an_mkahadb_store_with_selectors_is_what_the_broker_hands_out():
+    # f13-mkahadb-topics-kill (a real 5.17 broker, SIGKILLed right after a transaction across its topic and
+    # queue stores): restarted on a copy, the broker hands each queue and durable subscription (one with the
+    # selector color = 'blue') exactly what the truth's loaders say (broker-delivered.json)
+    import json
+
+    from tests.faults.kahadb import _id_of, delivered
+
+    broker = json.loads((F13 / "broker-delivered.json").read_text())["pristine"]
+    got = {}
+    for state in delivered(F13 / "mkahadb").values():
+        got.update({sk: sorted(_id_of(x) for x in v) for (_k, sk), v in state["subs"].items()})
+        got.update({"/queue/" + k.split(":", 1)[1]: sorted(_id_of(x) for x in v)
+                    for k, v in state["dests"].items() if k.startswith("0:")})
+    assert got == broker
+
+
+def test_a_checkpoint_moved_past_the_newest_files_records_is_judged_from_the_checkpoint_records(tmp_path):
+    # campaign seed 8343 (f13, 83431000126: the topic store's page 0 lastUpdate 6:1152 flipped to 6:9344, in
+    # the zeros after the newest file's records; loss judged WARNING): the broker's walk reads a zero header
+    # there, moves to the next file, finds none and replays nothing, so the cross-store transaction committed
+    # after the checkpoint is lost. The checkpoint's own records (producer audit 6:365, ack map 6:1152) are
+    # written just before lastUpdate: judged from 6:1152, the skip loses two topic messages (CRITICAL)
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    o = c.run_one(83431000126)
+    assert o.fault.path.endswith("/db.data") and (o.fault.offset, o.fault.length) == (4136, 0x20)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-replay-skips" in o.codes

@@ -27,18 +27,29 @@ from amqtool.engines.kahadb.after_acks import replayed_commands
 
 _KINDS = (int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE), int(EntryType.COMMIT),
           int(EntryType.ROLLBACK))
+_ANY = frozenset(range(256))
 
 
-def skipped_effect(d, last_update: tuple, walked: list) -> tuple[int, list]:
+def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = None) -> tuple[int, list]:
     """``(records skipped, [(destination key, message id)...] whose state the skip changes)`` for store
     directory ``d`` whose index checkpoint is ``last_update`` ((file id, offset)), given ``walked``: the
     ``(file id, offset, command)`` the broker's replay loads from there (replay_walk.replay, which got
-    through). ``(0, [])`` when it replays every record the batches hold after the checkpoint."""
+    through). ``(0, [])`` when it replays every record the batches hold after the checkpoint.
+
+    ``anchor``: the latest of the checkpoint's own records page 0 names (producer audit, ack map), which
+    ``checkpointUpdate`` writes just before it records ``lastUpdate`` (so ``lastUpdate`` is at or after it, on
+    a record). A ``lastUpdate`` after it that is no record's start (damaged: past the journal's end, say) is
+    judged from the anchor instead: the records between them are replayed again onto an index that already
+    holds what they did (which changes nothing), or were never in it (a damaged ``lastUpdate``: what their
+    skip loses shows)."""
     seen = {(fid, off) for fid, off, _cmd in walked}
+    start = last_update
+    if anchor is not None and anchor < last_update and not _record_at(d, last_update):
+        start = anchor
     # (decoding is most of the cost: only when something is skipped)
-    if all((fid, off) in seen for fid, off, _ in replayed_commands(d, last_update, _KINDS, decode=False)):
+    if all((fid, off) in seen for fid, off, _ in replayed_commands(d, start, _KINDS, decode=False)):
         return 0, []
-    skipped = [r for r in replayed_commands(d, last_update, _KINDS) if (r[0], r[1]) not in seen]
+    skipped = [r for r in replayed_commands(d, start, _KINDS) if (r[0], r[1]) not in seen]
     walked = [r for r in walked if int(r[2].type) in _KINDS]
     live = {(k, m.message_id) for k, dest in (d.indexed or {}).items() for m in dest.messages}
     # the walk as it goes, against the same walk with the records it stepped over put back in file order (what
@@ -46,6 +57,13 @@ def skipped_effect(d, last_update: tuple, walked: list) -> tuple[int, list]:
     a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
     b = _replay(live, [cmd for _f, _o, cmd in walked])
     return len(skipped), sorted({x[:2] for x in a ^ b})
+
+
+def _record_at(d, loc: tuple) -> bool:
+    """Whether a user record of a batch that checks out starts at ``loc`` ((file id, offset))."""
+    fid, off = loc
+    first = next(replayed_commands(d, (fid, off - 1), _ANY, decode=False), None)
+    return first is not None and first[:2] == loc
 
 
 def _replay(live: set, cmds: list) -> set:

@@ -519,18 +519,19 @@ def _recovery_replay(d: DirResult, judge: _Judge) -> tuple[list, str]:
 def _replay_skips(d: DirResult, walked: list, findings: list[Finding]) -> None:
     """The replay from a ``lastUpdate`` that points inside a record steps over records after it
     (replay_skips.py): CRITICAL when that changes which messages are live."""
-    lu = d.index.view.metadata.last_update
+    meta = d.index.view.metadata
+    lu = meta.last_update
     if lu is None:
         return
-    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked)
+    anchor = max(((x.log_id, x.offset) for x in (meta.producer_audit, meta.ack_map) if x is not None), default=None)
+    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor)
     if changed:
+        names = ", ".join(f"{mid} on {qualified(k)}" for k, mid in changed[:3]) + (" ..." if len(changed) > 3 else "")
         findings.append(Finding(C, "kahadb-replay-skips", f"the broker's replay from the index checkpoint {lu} "
-                                f"steps over {count} record(s) after it (Journal.getNextLocation reads a header "
-                                "inside a record there): " + ", ".join(f"{mid} on {qualified(k)}"
-                                                                       for k, mid in changed[:3])
-                                + (" ..." if len(changed) > 3 else "") + f" ({len(changed)} message(s)) end up "
-                                "otherwise than the journal says: sends lost or acknowledged messages back",
-                                str(d.directory / "db.data"), None,
+                                f"steps over {count} record(s) after the checkpoint (Journal.getNextLocation reads "
+                                f"a header inside a record there, or past the journal's end): {names} "
+                                f"({len(changed)} message(s)) end up otherwise than the journal says: sends lost "
+                                "or acknowledged messages back", str(d.directory / "db.data"), None,
                                 {"skipped": count, "messages": len(changed),
                                  "messageIds": [mid for _k, mid in changed[:100]]}))
 
@@ -567,7 +568,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                     f"index checkpoint {lu or '(none yet: from the start)'} stops at {stops}: "
                                     "the broker does not start (MessageDatabase.recover)",
                                     str(d.directory / "db.data"), None, {"replayStops": stops}))
-        elif d.records_after_last_update and not d.is_tx_store:
+        elif not d.is_tx_store:
             _replay_skips(d, walked, findings)
     if d.records_after_last_update and not d.is_tx_store:
         lu = d.index.view.metadata.last_update
