@@ -253,3 +253,16 @@ def test_a_checkpoint_moved_past_the_newest_files_records_is_judged_from_the_che
     o = c.run_one(83431000126)
     assert o.fault.path.endswith("/db.data") and (o.fault.offset, o.fault.length) == (4136, 0x20)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-replay-skips" in o.codes
+
+
+def test_a_subscription_whose_journal_record_is_damaged_still_gets_what_the_replay_adds(tmp_path):
+    # campaign seed 8343 (f13, 83431000187 and 83431000567: loss judged WARNING): a flipped byte in the journal
+    # record of subscription t1-all (db-1.log, long before the checkpoint). The index holds the subscription;
+    # the replay after the checkpoint adds the last transaction's topic message to every subscription the index
+    # holds (updateIndex(KahaAddMessageCommand): addAckLocationForNewMessage). The truth gave it only to those
+    # the rebuild, which lost t1-all, had pending. The real broker (defaults), restarted on the damaged copy,
+    # hands every consumer what it did (broker-delivered.json): latent, WARNING
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    for seed in (83431000187, 83431000567):
+        o = c.run_one(seed)
+        assert o.fault.path.endswith("/db-1.log") and (o.truth, o.verdict) == (LATENT, "WARNING")
