@@ -266,3 +266,16 @@ def test_a_subscription_whose_journal_record_is_damaged_still_gets_what_the_repl
     for seed in (83431000187, 83431000567):
         o = c.run_one(seed)
         assert o.fault.path.endswith("/db-1.log") and (o.truth, o.verdict) == (LATENT, "WARNING")
+
+
+def test_a_damaged_prepare_whose_commit_follows_is_latent(tmp_path):
+    # campaign seed 8343 (f13, 83431000069/071/088/474/505: same judged CRITICAL): the newest file of the topic
+    # store holds, after the checkpoint, the child's part of the last cross-store transaction: two sends, a
+    # PREPARE, a COMMIT, each in its own batch. Damage to the PREPARE's batch makes the broker skip it (the
+    # newest file's corrupted blocks), and the COMMIT after it applies the sends all the same: process(
+    # KahaCommitCommand) takes them from the in-flight transactions when no PREPARE moved them. WARNING
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    for seed in (83431000069, 83431000071, 83431000088, 83431000474, 83431000505):
+        o = c.run_one(seed)
+        assert o.fault.path.endswith("/db-6.log") and 3489 <= o.fault.offset < 3517
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.codes)

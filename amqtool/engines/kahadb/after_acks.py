@@ -84,3 +84,10 @@ def gone_after(acked: dict, key: str, message_id: str, subscriptions) -> bool:
     if not subs:
         return False
     return None in subs or (bool(subscriptions) and set(subscriptions) <= subs)
+
+
+def ended_transactions(d, last_update: tuple) -> set:
+    """The keys of the transactions whose COMMIT or ROLLBACK the replay after ``last_update`` ((file id,
+    offset)) in store directory ``d`` reads (batches that check out)."""
+    return {cmd.transaction.key for _fid, _off, cmd in replayed_commands(d, last_update, (_COMMIT, _ROLLBACK))
+            if cmd.transaction is not None}
