@@ -279,3 +279,15 @@ def test_a_damaged_prepare_whose_commit_follows_is_latent(tmp_path):
         o = c.run_one(seed)
         assert o.fault.path.endswith("/db-6.log") and 3489 <= o.fault.offset < 3517
         assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.codes)
+
+
+def test_a_damaged_ack_of_a_message_the_selector_does_not_match_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000072/253/270/373/405/406: same judged CRITICAL): after the
+    # checkpoint the broker wrote, for each topic message, an UNMATCHED ack (a zero-length ack) for the
+    # subscriptions whose selector it does not match (red, none). A damaged batch holding one is skipped (the
+    # newest file) or replayed as read: the message stays pending for that subscription, which is never handed
+    # it (TopicStorePrefetch.recoverMessage applies the selector). WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (83430000072, 83430000253, 83430000270, 83430000373, 83430000405, 83430000406):
+        o = c.run_one(seed)
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)

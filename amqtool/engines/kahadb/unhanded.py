@@ -22,6 +22,52 @@ from amqtool.engines.kahadb.indexed import read_at
 from amqtool.engines.kahadb.scan import mapped
 
 
+def selectors(d, openwire_version: int) -> dict:
+    """``{(destination key, subscription key): predicate}`` of the durable subscriptions of store directory
+    ``d`` whose journal record holds a selector amqtool reads."""
+    out = {}
+    for key, st in (d.replay.destinations if d.replay is not None else {}).items():
+        for sk, sub in st.subscriptions.items():
+            try:
+                sel = decode_subscription_info(sub.info, openwire_version).selector if sub.info else None
+                if sel:
+                    out[(key, sk)] = compile_selector(sel)
+            except (FormatError, SelectorError):
+                continue
+    return out
+
+
+def unmatched_ack(d, openwire_version: int):
+    """A predicate over a journal command: a subscription's acknowledgement (KahaRemoveMessageCommand with a
+    subscription key) of a message its selector does not match, which the broker never hands it: dropping
+    that ack (a damaged batch the replay skips) changes nothing it delivers. The message is read where the
+    journal's replay or the index places it; one found in neither is not judged (False)."""
+    preds = selectors(d, openwire_version)
+    if not preds:
+        return lambda cmd: False
+    places: dict = {}
+    for key, st in d.replay.destinations.items():
+        for mid, m in st.messages.items():
+            places[(key, mid)] = (m.file_id, m.offset, m.length)
+    for key, dest in (d.indexed or {}).items():
+        for m in dest.messages:
+            places.setdefault((key, m.message_id), (m.file_id, m.offset, m.size))
+
+    def quiet(cmd) -> bool:
+        sk = getattr(cmd, "subscription_key", None)
+        if not sk or cmd.destination is None:
+            return False
+        pred = preds.get((cmd.destination.key, sk))
+        where = places.get((cmd.destination.key, cmd.message_id))
+        if pred is None or where is None:
+            return False
+        from amqtool.engines.kahadb.indexed import IndexedMessage
+
+        return not _matches_any(d, IndexedMessage(0, cmd.message_id, *where), [pred], openwire_version)
+
+    return quiet
+
+
 def unhanded(d, openwire_version: int, acked: dict | None = None) -> set:
     """``{(destination key, message id)}`` of the index's topic messages no subscription of store directory
     ``d`` is handed (see the module docstring). ``acked``: after_acks.acked_after, the acknowledgements the

@@ -354,6 +354,7 @@ class _Judge:
         self.inert = inert_ack(d.indexed, view.metadata.first_in_progress_tx is not None) \
             if view is not None and not d.is_tx_store else None
         self._ended: set | None = None
+        self._unmatched = None
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -363,6 +364,14 @@ class _Judge:
             self._ended = ended_transactions(self.d, self.ev.last_update) if self.ev is not None and \
                 self.ev.last_update is not None else set()
         return self._ended
+
+    def unmatched(self):
+        """unhanded.unmatched_ack of this store directory (built once)."""
+        if self._unmatched is None:
+            from amqtool.engines.kahadb.unhanded import unmatched_ack
+
+            self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
+        return self._unmatched
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -388,11 +397,12 @@ class _Judge:
                 self.buf(f), first, last, ev.acked_after,
                 {t.id.key for t in self.d.open_transactions if t.state == "open"},
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
-                newest=f.id == self.newest, inert=self.inert, ended=self.ended):
+                newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
-                       "(or an open transaction's rollback) take back, or prepares of transactions whose outcome "
-                       "follows: the broker's replay delivers the same"), \
+                       "(or an open transaction's rollback) take back, prepares of transactions whose outcome "
+                       "follows, or acks of messages the subscription's selector does not match: the broker's "
+                       "replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
