@@ -49,7 +49,8 @@ a record that walk cannot load stops the broker.
 
 A durable subscription is handed the pending messages its selector matches (the broker keeps a topic message
 for every subscription and applies the selector when it recovers them: :func:`_select`, with the selectors of
-the journal's subscription records); a topic's own list of messages is no one's, and is not compared.
+the index's subscription records, or the journal's for a rebuild); a topic's own list of messages is no one's,
+and is not compared.
 
 Not modelled: a recovery that starts before ``lastUpdate`` at the first in-progress transaction, what the full replay's ``process`` does beyond what the journal replay keeps
 live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
@@ -499,7 +500,13 @@ def _select(subs: dict, selectors: dict, where: dict, files, version: int) -> di
                 kept.append(x)
                 continue
             try:
-                msg = decode_message(read_at(data, IndexedMessage(0, _id_of(x), *loc)).message, version)
+                raw = read_at(data, IndexedMessage(0, _id_of(x), *loc)).message
+                try:
+                    msg = decode_message(raw, version)
+                except FormatError:
+                    # the broker hands the message out whatever page 0's openwireVersion says (f12-subs-kill
+                    # with it flipped from 11 to 9, restarted: the same delivered): read it as written
+                    msg = decode_message(raw, 11)
                 if not pred(message_values(msg)):
                     continue
             except FormatError:
@@ -524,6 +531,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``.
     ``indexed``: directory -> what :func:`read_indexed` gave, when the caller read it already."""
     from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.engines.kahadb.unhanded import index_selector_texts
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
@@ -593,10 +601,13 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         if any(dest.subscriptions for dest in dests.values()):
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
-            # (the selectors from the journal's subscription records: what the index's own copies hold)
+            # (the selectors the index's subscription records hold: what the broker with it recovers)
             rs = rebuilt_state.get(directory.name, {})
-            if rs.get("selectors"):
-                state = {**state, "subs": _select(state["subs"], rs["selectors"], {**rs["where"], **where}, files,
+            sels = index_selector_texts(directory, _version(directory))
+            if sels is None:
+                sels = rs.get("selectors", {})
+            if sels:
+                state = {**state, "subs": _select(state["subs"], sels, {**rs.get("where", {}), **where}, files,
                                                   _version(directory))}
         out[directory.name] = state
     return out

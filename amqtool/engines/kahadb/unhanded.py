@@ -9,8 +9,9 @@ none, is never read at dispatch: damage to its record is latent, as for any reco
 (shown on the real broker with tests/data/kahadb/f12-subs-kill: a subscription with the selector
 color = 'purple' holds 52 pending messages and is handed none).
 
-Selectors come from the subscriptions' journal records (``KahaSubscriptionCommand``'s ``SubscriptionInfo``);
-a subscription whose record or selector amqtool does not read is taken to be handed everything pending.
+Selectors come from the index's subscription records (``KahaSubscriptionCommand``'s ``SubscriptionInfo``, as
+the broker with that index recovers them), else from the journal's; a subscription whose record or selector
+amqtool does not read is taken to be handed everything pending.
 """
 from __future__ import annotations
 
@@ -22,18 +23,59 @@ from amqtool.engines.kahadb.indexed import read_at
 from amqtool.engines.kahadb.scan import mapped
 
 
-def selectors(d, openwire_version: int) -> dict:
-    """``{(destination key, subscription key): predicate}`` of the durable subscriptions of store directory
-    ``d`` whose journal record holds a selector amqtool reads."""
+def selector_texts(d, openwire_version: int) -> dict:
+    """``{(destination key, subscription key): selector}`` of the durable subscriptions of store directory ``d``
+    that have one: as the index stores them (its subscriptions B-tree, what the broker with that index
+    recovers) when it loads, else as the journal's subscription records hold them."""
     out = {}
     for key, st in (d.replay.destinations if d.replay is not None else {}).items():
         for sk, sub in st.subscriptions.items():
             try:
                 sel = decode_subscription_info(sub.info, openwire_version).selector if sub.info else None
-                if sel:
-                    out[(key, sk)] = compile_selector(sel)
-            except (FormatError, SelectorError):
+            except FormatError:
                 continue
+            if sel:
+                out[(key, sk)] = sel
+    if d.indexed is not None:
+        indexed = index_selector_texts(d.directory, openwire_version)
+        if indexed is not None:
+            return indexed
+    return out
+
+
+def index_selector_texts(directory, openwire_version: int) -> dict | None:
+    """``{(destination key, subscription key): selector}`` from ``directory/db.data``'s subscriptions B-trees,
+    or None when they do not read."""
+    from pathlib import Path
+
+    from amqtool.formats.kahadb import pagefile as pf
+
+    out = {}
+    try:
+        with mapped(Path(directory) / "db.data") as buf:
+            ps = pf.decode_header(buf).page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+            for key, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
+                if not sd.is_topic:
+                    continue
+                for sk, info in pf.subscription_infos(buf, ps, sd).items():
+                    sel = decode_subscription_info(info, openwire_version).selector if info else None
+                    if sel:
+                        out[(key, sk)] = sel
+    except (FormatError, OSError):
+        return None
+    return out
+
+
+def selectors(d, openwire_version: int) -> dict:
+    """:func:`selector_texts` compiled: ``{(destination key, subscription key): predicate}``, those amqtool
+    reads."""
+    out = {}
+    for k, sel in selector_texts(d, openwire_version).items():
+        try:
+            out[k] = compile_selector(sel)
+        except SelectorError:
+            continue
     return out
 
 
@@ -74,19 +116,11 @@ def unhanded(d, openwire_version: int, acked: dict | None = None) -> set:
     replay after the checkpoint applies first (a subscription that acknowledged a message there is not handed
     it)."""
     out: set = set()
-    replay = d.replay.destinations if d.replay is not None else {}
+    compiled = selectors(d, openwire_version)
     for key, dest in (d.indexed or {}).items():
         if not dest.subscriptions:
             continue
-        subs = replay[key].subscriptions if key in replay else {}
-        preds = {}
-        for sk in dest.subscriptions:
-            info = subs[sk].info if sk in subs else None
-            try:
-                sel = decode_subscription_info(info, openwire_version).selector if info else None
-                preds[sk] = compile_selector(sel) if sel else None
-            except (FormatError, SelectorError):
-                preds[sk] = None
+        preds = {sk: compiled.get((key, sk)) for sk in dest.subscriptions}
         pending: dict = {}
         for sk in dest.subscriptions:
             for m in dest.pending(sk):
@@ -110,7 +144,11 @@ def _matches_any(d, m, preds: list, version: int) -> bool:
         return True
     try:
         with mapped(f.path) as buf:
-            msg = decode_message(read_at(buf, m).message, version)
+            raw = bytes(read_at(buf, m).message)
+        try:
+            msg = decode_message(raw, version)
+        except FormatError:
+            msg = decode_message(raw, 11)  # page 0's openwireVersion damaged: the message as written
         values = message_values(msg)
     except (FormatError, OSError):
         return True
