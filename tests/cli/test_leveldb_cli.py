@@ -1224,6 +1224,23 @@ def test_dirty_index_entries_showing_through_a_block_whose_checksum_fails_prove_
     assert code == 0 and "leveldb-missing-log" not in codes(doc)
 
 
+def test_an_ack_position_update_retyped_as_a_trace_is_judged_by_what_skipping_it_loses(capsys, tmp_path):
+    """Fault campaign miss (f-killgc of /work/leveldb-fresh, seed 8333649: loss judged OK): a flipped bit turned
+    an UPDATE_ENTRY of a subscription's ack position (entry key p) after the snapshot into a TRACE, which the
+    replay passes over (the kind byte is outside the CRC): the ack position stays behind and 3 acknowledged
+    messages come back. No broker-written store holds a TRACE; one whose data is an entry record is judged by
+    restoring it: here killed-gc's at 4974 (CRITICAL, 3 messages back), and at 931, whose skipping changes
+    nothing the replay recovers (OK, as the truth says)."""
+    from tests.support import REPO
+
+    for offset, code in ((4974, 2), (931, 0)):
+        store = copy_tree(REPO / "tests/data/leveldb/killed-gc/store", tmp_path / str(offset))
+        flip_byte(store / "000000000006ecc9.log", offset + 1, 0x01)  # the kind byte follows the magic: 7 -> 6
+        got, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+        assert got == code, offset
+        assert ("leveldb-unknown-kind" in codes(doc)) is bool(code)
+
+
 def test_stray_key_of_a_subscription_collection_is_never_read(capsys, tmp_path):
     """Fault campaign miss (snappy, seed 7304016): a bit flipped in the snapshot table's block turns
     sub1's ack position key ('e' + collection + 'p') into 'e' + collection + 'q'. The replay writes the 'p' key

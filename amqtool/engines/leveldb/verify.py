@@ -33,7 +33,8 @@ leveldb-entry-past-end            CRITICAL  an entry points past the end of the 
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
                                             (WARNING: an entry record with a damaged kind byte whose
-                                            skipping changes nothing the replay recovers)
+                                            skipping changes nothing the replay recovers); or a TRACE
+                                            whose data is an entry record that skipping loses
 leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
                                             WARNING when the log or counters prove none was delivered
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
@@ -84,6 +85,7 @@ from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
+from amqtool.engines.leveldb.skipped_kind import retyped_traces
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 from amqtool.engines.leveldb.queue_cursor import stranded
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
@@ -625,6 +627,11 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
     _judge_skipped(st, findings)
+    for f, off, kinds in retyped_traces(st):
+        add(Finding(C, "leveldb-unknown-kind", "a TRACE record whose data is an entry record: an entry record ("
+                    + " or ".join(L.kind_name(k) for k in kinds) + ") whose kind byte took the damage; the replay "
+                    "skips it, and the index it recovers differs from the one with the record as written",
+                    str(f.path), off, {"kind": L.TRACE, "writtenAs": [L.kind_name(k) for k in kinds]}))
     _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
