@@ -587,6 +587,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of,
                              lambda mid, loc: f"{mid} {_digest(files, *loc)}")
+            # (where the walk found what it added: a message the selectors judge, under the id the walk read)
+            where.update({mid: loc for adds in after.adds.values() for mid, loc in adds.items()})
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay

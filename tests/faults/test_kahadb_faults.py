@@ -302,3 +302,15 @@ def test_the_index_s_subscription_records_give_the_selectors(tmp_path):
     # read the messages for the selector with version 9, failed and kept them all
     c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
     assert (c.run_one(83530000055).truth, c.run_one(83530000222).truth) == (LATENT, SAME)
+
+
+def test_a_send_the_walk_replays_under_a_damaged_id_is_judged_by_the_selectors_too(tmp_path):
+    # campaign seed 8353 (f12-subs-kill, 83530000099: loss judged WARNING): a flipped bit in a topic send's message
+    # id in db-7.log, an older file after the checkpoint: the walk replays it under the damaged id, and the
+    # UNMATCHED ack of the real id for subscription red finds nothing, so red keeps it pending. Its selector does
+    # not match it: the real broker restarted on that copy hands every consumer what it did
+    # (broker-delivered.json). The truth did not know where the damaged id's message lay and kept it for red
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(83530000099)
+    assert (o.fault.path, o.fault.offset) == ("db-7.log", 5470)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING")
