@@ -314,3 +314,14 @@ def test_a_send_the_walk_replays_under_a_damaged_id_is_judged_by_the_selectors_t
     o = c.run_one(83530000099)
     assert (o.fault.path, o.fault.offset) == ("db-7.log", 5470)
     assert (o.truth, o.verdict) == (LATENT, "WARNING")
+
+
+def test_a_damaged_unmatched_ack_in_an_older_file_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000009 and 83430000464: same judged CRITICAL): a flipped byte in the
+    # message id of an UNMATCHED ack (a zero-length ack: the broker writes one for a subscription whose selector
+    # does not match the message) in an older file after the checkpoint. Whatever the walk makes of it, the
+    # message stays pending for a subscription whose selector does not match it: never handed out. WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (83430000009, 83430000464):
+        o = c.run_one(seed)
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)

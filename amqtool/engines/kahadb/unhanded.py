@@ -82,11 +82,10 @@ def selectors(d, openwire_version: int) -> dict:
 def unmatched_ack(d, openwire_version: int):
     """A predicate over a journal command: a subscription's acknowledgement (KahaRemoveMessageCommand with a
     subscription key) of a message its selector does not match, which the broker never hands it: dropping
-    that ack (a damaged batch the replay skips) changes nothing it delivers. The message is read where the
-    journal's replay or the index places it; one found in neither is not judged (False)."""
+    that ack (a damaged batch the replay skips) changes nothing it delivers. An ack holding the UNMATCHED marker
+    (a zero-length ack) is one, as written; else the message is read where the journal's replay or the index
+    places it, and one found in neither is not judged (False)."""
     preds = selectors(d, openwire_version)
-    if not preds:
-        return lambda cmd: False
     places: dict = {}
     for key, st in d.replay.destinations.items():
         for mid, m in st.messages.items():
@@ -99,6 +98,9 @@ def unmatched_ack(d, openwire_version: int):
         sk = getattr(cmd, "subscription_key", None)
         if not sk or cmd.destination is None:
             return False
+        if cmd.ack is not None and len(cmd.ack) == 0:
+            # MessageDatabase's UNMATCHED marker: the broker wrote it because the selector did not match
+            return True
         pred = preds.get((cmd.destination.key, sk))
         where = places.get((cmd.destination.key, cmd.message_id))
         if pred is None or where is None:
