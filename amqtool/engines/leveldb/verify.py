@@ -22,6 +22,8 @@ leveldb-units-dropped             CRITICAL  complete units of work after the bre
                                             the broker truncates the file at the break and drops them
 leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
                                             broker drops those records on start
+leveldb-log-cut                   WARNING   dirty.index holds entries past the last log file's end: the
+                                            file was cut after whole units (a torn tail); they are lost
 leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
                                             is not in its index
 leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message),
@@ -771,7 +773,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         _collections_changed(st, add)
         _entries_dirty_index_holds(st, add, findings)
     ddb = st.dirty_db
-    beyond = False  # an entry of the live index past the last log file's end
+    beyond = 0  # entries of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
         missing = 0
         # (an entry read from a damaged table block of dirty.index, or in the key range of one LevelDB skips,
@@ -798,7 +800,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
                     continue
-                beyond = beyond or (st.logs and loc >= st.logs[-1].limit)
+                if st.logs and loc >= st.logs[-1].limit:
+                    beyond += 1
                 if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
                         and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
                     missing += 1
@@ -813,6 +816,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     f"work ({entries} entries) written past the end of the last log file ({st.logs[-1].limit:#x}), "
                     "each followed by a later one: a log file holding them is missing (the messages are lost)",
                     str(st.directory / "dirty.index"), None))
+    elif beyond and not any(f.code in ("leveldb-uow-cut", "leveldb-units-dropped", "leveldb-missing-log")
+                            for f in findings):
+        # the live index saw records the last log file no longer holds: its end was cut after they were
+        # written (the broker writes a unit to the log before its index entries), a torn tail like a crash's
+        add(Finding(W, "leveldb-log-cut", f"dirty.index (the live index when the broker stopped) holds {beyond} "
+                    f"entr(ies) at log positions past the end of the last log file ({st.logs[-1].limit:#x}): the file "
+                    "was cut after the broker wrote them; the broker loses the units of work that were there",
+                    str(st.logs[-1].path), None, {"entries": beyond}))
     temp = st.directory / "temp.index"
     if temp.is_dir():
         # copyDirtyIndexToSnapshot copies dirty.index into temp.index, then renames it to the snapshot's name;
