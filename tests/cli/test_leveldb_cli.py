@@ -548,6 +548,22 @@ def test_manifest_cut_before_its_version_is_critical(capsys, tmp_path, case):
     assert "no next-file, log-number, last-sequence entry" in json.dumps(doc)
 
 
+def test_manifest_cut_inside_the_edit_adding_the_table_is_critical(capsys, tmp_path):
+    """Fault campaign miss (jni-index, seed 8333565: loss judged OK): a flipped bit in the length of the
+    MANIFEST's last record, the edit adding table 000005.sst, makes it run past the end of the file. LevelDB
+    drops it silently and opens an index without that table: the 31 messages and 7 destinations it held are
+    gone for the broker, which replays the log only from the snapshot's position. A snapshot is copied with
+    compactions suspended (``LevelDBClient.snapshotIndex``), so no crash leaves its MANIFEST cut: CRITICAL."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/jni-index/store", tmp_path / "store")
+    flip_byte(store / "0000000000018045.index" / "MANIFEST-000002", 55, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and codes(doc)["leveldb-index-damaged"] == "critical"
+    assert any("the MANIFEST ends inside a record" in f["message"] and "added or deleted tables" in f["message"]
+               for f in doc["findings"])
+
+
 def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
     """Fault campaign miss (gc, seed 27000206): a flipped byte in a snappy-compressed SST block that no longer
     decompresses. LevelDB's iterators skip the block; the index separators bound its keys, none of which is a
@@ -1192,6 +1208,52 @@ def test_consumed_entry_showing_through_a_damaged_block_over_a_collected_log_is_
     assert code == 1 and "leveldb-missing-log" not in codes(doc)
     assert any("Q.G seq 24" in f["message"] and "before the first log file" in f["message"]
                for f in doc["findings"])
+
+
+def test_dirty_index_entries_showing_through_a_block_whose_checksum_fails_prove_no_missing_log(capsys, tmp_path):
+    """Fault campaign miss (gc, seed 8333150): a bit flipped in a snappy data block of dirty.index's table
+    000094. Its checksum fails and it is read anyway; the deletions it held read as other bytes, and 28 older
+    versions of consumed entries show through, pointing into logs the GC deleted. The broker never reads
+    dirty.index (it recovers from the snapshot), and entries in the key range of such a block prove nothing,
+    as for a block LevelDB skips: not CRITICAL leveldb-missing-log (the store delivers the same)."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
+    flip_byte(store / "dirty.index" / "000094.sst", 773, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 0 and "leveldb-missing-log" not in codes(doc)
+
+
+def test_an_ack_position_update_retyped_as_a_trace_is_judged_by_what_skipping_it_loses(capsys, tmp_path):
+    """Fault campaign miss (f-killgc of /work/leveldb-fresh, seed 8333649: loss judged OK): a flipped bit turned
+    an UPDATE_ENTRY of a subscription's ack position (entry key p) after the snapshot into a TRACE, which the
+    replay passes over (the kind byte is outside the CRC): the ack position stays behind and 3 acknowledged
+    messages come back. No broker-written store holds a TRACE; one whose data is an entry record is judged by
+    restoring it: here killed-gc's at 4974 (CRITICAL, 3 messages back), and at 931, whose skipping changes
+    nothing the replay recovers (OK, as the truth says)."""
+    from tests.support import REPO
+
+    for offset, code in ((4974, 2), (931, 0)):
+        store = copy_tree(REPO / "tests/data/leveldb/killed-gc/store", tmp_path / str(offset))
+        flip_byte(store / "000000000006ecc9.log", offset + 1, 0x01)  # the kind byte follows the magic: 7 -> 6
+        got, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+        assert got == code, offset
+        assert ("leveldb-unknown-kind" in codes(doc)) is bool(code)
+
+
+def test_a_last_log_cut_behind_entries_of_the_live_index_is_a_torn_tail(capsys, tmp_path):
+    """Fault campaign miss (killed-gc, seeds 8333469 and 8333572; f-killgc of /work/leveldb-fresh, three more:
+    a torn tail judged OK): the last log file cut at a unit boundary after the snapshot's position. Nothing in
+    the log shows it, but dirty.index, the live index, holds entries at log positions past the new end: the
+    broker writes a unit to the log before its index entries, so the file was cut after them and the units
+    there are lost (the truth: torn). WARNING leveldb-log-cut."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-gc/store", tmp_path / "store")
+    log = store / "000000000006ecc9.log"
+    log.write_bytes(log.read_bytes()[:1606])
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc).get("leveldb-log-cut") == "warning"
 
 
 def test_stray_key_of_a_subscription_collection_is_never_read(capsys, tmp_path):

@@ -47,6 +47,11 @@ after a clean stop; every record when the index has no checkpoint yet) are repla
 ``MessageDatabase.recover`` walks them, an older file's damaged batches included (tests/faults/kahadb_after.py);
 a record that walk cannot load stops the broker.
 
+A durable subscription is handed the pending messages its selector matches (the broker keeps a topic message
+for every subscription and applies the selector when it recovers them: :func:`_select`, with the selectors of
+the index's subscription records, or the journal's for a rebuild); a topic's own list of messages is no one's,
+and is not compared.
+
 Not modelled: a recovery that starts before ``lastUpdate`` at the first in-progress transaction, what the full replay's ``process`` does beyond what the journal replay keeps
 live, a rebuild (no index) that stops at a record it cannot load, and the redo log's re-application after an
 unclean shutdown.
@@ -436,7 +441,78 @@ def _rebuilt_of(results) -> dict:
             for sk in st.subscriptions:
                 subs[(key, sk)] = tuple(sorted(f"{mid} {_digest(files, m.file_id, m.offset, m.length)}"
                                                for mid, m in st.messages.items() if m.waiting and sk in m.waiting))
-        out[d.directory.name] = {"dests": dests, "subs": subs}
+        out[d.directory.name] = _with_selectors({"dests": dests, "subs": subs}, d, files)
+    return out
+
+
+def _with_selectors(state: dict, d, files) -> dict:
+    """``state`` with ``selectors`` ((destination key, subscription key) -> the durable subscription's JMS
+    selector, from its journal record) and ``where`` (message id -> (file id, offset, size) of the topic
+    messages those subscriptions may be handed), and each such subscription's pending messages filtered by
+    its selector (:func:`_select`)."""
+    from amqtool.engines.kahadb.document import _openwire_version
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb.openwire import decode_subscription_info
+
+    selectors, where = {}, {}
+    for key, st in d.replay.destinations.items():
+        for sk, sub in st.subscriptions.items():
+            try:
+                sel = decode_subscription_info(sub.info, _openwire_version(d)).selector if sub.info else None
+            except FormatError:
+                continue
+            if sel:
+                selectors[(key, sk)] = sel
+        if any(k == key for k, _sk in selectors):
+            where.update({mid: (m.file_id, m.offset, m.length) for mid, m in st.messages.items()})
+    if selectors:
+        state = {**state, "selectors": selectors, "where": where}
+        state["subs"] = _select(state["subs"], selectors, where, files, _openwire_version(d))
+    return state
+
+
+def _select(subs: dict, selectors: dict, where: dict, files, version: int) -> dict:
+    """Each durable subscription's pending entries that its selector matches: the broker keeps a topic
+    message for every subscription, but hands an offline subscription's stored messages out only when its
+    selector matches them (``TopicStorePrefetch.recoverMessage``: ``subscription.matches``; shown on the real
+    broker with /work/kahadb-fresh/f12-subs-kill: a subscription with selector color='purple' holds 52
+    pending messages in the store and is handed none). A message that cannot be read, or whose place is not
+    known, is kept (what the broker does with it is the digest's business); a selector amqtool does not read
+    keeps everything."""
+    from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb.openwire import decode_message
+    from amqtool.formats.kahadb.selector import SelectorError, compile_selector, message_values
+
+    out = dict(subs)
+    for k, sel in selectors.items():
+        if k not in subs:
+            continue
+        try:
+            pred = compile_selector(sel)
+        except SelectorError:
+            continue
+        kept = []
+        for x in subs[k]:
+            loc = where.get(_id_of(x))
+            data = files(loc[0]) if loc else None
+            if data is None:
+                kept.append(x)
+                continue
+            try:
+                raw = read_at(data, IndexedMessage(0, _id_of(x), *loc)).message
+                try:
+                    msg = decode_message(raw, version)
+                except FormatError:
+                    # the broker hands the message out whatever page 0's openwireVersion says (f12-subs-kill
+                    # with it flipped from 11 to 9, restarted: the same delivered): read it as written
+                    msg = decode_message(raw, 11)
+                if not pred(message_values(msg)):
+                    continue
+            except FormatError:
+                pass
+            kept.append(x)
+        out[k] = tuple(kept)
     return out
 
 
@@ -455,6 +531,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``.
     ``indexed``: directory -> what :func:`read_indexed` gave, when the caller read it already."""
     from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.engines.kahadb.unhanded import index_selector_texts
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
@@ -498,6 +575,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
                                                for m in dest.pending(sk) if m.message_id in kept_ids))
         state = {"dests": dd, "subs": subs}
+        where = {m.message_id: (m.file_id, m.offset, m.size) for dest in dests.values() for m in dest.messages}
         # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
         # as its walk reads them (kahadb_after.py)
         after = after_checkpoint(directory, files, last_update)
@@ -509,6 +587,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of,
                              lambda mid, loc: f"{mid} {_digest(files, *loc)}")
+            # (where the walk found what it added: a message the selectors judge, under the id the walk read)
+            where.update({mid: loc for adds in after.adds.values() for mid, loc in adds.items()})
         if not _checkpoint_loads(directory, files):
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay
@@ -520,8 +600,30 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
+        if any(dest.subscriptions for dest in dests.values()):
+            if rebuilt_state is None:
+                rebuilt_state = rebuilt(store)
+            # (the selectors the index's subscription records hold: what the broker with it recovers)
+            rs = rebuilt_state.get(directory.name, {})
+            sels = index_selector_texts(directory, _version(directory))
+            if sels is None:
+                sels = rs.get("selectors", {})
+            if sels:
+                state = {**state, "subs": _select(state["subs"], sels, {**rs.get("where", {}), **where}, files,
+                                                  _version(directory))}
         out[directory.name] = state
     return out
+
+
+def _version(directory: Path) -> int:
+    """The OpenWire version the index records (page 0's openwireVersion)."""
+    from amqtool.formats.kahadb import pagefile as pf
+
+    try:
+        buf = (directory / "db.data").read_bytes()
+        return pf.decode_metadata(pf.read_chain(buf, pf.decode_header(buf).page_size, 0)).openwire_version
+    except Exception:  # noqa: BLE001 - the index read already: the default
+        return 11
 
 
 def _rolled_back(directory: Path, append_at) -> dict:
@@ -663,17 +765,26 @@ def _merge(index_state: dict, replay_state: dict) -> dict:
 
 
 def _consumed(state: dict) -> dict:
-    """What consumers get: the marshalled messages (their digests), and each subscription's
-    pending ids. The id the index gives an entry is not delivered (the OpenWire message carries its own)."""
+    """What consumers get: the marshalled messages (their digests) of each queue, and each durable
+    subscription's pending ones (a topic's own list is not compared: :func:`_topic`). The id the index gives an
+    entry is not delivered (the OpenWire message carries its own)."""
     out = {}
     for name, st in state.items():
         if "refused" in st or "dests" not in st:
             out[name] = st
             continue
         # as a multiset: a damaged sequence key reorders delivery, it loses nothing
-        out[name] = {"dests": {k: tuple(sorted(_digest_of(x) for x in v)) for k, v in st["dests"].items()},
+        out[name] = {"dests": {k: tuple(sorted(_digest_of(x) for x in v)) for k, v in st["dests"].items()
+                               if not _topic(k)},
                      "subs": {k: tuple(sorted(_digest_of(x) for x in v)) for k, v in st["subs"].items()}}
     return out
+
+
+def _topic(key: str) -> bool:
+    """A topic's destination key (KahaDestination types 1 TOPIC, 3 TEMP_TOPIC): what it delivers is its durable
+    subscriptions' pending messages, compared as such; its stored messages are no one's until a subscription
+    is handed them (one that no selector matches is never delivered: :func:`_select`)."""
+    return key.split(":", 1)[0] in ("1", "3")
 
 
 def _ids(state: dict) -> dict:
@@ -683,7 +794,7 @@ def _ids(state: dict) -> dict:
         if "refused" in st:
             out[name] = st
             continue
-        out[name] = {"dests": {k: tuple(_id_of(x) for x in v) for k, v in st["dests"].items()},
+        out[name] = {"dests": {k: tuple(_id_of(x) for x in v) for k, v in st["dests"].items() if not _topic(k)},
                      "subs": {k: tuple(_id_of(x) for x in v) for k, v in st["subs"].items()}}
     return out
 

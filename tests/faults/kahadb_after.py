@@ -116,8 +116,12 @@ def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry)
         pending = {id_of(x) for x in rebuilt_state["subs"].get(k, ())}
         have = [x for x in index_state["subs"].get(k, ()) if id_of(x) not in gone]
         ids = {id_of(x) for x in have}
+        # (a subscription the rebuild does not hold, its record damaged, still gets what the walk adds: the
+        # broker's index holds it, and updateIndex(KahaAddMessageCommand) puts a new topic message in every
+        # subscription's ack positions, addAckLocationForNewMessage)
+        mine = k in rebuilt_state["subs"]
         have += [entry(mid, loc) for mid, loc in after.adds.get(key, {}).items()
-                 if mid not in ids and mid not in gone and (mid in pending if mid in known else True)]
+                 if mid not in ids and mid not in gone and (mid in pending if mine and mid in known else True)]
         subs[k] = tuple(sorted(have))
     # a topic message every subscription acknowledged after the checkpoint leaves the destination too
     for key, removed in after.removes.items():

@@ -173,3 +173,155 @@ def test_an_older_file_cut_after_a_batch_is_latent_damage(tmp_path):
     assert (o.fault.kind, o.fault.path, o.fault.offset) == ("truncate", "db-11.log", 124321)
     assert (o.truth, o.verdict) == (LATENT, "WARNING")
     assert o.codes == ("kahadb-rebuild-would-differ", "kahadb-truncated-file")
+
+
+F12 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f12-subs-kill"
+
+
+def test_a_subscription_is_handed_only_what_its_selector_matches():
+    # f12-subs-kill (a real 5.17 broker, SIGKILLed): durable subscription none's selector color='purple' matches
+    # none of the 52 topic messages the store keeps pending for it (the broker stores a topic message for every
+    # subscription while it is offline). Restarted on a copy, the broker hands it none of them
+    # (TopicStorePrefetch.recoverMessage: subscription.matches): broker-delivered.json. The truth counted all 52
+    import json
+
+    from tests.faults.kahadb import _id_of, delivered
+
+    broker = json.loads((F12 / "broker-delivered.json").read_text())["pristine"]
+    state = delivered(F12 / "kahadb")["kahadb"]
+    got = {sk: sorted(_id_of(x) for x in v) for (_k, sk), v in state["subs"].items()}
+    got.update({"/queue/" + k.split(":", 1)[1]: sorted(_id_of(x) for x in v) for k, v in state["dests"].items()
+                if k.startswith("0:")})
+    assert got == broker and got["f12-none:none"] == [] and len(got["f12-all:all"]) == 75
+
+
+def test_an_index_rebuilt_where_a_selector_matches_nothing_delivers_the_same(tmp_path):
+    # campaign seed 8343 (f12-subs-kill: 23 loss/WARNING and one loss/OK, db.data deleted or unreadable): the
+    # broker rebuilds the index from the journal and hands every subscription what it did before
+    # (broker-delivered.json, "db.data deleted"); the truth read a loss from subscription none's unfiltered
+    # pending messages and from the topic's own list, which no one is handed
+    from tests.faults.kahadb import classify
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    undo = Fault("delete", "db.data").apply(c.root)
+    try:
+        assert classify(c.pristine_delivered, c.pristine_rebuilt, c.root) == SAME
+    finally:
+        undo()
+    assert c.run_one(83430000138).truth == SAME  # the campaign's draw of that fault
+
+
+def test_damage_to_a_message_no_selector_matches_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000456: db-1.log@1088 ^0x5f, same judged CRITICAL): the batch holds a
+    # topic message subscription all acknowledged; it is still pending for subscription none, whose selector
+    # color = 'purple' does not match it, so the broker never hands it out (broker-delivered.json) and never
+    # reads the record: a checksum mismatch no consumer meets, WARNING (amqtool/engines/kahadb/unhanded.py)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(83430000456)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-1.log", 1088, 0x5f)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+F13 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f13-mkahadb-topics-kill"
+
+
+def test_the_truth_of_an_mkahadb_store_with_selectors_is_what_the_broker_hands_out():
+    # f13-mkahadb-topics-kill (a real 5.17 broker, SIGKILLed right after a transaction across its topic and
+    # queue stores): restarted on a copy, the broker hands each queue and durable subscription (one with the
+    # selector color = 'blue') exactly what the truth's loaders say (broker-delivered.json)
+    import json
+
+    from tests.faults.kahadb import _id_of, delivered
+
+    broker = json.loads((F13 / "broker-delivered.json").read_text())["pristine"]
+    got = {}
+    for state in delivered(F13 / "mkahadb").values():
+        got.update({sk: sorted(_id_of(x) for x in v) for (_k, sk), v in state["subs"].items()})
+        got.update({"/queue/" + k.split(":", 1)[1]: sorted(_id_of(x) for x in v)
+                    for k, v in state["dests"].items() if k.startswith("0:")})
+    assert got == broker
+
+
+def test_a_checkpoint_moved_past_the_newest_files_records_is_judged_from_the_checkpoint_records(tmp_path):
+    # campaign seed 8343 (f13, 83431000126: the topic store's page 0 lastUpdate 6:1152 flipped to 6:9344, in
+    # the zeros after the newest file's records; loss judged WARNING): the broker's walk reads a zero header
+    # there, moves to the next file, finds none and replays nothing, so the cross-store transaction committed
+    # after the checkpoint is lost. The checkpoint's own records (producer audit 6:365, ack map 6:1152) are
+    # written just before lastUpdate: judged from 6:1152, the skip loses two topic messages (CRITICAL)
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    o = c.run_one(83431000126)
+    assert o.fault.path.endswith("/db.data") and (o.fault.offset, o.fault.length) == (4136, 0x20)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-replay-skips" in o.codes
+
+
+def test_a_subscription_whose_journal_record_is_damaged_still_gets_what_the_replay_adds(tmp_path):
+    # campaign seed 8343 (f13, 83431000187 and 83431000567: loss judged WARNING): a flipped byte in the journal
+    # record of subscription t1-all (db-1.log, long before the checkpoint). The index holds the subscription;
+    # the replay after the checkpoint adds the last transaction's topic message to every subscription the index
+    # holds (updateIndex(KahaAddMessageCommand): addAckLocationForNewMessage). The truth gave it only to those
+    # the rebuild, which lost t1-all, had pending. The real broker (defaults), restarted on the damaged copy,
+    # hands every consumer what it did (broker-delivered.json): latent, WARNING
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    for seed in (83431000187, 83431000567):
+        o = c.run_one(seed)
+        assert o.fault.path.endswith("/db-1.log") and (o.truth, o.verdict) == (LATENT, "WARNING")
+
+
+def test_a_damaged_prepare_whose_commit_follows_is_latent(tmp_path):
+    # campaign seed 8343 (f13, 83431000069/071/088/474/505: same judged CRITICAL): the newest file of the topic
+    # store holds, after the checkpoint, the child's part of the last cross-store transaction: two sends, a
+    # PREPARE, a COMMIT, each in its own batch. Damage to the PREPARE's batch makes the broker skip it (the
+    # newest file's corrupted blocks), and the COMMIT after it applies the sends all the same: process(
+    # KahaCommitCommand) takes them from the in-flight transactions when no PREPARE moved them. WARNING
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    for seed in (83431000069, 83431000071, 83431000088, 83431000474, 83431000505):
+        o = c.run_one(seed)
+        assert o.fault.path.endswith("/db-6.log") and 3489 <= o.fault.offset < 3517
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.codes)
+
+
+def test_a_damaged_ack_of_a_message_the_selector_does_not_match_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000072/253/270/373/405/406: same judged CRITICAL): after the
+    # checkpoint the broker wrote, for each topic message, an UNMATCHED ack (a zero-length ack) for the
+    # subscriptions whose selector it does not match (red, none). A damaged batch holding one is skipped (the
+    # newest file) or replayed as read: the message stays pending for that subscription, which is never handed
+    # it (TopicStorePrefetch.recoverMessage applies the selector). WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (83430000072, 83430000253, 83430000270, 83430000373, 83430000405, 83430000406):
+        o = c.run_one(seed)
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)
+
+
+def test_the_index_s_subscription_records_give_the_selectors(tmp_path):
+    # campaign seed 8353 (f12-subs-kill): 83530000055, a flipped byte in the batch of db-1.log holding the
+    # subscription records: the journal lost subscription none's selector, the index keeps it (its
+    # subscriptions B-tree, what the broker with it recovers); the truth took the journal's and read none's 52
+    # unmatched messages as handed back (loss judged WARNING). 83530000222: page 0's openwireVersion 11 flipped
+    # to 9: the real broker restarted on that copy hands out the same (broker-delivered.json); the truth, which
+    # read the messages for the selector with version 9, failed and kept them all
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    assert (c.run_one(83530000055).truth, c.run_one(83530000222).truth) == (LATENT, SAME)
+
+
+def test_a_send_the_walk_replays_under_a_damaged_id_is_judged_by_the_selectors_too(tmp_path):
+    # campaign seed 8353 (f12-subs-kill, 83530000099: loss judged WARNING): a flipped bit in a topic send's message
+    # id in db-7.log, an older file after the checkpoint: the walk replays it under the damaged id, and the
+    # UNMATCHED ack of the real id for subscription red finds nothing, so red keeps it pending. Its selector does
+    # not match it: the real broker restarted on that copy hands every consumer what it did
+    # (broker-delivered.json). The truth did not know where the damaged id's message lay and kept it for red
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(83530000099)
+    assert (o.fault.path, o.fault.offset) == ("db-7.log", 5470)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING")
+
+
+def test_a_damaged_unmatched_ack_in_an_older_file_is_latent(tmp_path):
+    # campaign seed 8343 (f12-subs-kill, 83430000009 and 83430000464: same judged CRITICAL): a flipped byte in the
+    # message id of an UNMATCHED ack (a zero-length ack: the broker writes one for a subscription whose selector
+    # does not match the message) in an older file after the checkpoint. Whatever the walk makes of it, the
+    # message stays pending for a subscription whose selector does not match it: never handed out. WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (83430000009, 83430000464):
+        o = c.run_one(seed)
+        assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)

@@ -24,10 +24,11 @@ from amqtool.engines.kahadb.scan import mapped
 _REMOVE, _COMMIT, _ROLLBACK = int(EntryType.REMOVE_MESSAGE), int(EntryType.COMMIT), int(EntryType.ROLLBACK)
 
 
-def replayed_commands(d, last_update: tuple, kinds: tuple) -> Iterator[tuple]:
+def replayed_commands(d, last_update: tuple, kinds: tuple, *, decode: bool = True) -> Iterator[tuple]:
     """``(file id, offset, command)`` of each record of a type in ``kinds`` (``EntryType`` ints) that the replay
     after ``last_update`` ((file id, offset)) in store directory ``d`` reads, in file order: the records of batches
-    that check out, decoded (one that does not decode is left out, as the broker's load fails on it)."""
+    that check out, decoded (one that does not decode is left out, as the broker's load fails on it).
+    ``decode=False``: every such record's ``(file id, offset, None)``, none decoded (and none left out)."""
     for f in d.files:
         if f.id < last_update[0] or not f.size:
             continue
@@ -41,6 +42,9 @@ def replayed_commands(d, last_update: tuple, kinds: tuple) -> Iterator[tuple]:
                     continue
                 for rec in records:
                     if (f.id, rec.offset) <= last_update or not len(rec.payload) or rec.payload[0] not in kinds:
+                        continue
+                    if not decode:
+                        yield f.id, rec.offset, None
                         continue
                     try:
                         yield f.id, rec.offset, decode_command(bytes(rec.payload))
@@ -80,3 +84,10 @@ def gone_after(acked: dict, key: str, message_id: str, subscriptions) -> bool:
     if not subs:
         return False
     return None in subs or (bool(subscriptions) and set(subscriptions) <= subs)
+
+
+def ended_transactions(d, last_update: tuple) -> set:
+    """The keys of the transactions whose COMMIT or ROLLBACK the replay after ``last_update`` ((file id,
+    offset)) in store directory ``d`` reads (batches that check out)."""
+    return {cmd.transaction.key for _fid, _off, cmd in replayed_commands(d, last_update, (_COMMIT, _ROLLBACK))
+            if cmd.transaction is not None}

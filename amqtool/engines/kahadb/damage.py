@@ -48,6 +48,7 @@ from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
 from amqtool.engines.kahadb.after_acks import acked_after, gone_after
 from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+from amqtool.engines.kahadb.unhanded import unhanded
 from amqtool.formats.damage import one_byte_apart
 
 _HDR = jr.BATCH_CONTROL_RECORD_HEADER
@@ -82,6 +83,9 @@ def evidence(d) -> Evidence | None:
         ev.last_update = _BEFORE_ALL
     # entries acknowledged by records after the checkpoint leave the index in the replay at start, unread
     acked = ev.acked_after = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
+    # topic messages pending only for subscriptions whose selectors do not match them are never handed out
+    quiet = unhanded(d, ev.openwire_version, acked) if any(dest.subscriptions for dest in d.indexed.values()) \
+        else set()
     for key, dest in d.indexed.items():
         subs = {}
         if acked.get(key) and dest.subscriptions:
@@ -90,6 +94,8 @@ def evidence(d) -> Evidence | None:
                     subs.setdefault(seq, set()).add(sk)
         for m in dest.messages:
             if acked.get(key) and gone_after(acked, key, m.message_id, subs.get(m.seq)):
+                continue
+            if quiet and (key, m.message_id) in quiet:
                 continue
             ev.live.setdefault(m.file_id, []).append((key, m))
     for lst in ev.live.values():

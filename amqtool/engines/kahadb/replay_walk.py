@@ -102,17 +102,24 @@ def recovery_failure(ids: list[int], read: Callable[[int], object], last_update:
     journal's start when the index has no checkpoint yet. A ``lastUpdate`` in a file the journal does not
     hold is another finding's (a missing file): ''. (Not modelled, as in the fault harness: a start at an
     earlier ``firstInProgressTransactionLocation``.)"""
+    return replay(ids, read, last_update)[1]
+
+
+def replay(ids: list[int], read: Callable[[int], object], last_update: tuple[int, int] | None) -> tuple[list, str]:
+    """``([(file id, offset, command) ...], why it stops or '')``: the commands the broker's replay at start
+    loads, in order, up to where it stops (see :func:`recovery_failure`)."""
+    out: list = []
     if last_update is not None and last_update[0] not in ids:
-        return ""
+        return out, ""
     try:
         for fid, off, size in walk(ids, read, last_update):
             try:
-                load(read(fid), off, size)
+                out.append((fid, off, load(read(fid), off, size)))
             except FormatError as err:
-                return f"{fid}:{off}: the record does not load ({err.message})"
+                return out, f"{fid}:{off}: the record does not load ({err.message})"
     except WalkStop as stop:
-        return str(stop)
-    return ""
+        return out, str(stop)
+    return out, ""
 
 
 def load(data, off: int, size: int):

@@ -31,7 +31,7 @@ _SIZE_AT = 16  # the control record: int32 length, byte type, 'WRITE BATCH', int
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -39,7 +39,12 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
     ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
-    replay reads them, :func:`_as_read`)."""
+    replay reads them, :func:`_as_read`). ``ended()``: the transactions whose outcome the replay reads intact
+    after it: a PREPARE of one of them changes nothing when dropped (``process(KahaCommitCommand)`` takes the
+    operations from the in-flight transactions when no PREPARE moved them to the prepared ones; a ROLLBACK
+    drops them either way): the cross-store transactions of mKahaDB child stores write one. ``unmatched(cmd)``:
+    a subscription's ack of a message its selector does not match (unhanded.unmatched_ack), which changes
+    nothing when dropped."""
     try:
         if newest:
             written = _as_written(buf, first, last)
@@ -67,6 +72,12 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                 cmd = written[i]
             if cmd.type in _LOCATION_ONLY and not cmd.unknown:
                 continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
+            if cmd.type is EntryType.PREPARE and ended is not None and cmd.transaction is not None \
+                    and cmd.transaction.key in ended():
+                continue
+            if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
+                    and unmatched()(cmd):
+                continue
             if not _undone(cmd, acked, open_txs, subscriptions):
                 return False
     except (FormatError, struct.error, AttributeError):

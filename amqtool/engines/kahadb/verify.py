@@ -43,6 +43,8 @@ kahadb-ack-before-send             CRITICAL  an ack after the checkpoint precede
                                              (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
                                              load or a header it cannot step over: the broker does not start
+kahadb-replay-skips                CRITICAL  the replay from a checkpoint pointing inside a record steps over
+                                             records after it that change live messages (replay_skips.py)
 kahadb-open-transaction            WARNING   a transaction with no outcome (rolled back at start)
 kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
@@ -68,6 +70,7 @@ from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
+from amqtool.engines.kahadb.replay_skips import skipped_effect
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
@@ -350,6 +353,25 @@ class _Judge:
         view = d.index.view if d.index else None
         self.inert = inert_ack(d.indexed, view.metadata.first_in_progress_tx is not None) \
             if view is not None and not d.is_tx_store else None
+        self._ended: set | None = None
+        self._unmatched = None
+
+    def ended(self) -> set:
+        """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
+        if self._ended is None:
+            from amqtool.engines.kahadb.after_acks import ended_transactions
+
+            self._ended = ended_transactions(self.d, self.ev.last_update) if self.ev is not None and \
+                self.ev.last_update is not None else set()
+        return self._ended
+
+    def unmatched(self):
+        """unhanded.unmatched_ack of this store directory (built once)."""
+        if self._unmatched is None:
+            from amqtool.engines.kahadb.unhanded import unmatched_ack
+
+            self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
+        return self._unmatched
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -375,10 +397,12 @@ class _Judge:
                 self.buf(f), first, last, ev.acked_after,
                 {t.id.key for t in self.d.open_transactions if t.state == "open"},
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
-                newest=f.id == self.newest, inert=self.inert):
+                newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
             self.latent.append((f.id, first, last))
             return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
-                       "(or an open transaction's rollback) take back: the broker's replay delivers the same"), \
+                       "(or an open transaction's rollback) take back, prepares of transactions whose outcome "
+                       "follows, or acks of messages the subscription's selector does not match: the broker's "
+                       "replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
@@ -500,17 +524,37 @@ def _full_replay_stops(d: DirResult, judge: _Judge) -> str:
         judge.close()
 
 
-def _recovery_stops(d: DirResult, judge: _Judge) -> str:
-    """Where the broker's replay from its index checkpoint at start stops on a record its walk cannot load
-    (replay_walk.recovery_failure: a damaged lastUpdate sends it into the middle of a record), or ''."""
-    from amqtool.engines.kahadb.replay_walk import recovery_failure
+def _recovery_replay(d: DirResult, judge: _Judge) -> tuple[list, str]:
+    """What the broker's replay from its index checkpoint at start loads, and where it stops on a record its walk
+    cannot load (replay_walk.replay: a damaged lastUpdate sends it into the middle of a record), or ''."""
+    from amqtool.engines.kahadb.replay_walk import replay
 
     lu = d.index.view.metadata.last_update
     try:
-        return recovery_failure([f.id for f in d.files if f.size], lambda fid: judge.buf(d.file(fid)),
-                                (lu.log_id, lu.offset) if lu is not None else None)
+        return replay([f.id for f in d.files if f.size], lambda fid: judge.buf(d.file(fid)),
+                      (lu.log_id, lu.offset) if lu is not None else None)
     finally:
         judge.close()
+
+
+def _replay_skips(d: DirResult, walked: list, findings: list[Finding]) -> None:
+    """The replay from a ``lastUpdate`` that points inside a record steps over records after it
+    (replay_skips.py): CRITICAL when that changes which messages are live."""
+    meta = d.index.view.metadata
+    lu = meta.last_update
+    if lu is None:
+        return
+    anchor = max(((x.log_id, x.offset) for x in (meta.producer_audit, meta.ack_map) if x is not None), default=None)
+    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor)
+    if changed:
+        names = ", ".join(f"{mid} on {qualified(k)}" for k, mid in changed[:3]) + (" ..." if len(changed) > 3 else "")
+        findings.append(Finding(C, "kahadb-replay-skips", f"the broker's replay from the index checkpoint {lu} "
+                                f"steps over {count} record(s) after the checkpoint (Journal.getNextLocation reads "
+                                f"a header inside a record there, or past the journal's end): {names} "
+                                f"({len(changed)} message(s)) end up otherwise than the journal says: sends lost "
+                                "or acknowledged messages back", str(d.directory / "db.data"), None,
+                                {"skipped": count, "messages": len(changed),
+                                 "messageIds": [mid for _k, mid in changed[:100]]}))
 
 
 def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Finding]) -> None:
@@ -538,13 +582,15 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                                                      "rebuildWouldBringBack": back[:100],
                                                                      **({"replayStops": stops} if stops else {})}))
     else:
-        stops = _recovery_stops(d, judge)
+        walked, stops = _recovery_replay(d, judge)
         if stops:
             lu = d.index.view.metadata.last_update
             findings.append(Finding(C, "kahadb-recovery-stops", "the broker's replay of the journal from the "
                                     f"index checkpoint {lu or '(none yet: from the start)'} stops at {stops}: "
                                     "the broker does not start (MessageDatabase.recover)",
                                     str(d.directory / "db.data"), None, {"replayStops": stops}))
+        elif not d.is_tx_store:
+            _replay_skips(d, walked, findings)
     if d.records_after_last_update and not d.is_tx_store:
         lu = d.index.view.metadata.last_update
         early = acks_before_sends(d, (lu.log_id, lu.offset) if lu is not None else None)

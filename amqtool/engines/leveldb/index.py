@@ -198,6 +198,26 @@ def live(newest: dict, data: dict, *, use_native: bool | None = None) -> int:
     return max((v[0] for v in newest.values()), default=0)
 
 
+def _manifest_tail(db: IndexDB, path: Path, version) -> None:
+    """A MANIFEST record cut by the file's end. LevelDB's ``log::Reader`` drops it silently (1.23: "assume the
+    writer died in the middle of writing the record") and opens the index without that version edit, so the
+    tables it added are not read (older readers, iq80's ``LogReader`` among them, refuse the MANIFEST instead:
+    the broker then has no index either). No crash leaves it in a snapshot: ``LevelDBClient.snapshotIndex``
+    copies the index with writes locked out and compactions suspended (``suspend``), so no version edit is
+    being written, and renames the copy into place only once it is complete; no real store's snapshot has one.
+    It is damage, critical when the edit (read from the record's bytes up to the end: its length field is
+    what changed) adds or deletes a table or cannot be read, a warning when it held only counters."""
+    probe = manifest.Version()
+    try:
+        manifest.apply_edit(probe, version.tail_data)
+        tables = bool({6, 7} & probe.seen)
+    except FormatError:
+        tables = True
+    db.problem(path, version.tail, "the MANIFEST ends inside a record: LevelDB drops that version edit"
+               + ("; it added or deleted tables, whose entries the index then lacks" if tables else
+                  " (it held no table change)"), "critical" if tables else "warning")
+
+
 def read_index(directory: str | os.PathLike) -> IndexDB:
     d = Path(directory)
     db = IndexDB(d)
@@ -221,6 +241,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         # VersionSet::Recover reads the MANIFEST with checksums and fails on corruption: LevelDB will not open
         db.error = f"{current} is damaged ({version.problems[0][1]}): LevelDB refuses to open the index"
         return db
+    if version.tail is not None:
+        _manifest_tail(db, d / current, version)
     try:
         names = sorted(os.listdir(d))
     except OSError as err:

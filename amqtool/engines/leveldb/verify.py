@@ -22,6 +22,8 @@ leveldb-units-dropped             CRITICAL  complete units of work after the bre
                                             the broker truncates the file at the break and drops them
 leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
                                             broker drops those records on start
+leveldb-log-cut                   WARNING   dirty.index holds entries past the last log file's end: the
+                                            file was cut after whole units (a torn tail); they are lost
 leveldb-replay-stopped            CRITICAL  the broker's replay of the log stops before the end: what follows
                                             is not in its index
 leveldb-missing-log               CRITICAL  an entry points at a log position no file holds (lost message),
@@ -33,7 +35,8 @@ leveldb-entry-past-end            CRITICAL  an entry points past the end of the 
                                             (the broker truncates the last log file there: the message is lost)
 leveldb-unknown-kind              CRITICAL  a record kind the store never writes, where the broker replays
                                             (WARNING: an entry record with a damaged kind byte whose
-                                            skipping changes nothing the replay recovers)
+                                            skipping changes nothing the replay recovers); or a TRACE
+                                            whose data is an entry record that skipping loses
 leveldb-orphan-entries            CRITICAL  entries of collections the index does not hold (lost record);
                                             WARNING when the log or counters prove none was delivered
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
@@ -84,6 +87,7 @@ from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
 from amqtool.engines.leveldb import indexlog, invented, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
+from amqtool.engines.leveldb.skipped_kind import retyped_traces
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
 from amqtool.engines.leveldb.queue_cursor import stranded
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
@@ -625,6 +629,11 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                    counts, progress, st.replay.start, fs)
         prev_end = f.limit
     _judge_skipped(st, findings)
+    for f, off, kinds in retyped_traces(st):
+        add(Finding(C, "leveldb-unknown-kind", "a TRACE record whose data is an entry record: an entry record ("
+                    + " or ".join(L.kind_name(k) for k in kinds) + ") whose kind byte took the damage; the replay "
+                    "skips it, and the index it recovers differs from the one with the record as written",
+                    str(f.path), off, {"kind": L.TRACE, "writtenAs": [L.kind_name(k) for k in kinds]}))
     _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
@@ -764,7 +773,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         _collections_changed(st, add)
         _entries_dirty_index_holds(st, add, findings)
     ddb = st.dirty_db
-    beyond = False  # an entry of the live index past the last log file's end
+    beyond = 0  # entries of the live index past the last log file's end
     if ddb is not None and ddb is not st.snapshot_db and not ddb.error:
         missing = 0
         # (an entry read from a damaged table block of dirty.index, or in the key range of one LevelDB skips,
@@ -778,7 +787,9 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
         unknown_drop = any(keys is None for keys in dropped)
         for keys in dropped:
             doubtful = doubtful | (keys or set())
-        skipped = list(ddb.unread_ranges.values())
+        # (and a block read whose checksum fails: a deletion it held may read as something else, and the older
+        # version it hid shows through, as for a block LevelDB skips)
+        skipped = list(ddb.unread_ranges.values()) + list(ddb.suspect_ranges.values())
         # (likewise the key range of a table that cannot be read at all: its index block, say)
         tables = list(ddb.unread_tables.values())
         for k, v in ddb.data.items():
@@ -789,7 +800,8 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     loc, length, meta = R.decode_index_entry(v)
                 except FormatError:
                     continue
-                beyond = beyond or (st.logs and loc >= st.logs[-1].limit)
+                if st.logs and loc >= st.logs[-1].limit:
+                    beyond += 1
                 if meta is None and length and st.reader.read(loc, L.HEADER_SIZE + length) is None \
                         and not (st.logs and loc >= st.logs[-1].position):  # past the last file's end: a torn tail
                     missing += 1
@@ -804,6 +816,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     f"work ({entries} entries) written past the end of the last log file ({st.logs[-1].limit:#x}), "
                     "each followed by a later one: a log file holding them is missing (the messages are lost)",
                     str(st.directory / "dirty.index"), None))
+    elif beyond and not any(f.code in ("leveldb-uow-cut", "leveldb-units-dropped", "leveldb-missing-log")
+                            for f in findings):
+        # the live index saw records the last log file no longer holds: its end was cut after they were
+        # written (the broker writes a unit to the log before its index entries), a torn tail like a crash's
+        add(Finding(W, "leveldb-log-cut", f"dirty.index (the live index when the broker stopped) holds {beyond} "
+                    f"entr(ies) at log positions past the end of the last log file ({st.logs[-1].limit:#x}): the file "
+                    "was cut after the broker wrote them; the broker loses the units of work that were there",
+                    str(st.logs[-1].path), None, {"entries": beyond}))
     temp = st.directory / "temp.index"
     if temp.is_dir():
         # copyDirtyIndexToSnapshot copies dirty.index into temp.index, then renames it to the snapshot's name;

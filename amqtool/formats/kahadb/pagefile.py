@@ -435,3 +435,28 @@ def subscription_cursors(buf, page_size: int, sd: StoredDestination, version: in
     positions = dict(iter_list(buf, page_size, sd.ack_positions, lambda r: r.utf(), sequence_set)) \
         if sd.ack_positions is not None else {}
     return {k: (v, positions.get(k)) for k, v in acks.items()}
+
+
+def subscription_infos(buf, page_size: int, sd: StoredDestination) -> dict:
+    """subKey -> the stored ``SubscriptionInfo`` bytes (None when the record holds none) of a topic's
+    subscriptions B-tree, whose values are KahaSubscriptionCommands (``KahaSubscriptionCommandMarshaller``:
+    ``mergeFramed``, a varint length and the protobuf message)."""
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.protobuf import read_varint
+
+    def framed(r: _R) -> bytes:
+        p0 = r.p
+        n, start = read_varint(r.b, r.p, len(r.b))
+        r.p = start
+        r.need(n)
+        r.p += n
+        # decode_command reads a record's payload: the type byte, then the framed message
+        return bytes([int(EntryType.SUBSCRIPTION)]) + bytes(r.b[p0:r.p])
+
+    out = {}
+    if sd.subscriptions is None:
+        return out
+    for key, payload in iter_btree(buf, page_size, sd.subscriptions, lambda r: r.utf(), framed):
+        info = decode_command(payload).subscription_info
+        out[key] = bytes(info) if info is not None else None
+    return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb.protobuf import read_varint
-from amqtool.formats.leveldb.dblog import read_log
+from amqtool.formats.leveldb.dblog import HEADER_SIZE, read_log
 
 
 @dataclass
@@ -24,6 +24,10 @@ class Version:
     edits: int = 0
     seen: set = field(default_factory=set)  # the tags the edits held
     bounds: dict = field(default_factory=dict)  # file number -> (smallest, largest) user key of its table
+    # offset of a record cut by the file's end (LevelDB drops it silently, as a crash while writing it), and
+    # its bytes up to the end (the edit it held, when only its length field changed)
+    tail: int | None = None
+    tail_data: bytes = b""
 
 
 def _lp(mv, pos, n):
@@ -76,6 +80,8 @@ def read_manifest(buf) -> Version:
     log = read_log(buf)
     for off, msg in ((p.offset, p.message) for p in log.problems):
         v.problems.append((off, msg))
+    if log.tail is not None:
+        v.tail, v.tail_data = log.tail, bytes(buf[log.tail + HEADER_SIZE:])
     for off, data in log.records:
         try:
             apply_edit(v, data)

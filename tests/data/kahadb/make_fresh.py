@@ -475,9 +475,195 @@ def f11_shrink_kill():
                            "16 KiB one).")
 
 
+def consume_selected(run, live, dest, key, ack_pred, client_id, durable, selector):
+    """Live.consume for a durable subscription with a selector: the selector is given again at every
+    subscribe (a changed one makes the broker drop and recreate the subscription)"""
+    n = len(live.q.get(key, []))
+    if n == 0:
+        return []
+    c = Stomp(PORT, client_id=client_id)
+    c.subscribe(dest, "s1", durable_name=durable, extra={"selector": selector} if selector else None)
+    frames = c.receive(n, timeout=30)
+    if len(frames) != n:
+        raise RuntimeError("%s/%s: expected %d got %d" % (dest, durable, n, len(frames)))
+    acked = []
+    for f in frames:
+        rec = run.note_msg(f)
+        if ack_pred(rec):
+            c.ack(f)
+            acked.append(rec["fx_id"])
+    c.disconnect()
+    run.ev("consume", destination=dest, durable=durable, client_id=client_id, selector=selector,
+           received=len(frames), acked=len(acked))
+    s = set(acked)
+    live.q[key] = [f for f in live.q[key] if f not in s]
+    return acked
+
+
+def subscribe_selected(run, topic, cid, sub, selector):
+    c = Stomp(PORT, client_id=cid)
+    c.subscribe(topic, "s1", durable_name=sub, extra={"selector": selector} if selector else None)
+    c.disconnect()
+    run.ev("durable_subscribed", client_id=cid, subscription=sub, destination=topic, selector=selector)
+
+
+def send_colored(run, p, live, dest, seq, subs, size, receipt=True, tx=None):
+    """a send to topic ``dest`` with a ``color`` property; added to each of ``subs`` ((key, color or None))
+    whose selector it matches (when it is confirmed)"""
+    color = run.rng.choice(("red", "red", "blue", "green"))
+    m = run.send(p, dest, seq, size=size, receipt=receipt, tx=tx, extra={"color": color})
+    if receipt and tx is None:
+        for key, want in subs:
+            if want is None or want == color:
+                live.add(key, m["fx_id"])
+    return m, color
+
+
+def f12_subs_kill():
+    """durable topic subscribers with selectors (one matching nothing), indexCacheSize 16, journal disk syncs
+    off, checkpoints and GC every ~1 s, SIGKILL in the middle of acks and sends"""
+    run = mf.Run("f12-subs-kill", 8312)
+    cfg = config("f12", kaha(32768, 'indexCacheSize="16" journalDiskSyncStrategy="never" '
+                                    'checkpointInterval="800" cleanupInterval="1600"'))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    T, Q = "/topic/fx.f12.t", "/queue/fx.f12.q"
+    subs = (("red", "red"), ("all", None), ("none", "purple"))
+    sel = {"red": "color = 'red'", "all": None, "none": "color = 'purple'"}
+    for key, _c in subs:
+        subscribe_selected(run, T, "f12-" + key, key, sel[key])
+    seq = {T: 0, Q: 0}
+    p = Stomp(PORT)
+    for _ in range(140):
+        d = run.rng.choice((T, T, Q))
+        seq[d] += 1
+        size = mf.log_uniform_size(run.rng, 20, 2500)
+        if d == T:
+            send_colored(run, p, live, T, seq[T], subs, size)
+        else:
+            live.add(Q, run.send(p, Q, seq[Q], size=size)["fx_id"])
+    p.disconnect()
+    consume_selected(run, live, T, "red", lambda r: r["seq"] % 2 == 0, "f12-red", "red", sel["red"])
+    consume_selected(run, live, T, "all", lambda r: r["seq"] <= 40, "f12-all", "all", None)
+    live.consume(Q, lambda r: r["seq"] % 3 != 0)
+    time.sleep(2.5)  # checkpoints and GC passes over the acknowledged files
+    p = Stomp(PORT)
+    for _ in range(60):
+        d = run.rng.choice((T, Q))
+        seq[d] += 1
+        size = mf.log_uniform_size(run.rng, 20, 2500)
+        if d == T:
+            send_colored(run, p, live, T, seq[T], subs, size)
+        else:
+            live.add(Q, run.send(p, Q, seq[Q], size=size)["fx_id"])
+    p.disconnect()
+    consume_selected(run, live, T, "red", lambda r: True, "f12-red", "red", sel["red"])
+    p = Stomp(PORT)
+    for _ in range(25):
+        seq[T] += 1
+        send_colored(run, p, live, T, seq[T], subs, run.rng.randint(100, 1500), receipt=False)
+    time.sleep(0.02)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, broker_config="tools/" + cfg,
+                  scenario="a topic with 3 durable subscriptions (selector color='red', none, color='purple' "
+                           "matching nothing) and a queue; indexCacheSize=16, journalDiskSyncStrategy=never, "
+                           "checkpoint/GC every ~1 s; 140 sends, red acks half, all acks seq<=40, queue 2/3 acked, "
+                           "GC wait; 60 more sends, red acks everything; 25 topic sends without receipt, SIGKILL.")
+
+
+def f13_mkahadb_topics_kill():
+    """mKahaDB: a filtered store for topics fx.f13.t.> with durable subscribers, queues perDestination;
+    STOMP transactions over both stores (the txStore's two-phase journal), SIGKILL right after a commit"""
+    run = mf.Run("f13-mkahadb-topics-kill", 8313)
+    sub = ('<kahaDB journalMaxFileLength="16384" checksumJournalFiles="true" checkForCorruptJournalFiles="true" '
+           'indexCacheSize="32" checkpointInterval="1000" cleanupInterval="2000"/>')
+    cfg = config("f13", '<mKahaDB directory="${fx.data}/mkahadb" journalMaxFileLength="16384" checkForCorruption="true">'
+                 '<filteredPersistenceAdapters>'
+                 '<filteredKahaDB topic="fx.f13.t.>"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '<filteredKahaDB perDestination="true"><persistenceAdapter>%s</persistenceAdapter></filteredKahaDB>'
+                 '</filteredPersistenceAdapters></mKahaDB>' % (sub, sub))
+    b = run.broker(cfg); b.start()
+    live = Live(run)
+    T1, T2, Q = "/topic/fx.f13.t.one", "/topic/fx.f13.t.two", "/queue/fx.f13.q"
+    subs1 = (("t1-all", None), ("t1-blue", "blue"))
+    subs2 = (("t2-all", None),)
+    sel = {"t1-all": None, "t1-blue": "color = 'blue'", "t2-all": None}
+    subscribe_selected(run, T1, "f13-t1-all", "t1-all", None)
+    subscribe_selected(run, T1, "f13-t1-blue", "t1-blue", sel["t1-blue"])
+    subscribe_selected(run, T2, "f13-t2-all", "t2-all", None)
+    seq = {T1: 0, T2: 0, Q: 0}
+    p = Stomp(PORT)
+    for _ in range(90):
+        d = run.rng.choice((T1, T2, Q))
+        seq[d] += 1
+        size = mf.log_uniform_size(run.rng, 20, 3000)
+        if d == Q:
+            live.add(Q, run.send(p, Q, seq[Q], size=size)["fx_id"])
+        else:
+            send_colored(run, p, live, d, seq[d], subs1 if d == T1 else subs2, size)
+    for t, commit in (("f13-tx-1", True), ("f13-tx-2", False), ("f13-tx-3", True)):
+        p.begin(t)
+        done = []
+        for d in (T1, Q, T2, Q):
+            seq[d] += 1
+            if d == Q:
+                done.append((Q, None, run.send(p, Q, seq[Q], size=700, tx=t)))
+            else:
+                m, color = send_colored(run, p, live, d, seq[d], (), 700, tx=t)
+                done.append((d, color, m))
+        (p.commit if commit else p.abort)(t)
+        if commit:
+            for d, color, m in done:
+                if d == Q:
+                    live.add(Q, m["fx_id"])
+                else:
+                    for key, want in (subs1 if d == T1 else subs2):
+                        if want is None or want == color:
+                            live.add(key, m["fx_id"])
+    p.disconnect()
+    consume_selected(run, live, T1, "t1-blue", lambda r: r["seq"] % 2 == 1, "f13-t1-blue", "t1-blue", sel["t1-blue"])
+    consume_selected(run, live, T2, "t2-all", lambda r: r["seq"] <= 25, "f13-t2-all", "t2-all", None)
+    live.consume(Q, lambda r: r["seq"] % 2 == 0)
+    time.sleep(2.5)
+    p = Stomp(PORT)
+    p.begin("f13-tx-4")
+    for d in (T1, Q, T2):
+        seq[d] += 1
+        if d == Q:
+            run.send(p, Q, seq[Q], size=400, tx="f13-tx-4")
+        else:
+            send_colored(run, p, live, d, seq[d], (), 400, tx="f13-tx-4")
+    p.commit("f13-tx-4")  # (its messages are not counted live: the commit's receipt came, but what the kill
+    #                        leaves of the txStore's outcome is what the harness judges)
+    for _ in range(15):
+        d = run.rng.choice((T1, Q))
+        seq[d] += 1
+        run.send(p, d, seq[d], receipt=False, size=run.rng.randint(100, 1500))
+    time.sleep(0.02)
+    b.kill9()
+    run.ev("sigkill", pid=b.proc.pid)
+    run.broker_timings.append(b.timings)
+    try:
+        p.sock.close()
+    except Exception:
+        pass
+    return finish(run, live, store="mkahadb", broker_config="tools/" + cfg,
+                  scenario="mKahaDB, 16 KiB files, indexCacheSize=32, checkpoint/GC every 1-2 s: topics fx.f13.t.> "
+                           "in one filtered store (3 durable subscriptions, one with selector color='blue'), the "
+                           "queue perDestination; 90 sends, 3 transactions over both stores (commit, abort, "
+                           "commit), partial acks, GC wait; a 4th cross-store transaction committed, 15 sends "
+                           "without receipt, SIGKILL.")
+
+
 ALL = {f.__name__.split("_", 1)[0]: f for f in
        (f1_small_files, f2_big_bodies, f3_tx, f4_gc, f5_kill, f6_mkahadb, f7_kill_gc,
-        f8_mkahadb_kill, f9_kill_16k, f10_shrink, f11_shrink_kill)}
+        f8_mkahadb_kill, f9_kill_16k, f10_shrink, f11_shrink_kill, f12_subs_kill, f13_mkahadb_topics_kill)}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(ALL):

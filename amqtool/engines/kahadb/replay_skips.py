@@ -1,0 +1,97 @@
+"""Records after the index checkpoint that the broker's replay walk steps over, and what that changes.
+
+``MessageDatabase.recover`` (ActiveMQ 5.17) replays from ``getRecoveryPosition()``:
+``getNextInitializedLocation(lastUpdate)``, i.e. ``Journal.getNextLocation`` reads a 5-byte header *at*
+``lastUpdate`` whatever lies there, steps over what is not a user record by the size it reads, and skips the
+first user record it meets (taken for the one at ``lastUpdate``). The broker only ever records there the
+start of a record it processed, so the walk meets that record first and replays every one after it. When
+``lastUpdate``'s offset is damaged it points inside a record: the walk reads sizes out of that record's
+bytes, lands wherever they send it, and replays only from there (amqtool/engines/kahadb/replay_walk.py);
+the sends and acknowledgements it stepped over never reach the index, and nothing else reads them (the
+index, checkpointed before them, does not hold them). A walk that throws or meets a record that does not
+load is ``kahadb-recovery-stops``; this is the walk that gets through but replays less.
+
+What the rest of verify takes as replayed is every record of a batch that checks out after ``lastUpdate``
+(after_acks.replayed_commands); those the walk does not return are the skipped ones. :func:`skipped_effect`
+replays the walk's records, and the same with the skipped ones put back in file order, onto the index's live
+messages, as ``process`` does (an ADD makes its message live, a REMOVE takes it out, or acknowledges it for its
+subscription; a transaction's operations at its COMMIT, none at its ROLLBACK), and names the messages whose
+state differs. Skipped records that change nothing (the ack-map record, an ADD with its REMOVE) are no
+finding.
+"""
+from __future__ import annotations
+
+from amqtool.formats.kahadb.commands import EntryType
+
+from amqtool.engines.kahadb.after_acks import replayed_commands
+
+_KINDS = (int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE), int(EntryType.COMMIT),
+          int(EntryType.ROLLBACK))
+_ANY = frozenset(range(256))
+
+
+def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = None) -> tuple[int, list]:
+    """``(records skipped, [(destination key, message id)...] whose state the skip changes)`` for store
+    directory ``d`` whose index checkpoint is ``last_update`` ((file id, offset)), given ``walked``: the
+    ``(file id, offset, command)`` the broker's replay loads from there (replay_walk.replay, which got
+    through). ``(0, [])`` when it replays every record the batches hold after the checkpoint.
+
+    ``anchor``: the latest of the checkpoint's own records page 0 names (producer audit, ack map), which
+    ``checkpointUpdate`` writes just before it records ``lastUpdate`` (so ``lastUpdate`` is at or after it, on
+    a record). A ``lastUpdate`` after it that is no record's start (damaged: past the journal's end, say) is
+    judged from the anchor instead: the records between them are replayed again onto an index that already
+    holds what they did (which changes nothing), or were never in it (a damaged ``lastUpdate``: what their
+    skip loses shows)."""
+    seen = {(fid, off) for fid, off, _cmd in walked}
+    start = last_update
+    if anchor is not None and anchor < last_update and not _record_at(d, last_update):
+        start = anchor
+    # (decoding is most of the cost: only when something is skipped)
+    if all((fid, off) in seen for fid, off, _ in replayed_commands(d, start, _KINDS, decode=False)):
+        return 0, []
+    skipped = [r for r in replayed_commands(d, start, _KINDS) if (r[0], r[1]) not in seen]
+    walked = [r for r in walked if int(r[2].type) in _KINDS]
+    live = {(k, m.message_id) for k, dest in (d.indexed or {}).items() for m in dest.messages}
+    # the walk as it goes, against the same walk with the records it stepped over put back in file order (what
+    # it replays of a damaged batch of an older file is another finding's: only the skip is judged here)
+    a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
+    b = _replay(live, [cmd for _f, _o, cmd in walked])
+    return len(skipped), sorted({x[:2] for x in a ^ b})
+
+
+def _record_at(d, loc: tuple) -> bool:
+    """Whether a user record of a batch that checks out starts at ``loc`` ((file id, offset))."""
+    fid, off = loc
+    first = next(replayed_commands(d, (fid, off - 1), _ANY, decode=False), None)
+    return first is not None and first[:2] == loc
+
+
+def _replay(live: set, cmds: list) -> set:
+    """The live (destination key, message id) pairs, with (key, id, subscription) for each acknowledgement of
+    a live topic message, after ``cmds`` are processed in order onto ``live``."""
+    state = {(k, mid, None) for k, mid in live}
+    pending: dict = {}
+    for cmd in cmds:
+        t = cmd.type
+        if t is EntryType.COMMIT or t is EntryType.ROLLBACK:
+            ops = pending.pop(cmd.transaction.key, [])
+            if t is EntryType.COMMIT:
+                for op in ops:
+                    _apply(state, op)
+        elif cmd.transaction is not None:
+            pending.setdefault(cmd.transaction.key, []).append(cmd)
+        else:
+            _apply(state, cmd)
+    return state
+
+
+def _apply(state: set, cmd) -> None:
+    key, mid = cmd.destination.key, cmd.message_id
+    if cmd.type is EntryType.ADD_MESSAGE:
+        state.add((key, mid, None))
+    elif (key, mid, None) in state:
+        sub = getattr(cmd, "subscription_key", None) or None
+        if sub is None:
+            state -= {x for x in state if x[:2] == (key, mid)}
+        else:
+            state.add((key, mid, sub))
