@@ -274,22 +274,6 @@ def damaged_head(opened, index: int, first: int) -> tuple[int, int, int, int] | 
     return t, tx, rid, head[p]
 
 
-def damaged_tx(opened, index: int, first: int) -> int | None:
-    """The transaction id in the header of the damaged record at ``first`` of file ``index`` when that header
-    is a transactional record's (ADD_TX, UPDATE_TX, DELETE_TX, PREPARE, COMMIT, ROLLBACK: the id follows the
-    type, the file's tag and, from format version 2, the compact count) carrying this file's tag; else None."""
-    jf = opened.files[index]
-    p = 5 + (jf.version >= 2)
-    try:
-        head = opened.pread(index, first, p + 8)
-    except OSError:
-        return None
-    if len(head) < p + 8 or head[0] not in _TX or int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
-        return None
-    tx = int.from_bytes(head[p:p + 8], "big", signed=True)
-    return tx if tx >= 0 else None
-
-
 def _unaccounted(w: Window, roles: dict, paged: set, after: int, before: int):
     """Every id of the window no surviving record carries (``w.unaccounted`` keeps the first 100 only)."""
     if w.unaccounted_count == len(w.unaccounted):
@@ -339,11 +323,14 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     if dup:
         roles.update(ledger.roles(behind.start - 1, after))
         w.reordered = [x for x in behind if not roles.get(x)]
-    # the damaged record's own header, when it carries this file's tag, names the transaction it was written in:
-    # that id is a transaction's (TransactionImpl takes its id from the generator), not a record lost there
-    own_tx = damaged_tx(result.opened, index, first)
-    if own_tx is not None:
-        roles.setdefault(own_tx, set()).add("tx")
+    # the damaged record's own header, when it is a message sent in a transaction (an ADD_TX carrying this file's
+    # tag), names that transaction: its id is a transaction's (TransactionImpl takes its id from the generator),
+    # not a record lost there. Not so a consuming transaction's header (an acknowledgement, a delete): the loss of
+    # such a transaction whole (its acknowledgements, deletes and COMMIT) brings messages back, and its id left
+    # unaccounted is the only trace of it
+    head = damaged_head(result.opened, index, first)
+    if head is not None and head[0] == 13 and head[3] in _MESSAGES:
+        roles.setdefault(head[1], set()).add("tx")
     ids = [*behind, *range(after + 1, before), *ahead]
     low = behind.start - 1 if dup else after  # the ids counted lie above it
     paged = ledger.paged() if any(not roles.get(x, set()) & stored for x in ids) else set()

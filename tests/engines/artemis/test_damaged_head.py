@@ -11,7 +11,8 @@
   251-253, all deleted since). The window of ids the lost records may have carried was 250..256, every one
   accounted for (deleted since) but 250, the transaction's own id, which no surviving record carries: verify
   called the cut CRITICAL, while the broker delivers exactly what it did. The cut record's header names
-  transaction 250."""
+  transaction 250. Only a sending transaction's header does so: a consuming transaction lost whole (its
+  acknowledgements, deletes and COMMIT) brings messages back, and its id, left unaccounted, is its only trace."""
 from __future__ import annotations
 
 import pytest
@@ -100,3 +101,11 @@ def test_a_header_cut_before_its_transaction_id_names_none(demo_s4):
     assert outcome.truth == "same"
     assert tail.details["lostIds"]["unaccountedIds"] == [250]
     assert tail.severity.name == "CRITICAL"
+
+
+def test_a_consuming_transactions_header_leaves_its_id_unaccounted(demo_s1):
+    # activemq-data-8.amq, cut 27 bytes into the UPDATE_TX (an acknowledgement) that opens transaction 256, whose
+    # records and COMMIT all follow in the lost bytes: the broker delivers its messages again
+    outcome, tail = _cut(demo_s1, "data/journal/activemq-data-8.amq", 28080)
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert 256 in tail.details["lostIds"]["unaccountedIds"]
