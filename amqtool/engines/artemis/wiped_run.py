@@ -362,9 +362,10 @@ def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: 
 
 _LONGEST_UPDATE = 64  # longer than any update the broker writes (references, acks, counts, schedules: 31-47)
 # longer than any record but an add the broker writes: its updates, deletes, commits and rollbacks (at most 47
-# bytes) and a PREPARE, whose extra data is an Xid (XidCodecSupport: format id, and a global transaction id and
-# a branch qualifier of at most 64 bytes each, Xid.MAXGTRIDSIZE and MAXBQUALSIZE) after its 26 bytes
-_LONGEST_NOT_ADD = 256
+# bytes) and a PREPARE: JournalImpl.SIZE_PREPARE_RECORD and its compact count (26 bytes), then its extra data, an
+# Xid (XidCodecSupport.getXidEncodeLength: three ints, a global transaction id and a branch qualifier of at most
+# 64 bytes each, Xid.MAXGTRIDSIZE and MAXBQUALSIZE): at most 166 bytes
+_LONGEST_NOT_ADD = 192
 
 
 def _acked_queues(opened, rid: int) -> set[int]:
