@@ -419,9 +419,13 @@ class _GapInspector:
         """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
         when only the high bytes were damaged the broker still reads the file's records, and loads the file
         first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
-        CRITICAL when either changes the live state against the file read in its place (its records' tag), or
-        when its records carry another tag than the header's low bits (damaged low bytes, or records of an
-        earlier use: which, cannot be told); else a warning (a free file: nothing the broker delivers changes)."""
+        CRITICAL when either changes the live state against the file read in its place (its records' tag). When
+        its records carry another tag than the header's low bits, the broker reads none of them (it tags by the
+        header), and they were either this file's own (its low bytes damaged too) or an earlier use's (a free
+        file, reinitialised under a new fileID with its old records kept: ``JournalFilesRepository
+        .reinitializeFile``); which cannot be told, so it is CRITICAL when reading them under their tag, in its
+        place, changes the live state, else a warning: lost or stale, they hold nothing the broker delivers.
+        Else a warning (a free file: nothing the broker delivers changes)."""
         import dataclasses
 
         from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
@@ -439,13 +443,27 @@ class _GapInspector:
         own = file_tag(header.file_id)
         first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
                      if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
-        if (first_tag is not None and first_tag != own) or not self.opened.files or \
-                header.user_version != self.opened.files[0].header.user_version:
+        if not self.opened.files or header.user_version != self.opened.files[0].header.user_version:
             return critical
         jf = JournalFile(path=path, name=path.name, size=size, header=header)
 
         def with_file(f):
             return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+
+        if first_tag is not None and first_tag != own:
+            # another file has that fileID: Artemis issues each once, so they are an earlier use's records
+            stale = any(f.file_id == first_tag for f in self.opened.files)
+            if first_tag <= 0 or not stale and evidence.changes_with(
+                    self.kind, with_file(dataclasses.replace(jf, header=dataclasses.replace(header,
+                                                                                            file_id=first_tag)))):
+                return critical
+            return Finding(
+                Severity.WARNING, skipped.code,
+                skipped.message + (f"; another file has fileID {first_tag}, the tag they carry: they are records of "
+                                   f"an earlier use of this file, which the broker never reads" if stale else
+                                   f"; read under the tag they carry ({first_tag}), in its place, its records change "
+                                   f"nothing the broker delivers: lost or an earlier use's, none was a live record"),
+                skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
 
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
         if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
