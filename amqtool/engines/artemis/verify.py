@@ -392,12 +392,13 @@ class _GapInspector:
             if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
+                last_end = self.files[index][1].end if index in self.files else None
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
-                                                           length, self.kind, bare=evidence.bare)
+                                                           length, self.kind, bare=evidence.bare, last_end=last_end)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
-                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first),
-                    evidence.bare))
+                    path, first, length, effect, self.kind,
+                    journal_crash.own_record_at(self.opened, index, first, last_end), evidence.bare))
                 continue
             if effect is None and index != current:
                 retyped = self._retyped_effect(index, first, effect_of)
