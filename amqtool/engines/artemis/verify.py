@@ -49,7 +49,7 @@ from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
-from amqtool.engines.artemis.damaged_ids import never_issued
+from amqtool.engines.artemis.damaged_ids import never_issued, never_issued_ids
 from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
@@ -1279,8 +1279,11 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     if lost and results.get("messages") is not None:
         # the message's DELETE read whole under an id one damaged byte away, right after its last update: it was
         # deleted, and its add reclaimed long ago (lost_deletes.moved_deletes; campaign seed 8484046452063032)
-        lost = {m: u for m, u in lost.items() if m not in moved_deletes(results["messages"], set(lost))
-                and m not in lost_deletes}
+        moved = moved_deletes(results["messages"], set(lost))
+        lost = {m: u for m, u in lost.items() if m not in moved and m not in lost_deletes}
+        # an id the broker never issued is a damaged id, no lost add (damaged_ids.py)
+        damaged = never_issued_ids(results["messages"], set(lost)) if lost else set()
+        lost = {m: u for m, u in lost.items() if m not in damaged}
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
             # restart leaves one: restart_orphans.py): the explained id no longer vouches for it
