@@ -109,6 +109,23 @@ def placed_in_gaps(result, orphans: set[int], missing: Callable[[int | None, int
     return out
 
 
+def in_present_files(result, orphans: set[int]) -> set[int]:
+    """The ids of ``orphans`` with a live reference whose add, written just before its first reference (see the
+    module docstring), lay in a file still there: no fileID is missing between that reference's file and the
+    present file before it. Its add is not there, so its id (or the add's bytes, judged where they lie) was
+    damaged: no file holding it was lost."""
+    refs = _first_reference_files(result, orphans)
+    if not refs:
+        return set()
+    present = sorted({jf.file_id if 0 <= jf.file_id < _TAG_LIMIT else jf.tag for jf in result.files})
+    out = set()
+    for x, fid in refs.items():
+        at = bisect_left(present, fid)
+        if at > 0 and present[at - 1] == fid - 1:
+            out.add(x)
+    return out
+
+
 def _first_reference_files(result, orphans: set[int]) -> dict[int, int]:
     """Orphan id -> the lowest fileID among the files holding its live references (``ADD_REF`` updates)."""
     out: dict[int, int] = {}

@@ -53,7 +53,7 @@ from amqtool.engines.artemis.damaged_ids import never_issued, never_issued_ids
 from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
-from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
+from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -1281,8 +1281,10 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
         # deleted, and its add reclaimed long ago (lost_deletes.moved_deletes; campaign seed 8484046452063032)
         moved = moved_deletes(results["messages"], set(lost))
         lost = {m: u for m, u in lost.items() if m not in moved and m not in lost_deletes}
-        # an id the broker never issued is a damaged id, no lost add (damaged_ids.py)
-        damaged = never_issued_ids(results["messages"], set(lost)) if lost else set()
+        # an id the broker never issued is a damaged id, no lost add (damaged_ids.py); so is one whose first
+        # reference, written right after its add, lies where no file went missing (add_placement.py)
+        damaged = (never_issued_ids(results["messages"], set(lost)) | in_present_files(results["messages"], set(lost))
+                   if lost else set())
         lost = {m: u for m, u in lost.items() if m not in damaged}
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
