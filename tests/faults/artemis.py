@@ -661,10 +661,37 @@ def restart_orphans(root: Path) -> frozenset:
 
 
 def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bool = False,
-                       orphans_ok: frozenset = frozenset()) -> str:
+                       orphans_ok: frozenset = frozenset(), known: frozenset = frozenset()) -> str:
     """'' when every record the store at ``root`` holds is consistent with a store a broker writes (with
-    crashes), else the first inconsistency found: what proves it damaged. The harness's own oracle
-    (tests/faults/model.py, ``loss-unproven``), built from the loaders, never from verify's findings.
+    crashes), else the first inconsistency found (:func:`inconsistencies`) that is not in ``known``: what
+    proves it damaged. The harness's own oracle (tests/faults/model.py, ``loss-unproven``), built from the
+    loaders, never from verify's findings.
+
+    ``known``: the inconsistencies the pristine store shows already (:func:`pristine_flaws`). The pristine
+    stores are written by the real ``JournalImpl`` (tests/data/artemis/tools/gen.sh, /work/artemis-fresh), so
+    what one of them shows is, by construction, something a broker writes, even where this oracle's model of
+    the broker is stricter: a store SIGKILLed while its compactor ran (``JournalCompactor`` writes its outputs
+    into reused files, ``JournalFilesRepository.openFileCMP``, whose earlier bytes stay past its records) has
+    older files whose ends read as damaged here. A damaged copy showing the same is no proof of the fault;
+    without ``known`` every fault on such a store read as proven, a deleted oldest file's lost prepared
+    transactions (nothing left names them) as loss rather than loss-unproven."""
+    found = inconsistencies(root, loaded, journal_only, orphans_ok)
+    try:
+        return next((why for why in found if why not in known), "")
+    finally:
+        found.close()
+
+
+def pristine_flaws(root: Path, journal_only: bool = False, orphans_ok: frozenset = frozenset()) -> frozenset:
+    """Every inconsistency (:func:`inconsistencies`) of the pristine store at ``root``: ``known`` to
+    :func:`broker_could_write` for its damaged copies."""
+    return frozenset(inconsistencies(root, None, journal_only, orphans_ok))
+
+
+def inconsistencies(root: Path, loaded: tuple | None = None, journal_only: bool = False,
+                    orphans_ok: frozenset = frozenset()):
+    """Each inconsistency of the store at ``root`` with a store a broker writes (with crashes), in the order
+    they are found (a journal the broker refuses, or a store not detected, ends the list).
     ``loaded``: :func:`tests.faults.runner.judged`'s ``(store, loads, gaps)`` of this store, still open: the
     loader's results and each file's gaps, read instead of loading every journal again.
 
@@ -704,7 +731,8 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
     try:
         store = detect(root) if loaded is None else loaded[0]
     except AmqtoolError as err:
-        return f"not a store: {err}"
+        yield f"not a store: {err}"
+        return
     # ``loaded``: judged()'s (store, loads, gaps) of this very store, still open: the same loads, not read again
     if loaded is not None and not (store.kind == "artemis" and all(
             jd.kind in loaded[1] and jd.kind in loaded[2] for jd in store.journals())):
@@ -720,13 +748,14 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
                 opened = stack.enter_context(open_journal(jd))
             refused = [s for s in opened.skipped if s.code in _REFUSING + ("duplicate-file-id", "bad-file-id")]
             if refused:
-                return f"{jd.kind}: {refused[0].code}"
+                yield f"{jd.kind}: {refused[0].code}"
+                return
             if loaded is None:
                 gaps = {}
                 result = load_journal(opened, on_file=lambda scan, g: gaps.__setitem__(scan.index, (scan, g)))
             results[jd.kind] = result
             if any(a.code == "commit-count-mismatch" for a in result.anomalies):
-                return f"{jd.kind}: commit-count-mismatch"
+                yield f"{jd.kind}: commit-count-mismatch"
             data = [i for i, (s, _) in sorted(gaps.items()) if s.has_data]
             # a compaction begins by moving on (JournalImpl.getDataListToCompact: moveNextFile), leaving room in
             # the file then current; .cmp files left behind show one that was running when the broker died
@@ -734,15 +763,18 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
             for i, (scan, g) in sorted(gaps.items()):
                 jf = scan.file
                 if g.damaged_count:
-                    return f"{jf.path.name}: damaged bytes between records"
+                    yield f"{jf.path.name}: damaged bytes between records"
+                    continue
                 cur = result.current_file
                 if (g.tail_first >= 0 and cur is not None and jf.path == cur.path
                         and not _stale_tail(opened, i, g, jf) and not crash_left(result, i, g.tail_first)):
                     # the crash model (amqtool/formats/artemis/torn_write.py): no crash leaves this end
-                    return f"{jf.path.name}: damaged end of the current file that no crash leaves"
+                    yield f"{jf.path.name}: damaged end of the current file that no crash leaves"
+                    continue
                 if i in data and i != data[-1]:
                     if g.tail_first >= 0 and not _stale_tail(opened, i, g, jf):
-                        return f"{jf.path.name}: damaged end of a file that is not the newest"
+                        yield f"{jf.path.name}: damaged end of a file that is not the newest"
+                        continue
                     nxt = data[data.index(i) + 1]
                     own, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
                     nf = result.files[nxt]
@@ -751,11 +783,11 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
                     # record that did not fit was the first of a file since freed, not the first of ``nxt``
                     if (jf.version >= 2 and not compacting and nf.tag == jf.tag + 1 and own and own[-1][3] == 0
                             and first and first[0][1] == 16 and first[0][3] == 0 and first[0][2] <= jf.size - g.end):
-                        return f"{jf.path.name}: room left for the next file's first record"
+                        yield f"{jf.path.name}: room left for the next file's first record"
             if jd.kind == "messages":
                 deleted = deleted_ids(opened)
         if journal_only:
-            return ""
+            return
         if results.get("bindings") is not None and results.get("messages") is None:
             # The broker creates both journals at its first start, but a bindings directory copied alone (the
             # public stores people commit; journal-directory configured apart from bindings-directory) reads the
@@ -765,22 +797,24 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
             from amqtool.engines.artemis.missing_journal import large_message_files
 
             if large_message_files(store.large_messages_dir):
-                return "a bindings journal without its message journal, beside large-message bodies"
+                yield "a bindings journal without its message journal, beside large-message bodies"
+                return
             if store.paging_dir is not None and next(iter_paged_entries(store), None) is not None:
-                return "a bindings journal without its message journal, beside page files holding messages"
-            return ""
+                yield "a bindings journal without its message journal, beside page files holding messages"
+                return
+            return
         state = build_broker_state(results.get("bindings"), results.get("messages"), decode=REF_TYPES)
         if state.problems:
-            return f"record {state.problems[0].record_id} does not decode"
+            yield f"record {state.problems[0].record_id} does not decode"
         if duplicate_ids(results.get("messages")) is None:
-            return "a duplicate-id record that does not decode (the broker's own load throws on it)"
+            yield "a duplicate-id record that does not decode (the broker's own load throws on it)"
         if results.get("bindings") is not None:
             from amqtool.formats.artemis.bindings_load import LOAD_TYPES
 
             # JournalRecordIds: Artemis writes to its bindings journal only the types its load decodes
             skipped = [r for r in results["bindings"].live if r.user_record_type not in LOAD_TYPES]
             if skipped:
-                return (f"bindings record {skipped[0].id} of user type {skipped[0].user_record_type}, which Artemis "
+                yield (f"bindings record {skipped[0].id} of user type {skipped[0].user_record_type}, which Artemis "
                         f"does not write there")
         msgs = results.get("messages")
         if msgs is not None and (msgs.failed or msgs.prepared):
@@ -788,50 +822,50 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
             live_ids = {r.id for r in msgs.live}
             clash = next((tx.tx_id for tx in list(msgs.failed) + list(msgs.prepared) if tx.tx_id in live_ids), None)
             if clash is not None:
-                return f"transaction {clash} has the id of a live record"
+                yield f"transaction {clash} has the id of a live record"
         for r in results["messages"].live if "messages" in results else ():
             # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
             # messages only as adds
             if r.is_update != (r.user_record_type in _WRITTEN_AS_UPDATE) and r.user_record_type in _ONE_WAY:
-                return f"record {r.id}: user type {r.user_record_type} as {'an update' if r.is_update else 'an add'}"
+                yield f"record {r.id}: user type {r.user_record_type} as {'an update' if r.is_update else 'an add'}"
         for mid, qs in state.refs.items():
             if any(n > 1 for n in qs.values()):
-                return f"message {mid} referenced twice by one queue (the broker routes a message to a queue once)"
+                yield f"message {mid} referenced twice by one queue (the broker routes a message to a queue once)"
         messages = set(state.message_records)
         for mid, qs in state.refs.items():
             if mid not in messages and mid not in deleted and mid not in orphans_ok:
-                return f"references of message {mid}, never deleted, without its record"
+                yield f"references of message {mid}, never deleted, without its record"
             if "bindings" in results and any(q not in state.queues for q in qs):
-                return f"message {mid} referenced by a queue the bindings do not hold"
+                yield f"message {mid} referenced by a queue the bindings do not hold"
         for mid, q in state.acked:
             if mid not in messages and mid not in deleted and mid not in orphans_ok:
-                return f"acknowledgement of message {mid}, never deleted, without its record"
+                yield f"acknowledgement of message {mid}, never deleted, without its record"
             if mid in messages and q not in state.refs.get(mid, ()):
-                return f"acknowledgement of message {mid} on queue {q} without its reference"
+                yield f"acknowledgement of message {mid} on queue {q} without its reference"
         lm = store.large_messages_dir
         for mid in state.large_messages:
             if any((mid, q) not in state.acked for q in state.refs.get(mid, ())):
                 if lm is None or not (Path(lm) / f"{mid}.msg").is_file():
-                    return f"large message {mid} without its file"
+                    yield f"large message {mid} without its file"
         if store.paging_dir is None or "messages" not in results:
-            return ""
+            return
         max_id = max(r.max_id for r in results.values())
         view = load_view(store)
         errors: list = []
         pending: Counter = Counter()
         for e in iter_paged_entries(store, view, errors, endings=True):
             if any(q not in view.queues and q > max_id for q in e.message.queue_ids):
-                return f"paged message {e.message.message_id} names a queue id never issued"
+                yield f"paged message {e.message.message_id} names a queue id never issued"
             if e.tx_state in (None, PAGE_TX_COMMITTED):
                 pending.update(e.pending_queues)
         for ps, pid, number, off, err in errors:
             if not isinstance(err, str):  # a record that does not decode (a damaged ending is judged below)
-                return f"page {pid} of {ps.address}: {err}"
+                yield f"page {pid} of {ps.address}: {err}"
         # a queue acknowledges only messages its cursor read from a page file (PageSubscriptionImpl.ackTx)
         far = past_current(view, find_page_stores(store.paging_dir)[0])
         if far:
             q, acks = next(iter(far.items()))
-            return f"queue {q}: cursor acknowledgement of page {acks[0][0]}, past its address's current page"
+            yield f"queue {q}: cursor acknowledgement of page {acks[0][0]}, past its address's current page"
         for ps, pid in store_pages(store):
             with ps.open_page(pid) as pf:
                 scan = PageScanner(pf.buf, pf.size)
@@ -840,12 +874,12 @@ def broker_could_write(root: Path, loaded: tuple | None = None, journal_only: bo
                 if scan.end.clean:
                     continue
                 if pid != ps.current_page:
-                    return f"page {pid} of {ps.address} (not the current page) ends in damage"
+                    yield f"page {pid} of {ps.address} (not the current page) ends in damage"
                 # a crash leaves the current page's last record cut or with whole 4 KiB blocks unwritten
                 # (amqtool/formats/artemis/torn_write.py), never a wrong marker or a zeroed run inside a block
                 if not last_framing(pf.buf, scan.end):
-                    return f"page {pid} of {ps.address} (the current page) ends in damage no crash leaves"
+                    yield f"page {pid} of {ps.address} (the current page) ends in damage no crash leaves"
         for q, n in view.counters().items():
             if q in view.queues and n > pending[q]:
-                return f"queue {q}: page counter {n} over the {pending[q]} messages its pages hold"
-    return ""
+                yield f"queue {q}: page counter {n} over the {pending[q]} messages its pages hold"
+    return

@@ -65,6 +65,8 @@ class Campaign:
         self.pristine = self.truth.pristine
         # what the pristine store already shows is no proof that a damaged copy is no broker's
         self.orphans_ok = frozenset() if self.bare else artemis.restart_orphans(self.root)
+        # and what the pristine store already shows that the oracle's model deems no broker's is none either
+        self.flaws = artemis.pristine_flaws(self.root, journal_only=self.bare, orphans_ok=self.orphans_ok)
         # fault -> (truth, verdict, diff, codes): a fault drawn again (a whole file deleted or emptied, the
         # same byte flipped: a quarter of a large campaign's draws) damages the store to the same bytes, as
         # its undo restores them exactly, so verify and the truth give what they gave
@@ -101,7 +103,8 @@ class Campaign:
                 truth, diff = classify(self.pristine, damaged, lambda d: self.sites.torn(fault),
                                        lambda: bool(artemis.broker_could_write(self.root, loaded,
                                                                                journal_only=self.bare,
-                                                                               orphans_ok=self.orphans_ok)),
+                                                                               orphans_ok=self.orphans_ok,
+                                                                               known=self.flaws)),
                                        moved=self.truth.moved)
         finally:
             undo()

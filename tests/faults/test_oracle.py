@@ -120,3 +120,35 @@ def test_what_the_pristine_store_shows_already_proves_no_damage():
         told = c.judge(Fault("delete", "journal/activemq-data-17.amq", 0, 0, "", "file"))
     assert (quiet.truth, quiet.diff["back"]) == (UNPROVEN, 9)
     assert (told.truth, told.verdict) == (LOSS, "CRITICAL")
+
+
+def test_an_inconsistency_the_pristine_store_shows_already_proves_no_damage(tmp_path):
+    # /work/artemis-fresh/b10 (gen.sh ... 65536 7120 0 500 2: SIGKILLed while Artemis' compactor ran) is written
+    # by the real JournalImpl, yet five of its older files end in bytes the oracle reads as damage (compaction
+    # outputs written into reused files). Every damaged copy showed them, so every fault read as proven: its
+    # oldest file deleted (61 prepared messages gone, nothing left naming them) was loss, verify's WARNING a
+    # miss. Here the same flaw is made by hand in restart-orphan's activemq-data-47.amq: deleting
+    # activemq-data-14.amq (9 acknowledged messages back, nothing left refers to them) stays loss-unproven,
+    # while activemq-data-17.amq's deletion, which leaves updates without their message, is still proven.
+    import shutil
+    from pathlib import Path
+
+    from tests.faults.artemis import pristine_flaws, restart_orphans
+    from tests.faults.model import LOSS, UNPROVEN, Fault
+    from tests.faults.runner import Campaign
+
+    src = tmp_path / "s"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "artemis" / "restart-orphan", src)
+    older = src / "journal" / "activemq-data-47.amq"
+    data = bytearray(older.read_bytes())
+    data[15700:15740] = b"\x7f" * 40  # after its last record (ends at 15632), zeros before: not an earlier use's
+    older.write_bytes(bytes(data))
+    flaw = "activemq-data-47.amq: damaged end of a file that is not the newest"
+    assert pristine_flaws(src, orphans_ok=restart_orphans(src)) == {flaw}
+    assert broker_could_write(src, orphans_ok=restart_orphans(src)) == flaw
+    assert broker_could_write(src, orphans_ok=restart_orphans(src), known=frozenset({flaw})) == ""
+    with Campaign("flawed", src) as c:
+        quiet = c.judge(Fault("delete", "journal/activemq-data-14.amq", 0, 0, "", "file"))
+        told = c.judge(Fault("delete", "journal/activemq-data-17.amq", 0, 0, "", "file"))
+    assert (quiet.truth, quiet.diff["back"]) == (UNPROVEN, 9)
+    assert (told.truth, told.verdict) == (LOSS, "CRITICAL")

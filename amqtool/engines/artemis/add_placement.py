@@ -23,6 +23,15 @@ fileID lies between theirs. A compaction copies live records in their order into
 old fileIDs, which keeps the order among them; the bracket is taken between the two files whichever comes
 first. When every fileID of that bracket is a file present, the add was in a file still there, not in a
 missing one: what left the update without its add is not a removed file.
+
+A reference (``ADD_REF``) bounds its add from the other side too: the broker routes a message as it stores it
+(``PostOfficeImpl.processRoute``: ``storeMessage``, then ``storeReference`` for each durable queue, in one
+call), so the add lay in the file of its earliest reference or in the one written just before it: between the
+present file with the next lower fileID and that file. An update of a reference whose id was damaged onto an
+old id (its add's bracket far before the reference's file) had no add in a missing fileID (real JournalImpl
+stores whose reclaimer left fileIDs missing below the oldest file read such flips as a CRITICAL
+``missing-journal-file``: campaign seeds 8311031933021008, 8341065023120012). A removed file whose last add's
+reference went to the next file leaves its fileID there, between the two.
 """
 from __future__ import annotations
 
@@ -34,6 +43,7 @@ from amqtool.formats.artemis.records import ADD, ADD_TX
 
 _ADDS = (ADD, ADD_TX)
 _TAG_LIMIT = 1 << 31  # a header fileID past it was damaged: its records carry the issued id as their tag
+_ADD_REF = 32  # JournalRecordIds.ADD_REF: a message's reference to a queue, an update of the message's id
 
 
 def add_positions(result) -> tuple[list[int], list[int]]:
@@ -83,6 +93,45 @@ def placed_in_gaps(result, orphans: set[int], missing: Callable[[int | None, int
     if not orphans:
         return set()
     ids, files = add_positions(result)
-    if not ids:
-        return set(orphans)
-    return {x for x in orphans if missing(*bracket(ids, files, x))}
+    refs = _first_reference_files(result, orphans)
+    present = sorted({jf.file_id if 0 <= jf.file_id < _TAG_LIMIT else jf.tag for jf in result.files})
+    out = set()
+    for x in orphans:
+        lo, hi = bracket(ids, files, x) if ids else (None, None)
+        if x in refs:
+            # written just before its first reference: in that file, or after the present file before it
+            at = bisect_left(present, refs[x])
+            before = present[at - 1] if at > 0 else None
+            lo = before if lo is None else lo if before is None else max(lo, before)
+            hi = refs[x] if hi is None else min(hi, refs[x])
+        if missing(lo, hi):
+            out.add(x)
+    return out
+
+
+def in_present_files(result, orphans: set[int]) -> set[int]:
+    """The ids of ``orphans`` with a live reference whose add, written just before its first reference (see the
+    module docstring), lay in a file still there: no fileID is missing between that reference's file and the
+    present file before it. Its add is not there, so its id (or the add's bytes, judged where they lie) was
+    damaged: no file holding it was lost."""
+    refs = _first_reference_files(result, orphans)
+    if not refs:
+        return set()
+    present = sorted({jf.file_id if 0 <= jf.file_id < _TAG_LIMIT else jf.tag for jf in result.files})
+    out = set()
+    for x, fid in refs.items():
+        at = bisect_left(present, fid)
+        if at > 0 and present[at - 1] == fid - 1:
+            out.add(x)
+    return out
+
+
+def _first_reference_files(result, orphans: set[int]) -> dict[int, int]:
+    """Orphan id -> the lowest fileID among the files holding its live references (``ADD_REF`` updates)."""
+    out: dict[int, int] = {}
+    for r in result.live:
+        if r.is_update and r.user_record_type == _ADD_REF and r.id in orphans:
+            jf = result.files[r.file_index]
+            fid = jf.file_id if 0 <= jf.file_id < _TAG_LIMIT else jf.tag
+            out[r.id] = min(out.get(r.id, fid), fid)
+    return out

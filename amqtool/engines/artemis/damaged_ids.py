@@ -31,20 +31,30 @@ def never_issued(result, orphan: int) -> bool:
     """Whether ``orphan`` (the only id of ``result``'s live updates without their add) is an id the broker
     never issued, judged against every record of the load's files (see the module docstring). Rescans the
     files for the ids of dead records: called only for a lone orphan id."""
-    if orphan < 0:
-        return True
+    return orphan in never_issued_ids(result, {orphan})
+
+
+def never_issued_ids(result, orphans: set[int]) -> set[int]:
+    """The ids of ``orphans`` (ids of ``result``'s live updates without their add) that the broker never
+    issued, each judged as :func:`never_issued` judges one against every other record's id (one rescan of the
+    files)."""
+    out = {x for x in orphans if x < 0}
+    rest = set(orphans) - out
+    if not rest:
+        return out
     ids: set[int] = set()
     for fi, jf in enumerate(result.opened.files):
         records, _ = native.scan_records(result.opened.read_file(fi), jf.tag, jf.version, True, 16)
         for rec in records:
             rid = rec[5]
-            if rid != orphan and rid >= 0 and rec[0] in _ID_RECORDS:
+            if rid not in rest and rid >= 0 and rec[0] in _ID_RECORDS:
                 ids.add(rid)
     if not ids:
-        return False
+        return out
     lo, hi = min(ids), max(ids)
-    if orphan > hi + FAR_ABOVE:
-        return True
-    outside = lo - orphan if orphan < lo else orphan - hi
-    return outside > hi - lo and any(orphan ^ (1 << k) in ids for k in range(63))
+    for orphan in rest:
+        outside = lo - orphan if orphan < lo else orphan - hi
+        if orphan > hi + FAR_ABOVE or outside > hi - lo and any(orphan ^ (1 << k) in ids for k in range(63)):
+            out.add(orphan)
+    return out
 

@@ -29,7 +29,7 @@ def crash_left(result, index: int, first: int) -> bool:
 
 
 def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int, length: int = 0,
-                       kind: str = "messages", *, bare: bool = False):
+                       kind: str = "messages", *, bare: bool = False, last_end: int | None = None):
     """What losing the record at ``start`` of file ``index`` does (``effect_of`` of it, as evidence judges a
     damaged record), read to the length its head gives (a damaged trailing size word no longer tells it) and
     rebuilt with at most one wrong field (:func:`~amqtool.engines.artemis.evidence.reconstruct`; ``bare``: of
@@ -43,13 +43,15 @@ def lost_record_effect(opened, index: int, start: int, effect_of, max_id: int, l
     ROLLBACK's read as an 18-byte rollback with a wrong size word, "harmless", while the broker discarded the
     transaction and lost its queue binding; seed 7501, a DELETE's flipped to COMMIT's).
     ``kind``: the journal's (see :func:`_zeroed_binding`, :func:`_bindings_tx_head`: a broker's bindings journal,
-    not a bare one, which holds none of its record types)."""
+    not a bare one, which holds none of its record types). ``last_end``: where the file's last valid record
+    ends (see :func:`own_record_at`)."""
     from amqtool.engines.artemis.evidence import LOSS, UNKNOWN
 
     if bare:
         kind = "journal"
     effect = _record_effect(opened, index, start, effect_of, max_id, length, kind, bare)
-    if kind == "bindings" and effect in (None, UNKNOWN) and _bindings_tx_head(opened, index, start):
+    if (kind == "bindings" and effect in (None, UNKNOWN) and _bindings_tx_head(opened, index, start)
+            and own_record_at(opened, index, start, last_end)):
         return LOSS
     return effect
 
@@ -136,10 +138,16 @@ def _zeroed_binding(candidates, effect_of):
     return UNKNOWN
 
 
-def own_record_at(opened, index: int, first: int) -> bool:
+def own_record_at(opened, index: int, first: int, last_end: int | None = None) -> bool:
     """Whether the damaged bytes at ``first`` begin with a record head of this use of the file (a record type,
     and the file's tag as far as a zeroed run left it): a record the broker wrote was there, not stray bytes in
-    the fill."""
+    the fill. ``last_end``: where the file's last valid record ends; fill between it and ``first`` says no:
+    JournalImpl writes a file's records back to back, so a record written after the last one began at
+    ``last_end``, and a byte after fill is one inside it (whose head the zeros took) or in the fill (campaign
+    seed 8301055903093013: one byte of a bindings file's fill flipped to a COMMIT's type read as a lost
+    binding's COMMIT, CRITICAL while the broker loads the same)."""
+    if last_end is not None and first > last_end and not any(opened.pread(index, last_end, first - last_end)):
+        return False
     head = opened.pread(index, first, 5)
     tag = (opened.files[index].tag & 0xFFFFFFFF).to_bytes(4, "big")
     return (len(head) == 5 and 10 <= head[0] <= 19

@@ -49,11 +49,11 @@ from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
-from amqtool.engines.artemis.damaged_ids import never_issued
+from amqtool.engines.artemis.damaged_ids import never_issued, never_issued_ids
 from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
-from amqtool.engines.artemis.add_placement import missing_between, placed_in_gaps
+from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -143,6 +143,8 @@ class _GapInspector:
         self.tail_bytes: dict[int, object] = {}
         self.files: dict[int, tuple[FileScan, FileGaps]] = {}  # file index -> the load's scan and gaps of it
         self.ledger = None  # tails.IdLedger of the store, set by verify_store: judges damaged tails
+        # ids whose DELETE the damage this inspector saw may have taken (lost_deletes.py), set by verify_journal
+        self.lost_deletes: set[int] = set()
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -398,12 +400,13 @@ class _GapInspector:
             if index != current and _room_for_next(self.result, index, first) is None:
                 effect = self._tail_effect(index, first, length, evidence, effect_of)
             elif index == current and not journal_crash.crash_left(self.result, index, first):
+                last_end = self.files[index][1].end if index in self.files else None
                 effect = (journal_crash.lost_record_effect(self.opened, index, first, effect_of, self.result.max_id,
-                                                           length, self.kind, bare=evidence.bare)
+                                                           length, self.kind, bare=evidence.bare, last_end=last_end)
                           or self._tail_effect(index, first, length, evidence, effect_of))
                 self.findings.append(journal_crash.not_a_crash_finding(
-                    path, first, length, effect, self.kind, journal_crash.own_record_at(self.opened, index, first),
-                    evidence.bare))
+                    path, first, length, effect, self.kind,
+                    journal_crash.own_record_at(self.opened, index, first, last_end), evidence.bare))
                 continue
             if effect is None and index != current:
                 retyped = self._retyped_effect(index, first, effect_of)
@@ -425,9 +428,13 @@ class _GapInspector:
         """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
         when only the high bytes were damaged the broker still reads the file's records, and loads the file
         first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
-        CRITICAL when either changes the live state against the file read in its place (its records' tag), or
-        when its records carry another tag than the header's low bits (damaged low bytes, or records of an
-        earlier use: which, cannot be told); else a warning (a free file: nothing the broker delivers changes)."""
+        CRITICAL when either changes the live state against the file read in its place (its records' tag). When
+        its records carry another tag than the header's low bits, the broker reads none of them (it tags by the
+        header), and they were either this file's own (its low bytes damaged too) or an earlier use's (a free
+        file, reinitialised under a new fileID with its old records kept: ``JournalFilesRepository
+        .reinitializeFile``); which cannot be told, so it is CRITICAL when reading them under their tag, in its
+        place, changes the live state, else a warning: lost or stale, they hold nothing the broker delivers.
+        Else a warning (a free file: nothing the broker delivers changes)."""
         import dataclasses
 
         from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
@@ -445,13 +452,27 @@ class _GapInspector:
         own = file_tag(header.file_id)
         first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
                      if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
-        if (first_tag is not None and first_tag != own) or not self.opened.files or \
-                header.user_version != self.opened.files[0].header.user_version:
+        if not self.opened.files or header.user_version != self.opened.files[0].header.user_version:
             return critical
         jf = JournalFile(path=path, name=path.name, size=size, header=header)
 
         def with_file(f):
             return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+
+        if first_tag is not None and first_tag != own:
+            # another file has that fileID: Artemis issues each once, so they are an earlier use's records
+            stale = any(f.file_id == first_tag for f in self.opened.files)
+            if first_tag <= 0 or not stale and evidence.changes_with(
+                    self.kind, with_file(dataclasses.replace(jf, header=dataclasses.replace(header,
+                                                                                            file_id=first_tag)))):
+                return critical
+            return Finding(
+                Severity.WARNING, skipped.code,
+                skipped.message + (f"; another file has fileID {first_tag}, the tag they carry: they are records of "
+                                   f"an earlier use of this file, which the broker never reads" if stale else
+                                   f"; read under the tag they carry ({first_tag}), in its place, its records change "
+                                   f"nothing the broker delivers: lost or an earlier use's, none was a live record"),
+                skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
 
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
         if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
@@ -1073,6 +1094,7 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         _duplicate_findings(result, findings, {i for i, _, _, _ in inspector.foreign})
         lost_deletes = deleted_in_damage(inspector.regions, result.max_id) if inspector.regions else set()
         lost_deletes |= cut_deletes(result, inspector.regions, inspector.tails)
+        inspector.lost_deletes = lost_deletes
         _short_file_findings(opened, result, findings, lost_deletes=lost_deletes,
                              pool_files=store.settings.journal_pool_files if store.settings is not None else None)
         summary.bytes = sum(s.file.size for s in result.scans)
@@ -1150,7 +1172,8 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
             retyped += strayed_findings(results.get("messages"), evidence)
-            _evidence_findings(store, evidence, results, report.findings)
+            _evidence_findings(store, evidence, results, report.findings,
+                               {i for ins in inspectors if ins.kind == "messages" for i in ins.lost_deletes})
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
             report.findings += retyped
@@ -1242,8 +1265,11 @@ def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, 
             {"count": summary.problem_count, "messageIds": [p.message_id for p in summary.problems]}))
 
 
-def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: list[Finding]) -> None:
-    """What the references say was lost (see :mod:`amqtool.engines.artemis.evidence`)."""
+def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: list[Finding],
+                       lost_deletes: set[int] = frozenset()) -> None:
+    """What the references say was lost (see :mod:`amqtool.engines.artemis.evidence`). ``lost_deletes``: ids
+    whose DELETE the damage verify reports may have taken (lost_deletes.py): their updates left live without
+    their add are no lost message record, as they are no lost file (:func:`_compaction_evidence`)."""
     where = str(store.messages.directory) if store.messages is not None else str(store.root)
     orphans = evidence.orphan_refs()
     if orphans:
@@ -1261,7 +1287,17 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     if lost and results.get("messages") is not None:
         # the message's DELETE read whole under an id one damaged byte away, right after its last update: it was
         # deleted, and its add reclaimed long ago (lost_deletes.moved_deletes; campaign seed 8484046452063032)
-        lost = {m: u for m, u in lost.items() if m not in moved_deletes(results["messages"], set(lost))}
+        moved = moved_deletes(results["messages"], set(lost))
+        lost = {m: u for m, u in lost.items() if m not in moved and m not in lost_deletes}
+        # an id the broker never issued is a damaged id, no lost add (damaged_ids.py); so is one whose first
+        # reference, written right after its add, lies where no file went missing (add_placement.py)
+        damaged = (never_issued_ids(results["messages"], set(lost)) | in_present_files(results["messages"], set(lost))
+                   if lost else set())
+        lost = {m: u for m, u in lost.items() if m not in damaged}
+        if sum(map(len, lost.values())) < 2:
+            # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
+            # restart leaves one: restart_orphans.py): the explained id no longer vouches for it
+            lost = {}
     if lost:
         ids = sorted(lost)
         shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted({q for _, q in lost[m]})))})"

@@ -214,15 +214,25 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
     their base, the file's tag and version; ``effect_of``: the verifier's judgement of one lost record;
     ``deleted``: the ids of the journal's DELETE records."""
     buf, base, tag, version = region
+    opened = result.opened
+    start = zeroed_from(opened, index, first)
+    if start < first:
+        # the zeros before the region's first non-filler byte are damage too (JournalImpl writes a file's records
+        # back to back: no filler lies between two of them): the records lost begin where the last one read ends
+        first, base = start, max(start - 24, 16)
+        buf = opened.pread(index, base, end - base)
+        region = (buf, base, tag, version)
     if end - first < 5:
         return None
-    if int.from_bytes(buf[end - base - 4:end - base], "big", signed=True) == end - first and not (
-            buf[first - base] in _ADDS and int.from_bytes(buf[first - base + 1:first - base + 5], "big", signed=True)
-            == tag):
+    last_size = int.from_bytes(buf[end - base - 4:end - base], "big", signed=True)
+    lone = last_size == end - first
+    head_reads = 11 <= buf[first - base] <= 19 and int.from_bytes(buf[first - base + 1:first - base + 5], "big",
+                                                                  signed=True) == tag
+    if lone and not (buf[first - base] in _ADDS and head_reads or not head_reads and end - first > _LONGEST_NOT_ADD):
         # one record fills the region (its trailing size counts it): not an add, which carries a new id of the
-        # window, but an update or delete of an older record, which the window cannot see
+        # window, but an update or delete of an older record, which the window cannot see. One whose head the
+        # damage took is an add when it is longer than any other record the broker writes.
         return None
-    opened = result.opened
     after = -1
     for fi in range(index + 1):
         for t, off, rid, tx in _records(opened, fi):
@@ -289,12 +299,34 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
     w.unaccounted = sorted(unexplained)
-    _open_transactions(w, ledger, result, index, end, evidence)
-    w.filled = _filled(w, buf, base, first, end, version, opened)
+    w.filled = _filled(w, buf, base, first, end, version, opened, lone)
+    if not (w.filled and (lone or last_size > _LONGEST_NOT_ADD or last_size < _LONGEST_UPDATE)):
+        # a region accounted for record by record held no COMMIT, PREPARE or ROLLBACK (unless its last record,
+        # taken for an add, may be a PREPARE): no transaction the store leaves open ended there
+        _open_transactions(w, ledger, result, index, end, evidence)
     return w
 
 
-def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: int, opened) -> bool:
+def zeroed_from(opened, index: int, first: int) -> int:
+    """Where the zeros that run up to ``first`` (a damaged region's first non-filler byte) in file ``index``
+    begin, when they begin at the end of the record read before it (or at the header's end): that record's
+    end, else ``first``."""
+    last = 16
+    for base, _data, records, _marked in opened.scan_windows(index):
+        for rec in records:
+            if base + rec[1] >= first:
+                break
+            last = base + rec[1] + rec[2]
+        else:
+            continue
+        break
+    if last >= first or any(opened.pread(index, last, first - last)):
+        return first
+    return last
+
+
+def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: int, opened,
+            lone: bool = False) -> bool:
     """Whether the region's bytes are accounted for record by record, leaving no room for a record no id
     shows (an acknowledgement or a delete of an older message: 18 to 39 bytes, which a longer run hides).
 
@@ -303,16 +335,20 @@ def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: 
     is an add when it is longer than any update the broker writes (an ADD carries a new id: the window's one
     id beside the head's), else it is counted with what lies between. That must be the head's references: at
     most as many ADD_REFs as queues the later acknowledgements of the head's id name (the broker writes a
-    message's references after it), each of the fixed length a reference has. A region one add fills exactly
-    is accounted for by that add."""
+    message's references after it), each of the fixed length a reference has. A head that is an update or a
+    delete (of an older record) is accounted for with an add that begins where it ends. A region one add fills
+    exactly (``lone``: run_window read it so) is accounted for by that add."""
     head = w.head
     tail_size = int.from_bytes(buf[end - base - 4:end - base], "big", signed=True)
     tail_start = end - tail_size
     if tail_start == first:
-        return head is not None or buf[first - base] in _ADDS  # one add fills the region (run_window checks it)
-    if head is None or head.type not in _ADDS:
+        return lone or head is not None  # one add fills the region (run_window checks it)
+    if head is None:
         return False
     head_end = first + head.total
+    if head.type not in _ADDS:
+        return (tail_start == head_end and tail_size >= _LONGEST_UPDATE
+                and len([x for x in w.deleted if x != head.id]) <= 1)
     if tail_size < _LONGEST_UPDATE:
         tail_start = end  # the last record is no add: one of the head's references, counted with them
     if tail_start < head_end or len([x for x in w.deleted if x != head.id]) > (0 if tail_start == end else 1):
@@ -325,6 +361,11 @@ def _filled(w: RunWindow, buf: bytes, base: int, first: int, end: int, version: 
 
 
 _LONGEST_UPDATE = 64  # longer than any update the broker writes (references, acks, counts, schedules: 31-47)
+# longer than any record but an add the broker writes: its updates, deletes, commits and rollbacks (at most 47
+# bytes) and a PREPARE: JournalImpl.SIZE_PREPARE_RECORD and its compact count (26 bytes), then its extra data, an
+# Xid (XidCodecSupport.getXidEncodeLength: three ints, a global transaction id and a branch qualifier of at most
+# 64 bytes each, Xid.MAXGTRIDSIZE and MAXBQUALSIZE): at most 166 bytes
+_LONGEST_NOT_ADD = 192
 
 
 def _acked_queues(opened, rid: int) -> set[int]:

@@ -73,3 +73,28 @@ def test_a_removed_file_whose_adds_have_live_updates_elsewhere_stays_critical(tm
     (gap,) = [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
     assert (code, gap["severity"]) == (2, "critical") and gap["details"]["liveUpdatesWithoutAdd"] > 0
     assert 45 in gap["details"]["missingFileIds"]
+
+
+def test_a_reference_whose_id_was_damaged_onto_an_old_id_is_no_removed_file(run_json, tmp_path):
+    # tests/data/artemis/compacted-dead: fileIDs missing below and between its data files (a compaction's and the
+    # reclaimer's). The ADD_REF of message 2147484673 (deleted since) at activemq-data-48.amq@3847 with a bit of
+    # its id flipped names 2147483649, whose add's bracket lies among the missing fileIDs: verify called it a
+    # removed file, CRITICAL missing-journal-file, while the broker loads the same. But the broker writes a
+    # message's references as it stores it (PostOfficeImpl.processRoute), so its add lay in the reference's file or
+    # after the present file before it, where no fileID is missing (campaign seeds 8311031933021008 on
+    # /work/artemis-fresh/a08, 8341065023120012 on e-n7151).
+    import shutil
+
+    from tests.support import REPO
+
+    journal = shutil.copytree(REPO / "tests" / "data" / "artemis" / "compacted-dead" / "journal", tmp_path / "j")
+    path = journal / "activemq-data-48.amq"
+    data = bytearray(path.read_bytes())
+    assert data[3847] == 12 and data[3847 + 6:3847 + 14] == (2147484673).to_bytes(8, "big")
+    data[3847 + 12] ^= 0x04
+    path.write_bytes(bytes(data))
+    code, doc, _ = run_json("verify", str(journal))
+    assert not [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
+    (gap,) = [f for f in doc["findings"] if f["code"] == "file-id-gap"]
+    assert gap["details"]["liveUpdatesWithoutAdd"] == 0
+    assert (code, doc["verdict"]) == (0, "OK")

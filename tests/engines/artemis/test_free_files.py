@@ -56,3 +56,21 @@ def test_a_free_files_flipped_header_changes_nothing(run_json, tmp_path):
     # frees it all the same
     code, doc, _ = run_json("verify", str(_flip(tmp_path, "activemq-data-16.amq", 14, 0x01)))
     assert (code, doc["verdict"]) == (0, "OK")
+
+
+@pytest.mark.parametrize("name,tag,severity", [("activemq-data-23.amq", 51, "warning"),
+                                               ("activemq-data-16.amq", 49, "critical")])
+def test_a_free_files_header_made_negative_is_judged_by_what_its_old_records_hold(run_json, tmp_path, name, tag,
+                                                                                  severity):
+    # the high byte of a free file's header fileID damaged (negative: bad-file-id). Its records carry their old
+    # tag, not the header's low bits, so the broker reads none of them: lost (had the low bytes been damaged
+    # too) or an earlier use's, which cannot be told. main called it CRITICAL whatever they held; read under
+    # their tag in its place, 23's change nothing (a warning), 16's change the live state (CRITICAL, as
+    # file-header-damaged weighs it). The fault campaign: d04 (seed 8311057933099007), same, CRITICAL.
+    journal = _flip(tmp_path, name, 8, 0xAF)
+    code, doc, _ = run_json("verify", str(journal))
+    (bad,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
+    assert bad["severity"] == severity
+    assert doc["verdict"] == severity.upper()
+    if severity == "warning":
+        assert bad["details"]["recordTag"] == tag
