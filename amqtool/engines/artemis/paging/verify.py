@@ -26,7 +26,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx, synced_refs
+from amqtool.engines.artemis.paging import after_damage, crash_tail, cut_page, page_tx, synced_refs
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -374,6 +374,11 @@ class PagingVerifier:
                     figures[1] += self.summary.pending_messages - pending_before
                 if self.progress is not None:
                     self.progress(pf.size)
+                if end is not None and end.reason == END_CLEAN and pid != current:
+                    past = cut_page.acked_past_end(account.acks_by_page, queues, pid, end.records)
+                    if past:  # cut at a record boundary after the broker left it (paging/cut_page.py)
+                        self._damaged.setdefault(ps.address, []).append(str(path))
+                        findings.append(cut_page.page_cut_finding(str(path), pid, end.records, past))
                 if end is None or end.reason == END_CLEAN:
                     continue  # clean, or cut short by an undecodable record (reported above)
                 left = end.size - end.offset
