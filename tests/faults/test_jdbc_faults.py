@@ -194,6 +194,42 @@ def test_a_page_row_deleted_between_two_others_loses_what_the_counters_count(pag
     assert f.details["messagesLost"] == o.diff["lost"]
 
 
+@pytest.mark.parametrize("columns, code", [
+    ("seq,txCheckNoRecords", "artemis-jdbc-record-after-commit"),  # seed 8312025729's class, type kept
+    ("seq,txCheckNoRecords,userRecordType", "artemis-jdbc-record-after-commit"),  # seed 8312025729
+    ("seq,txId,userRecordType", "artemis-jdbc-null-txid"),  # seed 8322025142
+])
+def test_a_duplicate_id_row_left_out_of_its_transaction_loses_its_cache_entry(artemis_campaign, columns, code):
+    # bench/fuzz_jdbc.py seeds 8312 and 8322 (demo 4 MiB, seed 17): a committed transaction's DUPLICATE_ID row
+    # (user type 37) with NULL columns that leave it out of the load (it sorts after its COMMIT, or reads as
+    # transaction 0). JDBCJournalImpl hands every loaded row to the same loadMessageJournal as the file journal
+    # (JDBCJournalLoaderCallback), which loads it into its address's duplicate-detection cache: without it the
+    # broker accepts a resend it would have rejected. The truth left the cache out (same) and verify called the
+    # row WARNING; both now count the entry (loss, CRITICAL), with its user record type NULL too (its bytes are
+    # a duplicate-detection record of an address the bindings hold)
+    c = artemis_campaign
+    seq = c.conn.execute(
+        "SELECT d.seq FROM messages d WHERE d.userRecordType = 37 AND d.recordType = 13 AND EXISTS (SELECT 1 FROM "
+        "messages e WHERE e.txId = d.txId AND e.recordType = 18) ORDER BY d.seq LIMIT 1").fetchone()[0]
+    c.sites = _Fixed(jdbc.RowFault("null", "messages", (("seq", seq),), columns))
+    o = c.run_one(0)
+    assert (o.truth, o.verdict, o.diff.get("caches")) == (LOSS, "CRITICAL", 1), (o.diff, o.codes)
+    assert code in o.codes
+
+
+def test_a_duplicate_id_row_under_another_id_holds_the_same_cache_entry(artemis_campaign):
+    # the cache is keyed by the duplicate id the record holds; its record id only names the row the broker deletes
+    # when the entry leaves the cache: the same entry under another id loses nothing (the file journal's truth
+    # says so through model.classify's ``moved``)
+    c = artemis_campaign
+    seq, rid = c.conn.execute("SELECT seq, id FROM messages WHERE userRecordType = 37 AND recordType = 11 "
+                              "ORDER BY seq LIMIT 1").fetchone()
+    top = c.conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+    c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "id", top + 1000))
+    o = c.run_one(0)
+    assert o.truth == SAME and not o.diff.get("caches"), (rid, o.diff, o.codes)
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

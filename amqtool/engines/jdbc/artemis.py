@@ -845,7 +845,7 @@ _LEFT_OUT_WHY = {"after-commit": "comes after its transaction's last COMMIT row"
 def _left_out_findings(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
     """The records the load leaves out of their transaction (:class:`LeftOut`), each CRITICAL when what it
     held is delivered differently without it (:meth:`_Governs.what`; ``governs()``: the load's, built once on
-    first use), else WARNING (a duplicate id, a counter: nothing delivered changes)."""
+    first use), else WARNING (a counter, a record whose id another live one holds: nothing delivered changes)."""
     out: list[Finding] = []
     for j in data.journals:
         for lo in j.left_out:
@@ -964,6 +964,30 @@ class _Governs:
                 return f"its bytes are a reference or acknowledgement on queue {q}, which is lost"
         return None
 
+    def duplicate_id_loss(self, rec: LiveRecord, body: bytes, typed: bool = True) -> str | None:
+        """What the messages table loses without the DUPLICATE_ID row ``rec`` (``typed``: its user record type
+        says so; else its whole body must read as one, of an address the bindings hold): loadMessageJournal (case
+        DUPLICATE_ID) loads each live record into its address's duplicate-detection cache, as from the file
+        journal (evidence.py, ``_duplicate_id_lost``), so without it a resend the broker would have rejected is
+        accepted, delivered twice -- unless another live record holds its id."""
+        from amqtool.formats.artemis.body_reads import duplicate_id_value
+
+        if not typed:
+            value = duplicate_id_value(body)
+            if value is None or not value[1] or 8 + len(value[0]) + len(value[1]) != len(body):
+                return None
+            try:
+                address = value[0].decode("utf-16-le")
+            except UnicodeDecodeError:
+                return None
+            if address not in set(self.view.queue_address.values()):
+                return None
+        if any(r.id == rec.id for r in self.data.result("messages").live):
+            return None
+        return ("the duplicate-detection cache entry it records is lost (a resend of that message is accepted)"
+                if typed else "its bytes are a duplicate-detection record, whose cache entry is lost (a resend of "
+                "that message is accepted)")
+
     def page_tx_loss(self, ptx: int) -> str | None:
         """What the broker skips when page transaction ``ptx`` has no record left: its paged messages still
         to be consumed (the page cursor skips a message whose page transaction it does not know); None when
@@ -1010,6 +1034,8 @@ class _Governs:
             return f"message {rec.id} is lost" if any(m == rec.id for m, _ in self.refs) else None
         if t in DELIVERY_TYPES:
             return "what it records is lost"
+        if t == R.DUPLICATE_ID and kind == "messages":
+            return self.duplicate_id_loss(rec, body)
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
             if rec.id in self.message_ids:
                 if len(body) == 8:
@@ -1019,8 +1045,11 @@ class _Governs:
                         # reference, and the acknowledgement removes it anyway (seed 9494028874)
                         return None
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
-            # else its bytes tell: a page transaction, a reference's queue, or a cursor acknowledgement
-            return self.null_type_loss(body) or (self.retyped_loss(rec) if kind == "messages" else None)
+            # else its bytes tell: a page transaction, a reference's queue, a cursor acknowledgement, or a
+            # duplicate-detection record (its whole body one of an address the bindings hold)
+            return self.null_type_loss(body) or (
+                (self.retyped_loss(rec) or self.duplicate_id_loss(rec, body, typed=False)) if kind == "messages"
+                else None)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
             return self.page_tx_loss(int.from_bytes(body[:8], "big", signed=True))
