@@ -198,20 +198,27 @@ def test_a_page_row_deleted_between_two_others_loses_what_the_counters_count(pag
     ("seq,txCheckNoRecords", "artemis-jdbc-record-after-commit"),  # seed 8312025729's class, type kept
     ("seq,txCheckNoRecords,userRecordType", "artemis-jdbc-record-after-commit"),  # seed 8312025729
     ("seq,txId,userRecordType", "artemis-jdbc-null-txid"),  # seed 8322025142
+    ("userRecordType=32", "ref-without-message"),  # seed 8332025154 (demo 6 MiB, seed 19): read as a reference
 ])
-def test_a_duplicate_id_row_left_out_of_its_transaction_loses_its_cache_entry(artemis_campaign, columns, code):
+def test_a_duplicate_id_row_the_load_does_not_read_as_one_loses_its_cache_entry(artemis_campaign, columns, code):
     # bench/fuzz_jdbc.py seeds 8312 and 8322 (demo 4 MiB, seed 17): a committed transaction's DUPLICATE_ID row
     # (user type 37) with NULL columns that leave it out of the load (it sorts after its COMMIT, or reads as
     # transaction 0). JDBCJournalImpl hands every loaded row to the same loadMessageJournal as the file journal
     # (JDBCJournalLoaderCallback), which loads it into its address's duplicate-detection cache: without it the
     # broker accepts a resend it would have rejected. The truth left the cache out (same) and verify called the
-    # row WARNING; both now count the entry (loss, CRITICAL), with its user record type NULL too (its bytes are
-    # a duplicate-detection record of an address the bindings hold)
+    # row WARNING; both now count the entry (loss, CRITICAL), with its user record type NULL too, or read as a
+    # reference (ADD_REF) of an id no message holds (its bytes are a duplicate-detection record of an address
+    # the bindings hold)
     c = artemis_campaign
     seq = c.conn.execute(
         "SELECT d.seq FROM messages d WHERE d.userRecordType = 37 AND d.recordType = 13 AND EXISTS (SELECT 1 FROM "
         "messages e WHERE e.txId = d.txId AND e.recordType = 18) ORDER BY d.seq LIMIT 1").fetchone()[0]
-    c.sites = _Fixed(jdbc.RowFault("null", "messages", (("seq", seq),), columns))
+    if "=" in columns:  # a column set to a value: the row read as another user record type
+        column, value = columns.split("=")
+        fault = jdbc.RowFault("set", "messages", (("seq", seq),), column, int(value))
+    else:
+        fault = jdbc.RowFault("null", "messages", (("seq", seq),), columns)
+    c.sites = _Fixed(fault)
     o = c.run_one(0)
     assert (o.truth, o.verdict, o.diff.get("caches")) == (LOSS, "CRITICAL", 1), (o.diff, o.codes)
     assert code in o.codes

@@ -944,11 +944,12 @@ class _Governs:
     def retyped_loss(self, rec: LiveRecord) -> str | None:
         """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
         user record type), or read as type 0 (a NULL one), held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
-        of a paged message still pending, which then comes back."""
+        of a paged message still pending, which then comes back, or a duplicate-detection record whose cache
+        entry is lost (:meth:`duplicate_id_loss`)."""
         from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
         if rec.body_len != 20:
-            return None
+            return self.duplicate_id_loss(rec, self.data.result("messages").body(rec), typed=False)
         return self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
 
     def null_type_loss(self, body: bytes) -> str | None:
@@ -982,8 +983,11 @@ class _Governs:
                 return None
             if address not in set(self.view.queue_address.values()):
                 return None
-        if any(r.id == rec.id for r in self.data.result("messages").live):
-            return None
+        from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+        if any(r.id == rec.id and r.user_record_type == R.DUPLICATE_ID and r.body_offset != rec.body_offset
+               for r in self.data.result("messages").live):
+            return None  # another live record holds the entry
         return ("the duplicate-detection cache entry it records is lost (a resend of that message is accepted)"
                 if typed else "its bytes are a duplicate-detection record, whose cache entry is lost (a resend of "
                 "that message is accepted)")
@@ -1047,9 +1051,7 @@ class _Governs:
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
             # else its bytes tell: a page transaction, a reference's queue, a cursor acknowledgement, or a
             # duplicate-detection record (its whole body one of an address the bindings hold)
-            return self.null_type_loss(body) or (
-                (self.retyped_loss(rec) or self.duplicate_id_loss(rec, body, typed=False)) if kind == "messages"
-                else None)
+            return self.null_type_loss(body) or (self.retyped_loss(rec) if kind == "messages" else None)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
             return self.page_tx_loss(int.from_bytes(body[:8], "big", signed=True))
