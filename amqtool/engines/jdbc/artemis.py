@@ -1116,12 +1116,26 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
     damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`), or
     when its rows are not a reference's encoding (a damaged user record type) unless ``retyped`` says what
     the row was and what is lost with it (:meth:`_Governs.retyped_loss`)."""
-    from amqtool.engines.artemis.orphans import orphan_refs
+    from amqtool.engines.artemis.orphans import ADD_REF, MESSAGE_TYPES, _queue_id, orphan_refs
 
     out: list[Finding] = []
     by_message: dict[int, list] = {}
     for o in orphan_refs(messages):
         by_message.setdefault(o.message_id, []).append(o)
+    pairs: set | None = None
+
+    def attached() -> set:
+        """(message, queue) of the reference rows the load attaches (their message row came first)."""
+        nonlocal pairs
+        if pairs is None:
+            seen: set[int] = set()
+            pairs = set()
+            for rec in messages.live:
+                if rec.user_record_type in MESSAGE_TYPES:
+                    seen.add(rec.id)
+                elif rec.user_record_type == ADD_REF and rec.id in seen:
+                    pairs.add((rec.id, _queue_id(messages, rec)))
+        return pairs
     for mid, refs in list(by_message.items())[:MAX_LISTED_ORPHANS]:
         first = refs[0]
         why = ("its message row comes after them in seq order (the load meets the references first)"
@@ -1146,15 +1160,19 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
                 f"{messages.opened.table}:seq={seq}", None,
                 {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
             continue
-        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs,
-                                                    first.record.body_offset in messages.opened.null_ids):
+        # a row before its message's whose (message, queue) pair a later reference row attaches anyway holds
+        # nothing of that message: it is what another message's reference row became (seed 8342025906)
+        if (not first.later or all((mid, o.queue_id) in attached() for o in refs)) and _misfiled_harmlessly(
+                unsure_acks, mid, refs, first.record.body_offset in messages.opened.null_ids):
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) "
-                "but no message row holds it: the row's id is one byte from another message's, which is "
-                "acknowledged there anyway (a damaged id; nothing delivered is lost)",
+                + ("but no message row holds it" if not first.later else
+                   "before its message row, and again after it") +
+                ": the row's id is one byte from another message's, which is acknowledged there anyway (a damaged "
+                "id; nothing delivered is lost)",
                 f"{messages.opened.table}:seq={seq}", None,
-                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": first.later}))
             continue
         out.append(Finding(
             Severity.CRITICAL, "ref-without-message",
