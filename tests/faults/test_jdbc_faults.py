@@ -260,6 +260,17 @@ def test_a_reference_row_moved_before_the_message_of_a_reference_it_repeats_lose
     assert (o.truth, o.verdict) == (SAME, "WARNING"), (o.diff, o.codes)
 
 
+def test_a_classic_row_whose_message_was_damaged_into_another_is_lost(classic_campaign):
+    # bench/fuzz_jdbc.py seed 8332 (classic), fault 8332525747 (loss/WARNING): a bit of a queue row's MSG flipped
+    # inside its message id, which then names another message of that queue. The cursor drops the row as that
+    # message's copy (AbstractStoreCursor.recoverMessage), and the message its MSGID columns name is lost; verify
+    # called the copy harmless (WARNING classic-jdbc-duplicate-message, "the cursor drops the copy")
+    o = classic_campaign.run_one(8332525747)
+    assert o.fault.kind == "flip" and o.fault.table == "ACTIVEMQ_MSGS", o.fault
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), (o.diff, o.codes)
+    assert {"classic-jdbc-duplicate-message", "classic-jdbc-msgid-mismatch"} <= set(o.codes)
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault
