@@ -271,6 +271,25 @@ def test_a_classic_row_whose_message_was_damaged_into_another_is_lost(classic_ca
     assert {"classic-jdbc-duplicate-message", "classic-jdbc-msgid-mismatch"} <= set(o.codes)
 
 
+def test_a_commit_row_moved_onto_a_committed_transaction_rolls_its_own_back(artemis_campaign):
+    # bench/fuzz_jdbc.py seed 8342 (demo 6 MiB, seed 19), 8342025124 (loss/WARNING): the COMMIT row of a
+    # transaction acknowledging a message had its txId set to an earlier committed transaction's. The load commits
+    # that one's records again (JDBCJournalReaderCallback.onReadCommitRecord keeps it) and rolls back the one left
+    # without an end: its acknowledgement is lost, the message comes back. JDBCJournalImpl writes one COMMIT row a
+    # transaction, so the second is the open one's, damaged: its records are judged by what they govern
+    c = artemis_campaign
+    seq, tx = c.conn.execute(
+        "SELECT k.seq, k.txId FROM messages k WHERE k.recordType = 18 AND EXISTS (SELECT 1 FROM messages a WHERE "
+        "a.txId = k.txId AND a.recordType = 14 AND a.userRecordType = 33 AND EXISTS (SELECT 1 FROM messages m "
+        "WHERE m.id = a.id AND m.userRecordType = 45)) ORDER BY k.seq DESC LIMIT 1").fetchone()
+    (other,) = c.conn.execute("SELECT txId FROM messages WHERE recordType = 18 AND seq < %s AND txId <> %s "
+                              "ORDER BY seq LIMIT 1", (seq, tx)).fetchone()
+    c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "txId", other))
+    o = c.run_one(0)
+    assert o.truth in (LOSS, jdbc.UNPROVEN) and o.diff["back"] >= 1, (o.truth, o.diff)
+    assert o.verdict == "CRITICAL" and "artemis-jdbc-commit-repeated" in o.codes, o.codes
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

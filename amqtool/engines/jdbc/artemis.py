@@ -154,7 +154,8 @@ class LeftOut:
 
     ``why``: ``after-commit`` (it comes after its transaction's last COMMIT row: a changed seq or txId),
     ``null-txid`` (its txId is NULL: the broker reads transaction 0, never committed), ``end-null-txid``
-    (its transaction's COMMIT or PREPARE row has a NULL txId: the transaction is rolled back)."""
+    (its transaction's COMMIT or PREPARE row has a NULL txId: the transaction is rolled back), ``end-repeated``
+    (its transaction has no end, and a later COMMIT row repeats another transaction's: its own, damaged)."""
 
     record: LiveRecord
     tx_id: int
@@ -194,6 +195,7 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
     seen_seq: set[int] = set()
     where = f"{table}:seq="
     null_ends: list = []  # seqs of COMMIT/PREPARE rows whose txId is NULL
+    repeated: list = []  # (seq, tx) of COMMIT rows of a transaction an earlier COMMIT row committed
     commits_seen: set[int] = set()
     after_commit: dict[int, list] = {}  # tx -> (record, seq) met after its COMMIT row, until another commits them
     null_tx: list = []  # (record, seq) of transactional rows whose txId is NULL (read as transaction 0)
@@ -268,6 +270,8 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             tx.prepared = True
             tx.extra = txdata
         elif rtype == COMMIT:
+            if tx_id in commits_seen:
+                repeated.append((seq, tx_id))
             commits_seen.add(tx_id)
             after_commit.pop(tx_id, None)  # this COMMIT commits them
             tx = txs.get(tx_id)
@@ -325,6 +329,20 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             finding(Severity.WARNING, "artemis-jdbc-null-txid",
                     "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0 (what the "
                     "transactions it leaves open held is judged apart)", seq)
+    if repeated:
+        # JDBCJournalImpl writes one COMMIT row a transaction: a second one is another transaction's COMMIT whose
+        # txId was damaged (JDBCJournalReaderCallback.onReadCommitRecord keeps a committed transaction and commits
+        # its records again), so a transaction left without an end whose rows come before it lost its COMMIT
+        last = max((q for q, _ in repeated if q is not None), default=None)  # a NULL seq sorts last
+        for tx in txs.values():
+            if (not tx.committed and not tx.prepared and tx.tx_id != 0
+                    and any(last is None or (opened.seq_at.get(r.body_offset) or last) < last for r in tx.records)):
+                tl.left_out += [LeftOut(r, tx.tx_id, None, "end-repeated") for r in tx.records]
+        for seq, tx_id in repeated:
+            finding(Severity.WARNING, "artemis-jdbc-commit-repeated",
+                    f"a second COMMIT row for transaction {tx_id}: the broker writes one, and its load commits the "
+                    "transaction's records again (what a transaction it leaves open held is judged apart)", seq,
+                    txId=tx_id)
     # ids that name a message: its record's, or its references' (a NULL type on the message row itself)
     named = _MESSAGE_TYPES + (ADD_REF_TYPE,)
     message_ids = {r.id for r in live if r is not None and r.user_record_type in named}
@@ -836,10 +854,12 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
 
 MAX_LISTED_ORPHANS = 100
 _LEFT_OUT_CODES = {"after-commit": "artemis-jdbc-record-after-commit", "null-txid": "artemis-jdbc-null-txid",
-                   "end-null-txid": "artemis-jdbc-null-txid"}
+                   "end-null-txid": "artemis-jdbc-null-txid", "end-repeated": "artemis-jdbc-commit-repeated"}
 _LEFT_OUT_WHY = {"after-commit": "comes after its transaction's last COMMIT row",
                  "null-txid": "has a NULL txId (the broker reads transaction 0, never committed)",
-                 "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId"}
+                 "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId",
+                 "end-repeated": "belongs to a transaction left without an end before a second COMMIT row of another "
+                                 "(its own COMMIT, the txId damaged)"}
 
 
 def _left_out_findings(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
