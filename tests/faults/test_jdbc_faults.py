@@ -290,6 +290,23 @@ def test_a_commit_row_moved_onto_a_committed_transaction_rolls_its_own_back(arte
     assert o.verdict == "CRITICAL" and "artemis-jdbc-commit-repeated" in o.codes, o.codes
 
 
+def test_a_delivery_row_with_null_type_and_tx_id_is_no_lost_reference(pg_cluster, tmp_path):
+    # bench/fuzz_jdbc.py seeds 8352 and 8362 (demo 2 MiB, seed 23), 8352025664 (same/CRITICAL): a committed
+    # transaction's scheduled-delivery-time row (user type 36: i64 queue, i64 time) with txId and userRecordType
+    # NULL. The load leaves it out (transaction 0) and reads type 0; verify said it named a message "whose
+    # reference or acknowledgement it was", but 12 or 16 bytes are a delivery count or a scheduled time, never a
+    # reference (8 bytes): judged as the typed row left out is (what it changes is content, not delivery). The
+    # suite's demo has no such transactional row: this one is the campaign's
+    c = jdbc.open_campaign("artemis", pg_cluster, tmp_path, demo_seed=23, demo_size=2 << 20, db="faults_demo23")
+    try:
+        o = c.run_one(8352025664)
+    finally:
+        c.close()
+    assert (o.fault.kind, o.fault.column) == ("null", "txId,userRecordType"), o.fault
+    assert o.truth == SAME and o.verdict == "WARNING", (o.truth, o.verdict, o.diff, o.codes)
+    assert "artemis-jdbc-null-txid" in o.codes
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

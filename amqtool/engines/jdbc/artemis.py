@@ -1068,6 +1068,11 @@ class _Governs:
                         # the queue acknowledged the message and holds no reference of it: the row was that
                         # reference, and the acknowledgement removes it anyway (seed 9494028874)
                         return None
+                elif len(body) in (12, 16):
+                    # a delivery count (i64 queue, i32 count) or a scheduled delivery time (i64 queue, i64 time)
+                    # of one of its references, never a reference (8 bytes): judged as that row typed is (what it
+                    # changes is the message's content, not whether it is delivered; seed 8352025664)
+                    return None
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
             # else its bytes tell: a page transaction, a reference's queue, a cursor acknowledgement, or a
             # duplicate-detection record (its whole body one of an address the bindings hold)
