@@ -62,19 +62,35 @@ def test_the_window_names_the_rolled_back_ids(run_json, demo, tmp_path):
     assert (lost["rolledBackIds"], lost["unaccountedIds"], lost["deletedIds"]) == ([441, 442], [], [439])
 
 
-def test_no_rolled_back_run_is_counted_beside_an_open_transaction():
-    # A store written by real Artemis (the fresh r2-big-tx, seed 4303): a zeroed end of activemq-data-68.amq took
-    # the records of transaction 2147496405, left open (its COMMIT lost: the broker loses 125 rows and brings 37
-    # back), and of transaction 2147496488, whose ROLLBACK survives. Counting the second's run of ids as rolled
-    # back left only the open transaction's own, and the damaged tail dropped to a warning: with two
-    # transactions sending at once, whose run an id was cannot be told, so the rolled-back run is not counted
+def test_no_rolled_back_run_is_counted_beside_an_open_transaction(tmp_path):
+    # tests/data/artemis/pair-tx (the real JournalImpl, two transactions sending at once): transaction 2147483951
+    # sends message 2147483952, transaction 2147483953 begins, and the two send in turn (their ids interleave)
+    # until 2147483951 commits at activemq-data-9.amq@15061; 2147483953 is rolled back in activemq-data-10.amq.
+    # Zeroing data-9 from 10440 to its end takes the first one's later messages and its COMMIT: it is left open
+    # (the broker loses its 7 rows, and 2 come back), while the second's ROLLBACK survives. Counting the second's
+    # run of ids as rolled back takes the open one's lost ids with it, and the damaged tail drops to a warning
+    # (as it did on the fresh r2-big-tx store, seed 4303): with two transactions sending at once, whose run an id
+    # was cannot be told, so the rolled-back run is not counted.
     from pathlib import Path
 
-    from tests.faults.campaign import reproduce
-    from tests.faults.model import LOSS
+    from tests.faults.model import LOSS, Fault
+    from tests.faults.runner import Campaign
+    from tests.support import ARTEMIS, copy_tree
 
-    store = Path("/work/artemis-fresh/r2-big-tx")
-    if not store.is_dir():
-        pytest.skip("the fresh Artemis stores are not on this machine")
-    o = reproduce(store, 4303022909030072)
+    bindings = ARTEMIS / "messages" / "02_broker_mixed_compacted" / "bindings"
+    if not bindings.is_dir():
+        pytest.skip("the broker-written fixtures (the store's bindings journal) are not on this machine")
+    store = copy_tree(Path(__file__).resolve().parents[1] / "data" / "artemis" / "pair-tx", tmp_path / "pair-tx")
+    copy_tree(bindings, store / "bindings")
+    data9 = "journal/activemq-data-9.amq"
+    with Campaign("pair-tx", store) as c:
+        o = c.judge(Fault("zero", data9, 10440, (store / data9).stat().st_size - 10440))
     assert (o.truth, o.verdict, o.codes) == (LOSS, "CRITICAL", ("damaged-tail",))
+    assert (o.diff["lost"], o.diff["back"]) == (7, 2)
+    Fault("zero", data9, 10440, (store / data9).stat().st_size - 10440).apply(store)
+    from amqtool.engines.artemis.verify import verify_store
+    from amqtool.store.layout import detect
+
+    (tail,) = [f for f in verify_store(detect(store)).findings if f.code == "damaged-tail"]
+    lost = tail.details["lostIds"]
+    assert (lost["openTransactions"], lost["rolledBackIds"], lost["unaccountedCount"]) == ([2147483951], [], 8)

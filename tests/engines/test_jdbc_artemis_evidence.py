@@ -198,8 +198,11 @@ def test_records_after_a_commit_that_another_commit_follows_are_no_loss(db, jdbc
 
 
 def test_a_null_txid_commit_is_judged_by_what_its_transaction_held_not_a_prepared_one(db, jdbc_env, run_cli):
-    # the COMMIT of a transaction of duplicate ids only loses nothing; the prepared XA transaction, which has
-    # no COMMIT row anyway, was counted as left open by it
+    # the COMMIT of a transaction of duplicate ids only loses their duplicate-detection cache entries: the load
+    # leaves the transaction out, and JDBCJournalImpl hands its rows to the same loadMessageJournal as the file
+    # journal (case DUPLICATE_ID fills the caches), so CRITICAL, said of the DUPLICATE_ID rows (this test said
+    # WARNING, "loses nothing", while the campaign's JDBC truth took duplicate-id rows for bookkeeping); the
+    # prepared XA transaction, which has no COMMIT row anyway, was counted as left open by it
     url, c = db
     assert one(c, f"SELECT COUNT(*) FROM messages m WHERE m.recordType = 14 AND m.userRecordType = 33 AND "
                   f"{PREPARED_TX}")[0]
@@ -208,7 +211,8 @@ def test_a_null_txid_commit_is_judged_by_what_its_transaction_held_not_a_prepare
                     "LIMIT 1")
     c.execute("UPDATE messages SET txId = NULL WHERE seq = %s", (seq,))
     code, f = verify(run_cli, url)
-    assert code == 1 and f["artemis-jdbc-null-txid"]["severity"] == "warning", f
+    assert code == 2 and f["artemis-jdbc-null-txid"]["severity"] == "critical", f
+    assert "duplicate-detection cache entry" in f["artemis-jdbc-null-txid"]["message"], f
 
 
 def test_a_null_id_on_a_prepared_acknowledgement_is_critical(db, jdbc_env, run_cli):

@@ -30,7 +30,9 @@ The delivered state:
   counts; paged messages from the page-store tables; prepared transactions). A committed reference that a
   prepared transaction acknowledges is held by the transaction, not delivered
   (``handlePreparedAcknowledge``: ``removeReferenceWithID`` at load, reacknowledged in the transaction): its
-  row's state is ``acknowledged-in-prepared`` (the export lists it committed).
+  row's state is ``acknowledged-in-prepared`` (the export lists it committed). The duplicate-detection caches
+  the DUPLICATE_ID rows fill are held as the file journal's truth holds them (``Delivered.caches``:
+  ``JDBCJournalLoaderCallback`` hands every loaded row to the same loadMessageJournal), keyed by their value.
 * Classic: the JDBC export's rows (``ClassicJdbcExport``: queue rows with ``XID`` NULL, a durable
   subscription's rows above its ``LAST_ACKED_ID``), keyed by the queue and the row's ``ID``; a second row of
   a message id a destination's cursor has recovered already is dropped (``AbstractStoreCursor
@@ -381,7 +383,7 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
     from amqtool.engines.export.schema import MESSAGE_COLUMNS
     from amqtool.engines.jdbc import artemis
     from amqtool.errors import AmqtoolError, FormatError
-    from tests.faults.artemis import _FIXED_BODY, _MESSAGE_TYPES_KNOWN
+    from tests.faults.artemis import _FIXED_BODY, _MESSAGE_TYPES_KNOWN, duplicate_ids
 
     nothing = Delivered(frozenset(), Counter(), frozenset())
     if data is None:
@@ -479,7 +481,28 @@ def artemis_state(store, data=None, findings=None) -> tuple[Delivered, frozenset
             content.add(k + (hash(repr(r)),))
     for p in ex.summary.problems:
         evidence.add(("export-problem", p.message_id))
-    return Delivered(bound, rows, frozenset(content)), frozenset(evidence)
+    cached = duplicate_ids(messages)
+    if cached is None:  # a DUPLICATE_ID record that does not decode: loadMessageJournal throws
+        return nothing, frozenset(evidence | {("load-throws", "duplicate-id")})
+    caches, entries = _cache_entries(cached)
+    return Delivered(bound, rows, frozenset(content | entries), caches=caches), frozenset(evidence)
+
+
+def _cache_entries(cached: tuple) -> tuple[Counter, set]:
+    """The duplicate-detection cache entries of :func:`tests.faults.artemis.duplicate_ids`, keyed by their value
+    (address, duplicate id) instead of their record id: ``JDBCJournalImpl.load`` hands every live row to the same
+    ``AbstractJournalStorageManager.loadMessageJournal`` as the file journal's load (``JDBCJournalLoaderCallback``
+    adds each ADD and UPDATE row to its committed records, case DUPLICATE_ID fills the caches), so what the caches
+    hold is part of what the broker delivers here too; the record id only names the row the broker deletes when
+    the entry leaves the cache, so an entry under another record id is the same entry (the file journal's truth
+    says so through ``model.classify``'s ``moved``, which this classify does not take)."""
+    _counts, content = cached
+    caches: Counter = Counter()
+    entries = set()
+    for kind, _rid, state, value in content:
+        caches[(kind, value, state)] = 1
+        entries.add((kind, value, state))
+    return caches, entries
 
 
 # -- Classic ---------------------------------------------------------------------------------------------------

@@ -194,6 +194,119 @@ def test_a_page_row_deleted_between_two_others_loses_what_the_counters_count(pag
     assert f.details["messagesLost"] == o.diff["lost"]
 
 
+@pytest.mark.parametrize("columns, code", [
+    ("seq,txCheckNoRecords", "artemis-jdbc-record-after-commit"),  # seed 8312025729's class, type kept
+    ("seq,txCheckNoRecords,userRecordType", "artemis-jdbc-record-after-commit"),  # seed 8312025729
+    ("seq,txId,userRecordType", "artemis-jdbc-null-txid"),  # seed 8322025142
+    ("userRecordType=32", "ref-without-message"),  # seed 8332025154 (demo 6 MiB, seed 19): read as a reference
+])
+def test_a_duplicate_id_row_the_load_does_not_read_as_one_loses_its_cache_entry(artemis_campaign, columns, code):
+    # bench/fuzz_jdbc.py seeds 8312 and 8322 (demo 4 MiB, seed 17): a committed transaction's DUPLICATE_ID row
+    # (user type 37) with NULL columns that leave it out of the load (it sorts after its COMMIT, or reads as
+    # transaction 0). JDBCJournalImpl hands every loaded row to the same loadMessageJournal as the file journal
+    # (JDBCJournalLoaderCallback), which loads it into its address's duplicate-detection cache: without it the
+    # broker accepts a resend it would have rejected. The truth left the cache out (same) and verify called the
+    # row WARNING; both now count the entry (loss, CRITICAL), with its user record type NULL too, or read as a
+    # reference (ADD_REF) of an id no message holds (its bytes are a duplicate-detection record of an address
+    # the bindings hold)
+    c = artemis_campaign
+    seq = c.conn.execute(
+        "SELECT d.seq FROM messages d WHERE d.userRecordType = 37 AND d.recordType = 13 AND EXISTS (SELECT 1 FROM "
+        "messages e WHERE e.txId = d.txId AND e.recordType = 18) ORDER BY d.seq LIMIT 1").fetchone()[0]
+    if "=" in columns:  # a column set to a value: the row read as another user record type
+        column, value = columns.split("=")
+        fault = jdbc.RowFault("set", "messages", (("seq", seq),), column, int(value))
+    else:
+        fault = jdbc.RowFault("null", "messages", (("seq", seq),), columns)
+    c.sites = _Fixed(fault)
+    o = c.run_one(0)
+    assert (o.truth, o.verdict, o.diff.get("caches")) == (LOSS, "CRITICAL", 1), (o.diff, o.codes)
+    assert code in o.codes
+
+
+def test_a_duplicate_id_row_under_another_id_holds_the_same_cache_entry(artemis_campaign):
+    # the cache is keyed by the duplicate id the record holds; its record id only names the row the broker deletes
+    # when the entry leaves the cache: the same entry under another id loses nothing (the file journal's truth
+    # says so through model.classify's ``moved``)
+    c = artemis_campaign
+    seq, rid = c.conn.execute("SELECT seq, id FROM messages WHERE userRecordType = 37 AND recordType = 11 "
+                              "ORDER BY seq LIMIT 1").fetchone()
+    top = c.conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+    c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "id", top + 1000))
+    o = c.run_one(0)
+    assert o.truth == SAME and not o.diff.get("caches"), (rid, o.diff, o.codes)
+
+
+def test_a_reference_row_moved_before_the_message_of_a_reference_it_repeats_loses_nothing(artemis_campaign):
+    # bench/fuzz_jdbc.py seed 8342 (demo 6 MiB, seed 19), 8342025906 (same/CRITICAL): a reference row of message
+    # 1449 in a transaction, its id set to 1450, the next message of that transaction, whose own message row and
+    # reference to the same queue come after it. loadMessageJournal drops the moved row (message 1450 is not in
+    # its map yet), but attaches 1450's own reference to that queue later: the queue holds 1450 anyway, and the
+    # queue acknowledged 1449 since (its reference gone changes nothing). verify said CRITICAL
+    # ref-without-message (the message lost to the queue); a reference row before its message's whose pair a
+    # later row attaches, one byte from a message acknowledged on that queue with no reference row, is now
+    # judged as the same row with its id damaged elsewhere is (a WARNING: nothing delivered is lost)
+    c = artemis_campaign
+    seq, other = c.conn.execute(
+        "SELECT r.seq, m2.id FROM messages r JOIN messages m2 ON m2.userRecordType = 45 AND m2.seq > r.seq "
+        "AND m2.id <> r.id AND m2.id / 256 = r.id / 256 WHERE r.userRecordType = 32 "
+        "AND EXISTS (SELECT 1 FROM messages a WHERE a.id = r.id AND a.userRecordType = 33 AND a.record = r.record "
+        "AND a.seq > r.seq) "
+        "AND EXISTS (SELECT 1 FROM messages r2 WHERE r2.id = m2.id AND r2.userRecordType = 32 "
+        "AND r2.record = r.record AND r2.seq > m2.seq) AND NOT EXISTS (SELECT 1 FROM messages a2 WHERE a2.id = m2.id "
+        "AND a2.userRecordType = 33 AND a2.record = r.record) ORDER BY r.seq LIMIT 1").fetchone()
+    c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "id", other))
+    o = c.run_one(0)
+    assert (o.truth, o.verdict) == (SAME, "WARNING"), (o.diff, o.codes)
+
+
+def test_a_classic_row_whose_message_was_damaged_into_another_is_lost(classic_campaign):
+    # bench/fuzz_jdbc.py seed 8332 (classic), fault 8332525747 (loss/WARNING): a bit of a queue row's MSG flipped
+    # inside its message id, which then names another message of that queue. The cursor drops the row as that
+    # message's copy (AbstractStoreCursor.recoverMessage), and the message its MSGID columns name is lost; verify
+    # called the copy harmless (WARNING classic-jdbc-duplicate-message, "the cursor drops the copy")
+    o = classic_campaign.run_one(8332525747)
+    assert o.fault.kind == "flip" and o.fault.table == "ACTIVEMQ_MSGS", o.fault
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), (o.diff, o.codes)
+    assert {"classic-jdbc-duplicate-message", "classic-jdbc-msgid-mismatch"} <= set(o.codes)
+
+
+def test_a_commit_row_moved_onto_a_committed_transaction_rolls_its_own_back(artemis_campaign):
+    # bench/fuzz_jdbc.py seed 8342 (demo 6 MiB, seed 19), 8342025124 (loss/WARNING): the COMMIT row of a
+    # transaction acknowledging a message had its txId set to an earlier committed transaction's. The load commits
+    # that one's records again (JDBCJournalReaderCallback.onReadCommitRecord keeps it) and rolls back the one left
+    # without an end: its acknowledgement is lost, the message comes back. JDBCJournalImpl writes one COMMIT row a
+    # transaction, so the second is the open one's, damaged: its records are judged by what they govern
+    c = artemis_campaign
+    seq, tx = c.conn.execute(
+        "SELECT k.seq, k.txId FROM messages k WHERE k.recordType = 18 AND EXISTS (SELECT 1 FROM messages a WHERE "
+        "a.txId = k.txId AND a.recordType = 14 AND a.userRecordType = 33 AND EXISTS (SELECT 1 FROM messages m "
+        "WHERE m.id = a.id AND m.userRecordType = 45)) ORDER BY k.seq DESC LIMIT 1").fetchone()
+    (other,) = c.conn.execute("SELECT txId FROM messages WHERE recordType = 18 AND seq < %s AND txId <> %s "
+                              "ORDER BY seq LIMIT 1", (seq, tx)).fetchone()
+    c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "txId", other))
+    o = c.run_one(0)
+    assert o.truth in (LOSS, jdbc.UNPROVEN) and o.diff["back"] >= 1, (o.truth, o.diff)
+    assert o.verdict == "CRITICAL" and "artemis-jdbc-commit-repeated" in o.codes, o.codes
+
+
+def test_a_delivery_row_with_null_type_and_tx_id_is_no_lost_reference(pg_cluster, tmp_path):
+    # bench/fuzz_jdbc.py seeds 8352 and 8362 (demo 2 MiB, seed 23), 8352025664 (same/CRITICAL): a committed
+    # transaction's scheduled-delivery-time row (user type 36: i64 queue, i64 time) with txId and userRecordType
+    # NULL. The load leaves it out (transaction 0) and reads type 0; verify said it named a message "whose
+    # reference or acknowledgement it was", but 12 or 16 bytes are a delivery count or a scheduled time, never a
+    # reference (8 bytes): judged as the typed row left out is (what it changes is content, not delivery). The
+    # suite's demo has no such transactional row: this one is the campaign's
+    c = jdbc.open_campaign("artemis", pg_cluster, tmp_path, demo_seed=23, demo_size=2 << 20, db="faults_demo23")
+    try:
+        o = c.run_one(8352025664)
+    finally:
+        c.close()
+    assert (o.fault.kind, o.fault.column) == ("null", "txId,userRecordType"), o.fault
+    assert o.truth == SAME and o.verdict == "WARNING", (o.truth, o.verdict, o.diff, o.codes)
+    assert "artemis-jdbc-null-txid" in o.codes
+
+
 class _Fixed:
     def __init__(self, fault):
         self.fault = fault

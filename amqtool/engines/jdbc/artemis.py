@@ -154,7 +154,8 @@ class LeftOut:
 
     ``why``: ``after-commit`` (it comes after its transaction's last COMMIT row: a changed seq or txId),
     ``null-txid`` (its txId is NULL: the broker reads transaction 0, never committed), ``end-null-txid``
-    (its transaction's COMMIT or PREPARE row has a NULL txId: the transaction is rolled back)."""
+    (its transaction's COMMIT or PREPARE row has a NULL txId: the transaction is rolled back), ``end-repeated``
+    (its transaction has no end, and a later COMMIT row repeats another transaction's: its own, damaged)."""
 
     record: LiveRecord
     tx_id: int
@@ -194,6 +195,7 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
     seen_seq: set[int] = set()
     where = f"{table}:seq="
     null_ends: list = []  # seqs of COMMIT/PREPARE rows whose txId is NULL
+    repeated: list = []  # (seq, tx) of COMMIT rows of a transaction an earlier COMMIT row committed
     commits_seen: set[int] = set()
     after_commit: dict[int, list] = {}  # tx -> (record, seq) met after its COMMIT row, until another commits them
     null_tx: list = []  # (record, seq) of transactional rows whose txId is NULL (read as transaction 0)
@@ -268,6 +270,8 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             tx.prepared = True
             tx.extra = txdata
         elif rtype == COMMIT:
+            if tx_id in commits_seen:
+                repeated.append((seq, tx_id))
             commits_seen.add(tx_id)
             after_commit.pop(tx_id, None)  # this COMMIT commits them
             tx = txs.get(tx_id)
@@ -325,6 +329,20 @@ def load_table(conn, st: ArtemisStatements, kind: str, table: str,
             finding(Severity.WARNING, "artemis-jdbc-null-txid",
                     "a COMMIT or PREPARE row has a NULL txId: the broker reads transaction 0 (what the "
                     "transactions it leaves open held is judged apart)", seq)
+    if repeated:
+        # JDBCJournalImpl writes one COMMIT row a transaction: a second one is another transaction's COMMIT whose
+        # txId was damaged (JDBCJournalReaderCallback.onReadCommitRecord keeps a committed transaction and commits
+        # its records again), so a transaction left without an end whose rows come before it lost its COMMIT
+        last = max((q for q, _ in repeated if q is not None), default=None)  # a NULL seq sorts last
+        for tx in txs.values():
+            if (not tx.committed and not tx.prepared and tx.tx_id != 0
+                    and any(last is None or (opened.seq_at.get(r.body_offset) or last) < last for r in tx.records)):
+                tl.left_out += [LeftOut(r, tx.tx_id, None, "end-repeated") for r in tx.records]
+        for seq, tx_id in repeated:
+            finding(Severity.WARNING, "artemis-jdbc-commit-repeated",
+                    f"a second COMMIT row for transaction {tx_id}: the broker writes one, and its load commits the "
+                    "transaction's records again (what a transaction it leaves open held is judged apart)", seq,
+                    txId=tx_id)
     # ids that name a message: its record's, or its references' (a NULL type on the message row itself)
     named = _MESSAGE_TYPES + (ADD_REF_TYPE,)
     message_ids = {r.id for r in live if r is not None and r.user_record_type in named}
@@ -836,16 +854,18 @@ def verify_store(store: ArtemisJdbcStore, progress=None) -> tuple[list[Finding],
 
 MAX_LISTED_ORPHANS = 100
 _LEFT_OUT_CODES = {"after-commit": "artemis-jdbc-record-after-commit", "null-txid": "artemis-jdbc-null-txid",
-                   "end-null-txid": "artemis-jdbc-null-txid"}
+                   "end-null-txid": "artemis-jdbc-null-txid", "end-repeated": "artemis-jdbc-commit-repeated"}
 _LEFT_OUT_WHY = {"after-commit": "comes after its transaction's last COMMIT row",
                  "null-txid": "has a NULL txId (the broker reads transaction 0, never committed)",
-                 "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId"}
+                 "end-null-txid": "belongs to a transaction whose COMMIT or PREPARE row has a NULL txId",
+                 "end-repeated": "belongs to a transaction left without an end before a second COMMIT row of another "
+                                 "(its own COMMIT, the txId damaged)"}
 
 
 def _left_out_findings(data: "ArtemisJdbcLoad", governs: Callable[[], "_Governs"]) -> list[Finding]:
     """The records the load leaves out of their transaction (:class:`LeftOut`), each CRITICAL when what it
     held is delivered differently without it (:meth:`_Governs.what`; ``governs()``: the load's, built once on
-    first use), else WARNING (a duplicate id, a counter: nothing delivered changes)."""
+    first use), else WARNING (a counter, a record whose id another live one holds: nothing delivered changes)."""
     out: list[Finding] = []
     for j in data.journals:
         for lo in j.left_out:
@@ -944,11 +964,12 @@ class _Governs:
     def retyped_loss(self, rec: LiveRecord) -> str | None:
         """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
         user record type), or read as type 0 (a NULL one), held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
-        of a paged message still pending, which then comes back."""
+        of a paged message still pending, which then comes back, or a duplicate-detection record whose cache
+        entry is lost (:meth:`duplicate_id_loss`)."""
         from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
         if rec.body_len != 20:
-            return None
+            return self.duplicate_id_loss(rec, self.data.result("messages").body(rec), typed=False)
         return self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
 
     def null_type_loss(self, body: bytes) -> str | None:
@@ -963,6 +984,33 @@ class _Governs:
             if q in self.view.queue_address:
                 return f"its bytes are a reference or acknowledgement on queue {q}, which is lost"
         return None
+
+    def duplicate_id_loss(self, rec: LiveRecord, body: bytes, typed: bool = True) -> str | None:
+        """What the messages table loses without the DUPLICATE_ID row ``rec`` (``typed``: its user record type
+        says so; else its whole body must read as one, of an address the bindings hold): loadMessageJournal (case
+        DUPLICATE_ID) loads each live record into its address's duplicate-detection cache, as from the file
+        journal (evidence.py, ``_duplicate_id_lost``), so without it a resend the broker would have rejected is
+        accepted, delivered twice -- unless another live record holds its id."""
+        from amqtool.formats.artemis.body_reads import duplicate_id_value
+
+        if not typed:
+            value = duplicate_id_value(body)
+            if value is None or not value[1] or 8 + len(value[0]) + len(value[1]) != len(body):
+                return None
+            try:
+                address = value[0].decode("utf-16-le")
+            except UnicodeDecodeError:
+                return None
+            if address not in set(self.view.queue_address.values()):
+                return None
+        from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+        if any(r.id == rec.id and r.user_record_type == R.DUPLICATE_ID and r.body_offset != rec.body_offset
+               for r in self.data.result("messages").live):
+            return None  # another live record holds the entry
+        return ("the duplicate-detection cache entry it records is lost (a resend of that message is accepted)"
+                if typed else "its bytes are a duplicate-detection record, whose cache entry is lost (a resend of "
+                "that message is accepted)")
 
     def page_tx_loss(self, ptx: int) -> str | None:
         """What the broker skips when page transaction ``ptx`` has no record left: its paged messages still
@@ -1010,6 +1058,8 @@ class _Governs:
             return f"message {rec.id} is lost" if any(m == rec.id for m, _ in self.refs) else None
         if t in DELIVERY_TYPES:
             return "what it records is lost"
+        if t == R.DUPLICATE_ID and kind == "messages":
+            return self.duplicate_id_loss(rec, body)
         if t == 0:  # a NULL userRecordType: the row of a message id is one of its references or acknowledgements
             if rec.id in self.message_ids:
                 if len(body) == 8:
@@ -1018,8 +1068,14 @@ class _Governs:
                         # the queue acknowledged the message and holds no reference of it: the row was that
                         # reference, and the acknowledgement removes it anyway (seed 9494028874)
                         return None
+                elif len(body) in (12, 16):
+                    # a delivery count (i64 queue, i32 count) or a scheduled delivery time (i64 queue, i64 time)
+                    # of one of its references, never a reference (8 bytes): judged as that row typed is (what it
+                    # changes is the message's content, not whether it is delivered; seed 8352025664)
+                    return None
                 return f"it names message {rec.id}, whose reference or acknowledgement it was"
-            # else its bytes tell: a page transaction, a reference's queue, or a cursor acknowledgement
+            # else its bytes tell: a page transaction, a reference's queue, a cursor acknowledgement, or a
+            # duplicate-detection record (its whole body one of an address the bindings hold)
             return self.null_type_loss(body) or (self.retyped_loss(rec) if kind == "messages" else None)
         view = self.view
         if t == R.PAGE_TRANSACTION and len(body) >= 8:
@@ -1085,12 +1141,26 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
     damaged id of another message's reference whose loss changes nothing (:func:`_misfiled_harmlessly`), or
     when its rows are not a reference's encoding (a damaged user record type) unless ``retyped`` says what
     the row was and what is lost with it (:meth:`_Governs.retyped_loss`)."""
-    from amqtool.engines.artemis.orphans import orphan_refs
+    from amqtool.engines.artemis.orphans import ADD_REF, MESSAGE_TYPES, _queue_id, orphan_refs
 
     out: list[Finding] = []
     by_message: dict[int, list] = {}
     for o in orphan_refs(messages):
         by_message.setdefault(o.message_id, []).append(o)
+    pairs: set | None = None
+
+    def attached() -> set:
+        """(message, queue) of the reference rows the load attaches (their message row came first)."""
+        nonlocal pairs
+        if pairs is None:
+            seen: set[int] = set()
+            pairs = set()
+            for rec in messages.live:
+                if rec.user_record_type in MESSAGE_TYPES:
+                    seen.add(rec.id)
+                elif rec.user_record_type == ADD_REF and rec.id in seen:
+                    pairs.add((rec.id, _queue_id(messages, rec)))
+        return pairs
     for mid, refs in list(by_message.items())[:MAX_LISTED_ORPHANS]:
         first = refs[0]
         why = ("its message row comes after them in seq order (the load meets the references first)"
@@ -1115,15 +1185,19 @@ def _orphan_findings(messages: LoadResult | None, unsure_acks: set = frozenset()
                 f"{messages.opened.table}:seq={seq}", None,
                 {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
             continue
-        if not first.later and _misfiled_harmlessly(unsure_acks, mid, refs,
-                                                    first.record.body_offset in messages.opened.null_ids):
+        # a row before its message's whose (message, queue) pair a later reference row attaches anyway holds
+        # nothing of that message: it is what another message's reference row became (seed 8342025906)
+        if (not first.later or all((mid, o.queue_id) in attached() for o in refs)) and _misfiled_harmlessly(
+                unsure_acks, mid, refs, first.record.body_offset in messages.opened.null_ids):
             out.append(Finding(
                 Severity.WARNING, "ref-without-message",
                 f"message {mid} is referenced by {len(refs)} queue(s) ({', '.join(str(o.queue_id) for o in refs)}) "
-                "but no message row holds it: the row's id is one byte from another message's, which is "
-                "acknowledged there anyway (a damaged id; nothing delivered is lost)",
+                + ("but no message row holds it" if not first.later else
+                   "before its message row, and again after it") +
+                ": the row's id is one byte from another message's, which is acknowledged there anyway (a damaged "
+                "id; nothing delivered is lost)",
                 f"{messages.opened.table}:seq={seq}", None,
-                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": False}))
+                {"messageId": mid, "queueIds": [o.queue_id for o in refs], "messageRowLater": first.later}))
             continue
         out.append(Finding(
             Severity.CRITICAL, "ref-without-message",

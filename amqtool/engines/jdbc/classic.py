@@ -290,7 +290,9 @@ def scan(store: ClassicStore, *, safe: bool = True, keep_messages: bool = True,
         for xid, s in prepared_acks:
             _tx(res, xid, f"{s.container} {s.client_id}/{s.name}")
         sub_live: dict[tuple, list] = {}
-        copies: dict[tuple, set] = {}  # (container, message id) -> who its first row is pending for
+        # (container, message id) -> who its first row is pending for, and whether that row's MSGID columns
+        # name another message (its bytes damaged into this one)
+        copies: dict[tuple, tuple[set, bool]] = {}
         for row in iter_message_rows(conn, st):
             res.rows += 1
             if progress is not None:
@@ -349,7 +351,10 @@ def _duplicate_check(res: ClassicScan, st: ClassicStatements, subs: dict, copies
     message once per destination). The cursor that has recovered the first drops the copy as a duplicate
     (``AbstractStoreCursor.recoverMessage``), so the copy matters only where the first is not pending: a
     durable subscription that acknowledged the first (``LAST_ACKED_ID`` below the copy's ID) gets the message
-    again (CRITICAL ``classic-jdbc-duplicate-message``); elsewhere it changes nothing (WARNING)."""
+    again (CRITICAL ``classic-jdbc-duplicate-message``); elsewhere it changes nothing (WARNING) -- unless one of
+    the two rows' MSGID columns name another message than its bytes do (``addMessage`` writes them from the
+    message's own id): that row's message was damaged into the other's, and whichever row the cursor drops, a
+    message pending there is lost (CRITICAL)."""
     import dataclasses
 
     plain = row if row.xid is None or _op(row.xid) == "-" else None
@@ -360,16 +365,22 @@ def _duplicate_check(res: ClassicScan, st: ClassicStatements, subs: dict, copies
     else:
         pending = {"queue"} if plain is not None else set()
     key = (row.container, message_id)
-    first = copies.get(key)
-    if first is None:
-        copies[key] = pending
+    damaged = row.message_id != message_id
+    if key not in copies:
+        copies[key] = (pending, damaged)
         return
+    first, first_damaged = copies[key]
     again = sorted(f"{c}:{n}" for c, n in pending - first if c != "queue") if pending - first else []
+    # the copy's own columns name another message: it was that message, dropped as this one's copy; or the
+    # first row was another message damaged into this one, kept in this one's place
+    lost = (pending if damaged else set()) or (pending if first_damaged else set())
     res.findings.append(Finding(
-        Severity.CRITICAL if again else Severity.WARNING, "classic-jdbc-duplicate-message",
+        Severity.CRITICAL if again or lost else Severity.WARNING, "classic-jdbc-duplicate-message",
         f"row ID {row.id} holds message {message_id} of {row.container}, which an earlier row holds too"
         + (f": durable subscription(s) {', '.join(again)} acknowledged it and get it again" if again else
-           " (the broker's cursor drops the copy)"), path=f"{st.msgs}:{row.id}"))
+           f": {'this' if damaged else 'the earlier'} row's MSGID columns name another message, whose bytes were "
+           f"damaged into this one: the broker's cursor drops the copy, and a message still pending is lost"
+           if lost else " (the broker's cursor drops the copy)"), path=f"{st.msgs}:{row.id}"))
 
 
 def _op(xid_text: str) -> str | None:

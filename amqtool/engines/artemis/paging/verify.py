@@ -26,7 +26,7 @@ from amqtool.formats.artemis.paging import (
     summarize_record,
 )
 from amqtool.formats.artemis.primitives import Reader
-from amqtool.engines.artemis.paging import after_damage, crash_tail, page_tx, synced_refs
+from amqtool.engines.artemis.paging import after_damage, crash_tail, cut_page, page_tx, synced_refs
 from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
@@ -214,6 +214,9 @@ class PagingVerifier:
         # (paging/crash_tail.py): damage confined to that record is a torn tail
         self.crash_tails: dict[str, int] = {}
         self._pending_by_tx: Counter | None = None
+        # (address, CRITICAL page-damaged finding) of pages the broker stops reading before their end, where what
+        # the bytes after held is unknown: a WARNING when the page counters account for every message
+        self._unread: list[tuple[str, Finding]] = []
 
     def pending_of_page_tx(self, tx_id: int) -> int:
         """How many paged messages of page transaction ``tx_id`` some queue still has to consume, when the
@@ -265,6 +268,7 @@ class PagingVerifier:
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
             self._counter_findings(findings, expected)
+            self._counters_clear(findings, expected)
             findings.extend(lost_page_finding(self, findings, expected, paged_large))
         if stores:
             findings.extend(moved_ack_findings(self.store, view, stores, expected, str(self.store.paging_dir)))
@@ -374,6 +378,11 @@ class PagingVerifier:
                     figures[1] += self.summary.pending_messages - pending_before
                 if self.progress is not None:
                     self.progress(pf.size)
+                if end is not None and end.reason == END_CLEAN and pid != current:
+                    past = cut_page.acked_past_end(account.acks_by_page, queues, pid, end.records)
+                    if past:  # cut at a record boundary after the broker left it (paging/cut_page.py)
+                        self._damaged.setdefault(ps.address, []).append(str(path))
+                        findings.append(cut_page.page_cut_finding(str(path), pid, end.records, past))
                 if end is None or end.reason == END_CLEAN:
                     continue  # clean, or cut short by an undecodable record (reported above)
                 left = end.size - end.offset
@@ -427,6 +436,8 @@ class PagingVerifier:
                            f"prepared: the broker synced the page before writing that, so no crash tore it"
                            if synced is not None else ""), str(path), end.offset,
                         {"page": pid, "messages": end.records, "reason": end.reason}))
+                    # what the bytes from there on held is unknown: the page counters may clear them (_counters_clear)
+                    self._unread.append((ps.address, findings[-1]))
         if undecodable > MAX_LISTED:
             findings.append(Finding(Severity.CRITICAL, "page-record-undecodable",
                                     f"{undecodable - MAX_LISTED} more undecodable page record(s)", folder))
@@ -557,6 +568,39 @@ class PagingVerifier:
                     f"queue {q}: the page counter records say {s} paged message(s), the pages hold {e} still to "
                     f"consume; brokers since 2.27 rebuild the counters from the pages at start, older ones report "
                     f"the stored value", None, None, {"queueId": q, "stored": s, "counted": e}))
+
+    def _counters_clear(self, findings, expected: dict[int, int]) -> None:
+        """Turn each CRITICAL ``page-damaged`` of :attr:`_unread` into a WARNING when the page counters of every
+        queue of its address equal what the pages still hold for it to consume.
+
+        ``Page.read`` stops at the damaged record, so every message from there to the end of the page is lost to
+        the broker, but only those some queue still had to consume cost anything. A queue's page counter
+        (``PageSubscriptionCounterImpl``) is raised in the transaction that pages a message for it and lowered in
+        the one that acknowledges it: a counter equal to the committed messages the pages still hold for the
+        queue says the unread bytes held none it still had to consume (they were acknowledged, of a rolled-back
+        page transaction, or routed elsewhere). A counter above them, a counter below them (it no longer tracks
+        the pages), a queue without counter records, or a prepared page transaction whose record counts more
+        messages than the pages hold leaves the finding CRITICAL."""
+        if not self._unread:
+            return
+        view = self.view
+        stored = view.counters()
+        short_prepared = any(n > self.prepared_found.get(tx, 0) for tx, n in view.page_tx_prepared_count.items())
+        at = {id(f): i for i, f in enumerate(findings)}
+        for address, f in self._unread:
+            queues = [q for q, a in view.queue_address.items() if a == address and q in view.queues]
+            if short_prepared or not all(q in stored and stored[q] == expected.get(q, 0) for q in queues):
+                continue
+            i = at.get(id(f))
+            if i is None:
+                continue
+            shown = ", ".join(f"queue {q}: {stored[q]}" for q in sorted(queues)) or "no queue"
+            findings[i] = Finding(
+                Severity.WARNING, f.code,
+                f.message.replace("(any messages in them) are lost", "are never read")
+                + f"; but the page counters of the address's queues ({shown}) equal the messages its pages still "
+                f"hold for them to consume: those bytes held none (acknowledged, rolled back, or routed elsewhere)",
+                f.path, f.offset, dict(f.details or {}, countersAgree=True))
 
     def _misrouted_findings(self, findings, stored: dict[int, int], expected: dict[int, int]) -> None:
         """Paged messages whose routed queue id was damaged: CRITICAL ``page-queue-id-damaged``.

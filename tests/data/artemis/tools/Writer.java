@@ -33,7 +33,8 @@ import org.apache.activemq.artemis.utils.XidCodecSupport;
  * usage: java -Dpool=N -DmaxBody=B Writer DIR FILESIZE SEED OPS COMPACT_EVERY BUFFERED QUEUES
  * (QUEUES: "4:orders,9:events,11:events"; pool: journal-pool-files, 10 by default; maxBody: bytes;
  * txPct: share of operations that are transactions, 20 by default; restart=R: every R operations the journal is
- * stopped and a new JournalImpl loads it, as a broker restart does, the writer's own state kept)
+ * stopped and a new JournalImpl loads it, as a broker restart does, the writer's own state kept; pairPct: share of
+ * transactions that are two sending at once, the second rolled back a few operations later, 0 by default)
  * With OPS = 0 it writes until killed (for SIGKILLed stores), printing "READY" once 200 ops are written.
  */
 public class Writer {
@@ -61,6 +62,10 @@ public class Writer {
    static final int SEND_PCT = Integer.getInteger("sendPct", 45);
    static final int TX_PCT = Integer.getInteger("txPct", 20);
    static final int RESTART = Integer.getInteger("restart", 0);
+   // share of transactions that are two sending at once (0: none, the RNG draws as before): see pair()
+   static final int PAIR_PCT = Integer.getInteger("pairPct", 0);
+   Long openB;  // pair(): the second transaction, still open
+   int rollbackIn;  // operations until openB is rolled back
    int maxBody = Integer.getInteger("maxBody", 1 << 20);
    final Random rnd;
    JournalImpl journal;
@@ -131,7 +136,46 @@ public class Writer {
       }
    }
 
+   /**
+    * Two transactions sending at once, as two sessions of a broker do: A sends a message, B is created, the two
+    * send in turn (their ids interleave), A commits, and B stays open for a few more operations before it is
+    * rolled back (its ROLLBACK lands after A's COMMIT, often in a later file).
+    */
+   void pair() throws Exception {
+      long a = nextId++;
+      Map<Long, List<Long>> sentA = new LinkedHashMap<>();
+      pendingSends.clear();
+      send(a);
+      sentA.putAll(pendingSends);
+      long b = nextId++;
+      int n = 2 + rnd.nextInt(4);
+      for (int i = 0; i < n; i++) {
+         pendingSends.clear();
+         send(b);
+         pendingSends.clear();
+         send(a);
+         sentA.putAll(pendingSends);
+      }
+      pendingSends.clear();
+      journal.appendCommitRecord(a, false);
+      for (Map.Entry<Long, List<Long>> e : sentA.entrySet()) { live.put(e.getKey(), e.getValue()); liveIds.add(e.getKey()); }
+      openB = b;
+      rollbackIn = 3 + rnd.nextInt(20);
+   }
+
+   /** Rolls back pair()'s open transaction once its operations have passed. */
+   void endPair() throws Exception {
+      if (openB != null && --rollbackIn <= 0) {
+         journal.appendRollbackRecord(openB, false);
+         openB = null;
+      }
+   }
+
    void transaction() throws Exception {
+      if (PAIR_PCT > 0 && openB == null && rnd.nextInt(100) < PAIR_PCT) {
+         pair();
+         return;
+      }
       long tx = nextId++;
       pendingSends.clear();
       int n = 1 + rnd.nextInt(5);
@@ -180,6 +224,7 @@ public class Writer {
          if (r < SEND_PCT) w.send(null);
          else if (r < 100 - TX_PCT) w.consume(null);
          else w.transaction();
+         if (PAIR_PCT > 0) w.endPair();
          if (compactEvery > 0 && i > 0 && i % compactEvery == 0) {
             w.journal.testCompact();
          }

@@ -3,7 +3,8 @@
 # built by build.sh into $ORACLE_DIR) beside a copy of the real broker's bindings journal of the
 # 02_broker_mixed_compacted fixture, whose queue ids (4, 9, 11, 16) the writer routes to. OPS 0 with
 # KILL_AFTER_S: written until SIGKILLed. $JOPTS passes -Dpool=N -DmaxBody=B -Dpace=MS -DsendPct=P -Dpin=true -DtxPct=P
-# (share of transactions, 20 by default) -Drestart=R (a new JournalImpl loads the journal every R operations).
+# (share of transactions, 20 by default) -Drestart=R (a new JournalImpl loads the journal every R operations)
+# -DpairPct=P (share of transactions that are two sending at once, the second rolled back later; 0 by default).
 set -e
 OUT=$1; FS=$2; SEED=$3; OPS=$4; CE=$5; KILL=$6
 FIX=${FIXTURES:-$(cd "$(dirname "$0")/../../../.." && pwd)/../shared/fixtures}

@@ -1,0 +1,88 @@
+"""Damage to a page that is not the current one, judged by what the page counters and cursor acknowledgements
+say it held: a page cut at a record boundary (``page-cut``, paging/cut_page.py) and a page the broker stops
+reading before its end whose unread bytes held no message still to consume (``PagingVerifier._counters_clear``).
+Both from ``make fuzz`` seed 8302 on the campaign's demo stores."""
+from __future__ import annotations
+
+from tests.faults.artemis import delivered
+from tests.faults.model import Fault
+from tests.faults.stores import campaign_demo
+
+
+def _telemetry_page(store, pid: int):
+    folder = next(p for p in (store / "data" / "paging").iterdir()
+                  if (p / "address.txt").read_text().split("\n")[0] == "telemetry")
+    return folder / f"{pid:09d}.page"
+
+
+def _records(page) -> list[tuple[int, int, int]]:
+    from amqtool.formats.artemis.paging import scan_page
+
+    recs, _ = scan_page(page.read_bytes())
+    return recs
+
+
+def test_a_page_before_the_current_one_cut_at_a_record_boundary_loses_what_the_counters_count(run_json, tmp_path):
+    # seed 8302026908006130 (demo-s3, loss/WARNING): page 1 of 'telemetry' (page 2 is the current one) cut at
+    # the start of its message 30. It reads clean; the queues' counters are 11 over what the pages hold, which
+    # verify took for the current page's end cut by a crash (WARNING page-counter-mismatch). But the queues
+    # acknowledged messages 47 and 40 of page 1: the page held them, and the broker never shortens a page it left.
+    store = campaign_demo(tmp_path / "store", 3)
+    page = _telemetry_page(store, 1)
+    recs = _records(page)
+    assert (len(recs), recs[30][1]) == (50, 37680)
+    before = delivered(store)
+    Fault("truncate", str(page.relative_to(store)), 37680).apply(store)
+    assert before.diff(delivered(store))["lost"] == 11
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (cut,) = [f for f in doc["findings"] if f["code"] == "page-cut"]
+    assert (cut["severity"], cut["details"]["messages"], cut["details"]["heldAtLeast"]) == ("warning", 30, 48)
+    assert cut["details"]["ackedPastEnd"] == {"35": 47, "37": 40}
+    (lost,) = [f for f in doc["findings"] if f["code"] == "page-messages-lost"]
+    assert (lost["severity"], lost["details"]["messagesLost"]) == ("critical", 11)
+
+
+def test_the_current_page_cut_at_a_record_boundary_is_no_page_cut(run_json, tmp_path):
+    # the broker may deliver a message of the page it is writing before a crash cuts it: the current page is
+    # judged by the counters alone (WARNING page-counter-mismatch), as before
+    store = campaign_demo(tmp_path / "store", 3)
+    page = _telemetry_page(store, 2)
+    recs = _records(page)
+    Fault("truncate", str(page.relative_to(store)), recs[-3][1]).apply(store)
+    code, doc, _ = run_json("verify", store)
+    assert not [f for f in doc["findings"] if f["code"] == "page-cut"]
+
+
+def test_unread_bytes_the_counters_account_for_are_a_warning(run_json, tmp_path):
+    # seed 8302025906003115 (demo-s2, same/CRITICAL): the first 183 bytes of the last record of page 1 of
+    # 'telemetry' (page 2 is the current one) zeroed. The broker stops reading the page there, but that record
+    # was of page transaction 447, which the journals do not hold (rolled back): the queues' page counters equal
+    # what the pages still hold for them, so the unread bytes held no message still to consume.
+    store = campaign_demo(tmp_path / "store", 2)
+    page = _telemetry_page(store, 1)
+    recs = _records(page)
+    assert (len(recs), recs[-1][1]) == (46, 64889)
+    rel = str(page.relative_to(store))
+    before = delivered(store)
+    Fault("zero", rel, 64889, 183).apply(store)
+    assert before.diff(delivered(store))["lost"] == 0
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-damaged"]
+    assert (code, doc["verdict"], f["severity"], f["details"]["countersAgree"]) == (1, "WARNING", "warning", True)
+
+
+def test_unread_bytes_holding_messages_still_to_consume_stay_critical(run_json, tmp_path):
+    # the same page zeroed from its message 40 on: six records unread, ten references still to consume, which
+    # the counters count
+    store = campaign_demo(tmp_path / "store", 2)
+    page = _telemetry_page(store, 1)
+    recs = _records(page)
+    off = recs[40][1]
+    before = delivered(store)
+    Fault("zero", str(page.relative_to(store)), off, recs[41][1] - off).apply(store)
+    assert before.diff(delivered(store))["lost"] == 10
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-damaged"]
+    assert (code, f["severity"], f["details"]["messages"]) == (2, "critical", 40)
+    assert "countersAgree" not in f["details"]
