@@ -775,6 +775,10 @@ def inconsistencies(root: Path, loaded: tuple | None = None, journal_only: bool 
                     if g.tail_first >= 0 and not _stale_tail(opened, i, g, jf):
                         yield f"{jf.path.name}: damaged end of a file that is not the newest"
                         continue
+                    if g.end == jf.size < max(f.size for f in result.files):
+                        # JournalFilesRepository.createFile fills every file to the journal's size before use
+                        yield f"{jf.path.name}: shorter than the journal's files, ending where its last record ends"
+                        continue
                     nxt = data[data.index(i) + 1]
                     own, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
                     nf = result.files[nxt]

@@ -393,6 +393,7 @@ class _GapInspector:
             self.findings.append(Finding(
                 Severity.CRITICAL, "damaged-record", f"{n} more damaged region(s) in this file", path, None))
         current = current_file(self.result)
+        self._clean_ends(current, evidence)
         for index, path, first, length in self.tails:
             effect = None
             # bytes that read as one damaged record stand for it alone, unless the room left would have held the
@@ -423,6 +424,41 @@ class _GapInspector:
                 f"{length} byte(s) of a damaged record after the last valid record of a file that is not the "
                 f"newest: " + ("its loss changes nothing the broker delivers" if harmless else
                               "the broker will lose what it held"), path, first))
+
+    def _clean_ends(self, current: int, evidence) -> None:
+        """A ``damaged-tail`` for each data file before the current one that ends cleanly but leaves room for the
+        next file's first record (:mod:`~amqtool.engines.artemis.clean_end`): records were lost there, weighed as
+        a damaged end's (``tails.reweigh``)."""
+        from amqtool.engines.artemis.clean_end import cut_at_record, room_left
+
+        damaged = {index for index, *_ in self.tails}
+        compacting = any(p.code == "leftover-cmp" for p in self.opened.pending)
+        for scan in self.result.scans:
+            index = scan.index
+            if not scan.has_data or index >= current or index in damaged:
+                continue
+            cut = cut_at_record(self.result, index)
+            if cut is not None:
+                finding = Finding(
+                    Severity.CRITICAL, "damaged-tail",
+                    f"the file ends exactly where its last record ends, {cut} bytes, shorter than the journal's "
+                    f"files: Artemis fills every file to its size before use, so it was cut at a record's start, "
+                    f"and the records after the cut are lost", str(scan.file.path), cut,
+                    {"cleanEnd": True, "cut": True})
+                self.findings.append(reweigh(finding, self.ledger, self.result, index, cut, evidence))
+                continue
+            room = room_left(self.result, index, compacting)
+            if room is None:
+                continue
+            end, free, size = room
+            finding = Finding(
+                Severity.WARNING, "damaged-tail",
+                f"the file ends cleanly after its last record, leaving {free} byte(s) free, while the next file "
+                f"(the next fileID) starts with a {size}-byte record: the broker moves to a new file only for a "
+                f"record that does not fit, so records were written here and are lost (cut or zeroed from a "
+                f"record's start)", str(scan.file.path), end,
+                {"freeBytes": free, "nextRecordSize": size, "recordsLost": True, "cleanEnd": True})
+            self.findings.append(reweigh(finding, self.ledger, self.result, index, end, evidence))
 
     def _bad_file_id(self, skipped, evidence) -> Finding:
         """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so

@@ -82,11 +82,12 @@ def test_a_file_cut_inside_the_delete_of_a_reclaimed_message_is_its_own_loss_not
 
 
 def test_a_file_cut_between_records_leaves_the_updates_without_their_add_as_evidence(tmp_path):
-    # cut at 10181, exactly before a DELETE record: no damaged tail tells the cut, so the updates its lost
-    # DELETEs leave without their add stay the evidence of lost records (2 messages lost, 3 come back)
+    # cut at 10181, exactly before a DELETE record: no damaged byte tells the cut (the file's length does:
+    # clean_end.py), and the updates its lost DELETEs leave without their add stay the evidence of lost records
+    # (2 messages lost, 3 come back)
     root, diff = _cut(tmp_path, 10181)
     assert (diff["lost"], diff["back"]) == (2, 3)
-    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+    assert verify_verdict(root) == ("CRITICAL", ("damaged-tail", "missing-journal-file"))
 
 
 @pytest.mark.parametrize("offset,mask", [(7766, 0x20), (13182, 0x08)], ids=["update-tx", "update"])
