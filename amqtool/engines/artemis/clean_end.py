@@ -33,45 +33,68 @@ from __future__ import annotations
 from amqtool import native
 
 
-def cut_at_record(result, index: int) -> int | None:
-    """The end of the last record of file ``index`` of the load ``result`` when the file ends exactly there and
-    is shorter than the journal's largest file (see the module's contract); else None."""
+def cut_at_record(result, index: int, end: int) -> int | None:
+    """``end`` (where the last record of file ``index`` of the load ``result`` ends: the load's ``FileGaps.end``)
+    when the file ends exactly there, holds records and is shorter than the journal's largest file (see the
+    module's contract); else None."""
     jf = result.files[index]
-    if len(result.files) < 2 or jf.size >= max(f.size for f in result.files):
+    if end <= 16 or end != jf.size or jf.size >= max(f.size for f in result.files):
         return None
-    own, _ = native.scan_records(result.opened.read_file(index), jf.tag, jf.version, True, 16)
-    if not own:
-        return None
-    end = own[-1][1] + own[-1][2]
-    return end if end == jf.size else None
+    return end
 
 
-def room_left(result, index: int, compacting: bool) -> tuple[int, int, int] | None:
-    """(end of the last record, free bytes, size of the next file's first record) when data file ``index`` of
-    the load ``result`` ends cleanly with room for the next file's first record under the conditions of the
-    module's contract; else None. ``compacting``: ``.cmp`` files were left (a compaction was running)."""
+def _last_record_compacted(opened, index: int, end: int) -> bool | None:
+    """Whether the record ending at ``end`` of file ``index`` carries a compactCount above 0 (its trailing size
+    word gives its start; format 2: the count follows the type and the tag); None when that does not read."""
+    tail = opened.pread(index, end - 4, 4)
+    if len(tail) < 4:
+        return None
+    size = int.from_bytes(tail, "big", signed=True)
+    if not 16 <= size <= end - 16:
+        return None
+    head = opened.pread(index, end - size, 6)
+    return head[5] > 0 if len(head) == 6 else None
+
+
+def _first_record(opened, index: int, size: int):
+    """The first record of file ``index`` as the scanner reads it (type, offset, size, compactCount, ...), from
+    as few bytes as hold it; None when there is none."""
+    jf = opened.files[index]
+    for n in (1 << 16, 1 << 20, 1 << 24):
+        head = opened.pread(index, 0, min(size, n))
+        recs, _ = native.scan_records(head, jf.tag, jf.version, True, 16)
+        if recs:
+            return recs[0]
+        if n >= size:
+            return None
+    return None
+
+
+def room_left(result, index: int, end: int, compacting: bool) -> tuple[int, int, int] | None:
+    """(``end``, free bytes, size of the next file's first record) when data file ``index`` of the load
+    ``result``, whose last record ends at ``end`` (the load's ``FileGaps.end``), ends cleanly with room for the
+    next file's first record under the conditions of the module's contract; else None. ``compacting``: ``.cmp``
+    files were left (a compaction was running). Reads a few bytes of the two files, not the files."""
     from amqtool.engines.artemis.verify import _ROOM_ALIGNMENT
 
-    if compacting:
-        return None
     jf = result.files[index]
     later = [s.index for s in result.scans if s.has_data and s.index > index]
-    if jf.version < 2 or not later:
-        return None
-    nxt = result.files[later[0]]
-    if nxt.tag != jf.tag + 1:
+    if compacting or jf.version < 2 or not later or end <= 16 or result.files[later[0]].tag != jf.tag + 1:
         return None
     opened = result.opened
-    head = opened.pread(later[0], 0, min(nxt.size, 1 << 20))
-    first, _ = native.scan_records(head, nxt.tag, nxt.version, True, 16)
-    if not first or first[0][1] != 16 or first[0][3] > 0:
+    # a file whose first record follows its 16-byte header was written unaligned (NIO, MAPPED); else AIO's block
+    # alignment is given (verify._room_for_next)
+    first_own = _first_record(opened, index, jf.size)
+    if first_own is None:
         return None
-    own, _ = native.scan_records(opened.read_file(index), jf.tag, jf.version, True, 16)
-    if not own or own[-1][3] > 0:
-        return None
-    end = own[-1][1] + own[-1][2]
-    # a file whose first record follows its 16-byte header was written unaligned (NIO, MAPPED); else AIO's
-    # block alignment is given (verify._room_for_next)
-    align = 1 if own[0][1] == 16 else _ROOM_ALIGNMENT
+    align = 1 if first_own[1] == 16 else _ROOM_ALIGNMENT
     free = jf.size - -(-end // align) * align
-    return (end, free, first[0][2]) if first[0][2] <= free else None
+    if free < 18:  # no record is shorter than a DELETE
+        return None
+    nxt = result.files[later[0]]
+    first = _first_record(opened, later[0], nxt.size)
+    if first is None or first[1] != 16 or first[3] > 0 or first[2] > free:
+        return None
+    if _last_record_compacted(opened, index, end) is not False:
+        return None
+    return end, free, first[2]

@@ -437,7 +437,8 @@ class _GapInspector:
             index = scan.index
             if not scan.has_data or index >= current or index in damaged:
                 continue
-            cut = cut_at_record(self.result, index)
+            end = self.files[index][1].end if index in self.files else -1
+            cut = cut_at_record(self.result, index, end)
             if cut is not None:
                 finding = Finding(
                     Severity.CRITICAL, "damaged-tail",
@@ -447,7 +448,7 @@ class _GapInspector:
                     {"cleanEnd": True, "cut": True})
                 self.findings.append(reweigh(finding, self.ledger, self.result, index, cut, evidence))
                 continue
-            room = room_left(self.result, index, compacting)
+            room = room_left(self.result, index, end, compacting)
             if room is None:
                 continue
             end, free, size = room
