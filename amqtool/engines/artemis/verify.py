@@ -675,6 +675,19 @@ def _held(rec) -> str:
     return f"{what}{ident}{user}{tx} (its {rec.wrong or 'bytes'} damaged)"
 
 
+def _unreported_lost_commits(result, evidence, findings: list[Finding]) -> list[Finding]:
+    """``lost_commits``' findings for the transactions no damaged end already names as committed and lost."""
+    from amqtool.engines.artemis.lost_commits import lost_commit_findings
+
+    if any(f.code in ("file-id-damaged", "bad-file-id", "duplicate-file-id") for f in findings):
+        return []  # a file read otherwise than the broker reads it: its transactions' ends are not this load's
+    named = {int(t) for f in findings if f.code == "damaged-tail" and (f.details or {}).get("lostIds")
+             for t in f.details["lostIds"].get("committedTransactions", {})}
+    explained = any(f.severity != Severity.INFO and f.code not in ("bindings-journal-missing",
+                                                                   "messages-journal-missing") for f in findings)
+    return [f for f in lost_commit_findings(result, evidence, explained) if f.details["txId"] not in named]
+
+
 def _pending_findings(opened, findings: list[Finding]) -> None:
     for p in opened.pending:
         if p.code in ("control-file-rollforward", "control-file-discard", "control-file-unreadable"):
@@ -1209,6 +1222,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
             retyped += strayed_findings(results.get("messages"), evidence)
+            retyped += _unreported_lost_commits(results.get("messages"), evidence, report.findings)
             _evidence_findings(store, evidence, results, report.findings,
                                {i for ins in inspectors if ins.kind == "messages" for i in ins.lost_deletes})
             _message_findings(store, evidence, results.get("messages"), report.findings)

@@ -1,0 +1,72 @@
+"""A transaction whose COMMIT is gone although its messages were delivered since (``verify``'s
+``tx-commit-lost``, CRITICAL: proven when discarding it loses live records; by the odds otherwise, when nothing
+else shows the damage -- a COMMIT gone with no other trace went with the file deleted or emptied, or a run of
+whole records zeroed, that held it, and those held more: in the suite's campaign sample such deletions lost
+messages; a COMMIT zeroed alone, to the byte, does not).
+
+``JournalImpl.load`` discards a transaction with no COMMIT, PREPARE or ROLLBACK record (``uncomittedTxFound``),
+and every record it holds with it. A crash leaves such a transaction at the end of the journal: the broker was
+still writing it. But the broker routes a transaction's messages to their queues only once it commits
+(``TransactionImpl.commit`` runs the operations that add the references), so only then can a consumer receive
+them: a later record outside the transaction that acknowledges, redelivers or deletes one of its messages
+(ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT, DELETE) proves that it committed, and that its COMMIT was written
+before that record. With the COMMIT gone -- its file deleted, emptied, or the record damaged -- the broker
+discards the transaction and the messages still live in it: a loss no crash leaves, since the record that
+proves it was written after the COMMIT. (``tails.py`` reads the same proof for a transaction a damaged end left
+open; this reads it wherever the COMMIT went.)
+"""
+from __future__ import annotations
+
+from amqtool.errors import Finding, Severity
+
+_ADD_TX, _UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE = 13, 12, 14, 15, 16
+_MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
+_DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT
+
+
+def lost_commit_findings(result, evidence, explained: bool = False) -> list[Finding]:
+    """One ``tx-commit-lost`` per open transaction of the message journal's load ``result`` that sent a
+    message a later record outside it delivered (see the module); ``explained``: other findings already name
+    damage to the journal, which took that COMMIT and weigh what it cost: then only a discard that loses live
+    records is reported (the odds hold for a COMMIT gone with no other trace: a file deleted or emptied, a run
+    of whole records zeroed)."""
+    from amqtool.engines.artemis.evidence import LOSS, transaction_records
+    from amqtool.engines.artemis.tails import _records
+
+    if result is None or evidence is None:
+        return []
+    open_txs = [tx for tx in result.failed if not tx.prepared]
+    if not open_txs:
+        return []
+    sent: dict[int, int] = {}  # message id -> the open transaction that added it
+    for tx in open_txs:
+        for r in tx.records:
+            if r.user_record_type in _MESSAGES and not r.is_update:
+                sent[r.id] = tx.tx_id
+    if not sent:
+        return []
+    proof: dict[int, tuple[int, str, int]] = {}  # tx id -> (message, file, offset) of the first delivery seen
+    opened = result.opened
+    for fi in range(len(opened.files)):
+        for t, off, rid, tx, utype in _records(opened, fi):
+            owner = sent.get(rid)
+            if owner is None or tx == owner or owner in proof:
+                continue
+            if t in (_DELETE, _DELETE_TX) or t in (_UPDATE, _UPDATE_TX) and utype in _DELIVERED:
+                proof[owner] = (rid, str(opened.files[fi].path), off)
+    out = []
+    for tx_id, (mid, path, off) in sorted(proof.items()):
+        loss = evidence.effect_of_discarded(transaction_records(opened, tx_id)) == LOSS
+        if not loss and explained:
+            continue  # the damage other findings name took the COMMIT, and they weigh what it cost
+        out.append(Finding(
+            Severity.CRITICAL, "tx-commit-lost",
+            f"transaction {tx_id} has no commit, prepare or rollback record, but a later record outside it "
+            f"acknowledges, redelivers or deletes message {mid} it sent: the broker delivers a transaction's "
+            f"messages only once it commits, so its COMMIT was written and is gone (a file deleted, or records "
+            f"damaged), and the broker discards the transaction" + (
+                " with the live records it held" if loss else
+                ", which holds nothing live any more; what else went with its COMMIT cannot be told, but a COMMIT goes "
+                "with the file or the run of bytes that held it, and those held more (by the odds)"),
+            path, off, {"txId": tx_id, "messageId": mid}))
+    return out
