@@ -628,27 +628,6 @@ def _stale_tail(opened, i: int, g, jf) -> bool:
     return bool(stale and not this_use)
 
 
-def _delivered_from_open(load) -> tuple[int, int] | None:
-    """(transaction, message) of the first transaction of the message journal's ``load`` left without an end
-    record (not prepared) that added a message a record outside it acknowledges, redelivers (ACKNOWLEDGE_REF,
-    UPDATE_DELIVERY_COUNT) or deletes, in any file; else None."""
-    from amqtool import native
-
-    sent = {r.id: tx.tx_id for tx in load.failed if not tx.prepared for r in tx.records
-            if not r.is_update and r.user_record_type in (30, 31, 45)}
-    if not sent:
-        return None
-    opened = load.opened
-    for i, jf in enumerate(opened.files):
-        records, _ = native.scan_records(opened.read_file(i), jf.tag, jf.version, True, 16)
-        for t, _off, _size, _cc, tx, rid, utype, *_ in records:
-            owner = sent.get(rid)
-            if owner is not None and (t not in (13, 14, 15) or tx != owner) and (
-                    t in (15, 16) or t in (12, 14) and utype in (33, 34)):
-                return owner, rid
-    return None
-
-
 def restart_orphans(root: Path) -> frozenset:
     """The message ids the pristine store at ``root`` holds references or acknowledgements of without their
     record and without a DELETE. A broker writes that: after a restart JournalImpl ties no update to a DELETE
@@ -848,11 +827,6 @@ def inconsistencies(root: Path, loaded: tuple | None = None, journal_only: bool 
             clash = next((tx.tx_id for tx in list(msgs.failed) + list(msgs.prepared) if tx.tx_id in live_ids), None)
             if clash is not None:
                 yield f"transaction {clash} has the id of a live record"
-            # a consumer receives a transaction's messages only once it committed (TransactionImpl.commit routes
-            # them), so a later record outside it delivering one proves a COMMIT no crash loses
-            delivered = _delivered_from_open(msgs)
-            if delivered is not None:
-                yield f"transaction {delivered[0]} left without its end, its message {delivered[1]} delivered since"
         for r in results["messages"].live if "messages" in results else ():
             # AbstractJournalStorageManager writes refs, acks, delivery counts and schedules only as updates,
             # messages only as adds

@@ -1,8 +1,7 @@
 """A transaction whose COMMIT is gone although its messages were delivered since (``verify``'s
-``tx-commit-lost``, CRITICAL: proven when discarding it loses live records; by the odds otherwise, when nothing
-else shows the damage -- a COMMIT gone with no other trace went with the file deleted or emptied, or a run of
-whole records zeroed, that held it, and those held more: in the suite's campaign sample such deletions lost
-messages; a COMMIT zeroed alone, to the byte, does not).
+``tx-commit-lost``, CRITICAL when discarding it loses live records: a proven loss. One that holds nothing live
+any more is not reported: what else went with its COMMIT cannot be told, and a COMMIT whose transaction id was
+damaged, or that a damaged end took, is other findings' to weigh).
 
 ``JournalImpl.load`` discards a transaction with no COMMIT, PREPARE or ROLLBACK record (``uncomittedTxFound``),
 and every record it holds with it. A crash leaves such a transaction at the end of the journal: the broker was
@@ -24,12 +23,9 @@ _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 _DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT
 
 
-def lost_commit_findings(result, evidence, explained: bool = False) -> list[Finding]:
-    """One ``tx-commit-lost`` per open transaction of the message journal's load ``result`` that sent a
-    message a later record outside it delivered (see the module); ``explained``: other findings already name
-    damage to the journal, which took that COMMIT and weigh what it cost: then only a discard that loses live
-    records is reported (the odds hold for a COMMIT gone with no other trace: a file deleted or emptied, a run
-    of whole records zeroed)."""
+def lost_commit_findings(result, evidence) -> list[Finding]:
+    """One CRITICAL ``tx-commit-lost`` per open transaction of the message journal's load ``result`` that sent
+    a message a later record outside it delivered, when discarding it loses live records (see the module)."""
     from amqtool.engines.artemis.evidence import LOSS, transaction_records
     from amqtool.engines.artemis.tails import _records
 
@@ -56,17 +52,13 @@ def lost_commit_findings(result, evidence, explained: bool = False) -> list[Find
                 proof[owner] = (rid, str(opened.files[fi].path), off)
     out = []
     for tx_id, (mid, path, off) in sorted(proof.items()):
-        loss = evidence.effect_of_discarded(transaction_records(opened, tx_id)) == LOSS
-        if not loss and explained:
-            continue  # the damage other findings name took the COMMIT, and they weigh what it cost
+        if evidence.effect_of_discarded(transaction_records(opened, tx_id)) != LOSS:
+            continue  # it holds nothing live any more: what else went with its COMMIT, other findings weigh
         out.append(Finding(
             Severity.CRITICAL, "tx-commit-lost",
             f"transaction {tx_id} has no commit, prepare or rollback record, but a later record outside it "
             f"acknowledges, redelivers or deletes message {mid} it sent: the broker delivers a transaction's "
             f"messages only once it commits, so its COMMIT was written and is gone (a file deleted, or records "
-            f"damaged), and the broker discards the transaction" + (
-                " with the live records it held" if loss else
-                ", which holds nothing live any more; what else went with its COMMIT cannot be told, but a COMMIT goes "
-                "with the file or the run of bytes that held it, and those held more (by the odds)"),
+            f"damaged), and the broker discards the transaction with the live records it held",
             path, off, {"txId": tx_id, "messageId": mid}))
     return out

@@ -683,9 +683,9 @@ def _unreported_lost_commits(result, evidence, findings: list[Finding]) -> list[
         return []  # a file read otherwise than the broker reads it: its transactions' ends are not this load's
     named = {int(t) for f in findings if f.code == "damaged-tail" and (f.details or {}).get("lostIds")
              for t in f.details["lostIds"].get("committedTransactions", {})}
-    explained = any(f.severity != Severity.INFO and f.code not in ("bindings-journal-missing",
-                                                                   "messages-journal-missing") for f in findings)
-    return [f for f in lost_commit_findings(result, evidence, explained) if f.details["txId"] not in named]
+    # a transaction whose id a damaged byte made (tx-id-damaged: records strayed from a committed one) is judged there
+    named |= {f.details["txId"] for f in findings if f.code == "tx-id-damaged" and f.details}
+    return [f for f in lost_commit_findings(result, evidence) if f.details["txId"] not in named]
 
 
 def _pending_findings(opened, findings: list[Finding]) -> None:
@@ -1222,7 +1222,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             # (first: a retyped reference whose loss is harmless explains the acknowledgement left without it)
             retyped = retyped_findings(results.get("messages"), evidence)
             retyped += strayed_findings(results.get("messages"), evidence)
-            retyped += _unreported_lost_commits(results.get("messages"), evidence, report.findings)
+            retyped += _unreported_lost_commits(results.get("messages"), evidence, report.findings + retyped)
             _evidence_findings(store, evidence, results, report.findings,
                                {i for ins in inspectors if ins.kind == "messages" for i in ins.lost_deletes})
             _message_findings(store, evidence, results.get("messages"), report.findings)

@@ -28,7 +28,10 @@ def _commit(campaign, tx_id: int):
 
 def test_a_delivered_transactions_commit_zeroed_is_a_loss(demo_s1):
     outcome = demo_s1.judge(_commit(demo_s1, 58))
-    assert (outcome.truth, outcome.verdict, outcome.codes) == ("loss", "CRITICAL", ("tx-commit-lost",))
+    # the harness cannot prove it (the store reads as one a broker writes), but the loss is the broker's: its
+    # messages still live are discarded with it
+    assert (outcome.truth, outcome.diff["lost"] > 0, outcome.verdict, outcome.codes) == (
+        "loss-unproven", True, "CRITICAL", ("tx-commit-lost",))
 
 
 def test_the_finding_names_the_transaction_and_the_delivered_message(demo_s1):
@@ -44,14 +47,7 @@ def test_the_finding_names_the_transaction_and_the_delivered_message(demo_s1):
     assert found.details["txId"] == 85 and found.details["messageId"] in (86, 87, 88)
 
 
-def test_a_commit_zeroed_alone_whose_messages_are_all_deleted_since_is_critical_by_the_odds(demo_s1):
-    # transaction 52's messages were delivered and deleted since: discarding it loses nothing, and zeroed to the
-    # byte its COMMIT took nothing else -- a miss the rule accepts: a COMMIT goes with a file or a damaged run
-    # that held more (the suite's campaign sample: activemq-data-4.amq of demo-s1 deleted, 6 messages lost)
+def test_a_commit_lost_whose_messages_are_all_deleted_since_is_not_reported(demo_s1):
+    # transaction 52's messages were delivered and deleted since: discarding it loses nothing
     outcome = demo_s1.judge(_commit(demo_s1, 52))
-    assert (outcome.truth, outcome.verdict, outcome.codes) == ("same", "CRITICAL", ("tx-commit-lost",))
-
-
-def test_a_file_deleted_with_a_delivered_transactions_commit(demo_s1):
-    outcome = demo_s1.judge(Fault("delete", "data/journal/activemq-data-4.amq", label="file"))
-    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL") and "tx-commit-lost" in outcome.codes
+    assert (outcome.truth, outcome.verdict, outcome.codes) == ("same", "OK", ())
