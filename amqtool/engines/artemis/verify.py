@@ -679,8 +679,9 @@ def _unreported_lost_commits(result, evidence, findings: list[Finding]) -> list[
     """``lost_commits``' findings for the transactions no damaged end already names as committed and lost."""
     from amqtool.engines.artemis.lost_commits import lost_commit_findings
 
-    if any(f.code in ("file-id-damaged", "bad-file-id", "duplicate-file-id") for f in findings):
-        return []  # a file read otherwise than the broker reads it: its transactions' ends are not this load's
+    if result is None or result.opened.skipped or any(
+            f.code in ("file-id-damaged", "bad-file-id", "duplicate-file-id") for f in findings):
+        return []  # a file left out or read otherwise than the broker reads it: its transactions' ends are not this load's
     named = {int(t) for f in findings if f.code == "damaged-tail" and (f.details or {}).get("lostIds")
              for t in f.details["lostIds"].get("committedTransactions", {})}
     # a transaction whose id a damaged byte made (tx-id-damaged: records strayed from a committed one) is judged there
