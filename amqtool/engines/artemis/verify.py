@@ -454,10 +454,11 @@ class _GapInspector:
             end, free, size = room
             finding = Finding(
                 Severity.WARNING, "damaged-tail",
-                f"the file ends cleanly after its last record, leaving {free} byte(s) free, while the next file "
-                f"(the next fileID) starts with a {size}-byte record: the broker moves to a new file only for a "
-                f"record that does not fit, so records were written here and are lost (cut or zeroed from a "
-                f"record's start)", str(scan.file.path), end,
+                # (", which leaves": tails.reweigh keeps what precedes it and says the rest its own way)
+                f"the file ends cleanly after its last record (cut or zeroed from a record's start), which leaves "
+                f"{free} byte(s) free while the next file (the next fileID) starts with a {size}-byte record: the "
+                f"broker moves to a new file only for a record that does not fit, so records written here were "
+                f"lost", str(scan.file.path), end,
                 {"freeBytes": free, "nextRecordSize": size, "recordsLost": True, "cleanEnd": True})
             self.findings.append(reweigh(finding, self.ledger, self.result, index, end, evidence))
 
