@@ -98,9 +98,9 @@ def no_binding_change(region, first: int, end: int, result, evidence) -> str | N
         return None
     named = []
     if head:
-        named.append(f"a {head}-byte plain record its surviving header names")
+        named.append(f"a plain record of {head} bytes its surviving header names")
     if tail:
-        named.append(f"a {tail}-byte record its trailing size names, no part of a binding transaction")
+        named.append(f"a record of {tail} bytes its trailing size names, no part of a binding transaction")
     rest = f"{unknown} byte(s) besides " + " and ".join(named) if named else f"{unknown} byte(s)"
     return (f"{rest}, fewer than the {smallest_binding_tx(version)} of the smallest binding transaction (the broker "
             f"writes queue and address bindings only in transactions, and no COMMIT or open transaction shows one "
