@@ -18,38 +18,23 @@ from __future__ import annotations
 
 from amqtool.errors import Finding, Severity
 
-_ADD_TX, _UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE = 13, 12, 14, 15, 16
 _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
-_DELIVERED = (33, 34)  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT
 
 
 def lost_commit_findings(result, evidence) -> list[Finding]:
     """One CRITICAL ``tx-commit-lost`` per open transaction of the message journal's load ``result`` that sent
     a message a later record outside it delivered, when discarding it loses live records (see the module)."""
     from amqtool.engines.artemis.evidence import LOSS, transaction_records
-    from amqtool.engines.artemis.tails import _records
+    from amqtool.engines.artemis.tails import first_deliveries
 
     if result is None or evidence is None:
         return []
-    open_txs = [tx for tx in result.failed if not tx.prepared]
-    if not open_txs:
-        return []
-    sent: dict[int, int] = {}  # message id -> the open transaction that added it
-    for tx in open_txs:
-        for r in tx.records:
-            if r.user_record_type in _MESSAGES and not r.is_update:
-                sent[r.id] = tx.tx_id
-    if not sent:
-        return []
-    proof: dict[int, tuple[int, str, int]] = {}  # tx id -> (message, file, offset) of the first delivery seen
+    sent = {r.id: tx.tx_id for tx in result.failed if not tx.prepared for r in tx.records
+            if r.user_record_type in _MESSAGES and not r.is_update}  # message id -> the open transaction
     opened = result.opened
-    for fi in range(len(opened.files)):
-        for t, off, rid, tx, utype in _records(opened, fi):
-            owner = sent.get(rid)
-            if owner is None or tx == owner or owner in proof:
-                continue
-            if t in (_DELETE, _DELETE_TX) or t in (_UPDATE, _UPDATE_TX) and utype in _DELIVERED:
-                proof[owner] = (rid, str(opened.files[fi].path), off)
+    proof: dict[int, tuple[int, str, int]] = {}  # tx id -> (message, file, offset) of the first delivery
+    for mid, (_t, fi, off) in sorted(first_deliveries(opened, sent).items(), key=lambda kv: kv[1][1:]):
+        proof.setdefault(sent[mid], (mid, str(opened.files[fi].path), off))
     out = []
     for tx_id, (mid, path, off) in sorted(proof.items()):
         if evidence.effect_of_discarded(transaction_records(opened, tx_id)) != LOSS:

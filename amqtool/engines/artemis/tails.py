@@ -175,13 +175,9 @@ class IdLedger:
         transaction's messages only once it committed (``TransactionImpl.commit`` adds the references to their
         queues afterwards), so any of them proves the commit."""
         out: dict[int, int] = {}
-        if not ids:
-            return out
         for opened in self.journals:
-            for fi in range(len(opened.files)):
-                for t, off, rid, tx, utype in _records(opened, fi):
-                    if rid in ids and tx != tx_id and (t in _DELETES or t in (12, 14) and utype in _DELIVERED):
-                        out.setdefault(rid, t)
+            for rid, (t, _fi, _off) in first_deliveries(opened, dict.fromkeys(ids, tx_id)).items():
+                out.setdefault(rid, t)
         return out
 
     def paged(self) -> set[int]:
@@ -239,6 +235,23 @@ class IdLedger:
         except OSError:
             return []
         return [int(n[:-4]) for n in names if n.endswith(".msg") and n[:-4].isdigit()]
+
+
+def first_deliveries(opened, owners: dict[int, int]) -> dict[int, tuple[int, int, int]]:
+    """Of the message ids of ``owners`` (message id -> the transaction that added it), those a record of
+    ``opened`` outside that transaction shows delivered -> (that record's type, file index, offset), the first in
+    load order: a DELETE, or an acknowledgement or delivery-count update (ACKNOWLEDGE_REF,
+    UPDATE_DELIVERY_COUNT), in any other transaction or none. One pass over the files."""
+    out: dict[int, tuple[int, int, int]] = {}
+    if not owners:
+        return out
+    for fi in range(len(opened.files)):
+        for t, off, rid, tx, utype in _records(opened, fi):
+            owner = owners.get(rid)
+            if owner is not None and tx != owner and rid not in out and (
+                    t in _DELETES or t in (12, 14) and utype in _DELIVERED):
+                out[rid] = (t, fi, off)
+    return out
 
 
 def _records(opened, index: int):
