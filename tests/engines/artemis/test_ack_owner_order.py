@@ -1,12 +1,19 @@
 """A lone acknowledgement whose message id was damaged (``ack-moved``): the candidates it could have belonged to
 are only the messages that could have written it where it stands (write_order.not_owners_at: a message's ADD
-comes before its acknowledgement, nothing of it after its DELETE)."""
+comes before its acknowledgement, nothing of it after its DELETE), and among the deleted messages, only those
+whose own acknowledgement of that queue is not found (own_acks.acked_elsewhere: the broker acknowledges a
+reference once)."""
 from __future__ import annotations
 
 import pytest
 
 from tests.faults.stores import campaign_demo, messages_files
 from tests.support import flip_byte
+
+
+@pytest.fixture(scope="module")
+def pristine1(tmp_path_factory):
+    return campaign_demo(tmp_path_factory.mktemp("pristine") / "store", 1)
 
 
 @pytest.fixture(scope="module")
@@ -36,3 +43,27 @@ def test_an_acknowledgement_moved_near_messages_deleted_later_still_brings_its_m
     (f,) = [f for f in doc["findings"] if f["code"] == "ack-moved"]
     assert (code, doc["verdict"], f["severity"], f["details"]["count"]) == (2, "CRITICAL", "critical", 1)
     assert sorted(f["details"]["messageIds"]) == [57, 281]
+
+
+def test_an_acknowledgement_moved_near_deleted_messages_acknowledged_elsewhere_brings_its_message_back(
+        run_json, pristine1, tmp_path):
+    # fuzz seed 9101 (loss/OK, seed 9101027303000010): a random byte (^0x46) of the id of message 74's
+    # ACKNOWLEDGE_REF on queue 19 turned it into 12, an id no message record has. 74 comes back on queue 19.
+    # Verify said OK: 12 is one damaged byte from some thirty messages deleted since -- but each of those has
+    # its own acknowledgement of queue 19 standing in the journal, or references on other queues only, so none
+    # of them wrote this one. Of the live messages still on queue 19, seven are one byte away, 74 among them.
+    import shutil
+
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+    store = shutil.copytree(pristine1, tmp_path / "store")
+    path, tag, version = next(f for f in messages_files(store) if f[0].name == "activemq-data-16.amq")
+    recs, _ = scan_records_py(path.read_bytes(), tag, version)
+    (r,) = [r for r in recs if r[1] <= 183 < r[1] + r[2]]
+    assert (r[0], r[5], r[6]) == (12, 74, R.ACKNOWLEDGE_REF)  # UPDATE: message 74 acknowledged
+    flip_byte(path, 183, 0x46)  # the id's lowest byte: 74 -> 12
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "ack-moved"]
+    assert (code, doc["verdict"], f["severity"], f["details"]["count"]) == (2, "CRITICAL", "critical", 1)
+    assert 74 in f["details"]["messageIds"] and len(f["details"]["messageIds"]) == 7
