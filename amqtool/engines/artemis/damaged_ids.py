@@ -12,15 +12,16 @@ delete.
 What tells them apart, from the bytes alone: Artemis issues ids counting up from 0 (``BatchingIDGenerator``),
 so the ids a journal's records carry, dead ones included, lie together; the add of a message in a lost file
 carries an id issued among them. An id is one the broker never issued when it is negative, or when it lies
-farther outside the span of every other record's id than that span is wide while one bit flipped gives an id
-those records carry, or when it lies more than 2^44 above them (a restart moves the generator on by at most
-``JournalStorageManager.CHECKPOINT_BATCH_SIZE``, 2^31: that is more than 8192 restarts' worth of ids with no
-record left). An id inside the span, or near it, stays evidence of a lost file.
+farther outside the span of every other record's id than that span is wide while one damaged byte (one bit
+flipped, or any value of that byte) gives an id those records carry, or when it lies more than 2^44 above them
+(a restart moves the generator on by at most ``JournalStorageManager.CHECKPOINT_BATCH_SIZE``, 2^31: that is more
+than 8192 restarts' worth of ids with no record left). An id inside the span, or near it, stays evidence of a lost file.
 """
 from __future__ import annotations
 
 from amqtool import native
 from amqtool.formats.artemis.records import ADD, ADD_TX, DELETE, DELETE_TX, UPDATE, UPDATE_TX
+from amqtool.formats.damage import byte_variants
 
 FAR_ABOVE = 1 << 44
 # the records that carry a record id (COMMIT, PREPARE and ROLLBACK carry a transaction id only)
@@ -54,7 +55,7 @@ def never_issued_ids(result, orphans: set[int]) -> set[int]:
     lo, hi = min(ids), max(ids)
     for orphan in rest:
         outside = lo - orphan if orphan < lo else orphan - hi
-        if orphan > hi + FAR_ABOVE or outside > hi - lo and any(orphan ^ (1 << k) in ids for k in range(63)):
+        if orphan > hi + FAR_ABOVE or outside > hi - lo and any(v in ids for v in byte_variants(orphan)):
             out.add(orphan)
     return out
 

@@ -501,13 +501,22 @@ class Evidence:
 
         return self._messages is not None and self.opened is not None and not compacted(self._messages)
 
-    def _could_have_acked(self, orphan: int, q: int, owners: list[int],
-                          gone: list[int]) -> tuple[list[int], list[int]]:
+    def _ack_of(self, m: int, q: int):
+        """The first live acknowledgement record of (``m``, ``q``); None without one."""
+        result = self._messages
+        return min((r for r in (result.live if result is not None else ())
+                    if r.id == m and r.is_update and r.user_record_type == R.ACKNOWLEDGE_REF and r.body_len >= 8
+                    and int.from_bytes(result.body(r)[:8], "big", signed=True) == q),
+                   key=lambda r: (r.file_index, r.body_offset), default=None)
+
+    def _could_have_acked(self, orphan: int, q: int, owners: list[int], gone: list[int],
+                          at: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
         """``owners`` and ``gone`` without the messages whose own records show they did not write the
         acknowledgement of queue ``q`` that now names ``orphan``: a deleted message whose own acknowledgement
         of ``q`` stands, or whose references name other queues (own_acks.py: the broker acknowledges a
         reference once); and, in a journal in the broker's write order, a message written after it or deleted
-        before it (write_order.not_owners_at). Unchanged where they cannot tell."""
+        before it (write_order.not_owners_at). ``at``: where the acknowledgement stands (default: the first live
+        update of ``orphan``). Unchanged where they cannot tell."""
         from amqtool.engines.artemis.own_acks import acked_elsewhere
         from amqtool.engines.artemis.write_order import not_owners_at
 
@@ -516,8 +525,9 @@ class Evidence:
             gone = [m for m in gone if m not in other]
         if not owners and not gone or not self._ordered():
             return owners, gone
-        at = min(((r.file_index, r.body_offset) for r in self._messages.live if r.id == orphan and r.is_update),
-                 default=None)
+        if at is None:
+            at = min(((r.file_index, r.body_offset) for r in self._messages.live if r.id == orphan and r.is_update),
+                     default=None)
         if at is None:
             return owners, gone
         ruled = not_owners_at(self, at, set(owners) | set(gone))
@@ -587,10 +597,29 @@ class Evidence:
         # an acknowledgement of a message deleted since, its id damaged onto m's: dropped, to no effect
         dead = self._dead_bit_neighbour(m, on_q)
         moved = [] if dead else self._one_byte_neighbours(m, on_q)
+        near = 1 if dead else None  # bits between m and the deleted message's id: the nearest reading wins
+        queues = self._one_byte_neighbours(q, self._live_queues(m))
+        ack = self._ack_of(m, q) if moved or queues else None
+        if ack is not None:
+            from amqtool.engines.artemis.own_acks import delete_right_after
+            from amqtool.engines.artemis.write_order import not_owners_at
+
+            # only a message that could have written it where it stands is a reading (:meth:`_could_have_acked`;
+            # campaign sweep seed 9111: a live message one bit away, added after it; a deleted one a byte away)
+            self._deleted_later(-1)  # reads the journal's DELETE records once
+            deleted = (self._deleted or set()) | self.deleted_unknown
+            at = (ack.file_index, ack.body_offset)
+            owners, gone = self._could_have_acked(m, q, self._one_byte_neighbours(m, on_q),
+                                                  _byte_neighbours(m, deleted), at)
+            if gone and delete_right_after(self._messages, ack) in gone:
+                return False  # that message's last acknowledgement: its DELETE follows it (own_acks.py)
+            moved = [] if gone else owners
+            near = min((bin((x ^ m) & 0xFFFFFFFFFFFFFFFF).count("1") for x in gone), default=None)
+            if queues and self._ordered() and m in not_owners_at(self, at, {m}):
+                queues = []  # m was written after it (write_order.py): not m's own, its id was what was damaged
         # a queue of m's one byte from q: m's own acknowledgement, its queue id damaged -- unless that reading is
-        # farther than the deleted message one bit away (one bit is nearer than several: requeued_refs weighs so)
-        queues = [x for x in self._one_byte_neighbours(q, self._live_queues(m))
-                  if not dead or bin(x ^ q).count("1") == 1]
+        # farther than the deleted message's (fewer bits are nearer than more: requeued_refs weighs so)
+        queues = [x for x in queues if near is None or bin(x ^ q).count("1") <= near]
         if (moved or queues) and self._messages is not None and ref_written_in_place(self._messages, m, q):
             # m's own reference on q is where the broker wrote it, under a damaged id: the acknowledgement is
             # m's and was not damaged (campaign seed 7676025028006240)

@@ -8,6 +8,10 @@ of one whose references (the journal still holds some) name other queues only. T
 message's records until the reclaimer frees their files; ``JournalImpl.load`` drops them, so only a rescan
 shows them. Done on damage only (an acknowledgement without its message).
 
+When the acknowledgement was a message's last, the broker deletes the message right after it
+(``storeAcknowledge``, then ``deleteMessage`` once no queue holds a reference): a DELETE of a deleted candidate
+written right after the damaged acknowledgement says whose it was.
+
 An acknowledgement in a transaction that was rolled back is written again when the message is acknowledged
 later: only a non-transactional one, or one whose transaction's COMMIT is in the files, counts as the
 message's own.
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 from amqtool import native
 from amqtool.formats.artemis.records import fixed_size
+from amqtool.formats.damage import one_byte_apart
 
 _UPDATE, _UPDATE_TX, _COMMIT = 12, 14, 18
+_DELETE, _DELETE_TX = 16, 15
 _ADD_REF, _ACK = 32, 33
 
 
@@ -54,3 +60,33 @@ def acked_elsewhere(result, queue_id: int, ids: set[int]) -> set[int]:
                     tx_acks.append((tx, rid))
     acked.update(rid for tx, rid in tx_acks if tx in committed)
     return acked | {m for m, qs in queues.items() if queue_id not in qs}
+
+
+def delete_right_after(result, ack) -> int | None:
+    """The id that the record written right after the live acknowledgement ``ack`` (a record of the messages
+    journal loaded as ``result``) deletes, when it is a DELETE or DELETE_TX; else None (a rescan of that record
+    only)."""
+    opened = result.opened if result is not None else None
+    if opened is None:
+        return None
+    start = ack.body_offset + ack.body_len + 4  # after its checkSize
+    for _base, _data, records, _marked in opened.scan_windows(ack.file_index, start=start):
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            return rid if t in (_DELETE, _DELETE_TX) else None
+        return None  # the file ends with the acknowledgement
+    return None
+
+
+def deleted_after_own_ack(result, orphans: set[int]) -> set[int]:
+    """The ids of ``orphans`` (ids of live updates without their add in the load ``result``) whose one live update
+    is an acknowledgement followed right away by the DELETE of an id one damaged byte from theirs: that
+    message's last acknowledgement, its id damaged (see the module docstring), which the broker drops to no
+    effect -- no add lost with a file."""
+    out = set()
+    for x in orphans:
+        updates = [r for r in result.live if r.id == x and r.is_update]
+        if len(updates) == 1 and updates[0].user_record_type == _ACK:
+            gone = delete_right_after(result, updates[0])
+            if gone is not None and gone != x and one_byte_apart(gone, x):
+                out.add(x)
+    return out

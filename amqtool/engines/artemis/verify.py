@@ -54,6 +54,7 @@ from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
+from amqtool.engines.artemis.own_acks import deleted_after_own_ack
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -786,6 +787,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
     orphans -= moved_updates(result, orphans)
     if orphans:  # deleted by a transaction the damage made the load drop (lost_deletes.discarded_deletes)
         orphans -= discarded_deletes(result)
+    if orphans:  # a deleted message's last acknowledgement, its id damaged: its DELETE follows (own_acks.py)
+        orphans -= deleted_after_own_ack(result, orphans)
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -803,6 +806,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
         next(iter(orphans)) ^ (1 << k) in added for k in range(64)) or never_issued(result, next(iter(orphans)))
     ) else set()
     orphans -= explained
+    if orphans:  # any id the broker never issued is a damaged id, beside other orphans too: no lost add
+        orphans -= never_issued_ids(result, orphans)
     if missing is not None:
         orphans = placed_in_gaps(result, orphans, missing)
         # a lone acknowledged id older than every add, with a freed fileID after it: its DELETE's file, which
@@ -1347,6 +1352,11 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
         damaged = (never_issued_ids(results["messages"], set(lost)) | in_present_files(results["messages"], set(lost))
                    if lost else set())
         lost = {m: u for m, u in lost.items() if m not in damaged}
+        # a deleted message's last acknowledgement, its id damaged, is followed by that message's DELETE
+        # (own_acks.py): no lost add, nor a second one beside the one a restart leaves (restart_orphans.py;
+        # campaign sweep seed 9111)
+        moved = deleted_after_own_ack(results["messages"], set(lost)) if lost else set()
+        lost = {m: u for m, u in lost.items() if m not in moved}
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
             # restart leaves one: restart_orphans.py): the explained id no longer vouches for it

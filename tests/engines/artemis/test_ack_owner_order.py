@@ -67,3 +67,25 @@ def test_an_acknowledgement_moved_near_deleted_messages_acknowledged_elsewhere_b
     (f,) = [f for f in doc["findings"] if f["code"] == "ack-moved"]
     assert (code, doc["verdict"], f["severity"], f["details"]["count"]) == (2, "CRITICAL", "critical", 1)
     assert 74 in f["details"]["messageIds"] and len(f["details"]["messageIds"]) == 7
+
+
+def test_a_deleted_messages_acknowledgement_moved_onto_a_live_message_is_no_loss_when_its_delete_follows(
+        run_json, pristine1, tmp_path):
+    # sweep seed 9111 (same/CRITICAL): a random byte (^0x81) of the id of message 326's last acknowledgement, on
+    # queue 11, made it 455's, a live message routed to queue 15 only. Verify read it as 455's own acknowledgement
+    # with its queue damaged (15 -> 11, one bit), or as that of 451, live on queue 11: CRITICAL ack-without-ref.
+    # The record right after it is 326's DELETE, as storeAcknowledge writes a message's last acknowledgement and
+    # then deletes it: it was 326's, and the broker drops it to no effect.
+    import shutil
+
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+    store = shutil.copytree(pristine1, tmp_path / "store")
+    path, tag, version = next(f for f in messages_files(store) if f[0].name == "activemq-data-16.amq")
+    recs, _ = scan_records_py(path.read_bytes(), tag, version)
+    i = next(i for i, r in enumerate(recs) if r[1] <= 3432 < r[1] + r[2])
+    assert [(r[0], r[5], r[6]) for r in recs[i:i + 2]] == [(12, 326, R.ACKNOWLEDGE_REF), (16, 326, 0)]
+    flip_byte(path, 3432, 0x81)  # the id's lowest byte: 326 -> 455
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (0, "OK"), [f["code"] for f in doc["findings"]]

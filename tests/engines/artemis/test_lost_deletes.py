@@ -52,10 +52,14 @@ def test_a_delete_whose_id_moved_right_after_the_ack_is_no_removed_file(tmp_path
     assert verify_verdict(root) == ("OK", ())  # the pool's gap, as untouched
 
 
-def test_updates_without_their_add_and_no_damaged_delete_stay_evidence_of_a_lost_file(tmp_path):
-    # the same updates made live by the acknowledgement's id moved (bit 2 of its low byte) stay evidence
-    root, _ = _damaged(tmp_path, 1167 + 13, 0x04)
-    assert verify_verdict(root) == ("CRITICAL", ("missing-journal-file",))
+def test_an_acknowledgement_whose_id_moved_right_before_its_delete_is_no_removed_file(tmp_path):
+    # the acknowledgement's id moved (bit 2 of its low byte) names no message: an update live without its add,
+    # which this test took for the trace of a removed file (CRITICAL missing-journal-file) while the broker drops
+    # it and delivers the same. The DELETE of the message one damaged bit away follows it, as storeAcknowledge
+    # deletes a message right after its last acknowledgement: it was that message's (own_acks.py)
+    root, diff = _damaged(tmp_path, 1167 + 13, 0x04)
+    assert not diff["lost"] and not diff["back"]
+    assert verify_verdict(root) == ("OK", ())  # the pool's gap, as untouched
 
 
 def test_a_delete_moved_onto_an_id_other_records_carry_stays_evidence(tmp_path):
