@@ -79,14 +79,15 @@ def test_a_reference_retyped_beside_its_own_acknowledgement_loses_nothing(run_js
 def test_a_reference_whose_id_lost_its_top_byte_is_critical(run_json, tmp_path, request, source, victim, offset,
                                                              mask):
     # the id is read as a signed long: a damaged top byte makes it negative, one byte from the message that
-    # lost the reference (the neighbours were sought in Python's unbounded integers, where they never met)
+    # lost the reference (the neighbours were sought in Python's unbounded integers, where they never met); the
+    # reference stands right after that message's record (ref_in_place.run_owner), which ref-moved names
     if source == "mixed" and not MIXED.is_dir():
         pytest.skip("broker-written fixture not found")
     store = copy_tree(MIXED if source == "mixed" else request.getfixturevalue(source), tmp_path / "s")
     flip_byte(store / victim, offset, mask)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (2, "CRITICAL")
-    assert _critical(doc) == ["message-record-missing"]
+    assert _critical(doc) == ["ref-moved"]
 
 
 def test_a_page_transaction_read_as_a_cursor_acknowledgement_is_critical(run_json, tmp_path, demo_s3):

@@ -120,13 +120,15 @@ def test_a_message_add_whose_head_was_zeroed_is_named_by_its_body(run_json, tmp_
 def test_a_reference_whose_message_id_was_damaged_onto_no_message_is_critical(run_json, tmp_path, demo_s2):
     # campaign seed 31001095003160: a random byte (^0x78) in the low byte of message 534's only ADD_REF: it now
     # names 622, which has no record, and 534 has no reference left; among the many messages one byte from
-    # 622, 534 is the one without references (a healthy store has none)
+    # 622, 534 is the one without references (a healthy store has none); and the reference stands right after
+    # 534's record, where the broker writes it (ref_in_place.run_owner): 534 lost it (ref-moved names it)
     store = copy_tree(demo_s2, tmp_path / "s")
     flip_byte(store / "data/journal/activemq-data-16.amq", 10863, 0x78)
     code, doc, _ = run_json("verify", store)
     assert (code, doc["verdict"]) == (2, "CRITICAL")
-    (f,) = [f for f in doc["findings"] if f["code"] == "message-record-missing"]
-    assert f["details"]["messageIds"] == [622]
+    (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert (f["code"], f["details"]["messageIds"]) == ("ref-moved", [534])
+    assert "message 534 on queue" in f["message"] and "now names 622" in f["message"]
 
 
 def test_a_reference_read_as_a_second_acknowledgement_is_not_critical(run_json, tmp_path, demo_s1):

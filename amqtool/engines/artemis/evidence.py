@@ -228,6 +228,7 @@ class Evidence:
     _applied_deletes: dict = field(default_factory=dict)  # journal -> applied_deletes() (bare, on damage only)
     _typo_refs: set | None = None
     _routed_with: dict | None = None  # address -> the addresses some message is routed to together with it
+    _run_owners: dict = field(default_factory=dict)  # orphan id -> _run_owner() (a rescan, on damage only)
 
     @classmethod
     def build(cls, bindings, messages) -> "Evidence":
@@ -281,13 +282,29 @@ class Evidence:
         loss is proven: its refs cannot be the updates of another message whose id byte was damaged (see
         :meth:`misfiled`)."""
         out = {}
+        moved = {o for o, _, _ in self.run_moved_refs()}
         for mid, qs in self.refs.items():
-            if mid in self.messages:
+            if mid in self.messages or mid in moved:
                 continue
             left = {q for q in qs if (mid, q) not in self.acked}
             if left and self.misfiled(mid) != HARMLESS:
                 out[mid] = left
         return out
+
+    def run_moved_refs(self) -> list[tuple[int, int, int]]:
+        """(damaged id, queue, the message whose reference it was) for a lone ADD_REF of an id with no message
+        record that stands in the run of references written right after a live message's ADD, one damaged
+        byte from that message's id (:meth:`_run_owner`), when that message has no reference and no
+        acknowledgement on that queue: it lost its reference there, and the broker never delivers it there."""
+        out = []
+        for orphan, updates in self.orphan_updates.items():
+            if orphan in self.messages or len(updates) != 1 or updates[0][0] != R.ADD_REF:
+                continue
+            q = updates[0][1]
+            owner = self._run_owner(orphan)
+            if owner in self.messages and (owner, q) not in self.acked and q not in self.refs.get(owner, ()):
+                out.append((orphan, q, owner))
+        return sorted(out)
 
     def _one_byte_neighbours(self, rid: int, ids) -> list[int]:
         """The ids of ``ids`` one flipped bit away from ``rid``; else the one id one damaged byte away, if
@@ -319,6 +336,18 @@ class Evidence:
         if len(updates) != 1:
             return UNKNOWN
         kind, q = updates[0]
+        if kind == R.ADD_REF and self._messages is not None:
+            # the broker writes a message's references right after its ADD (ref_in_place.run_owner): the run's
+            # message, one damaged byte away, wrote it (campaign sweep seed 9131: six false OKs)
+            owner = self._run_owner(orphan)
+            if owner is not None:
+                if owner in self.messages:
+                    if (owner, q) in self.acked:
+                        return HARMLESS  # acknowledged there anyway: the broker drops that acknowledgement
+                    if q not in self.refs.get(owner, ()):
+                        return LOSS  # the message lost its reference: that queue loses it
+                elif self._deleted_later(owner):
+                    return HARMLESS  # its DELETE took every record of it
         # only a message routed to q's address (or to one the store shows routed with it) can own the update,
         # and a reference only a message without its own on q (PostOfficeImpl.route routes a message to a
         # queue once)
@@ -358,6 +387,17 @@ class Evidence:
             if kind == R.ACKNOWLEDGE_REF and q in self._live_queues(m):
                 return LOSS
         return HARMLESS
+
+    def _run_owner(self, orphan: int) -> int | None:
+        """The message whose ADD begins the run of references holding the one live update of ``orphan`` (an
+        ADD_REF under a damaged id), when its id is one damaged byte from ``orphan``; else None
+        (ref_in_place.run_owned)."""
+        from amqtool.engines.artemis.ref_in_place import run_owned
+
+        if orphan not in self._run_owners:
+            owned = run_owned(self._messages, {orphan}) if self._messages is not None else {}
+            self._run_owners[orphan] = owned.get(orphan)
+        return self._run_owners[orphan]
 
     def _routable_to(self, q: int) -> set[int]:
         """The live messages that could have a reference on queue ``q``: ``PostOfficeImpl.route`` routes a

@@ -1,4 +1,4 @@
-"""A message's reference found where the broker wrote it, under a damaged id.
+"""A message's reference found where the broker wrote it, under a damaged id; and whose a damaged reference was.
 
 ``PostOfficeImpl.processRoute`` stores a message, then one ADD_REF per queue it is routed to, in one batch: the
 references follow the message's ADD record in the file (``storeReference``, in or out of the sending
@@ -7,6 +7,9 @@ that queue sits among the references written right after the message, with an id
 message's, that record was the message's reference on that queue: its id was damaged, and what it now names
 (a message deleted since takes it with its DELETE, ``JournalImpl.load``) changes nothing the acknowledgement
 did not already settle.
+
+The same order names the owner of a reference whose id was damaged (:func:`run_owner`): the message whose ADD
+begins the run of references that holds it.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from amqtool.formats.damage import one_byte_apart
 
 _UPDATES = (12, 14)  # UPDATE, UPDATE_TX
 _ADD_REF = 32
+_ADDS = (11, 13)  # ADD, ADD_TX
 _MESSAGES = (30, 31, 45)
 _RUN = 64  # records after the message's ADD looked at: its references come first
 
@@ -42,3 +46,44 @@ def ref_written_in_place(result, message_id: int, queue_id: int) -> bool:
                     and int.from_bytes(data[at:at + 8], "big", signed=True) == queue_id:
                 return True
     return False
+
+
+def run_owner(result, at: tuple[int, int]) -> int | None:
+    """The id of the message whose live-or-dead ADD record begins the run of reference records (ADD_REF
+    updates, nothing else between) that holds the record whose body starts at ``at`` (file index, body offset)
+    in the messages journal loaded as ``result``; None when that record follows no such run (a rescan of its
+    file up to it, done on damage only)."""
+    fi, body_at = at
+    opened = result.opened
+    version = opened.files[fi].version
+    owner = None
+    for base, data, records, _marked in opened.scan_windows(fi):
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            start = base + off
+            if t in _UPDATES and utype == _ADD_REF:
+                if start + fixed_size(t, version) - 4 == body_at:
+                    return owner
+            elif t in _ADDS and utype in _MESSAGES:
+                owner = rid
+            else:
+                owner = None
+            if start >= body_at:
+                return None
+    return None
+
+
+def run_owned(result, orphans: set[int]) -> dict[int, int]:
+    """Orphan id -> the message whose reference it was, for the ids of ``orphans`` (ids of live updates without
+    their add in the load ``result``) whose one live update is a reference in the run written right after the
+    ADD of a message one damaged byte away (:func:`run_owner`): a damaged id, not an add lost with a file."""
+    from amqtool.formats.damage import one_byte_apart
+
+    out = {}
+    for x in orphans:
+        updates = [r for r in result.live if r.id == x and r.is_update]
+        if len(updates) != 1 or updates[0].user_record_type != _ADD_REF:
+            continue
+        owner = run_owner(result, (updates[0].file_index, updates[0].body_offset))
+        if owner is not None and owner != x and one_byte_apart(owner, x):
+            out[x] = owner
+    return out

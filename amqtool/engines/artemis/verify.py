@@ -55,6 +55,7 @@ from amqtool.engines.artemis.lost_deletes import (
 )
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.own_acks import deleted_after_own_ack
+from amqtool.engines.artemis.ref_in_place import run_owned
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -789,6 +790,8 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
         orphans -= discarded_deletes(result)
     if orphans:  # a deleted message's last acknowledgement, its id damaged: its DELETE follows (own_acks.py)
         orphans -= deleted_after_own_ack(result, orphans)
+    if orphans:  # a reference written right after its message's ADD, its id damaged (ref_in_place.py)
+        orphans -= set(run_owned(result, orphans))
     # A lone id of updates without their add, one flipped bit from a live add's id, is that record's id
     # damaged (the broker applies it to nothing), as likely as a lost file holding that one add: no evidence
     # of a lost file by itself. Real JournalImpl stores with reclaimer gaps showed such flips turned into a
@@ -1353,9 +1356,11 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
                    if lost else set())
         lost = {m: u for m, u in lost.items() if m not in damaged}
         # a deleted message's last acknowledgement, its id damaged, is followed by that message's DELETE
-        # (own_acks.py): no lost add, nor a second one beside the one a restart leaves (restart_orphans.py;
-        # campaign sweep seed 9111)
-        moved = deleted_after_own_ack(results["messages"], set(lost)) if lost else set()
+        # (own_acks.py), and a reference so damaged stands right after its message's ADD (ref_in_place.py): no
+        # lost add, nor a second one beside the one a restart leaves (restart_orphans.py; campaign sweep seed
+        # 9111)
+        moved = (deleted_after_own_ack(results["messages"], set(lost)) | set(run_owned(results["messages"], set(lost)))
+                 if lost else set())
         lost = {m: u for m, u in lost.items() if m not in moved}
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
@@ -1384,6 +1389,16 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
             f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
             f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
+    run_moved = evidence.run_moved_refs() if ids_trusted else []
+    if run_moved:
+        shown = ", ".join(f"message {o} on queue {q} (its reference now names {m})"
+                          for m, q, o in run_moved[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "ref-moved",
+            f"{len(run_moved)} reference record(s), written right after a message's record as the broker routes "
+            f"it, name an id with no message record one damaged byte from that message's, which has no "
+            f"reference on that queue: the broker never delivers the message there: {shown}", where, None,
+            {"count": len(run_moved), "messageIds": [o for _, _, o in run_moved[:100]]}))
     requeued = evidence.requeued_refs() if ids_trusted else []
     if requeued:
         shown = ", ".join(f"message {m} on queue {lost} (its reference now names queue {q})"
