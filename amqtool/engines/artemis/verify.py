@@ -57,7 +57,7 @@ from amqtool.engines.artemis.add_placement import in_present_files, missing_betw
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
-from amqtool.store.journal_files import open_journal
+from amqtool.store.journal_files import open_journal, with_negative_ids
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 ADD_LARGE_MESSAGE = 30  # JournalRecordIds.ADD_LARGE_MESSAGE
@@ -465,8 +465,10 @@ class _GapInspector:
     def _bad_file_id(self, skipped, evidence) -> Finding:
         """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
         when only the high bytes were damaged the broker still reads the file's records, and loads the file
-        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
-        CRITICAL when either changes the live state against the file read in its place (its records' tag). When
+        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids; the real JournalImpl does so); the load here
+        skips it. Only the order of its records against the others' changed, so the finding is CRITICAL when the
+        file read first gives the broker another live state or other prepared transactions than the file read
+        in its place (its records' tag: :func:`evidence.loads_alike`), and a warning otherwise. When
         its records carry another tag than the header's low bits, the broker reads none of them (it tags by the
         header), and they were either this file's own (its low bytes damaged too) or an earlier use's (a free
         file, reinitialised under a new fileID with its old records kept: ``JournalFilesRepository
@@ -476,6 +478,7 @@ class _GapInspector:
         import dataclasses
 
         from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
+        from amqtool.engines.artemis.evidence import loads_alike
         from amqtool.store.journal_files import JournalFile, OpenedJournal
 
         critical = Finding(Severity.CRITICAL, skipped.code, skipped.message, skipped.path, skipped.offset)
@@ -494,8 +497,9 @@ class _GapInspector:
             return critical
         jf = JournalFile(path=path, name=path.name, size=size, header=header)
 
-        def with_file(f):
-            return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+        def with_file(f):  # the other files as the broker orders them, and ``f``
+            others = [o for o in self.opened.files if o.path != path]
+            return OpenedJournal(self.opened.journal, sorted(others + [f], key=lambda x: x.file_id))
 
         if first_tag is not None and first_tag != own:
             # another file has that fileID: Artemis issues each once, so they are an earlier use's records
@@ -512,16 +516,18 @@ class _GapInspector:
                                    f"nothing the broker delivers: lost or an earlier use's, none was a live record"),
                 skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
 
+        # what was lost is only the file's place: the broker reads it first, where it was written in its place
+        # (under its records' tag); the same file read in either place is the same store to the broker
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
-        if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
+        if not loads_alike(self.kind, with_file(jf), with_file(placed), evidence.bare):
             return Finding(Severity.CRITICAL, skipped.code,
-                           skipped.message + "; read so (this load skips it), or in its place, it changes what the "
-                           "broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+                           skipped.message + "; read first (as the broker reads it) rather than in its place, it "
+                           "changes what the broker delivers", skipped.path, skipped.offset,
+                           {"fileId": header.file_id})
         return Finding(
             Severity.WARNING, skipped.code,
-            f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
-            f"records: the broker loads it first, this load skips it, and read either way or in its place it "
-            f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+            skipped.message + "; read there rather than in its place, it changes nothing the broker delivers",
+            skipped.path, skipped.offset, {"fileId": header.file_id})
 
     def _retyped_effect(self, index: int, first: int, effect_of) -> Finding | None:
         """CRITICAL when the tail of a file that is not the newest starts with a record of this use whole but
@@ -1131,6 +1137,9 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         owned = contextlib.nullcontext()
     with owned:
         opened = stack.enter_context(open_journal(journal))
+        if any(s.code == "bad-file-id" for s in opened.skipped):
+            # the broker reads a file of a negative fileID first (bad-file-id judges its place): so does this load
+            opened = stack.enter_context(with_negative_ids(opened, judged=True))
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:
