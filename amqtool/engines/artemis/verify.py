@@ -57,6 +57,7 @@ from amqtool.engines.artemis.add_placement import in_present_files, missing_betw
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
+from amqtool.engines.artemis.compaction_window import ids_lost_while_compacting
 from amqtool.store.journal_files import open_journal, with_negative_ids
 from amqtool.store.layout import ArtemisStore, JournalDir
 
@@ -504,6 +505,20 @@ class _GapInspector:
         if first_tag is not None and first_tag != own:
             # another file has that fileID: Artemis issues each once, so they are an earlier use's records
             stale = any(f.file_id == first_tag for f in self.opened.files)
+            # A negative fileID is damage to the header's high bytes, which leaves its low 31 bits as they were:
+            # when they are an id above the records' tag that no other file has, within the journal's ids, the
+            # file was a freed one reinitialised under that new id (reinitializeFile: the next fileID, old
+            # records kept), whose records the broker never read before the damage either
+            others = [f.file_id for f in self.opened.files if f.path != path and 0 < f.file_id < 1 << 31]
+            reused = (not stale and 0 < first_tag < own and own not in others and bool(others)
+                      and own <= max(others) + 1)
+            if reused:
+                return Finding(
+                    Severity.WARNING, skipped.code,
+                    skipped.message + f"; its low 31 bits ({own}) are an id above the tag its records carry "
+                    f"({first_tag}) that no other file has: a freed file reinitialised under a new fileID, its "
+                    f"earlier use's records kept, which the broker reads neither way",
+                    skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
             if first_tag <= 0 or not stale and evidence.changes_with(
                     self.kind, with_file(dataclasses.replace(jf, header=dataclasses.replace(header,
                                                                                             file_id=first_tag)))):
@@ -896,6 +911,17 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         expected = fid + 1
     reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
     where = str(result.files[0].path.parent)
+    window = ids_lost_while_compacting(result)
+    if window:
+        # no reclaim runs while a compaction does: a file written since it began is removed only by hand
+        shown = ", ".join(map(str, window[:10])) + (f" ... ({len(window)} in all)" if len(window) > 10 else "")
+        findings.append(Finding(
+            Severity.CRITICAL, "missing-journal-file",
+            f"fileID(s) {shown} issued while the interrupted compaction ran (after its inputs) are carried by no "
+            f"file: the broker frees no file while compacting, so a journal file written then was removed; its "
+            f"records are lost", where, None,
+            {"missingFileIds": window[:MAX_LISTED_MISSING_IDS], "missingCount": len(window), "duringCompaction": True}))
+        return
     shown = ", ".join(map(str, missing[:10])) + (f" ... ({count} in all)" if count > 10 else "")
     span = "between data files" if missing[0] > low else "before the oldest data file or between data files"
     details = {"missingFileIds": missing, "missingCount": count}
