@@ -301,7 +301,8 @@ class _GapInspector:
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
                 self.findings.append(run)
                 continue
-            why = (no_binding_change(region, first, off, self.result, evidence)
+            why = (no_binding_change(region, first, off, self.result, evidence,
+                                     next(i for i, f in enumerate(self.result.files) if str(f.path) == path))
                    if effect != HARMLESS and region and self.kind == "bindings" else None)
             if why is not None:  # too few bytes for a binding transaction (bindings_run.py)
                 self.findings.append(Finding(
