@@ -119,3 +119,26 @@ def no_binding_change(region, first: int, end: int, result, evidence, index: int
     return (f"{rest}, fewer than the {smallest_binding_tx(version)} of the smallest binding transaction (the broker "
             f"writes queue and address bindings only in transactions, and no COMMIT or open transaction shows one "
             f"cut by the damage): no binding was lost, and the bindings journal holds no message")
+
+
+def commit_in_zeros(result, evidence, index: int, first: int) -> int | None:
+    """The binding transaction left open whose COMMIT the zeros running up to the damaged run at ``first`` of file
+    ``index`` may have taken, when those zeros begin at the end of the record read before them (records are
+    written back to back: they took whole records) and the transaction's records all lie before them and hold
+    live bindings (its discard is no harmless one); else None. The run's own bytes then tell only its last record:
+    einerfreiheit's bindings zeroed over a queue binding's COMMIT, two binding deletes and most of an id-counter
+    DELETE read as that DELETE alone ("changes nothing"), while the broker got a deleted binding back."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
+    if evidence is None or evidence.bare:
+        return None
+    start = zeroed_from(result.opened, index, first)
+    if start >= first:
+        return None
+    for tx in result.failed:
+        records = tx.records + tx.records_to_delete
+        if tx.prepared or not records or any((r.file_index, r.body_offset) >= (index, start) for r in records):
+            continue
+        if evidence.effect_of_discarded(transaction_records(result.opened, tx.tx_id)) != HARMLESS:
+            return tx.tx_id
+    return None

@@ -30,3 +30,26 @@ def test_a_zeroed_binding_transaction_whose_commit_ends_in_sight_is_critical(dem
     path.write_bytes(bytes(data))
     assert pristine.diff(artemis.delivered(store))["bindings"] == 1
     assert verify_verdict(store) == ("CRITICAL", ("damaged-record",))
+
+
+def test_zeros_that_took_an_open_binding_transactions_commit_are_critical(tmp_path):
+    # heads sweep seed 9431 (einerfreiheit's bindings zeroed @785+128): the COMMIT of queue binding 4294967312's
+    # transaction, two binding deletes with their COMMITs and most of an id-counter DELETE. The run's 14 non-zero
+    # bytes read back as that DELETE ("changes nothing": WARNING); the zeros before them took whole records, the
+    # binding's transaction is left open, and the broker got back the binding one of the deletes removed.
+    from tests.support import ARTEMIS
+
+    source = ARTEMIS / "public" / "einerfreiheit__java-helloworld" / "data"
+    if not source.is_dir():
+        pytest.skip("public fixture absent")
+    store = shutil.copytree(source, tmp_path / "s")
+    for p in store.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    path = store / "bindings" / "activemq-bindings-1.bindings"
+    data = bytearray(path.read_bytes())
+    assert (data[785], data[807], data[911]) == (18, 15, 16)  # the COMMIT, a DELETE_TX, the id counter's DELETE
+    pristine = artemis.delivered(store)
+    data[785:913] = bytes(128)
+    path.write_bytes(bytes(data))
+    assert pristine.diff(artemis.delivered(store))["bindings"] == 1
+    assert verify_verdict(store) == ("CRITICAL", ("damaged-record", "messages-journal-missing"))
