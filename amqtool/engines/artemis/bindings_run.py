@@ -142,3 +142,24 @@ def commit_in_zeros(result, evidence, index: int, first: int) -> int | None:
         if evidence.effect_of_discarded(transaction_records(result.opened, tx.tx_id)) != HARMLESS:
             return tx.tx_id
     return None
+
+
+def zeroed_commit_records(result, index: int, first: int, rec) -> int | None:
+    """The transaction of ``rec``, a COMMIT rebuilt from the damaged run at ``first`` of file ``index``, when the
+    zeros running up to the run begin at the end of the record read before them and no record of that
+    transaction is left anywhere while the COMMIT counts one or more in its file: the zeros took them (a COMMIT
+    follows its transaction's records, written back to back), and the transaction's binding change is lost with
+    them; else None. demo-s5's bindings zeroed over an address binding's ADD_TX and the head of its COMMIT: the
+    COMMIT read back from its last 18 bytes \"changes nothing\" (no record of it left), while the broker lost the
+    address."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
+    if rec is None or rec.type != 18 or rec.tx_id < 0:
+        return None
+    if zeroed_from(result.opened, index, first) >= first:
+        return None
+    end = rec.offset + rec.total
+    count = int.from_bytes(result.opened.pread(index, end - 8, 4), "big", signed=True)
+    if count < 1 or transaction_records(result.opened, rec.tx_id):
+        return None
+    return rec.tx_id

@@ -209,7 +209,7 @@ class _GapInspector:
         from amqtool.engines.artemis.evidence import (
             HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, ended_tx_ids, reconstruct,
             rolled_back_ids, strayed_records, transaction_records)
-        from amqtool.engines.artemis.bindings_run import commit_in_zeros, no_binding_change
+        from amqtool.engines.artemis.bindings_run import commit_in_zeros, no_binding_change, zeroed_commit_records
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -309,17 +309,22 @@ class _GapInspector:
                     Severity.WARNING, "damaged-record", f"{off - first} damaged byte(s) followed by valid records "
                     f"(the broker skips them and goes on): {why}", path, first, {"nextValidRecord": off}))
                 continue
-            open_tx = (commit_in_zeros(self.result, evidence, next(
-                i for i, f in enumerate(self.result.files) if str(f.path) == path), first)
-                if effect == HARMLESS and region and self.kind == "bindings" else None)
-            if open_tx is not None:  # the zeros before them took whole records (bindings_run.py)
-                self.findings.append(Finding(
-                    Severity.CRITICAL, "damaged-record",
-                    f"{off - first} damaged byte(s) followed by valid records, after zeros running back to the last "
-                    f"record read, which took whole records: binding transaction {open_tx}, left open, may have "
-                    f"ended there (its COMMIT lost, the broker drops what it held)", path, first,
-                    {"nextValidRecord": off, "txId": open_tx}))
-                continue
+            if effect == HARMLESS and region and self.kind == "bindings":
+                # the zeros before them took whole records (bindings_run.py)
+                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
+                open_tx = commit_in_zeros(self.result, evidence, index, first)
+                emptied = zeroed_commit_records(self.result, index, first, rec) if open_tx is None else None
+                if open_tx is not None or emptied is not None:
+                    why = (f"binding transaction {open_tx}, left open, may have ended there (its COMMIT lost, the "
+                           f"broker drops what it held)" if open_tx is not None else
+                           f"they end with the COMMIT of transaction {emptied}, no record of which is left: the "
+                           f"zeros took its binding change")
+                    self.findings.append(Finding(
+                        Severity.CRITICAL, "damaged-record",
+                        f"{off - first} damaged byte(s) followed by valid records, after zeros running back to the "
+                        f"last record read, which took whole records: {why}", path, first,
+                        {"nextValidRecord": off, "txId": open_tx if open_tx is not None else emptied}))
+                    continue
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",

@@ -53,3 +53,20 @@ def test_zeros_that_took_an_open_binding_transactions_commit_are_critical(tmp_pa
     path.write_bytes(bytes(data))
     assert pristine.diff(artemis.delivered(store))["bindings"] == 1
     assert verify_verdict(store) == ("CRITICAL", ("damaged-record", "messages-journal-missing"))
+
+
+def test_a_commit_read_back_after_zeros_that_took_its_records_is_critical(tmp_path_factory, tmp_path):
+    # heads sweep seed 9431 (demo-s5, bindings zeroed @2113+64): address binding 33's ADD_TX (60 bytes) and the
+    # first 4 bytes of its COMMIT. The COMMIT read back from its last 18 bytes named transaction 34, of which no
+    # record is left, and was judged "changes nothing" (WARNING); the zeros took the ADD_TX it committed, and the
+    # broker lost the address binding
+    store = campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s5", 5)
+    store = shutil.copytree(store, tmp_path / "s")
+    path = store / "data" / "bindings" / "activemq-bindings-1.bindings"
+    data = bytearray(path.read_bytes())
+    assert (data[2113], data[2173]) == (13, 18)
+    pristine = artemis.delivered(store)
+    data[2113:2177] = bytes(64)
+    path.write_bytes(bytes(data))
+    assert pristine.diff(artemis.delivered(store))["bindings"] == 1
+    assert verify_verdict(store) == ("CRITICAL", ("damaged-record",))
