@@ -15,8 +15,15 @@ whole, as :mod:`~amqtool.engines.artemis.lost_ack` reasons: the tag is the file'
 from holds no torn record (a restart goes on writing at the end of the last valid record, over any torn one), and
 it starts where the last valid record ends (records are written back to back).
 
-The message journal's only: a binding transaction's end lost is weighed by the bindings it held
-(:mod:`~amqtool.engines.artemis.lost_binding`, the window's live ids in ``tails.py``).
+A zeroed run starting inside the header can take the low bytes of its transaction id (a bindings COMMIT read as
+"a commit of transaction 0": the known miss of the last stop). The id's surviving high bytes then name the transaction only together with the
+record before it: when the last valid record belongs to an open transaction whose id those bytes do not
+contradict, the COMMIT is that transaction's (the bindings journal's, ``commitBindings``, follows its binding's
+record at once).
+
+In the bindings journal it is read last, when the window of ids (``tails.py``) leaves an open transaction
+untold: a binding lost at a damaged end is first weighed by its own head and by the window's live ids
+(:mod:`~amqtool.engines.artemis.lost_binding`), whose findings say which binding.
 """
 from __future__ import annotations
 
@@ -38,9 +45,29 @@ def lost_end(opened, result, index: int, first: int, last_end: int | None, evide
         return None
     if int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
         return None
-    tx_id = int.from_bytes(head[p:p + 8], "big", signed=True)
-    if not any(tx.tx_id == tx_id and not tx.prepared for tx in result.failed):
-        return None
+    raw = head[p:p + 8]
+    open_txs = {tx.tx_id: tx for tx in result.failed if not tx.prepared}
+    tx_id = int.from_bytes(raw, "big", signed=True)
+    if tx_id not in open_txs:
+        tx_id = _zeroed_low_bytes(raw, open_txs, index, first)
+        if tx_id is None:
+            return None
     if evidence.effect_of_discarded(transaction_records(opened, tx_id)) != LOSS:
         return None
     return head[0], tx_id
+
+
+def _zeroed_low_bytes(raw: bytes, open_txs: dict, index: int, first: int) -> int | None:
+    """The open transaction whose record ends right before ``first`` (the last valid record of file ``index``)
+    when the id bytes ``raw`` are its id with a zeroed run from some byte to the end; else None."""
+    cut = len(raw.rstrip(b"\0"))
+    if cut == len(raw):
+        return None  # no zeroed low bytes: another id
+    for tx in open_txs.values():
+        records = tx.records + tx.records_to_delete
+        if not records or tx.tx_id.to_bytes(8, "big", signed=True)[:cut] != raw[:cut]:
+            continue
+        last = max(records, key=lambda r: (r.file_index, r.body_offset))
+        if last.file_index == index and last.body_offset + last.body_len + 4 == first:
+            return tx.tx_id
+    return None

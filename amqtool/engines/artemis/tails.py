@@ -551,7 +551,7 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
                        f"whose header survives, is {ack.describe()}, which the load still holds: the broker consumed "
                        f"it before the damage and will deliver it again", finding.path, finding.offset, details)
-    # (the bindings journal's ends are weighed by the bindings they held: lost_binding, the window's live ids)
+    # (the bindings journal's ends are weighed by the bindings they held first: lost_binding, the window's ids)
     ended = (lost_end(result.opened, result, index, first, result.scans[index].last_data_pos, evidence)
              if result.opened.journal.kind == "messages" else None)
     if ended is not None:
@@ -620,6 +620,14 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                    f"surviving record ({shown}): live records stored there, or a transaction's id, a "
                    f"duplicate-detection record or a message stored and deleted there")
     if w.open_effect != "harmless":
+        ended = (lost_end(result.opened, result, index, first, result.scans[index].last_data_pos, evidence)
+                 if result.opened.journal.kind == "bindings" else None)
+        if ended is not None:  # (the message journal's was read before the window)
+            details["lostEnd"] = {"recordType": ended[0], "txId": ended[1]}
+            return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of "
+                           f"them, whose header survives, is the COMMIT of transaction {ended[1]}, which the load "
+                           f"holds open with live bindings: the broker drops what it held", finding.path,
+                           finding.offset, details)
         why.append(f"transaction(s) {', '.join(map(str, w.open_txs[:MAX_LISTED]))} have no end record and held "
                    f"live records: a commit lost there rolls them back, a rollback lost there changes nothing")
     return Finding(finding.severity, finding.code, finding.message + "; what the lost records held cannot be "
