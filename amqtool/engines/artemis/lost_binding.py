@@ -37,7 +37,8 @@ def lost_binding(finding: Finding, ledger, result, index: int, first: int) -> Fi
     if not finding.details.get("recordsLost") and not _compacted(result.opened, index, first):
         return None
     head = damaged_head(result.opened, index, first)
-    if (head is None or head[3] not in _BINDINGS) and _bare_binding_add(result.opened, index, first):
+    if ((head is None or head[3] not in _BINDINGS) and result.scans[index].last_data_pos == first
+            and _bare_binding_add(result.opened, index, first)):
         details = dict(finding.details)
         details["lostBinding"] = {"id": None, "userRecordType": None, "txId": None}
         head_msg = finding.message.split(": the broker moves")[0].split(" (what a crash")[0]
@@ -77,7 +78,8 @@ def _compacted(opened, index: int, first: int) -> bool:
 
 def _bare_binding_add(opened, index: int, first: int) -> bool:
     """Whether the damaged bytes at ``first`` of bindings file ``index`` begin with an ADD_TX's type and this file's
-    tag while its ids or user record type are gone (a zeroed run from inside its head: ``tails.damaged_head``
+    tag (as far as zeros running to the end left it; the caller has it start where the last valid record ends,
+    records being written back to back, so no byte of fill) while its ids or user record type are gone (a zeroed run from inside its head: ``tails.damaged_head``
     reads zeros there), and no
     surviving DELETE_TX deletes an id no surviving record adds (which could be the lost binding's, deleted since).
     ``AbstractJournalStorageManager`` appends ADD_TX records to the bindings journal only in ``addQueueBinding``
@@ -87,7 +89,9 @@ def _bare_binding_add(opened, index: int, first: int) -> bool:
 
     jf = opened.files[index]
     head = opened.pread(index, first, 5)
-    if len(head) < 5 or head[0] != 13 or int.from_bytes(head[1:5], "big", signed=True) != jf.tag:
+    tag = (jf.tag & 0xFFFFFFFF).to_bytes(4, "big")
+    kept = len(head[1:5].rstrip(b"\0"))  # the tag as far as the zeros left it (they run from inside the head)
+    if len(head) < 5 or head[0] != 13 or head[1:1 + kept] != tag[:kept]:
         return False
     added, deleted = set(), set()
     for fi, f in enumerate(opened.files):
