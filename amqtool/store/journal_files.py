@@ -394,3 +394,38 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
     files.sort(key=lambda f: (f.file_id, f.name))
     result.files = files
     return result
+
+
+def with_negative_ids(opened: OpenedJournal, judged: bool = False) -> OpenedJournal:
+    """``opened`` with the files it skipped for a negative header fileID (``bad-file-id``) put back where the
+    broker loads them: first, as ``JournalImpl.orderFiles`` sorts by the whole 64-bit fileID
+    (``JOURNAL_FILE_COMPARATOR``), their records read under the low 31 bits (``JournalFileImpl``'s recordID).
+    ``readFileHeader`` refuses no fileID: the real JournalImpl (the oracle) loads such a file, first, and its
+    records with it. A new object: the caller closes it (``opened`` keeps its own descriptors).
+
+    ``judged``: for verify, which names each such file (``bad-file-id``, judged by what its place changes): the
+    skipped entries stay, and only a file whose first record carries the header's low bits is put back (its
+    records are read; one whose records carry another tag is read by the broker as a free file)."""
+    files = list(opened.files)
+    kept = []
+    for s in opened.skipped:
+        if s.code != "bad-file-id":
+            kept.append(s)
+            continue
+        path = Path(s.path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(HEADER_SIZE + 5)
+            header = decode_header(head[:HEADER_SIZE], path=str(path))
+            size = path.stat().st_size
+        except (OSError, FormatError):
+            kept.append(s)
+            continue
+        if judged:
+            kept.append(s)
+            if len(head) < HEADER_SIZE + 5 or not 10 <= head[HEADER_SIZE] <= 19 or int.from_bytes(
+                    head[HEADER_SIZE + 1:], "big", signed=True) != file_tag(header.file_id):
+                continue
+        files.append(JournalFile(path=path, name=path.name, size=size, header=header))
+    files.sort(key=lambda f: (f.file_id, f.name))
+    return OpenedJournal(opened.journal, files, list(opened.pending), kept, opened.control)

@@ -417,13 +417,13 @@ def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> De
 
     from amqtool.engines.artemis.load import load_journal
     from amqtool.errors import AmqtoolError
-    from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
 
     nothing = Delivered(frozenset(), Counter(), frozenset(), refused=True)
     if loaded is not None:
         store, loads = loaded[0], loaded[1]
-        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
+        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()) and not _negative_ids(
+                loads.values()):
             return _delivered_of(store, dict(loads), message_rows)
     try:
         store = detect(root)
@@ -435,7 +435,7 @@ def _delivered(root: Path, message_rows=None, loaded: tuple | None = None) -> De
         with contextlib.ExitStack() as stack:
             loads = {}
             for jd in store.journals():  # one open and load of each journal, as the export reads it
-                opened = stack.enter_context(open_journal(jd))
+                opened = broker_opened(stack, jd)
                 if any(s.code in _REFUSING for s in opened.skipped):
                     return nothing
                 if opened.files:
@@ -562,9 +562,24 @@ class _Unjudged(LocalArtemisExport):
         return [], self._loads
 
 
+def broker_opened(stack, jd):
+    """``open_journal(jd)`` with the files of a negative header fileID where JournalImpl loads them (first:
+    ``with_negative_ids``), not skipped as verify's load skips them. Both are entered on ``stack``."""
+    from amqtool.store.journal_files import open_journal, with_negative_ids
+
+    opened = stack.enter_context(open_journal(jd))
+    return stack.enter_context(with_negative_ids(opened)) if _negative_ids([opened]) else opened
+
+
+def _negative_ids(loads_or_opened) -> bool:
+    """Whether any of these journal loads (or opened journals) skipped a file for a negative fileID."""
+    return any(s.code == "bad-file-id" for x in loads_or_opened for s in getattr(x, "opened", x).skipped)
+
+
 # JournalImpl refuses to load (the broker does not start) when a file named like a journal file has no
 # readable header, a format version it does not know, or another userVersion (JournalImpl.readFileHeader,
-# orderFiles); a negative fileID or a short file is skipped, not refused (open_journal already drops them).
+# orderFiles); a short file is skipped, not refused (open_journal already drops it), and a negative fileID is
+# no refusal either: the file is loaded first (broker_opened).
 # A journal file it cannot read stops it too (the open throws).
 _REFUSING = ("not-a-regular-file", "file-too-large", "bad-header-version", "user-version-mismatch", "unreadable")
 

@@ -68,14 +68,14 @@ def loaded(root: Path, loaded: tuple | None = None) -> Delivered:
     gives nothing (JournalImpl throws: nothing is loaded)."""
     from amqtool.engines.artemis.load import load_journal
     from amqtool.errors import AmqtoolError
-    from amqtool.store.journal_files import open_journal
     from amqtool.store.layout import detect
-    from tests.faults.artemis import _REFUSING
+    from tests.faults.artemis import _REFUSING, _negative_ids, broker_opened
 
     nothing = Delivered(frozenset(), Counter(), frozenset())
     if loaded is not None:
         store, loads = loaded[0], loaded[1]
-        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()):
+        if store.kind == "artemis" and all(jd.kind in loads for jd in store.journals()) and not _negative_ids(
+                loads.values()):
             return _of(dict(loads))
     try:
         store = detect(root)
@@ -87,7 +87,7 @@ def loaded(root: Path, loaded: tuple | None = None) -> Delivered:
         with contextlib.ExitStack() as stack:
             loads = {}
             for jd in store.journals():
-                opened = stack.enter_context(open_journal(jd))
+                opened = broker_opened(stack, jd)
                 if any(s.code in _REFUSING for s in opened.skipped):
                     return nothing
                 if opened.files:

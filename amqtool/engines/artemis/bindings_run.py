@@ -77,11 +77,25 @@ def _tail_size(buf: bytes, s: int, e: int, tag: int, version: int) -> int:
     return size if _head_size(buf, e - size, e, tag, version) == size else 0
 
 
-def no_binding_change(region, first: int, end: int, result, evidence) -> str | None:
+def no_binding_change(region, first: int, end: int, result, evidence, index: int | None = None) -> str | None:
     """Why the damaged run ``[first, end)`` of a bindings journal file held no binding change (see the module's
-    contract), or None when that cannot be shown. ``region``: (bytes from ``base``, ``base``, tag, version)."""
+    contract), or None when that cannot be shown. ``region``: (bytes from ``base``, ``base``, tag, version);
+    ``index``: the file's, for the zeros running up to ``first`` from the end of the record read before it
+    (:func:`~amqtool.engines.artemis.wiped_run.zeroed_from`)."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
     buf, base, tag, version = region
     if version < 2 or evidence is None or evidence.bare:
+        return None
+    commit = fixed_size(18, version)
+    if (index is not None and end - first < commit and end - base >= 4
+            and struct.unpack_from(">i", buf, end - base - 4)[0] == commit
+            and zeroed_from(result.opened, index, first) <= end - commit):
+        # The run's bytes are the end of a COMMIT whose head lies in zeros running back from it to the last record
+        # read (records are written back to back: the zeros took whole records too). The bindings journal's
+        # transactions are its binding changes; one ended there, and no record of it is left open: its records
+        # were taken with it (demo-s3's bindings zeroed over an address binding's ADD_TX and most of its COMMIT:
+        # 9 non-zero bytes, which read as too few for a binding transaction; the broker lost the address)
         return None
     if any(a.code in _TX_ANOMALIES for a in result.anomalies):
         return None
@@ -105,3 +119,47 @@ def no_binding_change(region, first: int, end: int, result, evidence) -> str | N
     return (f"{rest}, fewer than the {smallest_binding_tx(version)} of the smallest binding transaction (the broker "
             f"writes queue and address bindings only in transactions, and no COMMIT or open transaction shows one "
             f"cut by the damage): no binding was lost, and the bindings journal holds no message")
+
+
+def commit_in_zeros(result, evidence, index: int, first: int) -> int | None:
+    """The binding transaction left open whose COMMIT the zeros running up to the damaged run at ``first`` of file
+    ``index`` may have taken, when those zeros begin at the end of the record read before them (records are
+    written back to back: they took whole records) and the transaction's records all lie before them and hold
+    live bindings (its discard is no harmless one); else None. The run's own bytes then tell only its last record:
+    einerfreiheit's bindings zeroed over a queue binding's COMMIT, two binding deletes and most of an id-counter
+    DELETE read as that DELETE alone ("changes nothing"), while the broker got a deleted binding back."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
+    if evidence is None or evidence.bare:
+        return None
+    start = zeroed_from(result.opened, index, first)
+    if start >= first:
+        return None
+    for tx in result.failed:
+        records = tx.records + tx.records_to_delete
+        if tx.prepared or not records or any((r.file_index, r.body_offset) >= (index, start) for r in records):
+            continue
+        if evidence.effect_of_discarded(transaction_records(result.opened, tx.tx_id)) != HARMLESS:
+            return tx.tx_id
+    return None
+
+
+def zeroed_commit_records(result, index: int, first: int, rec) -> int | None:
+    """The transaction of ``rec``, a COMMIT rebuilt from the damaged run at ``first`` of file ``index``, when the
+    zeros running up to the run begin at the end of the record read before them and no record of that
+    transaction is left anywhere while the COMMIT counts one or more in its file: the zeros took them (a COMMIT
+    follows its transaction's records, written back to back), and the transaction's binding change is lost with
+    them; else None. demo-s5's bindings zeroed over an address binding's ADD_TX and the head of its COMMIT: the
+    COMMIT read back from its last 18 bytes \"changes nothing\" (no record of it left), while the broker lost the
+    address."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
+    if rec is None or rec.type != 18 or rec.tx_id < 0:
+        return None
+    if zeroed_from(result.opened, index, first) >= first:
+        return None
+    end = rec.offset + rec.total
+    count = int.from_bytes(result.opened.pread(index, end - 8, 4), "big", signed=True)
+    if count < 1 or transaction_records(result.opened, rec.tx_id):
+        return None
+    return rec.tx_id

@@ -876,6 +876,28 @@ class Evidence:
         return worst
 
 
+def loads_alike(journal: str, first, second, bare: bool) -> bool:
+    """Whether two ways of loading one journal (``first``, ``second``: opened journals, closed here) give the
+    broker the same: for a bare journal the records ``JournalImpl.load`` hands its user; for the bindings the
+    queue and address bindings; for the messages journal the live (message, queue) pairs
+    (:meth:`Evidence.live_pairs`); and in either of these the records of its prepared transactions, which the
+    broker keeps for their transaction manager (each one's messages are delivered once it commits)."""
+    from amqtool.engines.artemis.load import load_journal
+
+    def held(opened) -> tuple:
+        with opened:
+            result = load_journal(opened)
+            prepared = Counter((tx.tx_id, r.id, r.user_record_type, bool(r.is_update)) for tx in result.prepared
+                               for r in tx.records)
+            if bare:
+                return _records_of(result), prepared
+            if journal == "bindings":
+                return {r.id for r in result.live if r.user_record_type in BINDING_TYPES}, prepared
+            return Evidence.build(None, result).live_pairs(), prepared
+
+    return held(first) == held(second)
+
+
 def _records_of(result) -> Counter:
     """The live records of a journal load as ``JournalImpl.load`` hands them to its user: id, user record type,
     isUpdate, body."""

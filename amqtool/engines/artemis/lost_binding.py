@@ -37,6 +37,19 @@ def lost_binding(finding: Finding, ledger, result, index: int, first: int) -> Fi
     if not finding.details.get("recordsLost") and not _compacted(result.opened, index, first):
         return None
     head = damaged_head(result.opened, index, first)
+    if ((head is None or head[3] not in _BINDINGS) and result.scans[index].last_data_pos == first
+            and _bare_binding_add(result.opened, index, first)):
+        details = dict(finding.details)
+        details["lostBinding"] = {"id": None, "userRecordType": None, "txId": None}
+        head_msg = finding.message.split(": the broker moves")[0].split(" (what a crash")[0]
+        return Finding(
+            Severity.CRITICAL, finding.code,
+            f"{head_msg}: the damaged record is an ADD_TX (its type and this file's tag survive, not its ids and user record "
+            f"type), and "
+            f"the bindings journal writes ADD_TX records only for queue and address bindings; no surviving record "
+            f"deletes a binding whose add is gone, records were written after it before the broker moved on, so it "
+            f"was written whole and committed, and the broker now starts without that binding", finding.path,
+            finding.offset, details)
     if head is None or head[3] not in _BINDINGS:
         return None
     t, tx_id, rid, utype = head
@@ -61,3 +74,31 @@ def _compacted(opened, index: int, first: int) -> bool:
             if base + off < first and cc > 0:
                 return True
     return False
+
+
+def _bare_binding_add(opened, index: int, first: int) -> bool:
+    """Whether the damaged bytes at ``first`` of bindings file ``index`` begin with an ADD_TX's type and this file's
+    tag (as far as zeros running to the end left it; the caller has it start where the last valid record ends,
+    records being written back to back, so no byte of fill) while its ids or user record type are gone (a zeroed run from inside its head: ``tails.damaged_head``
+    reads zeros there), and no
+    surviving DELETE_TX deletes an id no surviving record adds (which could be the lost binding's, deleted since).
+    ``AbstractJournalStorageManager`` appends ADD_TX records to the bindings journal only in ``addQueueBinding``
+    and ``addAddressBinding`` (the queue and address bindings; an update of a queue binding is an UPDATE_TX), and
+    deletes them with DELETE_TX (``deleteQueueBinding``, ``deleteAddressBinding``)."""
+    from amqtool import native
+
+    jf = opened.files[index]
+    head = opened.pread(index, first, 5)
+    tag = (jf.tag & 0xFFFFFFFF).to_bytes(4, "big")
+    kept = len(head[1:5].rstrip(b"\0"))  # the tag as far as the zeros left it (they run from inside the head)
+    if len(head) < 5 or head[0] != 13 or head[1:1 + kept] != tag[:kept]:
+        return False
+    added, deleted = set(), set()
+    for fi, f in enumerate(opened.files):
+        records, _ = native.scan_records(opened.read_file(fi), f.tag, f.version, True, 16)
+        for t, _off, _size, _cc, _tx, rid, *_rest in records:
+            if t in (11, 13):
+                added.add(rid)
+            elif t == 15:
+                deleted.add(rid)
+    return not deleted - added

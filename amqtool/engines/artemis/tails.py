@@ -497,6 +497,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       damage left open that held live records and whose messages were delivered since (so it committed), or
       the PAGE_TRANSACTION of a paged transaction (its id in the window) some of whose messages queues
       acknowledged while others are still to consume;
+    * CRITICAL when the damaged record's own header is the PREPARE or COMMIT of a transaction the load holds
+      open with live records (:mod:`~amqtool.engines.artemis.lost_end`): the broker wrote its end, and fails it;
     * a warning when every new id of the window is accounted for (deleted since, or stored elsewhere) and
       no transaction the damage may have left open held anything live: none of the lost records was a live
       message (what no id shows: acknowledgements or deletes of older messages written there) -- unless the
@@ -534,6 +536,7 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         return finding
     from amqtool.engines.artemis.lost_ack import lost_ack
     from amqtool.engines.artemis.lost_binding import lost_binding
+    from amqtool.engines.artemis.lost_end import lost_end
 
     binding = lost_binding(finding, ledger, result, index, first)
     if binding is not None:
@@ -548,6 +551,16 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
                        f"whose header survives, is {ack.describe()}, which the load still holds: the broker consumed "
                        f"it before the damage and will deliver it again", finding.path, finding.offset, details)
+    # (the bindings journal's ends are weighed by the bindings they held first: lost_binding, the window's ids)
+    ended = (lost_end(result.opened, result, index, first, result.scans[index].last_data_pos, evidence)
+             if result.opened.journal.kind == "messages" else None)
+    if ended is not None:
+        what = "PREPARE" if ended[0] == 17 else "COMMIT"
+        details["lostEnd"] = {"recordType": ended[0], "txId": ended[1]}
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
+                       f"whose header survives, is the {what} of transaction {ended[1]}, which the load holds open "
+                       f"with live records: the broker fails the transaction and loses them", finding.path,
+                       finding.offset, details)
     w = lost_window(ledger, result, index, first, evidence)
     if w is None:
         details["lostIds"] = None
@@ -607,6 +620,14 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                    f"surviving record ({shown}): live records stored there, or a transaction's id, a "
                    f"duplicate-detection record or a message stored and deleted there")
     if w.open_effect != "harmless":
+        ended = (lost_end(result.opened, result, index, first, result.scans[index].last_data_pos, evidence)
+                 if result.opened.journal.kind == "bindings" else None)
+        if ended is not None:  # (the message journal's was read before the window)
+            details["lostEnd"] = {"recordType": ended[0], "txId": ended[1]}
+            return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of "
+                           f"them, whose header survives, is the COMMIT of transaction {ended[1]}, which the load "
+                           f"holds open with live bindings: the broker drops what it held", finding.path,
+                           finding.offset, details)
         why.append(f"transaction(s) {', '.join(map(str, w.open_txs[:MAX_LISTED]))} have no end record and held "
                    f"live records: a commit lost there rolls them back, a rollback lost there changes nothing")
     return Finding(finding.severity, finding.code, finding.message + "; what the lost records held cannot be "

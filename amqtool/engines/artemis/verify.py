@@ -59,7 +59,8 @@ from amqtool.engines.artemis.ref_in_place import run_owned
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
-from amqtool.store.journal_files import open_journal
+from amqtool.engines.artemis.compaction_window import ids_lost_while_compacting
+from amqtool.store.journal_files import open_journal, with_negative_ids
 from amqtool.store.layout import ArtemisStore, JournalDir
 
 ADD_LARGE_MESSAGE = 30  # JournalRecordIds.ADD_LARGE_MESSAGE
@@ -210,7 +211,7 @@ class _GapInspector:
         from amqtool.engines.artemis.evidence import (
             HARMLESS, LOSS, UNKNOWN, Rebuilt, committed_ids, deleted_ids, ended_tx_ids, reconstruct,
             rolled_back_ids, strayed_records, transaction_records)
-        from amqtool.engines.artemis.bindings_run import no_binding_change
+        from amqtool.engines.artemis.bindings_run import commit_in_zeros, no_binding_change, zeroed_commit_records
         from amqtool.engines.artemis.partial_record import of_deleted_record, partial_record
         from amqtool.engines.artemis.split_region import pair_effect, read_pair
         from amqtool.engines.artemis.wiped_run import run_finding
@@ -302,13 +303,30 @@ class _GapInspector:
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
                 self.findings.append(run)
                 continue
-            why = (no_binding_change(region, first, off, self.result, evidence)
+            why = (no_binding_change(region, first, off, self.result, evidence,
+                                     next(i for i, f in enumerate(self.result.files) if str(f.path) == path))
                    if effect != HARMLESS and region and self.kind == "bindings" else None)
             if why is not None:  # too few bytes for a binding transaction (bindings_run.py)
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record", f"{off - first} damaged byte(s) followed by valid records "
                     f"(the broker skips them and goes on): {why}", path, first, {"nextValidRecord": off}))
                 continue
+            if effect == HARMLESS and region and self.kind == "bindings":
+                # the zeros before them took whole records (bindings_run.py)
+                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
+                open_tx = commit_in_zeros(self.result, evidence, index, first)
+                emptied = zeroed_commit_records(self.result, index, first, rec) if open_tx is None else None
+                if open_tx is not None or emptied is not None:
+                    why = (f"binding transaction {open_tx}, left open, may have ended there (its COMMIT lost, the "
+                           f"broker drops what it held)" if open_tx is not None else
+                           f"they end with the COMMIT of transaction {emptied}, no record of which is left: the "
+                           f"zeros took its binding change")
+                    self.findings.append(Finding(
+                        Severity.CRITICAL, "damaged-record",
+                        f"{off - first} damaged byte(s) followed by valid records, after zeros running back to the "
+                        f"last record read, which took whole records: {why}", path, first,
+                        {"nextValidRecord": off, "txId": open_tx if open_tx is not None else emptied}))
+                    continue
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",
@@ -329,6 +347,10 @@ class _GapInspector:
             if a.code != "commit-unknown-tx" or not failed:
                 continue
             t = a.ids["txId"]
+            if any(p == str(files[a.file_index].path) for p, _ in lost_at.get(t, ())):
+                # its own records lie in damaged bytes of its file, read back under its id: they were lost, not
+                # split from it by a damaged id (the damaged-record finding weighs them)
+                continue
             tx = committed_open_tx(self.result, self.opened, a, failed)
             if tx is not None:
                 recs = [Rebuilt(13 if not r.is_update else 14, 0, 0, tx.tx_id, r.id, r.user_record_type,
@@ -467,8 +489,10 @@ class _GapInspector:
     def _bad_file_id(self, skipped, evidence) -> Finding:
         """A header with a negative fileID. ``JournalFileImpl`` tags records with ``fileID & 0x7FFFFFFF``, so
         when only the high bytes were damaged the broker still reads the file's records, and loads the file
-        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids); the load here skips it. The finding is
-        CRITICAL when either changes the live state against the file read in its place (its records' tag). When
+        first (``JOURNAL_FILE_COMPARATOR`` compares the 64-bit ids; the real JournalImpl does so); the load here
+        skips it. Only the order of its records against the others' changed, so the finding is CRITICAL when the
+        file read first gives the broker another live state or other prepared transactions than the file read
+        in its place (its records' tag: :func:`evidence.loads_alike`), and a warning otherwise. When
         its records carry another tag than the header's low bits, the broker reads none of them (it tags by the
         header), and they were either this file's own (its low bytes damaged too) or an earlier use's (a free
         file, reinitialised under a new fileID with its old records kept: ``JournalFilesRepository
@@ -478,6 +502,7 @@ class _GapInspector:
         import dataclasses
 
         from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
+        from amqtool.engines.artemis.evidence import loads_alike
         from amqtool.store.journal_files import JournalFile, OpenedJournal
 
         critical = Finding(Severity.CRITICAL, skipped.code, skipped.message, skipped.path, skipped.offset)
@@ -496,12 +521,27 @@ class _GapInspector:
             return critical
         jf = JournalFile(path=path, name=path.name, size=size, header=header)
 
-        def with_file(f):
-            return OpenedJournal(self.opened.journal, sorted(list(self.opened.files) + [f], key=lambda x: x.file_id))
+        def with_file(f):  # the other files as the broker orders them, and ``f``
+            others = [o for o in self.opened.files if o.path != path]
+            return OpenedJournal(self.opened.journal, sorted(others + [f], key=lambda x: x.file_id))
 
         if first_tag is not None and first_tag != own:
             # another file has that fileID: Artemis issues each once, so they are an earlier use's records
             stale = any(f.file_id == first_tag for f in self.opened.files)
+            # A negative fileID is damage to the header's high bytes, which leaves its low 31 bits as they were:
+            # when they are an id above the records' tag that no other file has, within the journal's ids, the
+            # file was a freed one reinitialised under that new id (reinitializeFile: the next fileID, old
+            # records kept), whose records the broker never read before the damage either
+            others = [f.file_id for f in self.opened.files if f.path != path and 0 < f.file_id < 1 << 31]
+            reused = (not stale and 0 < first_tag < own and own not in others and bool(others)
+                      and own <= max(others) + 1)
+            if reused:
+                return Finding(
+                    Severity.WARNING, skipped.code,
+                    skipped.message + f"; its low 31 bits ({own}) are an id above the tag its records carry "
+                    f"({first_tag}) that no other file has: a freed file reinitialised under a new fileID, its "
+                    f"earlier use's records kept, which the broker reads neither way",
+                    skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
             if first_tag <= 0 or not stale and evidence.changes_with(
                     self.kind, with_file(dataclasses.replace(jf, header=dataclasses.replace(header,
                                                                                             file_id=first_tag)))):
@@ -514,16 +554,18 @@ class _GapInspector:
                                    f"nothing the broker delivers: lost or an earlier use's, none was a live record"),
                 skipped.path, skipped.offset, {"fileId": header.file_id, "recordTag": first_tag})
 
+        # what was lost is only the file's place: the broker reads it first, where it was written in its place
+        # (under its records' tag); the same file read in either place is the same store to the broker
         placed = dataclasses.replace(jf, header=dataclasses.replace(header, file_id=own))
-        if evidence.changes_with(self.kind, with_file(jf)) or evidence.changes_with(self.kind, with_file(placed)):
+        if not loads_alike(self.kind, with_file(jf), with_file(placed), evidence.bare):
             return Finding(Severity.CRITICAL, skipped.code,
-                           skipped.message + "; read so (this load skips it), or in its place, it changes what the "
-                           "broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+                           skipped.message + "; read first (as the broker reads it) rather than in its place, it "
+                           "changes what the broker delivers", skipped.path, skipped.offset,
+                           {"fileId": header.file_id})
         return Finding(
             Severity.WARNING, skipped.code,
-            f"header fileID {header.file_id} is not one Artemis writes, but its low bits still tag this file's "
-            f"records: the broker loads it first, this load skips it, and read either way or in its place it "
-            f"changes nothing the broker delivers", skipped.path, skipped.offset, {"fileId": header.file_id})
+            skipped.message + "; read there rather than in its place, it changes nothing the broker delivers",
+            skipped.path, skipped.offset, {"fileId": header.file_id})
 
     def _retyped_effect(self, index: int, first: int, effect_of) -> Finding | None:
         """CRITICAL when the tail of a file that is not the newest starts with a record of this use whole but
@@ -898,6 +940,17 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
         expected = fid + 1
     reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
     where = str(result.files[0].path.parent)
+    window = ids_lost_while_compacting(result)
+    if window:
+        # no reclaim runs while a compaction does: a file written since it began is removed only by hand
+        shown = ", ".join(map(str, window[:10])) + (f" ... ({len(window)} in all)" if len(window) > 10 else "")
+        findings.append(Finding(
+            Severity.CRITICAL, "missing-journal-file",
+            f"fileID(s) {shown} issued while the interrupted compaction ran (after its inputs) are carried by no "
+            f"file: the broker frees no file while compacting, so a journal file written then was removed; its "
+            f"records are lost", where, None,
+            {"missingFileIds": window[:MAX_LISTED_MISSING_IDS], "missingCount": len(window), "duringCompaction": True}))
+        return
     shown = ", ".join(map(str, missing[:10])) + (f" ... ({count} in all)" if count > 10 else "")
     span = "between data files" if missing[0] > low else "before the oldest data file or between data files"
     details = {"missingFileIds": missing, "missingCount": count}
@@ -1139,6 +1192,9 @@ def verify_journal(store: ArtemisStore, journal: JournalDir, report: VerifyRepor
         owned = contextlib.nullcontext()
     with owned:
         opened = stack.enter_context(open_journal(journal))
+        if any(s.code == "bad-file-id" for s in opened.skipped):
+            # the broker reads a file of a negative fileID first (bad-file-id judges its place): so does this load
+            opened = stack.enter_context(with_negative_ids(opened, judged=True))
         _pending_findings(opened, findings)
         summary.files = len(opened.files)
         if not opened.files:

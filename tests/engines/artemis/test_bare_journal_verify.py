@@ -131,13 +131,14 @@ def test_a_lost_update_of_a_record_a_prepared_transaction_deletes_is_lost(tmp_pa
     assert verify_verdict(store) == ("CRITICAL", ("damaged-record",))
 
 
-def test_a_negative_file_id_that_changes_the_records_loaded_is_critical(tmp_path):
+def test_a_negative_file_id_read_first_to_the_same_records_is_a_warning(tmp_path):
     # seed 7601025803009178: 04a's activemq-data-3.amq's fileID made negative; JournalImpl loads the file first
-    # (its records tagged by the low bits), which brings deleted records back: the records JournalImpl.load
-    # returns change (was compared by the broker's messages and bindings, of which a bare journal has none)
+    # (its records tagged by the low bits). This was CRITICAL, read as bringing deleted records back against
+    # the file skipped; the real JournalImpl (oracle.sh load) returns the same 71 records as from the pristine
+    # journal, in another order, and the same prepared transaction: the file's place changed, nothing loaded
     store = shutil.copytree(ORACLE / "04a_before_compact", tmp_path / "s")
     _flip(store / "journal" / "activemq-data-3.amq", 8, 0x80)
-    assert verify_verdict(store) == ("CRITICAL", ("bad-file-id",))
+    assert verify_verdict(store) == ("WARNING", ("bad-file-id",))
 
 
 def test_a_lost_prepare_of_a_transaction_committed_since_changes_nothing(transactions):

@@ -59,14 +59,16 @@ def test_a_free_files_flipped_header_changes_nothing(run_json, tmp_path):
 
 
 @pytest.mark.parametrize("name,tag,severity", [("activemq-data-23.amq", 51, "warning"),
-                                               ("activemq-data-16.amq", 49, "critical")])
+                                               ("activemq-data-16.amq", 49, "warning")])
 def test_a_free_files_header_made_negative_is_judged_by_what_its_old_records_hold(run_json, tmp_path, name, tag,
                                                                                   severity):
     # the high byte of a free file's header fileID damaged (negative: bad-file-id). Its records carry their old
     # tag, not the header's low bits, so the broker reads none of them: lost (had the low bytes been damaged
-    # too) or an earlier use's, which cannot be told. main called it CRITICAL whatever they held; read under
-    # their tag in its place, 23's change nothing (a warning), 16's change the live state (CRITICAL, as
-    # file-header-damaged weighs it). The fault campaign: d04 (seed 8311057933099007), same, CRITICAL.
+    # too) or an earlier use's. main called it CRITICAL whatever they held (d04, seed 8311057933099007: same,
+    # CRITICAL); read under their tag in its place, 23's change nothing. 16's would change the live state, and
+    # was CRITICAL on the premise that which of the two cannot be told; but a negative fileID is damage to the
+    # high bytes, which leaves the low 31 bits (101) as they were: an id above the records' tag (49) that no
+    # other file has, a freed file's new id (heads sweep d05 activemq-data-5.amq@8 ^0xa4: same, CRITICAL).
     journal = _flip(tmp_path, name, 8, 0xAF)
     code, doc, _ = run_json("verify", str(journal))
     (bad,) = [f for f in doc["findings"] if f["code"] == "bad-file-id"]
