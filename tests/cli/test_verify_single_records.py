@@ -131,6 +131,22 @@ def test_a_reference_whose_message_id_was_damaged_onto_no_message_is_critical(ru
     assert "message 534 on queue" in f["message"] and "now names 622" in f["message"]
 
 
+def test_a_message_record_retyped_as_an_ack_retry_is_critical(run_json, tmp_path, demo_s2):
+    # campaign sweep seed 9144 (loss/OK): the user record type of message 60's ADD (ADD_MESSAGE_PROTOCOL, 45)
+    # flipped to 53 (ACK_RETRY, 0x18): the broker loads no message 60 and drops its reference on queue 11.
+    # Verify said OK: the reference's id has a live record, so it was no orphan of a lost message record --
+    # but only a message has references
+    store = copy_tree(demo_s2, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-1.amq"
+    data = victim.read_bytes()
+    assert data[30051] == 11 and data[30057:30065] == (60).to_bytes(8, "big") and data[30051 + 18] == 45
+    flip_byte(victim, 30051 + 18, 0x18)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert (f["code"], f["details"]["messageIds"]) == ("message-record-missing", [60])
+
+
 def test_a_reference_read_as_a_second_acknowledgement_is_not_critical(run_json, tmp_path, demo_s1):
     # campaign seed 31000093000147: message 175's ADD_REF on queue 23 has its user record type flipped to 33
     # (ACKNOWLEDGE_REF): two acknowledgements of (175, 23) and no reference; the message was acknowledged
