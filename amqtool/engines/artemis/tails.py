@@ -489,6 +489,24 @@ def _records_lost(finding: Finding, result, index: int, first: int) -> str | Non
     return None
 
 
+def _cut_off(finding: Finding, head: str, details: dict, result, index: int, first: int, evidence) -> Finding | None:
+    """CRITICAL, by the odds, when records were lost at ``first`` (:func:`_records_lost`) and the last record
+    before them is of a transaction with no end record anywhere whose discard loses live records
+    (:mod:`~amqtool.engines.artemis.cut_off_tx`); else None."""
+    from amqtool.engines.artemis.cut_off_tx import cut_off_tx
+
+    proof = _records_lost(finding, result, index, first)
+    tx_id = cut_off_tx(result, index, first, evidence) if proof is not None else None
+    if tx_id is None:
+        return None
+    details = dict(details, recordsLost=True, cutOffTransaction=tx_id)
+    return Finding(Severity.CRITICAL, finding.code, head + f": {proof}, and the last record before them is of "
+                   f"transaction {tx_id}, which has no COMMIT, PREPARE or ROLLBACK anywhere and held live records: "
+                   f"its end was written among the lost records, most likely its COMMIT (a start rolls back every "
+                   f"transaction it loads without an end, and clients commit far more than they roll back), and "
+                   f"the broker now discards it with what it held", finding.path, finding.offset, details)
+
+
 def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first: int, evidence=None) -> Finding:
     """``finding`` (today's ``damaged-tail`` of file ``index`` at ``first``) judged by the window's evidence:
 
@@ -505,6 +523,10 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       last record before the damage is of a transaction committed in a later file though this file had room
       for its COMMIT, with a message it wrote here still live (:func:`_committed_later`): its own references
       and acknowledgements, which carry no new id, may be among the records written after it;
+    * CRITICAL, by the odds, when records were lost there (:func:`_records_lost`) and the last record before
+      them is of a transaction with no end record anywhere whose discard loses live records: its end, most
+      likely its COMMIT, was among the lost records (:mod:`~amqtool.engines.artemis.cut_off_tx`,
+      ``cutOffTransaction``; also when no window bounds the ids);
     * CRITICAL, in the message journal, when records were lost there (the damaged end left room for the next
       file's first record, or its damaged bytes begin with a record of this use of the file while the ids run
       on: :func:`_records_lost`, ``recordsLost``) and ids of the window are carried by no surviving record,
@@ -564,6 +586,9 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     w = lost_window(ledger, result, index, first, evidence)
     if w is None:
         details["lostIds"] = None
+        cut = _cut_off(finding, head, details, result, index, first, evidence)
+        if cut is not None:
+            return cut
         return Finding(finding.severity, finding.code, finding.message + "; no window of ids bounds what the lost "
                        "records carried (no new record after them, or a restart's jump in the ids), so what they "
                        "held cannot be told", finding.path, finding.offset, details)
@@ -592,6 +617,9 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"carry with no page-transaction record left, while queues acknowledged some of those "
                        f"messages (so the transaction committed): the broker skips the rest, which are lost",
                        finding.path, finding.offset, details)
+    cut = _cut_off(finding, head, details, result, index, first, evidence)
+    if cut is not None:
+        return cut
     straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
     if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
