@@ -396,6 +396,22 @@ def open_journal(journal: JournalDir, user_version: int = 0) -> OpenedJournal:
     return result
 
 
+def read_head(path: Path) -> tuple[FileHeader, int, int | None] | None:
+    """(header, size, the tag of the record right after the header -- None when no record type begins there)
+    of the journal file at ``path``, read apart from any opened journal (a file the open skipped); None when it
+    cannot be read or its header does not decode."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEADER_SIZE + 5)
+        header = decode_header(head[:HEADER_SIZE], path=str(path))
+        size = path.stat().st_size
+    except (OSError, FormatError):
+        return None
+    first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
+                 if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
+    return header, size, first_tag
+
+
 def with_negative_ids(opened: OpenedJournal, judged: bool = False) -> OpenedJournal:
     """``opened`` with the files it skipped for a negative header fileID (``bad-file-id``) put back where the
     broker loads them: first, as ``JournalImpl.orderFiles`` sorts by the whole 64-bit fileID
@@ -413,18 +429,14 @@ def with_negative_ids(opened: OpenedJournal, judged: bool = False) -> OpenedJour
             kept.append(s)
             continue
         path = Path(s.path)
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(HEADER_SIZE + 5)
-            header = decode_header(head[:HEADER_SIZE], path=str(path))
-            size = path.stat().st_size
-        except (OSError, FormatError):
+        got = read_head(path)
+        if got is None:
             kept.append(s)
             continue
+        header, size, first_tag = got
         if judged:
             kept.append(s)
-            if len(head) < HEADER_SIZE + 5 or not 10 <= head[HEADER_SIZE] <= 19 or int.from_bytes(
-                    head[HEADER_SIZE + 1:], "big", signed=True) != file_tag(header.file_id):
+            if first_tag != file_tag(header.file_id):
                 continue
         files.append(JournalFile(path=path, name=path.name, size=size, header=header))
     files.sort(key=lambda f: (f.file_id, f.name))

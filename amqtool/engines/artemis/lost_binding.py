@@ -39,31 +39,31 @@ def lost_binding(finding: Finding, ledger, result, index: int, first: int) -> Fi
     head = damaged_head(result.opened, index, first)
     if ((head is None or head[3] not in _BINDINGS) and result.scans[index].last_data_pos == first
             and _bare_binding_add(result.opened, index, first)):
-        details = dict(finding.details)
-        details["lostBinding"] = {"id": None, "userRecordType": None, "txId": None}
-        head_msg = finding.message.split(": the broker moves")[0].split(" (what a crash")[0]
-        return Finding(
-            Severity.CRITICAL, finding.code,
-            f"{head_msg}: the damaged record is an ADD_TX (its type and this file's tag survive, not its ids and user record "
-            f"type), and "
-            f"the bindings journal writes ADD_TX records only for queue and address bindings; no surviving record "
-            f"deletes a binding whose add is gone, records were written after it before the broker moved on, so it "
-            f"was written whole and committed, and the broker now starts without that binding", finding.path,
-            finding.offset, details)
+        return _critical(finding, {"id": None, "userRecordType": None, "txId": None},
+                         "an ADD_TX (its type and this file's tag survive, not its ids and user record type), and the "
+                         "bindings journal writes ADD_TX records only for queue and address bindings; no surviving "
+                         "record deletes a binding whose add is gone, records were written after it before the broker "
+                         "moved on, so it was written whole and committed, and the broker now starts without that "
+                         "binding")
     if head is None or head[3] not in _BINDINGS:
         return None
     t, tx_id, rid, utype = head
     if ledger.roles(rid - 1, rid + 1).get(rid, set()) & {"add", "delete"}:
         return None  # stored elsewhere, or deleted since: its loss changes nothing
+    return _critical(finding, {"id": rid, "userRecordType": utype, "txId": tx_id if t == 13 else None},
+                     f"the {_BINDINGS[utype]} {rid} (its head survives: type, this file's tag, ids), which no "
+                     f"surviving record stores elsewhere or deletes; records were written after it before the broker "
+                     f"moved on, so it was written whole and committed (the broker commits a binding as it stores "
+                     f"it), and the broker now starts without that {_BINDINGS[utype].split()[0]}")
+
+
+def _critical(finding: Finding, lost: dict, what: str) -> Finding:
+    """``finding`` made CRITICAL: its damaged record is ``what``, the binding ``lost`` (details.lostBinding)."""
     details = dict(finding.details)
-    details["lostBinding"] = {"id": rid, "userRecordType": utype, "txId": tx_id if t == 13 else None}
+    details["lostBinding"] = lost
     head_msg = finding.message.split(": the broker moves")[0].split(" (what a crash")[0]
-    return Finding(
-        Severity.CRITICAL, finding.code,
-        f"{head_msg}: the damaged record is the {_BINDINGS[utype]} {rid} (its head survives: type, this file's tag, "
-        f"ids), which no surviving record stores elsewhere or deletes; records were written after it before the "
-        f"broker moved on, so it was written whole and committed (the broker commits a binding as it stores it), "
-        f"and the broker now starts without that {_BINDINGS[utype].split()[0]}", finding.path, finding.offset, details)
+    return Finding(Severity.CRITICAL, finding.code, f"{head_msg}: the damaged record is {what}", finding.path,
+                   finding.offset, details)
 
 
 def _compacted(opened, index: int, first: int) -> bool:

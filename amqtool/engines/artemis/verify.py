@@ -501,22 +501,17 @@ class _GapInspector:
         Else a warning (a free file: nothing the broker delivers changes)."""
         import dataclasses
 
-        from amqtool.formats.artemis.records import HEADER_SIZE, decode_header, file_tag
+        from amqtool.formats.artemis.records import file_tag
         from amqtool.engines.artemis.evidence import loads_alike
-        from amqtool.store.journal_files import JournalFile, OpenedJournal
+        from amqtool.store.journal_files import JournalFile, OpenedJournal, read_head
 
         critical = Finding(Severity.CRITICAL, skipped.code, skipped.message, skipped.path, skipped.offset)
         path = Path(skipped.path)
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(HEADER_SIZE + 5)
-            header = decode_header(head[:HEADER_SIZE], path=str(path))
-            size = path.stat().st_size
-        except (OSError, FormatError):
+        got = read_head(path)
+        if got is None:
             return critical
+        header, size, first_tag = got
         own = file_tag(header.file_id)
-        first_tag = (int.from_bytes(head[HEADER_SIZE + 1:HEADER_SIZE + 5], "big", signed=True)
-                     if len(head) == HEADER_SIZE + 5 and 10 <= head[HEADER_SIZE] <= 19 else None)
         if not self.opened.files or header.user_version != self.opened.files[0].header.user_version:
             return critical
         jf = JournalFile(path=path, name=path.name, size=size, header=header)
@@ -1436,25 +1431,20 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     # A file that could not be read may hold the records that explain a damaged id; two files with one fileID
     # hold every record twice (judged as duplicate-file-id): then no reference or acknowledgement is moved.
     ids_trusted = not unread and not any(f.code == "duplicate-file-id" for f in findings)
-    moved = evidence.moved_refs() if ids_trusted else []
-    if moved:
-        shown = ", ".join(f"message {o} on queue {q} (its reference now names message {m})"
-                          for m, q, o in moved[:MAX_LISTED])
-        findings.append(Finding(
-            Severity.CRITICAL, "ref-moved",
-            f"{len(moved)} reference record(s) name a message already routed to that queue, one damaged byte away "
-            f"from a message routed elsewhere that lacks it: the broker never delivers that message there: "
-            f"{shown}", where, None, {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
-    run_moved = evidence.run_moved_refs() if ids_trusted else []
-    if run_moved:
-        shown = ", ".join(f"message {o} on queue {q} (its reference now names {m})"
-                          for m, q, o in run_moved[:MAX_LISTED])
-        findings.append(Finding(
-            Severity.CRITICAL, "ref-moved",
-            f"{len(run_moved)} reference record(s), written right after a message's record as the broker routes "
-            f"it, name an id with no message record one damaged byte from that message's, which has no "
-            f"reference on that queue: the broker never delivers the message there: {shown}", where, None,
-            {"count": len(run_moved), "messageIds": [o for _, _, o in run_moved[:100]]}))
+    for moved, what, named in (
+            (evidence.moved_refs() if ids_trusted else [],
+             "name a message already routed to that queue, one damaged byte away from a message routed elsewhere "
+             "that lacks it: the broker never delivers that message there", "message "),
+            (evidence.run_moved_refs() if ids_trusted else [],
+             "written right after a message's record (where the broker routes it) name an id with no message "
+             "record one damaged byte from that message's, which has no reference on that queue: the broker never "
+             "delivers the message there", "")):
+        if moved:
+            shown = ", ".join(f"message {o} on queue {q} (its reference now names {named}{m})"
+                              for m, q, o in moved[:MAX_LISTED])
+            findings.append(Finding(
+                Severity.CRITICAL, "ref-moved", f"{len(moved)} reference record(s) {what}: {shown}", where, None,
+                {"count": len(moved), "messageIds": [o for _, _, o in moved[:100]]}))
     requeued = evidence.requeued_refs() if ids_trusted else []
     if requeued:
         shown = ", ".join(f"message {m} on queue {lost} (its reference now names queue {q})"

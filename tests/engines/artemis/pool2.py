@@ -16,24 +16,25 @@ BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 
 
 def flipped(tmp_path, file_name: str, offset: int, mask: int,
-            check: Callable[[bytearray], None] = lambda data: None):
+            check: Callable[[bytearray], None] = lambda data: None, store=STORE):
     """(the copy's root, the truth's diff of pristine and damaged) after ``data[offset] ^= mask`` in journal
-    file ``file_name``; ``check`` asserts, on the pristine bytes, that the record is the one the test means."""
+    file ``file_name``; ``check`` asserts, on the pristine bytes, that the record is the one the test means.
+    ``store``: another real JournalImpl store of tests/data/artemis (its ``journal``) to copy instead."""
     def flip(data: bytearray) -> bytes:
         check(data)
         data[offset] ^= mask
         return bytes(data)
 
-    return changed(tmp_path, file_name, flip)
+    return changed(tmp_path, file_name, flip, store)
 
 
-def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes]):
+def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes], store=STORE):
     """(the copy's root, the truth's diff of pristine and damaged) once journal file ``file_name`` holds
     ``change(its bytes)``."""
     if not BINDINGS.is_dir():
         pytest.skip("broker-written fixture absent")
     root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
+    shutil.copytree(store / "journal", root / "journal")
     shutil.copytree(BINDINGS, root / "bindings")
     reader = artemis.DeliveredReader(root)
     path = root / "journal" / file_name

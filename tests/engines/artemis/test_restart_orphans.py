@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.engines.artemis.pool2 import BINDINGS
+from tests.engines.artemis.pool2 import BINDINGS, flipped
 from tests.faults import artemis
 from tests.faults.runner import verify_verdict
 from tests.support import REPO, loaded_like_oracle, oracle_load
@@ -94,17 +94,8 @@ def test_one_damaged_acknowledgement_id_beside_it_makes_no_lost_message_record(t
     # (missing-journal-file). The message's DELETE, written right after its last acknowledgement, one damaged
     # byte from the id it now names, says whose it was (own_acks.py): a damaged id, not a lost add, which leaves
     # the restart's orphan alone again.
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / name
-    data = bytearray(path.read_bytes())
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    assert reader.pristine.diff(reader.damaged(root)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    root, diff = flipped(tmp_path, name, offset, mask, store=STORE)
+    assert diff == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
     verdict, codes = verify_verdict(root)
     assert (verdict, codes) == ("OK", ())
 
@@ -118,17 +109,8 @@ def test_a_deleted_messages_reference_with_a_damaged_id_is_no_removed_file(tmp_p
     # the ADD of a message deleted since names no message now; a live update without its add, taken for the
     # trace of a removed file while the broker drops it to no effect. The message whose ADD begins the run of
     # references it stands in, one damaged byte away, wrote it (ref_in_place.run_owned).
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / name
-    data = bytearray(path.read_bytes())
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    assert reader.pristine.diff(reader.damaged(root)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    root, diff = flipped(tmp_path, name, offset, mask, store=STORE)
+    assert diff == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
     assert verify_verdict(root) == ("OK", ())
 
 
@@ -141,17 +123,9 @@ def test_a_delete_whose_id_moved_onto_another_messages_is_no_removed_file(tmp_pa
     # DELETE right after a message's last acknowledgement in activemq-data-4.amq, damaged onto the id of another
     # message that other records carry, leaves the message's acknowledgements live without their add. In the
     # broker's write order a record is deleted after it is written, and once (lost_deletes.moved_deletes).
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    path = root / "journal" / "activemq-data-4.amq"
-    data = bytearray(path.read_bytes())
-    # the DELETE's type byte (its id ends 13 bytes on), or a DELETE_TX's (21: its transaction id first)
-    assert data[offset - 13] == 16 or data[offset - 21] == 15
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    assert reader.pristine.diff(reader.damaged(root)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+    def check(data):  # the DELETE's type byte (its id ends 13 bytes on), or a DELETE_TX's (21: its tx id first)
+        assert data[offset - 13] == 16 or data[offset - 21] == 15
+
+    root, diff = flipped(tmp_path, "activemq-data-4.amq", offset, mask, check, store=STORE)
+    assert diff == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
     assert verify_verdict(root) == ("OK", ())
