@@ -7,8 +7,15 @@ current page becomes the last one left. What remains of its messages is outside 
 
 * the queues' **page counters** (``PageSubscriptionCounterImpl``: incremented in the transaction that pages a
   message, decremented with its acknowledgement) say more messages are unconsumed than the pages hold;
-* a committed **page transaction** (``PageTransactionInfoImpl``: its record names how many messages it paged,
-  and the broker deletes it once every one of them is consumed) whose messages are in no page left;
+* a committed **page transaction** (``PageTransactionInfoImpl``: its record names how many references to
+  durable queues it paged, ``numberOfPersistentMessages``; each acknowledgement of one of them stores an update
+  record of 1 in the acknowledging transaction, ``storeUpdate`` -> ``onUpdate``, and the broker deletes the
+  record once the count reaches 0) whose live references (count less updates) outnumber the queue ids its
+  messages still name in the pages left: each paged message names every queue it was routed to, and stays in
+  its page until the whole page is consumed, so a page holds at least the live references of its messages.
+  A prepared page transaction (its record in the PREPARE) likewise, its count whole. This holds for a page cut
+  anywhere, not only one gone whole: the page of a transactional send was synced before its COMMIT or PREPARE
+  was written (``PageTimedWriter.processMessages``), so no crash cut it;
 * a **large-message body file** that no record claims, neither a journal record nor a paged message (the
   broker writes the body before it pages the message, and deletes it once the message is consumed).
 
@@ -52,7 +59,7 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
               if not any(f.code in _PAGE_JUDGED and f.path and f.path.startswith(str(ps.folder)) for f in findings)]
     if not judged or not any(stored.get(q, 0) > expected.get(q, 0) for q in view.queues):
         return []
-    gone_txs, uncounted = _read_pages(view, stores)
+    short_txs, uncounted = _read_pages(view, stores)
     out = []
     claimed = set(view.large) | set(paged_large)
     unclaimed = [m for m in large_message_files(verifier.store.large_messages_dir) if m not in claimed]
@@ -65,9 +72,10 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
         if not lost:
             continue
         why = []
-        if gone_txs:
-            shown = ", ".join(f"{tx} ({n} message(s))" for tx, n in gone_txs[:MAX_LISTED])
-            why.append(f"committed page transaction(s) {shown} have no message left in any page")
+        if short_txs:
+            shown = ", ".join(f"{tx} ({n} reference(s) missing)" for tx, n in short_txs[:MAX_LISTED])
+            why.append(f"committed or prepared page transaction(s) {shown} have fewer references left in the pages "
+                       f"than their records count unconsumed")
         if unclaimed:
             shown = ", ".join(map(str, unclaimed[:MAX_LISTED]))
             why.append(f"large-message body file(s) of message(s) {shown} are claimed by no record")
@@ -83,20 +91,22 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
             + "; ".join(why) + ": a page after it, or the current page, is gone with them",
             str(ps.folder), None,
             {"messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()},
-             "pageTransactions": [tx for tx, _ in gone_txs[:100]], "largeMessageIds": unclaimed[:100]}))
+             "pageTransactions": [tx for tx, _ in short_txs[:100]], "largeMessageIds": unclaimed[:100]}))
     return out
 
 
 def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter]:
-    """(page transaction, messages its record says it paged) of every committed page transaction whose add
-    survives with no message in the pages of ``stores``; and queue -> pending paged messages of page
+    """(page transaction, live references of it the pages lack) of every committed or prepared page transaction
+    whose add survives and whose live references (its count less its updates) outnumber the queue ids its
+    messages name
+    in the pages of ``stores``; and queue -> pending paged messages of page
     transactions that are prepared or unknown (not in the expected counts). A Python read of every page, only
     when counters are short."""
     from amqtool.engines.artemis.paging.stores import PageFile
     from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
     from amqtool.formats.artemis.paging import PageSummaries
 
-    wanted = {tx for tx, (_, n) in view.page_tx_adds.items() if n > 0}
+    held: Counter = Counter()  # page transaction -> queue ids its messages name in the pages
     uncounted: Counter = Counter()
     for ps in stores:
         for pid in sorted(ps.pages):
@@ -106,7 +116,10 @@ def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter]:
                 return [], uncounted  # an unreadable page may hold them (reported where pages are read)
             with pf:
                 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
-                    wanted.discard(tx_id)
+                    held[tx_id] += len(qids)
                     if tx_id > 0 and view.tx_state(tx_id) != PAGE_TX_COMMITTED:
                         uncounted.update(q for q in qids if view.queue_state(q, pid, number) == Q_PENDING)
-    return sorted((tx, view.page_tx_adds[tx][1]) for tx in wanted), uncounted
+    # a prepared transaction's count has no updates: none of its messages is delivered before it commits
+    live = {tx: n - view.page_tx_updates.get(tx, 0) for tx, (_, n) in view.page_tx_adds.items()}
+    live.update((tx, n) for tx, n in view.page_tx_prepared_count.items() if tx not in live)
+    return sorted((tx, n - held[tx]) for tx, n in live.items() if n > held[tx]), uncounted
