@@ -59,7 +59,7 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
               if not any(f.code in _PAGE_JUDGED and f.path and f.path.startswith(str(ps.folder)) for f in findings)]
     if not judged or not any(stored.get(q, 0) > expected.get(q, 0) for q in view.queues):
         return []
-    short_txs, uncounted = _read_pages(view, stores)
+    short_txs, uncounted, where = _read_pages(view, stores)
     out = []
     claimed = set(view.large) | set(paged_large)
     unclaimed = [m for m in large_message_files(verifier.store.large_messages_dir) if m not in claimed]
@@ -69,6 +69,14 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
         # lower bound of what was lost)
         lost = {q: stored[q] - expected.get(q, 0) - uncounted[q] for q in queues
                 if stored.get(q, 0) > expected.get(q, 0) + uncounted[q]}
+        mine = sum(n for tx, n in short_txs if ps.address in where.get(tx, ()))
+        if not lost and mine:
+            # a page transaction of this address short in its pages is evidence apart from the counters: the
+            # messages of prepared or unknown transactions the counters may count do not explain it away, and
+            # the counters' excess over what the pages hold agrees with it
+            lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
+            if lost:
+                lost = _at_least(lost, mine)
         if not lost:
             continue
         why = []
@@ -95,31 +103,46 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
     return out
 
 
-def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter]:
+def _at_least(excess: dict[int, int], refs: int) -> dict[int, int]:
+    """The counters' ``excess`` (queue -> references) cut down to a total of ``refs`` (the references a short
+    page transaction proves gone), queue by queue: a lower bound of what was lost."""
+    out = {}
+    for q, n in excess.items():
+        if refs <= 0:
+            break
+        out[q] = min(n, refs)
+        refs -= out[q]
+    return out
+
+
+def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter, dict[int, set[str]]]:
     """(page transaction, live references of it the pages lack) of every committed or prepared page transaction
     whose add survives and whose live references (its count less its updates) outnumber the queue ids its
     messages name
     in the pages of ``stores``; and queue -> pending paged messages of page
-    transactions that are prepared or unknown (not in the expected counts). A Python read of every page, only
+    transactions that are prepared or unknown (not in the expected counts); and page transaction -> the
+    addresses whose pages hold a message of it. A Python read of every page, only
     when counters are short."""
     from amqtool.engines.artemis.paging.stores import PageFile
     from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
     from amqtool.formats.artemis.paging import PageSummaries
 
     held: Counter = Counter()  # page transaction -> queue ids its messages name in the pages
+    where: dict[int, set[str]] = {}  # page transaction -> addresses whose pages hold a message of it
     uncounted: Counter = Counter()
     for ps in stores:
         for pid in sorted(ps.pages):
             try:
                 pf = PageFile(ps.page_path(pid))
             except OSError:
-                return [], uncounted  # an unreadable page may hold them (reported where pages are read)
+                return [], uncounted, where  # an unreadable page may hold them (reported where pages are read)
             with pf:
                 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
                     held[tx_id] += len(qids)
+                    where.setdefault(tx_id, set()).add(ps.address)
                     if tx_id > 0 and view.tx_state(tx_id) != PAGE_TX_COMMITTED:
                         uncounted.update(q for q in qids if view.queue_state(q, pid, number) == Q_PENDING)
     # a prepared transaction's count has no updates: none of its messages is delivered before it commits
     live = {tx: n - view.page_tx_updates.get(tx, 0) for tx, (_, n) in view.page_tx_adds.items()}
     live.update((tx, n) for tx, n in view.page_tx_prepared_count.items() if tx not in live)
-    return sorted((tx, n - held[tx]) for tx, n in live.items() if n > held[tx]), uncounted
+    return sorted((tx, n - held[tx]) for tx, n in live.items() if n > held[tx]), uncounted, where
