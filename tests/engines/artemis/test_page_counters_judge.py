@@ -152,6 +152,24 @@ def test_a_short_page_transaction_is_not_explained_away_by_unknown_transactions(
         2, "critical", [510], 2)
 
 
+def test_a_prepared_page_transaction_gone_from_every_page_is_evidence_too(run_json, tmp_path):
+    # pagesweep seed 9605 (demo-s1, loss/WARNING): page 1 of 'backlog' (its current page) cut at the start of
+    # its message 26; message 27, the page's last, was the only one of page transaction 598, which the journal
+    # holds prepared. Queue 41's counter is 1 over the pages, which a message of an unknown transaction left in
+    # them explained away; the PREPARE's page transaction record, with no message left anywhere, does not.
+    store = campaign_demo(tmp_path / "store", 1)
+    page = _page_of(store, "backlog", 1)
+    recs = _records(page)
+    assert (len(recs), recs[26][1]) == (28, 31163)
+    before = delivered(store)
+    Fault("truncate", str(page.relative_to(store)), 31163).apply(store)
+    assert before.diff(delivered(store))["lost"] == 2
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-missing"]
+    assert (code, f["severity"], f["details"]["pageTransactions"], f["details"]["lostByQueue"]) == (
+        2, "critical", [598], {"41": 1})
+
+
 @pytest.mark.parametrize("seed", range(1, 7))
 def test_no_page_transaction_of_an_undamaged_demo_is_short(tmp_path, seed):
     # the pages of a store as written hold every live reference each page transaction counts

@@ -7,15 +7,11 @@ current page becomes the last one left. What remains of its messages is outside 
 
 * the queues' **page counters** (``PageSubscriptionCounterImpl``: incremented in the transaction that pages a
   message, decremented with its acknowledgement) say more messages are unconsumed than the pages hold;
-* a committed **page transaction** (``PageTransactionInfoImpl``: its record names how many references to
-  durable queues it paged, ``numberOfPersistentMessages``; each acknowledgement of one of them stores an update
-  record of 1 in the acknowledging transaction, ``storeUpdate`` -> ``onUpdate``, and the broker deletes the
-  record once the count reaches 0) whose live references (count less updates) outnumber the queue ids its
-  messages still name in the pages left: each paged message names every queue it was routed to, and stays in
-  its page until the whole page is consumed, so a page holds at least the live references of its messages.
-  A prepared page transaction (its record in the PREPARE) likewise, its count whole. This holds for a page cut
-  anywhere, not only one gone whole: the page of a transactional send was synced before its COMMIT or PREPARE
-  was written (``PageTimedWriter.processMessages``), so no crash cut it;
+* a committed or prepared **page transaction** whose messages in the pages left name fewer references than
+  its record counts (``synced_refs.refs_missing``: the broker counts one reference per message and queue in
+  the add, written after the page holding them was synced, ``PageTimedWriter.processMessages``, and deletes a
+  page only once every queue is done with it, so no crash cut them, and a page cut anywhere, not only one gone
+  whole, shows), or a committed one with no message left in any page;
 * a **large-message body file** that no record claims, neither a journal record nor a paged message (the
   broker writes the body before it pages the message, and deletes it once the message is consumed).
 
@@ -23,8 +19,10 @@ The counters alone do not prove it: one damaged counter record raises one queue'
 message; and a message paged in a transaction that is prepared, or that the journal does not know, leaves
 every queue it was routed to short by one in a store a broker wrote (tests/paging_stores.py's sample: two
 queues short, nothing lost). So the loss is CRITICAL ``page-missing`` when the counters of the address's
-queues are short and something independent of the counters agrees: a committed page transaction with no
-message left in any page, or an unclaimed body file. An
+queues are short and something independent of the counters agrees: a page transaction short of references,
+or an unclaimed body file. A page transaction short of references with a message in the address's pages (or
+none left anywhere) is not explained away by the prepared or unknown transactions' messages the counters may
+count: then the counters' plain excess over the pages is the corroboration. An
 address whose pages already carry a finding (a torn or damaged page, an undecodable record, a gap) is judged
 there: a torn current page also leaves the counters short, and that is a crash's WARNING. Nor is a store
 with a file that could not be read (it may hold the records that explain the counters).
@@ -69,11 +67,12 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
         # lower bound of what was lost)
         lost = {q: stored[q] - expected.get(q, 0) - uncounted[q] for q in queues
                 if stored.get(q, 0) > expected.get(q, 0) + uncounted[q]}
-        mine = sum(n for tx, n in short_txs if ps.address in where.get(tx, ()))
+        # the short page transactions with a message in this address's pages, or with none left in any page
+        mine = sum(n for tx, n in short_txs if ps.address in where.get(tx, (ps.address,)))
         if not lost and mine:
-            # a page transaction of this address short in its pages is evidence apart from the counters: the
-            # messages of prepared or unknown transactions the counters may count do not explain it away, and
-            # the counters' excess over what the pages hold agrees with it
+            # a page transaction short in the pages is evidence apart from the counters: the messages of
+            # prepared or unknown transactions the counters may count do not explain it away, and the counters'
+            # excess over what the pages hold agrees with it
             lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
             if lost:
                 lost = _at_least(lost, mine)
@@ -82,8 +81,8 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
         why = []
         if short_txs:
             shown = ", ".join(f"{tx} ({n} reference(s) missing)" for tx, n in short_txs[:MAX_LISTED])
-            why.append(f"committed or prepared page transaction(s) {shown} have fewer references left in the pages "
-                       f"than their records count unconsumed")
+            why.append(f"committed or prepared page transaction(s) {shown} name fewer references in the pages "
+                       f"than their records count")
         if unclaimed:
             shown = ", ".join(map(str, unclaimed[:MAX_LISTED]))
             why.append(f"large-message body file(s) of message(s) {shown} are claimed by no record")
@@ -116,18 +115,15 @@ def _at_least(excess: dict[int, int], refs: int) -> dict[int, int]:
 
 
 def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter, dict[int, set[str]]]:
-    """(page transaction, live references of it the pages lack) of every committed or prepared page transaction
-    whose add survives and whose live references (its count less its updates) outnumber the queue ids its
-    messages name
-    in the pages of ``stores``; and queue -> pending paged messages of page
-    transactions that are prepared or unknown (not in the expected counts); and page transaction -> the
-    addresses whose pages hold a message of it. A Python read of every page, only
-    when counters are short."""
+    """(page transaction, references of it the pages lack) of every page transaction short of references
+    (see the module's docstring); queue -> pending paged messages of page transactions that are prepared or
+    unknown (not in the expected counts); and page transaction -> the addresses whose pages hold a message of
+    it. A Python read of every page, only when counters are short."""
     from amqtool.engines.artemis.paging.stores import PageFile
+    from amqtool.engines.artemis.paging.synced_refs import refs_missing
     from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
     from amqtool.formats.artemis.paging import PageSummaries
 
-    held: Counter = Counter()  # page transaction -> queue ids its messages name in the pages
     where: dict[int, set[str]] = {}  # page transaction -> addresses whose pages hold a message of it
     uncounted: Counter = Counter()
     for ps in stores:
@@ -138,11 +134,11 @@ def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter, dict[int,
                 return [], uncounted, where  # an unreadable page may hold them (reported where pages are read)
             with pf:
                 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
-                    held[tx_id] += len(qids)
                     where.setdefault(tx_id, set()).add(ps.address)
                     if tx_id > 0 and view.tx_state(tx_id) != PAGE_TX_COMMITTED:
                         uncounted.update(q for q in qids if view.queue_state(q, pid, number) == Q_PENDING)
-    # a prepared transaction's count has no updates: none of its messages is delivered before it commits
-    live = {tx: n - view.page_tx_updates.get(tx, 0) for tx, (_, n) in view.page_tx_adds.items()}
-    live.update((tx, n) for tx, n in view.page_tx_prepared_count.items() if tx not in live)
-    return sorted((tx, n - held[tx]) for tx, n in live.items() if n > held[tx]), uncounted, where
+    # short: synced_refs' count (an add's references against those its messages name, no page deleted before
+    # them); and a committed transaction with no message left in any page, whichever pages were deleted
+    short = {tx: n for tx, (n, _) in refs_missing(view, stores).items()}
+    short.update((tx, n) for tx, (_, n) in view.page_tx_adds.items() if n > 0 and tx not in where)
+    return sorted(short.items()), uncounted, where
