@@ -7,8 +7,11 @@ current page becomes the last one left. What remains of its messages is outside 
 
 * the queues' **page counters** (``PageSubscriptionCounterImpl``: incremented in the transaction that pages a
   message, decremented with its acknowledgement) say more messages are unconsumed than the pages hold;
-* a committed **page transaction** (``PageTransactionInfoImpl``: its record names how many messages it paged,
-  and the broker deletes it once every one of them is consumed) whose messages are in no page left;
+* a committed or prepared **page transaction** whose messages in the pages left name fewer references than
+  its record counts (``synced_refs.refs_missing``: the broker counts one reference per message and queue in
+  the add, written after the page holding them was synced, ``PageTimedWriter.processMessages``, and deletes a
+  page only once every queue is done with it, so no crash cut them, and a page cut anywhere, not only one gone
+  whole, shows), or a committed one with no message left in any page;
 * a **large-message body file** that no record claims, neither a journal record nor a paged message (the
   broker writes the body before it pages the message, and deletes it once the message is consumed).
 
@@ -16,8 +19,10 @@ The counters alone do not prove it: one damaged counter record raises one queue'
 message; and a message paged in a transaction that is prepared, or that the journal does not know, leaves
 every queue it was routed to short by one in a store a broker wrote (tests/paging_stores.py's sample: two
 queues short, nothing lost). So the loss is CRITICAL ``page-missing`` when the counters of the address's
-queues are short and something independent of the counters agrees: a committed page transaction with no
-message left in any page, or an unclaimed body file. An
+queues are short and something independent of the counters agrees: a page transaction short of references,
+or an unclaimed body file. A page transaction short of references with a message in the address's pages (or
+none left anywhere) is not explained away by the prepared or unknown transactions' messages the counters may
+count: then the counters' plain excess over the pages is the corroboration. An
 address whose pages already carry a finding (a torn or damaged page, an undecodable record, a gap) is judged
 there: a torn current page also leaves the counters short, and that is a crash's WARNING. Nor is a store
 with a file that could not be read (it may hold the records that explain the counters).
@@ -52,7 +57,7 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
               if not any(f.code in _PAGE_JUDGED and f.path and f.path.startswith(str(ps.folder)) for f in findings)]
     if not judged or not any(stored.get(q, 0) > expected.get(q, 0) for q in view.queues):
         return []
-    gone_txs, uncounted = _read_pages(view, stores)
+    short_txs, uncounted, where = _read_pages(view, stores)
     out = []
     claimed = set(view.large) | set(paged_large)
     unclaimed = [m for m in large_message_files(verifier.store.large_messages_dir) if m not in claimed]
@@ -62,12 +67,22 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
         # lower bound of what was lost)
         lost = {q: stored[q] - expected.get(q, 0) - uncounted[q] for q in queues
                 if stored.get(q, 0) > expected.get(q, 0) + uncounted[q]}
+        # the short page transactions with a message in this address's pages, or with none left in any page
+        mine = sum(n for tx, n in short_txs if ps.address in where.get(tx, (ps.address,)))
+        if not lost and mine:
+            # a page transaction short in the pages is evidence apart from the counters: the messages of
+            # prepared or unknown transactions the counters may count do not explain it away, and the counters'
+            # excess over what the pages hold agrees with it
+            lost = {q: stored[q] - expected.get(q, 0) for q in queues if stored.get(q, 0) > expected.get(q, 0)}
+            if lost:
+                lost = _at_least(lost, mine)
         if not lost:
             continue
         why = []
-        if gone_txs:
-            shown = ", ".join(f"{tx} ({n} message(s))" for tx, n in gone_txs[:MAX_LISTED])
-            why.append(f"committed page transaction(s) {shown} have no message left in any page")
+        if short_txs:
+            shown = ", ".join(f"{tx} ({n} reference(s) missing)" for tx, n in short_txs[:MAX_LISTED])
+            why.append(f"committed or prepared page transaction(s) {shown} name fewer references in the pages "
+                       f"than their records count")
         if unclaimed:
             shown = ", ".join(map(str, unclaimed[:MAX_LISTED]))
             why.append(f"large-message body file(s) of message(s) {shown} are claimed by no record")
@@ -83,30 +98,47 @@ def lost_page_finding(verifier, findings: list[Finding], expected: dict[int, int
             + "; ".join(why) + ": a page after it, or the current page, is gone with them",
             str(ps.folder), None,
             {"messagesLost": n, "lostByQueue": {str(q): v for q, v in lost.items()},
-             "pageTransactions": [tx for tx, _ in gone_txs[:100]], "largeMessageIds": unclaimed[:100]}))
+             "pageTransactions": [tx for tx, _ in short_txs[:100]], "largeMessageIds": unclaimed[:100]}))
     return out
 
 
-def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter]:
-    """(page transaction, messages its record says it paged) of every committed page transaction whose add
-    survives with no message in the pages of ``stores``; and queue -> pending paged messages of page
-    transactions that are prepared or unknown (not in the expected counts). A Python read of every page, only
-    when counters are short."""
+def _at_least(excess: dict[int, int], refs: int) -> dict[int, int]:
+    """The counters' ``excess`` (queue -> references) cut down to a total of ``refs`` (the references a short
+    page transaction proves gone), queue by queue: a lower bound of what was lost."""
+    out = {}
+    for q, n in excess.items():
+        if refs <= 0:
+            break
+        out[q] = min(n, refs)
+        refs -= out[q]
+    return out
+
+
+def _read_pages(view, stores) -> tuple[list[tuple[int, int]], Counter, dict[int, set[str]]]:
+    """(page transaction, references of it the pages lack) of every page transaction short of references
+    (see the module's docstring); queue -> pending paged messages of page transactions that are prepared or
+    unknown (not in the expected counts); and page transaction -> the addresses whose pages hold a message of
+    it. A Python read of every page, only when counters are short."""
     from amqtool.engines.artemis.paging.stores import PageFile
+    from amqtool.engines.artemis.paging.synced_refs import refs_missing
     from amqtool.engines.artemis.paging.view import PAGE_TX_COMMITTED, Q_PENDING
     from amqtool.formats.artemis.paging import PageSummaries
 
-    wanted = {tx for tx, (_, n) in view.page_tx_adds.items() if n > 0}
+    where: dict[int, set[str]] = {}  # page transaction -> addresses whose pages hold a message of it
     uncounted: Counter = Counter()
     for ps in stores:
         for pid in sorted(ps.pages):
             try:
                 pf = PageFile(ps.page_path(pid))
             except OSError:
-                return [], uncounted  # an unreadable page may hold them (reported where pages are read)
+                return [], uncounted, where  # an unreadable page may hold them (reported where pages are read)
             with pf:
                 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
-                    wanted.discard(tx_id)
+                    where.setdefault(tx_id, set()).add(ps.address)
                     if tx_id > 0 and view.tx_state(tx_id) != PAGE_TX_COMMITTED:
                         uncounted.update(q for q in qids if view.queue_state(q, pid, number) == Q_PENDING)
-    return sorted((tx, view.page_tx_adds[tx][1]) for tx in wanted), uncounted
+    # short: synced_refs' count (an add's references against those its messages name, no page deleted before
+    # them); and a committed transaction with no message left in any page, whichever pages were deleted
+    short = {tx: n for tx, (n, _) in refs_missing(view, stores).items()}
+    short.update((tx, n) for tx, (_, n) in view.page_tx_adds.items() if n > 0 and tx not in where)
+    return sorted(short.items()), uncounted, where
