@@ -202,7 +202,6 @@ class Evidence:
     refs: dict[int, set[int]] = field(default_factory=dict)
     acked: set[tuple[int, int]] = field(default_factory=set)
     live_ids: set[int] = field(default_factory=set)  # ids with any live record (messages journal)
-    other_adds: set[int] = field(default_factory=set)  # ids of live adds of the messages journal not messages'
     deleted_unknown: set[int] = field(default_factory=set)
     deleted_unknown_complete: bool = True
     have_bindings: bool = False
@@ -255,7 +254,6 @@ class Evidence:
             ev.opened = messages.opened
             ev._messages = messages
             ev.live_ids = {r.id for r in messages.live}
-            ev.other_adds = {r.id for r in messages.live if not r.is_update} - ev.messages
             # a broker's store (its bindings journal beside): then the user record types are the broker's (a bare
             # journal directory of other user types, as JournalImpl's own tests write, is not judged so)
             broker = bindings is not None
@@ -326,11 +324,6 @@ class Evidence:
         from amqtool.engines.artemis.write_order import added_before
 
         updates = self.orphan_updates.get(orphan, [])
-        if orphan in self.other_adds:
-            # its own add is live under another user record type (a message's ADD_MESSAGE_PROTOCOL read as
-            # ACK_RETRY, 45 -> 53; campaign sweep seed 9144): loadMessageJournal loads no message for the
-            # references, which only a message has, and drops them
-            return LOSS
         # a message without refs whose ADD's id may be the damaged one -- unless it is acknowledged on a
         # queue the orphan has a ref for: then it was routed there, and the orphan ref is its own, misfiled
         ref_queues = {q for kind, q in updates if kind == R.ADD_REF}

@@ -13,7 +13,8 @@ queue it was still on.
 The evidence is the pair, which the broker never writes otherwise: the message-journal updates the broker
 writes only for a message (``storeReference``, ``storeAcknowledge``, ``updateDeliveryCount``,
 ``updateScheduledDeliveryTime``) hang on an ADD whose user record type is no message type -- and the ADD's
-body still decodes as a message under a type one damaged bit away. A reference whose id was damaged onto the
+body still decodes as a message under a type one damaged bit away, or as a protocol message naming the record's
+own id (the damaged byte may hold any value). A reference whose id was damaged onto the
 id of another record leaves that record's body as it was (a counter's 20 bytes do not decode as a message),
 so it is not read so.
 
@@ -48,7 +49,8 @@ class Retyped:
 
 def retyped_messages(result, live_queues) -> list[Retyped]:
     """The live ADDs of the messages journal loaded as ``result`` whose user record type is no message type,
-    that carry live message updates, and whose body decodes as the message type one bit away, with the queues
+    that carry live message updates, and whose body decodes as the message type one bit away (or as a protocol
+    message of their own id, whatever the type byte now holds), with the queues
     ``live_queues(id)`` says still hold them (only those with one: a message every queue acknowledged is lost to
     no one)."""
     if result is None:
@@ -63,10 +65,17 @@ def retyped_messages(result, live_queues) -> list[Retyped]:
         queues = tuple(sorted(live_queues(r.id)))
         if not queues:
             continue
+        body = None
         for was in MESSAGE_TYPES:
             x = was ^ r.user_record_type
             if x & (x - 1):
-                continue  # more than one bit away
+                # more than one bit away (the byte damaged to another value: ADD_MESSAGE_PROTOCOL 45 read as
+                # ACK_RETRY 53, campaign sweep seed 9144): only a protocol message whose body names this record's
+                # id, as storeMessage writes it (other bodies, a page transaction's, may decode as a legacy one)
+                body = result.body(r) if body is None else body
+                if was != R.ADD_MESSAGE_PROTOCOL or len(body) < 9 or \
+                        int.from_bytes(body[1:9], "big", signed=True) != r.id:
+                    continue
             try:
                 decode_user_record(was, result.body(r), record_id=r.id)
             except FormatError:

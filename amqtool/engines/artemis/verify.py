@@ -1489,8 +1489,8 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
                           f"{', '.join(map(str, x.queues))})" for x in retyped[:MAX_LISTED])
         findings.append(Finding(
             Severity.CRITICAL, "message-record-retyped",
-            f"{len(retyped)} message record(s) carry a user record type that is no message type, one bit from "
-            f"the type their body decodes as, while references of them are live (first: record {r.id}, type "
+            f"{len(retyped)} message record(s) carry a user record type that is no message type while their "
+            f"body decodes as a message and references of them are live (first: record {r.id}, type "
             f"{r.user_record_type}, a message of type {first.was}): their type byte was damaged, the broker "
             f"never loads them as messages and drops their references: {shown}",
             str(results["messages"].files[r.file_index].path), r.body_offset - 1,
