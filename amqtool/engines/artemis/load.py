@@ -267,6 +267,14 @@ class LoadResult:
     def body_sha256(self, rec: LiveRecord) -> str:
         return hashlib.sha256(self.body(rec)).hexdigest()
 
+    def updates_of(self, ids) -> dict[int, list[LiveRecord]]:
+        """Id of ``ids`` -> its live updates, in load order (one pass over the live records)."""
+        out: dict[int, list[LiveRecord]] = {x: [] for x in ids}
+        for r in self.live:
+            if r.is_update and r.id in out:
+                out[r.id].append(r)
+        return out
+
     @property
     def data_files(self) -> list[JournalFile]:
         """``getDataFiles()`` after a read-only load: every data file but the last, which becomes current."""

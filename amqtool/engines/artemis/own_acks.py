@@ -83,10 +83,10 @@ def deleted_after_own_ack(result, orphans: set[int]) -> set[int]:
     message's last acknowledgement, its id damaged (see the module docstring), which the broker drops to no
     effect -- no add lost with a file."""
     out = set()
-    for x in orphans:
-        updates = [r for r in result.live if r.id == x and r.is_update]
+    for x, updates in result.updates_of(orphans).items():
         if len(updates) == 1 and updates[0].user_record_type == _ACK:
             gone = delete_right_after(result, updates[0])
             if gone is not None and gone != x and one_byte_apart(gone, x):
                 out.add(x)
     return out
+

@@ -79,8 +79,7 @@ def run_owned(result, orphans: set[int]) -> dict[int, int]:
     from amqtool.formats.damage import one_byte_apart
 
     out = {}
-    for x in orphans:
-        updates = [r for r in result.live if r.id == x and r.is_update]
+    for x, updates in result.updates_of(orphans).items():
         if len(updates) != 1 or updates[0].user_record_type != _ADD_REF:
             continue
         owner = run_owner(result, (updates[0].file_index, updates[0].body_offset))
