@@ -91,6 +91,19 @@ def flip_byte(path: Path, offset: int, mask: int) -> None:
         fh.write(bytes([b ^ mask]))
 
 
+def flipped_test_journal(tmp_path: Path, store: str, file_name: str, at: int, record: tuple[int, int],
+                         offset: int, mask: int) -> Path:
+    """A copy (``tmp_path/j``) of the journal of ``tests/data/artemis/<store>`` with ``data[offset] ^= mask`` in
+    ``file_name``, once the record at ``at`` is asserted to be ``record`` (its type, its id: a non-transactional
+    record's, at +6) -- the record the test means."""
+    journal = copy_tree(REPO / "tests" / "data" / "artemis" / store / "journal", tmp_path / "j")
+    path = journal / file_name
+    data = path.read_bytes()
+    assert (data[at], int.from_bytes(data[at + 6:at + 14], "big", signed=True)) == record
+    flip_byte(path, offset, mask)
+    return journal
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     """A writable copy of a (read-only) fixture directory."""
     shutil.copytree(src, dst)

@@ -83,16 +83,10 @@ def test_a_reference_whose_id_was_damaged_onto_an_old_id_is_no_removed_file(run_
     # message's references as it stores it (PostOfficeImpl.processRoute), so its add lay in the reference's file or
     # after the present file before it, where no fileID is missing (campaign seeds 8311031933021008 on
     # /work/artemis-fresh/a08, 8341065023120012 on e-n7151).
-    import shutil
+    from tests.support import flipped_test_journal
 
-    from tests.support import REPO
-
-    journal = shutil.copytree(REPO / "tests" / "data" / "artemis" / "compacted-dead" / "journal", tmp_path / "j")
-    path = journal / "activemq-data-48.amq"
-    data = bytearray(path.read_bytes())
-    assert data[3847] == 12 and data[3847 + 6:3847 + 14] == (2147484673).to_bytes(8, "big")
-    data[3847 + 12] ^= 0x04
-    path.write_bytes(bytes(data))
+    journal = flipped_test_journal(tmp_path, "compacted-dead", "activemq-data-48.amq", 3847, (12, 2147484673),
+                                   3847 + 12, 0x04)
     code, doc, _ = run_json("verify", str(journal))
     assert not [f for f in doc["findings"] if f["code"] == "missing-journal-file"]
     (gap,) = [f for f in doc["findings"] if f["code"] == "file-id-gap"]

@@ -20,6 +20,7 @@ import pytest
 
 from tests.engines.artemis.pool2 import flipped
 from tests.faults.runner import verify_verdict
+from tests.support import flipped_test_journal
 
 DELETE_AT, MID = 1198, 2147484495
 
@@ -136,18 +137,8 @@ ORPHAN_DELETE_AT, ORPHAN_MID = 2348, 2147484253
 
 
 def _restart_orphan_flipped(tmp_path, offset: int, mask: int):
-    import shutil
-
-    from tests.support import REPO
-
-    journal = shutil.copytree(REPO / "tests" / "data" / "artemis" / "restart-orphan" / "journal", tmp_path / "j")
-    path = journal / "activemq-data-13.amq"
-    data = bytearray(path.read_bytes())
-    assert data[ORPHAN_DELETE_AT] == 16 and data[ORPHAN_DELETE_AT + 6:ORPHAN_DELETE_AT + 14] == ORPHAN_MID.to_bytes(
-        8, "big")
-    data[offset] ^= mask
-    path.write_bytes(bytes(data))
-    return journal
+    return flipped_test_journal(tmp_path, "restart-orphan", "activemq-data-13.amq", ORPHAN_DELETE_AT,
+                                (16, ORPHAN_MID), offset, mask)
 
 
 def test_a_delete_the_damage_took_leaves_no_lost_message_record(tmp_path, run_json):
@@ -181,16 +172,8 @@ def test_an_update_id_the_broker_never_issued_does_not_vouch_for_a_lone_orphan(t
     # third byte flipped: an id 65536 above every id the journal holds, one bit from one it holds (damaged_ids.py),
     # which with the restart's lone orphan made two records without a message: CRITICAL message-record-missing
     # while the broker loads the same (campaign seed 8331064993121 on /work/artemis-fresh/e-n7151, an ADD_REF's)
-    import shutil
-
-    from tests.support import REPO
-
-    journal = shutil.copytree(REPO / "tests" / "data" / "artemis" / "restart-orphan" / "journal", tmp_path / "j")
-    path = journal / "activemq-data-13.amq"
-    data = bytearray(path.read_bytes())
-    assert data[2317] == 12 and data[2317 + 6:2317 + 14] == ORPHAN_MID.to_bytes(8, "big")
-    data[2317 + 11] ^= 0x01
-    path.write_bytes(bytes(data))
+    journal = flipped_test_journal(tmp_path, "restart-orphan", "activemq-data-13.amq", 2317, (12, ORPHAN_MID),
+                                   2317 + 11, 0x01)
     code, doc, _ = run_json("verify", str(journal))
     assert (code, doc["verdict"]) == (0, "OK")
     assert not [f for f in doc["findings"] if f["code"] == "message-record-missing"]
@@ -203,16 +186,8 @@ def test_a_reference_damaged_onto_an_old_id_where_no_file_went_missing_is_no_los
     # on /work/artemis-fresh/e-n7151). The broker writes a message's references as it stores it, so that add
     # would lie in the reference's file or the present file before it (add_placement.in_present_files): no
     # file holding it went missing.
-    import shutil
-
-    from tests.support import REPO
-
-    journal = shutil.copytree(REPO / "tests" / "data" / "artemis" / "restart-orphan" / "journal", tmp_path / "j")
-    path = journal / "activemq-data-12.amq"
-    data = bytearray(path.read_bytes())
-    assert data[565] == 12 and data[565 + 6:565 + 14] == (2147484464).to_bytes(8, "big")
-    data[565 + 12] ^= 0x04
-    path.write_bytes(bytes(data))
+    journal = flipped_test_journal(tmp_path, "restart-orphan", "activemq-data-12.amq", 565, (12, 2147484464),
+                                   565 + 12, 0x04)
     code, doc, _ = run_json("verify", str(journal))
     assert not [f for f in doc["findings"] if f["code"] == "message-record-missing"]
     assert (code, doc["verdict"]) == (0, "OK")
