@@ -14,6 +14,7 @@ minutes. ``make fuzz`` runs 2,000 trials; the test suite runs 200 (tests/cli/tes
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import os
 import random
@@ -57,8 +58,9 @@ class Hung(Exception):
 
 
 def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SIGKILL,
-            stderr: str | os.PathLike | None = None) -> int:
-    """Run ``amqtool argv`` in a forked child (stdout to /dev/null, stderr to ``stderr`` or /dev/null); with
+            stderr: str | os.PathLike | None = None, stdout: str | os.PathLike | None = None) -> int:
+    """Run ``amqtool argv`` in a forked child (stdout to ``stdout`` or /dev/null, stderr to ``stderr`` or
+    /dev/null); with
     ``kill_after``, send ``sig`` that many seconds in. Returns the exit status (negative: the signal that
     ended it); raises :class:`Hung` for a child still running after HANG_SECONDS.
 
@@ -72,8 +74,9 @@ def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SI
         code = 3
         try:
             null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)
+            os.dup2(os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if stdout else null, 1)
             os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if stderr else null, 2)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hung child's stacks, on stderr
             code = main([str(a) for a in argv])
         finally:
             os._exit(code if isinstance(code, int) else 3)
@@ -94,9 +97,13 @@ def run_cli(argv: list, *, kill_after: float | None = None, sig: int = signal.SI
         if done:
             return os.waitstatus_to_exitcode(status)
         time.sleep(0.01)
+    os.kill(pid, signal.SIGUSR1)
+    time.sleep(1.0)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    raise Hung(f"amqtool {' '.join(map(str, argv))} still running after {HANG_SECONDS:.0f} s")
+    stacks = Path(stderr).read_text(errors="replace")[-4000:] if stderr else "(stderr not kept)"
+    raise Hung(f"amqtool {' '.join(map(str, argv))} still running after {HANG_SECONDS:.0f} s; its threads:\n"
+               f"{stacks}")
 
 
 def warm_up(argv: list) -> None:
@@ -187,10 +194,16 @@ def trial(rng: random.Random, root: Path, store: Path, kaha: Path, name: str, ti
             problems.append(f"{tag}: output present but {why}")
     if name == "compact-in-place":
         # the next compaction finishes what the kill interrupted; then the store verifies clean
-        c = run_cli(["compact", src, "-q"])
-        v = run_cli(["verify", src, "-q"])
+        kept = root / f"killed-{time.monotonic_ns()}"
+        shutil.copytree(src, kept)  # as the kill left it: kept (and named) if what follows fails
+        c = run_cli(["compact", src, "-q"], stderr=root / "next-stderr")
+        report = root / "verify.txt"
+        v = run_cli(["verify", src], stdout=report)
         if c not in (0, 1) or v not in (0, 1):
-            problems.append(f"{tag}: after the next compact (exit {c}) verify exits {v}")
+            problems.append(f"{tag}: after the next compact (exit {c}) verify exits {v}; the store as the kill "
+                            f"left it is kept in {kept}; verify said:\n{report.read_text(errors='replace')[-3000:]}")
+        else:
+            shutil.rmtree(kept)
         shutil.rmtree(src)
     else:
         # the next run writing beside it removes what the kill left: one trial in eight runs a real writer,

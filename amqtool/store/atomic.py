@@ -179,31 +179,59 @@ def checkpoint(point: str, where: str | os.PathLike | None = None) -> None:
 
 
 class deferred_signals:
-    """Hold ``signals`` back (``pthread_sigmask``) from :meth:`__enter__` to :meth:`__exit__`; they are
-    delivered when it ends. Both ends may be called more than once, and ``__exit__`` without ``__enter__``
-    does nothing.
+    """Hold ``signals`` back from :meth:`__enter__` to :meth:`__exit__`; one that came meanwhile is raised
+    again when it ends, so its own handler (SIGTERM's exception) acts then. Both ends may be called more
+    than once, and ``__exit__`` without ``__enter__`` does nothing.
 
     For a step that must finish once begun: a compaction past its commit point is rolled forward by the
     broker at its next start anyway, so a SIGTERM there finishes the roll-forward first (leaving no ``.cmp``
-    nor control file behind) and is acted on just after. Only the main thread blocks them (Python's handlers
-    run there); SIGKILL cannot be blocked and is left to the control file.
+    nor control file behind) and is acted on just after. The handlers are swapped, not the thread's signal
+    mask: the kernel hands a process's signal to any thread that does not block it, and Python then runs the
+    handler in the main thread whatever the main thread's mask. Only the main thread may swap them (Python's
+    handlers run there); elsewhere this does nothing. SIGKILL cannot be held and is left to the control file.
     """
 
     def __init__(self, signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
         self.signals = signals
-        self._old = None
+        self._saved: dict | None = None
+        self._held: list[int] = []
+
+    def _hold(self, signum, _frame) -> None:
+        self._held.append(signum)
 
     def __enter__(self) -> "deferred_signals":
         import threading
 
-        if self._old is None and threading.current_thread() is threading.main_thread():
-            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)
+        if self._saved is None and threading.current_thread() is threading.main_thread():
+            saved: dict = {}
+            try:
+                for s in self.signals:
+                    saved[s] = signal.signal(s, self._hold)
+            except BaseException:  # a signal's handler ran while they were swapped: put them back
+                for s, handler in saved.items():
+                    signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+                raise
+            self._saved = saved
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._old is not None:
-            old, self._old = self._old, None
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if self._saved is not None:
+            saved, self._saved = self._saved, None
+            for s, handler in saved.items():
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python
+            held, self._held = self._held, []
+            for s in dict.fromkeys(held):
+                signal.raise_signal(s)  # its own handler now (SIGTERM: Terminated raised from here)
+
+
+def signal_safe_submit(pool, fn, *args):
+    """``pool.submit(fn, *args)`` with SIGTERM, SIGHUP and SIGINT held back while it runs, acted on when it
+    returns. CPython's ``ThreadPoolExecutor`` queues the work, then starts a worker (``Thread.start`` waits
+    for it) and only then records the thread: a signal's exception raised in that wait leaves a worker
+    running that ``shutdown(wait=True)`` does not wait for. A compaction's clean-up once gave a free file
+    back while such a worker still wrote an output into it (two files of one fileID after a SIGTERM)."""
+    with deferred_signals():
+        return pool.submit(fn, *args)
 
 
 # --- the checkpointed operations -----------------------------------------------------------------------

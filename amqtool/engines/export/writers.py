@@ -274,7 +274,7 @@ def write_batches(files, fmt: str, table: str, columns, batches,
             for b in batches:
                 if pending is not None:
                     pending.result()
-                pending = pool.submit(w.write_batch, b)
+                pending = atomic.signal_safe_submit(pool, w.write_batch, b)
             if pending is not None:
                 pending.result()
     except BaseException:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from amqtool.engines.artemis import compact as C
+from amqtool.errors import AmqtoolError
 from amqtool.store import atomic
 from tests.engines.artemis.compact_helpers import (
     artemis_startup,
@@ -36,11 +37,11 @@ def pristine(tmp_path_factory):
     return d, before, after
 
 
-def _check_recovers(d: Path, tmp: Path, before, after) -> str:
+def _check_recovers(d: Path, tmp: Path, before, after, where=None) -> str:
     """The store at ``d`` (left by an interrupted compaction) loads to the old or the new state: the old
     one (compactCounts unchanged) when the compaction had not committed, the new one when it had."""
     view = state(d)
-    assert view in (before, after)
+    assert view in (before, after), where
     copy = tmp / "recovered"
     if copy.exists():
         shutil.rmtree(copy)
@@ -48,7 +49,7 @@ def _check_recovers(d: Path, tmp: Path, before, after) -> str:
     artemis_startup(copy, "amq")
     assert pending_codes(copy) == []
     recovered = state(copy)
-    assert recovered == view
+    assert recovered == view, where
     return "old" if recovered == before else "new"
 
 
@@ -82,6 +83,44 @@ def test_stopped_at_every_checkpoint(tmp_path, pristine, pool):
     # the commit point is the control file's rename: everything before rolls back, everything after forward
     commit = next(i for i, (p, w) in enumerate(points, 1) if p == "rename" and w.endswith(C.CONTROL_FILE_NAME))
     assert all(outcomes[n] == "old" for n in range(1, commit + 1))
+    assert all(outcomes[n] == "new" for n in range(commit + 1, len(points) + 1))
+
+
+@pytest.mark.parametrize("pool", [-1, 3])
+def test_io_error_at_every_checkpoint(tmp_path, pristine, pool):
+    """An error (EIO) at any durable step, as opposed to a crash, runs compaction's own clean-up; that must
+    leave the store loading to the old state before the commit point and to the new one after it. An error
+    in the directory fsync that follows the control file's rename once made the clean-up delete the .cmp
+    files the committed control file names: Artemis' roll-forward then deleted the old files too (a bindings
+    journal lost every queue)."""
+    import errno
+
+    src, before, after = pristine
+    probe = tmp_path / "probe"
+    shutil.copytree(src, probe)
+    with atomic.record_checkpoints() as points:
+        compact(probe, pool_files=pool)
+    commit = next(i for i, (p, w) in enumerate(points, 1) if p == "rename" and w.endswith(C.CONTROL_FILE_NAME))
+    outcomes = {}
+    for n in range(1, len(points) + 1):
+        d = tmp_path / f"e{n}"
+        shutil.copytree(src, d)
+        seen = [0]
+
+        def fail(point, where, n=n):
+            seen[0] += 1
+            if seen[0] == n:
+                raise OSError(errno.EIO, "injected I/O error", where)
+
+        atomic.hook = fail
+        try:
+            with pytest.raises(AmqtoolError):
+                compact(d, pool_files=pool)
+        finally:
+            atomic.hook = None
+        outcomes[n] = _check_recovers(d, tmp_path, before, after, (n, points[n - 1]))
+        shutil.rmtree(d)
+    assert all(outcomes[n] == "old" for n in range(1, commit + 1)), points[commit - 1]
     assert all(outcomes[n] == "new" for n in range(commit + 1, len(points) + 1))
 
 

@@ -65,6 +65,32 @@ def _give_back(d: Path, name: str, header: bytes) -> None:
             os.unlink(cmp)
 
 
+def _undo_before_commit(d: Path, err: BaseException, created: list[Path], renamed: list[str],
+                        headers: dict[str, bytes]) -> None:
+    """After ``err`` stopped an in-place compaction: remove its ``.cmp`` files and give the taken free files
+    back, unless the control file is already in place; then raise (``err``, an OSError as AmqtoolError)."""
+    if (d / CONTROL_FILE_NAME).exists():
+        # The control file's rename happened and what failed came after it (the directory's fsync): the
+        # compaction is committed, and Artemis' roll-forward deletes the old files it lists, so the .cmp
+        # files must stay. Removing them here, as before the commit point, loses the whole journal.
+        if isinstance(err, OSError):
+            raise AmqtoolError(f"compaction committed but making it durable failed ({err.strerror or err}); "
+                               f"{CONTROL_FILE_NAME} is kept and Artemis completes the compaction at its "
+                               "next start", path=err.filename or str(d)) from None
+        raise err
+    for p in created + [d / CONTROL_TMP_NAME]:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+    for name in renamed:
+        _give_back(d, name, headers[name])
+    with contextlib.suppress(OSError):
+        atomic.fsync_dir(d)
+    if isinstance(err, OSError):
+        raise AmqtoolError(f"compaction failed before its commit point, store unchanged: "
+                           f"{err.strerror or err}", path=err.filename or str(d)) from None
+    raise err
+
+
 def compact_in_place(prep: _Prepared) -> JournalCompaction:
     """Write the ``.cmp`` files, commit with the control file, then switch over (Artemis' order)."""
     report = prep.report
@@ -118,18 +144,11 @@ def compact_in_place(prep: _Prepared) -> JournalCompaction:
         deferred.__exit__(None, None, None)
         raise  # a simulated crash leaves everything as a real one would
     except BaseException as err:
-        deferred.__exit__(None, None, None)
-        for p in created + [d / CONTROL_TMP_NAME]:
-            with contextlib.suppress(OSError):
-                os.unlink(p)
-        for name in renamed:
-            _give_back(d, name, headers[name])
-        with contextlib.suppress(OSError):
-            atomic.fsync_dir(d)
-        if isinstance(err, OSError):
-            raise AmqtoolError(f"compaction failed before its commit point, store unchanged: "
-                               f"{err.strerror or err}", path=err.filename or str(d)) from None
-        raise
+        # (signals stay held through the clean-up: one that came during the commit is acted on after it)
+        try:
+            _undo_before_commit(d, err, created, renamed, headers)
+        finally:
+            deferred.__exit__(None, None, None)
     try:
         atomic.checkpoint("commit", d)
         opened.close()

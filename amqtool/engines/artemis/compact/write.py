@@ -53,7 +53,7 @@ class _Syncer:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="amqtool-fsync")
-        self._pending.append(self._pool.submit(_fsync_close, fd, path))
+        self._pending.append(atomic.signal_safe_submit(self._pool, _fsync_close, fd, path))
         if len(self._pending) >= self.BATCH:
             self.wait()
 
@@ -231,7 +231,7 @@ def _fill_native(prep: _Prepared, sink: "_CmpSink") -> None:
                     sink.syncer.submit(fut.result(), sink.directory / sink.names[done_k])
                     free.append(buf)
                 buf = free.pop()
-                in_flight.append((k, buf, pool.submit(one, k, buf)))
+                in_flight.append((k, buf, atomic.signal_safe_submit(pool, one, k, buf)))
             while in_flight:
                 done_k, _buf, fut = in_flight.popleft()
                 sink.syncer.submit(fut.result(), sink.directory / sink.names[done_k])
