@@ -208,8 +208,7 @@ class deferred_signals:
                 for s in self.signals:
                     saved[s] = signal.signal(s, self._hold)
             except BaseException:  # a signal's handler ran while they were swapped: put them back
-                for s, handler in saved.items():
-                    signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+                _restore_handlers(saved)
                 raise
             self._saved = saved
         return self
@@ -217,11 +216,26 @@ class deferred_signals:
     def __exit__(self, *exc) -> None:
         if self._saved is not None:
             saved, self._saved = self._saved, None
-            for s, handler in saved.items():
-                signal.signal(s, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python
+            interrupted = _restore_handlers(saved)
+            if interrupted is not None:
+                raise interrupted
             held, self._held = self._held, []
             for s in dict.fromkeys(held):
                 signal.raise_signal(s)  # its own handler now (SIGTERM: Terminated raised from here)
+
+
+def _restore_handlers(saved: dict) -> KeyboardInterrupt | None:
+    """Put every saved handler back (None, one not set from Python, as the default), even when a signal's
+    own handler raises while they are put back (each is set again); that exception is returned."""
+    first = None
+    for s, handler in saved.items():
+        while True:
+            try:
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+                break
+            except KeyboardInterrupt as err:  # SIGINT's, and SIGTERM's Terminated in the CLI
+                first = first or err
+    return first
 
 
 def signal_safe_submit(pool, fn, *args):
