@@ -17,6 +17,7 @@ from __future__ import annotations
 
 _TX_RECORDS = (13, 14, 15)  # ADD_TX, UPDATE_TX, DELETE_TX
 _ROLLBACK = 19
+_ENDS = (17, 18, 19)  # PREPARE, COMMIT, ROLLBACK
 
 
 def rolled_back_transactions(opened, after: tuple[int, int]) -> dict[int, set[int]]:
@@ -32,6 +33,31 @@ def rolled_back_transactions(opened, after: tuple[int, int]) -> dict[int, set[in
                 elif t == _ROLLBACK and (fi, base + off) >= after:
                     rolled.add(tx)
     return {tx: records.get(tx, set()) for tx in rolled}
+
+
+def only_rolled_back(opened, after: tuple[int, int], ids: set[int]) -> set[int]:
+    """The ids of ``ids`` whose every record in the journal ``opened`` belongs to a transaction whose ROLLBACK
+    lies at or after ``after`` (file index, offset), or that has records there and no end record anywhere:
+    the load discards them all (a rescan, on damage only)."""
+    if not ids:
+        return set()
+    rolled = set(rolled_back_transactions(opened, after))
+    ended: set[int] = set()
+    later: set[int] = set()
+    carriers: dict[int, set[int]] = {}  # id -> the transactions of its records (-1: a record of none)
+    for fi in range(len(opened.files)):
+        for base, _data, recs, _marked in opened.scan_windows(fi):
+            for t, off, _size, _cc, tx, rid, *_rest in recs:
+                if t in _ENDS:
+                    ended.add(tx)
+                elif t in _TX_RECORDS and (fi, base + off) >= after:
+                    later.add(tx)
+                if rid in ids:
+                    carriers.setdefault(rid, set()).add(tx if t in _TX_RECORDS else -1)
+    # a transaction with records past the damage and no end anywhere did not lose its end there: the load
+    # rolls it back (JournalImpl.load ends every transaction it finds without one)
+    dead = rolled | (later - ended)
+    return {x for x, txs in carriers.items() if txs <= dead}
 
 
 def rolled_back_ids(ledger, opened, after: tuple[int, int], unaccounted: set[int], before: int) -> set[int]:

@@ -380,6 +380,17 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
             w.rolled_back = sorted(gone)
             w.unaccounted = [x for x in w.unaccounted if x not in gone]
             w.unaccounted_count -= len(gone)
+    # ids whose surviving records are all a dead transaction's (its ROLLBACK after the damage, or records after it
+    # and no end anywhere): a message sent in it whose ADD was lost here keeps only that transaction's references,
+    # which the load discards with it (JournalImpl.load drops every record of a rolled-back transaction), so it
+    # was never live
+    if w.live:
+        from amqtool.engines.artemis.rolled_back import only_rolled_back
+
+        dead = only_rolled_back(result.opened, (index, first), {x for x in w.live if roles.get(x) == {"update"}})
+        if dead:
+            w.rolled_back = sorted(set(w.rolled_back) | dead)
+            w.live = [x for x in w.live if x not in dead]
     # a transaction whose records were written before the damage and whose end is nowhere: its COMMIT may
     # have been lost here (the broker then rolls it back), or its ROLLBACK
     w.unowned_count = w.unaccounted_count
@@ -559,6 +570,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     from amqtool.engines.artemis.lost_ack import lost_ack
     from amqtool.engines.artemis.lost_binding import lost_binding
     from amqtool.engines.artemis.lost_end import lost_end
+    from amqtool.engines.artemis.lone_record import lone_record
+    from amqtool.engines.artemis.lost_ref import lost_ref
 
     binding = lost_binding(finding, ledger, result, index, first)
     if binding is not None:
@@ -573,6 +586,26 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
                        f"whose header survives, is {ack.describe()}, which the load still holds: the broker consumed "
                        f"it before the damage and will deliver it again", finding.path, finding.offset, details)
+    ref = lost_ref(result.opened, index, first, evidence)
+    if ref is not None:
+        details["lostRef"] = {"messageId": ref.message, "queueId": ref.queue, "txId": ref.tx_id}
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
+                       f"whose header survives, is {ref.describe()}, and no other record puts the message on that "
+                       f"queue: the broker loads it without queue {ref.queue}", finding.path, finding.offset, details)
+    lone = lone_record(result.opened, index, first, evidence)
+    if lone is not None:
+        details["loneRecord"] = {"recordType": lone.record_type, "id": lone.id, "txId": lone.tx_id,
+                                 "userRecordType": lone.user_type, "queueIds": list(lone.queues)}
+        said = (head + f": the one record lost there is {lone.describe()} (its header survives, and nothing this "
+                f"use of the file wrote follows it)")
+        if lone.queues:
+            return Finding(Severity.CRITICAL, finding.code, said + f", and the message is still referenced on "
+                           f"queue(s) {', '.join(map(str, lone.queues))}: the broker loses it",
+                           finding.path, finding.offset, details)
+        why = lone.why_not or ("the message is no longer live, the queue holds it otherwise, or the transaction "
+                               "never committed")
+        return Finding(Severity.WARNING, finding.code, said + f", and losing it changes nothing the broker "
+                       f"delivers: {why}", finding.path, finding.offset, details)
     # (the bindings journal's ends are weighed by the bindings they held first: lost_binding, the window's ids)
     ended = (lost_end(result.opened, result, index, first, result.scans[index].last_data_pos, evidence)
              if result.opened.journal.kind == "messages" else None)

@@ -6,6 +6,10 @@
   and verify called the cut a warning ("acknowledgements or deletes of older messages written there carry no new
   id and cannot be seen"), while the broker delivers five consumed messages again. The cut record's own header
   names the acknowledgement.
+* **A reference (lost_ref.py).** make fuzz seed 9401 (demo-s2, fault 9401029204003162): the last record of
+  activemq-data-14.amq, message 488's ADD_REF to queue 23 (at 64775, 31 bytes), with a bit of its checksize
+  flipped. Every new id of the window is accounted for, and verify called it a warning ("none of them was a live
+  message"), while the broker loads message 488 without queue 23. The damaged record's header names the reference.
 * **A transaction id (tails.damaged_tx).** make fuzz seed 8302 (demo-s4, fault 8302027906009126):
   activemq-data-7.amq cut at 24973, 62 bytes into the ADD_TX at 24909 that opens transaction 250 (messages
   251-253, all deleted since). The window of ids the lost records may have carried was 250..256, every one
@@ -39,17 +43,23 @@ def demo_s1(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def demo_s2(tmp_path_factory):
+    with _campaign(tmp_path_factory, 2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
 def demo_s4(tmp_path_factory):
     with _campaign(tmp_path_factory, 4) as c:
         yield c
 
 
-def _cut(campaign, path: str, cut: int):
-    """(outcome, the damaged-tail finding) of ``path`` truncated at ``cut``."""
+def _cut(campaign, path: str, cut: int, fault: Fault | None = None):
+    """(outcome, the damaged-tail finding) of ``path`` truncated at ``cut`` (or of ``fault``)."""
     from amqtool.engines.artemis.verify import verify_store
     from amqtool.store.layout import detect
 
-    fault = Fault("truncate", path, cut, label="truncation")
+    fault = fault or Fault("truncate", path, cut, label="truncation")
     outcome = campaign.judge(fault)
     undo = fault.apply(campaign.root)
     try:
@@ -109,3 +119,18 @@ def test_a_consuming_transactions_header_leaves_its_id_unaccounted(demo_s1):
     outcome, tail = _cut(demo_s1, "data/journal/activemq-data-8.amq", 28080)
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     assert 256 in tail.details["lostIds"]["unaccountedIds"]
+
+
+REF_488 = 64775  # UPDATE, ADD_REF of message 488 to queue 23 (31 bytes): the last record of demo-s2's file 14
+
+
+@pytest.mark.parametrize("offset, mask", [(REF_488 + 27, 0x40), (REF_488 + 30, 0x01)])
+def test_a_reference_whose_header_survives_proves_the_loss(demo_s2, offset, mask):
+    path = "data/journal/activemq-data-14.amq"
+    data = (demo_s2.root / path).read_bytes()
+    assert (data[REF_488], int.from_bytes(data[REF_488 + 6:REF_488 + 14], "big"), data[REF_488 + 18],
+            int.from_bytes(data[REF_488 + 19:REF_488 + 27], "big")) == (12, 488, 32, 23)
+    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record checksize"))
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, tail.severity.name) == ("CRITICAL", "CRITICAL")
+    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}

@@ -1,0 +1,65 @@
+"""A reference lost at a damaged end, named by the damaged record's own header (issue 25).
+
+The broker routes a durable message by writing its ADD_MESSAGE and then one ADD_REF update per queue
+(``JournalStorageManager.storeMessage`` / ``storeReference``); a queue the load finds no reference for does
+not hold the message. A reference written at the end of a file the broker moved on from, and damaged since
+(its checksize flipped, a zeroed range past its header), leaves the message live but off that queue. No
+window of new ids shows it: a reference carries its message's id. Its header often survives, as
+:mod:`~amqtool.engines.artemis.lost_ack` reads it: record type, this file's tag, the message id, the user
+record type and, in its 8-byte body, the queue id. When that header is
+
+* an ADD_REF (or, in a transaction whose COMMIT survives in a later file, its transactional form) of a message
+  the load still holds,
+* naming a queue the bindings journal holds, on which the message has no reference left and no surviving
+  acknowledgement (an acknowledged reference was consumed: losing it changes nothing),
+
+the broker loads the message without that queue: a proven loss ("lost").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amqtool.engines.artemis.lost_ack import _UPDATE, _UPDATE_TX, _committed_after, _header
+from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+
+
+@dataclass(frozen=True)
+class LostRef:
+    """The reference whose header survives at a damaged end: the message, the queue, and the transaction
+    (-1: none) whose COMMIT survives."""
+
+    message: int
+    queue: int
+    tx_id: int = -1
+
+    def describe(self) -> str:
+        what = f"a reference of message {self.message} to queue {self.queue}"
+        if self.tx_id >= 0:
+            what += f" in transaction {self.tx_id}, whose COMMIT survives"
+        return what
+
+
+def lost_ref(opened, index: int, first: int, evidence) -> LostRef | None:
+    """The reference of a message the load still delivers, to a queue that no longer holds it, whose header
+    survives at ``first``, the start of the damaged end of message-journal file ``index`` (see the module's
+    contract), else None."""
+    if evidence is None or opened.journal.kind != "messages" or not evidence.have_bindings:
+        return None
+    jf = opened.files[index]
+    try:
+        buf = opened.pread(index, first, 40)
+    except OSError:
+        return None
+    head = _header(buf, jf.tag, jf.version)
+    if head is None:
+        return None
+    t, tx, mid, utype, queue = head
+    if t not in (_UPDATE, _UPDATE_TX) or utype != R.ADD_REF or queue is None:
+        return None
+    if mid not in evidence.messages or queue not in evidence.queues:
+        return None
+    if queue in evidence.refs.get(mid, ()) or (mid, queue) in evidence.acked:
+        return None
+    if tx >= 0 and not _committed_after(opened, index, tx):
+        return None  # an open or rolled-back transaction's: discarded with it anyway
+    return LostRef(mid, queue, tx)
