@@ -152,6 +152,26 @@ def test_a_page_transaction_whose_id_names_a_deleted_record_is_critical(run_json
     assert f["details"] == {"recordId": 223, "pageTransaction": 478, "messagesLost": 1}
 
 
+def test_a_page_transaction_whose_id_names_a_message_deleted_later_is_critical(run_json, tmp_path, demo_s1):
+    # targeted sweep of PAGE_TRANSACTION ids (issue 25, field sweep seed 9549: 50 of 795 such faults were losses
+    # judged OK or WARNING): page transaction record 304 (ADD_TX of transaction 303) with its id's low byte damaged
+    # to 313, message 313's id, whose DELETE comes later (file 15); the load drops every record of a deleted id
+    # wherever the DELETE lies, and transaction 303's four paged messages find no page transaction. An id carried
+    # by two ADDs was issued twice: damage, where a page transaction's own DELETE after it is the broker's
+    from tests.faults.artemis import delivered
+
+    store = copy_tree(demo_s1, tmp_path / "s")
+    victim = store / "data/journal/activemq-data-9.amq"
+    flip_byte(victim, 21178, 0x09)
+    assert delivered(demo_s1).diff(delivered(store)) == {"lost": 4, "back": 0, "bindings": 0, "content": 4}
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _critical(doc) == ["page-tx-dropped"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-tx-dropped"]
+    assert (f["path"], f["offset"]) == (str(victim), 21157)
+    assert f["details"] == {"recordId": 313, "pageTransaction": 303, "messagesLost": 4}
+
+
 def test_a_paged_message_whose_transaction_id_was_never_issued_is_critical(run_json, tmp_path, demo_s4):
     # seed 1126006383009076: bit 48 of paged message 420's transaction id (page 2 of address telemetry's
     # folder, offset 2901): 417 became 2^48 + 417, which no page transaction holds; every cursor skips it, and

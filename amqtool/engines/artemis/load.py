@@ -92,15 +92,19 @@ class LiveList(Sequence):
             raise IndexError("live list index out of range")
         return _new_live(LiveRecord, _LIVE.unpack_from(self._buf, i * _LIVE.size))
 
-    def indexes_of_types(self, user_record_types) -> list[int]:
-        """Indexes of the entries whose user_record_type is in ``user_record_types``, found without
-        materialising the others: the type bytes are gathered with one strided copy and searched in C."""
+    def indexes_of_types(self, user_record_types, adds_only: bool = False) -> list[int]:
+        """Indexes of the entries whose user_record_type is in ``user_record_types`` (``adds_only``: and that
+        are no update), found without materialising the others: the type bytes are gathered with one strided
+        copy and searched in C."""
         types = bytes(self._buf[8::_LIVE.size])  # user_record_type is the 9th byte of an entry ("=qB...")
         table = bytearray(256)
         for t in user_record_types:
             if 0 <= t < 256:
                 table[t] = 1
         marks = types.translate(table)
+        if adds_only:  # is_update, the 10th byte, is 0 or 1: clear the marks of the updates
+            updates = int.from_bytes(bytes(self._buf[9::_LIVE.size]), "little")
+            marks = (int.from_bytes(marks, "little") & ~updates).to_bytes(len(marks), "little")
         out = []
         find = marks.find
         i = find(1)

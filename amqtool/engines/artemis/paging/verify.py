@@ -34,6 +34,7 @@ from amqtool.engines.artemis.paging.view import (
 from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
+from amqtool.engines.artemis.paging.retyped_adds import retyped_add_findings
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
 
@@ -272,6 +273,7 @@ class PagingVerifier:
             findings.extend(lost_page_finding(self, findings, expected, paged_large))
         if stores:
             findings.extend(moved_ack_findings(self.store, view, stores, expected, str(self.store.paging_dir)))
+        findings.extend(retyped_add_findings(self.store, view, self.pending_of_page_tx, str(self.store.paging_dir)))
         return paged_large
 
     def _gap_findings(self, findings, expected: dict[int, int]) -> None:

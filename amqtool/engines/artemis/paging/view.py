@@ -29,6 +29,11 @@ MAX_LISTED = 20  # per-message findings listed before one summary finding
 
 _PAGING_TYPES = frozenset({R.PAGE_TRANSACTION, R.ACKNOWLEDGE_CURSOR, R.PAGE_CURSOR_COMPLETE,
                            R.PAGE_CURSOR_COUNTER_VALUE, R.PAGE_CURSOR_COUNTER_INC, R.ADD_LARGE_MESSAGE})
+# the user record types the broker writes only as updates of a message (storeReference, storeAcknowledge,
+# updateDeliveryCount, updateScheduledDeliveryTime): an ADD of one is a record whose type byte was damaged
+# (paging/retyped_adds.py reads those whose body has a cursor acknowledgement's or a page transaction's size)
+_UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
+_RETYPED_SIZES = (_CURSOR.size, 12)  # CursorAckRecordEncoding; PageTransactionInfoImpl: i64 tx id, i32 count
 
 
 # --- what the journals say about paging ----------------------------------------------------------------------
@@ -68,6 +73,9 @@ class PagingJournalView:
     page_tx_prepared_count: dict[int, int] = field(default_factory=dict)
     page_tx_failed: dict[int, int] = field(default_factory=dict)  # page txID -> journal tx id (failed)
     acks: dict[int, set[tuple[int, int]]] = field(default_factory=dict)  # queue -> {(page, message nr)}
+    # (record id, user record type, body) of live ADDs of a type the broker writes only as an update whose body
+    # has a cursor acknowledgement's or a page transaction's size (paging/retyped_adds.py)
+    retyped_adds: list[tuple[int, int, bytes]] = field(default_factory=list)
     complete: dict[int, set[int]] = field(default_factory=dict)  # queue -> {page}
     counter_value: dict[int, int] = field(default_factory=dict)  # queue -> last PAGE_CURSOR_COUNTER_VALUE
     counter_inc: dict[int, int] = field(default_factory=dict)  # queue -> sum of PAGE_CURSOR_COUNTER_INC
@@ -101,8 +109,14 @@ class PagingJournalView:
         if isinstance(live, LiveList):  # C load: no LiveRecord for the entries paging does not want
             buf, unpack, size = live.buffer, _LIVE.unpack_from, _LIVE.size
             wanted = [unpack(buf, i * size) for i in live.indexes_of_types(_PAGING_TYPES)]
+            added = live.indexes_of_types(_UPDATE_ONLY, adds_only=True)
+            retyped = [e for e in (unpack(buf, i * size) for i in added) if e[6] in _RETYPED_SIZES]
         else:
             wanted = [rec for rec in live if rec.user_record_type in _PAGING_TYPES]
+            retyped = [rec for rec in live if rec.user_record_type in _UPDATE_ONLY and not rec.is_update
+                       and rec.body_len in _RETYPED_SIZES]
+        for rec, body in zip(retyped, _bodies(result, retyped) if retyped else ()):
+            self.retyped_adds.append((rec[0], rec[1], body))
         tx_types = (R.PAGE_TRANSACTION, R.ADD_LARGE_MESSAGE)
         in_txs = [[(tx, target, rec) for rec in tx.records if rec.user_record_type in tx_types]
                   for txs, target in ((result.prepared, self.page_tx_prepared), (result.failed, self.page_tx_failed))
