@@ -572,6 +572,7 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     from amqtool.engines.artemis.lost_end import lost_end
     from amqtool.engines.artemis.lone_record import lone_record
     from amqtool.engines.artemis.lost_ref import lost_ref
+    from amqtool.engines.artemis.refless_add import refless_add
 
     binding = lost_binding(finding, ledger, result, index, first)
     if binding is not None:
@@ -592,6 +593,13 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
                        f"whose header survives, is {ref.describe()}, and no other record puts the message on that "
                        f"queue: the broker loads it without queue {ref.queue}", finding.path, finding.offset, details)
+    refless = refless_add(result.opened, index, first, evidence)
+    if refless is not None:
+        details["reflessMessage"] = refless
+        return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and message {refless}, "
+                       f"whose ADD is the last record before them, has no reference left anywhere: its references "
+                       f"followed it in the lost bytes, and the broker deletes a message no queue holds at start",
+                       finding.path, finding.offset, details)
     lone = lone_record(result.opened, index, first, evidence)
     if lone is not None:
         details["loneRecord"] = {"recordType": lone.record_type, "id": lone.id, "txId": lone.tx_id,

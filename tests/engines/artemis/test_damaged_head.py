@@ -134,3 +134,35 @@ def test_a_reference_whose_header_survives_proves_the_loss(demo_s2, offset, mask
     assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
     assert (outcome.verdict, tail.severity.name) == ("CRITICAL", "CRITICAL")
     assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+
+
+def test_a_message_whose_references_the_damage_took_is_lost(demo_s1):
+    """refless_add.py (hunt40's seed 9542065626111011 on a JournalImpl store, and 15 of 95 such losses of a
+    tail-zero sweep, seed 9421): an older file whose last records are a message's ADD and its references, the
+    references zeroed. The window of new ids showed nothing (a reference carries its message's id, which
+    survives) and verify said WARNING, while the broker deletes the message, left with no reference, at start."""
+    from amqtool.formats.artemis.records import scan_records_py
+    from tests.faults.stores import messages_files
+
+    files = [(p, scan_records_py(p.read_bytes(), t, v)[0]) for p, t, v in messages_files(demo_s1.root)]
+    cases = []
+    for path, recs in files[:-1]:
+        # the file ends with one message's ADD and its ADD_REF updates (type 12, user type 32), nothing else
+        k = len(recs) - 1
+        while k > 0 and recs[k][0] == 12 and recs[k][6] == 32 and recs[k][5] == recs[-1][5]:
+            k -= 1
+        if k < len(recs) - 1 and recs[k][0] == 11 and recs[k][5] == recs[-1][5]:
+            cases.append((path, recs[k], recs[k + 1][1], recs[-1][1] + recs[-1][2]))
+    assert cases, "demo-s1 has no older file ending with a message and its references"
+    lost = 0
+    for path, add, start, end in cases[:8]:
+        start += 10  # the first reference's type, tag and a byte of its id left: damaged bytes, not a clean end
+        rel = str(path.relative_to(demo_s1.root))
+        outcome, tail = _cut(demo_s1, rel, 0, Fault("zero", rel, start, end - start, label="zeroed range"))
+        if outcome.truth == "loss":  # the message was live: deleted at start with no reference left
+            lost += 1
+            assert (outcome.verdict, tail.severity.name) == ("CRITICAL", "CRITICAL")
+            assert tail.details["reflessMessage"] == add[5]
+        else:  # consumed since: its DELETE survives, and this reading stays out of it
+            assert "reflessMessage" not in tail.details
+    assert lost >= 1

@@ -1,0 +1,41 @@
+"""A message whose references a damaged end took: its ADD survives just before the damage, no reference of it
+does (issue 25).
+
+The broker stores a durable message as its ADD followed by one ADD_REF update per queue it was routed to
+(``JournalStorageManager.storeMessage``, then ``storeReference`` for each of its references), all from the
+thread that routes it; a message routed to no queue is not stored. So a message whose ADD is the last valid
+record before the damaged end of a file the broker moved on from, and which no reference names anywhere in the
+journal (nor a DELETE: one acknowledged everywhere and deleted since would name it), had its references
+written right after it, in the bytes the damage took. The load finds it with no reference, and the broker
+deletes such a message at start (``AbstractJournalStorageManager.loadMessageJournal``: a message whose
+reference count is zero is deleted): every queue it was on loses it. The window of new ids does not show it (a
+reference carries its message's id, which survives). Its references in a later file would have ended the
+reading here; a transaction's message counts only when its transaction committed (the load holds it).
+"""
+from __future__ import annotations
+
+_MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
+_ADD, _ADD_TX = 11, 13
+
+
+def refless_add(opened, index: int, first: int, evidence) -> int | None:
+    """The id of the message whose ADD is the last valid record before ``first``, the start of the damaged end
+    of message-journal file ``index``, when the load holds it with no reference and no surviving record
+    deletes or acknowledges it (module contract); else None."""
+    from amqtool.engines.artemis.tails import _records
+
+    if evidence is None or opened.journal.kind != "messages" or not evidence.have_bindings:
+        return None
+    last = None
+    for t, off, rid, _tx, utype in _records(opened, index):
+        if off >= first:
+            break
+        last = (t, rid, utype)
+    if last is None or last[0] not in (_ADD, _ADD_TX) or last[2] not in _MESSAGES:
+        return None
+    mid = last[1]
+    if mid not in evidence.messages or evidence.refs.get(mid) or mid in evidence.deleted_unknown:
+        return None
+    if any(m == mid for m, _q in evidence.acked):
+        return None
+    return mid
