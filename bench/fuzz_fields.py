@@ -6,7 +6,9 @@ rarely reaches (false OKs among them). Each sweep damages ``--per`` records of e
 (tests/faults/artemis.py's ``_fields`` layout: the id, the transaction id, the user record type, the body size,
 the body's first bytes -- a reference's or an acknowledgement's queue id --, the record type), half the time
 with one flipped bit and half with a random byte, and judges each fault by the harness's truth (the
-broker-equal loaders: tests/faults/runner.py). Prints each field's confusion table and every miss with what
+broker-equal loaders: tests/faults/runner.py). Two more sweeps damage the ends of older files: the last
+record's checksize (``last-checksize``) and zeros from inside one of the last four records to the end
+(``end-zero``). Prints each field's confusion table and every miss with what
 reproduces it.
 
     python bench/fuzz_fields.py --stores DIR ... [--seed 9131] [--per 8] [--fields ref-id,ack-id,...]
@@ -36,6 +38,23 @@ FIELDS = {
     "body-size": ((11, 12, 13, 14), None, "bodysize"),
     "type": (None, None, "type"),
 }
+# sweeps of the damaged ends of older files (lone_record.py, refless_add.py): the last record's checksize, one
+# byte damaged; zeros from inside one of the last four records to the end of the last
+ENDS = ("last-checksize", "end-zero")
+
+
+def _end_fault(rng: random.Random, jf, name: str):
+    """A fault of sweep ``name`` at the end of ``jf`` (a file with five records or more), or None."""
+    from tests.faults.model import Fault
+
+    last = jf.records[-1]
+    end = last[1] + last[2]
+    if name == "last-checksize":
+        mask = 1 << rng.randrange(8) if rng.random() < 0.5 else rng.randrange(1, 256)
+        return Fault("flip", jf.rel, end - 1 - rng.randrange(4), mask, label=f"record {last[0]} {name}")
+    r = jf.records[-rng.randint(1, 4)]
+    start = r[1] + rng.randrange(max(1, r[2]))
+    return Fault("zero", jf.rel, start, end - start, label=f"record {r[0]} {name}")
 
 
 def main() -> int:
@@ -43,21 +62,30 @@ def main() -> int:
     ap.add_argument("--stores", nargs="+", type=Path, required=True, help="Artemis store roots")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--per", type=int, default=8, help="faults per store and field")
-    ap.add_argument("--fields", default=",".join(FIELDS), help="comma-separated, of: " + ", ".join(FIELDS))
+    ap.add_argument("--fields", default=",".join([*FIELDS, *ENDS]),
+                    help="comma-separated, of: " + ", ".join([*FIELDS, *ENDS]))
     args = ap.parse_args()
     from tests.faults.artemis import _fields
     from tests.faults.model import Fault, confusion
     from tests.faults.runner import Campaign
 
     fields = args.fields.split(",")
-    unknown = [f for f in fields if f not in FIELDS]
+    unknown = [f for f in fields if f not in FIELDS and f not in ENDS]
     if unknown:
         ap.error(f"unknown field(s): {', '.join(unknown)}")
     outcomes: dict[str, list] = {f: [] for f in fields}
     for store in args.stores:
         with Campaign(store.name, store) as campaign:
             records = [(jf, r) for jf in campaign.sites.journals.get("messages", []) for r in jf.records]
+            # the older files (every data file of the messages journal but the newest, which a crash may tear)
+            older = [jf for jf in campaign.sites.journals.get("messages", []) if len(jf.records) >= 5][:-1]
             for k, name in enumerate(fields):
+                if name in ENDS:
+                    rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
+                    for i in range(args.per if older else 0):
+                        fault = _end_fault(rng, rng.choice(older), name)
+                        outcomes[name].append(campaign.judge(fault, args.seed * 1_000_000 + k * 10_000 + i))
+                    continue
                 types, utypes, part = FIELDS[name]
                 chosen = [(jf, r) for jf, r in records
                           if (types is None or r[0] in types) and (utypes is None or r[6] in utypes)]
