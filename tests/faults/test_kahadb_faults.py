@@ -325,3 +325,35 @@ def test_a_damaged_unmatched_ack_in_an_older_file_is_latent(tmp_path):
     for seed in (83430000009, 83430000464):
         o = c.run_one(seed)
         assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)
+
+
+def test_an_unmatched_ack_the_walk_steps_over_in_an_older_file_is_latent(tmp_path):
+    # campaign seed 9104 (f12-subs-kill, 91043000049 and 91043000089: latent judged CRITICAL): the record type byte
+    # of an UNMATCHED ack in db-7.log, after the checkpoint 6:3934, flipped (1 to 3, 1 to 0x81). db-7.log is not
+    # the newest: with checkForCorruptJournalFiles off, Journal.start recoveryChecks only the newest file, so no
+    # corrupted block covers the batch, and Journal.getNextLocation returns only USER_RECORD_TYPE records: the
+    # broker's replay applies the batch's send and its other ack, and steps over this one. The message then
+    # stays pending for a subscription whose selector does not match it (49: red, color = 'red', message
+    # :8:-1:1:57), and TopicStorePrefetch.recoverMessage hands a subscription only what matches: the broker
+    # delivers the same. A rebuild that skips the batch on its checksum loses the send for subscription all:
+    # latent, WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(91043000049)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 31699, 2)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+    o = c.run_one(91043000089)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 9356, 0x80)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_unmatched_ack_replayed_onto_a_destination_without_its_message_is_latent(tmp_path):
+    # campaign seed 9104 (f12-subs-kill, 91043000098: latent judged CRITICAL): db-7.log@30856, a bit of the topic
+    # name fx.f12.t of subscription none's UNMATCHED ack of :8:-1:1:56 (after the checkpoint, in an older file:
+    # replayed as read). updateIndex(KahaRemoveMessageCommand) looks the id up in the messageIdIndex of the
+    # destination the ack names (getStoredDestination makes an empty one for a name it does not know), finds
+    # nothing and does nothing; the ack it was is lost, which leaves 56 pending for none, whose selector
+    # color = 'purple' does not match it: the broker delivers the same. Latent, WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(91043000098)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 30856, 8)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes

@@ -355,6 +355,7 @@ class _Judge:
             if view is not None and not d.is_tx_store else None
         self._ended: set | None = None
         self._unmatched = None
+        self._idle = None
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -372,6 +373,14 @@ class _Judge:
 
             self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
         return self._unmatched
+
+    def idle(self):
+        """after_acks.acks_nothing of this store directory (built once)."""
+        if self._idle is None:
+            from amqtool.engines.kahadb.after_acks import acks_nothing
+
+            self._idle = acks_nothing(self.d)
+        return self._idle
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -405,7 +414,8 @@ class _Judge:
                        "replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
+                and f.id != self.newest \
+                and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle()):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
