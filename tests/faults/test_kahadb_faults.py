@@ -357,3 +357,29 @@ def test_an_unmatched_ack_replayed_onto_a_destination_without_its_message_is_lat
     o = c.run_one(91043000098)
     assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 30856, 8)
     assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_subscription_ack_entry_under_a_damaged_key_is_no_one_s(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000290: same judged loss by the truth): db.data@36910, a bit of the
+    # key f12-none:none in the topic's subscriptionAcks B-tree (page 8) flipped to f12-noneznone. The broker
+    # recovers its durable subscriptions from the subscriptions B-tree (KahaDBTopicMessageStore
+    # .getAllSubscriptions: each entry's SubscriptionInfo) and hands each its messages by clientId:subscriptionName
+    # (recoverNextMessages), so nothing is handed under the damaged key; none, without its LastAck, is handed
+    # nothing ("sub deleted"), and its selector color = 'purple' matched nothing anyway. The truth took the
+    # damaged key for a subscription and read its 84 unfiltered pending messages as handed out
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000290)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 36910, 0x40)
+    assert (o.truth, o.verdict) == (SAME, "WARNING")
+
+
+def test_a_subscription_without_its_last_ack_is_handed_nothing(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000342: loss judged WARNING): db.data@36890, a bit of the key
+    # f12-all:all in the subscriptionAcks B-tree flipped. Subscription all (no selector) is still recovered from
+    # the subscriptions B-tree, but recoverNextMessages finds no LastAck under its key and returns nothing
+    # ("sub deleted"): its 75 pending messages are lost to it. verify compared the index's subscriptions with
+    # the journal only when no record follows the checkpoint; the index itself shows it (sub_cursors.py)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000342)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 36890, 0x20)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-subscription-no-cursor" in o.codes

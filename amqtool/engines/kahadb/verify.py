@@ -30,6 +30,8 @@ kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint ar
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
+kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
+                                             hands it nothing from the store (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
@@ -66,6 +68,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
@@ -202,6 +205,8 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        if ev is not None:
+            findings.extend(cursorless(d, ev.openwire_version, ev.acked_after))
     present = d.file_ids
     # order indexes that do not read: the broker rebuilds db.data from the journal (MessageDatabase.open),
     # so what the discarded index names (files, locations past an end) is no risk
