@@ -316,11 +316,15 @@ def _reconcile(d: DirResult, *, multi: bool) -> None:
     if d.indexed is None or lu is None:
         return
     if multi:
-        # a child's transaction committed through txStore may not be in the child's index yet
+        # a child's transaction committed through txStore may not be in the child's index yet; one the child's
+        # own COMMIT record at or before the checkpoint committed is (process(KahaCommitCommand) updated the
+        # index before lastUpdate moved past it): a message of it the index lacks was acknowledged
+        settled = {str(t.id) for t in d.replay.finished
+                   if t.committed_at is not None and t.committed_at <= (lu.log_id, lu.offset)}
         keep = {}
         for key, st in d.replay.destinations.items():
             for mid, m in st.messages.items():
-                if m.transaction is not None:
+                if m.transaction is not None and m.transaction not in settled:
                     keep.setdefault(key, {})[mid] = m
     d.rebuild_extra = reconcile(d, d.indexed, (lu.log_id, lu.offset))
     if multi:
