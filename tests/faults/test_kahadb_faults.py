@@ -398,3 +398,16 @@ def test_an_acknowledged_message_of_a_transaction_the_child_committed_before_the
     o = c.run_one(94014000329)
     assert o.fault.path.endswith("fx.f13.q/db-3.log") and (o.fault.offset, o.fault.length) == (12742, 454)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-checkpoint-unreadable" in o.codes
+
+
+def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is_latent(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000136: latent judged CRITICAL): db-6.log@8924, a byte of the message
+    # id of topic send :8:-1:1:6 ('vm' read 'vk'), in an older file after the checkpoint 6:3934: the walk
+    # replays it under the damaged id (no corrupted block outside the newest file), and the UNMATCHED acks of
+    # the real id by red and none find nothing, so the message stays pending for them. Neither selector matches
+    # it (TopicStorePrefetch.recoverMessage never hands it to them); subscription all gets the same OpenWire
+    # message, which carries its own id. verify took any ack of the real id for one that brings it back
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000136)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-6.log", 8924, 6)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes

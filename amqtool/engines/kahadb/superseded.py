@@ -189,7 +189,8 @@ def _as_written(buf, first: int, last: int):
     return None
 
 
-def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None) -> bool:
+def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
+                       rejects=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -203,7 +204,10 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     each record as the replay loads it must do what the written one did (:func:`_effect`), but for a send's
     own message id when nothing ``acked`` (after_acks.acked_after) acknowledges the message after the
     checkpoint: the broker indexes the message under the damaged id and delivers the same OpenWire message,
-    which carries its own. A written record whose type byte no longer reads as a user record's is stepped over
+    which carries its own. Acks of it (after the checkpoint or in the batch itself) that find nothing under the
+    damaged id leave it pending for their subscriptions, which changes nothing when ``rejects(destination key,
+    subscription key, message)`` (unhanded.selector_rejects) says each one's selector does not match it: the
+    broker never hands it to them. A written record whose type byte no longer reads as a user record's is stepped over
     by the walk (``getNextLocation`` returns only ``USER_RECORD_TYPE`` records): that changes nothing when it
     was an ack ``unmatched(cmd)`` accepts (unhanded.unmatched_ack: a subscription's ack of a message its
     selector does not match, which ``TopicStorePrefetch.recoverMessage`` never hands it), or a record whose
@@ -230,19 +234,33 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
         return False
     try:
         now, then = _records(body), _records(original)
+        acked = _with_batch_acks(acked or {}, [c for _p, c in then])
         if [pos for pos, _c in now] == [pos for pos, _c in then]:
             # (the same records: one may have lost its user record type, the walk steps over it). The batch's own
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd) and (cmd.destination.key, cmd.message_id) not in sent) if idle else None
-            return all(_same_effect(a, b, acked or {}, unmatched, quiet) for (_p, a), (_q, b) in zip(now, then))
+            return all(_same_effect(a, b, acked, unmatched, quiet, rejects) for (_p, a), (_q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
-    return len(now) == len(then) and all(a == b or _renamed(a, b, acked or {}) for a, b in zip(now, then))
+    return len(now) == len(then) and all(a == b or _renamed(a, b, acked, rejects) for a, b in zip(now, then))
 
 
-def _same_effect(now, then, acked: dict, unmatched, idle) -> bool:
+def _with_batch_acks(acked: dict, commands: list) -> dict:
+    """``acked`` (after_acks.acked_after: the acks replayed after the checkpoint, those of intact batches) with
+    the acks outside a transaction among ``commands`` (the damaged batch's, as written) added."""
+    out = acked
+    for cmd in commands:
+        if cmd is not None and cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None:
+            if out is acked:
+                out = {k: {m: set(s) for m, s in v.items()} for k, v in acked.items()}
+            out.setdefault(cmd.destination.key, {}).setdefault(cmd.message_id, set()).add(
+                cmd.subscription_key or None)
+    return out
+
+
+def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None) -> bool:
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
     nothing the broker delivers, read as nothing or as an ack that takes nothing."""
@@ -250,7 +268,7 @@ def _same_effect(now, then, acked: dict, unmatched, idle) -> bool:
         return now is None
     if now is not None:
         a, b = _effect(now), _effect(then)
-        if a == b or _renamed(a, b, acked):
+        if a == b or _renamed(a, b, acked, rejects):
             return True
         if idle is None or not idle(now):
             return False
@@ -258,15 +276,19 @@ def _same_effect(now, then, acked: dict, unmatched, idle) -> bool:
                                            and unmatched is not None and unmatched(then))
 
 
-def _renamed(now, then, acked: dict) -> bool:
+def _renamed(now, then, acked: dict, rejects=None) -> bool:
     """``now`` is the send ``then`` under another message id, and nothing acknowledges ``then`` after the
-    checkpoint (its ack would find nothing to remove: the message would come back)."""
+    checkpoint (its ack would find nothing to remove: the message would come back), but subscriptions whose
+    selector ``rejects`` it (they are never handed it, acknowledged or not)."""
     from dataclasses import replace
 
-    return isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand) \
-        and replace(now, message_id=then.message_id) == then \
-        and then.message_id not in acked.get(then.destination.key, {}) \
-        and now.message_id not in acked.get(now.destination.key, {})
+    if not (isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand)
+            and replace(now, message_id=then.message_id) == then
+            and now.message_id not in acked.get(now.destination.key, {})):
+        return False
+    key = then.destination.key
+    return all(sub is not None and rejects is not None and rejects(key, sub, then.message)
+               for sub in acked.get(key, {}).get(then.message_id, ()))
 
 
 def _records(body: bytes) -> list:

@@ -361,6 +361,7 @@ class _Judge:
         self._ended: set | None = None
         self._unmatched = None
         self._idle = None
+        self._rejects = None
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -378,6 +379,14 @@ class _Judge:
 
             self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
         return self._unmatched
+
+    def rejects(self):
+        """unhanded.selector_rejects of this store directory (built once)."""
+        if self._rejects is None:
+            from amqtool.engines.kahadb.unhanded import selector_rejects
+
+            self._rejects = selector_rejects(self.d, self.ev.openwire_version if self.ev is not None else 11)
+        return self._rejects
 
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
@@ -420,7 +429,8 @@ class _Judge:
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest \
-                and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle()):
+                and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
+                                       self.rejects()):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
