@@ -411,3 +411,20 @@ def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is
     o = c.run_one(94013000136)
     assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-6.log", 8924, 6)
     assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+F11 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f11-shrink-kill"
+
+
+def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
+    # campaign seed 9403 (f11-shrink-kill, 94032000279: loss judged WARNING): the newest file db-3.log zeroed over
+    # 9227+178, the end of the batch of send :1:-1:1:8 and the control record of the next batch (send 9), both
+    # after the checkpoint. The broker's recoveryCheck of the newest file finds no batch after the failing one
+    # and appends from 8384: both sends are lost. verify took the failing last batch for a write torn by a
+    # crash, but the record of send 9 and the end marker after it are a later write: DataFileAppender writes a
+    # batch and its end marker in one write over the preallocated zeros, so a torn write leaves only zeros
+    # after it
+    c = KahaCampaign("f11-shrink-kill", F11 / "kahadb", tmp_path)
+    o = c.run_one(94032000279)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("zero", "db-3.log", 9227, 178)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-tail" not in o.codes
