@@ -428,3 +428,19 @@ def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
     o = c.run_one(94032000279)
     assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("zero", "db-3.log", 9227, 178)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-tail" not in o.codes
+
+
+def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000261: truth latent, verify CRITICAL kahadb-ack-before-send):
+    # db-7.log and db-8.log swapped, both after the checkpoint 6:3934. The walk now replays subscription red's
+    # acks of nine messages (:8:-1:1:27 ...) from the new db-7.log before their sends in the new db-8.log:
+    # updateIndex(KahaRemoveMessageCommand) finds no sequence for the id in the messageIdIndex and does nothing,
+    # then updateIndex(KahaAddMessageCommand) puts each send in every subscription's ack positions
+    # (addAckLocationForNewMessage). Red's selector matches them (it acknowledged them with a real ack): the
+    # broker hands them to red again. The truth applied a subscription's ack whatever came first
+    # (kahadb_after._apply): loss, and verify's CRITICAL is right
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000261)
+    assert (o.fault.kind, o.fault.path, o.fault.other) == ("swap", "db-8.log", "db-7.log")
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-before-send" in o.codes
+
