@@ -444,3 +444,19 @@ def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
     assert (o.fault.kind, o.fault.path, o.fault.other) == ("swap", "db-8.log", "db-7.log")
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-before-send" in o.codes
 
+
+F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
+
+
+def test_a_topic_send_replayed_onto_a_topic_without_subscriptions_is_latent(tmp_path):
+    # campaign seed 9403 (f5-kill, 94038000085 and 94038000112: same judged CRITICAL): a byte of the topic name
+    # fx.f5.t in a send of db-6.log, an older file after the checkpoint 4:47110: the walk replays the send into
+    # a topic of the damaged name (getStoredDestination makes it), which holds no durable subscription, so no
+    # one is handed it there (a topic's stored messages go to its durable subscriptions only); every durable
+    # subscription of fx.f5.t acknowledged the message after it, and those acks now find nothing. The broker
+    # delivers the same
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for seed, offset in ((94038000085, 20837), (94038000112, 38046)):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.offset) == ("db-6.log", offset)
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes

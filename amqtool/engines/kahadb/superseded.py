@@ -190,7 +190,7 @@ def _as_written(buf, first: int, last: int):
 
 
 def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
-                       rejects=None) -> bool:
+                       rejects=None, subscribed=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -207,7 +207,10 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     which carries its own. Acks of it (after the checkpoint or in the batch itself) that find nothing under the
     damaged id leave it pending for their subscriptions, which changes nothing when ``rejects(destination key,
     subscription key, message)`` (unhanded.selector_rejects) says each one's selector does not match it: the
-    broker never hands it to them. A written record whose type byte no longer reads as a user record's is stepped over
+    broker never hands it to them. A topic send read under another topic that no durable subscription holds
+    (``subscribed(destination key)``: the subscription keys the index or the journal knows of it) is handed to
+    no one there; that changes nothing when each durable subscription of the topic written either acknowledges
+    it (as above) or rejects it. A written record whose type byte no longer reads as a user record's is stepped over
     by the walk (``getNextLocation`` returns only ``USER_RECORD_TYPE`` records): that changes nothing when it
     was an ack ``unmatched(cmd)`` accepts (unhanded.unmatched_ack: a subscription's ack of a message its
     selector does not match, which ``TopicStorePrefetch.recoverMessage`` never hands it), or a record whose
@@ -240,11 +243,13 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd) and (cmd.destination.key, cmd.message_id) not in sent) if idle else None
-            return all(_same_effect(a, b, acked, unmatched, quiet, rejects) for (_p, a), (_q, b) in zip(now, then))
+            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
+                       for (_p, a), (_q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
-    return len(now) == len(then) and all(a == b or _renamed(a, b, acked, rejects) for a, b in zip(now, then))
+    return len(now) == len(then) and all(a == b or _renamed(a, b, acked, rejects)
+                                         or _moved(a, b, acked, rejects, subscribed) for a, b in zip(now, then))
 
 
 def _with_batch_acks(acked: dict, commands: list) -> dict:
@@ -260,7 +265,7 @@ def _with_batch_acks(acked: dict, commands: list) -> dict:
     return out
 
 
-def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None) -> bool:
+def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None) -> bool:
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
     nothing the broker delivers, read as nothing or as an ack that takes nothing."""
@@ -268,7 +273,7 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None) -> bool:
         return now is None
     if now is not None:
         a, b = _effect(now), _effect(then)
-        if a == b or _renamed(a, b, acked, rejects):
+        if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed):
             return True
         if idle is None or not idle(now):
             return False
@@ -289,6 +294,23 @@ def _renamed(now, then, acked: dict, rejects=None) -> bool:
     key = then.destination.key
     return all(sub is not None and rejects is not None and rejects(key, sub, then.message)
                for sub in acked.get(key, {}).get(then.message_id, ()))
+
+
+def _moved(now, then, acked: dict, rejects, subscribed) -> bool:
+    """``now`` is the topic send ``then`` under another topic, which no durable subscription holds (a topic's
+    stored messages go only to its durable subscriptions: no one is handed it there), and no durable
+    subscription of ``then``'s topic would have been handed ``then``: each acknowledges it (``acked``: after
+    the checkpoint or in its own batch; that ack now finds nothing) or its selector ``rejects`` it."""
+    from dataclasses import replace
+
+    if subscribed is None or not (isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand)):
+        return False
+    if now.destination.type not in (1, 3) or then.destination.type not in (1, 3) \
+            or replace(now, destination=then.destination) != then or subscribed(now.destination.key):
+        return False
+    key = then.destination.key
+    by = acked.get(key, {}).get(then.message_id, set())
+    return all(sk in by or (rejects is not None and rejects(key, sk, then.message)) for sk in subscribed(key))
 
 
 def _records(body: bytes) -> list:

@@ -362,6 +362,7 @@ class _Judge:
         self._unmatched = None
         self._idle = None
         self._rejects = None
+        self._subscribed = None
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -387,6 +388,17 @@ class _Judge:
 
             self._rejects = selector_rejects(self.d, self.ev.openwire_version if self.ev is not None else 11)
         return self._rejects
+
+    def subscribed(self, key: str) -> set:
+        """The durable subscription keys of destination ``key`` that the index or the journal's replay holds."""
+        if self._subscribed is None:
+            subs: dict = {}
+            for k, st in self.d.replay.destinations.items():
+                subs.setdefault(k, set()).update(st.subscriptions)
+            for k, dest in (self.d.indexed or {}).items():
+                subs.setdefault(k, set()).update(dest.subscriptions)
+            self._subscribed = subs
+        return self._subscribed.get(key, set())
 
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
@@ -430,7 +442,7 @@ class _Judge:
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest \
                 and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                       self.rejects()):
+                                       self.rejects(), self.subscribed):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
