@@ -460,3 +460,16 @@ def test_a_topic_send_replayed_onto_a_topic_without_subscriptions_is_latent(tmp_
         o = c.run_one(seed)
         assert (o.fault.path, o.fault.offset) == ("db-6.log", offset)
         assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_batch_the_walk_steps_over_by_a_damaged_header_length_whose_sends_are_acked_later_is_latent(tmp_path):
+    # campaign seeds 9401 and 9403 (f5-kill, 94018000268 and 94038000060: same judged CRITICAL): a bit of the
+    # length in the last batch's control record header of db-5.log or db-7.log, older files after the checkpoint
+    # 4:47110. Journal.getNextLocation reads that header (not a user record) and moves on by the length it reads,
+    # past the file's end: to the next file. The batch's sends are acknowledged later in the replay, whose acks
+    # then find nothing: the broker delivers the same
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for seed, path in ((94018000268, "db-5.log"), (94038000060, "db-7.log")):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.label) == (path, "batch length")
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (seed, o.codes)

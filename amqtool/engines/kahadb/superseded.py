@@ -54,6 +54,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
         else:
             records = _as_read(buf, first, last)
             if records is None:
+                records = _stepped_over(buf, first, last)
+            if records is None:
                 return False
         compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0][0])
         written: list | None = None
@@ -149,6 +151,32 @@ def _as_read(buf, first: int, last: int) -> list | None:
     except (FormatError, struct.error):
         return None
     return out
+
+
+def _stepped_over(buf, first: int, last: int) -> list | None:
+    """``(payload, None)`` of each record of the batch at ``first`` of a file that is not the newest when a
+    damaged length in its control record's own header makes the broker's replay step over the whole batch, or
+    None. ``Journal.getNextLocation`` reads that header (``readLocationDetails``), finds no user record and
+    moves on by the length it reads; a length past the batch's end, with nothing but the end marker and zeros
+    between the two or the file ending first, takes it to the next file. The records are as written when the
+    body the control record declares matches its stored Adler-32 and is all there is up to ``last``."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rtype == jr.USER_RECORD_TYPE or bytes(buf[first + 5:first + _SIZE_AT]) != jr.BATCH_CONTROL_RECORD_MAGIC:
+        return None
+    size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    end = start + size
+    if size <= 0 or end > n or rsize < end - first or not _end_only(buf, end, min(first + rsize, n) - 1) \
+            or not (last < end or _end_only(buf, end, last)) or zlib.adler32(bytes(buf[start:end])) != stored:
+        return None
+    landing = first + rsize  # (where the walk reads the next header: zeros or the end marker move it on)
+    if landing < n and (landing + jr.RECORD_HEAD_SPACE > n or bytes(buf[landing:landing + 5]) != jr.EOF_RECORD
+                        and any(buf[landing:landing + 5])):
+        return None
+    return [(rec.payload, None) for rec in jr.iter_batch_records(buf, jr.Batch(first, size, stored))]
 
 
 def _as_written(buf, first: int, last: int):
