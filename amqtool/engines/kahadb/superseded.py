@@ -154,29 +154,43 @@ def _as_read(buf, first: int, last: int) -> list | None:
 
 
 def _stepped_over(buf, first: int, last: int) -> list | None:
-    """``(payload, None)`` of each record of the batch at ``first`` of a file that is not the newest when a
-    damaged length in its control record's own header makes the broker's replay step over the whole batch, or
-    None. ``Journal.getNextLocation`` reads that header (``readLocationDetails``), finds no user record and
-    moves on by the length it reads; a length past the batch's end, with nothing but the end marker and zeros
-    between the two or the file ending first, takes it to the next file. The records are as written when the
-    body the control record declares matches its stored Adler-32 and is all there is up to ``last``."""
+    """``(payload, None)`` of each record the broker's replay steps over when a damaged length in the header of
+    the control record at ``first`` (a file that is not the newest) makes it skip the batch, or None.
+    ``Journal.getNextLocation`` reads that header (``readLocationDetails``), finds no user record and moves on
+    by the length it reads: past the batch's end, over whole batches, the end marker and zeros, to a header of
+    zeros or the end marker (or past the file's end), which take it to the next file. Every batch it steps
+    over is lost to the replay: its records count as written when each body matches its stored Adler-32, and
+    the damaged batch must be all there is up to ``last``. A landing anywhere else is not judged (None)."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return None
     rsize, rtype = struct.unpack_from(">ib", buf, first)
     if rtype == jr.USER_RECORD_TYPE or bytes(buf[first + 5:first + _SIZE_AT]) != jr.BATCH_CONTROL_RECORD_MAGIC:
         return None
-    size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
-    start = first + jr.BATCH_CONTROL_RECORD_SIZE
-    end = start + size
-    if size <= 0 or end > n or rsize < end - first or not _end_only(buf, end, min(first + rsize, n) - 1) \
-            or not (last < end or _end_only(buf, end, last)) or zlib.adler32(bytes(buf[start:end])) != stored:
-        return None
-    landing = first + rsize  # (where the walk reads the next header: zeros or the end marker move it on)
+    landing = first + rsize  # (where the walk reads the next header)
+    out, pos = [], first
+    while pos < min(landing, n):
+        if bytes(buf[pos:pos + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER \
+                and pos != first:
+            # the end marker and zeros after the last batch stepped over, up to the landing
+            if not _end_only(buf, pos, min(landing, n) - 1):
+                return None
+            break
+        size, stored = struct.unpack_from(">iq", buf, pos + _SIZE_AT)
+        start = pos + jr.BATCH_CONTROL_RECORD_SIZE
+        end = start + size
+        if size <= 0 or end > min(landing, n) or zlib.adler32(bytes(buf[start:end])) != stored:
+            return None
+        if pos == first and not (last < end or _end_only(buf, end, last)):
+            return None
+        out += [(rec.payload, None) for rec in jr.iter_batch_records(buf, jr.Batch(pos, size, stored))]
+        pos = end
+        if bytes(buf[pos:pos + len(jr.EOF_RECORD)]) == jr.EOF_RECORD:
+            pos += len(jr.EOF_RECORD)
     if landing < n and (landing + jr.RECORD_HEAD_SPACE > n or bytes(buf[landing:landing + 5]) != jr.EOF_RECORD
                         and any(buf[landing:landing + 5])):
         return None
-    return [(rec.payload, None) for rec in jr.iter_batch_records(buf, jr.Batch(first, size, stored))]
+    return out or None
 
 
 def _as_written(buf, first: int, last: int):
