@@ -600,6 +600,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
+        state = _recovered_only(state, directory, dests, after)
         if any(dest.subscriptions for dest in dests.values()):
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
@@ -613,6 +614,44 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                                                   _version(directory))}
         out[directory.name] = state
     return out
+
+
+def _recovered_only(state: dict, directory: Path, dests: dict, after) -> dict:
+    """``state`` with the durable subscriptions the broker hands messages to: those of the index's subscriptions
+    B-trees, keyed as their SubscriptionInfo names them (``getAllSubscriptions`` recovers each from it, and
+    ``recoverNextMessages`` looks its cursor up by ``clientId:subscriptionName``). A subscriptionAcks entry under
+    another key (its key damaged) is no one's; a recovered subscription with no LastAck under its key is handed
+    nothing from the store (``recoverNextMessages``: "sub deleted" when ``getLastAck`` finds none), unless an
+    ack replayed after the checkpoint puts one back (``updateIndex(KahaRemoveMessageCommand)`` writes its
+    subscriptionAcks entry: not modelled, the state is kept). ``dests``: read_indexed's (their ``subscriptions``
+    keyed by subscriptionAcks); ``after``: kahadb_after.after_checkpoint's. Unchanged when the subscriptions
+    B-trees or their infos do not read."""
+    from amqtool.errors import FormatError
+    from amqtool.formats.kahadb import pagefile as pf
+    from amqtool.formats.kahadb.openwire import decode_subscription_info
+
+    try:
+        buf = (directory / "db.data").read_bytes()
+        ps = pf.decode_header(buf).page_size
+        meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+        recovered = {}
+        for key, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
+            if sd.is_topic:
+                infos = pf.subscription_infos(buf, ps, sd).values()
+                recovered[key] = {f"{i.client_id}:{i.subscription_name}" for i in
+                                  (decode_subscription_info(x, meta.openwire_version) for x in infos if x)}
+    except (FormatError, OSError, AttributeError, ValueError):
+        return state
+    subs = dict(state["subs"])
+    for key, dest in dests.items():
+        if key not in recovered:
+            continue
+        acked_after = {sub for _mid, sub in after.removes.get(key, ())} if after else set()
+        for sk in set(dest.subscriptions) - recovered[key]:
+            subs.pop((key, sk), None)
+        for sk in recovered[key] - set(dest.subscriptions) - acked_after:
+            subs[(key, sk)] = ()
+    return {**state, "subs": subs}
 
 
 def _version(directory: Path) -> int:

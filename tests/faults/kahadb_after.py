@@ -85,6 +85,13 @@ def _apply(out: After, op) -> None:
     t, key, mid, sub, loc = op
     if t is EntryType.ADD_MESSAGE:
         out.adds.setdefault(key, {})[mid] = loc
+        # an ack of it the walk replayed before its send found no such message (updateIndex(
+        # KahaRemoveMessageCommand): messageIdIndex gives no sequence, nothing happens), and the send puts it in
+        # every subscription's ack positions (updateIndex(KahaAddMessageCommand): addAckLocationForNewMessage):
+        # those acks take nothing (journal files swapped or renamed leave acks before their sends)
+        earlier = out.removes.get(key)
+        if earlier:
+            earlier -= {x for x in earlier if x[0] == mid}
     else:
         out.removes.setdefault(key, set()).add((mid, sub))
         if sub is None:

@@ -325,3 +325,153 @@ def test_a_damaged_unmatched_ack_in_an_older_file_is_latent(tmp_path):
     for seed in (83430000009, 83430000464):
         o = c.run_one(seed)
         assert (o.truth, o.verdict) == (SAME, "WARNING"), (seed, o.fault, o.codes)
+
+
+def test_an_unmatched_ack_the_walk_steps_over_in_an_older_file_is_latent(tmp_path):
+    # campaign seed 9104 (f12-subs-kill, 91043000049 and 91043000089: latent judged CRITICAL): the record type byte
+    # of an UNMATCHED ack in db-7.log, after the checkpoint 6:3934, flipped (1 to 3, 1 to 0x81). db-7.log is not
+    # the newest: with checkForCorruptJournalFiles off, Journal.start recoveryChecks only the newest file, so no
+    # corrupted block covers the batch, and Journal.getNextLocation returns only USER_RECORD_TYPE records: the
+    # broker's replay applies the batch's send and its other ack, and steps over this one. The message then
+    # stays pending for a subscription whose selector does not match it (49: red, color = 'red', message
+    # :8:-1:1:57), and TopicStorePrefetch.recoverMessage hands a subscription only what matches: the broker
+    # delivers the same. A rebuild that skips the batch on its checksum loses the send for subscription all:
+    # latent, WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(91043000049)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 31699, 2)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+    o = c.run_one(91043000089)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 9356, 0x80)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_unmatched_ack_replayed_onto_a_destination_without_its_message_is_latent(tmp_path):
+    # campaign seed 9104 (f12-subs-kill, 91043000098: latent judged CRITICAL): db-7.log@30856, a bit of the topic
+    # name fx.f12.t of subscription none's UNMATCHED ack of :8:-1:1:56 (after the checkpoint, in an older file:
+    # replayed as read). updateIndex(KahaRemoveMessageCommand) looks the id up in the messageIdIndex of the
+    # destination the ack names (getStoredDestination makes an empty one for a name it does not know), finds
+    # nothing and does nothing; the ack it was is lost, which leaves 56 pending for none, whose selector
+    # color = 'purple' does not match it: the broker delivers the same. Latent, WARNING
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(91043000098)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 30856, 8)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_subscription_ack_entry_under_a_damaged_key_is_no_one_s(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000290: same judged loss by the truth): db.data@36910, a bit of the
+    # key f12-none:none in the topic's subscriptionAcks B-tree (page 8) flipped to f12-noneznone. The broker
+    # recovers its durable subscriptions from the subscriptions B-tree (KahaDBTopicMessageStore
+    # .getAllSubscriptions: each entry's SubscriptionInfo) and hands each its messages by clientId:subscriptionName
+    # (recoverNextMessages), so nothing is handed under the damaged key; none, without its LastAck, is handed
+    # nothing ("sub deleted"), and its selector color = 'purple' matched nothing anyway. The truth took the
+    # damaged key for a subscription and read its 84 unfiltered pending messages as handed out
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000290)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 36910, 0x40)
+    assert (o.truth, o.verdict) == (SAME, "WARNING")
+
+
+def test_a_subscription_without_its_last_ack_is_handed_nothing(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000342: loss judged WARNING): db.data@36890, a bit of the key
+    # f12-all:all in the subscriptionAcks B-tree flipped. Subscription all (no selector) is still recovered from
+    # the subscriptions B-tree, but recoverNextMessages finds no LastAck under its key and returns nothing
+    # ("sub deleted"): its 75 pending messages are lost to it. verify compared the index's subscriptions with
+    # the journal only when no record follows the checkpoint; the index itself shows it (sub_cursors.py)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000342)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 36890, 0x20)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-subscription-no-cursor" in o.codes
+
+
+def test_an_acknowledged_message_of_a_transaction_the_child_committed_before_the_checkpoint_comes_back(tmp_path):
+    # campaign seed 9401 (f13, 94014000329: loss judged WARNING): the queue store's db-3.log zeroed over 12742+454,
+    # which damages the batch of the ack of :4:-1:1:102 and the producer audit record page 0 names (3:12942). The
+    # broker cannot load the audit and replays the whole journal on top of its index; db-3.log is its newest file,
+    # so the damaged batch is a corrupted block the walk skips, and 102, sent in the cross-store transaction
+    # whose COMMIT the queue store wrote long before the checkpoint 3:13729, comes back. verify took every
+    # transactional message the index lacks for one a txStore commit may not have put in the child's index yet
+    # (load._reconcile), so it saw nothing brought back: WARNING. A child's own COMMIT before the checkpoint is in
+    # its index (process(KahaCommitCommand) runs before lastUpdate moves past it)
+    c = KahaCampaign("f13", F13 / "mkahadb", tmp_path)
+    o = c.run_one(94014000329)
+    assert o.fault.path.endswith("fx.f13.q/db-3.log") and (o.fault.offset, o.fault.length) == (12742, 454)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-checkpoint-unreadable" in o.codes
+
+
+def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is_latent(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000136: latent judged CRITICAL): db-6.log@8924, a byte of the message
+    # id of topic send :8:-1:1:6 ('vm' read 'vk'), in an older file after the checkpoint 6:3934: the walk
+    # replays it under the damaged id (no corrupted block outside the newest file), and the UNMATCHED acks of
+    # the real id by red and none find nothing, so the message stays pending for them. Neither selector matches
+    # it (TopicStorePrefetch.recoverMessage never hands it to them); subscription all gets the same OpenWire
+    # message, which carries its own id. verify took any ack of the real id for one that brings it back
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000136)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-6.log", 8924, 6)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+F11 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f11-shrink-kill"
+
+
+def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
+    # campaign seed 9403 (f11-shrink-kill, 94032000279: loss judged WARNING): the newest file db-3.log zeroed over
+    # 9227+178, the end of the batch of send :1:-1:1:8 and the control record of the next batch (send 9), both
+    # after the checkpoint. The broker's recoveryCheck of the newest file finds no batch after the failing one
+    # and appends from 8384: both sends are lost. verify took the failing last batch for a write torn by a
+    # crash, but the record of send 9 and the end marker after it are a later write: DataFileAppender writes a
+    # batch and its end marker in one write over the preallocated zeros, so a torn write leaves only zeros
+    # after it
+    c = KahaCampaign("f11-shrink-kill", F11 / "kahadb", tmp_path)
+    o = c.run_one(94032000279)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("zero", "db-3.log", 9227, 178)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-tail" not in o.codes
+
+
+def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
+    # campaign seed 9401 (f12-subs-kill, 94013000261: truth latent, verify CRITICAL kahadb-ack-before-send):
+    # db-7.log and db-8.log swapped, both after the checkpoint 6:3934. The walk now replays subscription red's
+    # acks of nine messages (:8:-1:1:27 ...) from the new db-7.log before their sends in the new db-8.log:
+    # updateIndex(KahaRemoveMessageCommand) finds no sequence for the id in the messageIdIndex and does nothing,
+    # then updateIndex(KahaAddMessageCommand) puts each send in every subscription's ack positions
+    # (addAckLocationForNewMessage). Red's selector matches them (it acknowledged them with a real ack): the
+    # broker hands them to red again. The truth applied a subscription's ack whatever came first
+    # (kahadb_after._apply): loss, and verify's CRITICAL is right
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94013000261)
+    assert (o.fault.kind, o.fault.path, o.fault.other) == ("swap", "db-8.log", "db-7.log")
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-before-send" in o.codes
+
+
+F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
+
+
+def test_a_topic_send_replayed_onto_a_topic_without_subscriptions_is_latent(tmp_path):
+    # campaign seed 9403 (f5-kill, 94038000085 and 94038000112: same judged CRITICAL): a byte of the topic name
+    # fx.f5.t in a send of db-6.log, an older file after the checkpoint 4:47110: the walk replays the send into
+    # a topic of the damaged name (getStoredDestination makes it), which holds no durable subscription, so no
+    # one is handed it there (a topic's stored messages go to its durable subscriptions only); every durable
+    # subscription of fx.f5.t acknowledged the message after it, and those acks now find nothing. The broker
+    # delivers the same
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for seed, offset in ((94038000085, 20837), (94038000112, 38046)):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.offset) == ("db-6.log", offset)
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_batch_the_walk_steps_over_by_a_damaged_header_length_whose_sends_are_acked_later_is_latent(tmp_path):
+    # campaign seeds 9401 and 9403 (f5-kill, 94018000268 and 94038000060: same judged CRITICAL): a bit of the
+    # length in the last batch's control record header of db-5.log or db-7.log, older files after the checkpoint
+    # 4:47110. Journal.getNextLocation reads that header (not a user record) and moves on by the length it reads,
+    # past the file's end: to the next file. The batch's sends are acknowledged later in the replay, whose acks
+    # then find nothing: the broker delivers the same
+    # 94048000065 (seed 9404): the length makes the walk step over the next batch of db-5.log too, whose sends
+    # are acknowledged later as well
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for seed, path in ((94018000268, "db-5.log"), (94038000060, "db-7.log"), (94048000065, "db-5.log")):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.label) == (path, "batch length")
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (seed, o.codes)

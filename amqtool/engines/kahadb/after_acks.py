@@ -91,3 +91,24 @@ def ended_transactions(d, last_update: tuple) -> set:
     offset)) in store directory ``d`` reads (batches that check out)."""
     return {cmd.transaction.key for _fid, _off, cmd in replayed_commands(d, last_update, (_COMMIT, _ROLLBACK))
             if cmd.transaction is not None}
+
+
+def acks_nothing(d):
+    """A predicate over a journal command: a REMOVE outside a transaction whose destination holds no message of
+    its id, in the index or in the journal's replay (store directory ``d``): replayed, it takes nothing any
+    consumer is handed. ``updateIndex(KahaRemoveMessageCommand)`` finds the message by ``messageIdIndex`` of
+    the destination the command names (``getStoredDestination`` makes an empty one for a name it does not
+    know) and does nothing when the id is not there; a REMOVE of a message acknowledged already, or sent only
+    later in the replay, finds nothing either. So a damaged destination name or message id in an ack that was
+    harmless to drop (unhanded.unmatched_ack) changes nothing delivered."""
+    held: dict = {}
+    for key, st in d.replay.destinations.items():
+        held.setdefault(key, set()).update(st.messages)
+    for key, dest in (d.indexed or {}).items():
+        held.setdefault(key, set()).update(m.message_id for m in dest.messages)
+
+    def idle(cmd) -> bool:
+        return cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and cmd.destination is not None \
+            and cmd.message_id not in held.get(cmd.destination.key, ())
+
+    return idle

@@ -85,7 +85,9 @@ class DirResult:
         if view is None:
             return None
         lu = view.metadata.last_update  # (None: no checkpoint yet, every record is replayed)
-        return tail if lu is None or (f.id, tail.first) > (lu.log_id, lu.offset) else None
+        if lu is not None and (f.id, tail.first) <= (lu.log_id, lu.offset):
+            return None
+        return None if _written_after(f.path, tail.first) else tail
 
     def damage_text(self) -> str:
         return (f"{self.directory}: {self.damage()} damaged batch(es) or record(s) in the journal; what they held "
@@ -316,11 +318,15 @@ def _reconcile(d: DirResult, *, multi: bool) -> None:
     if d.indexed is None or lu is None:
         return
     if multi:
-        # a child's transaction committed through txStore may not be in the child's index yet
+        # a child's transaction committed through txStore may not be in the child's index yet; one the child's
+        # own COMMIT record at or before the checkpoint committed is (process(KahaCommitCommand) updated the
+        # index before lastUpdate moved past it): a message of it the index lacks was acknowledged
+        settled = {str(t.id) for t in d.replay.finished
+                   if t.committed_at is not None and t.committed_at <= (lu.log_id, lu.offset)}
         keep = {}
         for key, st in d.replay.destinations.items():
             for mid, m in st.messages.items():
-                if m.transaction is not None:
+                if m.transaction is not None and m.transaction not in settled:
                     keep.setdefault(key, {})[mid] = m
     d.rebuild_extra = reconcile(d, d.indexed, (lu.log_id, lu.offset))
     if multi:
@@ -331,3 +337,40 @@ def _reconcile(d: DirResult, *, multi: bool) -> None:
             if sub is not None:
                 m.waiting.add(sub)
         d.rebuild_extra = [x for x in d.rebuild_extra if x not in back]
+
+
+def _written_after(path: Path, first: int) -> bool:
+    """The newest file at ``path`` holds bytes written after the batch at ``first`` that fails: its last write was
+    not torn there. ``DataFileAppender`` writes each batch with the end marker after it in one write over the
+    preallocated zeros (``Journal.EOF_RECORD``), so a crash mid-write leaves, past the batch and that marker,
+    only zeros (and the marker sparse preallocation puts in the file's last five bytes). Only a batch whose
+    control record and record headers still agree on where it ends (its 'WRITE BATCH' header intact, its records
+    tiling its declared size exactly) tells where that is: damage that hit them is judged as torn, as before."""
+    import struct
+
+    try:
+        buf = path.read_bytes()
+    except OSError:
+        return False
+    start = first + jr.BATCH_CONTROL_RECORD_SIZE
+    if start > len(buf) or bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) \
+            != jr.BATCH_CONTROL_RECORD_HEADER:
+        return False
+    size = struct.unpack_from(">i", buf, first + 16)[0]
+    end = start + size
+    if size <= 0 or end > len(buf):
+        return False
+    pos = start
+    while pos + jr.RECORD_HEAD_SPACE <= end:
+        length = struct.unpack_from(">i", buf, pos)[0]
+        if length < jr.RECORD_HEAD_SPACE:
+            return False
+        pos += length
+    if pos != end:
+        return False
+    rest = bytes(buf[end:])
+    if rest.startswith(jr.EOF_RECORD):
+        rest = rest[len(jr.EOF_RECORD):]
+    if rest.endswith(jr.EOF_RECORD):
+        rest = rest[:-len(jr.EOF_RECORD)]
+    return bool(rest.strip(b"\0"))

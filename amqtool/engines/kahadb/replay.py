@@ -104,6 +104,7 @@ class Transaction:
     acks: int = 0
     files: set = field(default_factory=set)
     records: list = field(default_factory=list)  # (file id, offset, length) of its ADD/REMOVE/PREPARE records
+    committed_at: tuple | None = None  # (file id, offset) of its own COMMIT record (not a txStore's)
 
     def to_json(self) -> dict:
         return {
@@ -234,6 +235,7 @@ class Replay:
                 tx.state = "rolled-back"
                 self.dropped[tx.id.key] = tx
             elif t is EntryType.COMMIT:
+                tx.committed_at = loc
                 self._commit(tx)
             else:
                 tx.state = "rolled-back"

@@ -54,6 +54,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
         else:
             records = _as_read(buf, first, last)
             if records is None:
+                records = _stepped_over(buf, first, last)
+            if records is None:
                 return False
         compaction = inert is not None and first == 0 and bool(records) and is_marker(records[0][0])
         written: list | None = None
@@ -151,6 +153,46 @@ def _as_read(buf, first: int, last: int) -> list | None:
     return out
 
 
+def _stepped_over(buf, first: int, last: int) -> list | None:
+    """``(payload, None)`` of each record the broker's replay steps over when a damaged length in the header of
+    the control record at ``first`` (a file that is not the newest) makes it skip the batch, or None.
+    ``Journal.getNextLocation`` reads that header (``readLocationDetails``), finds no user record and moves on
+    by the length it reads: past the batch's end, over whole batches, the end marker and zeros, to a header of
+    zeros or the end marker (or past the file's end), which take it to the next file. Every batch it steps
+    over is lost to the replay: its records count as written when each body matches its stored Adler-32, and
+    the damaged batch must be all there is up to ``last``. A landing anywhere else is not judged (None)."""
+    n = len(buf)
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
+        return None
+    rsize, rtype = struct.unpack_from(">ib", buf, first)
+    if rtype == jr.USER_RECORD_TYPE or bytes(buf[first + 5:first + _SIZE_AT]) != jr.BATCH_CONTROL_RECORD_MAGIC:
+        return None
+    landing = first + rsize  # (where the walk reads the next header)
+    out, pos = [], first
+    while pos < min(landing, n):
+        if bytes(buf[pos:pos + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER \
+                and pos != first:
+            # the end marker and zeros after the last batch stepped over, up to the landing
+            if not _end_only(buf, pos, min(landing, n) - 1):
+                return None
+            break
+        size, stored = struct.unpack_from(">iq", buf, pos + _SIZE_AT)
+        start = pos + jr.BATCH_CONTROL_RECORD_SIZE
+        end = start + size
+        if size <= 0 or end > min(landing, n) or zlib.adler32(bytes(buf[start:end])) != stored:
+            return None
+        if pos == first and not (last < end or _end_only(buf, end, last)):
+            return None
+        out += [(rec.payload, None) for rec in jr.iter_batch_records(buf, jr.Batch(pos, size, stored))]
+        pos = end
+        if bytes(buf[pos:pos + len(jr.EOF_RECORD)]) == jr.EOF_RECORD:
+            pos += len(jr.EOF_RECORD)
+    if landing < n and (landing + jr.RECORD_HEAD_SPACE > n or bytes(buf[landing:landing + 5]) != jr.EOF_RECORD
+                        and any(buf[landing:landing + 5])):
+        return None
+    return out or None
+
+
 def _as_written(buf, first: int, last: int):
     """``(buffer, batch)``: the batch at ``first`` of the newest file with its records as the broker wrote
     them (``buffer`` a rebuilt copy of it when the damage could be undone), or None.
@@ -189,7 +231,8 @@ def _as_written(buf, first: int, last: int):
     return None
 
 
-def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None) -> bool:
+def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
+                       rejects=None, subscribed=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -203,7 +246,19 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None) ->
     each record as the replay loads it must do what the written one did (:func:`_effect`), but for a send's
     own message id when nothing ``acked`` (after_acks.acked_after) acknowledges the message after the
     checkpoint: the broker indexes the message under the damaged id and delivers the same OpenWire message,
-    which carries its own."""
+    which carries its own. Acks of it (after the checkpoint or in the batch itself) that find nothing under the
+    damaged id leave it pending for their subscriptions, which changes nothing when ``rejects(destination key,
+    subscription key, message)`` (unhanded.selector_rejects) says each one's selector does not match it: the
+    broker never hands it to them. A topic send read under another topic that no durable subscription holds
+    (``subscribed(destination key)``: the subscription keys the index or the journal knows of it) is handed to
+    no one there; that changes nothing when each durable subscription of the topic written either acknowledges
+    it (as above) or rejects it. A written record whose type byte no longer reads as a user record's is stepped over
+    by the walk (``getNextLocation`` returns only ``USER_RECORD_TYPE`` records): that changes nothing when it
+    was an ack ``unmatched(cmd)`` accepts (unhanded.unmatched_ack: a subscription's ack of a message its
+    selector does not match, which ``TopicStorePrefetch.recoverMessage`` never hands it), or a record whose
+    ``process`` only moves ``lastUpdate`` (a trace, the producer audit, the ack map). Such an ack that reads
+    as another one that ``idle(cmd)`` accepts (after_acks.acks_nothing: its destination holds no message of its
+    id) changes nothing either."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -223,26 +278,86 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None) ->
     if original is None:
         return False
     try:
-        now, then = _effects(body), _effects(original)
-    except (FormatError, struct.error):
+        now, then = _records(body), _records(original)
+        acked = _with_batch_acks(acked or {}, [c for _p, c in then])
+        if [pos for pos, _c in now] == [pos for pos, _c in then]:
+            # (the same records: one may have lost its user record type, the walk steps over it). The batch's own
+            # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
+            sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
+            quiet = (lambda cmd: idle(cmd) and (cmd.destination.key, cmd.message_id) not in sent) if idle else None
+            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
+                       for (_p, a), (_q, b) in zip(now, then))
+        now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
+    except (FormatError, struct.error, AttributeError):
         return False
-    return len(now) == len(then) and all(a == b or _renamed(a, b, acked or {}) for a, b in zip(now, then))
+    return len(now) == len(then) and all(a == b or _renamed(a, b, acked, rejects)
+                                         or _moved(a, b, acked, rejects, subscribed) for a, b in zip(now, then))
 
 
-def _renamed(now, then, acked: dict) -> bool:
+def _with_batch_acks(acked: dict, commands: list) -> dict:
+    """``acked`` (after_acks.acked_after: the acks replayed after the checkpoint, those of intact batches) with
+    the acks outside a transaction among ``commands`` (the damaged batch's, as written) added."""
+    out = acked
+    for cmd in commands:
+        if cmd is not None and cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None:
+            if out is acked:
+                out = {k: {m: set(s) for m, s in v.items()} for k, v in acked.items()}
+            out.setdefault(cmd.destination.key, {}).setdefault(cmd.message_id, set()).add(
+                cmd.subscription_key or None)
+    return out
+
+
+def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None) -> bool:
+    """The record the walk reads (``now``: its command, None when stepped over) does what the record written
+    (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
+    nothing the broker delivers, read as nothing or as an ack that takes nothing."""
+    if then is None:
+        return now is None
+    if now is not None:
+        a, b = _effect(now), _effect(then)
+        if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed):
+            return True
+        if idle is None or not idle(now):
+            return False
+    return then.type in _LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
+                                           and unmatched is not None and unmatched(then))
+
+
+def _renamed(now, then, acked: dict, rejects=None) -> bool:
     """``now`` is the send ``then`` under another message id, and nothing acknowledges ``then`` after the
-    checkpoint (its ack would find nothing to remove: the message would come back)."""
+    checkpoint (its ack would find nothing to remove: the message would come back), but subscriptions whose
+    selector ``rejects`` it (they are never handed it, acknowledged or not)."""
     from dataclasses import replace
 
-    return isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand) \
-        and replace(now, message_id=then.message_id) == then \
-        and then.message_id not in acked.get(then.destination.key, {}) \
-        and now.message_id not in acked.get(now.destination.key, {})
+    if not (isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand)
+            and replace(now, message_id=then.message_id) == then
+            and now.message_id not in acked.get(now.destination.key, {})):
+        return False
+    key = then.destination.key
+    return all(sub is not None and rejects is not None and rejects(key, sub, then.message)
+               for sub in acked.get(key, {}).get(then.message_id, ()))
 
 
-def _effects(body: bytes) -> list:
-    """What the replay does with the records tiling ``body``: the :func:`_effect` of each user record, as
-    ``MessageDatabase.load`` makes it (a record of another type is stepped over)."""
+def _moved(now, then, acked: dict, rejects, subscribed) -> bool:
+    """``now`` is the topic send ``then`` under another topic, which no durable subscription holds (a topic's
+    stored messages go only to its durable subscriptions: no one is handed it there), and no durable
+    subscription of ``then``'s topic would have been handed ``then``: each acknowledges it (``acked``: after
+    the checkpoint or in its own batch; that ack now finds nothing) or its selector ``rejects`` it."""
+    from dataclasses import replace
+
+    if subscribed is None or not (isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand)):
+        return False
+    if now.destination.type not in (1, 3) or then.destination.type not in (1, 3) \
+            or replace(now, destination=then.destination) != then or subscribed(now.destination.key):
+        return False
+    key = then.destination.key
+    by = acked.get(key, {}).get(then.message_id, set())
+    return all(sk in by or (rejects is not None and rejects(key, sk, then.message)) for sk in subscribed(key))
+
+
+def _records(body: bytes) -> list:
+    """``(offset, command)`` of each record tiling ``body``: a user record as ``MessageDatabase.load`` makes
+    it, None for a record of another type (the replay steps over it)."""
     from amqtool.engines.kahadb.replay_walk import load
 
     out, pos = [], 0
@@ -250,8 +365,7 @@ def _effects(body: bytes) -> list:
         size, rtype = struct.unpack_from(">ib", body, pos)
         if size < jr.RECORD_HEAD_SPACE:
             raise FormatError(f"record size {size}")
-        if rtype == jr.USER_RECORD_TYPE:
-            out.append(_effect(load(body, pos, size)))
+        out.append((pos, load(body, pos, size) if rtype == jr.USER_RECORD_TYPE else None))
         pos += size
     return out
 

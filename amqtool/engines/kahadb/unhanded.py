@@ -155,3 +155,29 @@ def _matches_any(d, m, preds: list, version: int) -> bool:
     except (FormatError, OSError):
         return True
     return any(p(values) for p in preds)
+
+
+def selector_rejects(d, openwire_version: int):
+    """A predicate ``(destination key, subscription key, OpenWire message bytes)``: the durable subscription's
+    selector (:func:`selectors`) does not match the message, so the broker never hands it that message
+    (``TopicStorePrefetch.recoverMessage``). False for a subscription without a selector amqtool reads, and
+    for a message that does not decode."""
+    preds: dict | None = None
+
+    def rejects(key: str, sub_key, raw) -> bool:
+        nonlocal preds
+        if preds is None:
+            preds = selectors(d, openwire_version)
+        pred = preds.get((key, sub_key))
+        if pred is None:
+            return False
+        try:
+            try:
+                msg = decode_message(bytes(raw), openwire_version)
+            except FormatError:
+                msg = decode_message(bytes(raw), 11)  # page 0's openwireVersion damaged: the message as written
+            return not pred(message_values(msg))
+        except FormatError:
+            return False
+
+    return rejects

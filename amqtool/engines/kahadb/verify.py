@@ -30,6 +30,8 @@ kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint ar
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
+kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
+                                             hands it nothing from the store (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
@@ -66,6 +68,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
@@ -202,6 +205,8 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        if ev is not None:
+            findings.extend(cursorless(d, ev.openwire_version, ev.acked_after))
     present = d.file_ids
     # order indexes that do not read: the broker rebuilds db.data from the journal (MessageDatabase.open),
     # so what the discarded index names (files, locations past an end) is no risk
@@ -355,6 +360,9 @@ class _Judge:
             if view is not None and not d.is_tx_store else None
         self._ended: set | None = None
         self._unmatched = None
+        self._idle = None
+        self._rejects = None
+        self._subscribed = None
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -372,6 +380,33 @@ class _Judge:
 
             self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
         return self._unmatched
+
+    def rejects(self):
+        """unhanded.selector_rejects of this store directory (built once)."""
+        if self._rejects is None:
+            from amqtool.engines.kahadb.unhanded import selector_rejects
+
+            self._rejects = selector_rejects(self.d, self.ev.openwire_version if self.ev is not None else 11)
+        return self._rejects
+
+    def subscribed(self, key: str) -> set:
+        """The durable subscription keys of destination ``key`` that the index or the journal's replay holds."""
+        if self._subscribed is None:
+            subs: dict = {}
+            for k, st in self.d.replay.destinations.items():
+                subs.setdefault(k, set()).update(st.subscriptions)
+            for k, dest in (self.d.indexed or {}).items():
+                subs.setdefault(k, set()).update(dest.subscriptions)
+            self._subscribed = subs
+        return self._subscribed.get(key, set())
+
+    def idle(self):
+        """after_acks.acks_nothing of this store directory (built once)."""
+        if self._idle is None:
+            from amqtool.engines.kahadb.after_acks import acks_nothing
+
+            self._idle = acks_nothing(self.d)
+        return self._idle
 
     def buf(self, f):
         if f.id not in self.maps:
@@ -405,7 +440,9 @@ class _Judge:
                        "replay delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest and replayed_unchanged(self.buf(f), first, last, ev.acked_after):
+                and f.id != self.newest \
+                and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
+                                       self.rejects(), self.subscribed):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
