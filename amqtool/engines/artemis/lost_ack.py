@@ -78,6 +78,17 @@ def _header(buf: bytes, tag: int, version: int):
     return t, tx, rid, utype, queue
 
 
+def consuming_head(opened, index: int, first: int):
+    """:func:`_header` of the damaged record at ``first`` of file ``index`` (an update or a DELETE carrying the
+    file's tag), else None."""
+    jf = opened.files[index]
+    try:
+        buf = opened.pread(index, first, 40)
+    except OSError:
+        return None
+    return _header(buf, jf.tag, jf.version)
+
+
 def _committed_after(opened, index: int, tx_id: int) -> bool:
     from amqtool.engines.artemis.tails import _records
 
@@ -90,12 +101,7 @@ def lost_ack(opened, index: int, first: int, evidence) -> LostAck | None:
     the start of the damaged end of message-journal file ``index`` (see the module's contract), else None."""
     if evidence is None or opened.journal.kind != "messages":
         return None
-    jf = opened.files[index]
-    try:
-        buf = opened.pread(index, first, 40)
-    except OSError:
-        return None
-    head = _header(buf, jf.tag, jf.version)
+    head = consuming_head(opened, index, first)
     if head is None:
         return None
     t, tx, mid, utype, queue = head

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amqtool.engines.artemis.lost_ack import _UPDATE, _UPDATE_TX, _committed_after, _header
+from amqtool.engines.artemis.lost_ack import _UPDATE, _UPDATE_TX, _committed_after, consuming_head
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
 
@@ -45,12 +45,7 @@ def lost_ref(opened, index: int, first: int, evidence) -> LostRef | None:
     contract), else None."""
     if evidence is None or opened.journal.kind != "messages" or not evidence.have_bindings:
         return None
-    jf = opened.files[index]
-    try:
-        buf = opened.pread(index, first, 40)
-    except OSError:
-        return None
-    head = _header(buf, jf.tag, jf.version)
+    head = consuming_head(opened, index, first)
     if head is None:
         return None
     t, tx, mid, utype, queue = head
