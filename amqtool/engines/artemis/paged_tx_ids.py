@@ -23,46 +23,15 @@ def _never_issued(tx: int, max_id: int) -> bool:
     return tx < 0 or tx > max(max_id, 0) + FAR_ABOVE
 
 
-def _counted(pager, named: int) -> bool:
-    """Every queue that still has to consume a paged message naming transaction ``named`` is counted by its page
-    counter for at least as many messages more than the pages hold for it as it has of those messages: the
-    counters counted them, so their transaction committed (a rescan of the pages, on damage only)."""
-    from amqtool.engines.artemis.paging import iter_paged_entries
-    from amqtool.errors import AmqtoolError
-
-    need: dict[int, int] = {}
-    try:
-        for e in iter_paged_entries(pager.store, pager.view):
-            if e.message.transaction_id == named:
-                for q in e.pending_queues:
-                    need[q] = need.get(q, 0) + 1
-    except (AmqtoolError, OSError):
-        return False
-    expected = getattr(pager, "expected", None) or {}
-    stored = pager.view.counters()
-    return bool(need) and all(q in stored and stored[q] - expected.get(q, 0) >= n for q, n in need.items())
-
-
-def misnamed_paged_messages(pager, max_id: int) -> list[tuple[int, int, int, bool]]:
+def misnamed_paged_messages(pager, max_id: int) -> list[tuple[int, int, int]]:
     """(the transaction id the messages name, the committed page transaction it was, messages still to
-    consume, whether the broker never issued the named id) for the page transactions of ``pager`` (a paging
-    verifier that has read the pages) whose paged messages find no record: an id the broker never issued
-    (``max_id``: the highest id the journals carry), or an issued one one bit from a committed page transaction
-    whose messages the page counters of their queues count (:func:`_counted`). A page transaction rolled back
-    pages messages the counters never count (a counter moves only in the transaction that pages or
-    acknowledges, ``PageSubscriptionCounterImpl``); a committed one's messages whose transaction id was damaged
-    are counted, and skipped by every cursor."""
+    consume) for the page transactions of ``pager`` (a paging verifier that has read the pages) whose paged
+    messages find no record, that the broker never issued (``max_id``: the highest id the journals carry)."""
     not_found = getattr(pager, "not_found", None) or {}
     committed = set(pager.view.page_tx) if not_found else set()  # the page transactions the load registers
     out = []
     for named in sorted(not_found):
         if not _never_issued(named, max_id):
-            owners = [x for x in bit_flips(named) if x in committed]
-            if len(owners) != 1:
-                continue
-            pending = pager.pending_of_page_tx(named)
-            if pending > 0 and _counted(pager, named):
-                out.append((named, owners[0], pending, False))
             continue
         owners = [x for x in bit_flips(named) if x in committed]
         if not owners:
@@ -72,7 +41,7 @@ def misnamed_paged_messages(pager, max_id: int) -> list[tuple[int, int, int, boo
             continue
         pending = pager.pending_of_page_tx(named)
         if pending > 0:
-            out.append((named, owners[0], pending, True))
+            out.append((named, owners[0], pending))
     return out
 
 
@@ -84,12 +53,8 @@ def paged_tx_id_findings(pager, results: dict) -> list[Finding]:
     max_id = max((r.max_id for r in results.values() if r is not None), default=-1)
     return [Finding(
         Severity.CRITICAL, "paged-message-tx-damaged",
-        f"{pending} paged message(s) still to consume name transaction {named}, "
-        + ("an id the broker never issued (negative, or far above every id the journals carry), one damaged byte"
-           if never else "which has no page-transaction record, one damaged bit")
-        + f" from committed page transaction {owner}"
-        + ("" if never else ", while the page counters count more messages than the pages hold (a rolled-back "
-           "page transaction's are never counted)")
-        + ": their transaction id was damaged, and every cursor skips them as uncommitted: they are lost",
+        f"{pending} paged message(s) still to consume name transaction {named}, an id the broker never issued "
+        f"(negative, or far above every id the journals carry), one damaged byte from committed page transaction "
+        f"{owner}: their transaction id was damaged, and every cursor skips them as uncommitted: they are lost",
         None, None, {"pageTransaction": owner, "namedTransaction": named, "messagesLost": pending})
-        for named, owner, pending, never in misnamed_paged_messages(pager, max_id)]
+        for named, owner, pending in misnamed_paged_messages(pager, max_id)]
