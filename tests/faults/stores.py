@@ -45,3 +45,20 @@ def fixtures() -> list[tuple[str, Path]]:
     if messages.is_dir():
         out += [(p.name, p) for p in sorted(messages.iterdir()) if (p / "journal").is_dir()]
     return out
+
+
+def first_cursor_ack(store: Path, queue: int) -> tuple:
+    """(journal file, record id, body offset, page, number) of the first live ACKNOWLEDGE_CURSOR (user record
+    type 39) of ``queue`` in the store's message journal, else None."""
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    with open_journal(detect(store).messages) as opened:
+        result = load_journal(opened)
+        for r in result.live:
+            body = result.body(r)
+            if r.user_record_type == 39 and int.from_bytes(body[:8], "big") == queue:
+                return (result.files[r.file_index].path, r.id, r.body_offset, int.from_bytes(body[8:16], "big"),
+                        int.from_bytes(body[16:20], "big"))
+    return None

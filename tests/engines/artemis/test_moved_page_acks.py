@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from amqtool.engines.artemis.load import load_journal
-from amqtool.store.journal_files import open_journal
-from amqtool.store.layout import detect
 from tests.faults.artemis import broker_could_write, delivered
+from tests.faults.stores import first_cursor_ack
 from tests.support import copy_tree
-
-ACK_CURSOR = 39
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +15,6 @@ def demo(tmp_path_factory):
     from tests.faults.stores import campaign_demo
 
     return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
-
-
-def _first_ack(store, queue):
-    """(journal file, body offset, page, number) of the first live ACKNOWLEDGE_CURSOR of ``queue``."""
-    with open_journal(detect(store).messages) as opened:
-        result = load_journal(opened)
-        for r in result.live:
-            body = result.body(r)
-            if r.user_record_type == ACK_CURSOR and int.from_bytes(body[:8], "big") == queue:
-                return (result.files[r.file_index].path, r.body_offset, int.from_bytes(body[8:16], "big"),
-                        int.from_bytes(body[16:20], "big"))
-    raise AssertionError(f"no cursor acknowledgement of queue {queue}")
 
 
 def _write(path, offset, raw):
@@ -47,7 +31,7 @@ def _findings(run_json, store):
 def test_an_acknowledgement_moved_past_the_current_page_brings_its_message_back(run_json, demo, tmp_path):
     store = copy_tree(demo, tmp_path / "s")
     before = delivered(store)
-    path, body, page, number = _first_ack(store, 41)  # queue 41 (backlog): its address pages to page 1 only
+    path, _, body, page, number = first_cursor_ack(store, 41)  # queue 41 (backlog): its address pages to page 1 only
     _write(path, body + 8, (page | 0x20 << 32).to_bytes(8, "big"))  # one byte of the page number damaged
     assert before.diff(delivered(store)) == {"lost": 0, "back": 1, "bindings": 0, "content": 1}
     assert "past its address's current page" in broker_could_write(store)
@@ -59,7 +43,7 @@ def test_an_acknowledgement_moved_past_the_current_page_brings_its_message_back(
 
 def test_an_acknowledgement_past_the_current_page_naming_no_message_is_a_warning(run_json, demo, tmp_path):
     store = copy_tree(demo, tmp_path / "s")
-    path, body, page, _ = _first_ack(store, 41)
+    path, _, body, page, _ = first_cursor_ack(store, 41)
     # past the current page, and no page holds a message of that number: what it acknowledged cannot be told
     _write(path, body + 8, (page | 0x20 << 32).to_bytes(8, "big") + (60_000).to_bytes(4, "big"))
     code, found = _findings(run_json, store)

@@ -11,9 +11,9 @@ from amqtool.engines.artemis.load import load_journal
 from amqtool.store.journal_files import open_journal
 from amqtool.store.layout import detect
 from tests.faults.artemis import delivered
+from tests.faults.stores import first_cursor_ack
 from tests.support import copy_tree
 
-ACK_CURSOR = 39
 PAGE_TRANSACTION = 35
 
 
@@ -22,18 +22,6 @@ def demo(tmp_path_factory):
     from tests.faults.stores import campaign_demo
 
     return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
-
-
-def _first_ack(store, queue):
-    """(journal file, record id, body offset, page, number) of the first live ACKNOWLEDGE_CURSOR of ``queue``."""
-    with open_journal(detect(store).messages) as opened:
-        result = load_journal(opened)
-        for r in result.live:
-            body = result.body(r)
-            if r.user_record_type == ACK_CURSOR and int.from_bytes(body[:8], "big") == queue:
-                return (result.files[r.file_index].path, r.id, r.body_offset, int.from_bytes(body[8:16], "big"),
-                        int.from_bytes(body[16:20], "big"))
-    raise AssertionError(f"no cursor acknowledgement of queue {queue}")
 
 
 def _write(path, offset, raw):
@@ -46,7 +34,7 @@ def _write(path, offset, raw):
 def test_a_cursor_acknowledgement_retyped_as_an_update_brings_its_message_back(run_json, demo, tmp_path, utype):
     store = copy_tree(demo, tmp_path / "s")
     before = delivered(store)
-    path, rid, body, page, number = _first_ack(store, 41)
+    path, rid, body, page, number = first_cursor_ack(store, 41)
     _write(path, body - 1, bytes([utype]))  # the user record type, the byte before the body
     assert before.diff(delivered(store)) == {"lost": 0, "back": 1, "bindings": 0, "content": 1}
     code, doc, _ = run_json("verify", store)
@@ -58,7 +46,7 @@ def test_a_cursor_acknowledgement_retyped_as_an_update_brings_its_message_back(r
 
 def test_a_retyped_acknowledgement_naming_no_message_is_a_warning(run_json, demo, tmp_path):
     store = copy_tree(demo, tmp_path / "s")
-    path, _, body, _, _ = _first_ack(store, 41)
+    path, _, body, _, _ = first_cursor_ack(store, 41)
     # and no page holds a message of that number: what it acknowledged cannot be told
     _write(path, body - 1, bytes([33]))
     _write(path, body + 16, (60_000).to_bytes(4, "big"))
