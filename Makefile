@@ -53,7 +53,7 @@ demo: install
 # suite mostly waits (JVMs starting, brokers, subprocesses, fsyncs), so two keep two cores busy.
 TEST_WORKERS ?= 2
 test: install system-deps
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not integration and not spark" tests

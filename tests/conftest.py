@@ -71,8 +71,13 @@ _HEAVY_MARKS = ("integration", "spark", "slow")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files with a test that starts JVMs or brokers or runs a long campaign (marked integration, spark or slow)
-    run first, in their order, then the rest: `make test` hands whole files to two processes (pytest-xdist), and
-    a long file handed out last would run alone at the end while the other process idles."""
-    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in _HEAVY_MARKS)}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: each file keeps its order
+    """Files with a test that starts brokers or clusters (marked integration) run first, then those that start a
+    JVM (spark) or run a long campaign (slow), then the rest, each group in collection order: `make test` hands
+    whole files to two processes (pytest-xdist, its scope reordering off: it would hand out files with many
+    tests first, and so the longest, single-test ones last), and a long file handed out last would run alone at
+    the end while the other process idles."""
+    rank: dict = {}
+    for item in items:
+        marks = [i for i, m in enumerate(_HEAVY_MARKS) if item.get_closest_marker(m)]
+        rank[item.path] = min(rank.get(item.path, len(_HEAVY_MARKS)), *marks, len(_HEAVY_MARKS))
+    items.sort(key=lambda item: rank[item.path])  # stable: each file keeps its order
