@@ -623,11 +623,13 @@ def tail_finding(result, index: int, path: str, first: int, length: int) -> Find
             f"that record", path, first)
     sizes = [f.size for f in result.files]
     if len(sizes) > 1 and sizes[index] < max(sizes):
+        # records were lost (a file the broker moved on from holds no torn record), but what they held is
+        # weighed as any damaged end's: ``tails.reweigh`` (``cut``)
         return Finding(
-            Severity.CRITICAL, "damaged-tail",
+            Severity.WARNING, "damaged-tail",
             f"{length} byte(s) of a cut record after the last valid record of a file that is not the "
             f"newest and is shorter than the journal's files: it was truncated, and the records after "
-            f"the cut are lost", path, first)
+            f"the cut are lost", path, first, {"cutRecordBytes": length})
     room = _room_for_next(result, index, first)
     if room is not None:
         # records were lost here, but what they held is gone with them: nothing proves the broker delivers
