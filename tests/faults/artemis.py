@@ -505,8 +505,8 @@ def as_walked(messages):
 
     So, per pair in list order: references before their message and acknowledgements, counts and schedules
     with no pair there are left out; when the walk ends with the pair held after an acknowledgement took it
-    once (ADD_REF, ACK, ADD_REF), its acknowledgements are left out too, and its counts and schedules before
-    its last reference. A record whose body is too short to name a queue is kept (the broker's decode throws
+    once (ADD_REF, ACK, ADD_REF) or after a second reference, its acknowledgements are left out too, and its
+    counts and schedules before its last reference. A record whose body is too short to name a queue is kept (the broker's decode throws
     on it: ``_refused`` judges that load as it is)."""
     import dataclasses
 
@@ -543,9 +543,9 @@ def as_walked(messages):
             held[pair] = False
         events.setdefault(pair, []).append((i, t))
     for pair, evs in events.items():
-        if held.get(pair) and any(t == _ACK_REF for _, t in evs):
-            last_ref = max(i for i, t in evs if t == _ADD_REF)
-            drop.update(i for i, t in evs if t == _ACK_REF or (t in _PAIR_UPDATES and i < last_ref))
+        refs = [i for i, t in evs if t == _ADD_REF]
+        if held.get(pair) and (len(refs) > 1 or any(t == _ACK_REF for _, t in evs)):
+            drop.update(i for i, t in evs if t == _ACK_REF or (t in _PAIR_UPDATES and i < refs[-1]))
     if not drop:
         return messages
     keep = [i for i in range(len(live)) if i not in drop]
