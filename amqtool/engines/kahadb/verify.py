@@ -41,7 +41,7 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
-kahadb-ack-before-send             CRITICAL  an ack after the checkpoint precedes its message's send in file order
+kahadb-ack-before-send             CRITICAL  an ack precedes its message's send after the checkpoint in file order
                                              (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
                                              load or a header it cannot step over: the broker does not start
@@ -633,12 +633,14 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         early = acks_before_sends(d, (lu.log_id, lu.offset) if lu is not None else None)
         if early:
             fid, off, _key, _mid = early[0]
-            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) after the index "
-                                    "checkpoint come before the send of their message in the journal's file order ("
+            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) come before the "
+                                    "send of their message, which lies after the index checkpoint, in the journal's "
+                                    "file order ("
                                     + ", ".join(mid for _f, _o, _k, mid in early[:3]) + (" ..." if len(early) > 3
                                                                                         else "") +
                                     "): no broker writes that (journal files swapped or renamed?); the broker's "
-                                    "replay applies each ack before its send exists, and the message comes back",
+                                    "replay adds each message after its ack (which found nothing yet, or took it out "
+                                    "of the index before the checkpoint), and the message comes back",
                                     _log(d, fid), off, {"count": len(early),
                                                         "messageIds": [mid for _f, _o, _k, mid in early[:100]]}))
     lose = []
