@@ -413,6 +413,43 @@ def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is
     assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
 
 
+def test_an_unmatched_ack_under_a_damaged_subscription_key_is_latent(tmp_path):
+    # campaign seed 9403 (f12-subs-kill, 94033000219: latent judged CRITICAL): db-7.log@27090 ^0x44, in db-7, an
+    # older file after the checkpoint 6:3934: subscription red's ack of :8:-1:1:53 reads 'f12-red:r!d'. The walk
+    # replays it under that key: updateIndex(KahaRemoveMessageCommand) finds no ackPositions entry for it
+    # (removeAckLocation removes nothing) and the LastAck it stores there is no subscription's. Red loses an
+    # UNMATCHED ack of a message its selector does not match, which TopicStorePrefetch.recoverMessage never hands
+    # it: the same delivered. verify counted only an ack of a message the destination does not hold as one
+    # that takes nothing
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94033000219)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 27090, 0x44)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_ack_under_a_subscription_key_nobody_has_acks_nothing():
+    # after_acks.acks_nothing: the same ack under its own key takes a message red has pending; under a key no
+    # subscription of the topic has, nothing (the predicate judges the command, whatever the selector)
+    from amqtool.engines.kahadb.after_acks import acks_nothing
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb.commands import Destination, EntryType, RemoveMessageCommand
+    from amqtool.store.layout import detect
+
+    d = load_store(detect(F12 / "kahadb"))[0]
+    idle = acks_nothing(d)
+    topic = Destination(1, "fx.f12.t")
+    mid = next(m.message_id for m in d.indexed[topic.key].messages)
+    ack = RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id=mid,
+                               subscription_key="f12-red:red")
+    assert not idle(ack)
+    assert idle(RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id=mid,
+                                     subscription_key="f12-red:r!d"))
+    # a message the caller counts as held (a send of the damaged batch itself) is no ack that takes nothing
+    gone = RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id="ID:none:1:1:1:1",
+                                subscription_key="f12-red:red")
+    assert idle(gone) and not idle(gone, {(topic.key, "ID:none:1:1:1:1")})
+
+
 F11 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f11-shrink-kill"
 
 

@@ -284,7 +284,7 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # (the same records: one may have lost its user record type, the walk steps over it). The batch's own
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
-            quiet = (lambda cmd: idle(cmd) and (cmd.destination.key, cmd.message_id) not in sent) if idle else None
+            quiet = (lambda cmd: idle(cmd, sent)) if idle else None
             return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
                        for (_p, a), (_q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
