@@ -467,6 +467,32 @@ def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-tail" not in o.codes
 
 
+F8 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f8-mkahadb-kill"
+
+
+def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_path):
+    # campaign seed 9612 (f8-mkahadb-kill, 96131000191: loss judged WARNING): fx.f8.own's newest file db-3.log
+    # zeroed over 6154+426: the end of the batch at 5928 (an ack), the whole batch at 6240 (another ack) and the
+    # end marker at 6552, all after the checkpoint (none yet). 5.17's DataFileAppender.processQueue writes a
+    # batch and the end marker after it ("so read can always find eof") in one write at the previous end
+    # marker, over the preallocated zeros: a crash cutting the write of the batch at 5928 short leaves these
+    # bytes exactly (its first 226 bytes, then zeros), the batch at 6240 never written. The acks lost are a torn
+    # tail's, which no reader can tell from that crash: torn, and verify's WARNING is right. (The opposite case
+    # is the one above: bytes written after the failing batch.) The same zeros ending before the end marker
+    # leave a later write's bytes: loss
+    from tests.faults.kahadb import TORN
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    o = c.run_one(96131000191)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == \
+        ("zero", "queue#3a#2f#2ffx.f8.own/db-3.log", 6154, 426)
+    assert (o.truth, o.verdict) == (TORN, "WARNING") and "kahadb-truncated-tail" in o.codes
+    assert c.sites.torn(o.fault)
+    assert not c.sites.torn(Fault("zero", o.fault.path, 6154, 6552 + 4 - 6154))  # one byte of the marker left
+    assert not c.sites.torn(Fault("zero", o.fault.path, 5928 + 4, 6557 - 5928 - 4))  # the old marker's last byte
+
+
 def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
     # campaign seed 9401 (f12-subs-kill, 94013000261: truth latent, verify CRITICAL kahadb-ack-before-send):
     # db-7.log and db-8.log swapped, both after the checkpoint 6:3934. The walk now replays subscription red's
