@@ -493,6 +493,20 @@ def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_p
     assert not c.sites.torn(Fault("zero", o.fault.path, 5928 + 4, 6557 - 5928 - 4))  # the old marker's last byte
 
 
+def test_a_damaged_transactional_send_acked_after_its_commit_is_superseded(tmp_path):
+    # campaign seeds 9401 and 9404 (f8-mkahadb-kill, 94021000205 and 94051000033: same judged CRITICAL): a byte of
+    # the body of :1:-1:1:91 in db-4.log of fx.f8.grp.>, an older file (no checkpoint yet: all replayed). The send
+    # is an XA transaction's, whose PREPARE and COMMIT follow it intact in db-4.log, and a queue ack in db-5.log
+    # takes the message after that: 5.17's process(KahaCommitCommand) adds it, updateIndex(KahaRemoveMessageCommand)
+    # removes it, and no consumer is ever handed the damaged bytes. verify counted a transactional send as undone
+    # only when its local transaction was still open
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    for seed in (94021000205, 94051000033):
+        o = c.run_one(seed)
+        assert o.fault.path == "queue#3a#2f#2ffx.f8.grp.#3e/db-4.log" and 12959 <= o.fault.offset < 12959 + 1033
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
 def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
     # campaign seed 9401 (f12-subs-kill, 94013000261: truth latent, verify CRITICAL kahadb-ack-before-send):
     # db-7.log and db-8.log swapped, both after the checkpoint 6:3934. The walk now replays subscription red's
