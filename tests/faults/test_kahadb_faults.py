@@ -413,6 +413,32 @@ def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is
     assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
 
 
+def test_the_checkpoints_file_swapped_with_the_next_is_read_as_the_index_knew_it(tmp_path):
+    # campaign seeds 9403 and 9404 (f12-subs-kill, 94033000328 and 94043000015; f7-kill-gc 94050000254 and
+    # 94050000260 the same: latent judged CRITICAL): db-6.log <-> db-7.log, the checkpoint 6:3934. Page 0's
+    # producer audit (6:3136) and ack map (6:3934) no longer load, so the broker replays the whole journal onto
+    # its index (5.17 MessageDatabase.recoverProducerAudit: "Cannot recover message audit", then
+    # journal.getNextLocation(null)), and adds the topic sends :8:-1:1:27 ... of the old db-7.log, after the
+    # checkpoint, as the pristine store's replay does. verify took each send the index lacks at a location
+    # before the checkpoint (now 6:...) for one it knows acknowledged, brought back. Both checkpoint records
+    # load at their offsets of db-7.log: that file is the index's db-6 (damage.checkpoint_moved)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (94033000328, 94043000015):
+        o = c.run_one(seed)
+        assert (o.fault.kind, o.fault.path, o.fault.other) == ("swap", "db-6.log", "db-7.log")
+        assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checkpoint-unreadable" in o.codes
+    from amqtool.engines.kahadb.damage import checkpoint_moved
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    assert checkpoint_moved(load_store(detect(F12 / "kahadb"), reconcile=False)[0]) == {}
+    undo = o.fault.apply(c.root)
+    try:
+        assert checkpoint_moved(load_store(detect(c.root), reconcile=False)[0]) == {6: 7, 7: 6}
+    finally:
+        undo()
+
+
 def test_an_unmatched_ack_under_a_damaged_subscription_key_is_latent(tmp_path):
     # campaign seed 9403 (f12-subs-kill, 94033000219: latent judged CRITICAL): db-7.log@27090 ^0x44, in db-7, an
     # older file after the checkpoint 6:3934: subscription red's ack of :8:-1:1:53 reads 'f12-red:r!d'. The walk
