@@ -551,6 +551,20 @@ def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
 F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
 
 
+def test_two_messages_under_one_sequence_id_are_each_read_once(tmp_path):
+    # campaign seeds 9401 and 9404 (f5-kill 94018000220, f10-shrink 94041000330: same judged CRITICAL): a bit of
+    # an order-index key in db.data made topic fx.f5.t's entry of :2:-1:1:60 hold sequence 18, :2:-1:1:80's. The
+    # broker reads each message once (recoverNextMessages walks the entries; the cursor's duplicate check is by
+    # message id): the same delivered. kahadb-index-duplicate-entry is for one message's entry read twice (two
+    # priority trees made one: test_two_priority_trees_made_one_are_critical); this is a damaged key, WARNING
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    o = c.run_one(94018000220)
+    assert (o.fault.kind, o.fault.path, o.fault.offset) == ("flip", "db.data", 12494)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes
+    assert "kahadb-index-duplicate-entry" not in o.codes
+
+
+
 def test_a_topic_send_replayed_onto_a_topic_without_subscriptions_is_latent(tmp_path):
     # campaign seed 9403 (f5-kill, 94038000085 and 94038000112: same judged CRITICAL): a byte of the topic name
     # fx.f5.t in a send of db-6.log, an older file after the checkpoint 4:47110: the walk replays the send into

@@ -37,7 +37,8 @@ kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other 
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
                                              back, explained by damage the broker does not read (latent)
 kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
-kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right
+kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right; or
+                                             entries of two messages under one sequence id (order_dups.py)
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
