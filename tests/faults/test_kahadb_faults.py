@@ -3,10 +3,13 @@ judged by verify and held to the rule against the truth (tests/faults/kahadb.py)
 latent WARNING, same never CRITICAL; undetectable changes counted. The confusion table is printed (``-s``)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from amqtool.engines.kahadb import verify_store
+from amqtool.store.layout import detect
 from tests.faults.kahadb import LATENT, LOSS, SAME, KahaCampaign, confusion
 from tests.support import KAHADB
 
@@ -437,6 +440,29 @@ def test_the_checkpoints_file_swapped_with_the_next_is_read_as_the_index_knew_it
         assert checkpoint_moved(load_store(detect(c.root), reconcile=False)[0]) == {6: 7, 7: 6}
     finally:
         undo()
+
+
+def test_a_subscription_info_recovered_under_another_key_loses_its_pending_messages(tmp_path):
+    # false OK (f1-small-files, 12 db.data flips in a topic's subscriptions B-tree, OK) and loss/WARNING here: a
+    # bit of f12's subscriptions B-tree (db.data@32874 ^0x01) makes the SubscriptionInfo of f12-all:all read
+    # client id f02-all, its B-tree key and its LastAck intact. The 5.17 broker recovers the durable
+    # subscription from that info (KahaDBTopicMessageStore.getAllSubscriptions) as f02-all:all, which has no
+    # LastAck ('sub deleted': nothing handed), and none as f12-all:all: its 75 pending messages go to no one.
+    # verify looked only for a recovered subscription without its LastAck that the journal keeps messages
+    # pending for (under the damaged key, none)
+    from tests.faults.kahadb import classify
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path / "scratch")
+    root = tmp_path / "kahadb"
+    shutil.copytree(F12 / "kahadb", root)
+    Fault("flip", "db.data", 32874, 0x01).apply(root)
+    assert (root / "db.data").read_bytes()[32860:32880].endswith(b"\x07f02-all")
+    findings, _ = verify_store(detect(root))
+    (lost,) = [f for f in findings if f.code == "kahadb-subscription-no-cursor"]
+    assert lost.severity.name == "CRITICAL" and (lost.details["subscription"], lost.details["lost"]) == \
+        ("f12-all:all", 75)
+    assert classify(c.pristine_delivered, c.pristine_rebuilt, root) == LOSS
 
 
 def test_an_unmatched_ack_under_a_damaged_subscription_key_is_latent(tmp_path):

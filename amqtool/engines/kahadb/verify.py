@@ -31,7 +31,8 @@ kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location pas
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
 kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
-                                             hands it nothing from the store (sub_cursors.py)
+                                             hands it nothing from the store; or a LastAck no recovered
+                                             subscription has: its messages go to no one (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
