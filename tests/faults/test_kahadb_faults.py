@@ -465,6 +465,26 @@ def test_a_subscription_info_recovered_under_another_key_loses_its_pending_messa
     assert classify(c.pristine_delivered, c.pristine_rebuilt, root) == LOSS
 
 
+def test_an_order_index_key_moved_across_a_subscription_cursor_is_critical(tmp_path):
+    # campaign seed 9404 (f12-subs-kill, 94043000118: loss judged WARNING): db.data@82004 ^0x01 made the order-index
+    # key of topic message :4:-1:1:52 65564 instead of 28; its messageIdIndex and locationIndex entries still say
+    # 28. The 5.17 broker hands a durable subscription the order index's entries after its LastAck (or those its
+    # ackPositions hold): f12-all, which acknowledged it (LastAck past 28), is handed it again. verify saw the
+    # same ids and locations as the journal's and nothing else
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94043000118)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("flip", "db.data", 82004, 1)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-index-entry-moved" in o.codes
+    undo = o.fault.apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (moved,) = [f for f in findings if f.code == "kahadb-index-entry-moved"]
+    assert moved.details["messageIds"] == ["ID:vm-35845-1795736320241-3:4:-1:1:52"]
+    assert moved.details["subscriptions"] == ["f12-all:all"]
+
+
 def test_an_unmatched_ack_under_a_damaged_subscription_key_is_latent(tmp_path):
     # campaign seed 9403 (f12-subs-kill, 94033000219: latent judged CRITICAL): db-7.log@27090 ^0x44, in db-7, an
     # older file after the checkpoint 6:3934: subscription red's ack of :8:-1:1:53 reads 'f12-red:r!d'. The walk

@@ -30,6 +30,8 @@ kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint ar
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
+kahadb-index-entry-moved           CRITICAL  an order-index entry under a damaged sequence key moved across a
+                                             durable subscription's cursor (order_keys.py)
 kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
                                              hands it nothing from the store; or a LastAck no recovered
                                              subscription has: its messages go to no one (sub_cursors.py)
@@ -70,6 +72,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.order_keys import moved_entries
 from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
@@ -207,6 +210,8 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        if ev is not None:
+            findings.extend(moved_entries(d, ev.openwire_version, ev.acked_after))
         if ev is not None:
             findings.extend(cursorless(d, ev.openwire_version, ev.acked_after))
     present = d.file_ids
