@@ -29,7 +29,8 @@ Truth (:func:`classify`), the rule of issue 25 for KahaDB:
 * ``undetectable``: delivered changed in content only (the same message ids everywhere) while every batch
   still checks out (written without checksums): any verdict, counted;
 * ``torn``: a loss confined to the tail of the newest file after the index checkpoint (what a crash
-  leaves), or the newest file deleted or emptied when the checkpoint and every index reference lie in older
+  leaves; zeros from inside a batch there through the end marker leave the store a crash tearing that batch's
+  write leaves), or the newest file deleted or emptied when the checkpoint and every index reference lie in older
   files (a kill before the file was created or first written): WARNING. A newest file cut short of the
   length the journal preallocates all its files to is no crash's (``KahaSites.torn``);
 * ``loss``: anything else delivered differently (lost, changed, brought back, or the broker refuses to
@@ -81,6 +82,7 @@ class LogInfo:
     size: int
     end: int  # logical end (the end marker's offset)
     marked: bool = False  # ends with the end marker sparse preallocation writes into a file's last five bytes
+    quiet: bool = False  # the end marker at ``end``, then zeros only (but that last marker): nothing written after
     batches: list = field(default_factory=list)  # (offset, size)
     records: list = field(default_factory=list)  # (offset, length, entry type, id span, dest span, body span)
 
@@ -140,6 +142,8 @@ def read_dir(root: Path, directory: Path) -> DirInfo:
                     log.records.append((rec.offset, rec.length, t, *spans))
             elif isinstance(ev, jr.End):
                 log.end = ev.offset
+        tail = data[log.end + len(jr.EOF_RECORD):len(data) - len(jr.EOF_RECORD) if log.marked else len(data)]
+        log.quiet = data[log.end:log.end + len(jr.EOF_RECORD)] == jr.EOF_RECORD and not tail.strip(b"\0")
         info.logs.append(log)
     db = directory / "db.data"
     if db.exists():
@@ -314,10 +318,10 @@ class KahaSites:
                 # a crash tears only the last write: the newest file's last batch, after the checkpoint (with the
                 # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
                 # leaves it, the whole newest file was written after it); a fault with an intact batch after
-                # it is not a torn write
+                # it is not a torn write, unless it zeroed everything after it (_torn_write)
                 last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
                 after = 0 if d.no_checkpoint or d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
-                return fault.offset >= max(after, last)
+                return fault.offset >= max(after, last) or _torn_write(d.logs[-1], fault, after)
         return False
 
 
@@ -335,6 +339,24 @@ class KahaSites:
                 before = d.logs[-2]
                 return d.checkpoint_end == (before.id, before.end)
         return False
+
+
+def _torn_write(log: LogInfo, fault: Fault, after: int) -> bool:
+    """Zeros from inside a batch of the newest file ``log`` that starts at or after ``after`` (the checkpoint's
+    end there) through the end marker leave the file byte for byte as a crash tearing that batch's write leaves
+    it, the batches after it never written: ``DataFileAppender`` writes each batch and the end marker after it
+    in one write over the preallocated zeros, over the previous write's end marker (its first five bytes), so a
+    write cut short leaves the batch's first bytes, then the zeros that were there. No reader of the store can
+    tell the two apart (a campaign seed 9612 fault, f8-mkahadb-kill 96131000191)."""
+    from amqtool.formats.kahadb import journal as jr
+
+    if fault.kind != "zero" or not log.quiet:
+        return False
+    marker, end = len(jr.EOF_RECORD), fault.offset + fault.length
+    if end < log.end + marker or log.marked and end > log.size - marker:
+        return False
+    return any(off >= after and off + marker <= fault.offset < off + jr.BATCH_CONTROL_RECORD_SIZE + size
+               for off, size in log.batches)
 
 
 def _preallocated(d: DirInfo) -> bool:

@@ -3,10 +3,13 @@ judged by verify and held to the rule against the truth (tests/faults/kahadb.py)
 latent WARNING, same never CRITICAL; undetectable changes counted. The confusion table is printed (``-s``)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from amqtool.engines.kahadb import verify_store
+from amqtool.store.layout import detect
 from tests.faults.kahadb import LATENT, LOSS, SAME, KahaCampaign, confusion
 from tests.support import KAHADB
 
@@ -413,6 +416,112 @@ def test_a_renamed_send_whose_acks_are_all_by_subscriptions_it_does_not_match_is
     assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
 
 
+def test_the_checkpoints_file_swapped_with_the_next_is_read_as_the_index_knew_it(tmp_path):
+    # campaign seeds 9403 and 9404 (f12-subs-kill, 94033000328 and 94043000015; f7-kill-gc 94050000254 and
+    # 94050000260 the same: latent judged CRITICAL): db-6.log <-> db-7.log, the checkpoint 6:3934. Page 0's
+    # producer audit (6:3136) and ack map (6:3934) no longer load, so the broker replays the whole journal onto
+    # its index (5.17 MessageDatabase.recoverProducerAudit: "Cannot recover message audit", then
+    # journal.getNextLocation(null)), and adds the topic sends :8:-1:1:27 ... of the old db-7.log, after the
+    # checkpoint, as the pristine store's replay does. verify took each send the index lacks at a location
+    # before the checkpoint (now 6:...) for one it knows acknowledged, brought back. Both checkpoint records
+    # load at their offsets of db-7.log: that file is the index's db-6 (damage.checkpoint_moved)
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    for seed in (94033000328, 94043000015):
+        o = c.run_one(seed)
+        assert (o.fault.kind, o.fault.path, o.fault.other) == ("swap", "db-6.log", "db-7.log")
+        assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checkpoint-unreadable" in o.codes
+    from amqtool.engines.kahadb.damage import checkpoint_moved
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.store.layout import detect
+
+    assert checkpoint_moved(load_store(detect(F12 / "kahadb"), reconcile=False)[0]) == {}
+    undo = o.fault.apply(c.root)
+    try:
+        assert checkpoint_moved(load_store(detect(c.root), reconcile=False)[0]) == {6: 7, 7: 6}
+    finally:
+        undo()
+
+
+def test_a_subscription_info_recovered_under_another_key_loses_its_pending_messages(tmp_path):
+    # false OK (f1-small-files, 12 db.data flips in a topic's subscriptions B-tree, OK) and loss/WARNING here: a
+    # bit of f12's subscriptions B-tree (db.data@32874 ^0x01) makes the SubscriptionInfo of f12-all:all read
+    # client id f02-all, its B-tree key and its LastAck intact. The 5.17 broker recovers the durable
+    # subscription from that info (KahaDBTopicMessageStore.getAllSubscriptions) as f02-all:all, which has no
+    # LastAck ('sub deleted': nothing handed), and none as f12-all:all: its 75 pending messages go to no one.
+    # verify looked only for a recovered subscription without its LastAck that the journal keeps messages
+    # pending for (under the damaged key, none)
+    from tests.faults.kahadb import classify
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path / "scratch")
+    root = tmp_path / "kahadb"
+    shutil.copytree(F12 / "kahadb", root)
+    Fault("flip", "db.data", 32874, 0x01).apply(root)
+    assert (root / "db.data").read_bytes()[32860:32880].endswith(b"\x07f02-all")
+    findings, _ = verify_store(detect(root))
+    (lost,) = [f for f in findings if f.code == "kahadb-subscription-no-cursor"]
+    assert lost.severity.name == "CRITICAL" and (lost.details["subscription"], lost.details["lost"]) == \
+        ("f12-all:all", 75)
+    assert classify(c.pristine_delivered, c.pristine_rebuilt, root) == LOSS
+
+
+def test_an_order_index_key_moved_across_a_subscription_cursor_is_critical(tmp_path):
+    # campaign seed 9404 (f12-subs-kill, 94043000118: loss judged WARNING): db.data@82004 ^0x01 made the order-index
+    # key of topic message :4:-1:1:52 65564 instead of 28; its messageIdIndex and locationIndex entries still say
+    # 28. The 5.17 broker hands a durable subscription the order index's entries after its LastAck (or those its
+    # ackPositions hold): f12-all, which acknowledged it (LastAck past 28), is handed it again. verify saw the
+    # same ids and locations as the journal's and nothing else
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94043000118)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("flip", "db.data", 82004, 1)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-index-entry-moved" in o.codes
+    undo = o.fault.apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (moved,) = [f for f in findings if f.code == "kahadb-index-entry-moved"]
+    assert moved.details["messageIds"] == ["ID:vm-35845-1795736320241-3:4:-1:1:52"]
+    assert moved.details["subscriptions"] == ["f12-all:all"]
+
+
+def test_an_unmatched_ack_under_a_damaged_subscription_key_is_latent(tmp_path):
+    # campaign seed 9403 (f12-subs-kill, 94033000219: latent judged CRITICAL): db-7.log@27090 ^0x44, in db-7, an
+    # older file after the checkpoint 6:3934: subscription red's ack of :8:-1:1:53 reads 'f12-red:r!d'. The walk
+    # replays it under that key: updateIndex(KahaRemoveMessageCommand) finds no ackPositions entry for it
+    # (removeAckLocation removes nothing) and the LastAck it stores there is no subscription's. Red loses an
+    # UNMATCHED ack of a message its selector does not match, which TopicStorePrefetch.recoverMessage never hands
+    # it: the same delivered. verify counted only an ack of a message the destination does not hold as one
+    # that takes nothing
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(94033000219)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-7.log", 27090, 0x44)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_ack_under_a_subscription_key_nobody_has_acks_nothing():
+    # after_acks.acks_nothing: the same ack under its own key takes a message red has pending; under a key no
+    # subscription of the topic has, nothing (the predicate judges the command, whatever the selector)
+    from amqtool.engines.kahadb.after_acks import acks_nothing
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.formats.kahadb.commands import Destination, EntryType, RemoveMessageCommand
+    from amqtool.store.layout import detect
+
+    d = load_store(detect(F12 / "kahadb"))[0]
+    idle = acks_nothing(d)
+    topic = Destination(1, "fx.f12.t")
+    mid = next(m.message_id for m in d.indexed[topic.key].messages)
+    ack = RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id=mid,
+                               subscription_key="f12-red:red")
+    assert not idle(ack)
+    assert idle(RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id=mid,
+                                     subscription_key="f12-red:r!d"))
+    # a message the caller counts as held (a send of the damaged batch itself) is no ack that takes nothing
+    gone = RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=topic, message_id="ID:none:1:1:1:1",
+                                subscription_key="f12-red:red")
+    assert idle(gone) and not idle(gone, {(topic.key, "ID:none:1:1:1:1")})
+
+
 F11 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f11-shrink-kill"
 
 
@@ -428,6 +537,46 @@ def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
     o = c.run_one(94032000279)
     assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == ("zero", "db-3.log", 9227, 178)
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-tail" not in o.codes
+
+
+F8 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f8-mkahadb-kill"
+
+
+def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_path):
+    # campaign seed 9612 (f8-mkahadb-kill, 96131000191: loss judged WARNING): fx.f8.own's newest file db-3.log
+    # zeroed over 6154+426: the end of the batch at 5928 (an ack), the whole batch at 6240 (another ack) and the
+    # end marker at 6552, all after the checkpoint (none yet). 5.17's DataFileAppender.processQueue writes a
+    # batch and the end marker after it ("so read can always find eof") in one write at the previous end
+    # marker, over the preallocated zeros: a crash cutting the write of the batch at 5928 short leaves these
+    # bytes exactly (its first 226 bytes, then zeros), the batch at 6240 never written. The acks lost are a torn
+    # tail's, which no reader can tell from that crash: torn, and verify's WARNING is right. (The opposite case
+    # is the one above: bytes written after the failing batch.) The same zeros ending before the end marker
+    # leave a later write's bytes: loss
+    from tests.faults.kahadb import TORN
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    o = c.run_one(96131000191)
+    assert (o.fault.kind, o.fault.path, o.fault.offset, o.fault.length) == \
+        ("zero", "queue#3a#2f#2ffx.f8.own/db-3.log", 6154, 426)
+    assert (o.truth, o.verdict) == (TORN, "WARNING") and "kahadb-truncated-tail" in o.codes
+    assert c.sites.torn(o.fault)
+    assert not c.sites.torn(Fault("zero", o.fault.path, 6154, 6552 + 4 - 6154))  # one byte of the marker left
+    assert not c.sites.torn(Fault("zero", o.fault.path, 5928 + 4, 6557 - 5928 - 4))  # the old marker's last byte
+
+
+def test_a_damaged_transactional_send_acked_after_its_commit_is_superseded(tmp_path):
+    # campaign seeds 9401 and 9404 (f8-mkahadb-kill, 94021000205 and 94051000033: same judged CRITICAL): a byte of
+    # the body of :1:-1:1:91 in db-4.log of fx.f8.grp.>, an older file (no checkpoint yet: all replayed). The send
+    # is an XA transaction's, whose PREPARE and COMMIT follow it intact in db-4.log, and a queue ack in db-5.log
+    # takes the message after that: 5.17's process(KahaCommitCommand) adds it, updateIndex(KahaRemoveMessageCommand)
+    # removes it, and no consumer is ever handed the damaged bytes. verify counted a transactional send as undone
+    # only when its local transaction was still open
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    for seed in (94021000205, 94051000033):
+        o = c.run_one(seed)
+        assert o.fault.path == "queue#3a#2f#2ffx.f8.grp.#3e/db-4.log" and 12959 <= o.fault.offset < 12959 + 1033
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
 
 
 def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
@@ -446,6 +595,20 @@ def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
 
 
 F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
+
+
+def test_two_messages_under_one_sequence_id_are_each_read_once(tmp_path):
+    # campaign seeds 9401 and 9404 (f5-kill 94018000220, f10-shrink 94041000330: same judged CRITICAL): a bit of
+    # an order-index key in db.data made topic fx.f5.t's entry of :2:-1:1:60 hold sequence 18, :2:-1:1:80's. The
+    # broker reads each message once (recoverNextMessages walks the entries; the cursor's duplicate check is by
+    # message id): the same delivered. kahadb-index-duplicate-entry is for one message's entry read twice (two
+    # priority trees made one: test_two_priority_trees_made_one_are_critical); this is a damaged key, WARNING
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    o = c.run_one(94018000220)
+    assert (o.fault.kind, o.fault.path, o.fault.offset) == ("flip", "db.data", 12494)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes
+    assert "kahadb-index-duplicate-entry" not in o.codes
+
 
 
 def test_a_topic_send_replayed_onto_a_topic_without_subscriptions_is_latent(tmp_path):

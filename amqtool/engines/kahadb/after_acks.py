@@ -94,21 +94,33 @@ def ended_transactions(d, last_update: tuple) -> set:
 
 
 def acks_nothing(d):
-    """A predicate over a journal command: a REMOVE outside a transaction whose destination holds no message of
-    its id, in the index or in the journal's replay (store directory ``d``): replayed, it takes nothing any
-    consumer is handed. ``updateIndex(KahaRemoveMessageCommand)`` finds the message by ``messageIdIndex`` of
-    the destination the command names (``getStoredDestination`` makes an empty one for a name it does not
-    know) and does nothing when the id is not there; a REMOVE of a message acknowledged already, or sent only
-    later in the replay, finds nothing either. So a damaged destination name or message id in an ack that was
+    """A predicate over a journal command (and the ``(destination key, message id)`` of messages to count as held
+    besides: sends the replay reads elsewhere): a REMOVE outside a transaction whose destination holds no message of
+    its id, in the index or in the journal's replay (store directory ``d``), or that names a subscription key no
+    durable subscription of its destination has there: replayed, it takes nothing any consumer is handed.
+    ``updateIndex(KahaRemoveMessageCommand)`` finds the message by ``messageIdIndex`` of the destination the
+    command names (``getStoredDestination`` makes an empty one for a name it does not know) and does nothing
+    when the id is not there; a REMOVE of a message acknowledged already, or sent only later in the replay,
+    finds nothing either. Under a subscription key no subscription has, ``removeAckLocation`` finds no
+    ``ackPositions`` entry for it and removes nothing, and the LastAck it may put under that key in
+    ``subscriptionAcks`` is no subscription's (a subscription is recovered from ``subscriptions``, its cursor
+    read under its own key). So a damaged destination name, message id or subscription key in an ack that was
     harmless to drop (unhanded.unmatched_ack) changes nothing delivered."""
     held: dict = {}
+    subscribed: dict = {}
     for key, st in d.replay.destinations.items():
         held.setdefault(key, set()).update(st.messages)
+        subscribed.setdefault(key, set()).update(st.subscriptions)
     for key, dest in (d.indexed or {}).items():
         held.setdefault(key, set()).update(m.message_id for m in dest.messages)
+        subscribed.setdefault(key, set()).update(dest.subscriptions)
 
-    def idle(cmd) -> bool:
-        return cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and cmd.destination is not None \
-            and cmd.message_id not in held.get(cmd.destination.key, ())
+    def idle(cmd, sent: set = frozenset()) -> bool:
+        # sent: (destination key, message id) of more messages to count as held
+        if cmd.type is not EntryType.REMOVE_MESSAGE or cmd.transaction is not None or cmd.destination is None:
+            return False
+        key = cmd.destination.key
+        return cmd.message_id not in held.get(key, ()) and (key, cmd.message_id) not in sent \
+            or bool(cmd.subscription_key) and cmd.subscription_key not in subscribed.get(key, ())
 
     return idle

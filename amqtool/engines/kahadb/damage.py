@@ -368,37 +368,72 @@ def checkpoint_failures(d) -> list[str]:
     (``recoverProducerAudit``/``recoverAckMessageFileMap``: the record read at its Location, header
     included, then Java-deserialized). Any of them makes the broker replay the whole journal on top of
     its index, so what a rebuild would bring back is then delivered."""
-    from amqtool.formats.kahadb.commands import EntryType, decode_command
-    from amqtool.formats.kahadb.javaser import decode_ack_file_map
-    from amqtool.engines.kahadb.scan import mapped
-
-    view = d.index.view if d.index else None
-    if view is None:
-        return []
     out = []
-    for name, loc, want in (("producer audit", view.metadata.producer_audit, EntryType.PRODUCER_AUDIT),
-                            ("ack-file map", view.metadata.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)):
-        if loc is None:
-            continue  # a store written before these records existed: nothing to compare with
+    for name, loc, want in _checkpoint_records(d):
         f = d.file(loc.log_id)
         if f is None or f.size == 0:
             out.append(f"{name} record {loc} (db-{loc.log_id}.log is gone)")
             continue
-        try:
-            with mapped(f.path) as buf:
-                if loc.offset < 0 or loc.offset + 5 > len(buf):
-                    raise FormatError("past the end of the file")
-                size = struct.unpack_from(">i", buf, loc.offset)[0]
-                if size < 6 or loc.offset + size > len(buf):
-                    raise FormatError(f"record length {size}")
-                cmd = decode_command(bytes(buf[loc.offset + 5:loc.offset + size]))
-            if cmd.type is not want:
-                raise FormatError(f"it is a {cmd.type.name}")
-            if want is EntryType.ACK_MESSAGE_FILE_MAP:
-                decode_ack_file_map(cmd.blob)
-            elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
-                # (the audit's object graph goes beyond what javaser reads: only its stream header is checked)
-                raise FormatError("not a Java serialization stream")
-        except FormatError as err:
-            out.append(f"{name} record {loc} ({err.message})")
+        why = _load_failure(f.path, loc.offset, want)
+        if why:
+            out.append(f"{name} record {loc} ({why})")
     return out
+
+
+def checkpoint_moved(d) -> dict:
+    """``{G: F, F: G}`` when both checkpoint records page 0 names in file F, the file of its ``lastUpdate`` too
+    (the producer audit, the ack-file map), do not load there but load at the same offsets of one other file G:
+    F and G hold each other's data (files swapped or renamed; KahaDB files carry no id of their own), and what
+    the index knew at a location of F is at G's. (Page 0 damaged instead moves one of the three Locations,
+    not all.) Else ``{}``."""
+    records = _checkpoint_records(d)
+    lu = d.index.view.metadata.last_update if records else None
+    if len(records) != 2 or lu is None or {loc.log_id for _n, loc, _w in records} != {lu.log_id}:
+        return {}
+    fid = records[0][1].log_id
+    f = d.file(fid)
+    if f is None or f.size == 0 or not any(_load_failure(f.path, loc.offset, want) for _n, loc, want in records):
+        return {}
+    hosts = [g.id for g in d.files if g.id != fid and g.size
+             and not any(_load_failure(g.path, loc.offset, want) for _n, loc, want in records)]
+    return {hosts[0]: fid, fid: hosts[0]} if len(hosts) == 1 else {}
+
+
+def _checkpoint_records(d) -> list:
+    """``(name, Location, EntryType)`` of the checkpoint records page 0 names (none in a store written before
+    these records existed)."""
+    from amqtool.formats.kahadb.commands import EntryType
+
+    view = d.index.view if d.index else None
+    if view is None:
+        return []
+    return [(name, loc, want) for name, loc, want in
+            (("producer audit", view.metadata.producer_audit, EntryType.PRODUCER_AUDIT),
+             ("ack-file map", view.metadata.ack_map, EntryType.ACK_MESSAGE_FILE_MAP)) if loc is not None]
+
+
+def _load_failure(path, offset: int, want) -> str | None:
+    """Why the record of type ``want`` at ``offset`` of the journal file at ``path`` does not load as the broker
+    loads it at start (header read at the Location, command decoded, blob Java-deserialized), or None."""
+    from amqtool.formats.kahadb.commands import EntryType, decode_command
+    from amqtool.formats.kahadb.javaser import decode_ack_file_map
+    from amqtool.engines.kahadb.scan import mapped
+
+    try:
+        with mapped(path) as buf:
+            if offset < 0 or offset + 5 > len(buf):
+                raise FormatError("past the end of the file")
+            size = struct.unpack_from(">i", buf, offset)[0]
+            if size < 6 or offset + size > len(buf):
+                raise FormatError(f"record length {size}")
+            cmd = decode_command(bytes(buf[offset + 5:offset + size]))
+        if cmd.type is not want:
+            raise FormatError(f"it is a {cmd.type.name}")
+        if want is EntryType.ACK_MESSAGE_FILE_MAP:
+            decode_ack_file_map(cmd.blob)
+        elif bytes(cmd.blob[:4]) != b"\xac\xed\x00\x05":
+            # (the audit's object graph goes beyond what javaser reads: only its stream header is checked)
+            raise FormatError("not a Java serialization stream")
+    except FormatError as err:
+        return err.message
+    return None

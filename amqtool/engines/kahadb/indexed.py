@@ -106,7 +106,7 @@ def read_at(buf, m: IndexedMessage):
     return add
 
 
-def reconcile(d, dests: dict, last_update: tuple | None) -> list[tuple]:
+def reconcile(d, dests: dict, last_update: tuple | None, moved: dict | None = None) -> list[tuple]:
     """Take out of ``d.replay`` what the index knows was acknowledged, and return it.
 
     A message the replay keeps whose ADD is at or before the index checkpoint ``last_update`` but that the
@@ -114,7 +114,9 @@ def reconcile(d, dests: dict, last_update: tuple | None) -> list[tuple]:
     record is gone or damaged, or its file was lost. The broker with this index never delivers it again;
     only a rebuild of the index from the journal would. Returns ``(destination key, sub key | None,
     message id, (file id, offset))`` per message (or subscription) taken out: what a rebuild brings back.
-    Messages after the checkpoint are the replay's alone (the broker replays them at start)."""
+    Messages after the checkpoint are the replay's alone (the broker replays them at start). ``moved``: journal file
+    id -> the id the index knew its data under (damage.checkpoint_moved: files swapped), for the replay's
+    locations."""
     if last_update is None:
         return []
     out = []
@@ -126,7 +128,7 @@ def reconcile(d, dests: dict, last_update: tuple | None) -> list[tuple]:
                    for s in idx.subscriptions} if idx else {}
         for mid in list(st.messages):
             m = st.messages[mid]
-            loc = (m.file_id, m.offset)
+            loc = ((moved or {}).get(m.file_id, m.file_id), m.offset)
             if loc > last_update:
                 continue
             if m.waiting is None:

@@ -308,6 +308,7 @@ def reconcile_results(store, results: list[DirResult]) -> None:
 
 def _reconcile(d: DirResult, *, multi: bool) -> None:
     """Read the order indexes of db.data and take out of the replay what they know acknowledged."""
+    from amqtool.engines.kahadb.damage import checkpoint_moved
     from amqtool.engines.kahadb.indexed import read_indexed, reconcile
 
     view = d.index.view if d.index else None
@@ -328,7 +329,8 @@ def _reconcile(d: DirResult, *, multi: bool) -> None:
             for mid, m in st.messages.items():
                 if m.transaction is not None and m.transaction not in settled:
                     keep.setdefault(key, {})[mid] = m
-    d.rebuild_extra = reconcile(d, d.indexed, (lu.log_id, lu.offset))
+    # (files swapped: the replay's locations as the index knew them, damage.checkpoint_moved)
+    d.rebuild_extra = reconcile(d, d.indexed, (lu.log_id, lu.offset), checkpoint_moved(d))
     if multi:
         back = [x for x in d.rebuild_extra if x[2] in keep.get(x[0], {})]
         for key, sub, mid, _loc in back:

@@ -10,6 +10,13 @@ cursor takes the second read of each message for a duplicate from the store
 (and sends to the DLQ when so configured): the message leaves the queue. Nothing in the journal explains such
 an index, and each set of message ids still matches the journal, so the index-journal comparison cannot see
 it.
+
+Two entries of two messages under one sequence id are another thing: a damaged key (a flipped bit made one
+entry's sequence another's). ``recoverNextMessages`` reads each message once (the cursor's duplicate check
+is by message id), so the destination delivers what it did; but an ack of the damaged entry's message finds
+it by the sequence its ``messageIdIndex`` entry holds (``updateIndex(KahaRemoveMessageCommand)``:
+``orderIndex.remove``), not under the damaged key, so the entry stays and the broker delivers the message
+again at its next start: a WARNING, ``kahadb-index-entry-damaged``.
 """
 from __future__ import annotations
 
@@ -18,14 +25,27 @@ from amqtool.errors import Finding, Severity
 
 
 def duplicate_entries(d) -> list[Finding]:
-    """One CRITICAL ``kahadb-index-duplicate-entry`` per destination whose order index holds a sequence id
-    more than once (``d.indexed``: what :func:`amqtool.engines.kahadb.indexed.read_indexed` gave)."""
+    """One CRITICAL ``kahadb-index-duplicate-entry`` per destination whose order index holds one message's entry
+    under a sequence id more than once, one WARNING ``kahadb-index-entry-damaged`` per destination where
+    entries of different messages share one (``d.indexed``: what
+    :func:`amqtool.engines.kahadb.indexed.read_indexed` gave)."""
     out = []
     for key, dest in sorted((d.indexed or {}).items()):
-        seen: dict[int, int] = {}
+        held: dict[int, list] = {}
         for m in dest.messages:
-            seen[m.seq] = seen.get(m.seq, 0) + 1
-        twice = sorted(s for s, n in seen.items() if n > 1)
+            held.setdefault(m.seq, []).append(m.message_id)
+        shared = sorted(s for s, ids in held.items() if len(ids) > 1 and len(set(ids)) == len(ids))
+        if shared:
+            ids = sorted({mid for s in shared for mid in held[s]})
+            out.append(Finding(
+                Severity.WARNING, "kahadb-index-entry-damaged",
+                f"the order index of {qualified(key)} holds entries of different messages under one sequence id "
+                f"({', '.join(map(str, shared[:5]))}{' ...' if len(shared) > 5 else ''}: "
+                f"{', '.join(ids[:4])}{' ...' if len(ids) > 4 else ''}): an entry's key is damaged; the broker "
+                "reads each message once, but an ack of the damaged one will not find its entry, and the message "
+                "comes back at the next start", str(d.directory / "db.data"), None,
+                {"destination": key, "sequences": shared[:100], "messageIds": ids[:100]}))
+        twice = sorted(s for s, ids in held.items() if len(ids) > len(set(ids)))
         if not twice:
             continue
         ids = sorted({m.message_id for m in dest.messages if m.seq in set(twice)})

@@ -12,6 +12,12 @@ damaged key is no subscription's: nothing is recovered under it.
 
 An acknowledgement of that subscription replayed after the index checkpoint writes its LastAck back
 (``updateIndex(KahaRemoveMessageCommand)``): such a subscription is left to the replay's findings.
+
+The other way round, a LastAck whose key no recovered SubscriptionInfo gives (the info's client id or
+subscription name damaged, its B-tree key intact): the broker recovers the subscription under the damaged
+key, which has no LastAck, and none under the key the journal's subscription and its pending messages have.
+Those messages are handed to no one: lost, as above. A SUBSCRIPTION record replayed after the checkpoint
+writes the info again (``updateIndex(KahaSubscriptionCommand)``): left to the replay's findings too.
 """
 from __future__ import annotations
 
@@ -54,16 +60,23 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
         return []
     preds = None
     out = []
+    resubscribed = _subscribed_after(d)
+
+    def lost(key: str, sk: str) -> list:
+        # the messages the journal keeps pending for sk that its selector matches
+        nonlocal preds
+        st = d.replay.destinations.get(key)
+        waiting = [(mid, m) for mid, m in (st.messages.items() if st else ()) if m.waiting and sk in m.waiting]
+        if preds is None:
+            preds = selectors(d, openwire_version)
+        pred = preds.get((key, sk))
+        return [mid for mid, m in waiting if pred is None or _matches_any(
+            d, IndexedMessage(0, mid, m.file_id, m.offset, m.length), [pred], openwire_version)]
+
     for key, dest in sorted(d.indexed.items()):
         late = {sk for subs in acked.get(key, {}).values() for sk in subs}
-        st = d.replay.destinations.get(key)
         for sk in sorted(recovered.get(key, set()) - set(dest.subscriptions) - late):
-            waiting = [(mid, m) for mid, m in (st.messages.items() if st else ()) if m.waiting and sk in m.waiting]
-            if preds is None:
-                preds = selectors(d, openwire_version)
-            pred = preds.get((key, sk))
-            ids = [mid for mid, m in waiting if pred is None or _matches_any(
-                d, IndexedMessage(0, mid, m.file_id, m.offset, m.length), [pred], openwire_version)]
+            ids = lost(key, sk)
             if not ids:
                 continue
             out.append(Finding(
@@ -74,4 +87,36 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
                 f"({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''})",
                 str(d.directory / "db.data"), None,
                 {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]}))
+        if key not in recovered:
+            continue
+        others = sorted(recovered[key] - set(dest.subscriptions))
+        for sk in sorted(set(dest.subscriptions) - recovered[key] - resubscribed.get(key, set())):
+            ids = lost(key, sk)
+            if not ids:
+                continue
+            out.append(Finding(
+                Severity.CRITICAL, "kahadb-subscription-no-cursor",
+                f"durable subscription {sk} of {qualified(key)} has its LastAck in the index, but no "
+                "SubscriptionInfo of its subscriptions B-tree gives that key"
+                + (f" (it recovers {', '.join(others[:3])})" if others else "") + ": the broker recovers no "
+                f"subscription {sk} and hands its {len(ids)} pending message(s) to no one "
+                f"({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''})",
+                str(d.directory / "db.data"), None,
+                {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]}))
+    return out
+
+
+def _subscribed_after(d) -> dict:
+    """``{destination key: subscription keys}`` of the SUBSCRIPTION records the replay after the index
+    checkpoint reads (each writes its SubscriptionInfo again)."""
+    from amqtool.formats.kahadb.commands import EntryType
+
+    from amqtool.engines.kahadb.after_acks import replayed_commands
+
+    lu = d.index.view.metadata.last_update if d.index and d.index.view else None
+    out: dict = {}
+    for _fid, _off, cmd in replayed_commands(d, (lu.log_id, lu.offset) if lu is not None else (0, -1),
+                                             (int(EntryType.SUBSCRIPTION),)):
+        if cmd.destination is not None:
+            out.setdefault(cmd.destination.key, set()).add(cmd.subscription_key)
     return out

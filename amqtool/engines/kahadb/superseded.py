@@ -36,7 +36,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
     does nothing), topic messages acked there by every durable subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
-    transactions ``open_txs`` (transaction keys). In a file that opens with the ack compaction's marker, the
+    transactions ``open_txs`` (transaction keys); a transaction's send so acked counts when ``ended()`` has it. In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
     ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
     replay reads them, :func:`_as_read`). ``ended()``: the transactions whose outcome the replay reads intact
@@ -80,7 +80,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                     and unmatched()(cmd):
                 continue
-            if not _undone(cmd, acked, open_txs, subscriptions):
+            if not _undone(cmd, acked, open_txs, subscriptions, ended):
                 return False
     except (FormatError, struct.error, AttributeError):
         return False
@@ -91,13 +91,17 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
 _LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
 
 
-def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None) -> bool:
+def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
     """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message
-    acked by every durable subscription, or a send of a still-open local transaction."""
+    acked by every durable subscription, or a send of a still-open local transaction. A send of a transaction
+    whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT adds the
+    message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove it."""
     if cmd.type is not EntryType.ADD_MESSAGE:
         return False
-    if cmd.transaction is not None:
-        return cmd.transaction.key in open_txs
+    if cmd.transaction is not None and cmd.transaction.key in open_txs:
+        return True
+    if cmd.transaction is not None and (ended is None or cmd.transaction.key not in ended()):
+        return False
     by = acked.get(cmd.destination.key, {}).get(cmd.message_id, set())
     subs = (subscriptions or {}).get(cmd.destination.key) if cmd.destination.type in (1, 3) else None
     return None in by or bool(subs and set(subs) <= by)
@@ -284,7 +288,7 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # (the same records: one may have lost its user record type, the walk steps over it). The batch's own
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
-            quiet = (lambda cmd: idle(cmd) and (cmd.destination.key, cmd.message_id) not in sent) if idle else None
+            quiet = (lambda cmd: idle(cmd, sent)) if idle else None
             return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
                        for (_p, a), (_q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]

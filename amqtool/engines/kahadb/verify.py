@@ -30,18 +30,22 @@ kahadb-forwarded-acks-after-index  INFO      the records after the checkpoint ar
 kahadb-index-ahead-of-journal      WARNING   the checkpoint names a location past the journal's end
 kahadb-index-duplicate-entry       CRITICAL  a sequence id held twice by a destination's order index: the
                                              broker poison-acknowledges the second read (order_dups.py)
+kahadb-index-entry-moved           CRITICAL  an order-index entry under a damaged sequence key moved across a
+                                             durable subscription's cursor (order_keys.py)
 kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
-                                             hands it nothing from the store (sub_cursors.py)
+                                             hands it nothing from the store; or a LastAck no recovered
+                                             subscription has: its messages go to no one (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
                                              back, explained by damage the broker does not read (latent)
 kahadb-unreadable-live-message     CRITICAL  a live message of the index the broker cannot read at dispatch
-kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right
+kahadb-index-entry-damaged         WARNING   an order-index entry's id is damaged, its Location still right; or
+                                             entries of two messages under one sequence id (order_dups.py)
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
-kahadb-ack-before-send             CRITICAL  an ack after the checkpoint precedes its message's send in file order
+kahadb-ack-before-send             CRITICAL  an ack precedes its message's send after the checkpoint in file order
                                              (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
                                              load or a header it cannot step over: the broker does not start
@@ -68,6 +72,7 @@ from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
+from amqtool.engines.kahadb.order_keys import moved_entries
 from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
@@ -205,6 +210,8 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        if ev is not None:
+            findings.extend(moved_entries(d, ev.openwire_version, ev.acked_after))
         if ev is not None:
             findings.extend(cursorless(d, ev.openwire_version, ev.acked_after))
     present = d.file_ids
@@ -633,12 +640,14 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         early = acks_before_sends(d, (lu.log_id, lu.offset) if lu is not None else None)
         if early:
             fid, off, _key, _mid = early[0]
-            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) after the index "
-                                    "checkpoint come before the send of their message in the journal's file order ("
+            findings.append(Finding(C, "kahadb-ack-before-send", f"{len(early)} acknowledgement(s) come before the "
+                                    "send of their message, which lies after the index checkpoint, in the journal's "
+                                    "file order ("
                                     + ", ".join(mid for _f, _o, _k, mid in early[:3]) + (" ..." if len(early) > 3
                                                                                         else "") +
                                     "): no broker writes that (journal files swapped or renamed?); the broker's "
-                                    "replay applies each ack before its send exists, and the message comes back",
+                                    "replay adds each message after its ack (which found nothing yet, or took it out "
+                                    "of the index before the checkpoint), and the message comes back",
                                     _log(d, fid), off, {"count": len(early),
                                                         "messageIds": [mid for _f, _o, _k, mid in early[:100]]}))
     lose = []

@@ -394,6 +394,20 @@ def message_keys(r: _R) -> tuple:
     return mid, r.i32(), r.i32(), r.i32()
 
 
+def sequences(buf, page_size: int, sd: StoredDestination, version: int) -> tuple[dict, dict]:
+    """``({message id: seq}, {(file id, offset): seq})``: the messageIdIndex and the locationIndex of a
+    destination, the two other indexes that name each order-index entry's sequence id."""
+    def loc_key(r: _R):
+        loc = r.location()
+        if version >= 6:
+            r.i32()  # LocationSizeMarshaller's size
+        return loc.log_id, loc.offset
+
+    by_id = dict(iter_btree(buf, page_size, sd.message_id_index, lambda r: r.utf(), lambda r: r.i64()))
+    by_location = dict(iter_btree(buf, page_size, sd.location_index, loc_key, lambda r: r.i64()))
+    return by_id, by_location
+
+
 def sequence_set(r: _R) -> list[tuple[int, int]]:
     """SequenceSet (SequenceSet.Marshaller): int32 count, then per range bool isRange + int64 first, int64 last,
     or one int64 value. Inclusive ``(first, last)`` ranges."""

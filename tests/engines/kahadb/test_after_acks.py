@@ -435,3 +435,59 @@ def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp
         assert _verdict(root)[0] == want, batch
         k._Files.reset()
         assert k.expected(k.classify(pristine, rb, root), want)
+
+
+GC = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f4-gc" / "kahadb"
+
+
+def test_old_sends_swapped_past_the_checkpoint_come_back_after_their_acks(tmp_path):
+    # campaign seed 9404 (f4-gc, 94047000013: loss judged WARNING): db-5.log <-> db-15.log in a store stopped
+    # cleanly (lastUpdate 14:12754, db-15.log the ack compaction's after it). The new db-15.log holds db-5's old
+    # sends, now after the checkpoint; their acks (db-9.log ...) lie before it and took the messages out of the
+    # index. The broker's replay from the checkpoint adds each send again: updateIndex(KahaAddMessageCommand)
+    # rejects only an id the messageIdIndex still holds, and the producer audit only records the id. Eleven
+    # acknowledged messages of fx.f4.q come back
+    from tests.faults.kahadb import LOSS, KahaCampaign
+
+    root = tmp_path / "kahadb"
+    shutil.copytree(GC, root)
+    a, b = root / "db-5.log", root / "db-15.log"
+    tmp = root / "swap"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    verdict, codes = _verdict(root)
+    assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
+    findings, _ = verify_store(detect(root))
+    (early,) = [f for f in findings if f.code == "kahadb-ack-before-send"]
+    assert (early.details["count"], Path(early.path).name, early.offset) == (11, "db-9.log", 20932)
+    # the harness's truth (the broker-equal replay) agrees: a loss
+    from tests.faults.kahadb import classify
+
+    c = KahaCampaign("f4-gc", GC, tmp_path / "scratch")
+    assert classify(c.pristine_delivered, c.pristine_rebuilt, root) == LOSS
+
+
+def test_a_send_after_the_checkpoint_whose_id_the_index_holds_is_no_ack_before_send(tmp_path):
+    # the same order with the message still in the index (an ack before the checkpoint of one subscription of
+    # a topic, the others pending, or a resent duplicate): updateIndex rejects the replayed ADD as a duplicate
+    # of the id the messageIdIndex holds, and nothing comes back. Here the pristine f4-gc's order index is
+    # made to hold one of those ids by asking with an index that holds it
+    from amqtool.engines.kahadb.indexed import IndexedMessage
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.engines.kahadb.out_of_order import acks_before_sends
+
+    root = tmp_path / "kahadb"
+    shutil.copytree(GC, root)
+    a, b = root / "db-5.log", root / "db-15.log"
+    tmp = root / "swap"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    d = load_store(detect(root))[0]
+    lu = d.index.view.metadata.last_update
+    early = acks_before_sends(d, (lu.log_id, lu.offset))
+    assert len(early) == 11
+    _f, _o, key, mid = early[0]
+    d.indexed[key].messages.append(IndexedMessage(10_000, mid, 15, 28, 100))
+    assert [x[3] for x in acks_before_sends(d, (lu.log_id, lu.offset))] == [x[3] for x in early[1:]]
