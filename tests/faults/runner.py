@@ -111,6 +111,18 @@ class Campaign:
         self._seen[fault] = (truth, verdict, diff, codes)
         return Outcome(self.name, seed, fault, truth, verdict, dict(diff), codes)
 
+    def judge_findings(self, fault, code: str | None = None) -> tuple[Outcome, list]:
+        """The outcome of ``fault`` and the findings (of ``code``, else all) ``verify`` gives the damaged store."""
+        from amqtool.engines.artemis.verify import verify_store
+        from amqtool.store.layout import detect
+
+        outcome = self.judge(fault)
+        undo = fault.apply(self.root)
+        try:
+            return outcome, [f for f in verify_store(detect(self.root)).findings if code in (None, f.code)]
+        finally:
+            undo()
+
     def run(self, base_seed: int, count: int) -> Iterator[Outcome]:
         for i in range(count):
             yield self.run_one(base_seed * 1_000_003 + i)

@@ -14,31 +14,15 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.model import Fault
-from tests.support import REPO, copy_tree
-
-STORE = REPO / "tests" / "data" / "artemis" / "rolled-back-tail"
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    from tests.faults.runner import Campaign
-
-    root = copy_tree(STORE, tmp_path_factory.mktemp("cut") / "rolled-back-tail")
-    with Campaign("rolled-back-tail", root) as c:
-        yield c
+def campaign(rolled_back):
+    return rolled_back  # conftest: the rolled-back-tail store
 
 
 def _tail(campaign, fault):
-    from amqtool.engines.artemis.verify import verify_store
-    from amqtool.store.layout import detect
-
-    outcome = campaign.judge(fault)
-    undo = fault.apply(campaign.root)
-    try:
-        tails = [f for f in verify_store(detect(campaign.root)).findings if f.code == "damaged-tail"]
-    finally:
-        undo()
-    return outcome, tails
+    return campaign.judge_findings(fault, "damaged-tail")
 
 
 def test_a_cut_whose_only_doubt_is_an_open_transaction_is_a_warning(campaign):

@@ -13,32 +13,17 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.model import Fault
-from tests.support import REPO, copy_tree
-
-STORE = REPO / "tests" / "data" / "artemis" / "rolled-back-tail"
-ADD_TX = 15337  # ADD_TX of message 2147484278 in transaction 2147484275 (1026 bytes), the file's last record
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    from tests.faults.runner import Campaign
-
-    root = copy_tree(STORE, tmp_path_factory.mktemp("rb") / "rolled-back-tail")
-    with Campaign("rolled-back-tail", root) as c:
-        yield c
+def campaign(rolled_back):
+    return rolled_back  # conftest: the rolled-back-tail store
 
 
 def _tail(campaign, fault):
-    from amqtool.engines.artemis.verify import verify_store
-    from amqtool.store.layout import detect
+    return campaign.judge_findings(fault, "damaged-tail")
 
-    outcome = campaign.judge(fault)
-    undo = fault.apply(campaign.root)
-    try:
-        tails = [f for f in verify_store(detect(campaign.root)).findings if f.code == "damaged-tail"]
-    finally:
-        undo()
-    return outcome, tails
+ADD_TX = 15337  # ADD_TX of message 2147484278 in transaction 2147484275 (1026 bytes), the file's last record
 
 
 def test_the_record_is_the_rolled_back_send(campaign):
