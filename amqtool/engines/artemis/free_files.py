@@ -48,14 +48,16 @@ from amqtool.store.journal_writer import name_number
 FAR_ABOVE = 64
 
 
-def header_damaged(result: LoadResult, index: int, tag: int, retagged, lone: bool) -> bool:
+def header_damaged(result: LoadResult, index: int, tag: int, retagged, lone: bool,
+                   explained: frozenset[int] | set[int] = frozenset()) -> bool:
     """Whether file ``index`` of ``result`` (no record of its own; its records carry ``tag``) shows what a free
     file cannot (the module docstring). ``retagged``: makes the journal with that file's header set to ``tag``
     (loaded only when the live updates of ``result`` lack an add); ``lone``: no other file of the journal is
-    record-less."""
+    record-less; ``explained``: ids whose DELETE other damage took (``lost_deletes.py``), whose live updates
+    prove nothing of this header."""
     one_bit = bin(result.files[index].file_id ^ tag).count("1") == 1
     return ((one_bit and (lone or sorts_before_data(result, index) or far_above_others(result, index)))
-            or supplies_live_updates(result, retagged))
+            or supplies_live_updates(result, retagged, explained))
 
 
 def far_above_others(result: LoadResult, index: int) -> bool:
@@ -74,12 +76,14 @@ def sorts_before_data(result: LoadResult, index: int) -> bool:
     return any(s.records > 0 and s.file.file_id > own for s in result.scans)
 
 
-def supplies_live_updates(result: LoadResult, retagged) -> bool:
+def supplies_live_updates(result: LoadResult, retagged, explained: frozenset[int] | set[int] = frozenset()) -> bool:
     """Whether loading ``retagged()`` (the journal with one file's header set to its records' tag) gives an
     add record to an id that has live updates but no add in ``result``: the message record a live update
-    of the damaged load lacks."""
+    of the damaged load lacks. Ids in ``explained`` do not count: their DELETE was in bytes other damage took
+    (or in a transaction it made the load discard), so their updates are live because of that damage, and a
+    free file may well keep their add, which the broker wrote before it deleted them and freed its file."""
     adds = {r[0] for r in result.live if not r[2]}
-    orphans = {r[0] for r in result.live if r[2] and r[0] not in adds}
+    orphans = {r[0] for r in result.live if r[2] and r[0] not in adds} - set(explained)
     if not orphans:
         return False
     with retagged() as opened:

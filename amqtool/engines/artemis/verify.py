@@ -397,7 +397,8 @@ class _GapInspector:
         for index, path, offset, tag in self.foreign:
             retagged = functools.partial(_retagged, self.opened, index, tag)
             lone = len(self.foreign) == 1
-            if free_files.header_damaged(self.result, index, tag, retagged, lone) and evidence.changes_with(
+            if free_files.header_damaged(self.result, index, tag, retagged, lone,
+                                         self.lost_deletes) and evidence.changes_with(
                     self.kind, retagged()):
                 self.findings.append(Finding(
                     Severity.CRITICAL, "file-header-damaged",
