@@ -88,6 +88,13 @@ class RunWindow:
                 and self.head_effect == HARMLESS and not self.filled)
 
     @property
+    def open_only(self) -> bool:
+        """Whether all that is left untold, besides the room above, is whether transactions with no end record
+        lost their COMMIT in the region (every new id accounted for, the head's record harmless)."""
+        return (self.effect == UNKNOWN and not self.unaccounted and self.open_effect != HARMLESS
+                and self.head_effect == HARMLESS)
+
+    @property
     def effect(self) -> str:
         if self.live or self.committed or self.page_txs_lost or self.head_effect == LOSS:
             return LOSS
@@ -413,8 +420,9 @@ def _open_transactions(w: RunWindow, ledger, result, index: int, end: int, evide
 def run_finding(ledger, result, path: str, first: int, end: int, region, evidence, effect_of, deleted):
     """The ``damaged-record`` finding of the region ``[first, end)`` of the file at ``path`` judged by
     :func:`run_window`: a warning when it shows the region held nothing live, or when only the room its bytes
-    leave for records no id shows is untold (:attr:`RunWindow.room_only`), CRITICAL otherwise; None when no window
-    bounds the region (the caller's finding stands)."""
+    leave for records no id shows is untold (:attr:`RunWindow.room_only`), or besides it only whether
+    transactions with no end lost their COMMIT there (:attr:`RunWindow.open_only`), CRITICAL otherwise; None when
+    no window bounds the region (the caller's finding stands)."""
     from amqtool.errors import Finding, Severity
 
     if ledger is None or region is None:
@@ -425,8 +433,13 @@ def run_finding(ledger, result, path: str, first: int, end: int, region, evidenc
         return None
     # Room alone is a warning: zeroing runs inside older files wherever nothing else was untold, the room held
     # what the broker delivers 18 times against 37 unchanged stores over the 33 JournalImpl stores of
-    # /work/artemis-fresh (30 runs a store) and once against 8 on the demos: by the odds, nothing live
-    warn = w.effect == HARMLESS or w.room_only
+    # /work/artemis-fresh (30 runs a store) and once against 8 on the demos: by the odds, nothing live.
+    # So is a doubt only about transactions with no end (as on a damaged end of a file, tails.reweigh): nothing
+    # proves their COMMIT was there, and a transaction left open by a crash stays without one. Zeroing runs
+    # inside every messages file of the 48 JournalImpl stores (seed 9651, 597 runs), this turned 73 CRITICALs
+    # of stores the broker delivers as before into warnings, and 59 losses (mostly acknowledgements the run
+    # took, which carry no new id) from CRITICAL to WARNING: no loss is proven there
+    warn = w.effect == HARMLESS or w.room_only or w.open_only
     return Finding(Severity.WARNING if warn else Severity.CRITICAL, "damaged-record",
                    f"{end - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
                    + w.describe(), path, first, {"nextValidRecord": end, "lostIds": w.to_json()})
