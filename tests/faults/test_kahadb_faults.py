@@ -597,6 +597,33 @@ def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
 F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
 
 
+def test_an_older_files_damaged_end_marker_is_latent(tmp_path):
+    # campaign seed 9403 (f5-kill, 94038000156: same judged CRITICAL): db-8.log@65523 ^0xd6, in the end-of-data
+    # marker '-qMa4' after the last batch of db-8.log, an older file after the checkpoint 4:47110; zeros and the
+    # preallocated marker follow. Only the newest file is recoveryChecked at start: Journal.getNextLocation reads
+    # the damaged marker as a header of type '4' whose size runs past the file's end and moves on to db-9.log, as
+    # at the marker itself. Nothing the broker replays was there: the same delivered
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    (d,) = c.sites.dirs
+    log = next(x for x in d.logs if x.rel == "db-8.log")
+    assert log.quiet
+    for b in range(1, 5):
+        o = c.run_fault(Fault("flip", log.rel, log.end + b, 0xD6))
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (b, o)
+    # a negative size (its first byte 0xfb) sends the walk back into the file instead: the broker does not start
+    o = c.run_fault(Fault("flip", log.rel, log.end, 0xD6))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-recovery-stops" in o.codes
+    undo = Fault("flip", log.rel, log.end + 2, 0xD6).apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (hit,) = [f for f in findings if f.code == "kahadb-corrupt-range"]
+    assert (hit.offset, hit.details["latent"], hit.details["toEof"]) == (log.end, True, True)
+
+
 def test_two_messages_under_one_sequence_id_are_each_read_once(tmp_path):
     # campaign seeds 9401 and 9404 (f5-kill 94018000220, f10-shrink 94041000330: same judged CRITICAL): a bit of
     # an order-index key in db.data made topic fx.f5.t's entry of :2:-1:1:60 hold sequence 18, :2:-1:1:80's. The

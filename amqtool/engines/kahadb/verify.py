@@ -79,6 +79,7 @@ from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.replay_skips import skipped_effect
+from amqtool.engines.kahadb.replay_walk import end_marker_only
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped
@@ -454,6 +455,12 @@ class _Judge:
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
                        "newest file is checked at start), and replays them unchanged"), \
+                {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
+                and f.id != self.newest and end_marker_only(self.buf(f), first, last):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: an older file's end-of-data marker damaged, with nothing but zeros and markers "
+                       "after it: the broker's replay leaves the file there as at the marker, and reads the same"), \
                 {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
