@@ -542,6 +542,32 @@ def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
 F8 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f8-mkahadb-kill"
 
 
+def test_record_bytes_after_a_size_0_batch_of_an_older_file_are_a_corrupt_range(tmp_path):
+    # campaign seed 9404 (f8-mkahadb-kill, 94051000308: loss judged WARNING): fx.f8.grp's db-4.log, an older file,
+    # zeroed over 15807+251: the size and checksum of the last batch's control record and most of its records;
+    # the rest of them and the end marker after it remain. 5.17's recoveryCheck and a rebuild of the index take
+    # a size-0 batch for the end of the data, and the replay walk (getNextLocation) steps over the control
+    # record into the zeros, read as the end of the file: the batch's records are lost. The scan stopped there
+    # too and nothing was reported; the bytes after it are no zero fill (the broker writes no size-0 batch)
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    d = next(x for x in c.sites.dirs if x.rel.endswith("f8.grp.#3e"))
+    log = d.logs[-2]
+    off, size = log.batches[-1]
+    fault = Fault("zero", log.rel, off + 16, 12 + size - 20)
+    o = c.run_fault(fault)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-corrupt-range" in o.codes, o
+    undo = fault.apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (hit,) = [f for f in findings if f.code == "kahadb-corrupt-range"]
+    assert (hit.offset, hit.details["reason"]) == (off, "zero-size-batch")
+    assert off + 28 + size - 20 <= hit.details["last"] < off + 28 + size  # (the last record bytes that are not 0)
+
+
 def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_path):
     # campaign seed 9612 (f8-mkahadb-kill, 96131000191: loss judged WARNING): fx.f8.own's newest file db-3.log
     # zeroed over 6154+426: the end of the batch at 5928 (an ack), the whole batch at 6240 (another ack) and the
