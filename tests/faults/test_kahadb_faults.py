@@ -568,6 +568,25 @@ def test_record_bytes_after_a_size_0_batch_of_an_older_file_are_a_corrupt_range(
     assert off + 28 + size - 20 <= hit.details["last"] < off + 28 + size  # (the last record bytes that are not 0)
 
 
+def test_a_batch_length_landing_inside_its_batch_whose_sends_are_acked_later_is_latent(tmp_path):
+    # campaign seed 9404 (f8-mkahadb-kill, 94051000328: same judged CRITICAL): fx.f8.own's db-1.log@14031 ^0x02, the
+    # length of the control record of the batch at 14028 (an older file, no checkpoint yet) read 30 for 28. The
+    # walk (Journal.getNextLocation) steps 30 bytes, into the batch's first record, reads a header of type 0x80
+    # and length 0x01880101 there, steps over it past the file's end: on to db-2.log. The two last batches of
+    # db-1.log are lost to the replay, and their sends are acknowledged later in it: the same delivered. The same
+    # flip in the batch before them steps over a send no later ack takes: loss
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    d = next(x for x in c.sites.dirs if x.rel.endswith("f8.own"))
+    log = d.logs[0]
+    assert [off for off, _size in log.batches[-3:]] == [13522, 14028, 14448]
+    o = c.run_fault(Fault("flip", log.rel, 14028 + 3, 0x02))
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, o
+    o = c.run_fault(Fault("flip", log.rel, 13522 + 3, 0x02))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), o
+
+
 def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_path):
     # campaign seed 9612 (f8-mkahadb-kill, 96131000191: loss judged WARNING): fx.f8.own's newest file db-3.log
     # zeroed over 6154+426: the end of the batch at 5928 (an ack), the whole batch at 6240 (another ack) and the
