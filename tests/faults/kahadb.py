@@ -957,7 +957,10 @@ class KahaCampaign:
         _Files.reset()
 
     def run_one(self, seed: int) -> KahaOutcome:
-        fault = self.sites.draw(random.Random(seed))
+        return self.run_fault(self.sites.draw(random.Random(seed)), seed)
+
+    def run_fault(self, fault: Fault, seed: int = -1) -> KahaOutcome:
+        """The outcome of one given fault (``seed``: the one that drew it, -1 for a fault built by hand)."""
         known = self._seen.get(fault)  # a fault drawn again damages the store to the same bytes (runner.py)
         if known is not None:
             return KahaOutcome(self.name, seed, fault, *known)

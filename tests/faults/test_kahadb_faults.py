@@ -542,6 +542,51 @@ def test_a_failing_batch_with_a_later_write_after_it_is_no_torn_tail(tmp_path):
 F8 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f8-mkahadb-kill"
 
 
+def test_record_bytes_after_a_size_0_batch_of_an_older_file_are_a_corrupt_range(tmp_path):
+    # campaign seed 9404 (f8-mkahadb-kill, 94051000308: loss judged WARNING): fx.f8.grp's db-4.log, an older file,
+    # zeroed over 15807+251: the size and checksum of the last batch's control record and most of its records;
+    # the rest of them and the end marker after it remain. 5.17's recoveryCheck and a rebuild of the index take
+    # a size-0 batch for the end of the data, and the replay walk (getNextLocation) steps over the control
+    # record into the zeros, read as the end of the file: the batch's records are lost. The scan stopped there
+    # too and nothing was reported; the bytes after it are no zero fill (the broker writes no size-0 batch)
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    d = next(x for x in c.sites.dirs if x.rel.endswith("f8.grp.#3e"))
+    log = d.logs[-2]
+    off, size = log.batches[-1]
+    fault = Fault("zero", log.rel, off + 16, 12 + size - 20)
+    o = c.run_fault(fault)
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-corrupt-range" in o.codes, o
+    undo = fault.apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (hit,) = [f for f in findings if f.code == "kahadb-corrupt-range"]
+    assert (hit.offset, hit.details["reason"]) == (off, "zero-size-batch")
+    assert off + 28 + size - 20 <= hit.details["last"] < off + 28 + size  # (the last record bytes that are not 0)
+
+
+def test_a_batch_length_landing_inside_its_batch_whose_sends_are_acked_later_is_latent(tmp_path):
+    # campaign seed 9404 (f8-mkahadb-kill, 94051000328: same judged CRITICAL): fx.f8.own's db-1.log@14031 ^0x02, the
+    # length of the control record of the batch at 14028 (an older file, no checkpoint yet) read 30 for 28. The
+    # walk (Journal.getNextLocation) steps 30 bytes, into the batch's first record, reads a header of type 0x80
+    # and length 0x01880101 there, steps over it past the file's end: on to db-2.log. The two last batches of
+    # db-1.log are lost to the replay, and their sends are acknowledged later in it: the same delivered. The same
+    # flip in the batch before them steps over a send no later ack takes: loss
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f8-mkahadb-kill", F8 / "mkahadb", tmp_path)
+    d = next(x for x in c.sites.dirs if x.rel.endswith("f8.own"))
+    log = d.logs[0]
+    assert [off for off, _size in log.batches[-3:]] == [13522, 14028, 14448]
+    o = c.run_fault(Fault("flip", log.rel, 14028 + 3, 0x02))
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, o
+    o = c.run_fault(Fault("flip", log.rel, 13522 + 3, 0x02))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL"), o
+
+
 def test_zeros_from_inside_a_batch_through_the_end_marker_are_a_torn_write(tmp_path):
     # campaign seed 9612 (f8-mkahadb-kill, 96131000191: loss judged WARNING): fx.f8.own's newest file db-3.log
     # zeroed over 6154+426: the end of the batch at 5928 (an ack), the whole batch at 6240 (another ack) and the
@@ -595,6 +640,33 @@ def test_an_ack_the_walk_replays_before_its_send_takes_nothing(tmp_path):
 
 
 F5 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f5-kill"
+
+
+def test_an_older_files_damaged_end_marker_is_latent(tmp_path):
+    # campaign seed 9403 (f5-kill, 94038000156: same judged CRITICAL): db-8.log@65523 ^0xd6, in the end-of-data
+    # marker '-qMa4' after the last batch of db-8.log, an older file after the checkpoint 4:47110; zeros and the
+    # preallocated marker follow. Only the newest file is recoveryChecked at start: Journal.getNextLocation reads
+    # the damaged marker as a header of type '4' whose size runs past the file's end and moves on to db-9.log, as
+    # at the marker itself. Nothing the broker replays was there: the same delivered
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    (d,) = c.sites.dirs
+    log = next(x for x in d.logs if x.rel == "db-8.log")
+    assert log.quiet
+    for b in range(1, 5):
+        o = c.run_fault(Fault("flip", log.rel, log.end + b, 0xD6))
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (b, o)
+    # a negative size (its first byte 0xfb) sends the walk back into the file instead: the broker does not start
+    o = c.run_fault(Fault("flip", log.rel, log.end, 0xD6))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-recovery-stops" in o.codes
+    undo = Fault("flip", log.rel, log.end + 2, 0xD6).apply(c.root)
+    try:
+        findings, _ = verify_store(detect(c.root))
+    finally:
+        undo()
+    (hit,) = [f for f in findings if f.code == "kahadb-corrupt-range"]
+    assert (hit.offset, hit.details["latent"], hit.details["toEof"]) == (log.end, True, True)
 
 
 def test_two_messages_under_one_sequence_id_are_each_read_once(tmp_path):

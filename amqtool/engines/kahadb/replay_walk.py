@@ -139,3 +139,26 @@ def load(data, off: int, size: int):
     if pos + length > len(payload):
         raise FormatError(f"framed length {length} past the record's {len(payload) - pos} bytes")
     return decode_command(bytes(payload[:pos + length]))
+
+
+def end_marker_only(data, first: int, last: int) -> bool:
+    """``[first, last]`` of a journal file that is not the newest (``data``: its bytes) held nothing but the
+    file's end: the walk (``getNextLocation``) leaves the file at its header, and the rest is zeros and
+    end-of-file markers, so nothing the broker replays was there.
+
+    Only the newest file is ``recoveryCheck``ed at start, so the length the walk compares with is an older
+    file's physical one; a header of another type than a user record's is stepped over by its size. One whose
+    size reaches past the file's end (a damaged ``-qMa4``, as written after every batch) moves the walk on to
+    the next file, as the marker itself does. The written bytes there were a batch only if its control record
+    ("WRITE BATCH", records after it) is still partly there: the rest being zeros and markers rules that out,
+    but for an all-zero header (a zeroed batch reads the same as the preallocated fill), which is not taken."""
+    if first < 0 or first + 5 > len(data) or last < first:
+        return False
+    head = bytes(data[first:first + 5])
+    if head == b"\0" * 5:
+        return False
+    size, rtype = struct.unpack(">ib", head)
+    if head != jr.EOF_RECORD and (rtype == jr.USER_RECORD_TYPE or size <= 0 or first + size < len(data)):
+        return False
+    rest = bytes(data[first + 5:last + 1]).replace(jr.EOF_RECORD, b"")
+    return not rest.strip(b"\0")

@@ -180,6 +180,24 @@ def hidden_after_zero_batch(buf, end: jr.End | None) -> tuple[int, int] | None:
     return end.offset, nxt + rest[-1].offset - 1
 
 
+def remnant_after_zero_batch(buf, end: jr.End | None) -> tuple[int, int] | None:
+    """``(first, last)`` when the file's data ends at a batch header whose size is 0 while bytes that are
+    neither zeros nor end-of-file markers follow it, no valid batch among them (``last``: the last such
+    byte); None otherwise.
+
+    The broker never writes a batch of size 0 (DataFileAppender sizes each batch by its records), and what
+    follows its last batch is the ``-qMa4`` marker, then the zero fill (a preallocated file's last five bytes
+    are a marker too): record bytes after a size-0 header are what is left of a batch whose size, and maybe
+    more, was damaged. ``Journal.recoveryCheck`` and a rebuild of the index stop at the header."""
+    if end is None or end.how != "zero-batch":
+        return None
+    start = end.offset + jr.BATCH_CONTROL_RECORD_SIZE
+    rest = bytes(buf[start:]).replace(jr.EOF_RECORD, bytes(len(jr.EOF_RECORD))).rstrip(b"\0")
+    if not rest:
+        return None
+    return end.offset, start + len(rest) - 1
+
+
 def iter_file(f: JournalFile, buf, scan: FileScan, *, checksums: bool = True) -> Iterator[jr.UserRecord]:
     """Yield the user records of one mapped file, filling ``scan`` with batches, corruption and the end."""
     for ev in jr.scan_file(buf, checksums=checksums):

@@ -162,16 +162,28 @@ def _stepped_over(buf, first: int, last: int) -> list | None:
     the control record at ``first`` (a file that is not the newest) makes it skip the batch, or None.
     ``Journal.getNextLocation`` reads that header (``readLocationDetails``), finds no user record and moves on
     by the length it reads: past the batch's end, over whole batches, the end marker and zeros, to a header of
-    zeros or the end marker (or past the file's end), which take it to the next file. Every batch it steps
-    over is lost to the replay: its records count as written when each body matches its stored Adler-32, and
-    the damaged batch must be all there is up to ``last``. A landing anywhere else is not judged (None)."""
+    zeros or the end marker (or past the file's end), which take it to the next file; or into the batch, onto
+    bytes whose header it steps over in turn (no user record's, a positive length) until it gets there. Every
+    batch it steps over is lost to the replay: its records count as written when each body matches its stored
+    Adler-32, and the damaged batch must be all there is up to ``last``. A landing anywhere else is not judged
+    (None)."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return None
     rsize, rtype = struct.unpack_from(">ib", buf, first)
     if rtype == jr.USER_RECORD_TYPE or bytes(buf[first + 5:first + _SIZE_AT]) != jr.BATCH_CONTROL_RECORD_MAGIC:
         return None
+    if rsize <= 0:
+        return None  # (the walk reads the same header again, or goes back over records it replayed)
     landing = first + rsize  # (where the walk reads the next header)
+    while 0 <= landing and landing + jr.RECORD_HEAD_SPACE <= n and any(buf[landing:landing + 5]) \
+            and bytes(buf[landing:landing + 5]) != jr.EOF_RECORD:
+        # a length damaged by a few bytes lands inside the batch: a header read there that is no user record
+        # (nor the end marker or zeros) is stepped over by its own length in turn
+        lsize, ltype = struct.unpack_from(">ib", buf, landing)
+        if ltype == jr.USER_RECORD_TYPE or lsize <= 0:
+            return None
+        landing += lsize
     out, pos = [], first
     while pos < min(landing, n):
         if bytes(buf[pos:pos + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER \

@@ -8,7 +8,8 @@ code                               severity  meaning
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
                                              when latent: no live message of the intact index is damaged
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
-                                             batches after a size-0 batch (read as the end of the data)
+                                             batches after a size-0 batch (read as the end of the data), or
+                                             in an older file the record bytes after one
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 not-a-store                        UNKNOWN   no file holds a batch and there is no db.data (random bytes)
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
@@ -79,9 +80,10 @@ from amqtool.engines.kahadb.preallocated import preallocated_length
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.replay_skips import skipped_effect
+from amqtool.engines.kahadb.replay_walk import end_marker_only
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
-from amqtool.engines.kahadb.scan import lock_holder, mapped
+from amqtool.engines.kahadb.scan import lock_holder, mapped, remnant_after_zero_batch
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -170,6 +172,15 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
             add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
                         f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but batches "
                         f"follow up to offset {last}: a rebuild of the index does not read them" + note, path,
+                        first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
+        elif f.id != last_id and (rem := remnant_after_zero_batch(judge.buf(f), scan.end)) is not None:
+            # (the newest file's is left to the torn-tail rules: a crash can leave it)
+            first, last = rem
+            sev, note, extra = judge(f, first, last, C)
+            add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
+                        f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but record "
+                        f"bytes follow up to offset {last}, not the zero fill after the end marker the broker "
+                        f"writes: a damaged batch, which a rebuild of the index does not read" + note, path,
                         first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
         for off, msg in scan.bad_records:
             sev, note, extra = judge(f, off, off, C)
@@ -454,6 +465,12 @@ class _Judge:
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
                        "newest file is checked at start), and replays them unchanged"), \
+                {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
+                and f.id != self.newest and end_marker_only(self.buf(f), first, last):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: an older file's end-of-data marker damaged, with nothing but zeros and markers "
+                       "after it: the broker's replay leaves the file there as at the marker, and reads the same"), \
                 {"latent": True, "read": False}
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
