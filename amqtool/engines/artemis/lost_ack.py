@@ -49,12 +49,19 @@ class LostAck:
         return what
 
 
-def _header(buf: bytes, tag: int, version: int):
+def _header(buf: bytes, tag: int, version: int, top_tag: int | None = None):
     """(type, tx id or -1, id, user record type or None, queue id or None) of a consuming record's header that
-    ``buf`` (the damaged bytes from the record's start) still holds whole, else None."""
+    ``buf`` (the damaged bytes from the record's start) still holds whole, else None. Its tag is ``tag`` (the
+    file's), or, given ``top_tag`` (the highest fileID of the journal's files), one damaged byte away from it
+    and above ``top_tag``: no use of any file ever had that id, so the record is not an earlier use's left
+    behind (those carry lower ids: ``JournalFilesRepository`` numbers files counting up) but this use's, the
+    damage in its tag -- which is what made the broker stop reading there (``JournalImpl.readJournalFile``
+    skips a record whose fileID is not the file's)."""
     if len(buf) < 5 or buf[0] not in (_UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE):
         return None
-    if int.from_bytes(buf[1:5], "big", signed=True) != tag:
+    read = int.from_bytes(buf[1:5], "big", signed=True)
+    if read != tag and (top_tag is None or read <= top_tag
+                        or sum(1 for k in range(4) if ((read ^ tag) >> (8 * k)) & 0xFF) != 1):
         return None
     t, p = buf[0], 5 + (version >= 2)
     tx = -1
@@ -80,13 +87,13 @@ def _header(buf: bytes, tag: int, version: int):
 
 def consuming_head(opened, index: int, first: int):
     """:func:`_header` of the damaged record at ``first`` of file ``index`` (an update or a DELETE carrying the
-    file's tag), else None."""
+    file's tag, or that tag damaged in one byte into an id no file of the journal has), else None."""
     jf = opened.files[index]
     try:
         buf = opened.pread(index, first, 40)
     except OSError:
         return None
-    return _header(buf, jf.tag, jf.version)
+    return _header(buf, jf.tag, jf.version, max(f.tag for f in opened.files))
 
 
 def _committed_after(opened, index: int, tx_id: int) -> bool:

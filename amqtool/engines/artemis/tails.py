@@ -89,6 +89,9 @@ class Window:
     # queue acknowledged some of those messages (so the transaction committed): tx id -> messages still to
     # consume, which the broker now skips
     page_txs_lost: dict[int, int] = field(default_factory=dict)
+    # ids of the window explained by page transactions whose paged messages no queue still has to consume
+    # (settled_page_txs): the transactions' ids and their PAGE_TRANSACTION records', not counted
+    page_txs_settled: list[int] = field(default_factory=list)
     # ids just below ``after`` counted because the record carrying ``after`` is a DUPLICATE_ID record, written
     # before its message (lost_window)
     reordered: list[int] = field(default_factory=list)
@@ -103,7 +106,8 @@ class Window:
                 "unaccountedCount": self.unaccounted_count, "unownedCount": self.unowned_count,
                 "openTransactions": self.open_txs[:100], "rolledBackIds": self.rolled_back[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
-                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
+                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]},
+                "settledPageTransactionIds": self.page_txs_settled[:100]}
 
 
 class IdLedger:
@@ -287,12 +291,57 @@ def damaged_head(opened, index: int, first: int) -> tuple[int, int, int, int] | 
     return t, tx, rid, head[p]
 
 
+def settled_page_txs(delivery: dict[int, tuple[int, int]], ids: set[int],
+                     bare_deletes: set[int]) -> dict[int, int | None]:
+    """The ids of ``ids`` (a window's ids no surviving record carries) that a page transaction whose paged
+    messages no queue still has to consume explains (``delivery``: :meth:`IdLedger.page_tx_delivery` of
+    ``ids``): page transaction id -> the id taken for its PAGE_TRANSACTION record (None when none is).
+
+    Such a transaction's id is a transaction's, not a record lost there, and losing its page-transaction
+    record skips only messages every queue already consumed (a cursor skips a message whose transaction it
+    cannot find: ``PageSubscriptionImpl``, "Could not locate page transaction"): nothing the broker delivers
+    changes. When a queue acknowledged one of its messages it committed, so its PAGE_TRANSACTION record was
+    stored with one more id, issued after the transaction's (``JournalStorageManager.storePageTransaction``:
+    ``generateID()`` as it stores it), and no surviving record carries that either -- unless the window holds
+    a DELETE of an id above the transaction's that no other surviving record carries (``bare_deletes``): the
+    broker deletes the record once every message of it is consumed (``PageTransactionInfoImpl``:
+    ``deletePageTransactional``), and that may be its DELETE. Otherwise the lowest id of ``ids`` above the
+    transaction's not taken already is counted for the record: which one it was cannot be told; that one was
+    stored there, can. A transaction no queue acknowledged may have rolled back, storing no record: only its
+    own id is taken."""
+    out: dict[int, int | None] = {}
+    taken: set[int] = set()
+    for tx_id, (acked, pending) in sorted(delivery.items()):
+        if pending or tx_id not in ids:
+            continue
+        taken.add(tx_id)
+        out[tx_id] = None
+        if acked and not any(x > tx_id for x in bare_deletes):
+            rec = min((x for x in ids if x > tx_id and x not in taken), default=None)
+            if rec is not None:
+                out[tx_id] = rec
+                taken.add(rec)
+    return out
+
+
+def settled_clause(ids: list[int], listed: int = MAX_LISTED) -> str:
+    """The clause of a finding's message naming the window's ids that page transactions whose paged messages
+    every queue consumed explain (:func:`settled_page_txs`; '' for none)."""
+    if not ids:
+        return ""
+    more = " ..." if len(ids) > listed else ""
+    return (f"{len(ids)} of page transactions whose paged messages every queue consumed, the transactions' own "
+            f"and their PAGE_TRANSACTION records' ({', '.join(map(str, ids[:listed]))}{more}); ")
+
+
 def _unaccounted(w: Window, roles: dict, paged: set, after: int, before: int):
     """Every id of the window no surviving record carries (``w.unaccounted`` keeps the first 100 only)."""
     if w.unaccounted_count == len(w.unaccounted):
         return iter(w.unaccounted)
     carried = {"add", "tx", "delete", "update", "msg", "queue"}
-    return (x for x in range(after + 1, before + REORDER + 1) if not roles.get(x, set()) & carried and x not in paged)
+    settled = set(w.page_txs_settled)
+    return (x for x in range(after + 1, before + REORDER + 1)
+            if not roles.get(x, set()) & carried and x not in paged and x not in settled)
 
 
 def _owned(ledger: IdLedger, txs: list, unaccounted: set[int], before: int) -> set[int]:
@@ -367,9 +416,18 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     if w.unaccounted_count and ledger.view is not None:
         unexplained = set(w.unaccounted) if w.unaccounted_count == len(w.unaccounted) else {
             x for x in range(after + 1, before) if not roles.get(x, set()) & (stored | {"msg"}) and x not in paged}
-        for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
+        delivery = ledger.page_tx_delivery(unexplained)
+        for tx_id, (acked, pending) in sorted(delivery.items()):
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
+        # and one every queue consumed: its id and its record's were lost here, with nothing it delivered
+        pool = set(_unaccounted(w, roles, paged, low, before))
+        bare = {x for x in w.deleted if roles.get(x) == {"delete"}}
+        settled = {x for t, r in settled_page_txs(delivery, pool, bare).items() for x in (t, r) if x is not None}
+        if settled:
+            w.page_txs_settled = sorted(settled)
+            w.unaccounted = [x for x in w.unaccounted if x not in settled]
+            w.unaccounted_count -= len(settled)
     # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py) -- unless a
     # transaction the damage may have left open was sending too: whose run an id was then cannot be told
     if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
@@ -675,7 +733,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     straddling = _committed_later(result, index, first, evidence.live_ids if evidence is not None else None)
     if not w.unaccounted_count and w.open_effect == "harmless" and straddling is None:
         what = (f"every new id issued while they were written ({span}) is accounted for ({len(w.deleted)} "
-                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}the rest stored elsewhere)"
+                f"deleted since: a DELETE survives; {rolled_clause(w.rolled_back)}{settled_clause(w.page_txs_settled)}"
+                f"the rest stored elsewhere)"
                 if w.size > 0 else "no new id was issued while they were written")
         return Finding(Severity.WARNING, finding.code, head + f": records were lost there, but {what}, so none of "
                        f"them was a live message (acknowledgements or deletes of older messages written there carry "

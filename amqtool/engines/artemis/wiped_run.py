@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, Rebuilt, _plausible
 from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
+from amqtool.engines.artemis.tails import settled_clause, settled_page_txs
 from amqtool.formats.artemis.records import fixed_size
 
 _ADDS = (11, 13)
@@ -75,6 +76,7 @@ class RunWindow:
     open_effect: str = HARMLESS
     committed: dict[int, int] = field(default_factory=dict)
     page_txs_lost: dict[int, int] = field(default_factory=dict)
+    page_txs_settled: list[int] = field(default_factory=list)  # tails.Window's: not counted as unaccounted
     # whether the region's bytes are accounted for record by record (_filled): no room left for a record no id
     # shows (an acknowledgement or delete of an older message)
     filled: bool = False
@@ -107,7 +109,8 @@ class RunWindow:
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
                 "rolledBackIds": self.rolled_back[:100], "openTransactions": self.open_txs[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
-                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]}}
+                "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]},
+                "settledPageTransactionIds": self.page_txs_settled[:100]}
 
     def describe(self) -> str:
         """What the evidence says, for the finding's message."""
@@ -116,7 +119,8 @@ class RunWindow:
         if self.effect == HARMLESS:
             return (f"records were lost there{head}, but every new id issued while they "
                     f"were written ({span}) is accounted for ({len(self.deleted)} deleted since: a DELETE survives; "
-                    f"{rolled_clause(self.rolled_back)}the rest stored elsewhere), so none of them was a live "
+                    f"{rolled_clause(self.rolled_back)}{settled_clause(self.page_txs_settled)}the rest stored "
+                    f"elsewhere), so none of them was a live "
                     f"message (acknowledgements or deletes of older messages written there carry no new id and "
                     f"cannot be seen)")
         why = []
@@ -302,9 +306,15 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
         w.rolled_back = sorted(gone)
         unexplained -= gone
     if unexplained and ledger.view is not None:
-        for tx_id, (acked, pending) in sorted(ledger.page_tx_delivery(unexplained).items()):
+        delivery = ledger.page_tx_delivery(unexplained)
+        for tx_id, (acked, pending) in sorted(delivery.items()):
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
+        # a page transaction whose paged messages every queue consumed: its id and its record's (tails)
+        bare = {x for x in w.deleted if roles.get(x) == {"delete"}}
+        settled = {x for t, r in settled_page_txs(delivery, unexplained, bare).items() for x in (t, r) if x is not None}
+        w.page_txs_settled = sorted(settled)
+        unexplained -= settled
     w.unaccounted = sorted(unexplained)
     w.filled = _filled(w, buf, base, first, end, version, opened, lone)
     if not (w.filled and (lone or last_size > _LONGEST_NOT_ADD or last_size < _LONGEST_UPDATE)):

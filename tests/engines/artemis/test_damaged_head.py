@@ -136,6 +136,27 @@ def test_a_reference_whose_header_survives_proves_the_loss(demo_s2, offset, mask
     assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
 
 
+@pytest.mark.parametrize("offset, mask", [(REF_488 + 1, 0x40), (REF_488 + 1, 0x10), (REF_488 + 3, 0x80)])
+def test_a_reference_whose_tag_was_damaged_into_an_id_no_file_had_proves_the_loss(demo_s2, offset, mask):
+    # fresh seed 9744 of make fuzz (demo-s2 9744030233003086 and 9744030236003016, loss/WARNING): the same
+    # reference with a bit of its tag (the fileID, 14) flipped. The broker skips a record whose fileID is not the
+    # file's, and stops there; verify read a clean end. A record of an earlier use of the file left behind carries
+    # a lower fileID, but no file of the journal ever had this one: the record is this use's, its tag damaged
+    path = "data/journal/activemq-data-14.amq"
+    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record 12 tag"))
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
+    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+
+
+def test_a_reference_whose_tag_reads_as_an_earlier_files_names_nothing(demo_s2):
+    # the tag flipped to 10, a fileID an earlier use of the file may have carried: a record that use left
+    # behind after this use's last reads the same, and names nothing this use lost
+    path = "data/journal/activemq-data-14.amq"
+    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, REF_488 + 4, 0x04, label="record 12 tag"))
+    assert "lostRef" not in tail.details
+
+
 def test_a_message_whose_references_the_damage_took_is_lost(demo_s1):
     """refless_add.py (hunt40's seed 9542065626111011 on a JournalImpl store, and 15 of 95 such losses of a
     tail-zero sweep, seed 9421): an older file whose last records are a message's ADD and its references, the
