@@ -58,6 +58,14 @@ def _held(delivered):
     return {(q, m) for (q, m, state), n in delivered.rows.items() if state == "committed" and n}
 
 
+def _held_after_move(store, tmp_path, paths, rec, later):
+    """What a copy of ``store`` whose record ``rec`` names ``later`` instead of its own id delivers."""
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    _move(copy, store, paths, rec, later)
+    return _held(artemis.delivered(copy))
+
+
 def test_reference_moved_onto_a_later_message_is_dropped(store, tmp_path):
     live, queues, paths, added = _walk(store)
     pristine = _held(artemis.delivered(store))
@@ -65,11 +73,7 @@ def test_reference_moved_onto_a_later_message_is_dropped(store, tmp_path):
                 and (queues[i], r.id) in pristine
                 for m, at in added.items() if at > i and (queues[i], m) not in pristine)
     i, rec, later = case
-    copy = tmp_path / "copy"
-    shutil.copytree(store, copy)
-    _move(copy, store, paths, rec, later)
-    held = _held(artemis.delivered(copy))
-    q = queues[i]
+    held, q = _held_after_move(store, tmp_path, paths, rec, later), queues[i]
     assert (q, rec.id) not in held  # its own message lost the reference
     assert (q, later) not in held  # and the broker attached it to nothing: the message was not loaded yet
     assert held == pristine - {(q, rec.id)}
@@ -82,11 +86,7 @@ def test_acknowledgement_moved_onto_a_message_referenced_later_takes_nothing(sto
     case = next((i, r, m) for i, r in enumerate(live) if r.user_record_type == ACK_REF
                 for (q, m), at in ref_at.items() if q == queues[i] and at > i and (q, m) in pristine)
     i, rec, later = case
-    copy = tmp_path / "copy"
-    shutil.copytree(store, copy)
-    _move(copy, store, paths, rec, later)
-    held = _held(artemis.delivered(copy))
-    q = queues[i]
+    held, q = _held_after_move(store, tmp_path, paths, rec, later), queues[i]
     assert (q, later) in held  # the acknowledgement came before the pair was there: it took nothing
     assert (q, rec.id) in held  # and its own message is back on the queue
     assert held == pristine | {(q, rec.id)}

@@ -440,6 +440,17 @@ def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp
 GC = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f4-gc" / "kahadb"
 
 
+def _gc_with_db5_and_db15_swapped(tmp_path: Path) -> Path:
+    """A copy of f4-gc whose db-5.log and db-15.log swapped names (campaign seed 9404, 94047000013)."""
+    root = tmp_path / "kahadb"
+    shutil.copytree(GC, root)
+    a, b, tmp = root / "db-5.log", root / "db-15.log", root / "swap"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    return root
+
+
 def test_old_sends_swapped_past_the_checkpoint_come_back_after_their_acks(tmp_path):
     # campaign seed 9404 (f4-gc, 94047000013: loss judged WARNING): db-5.log <-> db-15.log in a store stopped
     # cleanly (lastUpdate 14:12754, db-15.log the ack compaction's after it). The new db-15.log holds db-5's old
@@ -449,13 +460,7 @@ def test_old_sends_swapped_past_the_checkpoint_come_back_after_their_acks(tmp_pa
     # acknowledged messages of fx.f4.q come back
     from tests.faults.kahadb import LOSS, KahaCampaign
 
-    root = tmp_path / "kahadb"
-    shutil.copytree(GC, root)
-    a, b = root / "db-5.log", root / "db-15.log"
-    tmp = root / "swap"
-    a.rename(tmp)
-    b.rename(a)
-    tmp.rename(b)
+    root = _gc_with_db5_and_db15_swapped(tmp_path)
     verdict, codes = _verdict(root)
     assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
     findings, _ = verify_store(detect(root))
@@ -477,13 +482,7 @@ def test_a_send_after_the_checkpoint_whose_id_the_index_holds_is_no_ack_before_s
     from amqtool.engines.kahadb.load import load_store
     from amqtool.engines.kahadb.out_of_order import acks_before_sends
 
-    root = tmp_path / "kahadb"
-    shutil.copytree(GC, root)
-    a, b = root / "db-5.log", root / "db-15.log"
-    tmp = root / "swap"
-    a.rename(tmp)
-    b.rename(a)
-    tmp.rename(b)
+    root = _gc_with_db5_and_db15_swapped(tmp_path)
     d = load_store(detect(root))[0]
     lu = d.index.view.metadata.last_update
     early = acks_before_sends(d, (lu.log_id, lu.offset))
