@@ -16,3 +16,11 @@ def rolled_back(tmp_path_factory):
                      tmp_path_factory.mktemp("rb") / "rolled-back-tail")
     with Campaign("rolled-back-tail", root) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The fault campaign's demo store demo-s1 (:func:`tests.faults.stores.campaign_demo`), built once a module."""
+    from tests.faults.stores import campaign_demo
+
+    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)

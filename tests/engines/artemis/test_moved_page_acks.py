@@ -3,18 +3,9 @@ the acknowledged message comes back, and the store says which (issue 25, make fu
 ACKNOWLEDGE_CURSOR's page number judged "loss-unproven" and OK while the broker delivered the message again)."""
 from __future__ import annotations
 
-import pytest
-
 from tests.faults.artemis import broker_could_write, delivered
 from tests.faults.stores import first_cursor_ack
 from tests.support import copy_tree
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from tests.faults.stores import campaign_demo
-
-    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
 
 
 def _write(path, offset, raw):

@@ -17,13 +17,6 @@ from tests.support import copy_tree
 PAGE_TRANSACTION = 35
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from tests.faults.stores import campaign_demo
-
-    return campaign_demo(tmp_path_factory.mktemp("demo") / "demo-s1", 1)
-
-
 def _write(path, offset, raw):
     with open(path, "r+b") as fh:
         fh.seek(offset)
