@@ -887,9 +887,10 @@ def loads_alike(journal: str, first, second, bare: bool) -> bool:
     """Whether two ways of loading one journal (``first``, ``second``: opened journals, closed here) give the
     broker the same: for a bare journal the records ``JournalImpl.load`` hands its user; for the bindings the
     queue and address bindings; for the messages journal the live (message, queue) pairs
-    (:meth:`Evidence.live_pairs`); and in either of these the records of its prepared transactions, which the
+    (:meth:`Evidence.live_pairs`) of the load as the broker walks it (:func:`load_walk.as_walked`); and in either of these the records of its prepared transactions, which the
     broker keeps for their transaction manager (each one's messages are delivered once it commits)."""
     from amqtool.engines.artemis.load import load_journal
+    from amqtool.engines.artemis.load_walk import as_walked
 
     def held(opened) -> tuple:
         with opened:
@@ -900,7 +901,9 @@ def loads_alike(journal: str, first, second, bare: bool) -> bool:
                 return _records_of(result), prepared
             if journal == "bindings":
                 return {r.id for r in result.live if r.user_record_type in BINDING_TYPES}, prepared
-            return Evidence.build(None, result).live_pairs(), prepared
+            # as the broker's start walks them: a file read first can put a reference or acknowledgement before
+            # its message's record, where it applies to nothing (load_walk.py)
+            return Evidence.build(None, as_walked(result)).live_pairs(), prepared
 
     return held(first) == held(second)
 
