@@ -306,4 +306,19 @@ def guarded(fmt: OutputFormat | None = None) -> Iterator[None]:
     except OSError as err:
         fail(AmqtoolError(f"{err.strerror or err}", path=getattr(err, "filename", None)), fmt)
     except Exception as exc:  # noqa: BLE001 - last-resort bug report
+        stopped = _interrupt_behind(exc)
+        if stopped is not None:
+            raise typer.Exit(interrupted(stopped)) from None
         bug(exc)
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an exception wraps, if any: a signal that arrives while a module is imported can
+    be raised inside a class body's ``__set_name__``, which CPython 3.11 re-raises as a RuntimeError caused by
+    it ("Error calling __set_name__"); that run was interrupted, not broken."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None

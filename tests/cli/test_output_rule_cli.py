@@ -394,3 +394,21 @@ def test_a_leveldb_store_is_guarded_too(run_cli, tmp_path):
         code, _, err = run_cli(*argv, "-q")
         _one_line_3(code, err)
     assert tree_hashes(lv) == before
+
+
+def test_sigterm_raised_inside_an_import_is_an_interruption(capsys):
+    """CI at 0abbe5c: SIGTERM 0.1 s into `recover` arrived while a dataclass was being defined (an import);
+    CPython 3.11 re-raised it as "RuntimeError: Error calling __set_name__", and amqtool reported an internal
+    error (exit 3) instead of the interruption (exit 143, one line)."""
+    import typer
+
+    from amqtool.commands.output import OutputFormat, Terminated, guarded
+
+    with pytest.raises(typer.Exit) as exc:
+        with guarded(OutputFormat.text):
+            try:
+                raise Terminated(15)
+            except Terminated as signal_err:
+                raise RuntimeError("Error calling __set_name__ on 'Field' instance 'nodes'") from signal_err
+    assert exc.value.exit_code == 143
+    assert capsys.readouterr().err == "amqtool: interrupted (SIGTERM)\n"
