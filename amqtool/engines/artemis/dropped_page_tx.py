@@ -35,8 +35,8 @@ class DroppedPageTx:
 
 def dropped_page_txs(result, not_found, pending_of) -> list[DroppedPageTx]:
     """The PAGE_TRANSACTION adds of the messages journal loaded as ``result`` that follow a DELETE of their own
-    id (or precede one, with another ADD of that id) and name a page transaction of ``not_found`` (page transactions whose paged messages found no record)
-    with messages still to consume (``pending_of(tx)`` above 0). Rescans the journal's files: called only when
+    id (or precede one, with another ADD of that id) and name a page transaction of ``not_found`` (page
+    transactions whose paged messages found no record) with messages still to consume (``pending_of(tx)`` above 0). Rescans the journal's files: called only when
     paged messages find no page-transaction record."""
     if result is None or not not_found:
         return []

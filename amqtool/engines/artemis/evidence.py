@@ -887,8 +887,9 @@ def loads_alike(journal: str, first, second, bare: bool) -> bool:
     """Whether two ways of loading one journal (``first``, ``second``: opened journals, closed here) give the
     broker the same: for a bare journal the records ``JournalImpl.load`` hands its user; for the bindings the
     queue and address bindings; for the messages journal the live (message, queue) pairs
-    (:meth:`Evidence.live_pairs`) of the load as the broker walks it (:func:`load_walk.as_walked`); and in either of these the records of its prepared transactions, which the
-    broker keeps for their transaction manager (each one's messages are delivered once it commits)."""
+    (:meth:`Evidence.live_pairs`) of the load as the broker walks it (:func:`load_walk.as_walked`); and in
+    either of these the records of its prepared transactions, which the broker keeps for their transaction
+    manager (each one's messages are delivered once it commits)."""
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.artemis.load_walk import as_walked
 

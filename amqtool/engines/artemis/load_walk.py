@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 from amqtool.engines.artemis.load import LiveList
+from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
-
-_MESSAGE_ADDS = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
-_ADD_REF, _ACK_REF = 32, 33
-_PAIR_UPDATES = (34, 36)  # UPDATE_DELIVERY_COUNT, SET_SCHEDULED_DELIVERY_TIME
+_MESSAGE_ADDS = (R.ADD_LARGE_MESSAGE, R.ADD_MESSAGE, R.ADD_MESSAGE_PROTOCOL)
+_ADD_REF, _ACK_REF = R.ADD_REF, R.ACKNOWLEDGE_REF
+_PAIR_UPDATES = (R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME)
 
 
 def as_walked(messages):
@@ -40,8 +40,8 @@ def as_walked(messages):
     So, per pair in list order: references before their message and acknowledgements, counts and schedules
     with no pair there are left out; when the walk ends with the pair held after an acknowledgement took it
     once (ADD_REF, ACK, ADD_REF) or after a second reference, its acknowledgements are left out too, and its
-    counts and schedules before its last reference. A record whose body is too short to name a queue is kept (the broker's decode throws
-    on it: ``_refused`` judges that load as it is)."""
+    counts and schedules before its last reference. A record whose body is too short to name a queue is kept
+    (the broker's decode throws on it: the fault harness's ``_refused`` judges that load as it is)."""
     live = messages.live
     find = getattr(live, "indexes_of_types", None)
     wanted = _MESSAGE_ADDS + (_ADD_REF, _ACK_REF) + _PAIR_UPDATES

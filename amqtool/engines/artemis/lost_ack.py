@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+from amqtool.formats.damage import one_byte_apart
 
 _UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE, _COMMIT = 12, 14, 15, 16, 18
 
@@ -60,8 +61,7 @@ def _header(buf: bytes, tag: int, version: int, top_tag: int | None = None):
     if len(buf) < 5 or buf[0] not in (_UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE):
         return None
     read = int.from_bytes(buf[1:5], "big", signed=True)
-    if read != tag and (top_tag is None or read <= top_tag
-                        or sum(1 for k in range(4) if ((read ^ tag) >> (8 * k)) & 0xFF) != 1):
+    if read != tag and (top_tag is None or read <= top_tag or not one_byte_apart(read, tag)):
         return None
     t, p = buf[0], 5 + (version >= 2)
     tx = -1

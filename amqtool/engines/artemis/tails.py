@@ -324,6 +324,14 @@ def settled_page_txs(delivery: dict[int, tuple[int, int]], ids: set[int],
     return out
 
 
+def settled_ids(delivery: dict[int, tuple[int, int]], ids: set[int], deleted, roles: dict) -> set[int]:
+    """Every id of ``ids`` that :func:`settled_page_txs` explains (a transaction's and its record's), the bare
+    DELETEs among them being the ids of ``deleted`` that no other surviving record carries (``roles``:
+    :meth:`IdLedger.roles`)."""
+    bare = {x for x in deleted if roles.get(x) == {"delete"}}
+    return {x for t, r in settled_page_txs(delivery, ids, bare).items() for x in (t, r) if x is not None}
+
+
 def settled_clause(ids: list[int], listed: int = MAX_LISTED) -> str:
     """The clause of a finding's message naming the window's ids that page transactions whose paged messages
     every queue consumed explain (:func:`settled_page_txs`; '' for none)."""
@@ -422,8 +430,7 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
                 w.page_txs_lost[tx_id] = pending
         # and one every queue consumed: its id and its record's were lost here, with nothing it delivered
         pool = set(_unaccounted(w, roles, paged, low, before))
-        bare = {x for x in w.deleted if roles.get(x) == {"delete"}}
-        settled = {x for t, r in settled_page_txs(delivery, pool, bare).items() for x in (t, r) if x is not None}
+        settled = settled_ids(delivery, pool, w.deleted, roles)
         if settled:
             w.page_txs_settled = sorted(settled)
             w.unaccounted = [x for x in w.unaccounted if x not in settled]
@@ -621,8 +628,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       in one of them). A real broker also issues ids it never stores (consumers, notifications, non-durable
       messages: ``storageManager.generateID()``), which neither writer does: on its stores the trace is
       nearly always there, and this reads "records were lost at the end of a file the broker moved on from".
-      Damaged bytes with neither evidence (a flipped filler byte after the last record reads the same) and the bindings journal (whose window spans the message journal's ids, compacted
-      away or never stored; but a damaged record whose head names a binding lost there is CRITICAL:
+      Damaged bytes with neither evidence (a flipped filler byte after the last record reads the same) and
+      the bindings journal (whose window spans the message journal's ids, compacted away or never stored; but a damaged record whose head names a binding lost there is CRITICAL:
       :mod:`~amqtool.engines.artemis.lost_binding`) stay as they were;
     * as it was when ids of the window are carried by no surviving record (outside the case above), or a
       transaction the damage may have left open held live records, or no window bounds the ids (no new record
@@ -699,8 +706,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         cut = _cut_off(finding, head, details, result, index, first, evidence)
         if cut is not None:
             return cut
-        return Finding(_cut_severity(finding), finding.code, finding.message + "; no window of ids bounds what the lost "
-                       "records carried (no new record after them, or a restart's jump in the ids), so what they "
+        return Finding(_cut_severity(finding), finding.code, finding.message + "; no window of ids bounds what "
+                       "the lost records carried (no new record after them, or a restart's jump in the ids), so what they "
                        "held cannot be told", finding.path, finding.offset, details)
     details["lostIds"] = w.to_json()
     span = f"ids {w.after + 1}..{w.before - 1}" if w.size > 0 else "no new id"
@@ -772,7 +779,6 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     # a cut through a record stays CRITICAL unless all that cannot be told is whether transactions without an end
     # lost their COMMIT there: mostly they had none to lose (a cut campaign over the 48 JournalImpl stores, seed
     # 9621: 182 unchanged against 76 losses, the losses being acknowledgements lost with it), as a zeroed end's
-    severity = (Severity.CRITICAL if finding.details.get("cutRecordBytes")
-                and (straddling is not None or w.unaccounted_count) else finding.severity)
+    severity = _cut_severity(finding) if straddling is not None or w.unaccounted_count else finding.severity
     return Finding(severity, finding.code, finding.message + "; what the lost records held cannot be "
                    "told: " + "; ".join(why), finding.path, finding.offset, details)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, Rebuilt, _plausible
 from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
-from amqtool.engines.artemis.tails import settled_clause, settled_page_txs
+from amqtool.engines.artemis.tails import settled_clause, settled_ids
 from amqtool.formats.artemis.records import fixed_size
 
 _ADDS = (11, 13)
@@ -311,8 +311,7 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
             if acked and pending:
                 w.page_txs_lost[tx_id] = pending
         # a page transaction whose paged messages every queue consumed: its id and its record's (tails)
-        bare = {x for x in w.deleted if roles.get(x) == {"delete"}}
-        settled = {x for t, r in settled_page_txs(delivery, unexplained, bare).items() for x in (t, r) if x is not None}
+        settled = settled_ids(delivery, unexplained, w.deleted, roles)
         w.page_txs_settled = sorted(settled)
         unexplained -= settled
     w.unaccounted = sorted(unexplained)

@@ -22,16 +22,8 @@ def demo_s1(tmp_path_factory):
 
 
 def _judged(campaign, fault):
-    from amqtool.engines.artemis.verify import verify_store
-    from amqtool.store.layout import detect
-
-    outcome = campaign.judge(fault)
-    undo = fault.apply(campaign.root)
-    try:
-        found = [f for f in verify_store(detect(campaign.root)).findings if f.details.get("cleanEnd")]
-    finally:
-        undo()
-    return outcome, found
+    outcome, found = campaign.judge_findings(fault)
+    return outcome, [f for f in found if f.details.get("cleanEnd")]
 
 
 def _record_at_or_after(campaign, rel: str, offset: int):

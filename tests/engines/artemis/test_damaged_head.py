@@ -56,16 +56,8 @@ def demo_s4(tmp_path_factory):
 
 def _cut(campaign, path: str, cut: int, fault: Fault | None = None):
     """(outcome, the damaged-tail finding) of ``path`` truncated at ``cut`` (or of ``fault``)."""
-    from amqtool.engines.artemis.verify import verify_store
-    from amqtool.store.layout import detect
-
-    fault = fault or Fault("truncate", path, cut, label="truncation")
-    outcome = campaign.judge(fault)
-    undo = fault.apply(campaign.root)
-    try:
-        (tail,) = [f for f in verify_store(detect(campaign.root)).findings if f.code == "damaged-tail"]
-    finally:
-        undo()
+    outcome, (tail,) = campaign.judge_findings(fault or Fault("truncate", path, cut, label="truncation"),
+                                               "damaged-tail")
     return outcome, tail
 
 
