@@ -22,29 +22,47 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def main() -> int:
+def store_cases(stores: list[Path]) -> list[tuple[str, Path]]:
+    """(name, case directory) of the suite's LevelDB stores, then of each of ``stores``: a directory of
+    stores (``AMQTOOL_TEST_LEVELDB_STORES``'s form, replica sets included) or one store's own directory
+    (``store/`` and ``recovered.json``, as /work/leveldb-fresh/f-* are: a shell glob of stores gives those).
+    A store copied into the suite is taken once. ValueError for a directory holding no store."""
+    import importlib
+
+    import tests.engines.leveldb.stores as st
+
+    cases: list[tuple[str, Path]] = []
+    for extra in [None] + list(stores):  # the suite's cases, then each directory's
+        one = extra is not None and st._is_case(extra)
+        if extra is not None:
+            os.environ["AMQTOOL_TEST_LEVELDB_STORES"] = str(extra.parent if one else extra)
+        importlib.reload(st)
+        found = [(n, c) for c, n in zip(st.CASES, st.CASE_IDS) if not one or c.resolve() == extra.resolve()]
+        if extra is not None and not any(c.parent == extra or c.parent.parent == extra or c == extra
+                                         for _n, c in found):
+            raise ValueError(f"{extra} holds no LevelDB store (store/ and recovered.json), nor is one")
+        for name, case in found:
+            if all(case != c and name != n for n, c in cases):  # a store copied into the suite: once
+                cases.append((name, case))
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--faults", type=int, default=60, help="faults per store")
     ap.add_argument("--stores", nargs="*", type=Path, default=[],
-                    help="directories of real-writer stores (AMQTOOL_TEST_LEVELDB_STORES's form)")
+                    help="directories of real-writer stores (AMQTOOL_TEST_LEVELDB_STORES's form), or stores' "
+                         "own directories")
     ap.add_argument("--max-mib", type=int, default=64, help="skip stores whose logs are larger")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     from tests.faults.leveldb import LevelDBSites, delivered, verify_verdict
     from tests.faults.model import Outcome, classify, confusion
 
-    cases: list[tuple[str, Path]] = []
-    for extra in [None] + list(args.stores):  # the suite's cases, then each directory's
-        if extra is not None:
-            os.environ["AMQTOOL_TEST_LEVELDB_STORES"] = str(extra)
-        import importlib
-
-        import tests.engines.leveldb.stores as st
-
-        importlib.reload(st)
-        for case, name in zip(st.CASES, st.CASE_IDS):
-            if all(case != c and name != n for n, c in cases):  # a store copied into the suite: once
-                cases.append((name, case))
+    try:
+        cases = store_cases(args.stores)
+    except ValueError as err:
+        ap.error(str(err))
     total, bad = 0, 0
     everything = []
     for name, case in cases:
