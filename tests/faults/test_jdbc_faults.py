@@ -411,3 +411,24 @@ def test_prepared_page_transaction_null_type_exit_code(pg_cluster, jdbc_env, run
     doc = json.loads(out)
     assert (code, doc["verdict"]) == (2, "CRITICAL")
     assert "artemis-jdbc-null-user-type" in {f["code"] for f in doc["findings"] if f["severity"] == "critical"}
+
+
+def test_a_page_transaction_row_read_as_a_reference_skips_its_paged_messages(artemis_campaign):
+    # bench/fuzz_jdbc.py seed 9895 (demo 3 MiB, seed 3), fault 9895029888 (loss/WARNING): a committed page
+    # transaction's row (user type 35, ``i64 transactionID, i32 numberOfMessages``) with its userRecordType set to
+    # ADD_REF (32). loadMessageJournal reads it as a reference of a message id no row holds ("Cannot find
+    # message") and the page transaction is gone: the page cursor skips its paged messages still to be consumed.
+    # verify said WARNING (a damaged user record type whose rows are no reference's 8 bytes); the row's 12 bytes
+    # are a page transaction's, judged as the same row with its userRecordType NULL is (CRITICAL when paged
+    # messages of it are pending)
+    c = artemis_campaign
+    seqs = [r[0] for r in c.conn.execute("SELECT seq FROM messages WHERE userRecordType = 35 AND length(record) = 12 "
+                                         "ORDER BY seq").fetchall()]
+    outcomes = []
+    for seq in seqs:
+        c.sites = _Fixed(jdbc.RowFault("set", "messages", (("seq", seq),), "userRecordType", 32))
+        outcomes.append(c.run_one(0))
+    assert all(o.ok for o in outcomes), [(o.fault.describe(), o.truth, o.verdict, o.diff, o.codes)
+                                         for o in outcomes if not o.ok]
+    lost = [o for o in outcomes if o.truth == LOSS]
+    assert lost and all(o.verdict == "CRITICAL" and "ref-without-message" in o.codes for o in lost)
