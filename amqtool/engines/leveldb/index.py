@@ -38,6 +38,8 @@ class IndexDB:
     # (path, offset) of a write-ahead log record LevelDB drops, judged critical here -> the keys it wrote
     # (None: unknown); the store's log replay may write them all again (see the LevelDB verify)
     dropped_keys: dict = field(default_factory=dict)
+    # (path, offset) of those problems that are a write-ahead log gone (removed or emptied: :func:`_lost_logs`)
+    lost_logs: set = field(default_factory=set)
     # live keys whose newest entry was read from a table block whose checksum fails: their bytes may be damaged
     suspect_keys: set = field(default_factory=set)
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
@@ -218,6 +220,50 @@ def _manifest_tail(db: IndexDB, path: Path, version) -> None:
                   " (it held no table change)"), "critical" if tables else "warning")
 
 
+def _lost_logs(db: IndexDB, d: Path, version, spans: dict, table_top: int) -> None:
+    """Write-ahead logs gone from the index directory, removed or emptied. ``DBImpl::Recover`` replays the logs
+    it finds (numbered from the MANIFEST's log number) and asks for none by name, so LevelDB opens the index
+    without what a lost one held, silently. Two kinds of evidence, neither of which a writer leaves:
+
+    - the log the MANIFEST's log number names is missing. ``DB::Open`` creates the new log before the version
+      edit that records its number, a memtable switch creates the next log before the compaction's edit moves
+      the number to it, and a log is deleted only once an edit moved past it (``DeleteObsoleteFiles``); a
+      snapshot is a copy of the quiesced index (``LevelDBClient.snapshotIndex``). Every index of the
+      broker-written stores holds it (an empty one included);
+    - a gap in the sequences. ``DBImpl::Write`` gives each batch the sequences after the last one
+      (``last_sequence + 1``) and appends it to the current log, so the logs from the log number hold
+      consecutive runs, the first from at most the MANIFEST's last sequence (or the tables' highest) + 1,
+      each next log going on where the one before ended (every index of the broker-written stores: the
+      first log starts at or before it, the next ones exactly there). A log whose first batch starts later
+      follows batches no log holds (an emptied log's, a removed one's).
+
+    Each is critical, its keys unknown (``dropped_keys``: None), so the record log replayed from its start
+    judges what the broker loses where it can (:func:`amqtool.engines.leveldb.indexlog.judges`). Logs whose
+    records are already judged damaged (a dropped record, a torn tail, a batch that does not apply) are not
+    weighed: their own findings say what is lost."""
+    if version.log_number and version.log_number not in spans:
+        path = d / f"{version.log_number:06d}.log"
+        db.problem(path, None, f"write-ahead log {path.name}, which {db.manifest} names as the index's log, is "
+                   "missing: LevelDB opens the index without what it held (what it held cannot be told)")
+        db.dropped_keys[(str(path), None)] = None
+        db.lost_logs.add((str(path), None))
+    after = max(version.last_sequence, table_top)  # every sequence up to here is accounted for
+    for num in sorted(spans):  # the logs LevelDB replays, in its order
+        span = spans[num]
+        if span is None:
+            return
+        if not span:
+            continue  # an empty log: the current one before any write
+        if span[0] > after + 1:
+            path = d / f"{num:06d}.log"
+            db.problem(path, 0, f"its first write batch has sequence {span[0]}, but the index's tables and the logs "
+                       f"before it end at sequence {after}: the write batches of sequences {after + 1}..{span[0] - 1} "
+                       "are in no write-ahead log (one was emptied or removed; what they held cannot be told)")
+            db.dropped_keys[(str(path), 0)] = None
+            db.lost_logs.add((str(path), 0))
+        after = max(after, span[1])
+
+
 def read_index(directory: str | os.PathLike) -> IndexDB:
     d = Path(directory)
     db = IndexDB(d)
@@ -259,6 +305,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
     # entries of damaged blocks whose sequence is above the MANIFEST's last one, which is at least every table
     # entry's: no writer issued it. LevelDB takes the highest sequence as the newest all the same
     invented: list = []
+    table_top = 0  # the highest sequence of a table entry read from an intact block
     files = {}
     for n in names:
         m = _NUM.match(n)
@@ -296,6 +343,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                                                        large if large is not None and (hi is None or large < hi)
                                                        else hi)
         for e in tr.entries:
+            if not e.suspect:
+                table_top = max(table_top, e.sequence)
             if e.suspect:
                 if e.sequence > version.last_sequence:
                     invented.append(e)  # applied last, over every version the index did write
@@ -311,6 +360,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
         if k not in live_tables:
             db.orphans.append(n)
     dropped: list = []
+    spans: dict = {}  # log number -> its write batches' sequence span (see below)
     for num, name in sorted(files.get("log", [])):
         if num < version.log_number and num != version.prev_log_number:
             db.orphans.append(name)
@@ -319,6 +369,7 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             lr = read_log(_read(d / name))
         except OSError as err:
             db.problem(d / name, None, f"unreadable ({err.strerror})")
+            spans[num] = None
             continue
         for p in lr.problems:
             dropped.append((d / name, p))
@@ -340,6 +391,12 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             db.log_sequence_floor = min(firsts + ([db.log_sequence_floor] if db.log_sequence_floor is not None
                                                   else []))
         db.logs.append({"file": name, "records": len(lr.records), "operations": ops, "tornTail": lr.tail})
+        batches = [(int.from_bytes(rec[:8], "little"), int.from_bytes(rec[8:12], "little"))
+                   for _off, rec in lr.records if len(rec) >= 12]
+        # (first sequence, last sequence) of its write batches; None: damage already judged above breaks it
+        spans[num] = None if lr.problems or lr.tail is not None or errors else \
+            (batches[0][0], batches[-1][0] + batches[-1][1] - 1) if batches else ()
+    _lost_logs(db, d, version, spans, table_top)
     for e in invented:
         old = newest.get(e.user_key)
         db.invented[bytes(e.user_key)] = None if old is None else old[:2]  # what it hides: (sequence, kind)

@@ -42,9 +42,12 @@ leveldb-orphan-entries            CRITICAL  entries of collections the index doe
 leveldb-bad-collection            CRITICAL  a collection record the broker cannot load, or of a type the
                                             store never writes (ignored at start); WARNING when the
                                             evidence holds no such live collection
-leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks
+leveldb-index-damaged             CRITICAL  the index snapshot's tables, logs or MANIFEST fail their checks,
+                                            or a write-ahead log is gone (removed or emptied)
                                             (WARNING when the record log, replayed from its start, proves
-                                            nothing the broker delivers is lost: see leveldb-index-lost)
+                                            nothing the broker delivers is lost: see leveldb-index-lost;
+                                            or for a log gone when the GC deleted the record log's start:
+                                            what it held cannot be told)
 leveldb-index-lost                CRITICAL  a damaged index snapshot lost (or changed, or brought back) an
                                             entry or collection the broker delivers, proven by the record
                                             log replayed from its start or, after the log GC, the counters;
@@ -769,6 +772,12 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                 sev, msg = "warning", msg + ("; judged against the record log replayed from its start" if
                                              evidence.source == "log" else "; judged against the counters") + \
                     ": what the broker loses by it is named by leveldb-index-lost"
+            elif sev != "warning" and (path, off) in db.lost_logs:
+                # a write-ahead log gone, with no record log from position 0 to weigh it against (the GC deleted
+                # the first logs; the counters the snapshot holds were written to the index, maybe to that
+                # very log): what the broker loses cannot be told, so it is not proven (loss the counters
+                # prove is named by leveldb-index-lost)
+                sev, msg = "warning", msg + "; no record log from its start to judge it against"
             add(Finding(W if sev == "warning" else C, "leveldb-index-damaged", msg, path, off))
         _collections_changed(st, add)
         _entries_dirty_index_holds(st, add, findings)
