@@ -40,6 +40,9 @@ class IndexDB:
     dropped_keys: dict = field(default_factory=dict)
     # (path, offset) of those problems that are a write-ahead log gone (removed or emptied: :func:`_lost_logs`)
     lost_logs: set = field(default_factory=set)
+    # a dropped write-ahead log record held the counters (``:collection-meta``): what the index reads of them is an
+    # older version, no evidence of what the index holds
+    counters_dropped: bool = False
     # live keys whose newest entry was read from a table block whose checksum fails: their bytes may be damaged
     suspect_keys: set = field(default_factory=set)
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
@@ -414,6 +417,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             # bytes hold (a flipped byte inside a key names a key the batch never wrote)
             datas.append(p.corrected)
         harmless = all(_superseded(data, newest) for data in datas)
+        db.counters_dropped = db.counters_dropped or any(
+            op.key == b":collection-meta" for data in datas for op in (_ops_of(data) or ()))
         every = [_keys_of(data) for data in datas]
         keys = None if any(k is None for k in every) else [k for ks in every for k in ks]
         with_it = f", and with it the {len(p.more)} more record(s) after it in its 32 KiB block" if p.more else ""

@@ -210,8 +210,12 @@ def loaded_as(value):
 
 def from_counters(st) -> IndexEvidence | None:
     """What the counters (``:collection-meta``, kept up to date by the replay) prove, without the log's
-    start (None when the index holds no readable counters)."""
+    start (None when the index holds no readable counters, or an older version of them: a dropped write-ahead
+    log record held the newest, and a queue's count read from the older one exceeds its entries with nothing
+    lost, f-subs seed 9865057)."""
     if st.meta_error is not None or b":collection-meta" not in st.index or not st.meta:
+        return None
+    if st.snapshot_db is not None and st.snapshot_db.counters_dropped:
         return None
     have = _collections(st.index, None)
     ev = IndexEvidence("counters", collections=set(st.meta) | set(have))
