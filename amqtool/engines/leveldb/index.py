@@ -48,6 +48,10 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # those of unread_ranges whose lower bound is the table's smallest key (the MANIFEST's), which the block held:
+    # inclusive. Any other lower bound is a key read before the break, whose newest version was read: the block
+    # can hold only older versions of it, which that version hides
+    unread_from_smallest: set = field(default_factory=set)
     # (path, block offset) of a data block whose checksum fails -> its key range, as unread_ranges: its keys were
     # read, but any of them may be another's
     suspect_ranges: dict = field(default_factory=dict)
@@ -337,6 +341,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
                 lo, hi = tr.unread[off]
                 small, large = version.bounds.get(num, (None, None))
                 # the MANIFEST bounds the table's keys: the first block's lower bound, any block's upper one
+                if lo is None and small is not None:
+                    db.unread_from_smallest.add((str(d / name), off))
                 lo = small if lo is None else lo
                 hi = large if large is not None and (hi is None or large < hi) else hi
                 db.unread_ranges[(str(d / name), off)] = (lo, hi)

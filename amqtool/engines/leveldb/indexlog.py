@@ -293,9 +293,12 @@ def judges(st, ev: IndexEvidence, path: str, offset) -> bool:
     rng = db.unread_ranges.get((path, offset))
     if rng is not None:
         lo, hi = rng
+        from_smallest = (path, offset) in db.unread_from_smallest
 
         def inside(k: bytes) -> bool:
-            return (lo is None or k >= lo) and k <= hi
+            # a key equal to a lower bound read before the break has its newest version read (killed-gc seed
+            # 9865018: a subscription's ack position ending the block before, CRITICAL with nothing lost)
+            return (lo is None or k > lo or k == lo and from_smallest) and k <= hi
 
         if hi is None or ((lo is None or lo[:1] <= b":") and hi[:1] >= b":" and not _counters_newer(db, inside)):
             return False
