@@ -247,7 +247,11 @@ def _lost_logs(db: IndexDB, d: Path, version, spans: dict, table_top: int) -> No
     Each is critical, its keys unknown (``dropped_keys``: None), so the record log replayed from its start
     judges what the broker loses where it can (:func:`amqtool.engines.leveldb.indexlog.judges`). Logs whose
     records are already judged damaged (a dropped record, a torn tail, a batch that does not apply) are not
-    weighed: their own findings say what is lost."""
+    weighed: their own findings say what is lost; nor is a MANIFEST whose last edit is dropped (its log number
+    and last sequence are an older edit's, whose logs LevelDB may have deleted since: :func:`_manifest_tail`
+    judges it)."""
+    if version.tail is not None:
+        return
     if version.log_number and version.log_number not in spans:
         path = d / f"{version.log_number:06d}.log"
         db.problem(path, None, f"write-ahead log {path.name}, which {db.manifest} names as the index's log, is "
