@@ -25,8 +25,9 @@ evidence :mod:`~amqtool.engines.artemis.tails` reads for a file's damaged end, h
   whether it committed (a message it added was delivered since: ``IdLedger.delivered``) -- then the loss is
   proven; otherwise it cannot be told, unless the last record before the region is one of it: then the run took
   the records it wrote next, its end among them, most likely its COMMIT (:mod:`~.cut_off_tx`, as on a damaged
-  end of a file): CRITICAL by the odds, ``cutOffTransaction``. A paged transaction's id in the window, with messages queues
-  acknowledged and others still to consume and no page-transaction record left, lost its record here.
+  end of a file): CRITICAL by the odds, ``cutOffTransaction``. A paged transaction's id in the window, with
+  messages queues acknowledged and others still to consume and no page-transaction record left, lost its record
+  here.
 
 A region that one add fills exactly (its trailing size counts it) but whose id the damage took, in its head
 and in its body, is judged so too: an add carries a new id of the window. One update or delete filling a
