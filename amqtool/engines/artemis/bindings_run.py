@@ -23,13 +23,15 @@ whose header survives at its start; at its end, the record its trailing size wor
 record's whose header survives, or a DELETE's or ROLLBACK's length), are fewer than the smallest whole binding
 transaction, in a journal with neither trace, held no binding change: the broker
 loads the same queues and addresses. What it did hold (most often a restart's id-counter pair) changes no
-stored message.
+stored message. So does a longer run whose bytes are exactly the records of the broker starts the surviving
+id-counter records around it count (:mod:`~amqtool.engines.artemis.restart_counters`).
 """
 from __future__ import annotations
 
 import struct
 
 from amqtool.engines.artemis.evidence import HARMLESS, transaction_records
+from amqtool.engines.artemis.restart_counters import counters_fill
 from amqtool.formats.artemis.records import fixed_size
 
 _PLAIN = (11, 12, 16)  # ADD, UPDATE, DELETE
@@ -109,7 +111,7 @@ def no_binding_change(region, first: int, end: int, result, evidence, index: int
     tail = _tail_size(buf, s + head, e, tag, version) if head < e - s else 0
     unknown = (e - s) - head - tail
     if unknown >= smallest_binding_tx(version):
-        return None
+        return _starts_only(result, index, first, end)
     named = []
     if head:
         named.append(f"a plain record of {head} bytes its surviving header names")
@@ -119,6 +121,23 @@ def no_binding_change(region, first: int, end: int, result, evidence, index: int
     return (f"{rest}, fewer than the {smallest_binding_tx(version)} of the smallest binding transaction (the broker "
             f"writes queue and address bindings only in transactions, and no COMMIT or open transaction shows one "
             f"cut by the damage): no binding was lost, and the bindings journal holds no message")
+
+
+def _starts_only(result, index: int | None, first: int, end: int) -> str | None:
+    """Why the run ``[first, end)``, with the zeros before it, held only the records of broker starts
+    (:func:`~amqtool.engines.artemis.restart_counters.counters_fill`), or None."""
+    from amqtool.engines.artemis.wiped_run import zeroed_from
+
+    if index is None:
+        return None
+    start = zeroed_from(result.opened, index, first)
+    counted = counters_fill(result.opened, index, start, end)
+    if counted is None:
+        return None
+    return (f"its {end - start} byte(s) (with the zeros before them, from the end of the record read before) are "
+            f"exactly the {counted} id-counter record(s) the broker's starts wrote between the counter records around "
+            f"them, and the records each start stores with them: no binding transaction was there, so no binding was "
+            f"lost, and the bindings journal holds no message")
 
 
 def commit_in_zeros(result, evidence, index: int, first: int) -> int | None:

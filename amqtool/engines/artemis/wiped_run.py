@@ -23,8 +23,11 @@ evidence :mod:`~amqtool.engines.artemis.tails` reads for a file's damaged end, h
 * **Transactions the run may have ended.** A transaction with records before the region and no end record
   lost its COMMIT or ROLLBACK there (or is still open): when discarding it loses live records it must be told
   whether it committed (a message it added was delivered since: ``IdLedger.delivered``) -- then the loss is
-  proven; otherwise it cannot be told. A paged transaction's id in the window, with messages queues
-  acknowledged and others still to consume and no page-transaction record left, lost its record here.
+  proven; otherwise it cannot be told, unless the last record before the region is one of it: then the run took
+  the records it wrote next, its end among them, most likely its COMMIT (:mod:`~.cut_off_tx`, as on a damaged
+  end of a file): CRITICAL by the odds, ``cutOffTransaction``. A paged transaction's id in the window, with
+  messages queues acknowledged and others still to consume and no page-transaction record left, lost its record
+  here.
 
 A region that one add fills exactly (its trailing size counts it) but whose id the damage took, in its head
 and in its body, is judged so too: an add carries a new id of the window. One update or delete filling a
@@ -41,6 +44,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from amqtool.engines.artemis.cut_off_tx import cut_off_tx
 from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, Rebuilt, _plausible
 from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
 from amqtool.engines.artemis.tails import settled_clause, settled_ids
@@ -430,8 +434,9 @@ def run_finding(ledger, result, path: str, first: int, end: int, region, evidenc
     """The ``damaged-record`` finding of the region ``[first, end)`` of the file at ``path`` judged by
     :func:`run_window`: a warning when it shows the region held nothing live, or when only the room its bytes
     leave for records no id shows is untold (:attr:`RunWindow.room_only`), or besides it only whether
-    transactions with no end lost their COMMIT there (:attr:`RunWindow.open_only`), CRITICAL otherwise; None when
-    no window bounds the region (the caller's finding stands)."""
+    transactions with no end lost their COMMIT there (:attr:`RunWindow.open_only`) -- but CRITICAL when the last
+    record before the region is of such a transaction (:func:`~.cut_off_tx.cut_off_tx`) --, CRITICAL otherwise;
+    None when no window bounds the region (the caller's finding stands)."""
     from amqtool.errors import Finding, Severity
 
     if ledger is None or region is None:
@@ -449,6 +454,19 @@ def run_finding(ledger, result, path: str, first: int, end: int, region, evidenc
     # of stores the broker delivers as before into warnings, and 59 losses (mostly acknowledgements the run
     # took, which carry no new id) from CRITICAL to WARNING: no loss is proven there
     warn = w.effect == HARMLESS or w.room_only or w.open_only
+    details = {"nextValidRecord": end, "lostIds": w.to_json()}
+    if w.open_only:
+        # ... unless the last record before the run is of such a transaction: the run took records it wrote
+        # next, its end among them (cut_off_tx, as on a damaged end of a file)
+        tx_id = cut_off_tx(result, index, first, evidence)
+        if tx_id is not None:
+            return Finding(Severity.CRITICAL, "damaged-record", f"{end - first} damaged byte(s) followed by valid "
+                           f"records (the broker skips them and goes on): records were lost there, and the last "
+                           f"record before them is of transaction {tx_id}, which has no COMMIT, PREPARE or ROLLBACK "
+                           f"anywhere and held live records: its end was written among the lost records, most "
+                           f"likely its COMMIT (a start rolls back every transaction it loads without an end, and "
+                           f"clients commit far more than they roll back), and the broker now discards it with "
+                           f"what it held", path, first, dict(details, cutOffTransaction=tx_id))
     return Finding(Severity.WARNING if warn else Severity.CRITICAL, "damaged-record",
                    f"{end - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
-                   + w.describe(), path, first, {"nextValidRecord": end, "lostIds": w.to_json()})
+                   + w.describe(), path, first, details)

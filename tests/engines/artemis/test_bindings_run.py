@@ -63,3 +63,16 @@ def test_a_commit_zeroed_leaves_its_binding_transaction_open():
     outcome, (found,) = _judged(store, Fault("zero", FILE, 3852, 20, label="zeroed range"))
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     assert found.severity.name == "CRITICAL" and found.offset == 3850
+
+
+@pytest.mark.parametrize("repo, offset, length", [
+    # 512 zeros over the id-counter pairs of eleven starts (restart_counters.py): more bytes than a binding
+    # transaction, but exactly the records the counter ids around them say were written there
+    ("JatinPandey26__artemis-activemq-training", 1744, 512),
+    # each start there also stores the divert its configuration deploys (a DIVERT_RECORD at the counter's id + 13)
+    ("JatinPandey26__artemis-activemq-training", 7548, 1121),
+])
+def test_zeros_over_whole_starts_lose_no_binding(repo, offset, length):
+    outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
+    assert found.severity.name == "WARNING" and "id-counter record(s) the broker's starts wrote" in found.message

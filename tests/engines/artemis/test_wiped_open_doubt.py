@@ -19,3 +19,17 @@ def test_a_run_whose_only_doubt_is_an_open_transaction_is_a_warning(rolled_back,
     assert outcome.verdict == run.severity.name == "WARNING"
     ids = run.details["lostIds"]
     assert ids["openTransactions"] and not ids["unaccountedIds"] and not ids["liveIds"]
+
+
+def test_a_run_that_begins_where_an_open_transaction_stops_took_its_commit(rolled_back):
+    # transaction 2147483800's records run up to the zeroed run, which covers where its COMMIT lay and half the
+    # record after it; it acknowledged three messages, which come back when the broker discards it. The last
+    # record before the run being one of a transaction with no end anywhere, its end was among the lost records
+    # (cut_off_tx.py, as on a damaged end): CRITICAL, naming it. Before, a warning.
+    outcome, (run,) = rolled_back.judge_findings(Fault("zero", "journal/activemq-data-3.amq", 4268, 333),
+                                                 "damaged-record")
+    assert (outcome.truth, outcome.diff["back"]) == ("loss", 3)
+    assert outcome.verdict == run.severity.name == "CRITICAL"
+    assert run.details["cutOffTransaction"] == 2147483800
+    # the zeros read as filler: the damaged bytes are what is left of the record after them
+    assert (run.offset, run.details["nextValidRecord"]) == (4602, 4912)
