@@ -133,3 +133,13 @@ def run_without_dac(argv: list[str], timeout: float = 300) -> tuple[int, dict | 
         cmd = ["setpriv", "--bounding-set", drop, "--inh-caps", drop, "--", *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr
+
+
+def bench_module(name: str):
+    """The script ``bench/<name>.py`` loaded as a module (bench/ is no package), for tests of its options."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

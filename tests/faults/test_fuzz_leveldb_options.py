@@ -1,19 +1,15 @@
 """bench/fuzz_leveldb.py's ``--stores``: which directories it takes (a directory of stores, or a store's own)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-_BENCH = Path(__file__).resolve().parents[2] / "bench" / "fuzz_leveldb.py"
+from tests.support import bench_module
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("fuzz_leveldb", _BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("fuzz_leveldb")
 
 
 def _case(d: Path) -> Path:

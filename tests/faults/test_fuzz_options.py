@@ -1,21 +1,13 @@
 """bench/fuzz_verdicts.py's ``--stores`` and ``--kahadb-stores``: which directories they take and the names given."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-from tests.support import KAHADB
-
-_BENCH = Path(__file__).resolve().parents[2] / "bench" / "fuzz_verdicts.py"
+from tests.support import KAHADB, bench_module
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("fuzz_verdicts", _BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("fuzz_verdicts")
 
 
 @pytest.mark.skipif(not KAHADB.is_dir(), reason="KahaDB fixtures absent")
