@@ -125,3 +125,25 @@ def test_zeros_over_a_commit_read_as_another_transactions(run_json, tmp_path):
     rc, doc, _ = run_json("verify", store)
     (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
     assert (rc, f["severity"], f["offset"]) == (2, "critical", 483)
+
+
+def test_zeros_over_a_commit_whose_transaction_is_left_open_before_it(run_json, tmp_path):
+    # make fuzz seed 9892 (02_broker_mixed_compacted, bindings zeroed @792+16): the tag and transaction id of the
+    # COMMIT of transaction 14, right after its queue binding's ADD_TX. No transaction 0 ended anywhere, so the
+    # bytes read as transaction 0's COMMIT "whose loss changes nothing", while the broker rolled transaction 14 back
+    # with its binding. The last record before the damage being of that transaction, left with no end, the COMMIT
+    # was its own (cut_off_tx.py): CRITICAL
+    from tests.faults import artemis
+    from tests.support import ARTEMIS
+
+    fixture = ARTEMIS / "messages" / "02_broker_mixed_compacted"
+    store = copy_tree(fixture, tmp_path / "s")
+    with open(store / "bindings" / "activemq-bindings-3.bindings", "r+b") as fh:
+        fh.seek(790)
+        assert fh.read(1)[0] == 18  # the COMMIT
+        fh.seek(792)
+        fh.write(bytes(16))
+    assert artemis.DeliveredReader(fixture).pristine.bindings != artemis.DeliveredReader(store).pristine.bindings
+    rc, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "damaged-record"]
+    assert (rc, f["severity"], f["offset"]) == (2, "critical", 790)
