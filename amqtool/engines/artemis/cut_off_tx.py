@@ -49,6 +49,18 @@ def cut_off_tx(result, index: int, first: int, evidence) -> int | None:
     discarding it loses live records; else None. The caller establishes that records were lost at ``first``."""
     if evidence is None:
         return None
+    tx_id = last_open_tx(result, index, first)
+    if tx_id is None:
+        return None
+    records = transaction_records(result.opened, tx_id)
+    if evidence.effect_of_discarded(records) != LOSS or _rolled_back_sender(result.opened, tx_id, records):
+        return None
+    return tx_id
+
+
+def last_open_tx(result, index: int, first: int) -> int | None:
+    """The transaction whose record is the last one before ``first`` in file ``index`` of the load ``result``,
+    when the load left it failed (no COMMIT, PREPARE or ROLLBACK of it survives; not prepared); else None."""
     failed = {tx.tx_id for tx in result.failed if not tx.prepared}
     if not failed:
         return None
@@ -60,11 +72,7 @@ def cut_off_tx(result, index: int, first: int, evidence) -> int | None:
             last = (t, tx)
     if last is None or last[0] not in _TX_RECORDS or last[1] not in failed:
         return None
-    tx_id = last[1]
-    records = transaction_records(result.opened, tx_id)
-    if evidence.effect_of_discarded(records) != LOSS or _rolled_back_sender(result.opened, tx_id, records):
-        return None
-    return tx_id
+    return last[1]
 
 
 def _queue(body: bytes) -> int | None:

@@ -36,7 +36,7 @@ from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.engines.artemis.cmp_copies import lost_copies_finding
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
-from amqtool.engines.artemis.cut_off_tx import cut_off_tx
+from amqtool.engines.artemis.cut_off_tx import last_open_tx
 from amqtool.engines.artemis import free_files, journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
@@ -285,13 +285,14 @@ class _GapInspector:
                 if "ended" not in cache:
                     cache["ended"] = ended_tx_ids(self.opened)
                 candidates = [r for r in candidates if not (r.type == 18 and r.wrong and r.tx_id in cache["ended"])]
-                # and one whose last record before it is of a transaction left with no end that held live records
-                # was that transaction's COMMIT, its id damaged too (demo-s3's bindings, make fuzz seed 9892: 16
-                # zeros over a COMMIT's tag and tx id read as transaction 0's, "changes nothing", while the broker
-                # rolled back the queue binding it committed, with its 32 messages): cut_off_tx.py's argument
-                cut = (cut_off_tx(self.result, next(i for i, f in enumerate(self.result.files) if str(f.path) == path),
-                                  first, evidence) if any(r.type == 18 and r.wrong for r in candidates) else None)
-                if cut is not None:
+                # and one whose last record before it is of a transaction left with no end whose discard changes
+                # what the broker delivers was that transaction's COMMIT, its id damaged too (demo-s3's bindings,
+                # make fuzz seed 9892: 16 zeros over a COMMIT's tag and tx id read as transaction 0's, "changes
+                # nothing", while the broker rolled back the queue binding it committed, with its 32 messages)
+                cut = (last_open_tx(self.result, next(i for i, f in enumerate(self.result.files)
+                                                      if str(f.path) == path), first)
+                       if any(r.type == 18 and r.wrong for r in candidates) else None)
+                if cut is not None and evidence.effect_of_discarded(transaction_records(self.opened, cut)) != HARMLESS:
                     candidates = [replace(r, tx_id=cut) if r.type == 18 and r.wrong else r for r in candidates]
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
