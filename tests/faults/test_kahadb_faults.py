@@ -710,3 +710,24 @@ def test_a_batch_the_walk_steps_over_by_a_damaged_header_length_whose_sends_are_
         o = c.run_one(seed)
         assert (o.fault.path, o.fault.label) == (path, "batch length")
         assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (seed, o.codes)
+
+
+def test_a_send_whose_priority_fields_keep_its_index_priority_is_replayed_unchanged(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000179: latent judged CRITICAL): db-6.log@5673 ^0x72, the last
+    # byte of the send of ID:...:8:-1:1:2 to fx.f12.q in an older file after the checkpoint 6:3934: its
+    # prioritySupported (field 6) read true for false, its priority 4. updateIndex(KahaAddMessageCommand) indexes
+    # a send at prioritySupported ? priority : DEFAULT_PRIORITY (4), and dispatches its message bytes: the same
+    # either way, so the walk's replay delivers the same (a rebuild skips the batch: latent)
+    from amqtool.engines.kahadb.superseded import _effect
+    from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000179)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-6.log", 5673, 0x72)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes, o
+    sent = AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x")
+    assert _effect(sent) == _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x",
+                                                      priority=4, priority_supported=True))
+    assert _effect(sent) == _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x", priority=9))
+    assert _effect(sent) != _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x",
+                                                      priority=9, priority_supported=True))
