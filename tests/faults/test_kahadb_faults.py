@@ -731,3 +731,25 @@ def test_a_send_whose_priority_fields_keep_its_index_priority_is_replayed_unchan
     assert _effect(sent) == _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x", priority=9))
     assert _effect(sent) != _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x",
                                                       priority=9, priority_supported=True))
+
+
+def test_a_subscription_whose_last_ack_key_is_damaged_gets_none_of_the_replays_sends(tmp_path):
+    # campaign seed 9893 (f5-kill, 98938000037: loss judged WARNING): db.data@36892 ^0x01, the key f5-d:sd of
+    # fx.f5.t's subscriptionAcks B-tree (page 8) read f5-e:sd. The broker's subscriptionCache is the
+    # subscriptionAcks keys (MessageDatabase.loadStoredDestination), and a send the replay after the checkpoint
+    # 4:47110 brings goes into the ack positions of the cached keys only (addAckLocationForNewMessage): none of
+    # them reach f5-d:sd. Its acks in the replay write its LastAck back (updateIndex(KahaRemoveMessageCommand)),
+    # past the ack positions [0, 23] the index keeps for it, so recoverNextMessages hands it only those: the
+    # replay's sends pending for it are lost. verify took the written-back LastAck for a repaired cursor
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for offset in (36891, 36892):
+        o = c.run_fault(Fault("flip", "db.data", offset, 0x01))
+        assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-subscription-no-cursor" in o.codes, o
+    # without ack positions to hold it, the broker hands it what follows its LastAck: nothing is claimed
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.engines.kahadb.sub_cursors import uncached
+
+    d = load_store(detect(c.root), reconcile=False)[0]
+    assert uncached(d, "1:fx.f5.t", "f5-d:sd", (4, 47110), None, ["any"]) == []

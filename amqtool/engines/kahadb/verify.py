@@ -35,7 +35,8 @@ kahadb-index-entry-moved           CRITICAL  an order-index entry under a damage
                                              durable subscription's cursor (order_keys.py)
 kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
                                              hands it nothing from the store; or a LastAck no recovered
-                                             subscription has: its messages go to no one (sub_cursors.py)
+                                             subscription has: its messages go to no one; or none of the
+                                             sends replayed after the checkpoint reach it (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
