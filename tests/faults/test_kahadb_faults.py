@@ -753,3 +753,19 @@ def test_a_subscription_whose_last_ack_key_is_damaged_gets_none_of_the_replays_s
 
     d = load_store(detect(c.root), reconcile=False)[0]
     assert uncached(d, "1:fx.f5.t", "f5-d:sd", (4, 47110), None, ["any"]) == []
+
+
+def test_a_record_length_that_walks_the_replay_over_sends_acked_later_is_latent(tmp_path):
+    # campaign seed 9893 (f5-kill, 98938000021: latent judged CRITICAL): db-7.log@64116 ^0x08, the low byte of the
+    # length of the send at 64113 (the batch at 64085, an older file after the checkpoint) read 442 for 434.
+    # Journal.getNextLocation returns that record and MessageDatabase.load reads it as written (mergeFramed
+    # ignores the 8 bytes after the framed command); the walk then reads a header 8 bytes into the next batch's
+    # control record ('TE B', type 'A'), steps over it by that size past the file's end, on to db-8.log. The one
+    # send it skips (fx.f5.side) is acknowledged later in the replay: the broker delivers the same. The same flip
+    # in the batches around it lands on a header the walk cannot step over: the broker does not start
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for batch, truth, verdict in ((63167, LOSS, "CRITICAL"), (64085, LATENT, "WARNING"), (64547, LOSS, "CRITICAL")):
+        o = c.run_fault(Fault("flip", "db-7.log", batch + 28 + 3, 0x08))
+        assert (o.truth, o.verdict) == (truth, verdict) and "kahadb-checksum-mismatch" in o.codes, (batch, o)

@@ -72,6 +72,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.order_keys import moved_entries
@@ -466,6 +467,15 @@ class _Judge:
             return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
                        "effect as written: the broker's replay reads record headers there, not batches (only the "
                        "newest file is checked at start), and replays them unchanged"), \
+                {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
+                and f.id != self.newest \
+                and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: an older file's batch after the index checkpoint whose one damaged byte is a "
+                       "record length: the broker's replay loads that record as written, then steps over what "
+                       "follows it in the file, and what it steps over are sends acknowledged later in the replay "
+                       "or records that change nothing: it delivers the same"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest and end_marker_only(self.buf(f), first, last):
