@@ -769,3 +769,30 @@ def test_a_record_length_that_walks_the_replay_over_sends_acked_later_is_latent(
     for batch, truth, verdict in ((63167, LOSS, "CRITICAL"), (64085, LATENT, "WARNING"), (64547, LOSS, "CRITICAL")):
         o = c.run_fault(Fault("flip", "db-7.log", batch + 28 + 3, 0x08))
         assert (o.truth, o.verdict) == (truth, verdict) and "kahadb-checksum-mismatch" in o.codes, (batch, o)
+
+
+def test_an_ack_finds_its_entry_by_the_message_id_index(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000005: same judged loss by the truth): db.data@80260 ^0x02, the id
+    # in fx.f12.t's order-index entry of ID:...:4:-1:1:136 read IF:..., its messageIdIndex key intact. An ack
+    # replayed after the checkpoint looks its id up in the messageIdIndex (updateIndex(KahaRemoveMessageCommand))
+    # and takes the entry by sequence, whatever its MessageKeys id says: f12-red:red acked it, it is handed nothing
+    # more. The truth matched the ack with the damaged id and kept the message pending
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000005)
+    assert (o.fault.path, o.fault.offset) == ("db.data", 80260)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes, o
+
+
+def test_a_queue_ack_whose_message_id_index_key_is_damaged_finds_nothing(tmp_path):
+    # the other way round (a sweep of the order and messageIdIndex pages, seed 9883: f5-kill db.data@94390 ^0x01,
+    # loss judged WARNING): fx.f5.side's messageIdIndex key of a message acked after the checkpoint reads
+    # IE:... for ID:... The queue ack's replay (updateIndex(KahaRemoveMessageCommand): messageIdIndex.remove of
+    # the acked id) finds no sequence and leaves the order-index entry: the acknowledged message comes back
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    data = (c.root / "db.data").read_bytes()
+    at = data.find(b"ID:vm-41323-1795706006529-3:2:-1:1:24", 4096 + 22 * 4096, 4096 + 23 * 4096)  # (page 22)
+    assert at > 0
+    o = c.run_fault(Fault("flip", "db.data", at + 1, 0x01))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-finds-nothing" in o.codes, o

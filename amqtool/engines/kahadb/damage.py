@@ -47,7 +47,7 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
 from amqtool.engines.kahadb.after_acks import acked_after, gone_after
-from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+from amqtool.engines.kahadb.indexed import IndexedMessage, acked_names, read_at
 from amqtool.engines.kahadb.unhanded import unhanded
 from amqtool.formats.damage import one_byte_apart
 
@@ -66,6 +66,9 @@ class Evidence:
     last_update: tuple | None = None
     openwire_version: int = 11
     acked_after: dict = field(default_factory=dict)  # after_acks.acked_after: acks the replay applies
+    # (key, IndexedMessage, the messageIdIndex's id for it) of entries acked after the checkpoint by their own
+    # id, which the messageIdIndex names otherwise: the replayed ack finds nothing, the message stays (_comes_back)
+    unfound: list = field(default_factory=list)
 
 
 def evidence(d) -> Evidence | None:
@@ -86,6 +89,8 @@ def evidence(d) -> Evidence | None:
     # topic messages pending only for subscriptions whose selectors do not match them are never handed out
     quiet = unhanded(d, ev.openwire_version, acked) if any(dest.subscriptions for dest in d.indexed.values()) \
         else set()
+    # (an ack finds an entry by the messageIdIndex's id for its sequence: indexed.acked_names)
+    names = acked_names(d.directory) if acked else {}
     for key, dest in d.indexed.items():
         subs = {}
         if acked.get(key) and dest.subscriptions:
@@ -93,8 +98,12 @@ def evidence(d) -> Evidence | None:
                 for seq in seqs:
                     subs.setdefault(seq, set()).add(sk)
         for m in dest.messages:
-            if acked.get(key) and gone_after(acked, key, m.message_id, subs.get(m.seq)):
+            name = names.get(key, {}).get(m.seq, m.message_id)
+            if acked.get(key) and gone_after(acked, key, name, subs.get(m.seq)):
                 continue
+            if name != m.message_id and acked.get(key, {}).get(m.message_id) and _comes_back(
+                    d, key, m, acked[key][m.message_id], ev.openwire_version):
+                ev.unfound.append((key, m, name))
             if quiet and (key, m.message_id) in quiet:
                 continue
             ev.live.setdefault(m.file_id, []).append((key, m))
@@ -104,6 +113,25 @@ def evidence(d) -> Evidence | None:
         if loc is not None:
             ev.checkpoint.append((name, loc.log_id, loc.offset))
     return ev
+
+
+def _comes_back(d, key: str, m: IndexedMessage, by: set, version: int) -> bool:
+    """An ack replayed after the checkpoint under ``m``'s own id (``by``: the subscription keys acking it, None
+    for a queue ack), which the messageIdIndex does not hold, leaves ``m`` where a consumer gets it again.
+    ``updateIndex(KahaRemoveMessageCommand)`` looks the acked id up there: a queue's ``messageIdIndex.remove``
+    finds no sequence and nothing leaves the order index; a topic's finds none either, and the subscription
+    keeps ``m`` in its ack positions (no LastAck moves past it alone), handed to it again when it was pending
+    for it in the index and its selector matches it."""
+    if key.split(":", 1)[0] in ("0", "2"):
+        return None in by
+    dest = d.indexed.get(key)
+    holders = [sk for sk in by if sk is not None and dest is not None and m.seq in dest.subscriptions.get(sk, ())]
+    if not holders:
+        return False
+    from amqtool.engines.kahadb.unhanded import _matches_any, selectors
+
+    preds = selectors(d, version)
+    return any(preds.get((key, sk)) is None or _matches_any(d, m, [preds[(key, sk)]], version) for sk in holders)
 
 
 def live_in(ev: Evidence, fid: int, first: int, last: int) -> list:

@@ -47,6 +47,8 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
+kahadb-ack-finds-nothing           CRITICAL  an entry acked after the checkpoint under an id its messageIdIndex key
+                                             no longer has: the replayed ack finds nothing, it comes back
 kahadb-ack-before-send             CRITICAL  an ack precedes its message's send after the checkpoint in file order
                                              (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
@@ -223,6 +225,13 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        for key, m, name in ev.unfound if ev is not None else ():
+            add(Finding(C, "kahadb-ack-finds-nothing",
+                        f"the order-index entry {m.message_id} of {qualified(key)} (sequence {m.seq}) is acknowledged "
+                        f"after the index checkpoint, but the messageIdIndex names that sequence {name!r}: the "
+                        "broker's replay of the ack looks the id up there, finds nothing, and the acknowledged "
+                        "message is delivered again", str(d.directory / "db.data"), None,
+                        {"destination": key, "messageId": m.message_id, "sequence": m.seq, "indexedAs": name}))
         if ev is not None:
             findings.extend(moved_entries(d, ev.openwire_version, ev.acked_after))
         if ev is not None:
