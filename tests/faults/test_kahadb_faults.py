@@ -796,3 +796,16 @@ def test_a_queue_ack_whose_message_id_index_key_is_damaged_finds_nothing(tmp_pat
     assert at > 0
     o = c.run_fault(Fault("flip", "db.data", at + 1, 0x01))
     assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-finds-nothing" in o.codes, o
+
+
+def test_an_entry_whose_message_id_index_names_the_record_it_points_at_is_a_damaged_entry(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000194: same judged CRITICAL once the truth names entries by the
+    # messageIdIndex): db.data@82399 ^0x08, the id of fx.f12.t's order-index entry of ID:...-3:4:-1:1:52 read
+    # ID:...-;:4:-1:1:52. The record at its location holds ...-3:4:-1:1:52, which the full journal replay does not
+    # hold live (acknowledged after the checkpoint), so the journal could not vouch for it; the index's own
+    # messageIdIndex does: it gives the entry's sequence to the id the record holds. The broker delivers the
+    # record's message (no id is compared at dispatch): a damaged entry, not an unreadable message
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000194)
+    assert (o.fault.path, o.fault.offset) == ("db.data", 82399)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes, o

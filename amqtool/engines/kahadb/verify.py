@@ -74,6 +74,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
@@ -569,8 +570,10 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     is nowhere in the journal, or is a live message that an entry of its own holds at its own location (a
     flipped digit made one sequence number's id another's). The broker reads that record and delivers it
     right (the order index's id string is not what it delivers: the cursor takes the message's own id, and
-    acknowledgements find the entry through the messageIdIndex). The others are returned (files swapped,
-    locations damaged: CRITICAL)."""
+    acknowledgements find the entry through the messageIdIndex). So is an entry whose sequence the index's
+    messageIdIndex gives to the id the record holds (indexed.acked_names): that separate B-tree names the
+    message the location holds, and only the entry's own id string disagrees. The others are returned (files
+    swapped, locations damaged: CRITICAL)."""
     at = {}
     for st in d.replay.destinations.values():
         for mid, m in st.messages.items():
@@ -578,11 +581,15 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     names = {m.message_id for lst in ev.live.values() for _k, m in lst}
     own = {(m.message_id, m.file_id, m.offset) for lst in ev.live.values() for _k, m in lst}
     out = []
+    by_index = None
     for key, m, why in bad:
         got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
         named = at.get(m.message_id)
-        if got is not None and at.get(got) == (m.file_id, m.offset) and got not in names \
-                and (named is None or (m.message_id, *named) in own):
+        if got is not None and by_index is None:
+            by_index = acked_names(d.directory)
+        if got is not None and got not in names and (
+                at.get(got) == (m.file_id, m.offset) and (named is None or (m.message_id, *named) in own)
+                or by_index.get(key, {}).get(m.seq) == got):
             findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
                                     f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
                                     "the entry's id is damaged; the broker delivers the record's message",
