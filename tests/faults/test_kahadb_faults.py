@@ -809,3 +809,15 @@ def test_an_entry_whose_message_id_index_names_the_record_it_points_at_is_a_dama
     o = c.run_one(98933000194)
     assert (o.fault.path, o.fault.offset) == ("db.data", 82399)
     assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes, o
+
+
+def test_a_checkpoint_moved_before_its_own_records_skips_nothing_the_index_lacks(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000215: same judged CRITICAL): db.data@4133 ^0x04, page 0's
+    # lastUpdate file id read 2 for 6 (2:3934). checkpointUpdate writes the producer audit and ack map records
+    # just before it records lastUpdate, so a lastUpdate before them (page 0 names them in db-6.log) is damaged
+    # too: the records between the two were in the index already. The walk from 2:3934 reads a header inside a
+    # record and steps over some of them, which changes nothing the index holds: no kahadb-replay-skips
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000215)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4133, 0x04)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-replay-skips" not in o.codes, o
