@@ -552,7 +552,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     """What the broker with this store's index delivers (see the module docstring), in the form of
     :func:`rebuilt`; a directory whose index needs a missing journal file is ``{"refused": ...}``.
     ``indexed``: directory -> what :func:`read_indexed` gave, when the caller read it already."""
-    from amqtool.engines.kahadb.indexed import read_indexed
+    from amqtool.engines.kahadb.indexed import acked_names, read_indexed
     from amqtool.engines.kahadb.unhanded import index_selector_texts
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
@@ -585,19 +585,23 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
         if newest is not None:
             append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
         rolled_back = _rolled_back(directory, append_at)
-        dd, subs = {}, {}
+        names = acked_names(directory)
+        dd, subs, where = {}, {}, {}
         for key, dest in dests.items():
             rolled = rolled_back.get(key, set())
             kept = [m for m in dest.messages if m.seq not in rolled]
-            by_seq = [f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
+            # each entry under the id the broker's acks find it by (the messageIdIndex's: updateIndex(
+            # KahaRemoveMessageCommand) looks the sequence up there), its own MessageKeys id when none names it
+            name = {m.seq: names.get(key, {}).get(m.seq, m.message_id) for m in dest.messages}
+            by_seq = [f"{name[m.seq]} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
             if by_seq:
                 dd[key] = tuple(by_seq)
-            kept_ids = {m.message_id for m in kept}
+            kept_seqs = {m.seq for m in kept}
             for sk in dest.subscriptions:
-                subs[(key, sk)] = tuple(sorted(f"{m.message_id} {_digest(files, m.file_id, m.offset, m.size)}"
-                                               for m in dest.pending(sk) if m.message_id in kept_ids))
+                subs[(key, sk)] = tuple(sorted(f"{name[m.seq]} {_digest(files, m.file_id, m.offset, m.size)}"
+                                               for m in dest.pending(sk) if m.seq in kept_seqs))
+            where.update({name[m.seq]: (m.file_id, m.offset, m.size) for m in dest.messages})
         state = {"dests": dd, "subs": subs}
-        where = {m.message_id: (m.file_id, m.offset, m.size) for dest in dests.values() for m in dest.messages}
         # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
         # as its walk reads them (kahadb_after.py)
         after = after_checkpoint(directory, files, last_update)

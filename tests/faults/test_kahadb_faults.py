@@ -710,3 +710,114 @@ def test_a_batch_the_walk_steps_over_by_a_damaged_header_length_whose_sends_are_
         o = c.run_one(seed)
         assert (o.fault.path, o.fault.label) == (path, "batch length")
         assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-corrupt-range" in o.codes, (seed, o.codes)
+
+
+def test_a_send_whose_priority_fields_keep_its_index_priority_is_replayed_unchanged(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000179: latent judged CRITICAL): db-6.log@5673 ^0x72, the last
+    # byte of the send of ID:...:8:-1:1:2 to fx.f12.q in an older file after the checkpoint 6:3934: its
+    # prioritySupported (field 6) read true for false, its priority 4. updateIndex(KahaAddMessageCommand) indexes
+    # a send at prioritySupported ? priority : DEFAULT_PRIORITY (4), and dispatches its message bytes: the same
+    # either way, so the walk's replay delivers the same (a rebuild skips the batch: latent)
+    from amqtool.engines.kahadb.superseded import _effect
+    from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType
+
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000179)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db-6.log", 5673, 0x72)
+    assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes, o
+    sent = AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x")
+    assert _effect(sent) == _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x",
+                                                      priority=4, priority_supported=True))
+    assert _effect(sent) == _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x", priority=9))
+    assert _effect(sent) != _effect(AddMessageCommand(EntryType.ADD_MESSAGE, message_id="m", message=b"x",
+                                                      priority=9, priority_supported=True))
+
+
+def test_a_subscription_whose_last_ack_key_is_damaged_gets_none_of_the_replays_sends(tmp_path):
+    # campaign seed 9893 (f5-kill, 98938000037: loss judged WARNING): db.data@36892 ^0x01, the key f5-d:sd of
+    # fx.f5.t's subscriptionAcks B-tree (page 8) read f5-e:sd. The broker's subscriptionCache is the
+    # subscriptionAcks keys (MessageDatabase.loadStoredDestination), and a send the replay after the checkpoint
+    # 4:47110 brings goes into the ack positions of the cached keys only (addAckLocationForNewMessage): none of
+    # them reach f5-d:sd. Its acks in the replay write its LastAck back (updateIndex(KahaRemoveMessageCommand)),
+    # past the ack positions [0, 23] the index keeps for it, so recoverNextMessages hands it only those: the
+    # replay's sends pending for it are lost. verify took the written-back LastAck for a repaired cursor
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for offset in (36891, 36892):
+        o = c.run_fault(Fault("flip", "db.data", offset, 0x01))
+        assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-subscription-no-cursor" in o.codes, o
+    # without ack positions to hold it, the broker hands it what follows its LastAck: nothing is claimed
+    from amqtool.engines.kahadb.load import load_store
+    from amqtool.engines.kahadb.sub_cursors import uncached
+
+    d = load_store(detect(c.root), reconcile=False)[0]
+    assert uncached(d, "1:fx.f5.t", "f5-d:sd", (4, 47110), None, ["any"]) == []
+
+
+def test_a_record_length_that_walks_the_replay_over_sends_acked_later_is_latent(tmp_path):
+    # campaign seed 9893 (f5-kill, 98938000021: latent judged CRITICAL): db-7.log@64116 ^0x08, the low byte of the
+    # length of the send at 64113 (the batch at 64085, an older file after the checkpoint) read 442 for 434.
+    # Journal.getNextLocation returns that record and MessageDatabase.load reads it as written (mergeFramed
+    # ignores the 8 bytes after the framed command); the walk then reads a header 8 bytes into the next batch's
+    # control record ('TE B', type 'A'), steps over it by that size past the file's end, on to db-8.log. The one
+    # send it skips (fx.f5.side) is acknowledged later in the replay: the broker delivers the same. The same flip
+    # in the batches around it lands on a header the walk cannot step over: the broker does not start
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    for batch, truth, verdict in ((63167, LOSS, "CRITICAL"), (64085, LATENT, "WARNING"), (64547, LOSS, "CRITICAL")):
+        o = c.run_fault(Fault("flip", "db-7.log", batch + 28 + 3, 0x08))
+        assert (o.truth, o.verdict) == (truth, verdict) and "kahadb-checksum-mismatch" in o.codes, (batch, o)
+
+
+def test_an_ack_finds_its_entry_by_the_message_id_index(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000005: same judged loss by the truth): db.data@80260 ^0x02, the id
+    # in fx.f12.t's order-index entry of ID:...:4:-1:1:136 read IF:..., its messageIdIndex key intact. An ack
+    # replayed after the checkpoint looks its id up in the messageIdIndex (updateIndex(KahaRemoveMessageCommand))
+    # and takes the entry by sequence, whatever its MessageKeys id says: f12-red:red acked it, it is handed nothing
+    # more. The truth matched the ack with the damaged id and kept the message pending
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000005)
+    assert (o.fault.path, o.fault.offset) == ("db.data", 80260)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes, o
+
+
+def test_a_queue_ack_whose_message_id_index_key_is_damaged_finds_nothing(tmp_path):
+    # the other way round (a sweep of the order and messageIdIndex pages, seed 9883: f5-kill db.data@94390 ^0x01,
+    # loss judged WARNING): fx.f5.side's messageIdIndex key of a message acked after the checkpoint reads
+    # IE:... for ID:... The queue ack's replay (updateIndex(KahaRemoveMessageCommand): messageIdIndex.remove of
+    # the acked id) finds no sequence and leaves the order-index entry: the acknowledged message comes back
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f5-kill", F5 / "kahadb", tmp_path)
+    data = (c.root / "db.data").read_bytes()
+    at = data.find(b"ID:vm-41323-1795706006529-3:2:-1:1:24", 4096 + 22 * 4096, 4096 + 23 * 4096)  # (page 22)
+    assert at > 0
+    o = c.run_fault(Fault("flip", "db.data", at + 1, 0x01))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-ack-finds-nothing" in o.codes, o
+
+
+def test_an_entry_whose_message_id_index_names_the_record_it_points_at_is_a_damaged_entry(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000194: same judged CRITICAL once the truth names entries by the
+    # messageIdIndex): db.data@82399 ^0x08, the id of fx.f12.t's order-index entry of ID:...-3:4:-1:1:52 read
+    # ID:...-;:4:-1:1:52. The record at its location holds ...-3:4:-1:1:52, which the full journal replay does not
+    # hold live (acknowledged after the checkpoint), so the journal could not vouch for it; the index's own
+    # messageIdIndex does: it gives the entry's sequence to the id the record holds. The broker delivers the
+    # record's message (no id is compared at dispatch): a damaged entry, not an unreadable message
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000194)
+    assert (o.fault.path, o.fault.offset) == ("db.data", 82399)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-index-entry-damaged" in o.codes, o
+
+
+def test_a_checkpoint_moved_before_its_own_records_skips_nothing_the_index_lacks(tmp_path):
+    # campaign seed 9893 (f12-subs-kill, 98933000215: same judged CRITICAL): db.data@4133 ^0x04, page 0's
+    # lastUpdate file id read 2 for 6 (2:3934). checkpointUpdate writes the producer audit and ack map records
+    # just before it records lastUpdate, so a lastUpdate before them (page 0 names them in db-6.log) is damaged
+    # too: the records between the two were in the index already. The walk from 2:3934 reads a header inside a
+    # record and steps over some of them, which changes nothing the index holds: no kahadb-replay-skips
+    c = KahaCampaign("f12-subs-kill", F12 / "kahadb", tmp_path)
+    o = c.run_one(98933000215)
+    assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4133, 0x04)
+    assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-replay-skips" not in o.codes, o

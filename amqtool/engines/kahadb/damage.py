@@ -21,7 +21,7 @@ are restored from what the index knows (the record's own 5-byte header: its leng
 its type is 1; the command's messageId and destination fields), or once the stored checksum itself is
 taken as the damaged part (it differs from the computed one in a single byte, as a flipped bit or byte
 there leaves it), or when the checksum places a single changed byte outside the OpenWire message bytes the
-broker unmarshals (Adler-32 locates a one-byte change exactly: :func:`locate_one_byte`), or when the change is
+broker unmarshals (Adler-32 locates a one-byte change: :func:`locate_one_byte`), or when the change is
 a zeroed range that ends inside the header of a live record opening its batch (:func:`_zeroed_control_record`),
 or when a live record opens a batch whose control record, damaged before its size field (the scan no longer
 finds it), still holds a size and an Adler-32 that the batch matches (:func:`_own_control_records_vouch`).
@@ -47,7 +47,7 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
 from amqtool.engines.kahadb.after_acks import acked_after, gone_after
-from amqtool.engines.kahadb.indexed import IndexedMessage, read_at
+from amqtool.engines.kahadb.indexed import IndexedMessage, acked_names, read_at
 from amqtool.engines.kahadb.unhanded import unhanded
 from amqtool.formats.damage import one_byte_apart
 
@@ -66,6 +66,9 @@ class Evidence:
     last_update: tuple | None = None
     openwire_version: int = 11
     acked_after: dict = field(default_factory=dict)  # after_acks.acked_after: acks the replay applies
+    # (key, IndexedMessage, the messageIdIndex's id for it) of entries acked after the checkpoint by their own
+    # id, which the messageIdIndex names otherwise: the replayed ack finds nothing, the message stays (_comes_back)
+    unfound: list = field(default_factory=list)
 
 
 def evidence(d) -> Evidence | None:
@@ -86,6 +89,8 @@ def evidence(d) -> Evidence | None:
     # topic messages pending only for subscriptions whose selectors do not match them are never handed out
     quiet = unhanded(d, ev.openwire_version, acked) if any(dest.subscriptions for dest in d.indexed.values()) \
         else set()
+    # (an ack finds an entry by the messageIdIndex's id for its sequence: indexed.acked_names)
+    names = acked_names(d.directory) if acked else {}
     for key, dest in d.indexed.items():
         subs = {}
         if acked.get(key) and dest.subscriptions:
@@ -93,8 +98,12 @@ def evidence(d) -> Evidence | None:
                 for seq in seqs:
                     subs.setdefault(seq, set()).add(sk)
         for m in dest.messages:
-            if acked.get(key) and gone_after(acked, key, m.message_id, subs.get(m.seq)):
+            name = names.get(key, {}).get(m.seq, m.message_id)
+            if acked.get(key) and gone_after(acked, key, name, subs.get(m.seq)):
                 continue
+            if name != m.message_id and acked.get(key, {}).get(m.message_id) and _comes_back(
+                    d, key, m, acked[key][m.message_id], ev.openwire_version):
+                ev.unfound.append((key, m, name))
             if quiet and (key, m.message_id) in quiet:
                 continue
             ev.live.setdefault(m.file_id, []).append((key, m))
@@ -104,6 +113,25 @@ def evidence(d) -> Evidence | None:
         if loc is not None:
             ev.checkpoint.append((name, loc.log_id, loc.offset))
     return ev
+
+
+def _comes_back(d, key: str, m: IndexedMessage, by: set, version: int) -> bool:
+    """An ack replayed after the checkpoint under ``m``'s own id (``by``: the subscription keys acking it, None
+    for a queue ack), which the messageIdIndex does not hold, leaves ``m`` where a consumer gets it again.
+    ``updateIndex(KahaRemoveMessageCommand)`` looks the acked id up there: a queue's ``messageIdIndex.remove``
+    finds no sequence and nothing leaves the order index; a topic's finds none either, and the subscription
+    keeps ``m`` in its ack positions (no LastAck moves past it alone), handed to it again when it was pending
+    for it in the index and its selector matches it."""
+    if key.split(":", 1)[0] in ("0", "2"):
+        return None in by
+    dest = d.indexed.get(key)
+    holders = [sk for sk in by if sk is not None and dest is not None and m.seq in dest.subscriptions.get(sk, ())]
+    if not holders:
+        return False
+    from amqtool.engines.kahadb.unhanded import _matches_any, selectors
+
+    preds = selectors(d, version)
+    return any(preds.get((key, sk)) is None or _matches_any(d, m, [preds[(key, sk)]], version) for sk in holders)
 
 
 def live_in(ev: Evidence, fid: int, first: int, last: int) -> list:
@@ -185,9 +213,13 @@ def intact(buf, fid: int, live: list, region_first: int) -> bool:
             computed = zlib.adler32(data) & 0xFFFFFFFF
             if computed == stored or one_byte_apart(computed, stored):
                 return True
-            at = locate_one_byte(data, stored)
-            if at is not None:
-                if not any(lo <= q + 28 + at < hi for lo, hi in _message_spans(buf, live)):
+            # (above 65521 bytes the checksum leaves candidates 65521 apart: those whose restoring leaves a live
+            # record as the broker writes it; every one must lie outside the messages read at dispatch)
+            ats = [at for at in locate_one_byte(data, stored) if _written_whole(_restore(data, at, stored), q + 28,
+                                                                              live)]
+            if ats:
+                spans = _message_spans(buf, live)
+                if not any(lo <= q + 28 + at < hi for at in ats for lo, hi in spans):
                     return True  # one byte changed, outside every message the broker unmarshals at dispatch
                 in_message = True  # one byte of a message the broker reads changed: no zeroed range
     return not in_message and (_zeroed_control_record(buf, live, region_first)
@@ -273,31 +305,63 @@ def _batch_ends_at(buf, lo: int, end: int) -> bool:
     return False
 
 
-def locate_one_byte(data, stored: int) -> int | None:
-    """The position of the one byte of ``data`` whose change explains the Adler-32 ``stored`` (as written),
-    or None. Adler-32 is A = 1 + sum(bytes), B = sum of the running A's (mod 65521): a byte at position i of n
-    changed by d moves A by d and B by d * (n - i), so d and i follow, and restoring the byte must give the
-    stored value back (for n below 65521 the position is unique)."""
+def locate_one_byte(data, stored: int) -> list:
+    """The positions in ``data`` at which one changed byte explains the Adler-32 ``stored`` (as written): each
+    one whose restoring gives the stored value back; empty when no single byte does. Adler-32 is
+    A = 1 + sum(bytes), B = sum of the running A's (mod 65521): a byte at position i of n changed by d moves A
+    by d and B by d * (n - i), so d follows, and i up to a multiple of 65521: unique for n below 65521, one
+    candidate each 65521 bytes apart above (a 64 KiB body has two)."""
     if stored <= 0 or stored > 0xFFFFFFFF:
-        return None
+        return []
     mod = 65521
     computed = zlib.adler32(data) & 0xFFFFFFFF
     da = ((computed & 0xFFFF) - (stored & 0xFFFF)) % mod
     db = ((computed >> 16) - (stored >> 16)) % mod
     if da == 0:
-        return None
+        return []
     n = len(data)
     k = db * pow(da, -1, mod) % mod
-    i = n - k
-    if not 0 <= i < n:
-        return None
     d = da if da < 256 else da - mod
-    orig = data[i] - d
-    if not 0 <= orig <= 255:
-        return None
+    out = []
+    for i in range(n - k, -1, -mod):
+        if not 0 <= i < n or not 0 <= data[i] - d <= 255:
+            continue
+        fixed = bytearray(data)
+        fixed[i] = data[i] - d
+        if zlib.adler32(bytes(fixed)) & 0xFFFFFFFF == stored:
+            out.append(i)
+    return out
+
+
+def _restore(data, at: int, stored: int) -> bytes:
+    """``data`` with its byte ``at`` put back to the value that gives the Adler-32 ``stored``."""
+    mod = 65521
+    da = (((zlib.adler32(data) & 0xFFFF) - (stored & 0xFFFF)) % mod)
     fixed = bytearray(data)
-    fixed[i] = orig
-    return i if zlib.adler32(bytes(fixed)) & 0xFFFFFFFF == stored else None
+    fixed[at] = data[at] - (da if da < 256 else da - mod)
+    return bytes(fixed)
+
+
+def _written_whole(data, q: int, live: list) -> bool:
+    """``data`` (a batch body starting at file offset ``q``), with one byte restored as the one change
+    the checksum explains, holds each live record as the broker writes it: ``MessageDatabase.store`` journals
+    the entry type byte and the framed command (``writeFramed``: its varint length, then the command), so the
+    framed length ends the command exactly at the record's end (its size, the index's). A candidate whose
+    restoring leaves a live record's framed length short of or past its end is not the changed byte."""
+    from amqtool.formats.kahadb.protobuf import read_varint
+
+    body = bytes(data)
+    for _k, m in live:
+        start = m.offset + 5 - q
+        if start < 0 or m.offset + m.size - q > len(body):
+            continue
+        try:
+            length, pos = read_varint(body, start + 1, m.offset + m.size - q)
+        except FormatError:
+            return False
+        if pos + length != m.offset + m.size - q:
+            return False
+    return True
 
 
 def _message_spans(buf, live: list) -> list:

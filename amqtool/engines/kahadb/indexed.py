@@ -144,3 +144,31 @@ def reconcile(d, dests: dict, last_update: tuple | None, moved: dict | None = No
             if not m.waiting:
                 del st.messages[mid]
     return out
+
+
+def acked_names(directory: Path) -> dict:
+    """``{destination key: {sequence: message id}}``: the id under which an acknowledgement finds each
+    order-index entry, from the index's messageIdIndex B-trees. ``updateIndex(KahaRemoveMessageCommand)``
+    (ActiveMQ 5.17) looks the acked id up there for the entry's sequence, not in the order index's own
+    MessageKeys, so an entry whose MessageKeys id is damaged is still taken by the ack of its message, and one
+    whose messageIdIndex key is damaged is taken by none. Only the sequences exactly one id names; empty for a
+    destination (or all) whose messageIdIndex does not read."""
+    import struct
+
+    out = {}
+    try:
+        with mapped(Path(directory) / "db.data") as buf:
+            ps = pf.decode_header(buf).page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+            for key, sd in list(pf._iter_destinations(buf, ps, meta.destinations_page, meta.version)):
+                try:
+                    by_id, _by_location = pf.sequences(buf, ps, sd, meta.version)
+                except (FormatError, struct.error):
+                    continue
+                seen: dict = {}
+                for mid, seq in by_id.items():
+                    seen.setdefault(seq, []).append(mid)
+                out[key] = {seq: ids[0] for seq, ids in seen.items() if len(ids) == 1}
+    except (FormatError, OSError, struct.error):
+        return {}
+    return out

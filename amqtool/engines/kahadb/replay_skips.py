@@ -41,7 +41,8 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     a record). A ``lastUpdate`` after it that is no record's start (damaged: past the journal's end, say) is
     judged from the anchor instead: the records between them are replayed again onto an index that already
     holds what they did (which changes nothing), or were never in it (a damaged ``lastUpdate``: what their
-    skip loses shows)."""
+    skip loses shows). A ``lastUpdate`` before the anchor is damaged as well: only the skipped records after
+    the anchor count, those before it being the index's already."""
     seen = {(fid, off) for fid, off, _cmd in walked}
     start = last_update
     if anchor is not None and anchor < last_update and not _record_at(d, last_update):
@@ -50,6 +51,10 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     if all((fid, off) in seen for fid, off, _ in replayed_commands(d, start, _KINDS, decode=False)):
         return 0, []
     skipped = [r for r in replayed_commands(d, start, _KINDS) if (r[0], r[1]) not in seen]
+    if anchor is not None and start < anchor:
+        # a lastUpdate before the checkpoint's own records is damaged too (checkpointUpdate writes them first):
+        # the records up to them were in the index already, and their skip changes nothing it holds
+        skipped = [r for r in skipped if (r[0], r[1]) > anchor]
     walked = [r for r in walked if int(r[2].type) in _KINDS]
     live = {(k, m.message_id) for k, dest in (d.indexed or {}).items() for m in dest.messages}
     # the walk as it goes, against the same walk with the records it stepped over put back in file order (what

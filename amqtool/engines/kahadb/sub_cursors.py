@@ -18,10 +18,20 @@ subscription name damaged, its B-tree key intact): the broker recovers the subsc
 key, which has no LastAck, and none under the key the journal's subscription and its pending messages have.
 Those messages are handed to no one: lost, as above. A SUBSCRIPTION record replayed after the checkpoint
 writes the info again (``updateIndex(KahaSubscriptionCommand)``): left to the replay's findings too.
+
+That written-back LastAck does not make the subscription one the replay sends to, though. The broker keeps
+a topic's ``subscriptionCache`` of subscription keys, filled from the subscriptionAcks keys when it loads the
+destination (``loadStoredDestination``) and added to only by a SUBSCRIPTION record; a send replayed after the
+checkpoint goes into the ack positions of the cached keys only (``addAckLocationForNewMessage``). So the
+subscription whose LastAck key is damaged is left out of every send the replay brings, and its own acks there
+write its LastAck past the messages its ack positions still hold. ``recoverNextMessages`` then hands it only
+what its ack positions hold (their first below LastAck): the replay's sends pending for it are lost to it
+(:func:`uncached`).
 """
 from __future__ import annotations
 
 from amqtool.errors import Finding, FormatError, Severity
+from amqtool.formats.kahadb.commands import EntryType
 from amqtool.formats.kahadb import pagefile as pf
 from amqtool.formats.kahadb.openwire import decode_subscription_info
 
@@ -73,8 +83,28 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
         return [mid for mid, m in waiting if pred is None or _matches_any(
             d, IndexedMessage(0, mid, m.file_id, m.offset, m.length), [pred], openwire_version)]
 
+    lu = d.index.view.metadata.last_update if d.index and d.index.view else None
+    positions = None
     for key, dest in sorted(d.indexed.items()):
         late = {sk for subs in acked.get(key, {}).values() for sk in subs}
+        # (a SUBSCRIPTION record after the checkpoint adds its key to the subscriptionCache: not judged here)
+        written_back = (recovered.get(key, set()) - set(dest.subscriptions)) & (late - resubscribed.get(key, set()))
+        for sk in sorted(written_back) if lu is not None else ():
+            if positions is None:
+                positions = _ack_positions(d.directory)
+            ids = uncached(d, key, sk, (lu.log_id, lu.offset), positions.get(key, {}).get(sk), lost(key, sk))
+            if not ids:
+                continue
+            out.append(Finding(
+                Severity.CRITICAL, "kahadb-subscription-no-cursor",
+                f"durable subscription {sk} of {qualified(key)} has no LastAck under its key in the index's "
+                f"subscriptionAcks, so the replay after the checkpoint puts none of its sends in its ack positions "
+                f"(the subscriptionCache is the subscriptionAcks keys), while its acks there write its LastAck "
+                f"past the ack positions it has: the broker hands it only those, and loses the {len(ids)} "
+                f"message(s) sent after the checkpoint and pending for it ({', '.join(ids[:3])}"
+                f"{' ...' if len(ids) > 3 else ''})",
+                str(d.directory / "db.data"), None,
+                {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]}))
         for sk in sorted(recovered.get(key, set()) - set(dest.subscriptions) - late):
             ids = lost(key, sk)
             if not ids:
@@ -109,8 +139,6 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
 def _subscribed_after(d) -> dict:
     """``{destination key: subscription keys}`` of the SUBSCRIPTION records the replay after the index
     checkpoint reads (each writes its SubscriptionInfo again)."""
-    from amqtool.formats.kahadb.commands import EntryType
-
     from amqtool.engines.kahadb.after_acks import replayed_commands
 
     lu = d.index.view.metadata.last_update if d.index and d.index.view else None
@@ -119,4 +147,88 @@ def _subscribed_after(d) -> dict:
                                              (int(EntryType.SUBSCRIPTION),)):
         if cmd.destination is not None:
             out.setdefault(cmd.destination.key, set()).add(cmd.subscription_key)
+    return out
+
+
+def uncached(d, key: str, sk: str, last_update: tuple, positions, pending: list) -> list:
+    """The messages of ``pending`` (those the journal keeps pending for subscription ``sk`` of topic ``key``
+    that its selector matches) that the broker loses to ``sk`` when the index has no LastAck under its key but
+    acks of ``sk`` replayed after ``last_update`` write one (see the module docstring): the ones sent after the
+    checkpoint, when the replay leaves ``sk`` on its ack positions' path. That is proven only when the last ack
+    of ``sk`` the replay applies names a message no earlier replayed ack names (the messageIdIndex still holds
+    it, so ``updateIndex(KahaRemoveMessageCommand)`` puts its sequence as the LastAck), and the index's ack
+    positions of ``sk`` (``positions``: (first, last) ranges), less the sequences of what ``sk`` acks there,
+    keep one below that LastAck. Else nothing is claimed (the LastAck path hands out what follows it)."""
+    from amqtool.engines.kahadb.after_acks import _COMMIT, _REMOVE, _ROLLBACK, replayed_commands
+
+    if not positions or not pending:
+        return []
+    seqs = {m.message_id: m.seq for m in d.indexed[key].messages}
+    applied, sent, txs = [], set(), {}  # acks of ``key`` as the replay applies them: (id, sub, id sent there)
+
+    def apply(op) -> None:
+        if op[0] == "add":
+            sent.add(op[1])
+        else:
+            applied.append((op[1], op[2], op[1] in sent))
+
+    kinds = (int(EntryType.ADD_MESSAGE), _REMOVE, _COMMIT, _ROLLBACK)
+    for _fid, _off, cmd in replayed_commands(d, last_update, kinds):
+        if cmd.type in (EntryType.COMMIT, EntryType.ROLLBACK):
+            done = txs.pop(cmd.transaction.key, [])
+            for op in done if cmd.type is EntryType.COMMIT else ():
+                apply(op)
+        elif cmd.destination is not None and cmd.destination.key == key:
+            op = ("add", cmd.message_id) if cmd.type is EntryType.ADD_MESSAGE else \
+                ("ack", cmd.message_id, cmd.subscription_key or None)
+            if cmd.transaction is not None:
+                txs.setdefault(cmd.transaction.key, []).append(op)
+            else:
+                apply(op)
+    mine = [i for i, (_mid, sub, _s) in enumerate(applied) if sub == sk]
+    if not mine:
+        return []
+    last_mid, _sub, replayed_send = applied[mine[-1]]
+    if any(mid == last_mid for mid, _s, _r in applied[:mine[-1]]):
+        return []
+    if last_mid in seqs:
+        last_ack = seqs[last_mid]
+    elif replayed_send:
+        last_ack = max(seqs.values(), default=-1) + 1  # (a send the replay indexes takes the next sequence)
+    else:
+        return []
+    acked = {seqs[mid] for mid, sub, _r in applied if sub == sk and mid in seqs}
+    left = _first_left(positions, acked)
+    if left is None or left >= last_ack:
+        return []
+    st = d.replay.destinations.get(key)
+    where = {mid: (m.file_id, m.offset) for mid, m in st.messages.items()} if st else {}
+    return [mid for mid in pending if mid in where and where[mid] > last_update]
+
+
+def _first_left(positions, acked: set) -> int | None:
+    """The first sequence of the ranges ``positions`` that is not in ``acked`` (removeAckLocation takes each
+    acked one out), None when none is left."""
+    for lo, hi in sorted(positions):
+        s = lo
+        while s <= hi and s in acked:
+            s += 1
+        if s <= hi:
+            return s
+    return None
+
+
+def _ack_positions(directory) -> dict:
+    """``{topic destination key: {subscription key: [(first, last)]}}`` of the index's ackPositions lists
+    (every key, whether the subscriptionAcks B-tree has it or not); empty when they do not read."""
+    out = {}
+    try:
+        with mapped(directory / "db.data") as buf:
+            ps = pf.decode_header(buf).page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+            for key, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
+                if sd.is_topic and sd.ack_positions is not None:
+                    out[key] = dict(pf.iter_list(buf, ps, sd.ack_positions, lambda r: r.utf(), pf.sequence_set))
+    except (FormatError, OSError):
+        return {}
     return out

@@ -28,6 +28,7 @@ from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode
 from amqtool.engines.kahadb.forwarded import is_marker
 
 _SIZE_AT = 16  # the control record: int32 length, byte type, 'WRITE BATCH', int32 batch size, int64 checksum
+_DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index priority when prioritySupported is false
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
@@ -388,9 +389,16 @@ def _records(body: bytes) -> list:
 
 def _effect(cmd):
     """What ``process`` reads of a command: all of it but a REMOVE's ack (``updateIndex`` only compares it,
-    by reference, with UNMATCHED)."""
+    by reference, with UNMATCHED), and of a send's priority fields only the priority its index entry takes:
+    ``updateIndex(KahaAddMessageCommand)`` takes ``getPrioritySupported() ? getPriority() :
+    DEFAULT_PRIORITY`` (4), and the message dispatched is the ``message`` bytes, which carry their own."""
     if cmd.type is EntryType.REMOVE_MESSAGE:
         return cmd.type, cmd.transaction, cmd.destination, cmd.message_id, cmd.subscription_key
+    if cmd.type is EntryType.ADD_MESSAGE:
+        from dataclasses import replace
+
+        return replace(cmd, priority=cmd.priority if cmd.priority_supported else _DEFAULT_PRIORITY,
+                       priority_supported=True)
     return cmd
 
 

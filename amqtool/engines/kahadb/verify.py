@@ -35,7 +35,8 @@ kahadb-index-entry-moved           CRITICAL  an order-index entry under a damage
                                              durable subscription's cursor (order_keys.py)
 kahadb-subscription-no-cursor      CRITICAL  a durable subscription of the index without its LastAck: the broker
                                              hands it nothing from the store; or a LastAck no recovered
-                                             subscription has: its messages go to no one (sub_cursors.py)
+                                             subscription has: its messages go to no one; or none of the
+                                             sends replayed after the checkpoint reach it (sub_cursors.py)
 kahadb-index-journal-mismatch      CRITICAL  an intact journal replays to other live messages (or durable
                                              subscriptions and their pending messages) than the index
 kahadb-rebuild-would-differ        WARNING   what a rebuild of the index from the journal would lose or bring
@@ -46,6 +47,8 @@ kahadb-index-entry-damaged         WARNING   an order-index entry's id is damage
 kahadb-checkpoint-unreadable       WARNING   the audit/ack-map record page 0 names does not load: full replay
                                              (CRITICAL when that brings acknowledged messages back, or
                                              stops at a record it cannot load: no start)
+kahadb-ack-finds-nothing           CRITICAL  an entry acked after the checkpoint under an id its messageIdIndex key
+                                             no longer has: the replayed ack finds nothing, it comes back
 kahadb-ack-before-send             CRITICAL  an ack precedes its message's send after the checkpoint in file order
                                              (files swapped or renamed): the replay brings it back (out_of_order.py)
 kahadb-recovery-stops              CRITICAL  the replay from the checkpoint at start stops at a record it cannot
@@ -71,6 +74,8 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.indexed import acked_names
+from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.order_keys import moved_entries
@@ -221,6 +226,13 @@ def _index_rest(d, ev, judge, findings) -> None:
                     "damaged page", str(d.directory / "db.data")))
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
+        for key, m, name in ev.unfound if ev is not None else ():
+            add(Finding(C, "kahadb-ack-finds-nothing",
+                        f"the order-index entry {m.message_id} of {qualified(key)} (sequence {m.seq}) is acknowledged "
+                        f"after the index checkpoint, but the messageIdIndex names that sequence {name!r}: the "
+                        "broker's replay of the ack looks the id up there, finds nothing, and the acknowledged "
+                        "message is delivered again", str(d.directory / "db.data"), None,
+                        {"destination": key, "messageId": m.message_id, "sequence": m.seq, "indexedAs": name}))
         if ev is not None:
             findings.extend(moved_entries(d, ev.openwire_version, ev.acked_after))
         if ev is not None:
@@ -467,6 +479,15 @@ class _Judge:
                        "newest file is checked at start), and replays them unchanged"), \
                 {"latent": True, "read": False}
         if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
+                and f.id != self.newest \
+                and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
+            self.latent.append((f.id, first, last))
+            return W, ("; latent: an older file's batch after the index checkpoint whose one damaged byte is a "
+                       "record length: the broker's replay loads that record as written, then steps over what "
+                       "follows it in the file, and what it steps over are sends acknowledged later in the replay "
+                       "or records that change nothing: it delivers the same"), \
+                {"latent": True, "read": False}
+        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
                 and f.id != self.newest and end_marker_only(self.buf(f), first, last):
             self.latent.append((f.id, first, last))
             return W, ("; latent: an older file's end-of-data marker damaged, with nothing but zeros and markers "
@@ -549,8 +570,10 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     is nowhere in the journal, or is a live message that an entry of its own holds at its own location (a
     flipped digit made one sequence number's id another's). The broker reads that record and delivers it
     right (the order index's id string is not what it delivers: the cursor takes the message's own id, and
-    acknowledgements find the entry through the messageIdIndex). The others are returned (files swapped,
-    locations damaged: CRITICAL)."""
+    acknowledgements find the entry through the messageIdIndex). So is an entry whose sequence the index's
+    messageIdIndex gives to the id the record holds (indexed.acked_names): that separate B-tree names the
+    message the location holds, and only the entry's own id string disagrees. The others are returned (files
+    swapped, locations damaged: CRITICAL)."""
     at = {}
     for st in d.replay.destinations.values():
         for mid, m in st.messages.items():
@@ -558,11 +581,15 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     names = {m.message_id for lst in ev.live.values() for _k, m in lst}
     own = {(m.message_id, m.file_id, m.offset) for lst in ev.live.values() for _k, m in lst}
     out = []
+    by_index = None
     for key, m, why in bad:
         got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
         named = at.get(m.message_id)
-        if got is not None and at.get(got) == (m.file_id, m.offset) and got not in names \
-                and (named is None or (m.message_id, *named) in own):
+        if got is not None and by_index is None:
+            by_index = acked_names(d.directory)
+        if got is not None and got not in names and (
+                at.get(got) == (m.file_id, m.offset) and (named is None or (m.message_id, *named) in own)
+                or by_index.get(key, {}).get(m.seq) == got):
             findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
                                     f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
                                     "the entry's id is damaged; the broker delivers the record's message",
