@@ -57,6 +57,7 @@ from amqtool.engines.artemis.lost_deletes import (
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.own_acks import deleted_after_own_ack
 from amqtool.engines.artemis.ref_in_place import run_owned
+from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -337,6 +338,20 @@ class _GapInspector:
                         f"last record read, which took whole records: {why}", path, first,
                         {"nextValidRecord": off, "txId": open_tx if open_tx is not None else emptied}))
                     continue
+            refless = (refless_add(self.opened, next(i for i, f in enumerate(self.result.files)
+                                                     if str(f.path) == path), first, evidence)
+                       if effect == HARMLESS and region and self.kind == "messages" else None)
+            if refless is not None:
+                # however the bytes read back (a reference with its id damaged too reads as an update of some
+                # other record: 02_broker_mixed_compacted, header zeros), the message whose ADD is the last record
+                # before them has no reference anywhere: they held its references (refless_add.py)
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
+                    f"message {refless}, whose ADD is the last record before them, has no reference left anywhere: "
+                    f"they held its references, and the broker deletes a message no queue holds at start", path,
+                    first, {"nextValidRecord": off, "reflessMessage": refless}))
+                continue
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",

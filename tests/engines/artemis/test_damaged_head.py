@@ -179,3 +179,19 @@ def test_a_message_whose_references_the_damage_took_is_lost(demo_s1):
         else:  # consumed since: its DELETE survives, and this reading stays out of it
             assert "reflessMessage" not in tail.details
     assert lost >= 1
+
+
+def test_a_reference_whose_head_and_id_were_zeroed_inside_a_file_is_its_messages(tmp_path):
+    """The same inside a file (``damaged-record``). 02_broker_mixed_compacted's message 1312 has one reference, the
+    ADD_REF right after its ADD (activemq-data-7.amq@552456, 31 bytes); 11 zeros over its tag, compact count and
+    id read the record back as an update of record 32 ("whose loss changes nothing": WARNING), while the broker
+    deletes message 1312, left with no reference, at start. Header-zero sweep seed 9883: 13 such warnings."""
+    from tests.faults.runner import Campaign
+    from tests.support import ARTEMIS
+
+    with Campaign("02", ARTEMIS / "messages" / "02_broker_mixed_compacted") as c:
+        outcome, (found,) = c.judge_findings(Fault("zero", "journal/activemq-data-7.amq", 552458, 11),
+                                             "damaged-record")
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, found.severity.name, found.offset) == ("CRITICAL", "CRITICAL", 552456)
+    assert found.details["reflessMessage"] == 1312
