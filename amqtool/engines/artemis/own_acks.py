@@ -90,3 +90,46 @@ def deleted_after_own_ack(result, orphans: set[int]) -> set[int]:
                 out.add(x)
     return out
 
+
+
+def ack_before_delete(opened, index: int, first: int, end: int) -> tuple[int, int] | None:
+    """``(message, queue)`` when the damaged bytes ``[first, end)`` of messages-journal file ``index`` are one
+    plain update of an acknowledgement's size (its type byte survives) written right before the DELETE of a
+    message whose surviving records reference one queue more than they acknowledge: that message's last
+    acknowledgement (``storeAcknowledge``, then ``deleteMessage`` once no queue holds a reference; see the module
+    docstring), whose loss changes nothing -- the DELETE removes the message all the same. Else None (a rescan,
+    done on damage only)."""
+    jf = opened.files[index]
+    if end - first != fixed_size(_UPDATE, jf.version) + 8 or opened.pread(index, first, 1) != bytes([_UPDATE]):
+        return None
+    gone = None
+    for base, _data, records, _marked in opened.scan_windows(index, start=end):
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            gone = rid if t == _DELETE and base + off == end else None
+            break
+        break
+    if gone is None:
+        return None
+    refs: set[int] = set()
+    acks: set[int] = set()
+    committed: set[int] = set()
+    tx_acks: list[tuple[int, int]] = []
+    for fi, f in enumerate(opened.files):
+        data = opened.read_file(fi)
+        records, _ = native.scan_records(data, f.tag, f.version, True, 16)
+        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+            if t == _COMMIT:
+                committed.add(tx)
+            if rid != gone or t not in (_UPDATE, _UPDATE_TX) or utype not in (_ADD_REF, _ACK) or body_len < 8:
+                continue
+            at = off + fixed_size(t, f.version) - 4
+            q = int.from_bytes(data[at:at + 8], "big", signed=True)
+            if utype == _ADD_REF:
+                refs.add(q)
+            elif t == _UPDATE:
+                acks.add(q)
+            else:
+                tx_acks.append((tx, q))
+    acks.update(q for tx, q in tx_acks if tx in committed)
+    left = refs - acks
+    return (gone, left.pop()) if len(left) == 1 else None

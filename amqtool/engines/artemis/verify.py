@@ -55,7 +55,7 @@ from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
-from amqtool.engines.artemis.own_acks import deleted_after_own_ack
+from amqtool.engines.artemis.own_acks import ack_before_delete, deleted_after_own_ack
 from amqtool.engines.artemis.ref_in_place import run_owned
 from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.restart_orphans import left_by_restart
@@ -309,6 +309,18 @@ class _GapInspector:
                 pair = read_pair(region, first, off, self.result, index)
                 if pair is not None:
                     rec, effect = pair, pair_effect(pair, effect_of, evidence, self.opened, self.kind)
+            last_ack = (ack_before_delete(self.opened, next(i for i, f in enumerate(self.result.files)
+                                                            if str(f.path) == path), first, off)
+                        if rec is None and region and self.kind == "messages" else None)
+            if last_ack is not None:  # an acknowledgement whose head was damaged, right before its DELETE
+                self.findings.append(Finding(
+                    Severity.WARNING, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records: an update of an acknowledgement's "
+                    f"size right before the DELETE of message {last_ack[0]}, whose records acknowledge every queue "
+                    f"they reference but {last_ack[1]}: its last acknowledgement, whose loss changes nothing the "
+                    f"broker delivers (the DELETE removes the message all the same)", path, first,
+                    {"nextValidRecord": off, "lastAck": {"messageId": last_ack[0], "queueId": last_ack[1]}}))
+                continue
             run = (run_finding(self.ledger, self.result, path, first, off, region, evidence, effect_of, own_deleted())
                    if rec is None and region and self.kind == "messages" else None)
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)

@@ -195,3 +195,15 @@ def test_a_reference_whose_head_and_id_were_zeroed_inside_a_file_is_its_messages
     assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
     assert (outcome.verdict, found.severity.name, found.offset) == ("CRITICAL", "CRITICAL", 552456)
     assert found.details["reflessMessage"] == 1312
+
+
+def test_an_acknowledgement_whose_head_was_zeroed_right_before_its_delete_changes_nothing(demo_s1):
+    """own_acks.ack_before_delete (header-zero sweep seed 9883: 20 such CRITICALs): demo-s1's activemq-data-9.amq
+    holds message 174's ACKNOWLEDGE_REF on queue 11 (at 8191, 31 bytes) and right after it its DELETE. 17 zeros
+    over the acknowledgement's tag, id and body size leave nothing to read it by, and verify said "at least one
+    record was lost here", CRITICAL, while the broker delivers the same: the DELETE removes the message all the
+    same. Message 174's records reference one queue more than they acknowledge, and the DELETE follows."""
+    outcome, (found,) = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-9.amq", 8194, 17),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 8191)
+    assert found.details["lastAck"] == {"messageId": 174, "queueId": 11}
