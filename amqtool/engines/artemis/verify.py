@@ -37,6 +37,7 @@ from amqtool.engines.artemis.cmp_copies import lost_copies_finding
 from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis.cut_off_tx import last_open_tx
+from amqtool.engines.artemis.deleted_neighbours import update_of_deleted
 from amqtool.engines.artemis import free_files, journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
@@ -320,6 +321,17 @@ class _GapInspector:
                     f"they reference but {last_ack[1]}: its last acknowledgement, whose loss changes nothing the "
                     f"broker delivers (the DELETE removes the message all the same)", path, first,
                     {"nextValidRecord": off, "lastAck": {"messageId": last_ack[0], "queueId": last_ack[1]}}))
+                continue
+            deleted_one = (update_of_deleted(self.opened, next(i for i, f in enumerate(self.result.files)
+                                                               if str(f.path) == path), first, off)
+                           if rec is None and region and self.kind == "messages" else None)
+            if deleted_one is not None:  # an update whose head was damaged, between two records of one message
+                self.findings.append(Finding(
+                    Severity.WARNING, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records: an update written between two "
+                    f"records of message {deleted_one}, so one of its own, and a DELETE of the message survives "
+                    f"after it: its loss changes nothing the broker delivers", path, first,
+                    {"nextValidRecord": off, "deletedMessage": deleted_one}))
                 continue
             run = (run_finding(self.ledger, self.result, path, first, off, region, evidence, effect_of, own_deleted())
                    if rec is None and region and self.kind == "messages" else None)

@@ -207,3 +207,14 @@ def test_an_acknowledgement_whose_head_was_zeroed_right_before_its_delete_change
                                                "damaged-record")
     assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 8191)
     assert found.details["lastAck"] == {"messageId": 174, "queueId": 11}
+
+
+def test_an_update_between_two_records_of_a_message_deleted_since_changes_nothing(demo_s2):
+    """deleted_neighbours.py (header-zero sweep seed 9883): demo-s2's activemq-data-9.amq holds message 276's
+    first ADD_REF (at 45011, 31 bytes), between its ADD and its scheduled delivery time; 19 zeros over its tag, id
+    and body size leave nothing to read it by ("at least one record was lost here", CRITICAL), while message 276 was
+    deleted since and the broker delivers the same. The records on both sides are message 276's."""
+    outcome, (found,) = demo_s2.judge_findings(Fault("zero", "data/journal/activemq-data-9.amq", 45015, 19),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 45011)
+    assert found.details["deletedMessage"] == 276
