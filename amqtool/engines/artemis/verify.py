@@ -47,6 +47,7 @@ from amqtool.engines.artemis.page_tx_ids import page_tx_damaged_findings
 from amqtool.engines.artemis.open_strays import strayed_findings
 from amqtool.engines.artemis.unknown_commits import committed_open_tx
 from amqtool.engines.artemis.retyped_tx import retyped_findings
+from amqtool.engines.artemis.tx_neighbours import neighbour_tx
 from amqtool.engines.artemis.skipped_bindings import skipped_bindings_findings
 from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
@@ -295,7 +296,18 @@ class _GapInspector:
                                                       if str(f.path) == path), first)
                        if any(r.type == 18 and r.wrong for r in candidates) else None)
                 if cut is not None and evidence.effect_of_discarded(transaction_records(self.opened, cut)) != HARMLESS:
-                    candidates = [replace(r, tx_id=cut) if r.type == 18 and r.wrong else r for r in candidates]
+                    candidates = [replace(r, tx_id=cut, wrong=f"{r.wrong} and transaction id")
+                                  if r.type == 18 and r.wrong else r for r in candidates]
+            nameless = {r.tx_id for r in candidates if r.type in (13, 14, 15) and r.wrong
+                        and not transaction_records(self.opened, r.tx_id)}
+            if nameless:
+                # a transactional record read with a damaged field, naming a transaction with no other record, was
+                # one of the transaction whose records are written around it (tx_neighbours.py)
+                owner = neighbour_tx(self.opened, next(i for i, f in enumerate(self.result.files)
+                                                       if str(f.path) == path), first, off)
+                if owner is not None:
+                    candidates = [replace(r, tx_id=owner, wrong=f"{r.wrong} and transaction id")
+                                  if r.type in (13, 14, 15) and r.tx_id in nameless else r for r in candidates]
             effects = {effect_of(rec) for rec in candidates}
             effect = effects.pop() if len(effects) == 1 else UNKNOWN
             rec = candidates[0] if candidates else None

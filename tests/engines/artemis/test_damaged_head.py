@@ -218,3 +218,15 @@ def test_an_update_between_two_records_of_a_message_deleted_since_changes_nothin
                                                "damaged-record")
     assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 45011)
     assert found.details["deletedMessage"] == 276
+
+
+def test_a_transactional_record_read_with_its_transaction_id_zeroed_is_the_surrounding_transactions(demo_s1):
+    """tx_neighbours.py (header-zero sweep seed 9883: 19 such CRITICALs): demo-s1's activemq-data-11.amq holds an
+    ADD_REF of message 433 in transaction 430 (at 55714, 39 bytes), then another of its records and its ROLLBACK.
+    14 zeros over the record's tag and transaction id read it back as transaction 0's, a transaction with no other
+    record, judged as if its COMMIT counted it elsewhere ("which the broker will lose", CRITICAL), while the broker
+    discards it with the rolled-back transaction 430 and delivers the same."""
+    outcome, (found,) = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-11.amq", 55718, 14),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 55714)
+    assert "in transaction 430 (its tag and transaction id damaged)" in found.message
