@@ -35,9 +35,17 @@ def acked_elsewhere(result, queue_id: int, ids: set[int]) -> set[int]:
     opened = result.opened if result is not None else None
     if not ids or opened is None:
         return set()
-    acked: set[int] = set()
-    tx_acks: list[tuple[int, int]] = []
-    queues: dict[int, set[int]] = {}
+    refs, acks = _references(opened, ids)
+    return {m for m in ids if queue_id in acks.get(m, ())} | {m for m, qs in refs.items() if queue_id not in qs}
+
+
+def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """For each of ``ids``, the queues its ADD_REF records in the files of ``opened`` name, and those its
+    acknowledgements name (non-transactional ones, or ones whose transaction's COMMIT is in the files): a rescan,
+    done on damage only."""
+    refs: dict[int, set[int]] = {}
+    acks: dict[int, set[int]] = {}
+    tx_acks: list[tuple[int, int, int]] = []
     committed: set[int] = set()
     for fi, jf in enumerate(opened.files):
         data = opened.read_file(fi)
@@ -52,14 +60,15 @@ def acked_elsewhere(result, queue_id: int, ids: set[int]) -> set[int]:
             at = off + fixed_size(t, jf.version) - 4
             q = int.from_bytes(data[at:at + 8], "big", signed=True)
             if utype == _ADD_REF:
-                queues.setdefault(rid, set()).add(q)
-            elif q == queue_id:
-                if t == _UPDATE:
-                    acked.add(rid)
-                else:
-                    tx_acks.append((tx, rid))
-    acked.update(rid for tx, rid in tx_acks if tx in committed)
-    return acked | {m for m, qs in queues.items() if queue_id not in qs}
+                refs.setdefault(rid, set()).add(q)
+            elif t == _UPDATE:
+                acks.setdefault(rid, set()).add(q)
+            else:
+                tx_acks.append((tx, rid, q))
+    for tx, rid, q in tx_acks:
+        if tx in committed:
+            acks.setdefault(rid, set()).add(q)
+    return refs, acks
 
 
 def delete_right_after(result, ack) -> int | None:
@@ -110,26 +119,6 @@ def ack_before_delete(opened, index: int, first: int, end: int) -> tuple[int, in
         break
     if gone is None:
         return None
-    refs: set[int] = set()
-    acks: set[int] = set()
-    committed: set[int] = set()
-    tx_acks: list[tuple[int, int]] = []
-    for fi, f in enumerate(opened.files):
-        data = opened.read_file(fi)
-        records, _ = native.scan_records(data, f.tag, f.version, True, 16)
-        for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
-            if t == _COMMIT:
-                committed.add(tx)
-            if rid != gone or t not in (_UPDATE, _UPDATE_TX) or utype not in (_ADD_REF, _ACK) or body_len < 8:
-                continue
-            at = off + fixed_size(t, f.version) - 4
-            q = int.from_bytes(data[at:at + 8], "big", signed=True)
-            if utype == _ADD_REF:
-                refs.add(q)
-            elif t == _UPDATE:
-                acks.add(q)
-            else:
-                tx_acks.append((tx, q))
-    acks.update(q for tx, q in tx_acks if tx in committed)
-    left = refs - acks
+    refs, acks = _references(opened, {gone})
+    left = refs.get(gone, set()) - acks.get(gone, set())
     return (gone, left.pop()) if len(left) == 1 else None
