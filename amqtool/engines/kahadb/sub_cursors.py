@@ -83,6 +83,15 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
         return [mid for mid, m in waiting if pred is None or _matches_any(
             d, IndexedMessage(0, mid, m.file_id, m.offset, m.length), [pred], openwire_version)]
 
+    def no_cursor(key: str, sk: str, ids: list, why: str) -> Finding:
+        # the subscription's LastAck is not under its key in the index's subscriptionAcks; ``why`` (with its
+        # leading punctuation) says how that loses ``ids``
+        return Finding(Severity.CRITICAL, "kahadb-subscription-no-cursor",
+                       f"durable subscription {sk} of {qualified(key)} has no LastAck under its key in the index's "
+                       f"subscriptionAcks{why} ({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''})",
+                       str(d.directory / "db.data"), None,
+                       {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]})
+
     lu = d.index.view.metadata.last_update if d.index and d.index.view else None
     positions = None
     for key, dest in sorted(d.indexed.items()):
@@ -95,28 +104,18 @@ def cursorless(d, openwire_version: int, acked: dict) -> list[Finding]:
             ids = uncached(d, key, sk, (lu.log_id, lu.offset), positions.get(key, {}).get(sk), lost(key, sk))
             if not ids:
                 continue
-            out.append(Finding(
-                Severity.CRITICAL, "kahadb-subscription-no-cursor",
-                f"durable subscription {sk} of {qualified(key)} has no LastAck under its key in the index's "
-                f"subscriptionAcks, so the replay after the checkpoint puts none of its sends in its ack positions "
-                f"(the subscriptionCache is the subscriptionAcks keys), while its acks there write its LastAck "
-                f"past the ack positions it has: the broker hands it only those, and loses the {len(ids)} "
-                f"message(s) sent after the checkpoint and pending for it ({', '.join(ids[:3])}"
-                f"{' ...' if len(ids) > 3 else ''})",
-                str(d.directory / "db.data"), None,
-                {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]}))
+            out.append(no_cursor(key, sk, ids, ", so the replay after the checkpoint puts none of its sends in its "
+                                 "ack positions (the subscriptionCache is the subscriptionAcks keys), while its acks "
+                                 "there write its LastAck past the ack positions it has: the broker hands it only "
+                                 f"those, and loses the {len(ids)} message(s) sent after the checkpoint and pending "
+                                 "for it"))
         for sk in sorted(recovered.get(key, set()) - set(dest.subscriptions) - late):
             ids = lost(key, sk)
             if not ids:
                 continue
-            out.append(Finding(
-                Severity.CRITICAL, "kahadb-subscription-no-cursor",
-                f"durable subscription {sk} of {qualified(key)} has no LastAck under its key in the index's "
-                f"subscriptionAcks: the broker hands it nothing from the store (recoverNextMessages: 'sub "
-                f"deleted'), and loses the {len(ids)} message(s) the journal keeps pending for it "
-                f"({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''})",
-                str(d.directory / "db.data"), None,
-                {"destination": key, "subscription": sk, "lost": len(ids), "messageIds": ids[:100]}))
+            out.append(no_cursor(key, sk, ids, ": the broker hands it nothing from the store (recoverNextMessages: "
+                                 f"'sub deleted'), and loses the {len(ids)} message(s) the journal keeps pending for "
+                                 "it"))
         if key not in recovered:
             continue
         others = sorted(recovered[key] - set(dest.subscriptions))
