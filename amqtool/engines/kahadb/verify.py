@@ -449,6 +449,11 @@ class _Judge:
             cm.__exit__(None, None, None)
         self.maps = {}
 
+    def _latent(self, f, first: int, last: int, why: str):
+        """A damaged batch the broker's replay reads to the same effect: a warning, noted as latent."""
+        self.latent.append((f.id, first, last))
+        return W, "; latent: " + why, {"latent": True, "read": False}
+
     def __call__(self, f, first: int, last: int, default):
         """``(severity, note for the message, details)``."""
         self.damaged = True
@@ -458,41 +463,33 @@ class _Judge:
             # only decides those a child still has prepared (MultiKahaDBTransactionStore recovery).
             return W, ("; the mKahaDB txStore: no child store has a prepared transaction waiting for its "
                        "outcome, so nothing the broker delivers depends on it"), {"latent": True, "read": False}
-        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update and superseded(
+        after = ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update
+        older = after and f.id != self.newest  # an older file's batch after the checkpoint
+        if after and superseded(
                 self.buf(f), first, last, ev.acked_after,
                 {t.id.key for t in self.d.open_transactions if t.state == "open"},
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
                 newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
-            self.latent.append((f.id, first, last))
-            return W, ("; latent: after the index checkpoint, and its records are only sends that later acks "
-                       "(or an open transaction's rollback) take back, prepares of transactions whose outcome "
-                       "follows, or acks of messages the subscription's selector does not match: the broker's "
-                       "replay delivers the same"), \
-                {"latent": True, "read": False}
-        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest \
-                and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                       self.rejects(), self.subscribed):
-            self.latent.append((f.id, first, last))
-            return W, ("; latent: an older file's batch after the index checkpoint whose records read to the same "
-                       "effect as written: the broker's replay reads record headers there, not batches (only the "
-                       "newest file is checked at start), and replays them unchanged"), \
-                {"latent": True, "read": False}
-        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest \
-                and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
-            self.latent.append((f.id, first, last))
-            return W, ("; latent: an older file's batch after the index checkpoint whose one damaged byte is a "
-                       "record length: the broker's replay loads that record as written, then steps over what "
-                       "follows it in the file, and what it steps over are sends acknowledged later in the replay "
-                       "or records that change nothing: it delivers the same"), \
-                {"latent": True, "read": False}
-        if ev is not None and ev.last_update is not None and (f.id, first) > ev.last_update \
-                and f.id != self.newest and end_marker_only(self.buf(f), first, last):
-            self.latent.append((f.id, first, last))
-            return W, ("; latent: an older file's end-of-data marker damaged, with nothing but zeros and markers "
-                       "after it: the broker's replay leaves the file there as at the marker, and reads the same"), \
-                {"latent": True, "read": False}
+            return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
+                                "later acks (or an open transaction's rollback) take back, prepares of transactions "
+                                "whose outcome follows, or acks of messages the subscription's selector does not "
+                                "match: the broker's replay delivers the same")
+        if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
+                                        self.rejects(), self.subscribed):
+            return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
+                                "read to the same effect as written: the broker's replay reads record headers "
+                                "there, not batches (only the newest file is checked at start), and replays them "
+                                "unchanged")
+        if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
+            return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
+                                "byte is a record length: the broker's replay loads that record as written, then "
+                                "steps over what follows it in the file, and what it steps over are sends "
+                                "acknowledged later in the replay or records that change nothing: it delivers the "
+                                "same")
+        if older and end_marker_only(self.buf(f), first, last):
+            return self._latent(f, first, last, "an older file's end-of-data marker damaged, with nothing but zeros "
+                                "and markers after it: the broker's replay leaves the file there as at the marker, "
+                                "and reads the same")
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
         live = live_in(ev, f.id, first, last)
