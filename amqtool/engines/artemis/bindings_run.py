@@ -134,10 +134,10 @@ def _starts_only(result, index: int | None, first: int, end: int) -> str | None:
     counted = counters_fill(result.opened, index, start, end)
     if counted is None:
         return None
-    return (f"its {end - start} byte(s) (with the zeros before them, from the end of the record read before) are "
-            f"exactly the {counted} id-counter record(s) the broker's starts wrote between the counter records around "
-            f"them, and the records each start stores with them: no binding transaction was there, so no binding was "
-            f"lost, and the bindings journal holds no message")
+    return (f"its {end - start} byte(s), with the zeros before them back to the record read before, are exactly "
+            f"the {counted} records the broker's starts between the id-counter records around them wrote (each "
+            f"start's counter checkpoint, what it stores with it, and the DELETEs of what the start before wrote): "
+            f"no binding transaction was there, so no binding was lost, and the bindings journal holds no message")
 
 
 def commit_in_zeros(result, evidence, index: int, first: int) -> int | None:
