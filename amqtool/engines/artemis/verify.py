@@ -330,7 +330,7 @@ class _GapInspector:
                     Severity.WARNING, "damaged-record",
                     f"{off - first} damaged byte(s) followed by valid records: an update of an acknowledgement's "
                     f"size right before the DELETE of message {last_ack[0]}, whose records acknowledge every queue "
-                    f"they reference but {last_ack[1]}: its last acknowledgement, whose loss changes nothing the "
+                    f"they reference but queue {last_ack[1]}: its last acknowledgement, whose loss changes nothing the "
                     f"broker delivers (the DELETE removes the message all the same)", path, first,
                     {"nextValidRecord": off, "lastAck": {"messageId": last_ack[0], "queueId": last_ack[1]}}))
                 continue
