@@ -441,14 +441,17 @@ class Evidence:
         on loses it (``loadMessageJournal`` drops the references: "cannot find message"). One damaged id field
         makes one such record (its message is judged by :meth:`misfiled`); two or more records cannot all be a
         single damaged field, so their adds were lost."""
-        out = {}
-        for mid, updates in self.orphan_updates.items():
-            if mid in self.messages or self._deleted_later(mid):
-                continue
-            out[mid] = updates
+        out = self.undeleted_orphans()
         if sum(len(u) for u in out.values()) < 2:
             return {}
         return out
+
+    def undeleted_orphans(self) -> dict[int, list[tuple[int, int]]]:
+        """Message id -> its surviving (update type, queue) records, for ids whose references or
+        acknowledgements survive while no message record and no DELETE of them does (a rescan for the DELETEs,
+        on damage only)."""
+        return {mid: updates for mid, updates in self.orphan_updates.items()
+                if mid not in self.messages and not self._deleted_later(mid)}
 
     def moved_refs(self) -> list[tuple[int, int, int]]:
         """(message, queue, the message whose reference it was) for references whose message id was damaged

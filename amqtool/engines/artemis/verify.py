@@ -1446,8 +1446,25 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     """What the references say was lost (see :mod:`amqtool.engines.artemis.evidence`). ``lost_deletes``: ids
     whose DELETE the damage verify reports may have taken (lost_deletes.py): their updates left live without
     their add are no lost message record, as they are no lost file (:func:`_compaction_evidence`)."""
+    from amqtool.engines.artemis.zeroed_adds import zeroed_adds
+
     where = str(store.messages.directory) if store.messages is not None else str(store.root)
     orphans = evidence.orphan_refs()
+    # references without their message right after zeros that ran from the record before: the ADD was zeroed whole,
+    # leaving no damaged bytes to judge (zeroed_adds.py); no damaged id or misfiled reference leaves zeros
+    pending = {m for m, updates in evidence.undeleted_orphans().items()
+               if m not in orphans and any(t == _R.ADD_REF for t, _q in updates)}
+    zeroed = zeroed_adds(results["messages"], pending) if pending and results.get("messages") is not None else {}
+    if zeroed:
+        ids = sorted(zeroed)
+        shown = ", ".join(f"{m} ({zeroed[m][2]} zero bytes at {zeroed[m][1]} of {Path(zeroed[m][0]).name})"
+                          for m in ids[:MAX_LISTED])
+        findings.append(Finding(
+            Severity.CRITICAL, "message-record-missing",
+            f"{len(ids)} message(s) still referenced by queues have no message record, and zeros fill the bytes "
+            f"before their first reference, where the broker writes a message's record: it was zeroed whole, and "
+            f"the broker drops their references: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""),
+            zeroed[ids[0]][0], zeroed[ids[0]][1], {"messageIds": ids[:100], "count": len(ids), "zeroedAdds": True}))
     if orphans:
         ids = sorted(orphans)
         shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted(orphans[m])))})" for m in ids[:MAX_LISTED])
@@ -1459,7 +1476,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     # a journal file that could not be read (UNKNOWN) holds records this evidence lacks: what it would say
     # about missing records proves nothing then
     unread = any(f.code == "unreadable" for f in findings)
-    lost = {} if unread else {m: u for m, u in evidence.lost_adds().items() if m not in orphans}
+    lost = {} if unread else {m: u for m, u in evidence.lost_adds().items() if m not in orphans and m not in zeroed}
     if lost and results.get("messages") is not None:
         # the message's DELETE read whole under an id one damaged byte away, right after its last update: it was
         # deleted, and its add reclaimed long ago (lost_deletes.moved_deletes; campaign seed 8484046452063032)

@@ -230,3 +230,16 @@ def test_a_transactional_record_read_with_its_transaction_id_zeroed_is_the_surro
                                                "damaged-record")
     assert (outcome.truth, outcome.verdict, found.severity.name, found.offset) == ("same", "WARNING", "WARNING", 55714)
     assert "in transaction 430 (its tag and transaction id damaged)" in found.message
+
+
+def test_a_message_record_zeroed_whole_is_lost(demo_s1):
+    """zeroed_adds.py (a sweep zeroing whole records exactly, seed 9962: 16 loss/OK). Zeros over demo-s1's
+    activemq-data-12.amq from a record's first byte to the last byte of another (21082+10147) read as filler: no
+    damaged bytes, and the surviving reference of a message whose ADD they took was excused as a damaged id
+    (its add would have lain in a file still there). verify said OK while the broker drops the message. The
+    zeros run from the record before up to that reference, where the broker writes a message's ADD."""
+    outcome, found = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-12.amq", 21082, 10147),
+                                            "message-record-missing")
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    (zeroed,) = [f for f in found if f.details.get("zeroedAdds")]
+    assert (zeroed.severity.name, zeroed.offset) == ("CRITICAL", 21082)
