@@ -1441,6 +1441,15 @@ def _message_findings(store: ArtemisStore, evidence, result: LoadResult | None, 
             {"count": summary.problem_count, "messageIds": [p.message_id for p in summary.problems]}))
 
 
+def _records_missing(messages, describe, why: str, path: str, offset: int | None = None, **details) -> Finding:
+    """The ``message-record-missing`` finding of ``messages`` (ids), each shown by ``describe``, ``why`` saying
+    what proves their message records lost."""
+    ids = sorted(messages)
+    shown = ", ".join(describe(m) for m in ids[:MAX_LISTED]) + (" ..." if len(ids) > MAX_LISTED else "")
+    return Finding(Severity.CRITICAL, "message-record-missing", f"{len(ids)} message(s) {why}: {shown}", path, offset,
+                   {"messageIds": ids[:100], "count": len(ids), **details})
+
+
 def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: list[Finding],
                        lost_deletes: set[int] = frozenset()) -> None:
     """What the references say was lost (see :mod:`amqtool.engines.artemis.evidence`). ``lost_deletes``: ids
@@ -1456,23 +1465,16 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
                if m not in orphans and any(t == _R.ADD_REF for t, _q in updates)}
     zeroed = zeroed_adds(results["messages"], pending) if pending and results.get("messages") is not None else {}
     if zeroed:
-        ids = sorted(zeroed)
-        shown = ", ".join(f"{m} ({zeroed[m][2]} zero bytes at {zeroed[m][1]} of {Path(zeroed[m][0]).name})"
-                          for m in ids[:MAX_LISTED])
-        findings.append(Finding(
-            Severity.CRITICAL, "message-record-missing",
-            f"{len(ids)} message(s) still referenced by queues have no message record, and zeros fill the bytes "
-            f"before their first reference, where the broker writes a message's record: it was zeroed whole, and "
-            f"the broker drops their references: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""),
-            zeroed[ids[0]][0], zeroed[ids[0]][1], {"messageIds": ids[:100], "count": len(ids), "zeroedAdds": True}))
+        first = zeroed[min(zeroed)]
+        findings.append(_records_missing(
+            zeroed, lambda m: f"{m} ({zeroed[m][2]} zero bytes at {zeroed[m][1]} of {Path(zeroed[m][0]).name})",
+            "still referenced by queues have no message record, and zeros fill the bytes before their first "
+            "reference, where the broker writes a message's record: it was zeroed whole, and the broker drops "
+            "their references", first[0], first[1], zeroedAdds=True))
     if orphans:
-        ids = sorted(orphans)
-        shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted(orphans[m])))})" for m in ids[:MAX_LISTED])
-        findings.append(Finding(
-            Severity.CRITICAL, "message-record-missing",
-            f"{len(ids)} message(s) still referenced by queues have no message record (the broker drops their "
-            f"references): {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
-            {"messageIds": ids[:100], "count": len(ids)}))
+        findings.append(_records_missing(
+            orphans, lambda m: f"{m} (queues {', '.join(map(str, sorted(orphans[m])))})",
+            "still referenced by queues have no message record (the broker drops their references)", where))
     # a journal file that could not be read (UNKNOWN) holds records this evidence lacks: what it would say
     # about missing records proves nothing then
     unread = any(f.code == "unreadable" for f in findings)
@@ -1499,16 +1501,11 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             # restart leaves one: restart_orphans.py): the explained id no longer vouches for it
             lost = {}
     if lost:
-        ids = sorted(lost)
-        shown = ", ".join(f"{m} (queues {', '.join(map(str, sorted({q for _, q in lost[m]})))})"
-                          for m in ids[:MAX_LISTED])
-        findings.append(Finding(
-            Severity.CRITICAL, "message-record-missing",
-            f"{len(ids)} message(s) never deleted keep {sum(map(len, lost.values()))} reference or "
-            f"acknowledgement record(s) but have no message record: the broker never frees the file of a message "
-            f"not deleted, so the record (or its file) was lost, and the queues still holding the messages lose "
-            f"them: {shown}" + (" ..." if len(ids) > MAX_LISTED else ""), where, None,
-            {"messageIds": ids[:100], "count": len(ids)}))
+        findings.append(_records_missing(
+            lost, lambda m: f"{m} (queues {', '.join(map(str, sorted({q for _, q in lost[m]})))})",
+            f"never deleted keep {sum(map(len, lost.values()))} reference or acknowledgement record(s) but have no "
+            f"message record: the broker never frees the file of a message not deleted, so the record (or its "
+            f"file) was lost, and the queues still holding the messages lose them", where))
     # A file that could not be read may hold the records that explain a damaged id; two files with one fileID
     # hold every record twice (judged as duplicate-file-id): then no reference or acknowledgement is moved.
     ids_trusted = not unread and not any(f.code == "duplicate-file-id" for f in findings)
