@@ -243,3 +243,16 @@ def test_a_message_record_zeroed_whole_is_lost(demo_s1):
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     (zeroed,) = [f for f in found if f.details.get("zeroedAdds")]
     assert (zeroed.severity.name, zeroed.offset) == ("CRITICAL", 21082)
+
+
+def test_a_damaged_commit_after_an_open_transaction_of_cursor_acknowledgements_is_its(demo_s4):
+    """verify.py's COMMIT read with a damaged field (COMMIT-head sweep seed 9881): demo-s4's activemq-data-13.amq,
+    13 zeros over the tag and transaction id of a COMMIT right after its transaction's records. They read as
+    transaction 0's COMMIT, "whose loss changes nothing", while the broker discards the transaction and four
+    messages come back. The transaction's discard is not a proven loss by itself (cut_off_tx's bar), but it
+    changes what the broker delivers: the COMMIT was its (cut_off_tx.last_open_tx), judged as any lost COMMIT."""
+    outcome, (found,) = demo_s4.judge_findings(Fault("zero", "data/journal/activemq-data-13.amq", 38439, 13),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.diff["back"]) == ("loss", 4)
+    assert (outcome.verdict, found.severity.name) == ("CRITICAL", "CRITICAL")
+    assert "(its tag and transaction id damaged)" in found.message
