@@ -44,16 +44,25 @@ from amqtool.engines.kahadb.unhanded import _matches_any, selectors
 def recovered_keys(directory, openwire_version: int) -> dict | None:
     """``{topic destination key: {clientId:subscriptionName}}`` of the SubscriptionInfos in the index's
     subscriptions B-trees, or None when they do not read."""
+    def keys(buf, ps, sd):
+        infos = (decode_subscription_info(x, openwire_version)
+                 for x in pf.subscription_infos(buf, ps, sd).values() if x)
+        return {f"{i.client_id}:{i.subscription_name}" for i in infos}
+
+    return _per_topic(directory, keys)
+
+
+def _per_topic(directory, read) -> dict | None:
+    """``{topic destination key: read(buf, page size, destination)}`` over the index's topic destinations, leaving
+    out those ``read`` gives None; None when the index does not read."""
     out = {}
     try:
         with mapped(directory / "db.data") as buf:
             ps = pf.decode_header(buf).page_size
             meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
             for key, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
-                if sd.is_topic:
-                    infos = (decode_subscription_info(x, openwire_version)
-                             for x in pf.subscription_infos(buf, ps, sd).values() if x)
-                    out[key] = {f"{i.client_id}:{i.subscription_name}" for i in infos}
+                if sd.is_topic and (value := read(buf, ps, sd)) is not None:
+                    out[key] = value
     except (FormatError, OSError):
         return None
     return out
@@ -220,14 +229,9 @@ def _first_left(positions, acked: set) -> int | None:
 def _ack_positions(directory) -> dict:
     """``{topic destination key: {subscription key: [(first, last)]}}`` of the index's ackPositions lists
     (every key, whether the subscriptionAcks B-tree has it or not); empty when they do not read."""
-    out = {}
-    try:
-        with mapped(directory / "db.data") as buf:
-            ps = pf.decode_header(buf).page_size
-            meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
-            for key, sd in pf._iter_destinations(buf, ps, meta.destinations_page, meta.version):
-                if sd.is_topic and sd.ack_positions is not None:
-                    out[key] = dict(pf.iter_list(buf, ps, sd.ack_positions, lambda r: r.utf(), pf.sequence_set))
-    except (FormatError, OSError):
-        return {}
-    return out
+    def positions(buf, ps, sd):
+        if sd.ack_positions is None:
+            return None
+        return dict(pf.iter_list(buf, ps, sd.ack_positions, lambda r: r.utf(), pf.sequence_set))
+
+    return _per_topic(directory, positions) or {}
