@@ -442,6 +442,13 @@ typedef struct {
     int io_errno; /* a read failed: errno */
 } file_stats;
 
+/* load.py's aio_padding: zeros in [start, end) before a record at `end` can be what AIOSequentialFile.writeDirect
+ * pads each write with (to its factory's alignment: a power of two of at least 512 that `end` is a multiple of). */
+#define AIO_BLOCK 512
+static inline int aio_padding(int64_t start, int64_t end) {
+    return end % AIO_BLOCK == 0 && end - start < (end & -end);
+}
+
 /* The per-file loop of load.py's load_journal. Runs without the GIL: no Python object is touched. */
 static void feed_file(LoaderObject *self, wfile *w, int32_t fi, long long tag, int version, int check_tag,
                       file_stats *st) {
@@ -475,12 +482,16 @@ static void feed_file(LoaderObject *self, wfile *w, int32_t fi, long long tag, i
         st->records++;
         if (st->type_counts[t - EVENT]++ == 0)
             st->type_order[st->n_types++] = t;
+        Py_ssize_t prev_end = st->last_data_pos;
         st->last_data_pos = r.pos + (Py_ssize_t)r.total;
         if (st->want_gaps) {
             w_track_region(w, r.pos);
-            if (w->gap_first >= 0) {
+            /* zeros between two records are damage too, unless AIO padding can explain them (load.aio_padding) */
+            int64_t first = w->gap_first >= 0 ? w->gap_first : (r.pos > prev_end && !aio_padding(prev_end, r.pos)
+                                                                 ? (int64_t)prev_end : -1);
+            if (first >= 0) {
                 if (st->n_gaps < st->max_gaps) {
-                    st->gaps[2 * st->n_gaps] = (Py_ssize_t)w->gap_first;
+                    st->gaps[2 * st->n_gaps] = (Py_ssize_t)first;
                     st->gaps[2 * st->n_gaps + 1] = r.pos;
                 }
                 st->n_gaps++;

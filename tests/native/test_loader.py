@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,34 @@ def test_damaged_fixture_copy_gives_same_gaps(tmp_path):
     py, c = _assert_same(journal)
     (_, a), _ = _load_both(journal)
     assert any(g[2] > 0 for g in a["gaps"])
+
+
+def test_zeroed_whole_records_are_a_damaged_gap_in_both_loads(tmp_path):
+    # Zeros laid exactly over whole records leave only filler between two records. JournalImpl writes a file's
+    # records back to back, and AIO pads a write with zeros only up to an aligned block: zeros before a record
+    # that does not start a 512-byte block are damage (a gap from the end of the record before), found alike;
+    # zeros ending at a record that starts a block, shorter than the block, may be padding and are not.
+    src = ORACLE / "03_transactions" / "journal"
+    dst = tmp_path / "journal"
+    shutil.copytree(src, dst)
+    journal = detect(dst).journals()[0]
+    with open_journal(journal) as opened:
+        index = max(range(len(opened.files)), key=lambda i: opened.files[i].size)
+        jf = opened.files[index]
+        records, _ = native.scan_records(opened.read_file(index), jf.tag, jf.version, True, 16)
+    pick = next(k for k in range(1, len(records) - 1) if records[k + 1][1] % 512
+                and records[k][1] == records[k - 1][1] + records[k - 1][2])
+    off, size, nxt = records[pick][1], records[pick][2], records[pick + 1][1]
+    with open(jf.path, "r+b") as f:
+        f.seek(off)
+        f.write(bytes(size))
+    _assert_same(journal)
+    (_, a), _ = _load_both(journal)
+    gaps = {g[0]: g for g in a["gaps"]}
+    assert gaps[index][1] == [(off, nxt)] and gaps[index][2] == 1
+    assert load_module.aio_padding(nxt - 100, nxt) is False
+    assert load_module.aio_padding(1024 - 100, 1024) and load_module.aio_padding(8192 - 4096, 8192)
+    assert not load_module.aio_padding(3 * 4096 - 4096, 3 * 4096) and not load_module.aio_padding(1536 - 600, 1536)
 
 
 # --- generated journals ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from amqtool.formats.damage import bit_flips, byte_variants
+from amqtool.engines.artemis.load import aio_padding
 from amqtool.engines.artemis.ref_in_place import ref_written_in_place
 from amqtool.formats.artemis.records import fixed_size
 from amqtool.formats.artemis.userrecords import JournalRecordIds as R
@@ -150,15 +151,12 @@ def reconstruct(buf: bytes, base: int, first: int, end: int, tag: int, version: 
     return exact[:1] if exact else found
 
 
-AIO_ALIGNMENT = 512  # the smallest block AIO pads a flush to (the filesystem's block: 512 or a multiple)
-
-
 def _filler_ok(stop: int, end: int, version: int) -> bool:
     """Whether zero filler from ``stop`` (where a rebuilt record ends) to ``end`` (the next valid record) is no
-    lost record: too short to hold one, or AIO's padding, which ends where an aligned flush starts the next
-    record (format §1.3: each flush of the timed buffer is padded with zeros to the alignment). Elsewhere
-    records lie back to back, and zeros there held a whole record a damaged run wiped."""
-    return end - stop < min(fixed_size(t, version) for t in range(11, 20)) or end % AIO_ALIGNMENT == 0
+    lost record: too short to hold one, or AIO's padding (:func:`~.load.aio_padding`; format §1.3: each flush of
+    the timed buffer is padded with zeros to the alignment). Elsewhere records lie back to back, and zeros there
+    held a whole record a damaged run wiped."""
+    return end - stop < min(fixed_size(t, version) for t in range(11, 20)) or aio_padding(stop, end)
 
 
 _USER_TYPES = frozenset(v for k, v in vars(R).items() if k.isupper() and isinstance(v, int))

@@ -203,7 +203,10 @@ class Anomaly:
 class FileGaps:
     """The bytes of one file outside its accepted records that are not filler (0 or HornetQ 'J'): what
     ``verify`` judges. ``damaged`` holds the first :data:`GAP_EXAMPLES` regions *between* records as
-    (first non-filler offset, offset of the next record); ``damaged_count`` counts them all; ``end`` is where
+    (first non-filler offset, offset of the next record); zeros between two records are such a region too, from
+    the end of the record before, unless AIO padding explains them (:func:`aio_padding`: JournalImpl writes a
+    file's records back to back, so a run of whole records zeroed exactly is damage); ``damaged_count`` counts
+    them all; ``end`` is where
     the last record ends (16 without records), ``tail_first`` the first non-filler byte after it (-1: none)
     and ``tail_end`` the offset just past the last non-zero byte of the file when ``tail_first`` is one.
     """
@@ -216,6 +219,18 @@ class FileGaps:
 
 
 GAP_EXAMPLES = 20
+AIO_BLOCK = 512  # the smallest block AIOSequentialFileFactory aligns its writes to
+
+
+def aio_padding(start: int, end: int) -> bool:
+    """Whether zeros in ``[start, end)`` before a record at ``end`` can be padding a broker wrote. AIO journals
+    pad each write to the factory's alignment (``AIOSequentialFile.writeDirect`` advances its position by
+    ``calculateBlockSize`` of the buffer; ``AIOSequentialFileFactory.calculateAlignment``: the file system's block
+    size, 512 when it cannot tell), so the next write's first record starts a block, less than a block after the
+    last record's end. Any power-of-two alignment of at least 512 is allowed: the largest one ``end`` is a
+    multiple of bounds the padding. NIO writes carry none."""
+    return end % AIO_BLOCK == 0 and end - start < (end & -end)
+
 _NOT_FILLER = re.compile(rb"[^\x00J]")
 
 
@@ -229,10 +244,10 @@ def file_gaps(data: bytes, records: list, examples: int = GAP_EXAMPLES) -> FileG
         off = rec[1]
         if off > pos:
             m = search(data, pos, off)
-            if m is not None:
+            if m is not None or not aio_padding(pos, off):
                 count += 1
                 if len(damaged) < examples:
-                    damaged.append((m.start(), off))
+                    damaged.append((pos if m is None else m.start(), off))
         pos = off + rec[2]
     m = search(data, pos)
     if m is None:

@@ -1,23 +1,23 @@
 """A message whose ADD was zeroed whole: zeros where the broker wrote it, right before its first reference.
 
-The loaders' scan reads zeros between records as filler, so zeros laid exactly over whole records leave no
-damaged bytes to judge. What they leave is a message's references without their message: the broker writes a
-durable message as its ADD followed by its references (``JournalStorageManager.storeMessage``, then
-``storeReference``), and ``loadMessageJournal`` drops references whose message it cannot find. Verify takes such
-an id for a damaged id when its ADD would have lain in a file still there (``add_placement.in_present_files``),
-or for a reference whose id byte was damaged (``Evidence.misfiled``); neither leaves zeros behind. So when the
-bytes between the first live reference of such a message and the record before it are all zeros, long enough to
-have held a record, and no AIO padding (which is under 512 bytes and ends at an aligned record), the message's
-ADD was there and was zeroed: the broker loses the message on every queue that still held it.
+Zeros laid exactly over whole records are a damaged region to the loaders (``load.file_gaps``: the broker writes a
+file's records back to back), but nothing of what it held can be read back. What such zeros leave is a message's
+references without their message: the broker writes a durable message as its ADD followed by its references
+(``JournalStorageManager.storeMessage``, then ``storeReference``), and ``loadMessageJournal`` drops references whose
+message it cannot find. Verify takes such an id for a damaged id when its ADD would have lain in a file still there
+(``add_placement.in_present_files``), or for a reference whose id byte was damaged (``Evidence.misfiled``); neither
+leaves zeros behind. So when the bytes between the first live reference of such a message and the record before it
+are all zeros, long enough to have held a record, and no AIO padding (``load.aio_padding``), the message's ADD was
+there and was zeroed: the broker loses the message on every queue that still held it.
 """
 from __future__ import annotations
 
+from amqtool.engines.artemis.load import aio_padding
 from amqtool.engines.artemis.wiped_run import zeroed_from
 from amqtool.formats.artemis.records import fixed_size
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 
 _UPDATE, _UPDATE_TX = 12, 14
-_ALIGNMENT = 512  # AIO writes whole 512-byte blocks: its padding is shorter and ends at an aligned record
 _SMALLEST_RECORD = 18  # a DELETE, the shortest record a run of zeros may have held
 
 
@@ -46,6 +46,6 @@ def zeroed_adds(result, ids: set[int]) -> dict[int, tuple[str, int, int]]:
             continue
         zeros = zeroed_from(opened, index, start)
         gap = start - zeros
-        if gap >= _SMALLEST_RECORD and (gap >= _ALIGNMENT or start % _ALIGNMENT):
+        if gap >= _SMALLEST_RECORD and not aio_padding(zeros, start):
             out[mid] = (str(jf.path), zeros, gap)
     return out

@@ -28,10 +28,10 @@ def _commit(campaign, tx_id: int):
 
 def test_a_delivered_transactions_commit_zeroed_is_a_loss(demo_s1):
     outcome = demo_s1.judge(_commit(demo_s1, 58))
-    # the harness cannot prove it (the store reads as one a broker writes), but the loss is the broker's: its
-    # messages still live are discarded with it
+    # its messages still live are discarded with it. The zeros between two records prove the damage
+    # (load.file_gaps; once read as padding, the harness could not prove it), and they held that COMMIT
     assert (outcome.truth, outcome.diff["lost"] > 0, outcome.verdict, outcome.codes) == (
-        "loss-unproven", True, "CRITICAL", ("tx-commit-lost",))
+        "loss", True, "CRITICAL", ("damaged-record", "tx-commit-lost"))
 
 
 def test_the_finding_names_the_transaction_and_the_delivered_message(demo_s1):
@@ -48,6 +48,7 @@ def test_the_finding_names_the_transaction_and_the_delivered_message(demo_s1):
 
 
 def test_a_commit_lost_whose_messages_are_all_deleted_since_is_not_reported(demo_s1):
-    # transaction 52's messages were delivered and deleted since: discarding it loses nothing
+    # transaction 52's messages were delivered and deleted since: discarding it loses nothing (the zeros between
+    # two records are damage all the same, load.file_gaps: what they held cannot be told, a warning)
     outcome = demo_s1.judge(_commit(demo_s1, 52))
-    assert (outcome.truth, outcome.verdict, outcome.codes) == ("same", "OK", ())
+    assert (outcome.truth, outcome.verdict, outcome.codes) == ("same", "WARNING", ("damaged-record",))
