@@ -345,6 +345,21 @@ class _GapInspector:
                     f"after it: its loss changes nothing the broker delivers", path, first,
                     {"nextValidRecord": off, "deletedMessage": deleted_one}))
                 continue
+            refless = (refless_add(self.opened, next(i for i, f in enumerate(self.result.files)
+                                                     if str(f.path) == path), first, evidence)
+                       if (effect == HARMLESS or rec is None) and region and self.kind == "messages" else None)
+            if refless is not None:
+                # however the bytes read back (a reference with its id damaged too reads as an update of some
+                # other record: 02_broker_mixed_compacted, header zeros; or nothing: zeros over whole records), the
+                # message whose ADD is the last record before them has no reference anywhere: they held its
+                # references (refless_add.py). Proof, so weighed before the ids around a run
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
+                    f"message {refless}, whose ADD is the last record before them, has no reference left anywhere: "
+                    f"they held its references, and the broker deletes a message no queue holds at start", path,
+                    first, {"nextValidRecord": off, "reflessMessage": refless}))
+                continue
             run = (run_finding(self.ledger, self.result, path, first, off, region, evidence, effect_of, own_deleted())
                    if rec is None and region and self.kind == "messages" else None)
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
@@ -374,20 +389,6 @@ class _GapInspector:
                         f"last record read, which took whole records: {why}", path, first,
                         {"nextValidRecord": off, "txId": open_tx if open_tx is not None else emptied}))
                     continue
-            refless = (refless_add(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                     if str(f.path) == path), first, evidence)
-                       if effect == HARMLESS and region and self.kind == "messages" else None)
-            if refless is not None:
-                # however the bytes read back (a reference with its id damaged too reads as an update of some
-                # other record: 02_broker_mixed_compacted, header zeros), the message whose ADD is the last record
-                # before them has no reference anywhere: they held its references (refless_add.py)
-                self.findings.append(Finding(
-                    Severity.CRITICAL, "damaged-record",
-                    f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
-                    f"message {refless}, whose ADD is the last record before them, has no reference left anywhere: "
-                    f"they held its references, and the broker deletes a message no queue holds at start", path,
-                    first, {"nextValidRecord": off, "reflessMessage": refless}))
-                continue
             if effect == HARMLESS:
                 self.findings.append(Finding(
                     Severity.WARNING, "damaged-record",

@@ -256,3 +256,18 @@ def test_a_damaged_commit_after_an_open_transaction_of_cursor_acknowledgements_i
     assert (outcome.truth, outcome.diff["back"]) == ("loss", 4)
     assert (outcome.verdict, found.severity.name) == ("CRITICAL", "CRITICAL")
     assert "(its tag and transaction id damaged)" in found.message
+
+
+def test_a_messages_references_zeroed_whole_are_damage(demo_s1):
+    """load.file_gaps (a sweep zeroing whole records exactly, seed 9441: 2 loss/OK, and 150 losses the harness
+    could not prove). Zeros laid exactly over message 80's three references in demo-s1's activemq-data-1.amq
+    (36161+93, after its ADD) read as filler between two records: no damaged bytes, verify OK, while the broker
+    deletes the message no queue holds at start. JournalImpl writes a file's records back to back (AIO pads only
+    up to a block the next record starts): the zeros are records wiped whole, and the message whose ADD is the
+    last record before them has no reference left (refless_add.py)."""
+    outcome, found = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-1.amq", 36161, 93),
+                                            "damaged-record")
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    (zeroed,) = found
+    assert (zeroed.severity.name, zeroed.offset, zeroed.details["reflessMessage"]) == ("CRITICAL", 36161, 80)
+
