@@ -103,13 +103,16 @@ def deleted_after_own_ack(result, orphans: set[int]) -> set[int]:
 
 def ack_before_delete(opened, index: int, first: int, end: int) -> tuple[int, int] | None:
     """``(message, queue)`` when the damaged bytes ``[first, end)`` of messages-journal file ``index`` are one
-    plain update of an acknowledgement's size (its type byte survives) written right before the DELETE of a
-    message whose surviving records reference one queue more than they acknowledge: that message's last
-    acknowledgement (``storeAcknowledge``, then ``deleteMessage`` once no queue holds a reference; see the module
-    docstring), whose loss changes nothing -- the DELETE removes the message all the same. Else None (a rescan,
-    done on damage only)."""
+    plain update of an acknowledgement's size (its type byte survives, or zeros wiped it whole) written right
+    before the DELETE of a message whose surviving records reference one queue more than they acknowledge: that
+    message's last acknowledgement (``storeAcknowledge``, then ``deleteMessage`` once no queue holds a reference;
+    see the module docstring), whose loss changes nothing -- the DELETE removes the message all the same. Else
+    None (a rescan, done on damage only)."""
     jf = opened.files[index]
-    if end - first != fixed_size(_UPDATE, jf.version) + 8 or opened.pread(index, first, 1) != bytes([_UPDATE]):
+    if end - first != fixed_size(_UPDATE, jf.version) + 8:
+        return None
+    held = opened.pread(index, first, end - first)
+    if held[0] != _UPDATE and any(held):  # zeros laid over the whole record (load.file_gaps) keep its size only
         return None
     gone = None
     for base, _data, records, _marked in opened.scan_windows(index, start=end):

@@ -271,3 +271,15 @@ def test_a_messages_references_zeroed_whole_are_damage(demo_s1):
     (zeroed,) = found
     assert (zeroed.severity.name, zeroed.offset, zeroed.details["reflessMessage"]) == ("CRITICAL", 36161, 80)
 
+
+def test_an_acknowledgement_zeroed_whole_right_before_its_delete_changes_nothing(demo_s1):
+    """own_acks.ack_before_delete (the sweep zeroing whole records exactly, seed 9441): zeros laid exactly over
+    demo-s1's ACKNOWLEDGE_REF of message 45 on queue 15 (activemq-data-1.amq, 14404+31), right before the
+    message's DELETE. No type byte survives, so the window of new ids judged it, and an id it could not place read
+    as a live record lost: CRITICAL, while the broker loads the same (the DELETE removes the message anyway).
+    The region's size is an acknowledgement's, and it was the message's last."""
+    outcome, (found,) = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-1.amq", 14404, 31),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict, found.severity.name) == ("same", "WARNING", "WARNING")
+    assert found.details["lastAck"] == {"messageId": 45, "queueId": 15}
+
