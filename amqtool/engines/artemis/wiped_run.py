@@ -84,6 +84,11 @@ class RunWindow:
     # whether the region's bytes are accounted for record by record (_filled): no room left for a record no id
     # shows (an acknowledgement or delete of an older message)
     filled: bool = False
+    # ids of the window no surviving record carries, when the region is whole records zeroed exactly and shorter
+    # than any add of the journal (the only records that carry a new id): not written there (_smallest_add)
+    unstored: list[int] = field(default_factory=list)
+    smallest_add: int = 0
+    region_size: int = 0
 
     @property
     def room_only(self) -> bool:
@@ -111,6 +116,7 @@ class RunWindow:
     def to_json(self) -> dict:
         return {"idsAfter": self.after, "idsBefore": self.before, "deletedIds": self.deleted[:100],
                 "liveIds": self.live[:100], "unaccountedIds": self.unaccounted[:100],
+                "unstoredIds": self.unstored[:100],
                 "rolledBackIds": self.rolled_back[:100], "openTransactions": self.open_txs[:100],
                 "committedTransactions": {str(t): m for t, m in list(self.committed.items())[:100]},
                 "pageTransactionsLost": {str(t): n for t, n in list(self.page_txs_lost.items())[:100]},
@@ -149,6 +155,12 @@ class RunWindow:
             why.append(f"transaction(s) {_ids(self.open_txs)} have no end record and held live records")
         if self.head_effect != HARMLESS:
             why.append(f"the first, {_name(self.head)}, may have been live")
+        if not why and self.unstored:
+            why.append(f"no record that carries a new id fits in their {self.region_size} bytes of whole records "
+                       f"(the smallest add this journal holds is {self.smallest_add} bytes), so the ids issued then "
+                       f"that no surviving record carries ({_ids(self.unstored)}) were never written there; but "
+                       f"their bytes hold records no id shows (acknowledgements, references or deletes of older "
+                       f"messages, which bring them back or take them off a queue)")
         if not why:
             why.append(f"every new id issued while they were written ({span}) is accounted for, but their bytes "
                        f"leave room for records no id shows (an acknowledgement or delete of an older message, "
@@ -318,6 +330,13 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
         settled = settled_ids(delivery, unexplained, w.deleted, roles)
         w.page_txs_settled = sorted(settled)
         unexplained -= settled
+    if unexplained and not any(buf[first - base:end - base]):
+        # zeros laid exactly over whole records (load.file_gaps: a region of them begins where the record before
+        # ends): no record that carries a new id was there when none of the journal's adds is that short
+        smallest = _smallest_add(opened)
+        if smallest is not None and end - first < smallest:
+            w.unstored, w.smallest_add, w.region_size = sorted(unexplained), smallest, end - first
+            unexplained = set()
     w.unaccounted = sorted(unexplained)
     w.filled = _filled(w, buf, base, first, end, version, opened, lone)
     if not (w.filled and (lone or last_size > _LONGEST_NOT_ADD or last_size < _LONGEST_UPDATE)):
@@ -325,6 +344,14 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
         # taken for an add, may be a PREPARE): no transaction the store leaves open ended there
         _open_transactions(w, ledger, result, index, end, evidence)
     return w
+
+
+def _smallest_add(opened) -> int | None:
+    """The size of the shortest ADD or ADD_TX in the files of ``opened`` (a rescan, on damage only), or None."""
+    sizes = [size for base, _data, records, _marked in (w for fi in range(len(opened.files))
+                                                          for w in opened.scan_windows(fi))
+             for t, off, size, *_rest in records if t in _ADDS]
+    return min(sizes, default=None)
 
 
 def zeroed_from(opened, index: int, first: int) -> int:

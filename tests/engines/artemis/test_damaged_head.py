@@ -283,3 +283,14 @@ def test_an_acknowledgement_zeroed_whole_right_before_its_delete_changes_nothing
     assert (outcome.truth, outcome.verdict, found.severity.name) == ("same", "WARNING", "WARNING")
     assert found.details["lastAck"] == {"messageId": 45, "queueId": 15}
 
+
+def test_ids_no_add_could_carry_in_a_short_run_of_whole_records_are_not_lost_there(demo_s1):
+    """wiped_run._smallest_add (the sweep zeroing whole records exactly, seed 9441): zeros laid exactly over one
+    31-byte update of demo-s1's activemq-data-1.amq (6613). Id 48, issued while it was written, is carried by
+    no surviving record, and the window read it as a live record lost: CRITICAL, while the broker loads the same.
+    No add of this journal is that short, so no record carrying a new id was there."""
+    outcome, (found,) = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-1.amq", 6613, 31),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict, found.severity.name) == ("same", "WARNING", "WARNING")
+    lost = found.details["lostIds"]
+    assert (lost["unstoredIds"], lost["unaccountedIds"]) == ([48], [])
