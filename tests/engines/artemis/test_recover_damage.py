@@ -52,3 +52,11 @@ def test_tail_stops_where_an_earlier_use_of_the_file_begins():
 def test_undecodable_bytes_are_one_region():
     (r,) = region(b"\x01\x02garbage" * 10)
     assert (r.decoded, r.offset, r.length, r.record_id) == (False, 0, 90, None)
+
+
+def test_zeros_between_two_records_are_one_lost_region():
+    # zeros the loaders report between two records (load.file_gaps: records wiped whole) were skipped as filler:
+    # recover listed nothing lost and 0 bytes skipped for demo-s1's message 80 with its references zeroed
+    (r,) = region(bytes(93))
+    assert (r.decoded, r.offset, r.length, r.where) == (False, 0, 93, "middle")
+    assert region(bytes(93), where="tail") == []  # after a file's last record, zeros are its unused end

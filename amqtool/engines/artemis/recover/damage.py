@@ -197,6 +197,10 @@ def decode_region(read, journal: str, file: str, start: int, end: int, tag: int,
     buf = read(start, length)
     pos = 0
     limit = len(buf)
+    if where == "middle" and _NOT_FILLER.search(buf) is None:
+        # zeros between two records: records the damage wiped whole (the broker writes a file's records back to
+        # back; load.file_gaps reports such zeros only where AIO padding cannot explain them)
+        return [LostRecord(journal, file, start, end - start, where=where)]
     while pos < limit:
         m = _NOT_FILLER.search(buf, pos)
         if m is None:
