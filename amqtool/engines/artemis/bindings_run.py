@@ -18,7 +18,8 @@ So a lost binding change is one of:
   run took is counted short or names no records (``commit-count-mismatch``, ``commit-unknown-tx``), and records
   whose COMMIT the run took leave their transaction open (the load's failed transactions).
 
-A run whose bytes, less the records it still names that are no part of a binding transaction (a plain record
+A run whose bytes, with the zeros before it back to the record read before (they took whole records), less the
+records it still names that are no part of a binding transaction (a plain record
 whose header survives at its start; at its end, the record its trailing size word counts when that is a plain
 record's whose header survives, or a DELETE's or ROLLBACK's length), are fewer than the smallest whole binding
 transaction, in a journal with neither trace, held no binding change: the broker
@@ -120,7 +121,11 @@ def _no_change(region, first: int, end: int, result, evidence, index: int | None
         return None
     head = _head_size(buf, s, e, tag, version)
     tail = _tail_size(buf, s + head, e, tag, version) if head < e - s else 0
-    unknown = (e - s) - head - tail
+    # zeros running up to the run from the end of the record read before it took whole records too (records are
+    # written back to back): benemon's bindings zeroed over three binding transactions up to the last bytes of a
+    # DELETE read as 5 damaged bytes, "too few for a binding transaction", while the broker lost the bindings
+    zeros = first - zeroed_from(result.opened, index, first) if index is not None else 0
+    unknown = zeros + (e - s) - head - tail
     if unknown >= smallest_binding_tx(version):
         return _starts_only(result, index, first, end)
     named = []

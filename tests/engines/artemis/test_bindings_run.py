@@ -94,3 +94,16 @@ def test_a_binding_deleted_since_does_not_excuse_the_rest_of_the_run():
     outcome, (found,) = _judged(store, Fault("zero", FILE, 561, 64, label="zeroed range"))
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     assert found.severity.name == "CRITICAL"
+
+
+@pytest.mark.parametrize("repo, offset, length", [
+    # zeros from the end of a record read over a live binding's ADD_TX, its COMMIT and all but the last 5 bytes of
+    # the plain record after them: the 5 bytes alone read as too few for a binding transaction (WARNING), while the
+    # zeros before them took the queue (andymaier) or the address (ColdGold) the broker keeps
+    ("andymaier__artemis-broker1", 7284, 214),
+    ("ColdGold1__sfg-jms", 47, 134),
+])
+def test_zeros_before_a_short_run_count_with_it(repo, offset, length):
+    outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL" and found.offset == offset + length
