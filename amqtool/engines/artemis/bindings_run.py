@@ -18,18 +18,21 @@ So a lost binding change is one of:
   run took is counted short or names no records (``commit-count-mismatch``, ``commit-unknown-tx``), and records
   whose COMMIT the run took leave their transaction open (the load's failed transactions).
 
-A run whose bytes, less the records it still names that are no part of a binding transaction (a plain record
+A run whose bytes, with the zeros before it back to the record read before (they took whole records), less the
+records it still names that are no part of a binding transaction (a plain record
 whose header survives at its start; at its end, the record its trailing size word counts when that is a plain
 record's whose header survives, or a DELETE's or ROLLBACK's length), are fewer than the smallest whole binding
 transaction, in a journal with neither trace, held no binding change: the broker
 loads the same queues and addresses. What it did hold (most often a restart's id-counter pair) changes no
 stored message. So does a longer run whose bytes are exactly the records of the broker starts the surviving
-id-counter records around it count (:mod:`~amqtool.engines.artemis.restart_counters`).
+id-counter records around it count (:mod:`~amqtool.engines.artemis.restart_counters`), or one that bindings
+deleted since fill (:mod:`~amqtool.engines.artemis.deleted_since`).
 """
 from __future__ import annotations
 
 import struct
 
+from amqtool.engines.artemis.deleted_since import deleted_since
 from amqtool.engines.artemis.evidence import HARMLESS, transaction_records
 from amqtool.engines.artemis.restart_counters import counters_fill
 from amqtool.formats.artemis.records import fixed_size
@@ -39,7 +42,7 @@ _TX_ANOMALIES = ("commit-count-mismatch", "commit-unknown-tx")
 # bytes below which no record can be a binding's ADD_TX or UPDATE_TX: 31 fixed and an address binding's shortest
 # encoding (PersistentAddressBindingEncoding: a one-character name, 4 + 2 bytes; a routing-type count, 4; one
 # type, 1; autoCreated, 1), less a margin of four
-_SMALLEST_BINDING_ADD = 31 + 12 - 4
+SMALLEST_BINDING_ADD = 31 + 12 - 4
 
 
 def smallest_binding_tx(version: int) -> int:
@@ -74,21 +77,30 @@ def _tail_size(buf: bytes, s: int, e: int, tag: int, version: int) -> int:
     size = struct.unpack_from(">i", buf, e - 4)[0]
     if not fixed_size(16, version) <= size <= e - s:
         return 0
-    if size < _SMALLEST_BINDING_ADD and size not in (fixed_size(18, version), fixed_size(15, version)):
+    if size < SMALLEST_BINDING_ADD and size not in (fixed_size(18, version), fixed_size(15, version)):
         return size  # too short for a binding's ADD_TX or UPDATE_TX, and no COMMIT's or DELETE_TX's length
     return size if _head_size(buf, e - size, e, tag, version) == size else 0
 
 
 def no_binding_change(region, first: int, end: int, result, evidence, index: int | None = None) -> str | None:
     """Why the damaged run ``[first, end)`` of a bindings journal file held no binding change (see the module's
-    contract), or None when that cannot be shown. ``region``: (bytes from ``base``, ``base``, tag, version);
-    ``index``: the file's, for the zeros running up to ``first`` from the end of the record read before it
+    contract), or no binding the broker still holds (:mod:`~amqtool.engines.artemis.deleted_since`), or None when
+    neither can be shown. ``region``: (bytes from ``base``, ``base``, tag, version); ``index``: the file's, for
+    the zeros running up to ``first`` from the end of the record read before it
     (:func:`~amqtool.engines.artemis.wiped_run.zeroed_from`)."""
+    if region[3] < 2 or evidence is None or evidence.bare:
+        return None
+    why = _no_change(region, first, end, result, evidence, index)
+    if why is None and index is not None:
+        why = deleted_since(result, index, first, end)
+    return why
+
+
+def _no_change(region, first: int, end: int, result, evidence, index: int | None) -> str | None:
+    """:func:`no_binding_change`'s reading of the run's bytes and the id-counter records around it."""
     from amqtool.engines.artemis.wiped_run import zeroed_from
 
     buf, base, tag, version = region
-    if version < 2 or evidence is None or evidence.bare:
-        return None
     commit = fixed_size(18, version)
     if (index is not None and end - first < commit and end - base >= 4
             and struct.unpack_from(">i", buf, end - base - 4)[0] == commit
@@ -109,7 +121,11 @@ def no_binding_change(region, first: int, end: int, result, evidence, index: int
         return None
     head = _head_size(buf, s, e, tag, version)
     tail = _tail_size(buf, s + head, e, tag, version) if head < e - s else 0
-    unknown = (e - s) - head - tail
+    # zeros running up to the run from the end of the record read before it took whole records too (records are
+    # written back to back): benemon's bindings zeroed over three binding transactions up to the last bytes of a
+    # DELETE read as 5 damaged bytes, "too few for a binding transaction", while the broker lost the bindings
+    zeros = first - zeroed_from(result.opened, index, first) if index is not None else 0
+    unknown = zeros + (e - s) - head - tail
     if unknown >= smallest_binding_tx(version):
         return _starts_only(result, index, first, end)
     named = []

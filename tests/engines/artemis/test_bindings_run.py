@@ -65,15 +65,45 @@ def test_a_commit_zeroed_leaves_its_binding_transaction_open():
     assert found.severity.name == "CRITICAL" and found.offset == 3850
 
 
-@pytest.mark.parametrize("repo, offset, length", [
+_STARTS = "records the broker's starts between the id-counter records around them wrote"
+
+
+@pytest.mark.parametrize("repo, offset, length, said", [
     # 512 zeros over the id-counter pairs of eleven starts (restart_counters.py): more bytes than a binding
     # transaction, but exactly the records the counter ids around them say were written there
-    ("JatinPandey26__artemis-activemq-training", 1744, 512),
+    ("JatinPandey26__artemis-activemq-training", 1744, 512, _STARTS),
     # each start there also stores the divert its configuration deploys (a DIVERT_RECORD at the counter's id + 13)
-    ("JatinPandey26__artemis-activemq-training", 7548, 1121),
+    ("JatinPandey26__artemis-activemq-training", 7548, 1121, _STARTS),
+    # zeros inside a queue binding's ADD_TX (its id among them), whose COMMIT survives with no record left: the
+    # queue was deleted since (a DELETE_TX names its id, and no record holds it), and its 159 bytes, told by its
+    # surviving trailing size word, are the whole run (deleted_since.py; bindings sweep seed 9871)
+    ("ColdGold1__sfg-jms", 3029, 64, "deleted since"),
+    ("andymaier__artemis-broker1", 6213, 25, "deleted since"),
 ])
-def test_zeros_over_whole_starts_lose_no_binding(repo, offset, length):
+def test_longer_runs_lose_no_binding(repo, offset, length, said):
     outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
     assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
-    assert found.severity.name == "WARNING"
-    assert "records the broker's starts between the id-counter records around them wrote" in found.message
+    assert found.severity.name == "WARNING" and said in found.message
+
+
+def test_a_binding_deleted_since_does_not_excuse_the_rest_of_the_run():
+    # zeros over the end of a live address's ADD_TX, its COMMIT and the head of an address binding deleted since:
+    # the one deleted since explains at least 39 of the run's 156 bytes, and more than a DELETE_TX's 30 are left
+    # (the live address's records): the broker loses the address
+    store = PUBLIC / "andymaier__artemis-broker1" / "data"
+    outcome, (found,) = _judged(store, Fault("zero", FILE, 561, 64, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL"
+
+
+@pytest.mark.parametrize("repo, offset, length", [
+    # zeros from the end of a record read over a live binding's ADD_TX, its COMMIT and all but the last 5 bytes of
+    # the plain record after them: the 5 bytes alone read as too few for a binding transaction (WARNING), while the
+    # zeros before them took the queue (andymaier) or the address (ColdGold) the broker keeps
+    ("andymaier__artemis-broker1", 7284, 214),
+    ("ColdGold1__sfg-jms", 47, 134),
+])
+def test_zeros_before_a_short_run_count_with_it(repo, offset, length):
+    outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL" and found.offset == offset + length
