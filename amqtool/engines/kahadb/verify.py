@@ -9,7 +9,8 @@ kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (
                                              when latent: no live message of the intact index is damaged
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data), or
-                                             in an older file the record bytes after one
+                                             in an older file the record bytes after one, or after zeros
+                                             over its last batch's head (zeroed_head.py)
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 not-a-store                        UNKNOWN   no file holds a batch and there is no db.data (random bytes)
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
@@ -89,6 +90,7 @@ from amqtool.engines.kahadb.replay_walk import end_marker_only
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped, remnant_after_zero_batch
+from amqtool.engines.kahadb.zeroed_head import skips_nothing as zeroed_head_skips_nothing
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -182,11 +184,19 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
             # (the newest file's is left to the torn-tail rules: a crash can leave it)
             first, last = rem
             sev, note, extra = judge(f, first, last, C)
-            add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
-                        f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but record "
-                        f"bytes follow up to offset {last}, not the zero fill after the end marker the broker "
-                        f"writes: a damaged batch, which a rebuild of the index does not read" + note, path,
-                        first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
+            if scan.end.how == "zeros":
+                add(Finding(sev, "kahadb-corrupt-range", f"zeros at offset {first} end the file for the broker "
+                            "(Journal.getNextLocation reads a record header of type 0 as the end of the file and "
+                            f"moves on to the next), but record bytes follow up to offset {last}, not the end marker "
+                            "and zero fill the broker leaves after its last batch: a batch whose control record "
+                            "was zeroed, which the replay and a rebuild of the index do not read" + note, path,
+                            first, {"first": first, "last": last, "reason": "zero-header", **extra}))
+            else:
+                add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for "
+                            f"the broker's recovery (Journal.recoveryCheck takes it for the end of the data), but "
+                            f"record bytes follow up to offset {last}, not the zero fill after the end marker the "
+                            f"broker writes: a damaged batch, which a rebuild of the index does not read" + note,
+                            path, first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
         for off, msg in scan.bad_records:
             sev, note, extra = judge(f, off, off, C)
             add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
@@ -430,6 +440,11 @@ class _Judge:
             self._subscribed = subs
         return self._subscribed.get(key, set())
 
+    def open_txs(self) -> frozenset:
+        """The keys of the transactions the replay leaves open (no outcome, not prepared): the broker rolls
+        them back at start."""
+        return frozenset(t.id.key for t in self.d.open_transactions if t.state == "open")
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -467,7 +482,7 @@ class _Judge:
         older = after and f.id != self.newest  # an older file's batch after the checkpoint
         if after and superseded(
                 self.buf(f), first, last, ev.acked_after,
-                {t.id.key for t in self.d.open_transactions if t.state == "open"},
+                self.open_txs(),
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
                 newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
@@ -486,6 +501,12 @@ class _Judge:
                                 "steps over what follows it in the file, and what it steps over are sends "
                                 "acknowledged later in the replay or records that change nothing: it delivers the "
                                 "same")
+        if older and zeroed_head_skips_nothing(self.buf(f), first, ev.acked_after, self.subscribed,
+                                               self.unmatched(), self.open_txs()):
+            return self._latent(f, first, last, "an older file's batch after the index checkpoint whose control "
+                                "record was zeroed: the broker's replay takes the zeros for the end of the file and "
+                                "goes on with the next, and what it skips are sends acknowledged later in the "
+                                "replay or records that change nothing: it delivers the same")
         if older and end_marker_only(self.buf(f), first, last):
             return self._latent(f, first, last, "an older file's end-of-data marker damaged, with nothing but zeros "
                                 "and markers after it: the broker's replay leaves the file there as at the marker, "
