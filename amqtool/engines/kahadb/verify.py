@@ -6,7 +6,9 @@ Finding codes (documented in man/amqtool-verify.1):
 code                               severity  meaning
 =================================  ========  ==========================================================
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
-                                             when latent: no live message of the intact index is damaged
+                                             when latent: no live message of the intact index is damaged (and,
+                                             over the checkpoint's record, no record after it is left
+                                             unreplayed: checkpoint_span.py)
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data), or
                                              in an older file the record bytes after one, or after zeros
@@ -90,7 +92,9 @@ from amqtool.engines.kahadb.replay_walk import end_marker_only
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped, remnant_after_zero_batch
+from amqtool.engines.kahadb.zeroed_head import harmless as zeroed_head_harmless
 from amqtool.engines.kahadb.zeroed_head import skips_nothing as zeroed_head_skips_nothing
+from amqtool.engines.kahadb.checkpoint_span import unreached, walked_records
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -401,6 +405,7 @@ class _Judge:
         self._ended: set | None = None
         self._unmatched = None
         self._idle = None
+        self._walked = None
         self._rejects = None
         self._subscribed = None
 
@@ -444,6 +449,18 @@ class _Judge:
         """The keys of the transactions the replay leaves open (no outcome, not prepared): the broker rolls
         them back at start."""
         return frozenset(t.id.key for t in self.d.open_transactions if t.state == "open")
+
+    def walked(self) -> set:
+        """The (file id, offset) of the records the broker's replay at start loads (built once): from the
+        checkpoint, and from the journal's start too when a checkpoint record does not load (the whole journal
+        is then replayed on top of the index: damage.checkpoint_failures)."""
+        if self._walked is None:
+            ids = [x.id for x in self.d.files if x.size]
+            read = lambda fid: self.buf(self.d.file(fid))  # noqa: E731
+            self._walked = walked_records(ids, read, self.ev.last_update)
+            if checkpoint_failures(self.d):
+                self._walked |= walked_records(ids, read, None)
+        return self._walked
 
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
@@ -513,6 +530,16 @@ class _Judge:
                                 "and reads the same")
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
+        spans = ev.last_update[0] == f.id and first <= ev.last_update[1] <= last
+        lost = spans and unreached(self.buf(f), first, last, ev.last_update, f.id, self.walked(),
+                                   lambda cmd: zeroed_head_harmless(cmd, ev.acked_after, self.subscribed,
+                                                                    self.unmatched(), self.open_txs()))
+        if lost:
+            offs = ", ".join(str(off) for off, _cmd in lost[:5])
+            return C, (f"; it runs over the index checkpoint's record ({ev.last_update[0]}:{ev.last_update[1]}), "
+                       f"and the broker's replay at start no longer reaches the record(s) written after it there "
+                       f"(offsets {offs}{' ...' if len(lost) > 5 else ''}), whose loss changes what it delivers"), \
+                {"unreached": [off for off, _cmd in lost], "read": True}
         live = live_in(ev, f.id, first, last)
         if live:
             buf = self.buf(f)

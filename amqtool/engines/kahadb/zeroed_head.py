@@ -30,27 +30,32 @@ def skips_nothing(buf, first: int, acked: dict, subscribed, unmatched=None, open
     docstring. ``acked``: after_acks.acked_after; ``subscribed(destination key)``: the durable subscription
     keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack; ``open_txs``: the keys of the
     transactions the replay leaves with no outcome (not prepared), which the broker rolls back at start."""
-    from amqtool.engines.kahadb.length_skips import _acked_send
-    from amqtool.engines.kahadb.superseded import _LOCATION_ONLY
-
     n = len(buf)
     if bytes(buf[first:first + 5]) != jr.ZERO_HEADER:
         return False
     commands = _records_after(buf, first + jr.BATCH_CONTROL_RECORD_SIZE, n)
     if not commands:
         return False
-    for cmd in commands:
-        if cmd.type in _LOCATION_ONLY and not cmd.unknown:
-            continue
-        if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
-                and unmatched(cmd):
-            continue
-        if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE) and cmd.transaction is not None \
-                and cmd.transaction.key in open_txs:
-            continue  # rolled back at start either way
-        if not _acked_send(cmd, acked, subscribed):
-            return False
-    return True
+    return all(harmless(cmd, acked, subscribed, unmatched, open_txs) for cmd in commands)
+
+
+def harmless(cmd, acked: dict, subscribed, unmatched=None, open_txs=frozenset()) -> bool:
+    """Whether the replay's losing the record ``cmd`` (written after the checkpoint) changes nothing the broker
+    delivers: a send acknowledged later in the replay (by every durable subscription, for a topic), a send or
+    ack of a transaction left open and unprepared, an ack ``unmatched`` accepts, or a record whose ``process``
+    only moves ``lastUpdate``."""
+    from amqtool.engines.kahadb.length_skips import _acked_send
+    from amqtool.engines.kahadb.superseded import _LOCATION_ONLY
+
+    if cmd.type in _LOCATION_ONLY and not cmd.unknown:
+        return True
+    if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
+            and unmatched(cmd):
+        return True
+    if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE) and cmd.transaction is not None \
+            and cmd.transaction.key in open_txs:
+        return True  # rolled back at start either way
+    return bool(_acked_send(cmd, acked, subscribed))
 
 
 def _records_after(buf, pos: int, n: int) -> list | None:

@@ -537,3 +537,24 @@ def test_zeros_over_an_older_files_last_batch_head_before_the_checkpoint_are_lat
     assert [(f.offset, f.severity.value, f.details["latent"]) for f in hit] == [(32298, "warning", True)]
     verdict, codes = _verdict(root)
     assert verdict == "WARNING" and "kahadb-rebuild-would-differ" in codes, codes
+
+
+SUBS = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f12-subs-kill" / "kahadb"
+
+
+def test_zeros_over_the_checkpoints_record_and_past_it_lose_what_the_replay_no_longer_reaches(tmp_path):
+    # a sweep of zeros over the index checkpoint's record (f12-subs-kill, a 5.17 broker's store killed;
+    # lastUpdate 6:3934, the ack-file map): 680 zeros from 4149 take the end of that record and the control
+    # record of the batch after it. The region starts before lastUpdate, so verify judged it as damage only a
+    # rebuild reads (latent, WARNING). But MessageDatabase.recover walks from lastUpdate (and, the ack map no
+    # longer loading, the whole journal from its start: Journal.getNextLocation): an all-zero header takes the
+    # walk to the next file, and the intact records written after the checkpoint in db-6 are never replayed
+    # (the truth, tests/faults/kahadb.py: loss). CRITICAL, naming them.
+    root = tmp_path / "kahadb"
+    shutil.copytree(SUBS, root)
+    _zero(root, "db-6.log", 4149, 680)
+    findings, _ = verify_store(detect(root))
+    hit = [f for f in findings if f.details and f.details.get("unreached")]
+    assert hit and all(f.severity.value == "critical" and f.path.endswith("db-6.log") for f in hit)
+    assert all(off > 3934 for f in hit for off in f.details["unreached"])
+    assert overall_verdict(findings).name == "CRITICAL"
