@@ -67,10 +67,17 @@ def cut_tail(st: LevelDBState) -> dict | None:
 def _torn_record(st: LevelDBState) -> int | None:
     """The offset of a record at or after the last complete unit's end of the last file that the file's end cuts
     (a write a crash tore; ``RecordLog.verifyAndGetEndOffset`` truncates the file at that unit's end), or None."""
-    stop = st.last_scan.stop if st.last_scan is not None else None
-    if stop is None or stop[1] not in (L.STOP_TRUNCATED_HEADER, L.STOP_TRUNCATED_RECORD):
+    at = st.last_file_scan_end  # (where the record scan of the last file stopped)
+    if at is None or at < st.last_file_end:
         return None
-    return stop[0] if stop[0] >= st.last_file_end else None
+    buf = st.reader.buffer(st.logs[-1])
+    n = len(buf)
+    if at >= n:
+        return None
+    if at + L.HEADER_SIZE > n:
+        return at if any(bytes(buf[at:n])) else None  # a header the end cuts (not the zero fill)
+    magic, _kind, _crc, length = L.HEADER.unpack_from(buf, at)
+    return at if magic == L.MAGIC and at + L.HEADER_SIZE + length > n else None
 
 
 def skipped_json(st: LevelDBState, m) -> dict:
