@@ -1251,7 +1251,9 @@ def test_a_last_log_cut_behind_entries_of_the_live_index_is_a_torn_tail(capsys, 
 
     store = copy_tree(REPO / "tests/data/leveldb/killed-gc/store", tmp_path / "store")
     log = store / "000000000006ecc9.log"
-    log.write_bytes(log.read_bytes()[:1606])
+    # (1003: the unit boundary; a cut further on, at 1606, also cuts the record after it, which leveldb-uow-cut
+    # names then: test_the_last_log_cut_inside_the_record_after_its_last_complete_unit_is_a_torn_tail)
+    log.write_bytes(log.read_bytes()[:1003])
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and codes(doc).get("leveldb-log-cut") == "warning"
 

@@ -302,7 +302,11 @@ class KahaSites:
         With the checkpoint older and nothing else in db.data naming that file (the ack map does name an ack
         compaction's file: recoverIndex then refuses to start), no reader of the store can tell the loss from
         such a crash (the KahaDB counterpart of Artemis' loss-unproven). So does an index with no checkpoint yet
-        (page 0 without lastUpdate: every file was written after it)."""
+        (page 0 without lastUpdate: every file was written after it).
+
+        A zeroed range is judged from its first byte that was not zero already: the damaged store is byte for
+        byte the one a range starting there leaves, and its truth cannot depend on which of the two it was."""
+        fault = self._first_change(fault)
         for d in self.dirs:
             older = d.no_checkpoint or (d.checkpoint_end is not None and d.checkpoint_end[0] < d.logs[-1].id) \
                 if d.logs else False
@@ -324,6 +328,21 @@ class KahaSites:
                 return fault.offset >= max(after, last) or _torn_write(d.logs[-1], fault, after)
         return False
 
+
+    def _first_change(self, fault: Fault) -> Fault:
+        """``fault`` (a zeroed range) from its first byte that is not zero in the pristine store (the store at
+        ``root`` when the campaign judges: the fault undone)."""
+        import dataclasses
+
+        if fault.kind != "zero" or not fault.length:
+            return fault
+        with open(self.root / fault.path, "rb") as fh:
+            fh.seek(fault.offset)
+            before = fh.read(fault.length)
+        skip = len(before) - len(before.lstrip(b"\0"))
+        if not skip or skip == len(before):
+            return fault  # (all zero already: the store is unchanged, whatever the class)
+        return dataclasses.replace(fault, offset=fault.offset + skip, length=fault.length - skip)
 
     def traceless(self, fault: Fault) -> bool:
         """The newest file deleted or emptied (:meth:`torn`) leaves nothing after the index checkpoint: the

@@ -821,3 +821,20 @@ def test_a_checkpoint_moved_before_its_own_records_skips_nothing_the_index_lacks
     o = c.run_one(98933000215)
     assert (o.fault.path, o.fault.offset, o.fault.length) == ("db.data", 4133, 0x04)
     assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-replay-skips" not in o.codes, o
+
+
+def test_zeros_over_bytes_already_zero_before_the_newest_files_last_batch_are_that_batchs_torn_write(tmp_path):
+    # a sweep of zeros over the head of each file's last batch (f11-shrink-kill, a 5.17 broker's store): 51
+    # zeros from 9381 and 50 from 9382 over db-3.log (the newest file, its last batch at 9382 after the index
+    # checkpoint) leave the same bytes, as the byte at 9381 is zero already. The truth took the first for a
+    # loss (it starts before the last batch: no crash's) and the second for a torn write: the one damaged
+    # store, two truths. It now judges a zeroed range from its first byte that was not zero.
+    from tests.faults.kahadb import TORN
+    from tests.faults.model import Fault
+    from tests.support import REPO
+
+    campaign = KahaCampaign("f11", REPO / "tests/data/kahadb/f11-shrink-kill/kahadb", tmp_path)
+    assert (campaign.root / "db-3.log").read_bytes()[9381] == 0
+    for offset in (9381, 9382):
+        o = campaign.run_fault(Fault("zero", "db-3.log", offset, 9432 - offset, label="zeroed range"))
+        assert (o.truth, o.verdict) == (TORN, "WARNING"), (offset, o.codes)

@@ -24,7 +24,9 @@ there leaves it), or when the checksum places a single changed byte outside the 
 broker unmarshals (Adler-32 locates a one-byte change: :func:`locate_one_byte`), or when the change is
 a zeroed range that ends inside the header of a live record opening its batch (:func:`_zeroed_control_record`),
 or when a live record opens a batch whose control record, damaged before its size field (the scan no longer
-finds it), still holds a size and an Adler-32 that the batch matches (:func:`_own_control_records_vouch`).
+finds it), still holds a size and an Adler-32 that the batch matches (:func:`_own_control_records_vouch`; or,
+when a zeroed range ends in that control record past the start of its size field, the Adler-32 bytes the zeros
+left match the batch walked by its records' lengths: a range that ends there does not reach the record).
 
 A zeroed range (a sector or block of zeros: what a failing disk or filesystem leaves) cannot be located by the
 checksum, which only says that some bytes changed. A range that ends inside a live record's 5-byte header
@@ -240,9 +242,19 @@ def _own_control_records_vouch(buf, live: list, patches: list) -> bool:
         if q < 0:
             return False
         size, stored = struct.unpack_from(">iq", buf, q + 16)
+        kept = 8  # checksum bytes to compare: all of them, unless a zeroed run took the size and ends in them
+        if 0 <= size < m.size:
+            # A zeroed run that ends inside the size field (its leading bytes are zero as written for any batch
+            # below 16 MiB, so a run over them leaves a size too small for the record) or inside the Adler-32
+            # after it: the batch's extent is walked (its records' lengths, the index's where it names them),
+            # and the checksum bytes the run left must match (as _zeroed_control_record weighs them; a run that
+            # ends there cannot reach the record after the control record, the checksum rules out more damage).
+            size = _walk(buf, m.offset, {x.offset: x.size for _k2, x in live}) or 0
+            kept = 8 - next((i for i, b in enumerate(bytes(buf[q + 20:q + 28])) if b), 8)
         if stored <= 0 or size < m.size or m.offset + size > len(buf):
             return False
-        if zlib.adler32(_patched(buf, m.offset, m.offset + size, patches)) & 0xFFFFFFFF != stored:
+        computed = zlib.adler32(_patched(buf, m.offset, m.offset + size, patches)) & 0xFFFFFFFF
+        if computed.to_bytes(8, "big")[8 - kept:] != bytes(buf[q + 28 - kept:q + 28]):
             return False
         covered |= {x.offset for _k2, x in live if m.offset <= x.offset and x.offset + x.size <= m.offset + size}
     return True

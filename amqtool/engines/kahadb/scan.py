@@ -188,10 +188,15 @@ def remnant_after_zero_batch(buf, end: jr.End | None) -> tuple[int, int] | None:
     The broker never writes a batch of size 0 (DataFileAppender sizes each batch by its records), and what
     follows its last batch is the ``-qMa4`` marker, then the zero fill (a preallocated file's last five bytes
     are a marker too): record bytes after a size-0 header are what is left of a batch whose size, and maybe
-    more, was damaged. ``Journal.recoveryCheck`` and a rebuild of the index stop at the header."""
-    if end is None or end.how != "zero-batch":
+    more, was damaged. ``Journal.recoveryCheck`` and a rebuild of the index stop at the header.
+
+    The same for a file whose data ends at an all-zero record header (``how == "zeros"``: the scan found no
+    batch header after it) with record bytes after it: ``Journal.getNextLocation`` reads a header of type 0 as
+    the end of the file and moves on to the next one, and no batch the broker writes is followed by zeros
+    before its end marker: a zeroed range took the control record of a batch whose records follow."""
+    if end is None or end.how not in ("zero-batch", "zeros"):
         return None
-    start = end.offset + jr.BATCH_CONTROL_RECORD_SIZE
+    start = end.offset + (jr.BATCH_CONTROL_RECORD_SIZE if end.how == "zero-batch" else 0)
     rest = bytes(buf[start:]).replace(jr.EOF_RECORD, bytes(len(jr.EOF_RECORD))).rstrip(b"\0")
     if not rest:
         return None

@@ -6,10 +6,13 @@ Finding codes (documented in man/amqtool-verify.1):
 code                               severity  meaning
 =================================  ========  ==========================================================
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
-                                             when latent: no live message of the intact index is damaged
+                                             when latent: no live message of the intact index is damaged (and,
+                                             over the checkpoint's record, no record after it is left
+                                             unreplayed: checkpoint_span.py)
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data), or
-                                             in an older file the record bytes after one
+                                             in an older file the record bytes after one, or after zeros
+                                             over its last batch's head (zeroed_head.py)
 kahadb-not-a-journal               CRITICAL  a db-N.log without a single valid batch
 not-a-store                        UNKNOWN   no file holds a batch and there is no db.data (random bytes)
 kahadb-bad-record                  CRITICAL  records that do not tile their batch, or an undecodable command
@@ -89,6 +92,9 @@ from amqtool.engines.kahadb.replay_walk import end_marker_only
 from amqtool.engines.kahadb.superseded import replayed_unchanged, superseded
 from amqtool.engines.kahadb.pins import qualified
 from amqtool.engines.kahadb.scan import lock_holder, mapped, remnant_after_zero_batch
+from amqtool.engines.kahadb.zeroed_head import harmless as zeroed_head_harmless
+from amqtool.engines.kahadb.zeroed_head import skips_nothing as zeroed_head_skips_nothing
+from amqtool.engines.kahadb.checkpoint_span import unreached, walked_records
 
 C, W, I, U = Severity.CRITICAL, Severity.WARNING, Severity.INFO, Severity.UNKNOWN
 
@@ -182,11 +188,19 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
             # (the newest file's is left to the torn-tail rules: a crash can leave it)
             first, last = rem
             sev, note, extra = judge(f, first, last, C)
-            add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for the "
-                        f"broker's recovery (Journal.recoveryCheck takes it for the end of the data), but record "
-                        f"bytes follow up to offset {last}, not the zero fill after the end marker the broker "
-                        f"writes: a damaged batch, which a rebuild of the index does not read" + note, path,
-                        first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
+            if scan.end.how == "zeros":
+                add(Finding(sev, "kahadb-corrupt-range", f"zeros at offset {first} end the file for the broker "
+                            "(Journal.getNextLocation reads a record header of type 0 as the end of the file and "
+                            f"moves on to the next), but record bytes follow up to offset {last}, not the end marker "
+                            "and zero fill the broker leaves after its last batch: a batch whose control record "
+                            "was zeroed, which the replay and a rebuild of the index do not read" + note, path,
+                            first, {"first": first, "last": last, "reason": "zero-header", **extra}))
+            else:
+                add(Finding(sev, "kahadb-corrupt-range", f"a batch of size 0 at offset {first} ends the file for "
+                            f"the broker's recovery (Journal.recoveryCheck takes it for the end of the data), but "
+                            f"record bytes follow up to offset {last}, not the zero fill after the end marker the "
+                            f"broker writes: a damaged batch, which a rebuild of the index does not read" + note,
+                            path, first, {"first": first, "last": last, "reason": "zero-size-batch", **extra}))
         for off, msg in scan.bad_records:
             sev, note, extra = judge(f, off, off, C)
             add(Finding(sev, "kahadb-bad-record", msg + note, path, off, extra or None))
@@ -391,6 +405,7 @@ class _Judge:
         self._ended: set | None = None
         self._unmatched = None
         self._idle = None
+        self._walked = None
         self._rejects = None
         self._subscribed = None
 
@@ -430,6 +445,23 @@ class _Judge:
             self._subscribed = subs
         return self._subscribed.get(key, set())
 
+    def open_txs(self) -> frozenset:
+        """The keys of the transactions the replay leaves open (no outcome, not prepared): the broker rolls
+        them back at start."""
+        return frozenset(t.id.key for t in self.d.open_transactions if t.state == "open")
+
+    def walked(self) -> set:
+        """The (file id, offset) of the records the broker's replay at start loads (built once): from the
+        checkpoint, and from the journal's start too when a checkpoint record does not load (the whole journal
+        is then replayed on top of the index: damage.checkpoint_failures)."""
+        if self._walked is None:
+            ids = [x.id for x in self.d.files if x.size]
+            read = lambda fid: self.buf(self.d.file(fid))  # noqa: E731
+            self._walked = walked_records(ids, read, self.ev.last_update)
+            if checkpoint_failures(self.d):
+                self._walked |= walked_records(ids, read, None)
+        return self._walked
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -467,7 +499,7 @@ class _Judge:
         older = after and f.id != self.newest  # an older file's batch after the checkpoint
         if after and superseded(
                 self.buf(f), first, last, ev.acked_after,
-                {t.id.key for t in self.d.open_transactions if t.state == "open"},
+                self.open_txs(),
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
                 newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
@@ -486,12 +518,28 @@ class _Judge:
                                 "steps over what follows it in the file, and what it steps over are sends "
                                 "acknowledged later in the replay or records that change nothing: it delivers the "
                                 "same")
+        if older and zeroed_head_skips_nothing(self.buf(f), first, ev.acked_after, self.subscribed,
+                                               self.unmatched(), self.open_txs()):
+            return self._latent(f, first, last, "an older file's batch after the index checkpoint whose control "
+                                "record was zeroed: the broker's replay takes the zeros for the end of the file and "
+                                "goes on with the next, and what it skips are sends acknowledged later in the "
+                                "replay or records that change nothing: it delivers the same")
         if older and end_marker_only(self.buf(f), first, last):
             return self._latent(f, first, last, "an older file's end-of-data marker damaged, with nothing but zeros "
                                 "and markers after it: the broker's replay leaves the file there as at the marker, "
                                 "and reads the same")
         if ev is None or ev.last_update is None or (f.id, first) > ev.last_update:
             return default, "", {}  # the broker rebuilds the index, or replays this region at start
+        spans = ev.last_update[0] == f.id and first <= ev.last_update[1] <= last
+        lost = spans and unreached(self.buf(f), first, last, ev.last_update, f.id, self.walked(),
+                                   lambda cmd: zeroed_head_harmless(cmd, ev.acked_after, self.subscribed,
+                                                                    self.unmatched(), self.open_txs()))
+        if lost:
+            offs = ", ".join(str(off) for off, _cmd in lost[:5])
+            return C, (f"; it runs over the index checkpoint's record ({ev.last_update[0]}:{ev.last_update[1]}), "
+                       f"and the broker's replay at start no longer reaches the record(s) written after it there "
+                       f"(offsets {offs}{' ...' if len(lost) > 5 else ''}), whose loss changes what it delivers"), \
+                {"unreached": [off for off, _cmd in lost], "read": True}
         live = live_in(ev, f.id, first, last)
         if live:
             buf = self.buf(f)

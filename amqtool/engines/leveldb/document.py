@@ -48,14 +48,36 @@ def message_json(st: LevelDBState, m, *, safe: bool) -> dict:
 
 
 def cut_tail(st: LevelDBState) -> dict | None:
-    """The records of the last file after its last complete unit of work (what a crash leaves)."""
+    """The records of the last file after its last complete unit of work (what a crash leaves), and the offset
+    of a record the end of the file cuts there (``tornRecord``: its header, or its data, runs past the end)."""
     if not st.logs or st.last_file_end is None:
         return None
     last = st.logs[-1]
-    if st.cut_records == 0 and (st.last_file_scan_end is None or st.last_file_scan_end <= st.last_file_end):
+    torn = _torn_record(st)
+    if st.cut_records == 0 and torn is None and (st.last_file_scan_end is None
+                                                 or st.last_file_scan_end <= st.last_file_end):
         return None
-    return {"file": last.name, "offset": st.last_file_end, "records": st.cut_records,
-            "scanEnd": st.last_file_scan_end}
+    out = {"file": last.name, "offset": st.last_file_end, "records": st.cut_records,
+           "scanEnd": st.last_file_scan_end}
+    if torn is not None:
+        out["tornRecord"] = torn
+    return out
+
+
+def _torn_record(st: LevelDBState) -> int | None:
+    """The offset of a record at or after the last complete unit's end of the last file that the file's end cuts
+    (a write a crash tore; ``RecordLog.verifyAndGetEndOffset`` truncates the file at that unit's end), or None."""
+    at = st.last_file_scan_end  # (where the record scan of the last file stopped)
+    if at is None or at < st.last_file_end:
+        return None
+    buf = st.reader.buffer(st.logs[-1])
+    n = len(buf)
+    if at >= n:
+        return None
+    if at + L.HEADER_SIZE > n:
+        return at if any(bytes(buf[at:n])) else None  # a header the end cuts (not the zero fill)
+    magic, _kind, _crc, length = L.HEADER.unpack_from(buf, at)
+    return at if magic == L.MAGIC and at + L.HEADER_SIZE + length > n else None
 
 
 def skipped_json(st: LevelDBState, m) -> dict:

@@ -22,7 +22,8 @@ leveldb-uow-broken                WARNING   a UOW_END naming another start than 
                                             that is not the last (the replay does not check the chain)
 leveldb-units-dropped             CRITICAL  complete units of work after the break of the last file's chain:
                                             the broker truncates the file at the break and drops them
-leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write): the
+leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write), or the
+                                            file's end cuts the record after the last complete unit: the
                                             broker drops those records on start
 leveldb-log-cut                   WARNING   dirty.index holds entries past the last log file's end: the
                                             file was cut after whole units (a torn tail); they are lost
@@ -661,8 +662,10 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
                     cut["offset"]))
     elif cut:
+        torn = (f", then a record the end of the file cuts at offset {cut['tornRecord']}"
+                if "tornRecord" in cut else "")
         add(Finding(W, "leveldb-uow-cut", f"the last unit of work is incomplete: {cut['records']} record(s) after "
-                    f"offset {cut['offset']} (a crash mid-write); the broker drops them on start",
+                    f"offset {cut['offset']}{torn} (a crash mid-write); the broker drops them on start",
                     str(st.logs[-1].path), cut["offset"], {"records": cut["records"]}))
     rep = st.replay
     if rep.stopped:

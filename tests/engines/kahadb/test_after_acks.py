@@ -490,3 +490,71 @@ def test_a_send_after_the_checkpoint_whose_id_the_index_holds_is_no_ack_before_s
     _f, _o, key, mid = early[0]
     d.indexed[key].messages.append(IndexedMessage(10_000, mid, 15, 28, 100))
     assert [x[3] for x in acks_before_sends(d, (lu.log_id, lu.offset))] == [x[3] for x in early[1:]]
+
+
+def _zero(root: Path, name: str, offset: int, length: int) -> None:
+    p = root / name
+    data = bytearray(p.read_bytes())
+    data[offset:offset + length] = bytes(length)
+    p.write_bytes(bytes(data))
+
+
+def _zero_header(root: Path):
+    findings, _ = verify_store(detect(root))
+    return [f for f in findings
+            if f.code == "kahadb-corrupt-range" and (f.details or {}).get("reason") == "zero-header"]
+
+
+def test_zeros_over_an_older_files_last_batch_head_after_the_checkpoint_are_what_the_replay_skips(tmp_path):
+    # sweep of zeros over the head of each file's last batch (f5-kill, a 5.17 broker's store killed; lastUpdate
+    # 4:47110, db-9.log the newest): 25 zeros over a control record leave no batch header after them, so the
+    # scan ended the file there and verify said nothing of it. The broker's replay (Journal.getNextLocation)
+    # reads the zero header as the end of the file and goes on with the next: the batch's records are skipped.
+    # db-6's last batch holds a send nothing acknowledges: lost (the truth, tests/faults/kahadb.py: loss; verify
+    # said WARNING). db-4's holds a topic send every durable subscription acknowledges later: same (WARNING).
+    root = tmp_path / "lost"
+    shutil.copytree(KILLED, root)
+    _zero(root, "db-6.log", 64855, 25)
+    hit = _zero_header(root)
+    assert [(f.offset, f.severity.value) for f in hit] == [(64855, "critical")]
+    assert _verdict(root)[0] == "CRITICAL"
+    root = tmp_path / "acked"
+    shutil.copytree(KILLED, root)
+    _zero(root, "db-4.log", 61908, 25)
+    hit = _zero_header(root)
+    assert [(f.offset, f.severity.value, f.details["latent"]) for f in hit] == [(61908, "warning", True)]
+    assert _verdict(root)[0] == "WARNING"
+
+
+def test_zeros_over_an_older_files_last_batch_head_before_the_checkpoint_are_latent(tmp_path):
+    # the same zeros before the checkpoint (f7-kill-gc, lastUpdate 8:22057): the index still reads every live
+    # message at its Location; only a rebuild stops at the zeros. verify took the journal for intact and the
+    # index for wrong: CRITICAL kahadb-index-journal-mismatch (the truth: latent)
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _zero(root, "db-5.log", 32298, 25)
+    hit = _zero_header(root)
+    assert [(f.offset, f.severity.value, f.details["latent"]) for f in hit] == [(32298, "warning", True)]
+    verdict, codes = _verdict(root)
+    assert verdict == "WARNING" and "kahadb-rebuild-would-differ" in codes, codes
+
+
+SUBS = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f12-subs-kill" / "kahadb"
+
+
+def test_zeros_over_the_checkpoints_record_and_past_it_lose_what_the_replay_no_longer_reaches(tmp_path):
+    # a sweep of zeros over the index checkpoint's record (f12-subs-kill, a 5.17 broker's store killed;
+    # lastUpdate 6:3934, the ack-file map): 680 zeros from 4149 take the end of that record and the control
+    # record of the batch after it. The region starts before lastUpdate, so verify judged it as damage only a
+    # rebuild reads (latent, WARNING). But MessageDatabase.recover walks from lastUpdate (and, the ack map no
+    # longer loading, the whole journal from its start: Journal.getNextLocation): an all-zero header takes the
+    # walk to the next file, and the intact records written after the checkpoint in db-6 are never replayed
+    # (the truth, tests/faults/kahadb.py: loss). CRITICAL, naming them.
+    root = tmp_path / "kahadb"
+    shutil.copytree(SUBS, root)
+    _zero(root, "db-6.log", 4149, 680)
+    findings, _ = verify_store(detect(root))
+    hit = [f for f in findings if f.details and f.details.get("unreached")]
+    assert hit and all(f.severity.value == "critical" and f.path.endswith("db-6.log") for f in hit)
+    assert all(off > 3934 for f in hit for off in f.details["unreached"])
+    assert overall_verdict(findings).name == "CRITICAL"

@@ -392,6 +392,36 @@ def test_a_zeroed_range_ending_in_a_live_records_header_is_latent(kahadb_fixture
     assert f["kahadb-rebuild-would-differ"]["severity"] == "warning"
 
 
+@pytest.mark.parametrize("left", [1, 3, 4, 9])  # 9: the run ends in the size field
+def test_a_zeroed_range_ending_in_a_live_batchs_checksum_is_latent(kahadb_fixtures, tmp_path, capsys, left):
+    # campaign seed 84150000242 (f7-kill-gc, a 5.17 broker's store): zeros from a dead record's body to inside
+    # the control record of the next batch, which a live message opens: into its Adler-32 (``left`` bytes of it
+    # kept), or into its size field (9), which then reads too small for the record. The Adler-32 bytes left match
+    # the batch walked by its records' lengths: the broker's read at the index's Location gets the message as
+    # written; only a rebuild no longer finds the batch. verify said CRITICAL ("the batch checksum shows their
+    # bytes changed"); the truth: latent.
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, dead, rec = live_after_dead(root)
+    zero(log, dead.offset + 20, rec.offset - left)
+    code, f = verify_cli(root, capsys)
+    assert code == 1, f
+    hit = f.get("kahadb-checksum-mismatch") or f.get("kahadb-corrupt-range")
+    assert hit and hit["severity"] == "warning" and hit["details"]["latent"] is True, f
+
+
+def test_a_zeroed_range_ending_in_a_checksum_that_no_longer_matches_is_critical(kahadb_fixtures, tmp_path, capsys):
+    # the same zeros, and one byte of the live message's body changed: the checksum's surviving bytes no longer
+    # match the batch, so they cannot vouch for it
+    root = copy(kahadb_fixtures, "basic", tmp_path)
+    log, batch, dead, rec = live_after_dead(root)
+    zero(log, dead.offset + 20, rec.offset - 3)
+    data = bytearray(log.read_bytes())
+    data[rec.offset + rec.length - 10] ^= 0x5A
+    log.write_bytes(bytes(data))
+    code, f = verify_cli(root, capsys)
+    assert code == 2, f
+
+
 @pytest.mark.parametrize("where,back", [("checksum", 2), ("control record", 28 + 60)])
 def test_a_zeroed_range_running_into_a_live_message_is_critical(kahadb_fixtures, tmp_path, capsys, where, back):
     # the same ranges carried 8 bytes past the header, into the command the broker reads: the message is lost

@@ -174,3 +174,27 @@ def test_a_log_file_overlapping_the_previous_one_before_the_replay_is_no_loss(tm
     truth, diff = classify(pristine, delivered(root), lambda d: False)
     assert (truth, verdict) == (SAME, "WARNING"), (diff, codes)
     assert "leveldb-not-a-record" in codes
+
+
+def test_the_last_log_cut_inside_the_record_after_its_last_complete_unit_is_a_torn_tail(tmp_path):
+    """The last log file cut inside the first record after its last complete unit of work (a sweep of cuts of
+    the last log, seed 1: 16 of 620 on killed-gc; bench/fuzz_leveldb.py seed 9414 on /work/leveldb-fresh/f-killgc,
+    9414040). No complete record follows the unit's end, so verify found nothing to say: OK, while the broker
+    (RecordLog.verifyAndGetEndOffset) truncates the file at that unit's end and drops what the cut record began,
+    and the units the cut took are lost with it: a crash's torn tail, a WARNING (leveldb-uow-cut)."""
+    from amqtool.engines.leveldb.verify import verify_store
+    from amqtool.store.layout import detect
+    from tests.faults.model import Fault, TORN
+    from tests.support import REPO
+
+    root = copy_tree(REPO / "tests/data/leveldb/killed-gc/store", tmp_path / "store")
+    sites = LevelDBSites.read(root)
+    pristine = delivered(root)
+    last = sites.logs[-1][0]
+    Fault("truncate", last, 2765).apply(root)
+    verdict, codes = verify_verdict(root)
+    truth, diff = classify(pristine, delivered(root), lambda d: sites.torn(Fault("truncate", last, 2765)))
+    assert (truth, verdict) == (TORN, "WARNING"), (diff, codes)
+    findings, _ = verify_store(detect(root))
+    cut = next(f for f in findings if f.code == "leveldb-uow-cut")
+    assert "a record the end of the file cuts" in cut.message and cut.offset <= 2765
