@@ -11,17 +11,28 @@ deletes such a message at start (``AbstractJournalStorageManager.loadMessageJour
 reference count is zero is deleted): every queue it was on loses it. The window of new ids does not show it (a
 reference carries its message's id, which survives). Its references in a later file would have ended the
 reading here; a transaction's message counts only when its transaction committed (the load holds it).
+
+A message some queue acknowledged is left out: one acknowledged on every queue it was routed to, whose DELETE a
+crash cut off (``storeAcknowledge``, then ``deleteMessage``: two writes), loses nothing at start. Unless the
+damaged bytes are zeros laid exactly over whole records (``load.file_gaps``) that count more of its references,
+at a reference's length each (the broker writes them right after the ADD), than it has acknowledgements: then a
+queue still held it.
 """
 from __future__ import annotations
 
+from amqtool.formats.artemis.records import fixed_size
+
 _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
-_ADD, _ADD_TX = 11, 13
+_ADD, _UPDATE, _ADD_TX, _UPDATE_TX = 11, 12, 13, 14
+_QUEUE_ID = 8  # an ADD_REF's body: the queue's id
 
 
-def refless_add(opened, index: int, first: int, evidence) -> int | None:
+def refless_add(opened, index: int, first: int, evidence, end: int | None = None) -> int | None:
     """The id of the message whose ADD is the last valid record before ``first``, the start of the damaged end
     of message-journal file ``index``, when the load holds it with no reference and no surviving record
-    deletes or acknowledges it (module contract); else None."""
+    deletes or acknowledges it (module contract); else None. ``end``: where the damaged bytes end (the next
+    valid record), for damage inside a file: zeros there counting more references than acknowledgements
+    outweigh an acknowledgement."""
     from amqtool.engines.artemis.tails import _records
 
     if evidence is None or opened.journal.kind != "messages" or not evidence.have_bindings:
@@ -36,6 +47,17 @@ def refless_add(opened, index: int, first: int, evidence) -> int | None:
     mid = last[1]
     if mid not in evidence.messages or evidence.refs.get(mid) or mid in evidence.deleted_unknown:
         return None
-    if any(m == mid for m, _q in evidence.acked):
+    acked = {q for m, q in evidence.acked if m == mid}
+    if acked and not _more_refs_zeroed(opened, index, first, end, last[0], len(acked)):
         return None
     return mid
+
+
+def _more_refs_zeroed(opened, index: int, first: int, end: int | None, add_type: int, acked: int) -> bool:
+    """Whether ``[first, end)`` of file ``index`` is zeros only, as many whole references of an add of
+    ``add_type`` (plain or transactional) as fill it, and more of them than ``acked``."""
+    if end is None or end <= first:
+        return False
+    ref = fixed_size(_UPDATE_TX if add_type == _ADD_TX else _UPDATE, opened.files[index].version) + _QUEUE_ID
+    size = end - first
+    return size % ref == 0 and size // ref > acked and not any(opened.pread(index, first, size))

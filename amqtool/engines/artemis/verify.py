@@ -346,7 +346,7 @@ class _GapInspector:
                     {"nextValidRecord": off, "deletedMessage": deleted_one}))
                 continue
             refless = (refless_add(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                     if str(f.path) == path), first, evidence)
+                                                     if str(f.path) == path), first, evidence, off)
                        if (effect == HARMLESS or rec is None) and region and self.kind == "messages" else None)
             if refless is not None:
                 # however the bytes read back (a reference with its id damaged too reads as an update of some

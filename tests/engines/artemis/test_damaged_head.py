@@ -294,3 +294,15 @@ def test_ids_no_add_could_carry_in_a_short_run_of_whole_records_are_not_lost_the
     assert (outcome.truth, outcome.verdict, found.severity.name) == ("same", "WARNING", "WARNING")
     lost = found.details["lostIds"]
     assert (lost["unstoredIds"], lost["unaccountedIds"]) == ([48], [])
+
+
+def test_references_zeroed_whole_that_outnumber_the_acknowledgements_are_lost(demo_s1):
+    """refless_add.py: zeros laid exactly over message 74's two references (demo-s1's activemq-data-1.amq,
+    34487+62, right after its ADD), one queue having acknowledged it since. A message with an acknowledgement was
+    left out (one acknowledged everywhere whose DELETE a crash cut off loses nothing), and the run judge called the
+    region a warning, while the broker deletes the message the other queue still held. Two references' worth of
+    zeros against one acknowledgement: a queue still held it."""
+    outcome, (found,) = demo_s1.judge_findings(Fault("zero", "data/journal/activemq-data-1.amq", 34487, 62),
+                                               "damaged-record")
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert (found.severity.name, found.details["reflessMessage"]) == ("CRITICAL", 74)
