@@ -226,11 +226,12 @@ def head_record(buf: bytes, base: int, first: int, end: int, tag: int, version: 
 
 
 def _records(opened, index: int, start: int = 16):
-    """(type, offset, id, tx id) of the records of file ``index`` from ``start`` (-1 for ids a type lacks)."""
+    """(type, offset, id, tx id, size) of the records of file ``index`` from ``start`` (-1 for ids a type
+    lacks)."""
     for base, _data, records, _marked in opened.scan_windows(index):
         for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
             if base + off >= start:
-                yield t, base + off, rid if t not in _NO_ID else -1, tx if t in _TX else -1
+                yield t, base + off, rid if t not in _NO_ID else -1, tx if t in _TX else -1, size
 
 
 def run_window(ledger, result, index: int, first: int, end: int, region, evidence, effect_of,
@@ -261,16 +262,21 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
         # damage took is an add when it is longer than any other record the broker writes.
         return None
     after = -1
+    adds = []  # the sizes of the journal's adds, outside the region (_unstored)
     for fi in range(index + 1):
-        for t, off, rid, tx in _records(opened, fi):
+        for t, off, rid, tx, size in _records(opened, fi):
             if fi == index and off >= first:
                 break
             after = max(after, rid, tx)
+            if t in _ADDS:
+                adds.append(size)
     before = None
     for fi in range(index, len(opened.files)):
-        for t, off, rid, tx in _records(opened, fi, end if fi == index else 16):
-            if t in _ADDS and rid > after and (before is None or rid < before):
-                before = rid
+        for t, off, rid, tx, size in _records(opened, fi, end if fi == index else 16):
+            if t in _ADDS:
+                adds.append(size)
+                if rid > after and (before is None or rid < before):
+                    before = rid
     if before is None or before - after > MAX_WINDOW:
         return None
     w = RunWindow(after, before)
@@ -333,7 +339,7 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
     if unexplained and not any(buf[first - base:end - base]):
         # zeros laid exactly over whole records (load.file_gaps: a region of them begins where the record before
         # ends): no record that carries a new id was there when none of the journal's adds is that short
-        smallest = _smallest_add(opened)
+        smallest = min(adds, default=None)
         if smallest is not None and end - first < smallest:
             w.unstored, w.smallest_add, w.region_size = sorted(unexplained), smallest, end - first
             unexplained = set()
@@ -344,14 +350,6 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
         # taken for an add, may be a PREPARE): no transaction the store leaves open ended there
         _open_transactions(w, ledger, result, index, end, evidence)
     return w
-
-
-def _smallest_add(opened) -> int | None:
-    """The size of the shortest ADD or ADD_TX in the files of ``opened`` (a rescan, on damage only), or None."""
-    sizes = [size for base, _data, records, _marked in (w for fi in range(len(opened.files))
-                                                          for w in opened.scan_windows(fi))
-             for t, off, size, *_rest in records if t in _ADDS]
-    return min(sizes, default=None)
 
 
 def zeroed_from(opened, index: int, first: int) -> int:
