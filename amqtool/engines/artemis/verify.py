@@ -280,6 +280,7 @@ class _GapInspector:
             return cache["live"]
 
         for path, first, off, region in self.regions:
+            index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
             candidates = (reconstruct(region[0], region[1], first, off, region[2], region[3], max_id,
                                       bare=evidence.bare) if region else [])
             if any(r.type == 18 and r.wrong for r in candidates):
@@ -292,8 +293,7 @@ class _GapInspector:
                 # what the broker delivers was that transaction's COMMIT, its id damaged too (demo-s3's bindings,
                 # make fuzz seed 9892: 16 zeros over a COMMIT's tag and tx id read as transaction 0's, "changes
                 # nothing", while the broker rolled back the queue binding it committed, with its 32 messages)
-                cut = (last_open_tx(self.result, next(i for i, f in enumerate(self.result.files)
-                                                      if str(f.path) == path), first)
+                cut = (last_open_tx(self.result, index, first)
                        if any(r.type == 18 and r.wrong for r in candidates) else None)
                 if cut is not None and evidence.effect_of_discarded(transaction_records(self.opened, cut)) != HARMLESS:
                     candidates = [replace(r, tx_id=cut, wrong=f"{r.wrong} and transaction id")
@@ -303,8 +303,7 @@ class _GapInspector:
             if nameless:
                 # a transactional record read with a damaged field, naming a transaction with no other record, was
                 # one of the transaction whose records are written around it (tx_neighbours.py)
-                owner = neighbour_tx(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                       if str(f.path) == path), first, off)
+                owner = neighbour_tx(self.opened, index, first, off)
                 if owner is not None:
                     candidates = [replace(r, tx_id=owner, wrong=f"{r.wrong} and transaction id")
                                   if r.type in (13, 14, 15) and r.tx_id in nameless else r for r in candidates]
@@ -318,12 +317,10 @@ class _GapInspector:
                 if part is not None and of_deleted_record(part, own_deleted(), live_ids()):
                     rec, effect = part, (effect_of(part) if part.type in (13, 14) else HARMLESS)
             if not candidates and region and effect != HARMLESS:  # two records, each damaged at one end
-                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
                 pair = read_pair(region, first, off, self.result, index)
                 if pair is not None:
                     rec, effect = pair, pair_effect(pair, effect_of, evidence, self.opened, self.kind)
-            last_ack = (ack_before_delete(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                            if str(f.path) == path), first, off)
+            last_ack = (ack_before_delete(self.opened, index, first, off)
                         if rec is None and region and self.kind == "messages" else None)
             if last_ack is not None:  # an acknowledgement whose head was damaged, right before its DELETE
                 self.findings.append(Finding(
@@ -334,8 +331,7 @@ class _GapInspector:
                     f"broker delivers (the DELETE removes the message all the same)", path, first,
                     {"nextValidRecord": off, "lastAck": {"messageId": last_ack[0], "queueId": last_ack[1]}}))
                 continue
-            deleted_one = (update_of_deleted(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                               if str(f.path) == path), first, off)
+            deleted_one = (update_of_deleted(self.opened, index, first, off)
                            if rec is None and region and self.kind == "messages" else None)
             if deleted_one is not None:  # an update whose head was damaged, between two records of one message
                 self.findings.append(Finding(
@@ -345,8 +341,7 @@ class _GapInspector:
                     f"after it: its loss changes nothing the broker delivers", path, first,
                     {"nextValidRecord": off, "deletedMessage": deleted_one}))
                 continue
-            refless = (refless_add(self.opened, next(i for i, f in enumerate(self.result.files)
-                                                     if str(f.path) == path), first, evidence, off)
+            refless = (refless_add(self.opened, index, first, evidence, off)
                        if (effect == HARMLESS or rec is None) and region and self.kind == "messages" else None)
             if refless is not None:
                 # however the bytes read back (a reference with its id damaged too reads as an update of some
@@ -365,8 +360,7 @@ class _GapInspector:
             if run is not None:  # records taken whole: judged by the ids around them (wiped_run.py)
                 self.findings.append(run)
                 continue
-            why = (no_binding_change(region, first, off, self.result, evidence,
-                                     next(i for i, f in enumerate(self.result.files) if str(f.path) == path))
+            why = (no_binding_change(region, first, off, self.result, evidence, index)
                    if effect != HARMLESS and region and self.kind == "bindings" else None)
             if why is not None:  # too few bytes for a binding transaction (bindings_run.py)
                 self.findings.append(Finding(
@@ -375,7 +369,6 @@ class _GapInspector:
                 continue
             if effect == HARMLESS and region and self.kind == "bindings":
                 # the zeros before them took whole records (bindings_run.py)
-                index = next(i for i, f in enumerate(self.result.files) if str(f.path) == path)
                 open_tx = commit_in_zeros(self.result, evidence, index, first)
                 emptied = zeroed_commit_records(self.result, index, first, rec) if open_tx is None else None
                 if open_tx is not None or emptied is not None:
