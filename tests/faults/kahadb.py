@@ -328,7 +328,6 @@ class KahaSites:
                 return fault.offset >= max(after, last) or _torn_write(d.logs[-1], fault, after)
         return False
 
-
     def _first_change(self, fault: Fault) -> Fault:
         """``fault`` (a zeroed range) from its first byte that is not zero in the pristine store (the store at
         ``root`` when the campaign judges: the fault undone)."""

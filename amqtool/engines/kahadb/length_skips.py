@@ -32,7 +32,7 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None)
     checksum fails, makes the broker's replay deliver what the records written there and after it would:
     see the module docstring. ``acked``: after_acks.acked_after; ``subscribed(destination key)``: the durable
     subscription keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack."""
-    from amqtool.engines.kahadb.superseded import _LOCATION_ONLY, _SIZE_AT, _effect, _restored
+    from amqtool.engines.kahadb.superseded import LOCATION_ONLY, _SIZE_AT, _effect, _restored
 
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n \
@@ -67,12 +67,12 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None)
             if cmd is None or _effect(now) != _effect(cmd):
                 return False
             continue
-        if cmd is None or cmd.type in _LOCATION_ONLY:
+        if cmd is None or cmd.type in LOCATION_ONLY:
             continue
         if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                 and unmatched(cmd):
             continue
-        if not _acked_send(cmd, acked, subscribed):
+        if not acked_send(cmd, acked, subscribed):
             return False
     return True
 
@@ -98,7 +98,7 @@ def _written_from(buf, first: int, start: int, original: bytes) -> dict | None:
     return out
 
 
-def _acked_send(cmd, acked: dict, subscribed) -> bool:
+def acked_send(cmd, acked: dict, subscribed) -> bool:
     """``cmd`` is a send outside a transaction that acknowledgements after the checkpoint take back: a queue's
     acked, a topic's acked by each of its durable subscriptions."""
     if cmd.type is not EntryType.ADD_MESSAGE or cmd.transaction is not None or cmd.destination is None:

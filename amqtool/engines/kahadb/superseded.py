@@ -64,7 +64,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if compaction and (i == 0 or inert(payload)):
                 continue
             cmd = cmd or decode_command(bytes(payload))
-            if cmd.type in _LOCATION_ONLY and cmd.unknown and not newest:
+            if cmd.type in LOCATION_ONLY and cmd.unknown and not newest:
                 # another record whose type byte now reads as one of these: the replay drops it, which is
                 # harmless when it was written as a send the replay undoes (the batch as written, from its
                 # Adler-32: one changed byte)
@@ -73,7 +73,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                 if i >= len(written):
                     return False
                 cmd = written[i]
-            if cmd.type in _LOCATION_ONLY and not cmd.unknown:
+            if cmd.type in LOCATION_ONLY and not cmd.unknown:
                 continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
             if cmd.type is EntryType.PREPARE and ended is not None and cmd.transaction is not None \
                     and cmd.transaction.key in ended():
@@ -89,7 +89,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
 
 
 # MessageDatabase.process visits these with processLocation(location) alone: nothing else changes
-_LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
+LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
 
 
 def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
@@ -336,7 +336,7 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
             return True
         if idle is None or not idle(now):
             return False
-    return then.type in _LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
+    return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then))
 
 

@@ -44,10 +44,10 @@ def harmless(cmd, acked: dict, subscribed, unmatched=None, open_txs=frozenset())
     delivers: a send acknowledged later in the replay (by every durable subscription, for a topic), a send or
     ack of a transaction left open and unprepared, an ack ``unmatched`` accepts, or a record whose ``process``
     only moves ``lastUpdate``."""
-    from amqtool.engines.kahadb.length_skips import _acked_send
-    from amqtool.engines.kahadb.superseded import _LOCATION_ONLY
+    from amqtool.engines.kahadb.length_skips import acked_send
+    from amqtool.engines.kahadb.superseded import LOCATION_ONLY
 
-    if cmd.type in _LOCATION_ONLY and not cmd.unknown:
+    if cmd.type in LOCATION_ONLY and not cmd.unknown:
         return True
     if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
             and unmatched(cmd):
@@ -55,7 +55,7 @@ def harmless(cmd, acked: dict, subscribed, unmatched=None, open_txs=frozenset())
     if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE) and cmd.transaction is not None \
             and cmd.transaction.key in open_txs:
         return True  # rolled back at start either way
-    return bool(_acked_send(cmd, acked, subscribed))
+    return bool(acked_send(cmd, acked, subscribed))
 
 
 def _records_after(buf, pos: int, n: int) -> list | None:
