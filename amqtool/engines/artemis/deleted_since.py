@@ -24,7 +24,9 @@ else the run held fits in its bytes less theirs, counted at the least:
 When fewer bytes than a DELETE_TX (30, the shortest record of a binding change) are left, the run held no other
 binding change: at most plain records (no binding: ``bindings_run``) and COMMITs or ROLLBACKs, whose loss leaves
 a transaction open or counted short -- the load's failed transactions and ``commit-count-mismatch``, which this
-rule does not judge. A journal with a grouping record is not judged either (``addGrouping`` writes a plain ADD
+rule does not judge, but for a failed transaction whose every binding a committed DELETE_TX after the run removes:
+the broker deletes only a binding it holds, so that transaction committed, its COMMIT (22 bytes, counted) was in
+the run, and without it the broker binds nothing it would still hold. A journal with a grouping record is not judged either (``addGrouping`` writes a plain ADD
 that ``deleteGrouping`` removes with a DELETE_TX: no COMMIT, a shorter encoding); a broker with a grouping
 handler writes one for every message group, so a journal whose only grouping record the run took is not
 weighed.
@@ -55,7 +57,7 @@ def deleted_since(result, index: int, first: int, end: int) -> str | None:
 
     opened = result.opened
     version = opened.files[index].version
-    if version < 2 or result.failed or any(a.code == "commit-count-mismatch" for a in result.anomalies):
+    if version < 2 or any(a.code == "commit-count-mismatch" for a in result.anomalies):
         return None
     scans = [native.scan_records(opened.read_file(fi), jf.tag, jf.version, True, _HEADER)[0]
              for fi, jf in enumerate(opened.files)]
@@ -73,6 +75,9 @@ def deleted_since(result, index: int, first: int, end: int) -> str | None:
     if any(r[0] in (_PREPARE, _ROLLBACK) and r[4] not in txs for r in records):
         return None
     bare = sum(1 for r in after if r[0] == _COMMIT and r[4] not in txs)  # COMMITs the run took the records of
+    ended = _ended_in_run(result.failed, after, index, first)
+    if ended is None:
+        return None
     held = {r[5] for r in records if r[0] in (_ADD, _ADD_TX)}
     committed = {r[4] for r in records if r[0] == _COMMIT}
     named: dict[int, int] = {}  # id no record holds -> the fewest bytes of its record
@@ -84,7 +89,7 @@ def deleted_since(result, index: int, first: int, end: int) -> str | None:
         return None
     total = end - start
     bindings = sum(1 for least in named.values() if least == SMALLEST_BINDING_ADD)
-    commits = max(0, bindings - bare) * fixed_size(_COMMIT, version)
+    commits = (max(0, bindings - bare) + ended) * fixed_size(_COMMIT, version)
     least = sorted(named.values())
     counted = sum(least) + commits
     last = struct.unpack(">i", opened.pread(index, end - 4, 4))[0]
@@ -97,10 +102,36 @@ def deleted_since(result, index: int, first: int, end: int) -> str | None:
     if left >= fixed_size(_DELETE_TX, version):
         return None
     return (f"the {len(named)} record(s) surviving DELETEs name and no record holds were in them (a journal of one "
-            f"file, its whole history: a record is written before its DELETE), {bindings} of them bindings; at "
+            f"file, its whole history: a record is written before its DELETE), {bindings} of them bindings"
+            f"{_commits_clause(ended)}; at "
             f"least {counted} of their {total} bytes, leaving {max(left, 0)}, fewer than the "
             f"{fixed_size(_DELETE_TX, version)} of a DELETE_TX: every binding they held was deleted since, so no "
             f"binding was lost, and the bindings journal holds no message")
+
+
+def _commits_clause(ended: int) -> str:
+    if not ended:
+        return ""
+    return (f", with the COMMIT of {ended} transaction(s) the load fails, whose bindings a later DELETE_TX removes "
+            f"(so they committed)")
+
+
+def _ended_in_run(failed: list, after: list, index: int, first: int) -> int | None:
+    """How many of the load's failed transactions lost their COMMIT in the run, when every one did and held only
+    bindings a committed DELETE_TX after the run removes; None otherwise (a failed transaction this rule cannot
+    weigh). The broker deletes only a binding it holds (``deleteQueueBinding`` for a queue it created,
+    ``deleteAddressBinding`` for an address it added), so a transaction whose binding was deleted later had
+    committed, and its COMMIT, written after its records and before that DELETE_TX, was in the run: without it
+    the broker never binds what it held, as it would not since."""
+    committed = {r[4] for r in after if r[0] == _COMMIT}
+    removed = {r[5] for r in after if r[0] == _DELETE_TX and r[4] in committed}
+    for tx in failed:
+        if tx.prepared or tx.records_to_delete or not tx.records:
+            return None
+        if any(rec.is_update or rec.id not in removed or rec.file_index != index or rec.body_offset >= first
+               for rec in tx.records):
+            return None
+    return len(failed)
 
 
 def _back_to_back(before: list, after: list) -> bool:

@@ -107,3 +107,25 @@ def test_zeros_before_a_short_run_count_with_it(repo, offset, length):
     outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     assert found.severity.name == "CRITICAL" and found.offset == offset + length
+
+
+@pytest.mark.parametrize("repo, offset, length", [
+    # zeros over a binding transaction's COMMIT and the ADD_TX after it: the load fails the first transaction (no
+    # COMMIT left), but a committed DELETE_TX later removes its binding, as it removes the second's: the broker
+    # deletes only a binding it holds, so the COMMIT was in the run, and nothing the broker keeps was lost there
+    # (deleted_since.py; codybum/newcomm's bindings, sweep seed 9573, was same/CRITICAL)
+    ("ColdGold1__sfg-jms", 264, 165),
+    ("andymaier__artemis-broker1", 669, 124),
+])
+def test_a_failed_transaction_whose_binding_was_deleted_since_loses_nothing(repo, offset, length):
+    outcome, (found,) = _judged(PUBLIC / repo / "data", Fault("zero", FILE, offset, length, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("same", "WARNING")
+    assert found.severity.name == "WARNING" and "COMMIT of 1 transaction(s) the load fails" in found.message
+
+
+def test_a_failed_transaction_still_bound_is_a_loss():
+    # the same zeros where the first transaction's binding is live: the broker loses it
+    store = PUBLIC / "andymaier__artemis-broker1" / "data"
+    outcome, (found,) = _judged(store, Fault("zero", FILE, 598, 55, label="zeroed range"))
+    assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
+    assert found.severity.name == "CRITICAL"
