@@ -21,6 +21,10 @@ record before it: when the last valid record belongs to an open transaction whos
 contradict, the COMMIT is that transaction's (the bindings journal's, ``commitBindings``, follows its binding's
 record at once).
 
+The same header at the start of a damaged run inside a file (valid records after it: ``verify``'s
+``damaged-record``) names the end the run took, before the ids around the run are weighed (``wiped_run.py``
+cannot tell a lost end from a transaction a client rolled back).
+
 In the bindings journal it is read last, when the window of ids (``tails.py``) leaves an open transaction
 untold: a binding lost at a damaged end is first weighed by its own head and by the window's live ids
 (:mod:`~amqtool.engines.artemis.lost_binding`), whose findings say which binding.

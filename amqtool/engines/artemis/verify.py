@@ -59,6 +59,7 @@ from amqtool.engines.artemis.lost_deletes import (
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.own_acks import ack_before_delete, deleted_after_own_ack
 from amqtool.engines.artemis.ref_in_place import run_owned
+from amqtool.engines.artemis.lost_end import lost_end
 from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
@@ -354,6 +355,20 @@ class _GapInspector:
                     f"message {refless}, whose ADD is the last record before them, has no reference left anywhere: "
                     f"they held its references, and the broker deletes a message no queue holds at start", path,
                     first, {"nextValidRecord": off, "reflessMessage": refless}))
+                continue
+            ended = (lost_end(self.opened, self.result, index, first, first, evidence)
+                     if rec is None and region and self.kind == "messages" else None)
+            if ended is not None:
+                # the run begins with a PREPARE or COMMIT head of a transaction the load fails (lost_end.py, as on a
+                # damaged end): the broker wrote its end there. Proof, so weighed before the ids around a run,
+                # which cannot tell a lost end from a transaction a client rolled back (cut_off_tx.py)
+                what = "PREPARE" if ended[0] == 17 else "COMMIT"
+                self.findings.append(Finding(
+                    Severity.CRITICAL, "damaged-record",
+                    f"{off - first} damaged byte(s) followed by valid records (the broker skips them and goes on): "
+                    f"the first record lost there, whose header survives, is the {what} of transaction {ended[1]}, "
+                    f"which the load holds open with live records: the broker fails the transaction and loses them",
+                    path, first, {"nextValidRecord": off, "lostEnd": {"recordType": ended[0], "txId": ended[1]}}))
                 continue
             run = (run_finding(self.ledger, self.result, path, first, off, region, evidence, effect_of, own_deleted())
                    if rec is None and region and self.kind == "messages" else None)
