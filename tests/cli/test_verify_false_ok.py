@@ -185,6 +185,33 @@ def test_a_paged_message_whose_transaction_id_was_never_issued_is_critical(run_j
     assert f["details"] == {"pageTransaction": 417, "namedTransaction": (1 << 48) + 417, "messagesLost": 1}
 
 
+def test_a_paged_message_naming_a_transaction_issued_after_it_is_critical(run_json, tmp_path, demo_s4):
+    # make fuzz seed 9574031725009109: bit 21 of the same message's transaction id (offset 2905): 417 became
+    # 2^21 + 417, among the ids a broker may issue, so it was judged only by the page counters (WARNING, "the end
+    # of the current page cut, or records lost"); but it is above the message's own id (420), and a transaction
+    # takes its id before any message sent in it: the id was damaged, and queues 35 and 37 lose the message
+    store = copy_tree(demo_s4, tmp_path / "s")
+    flip_byte(store / "data/paging/0d8c202b-ad3e-15b8-806e-eb6fa06f72b1/000000002.page", 2905, 0x20)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _critical(doc) == ["paged-message-tx-damaged"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "paged-message-tx-damaged"]
+    assert f["details"] == {"pageTransaction": 417, "namedTransaction": (1 << 21) + 417, "messagesLost": 1}
+
+
+def test_a_paged_message_sent_outside_a_transaction_whose_id_was_damaged_is_critical(run_json, tmp_path, demo_s2):
+    # page tx id sweep seed 9576: the top bit of a paged message's transaction id, -1 (sent outside a
+    # transaction, which no cursor looks up) made 2^63 - 1, which no page transaction holds: every cursor skips
+    # it, and queues 35 and 37 lose it. No committed page transaction is a bit away, so it was a WARNING
+    store = copy_tree(demo_s2, tmp_path / "s")
+    flip_byte(store / "data/paging/af29d115-ef24-1d62-9dd9-61e6830b54fa/000000001.page", 51238, 0x80)
+    code, doc, _ = run_json("verify", store)
+    assert (code, doc["verdict"]) == (2, "CRITICAL")
+    assert _critical(doc) == ["paged-message-tx-damaged"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "paged-message-tx-damaged"]
+    assert f["details"] == {"pageTransaction": -1, "namedTransaction": (1 << 63) - 1, "messagesLost": 1}
+
+
 def test_a_current_page_cut_at_a_record_boundary_through_a_committed_page_transaction_is_critical(
         run_json, tmp_path, demo_s2):
     # seed 5150016453003054: address backlog's only page (its current one, 12740 bytes) cut to 5694, where a

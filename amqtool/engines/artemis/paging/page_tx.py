@@ -36,3 +36,30 @@ def pending_by_page_tx(page_stores, view: PagingJournalView) -> Counter:
                     if any(view.queue_state(q, pid, number) == Q_PENDING for q in qids):
                         out[tx_id] += 1
     return out
+
+
+
+def named_after_messages(pages, tx_ids) -> dict[int, int]:
+    """For each id of ``tx_ids`` that every paged message naming it (in ``pages``: ``(page store, page id)``
+    pairs, those that hold such messages) was issued before -- each message's own id lower than the
+    transaction id it names --, the lowest of those message ids. A transaction takes its id when it is created
+    (``TransactionImpl``: ``storageManager.generateID()``; a session creates the next one as it commits the
+    last, an XA start creates one), and a message its id as it is sent in it (``ServerSessionImpl.send``, or
+    ``createLargeMessage`` for a large one), from the same counting-up generator: a message carries an id above
+    its own transaction's. A paged message naming a transaction numbered above itself names one it was not sent
+    in, and the one it was sent in is numbered below it. Pages that cannot be read are skipped."""
+    wanted = set(tx_ids)
+    lowest: dict[int, int] = {}
+    after: set[int] = set()
+    for ps, pid in pages:
+        try:
+            pf = ps.open_page(pid)
+        except OSError:
+            continue
+        with pf:
+            for _, _, _, tx_id, _, mid, _, _ in PageSummaries(pf.buf, pf.size):
+                if tx_id in wanted:
+                    lowest[tx_id] = min(lowest.get(tx_id, mid), mid)
+                    if mid >= tx_id:
+                        after.add(tx_id)
+    return {t: m for t, m in lowest.items() if t not in after}

@@ -215,6 +215,7 @@ class PagingVerifier:
         # (paging/crash_tail.py): damage confined to that record is a torn tail
         self.crash_tails: dict[str, int] = {}
         self._pending_by_tx: Counter | None = None
+        self._not_found_pages: list[tuple[PageStore, int]] = []  # pages holding messages of unrecorded page txs
         # (address, CRITICAL page-damaged finding) of pages the broker stops reading before their end, where what
         # the bytes after held is unknown: a WARNING when the page counters account for every message
         self._unread: list[tuple[str, Finding]] = []
@@ -226,6 +227,11 @@ class PagingVerifier:
         if self._pending_by_tx is None:
             self._pending_by_tx = page_tx.pending_by_page_tx(getattr(self, "_stores", ()), self.view)
         return self._pending_by_tx.get(tx_id, 0)
+
+    def named_after_messages(self, tx_ids) -> dict[int, int]:
+        """:func:`~.page_tx.named_after_messages` over the pages that hold messages of transactions with no
+        page-transaction record (a Python read: only damage asks)."""
+        return page_tx.named_after_messages(self._not_found_pages, tx_ids)
 
     def is_crash_tail(self, path: str, number: int) -> bool:
         """Whether message ``number`` of the page at ``path`` is its address's current page's last record,
@@ -348,6 +354,7 @@ class PagingVerifier:
                         self.crash_tails[str(path)] = last
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
+                not_found_before = sum(not_found.values())
                 if use_native:
                     end, error = self._walk_page(buf, pf.size, pid, account)
                 else:
@@ -356,6 +363,8 @@ class PagingVerifier:
                     for number, _, _, tx_id, _, mid, qids, header in s:
                         record(number, tx_id, mid, qids, header)
                     end, error = s.end, s.error
+                if sum(not_found.values()) != not_found_before:
+                    self._not_found_pages.append((ps, pid))  # read again only if a transaction id is judged
                 if error is None and not self.figures_only:
                     error = _first_undecodable(buf, pf.size)
                 if error is not None:
