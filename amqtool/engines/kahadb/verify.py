@@ -63,6 +63,9 @@ kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
 kahadb-no-index                    INFO      db.data absent: the broker rebuilds it (as after amqtool compact)
 kahadb-index-unreadable            WARNING   db.data unreadable: the broker rebuilds it
+kahadb-rebuild-skips-writes        CRITICAL  the broker rebuilds the index, and its replay skips records a later
+                                             run wrote into an ack compaction file after its forwarded acks:
+                                             what they did is lost (rebuild_skips.py)
 kahadb-unknown-field               WARNING   a protobuf field the schema does not declare
 kahadb-bad-message                 WARNING   a live message whose OpenWire bytes do not decode
 kahadb-empty-journal-file          INFO      a zero-length db-N.log (a failed create; ignored at start)
@@ -85,6 +88,7 @@ from amqtool.engines.kahadb.order_keys import moved_entries
 from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
+from amqtool.engines.kahadb.rebuild_skips import rebuild_skips
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.replay_skips import skipped_effect
@@ -238,6 +242,9 @@ def _index_rest(d, ev, judge, findings) -> None:
         add(Finding(W, "kahadb-index-unreadable", f"db.data's order indexes cannot be read ({d.indexed_error}); "
                     "the broker rebuilds the index from the journal at start, or fails when it reaches the "
                     "damaged page", str(d.directory / "db.data")))
+    if idx is not None and (not idx.present or idx.error or (view is not None and d.indexed_error)) \
+            and not d.is_tx_store:
+        _rebuild_skips(d, findings)
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
         for key, m, name in ev.unfound if ev is not None else ():
@@ -347,6 +354,28 @@ def _index_rest(d, ev, judge, findings) -> None:
             add(Finding(W, "kahadb-open-transaction", f"open transaction {tx.id} ({tx.sends} send(s), {tx.acks} "
                         "ack(s)) has no outcome: the broker rolls it back at start",
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
+
+
+def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
+    """The broker rebuilds the index: what it loses to an ack compaction file written on after its forwarded
+    acks (rebuild_skips.py) is lost for good, whatever the index held."""
+    lost, back, files = rebuild_skips(d)
+    if not lost and not back:
+        return
+    parts = []
+    if lost:
+        parts.append(f"loses {len(lost)} live message(s) ({', '.join(m for _k, m in lost[:5])}"
+                     f"{' ...' if len(lost) > 5 else ''})")
+    if back:
+        parts.append(f"brings back {len(back)} acknowledged message(s) ({', '.join(m for _k, m in back[:5])}"
+                     f"{' ...' if len(back) > 5 else ''})")
+    names = ", ".join(f"db-{fid}.log" for fid in files)
+    findings.append(Finding(C, "kahadb-rebuild-skips-writes", "the broker rebuilds the index from the journal, "
+                            f"and its replay skips the rest of ack compaction file(s) {names} after the marker "
+                            "(process(KahaRewrittenDataFileCommand): the source file is still there), where a later "
+                            f"run wrote on: it {' and '.join(parts)}", _log(d, files[0]), None,
+                            {"lose": len(lost), "bringBack": len(back), "rebuildWouldLose": [m for _k, m in lost[:100]],
+                             "rebuildWouldBringBack": [m for _k, m in back[:100]]}))
 
 
 def _cut_after_checkpoint(d: DirResult) -> int | None:
