@@ -39,7 +39,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     does nothing), topic messages acked there by every durable subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys); a transaction's send so acked counts when ``ended()`` has it. In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
-    ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
+    ``newest``: the file is the journal's newest (its records as written, :func:`as_written`; else as the
     replay reads them, :func:`_as_read`). ``ended()``: the transactions whose outcome the replay reads intact
     after it: a PREPARE of one of them changes nothing when dropped (``process(KahaCommitCommand)`` takes the
     operations from the in-flight transactions when no PREPARE moved them to the prepared ones; a ROLLBACK
@@ -48,7 +48,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     nothing when dropped."""
     try:
         if newest:
-            written = _as_written(buf, first, last)
+            written = as_written(buf, first, last)
             if written is None:
                 return False
             records = [(rec.payload, None) for rec in jr.iter_batch_records(*written)]
@@ -210,7 +210,7 @@ def _stepped_over(buf, first: int, last: int) -> list | None:
     return out or None
 
 
-def _as_written(buf, first: int, last: int):
+def as_written(buf, first: int, last: int):
     """``(buffer, batch)``: the batch at ``first`` of the newest file with its records as the broker wrote
     them (``buffer`` a rebuilt copy of it when the damage could be undone), or None.
 

@@ -8,7 +8,8 @@ code                               severity  meaning
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
                                              when latent: no live message of the intact index is damaged (and,
                                              over the checkpoint's record, no record after it is left
-                                             unreplayed: checkpoint_span.py)
+                                             unreplayed: checkpoint_span.py), or after the checkpoint in the
+                                             newest file the index already holds its sends (index_ahead.py)
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data), or
                                              in an older file the record bytes after one, or after zeros
@@ -80,6 +81,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.index_ahead import held, located
 from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
@@ -434,6 +436,7 @@ class _Judge:
         self._ended: set | None = None
         self._unmatched = None
         self._idle = None
+        self._located = None
         self._walked = None
         self._rejects = None
         self._subscribed = None
@@ -491,6 +494,19 @@ class _Judge:
                 self._walked |= walked_records(ids, read, None)
         return self._walked
 
+    def _reads_whole(self, f, first: int, last: int) -> bool:
+        """The index's live messages in ``[first, last]`` read at dispatch as written (damage.py)."""
+        buf = self.buf(f)
+        live = live_in(self.ev, f.id, first, last)
+        return not any(read_failure(buf, m, self.ev.openwire_version) for _k, m in live) and (
+            not live or intact(buf, f.id, live, first))
+
+    def located(self) -> dict:
+        """index_ahead.located of this store directory's order indexes (built once)."""
+        if self._located is None:
+            self._located = located(self.d.indexed or {})
+        return self._located
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -535,6 +551,13 @@ class _Judge:
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
                                 "whose outcome follows, or acks of messages the subscription's selector does not "
                                 "match: the broker's replay delivers the same")
+        if after and f.id == self.newest and not self.strict and held(
+                self.buf(f), first, last, f.id, self.located(), self.d.replay.transactions) \
+                and self._reads_whole(f, first, last):
+            return self._latent(f, first, last, "after the index checkpoint in the newest file, and its records are "
+                                "sends the index already holds at their place (index pages are written between "
+                                "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
+                                "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
                                         self.rejects(), self.subscribed):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
