@@ -253,7 +253,7 @@ def as_written(buf, first: int, last: int):
 
 
 def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
-                       rejects=None, subscribed=None) -> bool:
+                       rejects=None, subscribed=None, held=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -279,7 +279,10 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     selector does not match, which ``TopicStorePrefetch.recoverMessage`` never hands it), or a record whose
     ``process`` only moves ``lastUpdate`` (a trace, the producer audit, the ack map). Such an ack that reads
     as another one that ``idle(cmd)`` accepts (after_acks.acks_nothing: its destination holds no message of its
-    id) changes nothing either."""
+    id) changes nothing either. A send written where ``held(offset, cmd)`` says the index already holds it
+    (index_ahead.py: index pages written after the checkpoint) changes nothing when the walk steps over it or
+    reads it as a send to the same destination: ``updateIndex`` finds its Location in ``locationIndex`` and
+    takes it for "a redo of a previously added message"."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -306,8 +309,9 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd, sent)) if idle else None
+            at = first + jr.BATCH_CONTROL_RECORD_SIZE
             return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
-                       for (_p, a), (_q, b) in zip(now, then))
+                       or _redone(a, b, held, at + q) for (_p, a), (q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
@@ -342,6 +346,16 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then))
+
+
+def _redone(now, then, held, offset: int) -> bool:
+    """The written send ``then`` at ``offset`` is one the index holds (``held``), and the walk steps over it
+    (``now`` None: its header's type byte is what changed) or reads a send to the same destination there with
+    the message bytes as written (the broker reads them from that Location at dispatch): nothing changes
+    (``replayed_unchanged``)."""
+    return held is not None and then is not None and then.type is EntryType.ADD_MESSAGE and held(offset, then) \
+        and (now is None or now.type is EntryType.ADD_MESSAGE and now.destination == then.destination
+             and bytes(now.message) == bytes(then.message))
 
 
 def _renamed(now, then, acked: dict, rejects=None) -> bool:

@@ -501,6 +501,11 @@ class _Judge:
         return not any(read_failure(buf, m, self.ev.openwire_version) for _k, m in live) and (
             not live or intact(buf, f.id, live, first))
 
+    def held(self, f):
+        """``(offset, send) -> bool``: the index holds that send of file ``f`` at its Location (index_ahead.py)."""
+        where = self.located()
+        return lambda off, cmd: where.get((f.id, off)) == (cmd.destination.key, cmd.message_id)
+
     def located(self) -> dict:
         """index_ahead.located of this store directory's order indexes (built once)."""
         if self._located is None:
@@ -559,7 +564,7 @@ class _Judge:
                                 "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
                                 "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                        self.rejects(), self.subscribed):
+                                        self.rejects(), self.subscribed, None if self.strict else self.held(f)):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "

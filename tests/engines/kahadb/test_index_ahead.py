@@ -88,3 +88,29 @@ def test_with_check_for_corrupt_journal_files_the_broker_refuses_to_start(tmp_pa
     store = from_activemq_xml(conf / "activemq.xml")
     assert store.settings["checkForCorruptJournalFiles"] == "true"
     assert _verdict(store)[0] == "CRITICAL"
+
+
+def _index_ahead_of_db7(tmp_path: Path) -> Path:
+    """lastUpdate moved back to db-6.log's last record, 6:63097: db-7.log, an older file, is after it."""
+    root = _index_ahead(tmp_path)
+    data = bytearray((root / "db.data").read_bytes())
+    struct.pack_into(">ii", data, LAST_UPDATE_AT, 6, 63097)
+    (root / "db.data").write_bytes(bytes(data))
+    return root
+
+
+def test_an_older_files_send_the_index_holds_stepped_over_is_latent(tmp_path):
+    # db-7.log@62166 (ID:...-3:3:-1:1:58, live on fx.gc.keep): its record type byte changed, the walk of an older
+    # file steps over a record that is no user record; the index holds the send at its Location: the same (it
+    # was CRITICAL)
+    root = _index_ahead_of_db7(tmp_path)
+    o = _outcome(root, tmp_path, Fault("flip", "db-7.log", 62166 + 4, 0x40, "", "record 1 type"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING")
+    assert "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_older_files_held_send_with_changed_message_bytes_stays_critical(tmp_path):
+    # the walk reads it as the same send (a redo) but the broker reads its bytes from there at dispatch
+    root = _index_ahead_of_db7(tmp_path)
+    o = _outcome(root, tmp_path, Fault("flip", "db-7.log", 62166 + 600, 0x10, "", "record 1 body"))
+    assert (o.truth, o.verdict) == ("loss", "CRITICAL")
