@@ -106,9 +106,11 @@ class DirResult:
 
 def load_directory(directory: Path, *, progress: Callable[[int], None] | None = None,
                    checksums: bool = True, use_native: bool | None = None,
-                   drop_transactions: frozenset = frozenset()) -> DirResult:
+                   drop_transactions: frozenset = frozenset(), skip_rewritten: bool = True) -> DirResult:
     """Scan, replay and index-read one store directory. ``use_native``: None = the C loop when built.
-    ``drop_transactions`` (transaction keys): never committed (``recover``: they lost records)."""
+    ``drop_transactions`` (transaction keys): never committed (``recover``: they lost records).
+    ``skip_rewritten=False``: an ack compaction file's marker never skips the rest of its file (what the
+    running broker's index applied, rebuild_skips.py), where the broker's replay does."""
     files = journal_files(directory)
     res = DirResult(directory, files, is_tx_store=directory.name == "txStore")
     res.index = load_index(directory)
@@ -116,7 +118,7 @@ def load_directory(directory: Path, *, progress: Callable[[int], None] | None = 
     last_update = (meta.last_update.log_id, meta.last_update.offset) if meta and meta.last_update else None
     if meta is not None and last_update is None:
         last_update = (-1, -1)  # never checkpointed: the broker replays the whole journal (§3.4)
-    rp = res.replay = Replay({f.id for f in files}, drop_transactions)
+    rp = res.replay = Replay({f.id for f in files} if skip_rewritten else set(), drop_transactions)
     c_scan = native.kahadb_scan_file if use_native is not False else None
     if use_native and c_scan is None:
         raise RuntimeError(f"the C KahaDB scanner is not available: {native.NATIVE_REASON or 'not built'}")

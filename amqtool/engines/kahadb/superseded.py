@@ -39,7 +39,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     does nothing), topic messages acked there by every durable subscription of ``subscriptions`` (destination key -> subscription keys), or sends of the still-open local
     transactions ``open_txs`` (transaction keys); a transaction's send so acked counts when ``ended()`` has it. In a file that opens with the ack compaction's marker, the
     marker and the forwarded acks ``inert(payload)`` accepts (forwarded.inert_ack) count as undone too.
-    ``newest``: the file is the journal's newest (its records as written, :func:`_as_written`; else as the
+    ``newest``: the file is the journal's newest (its records as written, :func:`as_written`; else as the
     replay reads them, :func:`_as_read`). ``ended()``: the transactions whose outcome the replay reads intact
     after it: a PREPARE of one of them changes nothing when dropped (``process(KahaCommitCommand)`` takes the
     operations from the in-flight transactions when no PREPARE moved them to the prepared ones; a ROLLBACK
@@ -48,7 +48,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     nothing when dropped."""
     try:
         if newest:
-            written = _as_written(buf, first, last)
+            written = as_written(buf, first, last)
             if written is None:
                 return False
             records = [(rec.payload, None) for rec in jr.iter_batch_records(*written)]
@@ -94,9 +94,13 @@ LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAG
 
 def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
     """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message
-    acked by every durable subscription, or a send of a still-open local transaction. A send of a transaction
+    acked by every durable subscription, or a send of a still-open local transaction; or an ack of a still-open
+    local transaction (``MessageDatabase.recover`` rolls it back at the end of recovery: it acks nothing). A send of a transaction
     whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT adds the
     message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove it."""
+    if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is not None and cmd.transaction.local \
+            and cmd.transaction.key in open_txs:
+        return True  # an ack of a transaction left open: the broker rolls it back at start, nothing acked
     if cmd.type is not EntryType.ADD_MESSAGE:
         return False
     if cmd.transaction is not None and cmd.transaction.key in open_txs:
@@ -210,7 +214,7 @@ def _stepped_over(buf, first: int, last: int) -> list | None:
     return out or None
 
 
-def _as_written(buf, first: int, last: int):
+def as_written(buf, first: int, last: int):
     """``(buffer, batch)``: the batch at ``first`` of the newest file with its records as the broker wrote
     them (``buffer`` a rebuilt copy of it when the damage could be undone), or None.
 
@@ -249,7 +253,7 @@ def _as_written(buf, first: int, last: int):
 
 
 def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
-                       rejects=None, subscribed=None) -> bool:
+                       rejects=None, subscribed=None, held=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -275,7 +279,10 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     selector does not match, which ``TopicStorePrefetch.recoverMessage`` never hands it), or a record whose
     ``process`` only moves ``lastUpdate`` (a trace, the producer audit, the ack map). Such an ack that reads
     as another one that ``idle(cmd)`` accepts (after_acks.acks_nothing: its destination holds no message of its
-    id) changes nothing either."""
+    id) changes nothing either. A send written where ``held(offset, cmd)`` says the index already holds it
+    (index_ahead.py: index pages written after the checkpoint) changes nothing when the walk steps over it or
+    reads it as a send to the same destination: ``updateIndex`` finds its Location in ``locationIndex`` and
+    takes it for "a redo of a previously added message"."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -302,8 +309,9 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd, sent)) if idle else None
+            at = first + jr.BATCH_CONTROL_RECORD_SIZE
             return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
-                       for (_p, a), (_q, b) in zip(now, then))
+                       or _redone(a, b, held, at + q) for (_p, a), (q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
@@ -338,6 +346,16 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then))
+
+
+def _redone(now, then, held, offset: int) -> bool:
+    """The written send ``then`` at ``offset`` is one the index holds (``held``), and the walk steps over it
+    (``now`` None: its header's type byte is what changed) or reads a send to the same destination there with
+    the message bytes as written (the broker reads them from that Location at dispatch): nothing changes
+    (``replayed_unchanged``)."""
+    return held is not None and then is not None and then.type is EntryType.ADD_MESSAGE and held(offset, then) \
+        and (now is None or now.type is EntryType.ADD_MESSAGE and now.destination == then.destination
+             and bytes(now.message) == bytes(then.message))
 
 
 def _renamed(now, then, acked: dict, rejects=None) -> bool:

@@ -8,7 +8,8 @@ code                               severity  meaning
 kahadb-checksum-mismatch           CRITICAL  a batch's Adler-32 does not match (file, batch offset); WARNING
                                              when latent: no live message of the intact index is damaged (and,
                                              over the checkpoint's record, no record after it is left
-                                             unreplayed: checkpoint_span.py)
+                                             unreplayed: checkpoint_span.py), or after the checkpoint in the
+                                             newest file the index already holds its sends (index_ahead.py)
 kahadb-corrupt-range               CRITICAL  bytes that are no batch, up to the next batch header; or the
                                              batches after a size-0 batch (read as the end of the data), or
                                              in an older file the record bytes after one, or after zeros
@@ -63,6 +64,9 @@ kahadb-prepared-transaction        WARNING   a prepared XA transaction, in doubt
 kahadb-store-locked                UNKNOWN   a process holds the lock: the store is in use
 kahadb-no-index                    INFO      db.data absent: the broker rebuilds it (as after amqtool compact)
 kahadb-index-unreadable            WARNING   db.data unreadable: the broker rebuilds it
+kahadb-rebuild-skips-writes        CRITICAL  the broker rebuilds the index, and its replay skips records a later
+                                             run wrote into an ack compaction file after its forwarded acks:
+                                             what they did is lost (rebuild_skips.py)
 kahadb-unknown-field               WARNING   a protobuf field the schema does not declare
 kahadb-bad-message                 WARNING   a live message whose OpenWire bytes do not decode
 kahadb-empty-journal-file          INFO      a zero-length db-N.log (a failed create; ignored at start)
@@ -77,6 +81,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.index_ahead import held, located
 from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
@@ -85,6 +90,7 @@ from amqtool.engines.kahadb.order_keys import moved_entries
 from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
 from amqtool.engines.kahadb.preallocated import preallocated_length
+from amqtool.engines.kahadb.rebuild_skips import rebuild_skips
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
 from amqtool.engines.kahadb.replay_skips import skipped_effect
@@ -238,6 +244,9 @@ def _index_rest(d, ev, judge, findings) -> None:
         add(Finding(W, "kahadb-index-unreadable", f"db.data's order indexes cannot be read ({d.indexed_error}); "
                     "the broker rebuilds the index from the journal at start, or fails when it reaches the "
                     "damaged page", str(d.directory / "db.data")))
+    if idx is not None and (not idx.present or idx.error or (view is not None and d.indexed_error)) \
+            and not d.is_tx_store:
+        _rebuild_skips(d, findings)
     if not d.is_tx_store:
         findings.extend(duplicate_entries(d))
         for key, m, name in ev.unfound if ev is not None else ():
@@ -349,6 +358,28 @@ def _index_rest(d, ev, judge, findings) -> None:
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
 
 
+def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
+    """The broker rebuilds the index: what it loses to an ack compaction file written on after its forwarded
+    acks (rebuild_skips.py) is lost for good, whatever the index held."""
+    lost, back, files = rebuild_skips(d)
+    if not lost and not back:
+        return
+    parts = []
+    if lost:
+        parts.append(f"loses {len(lost)} live message(s) ({', '.join(m for _k, m in lost[:5])}"
+                     f"{' ...' if len(lost) > 5 else ''})")
+    if back:
+        parts.append(f"brings back {len(back)} acknowledged message(s) ({', '.join(m for _k, m in back[:5])}"
+                     f"{' ...' if len(back) > 5 else ''})")
+    names = ", ".join(f"db-{fid}.log" for fid in files)
+    findings.append(Finding(C, "kahadb-rebuild-skips-writes", "the broker rebuilds the index from the journal, "
+                            f"and its replay skips the rest of ack compaction file(s) {names} after the marker "
+                            "(process(KahaRewrittenDataFileCommand): the source file is still there), where a later "
+                            f"run wrote on: it {' and '.join(parts)}", _log(d, files[0]), None,
+                            {"lose": len(lost), "bringBack": len(back), "rebuildWouldLose": [m for _k, m in lost[:100]],
+                             "rebuildWouldBringBack": [m for _k, m in back[:100]]}))
+
+
 def _cut_after_checkpoint(d: DirResult) -> int | None:
     """The preallocated length the newest file of ``d`` is cut short of (preallocated.py), or None."""
     return preallocated_length(d) if d.files and d.files[-1].size else None
@@ -405,6 +436,7 @@ class _Judge:
         self._ended: set | None = None
         self._unmatched = None
         self._idle = None
+        self._located = None
         self._walked = None
         self._rejects = None
         self._subscribed = None
@@ -462,6 +494,24 @@ class _Judge:
                 self._walked |= walked_records(ids, read, None)
         return self._walked
 
+    def _reads_whole(self, f, first: int, last: int) -> bool:
+        """The index's live messages in ``[first, last]`` read at dispatch as written (damage.py)."""
+        buf = self.buf(f)
+        live = live_in(self.ev, f.id, first, last)
+        return not any(read_failure(buf, m, self.ev.openwire_version) for _k, m in live) and (
+            not live or intact(buf, f.id, live, first))
+
+    def held(self, f):
+        """``(offset, send) -> bool``: the index holds that send of file ``f`` at its Location (index_ahead.py)."""
+        where = self.located()
+        return lambda off, cmd: where.get((f.id, off)) == (cmd.destination.key, cmd.message_id)
+
+    def located(self) -> dict:
+        """index_ahead.located of this store directory's order indexes (built once)."""
+        if self._located is None:
+            self._located = located(self.d.indexed or {})
+        return self._located
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -506,8 +556,15 @@ class _Judge:
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
                                 "whose outcome follows, or acks of messages the subscription's selector does not "
                                 "match: the broker's replay delivers the same")
+        if after and f.id == self.newest and not self.strict and held(
+                self.buf(f), first, last, f.id, self.located(), self.d.replay.transactions) \
+                and self._reads_whole(f, first, last):
+            return self._latent(f, first, last, "after the index checkpoint in the newest file, and its records are "
+                                "sends the index already holds at their place (index pages are written between "
+                                "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
+                                "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                        self.rejects(), self.subscribed):
+                                        self.rejects(), self.subscribed, None if self.strict else self.held(f)):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "

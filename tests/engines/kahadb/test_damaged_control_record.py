@@ -1,5 +1,5 @@
 """A batch after the index checkpoint whose control record is damaged but whose records still check out against
-its size and Adler-32 (amqtool/engines/kahadb/superseded.py ``_as_written``), and an emptied journal file that
+its size and Adler-32 (amqtool/engines/kahadb/superseded.py ``as_written``), and an emptied journal file that
 is not the newest, on stores real 5.17.2 brokers wrote (tests/data/kahadb: f5-kill SIGKILLed, checkpoint
 4:47110, newest file db-9.log; f4-gc stopped cleanly, its newest file db-15.log the ack compaction of db-4)."""
 from __future__ import annotations

@@ -1,0 +1,62 @@
+"""A damaged batch after the index checkpoint whose records the index on disk already holds.
+
+KahaDB writes index pages between checkpoints: ``PageFile`` flushes its write cache whenever it holds
+``indexWriteBatchSize`` pages (1000 by default, far fewer on a busy broker or a store configured lower), while
+page 0's ``lastUpdate`` moves only at a checkpoint (``MessageDatabase.checkpointUpdate``). So the order index a
+killed broker leaves can hold sends written after ``lastUpdate``, at their journal Location. At start the
+broker replays from ``lastUpdate``; ``Journal.recoveryCheck`` has marked a batch of the newest file that fails
+its checksum a corrupted block, and ``getNextLocation`` skips it. A send the index already holds loses
+nothing: the replay of it would only have found its Location in ``locationIndex`` ("a redo of a previously
+added message", ``updateIndex``), and the broker reads the message at dispatch from the index's Location. The
+COMMIT of a local transaction whose sends the index holds loses nothing either: the transaction stays in
+flight and is rolled back at the end of recovery, which undoes no index entry.
+
+With ``checkForCorruptJournalFiles=true`` the broker instead refuses to start ("Detected missing/corrupt
+journal files referenced by", ``recoverIndex``): the caller does not use this then. Checked on the kl45
+hold-out store h2-many-dests-tx-kill (indexWriteBatchSize=50): a real 5.17.2 broker with the default settings
+delivers every message of the index with db-8.log's first batch corrupted, and refuses to start with the check on.
+"""
+from __future__ import annotations
+
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb import journal as jr
+from amqtool.formats.kahadb.commands import EntryType, decode_command
+
+from amqtool.engines.kahadb.superseded import LOCATION_ONLY, as_written
+
+
+def located(indexed: dict) -> dict:
+    """``(file id, offset) -> (destination key, message id)`` of every entry of the order indexes
+    (``DirResult.indexed``)."""
+    return {(m.file_id, m.offset): (key, m.message_id) for key, dest in indexed.items() for m in dest.messages}
+
+
+def held(buf, first: int, last: int, fid: int, where: dict, transactions: dict) -> bool:
+    """True when ``[first, last]`` of the newest file ``fid`` is one batch (as written: superseded.as_written)
+    whose records are all sends the index holds at their own Location (``where``: :func:`located`), COMMITs
+    of local transactions the replay leaves open whose every operation is such a send (``transactions``:
+    ``Replay.transactions``), or records whose ``process`` only moves ``lastUpdate``."""
+    written = as_written(buf, first, last)
+    if written is None:
+        return False
+    base = 0 if written[0] is buf else first  # (a rebuilt copy starts at the batch)
+    n = 0
+    try:
+        for rec in jr.iter_batch_records(*written):
+            cmd = decode_command(bytes(rec.payload))
+            n += 1
+            if cmd.type in LOCATION_ONLY and not cmd.unknown:
+                continue
+            if cmd.type is EntryType.ADD_MESSAGE and where.get((fid, base + rec.offset)) == \
+                    (cmd.destination.key, cmd.message_id):
+                continue
+            if cmd.type is EntryType.COMMIT and cmd.transaction is not None and cmd.transaction.local:
+                tx = transactions.get(cmd.transaction.key)
+                if tx is not None and tx.ops and all(op[0] == "add" and where.get(op[3]) == (op[1].key,
+                                                                                            op[2].message_id)
+                                                     for op in tx.ops):
+                    continue
+            return False
+    except (FormatError, AttributeError, ValueError):
+        return False
+    return n > 0

@@ -1,0 +1,116 @@
+"""A damaged batch after the index checkpoint in the newest file whose sends the index already holds
+(amqtool/engines/kahadb/index_ahead.py).
+
+The shared fixture ``gc`` (a real 5.17.2 broker, clean stop: lastUpdate 8:39989, db-8.log the newest, every
+send of it live in the index) with page 0's lastUpdate moved back to db-7.log's last record, 7:63596: the
+index then holds the sends of db-8.log written after its checkpoint, as a broker whose index pages were flushed
+between checkpoints (indexWriteBatchSize) and was then killed leaves it. The kl45 hold-out store
+h2-many-dests-tx-kill (indexWriteBatchSize=50) is such a store: with db-8.log's first batch corrupted a real
+broker with the default settings delivers every message of the index; with checkForCorruptJournalFiles=true
+it refuses to start."""
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from amqtool.engines.kahadb import verify_store
+from amqtool.errors import overall_verdict
+from amqtool.store.kahadb_layout import from_activemq_xml
+from amqtool.store.layout import detect
+from tests.faults.kahadb import KahaCampaign
+from tests.faults.model import Fault
+from tests.support import KAHADB
+
+GC = KAHADB / "gc" / "kahadb"
+BATCH = 2075  # db-8.log: the batch of the ADD at 8:2103 (ID:...-3:3:-1:1:61, live on fx.gc.q), up to 3680
+LAST_UPDATE_AT = 4096 + 21 + 4 + 8 + 1  # db.data page 0: state, destinations page, lastUpdate's flag: log id, offset
+
+pytestmark = pytest.mark.skipif(not GC.is_dir(), reason="shared KahaDB fixtures not present")
+
+
+def _index_ahead(tmp_path: Path) -> Path:
+    root = tmp_path / "src" / "kahadb"
+    shutil.copytree(GC, root)
+    (root / "lock").unlink(missing_ok=True)
+    data = bytearray((root / "db.data").read_bytes())
+    assert struct.unpack_from(">ii", data, LAST_UPDATE_AT) == (8, 39989)
+    struct.pack_into(">ii", data, LAST_UPDATE_AT, 7, 63596)
+    (root / "db.data").write_bytes(bytes(data))
+    return root
+
+
+def _verdict(store) -> tuple[str, set]:
+    findings, _ = verify_store(store)
+    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
+
+
+def _outcome(root: Path, tmp_path: Path, fault: Fault):
+    return KahaCampaign("gc-ahead", root, tmp_path / "scratch").run_fault(fault)
+
+
+def test_the_moved_checkpoint_leaves_a_store_the_broker_replays(tmp_path):
+    verdict, codes = _verdict(detect(_index_ahead(tmp_path)))
+    assert (verdict, codes) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+
+
+def test_a_corrupted_batch_of_a_send_the_index_holds_is_latent(tmp_path):
+    # its checksum field changed: the newest file's recoveryCheck marks the batch corrupted, the replay skips
+    # it, and the index still holds the send at 8:2103: the broker delivers the same (it was CRITICAL)
+    root = _index_ahead(tmp_path)
+    fault = Fault("flip", "db-8.log", BATCH + 20, 0x10, "", "batch checksum")
+    o = _outcome(root, tmp_path, fault)
+    assert (o.truth, o.verdict) == ("latent", "WARNING")
+    assert "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_changed_byte_of_the_held_message_itself_stays_critical(tmp_path):
+    # inside the message's bytes, which the broker reads at dispatch from the index's Location
+    root = _index_ahead(tmp_path)
+    fault = Fault("flip", "db-8.log", BATCH + 28 + 600, 0x10, "", "message body")
+    o = _outcome(root, tmp_path, fault)
+    assert (o.truth, o.verdict) == ("loss", "CRITICAL")
+
+
+def test_with_check_for_corrupt_journal_files_the_broker_refuses_to_start(tmp_path):
+    # recoverIndex: "Detected missing/corrupt journal files referenced by" the index entry at 8:2103
+    root = _index_ahead(tmp_path)
+    data = bytearray((root / "db-8.log").read_bytes())
+    data[BATCH + 20] ^= 0x10
+    (root / "db-8.log").write_bytes(bytes(data))
+    conf = tmp_path / "inst" / "conf"
+    conf.mkdir(parents=True)
+    xml = (KAHADB / "tools" / "broker-basic.xml").read_text().replace("${fx.data}/kahadb", str(root)) \
+        .replace("${fx.data}", str(root.parent))
+    (conf / "activemq.xml").write_text(xml)
+    store = from_activemq_xml(conf / "activemq.xml")
+    assert store.settings["checkForCorruptJournalFiles"] == "true"
+    assert _verdict(store)[0] == "CRITICAL"
+
+
+def _index_ahead_of_db7(tmp_path: Path) -> Path:
+    """lastUpdate moved back to db-6.log's last record, 6:63097: db-7.log, an older file, is after it."""
+    root = _index_ahead(tmp_path)
+    data = bytearray((root / "db.data").read_bytes())
+    struct.pack_into(">ii", data, LAST_UPDATE_AT, 6, 63097)
+    (root / "db.data").write_bytes(bytes(data))
+    return root
+
+
+def test_an_older_files_send_the_index_holds_stepped_over_is_latent(tmp_path):
+    # db-7.log@62166 (ID:...-3:3:-1:1:58, live on fx.gc.keep): its record type byte changed, the walk of an older
+    # file steps over a record that is no user record; the index holds the send at its Location: the same (it
+    # was CRITICAL)
+    root = _index_ahead_of_db7(tmp_path)
+    o = _outcome(root, tmp_path, Fault("flip", "db-7.log", 62166 + 4, 0x40, "", "record 1 type"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING")
+    assert "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_older_files_held_send_with_changed_message_bytes_stays_critical(tmp_path):
+    # the walk reads it as the same send (a redo) but the broker reads its bytes from there at dispatch
+    root = _index_ahead_of_db7(tmp_path)
+    o = _outcome(root, tmp_path, Fault("flip", "db-7.log", 62166 + 600, 0x10, "", "record 1 body"))
+    assert (o.truth, o.verdict) == ("loss", "CRITICAL")
