@@ -46,11 +46,18 @@ def walk(ids: list[int], read: Callable[[int], object], start: tuple[int, int] |
     order: from the journal's start, or after the first one at or past ``start`` (the checkpoint's
     ``lastUpdate``, as ``getNextInitializedLocation``). Raises WalkStop where the walk itself throws.
 
+    An ack compaction marker the walk returns (a ``KahaRewrittenDataFileCommand`` with ``skipIfSourceExists``
+    whose source file is there) moves it to ``journalMaxFileLength`` plus the marker's size: ``process`` of
+    it sets the location's offset there ("Move offset so that next location read jumps to next file"). That is
+    the next file when the marker's file is no longer than that; a compaction file a restarted broker wrote on
+    past it is read on from there (:func:`_max_length`: the length every other file is preallocated to).
+
     ``ids``: the journal's file ids in order; ``read(id)``: that file's bytes (a buffer)."""
     if not ids:
         return
     tail = ids[-1]
     lengths = {fid: len(read(fid)) for fid in ids}
+    max_length = _max_length(ids, read, lengths)
     corrupted: list = []
     for ev in jr.scan_file(read(tail)):
         if isinstance(ev, jr.CorruptRange):
@@ -82,10 +89,46 @@ def walk(ids: list[int], read: Callable[[int], object], start: tuple[int, int] |
                 skip = False
             else:
                 yield fid, off, size
+                if size > 0 and _jumps(data, off, size, ids):
+                    # process(KahaRewrittenDataFileCommand): location.setOffset(journalMaxFileLength), and the
+                    # next getNextLocation reads from there plus the record's size
+                    off = (max_length if max_length is not None else lengths[fid]) + size
+                    continue
         if size <= 0:
             raise WalkStop(f"{fid}:{off}: a header of size {size} (the walk does not move on)")
         off += size
     raise WalkStop("the walk does not end")
+
+
+def _jumps(data, off: int, size: int, ids: list[int]) -> bool:
+    """The user record at ``off`` is an ack compaction marker whose ``process`` moves the walk: it skips the
+    rest of its file while its source file is still there (MessageDatabase.process(KahaRewrittenDataFileCommand))."""
+    if size <= 5 or off + 6 > len(data) or data[off + 5] != EntryType.REWRITTEN_DATA_FILE:
+        return False
+    try:
+        cmd = load(data, off, size)
+    except FormatError:
+        return False
+    return bool(cmd.skip_if_source_exists) and cmd.source_data_file_id in ids
+
+
+def _max_length(ids: list[int], read: Callable[[int], object], lengths: dict) -> int | None:
+    """``journalMaxFileLength`` as the files show it: the length most of the files that are no ack compaction
+    file share (the journal preallocates each to it; compaction files are not preallocated, and a last batch
+    may run a file a few bytes past it), when two or more do and no other length as many; else None (the
+    marker's jump then goes to the next file, as it does whenever its file is no longer than that)."""
+    from collections import Counter
+
+    common = Counter(lengths[fid] for fid in ids if lengths[fid] and not _compaction_file(read(fid))).most_common(2)
+    if not common or common[0][1] < 2 or len(common) > 1 and common[1][1] == common[0][1]:
+        return None
+    return common[0][0]
+
+
+def _compaction_file(data) -> bool:
+    """The file opens with an ack compaction marker (its first record, after the batch's control record)."""
+    at = jr.BATCH_CONTROL_RECORD_SIZE + jr.RECORD_HEAD_SPACE
+    return len(data) > at and data[at] == EntryType.REWRITTEN_DATA_FILE
 
 
 def full_replay_failure(ids: list[int], read: Callable[[int], object]) -> str:

@@ -740,7 +740,8 @@ def _replay_skips(d: DirResult, walked: list, findings: list[Finding]) -> None:
         names = ", ".join(f"{mid} on {qualified(k)}" for k, mid in changed[:3]) + (" ..." if len(changed) > 3 else "")
         findings.append(Finding(C, "kahadb-replay-skips", f"the broker's replay from the index checkpoint {lu} "
                                 f"steps over {count} record(s) after the checkpoint (Journal.getNextLocation reads "
-                                f"a header inside a record there, or past the journal's end): {names} "
+                                f"a header inside a record there, or past the journal's end, or an ack compaction "
+                                f"marker moves it past the rest of a file a later run wrote on): {names} "
                                 f"({len(changed)} message(s)) end up otherwise than the journal says: sends lost "
                                 "or acknowledged messages back", str(d.directory / "db.data"), None,
                                 {"skipped": count, "messages": len(changed),
