@@ -21,9 +21,12 @@ finding.
 """
 from __future__ import annotations
 
+from amqtool.errors import FormatError
+from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.commands import EntryType
 
 from amqtool.engines.kahadb.after_acks import replayed_commands
+from amqtool.engines.kahadb.scan import mapped
 
 _KINDS = (int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE), int(EntryType.COMMIT),
           int(EntryType.ROLLBACK))
@@ -55,6 +58,10 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
         # a lastUpdate before the checkpoint's own records is damaged too (checkpointUpdate writes them first):
         # the records up to them were in the index already, and their skip changes nothing it holds
         skipped = [r for r in skipped if (r[0], r[1]) > anchor]
+    # the acks an ack compaction forwarded, in its marker's batch, which the walk jumps over while the marker's
+    # source file is there: copies of acks that file holds, already the index's (MessageDatabase.forwardAllAcks)
+    forwarded = _forwarded_spans(d, {r[0] for r in skipped})
+    skipped = [r for r in skipped if not any(f == r[0] and a <= r[1] < b for f, a, b in forwarded)]
     walked = [r for r in walked if int(r[2].type) in _KINDS]
     live = {(k, m.message_id) for k, dest in (d.indexed or {}).items() for m in dest.messages}
     # the walk as it goes, against the same walk with the records it stepped over put back in file order (what
@@ -62,6 +69,27 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
     b = _replay(live, [cmd for _f, _o, cmd in walked])
     return len(skipped), sorted({x[:2] for x in a ^ b})
+
+
+def _forwarded_spans(d, file_ids: set) -> list[tuple[int, int, int]]:
+    """``(file id, start, end)`` of each batch, in the files ``file_ids`` of store directory ``d``, that holds an
+    ack compaction marker (a ``KahaRewrittenDataFileCommand``: ``forwardAllAcks`` writes it and the acks it
+    forwards in one batch, at the head of the compaction file)."""
+    out = []
+    for f in d.files:
+        if f.id not in file_ids or not f.size:
+            continue
+        with mapped(f.path) as buf:
+            for ev in jr.scan_file(buf):
+                if not isinstance(ev, jr.Batch):
+                    continue
+                try:
+                    records = list(jr.iter_batch_records(buf, ev))
+                except FormatError:
+                    continue
+                if any(len(r.payload) and r.payload[0] == EntryType.REWRITTEN_DATA_FILE for r in records):
+                    out.append((f.id, ev.offset, ev.end))
+    return out
 
 
 def _record_at(d, loc: tuple) -> bool:
