@@ -917,9 +917,14 @@ class KahaOutcome:
     truth: str
     verdict: str
     codes: tuple = ()
+    # the pristine store is already CRITICAL: the broker loses messages on it as it is (a restart after an ack
+    # compaction: replay_walk's jump), so damage that changes nothing leaves it CRITICAL, rightly
+    already: bool = False
 
     @property
     def ok(self) -> bool:
+        if self.already and self.truth in (SAME, LATENT) and self.verdict == "CRITICAL":
+            return True
         return expected(self.truth, self.verdict)
 
 
@@ -977,6 +982,8 @@ class KahaCampaign:
         self.pristine_rebuilt = rebuilt(self.root)
         self.pristine_delivered = delivered(self.root, self.pristine_rebuilt)
         _Files.reset()
+        self.already = judge(self.root)[0] == "CRITICAL"
+        _Files.reset()
 
     def run_one(self, seed: int) -> KahaOutcome:
         return self.run_fault(self.sites.draw(random.Random(seed)), seed)
@@ -985,7 +992,7 @@ class KahaCampaign:
         """The outcome of one given fault (``seed``: the one that drew it, -1 for a fault built by hand)."""
         known = self._seen.get(fault)  # a fault drawn again damages the store to the same bytes (runner.py)
         if known is not None:
-            return KahaOutcome(self.name, seed, fault, *known)
+            return KahaOutcome(self.name, seed, fault, *known, already=self.already)
         undo = fault.apply(self.root)
         _Files.reset()
         try:
@@ -1004,7 +1011,7 @@ class KahaCampaign:
                          torn=self.sites.torn(fault), damaged=(dd, rb, checks_out),
                          traceless=self.sites.traceless(fault))
         self._seen[fault] = (truth, verdict, codes)
-        return KahaOutcome(self.name, seed, fault, truth, verdict, codes)
+        return KahaOutcome(self.name, seed, fault, truth, verdict, codes, already=self.already)
 
 
 def confusion(outcomes: list) -> str:

@@ -86,3 +86,18 @@ def test_a_compaction_file_written_past_the_max_length_stops_the_walk(tmp_path):
     assert "refused" in delivered(root)["kahadb"]
     findings, _ = verify_store(detect(root))
     assert "kahadb-recovery-stops" in {f.code for f in findings if f.severity.value == "critical"}
+
+
+def test_a_campaign_over_a_store_already_critical_takes_its_unchanged_faults_as_critical(tmp_path):
+    # the store above, its send after the forwarded acks never replayed: verify calls the pristine store
+    # CRITICAL, rightly. A fault that changes nothing (a flip in db-14.log's preallocated zeros) leaves it so:
+    # the campaign counts that CRITICAL as right (kl45's hold-out h1 and h4 are such stores as the real broker
+    # left them), while the class and verdict stay what they are
+    from tests.faults.kahadb import SAME, KahaCampaign
+    from tests.faults.model import Fault
+
+    root = _copy(tmp_path)
+    _append_send(root)
+    c = KahaCampaign("jumped", root, tmp_path / "scratch")
+    o = c.run_fault(Fault("flip", "db-14.log", 32000, 0x01, label="filler"))
+    assert (o.truth, o.verdict, o.already, o.ok) == (SAME, "CRITICAL", True, True)
