@@ -218,6 +218,9 @@ class Evidence:
     # page transaction id -> its paged messages some queue still has to consume, when the journals do not
     # commit it (PagingVerifier.pending_of_page_tx: read on damage only); None without page stores
     paged_pending: object = None
+    # (queue, page) -> that page's messages of the queue with no cursor acknowledgement
+    # (PagingVerifier.unacked_on_page: read on damage only); None without page stores
+    page_unacked: object = None
     no_pages: bool = False  # the store has no paging directory: no paged message a page record could cover
     _deleted: set | None = None
     _bindings_deleted: set | None = None
@@ -820,7 +823,7 @@ class Evidence:
     _live_queues = live_queues
 
     def _page_tx_effect(self, rec: Rebuilt) -> str | None:
-        """What losing a PAGE_TRANSACTION record costs. Its add: every cursor skips its paged messages
+        """What losing a PAGE_TRANSACTION or PAGE_CURSOR_COMPLETE record costs. A PAGE_TRANSACTION add: every cursor skips its paged messages
         (``PageSubscriptionImpl``: "Could not locate page transaction"), a loss only for those some queue still
         has to consume (paging/page_tx.py). Its update (``updatePageTransaction``: the count of messages
         consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
@@ -830,6 +833,14 @@ class Evidence:
             # no page holds a message: losing the record of a page transaction, a cursor's acknowledgement or its
             # completed page skips or brings back nothing (a paging directory lost is judged by itself)
             return HARMLESS
+        if rec.user_type == R.PAGE_CURSOR_COMPLETE and rec.type in (ADD, ADD_TX) and len(rec.body) >= 16:
+            # a queue's completed page: without it the cursor reads the page again and delivers what no cursor
+            # acknowledgement of it covers (PageSubscriptionImpl: isComplete(page)); the cleanup that writes it
+            # deletes those acknowledgements in the same transaction, so losing the whole transaction keeps them
+            if self.page_unacked is None:
+                return None
+            q, page = (int.from_bytes(rec.body[i:i + 8], "big", signed=True) for i in (0, 8))
+            return LOSS if self.page_unacked(q, page) else HARMLESS
         if rec.user_type != R.PAGE_TRANSACTION:
             return None
         if rec.type in (UPDATE, UPDATE_TX):

@@ -1347,6 +1347,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             ledger = IdLedger([i.opened for i in inspectors], store, paging.view)
             if store.paging_dir is not None and paging.view.messages_loaded:  # a lost page transaction's cost
                 evidence.paged_pending = paging.pending_of_page_tx
+                evidence.page_unacked = paging.unacked_on_page
             evidence.no_pages = store.paging_dir is None
             for inspector in inspectors:
                 inspector.ledger = ledger

@@ -233,6 +233,25 @@ class PagingVerifier:
         page-transaction record (a Python read: only damage asks)."""
         return page_tx.named_after_messages(self._not_found_pages, tx_ids)
 
+    def unacked_on_page(self, queue_id: int, page: int) -> int:
+        """How many messages of page ``page`` of queue ``queue_id``'s address name that queue, outside an
+        uncommitted page transaction, without a cursor acknowledgement of it: what the queue delivers again when
+        the page's completion record (PAGE_CURSOR_COMPLETE) is gone (a Python read of that one page, on damage
+        only). 0 when the page is not there (nothing in it to deliver: a missing page is judged by itself)."""
+        address = self.view.queue_address.get(queue_id)
+        ps = next((s for s in getattr(self, "_stores", ()) if s.address == address), None)
+        if ps is None or page not in ps.pages:
+            return 0
+        acked = self.view.acks.get(queue_id, set())
+        try:
+            pf = ps.open_page(page)
+        except OSError:
+            return 0
+        with pf:
+            return sum(1 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size)
+                       if queue_id in qids and (page, number) not in acked
+                       and self.view.tx_state(tx_id) in (None, PAGE_TX_COMMITTED))
+
     def is_crash_tail(self, path: str, number: int) -> bool:
         """Whether message ``number`` of the page at ``path`` is its address's current page's last record,
         the one write a crash can tear (paging/crash_tail.py)."""
