@@ -472,13 +472,47 @@ def _delivered_of(store, loads: dict, message_rows=None) -> Delivered:
             bindings = frozenset((r[0], r[1]) for r in rows_b)  # (kind, id): what the broker has
             content.update(("binding",) + tuple(r) for r in rows_b)
             if ex.messages_result is not None:  # (the export's batches: none without a message journal)
+                elsewhere = _paged_elsewhere(store, rows_b)
                 for k, d, _ in (message_rows or _decoded_rows_of)(ex):
+                    if elsewhere and (k[0], k[1]) in elsewhere:
+                        continue
                     rows[k] += 1
                     content.add(k + (d,))
     except (AmqtoolError, OSError):
         # what the loader refuses, the broker refuses too (it does not start): nothing is delivered
         return nothing
     return Delivered(bindings, rows, frozenset(content), caches=cached)
+
+
+def _paged_elsewhere(store, binding_rows) -> frozenset:
+    """(queue id, message id) of each paged message a queue is routed in a page store of another address than
+    the queue's: the broker never delivers it. It names the page store of a folder by the first line of its
+    address.txt (``PagingStoreFactoryNIO.reloadStores``), and subscribes a queue on the page store of the
+    queue's own address (``QueueFactoryImpl.getPageSubscription`` -> ``PagingManager.getPageStore(address)``,
+    a new empty store when none was reloaded); the cursor acknowledgements and counters it reloads are those
+    of that subscription (``AbstractJournalStorageManager.locateSubscription``). So a folder whose address.txt
+    was changed to another name holds messages no queue reads. Empty in a store a broker wrote: a page store
+    holds only messages routed to its address's queues. Read only when some page store's address is bound to
+    no queue, or two folders name one address."""
+    from amqtool.engines.artemis.paging.stores import PageFile, find_page_stores
+    from amqtool.formats.artemis.paging import PageSummaries
+
+    stores, notes = find_page_stores(store.paging_dir)
+    address_of = {r[1]: r[3] for r in binding_rows if r[0] == "queue"}
+    bound = set(address_of.values())
+    if all(ps.address in bound for ps in stores) and not any(
+            n.code == "page-folder-duplicate-address" for n in notes):
+        return frozenset()
+    out = set()
+    for ps in stores:
+        for pid in sorted(ps.pages):
+            try:
+                with PageFile(ps.page_path(pid)) as pf:
+                    for _, _, _, _, _, mid, qids, _ in PageSummaries(pf.buf, pf.size):
+                        out.update((q, mid) for q in qids if q in address_of and address_of[q] != ps.address)
+            except OSError:
+                continue  # the export skips an unreadable page too
+    return frozenset(out)
 
 
 # -- the duplicate-detection caches ----------------------------------------------------------------------
@@ -875,9 +909,16 @@ def inconsistencies(root: Path, loaded: tuple | None = None, journal_only: bool 
         view = load_view(store)
         errors: list = []
         pending: Counter = Counter()
+        elsewhere = None
         for e in iter_paged_entries(store, view, errors, endings=True):
             if any(q not in view.queues and q > max_id for q in e.message.queue_ids):
                 yield f"paged message {e.message.message_id} names a queue id never issued"
+            # the broker pages a message in the page store of the address it was sent to, whose queues it names
+            if elsewhere is None and any(view.queue_address.get(q, e.address) != e.address
+                                         for q in e.message.queue_ids):
+                elsewhere = e
+                yield f"paged message {e.message.message_id} in the page store of {e.address!r}, routed to another " \
+                      f"address's queue"
             if e.tx_state in (None, PAGE_TX_COMMITTED):
                 pending.update(e.pending_queues)
         for ps, pid, number, off, err in errors:

@@ -16,6 +16,16 @@ page left is page 1, or the transaction has no message on it: an earlier, delete
 and for a transaction with no message left in any page when no address has lost a page from its start (every
 first page is page 1): the broker deletes the record as the last of its references is acknowledged
 (``PageTransactionInfoImpl.onUpdate`` -> ``deletePageTransactional``), before any page holding them goes.
+
+A transaction newer than the first message of an address's first page left did not page to the pages deleted
+before it either: the broker issues a transaction's id before the ids of the messages sent in it, and ids count
+up (``BatchingIDGenerator``) in about the order the messages reach the page (``PageTimedWriter`` writes them
+in the order ``PagingStoreImpl.page`` hands them over). So a transaction whose id is at least that first
+message's id is counted on that first page, and one with no message left in any page is counted when its id is
+at least the first message's id of every address that lost pages from its start. (Concurrent producers can page
+messages a little out of id order, at a page's end; a transaction caught so would have to stay open across the
+page's turn while a message that got its id before the transaction's waited to be paged: the rule bets against
+that, and a first page left that holds no whole record bounds nothing.)
 """
 from __future__ import annotations
 
@@ -41,22 +51,30 @@ def refs_missing(view, stores) -> dict[int, tuple[int, int]]:
         return {}
     named: Counter = Counter()
     unsure: set[int] = set()  # on a first page left after deleted ones: its earlier messages may have gone with them
-    whole = all(min(ps.pages, default=1) == 1 for ps in stores)  # no page deleted from any address's start
+    # per address that lost pages from its start: the id of the first message of its first page left (None: the
+    # page holds none, so nothing bounds what the deleted pages held)
+    floors: list[int | None] = []
     for ps in stores:
         first = min(ps.pages, default=1)
+        floor = None
         for pid in sorted(ps.pages):
             try:
                 pf = PageFile(ps.page_path(pid))
             except OSError:
                 return {}
             with pf:
-                for _, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
+                for _, _, _, tx_id, _, message_id, qids, _ in PageSummaries(pf.buf, pf.size):
+                    if pid == first and first > 1 and floor is None:
+                        floor = message_id
                     if tx_id in counted:
                         named[tx_id] += len(qids)
-                        if pid == first and first > 1:
+                        if pid == first and first > 1 and tx_id < floor:
                             unsure.add(tx_id)
+        if first > 1:
+            floors.append(floor)
     return {tx: (n - named[tx], n) for tx, n in counted.items()
-            if named[tx] < n and tx not in unsure and (named[tx] > 0 or whole)}
+            if named[tx] < n and tx not in unsure
+            and (named[tx] > 0 or all(f is not None and tx >= f for f in floors))}
 
 
 def reweigh(findings: list[Finding], view, stores) -> None:

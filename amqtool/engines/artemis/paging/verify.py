@@ -34,6 +34,7 @@ from amqtool.engines.artemis.paging.view import (
 from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
+from amqtool.engines.artemis.paging.page_order import out_of_order_findings
 from amqtool.engines.artemis.paging.retyped_adds import retyped_add_findings
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
@@ -290,6 +291,7 @@ class PagingVerifier:
         self._stores = stores
         self.prepared_found = prepared  # prepared page tx -> its paged messages the pages hold
         synced_refs.reweigh(findings, view, stores)  # a torn current page that cut synced records
+        findings.extend(out_of_order_findings(stores))  # page files swapped or renamed
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
