@@ -4,6 +4,7 @@ footnote) before any cell wraps, ``--wide`` shows them all; print's long lines a
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -86,8 +87,13 @@ def test_check_findings_fit_80(run_cli, tmp_path, monkeypatch):
     _, doc, _ = (lambda r: (r[0], json.loads(r[1]), r[2]))(run_cli("check", "disk-space", tmp_path, "-f", "json"))
     code, out, _ = run_cli("check", "disk-space", tmp_path)
     assert max(len(x) for x in out.splitlines()) <= 80
-    for f in doc["findings"]:  # each finding's words, in order, folded over its lines
-        assert " ".join(f["message"].split()) in " ".join(out.split())
+    # each finding's words, in order, folded over its lines; the figures masked: the two runs read the file
+    # system's free space a moment apart, while other processes write (a CI run saw 44.3 GiB, then 44.2)
+    def words(text: str) -> str:
+        return re.sub(r"\d+(\.\d+)?", "#", " ".join(text.split()))
+
+    for f in doc["findings"]:
+        assert words(f["message"]) in words(out)
     assert out.splitlines()[-1] == f"verdict: {doc['verdict']}"
 
 
