@@ -23,20 +23,26 @@ def pending_by_page_tx(page_stores, view: PagingJournalView) -> Counter:
     messages its loss takes). Messages after a record that does not decode are not read (the broker stops
     reading the page there); an unreadable page is skipped (verify reports it UNKNOWN)."""
     out: Counter = Counter()
-    for ps in page_stores:
-        for pid in sorted(ps.pages):
-            try:
-                pf = ps.open_page(pid)
-            except OSError:
-                continue
-            with pf:
-                for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size):
-                    if tx_id < 0 or view.tx_state(tx_id) == PAGE_TX_COMMITTED:
-                        continue
-                    if any(view.queue_state(q, pid, number) == Q_PENDING for q in qids):
-                        out[tx_id] += 1
+    every = ((ps, pid) for ps in page_stores for pid in sorted(ps.pages))
+    for pid, (number, _, _, tx_id, _, _, qids, _) in _records(every):
+        if tx_id < 0 or view.tx_state(tx_id) == PAGE_TX_COMMITTED:
+            continue
+        if any(view.queue_state(q, pid, number) == Q_PENDING for q in qids):
+            out[tx_id] += 1
     return out
 
+
+def _records(pages):
+    """``(page id, PageSummaries tuple)`` of every record of ``pages`` (``(page store, page id)`` pairs), in
+    order; a page that cannot be read is skipped."""
+    for ps, pid in pages:
+        try:
+            pf = ps.open_page(pid)
+        except OSError:
+            continue
+        with pf:
+            for summary in PageSummaries(pf.buf, pf.size):
+                yield pid, summary
 
 
 def named_after_messages(pages, tx_ids) -> dict[int, int]:
@@ -51,15 +57,9 @@ def named_after_messages(pages, tx_ids) -> dict[int, int]:
     wanted = set(tx_ids)
     lowest: dict[int, int] = {}
     after: set[int] = set()
-    for ps, pid in pages:
-        try:
-            pf = ps.open_page(pid)
-        except OSError:
-            continue
-        with pf:
-            for _, _, _, tx_id, _, mid, _, _ in PageSummaries(pf.buf, pf.size):
-                if tx_id in wanted:
-                    lowest[tx_id] = min(lowest.get(tx_id, mid), mid)
-                    if mid >= tx_id:
-                        after.add(tx_id)
+    for _pid, (_, _, _, tx_id, _, mid, _, _) in _records(pages):
+        if tx_id in wanted:
+            lowest[tx_id] = min(lowest.get(tx_id, mid), mid)
+            if mid >= tx_id:
+                after.add(tx_id)
     return {t: m for t, m in lowest.items() if t not in after}
