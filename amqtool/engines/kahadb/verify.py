@@ -358,6 +358,11 @@ def _index_rest(d, ev, judge, findings) -> None:
                         _log(d, tx.first[0]), tx.first[1], tx.to_json()))
 
 
+def _first_five(ids: list[str]) -> str:
+    """The first five of ``ids``, and " ..." when there are more."""
+    return ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
+
+
 def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
     """The broker rebuilds the index: what it loses to an ack compaction file written on after its forwarded
     acks (rebuild_skips.py) is lost for good, whatever the index held."""
@@ -366,11 +371,9 @@ def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
         return
     parts = []
     if lost:
-        parts.append(f"loses {len(lost)} live message(s) ({', '.join(m for _k, m in lost[:5])}"
-                     f"{' ...' if len(lost) > 5 else ''})")
+        parts.append(f"loses {len(lost)} live message(s) ({_first_five([m for _k, m in lost])})")
     if back:
-        parts.append(f"brings back {len(back)} acknowledged message(s) ({', '.join(m for _k, m in back[:5])}"
-                     f"{' ...' if len(back) > 5 else ''})")
+        parts.append(f"brings back {len(back)} acknowledged message(s) ({_first_five([m for _k, m in back])})")
     names = ", ".join(f"db-{fid}.log" for fid in files)
     findings.append(Finding(C, "kahadb-rebuild-skips-writes", "the broker rebuilds the index from the journal, "
                             f"and its replay skips the rest of ack compaction file(s) {names} after the marker "
@@ -814,11 +817,9 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                "bringBack": len(back), "lose": len(lose)}
     parts = []
     if back:
-        parts.append(f"bring back {len(back)} message(s) the index knows acknowledged ({', '.join(back[:5])}"
-                     f"{' ...' if len(back) > 5 else ''})")
+        parts.append(f"bring back {len(back)} message(s) the index knows acknowledged ({_first_five(back)})")
     if lose:
-        parts.append(f"lose {len(lose)} live message(s) ({', '.join(x[1] for x in lose[:5])}"
-                     f"{' ...' if len(lose) > 5 else ''})")
+        parts.append(f"lose {len(lose)} live message(s) ({_first_five([x[1] for x in lose])})")
     if subs:
         details["subscriptions"] = [{"destination": k, "subscription": sk, "index": a, "journal": b}
                                     for k, sk, a, b in subs[:100]]
