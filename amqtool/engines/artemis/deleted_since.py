@@ -22,14 +22,14 @@ else the run held fits in its bytes less theirs, counted at the least:
   the run is too short for any record named: that record is one of them, at its own length.
 
 When fewer bytes than a DELETE_TX (30, the shortest record of a binding change) are left, the run held no other
-binding change: at most plain records (no binding: ``bindings_run``) and COMMITs or ROLLBACKs, whose loss leaves
-a transaction open or counted short -- the load's failed transactions and ``commit-count-mismatch``, which this
-rule does not judge, but for a failed transaction whose every binding a committed DELETE_TX after the run removes:
-the broker deletes only a binding it holds, so that transaction committed, its COMMIT (22 bytes, counted) was in
-the run, and without it the broker binds nothing it would still hold. A journal with a grouping record is not judged either (``addGrouping`` writes a plain ADD
-that ``deleteGrouping`` removes with a DELETE_TX: no COMMIT, a shorter encoding); a broker with a grouping
-handler writes one for every message group, so a journal whose only grouping record the run took is not
-weighed.
+binding change: at most plain records (no binding: ``bindings_run``) and COMMITs or ROLLBACKs, whose loss leaves a
+transaction open or counted short -- the load's failed transactions and ``commit-count-mismatch``, which this rule
+does not judge, but for a failed transaction whose every binding a committed DELETE_TX after the run removes: the
+broker deletes only a binding it holds, so that transaction committed, its COMMIT (22 bytes, counted) was in the
+run, and without it the broker binds nothing it would still hold. A journal with a grouping record is not judged
+either (``addGrouping`` writes a plain ADD that ``deleteGrouping`` removes with a DELETE_TX: no COMMIT, a shorter
+encoding); a broker with a grouping handler writes one for every message group, so a journal whose only grouping
+record the run took is not weighed.
 
 Zeroed runs inside the bindings journals of 15 public broker-written stores (431 runs a seed): same/CRITICAL
 67 -> 62 at seed 9871 and 61 -> 55 at seed 9406, loss/CRITICAL unchanged (256, 246). Most runs that took

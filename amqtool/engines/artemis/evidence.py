@@ -823,11 +823,11 @@ class Evidence:
     _live_queues = live_queues
 
     def _page_tx_effect(self, rec: Rebuilt) -> str | None:
-        """What losing a PAGE_TRANSACTION or PAGE_CURSOR_COMPLETE record costs. A PAGE_TRANSACTION add: every cursor skips its paged messages
-        (``PageSubscriptionImpl``: "Could not locate page transaction"), a loss only for those some queue still
-        has to consume (paging/page_tx.py). Its update (``updatePageTransaction``: the count of messages
-        consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``), which
-        decides when the transaction's record is deleted, never which message is delivered. None when this is
+        """What losing a PAGE_TRANSACTION or PAGE_CURSOR_COMPLETE record costs. A PAGE_TRANSACTION add: every cursor
+        skips its paged messages (``PageSubscriptionImpl``: "Could not locate page transaction"), a loss only for
+        those some queue still has to consume (paging/page_tx.py). Its update (``updatePageTransaction``: the count
+        of messages consumed since) only lowers the count the load keeps (``PageTransactionInfoImpl.onUpdate``),
+        which decides when the transaction's record is deleted, never which message is delivered. None when this is
         not such a record or the pages cannot tell."""
         if self.no_pages and rec.user_type in _PAGE_RECORDS:
             # no page holds a message: losing the record of a page transaction, a cursor's acknowledgement or its

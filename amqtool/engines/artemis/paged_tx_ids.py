@@ -5,13 +5,14 @@ the first long of its encoding), and every cursor delivers it only when that pag
 (``PageSubscriptionImpl``: a transaction id the paging manager does not hold is "Could not locate page
 transaction" and the message is skipped, as for a rolled-back one). There is no checksum on a page record.
 
-Transaction ids come from the broker's id generator (``StorageManager.generateID``), which counts up from 0
-and moves on by at most a batch (2^31) at a restart (``BatchingIDGenerator``, as for record ids:
-:mod:`~amqtool.engines.artemis.damaged_ids`). A paged message naming a transaction id that is negative, or
-more than 2^44 above every id the journals carry, names one the broker never issued; one above the message's own
-id names one it was not sent in (a transaction takes its id before any message sent in it:
-:func:`~amqtool.engines.artemis.paging.page_tx.named_after_messages`): its transaction id was damaged. When exactly one committed page transaction lies one damaged bit (or the one damaged byte) away, the
-message was that transaction's, and the queues that still had it to consume lose it.
+Transaction ids come from the broker's id generator (``StorageManager.generateID``), which counts up from 0 and
+moves on by at most a batch (2^31) at a restart (``BatchingIDGenerator``, as for record ids:
+:mod:`~amqtool.engines.artemis.damaged_ids`). A paged message naming a transaction id that is negative, or more than
+2^44 above every id the journals carry, names one the broker never issued; one above the message's own id names one
+it was not sent in (a transaction takes its id before any message sent in it:
+:func:`~amqtool.engines.artemis.paging.page_tx.named_after_messages`): its transaction id was damaged. When exactly
+one committed page transaction lies one damaged bit (or the one damaged byte) away, the message was that
+transaction's, and the queues that still had it to consume lose it.
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ def _never_issued(tx: int, max_id: int) -> bool:
 
 
 def _owner(named: int, committed: set, before: int | None) -> int | None:
-    """The transaction a damaged ``named`` was: the one committed page transaction one damaged bit (or, for an
-    id never issued, the one damaged byte) away, issued before ``before`` (the messages' own lowest id) when that is known; or NO_TX when
-    that is -1 (what a message sent outside a transaction names: the broker looks no transaction up for it);
-    else None."""
+    """The transaction a damaged ``named`` was: the one committed page transaction one damaged bit (or, for an id
+    never issued, the one damaged byte) away, issued before ``before`` (the messages' own lowest id) when that is
+    known; or NO_TX when that is -1 (what a message sent outside a transaction names: the broker looks no
+    transaction up for it); else None."""
     def fits(x: int) -> bool:
         return x == NO_TX or x in committed and (before is None or x < before)
 

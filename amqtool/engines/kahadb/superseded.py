@@ -93,11 +93,12 @@ LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAG
 
 
 def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
-    """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message
-    acked by every durable subscription, or a send of a still-open local transaction; or an ack of a still-open
-    local transaction (``MessageDatabase.recover`` rolls it back at the end of recovery: it acks nothing). A send of a transaction
-    whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT adds the
-    message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove it."""
+    """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message acked by
+    every durable subscription, or a send of a still-open local transaction; or an ack of a still-open local
+    transaction (``MessageDatabase.recover`` rolls it back at the end of recovery: it acks nothing). A send of a
+    transaction whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT
+    adds the message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove
+    it."""
     if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is not None and cmd.transaction.local \
             and cmd.transaction.key in open_txs:
         return True  # an ack of a transaction left open: the broker rolls it back at start, nothing acked

@@ -4,8 +4,8 @@ the end of recovery, so whether the replay reads its acks or skips them, nothing
 
 The shared fixture ``gc`` (a real 5.17.2 broker, clean stop, lastUpdate 8:39989) with one batch appended to
 db-8.log, its newest file, after the checkpoint: two KAHA_REMOVE_MESSAGEs of live fx.gc.q messages, a batch each,
-inside a local transaction that never ends (then a trace), what a broker killed while a consumer's transacted acks were open leaves (the
-kl45 hold-out store h4-selectors-compaction-kill holds four of them, db-16.log)."""
+inside a local transaction that never ends (then a trace), what a broker killed while a consumer's transacted acks
+were open leaves (the kl45 hold-out store h4-selectors-compaction-kill holds four of them, db-16.log)."""
 from __future__ import annotations
 
 import shutil
