@@ -918,12 +918,13 @@ class KahaOutcome:
     verdict: str
     codes: tuple = ()
     # the pristine store is already CRITICAL: the broker loses messages on it as it is (a restart after an ack
-    # compaction: replay_walk's jump), so damage that changes nothing leaves it CRITICAL, rightly
+    # compaction: replay_walk's jump), so damage that changes nothing, or only what a crash would, leaves it
+    # CRITICAL, rightly
     already: bool = False
 
     @property
     def ok(self) -> bool:
-        if self.already and self.truth in (SAME, LATENT) and self.verdict == "CRITICAL":
+        if self.already and self.truth in (SAME, LATENT, TORN) and self.verdict == "CRITICAL":
             return True
         return expected(self.truth, self.verdict)
 

@@ -93,7 +93,7 @@ def test_a_campaign_over_a_store_already_critical_takes_its_unchanged_faults_as_
     # CRITICAL, rightly. A fault that changes nothing (a flip in db-14.log's preallocated zeros) leaves it so:
     # the campaign counts that CRITICAL as right (kl45's hold-out h1 and h4 are such stores as the real broker
     # left them), while the class and verdict stay what they are
-    from tests.faults.kahadb import SAME, KahaCampaign
+    from tests.faults.kahadb import SAME, TORN, KahaCampaign, KahaOutcome
     from tests.faults.model import Fault
 
     root = _copy(tmp_path)
@@ -101,3 +101,6 @@ def test_a_campaign_over_a_store_already_critical_takes_its_unchanged_faults_as_
     c = KahaCampaign("jumped", root, tmp_path / "scratch")
     o = c.run_fault(Fault("flip", "db-14.log", 32000, 0x01, label="filler"))
     assert (o.truth, o.verdict, o.already, o.ok) == (SAME, "CRITICAL", True, True)
+    # and a crash's torn tail too (kl45's h1, seed 95830000023: its newest file emptied)
+    assert KahaOutcome("jumped", 0, o.fault, TORN, "CRITICAL", already=True).ok
+    assert not KahaOutcome("jumped", 0, o.fault, TORN, "CRITICAL").ok
