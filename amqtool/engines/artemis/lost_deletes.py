@@ -34,10 +34,7 @@ stands the DELETE of the id one damaged byte away, a message with a reference on
 no acknowledgement there: the broker acknowledged the message's last reference and deleted it at once
 (``storeAcknowledge`` then ``deleteMessage``, both in the acknowledging transaction when there is one). The
 acknowledgement now applies to nothing, and the DELETE removes that message all the same: nothing delivered
-changes (a flip of such an id in a real JournalImpl store read as a CRITICAL ``missing-journal-file``). When
-other records stand between (the message was still on other queues), the owner is the one message one flipped
-bit away that a DELETE names and that has a reference on that queue but no acknowledgement: deleted, so every
-queue acknowledged it, and the damaged one was that acknowledgement.
+changes (a flip of such an id in a real JournalImpl store read as a CRITICAL ``missing-journal-file``).
 
 A DELETE_TX the load read but did not apply explains them too (:func:`discarded_deletes`). The broker applies
 a transaction's deletes at its COMMIT (``JournalImpl.load``: the transaction's records and deletes are applied
@@ -150,9 +147,6 @@ def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
         return set()
     opened = result.opened
     carried: set[int] = set()  # ids an ADD or update record carries
-    deleted: set[int] = set()  # ids a DELETE names, or a DELETE_TX of a transaction a COMMIT ends
-    deleted_in: dict[int, set] = {}  # transaction id -> the ids its DELETE_TX records name
-    committed: set[int] = set()
     refs: dict[int, set] = {}  # message id -> queues of its references (live or dead, in the files present)
     acks: dict[int, set] = {}  # message id -> queues of its acknowledgements
     updates: dict[int, list] = {}  # orphan id -> (user type, queue, id of the DELETE right after) of each update
@@ -161,12 +155,6 @@ def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
         records, _ = native.scan_records(buf, jf.tag, jf.version, True, 16)
         for rec, nxt in zip(records, records[1:] + [None]):
             t, rid, utype = rec[0], rec[5], rec[6]
-            if t == DELETE:
-                deleted.add(rid)
-            elif t == DELETE_TX:
-                deleted_in.setdefault(rec[4], set()).add(rid)
-            elif t == COMMIT:
-                committed.add(rec[4])
             if t not in _ID_RECORDS:
                 continue
             carried.add(rid)
@@ -178,25 +166,12 @@ def moved_updates(result, orphans: set[int], max_orphans: int = 8) -> set[int]:
             if t in _UPDATES and rid in orphans:
                 after = nxt[5] if nxt is not None and nxt[0] in (DELETE, DELETE_TX) else None
                 updates.setdefault(rid, []).append((utype, queue, after))
-    for tx, ids in deleted_in.items():
-        if tx in committed:
-            deleted |= ids
-
-    def lacks_ack(y: int, q: int) -> bool:
-        return q in refs.get(y, ()) and q not in acks.get(y, ())
-
-    def owned(x: int, utype: int, q: int, y: int | None) -> bool:
-        if utype != ACKNOWLEDGE_REF:
-            return False
-        if y is not None and y in carried and one_byte_apart(x, y) and lacks_ack(y, q):
-            return True
-        # no DELETE of its owner right after it (other records written between): the one message one flipped bit
-        # away that was deleted all the same while no acknowledgement of it on that queue is left -- the broker
-        # deletes a message only once every queue it was routed to acknowledged it -- is its owner
-        owners = [x ^ (1 << k) for k in range(63) if x ^ (1 << k) in deleted and lacks_ack(x ^ (1 << k), q)]
-        return len(owners) == 1
-
-    return {x for x, ups in updates.items() if all(owned(x, utype, q, y) for utype, q, y in ups)}
+    out = set()
+    for x, ups in updates.items():
+        if all(utype == ACKNOWLEDGE_REF and y is not None and y in carried and one_byte_apart(x, y)
+               and q in refs.get(y, ()) and q not in acks.get(y, ()) for utype, q, y in ups):
+            out.add(x)
+    return out
 
 
 def discarded_deletes(result) -> set[int]:

@@ -1504,7 +1504,7 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
         # lost add, nor a second one beside the one a restart leaves (restart_orphans.py; campaign sweep seed
         # 9111)
         moved = (deleted_after_own_ack(results["messages"], set(lost)) | set(run_owned(results["messages"], set(lost)))
-                 | moved_updates(results["messages"], set(lost)) if lost else set())
+                 if lost else set())
         lost = {m: u for m, u in lost.items() if m not in moved}
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
