@@ -31,6 +31,12 @@ def located(indexed: dict) -> dict:
     return {(m.file_id, m.offset): (key, m.message_id) for key, dest in indexed.items() for m in dest.messages}
 
 
+def holds(where: dict, fid: int, offset: int, cmd) -> bool:
+    """The index holds the send ``cmd`` written at ``offset`` of file ``fid`` at that Location (``where``:
+    :func:`located`)."""
+    return where.get((fid, offset)) == (cmd.destination.key, cmd.message_id)
+
+
 def held(buf, first: int, last: int, fid: int, where: dict, transactions: dict) -> bool:
     """True when ``[first, last]`` of the newest file ``fid`` is one batch (as written: superseded.as_written)
     whose records are all sends the index holds at their own Location (``where``: :func:`located`), COMMITs
@@ -47,8 +53,7 @@ def held(buf, first: int, last: int, fid: int, where: dict, transactions: dict) 
             n += 1
             if cmd.type in LOCATION_ONLY and not cmd.unknown:
                 continue
-            if cmd.type is EntryType.ADD_MESSAGE and where.get((fid, base + rec.offset)) == \
-                    (cmd.destination.key, cmd.message_id):
+            if cmd.type is EntryType.ADD_MESSAGE and holds(where, fid, base + rec.offset, cmd):
                 continue
             if cmd.type is EntryType.COMMIT and cmd.transaction is not None and cmd.transaction.local:
                 tx = transactions.get(cmd.transaction.key)

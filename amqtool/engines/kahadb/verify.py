@@ -81,7 +81,7 @@ from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
-from amqtool.engines.kahadb.index_ahead import held, located
+from amqtool.engines.kahadb.index_ahead import held, holds, located
 from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
@@ -504,10 +504,10 @@ class _Judge:
         return not any(read_failure(buf, m, self.ev.openwire_version) for _k, m in live) and (
             not live or intact(buf, f.id, live, first))
 
-    def held(self, f):
+    def holds_at(self, f):
         """``(offset, send) -> bool``: the index holds that send of file ``f`` at its Location (index_ahead.py)."""
         where = self.located()
-        return lambda off, cmd: where.get((f.id, off)) == (cmd.destination.key, cmd.message_id)
+        return lambda off, cmd: holds(where, f.id, off, cmd)
 
     def located(self) -> dict:
         """index_ahead.located of this store directory's order indexes (built once)."""
@@ -567,7 +567,7 @@ class _Judge:
                                 "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
                                 "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                        self.rejects(), self.subscribed, None if self.strict else self.held(f)):
+                                        self.rejects(), self.subscribed, None if self.strict else self.holds_at(f)):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "

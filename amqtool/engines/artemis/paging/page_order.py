@@ -21,37 +21,27 @@ from amqtool.formats.artemis.paging import AMQP_LARGE_PERSISTER, CORE_LARGE_TYPE
 _PROBE = 8  # records read from each end of a page for its oldest and newest message id
 
 
-def out_of_order_findings(stores) -> list[Finding]:
-    """A ``page-out-of-order`` finding per address whose pages hold older messages than a page before them."""
-    out = []
-    for ps in stores:
-        spans = []  # (page id, oldest id, newest id) of the pages with a message id to compare
-        for pid in sorted(ps.pages):
-            try:
-                with ps.open_page(pid) as pf:
-                    span = _span(pf.buf, pf.size)
-            except OSError:
-                continue  # an unreadable page is reported where pages are read
-            if span is not None:
-                spans.append((pid, *span))
-        latest = None  # (page id, oldest id) of the earlier page whose oldest message is the newest
-        for pid, lo, hi in spans:
-            if latest is not None and hi < latest[1]:
-                page, first = latest
-                out.append(Finding(
-                    Severity.CRITICAL, "page-out-of-order",
-                    f"address {ps.address!r}: page {pid} holds messages older (ids up to {hi}) than page {page} "
-                    f"before it (ids from {first}): the broker writes pages in order, so page files were swapped or "
-                    f"renamed; it reads each as the page its name says and applies that page's cursor "
-                    f"acknowledgements to the wrong messages", str(ps.page_path(pid)), None,
-                    {"page": pid, "newestId": hi, "earlierPage": page, "earlierOldestId": first}))
-                break
-            if latest is None or lo > latest[1]:
-                latest = (pid, lo)
-    return out
+def out_of_order_finding(ps, spans: list) -> Finding | None:
+    """The ``page-out-of-order`` finding of page store ``ps`` whose pages hold older messages than a page before
+    them, or None. ``spans``: ``(page id, oldest id, newest id)`` of its pages, in page order (:func:`page_span`
+    of each, taken as verify walks the pages)."""
+    latest = None  # (page id, oldest id) of the earlier page whose oldest message is the newest
+    for pid, lo, hi in spans:
+        if latest is not None and hi < latest[1]:
+            page, first = latest
+            return Finding(
+                Severity.CRITICAL, "page-out-of-order",
+                f"address {ps.address!r}: page {pid} holds messages older (ids up to {hi}) than page {page} before "
+                f"it (ids from {first}): the broker writes pages in order, so page files were swapped or renamed; it "
+                f"reads each as the page its name says and applies that page's cursor acknowledgements to the wrong "
+                f"messages", str(ps.page_path(pid)), None,
+                {"page": pid, "newestId": hi, "earlierPage": page, "earlierOldestId": first})
+        if latest is None or lo > latest[1]:
+            latest = (pid, lo)
+    return None
 
 
-def _span(buf, size: int) -> tuple[int, int] | None:
+def page_span(buf, size: int) -> tuple[int, int] | None:
     """(oldest, newest) message id among the first and last few records of a page that are not large messages
     (None when it holds none that read)."""
     records = [(off, n) for _, off, n in PageScanner(buf, size)]

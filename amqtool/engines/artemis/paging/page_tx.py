@@ -24,7 +24,7 @@ def pending_by_page_tx(page_stores, view: PagingJournalView) -> Counter:
     reading the page there); an unreadable page is skipped (verify reports it UNKNOWN)."""
     out: Counter = Counter()
     every = ((ps, pid) for ps in page_stores for pid in sorted(ps.pages))
-    for pid, (number, _, _, tx_id, _, _, qids, _) in _records(every):
+    for pid, (number, _, _, tx_id, _, _, qids, _) in records_of(every):
         if tx_id < 0 or view.tx_state(tx_id) == PAGE_TX_COMMITTED:
             continue
         if any(view.queue_state(q, pid, number) == Q_PENDING for q in qids):
@@ -32,7 +32,7 @@ def pending_by_page_tx(page_stores, view: PagingJournalView) -> Counter:
     return out
 
 
-def _records(pages):
+def records_of(pages):
     """``(page id, PageSummaries tuple)`` of every record of ``pages`` (``(page store, page id)`` pairs), in
     order; a page that cannot be read is skipped."""
     for ps, pid in pages:
@@ -57,7 +57,7 @@ def named_after_messages(pages, tx_ids) -> dict[int, int]:
     wanted = set(tx_ids)
     lowest: dict[int, int] = {}
     after: set[int] = set()
-    for _pid, (_, _, _, tx_id, _, mid, _, _) in _records(pages):
+    for _pid, (_, _, _, tx_id, _, mid, _, _) in records_of(pages):
         if tx_id in wanted:
             lowest[tx_id] = min(lowest.get(tx_id, mid), mid)
             if mid >= tx_id:

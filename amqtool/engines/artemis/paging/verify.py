@@ -34,7 +34,7 @@ from amqtool.engines.artemis.paging.view import (
 from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
-from amqtool.engines.artemis.paging.page_order import out_of_order_findings
+from amqtool.engines.artemis.paging.page_order import out_of_order_finding, page_span
 from amqtool.engines.artemis.paging.retyped_adds import retyped_add_findings
 from amqtool.engines.artemis.paging.walk import WalkTables, _WALK_EXPORT, _WALK_HANDBACK, _WALK_VERIFY, _end_of_walk
 
@@ -217,6 +217,8 @@ class PagingVerifier:
         self.crash_tails: dict[str, int] = {}
         self._pending_by_tx: Counter | None = None
         self._not_found_pages: list[tuple[PageStore, int]] = []  # pages holding messages of unrecorded page txs
+        # page folder -> (page id, oldest id, newest id) of its pages, in order (page_order.py)
+        self._spans: dict[str, list[tuple[int, int, int]]] = {}
         # (address, CRITICAL page-damaged finding) of pages the broker stops reading before their end, where what
         # the bytes after held is unknown: a WARNING when the page counters account for every message
         self._unread: list[tuple[str, Finding]] = []
@@ -244,14 +246,9 @@ class PagingVerifier:
         if ps is None or page not in ps.pages:
             return 0
         acked = self.view.acks.get(queue_id, set())
-        try:
-            pf = ps.open_page(page)
-        except OSError:
-            return 0
-        with pf:
-            return sum(1 for number, _, _, tx_id, _, _, qids, _ in PageSummaries(pf.buf, pf.size)
-                       if queue_id in qids and (page, number) not in acked
-                       and self.view.tx_state(tx_id) in (None, PAGE_TX_COMMITTED))
+        return sum(1 for _, (number, _, _, tx_id, _, _, qids, _) in page_tx.records_of([(ps, page)])
+                   if queue_id in qids and (page, number) not in acked
+                   and self.view.tx_state(tx_id) in (None, PAGE_TX_COMMITTED))
 
     def is_crash_tail(self, path: str, number: int) -> bool:
         """Whether message ``number`` of the page at ``path`` is its address's current page's last record,
@@ -291,7 +288,10 @@ class PagingVerifier:
         self._stores = stores
         self.prepared_found = prepared  # prepared page tx -> its paged messages the pages hold
         synced_refs.reweigh(findings, view, stores)  # a torn current page that cut synced records
-        findings.extend(out_of_order_findings(stores))  # page files swapped or renamed
+        for ps in stores:  # page files swapped or renamed
+            swapped = out_of_order_finding(ps, self._spans.get(str(ps.folder), []))
+            if swapped is not None:
+                findings.append(swapped)
         self._tx_findings(findings, not_found, prepared)
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
@@ -386,6 +386,9 @@ class PagingVerifier:
                     end, error = s.end, s.error
                 if sum(not_found.values()) != not_found_before:
                     self._not_found_pages.append((ps, pid))  # read again only if a transaction id is judged
+                span = page_span(buf, pf.size)
+                if span is not None:
+                    self._spans.setdefault(str(ps.folder), []).append((pid, *span))
                 if error is None and not self.figures_only:
                     error = _first_undecodable(buf, pf.size)
                 if error is not None:
