@@ -4,12 +4,11 @@
 acknowledgement, a reference or a DELETE meets far more neighbours and found classes the random campaign
 rarely reaches (false OKs among them). Each sweep damages ``--per`` records of each store in one field
 (tests/faults/artemis.py's ``_fields`` layout: the id, the transaction id, the user record type, the body size,
-the body's first bytes -- a reference's or an acknowledgement's queue id --, the record type), half the time
-with one flipped bit and half with a random byte, and judges each fault by the harness's truth (the
-broker-equal loaders: tests/faults/runner.py). Two more sweeps damage the ends of older files: the last
-record's checksize (``last-checksize``) and zeros from inside one of the last four records to the end
-(``end-zero``). Prints each field's confusion table and every miss with what
-reproduces it.
+the body's first bytes -- a reference's or an acknowledgement's queue id --, the record type, the record count
+of a PREPARE or COMMIT), half the time with one flipped bit and half with a random byte, and judges each fault
+by the harness's truth (the broker-equal loaders: tests/faults/runner.py). Two more sweeps damage the ends of
+older files: the last record's checksize (``last-checksize``) and zeros from inside one of the last four records
+to the end (``end-zero``). Prints each field's confusion table and every miss with what reproduces it.
 
     python bench/fuzz_fields.py --stores DIR ... [--seed 9131] [--per 8] [--fields ref-id,ack-id,...]
 """
@@ -34,6 +33,7 @@ FIELDS = {
     "add-id": ((11, 13), None, "id"),
     "record-tx": ((13, 14, 15), None, "txid"),
     "end-tx": ((17, 18, 19), None, "txid"),
+    "end-nrec": ((17, 18), None, "nrec"),
     "user-type": ((11, 12, 13, 14), None, "usertype"),
     "body-size": ((11, 12, 13, 14), None, "bodysize"),
     "type": (None, None, "type"),

@@ -947,9 +947,11 @@ def strayed_records(result, opened, tx_id: int, unexplained: int = 1,
     records in the commit's own file, so a record that strayed under another transaction id is one of those
     the count misses). Real JournalImpl stores leave open transactions whose ids differ from a committed
     one's in the low byte alone (ids are issued one after another), which were weighed as strayed records.
-    So an open transaction is taken for strayed records only when it holds no more records than
-    ``unexplained``, all in the commit's file (``file_index``, when given): a left-open transaction of
-    six records, or of records in another file, is no shortfall of one record of this commit's file."""
+    So an open transaction is taken for strayed records only when it holds exactly ``unexplained`` records,
+    all in the commit's file (``file_index``, when given): a left-open transaction of six records, or of
+    records in another file, is no shortfall of one record of this commit's file; and one damage either moves
+    records to another transaction id or changes the count, so a shortfall other than what the open
+    transaction holds (a count byte damaged: 16777220 counted, 4 there) is no record that strayed."""
     if unexplained <= 0:
         return []
     out = []
@@ -957,7 +959,7 @@ def strayed_records(result, opened, tx_id: int, unexplained: int = 1,
         if tx.prepared or not _byte_neighbours(tx_id, (tx.tx_id,)):
             continue
         own = tx.records + tx.records_to_delete
-        if len(own) > unexplained or file_index is not None and any(r.file_index != file_index for r in own):
+        if len(own) != unexplained or file_index is not None and any(r.file_index != file_index for r in own):
             continue
         out += [Rebuilt(UPDATE_TX if r.is_update else ADD_TX, 0, 0, tx.tx_id, r.id, r.user_record_type,
                         opened.pread(r.file_index, r.body_offset, r.body_len), "") for r in tx.records]
