@@ -18,7 +18,8 @@ The reading holds only where nothing else moves the broker on early, so it is ma
 * the next data file is the next fileID (``nextFileID``): with ids missing between, the record that did not
   fit was the first of a file since freed, whose size no one knows;
 * neither file was written by the compactor (records with a compactCount above 0: its last output ends
-  wherever the live data ended) and no compaction was running when the broker stopped (``.cmp`` files left:
+  wherever the live data ended), nor has a compactCount no write gives (below 0: a damaged count, which the
+  broker reads as it is, of a record that may be the compactor's) and no compaction was running when the broker stopped (``.cmp`` files left:
   a compaction begins by moving on, ``JournalImpl.getDataListToCompact``);
 * the next file's first record follows its header, whole (a replication sync's ``forceMoveNextFile`` leaves
   no trace either, but syncs a backup, which writes no journal of its own here);
@@ -93,7 +94,7 @@ def room_left(result, index: int, end: int, compacting: bool) -> tuple[int, int,
         return None
     nxt = result.files[later[0]]
     first = _first_record(opened, later[0], nxt.size)
-    if first is None or first[1] != 16 or first[3] > 0 or first[2] > free:
+    if first is None or first[1] != 16 or first[3] != 0 or first[2] > free:
         return None
     if _last_record_compacted(opened, index, end) is not False:
         return None

@@ -748,11 +748,11 @@ def _room_for_next(result, index: int, first: int) -> tuple[int, int] | None:
     nxt = result.files[later[0]]
     head = opened.pread(later[0], 0, min(nxt.size, 1 << 20))
     recs, _ = native.scan_records(head, nxt.tag, nxt.version, True, 16)
-    if not recs or recs[0][1] != 16 or recs[0][3] > 0:
-        return None  # the next file's first record is damaged, or the compactor wrote it
+    if not recs or recs[0][1] != 16 or recs[0][3] != 0:
+        return None  # the next file's first record is damaged, or the compactor wrote it (or its count is damaged)
     own, _ = native.scan_records(opened.read_file(index), jf.tag, jf.version, True, 16)
     own = [r for r in own if r[1] < first]
-    if own and own[-1][3] > 0:
+    if own and own[-1][3] != 0:
         return None  # the compactor's last output
     end = own[-1][1] + own[-1][2] if own else 16
     # a file whose first record follows its 16-byte header was written unaligned (NIO, MAPPED: getAlignment() is
