@@ -18,9 +18,10 @@ The reading holds only where nothing else moves the broker on early, so it is ma
 * the next data file is the next fileID (``nextFileID``): with ids missing between, the record that did not
   fit was the first of a file since freed, whose size no one knows;
 * neither file was written by the compactor (records with a compactCount above 0: its last output ends
-  wherever the live data ended), nor has a compactCount no write gives (below 0: a damaged count, which the
-  broker reads as it is, of a record that may be the compactor's) and no compaction was running when the broker stopped (``.cmp`` files left:
-  a compaction begins by moving on, ``JournalImpl.getDataListToCompact``);
+  wherever the live data ended), nor has a compactCount no write gives (below 0: a damaged count, which
+  the broker reads as it is, of a record that may be the compactor's), and no compaction was running when
+  the broker stopped (``.cmp`` files left: a compaction begins by moving on,
+  ``JournalImpl.getDataListToCompact``);
 * the next file's first record follows its header, whole (a replication sync's ``forceMoveNextFile`` leaves
   no trace either, but syncs a backup, which writes no journal of its own here);
 * the journal is of format 2 (the files of format 1 carry no compactCount).
