@@ -9,8 +9,9 @@ the COMMIT's own file are never reclaimed apart from it, so a COMMIT counting re
 transaction is left was split from them. Which open transaction it committed, the store shows:
 
 * one open transaction one flipped bit from the COMMIT's id (the COMMIT's id damaged);
-* else the one open transaction one damaged byte from it whose records all lie in the COMMIT's file, before
-  it, exactly as many as the COMMIT counts;
+* else the one open transaction one damaged byte from it with exactly as many records in the COMMIT's file,
+  before it, as the COMMIT counts, and none after it (a transaction's records all precede its end record; those
+  of earlier files the count leaves out);
 * else the one open transaction, so placed and counted, holding a PAGE_TRANSACTION add whose body names the
   COMMIT's transaction: the broker writes a page transaction in the journal transaction of the send, with that
   transaction's id as the first field of its body (``storePageTransaction(tx.getID(), ...)``), so the record's
@@ -18,6 +19,10 @@ transaction is left was split from them. Which open transaction it committed, th
 
 Prepared transactions are not candidates (a PREPARE completes them). What the rolled-back records held is then
 weighed as a discarded transaction (``Evidence.effect_of_discarded``).
+
+A PREPARE is split from its records the same way (its ``numberOfRecords`` counts them in its file too): it then
+names a transaction with no records, which the load fails for its count (``prepare-count-mismatch``, found 0),
+and the in-doubt transaction is left open and rolled back (:func:`ended_open_tx`, prepare_mismatch.py).
 """
 from __future__ import annotations
 
@@ -42,18 +47,26 @@ def committed_open_tx(result, opened, anomaly, failed: dict):
     """The open transaction (a :class:`~amqtool.engines.artemis.load.TxInfo` of ``failed``: id -> open,
     unprepared transaction) that the ``commit-unknown-tx`` ``anomaly`` of the load ``result`` committed, or
     None (see the module docstring)."""
-    t = anomaly.ids["txId"]
+    fi, off = anomaly.file_index, anomaly.offset
+    n = commit_count(opened, fi, off, result.files[fi].version)
+    return ended_open_tx(result, anomaly.ids["txId"], fi, off, n, failed)
+
+
+def ended_open_tx(result, t: int, fi: int, off: int, n: int | None, failed: dict):
+    """The open transaction of ``failed`` (id -> open, unprepared transaction) that the end record (COMMIT or
+    PREPARE) at ``off`` of file ``fi``, naming transaction ``t`` with no records and counting ``n`` records in
+    its file, ended before its transaction id was damaged; or None (see the module docstring)."""
     bits = [failed[t ^ (1 << k)] for k in range(64) if t ^ (1 << k) in failed]
     if bits:
         return bits[0]
-    fi, off = anomaly.file_index, anomaly.offset
-    n = commit_count(opened, fi, off, result.files[fi].version)
     if not n or n < 1:
         return None
 
     def placed(tx) -> bool:
         recs = list(tx.records) + list(tx.records_to_delete)
-        return len(recs) == n and all(r.file_index == fi and r.body_offset < off for r in recs)
+        here = [r for r in recs if r.file_index == fi]
+        return (len(here) == n and all(r.body_offset < off for r in here)
+                and all(r.file_index <= fi for r in recs))
 
     near = [tx for tid, tx in failed.items() if one_byte_apart(tid, t) and placed(tx)]
     if len(near) == 1:
