@@ -12,7 +12,9 @@ them: a later record outside the transaction that acknowledges, redelivers or de
 before that record. With the COMMIT gone -- its file deleted, emptied, or the record damaged -- the broker
 discards the transaction and the messages still live in it: a loss no crash leaves, since the record that
 proves it was written after the COMMIT. (``tails.py`` reads the same proof for a transaction a damaged end left
-open; this reads it wherever the COMMIT went.)
+open; this reads it wherever the COMMIT went.) Not a message whose id another ADD carries too: the broker stores
+a message once, so one of the two ids was damaged, and the delivery may be the other record's (an open
+transaction's ADD_TX whose id was flipped onto a message delivered since is no COMMIT lost).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def lost_commit_findings(result, evidence) -> list[Finding]:
     """One CRITICAL ``tx-commit-lost`` per open transaction of the message journal's load ``result`` that sent
     a message a later record outside it delivered, when discarding it loses live records (see the module)."""
     from amqtool.engines.artemis.evidence import LOSS, transaction_records
-    from amqtool.engines.artemis.tails import first_deliveries
+    from amqtool.engines.artemis.tails import added_elsewhere, first_deliveries
 
     if result is None or evidence is None:
         return []
@@ -33,8 +35,12 @@ def lost_commit_findings(result, evidence) -> list[Finding]:
             if r.user_record_type in _MESSAGES and not r.is_update}  # message id -> the open transaction
     opened = result.opened
     proof: dict[int, tuple[int, str, int]] = {}  # tx id -> (message, file, offset) of the first delivery
-    for mid, (_t, fi, off) in sorted(first_deliveries(opened, sent).items(), key=lambda kv: kv[1][1:]):
-        proof.setdefault(sent[mid], (mid, str(opened.files[fi].path), off))
+    delivered = first_deliveries(opened, sent)
+    # a message id another ADD carries too: one of the two ids was damaged, and the delivery may be the other's
+    doubled = added_elsewhere(opened, {mid: sent[mid] for mid in delivered})
+    for mid, (_t, fi, off) in sorted(delivered.items(), key=lambda kv: kv[1][1:]):
+        if mid not in doubled:
+            proof.setdefault(sent[mid], (mid, str(opened.files[fi].path), off))
     out = []
     for tx_id, (mid, path, off) in sorted(proof.items()):
         if evidence.effect_of_discarded(transaction_records(opened, tx_id)) != LOSS:

@@ -258,6 +258,22 @@ def first_deliveries(opened, owners: dict[int, int]) -> dict[int, tuple[int, int
     return out
 
 
+def added_elsewhere(opened, owners: dict[int, int]) -> set[int]:
+    """Of the message ids of ``owners`` (message id -> the transaction that added it), those another ADD or
+    ADD_TX record of ``opened`` outside that transaction adds too. The broker stores a message once
+    (``storeMessage``, under the id it was given), so one of the two ids was damaged, and what delivers that
+    id later may be the other's. One pass over the files."""
+    out: set[int] = set()
+    if not owners:
+        return out
+    for fi in range(len(opened.files)):
+        for t, _off, rid, tx, utype in _records(opened, fi):
+            owner = owners.get(rid)
+            if owner is not None and t in _ADDS and tx != owner and utype in _MESSAGES:
+                out.add(rid)
+    return out
+
+
 def _records(opened, index: int):
     """(type, offset, id, tx id, user record type) of every record of file ``index`` (-1 for the ids a type
     does not carry), in file order, read in bounded windows."""
