@@ -308,10 +308,10 @@ static inline void tx_inc(tx_t *tx, int32_t fi) {
 /* ---- anomalies ------------------------------------------------------------------------------------- */
 
 enum { AN_UPDATE_UNKNOWN, AN_DELETE_UNKNOWN, AN_PREPARE_MISMATCH, AN_COMMIT_MISMATCH, AN_COMMIT_UNKNOWN,
-       AN_ROLLBACK_UNKNOWN, AN_KINDS };
+       AN_ROLLBACK_UNKNOWN, AN_ADD_DELETED, AN_KINDS };
 static const char *const anomaly_names[AN_KINDS] = {
     "update-unknown-id", "delete-unknown-id", "prepare-count-mismatch", "commit-count-mismatch",
-    "commit-unknown-tx", "rollback-unknown-tx",
+    "commit-unknown-tx", "rollback-unknown-tx", "add-of-deleted-id",
 };
 
 typedef struct {
@@ -367,10 +367,11 @@ static int note(LoaderObject *self, int code, int32_t fi, int64_t off, int64_t a
     return 0;
 }
 
-/* load.py's append(): an entry of an already deleted id is dropped right away. */
+/* load.py's append(): an entry of an already deleted id is dropped right away; an ADD so dropped is noted
+   (add-of-deleted-id, at its body's offset): the broker deletes a record only after adding it. */
 static inline int append_live(LoaderObject *self, const entry_t *e, int64_t tx_id, int type) {
     if (self->deleted.n + self->deleted.has_min && map_contains(&self->deleted, e->id))
-        return 0;
+        return e->is_update ? 0 : note(self, AN_ADD_DELETED, e->file_index, e->body_offset, e->id, 0, 0, 0);
     if (self->want_sources && sources_push(&self->sources, tx_id, type) < 0)
         return -1;
     return entries_push(&self->live, e);

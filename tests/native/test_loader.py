@@ -296,6 +296,7 @@ def test_every_anomaly_and_transaction_outcome(tmp_path):
     f1 = [A(T.ADD, 0, 0, record_id=1, user_record_type=45, body=b"a"),
           A(T.UPDATE, 0, 0, record_id=99, user_record_type=45, body=b"u"),          # update-unknown-id
           A(T.DELETE, 0, 0, record_id=98),                                          # delete-unknown-id
+          A(T.ADD, 0, 0, record_id=98, user_record_type=45, body=b"r"),             # add-of-deleted-id
           A(T.ADD_TX, 0, 0, tx_id=7, record_id=2, user_record_type=45, body=b"t"),
           A(T.ADD_TX, 0, 0, tx_id=8, record_id=3, user_record_type=45, body=b"t"),
           A(T.ADD_TX, 0, 0, tx_id=9, record_id=4, user_record_type=45, body=b"t"),
@@ -310,10 +311,14 @@ def test_every_anomaly_and_transaction_outcome(tmp_path):
     d = _write_journal(tmp_path, [f1, f2], 2, 1024, {}, [])
     py, c = _assert_same(detect(d).journals()[0])
     assert set(c.anomaly_counts) == {"update-unknown-id", "delete-unknown-id", "prepare-count-mismatch",
-                                     "commit-count-mismatch", "commit-unknown-tx", "rollback-unknown-tx"}
+                                     "commit-count-mismatch", "commit-unknown-tx", "rollback-unknown-tx",
+                                     "add-of-deleted-id"}
+    (dropped,) = [a for a in c.anomalies if a.code == "add-of-deleted-id"]
+    assert dropped.ids == {"id": 98} and dropped.file_index == 0
     assert [t.tx_id for t in c.prepared] == [9] and c.prepared[0].extra == b"xid"
     assert [t.tx_id for t in c.failed] == [10]
-    assert [r.id for r in c.live] == [1, 99, 3, 6] and c.max_id == 99 and c.number_of_records == 3
+    # 98, added after its DELETE, is dropped from the list but counted in JournalImpl's records map
+    assert [r.id for r in c.live] == [1, 99, 3, 6] and c.max_id == 99 and c.number_of_records == 4
 
 
 def test_many_ids_grow_and_shrink_the_tables(tmp_path):

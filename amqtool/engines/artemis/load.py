@@ -396,7 +396,11 @@ def load_journal(
         nonlocal seq
         rid = entry.id
         if rid in deleted:
-            return  # Artemis drops every entry of a deleted id at the end of the load
+            # Artemis drops every entry of a deleted id at the end of the load. An ADD after its id's DELETE is
+            # noted: the broker deletes a record only once it was added, so one of the two ids was damaged.
+            if not entry.is_update:
+                note("add-of-deleted-id", entry.file_index, entry.body_offset, id=rid)
+            return
         seq += 1
         entries[seq] = entry
         if srcs is not None:
@@ -540,7 +544,7 @@ def load_journal(
 
 def _anomaly_ids(code: str, a: int, b: int, c: int, d: int) -> dict:
     # the keywords load_journal's note() gets for each code, in the same order
-    if code in ("update-unknown-id", "delete-unknown-id"):
+    if code in ("update-unknown-id", "delete-unknown-id", "add-of-deleted-id"):
         return {"id": a}
     if code == "prepare-count-mismatch":
         return {"txId": a, "expected": b, "found": c}

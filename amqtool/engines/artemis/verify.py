@@ -38,7 +38,7 @@ from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis.cut_off_tx import last_open_tx
 from amqtool.engines.artemis.deleted_neighbours import update_of_deleted
-from amqtool.engines.artemis import free_files, journal_crash, prepare_mismatch
+from amqtool.engines.artemis import deleted_first, free_files, journal_crash, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -1125,6 +1125,8 @@ def _load_findings(result: LoadResult, findings: list[Finding]) -> None:
     for a in result.anomalies:
         if a.code == "commit-count-mismatch":
             continue  # judged with the evidence (_GapInspector.judge)
+        if a.code == "add-of-deleted-id":
+            continue  # judged by what the dropped record held (deleted_first.py)
         sev = severities[a.code]
         if sev is Severity.INFO:
             # Routine after reclaiming: one finding per kind, with the count and the first place.
@@ -1362,6 +1364,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                                {i for ins in inspectors if ins.kind == "messages" for i in ins.lost_deletes})
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
+            report.findings += [f for r in results.values() if r is not None for f in deleted_first.findings(r, evidence)]
             report.findings += retyped
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)
