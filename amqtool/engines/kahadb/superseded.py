@@ -32,7 +32,7 @@ _DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index prio
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None, ended=None, unmatched=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -45,7 +45,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     operations from the in-flight transactions when no PREPARE moved them to the prepared ones; a ROLLBACK
     drops them either way): the cross-store transactions of mKahaDB child stores write one. ``unmatched(cmd)``:
     a subscription's ack of a message its selector does not match (unhanded.unmatched_ack), which changes
-    nothing when dropped."""
+    nothing when dropped. ``rolled_back()``: the transactions whose ROLLBACK the replay reads intact after the
+    batch: their sends and acks change nothing when dropped (:func:`_undone`)."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -81,7 +82,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                     and unmatched()(cmd):
                 continue
-            if not _undone(cmd, acked, open_txs, subscriptions, ended):
+            if not _undone(cmd, acked, open_txs, subscriptions, ended, rolled_back):
                 return False
     except (FormatError, struct.error, AttributeError):
         return False
@@ -92,13 +93,25 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
 LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
 
 
-def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
+def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None, rolled_back=None) -> bool:
     """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message acked by
     every durable subscription, or a send of a still-open local transaction; or an ack of a still-open local
     transaction (``MessageDatabase.recover`` rolls it back at the end of recovery: it acks nothing). A send of a
     transaction whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT
     adds the message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove
-    it."""
+    it.
+
+    A send or an ack of a transaction whose ROLLBACK the replay reads after it (``rolled_back()``) does nothing
+    either way: ``process(KahaRollbackCommand)`` drops the operations in flight or prepared. And a ROLLBACK of a
+    transaction the replay leaves open without it (never prepared: ``open_txs``) does what the start does anyway:
+    ``MessageDatabase.recover`` rolls back the local transactions still in flight and discards the XA ones (the
+    cross-store transactions of mKahaDB child stores are XA there). Found on a hold-out mKahaDB store of the real
+    5.17.2 broker (a transaction of sends, then one of acks, aborted)."""
+    if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE) and cmd.transaction is not None \
+            and rolled_back is not None and cmd.transaction.key in rolled_back():
+        return True
+    if cmd.type is EntryType.ROLLBACK and cmd.transaction is not None and cmd.transaction.key in open_txs:
+        return True
     if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is not None and cmd.transaction.local \
             and cmd.transaction.key in open_txs:
         return True  # an ack of a transaction left open: the broker rolls it back at start, nothing acked

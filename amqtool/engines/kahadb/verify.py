@@ -437,6 +437,7 @@ class _Judge:
         self.inert = inert_ack(d.indexed, view.metadata.first_in_progress_tx is not None) \
             if view is not None and not d.is_tx_store else None
         self._ended: set | None = None
+        self._rolled: dict | None = None
         self._unmatched = None
         self._idle = None
         self._located = None
@@ -452,6 +453,16 @@ class _Judge:
             self._ended = ended_transactions(self.d, self.ev.last_update) if self.ev is not None and \
                 self.ev.last_update is not None else set()
         return self._ended
+
+    def rolled_back_after(self, where: tuple) -> set:
+        """The transactions whose ROLLBACK the replay after the checkpoint reads intact after ``where`` ((file id,
+        offset)); built once."""
+        if self._rolled is None:
+            from amqtool.engines.kahadb.after_acks import rolled_back_transactions
+
+            self._rolled = rolled_back_transactions(self.d, self.ev.last_update) if self.ev is not None and \
+                self.ev.last_update is not None else {}
+        return {key for key, at in self._rolled.items() if at > where}
 
     def unmatched(self):
         """unhanded.unmatched_ack of this store directory (built once)."""
@@ -554,7 +565,8 @@ class _Judge:
                 self.buf(f), first, last, ev.acked_after,
                 self.open_txs(),
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
-                newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched):
+                newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched,
+                rolled_back=lambda: self.rolled_back_after((f.id, first))):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
                                 "whose outcome follows, or acks of messages the subscription's selector does not "
