@@ -309,7 +309,34 @@ def k5_rollback_kill():
                            "acked, 1 send, SIGKILL.")
 
 
-ALL = {"k5": k5_rollback_kill, "k4": k4_big_small_kill, "k1": k1_big_bodies_nosync_kill, "k2": k2_priority_subs_kill, "k3": k3_mkahadb_prefix_kill}
+def k6_acked_after_kill():
+    """a small store for the repository's tests: 16 KiB files; 3 sends and a clean stop, then a run without
+    checkpoints that acks all three, sends 2 more, and is SIGKILLed: every message the index holds at its
+    checkpoint is acknowledged after it"""
+    run = mf.Run("k6-acked-after-kill", 7686)
+    cfgs = [config("k6-run1", kaha(16384)), config("k6-run2", kaha(16384, 'checkpointInterval="600000" '
+                                                                          'cleanupInterval="600000"'))]
+    live = Live(run)
+    Q = "/queue/fx.k6.q"
+    for r, cfg in enumerate(cfgs):
+        b = run.broker(cfg); b.start()
+        if r == 1:
+            live.consume(Q, lambda x: True)
+        p = Stomp(PORT)
+        for k in range(3 if r == 0 else 2):
+            n = 3 * r + k + 1
+            live.add(Q, run.send(p, Q, n, size=run.rng.randint(200, 900))["fx_id"])
+        if r == 0:
+            p.disconnect()
+            b.stop(); run.broker_timings.append(b.timings)
+            continue
+        killed(run, b, p)
+    return finish(run, live, broker_config=["tools/" + c for c in cfgs],
+                  scenario="16 KiB files; run1: 3 sends, clean stop; run2 without checkpoints: the 3 acked, 2 sends, "
+                           "SIGKILL.")
+
+
+ALL = {"k6": k6_acked_after_kill, "k5": k5_rollback_kill, "k4": k4_big_small_kill, "k1": k1_big_bodies_nosync_kill, "k2": k2_priority_subs_kill, "k3": k3_mkahadb_prefix_kill}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(ALL):
