@@ -471,19 +471,46 @@ def _restored(body: bytes, stored: int) -> bytes | None:
     da = ((stored & 0xFFFF) - (now & 0xFFFF)) % m
     db = ((stored >> 16) - (now >> 16)) % m
     n = len(body)
-    if not da or n >= m:
+    if not da:
         return None
-    k = db * pow(da, -1, m) % m  # n - i
-    i = n - k
-    if not 0 <= i < n or not k:
-        return None
-    for d in (da, da - m):
-        if -255 <= d <= 255 and 0 <= body[i] + d <= 255:
-            fixed = bytearray(body)
-            fixed[i] += d
-            if zlib.adler32(bytes(fixed)) == stored:
-                return bytes(fixed)
-    return None
+    k = db * pow(da, -1, m) % m  # n - i, modulo m
+    found = []
+    # The sums give n - i modulo 65521 only: in a body that long or longer (a message of 64 KiB or more) every
+    # byte 65521 apart gives the same checksum when changed by d, so each such candidate is a body that matches
+    # the stored Adler-32, and only one of them is the body the broker wrote (_as_written_by_broker).
+    for i in range(n - (k or m), -1, -m):
+        for d in (da, da - m):
+            if -255 <= d <= 255 and 0 <= body[i] + d <= 255:
+                fixed = bytearray(body)
+                fixed[i] += d
+                if zlib.adler32(bytes(fixed)) == stored:
+                    found.append(bytes(fixed))
+    if len(found) > 1:
+        found = [x for x in found if _as_written_by_broker(x)]
+    return found[0] if len(found) == 1 else None
+
+
+def _as_written_by_broker(body: bytes) -> bool:
+    """The records of a batch body tile it and decode, and each send's message id is its OpenWire message's own:
+    ``KahaDBStore.addMessage`` sets the command's ``messageId`` from ``message.getMessageId()`` of the message it
+    marshals beside it. Of the bodies one changed byte could have been (:func:`_restored`, a body of 64 KiB or
+    more), the one whose changed byte is in a message id, not in the message's body, is found so."""
+    from amqtool.formats.kahadb.openwire import decode_message
+
+    try:
+        pos = 0
+        while pos < len(body):
+            size = struct.unpack_from(">i", body, pos)[0]
+            if size < jr.RECORD_HEAD_SPACE or pos + size > len(body):
+                return False
+            cmd = decode_command(body[pos + 5:pos + size])
+            if isinstance(cmd, AddMessageCommand) and cmd.message:
+                if decode_message(cmd.message).message_id != cmd.message_id:
+                    return False
+            pos += size
+    except (FormatError, struct.error, ValueError, IndexError):
+        return False
+    return True
 
 
 def _end_only(buf, start: int, last: int) -> bool:
