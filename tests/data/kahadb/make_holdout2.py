@@ -336,7 +336,47 @@ def k6_acked_after_kill():
                            "SIGKILL.")
 
 
-ALL = {"k6": k6_acked_after_kill, "k5": k5_rollback_kill, "k4": k4_big_small_kill, "k1": k1_big_bodies_nosync_kill, "k2": k2_priority_subs_kill, "k3": k3_mkahadb_prefix_kill}
+def k7_batched_nosync_kill():
+    """a small store for the repository's tests: 16 KiB files, no disk syncs (the journal batches writes that
+    arrive together); a clean run, then one without checkpoints: queue and topic sends without receipt in
+    bursts, the queue's acked, SIGKILL"""
+    run = mf.Run("k7-batched-nosync-kill", 7696)
+    cfgs = [config("k7-run1", kaha(16384, 'enableJournalDiskSyncs="false"')),
+            config("k7-run2", kaha(16384, 'enableJournalDiskSyncs="false" checkpointInterval="600000" '
+                                          'cleanupInterval="600000"'))]
+    live = Live(run)
+    Q, T = "/queue/fx.k7.q", "/topic/fx.k7.t"
+    seq = {Q: 0, T: 0}
+    for r, cfg in enumerate(cfgs):
+        b = run.broker(cfg); b.start()
+        if r == 0:
+            fr.subscribe_durable(run, T, "k7-d", "kd")
+        p, p2 = Stomp(PORT), Stomp(PORT)
+        for _ in range(2 if r == 0 else 20):
+            for conn, d in ((p, Q), (p2, T)):
+                seq[d] += 1
+                run.send(conn, d, seq[d], receipt=False, size=run.rng.randint(200, 700))
+        for conn in (p, p2):  # (a receipt: all sent)
+            conn.request("SEND", {"destination": "/queue/fx.k7.flush", "persistent": "true"}, b"x")
+            conn.disconnect()
+        if r == 0:
+            b.stop(); run.broker_timings.append(b.timings)
+            continue
+        c = Stomp(PORT)
+        c.subscribe(Q, "s1")
+        for f in c.receive(seq[Q], timeout=30):
+            run.note_msg(f)
+            c.ack(f)
+        c.disconnect()
+        killed(run, b, Stomp(PORT))
+    return finish(run, live, broker_config=["tools/" + c for c in cfgs],
+                  scenario="16 KiB files, enableJournalDiskSyncs=false; durable sub k7-d/kd on fx.k7.t; run1: 4 sends "
+                           "without receipt to fx.k7.q / fx.k7.t, clean stop; run2 without checkpoints: 40 sends "
+                           "without receipt, every fx.k7.q message acked, SIGKILL. manifest live sets not kept "
+                           "(sends without receipt).")
+
+
+ALL = {"k7": k7_batched_nosync_kill, "k6": k6_acked_after_kill, "k5": k5_rollback_kill, "k4": k4_big_small_kill, "k1": k1_big_bodies_nosync_kill, "k2": k2_priority_subs_kill, "k3": k3_mkahadb_prefix_kill}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(ALL):
