@@ -93,6 +93,14 @@ def ended_transactions(d, last_update: tuple) -> set:
             if cmd.transaction is not None}
 
 
+def rolled_back_transactions(d, last_update: tuple) -> dict:
+    """Transaction key -> (file id, offset) of the ROLLBACK the replay after ``last_update`` in store directory
+    ``d`` reads (batches that check out). ``process(KahaRollbackCommand)`` drops the transaction's operations,
+    in flight or prepared: what its sends and acks did is undone whether or not they are replayed."""
+    return {cmd.transaction.key: (fid, off) for fid, off, cmd in replayed_commands(d, last_update, (_ROLLBACK,))
+            if cmd.transaction is not None}
+
+
 def acks_nothing(d):
     """A predicate over a journal command (and the ``(destination key, message id)`` of messages to count as held
     besides: sends the replay reads elsewhere): a REMOVE outside a transaction whose destination holds no message of

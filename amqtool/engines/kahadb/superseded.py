@@ -32,7 +32,7 @@ _DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index prio
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None, ended=None, unmatched=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -45,7 +45,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     operations from the in-flight transactions when no PREPARE moved them to the prepared ones; a ROLLBACK
     drops them either way): the cross-store transactions of mKahaDB child stores write one. ``unmatched(cmd)``:
     a subscription's ack of a message its selector does not match (unhanded.unmatched_ack), which changes
-    nothing when dropped."""
+    nothing when dropped. ``rolled_back()``: the transactions whose ROLLBACK the replay reads intact after the
+    batch: their sends and acks change nothing when dropped (:func:`_undone`)."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -81,7 +82,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                     and unmatched()(cmd):
                 continue
-            if not _undone(cmd, acked, open_txs, subscriptions, ended):
+            if not _undone(cmd, acked, open_txs, subscriptions, ended, rolled_back):
                 return False
     except (FormatError, struct.error, AttributeError):
         return False
@@ -92,13 +93,25 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
 LOCATION_ONLY = (EntryType.TRACE, EntryType.PRODUCER_AUDIT, EntryType.ACK_MESSAGE_FILE_MAP)
 
 
-def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None) -> bool:
+def _undone(cmd, acked: dict, open_txs: set, subscriptions: dict | None, ended=None, rolled_back=None) -> bool:
     """``cmd`` is a send the replay takes back: a queue message acked after the checkpoint, a topic message acked by
     every durable subscription, or a send of a still-open local transaction; or an ack of a still-open local
     transaction (``MessageDatabase.recover`` rolls it back at the end of recovery: it acks nothing). A send of a
     transaction whose outcome the replay reads after it (``ended()``) is taken back by such acks too: its COMMIT
     adds the message (``process(KahaCommitCommand)`` runs the transaction's operations), the acks after it remove
-    it."""
+    it.
+
+    A send or an ack of a transaction whose ROLLBACK the replay reads after it (``rolled_back()``) does nothing
+    either way: ``process(KahaRollbackCommand)`` drops the operations in flight or prepared. And a ROLLBACK of a
+    transaction the replay leaves open without it (never prepared: ``open_txs``) does what the start does anyway:
+    ``MessageDatabase.recover`` rolls back the local transactions still in flight and discards the XA ones (the
+    cross-store transactions of mKahaDB child stores are XA there). Found on a hold-out mKahaDB store of the real
+    5.17.2 broker (a transaction of sends, then one of acks, aborted)."""
+    if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE) and cmd.transaction is not None \
+            and rolled_back is not None and cmd.transaction.key in rolled_back():
+        return True
+    if cmd.type is EntryType.ROLLBACK and cmd.transaction is not None and cmd.transaction.key in open_txs:
+        return True
     if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is not None and cmd.transaction.local \
             and cmd.transaction.key in open_txs:
         return True  # an ack of a transaction left open: the broker rolls it back at start, nothing acked
@@ -341,12 +354,32 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
         return now is None
     if now is not None:
         a, b = _effect(now), _effect(then)
-        if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed):
+        if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed) \
+                or _taken_back(now, then, acked, subscribed):
             return True
         if idle is None or not idle(now):
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then))
+
+
+def _taken_back(now, then, acked: dict, subscribed=None) -> bool:
+    """``now`` is the send ``then`` (outside a transaction) with its message id and destination as written but
+    other bytes (its message's), and acknowledgements after the checkpoint (``acked``: after_acks.acked_after,
+    with those of its own batch) take it back: a queue ack, or one by every durable subscription of its topic
+    (``subscribed(destination key)``). The replay indexes the damaged send (``updateIndex(KahaAddMessageCommand)``
+    keeps its Location and id, it does not read the message), then the ack finds it by its id and removes it:
+    the broker never reads those bytes (found on a hold-out store of the real 5.17.2 broker: a body byte of an
+    acknowledged send in an older file after the checkpoint, CRITICAL before)."""
+    if not (isinstance(now, AddMessageCommand) and isinstance(then, AddMessageCommand)
+            and now.transaction is None and then.transaction is None
+            and now.message_id == then.message_id and now.destination == then.destination):
+        return False
+    by = acked.get(then.destination.key, {}).get(then.message_id, set())
+    if then.destination.type in (1, 3):
+        subs = subscribed(then.destination.key) if subscribed is not None else set()
+        return bool(subs) and set(subs) <= by
+    return None in by
 
 
 def _redone(now, then, held, offset: int) -> bool:
@@ -458,19 +491,46 @@ def _restored(body: bytes, stored: int) -> bytes | None:
     da = ((stored & 0xFFFF) - (now & 0xFFFF)) % m
     db = ((stored >> 16) - (now >> 16)) % m
     n = len(body)
-    if not da or n >= m:
+    if not da:
         return None
-    k = db * pow(da, -1, m) % m  # n - i
-    i = n - k
-    if not 0 <= i < n or not k:
-        return None
-    for d in (da, da - m):
-        if -255 <= d <= 255 and 0 <= body[i] + d <= 255:
-            fixed = bytearray(body)
-            fixed[i] += d
-            if zlib.adler32(bytes(fixed)) == stored:
-                return bytes(fixed)
-    return None
+    k = db * pow(da, -1, m) % m  # n - i, modulo m
+    found = []
+    # The sums give n - i modulo 65521 only: in a body that long or longer (a message of 64 KiB or more) every
+    # byte 65521 apart gives the same checksum when changed by d, so each such candidate is a body that matches
+    # the stored Adler-32, and only one of them is the body the broker wrote (_as_written_by_broker).
+    for i in range(n - (k or m), -1, -m):
+        for d in (da, da - m):
+            if -255 <= d <= 255 and 0 <= body[i] + d <= 255:
+                fixed = bytearray(body)
+                fixed[i] += d
+                if zlib.adler32(bytes(fixed)) == stored:
+                    found.append(bytes(fixed))
+    if len(found) > 1:
+        found = [x for x in found if _as_written_by_broker(x)]
+    return found[0] if len(found) == 1 else None
+
+
+def _as_written_by_broker(body: bytes) -> bool:
+    """The records of a batch body tile it and decode, and each send's message id is its OpenWire message's own:
+    ``KahaDBStore.addMessage`` sets the command's ``messageId`` from ``message.getMessageId()`` of the message it
+    marshals beside it. Of the bodies one changed byte could have been (:func:`_restored`, a body of 64 KiB or
+    more), the one whose changed byte is in a message id, not in the message's body, is found so."""
+    from amqtool.formats.kahadb.openwire import decode_message
+
+    try:
+        pos = 0
+        while pos < len(body):
+            size = struct.unpack_from(">i", body, pos)[0]
+            if size < jr.RECORD_HEAD_SPACE or pos + size > len(body):
+                return False
+            cmd = decode_command(body[pos + 5:pos + size])
+            if isinstance(cmd, AddMessageCommand) and cmd.message:
+                if decode_message(cmd.message).message_id != cmd.message_id:
+                    return False
+            pos += size
+    except (FormatError, struct.error, ValueError, IndexError):
+        return False
+    return True
 
 
 def _end_only(buf, start: int, last: int) -> bool:
