@@ -1364,7 +1364,9 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
                                {i for ins in inspectors if ins.kind == "messages" for i in ins.lost_deletes})
             _message_findings(store, evidence, results.get("messages"), report.findings)
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
-            report.findings += [f for r in results.values() if r is not None for f in deleted_first.findings(r, evidence)]
+            report.findings += [f for r in results.values() if r is not None
+                                for f in deleted_first.findings(r, evidence)]
+            report.findings += deleted_first.moved_onto_live(results.get("messages"), evidence)
             report.findings += retyped
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)
