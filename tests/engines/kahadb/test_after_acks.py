@@ -8,26 +8,15 @@ from pathlib import Path
 from amqtool.engines.kahadb import verify_store
 from amqtool.errors import overall_verdict
 from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import flip, verdict
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f7-kill-gc" / "kahadb"
-
-
-def _verdict(root: Path) -> tuple[str, set]:
-    findings, _ = verify_store(detect(root))
-    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
-
-
-def _flip(root: Path, name: str, offset: int, mask: int) -> None:
-    p = root / name
-    data = bytearray(p.read_bytes())
-    data[offset] ^= mask
-    p.write_bytes(bytes(data))
 
 
 def test_pristine_killed_store_is_a_warning(tmp_path):
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
 
 
 def test_damaged_record_of_a_message_acked_after_the_checkpoint_is_latent(tmp_path):
@@ -36,9 +25,9 @@ def test_damaged_record_of_a_message_acked_after_the_checkpoint_is_latent(tmp_pa
     # broker replays that ack before it dispatches anything and never reads the record: a WARNING, not CRITICAL
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db-4.log", 7555, 0x02)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING"
+    flip(root, "db-4.log", 7555, 0x02)
+    said, codes = verdict(root)
+    assert said == "WARNING"
     assert "kahadb-checksum-mismatch" in codes
 
 
@@ -58,8 +47,8 @@ def test_damaged_record_of_a_message_still_live_stays_critical(tmp_path):
     live = [m for key, dest in dests.items() for m in dest.messages
             if m.message_id not in acked.get(key, {}) and (m.file_id, m.offset) < (8, 22057) and m.size > 400]
     m = live[0]
-    _flip(root, f"db-{m.file_id}.log", m.offset + m.size - 100, 0x20)
-    assert _verdict(root)[0] == "CRITICAL"
+    flip(root, f"db-{m.file_id}.log", m.offset + m.size - 100, 0x20)
+    assert verdict(root)[0] == "CRITICAL"
 
 
 def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
@@ -69,12 +58,12 @@ def test_a_file_missing_after_the_checkpoint_is_critical(tmp_path):
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
     (root / "db-9.log").rename(root / "db-10.log")
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL"
+    said, codes = verdict(root)
+    assert said == "CRITICAL"
     assert "kahadb-replay-gap" in codes
     # and an emptied one
     (root / "db-9.log").write_bytes(b"")
-    assert "kahadb-replay-gap" in _verdict(root)[1]
+    assert "kahadb-replay-gap" in verdict(root)[1]
 
 
 def test_a_checkpoint_naming_no_file_is_a_missing_file_not_two_billion_gaps(tmp_path):
@@ -83,9 +72,9 @@ def test_a_checkpoint_naming_no_file_is_a_missing_file_not_two_billion_gaps(tmp_
     # replay at a file the journal does not hold (Journal.getDataFile): CRITICAL, for that file alone
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db.data", 4096 + 21 + 4 + 8 + 1, 0x80)  # page 0: state, destinations page, lastUpdate's flag
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL"
+    flip(root, "db.data", 4096 + 21 + 4 + 8 + 1, 0x80)  # page 0: state, destinations page, lastUpdate's flag
+    said, codes = verdict(root)
+    assert said == "CRITICAL"
     assert "kahadb-missing-journal-file" in codes and "kahadb-replay-gap" not in codes
 
 
@@ -97,16 +86,16 @@ def test_damaged_send_after_the_checkpoint_that_a_later_ack_takes_back_is_latent
     # of fx.f7.k, acked in db-9), a byte of its body flipped
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db-8.log", 24391 + 28 + 400, 0x11)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING"
+    flip(root, "db-8.log", 24391 + 28 + 400, 0x11)
+    said, codes = verdict(root)
+    assert said == "WARNING"
     assert "kahadb-checksum-mismatch" in codes
     # db-8.log's batch at 22946 sends a message nobody acknowledges (...:3:-1:1:59): the same flip in its body
     # is a loss (db-8.log is not the newest: the broker replays the record as it reads, the damaged message)
     root2 = tmp_path / "kahadb2"
     shutil.copytree(STORE, root2)
-    _flip(root2, "db-8.log", 22946 + 28 + 1000, 0x11)
-    assert _verdict(root2)[0] == "CRITICAL"
+    flip(root2, "db-8.log", 22946 + 28 + 1000, 0x11)
+    assert verdict(root2)[0] == "CRITICAL"
 
 
 KILLED = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f5-kill" / "kahadb"
@@ -143,15 +132,15 @@ def test_damaged_topic_send_after_the_checkpoint_acked_by_every_subscription_is_
     shutil.copytree(KILLED, root)
     sends = _topic_sends_after_checkpoint(root)
     assert (7, 61224, True) in sends
-    _flip(root, "db-7.log", 61247, 0x04)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    flip(root, "db-7.log", 61247, 0x04)
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-checksum-mismatch" in codes
     fid, off, _ = next(s for s in sends if not s[2])
     root2 = tmp_path / "kahadb2"
     shutil.copytree(KILLED, root2)
     size = int.from_bytes((root2 / f"db-{fid}.log").read_bytes()[off + 28:off + 32], "big")
-    _flip(root2, f"db-{fid}.log", off + 28 + size - 40, 0x04)  # a byte of its message body
-    assert _verdict(root2)[0] == "CRITICAL"
+    flip(root2, f"db-{fid}.log", off + 28 + size - 40, 0x04)  # a byte of its message body
+    assert verdict(root2)[0] == "CRITICAL"
 
 
 def test_an_older_files_batch_damaged_in_its_control_record_is_replayed_as_written(tmp_path):
@@ -165,17 +154,17 @@ def test_an_older_files_batch_damaged_in_its_control_record_is_replayed_as_writt
         root = tmp_path / f"kahadb-{where}"
         shutil.copytree(KILLED, root)
         assert (root / "db-4.log").read_bytes()[-5:] == b"-qMa4"
-        _flip(root, "db-4.log", where, mask)
-        verdict, codes = _verdict(root)
-        assert verdict == "WARNING", (where, codes)
+        flip(root, "db-4.log", where, mask)
+        said, codes = verdict(root)
+        assert said == "WARNING", (where, codes)
         assert codes & {"kahadb-checksum-mismatch", "kahadb-corrupt-range"}
     # the same flip of the stored checksum in the newest file: recoveryCheck marks the batch corrupted and
     # the replay skips it whole (db-9's second batch: a send without receipt nothing acknowledges; its first
     # is the open transaction's, which the broker rolls back anyway)
     root = tmp_path / "newest"
     shutil.copytree(KILLED, root)
-    _flip(root, "db-9.log", 573 + 20, 0x40)
-    assert _verdict(root)[0] == "CRITICAL"
+    flip(root, "db-9.log", 573 + 20, 0x40)
+    assert verdict(root)[0] == "CRITICAL"
 
 
 MKILL = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f8-mkahadb-kill" / "mkahadb"
@@ -206,9 +195,9 @@ def test_a_damaged_send_acked_later_in_a_store_without_checkpoint_is_latent(tmp_
                         cmds[0].destination.key, {}) else None)
     assert found is not None
     fid, off, size = found
-    _flip(child, f"db-{fid}.log", off + 28 + size - 30, 0x85)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    flip(child, f"db-{fid}.log", off + 28 + size - 30, 0x85)
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-checksum-mismatch" in codes
 
 
 def test_a_file_missing_from_a_store_without_checkpoint_is_critical(tmp_path):
@@ -220,8 +209,8 @@ def test_a_file_missing_from_a_store_without_checkpoint_is_critical(tmp_path):
         shutil.copytree(MKILL, root)
         p = root / "queue#3a#2f#2ffx.f8.grp.#3e" / name
         p.unlink() if how == "delete" else p.write_bytes(b"")
-        verdict, codes = _verdict(root)
-        assert verdict == "CRITICAL" and "kahadb-replay-gap" in codes, (name, codes)
+        said, codes = verdict(root)
+        assert said == "CRITICAL" and "kahadb-replay-gap" in codes, (name, codes)
 
 
 def test_the_newest_file_of_a_store_without_checkpoint_torn_or_cut(tmp_path):
@@ -234,12 +223,12 @@ def test_the_newest_file_of_a_store_without_checkpoint_torn_or_cut(tmp_path):
     shutil.copytree(MKILL, root)
     p = root / grp / "db-5.log"
     p.write_bytes(p.read_bytes()[:3840 + 500])
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and "kahadb-truncated-file" in codes
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and "kahadb-truncated-file" in codes
     root = tmp_path / "torn"
     shutil.copytree(MKILL, root)
-    _flip(root / grp, "db-5.log", 3840 + 28 + 700, 0x10)
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
+    flip(root / grp, "db-5.log", 3840 + 28 + 700, 0x10)
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
 
 
 def test_a_checkpoint_naming_the_middle_of_a_record_stops_the_broker(tmp_path):
@@ -249,9 +238,9 @@ def test_a_checkpoint_naming_the_middle_of_a_record_stops_the_broker(tmp_path):
     # size of 0 it never steps past. The broker does not start; verify said WARNING
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db.data", 4096 + 21 + 20, 0x08)  # lastUpdate's offset: 8:22057 -> 8:22049
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and "kahadb-recovery-stops" in codes
+    flip(root, "db.data", 4096 + 21 + 20, 0x08)  # lastUpdate's offset: 8:22057 -> 8:22049
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and "kahadb-recovery-stops" in codes
 
 
 def test_a_checkpoint_naming_the_middle_of_a_record_skips_what_follows(tmp_path):
@@ -262,9 +251,9 @@ def test_a_checkpoint_naming_the_middle_of_a_record_skips_what_follows(tmp_path)
     # (the harness's truth: loss). Not a stop: CRITICAL kahadb-replay-skips, naming what ends up otherwise
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db.data", 4096 + 21 + 20, 0x20)
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and codes == {"kahadb-replay-skips", "kahadb-journal-ahead-of-index"}
+    flip(root, "db.data", 4096 + 21 + 20, 0x20)
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and codes == {"kahadb-replay-skips", "kahadb-journal-ahead-of-index"}
     (f,) = [f for f in verify_store(detect(root))[0] if f.code == "kahadb-replay-skips"]
     assert f.details["skipped"] > 0 and f.details["messages"] > 0
 
@@ -290,8 +279,8 @@ def test_what_the_walk_replays_of_a_damaged_batch_is_not_a_skip(tmp_path):
     # harness's truth: same): no kahadb-replay-skips (campaign seed 8323, f9-kill-16k 83239000205, the same)
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
-    _flip(root, "db-5.log", 54110 + 3, 0x01)
-    verdict, codes = _verdict(root)
+    flip(root, "db-5.log", 54110 + 3, 0x01)
+    said, codes = verdict(root)
     assert "kahadb-replay-skips" not in codes and "kahadb-checksum-mismatch" in codes
 
 
@@ -302,14 +291,14 @@ def test_journal_files_swapped_after_the_checkpoint_bring_acked_messages_back(tm
     # db-6.log <-> db-8.log, both replayed
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
-    assert _verdict(root)[1] == {"kahadb-journal-ahead-of-index", "kahadb-open-transaction"}
+    assert verdict(root)[1] == {"kahadb-journal-ahead-of-index", "kahadb-open-transaction"}
     a, b = root / "db-6.log", root / "db-8.log"
     tmp = root / "swap"
     a.rename(tmp)
     b.rename(a)
     tmp.rename(b)
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and "kahadb-ack-before-send" in codes
 
 
 def test_an_older_files_damaged_send_is_judged_as_the_replay_reads_it(tmp_path):
@@ -321,12 +310,12 @@ def test_an_older_files_damaged_send_is_judged_as_the_replay_reads_it(tmp_path):
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
     assert (5, 52298, True) in _topic_sends_after_checkpoint(root)
-    _flip(root, "db-5.log", 52298 + 28 + 6, 0x04)
-    assert _verdict(root)[0] == "WARNING"
+    flip(root, "db-5.log", 52298 + 28 + 6, 0x04)
+    assert verdict(root)[0] == "WARNING"
     root2 = tmp_path / "kahadb2"
     shutil.copytree(KILLED, root2)
-    _flip(root2, "db-5.log", 52298 + 28 + 6, 0x01)
-    assert _verdict(root2)[0] == "CRITICAL"
+    flip(root2, "db-5.log", 52298 + 28 + 6, 0x01)
+    assert verdict(root2)[0] == "CRITICAL"
 
 
 def test_an_older_files_ack_damaged_in_what_the_replay_does_not_read_is_latent(tmp_path):
@@ -337,16 +326,16 @@ def test_an_older_files_ack_damaged_in_what_the_replay_does_not_read_is_latent(t
     # Here f5-kill's REMOVE of ...:2:-1:1:7 in db-8.log at 36083, the ack its last 220 bytes
     root = tmp_path / "kahadb"
     shutil.copytree(KILLED, root)
-    _flip(root, "db-8.log", 36083 + 5 + 180, 0x20)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    flip(root, "db-8.log", 36083 + 5 + 180, 0x20)
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-checksum-mismatch" in codes
     # its message id damaged instead: another id leaves the index (or none does): CRITICAL
     root2 = tmp_path / "kahadb2"
     shutil.copytree(KILLED, root2)
     data = (root2 / "db-8.log").read_bytes()
     at = data.index(b"ID:vm-41323-1795706006529-3:2:-1:1:7", 36083)
-    _flip(root2, "db-8.log", at + 5, 0x01)
-    assert _verdict(root2)[0] == "CRITICAL"
+    flip(root2, "db-8.log", at + 5, 0x01)
+    assert verdict(root2)[0] == "CRITICAL"
 
 
 def test_an_older_files_send_under_a_damaged_id_is_latent_unless_acked_later(tmp_path):
@@ -361,8 +350,8 @@ def test_an_older_files_send_under_a_damaged_id_is_latent_unless_acked_later(tmp
         shutil.copytree(STORE, root)
         at = (root / "db-8.log").read_bytes().index(mid, batch)
         assert at < batch + 28 + 40  # the command's own messageId field, not the OpenWire message's
-        _flip(root, "db-8.log", at + 3, 0x20)
-        assert _verdict(root)[0] == want, batch
+        flip(root, "db-8.log", at + 3, 0x20)
+        assert verdict(root)[0] == want, batch
 
 
 def test_a_live_message_whose_framed_command_is_shorter_than_its_record_still_reads(tmp_path):
@@ -378,9 +367,9 @@ def test_a_live_message_whose_framed_command_is_shorter_than_its_record_still_re
     k._Files.reset()
     rb = k.rebuilt(root)
     pristine = k.delivered(root, rb)
-    _flip(root, "db-1.log", 4959 + 6, 0x04)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    flip(root, "db-1.log", 4959 + 6, 0x04)
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-checksum-mismatch" in codes
     k._Files.reset()
     k._READ.clear()
     assert k.classify(pristine, rb, root) in (k.SAME, k.LATENT)
@@ -401,9 +390,9 @@ def test_a_damaged_send_beside_the_start_s_trace_record_acked_later_is_latent(tm
     batch = next(ev for ev in jr.scan_file(buf) if isinstance(ev, jr.Batch))
     recs = list(jr.iter_batch_records(buf, batch))
     assert [decode_command(bytes(r.payload)).type.name for r in recs] == ["TRACE", "ADD_MESSAGE"]
-    _flip(own, "db-1.log", recs[1].offset + recs[1].length - 100, 0xBE)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-checksum-mismatch" in codes
+    flip(own, "db-1.log", recs[1].offset + recs[1].length - 100, 0xBE)
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-checksum-mismatch" in codes
 
 
 def test_a_send_whose_type_byte_reads_as_a_trace_is_lost(tmp_path):
@@ -413,8 +402,8 @@ def test_a_send_whose_type_byte_reads_as_a_trace_is_lost(tmp_path):
     # acknowledged by nobody: CRITICAL
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db-8.log", 22946 + 28 + 5, 0x01)
-    assert _verdict(root)[0] == "CRITICAL"
+    flip(root, "db-8.log", 22946 + 28 + 5, 0x01)
+    assert verdict(root)[0] == "CRITICAL"
 
 
 def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp_path):
@@ -431,8 +420,8 @@ def test_a_send_whose_type_byte_reads_as_an_ack_map_is_dropped_by_the_replay(tmp
         k._Files.reset()
         rb = k.rebuilt(root)
         pristine = k.delivered(root, rb)
-        _flip(root, "db-8.log", batch + 28 + 5, 0x08)
-        assert _verdict(root)[0] == want, batch
+        flip(root, "db-8.log", batch + 28 + 5, 0x08)
+        assert verdict(root)[0] == want, batch
         k._Files.reset()
         assert k.expected(k.classify(pristine, rb, root), want)
 
@@ -461,8 +450,8 @@ def test_old_sends_swapped_past_the_checkpoint_come_back_after_their_acks(tmp_pa
     from tests.faults.kahadb import LOSS, KahaCampaign
 
     root = _gc_with_db5_and_db15_swapped(tmp_path)
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and "kahadb-ack-before-send" in codes
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and "kahadb-ack-before-send" in codes
     findings, _ = verify_store(detect(root))
     (early,) = [f for f in findings if f.code == "kahadb-ack-before-send"]
     assert (early.details["count"], Path(early.path).name, early.offset) == (11, "db-9.log", 20932)
@@ -517,13 +506,13 @@ def test_zeros_over_an_older_files_last_batch_head_after_the_checkpoint_are_what
     _zero(root, "db-6.log", 64855, 25)
     hit = _zero_header(root)
     assert [(f.offset, f.severity.value) for f in hit] == [(64855, "critical")]
-    assert _verdict(root)[0] == "CRITICAL"
+    assert verdict(root)[0] == "CRITICAL"
     root = tmp_path / "acked"
     shutil.copytree(KILLED, root)
     _zero(root, "db-4.log", 61908, 25)
     hit = _zero_header(root)
     assert [(f.offset, f.severity.value, f.details["latent"]) for f in hit] == [(61908, "warning", True)]
-    assert _verdict(root)[0] == "WARNING"
+    assert verdict(root)[0] == "WARNING"
 
 
 def test_zeros_over_an_older_files_last_batch_head_before_the_checkpoint_are_latent(tmp_path):
@@ -535,8 +524,8 @@ def test_zeros_over_an_older_files_last_batch_head_before_the_checkpoint_are_lat
     _zero(root, "db-5.log", 32298, 25)
     hit = _zero_header(root)
     assert [(f.offset, f.severity.value, f.details["latent"]) for f in hit] == [(32298, "warning", True)]
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING" and "kahadb-rebuild-would-differ" in codes, codes
+    said, codes = verdict(root)
+    assert said == "WARNING" and "kahadb-rebuild-would-differ" in codes, codes
 
 
 SUBS = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f12-subs-kill" / "kahadb"

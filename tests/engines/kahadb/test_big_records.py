@@ -15,18 +15,11 @@ import shutil
 import struct
 from pathlib import Path
 
-from amqtool.engines.kahadb import verify_store
 from amqtool.engines.kahadb.superseded import _restored
-from amqtool.errors import overall_verdict
-from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import verdict
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k4-big-small-kill" / "kahadb"
 BATCH = 92552  # db-2.log's first batch body: one ADD record
-
-
-def _verdict(root: Path) -> tuple[str, set]:
-    findings, _ = verify_store(detect(root))
-    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
 
 
 def _copy_flipped(tmp_path: Path, offset: int, mask: int) -> Path:
@@ -47,7 +40,7 @@ def _id_at() -> int:
 def test_pristine_store_is_a_warning(tmp_path):
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
 
 
 def test_a_long_body_with_a_damaged_message_id_is_restored():
@@ -60,11 +53,11 @@ def test_a_long_body_with_a_damaged_message_id_is_restored():
 
 
 def test_a_damaged_message_id_of_a_long_send_in_an_older_file_is_latent(tmp_path):
-    verdict, codes = _verdict(_copy_flipped(tmp_path, _id_at(), 0x01))
-    assert verdict == "WARNING", codes
+    said, codes = verdict(_copy_flipped(tmp_path, _id_at(), 0x01))
+    assert said == "WARNING", codes
     assert "kahadb-checksum-mismatch" in codes
 
 
 def test_a_damaged_body_byte_of_a_long_live_send_stays_critical(tmp_path):
     # the replay reads an older file's records as they are: the broker delivers the damaged body
-    assert _verdict(_copy_flipped(tmp_path, 60000, 0x04))[0] == "CRITICAL"
+    assert verdict(_copy_flipped(tmp_path, 60000, 0x04))[0] == "CRITICAL"

@@ -7,16 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from amqtool.engines.kahadb import verify_store
-from amqtool.errors import overall_verdict
-from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import verdict
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "kahadb"
-
-
-def _verdict(root: Path) -> tuple[str, set]:
-    findings, _ = verify_store(detect(root))
-    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
 
 
 def _damaged(tmp_path: Path, store: str, name: str, offset: int, mask: int) -> Path:
@@ -34,8 +27,8 @@ def test_newest_file_batch_magic_over_sends_an_open_transaction_rolls_back_is_a_
     # the open transaction f5-open; its size and checksum still match its records. The broker's recoveryCheck
     # of the newest file skips the corrupted block, and the transaction is rolled back at start anyway
     root = _damaged(tmp_path, "f5-kill", "db-9.log", 5, 0x02)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING"
+    said, codes = verdict(root)
+    assert said == "WARNING"
     assert "kahadb-corrupt-range" in codes
 
 
@@ -44,7 +37,7 @@ def test_older_file_batch_length_damaged_stays_critical(tmp_path):
     # Journal.getNextLocation (no recoveryCheck outside the newest file by default) jumps past the end of
     # db-6.log and never replays the rest of it
     root = _damaged(tmp_path, "f5-kill", "db-6.log", 55094, 0x01)
-    assert _verdict(root)[0] == "CRITICAL"
+    assert verdict(root)[0] == "CRITICAL"
 
 
 def test_compaction_file_batch_type_damaged_is_a_warning(tmp_path):
@@ -53,8 +46,8 @@ def test_compaction_file_batch_type_damaged_is_a_warning(tmp_path):
     # broker skips the block, and what it skips changes nothing (the file's one batch, after the checkpoint:
     # what a crash tearing its write leaves, test_the_newest_files_one_batch_torn_is_a_torn_tail)
     root = _damaged(tmp_path, "f4-gc", "db-15.log", 4, 0x40)
-    verdict, codes = _verdict(root)
-    assert (verdict, codes) == ("WARNING", {"kahadb-truncated-tail"})
+    said, codes = verdict(root)
+    assert (said, codes) == ("WARNING", {"kahadb-truncated-tail"})
 
 
 def test_the_newest_files_one_batch_torn_is_a_torn_tail(tmp_path):
@@ -69,11 +62,11 @@ def test_the_newest_files_one_batch_torn_is_a_torn_tail(tmp_path):
     data = p.read_bytes()
     first = 28 + 280
     p.write_bytes(data[:first] + bytes(len(data) - first - 5) + b"-qMa4")
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
     raw = bytearray(p.read_bytes())
     raw[4] ^= 0x02
     p.write_bytes(bytes(raw))
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
 
 
 def test_an_emptied_file_before_the_newest_is_damage_not_an_index_mismatch(tmp_path):
@@ -83,7 +76,7 @@ def test_an_emptied_file_before_the_newest_is_damage_not_an_index_mismatch(tmp_p
     root = tmp_path / "kahadb"
     shutil.copytree(DATA / "f4-gc" / "kahadb", root)
     (root / "db-5.log").write_bytes(b"")
-    assert _verdict(root) == ("WARNING", {"kahadb-rebuild-would-differ"})
+    assert verdict(root) == ("WARNING", {"kahadb-rebuild-would-differ"})
 
 
 def test_older_file_batch_size_damaged_over_acked_sends_is_a_warning(tmp_path):
@@ -91,7 +84,7 @@ def test_older_file_batch_size_damaged_over_acked_sends_is_a_warning(tmp_path):
     # tile 411: over those the stored Adler-32 matches, so they are as written; the broker's walk never reads
     # the batch size, and the batch holds one send of fx.f5.side acknowledged later
     root = _damaged(tmp_path, "f5-kill", "db-6.log", 58879, 0x01)
-    assert _verdict(root)[0] == "WARNING"
+    assert verdict(root)[0] == "WARNING"
 
 
 def test_older_file_record_type_damaged_over_an_acked_send_is_a_warning(tmp_path):
@@ -99,7 +92,7 @@ def test_older_file_record_type_damaged_over_an_acked_send_is_a_warning(tmp_path
     # every durable subscription acknowledges later): the Adler-32 matches once it is put back to 1, and the
     # broker's walk steps over a record of another type
     root = _damaged(tmp_path, "f5-kill", "db-7.log", 3057, 0x10)
-    assert _verdict(root)[0] == "WARNING"
+    assert verdict(root)[0] == "WARNING"
 
 
 def test_newest_file_one_damaged_byte_over_an_open_transaction_send_is_a_warning(tmp_path):
@@ -107,7 +100,7 @@ def test_newest_file_one_damaged_byte_over_an_open_transaction_send_is_a_warning
     # one byte is found and undone from the Adler-32's two sums, and the broker skips the corrupted block of
     # the newest file whole
     root = _damaged(tmp_path, "f5-kill", "db-9.log", 33, 0x02)
-    assert _verdict(root)[0] == "WARNING"
+    assert verdict(root)[0] == "WARNING"
 
 
 def test_older_file_message_id_damaged_stays_critical(tmp_path):
@@ -115,7 +108,7 @@ def test_older_file_message_id_damaged_stays_critical(tmp_path):
     # older file is not checked at start: the broker replays the send under the damaged id, which no ack
     # takes back
     root = _damaged(tmp_path, "f5-kill", "db-5.log", 50586, 0xF9)
-    assert _verdict(root)[0] == "CRITICAL"
+    assert verdict(root)[0] == "CRITICAL"
 
 
 def test_newest_file_cut_short_of_the_preallocated_length_is_critical(tmp_path):
@@ -126,8 +119,8 @@ def test_newest_file_cut_short_of_the_preallocated_length_is_critical(tmp_path):
     shutil.copytree(DATA / "f7-kill-gc" / "kahadb", root)
     p = root / "db-9.log"
     p.write_bytes(p.read_bytes()[:778])
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL"
+    said, codes = verdict(root)
+    assert said == "CRITICAL"
     assert "kahadb-truncated-file" in codes and "kahadb-truncated-tail" not in codes
 
 
@@ -135,4 +128,4 @@ def test_a_cut_compaction_file_is_not_judged_by_the_preallocated_length(tmp_path
     # f4-gc's newest file is the ack compaction's db-15.log (5637 bytes: reserveDataFile does not preallocate)
     root = tmp_path / "kahadb"
     shutil.copytree(DATA / "f4-gc" / "kahadb", root)
-    assert "kahadb-truncated-file" not in _verdict(root)[1]
+    assert "kahadb-truncated-file" not in verdict(root)[1]

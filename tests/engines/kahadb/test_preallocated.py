@@ -6,16 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from amqtool.engines.kahadb import verify_store
-from amqtool.errors import overall_verdict
-from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import verdict
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f11-shrink-kill" / "kahadb"
-
-
-def _verdict(root: Path) -> tuple[str, set]:
-    findings, _ = verify_store(detect(root))
-    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -28,7 +21,7 @@ def test_the_pristine_store_is_a_killed_broker_s(tmp_path):
     root = _copy(tmp_path)
     assert [(p.name, p.stat().st_size) for p in sorted(root.glob("db-*.log"))] == [
         ("db-1.log", 65536), ("db-2.log", 65536), ("db-3.log", 16384)]
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
 
 
 def test_a_torn_write_in_a_newest_file_preallocated_shorter_is_a_warning(tmp_path):
@@ -42,7 +35,7 @@ def test_a_torn_write_in_a_newest_file_preallocated_shorter_is_a_warning(tmp_pat
     data = bytearray(p.read_bytes())
     data[9415] ^= 0x10
     p.write_bytes(bytes(data))
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-truncated-tail"})
 
 
 def test_the_newest_file_cut_is_still_critical(tmp_path):
@@ -50,5 +43,5 @@ def test_the_newest_file_cut_is_still_critical(tmp_path):
     root = _copy(tmp_path)
     p = root / "db-3.log"
     p.write_bytes(p.read_bytes()[:9382 + 500])
-    verdict, codes = _verdict(root)
-    assert verdict == "CRITICAL" and "kahadb-truncated-file" in codes
+    said, codes = verdict(root)
+    assert said == "CRITICAL" and "kahadb-truncated-file" in codes

@@ -15,29 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from amqtool.engines.kahadb import verify_store
-from amqtool.errors import overall_verdict
-from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import flip, verdict
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k5-rollback-kill" / "kahadb"
-
-
-def _verdict(root: Path) -> tuple[str, set]:
-    findings, _ = verify_store(detect(root))
-    return overall_verdict(findings).name, {f.code for f in findings if f.severity.value != "info"}
-
-
-def _flip(root: Path, name: str, offset: int, mask: int) -> None:
-    p = root / name
-    data = bytearray(p.read_bytes())
-    data[offset] ^= mask
-    p.write_bytes(bytes(data))
 
 
 def test_pristine_store_is_a_warning(tmp_path):
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    assert _verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index"})
 
 
 @pytest.mark.parametrize("name, offset, mask", [
@@ -48,9 +34,9 @@ def test_pristine_store_is_a_warning(tmp_path):
 def test_damaged_operation_of_a_rolled_back_transaction_is_latent(tmp_path, name, offset, mask):
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, name, offset, mask)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING", codes
+    flip(root, name, offset, mask)
+    said, codes = verdict(root)
+    assert said == "WARNING", codes
     assert "kahadb-checksum-mismatch" in codes
 
 
@@ -59,9 +45,9 @@ def test_damaged_rollback_of_an_unprepared_transaction_is_latent(tmp_path, offse
     # the ROLLBACK lost, the acks' transaction is still in flight at the end of the replay: the broker rolls it back
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, "db-2.log", offset, mask)
-    verdict, codes = _verdict(root)
-    assert verdict == "WARNING", codes
+    flip(root, "db-2.log", offset, mask)
+    said, codes = verdict(root)
+    assert said == "WARNING", codes
     assert {"kahadb-checksum-mismatch", "kahadb-open-transaction"} <= codes
 
 
@@ -71,5 +57,5 @@ def test_damaged_plain_ack_or_committed_send_stays_critical(tmp_path, name, offs
     # the ack outside a transaction lost brings its message back; the committed send's body is read as damaged
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
-    _flip(root, name, offset, 0x40 if name == "db-2.log" else 0x04)
-    assert _verdict(root)[0] == "CRITICAL"
+    flip(root, name, offset, 0x40 if name == "db-2.log" else 0x04)
+    assert verdict(root)[0] == "CRITICAL"
