@@ -8,7 +8,8 @@ ignores it) and the records form a transaction that never ends, which the broker
 the COMMIT's own file are never reclaimed apart from it, so a COMMIT counting records there while none of its
 transaction is left was split from them. Which open transaction it committed, the store shows:
 
-* one open transaction one flipped bit from the COMMIT's id (the COMMIT's id damaged);
+* one open transaction one flipped bit from the COMMIT's id (the COMMIT's id damaged); of several, the one
+  placed and counted as below;
 * else the one open transaction one damaged byte from it with exactly as many records in the COMMIT's file,
   before it, as the COMMIT counts, and none after it (a transaction's records all precede its end record; those
   of earlier files the count leaves out);
@@ -56,17 +57,21 @@ def ended_open_tx(result, t: int, fi: int, off: int, n: int | None, failed: dict
     """The open transaction of ``failed`` (id -> open, unprepared transaction) that the end record (COMMIT or
     PREPARE) at ``off`` of file ``fi``, naming transaction ``t`` with no records and counting ``n`` records in
     its file, ended before its transaction id was damaged; or None (see the module docstring)."""
-    bits = [failed[t ^ (1 << k)] for k in range(64) if t ^ (1 << k) in failed]
-    if bits:
-        return bits[0]
-    if not n or n < 1:
-        return None
-
     def placed(tx) -> bool:
         recs = list(tx.records) + list(tx.records_to_delete)
         here = [r for r in recs if r.file_index == fi]
         return (len(here) == n and all(r.body_offset < off for r in here)
                 and all(r.file_index <= fi for r in recs))
+
+    bits = [failed[t ^ (1 << k)] for k in range(64) if t ^ (1 << k) in failed]
+    if len(bits) > 1:
+        # ids are dense: a left-open transaction may lie one bit away too; the one the count places is it
+        bits = [tx for tx in bits if n and placed(tx)]
+        return bits[0] if len(bits) == 1 else None
+    if bits:
+        return bits[0]
+    if not n or n < 1:
+        return None
 
     near = [tx for tid, tx in failed.items() if one_byte_apart(tid, t) and placed(tx)]
     if len(near) == 1:
