@@ -31,6 +31,7 @@ from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
     MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, Q_PENDING, PagingJournalView)
+from amqtool.engines.artemis.paging.dropped_queues import dropped_queue_findings
 from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
@@ -142,31 +143,37 @@ class _PageAccount:
                                                pending and tx_state != PAGE_TX_NOT_FOUND)
 
 
-def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
+def _first_undecodable(buf, size: int, trailing: list | None = None) -> tuple[int, int, FormatError] | None:
     """The first well-framed record of a page whose message does not decode as ``Page.read`` decodes it
-    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None.
+    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None. The
+    records before it that decode with bytes left after their queue ids are appended to ``trailing`` as
+    (message number, offset, PagedMessage): the broker ignores those bytes, which a record it wrote never has
+    (paging/dropped_queues.py).
 
     The framing and the fast summary (:func:`summarize_record`) skip a core message's properties and body by
     their lengths, so a flipped bit inside them passed both while the broker, and ``export``, stop reading
     the page at that record and lose every message after it. About 25 µs a paged message.
     """
     if native.page_walk is not None:
-        return _first_undecodable_walk(buf)
+        return _first_undecodable_walk(buf, trailing)
     for number, off, ln in PageScanner(buf, size):
         try:
-            PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
+            msg = PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
         except FormatError as err:
             return number, off, err
+        if msg.trailing and trailing is not None:
+            trailing.append((number, off, msg))
     return None
 
 
 _NO_TABLES = (array("q"), array("q"), array("q"), array("i"))
 
 
-def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
+def _first_undecodable_walk(buf, trailing: list | None = None) -> tuple[int, int, FormatError] | None:
     """:func:`_first_undecodable` through the C page walk's export mode, which validates each record as
     ``PagedMessage.read`` does (the page-scan twin tests hold the two equal) and hands back the kinds it does
-    not cover and every record it refuses: those are decoded here, so the error text stays the reference's."""
+    not cover, every record it refuses and every record with bytes after its queue ids: those are decoded here,
+    so the error text stays the reference's."""
     acc = array("q", [0])
     pos = number = 0
     while True:
@@ -174,9 +181,11 @@ def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
         if status != _WALK_HANDBACK:
             return None
         try:
-            PagedMessage.read(Reader(buf, pos + 5, pos + 5 + length))
+            msg = PagedMessage.read(Reader(buf, pos + 5, pos + 5 + length))
         except FormatError as err:
             return number, pos, err
+        if msg.trailing and trailing is not None:
+            trailing.append((number, pos, msg))
         pos += 6 + length
         number += 1
 
@@ -222,6 +231,9 @@ class PagingVerifier:
         # (address, CRITICAL page-damaged finding) of pages the broker stops reading before their end, where what
         # the bytes after held is unknown: a WARNING when the page counters account for every message
         self._unread: list[tuple[str, Finding]] = []
+        # (path, page, message number, offset, PagedMessage) of records with bytes after their queue ids
+        # (paging/dropped_queues.py)
+        self._trailing: list = []
 
     def pending_of_page_tx(self, tx_id: int) -> int:
         """How many paged messages of page transaction ``tx_id`` some queue still has to consume, when the
@@ -293,6 +305,7 @@ class PagingVerifier:
             if swapped is not None:
                 findings.append(swapped)
         self._tx_findings(findings, not_found, prepared)
+        findings.extend(dropped_queue_findings(view, self._trailing, self.is_crash_tail))
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
             self._counter_findings(findings, expected)
@@ -390,7 +403,9 @@ class PagingVerifier:
                 if span is not None:
                     self._spans.setdefault(str(ps.folder), []).append((pid, *span))
                 if error is None and not self.figures_only:
-                    error = _first_undecodable(buf, pf.size)
+                    trailing: list = []
+                    error = _first_undecodable(buf, pf.size, trailing)
+                    self._trailing.extend((str(path), pid, number, off, msg) for number, off, msg in trailing)
                 if error is not None:
                     number, off, err = error
                     if self.is_crash_tail(str(path), number):
