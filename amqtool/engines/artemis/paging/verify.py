@@ -248,6 +248,10 @@ class PagingVerifier:
         page-transaction record (a Python read: only damage asks)."""
         return page_tx.named_after_messages(self._not_found_pages, tx_ids)
 
+    def whole_page_txs(self, tx_ids) -> set[int]:
+        """:func:`~.page_tx.whole_page_txs` over every page (a Python read: only damage asks)."""
+        return page_tx.whole_page_txs(getattr(self, "_stores", ()), self.view, tx_ids)
+
     def unacked_on_page(self, queue_id: int, page: int) -> int:
         """How many messages of page ``page`` of queue ``queue_id``'s address name that queue, outside an
         uncommitted page transaction, without a cursor acknowledgement of it: what the queue delivers again when
