@@ -454,6 +454,31 @@ class Evidence:
         return {mid: updates for mid, updates in self.orphan_updates.items()
                 if mid not in self.messages and not self._deleted_later(mid)}
 
+    def ref_records(self, ids) -> tuple[dict[tuple[int, int], set[int]], dict[tuple[int, int], tuple[int, int]]]:
+        """For the live ADD_REF updates of the messages ``ids``: (message, queue) -> their body lengths, and ->
+        (file index, body offset) of the last one. A reference's body is its 8-byte queue id
+        (``RefEncoding``); a delivery count's (UPDATE_DELIVERY_COUNT, 34, one bit from 32) is 12 bytes, queue id
+        and count, so a 12-byte "reference" is a retyped delivery count. Reads bodies: asked on damage only."""
+        sizes: dict[tuple[int, int], set[int]] = {}
+        last: dict[tuple[int, int], tuple[int, int]] = {}
+        result = self._messages
+        if result is None:
+            return sizes, last
+        for r in result.live:
+            if r.id in ids and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
+                key = (r.id, int.from_bytes(result.body(r)[:8], "big", signed=True))
+                sizes.setdefault(key, set()).add(r.body_len)
+                last[key] = max(last.get(key, (-1, -1)), (r.file_index, r.body_offset))
+        return sizes, last
+
+    def _retyped_counts(self, pairs) -> set[tuple[int, int]]:
+        """The doubled (message, queue) ``pairs`` one of whose references is not 8 bytes long: a delivery count
+        read as a reference (:meth:`ref_records`), which loses only the count -- no reference was moved."""
+        if not pairs:
+            return set()
+        sizes, _ = self.ref_records({m for m, _ in pairs})
+        return {p for p in pairs if sizes.get(p, {8}) != {8}}
+
     def moved_refs(self) -> list[tuple[int, int, int]]:
         """(message, queue, the message whose reference it was) for references whose message id was damaged
         onto another message routed to the same queue: the broker routes a message to a queue once
@@ -465,11 +490,12 @@ class Evidence:
         ``storeReference`` per durable queue), so a live message without any lost them. The owner is sought
         among the messages routable to that queue (:meth:`_routable_to`): a message of another address was never
         routed there, and taking it as a candidate (its id one bit away where the owner's is one byte away) hides
-        the owner."""
+        the owner. A doubled pair one of whose references has a 12-byte body is a delivery count read as a
+        reference (:meth:`ref_records`), no moved reference."""
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
 
         out = []
-        acked_own = acked_pair_refs(self)
+        acked_own = set(acked_pair_refs(self)) | self._retyped_counts(self.double_refs)
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in acked_own:
                 continue
@@ -490,7 +516,8 @@ class Evidence:
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
         from amqtool.engines.artemis.queue_updates import updated_queues
 
-        moved = {(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
+        moved = ({(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
+                 | self._retyped_counts(self.double_refs))
         out = []
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in moved or q not in self.queue_address:
