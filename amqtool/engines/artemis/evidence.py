@@ -166,6 +166,7 @@ _MESSAGE_JOURNAL_TYPES = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 
 # the bodies loadMessageJournal decodes with a fixed layout: i64 queueID (refs, acks), + i32 count (delivery
 # count), i64 time + i64 queueID (scheduled delivery)
 _FIXED_BODY = {R.ADD_REF: 8, R.ACKNOWLEDGE_REF: 8, R.UPDATE_DELIVERY_COUNT: 12, R.SET_SCHEDULED_DELIVERY_TIME: 16}
+_QUEUE_ID_BODY = 8  # a reference's or an acknowledgement's body (RefEncoding: the queue id)
 _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
@@ -210,6 +211,8 @@ class Evidence:
     binding_problems: list = field(default_factory=list)  # bindings records whose body does not decode
     unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
+    # live updates of a message record type with an 8-byte body: a reference or acknowledgement retyped
+    retyped_updates: list = field(default_factory=list)
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
@@ -263,6 +266,11 @@ class Evidence:
                     ev.unknown_types.append(r)
                 elif _FIXED_BODY.get(r.user_record_type, r.body_len) > r.body_len:
                     ev.bad_refs.append(r)  # its decode reads past the body and throws: the load fails
+                elif r.body_len == _QUEUE_ID_BODY and r.is_update and r.user_record_type in MESSAGE_TYPES:
+                    # the broker writes a message record only as an ADD (storeMessage), and no message encodes
+                    # in 8 bytes: a queue id, the body of a reference or acknowledgement (storeReference,
+                    # storeAcknowledge) whose user record type was damaged (32 or 33 read as 45)
+                    ev.retyped_updates.append(r)
             for mid, qs in ev.refs.items():
                 if mid not in ev.messages:
                     ev.orphan_updates[mid] = [(R.ADD_REF, q) for q in qs]
