@@ -723,8 +723,8 @@ class PagingVerifier:
                 torn = len(where) == 1 and self.is_crash_tail(path, number)
                 findings.append(Finding(
                     Severity.WARNING if torn else Severity.CRITICAL, "page-queue-id-damaged",
-                    f"{len(where)} paged message(s) of address {ps.address!r} name a queue id no binding of it holds, one "
-                    f"damaged byte away from queue {q}, {why}: queue {q} never delivers them: {shown}"
+                    f"{len(where)} paged message(s) of address {ps.address!r} name a queue id no binding of it holds, "
+                    f"one damaged byte away from queue {q}, {why}: queue {q} never delivers them: {shown}"
                     + ("; it is the last record of the current page, what a crash mid-write leaves" if torn else ""),
                     path, off, {"queueId": q, "messages": len(where), "messageIds": [w[4] for w in where[:100]],
                                 "page": pid, "message": number}))
