@@ -32,7 +32,7 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     """(message, queue) pairs of the :class:`~amqtool.engines.artemis.evidence.Evidence` ``ev`` whose second
     reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
     references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
-    from amqtool.engines.artemis.evidence import _byte_neighbours
+    from amqtool.engines.artemis.evidence import _byte_neighbours, ref_records
     from amqtool.engines.artemis.deleted_refs import never_on
     from amqtool.engines.artemis.write_order import not_owners_at
     from amqtool.formats.damage import bit_flips
@@ -52,7 +52,7 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     if ev._messages is None:
         return []
     # the references' body lengths, and where the pair's last reference was written
-    sizes, second = ev.ref_records({m for m, _ in pairs})
+    sizes, second = ref_records(ev._messages, {m for m, _ in pairs})
     out = []
     for m, q in pairs:
         if sizes.get((m, q)) != {8}:

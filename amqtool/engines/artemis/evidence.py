@@ -190,6 +190,22 @@ def _plausible(rec: Rebuilt, max_id: int, bare: bool = False) -> bool:
     return True
 
 
+def ref_records(result, ids) -> tuple[dict[tuple[int, int], set[int]], dict[tuple[int, int], tuple[int, int]]]:
+    """For the live ADD_REF updates of the messages ``ids`` in the message journal's load ``result``: (message,
+    queue) -> their body lengths, and -> (file index, body offset) of the last one. A reference's body is its
+    8-byte queue id (``RefEncoding``); a delivery count's (UPDATE_DELIVERY_COUNT, 34, one bit from 32) is 12
+    bytes, queue id and count, so a 12-byte "reference" is a retyped delivery count. Reads bodies: asked on
+    damage only."""
+    sizes: dict[tuple[int, int], set[int]] = {}
+    last: dict[tuple[int, int], tuple[int, int]] = {}
+    for r in result.live:
+        if r.id in ids and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
+            key = (r.id, int.from_bytes(result.body(r)[:8], "big", signed=True))
+            sizes.setdefault(key, set()).add(r.body_len)
+            last[key] = max(last.get(key, (-1, -1)), (r.file_index, r.body_offset))
+    return sizes, last
+
+
 @dataclass
 class Evidence:
     """The live facts of both journals that judging a loss needs (from their load results, while open)."""
@@ -462,29 +478,12 @@ class Evidence:
         return {mid: updates for mid, updates in self.orphan_updates.items()
                 if mid not in self.messages and not self._deleted_later(mid)}
 
-    def ref_records(self, ids) -> tuple[dict[tuple[int, int], set[int]], dict[tuple[int, int], tuple[int, int]]]:
-        """For the live ADD_REF updates of the messages ``ids``: (message, queue) -> their body lengths, and ->
-        (file index, body offset) of the last one. A reference's body is its 8-byte queue id
-        (``RefEncoding``); a delivery count's (UPDATE_DELIVERY_COUNT, 34, one bit from 32) is 12 bytes, queue id
-        and count, so a 12-byte "reference" is a retyped delivery count. Reads bodies: asked on damage only."""
-        sizes: dict[tuple[int, int], set[int]] = {}
-        last: dict[tuple[int, int], tuple[int, int]] = {}
-        result = self._messages
-        if result is None:
-            return sizes, last
-        for r in result.live:
-            if r.id in ids and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
-                key = (r.id, int.from_bytes(result.body(r)[:8], "big", signed=True))
-                sizes.setdefault(key, set()).add(r.body_len)
-                last[key] = max(last.get(key, (-1, -1)), (r.file_index, r.body_offset))
-        return sizes, last
-
     def _retyped_counts(self, pairs) -> set[tuple[int, int]]:
         """The doubled (message, queue) ``pairs`` one of whose references is not 8 bytes long: a delivery count
-        read as a reference (:meth:`ref_records`), which loses only the count -- no reference was moved."""
-        if not pairs:
+        read as a reference (:func:`ref_records`), which loses only the count -- no reference was moved."""
+        if not pairs or self._messages is None:
             return set()
-        sizes, _ = self.ref_records({m for m, _ in pairs})
+        sizes, _ = ref_records(self._messages, {m for m, _ in pairs})
         return {p for p in pairs if sizes.get(p, {8}) != {8}}
 
     def moved_refs(self) -> list[tuple[int, int, int]]:
@@ -499,7 +498,7 @@ class Evidence:
         among the messages routable to that queue (:meth:`_routable_to`): a message of another address was never
         routed there, and taking it as a candidate (its id one bit away where the owner's is one byte away) hides
         the owner. A doubled pair one of whose references has a 12-byte body is a delivery count read as a
-        reference (:meth:`ref_records`), no moved reference."""
+        reference (:func:`ref_records`), no moved reference."""
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
 
         out = []
