@@ -8,7 +8,10 @@ the body's first bytes -- a reference's or an acknowledgement's queue id --, the
 of a PREPARE or COMMIT), half the time with one flipped bit and half with a random byte, and judges each fault
 by the harness's truth (the broker-equal loaders: tests/faults/runner.py). Two more sweeps damage the ends of
 older files: the last record's checksize (``last-checksize``) and zeros from inside one of the last four records
-to the end (``end-zero``). Prints each field's confusion table and every miss with what reproduces it.
+to the end (``end-zero``). Three more damage one field of paged messages (``PagedMessageImpl``'s encoding, in the
+page files): the transaction id (``page-tx``), the queue count (``page-qcount``) and one queue id (``page-qid``).
+And ``ref-as-message`` sets a reference's or acknowledgement's user record type to a message record's. Prints
+each field's confusion table and every miss with what reproduces it.
 
     python bench/fuzz_fields.py --stores DIR ... [--seed 9131] [--per 8] [--fields ref-id,ack-id,...]
 """
@@ -41,6 +44,40 @@ FIELDS = {
 # sweeps of the damaged ends of older files (lone_record.py, refless_add.py): the last record's checksize, one
 # byte damaged; zeros from inside one of the last four records to the end of the last
 ENDS = ("last-checksize", "end-zero")
+# sweeps of paged messages' fields
+PAGE_FIELDS = ("page-tx", "page-qcount", "page-qid")
+# the user record type of a reference or acknowledgement (8-byte body) set to a message record's (45, 30, 31): one
+# damaged byte the random masks of user-type rarely give
+RETYPED = {"ref-as-message": ((12, 14), (32, 33), (45, 45, 30, 31))}
+
+
+def _page_fault(rng: random.Random, root: Path, pages, name: str):
+    """A fault of sweep ``name`` in a paged message drawn from ``pages`` (tests/faults/artemis.PageInfo), or
+    None when the drawn record does not decode. The record is ``{``, i32 length, PagedMessageImpl, ``}``; the
+    encoding ends with i32 queue count and that many i64 queue ids (PagedMessageImpl.encode)."""
+    from amqtool.formats.artemis.paging import PagedMessage
+    from amqtool.errors import FormatError
+    from tests.faults.model import Fault
+
+    pg = rng.choice(pages)
+    off, total = rng.choice(pg.records)
+    data = (root / pg.rel).read_bytes()[off + 5:off + total - 1]
+    try:
+        n = len(PagedMessage.decode(data).queue_ids)
+    except FormatError:
+        return None
+    body = off + 5
+    mask = 1 << rng.randrange(8) if rng.random() < 0.5 else rng.randrange(1, 256)
+    if name == "page-tx":  # i64 first: its low bytes vary most
+        at = body + rng.choice([7, 7, 7, 6, 6, *range(8)])
+    elif name == "page-qcount":  # the queue count's low byte, one bit most often (a count one or two off)
+        at = body + len(data) - 8 * n - 1
+        mask = 1 << rng.randrange(3) if rng.random() < 0.7 else mask
+    else:
+        if not n:
+            return None
+        at = body + len(data) - 8 * (n - rng.randrange(n)) + rng.choice([7, 7, 7, 6, *range(8)])
+    return Fault("flip", pg.rel, at, mask, label=f"paged message {name}")
 
 
 def _end_fault(rng: random.Random, jf, name: str):
@@ -62,15 +99,15 @@ def main() -> int:
     ap.add_argument("--stores", nargs="+", type=Path, required=True, help="Artemis store roots")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--per", type=int, default=8, help="faults per store and field")
-    ap.add_argument("--fields", default=",".join([*FIELDS, *ENDS]),
-                    help="comma-separated, of: " + ", ".join([*FIELDS, *ENDS]))
+    every = [*FIELDS, *ENDS, *PAGE_FIELDS, *RETYPED]
+    ap.add_argument("--fields", default=",".join(every), help="comma-separated, of: " + ", ".join(every))
     args = ap.parse_args()
     from tests.faults.artemis import _fields
     from tests.faults.model import Fault, confusion
     from tests.faults.runner import Campaign
 
     fields = args.fields.split(",")
-    unknown = [f for f in fields if f not in FIELDS and f not in ENDS]
+    unknown = [f for f in fields if f not in every]
     if unknown:
         ap.error(f"unknown field(s): {', '.join(unknown)}")
     outcomes: dict[str, list] = {f: [] for f in fields}
@@ -79,7 +116,25 @@ def main() -> int:
             records = [(jf, r) for jf in campaign.sites.journals.get("messages", []) for r in jf.records]
             # the older files (every data file of the messages journal but the newest, which a crash may tear)
             older = [jf for jf in campaign.sites.journals.get("messages", []) if len(jf.records) >= 5][:-1]
+            pages = [pg for pg in campaign.sites.pages if pg.records]
             for k, name in enumerate(fields):
+                if name in PAGE_FIELDS:
+                    rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
+                    for i in range(args.per if pages else 0):
+                        fault = _page_fault(rng, campaign.root, pages, name)
+                        if fault is not None:
+                            outcomes[name].append(campaign.judge(fault, args.seed * 1_000_000 + k * 10_000 + i))
+                    continue
+                if name in RETYPED:
+                    types, utypes, to = RETYPED[name]
+                    chosen = [(jf, r) for jf, r in records if r[0] in types and r[6] in utypes and r[7] == 8]
+                    rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
+                    for i in range(args.per if chosen else 0):
+                        jf, r = rng.choice(chosen)
+                        (off, _), = [(o, n) for f, o, n in _fields(r[0], r[2], r[7]) if f == "usertype"]
+                        fault = Fault("flip", jf.rel, r[1] + off, r[6] ^ rng.choice(to), label=f"record {r[0]} {name}")
+                        outcomes[name].append(campaign.judge(fault, args.seed * 1_000_000 + k * 10_000 + i))
+                    continue
                 if name in ENDS:
                     rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
                     for i in range(args.per if older else 0):

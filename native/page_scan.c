@@ -17,7 +17,8 @@
  *      routed order (amqtool.engines.artemis.paging.export.paged_export_messages).
  *
  * Records the fast path does not cover -- core large messages (largeMessageType 1/-1), AMQP large messages
- * (persister 4), unknown persisters, and any record that does not decode -- are handed back: the walk stops
+ * (persister 4), unknown persisters, any record that does not decode and any with bytes after its queue ids
+ * (which no broker writes: paging/dropped_queues.py) -- are handed back: the walk stops
  * with status HANDBACK at that record and Python (the reference path) takes it, then resumes after it. So
  * error texts and the rare kinds stay in one place, and results are identical to the Python path
  * (tests/native/test_page_scan.py holds the two equal). The walk runs without the GIL (taking it back only
@@ -285,7 +286,9 @@ static int read_record(const unsigned char *b, Py_ssize_t start, Py_ssize_t end,
         return -1;
     int32_t n = be32(b + r.p);
     r.p += 4;
-    if (n < 0 || (int64_t)n * 8 > r.end - r.p)
+    /* bytes after the queue ids (the record is exactly the encode size the broker wrote): a damaged queue
+     * count, judged by Python (paging/dropped_queues.py) */
+    if (n < 0 || (int64_t)n * 8 != r.end - r.p)
         return -1;
     m->qids = r.p;
     m->nq = n;

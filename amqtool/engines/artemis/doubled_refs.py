@@ -27,14 +27,12 @@ What is left is the acknowledgement, retyped: CRITICAL, the acknowledged message
 """
 from __future__ import annotations
 
-from amqtool.formats.artemis.userrecords import JournalRecordIds as R
-
 
 def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     """(message, queue) pairs of the :class:`~amqtool.engines.artemis.evidence.Evidence` ``ev`` whose second
     reference is an acknowledgement with its user record type damaged (see the module docstring). Reads the
     references' bodies, and the journal's deletes, only when a pair is doubled (damage)."""
-    from amqtool.engines.artemis.evidence import _byte_neighbours
+    from amqtool.engines.artemis.evidence import _byte_neighbours, ref_records
     from amqtool.engines.artemis.deleted_refs import never_on
     from amqtool.engines.artemis.write_order import not_owners_at
     from amqtool.formats.damage import bit_flips
@@ -51,17 +49,10 @@ def acks_read_as_refs(ev) -> list[tuple[int, int]]:
     pairs = [p for p in pairs if p not in explained]
     if not pairs:
         return []
-    result = ev._messages
-    if result is None:
+    if ev._messages is None:
         return []
-    sizes: dict[tuple[int, int], set[int]] = {}
-    second: dict[tuple[int, int], tuple[int, int]] = {}  # where the pair's last reference was written
-    wanted = {m for m, _ in pairs}
-    for r in result.live:
-        if r.id in wanted and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
-            q = int.from_bytes(result.body(r)[:8], "big", signed=True)
-            sizes.setdefault((r.id, q), set()).add(r.body_len)
-            second[(r.id, q)] = max(second.get((r.id, q), (-1, -1)), (r.file_index, r.body_offset))
+    # the references' body lengths, and where the pair's last reference was written
+    sizes, second = ref_records(ev._messages, {m for m, _ in pairs})
     out = []
     for m, q in pairs:
         if sizes.get((m, q)) != {8}:

@@ -166,6 +166,7 @@ _MESSAGE_JOURNAL_TYPES = frozenset({29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 
 # the bodies loadMessageJournal decodes with a fixed layout: i64 queueID (refs, acks), + i32 count (delivery
 # count), i64 time + i64 queueID (scheduled delivery)
 _FIXED_BODY = {R.ADD_REF: 8, R.ACKNOWLEDGE_REF: 8, R.UPDATE_DELIVERY_COUNT: 12, R.SET_SCHEDULED_DELIVERY_TIME: 16}
+_QUEUE_ID_BODY = 8  # a reference's or an acknowledgement's body (RefEncoding: the queue id)
 _UPDATE_ONLY = frozenset({R.ADD_REF, R.ACKNOWLEDGE_REF, R.UPDATE_DELIVERY_COUNT, R.SET_SCHEDULED_DELIVERY_TIME})
 _ADD_ONLY = frozenset(MESSAGE_TYPES) | frozenset(BINDING_TYPES)
 
@@ -189,6 +190,22 @@ def _plausible(rec: Rebuilt, max_id: int, bare: bool = False) -> bool:
     return True
 
 
+def ref_records(result, ids) -> tuple[dict[tuple[int, int], set[int]], dict[tuple[int, int], tuple[int, int]]]:
+    """For the live ADD_REF updates of the messages ``ids`` in the message journal's load ``result``: (message,
+    queue) -> their body lengths, and -> (file index, body offset) of the last one. A reference's body is its
+    8-byte queue id (``RefEncoding``); a delivery count's (UPDATE_DELIVERY_COUNT, 34, one bit from 32) is 12
+    bytes, queue id and count, so a 12-byte "reference" is a retyped delivery count. Reads bodies: asked on
+    damage only."""
+    sizes: dict[tuple[int, int], set[int]] = {}
+    last: dict[tuple[int, int], tuple[int, int]] = {}
+    for r in result.live:
+        if r.id in ids and r.is_update and r.user_record_type == R.ADD_REF and r.body_len >= 8:
+            key = (r.id, int.from_bytes(result.body(r)[:8], "big", signed=True))
+            sizes.setdefault(key, set()).add(r.body_len)
+            last[key] = max(last.get(key, (-1, -1)), (r.file_index, r.body_offset))
+    return sizes, last
+
+
 @dataclass
 class Evidence:
     """The live facts of both journals that judging a loss needs (from their load results, while open)."""
@@ -210,6 +227,8 @@ class Evidence:
     binding_problems: list = field(default_factory=list)  # bindings records whose body does not decode
     unknown_types: list = field(default_factory=list)  # live message-journal records of no known user type
     bad_refs: list = field(default_factory=list)  # live ref/ack records whose body is not one queue id
+    # live updates of a message record type with an 8-byte body: a reference or acknowledgement retyped
+    retyped_updates: list = field(default_factory=list)
     orphan_updates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # orphan id -> (type, queue)
     explained: set[tuple[int, int]] = field(default_factory=set)  # (message, queue) refs lost harmlessly
     double_refs: list[tuple[int, int]] = field(default_factory=list)  # (message, queue) with two ADD_REFs or more
@@ -263,6 +282,11 @@ class Evidence:
                     ev.unknown_types.append(r)
                 elif _FIXED_BODY.get(r.user_record_type, r.body_len) > r.body_len:
                     ev.bad_refs.append(r)  # its decode reads past the body and throws: the load fails
+                elif r.body_len == _QUEUE_ID_BODY and r.is_update and r.user_record_type in MESSAGE_TYPES:
+                    # the broker writes a message record only as an ADD (storeMessage), and no message encodes
+                    # in 8 bytes: a queue id, the body of a reference or acknowledgement (storeReference,
+                    # storeAcknowledge) whose user record type was damaged (32 or 33 read as 45)
+                    ev.retyped_updates.append(r)
             for mid, qs in ev.refs.items():
                 if mid not in ev.messages:
                     ev.orphan_updates[mid] = [(R.ADD_REF, q) for q in qs]
@@ -454,6 +478,14 @@ class Evidence:
         return {mid: updates for mid, updates in self.orphan_updates.items()
                 if mid not in self.messages and not self._deleted_later(mid)}
 
+    def _retyped_counts(self, pairs) -> set[tuple[int, int]]:
+        """The doubled (message, queue) ``pairs`` one of whose references is not 8 bytes long: a delivery count
+        read as a reference (:func:`ref_records`), which loses only the count -- no reference was moved."""
+        if not pairs or self._messages is None:
+            return set()
+        sizes, _ = ref_records(self._messages, {m for m, _ in pairs})
+        return {p for p in pairs if sizes.get(p, {8}) != {8}}
+
     def moved_refs(self) -> list[tuple[int, int, int]]:
         """(message, queue, the message whose reference it was) for references whose message id was damaged
         onto another message routed to the same queue: the broker routes a message to a queue once
@@ -465,11 +497,12 @@ class Evidence:
         ``storeReference`` per durable queue), so a live message without any lost them. The owner is sought
         among the messages routable to that queue (:meth:`_routable_to`): a message of another address was never
         routed there, and taking it as a candidate (its id one bit away where the owner's is one byte away) hides
-        the owner."""
+        the owner. A doubled pair one of whose references has a 12-byte body is a delivery count read as a
+        reference (:func:`ref_records`), no moved reference."""
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
 
         out = []
-        acked_own = acked_pair_refs(self)
+        acked_own = set(acked_pair_refs(self)) | self._retyped_counts(self.double_refs)
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in acked_own:
                 continue
@@ -490,7 +523,8 @@ class Evidence:
         from amqtool.engines.artemis.acked_refs import acked_pair_refs
         from amqtool.engines.artemis.queue_updates import updated_queues
 
-        moved = {(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
+        moved = ({(m, q) for m, q, _ in self.moved_refs()} | set(acked_pair_refs(self))
+                 | self._retyped_counts(self.double_refs))
         out = []
         for m, q in self.double_refs:
             if m not in self.messages or (m, q) in moved or q not in self.queue_address:

@@ -36,10 +36,12 @@ def _owner(named: int, committed: set, before: int | None) -> int | None:
         return x == NO_TX or x in committed and (before is None or x < before)
 
     owners = {x for x in bit_flips(named) if fits(x)}
-    if not owners and before is None:
-        # (a byte's other values: only for an id never issued, whose damaged byte is a high one; below the
-        # messages' own ids many committed transactions differ from it in its low byte alone)
-        variants = {x for x in byte_variants(named) if fits(x)}
+    if not owners:
+        # a byte's other values: any byte of an id never issued (its damaged byte is a high one); above the
+        # messages' own ids, a byte above the lowest only: below those ids many committed transactions differ
+        # from it in its low byte alone, while one damaged higher byte sets the id 256 or more apart from the
+        # transaction it was, which has few committed neighbours there
+        variants = {x for x in byte_variants(named) if fits(x) and (before is None or not (x ^ named) & 0xFF)}
         owners = variants if len(variants) == 1 else set()
     return owners.pop() if len(owners) == 1 else None
 
@@ -55,6 +57,11 @@ def misnamed_paged_messages(pager, max_id: int) -> list[tuple[int, int, int]]:
     rest = [n for n in not_found if n not in named_before and _owner(n, committed, None) is not None]
     if rest:
         named_before.update(pager.named_after_messages(rest))
+    # a committed page transaction whose record counts exactly what the pages still hold of it lost no message
+    # to the damage: it is no owner (read only when there are owners to weigh)
+    owners = {_owner(named, committed, before) for named, before in named_before.items()} - {None, NO_TX}
+    if owners:
+        committed = committed - pager.whole_page_txs(owners)
     out = []
     for named in sorted(named_before):
         owner = _owner(named, committed, named_before[named])

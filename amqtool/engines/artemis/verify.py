@@ -1616,6 +1616,18 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     retyped_dup = retyped_duplicate_id_finding(results.get("messages"), evidence.have_bindings)
     if retyped_dup is not None:
         findings.append(retyped_dup)
+    retyped_updates = [r for r in evidence.retyped_updates if r.id in evidence.messages]
+    if retyped_updates:
+        r = retyped_updates[0]
+        findings.append(Finding(
+            Severity.CRITICAL, "update-retyped",
+            f"{len(retyped_updates)} live update record(s) of a live message carry a message record type with an "
+            f"8-byte body, a queue id (first: message {r.id}, type {r.user_record_type}): the broker writes a "
+            f"message record only as an ADD, so each is the message's reference or acknowledgement with its user "
+            f"record type damaged; the load takes it for a message record, and the message's references do not "
+            f"survive it as the broker wrote them: it is lost on its queues, or an acknowledged one comes back",
+            str(results["messages"].files[r.file_index].path), r.body_offset,
+            {"count": len(retyped_updates), "messageIds": sorted({x.id for x in retyped_updates})[:100]}))
     if evidence.bad_refs:
         r = evidence.bad_refs[0]
         findings.append(Finding(

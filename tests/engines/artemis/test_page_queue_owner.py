@@ -32,3 +32,51 @@ def test_a_damaged_queue_id_beside_another_queue_of_the_address_is_critical(run_
     (f,) = [f for f in doc["findings"] if f["code"] == "page-queue-id-damaged"]
     assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
     assert (f["details"]["queueId"], f["details"]["messageIds"], f["offset"]) == (35, [569], off)
+
+
+def test_a_damaged_queue_id_of_a_prepared_message_is_critical(run_json, tmp_path):
+    # dp46's page-qid sweep (seed 7751): 3 loss/OK, each a queue id of a prepared transaction's paged message
+    # (41 -> 23,593). A prepared transaction's messages are in no page counter until it commits, so no counter
+    # exceeded what the pages hold; its PAGE_TRANSACTION record counts one reference per durable queue it paged the
+    # message to (PagingStoreImpl.page), and the pages now hold fewer of queues a binding holds.
+    from amqtool.formats.artemis.paging import PagedMessage, scan_page
+
+    store = campaign_demo(tmp_path / "store", 3)
+    folder = next(p for p in (store / "data" / "paging").iterdir()
+                  if (p / "address.txt").read_text().split("\n")[0] == "backlog")
+    page = folder / "000000001.page"
+    buf = page.read_bytes()
+    recs, _ = scan_page(buf)
+    n, off, length = recs[33]
+    m = PagedMessage.decode(buf[off + 5:off + 5 + length])
+    assert (m.message_id, m.transaction_id, m.queue_ids) == (677, 673, (41,))
+    before = delivered(store)
+    Fault("flip", str(page.relative_to(store)), off + 5 + length - 2, 0x5C).apply(store)  # 41 -> 23,593
+    assert before.diff(delivered(store))["lost"] == 1
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-queue-id-damaged"]
+    assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
+    assert (f["details"]["queueId"], f["details"]["messageIds"]) == (41, [677])
+
+
+def test_a_queue_id_damaged_to_another_address_queue_is_critical(run_json, tmp_path):
+    # dp46's page-qid sweep (seed 7751): 35 -> 3 (DLQ's queue, one bit away) read loss/WARNING (page counters).
+    # A queue of another address is no queue of this page store (its cursor reads its own address's pages): the
+    # message names no queue of telemetry in 35's place, one byte from 35, whose counter says one is missing.
+    from amqtool.formats.artemis.paging import PagedMessage, scan_page
+
+    store = campaign_demo(tmp_path / "store", 3)
+    folder = next(p for p in (store / "data" / "paging").iterdir()
+                  if (p / "address.txt").read_text().split("\n")[0] == "telemetry")
+    page = folder / "000000002.page"
+    buf = page.read_bytes()
+    recs, _ = scan_page(buf)
+    _, off, length = recs[0]
+    assert PagedMessage.decode(buf[off + 5:off + 5 + length]).queue_ids == (35, 37)
+    before = delivered(store)
+    Fault("flip", str(page.relative_to(store)), off + 5 + length - 9, 0x20).apply(store)  # 35 -> 3
+    assert before.diff(delivered(store))["lost"] == 1
+    code, doc, _ = run_json("verify", store)
+    (f,) = [f for f in doc["findings"] if f["code"] == "page-queue-id-damaged"]
+    assert (code, doc["verdict"], f["severity"]) == (2, "CRITICAL", "critical")
+    assert (f["details"]["queueId"], f["details"]["messageIds"]) == (35, [443])

@@ -222,3 +222,22 @@ def test_a_reference_moved_off_its_message_onto_no_message_is_critical(run_json,
     assert (code, doc["verdict"]) == (2, "CRITICAL")
     (f,) = [f for f in doc["findings"] if f["severity"] == "critical"]
     assert f["code"] == "ref-moved" and "message 221 on queue 21 (its reference now names 25)" in f["message"]
+
+
+def test_a_delivery_count_read_as_a_reference_moves_no_reference(tmp_path):
+    # dp46 campaign seed 7746 (d36c, seed 7746029238018005: same/CRITICAL ref-moved): an UPDATE_DELIVERY_COUNT
+    # (34) whose user record type read 32 is a second reference of its message to its queue, and moved_refs took
+    # it for the reference of a message one byte away that lacks that queue. Its body is 12 bytes (queue id and
+    # count), a reference's 8 (RefEncoding): it is the delivery count, and only the count is lost (the broker
+    # keeps one reference per queue). demo-s3: message 237's delivery count at activemq-data-13.amq@8905.
+    from tests.faults.model import Fault
+    from tests.faults.runner import Campaign
+    from tests.faults.stores import campaign_demo
+
+    store = campaign_demo(tmp_path / "store", 3)
+    with Campaign("demo-s3", store) as c:
+        (jf,) = [jf for jf in c.sites.journals["messages"] if jf.rel.endswith("activemq-data-13.amq")]
+        (r,) = [r for r in jf.records if r[1] == 8905]
+        assert (r[0], r[5], r[6], r[7]) == (12, 237, 34, 12)  # an update of message 237, 12-byte body
+        o = c.judge(Fault("flip", jf.rel, 8923, 0x02))  # its user record type 34 -> 32
+    assert o.truth == "same" and o.verdict != "CRITICAL" and "ref-moved" not in o.codes

@@ -63,3 +63,22 @@ def named_after_messages(pages, tx_ids) -> dict[int, int]:
             if mid >= tx_id:
                 after.add(tx_id)
     return {t: m for t, m in lowest.items() if t not in after}
+
+
+def whole_page_txs(page_stores, view: PagingJournalView, tx_ids) -> set[int]:
+    """The ids of ``tx_ids`` whose PAGE_TRANSACTION record counts exactly the queue references the pages hold
+    of messages naming them, with no update record: every message paged in that transaction is still there and
+    names it, so no other paged message was one of its. The record's ``numberOfMessages`` is what the paging
+    store added as it paged each message: the number of durable queues it was routed to
+    (``PagingStoreImpl.page``: ``pageTransaction.increment(durableQueues, nonDurableQueues)``); an update record
+    (``storeUpdatePageTransaction``) moves the count as cursors consume, so those transactions are never whole
+    here. A Python read of every page, on damage only."""
+    wanted = {t for t in tx_ids if t in view.page_tx_adds and t not in view.page_tx_updates}
+    if not wanted:
+        return set()
+    refs: Counter = Counter()
+    every = ((ps, pid) for ps in page_stores for pid in sorted(ps.pages))
+    for _pid, (_, _, _, tx_id, _, _, qids, _) in records_of(every):
+        if tx_id in wanted:
+            refs[tx_id] += len(qids)
+    return {t for t in wanted if refs[t] == view.page_tx_adds[t][1]}

@@ -31,6 +31,7 @@ from amqtool.engines.artemis.paging.print_json import _declared_size
 from amqtool.engines.artemis.paging.stores import ADDRESS_FILE, PageFile, PageStore, find_page_stores
 from amqtool.engines.artemis.paging.view import (
     MAX_LISTED, PAGE_TX_COMMITTED, PAGE_TX_NOT_FOUND, PAGE_TX_PREPARED, Q_PENDING, PagingJournalView)
+from amqtool.engines.artemis.paging.dropped_queues import dropped_queue_findings
 from amqtool.engines.artemis.paging.gaps import gap_finding
 from amqtool.engines.artemis.paging.lost_page import lost_page_finding
 from amqtool.engines.artemis.paging.moved_acks import moved_ack_findings
@@ -142,31 +143,37 @@ class _PageAccount:
                                                pending and tx_state != PAGE_TX_NOT_FOUND)
 
 
-def _first_undecodable(buf, size: int) -> tuple[int, int, FormatError] | None:
+def _first_undecodable(buf, size: int, trailing: list | None = None) -> tuple[int, int, FormatError] | None:
     """The first well-framed record of a page whose message does not decode as ``Page.read`` decodes it
-    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None.
+    (``PagedMessageImpl.decode``: the message with its headers and properties, the queue ids), or None. The
+    records before it that decode with bytes left after their queue ids are appended to ``trailing`` as
+    (message number, offset, PagedMessage): the broker ignores those bytes, which a record it wrote never has
+    (paging/dropped_queues.py).
 
     The framing and the fast summary (:func:`summarize_record`) skip a core message's properties and body by
     their lengths, so a flipped bit inside them passed both while the broker, and ``export``, stop reading
     the page at that record and lose every message after it. About 25 µs a paged message.
     """
     if native.page_walk is not None:
-        return _first_undecodable_walk(buf)
+        return _first_undecodable_walk(buf, trailing)
     for number, off, ln in PageScanner(buf, size):
         try:
-            PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
+            msg = PagedMessage.read(Reader(buf, off + 5, off + 5 + ln))
         except FormatError as err:
             return number, off, err
+        if msg.trailing and trailing is not None:
+            trailing.append((number, off, msg))
     return None
 
 
 _NO_TABLES = (array("q"), array("q"), array("q"), array("i"))
 
 
-def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
+def _first_undecodable_walk(buf, trailing: list | None = None) -> tuple[int, int, FormatError] | None:
     """:func:`_first_undecodable` through the C page walk's export mode, which validates each record as
     ``PagedMessage.read`` does (the page-scan twin tests hold the two equal) and hands back the kinds it does
-    not cover and every record it refuses: those are decoded here, so the error text stays the reference's."""
+    not cover, every record it refuses and every record with bytes after its queue ids: those are decoded here,
+    so the error text stays the reference's."""
     acc = array("q", [0])
     pos = number = 0
     while True:
@@ -174,9 +181,11 @@ def _first_undecodable_walk(buf) -> tuple[int, int, FormatError] | None:
         if status != _WALK_HANDBACK:
             return None
         try:
-            PagedMessage.read(Reader(buf, pos + 5, pos + 5 + length))
+            msg = PagedMessage.read(Reader(buf, pos + 5, pos + 5 + length))
         except FormatError as err:
             return number, pos, err
+        if msg.trailing and trailing is not None:
+            trailing.append((number, pos, msg))
         pos += 6 + length
         number += 1
 
@@ -217,11 +226,15 @@ class PagingVerifier:
         self.crash_tails: dict[str, int] = {}
         self._pending_by_tx: Counter | None = None
         self._not_found_pages: list[tuple[PageStore, int]] = []  # pages holding messages of unrecorded page txs
+        self._prepared_pages: list[tuple[PageStore, int]] = []  # pages holding messages of prepared page txs
         # page folder -> (page id, oldest id, newest id) of its pages, in order (page_order.py)
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
         # (address, CRITICAL page-damaged finding) of pages the broker stops reading before their end, where what
         # the bytes after held is unknown: a WARNING when the page counters account for every message
         self._unread: list[tuple[str, Finding]] = []
+        # (path, page, message number, offset, PagedMessage) of records with bytes after their queue ids
+        # (paging/dropped_queues.py)
+        self._trailing: list = []
 
     def pending_of_page_tx(self, tx_id: int) -> int:
         """How many paged messages of page transaction ``tx_id`` some queue still has to consume, when the
@@ -235,6 +248,10 @@ class PagingVerifier:
         """:func:`~.page_tx.named_after_messages` over the pages that hold messages of transactions with no
         page-transaction record (a Python read: only damage asks)."""
         return page_tx.named_after_messages(self._not_found_pages, tx_ids)
+
+    def whole_page_txs(self, tx_ids) -> set[int]:
+        """:func:`~.page_tx.whole_page_txs` over every page (a Python read: only damage asks)."""
+        return page_tx.whole_page_txs(getattr(self, "_stores", ()), self.view, tx_ids)
 
     def unacked_on_page(self, queue_id: int, page: int) -> int:
         """How many messages of page ``page`` of queue ``queue_id``'s address name that queue, outside an
@@ -293,6 +310,7 @@ class PagingVerifier:
             if swapped is not None:
                 findings.append(swapped)
         self._tx_findings(findings, not_found, prepared)
+        findings.extend(dropped_queue_findings(view, self._trailing, self.is_crash_tail))
         self._gap_findings(findings, expected)
         if stores or view.counter_value or view.counter_inc:
             self._counter_findings(findings, expected)
@@ -376,6 +394,7 @@ class PagingVerifier:
                 account = _PageAccount(self, pid, str(path), buf, expected, not_found, prepared, paged_large)
                 pending_before = self.summary.pending_messages
                 not_found_before = sum(not_found.values())
+                prepared_before = sum(prepared.values())
                 if use_native:
                     end, error = self._walk_page(buf, pf.size, pid, account)
                 else:
@@ -386,11 +405,15 @@ class PagingVerifier:
                     end, error = s.end, s.error
                 if sum(not_found.values()) != not_found_before:
                     self._not_found_pages.append((ps, pid))  # read again only if a transaction id is judged
+                if sum(prepared.values()) != prepared_before:
+                    self._prepared_pages.append((ps, pid))  # read again to count their queue references
                 span = page_span(buf, pf.size)
                 if span is not None:
                     self._spans.setdefault(str(ps.folder), []).append((pid, *span))
                 if error is None and not self.figures_only:
-                    error = _first_undecodable(buf, pf.size)
+                    trailing: list = []
+                    error = _first_undecodable(buf, pf.size, trailing)
+                    self._trailing.extend((str(path), pid, number, off, msg) for number, off, msg in trailing)
                 if error is not None:
                     number, off, err = error
                     if self.is_crash_tail(str(path), number):
@@ -646,10 +669,13 @@ class PagingVerifier:
         whose page counter says more messages are unconsumed than the pages hold (queues the message still names
         left out: ``PostOfficeImpl.route`` routes a message to a queue once), is that queue's id damaged:
         the queue never delivers the message (and the counter counted it when it was paged). Searched only
-        for queues whose counter exceeds what the pages hold (a Python read of that address's pages)."""
+        for queues whose counter exceeds what the pages hold (a Python read of that address's pages). A message of
+        a prepared page transaction is in no counter yet: its queue id is judged so when the transaction's record
+        counts more queue references than the pages hold (:meth:`_short_prepared`)."""
         view = self.view
         short = {q for q in view.queues if stored.get(q, 0) > expected.get(q, 0)}
-        if not short:
+        short_tx = self._short_prepared()
+        if not short and not short_tx:
             return
         by_address: dict[str, list[int]] = {}
         for q, a in view.queue_address.items():
@@ -657,9 +683,10 @@ class PagingVerifier:
                 by_address.setdefault(a, []).append(q)
         for ps in getattr(self, "_stores", ()):
             queues = by_address.get(ps.address, [])
-            if not short.intersection(queues):
+            if not short.intersection(queues) and not (short_tx and any(p is ps for p, _ in self._prepared_pages)):
                 continue
-            hits: dict[int, list[tuple[str, int, int, int, int]]] = {}  # queue -> (path, page, n, offset, mid)
+            # queue -> (path, page, n, offset, mid, the prepared page transaction or None)
+            hits: dict[int, list[tuple[str, int, int, int, int, int | None]]] = {}
             for pid in sorted(ps.pages):
                 path = ps.page_path(pid)
                 try:
@@ -668,29 +695,54 @@ class PagingVerifier:
                     continue  # reported by _verify_store
                 with pf:
                     for number, off, _, tx_id, _, mid, qids, _ in PageSummaries(pf.buf, pf.size):
-                        if view.tx_state(tx_id) not in (None, PAGE_TX_COMMITTED):
+                        state = view.tx_state(tx_id)
+                        prepared = state == PAGE_TX_PREPARED and tx_id in short_tx
+                        if state not in (None, PAGE_TX_COMMITTED) and not prepared:
                             continue
                         for qid in qids:
-                            if qid in view.queues:
+                            if qid in view.queues and view.queue_address.get(qid) == ps.address:
                                 continue
-                            # a queue the message still names was not the damaged one (routed there once)
+                            # (a queue of another address is no queue of this page store: no cursor of it reads
+                            # these pages.) A queue the message still names was not the damaged one (routed
+                            # there once)
                             owners = [q for q in queues if one_byte_apart(qid, q) and q not in qids]
-                            if (len(owners) == 1 and owners[0] in short
+                            if (len(owners) == 1 and (owners[0] in short or prepared)
                                     and view.queue_state(owners[0], pid, number) == Q_PENDING):
-                                hits.setdefault(owners[0], []).append((str(path), pid, number, off, mid))
+                                hits.setdefault(owners[0], []).append((str(path), pid, number, off, mid,
+                                                                       tx_id if prepared else None))
             for q, where in sorted(hits.items()):
-                path, pid, number, off, mid = where[0]
-                shown = ", ".join(f"message {m} (page {p}, message {n})" for _, p, n, _, m in where[:MAX_LISTED])
+                path, pid, number, off, mid, _ = where[0]
+                shown = ", ".join(f"message {m} (page {p}, message {n})" for _, p, n, _, m, _ in where[:MAX_LISTED])
+                prepared = sorted({w[5] for w in where if w[5] is not None})
+                why = " and ".join(
+                    ([f"whose page counter says {stored[q] - expected.get(q, 0)} more message(s) are unconsumed "
+                      f"than its pages hold"] if q in short else [])
+                    + ([f"of prepared page transaction(s) {', '.join(map(str, prepared))}, whose records count more "
+                        f"queue references than their pages hold"] if prepared else []))
                 # the current page's last record alone: what a crash mid-write leaves (paging/crash_tail.py)
                 torn = len(where) == 1 and self.is_crash_tail(path, number)
                 findings.append(Finding(
                     Severity.WARNING if torn else Severity.CRITICAL, "page-queue-id-damaged",
-                    f"{len(where)} paged message(s) of address {ps.address!r} name a queue id no binding holds, one "
-                    f"damaged byte away from queue {q}, whose page counter says {stored[q] - expected.get(q, 0)} "
-                    f"more message(s) are unconsumed than its pages hold: queue {q} never delivers them: {shown}"
+                    f"{len(where)} paged message(s) of address {ps.address!r} name a queue id no binding of it holds, "
+                    f"one damaged byte away from queue {q}, {why}: queue {q} never delivers them: {shown}"
                     + ("; it is the last record of the current page, what a crash mid-write leaves" if torn else ""),
                     path, off, {"queueId": q, "messages": len(where), "messageIds": [w[4] for w in where[:100]],
                                 "page": pid, "message": number}))
+
+    def _short_prepared(self) -> set[int]:
+        """The prepared page transactions whose PAGE_TRANSACTION record counts more queue references than the
+        pages hold of messages naming them, each reference a queue a binding holds. A prepared transaction's
+        paged messages are in no page counter until it commits (PageSubscriptionCounterImpl counts at commit),
+        so its record's count (PagingStoreImpl.page: one per durable queue the message was routed to) is what
+        shows a queue id damaged away (a Python read of the pages holding prepared messages)."""
+        want = self.view.page_tx_prepared_count
+        if not want or not self._prepared_pages:
+            return set()
+        refs: Counter = Counter()
+        for _pid, (_, _, _, tx_id, _, _, qids, _) in page_tx.records_of(self._prepared_pages):
+            if tx_id in want:
+                refs[tx_id] += sum(1 for q in qids if q in self.view.queues)
+        return {tx for tx, n in want.items() if n > refs[tx]}
 
     def summary_json(self) -> dict:
         return self.summary.to_json()
