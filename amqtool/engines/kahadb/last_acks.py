@@ -70,6 +70,7 @@ def hand_from_last_ack(d, openwire_version: int) -> int:
                                                          [pred], openwire_version):
                     continue
                 m.waiting.add(sub.key)
+                d.replay.handed_again.add((key, mid, sub.key))
                 added += 1
     return added
 
@@ -84,3 +85,74 @@ def _split(order: list, rank: dict, last_mid: str, last_loc: tuple) -> tuple[lis
         return order[:i], order[i + 1:]
     return ([(mid, m) for mid, m in order if (m.file_id, m.offset) < last_loc],
             [(mid, m) for mid, m in order if (m.file_id, m.offset) > last_loc])
+
+
+def last_ack_places(d, last_update: tuple) -> dict:
+    """``{(destination key, subscription key): (file id, offset)}``: where the replay after ``last_update``
+    applies each subscription's last acknowledgement that moves its LastAck (not the UNMATCHED marker; a
+    transaction's at its COMMIT), the records of batches that check out, in replay order."""
+    from amqtool.engines.kahadb.after_acks import replayed_commands
+    from amqtool.formats.kahadb.commands import EntryType
+
+    out: dict = {}
+    pending: dict = {}
+    kinds = (EntryType.REMOVE_MESSAGE, EntryType.COMMIT, EntryType.ROLLBACK)
+    for fid, off, cmd in replayed_commands(d, last_update, kinds):
+        if cmd.type is EntryType.REMOVE_MESSAGE:
+            if not cmd.subscription_key or cmd.destination is None or (cmd.ack is not None and len(cmd.ack) == 0):
+                continue
+            k = (cmd.destination.key, cmd.subscription_key)
+            if cmd.transaction is not None:
+                pending.setdefault(cmd.transaction.key, []).append(k)
+            else:
+                out[k] = (fid, off)
+        elif cmd.type is EntryType.COMMIT:
+            for k in pending.pop(cmd.transaction.key, []):
+                out[k] = (fid, off)
+        else:
+            pending.pop(cmd.transaction.key, None)
+    return out
+
+
+def handed_anyway(d, batch_acks: set, end: tuple, places: dict):
+    """A predicate over a journal command of a damaged batch that ends at ``end`` ((file id, offset)): a durable
+    subscription's ack whose loss changes nothing the broker hands, because the broker hands that message to
+    it again from its LastAck anyway (the module docstring). ``batch_acks``: ``(destination key, message id,
+    subscription key)`` of every ack in the batch as written; ``places``: :func:`last_ack_places`. It holds when
+    (in the replay without the batch) the subscription's last ack is applied after the batch (so the LastAck is
+    the same with it), and either its ack positions do not hold the message anyway (acknowledged before, or
+    gone: the ack takes nothing out; a message handed from the LastAck is acknowledged again after it), or the
+    message is stored after that LastAck in sequence and waits for the subscription, the subscription's own
+    ack positions hold nothing below the LastAck (it is handed from it) and still hold a message the batch
+    does not ack (its count stays above 0), and another subscription whose ack the batch does not hold keeps
+    the message stored."""
+    again = d.replay.handed_again
+
+    def held(key: str, mid: str, m, sk: str) -> bool:
+        # the subscription's ack positions hold the message (not only handed it from its LastAck)
+        return bool(m.waiting) and sk in m.waiting and (key, mid, sk) not in again
+
+    def anyway(cmd) -> bool:
+        sk = getattr(cmd, "subscription_key", None)
+        if not sk or cmd.transaction is not None or cmd.destination is None:
+            return False
+        key, mid = cmd.destination.key, cmd.message_id
+        st = d.replay.destinations.get(key)
+        sub = st.subscriptions.get(sk) if st is not None else None
+        m = st.messages.get(mid) if st is not None else None
+        if sub is None or sub.last_ack is None:
+            return False
+        if places.get((key, sk), (-1, -1)) <= end:
+            return False  # the lost ack may have been its last: the LastAck would differ
+        if m is None or not held(key, mid, m, sk):
+            return True  # its ack positions do not hold the message without it either: it takes nothing out
+        order = list(st.messages.items())
+        before, after = _split(order, {x: i for i, (x, _m) in enumerate(order)}, sub.last_ack[2],
+                               sub.last_ack[:2])
+        if mid not in {x for x, _m in after} or any(held(key, x, y, sk) for x, y in before):
+            return False
+        if not any(held(key, x, y, sk) and (key, x, sk) not in batch_acks for x, y in order if x != mid):
+            return False
+        return any(held(key, mid, m, s2) and (key, mid, s2) not in batch_acks for s2 in m.waiting if s2 != sk)
+
+    return anyway
