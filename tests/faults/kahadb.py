@@ -575,7 +575,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
-    from tests.faults.kahadb_after import after_checkpoint, replayed
+    from tests.faults.kahadb_after import after_checkpoint, handed_from_last_ack, replayed
 
     store_obj = detect(Path(store))
     out = {}
@@ -604,13 +604,17 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
         rolled_back = _rolled_back(directory, append_at)
         names = acked_names(directory)
-        dd, subs, where = {}, {}, {}
+        dd, subs, where, order, positions = {}, {}, {}, {}, {}
         for key, dest in dests.items():
             rolled = rolled_back.get(key, set())
             kept = [m for m in dest.messages if m.seq not in rolled]
             # each entry under the id the broker's acks find it by (the messageIdIndex's: updateIndex(
             # KahaRemoveMessageCommand) looks the sequence up there), its own MessageKeys id when none names it
             name = {m.seq: names.get(key, {}).get(m.seq, m.message_id) for m in dest.messages}
+            order[key] = [name[m.seq] for m in dest.messages]  # (by sequence, kept or rolled back)
+            for sk, (_last, ranges) in dest.cursors.items():  # (ranges None: the sub has no ackPositions entry)
+                positions[(key, sk)] = {name[m.seq] for m in dest.messages
+                                        if any(a <= m.seq <= b for a, b in ranges or ())}
             by_seq = [f"{name[m.seq]} {_digest(files, m.file_id, m.offset, m.size)}" for m in kept]
             if by_seq:
                 dd[key] = tuple(by_seq)
@@ -631,6 +635,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = replayed(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}), after, _id_of,
                              lambda mid, loc: f"{mid} {_digest(files, *loc)}")
+            # (a subscription's LastAck the walk moved: every stored message after it is handed again)
+            state = handed_from_last_ack(state, after, order, positions, _id_of)
             # (where the walk found what it added: a message the selectors judge, under the id the walk read)
             where.update({mid: loc for adds in after.adds.values() for mid, loc in adds.items()})
         if not _checkpoint_loads(directory, files):

@@ -36,6 +36,11 @@ class After:
     adds: dict = field(default_factory=dict)
     removes: dict = field(default_factory=dict)
     refused: str = ""
+    # (destination key, subscription key) -> the message ids of that subscription's acknowledgements the walk
+    # applies (not the UNMATCHED marker), in walk order: the last of them the index holds is its LastAck from
+    # then on, the last in time, as updateIndex(KahaRemoveMessageCommand) puts it (subscriptionAcks.put(new
+    # LastAck(sequence, priority)) for a message the messageIdIndex finds)
+    last_acks: dict = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.adds or self.removes or self.refused)
@@ -63,8 +68,10 @@ def after_checkpoint(directory, files, last_update: tuple | None) -> After:
                 return out
             t = cmd.type
             if t is EntryType.ADD_MESSAGE or t is EntryType.REMOVE_MESSAGE:
+                ack = getattr(cmd, "ack", None)
                 op = (t, cmd.destination.key, cmd.message_id,
-                      getattr(cmd, "subscription_key", None) or None, (fid, off, size))
+                      getattr(cmd, "subscription_key", None) or None, (fid, off, size),
+                      ack is not None and len(ack) == 0)
                 if cmd.transaction is not None:
                     pending.setdefault(cmd.transaction.key, []).append(op)
                 else:
@@ -82,7 +89,7 @@ def after_checkpoint(directory, files, last_update: tuple | None) -> After:
 def _apply(out: After, op) -> None:
     from amqtool.formats.kahadb.commands import EntryType
 
-    t, key, mid, sub, loc = op
+    t, key, mid, sub, loc, unmatched = op
     if t is EntryType.ADD_MESSAGE:
         out.adds.setdefault(key, {})[mid] = loc
         # an ack of it the walk replayed before its send found no such message (updateIndex(
@@ -94,6 +101,8 @@ def _apply(out: After, op) -> None:
             earlier -= {x for x in earlier if x[0] == mid}
     else:
         out.removes.setdefault(key, set()).add((mid, sub))
+        if sub is not None and not unmatched:
+            out.last_acks.setdefault((key, sub), []).append(mid)
         if sub is None:
             out.adds.get(key, {}).pop(mid, None)
 
@@ -141,3 +150,41 @@ def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry)
             else:
                 del dests[key]
     return {"dests": dests, "subs": subs}
+
+
+def handed_from_last_ack(state: dict, after: After, order: dict, positions: dict, id_of) -> dict:
+    """``state`` (what :func:`replayed` gives) with what the broker hands a durable subscription whose LastAck
+    the walk moved (:attr:`After.last_acks`): ``recoverNextMessages`` starts a subscription whose ack positions
+    hold nothing below its LastAck at ``LastAck + 1`` and hands every stored message after it (the selectors,
+    applied later, filter them), including those it acknowledged earlier in time but that follow in sequence
+    (prioritizedMessages dispatches by priority), and nothing before it; one whose ack positions do hold one
+    below it is handed what they hold, from the first on: amqtool/engines/kahadb/last_acks.py,
+    shown on the real broker with tests/data/kahadb/k2-priority-subs-kill. ``order``: destination key -> the
+    message ids of the index's order index by sequence (every one), which the walk's sends follow;
+    ``positions``: (destination key, subscription key) -> the message ids the index's ackPositions hold for it
+    (to them the walk adds its sends, addAckLocationForNewMessage, and takes its acks out)."""
+    if not after.last_acks:
+        return state
+    subs = dict(state["subs"])
+    for (key, sk), acked in after.last_acks.items():
+        k = (key, sk)
+        if k not in subs:
+            continue
+        seq = {mid: i for i, mid in enumerate(order.get(key, ()))}
+        for mid in after.adds.get(key, {}):
+            seq.setdefault(mid, len(seq))
+        last = next((seq[mid] for mid in reversed(acked) if mid in seq), None)
+        if last is None:
+            continue  # no ack the walk applied found its message: the LastAck did not move
+        stored = state["dests"].get(key, ())
+        gone = {mid for mid, sub in after.removes.get(key, ()) if sub in (None, sk)}
+        held = (set(positions.get(k, ())) | set(after.adds.get(key, {}))) - gone
+        if not any(id_of(x) in held for x in stored):
+            # its ack positions hold nothing stored: getMessageCount is 0 and the store cursor never asks for any
+            subs[k] = ()
+        elif any(id_of(x) in held and seq.get(id_of(x), last) < last for x in stored):
+            # ack positions below the LastAck (individual acks): from their first on, only what they hold
+            subs[k] = tuple(sorted(x for x in stored if id_of(x) in held))
+        else:
+            subs[k] = tuple(sorted(x for x in stored if seq.get(id_of(x), -1) > last))
+    return {**state, "subs": subs}

@@ -248,3 +248,40 @@ def test_a_subscription_ack_in_an_older_files_damaged_batch_is_still_replayed(tm
     p.write_bytes(bytes(data))
     k._Files.reset()
     assert k.classify(pristine, pristine_rb, store) in (k.SAME, k.LATENT)
+
+
+K2 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "k2-priority-subs-kill"
+K8 = K2.parent / "k8-priority-topic-kill"
+
+
+def test_a_subscription_is_handed_from_its_last_ack_in_time(tmp_path):
+    # k2 (prioritizedMessages=true, SIGKILLed with no checkpoint in its second run): the walk after the
+    # checkpoint moves each subscription's LastAck to its last ack in time, and the broker, restarted on a copy
+    # with and without db.data, hands each resumed subscription what follows it (kahadb_after.
+    # handed_from_last_ack; amqtool/engines/kahadb/last_acks.py for the rebuild): red 11 it had acknowledged,
+    # all 21, blue 7 (the truth said 16, 31 and 8)
+    store = tmp_path / "kahadb"
+    shutil.copytree(K2 / "kahadb", store)
+    ids = {m["fx_id"]: m["message_id"] for m in json.loads((K2 / "manifest.json").read_text())["messages"]}
+    rb = k.rebuilt(store)
+    for state, name in ((k.delivered(store, rb)["kahadb"], "broker-delivered.json"),
+                        (rb["kahadb"], "broker-delivered-noindex.json")):
+        for dest, (n, fx_ids) in json.loads((K2 / name).read_text()).items():
+            if not dest.startswith("/topic/"):
+                continue
+            sk = ":".join(dest.split(":")[1:3])
+            got = {k._id_of(x) for x in state["subs"][("1:fx.k2.t", sk)]}
+            assert len(got) == n, (name, sk)
+            assert {ids[f] for f in fx_ids if ids.get(f)} <= got, (name, sk)
+
+
+def test_a_subscription_whose_ack_positions_hold_nothing_is_handed_nothing(tmp_path):
+    # k8: sub a acknowledged all it was handed, its priority-9 message first; the broker hands it nothing (its
+    # ackPositions hold no message: getMessageCount 0, the store cursor never asks the store), where the truth
+    # handed it the priority-9 message after its LastAck from the index (indexed._pending)
+    store = tmp_path / "kahadb"
+    shutil.copytree(K8 / "kahadb", store)
+    rb = k.rebuilt(store)
+    for state in (k.delivered(store, rb)["kahadb"], rb["kahadb"]):
+        assert len(state["subs"][("1:fx.k8.t", "k8-a:a")]) == 0
+        assert len(state["subs"][("1:fx.k8.t", "k8-b:b")]) == 12

@@ -838,3 +838,19 @@ def test_zeros_over_bytes_already_zero_before_the_newest_files_last_batch_are_th
     for offset in (9381, 9382):
         o = campaign.run_fault(Fault("zero", "db-3.log", offset, 9432 - offset, label="zeroed range"))
         assert (o.truth, o.verdict) == (TORN, "WARNING"), (offset, o.codes)
+
+
+K2 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "k2-priority-subs-kill"
+
+
+def test_a_lost_ack_of_a_message_handed_again_from_the_last_ack_changes_nothing(tmp_path):
+    # campaign seed 7647 (k2-priority-subs-kill, 76470000017 and 76470000110: same judged CRITICAL): a damaged
+    # batch of the newest file db-6.log, after the checkpoint, holding red2's ack of :7:-1:1:54. red2 had acked
+    # it in run 1 already (the broker handed it again from red2's LastAck, last_acks.py), so the ack takes nothing
+    # out of its ack positions, and red2's last ack is applied after the batch: its LastAck is the same. The
+    # broker skips the corrupted block and hands the same (last_acks.handed_anyway): WARNING
+    c = KahaCampaign("k2-priority-subs-kill", K2 / "kahadb", tmp_path)
+    for seed, where in ((76470000017, ("db-6.log", 14268)), (76470000110, ("db-6.log", 12006))):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.offset) == where
+        assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes

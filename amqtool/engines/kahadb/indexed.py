@@ -39,6 +39,9 @@ class IndexedDestination:
     key: str
     messages: list = field(default_factory=list)  # IndexedMessage, by sequence
     subscriptions: dict = field(default_factory=dict)  # sub key -> [seq] pending, in delivery order
+    # sub key -> (its LastAck's sequence, its ackPositions as [(first, last)] sequence ranges or None): what
+    # ``pending`` is computed from
+    cursors: dict = field(default_factory=dict)
 
     def pending(self, sub_key: str) -> list:
         by_seq = {m.seq: m for m in self.messages}
@@ -74,6 +77,7 @@ def _read(buf) -> dict:
             seqs = [m.seq for m in dest.messages]
             for sub, (last, positions) in pf.subscription_cursors(buf, ps, sd, meta.version).items():
                 dest.subscriptions[sub] = _pending(seqs, last, positions)
+                dest.cursors[sub] = (last, positions)
         out[key] = dest
     return out
 

@@ -298,6 +298,14 @@ def load_store(store, *, progress=None, checksums: bool = True, use_native: bool
                         child.committed_by_tx_store += 1
         for child in children:
             child.open_transactions = child.replay.finish()
+    from amqtool.engines.kahadb.last_acks import hand_from_last_ack
+
+    for d in results:
+        if not d.is_tx_store:
+            # what the broker hands each durable subscription from its LastAck on (last_acks.py); selectors
+            # and messages decode with the index's OpenWire version (11 without one)
+            view = d.index.view if d.index else None
+            hand_from_last_ack(d, view.metadata.openwire_version if view else 11)
     if reconcile:
         reconcile_results(store, results)
     return results

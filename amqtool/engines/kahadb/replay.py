@@ -149,6 +149,9 @@ class Replay:
         self.last_audit: tuple | None = None
         self.skip_file: int | None = None
         self.skipped_records = 0
+        # (destination key, message id, subscription key) the broker hands again from the subscription's LastAck
+        # though its ack positions do not hold it (last_acks.hand_from_last_ack)
+        self.handed_again: set = set()
 
     # -- helpers -------------------------------------------------------------------------------------
     def _dest(self, d: Destination) -> DestinationState:

@@ -446,6 +446,8 @@ class _Judge:
         self._walked = None
         self._rejects = None
         self._subscribed = None
+        self._last_ack_places = None
+        self._quiet: dict = {}  # (file id, batch offset) -> quiet_acks' predicate
 
     def ended(self) -> set:
         """The transactions whose outcome (COMMIT or ROLLBACK) the replay after the checkpoint reads intact."""
@@ -473,6 +475,36 @@ class _Judge:
 
             self._unmatched = unmatched_ack(self.d, self.ev.openwire_version if self.ev is not None else 11)
         return self._unmatched
+
+    def quiet_acks(self, f, first: int, last: int):
+        """:meth:`unmatched`, or for a batch of the newest file also an ack whose message the subscription is
+        handed again from its LastAck anyway (last_acks.handed_anyway); built for this batch."""
+        base = self.unmatched()
+        if f.id != self.newest or self.ev is None or self.ev.last_update is None:
+            return base
+        if (f.id, first) in self._quiet:
+            return self._quiet[(f.id, first)]
+        from amqtool.engines.kahadb.last_acks import handed_anyway, last_ack_places
+        from amqtool.engines.kahadb.superseded import as_written
+        from amqtool.formats.kahadb import journal as jr
+        from amqtool.formats.kahadb.commands import EntryType, decode_command
+
+        written = as_written(self.buf(f), first, last)
+        if written is None:
+            return base
+        acks = set()
+        for rec in jr.iter_batch_records(*written):
+            try:
+                cmd = decode_command(bytes(rec.payload))
+            except FormatError:
+                continue
+            if cmd.type is EntryType.REMOVE_MESSAGE and cmd.subscription_key and cmd.destination is not None:
+                acks.add((cmd.destination.key, cmd.message_id, cmd.subscription_key))
+        if self._last_ack_places is None:
+            self._last_ack_places = last_ack_places(self.d, self.ev.last_update)
+        anyway = handed_anyway(self.d, acks, (f.id, last), self._last_ack_places)
+        self._quiet[(f.id, first)] = quiet = lambda cmd: base(cmd) or anyway(cmd)  # noqa: E731
+        return quiet
 
     def rejects(self):
         """unhanded.selector_rejects of this store directory (built once)."""
@@ -567,7 +599,8 @@ class _Judge:
                 self.buf(f), first, last, ev.acked_after,
                 self.open_txs(),
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
-                newest=f.id == self.newest, inert=self.inert, ended=self.ended, unmatched=self.unmatched,
+                newest=f.id == self.newest, inert=self.inert, ended=self.ended,
+                unmatched=lambda: self.quiet_acks(f, first, last),
                 rolled_back=lambda: self.rolled_back_after((f.id, first))):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
