@@ -27,7 +27,8 @@ common.
 
 A compaction keeps the order: its outputs, loaded first, hold only live records, never a DELETE of a later
 ADD's id. A file whose header fileID is damaged (not its records' tag: ``file-id-damaged``) is loaded out of
-its write order, so an ADD or a DELETE there proves nothing of the order and is not judged here. A bare
+its write order, and so are two files with one fileID (``duplicate-file-id``: a copy): an ADD or a DELETE
+there proves nothing of the order and is not judged here. A bare
 journal (no broker record type: JournalImpl used directly, as the oracle fixtures do) may add a deleted id again
 through the API, so it is not judged.
 """
@@ -68,6 +69,9 @@ def findings(result, evidence) -> list[Finding]:
     if not noted or evidence.bare:
         return []
     opened = result.opened
+    ids = [f.file_id for f in opened.files]
+    if len(set(ids)) < len(ids):
+        return []  # two files with one fileID (duplicate-file-id's): their order is no write order
     history = _history(opened, {a.ids["id"] for a in noted})
     out = []
     for a in noted:
