@@ -38,7 +38,7 @@ from amqtool.engines.artemis.current_file import current_file
 from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis.cut_off_tx import last_open_tx
 from amqtool.engines.artemis.deleted_neighbours import update_of_deleted
-from amqtool.engines.artemis import deleted_first, free_files, journal_crash, prepare_mismatch, tx_id_acks
+from amqtool.engines.artemis import deleted_first, free_files, journal_crash, orphan_acks, prepare_mismatch
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -1366,8 +1366,7 @@ def verify_store(store: ArtemisStore, progress: Callable[[int], None] | None = N
             report.findings += page_tx_damaged_findings(results.get("messages"), report.pager)
             report.findings += [f for r in results.values() if r is not None
                                 for f in deleted_first.findings(r, evidence)]
-            report.findings += deleted_first.moved_onto_live(results.get("messages"), evidence)
-            report.findings += tx_id_acks.findings(results.get("messages"), evidence)
+            report.findings += orphan_acks.findings(results.get("messages"), evidence)
             report.findings += retyped
             report.findings += page_tx_dropped_findings(results.get("messages"), report.pager)
             report.findings += paged_tx_id_findings(report.pager, results)

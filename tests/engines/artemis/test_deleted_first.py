@@ -28,23 +28,3 @@ def test_a_delete_moved_onto_a_later_live_message_drops_it(tmp_path, run_json):
     assert found["path"].endswith("activemq-data-45.amq")
     assert code == 2
 
-
-def test_a_delete_moved_onto_an_earlier_live_message_drops_it(tmp_path, run_json):
-    # tests/data/artemis/reclaimed-room: message 2147484220 is acknowledged and deleted at activemq-data-39.amq
-    # @11517 (its ADD reclaimed); bit 6 of the DELETE's id makes it 2147484284, a message stored before it and
-    # live to the end. The load deletes that message, as the broker does, and leaves the acknowledgement without
-    # its message: verify said OK (field sweep delete-id seed 9616, h13 9616000004: 2 rows lost, OK)
-    from tests.support import REPO
-
-    at = 11517
-
-    def check(data):
-        assert data[at] == 16 and data[at + 6:at + 14] == (2147484220).to_bytes(8, "big")
-    root, diff = flipped(tmp_path, "activemq-data-39.amq", at + 13, 0x40, check,
-                         store=REPO / "tests" / "data" / "artemis" / "reclaimed-room")
-    assert diff["lost"] > 0 and not diff["back"]
-    code, doc, _ = run_json("verify", str(root))
-    (found,) = [f for f in doc["findings"] if f["code"] == "delete-moved"]
-    assert (found["severity"], found["details"]["id"], found["details"]["acknowledgedId"]) == (
-        "critical", 2147484284, 2147484220)
-    assert found["offset"] == at and code == 2
