@@ -22,10 +22,20 @@ What this use writes cannot read so. A torn write of this use starts at ``first`
 file's tag; a damaged record of this use whose size word survives counts back to ``first`` at the earliest;
 and no record of this use (13 bytes at least, a DELETE) fits between the end of the last valid record and
 ``end`` when they are less than 13 bytes apart.
+
+A compaction leaves a third kind (:func:`compactor_leftover`): it writes each output file from one buffer that it
+reuses for the next output without zeroing it (``AbstractJournalUpdateTask.openFile`` clears only the buffer's
+indexes, and ``flush`` writes it whole, to the file's size), so the bytes after an output's last record are the
+previous output's at the same offsets, layers of older outputs and record fragments included. Such a remainder
+need not end with a size word that counts back (a fragment of a record of the output before the previous one
+ends it: a store of 12 KiB files, written and compacted by the real JournalImpl, read WARNING).
 """
 from __future__ import annotations
 
 MIN_RECORD = 13  # a DELETE: type, tag, id, check size
+# a remainder shorter than this may equal the previous output's bytes by chance
+MIN_LEFTOVER = 8
+_CHUNK = 1 << 20
 
 
 def _is_type(b: int) -> bool:
@@ -62,3 +72,25 @@ def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
     size = int.from_bytes(head[length - 4:length], "big")
     # the old record began before first (under this use's records), after the file header
     return MIN_RECORD <= size <= 1 << 27 and end - size < first and end - size >= 16
+
+
+def compactor_leftover(opened, index: int, first: int, end: int, by_tag: dict[int, list[int]]) -> int | None:
+    """The fileID of the previous output of the compaction that wrote file ``index`` when the file's tail bytes
+    ``[first, end)`` are that output's at the same offsets (see the module docstring), else None. Compaction
+    outputs take consecutive fileIDs (``AbstractJournalUpdateTask.openFile``: ``nextOrderingID++``), so the
+    previous output carries this file's tag less one. ``by_tag``: tag -> indexes of the files carrying it."""
+    if end - first < MIN_LEFTOVER:
+        return None
+    tag = opened.files[index].tag
+    for other in by_tag.get(tag - 1, ()):
+        if opened.files[other].size < end:
+            continue
+        pos = first
+        while pos < end:
+            n = min(_CHUNK, end - pos)
+            if opened.pread(index, pos, n) != opened.pread(other, pos, n):
+                break
+            pos += n
+        else:
+            return tag - 1
+    return None

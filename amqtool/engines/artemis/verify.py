@@ -62,7 +62,7 @@ from amqtool.engines.artemis.ref_in_place import run_owned
 from amqtool.engines.artemis.lost_end import lost_end
 from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.restart_orphans import left_by_restart
-from amqtool.engines.artemis.stale_tail import own_record_start, stale_fragment
+from amqtool.engines.artemis.stale_tail import compactor_leftover, own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.engines.artemis.compaction_window import ids_lost_while_compacting
 from amqtool.store.journal_files import open_journal, with_negative_ids
@@ -153,6 +153,7 @@ class _GapInspector:
         self.ledger = None  # tails.IdLedger of the store, set by verify_store: judges damaged tails
         # ids whose DELETE the damage this inspector saw may have taken (lost_deletes.py), set by verify_journal
         self.lost_deletes: set[int] = set()
+        self.by_tag: dict[int, list[int]] | None = None  # tag -> indexes of the files carrying it (read lazily)
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -174,6 +175,17 @@ class _GapInspector:
         if gaps.tail_first < 0:
             return
         first = gaps.tail_first
+        if self.by_tag is None:
+            self.by_tag = {}
+            for i, f in enumerate(self.opened.files):
+                self.by_tag.setdefault(f.tag, []).append(i)
+        previous = compactor_leftover(self.opened, scan.index, first, gaps.tail_end, self.by_tag)
+        if previous is not None:
+            self.findings.append(Finding(
+                Severity.INFO, "stale-records",
+                f"the compactor's buffer follows the data: the bytes of its previous output (fileID {previous}) at "
+                "the same offsets; Artemis ignores them", path, first))
+            return
         head = self.opened.pread(scan.index, first, _STALE_SEARCH_LIMIT)
         # A torn record of the current use of the file carries the file's own tag (so does one whose type byte
         # was damaged: the broker skips it)
