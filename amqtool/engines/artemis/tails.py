@@ -452,9 +452,12 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
             w.unaccounted = [x for x in w.unaccounted if x not in settled]
             w.unaccounted_count -= len(settled)
     # ids a transaction rolled back after the damage was sending: dead with it (rolled_back.py) -- unless a
-    # transaction the damage may have left open was sending too: whose run an id was then cannot be told
-    if w.unaccounted_count and not any(not tx.prepared and any(r.file_index <= index for r in tx.records
-                                                               + tx.records_to_delete) for tx in result.failed):
+    # transaction the damage may have left open was sending too: with two transactions sending at once (their
+    # ids interleave), whose run an id was cannot be told. One that wrote nothing in this file or the one
+    # before it (left open by a client long before, as a crashed client leaves it) was not sending then
+    if w.unaccounted_count and not any(
+            not tx.prepared and any(index - 1 <= r.file_index <= index for r in tx.records + tx.records_to_delete)
+            for tx in result.failed):
         gone = rolled_back_ids(ledger, result.opened, (index + 1, 0),
                                set(_unaccounted(w, roles, paged, low, before)), before)
         if gone:
