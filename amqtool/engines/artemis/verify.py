@@ -476,11 +476,16 @@ class _GapInspector:
         # A free file keeps the records of its earlier use, which read under their old fileID change the live
         # state (their deletes reclaimed or compacted away): only what a free file cannot be tells a damaged
         # header (free_files.py).
+        # ids deleted by a transaction the load drops (a COMMIT whose count the damage changed, or one left open)
+        # have live updates because of that damage, not because a free file holds their add
+        explained = self.lost_deletes
+        if self.foreign and (self.mismatched or self.result.failed):
+            explained = explained | discarded_deletes(self.result)
         for index, path, offset, tag in self.foreign:
             retagged = functools.partial(_retagged, self.opened, index, tag)
             lone = len(self.foreign) == 1
             if free_files.header_damaged(self.result, index, tag, retagged, lone,
-                                         self.lost_deletes) and evidence.changes_with(
+                                         explained) and evidence.changes_with(
                     self.kind, retagged()):
                 self.findings.append(Finding(
                     Severity.CRITICAL, "file-header-damaged",
