@@ -53,6 +53,7 @@ from amqtool.engines.artemis.page_counter_over import raise_counter_over
 from amqtool.engines.artemis.dropped_page_tx import page_tx_dropped_findings
 from amqtool.engines.artemis.paged_tx_ids import paged_tx_id_findings
 from amqtool.engines.artemis.damaged_ids import never_issued, never_issued_ids
+from amqtool.engines.artemis.removed_outputs import removed_outputs
 from amqtool.engines.artemis.lost_deletes import (
     cut_deletes, deleted_in_damage, discarded_deletes, moved_deletes, moved_updates,
 )
@@ -1053,6 +1054,18 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             Severity.CRITICAL, "missing-journal-file",
             f"fileID(s) {shown} missing {span}; {orphans} live update(s) have lost their add "
             f"record: a journal file appears to have been removed; its records are lost", where, None, details))
+        return
+    gone = removed_outputs(result) if compacted else []
+    if gone:
+        first = gone[0]
+        details["removedOutputs"] = gone
+        findings.append(Finding(
+            Severity.CRITICAL, "missing-journal-file",
+            f"fileID(s) {shown} missing {span}; fileID {first['fileId']} lies between two outputs of one "
+            f"compaction, holding {first['neighbourMessages'][0]} and {first['neighbourMessages'][1]} messages, "
+            f"and the ids between theirs ({first['idsAfter'] + 1}..{first['idsBefore'] - 1}) carry only "
+            f"{first['deletes']} DELETE(s): the broker frees a compacted file only once every message it held is "
+            f"deleted, so this one was removed with live messages in it; they are lost", where, None, details))
         return
     if compacted or (pool_files is not None and pool_files >= 0):
         how = ("compacted, which frees and deletes files" if compacted else

@@ -1,0 +1,69 @@
+"""A compaction's output removed from between two others (issue 25, amqtool/engines/artemis/removed_outputs.py).
+
+tests/data/artemis/compactor-buffer holds three consecutive outputs of one Artemis compaction (fileIDs 19, 20,
+21, written by the real JournalImpl; tests/data/artemis/README.md). A compactor copies a message's add and
+references together, so removing an output leaves no live update without its add, and verify read the gap as
+a compaction's (INFO file-id-gap) while the broker lost every message the file held (hold-out h21: 34 rows).
+The broker itself frees an output only once every message in it is deleted, and those DELETEs stay in the
+files after it: the second case appends them, as a broker that consumed the messages writes them, and then the
+same gap is the broker's own reclaim.
+"""
+from __future__ import annotations
+
+import pytest
+
+from amqtool.formats.artemis.records import scan_records_py
+from amqtool.store.journal_writer import JournalWriter
+from amqtool.store.layout import MESSAGES
+from tests.support import MESSAGES as FIXTURES, REPO, copy_tree
+
+STORE = REPO / "tests" / "data" / "artemis" / "compactor-buffer"
+BINDINGS = FIXTURES / "02_broker_mixed_compacted" / "bindings"
+MIDDLE = "journal/activemq-data-247.amq"  # fileID 20, between 19 (246) and 21 (248)
+
+
+def _store(tmp_path):
+    if not BINDINGS.is_dir():
+        pytest.skip("broker-written fixture absent")
+    root = copy_tree(STORE / "journal", tmp_path / "s" / "journal").parent
+    copy_tree(BINDINGS, root / "bindings")
+    return root
+
+
+def _messages(path) -> list[int]:
+    data = path.read_bytes()
+    tag = int.from_bytes(data[8:16], "big") & 0x7FFFFFFF
+    recs, _ = scan_records_py(data, tag, 2)
+    return [r[5] for r in recs if r[0] in (11, 13) and r[6] == 45]
+
+
+def test_a_removed_output_is_a_lost_file(tmp_path):
+    from tests.faults.model import LOSS, UNPROVEN, Fault
+    from tests.faults.runner import Campaign
+
+    root = _store(tmp_path)
+    held = _messages(root / MIDDLE)
+    with Campaign("s", root) as c:
+        o, found = c.judge_findings(Fault("delete", MIDDLE, 0, 0))
+    # (the harness's own oracle calls it unproven on these three files: their every record is consistent)
+    assert o.truth in (LOSS, UNPROVEN) and o.diff["lost"] >= len(held) and o.verdict == "CRITICAL"
+    (gap,) = [f for f in found if f.code == "missing-journal-file"]
+    (removed,) = gap.details["removedOutputs"]
+    assert (removed["fileId"], removed["neighbourMessages"], removed["deletes"]) == (20, [28, 27], 0)
+    assert removed["idsAfter"] < min(held) and max(held) < removed["idsBefore"]
+
+
+def test_an_output_whose_messages_were_all_deleted_since_is_the_brokers_reclaim(tmp_path):
+    from tests.faults.model import SAME, UNPROVEN, Fault
+    from tests.faults.runner import Campaign
+
+    root = _store(tmp_path)
+    held = _messages(root / MIDDLE)
+    with JournalWriter.open(root / "journal", MESSAGES, file_size=12288) as w:
+        for mid in held:
+            w.append_delete(mid)
+    with Campaign("s", root) as c:
+        o, found = c.judge_findings(Fault("delete", MIDDLE, 0, 0))
+    # (the file held more than its messages' adds: one more row goes with it, which no record left shows)
+    assert o.truth in (SAME, UNPROVEN) and o.diff["lost"] <= 1 and o.verdict != "CRITICAL", o.codes
+    assert not [f for f in found if f.code == "missing-journal-file"]
