@@ -21,7 +21,7 @@ from __future__ import annotations
 from amqtool import native
 from amqtool.engines.artemis.compaction_marks import compactor_outputs
 
-MIN_MESSAGES = 4  # neighbours holding fewer say too little of what the missing output held
+MIN_MESSAGES = 4  # a fuller neighbour holding fewer says too little of what the missing output held
 SHARE = 0.5  # deletes below this share of the neighbours' messages: the output went with live messages
 _ADDS = (11, 13)
 _DELETES = (15, 16)
@@ -30,7 +30,7 @@ _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 
 def removed_outputs(result) -> list[dict]:
     """For each fileID of the load ``result`` missing between two compactor outputs (the fileIDs on either side),
-    whose neighbours hold at least :data:`MIN_MESSAGES` messages each and the ids between whose messages carry
+    whose neighbours hold messages, one of them at least :data:`MIN_MESSAGES`, and the ids between whose messages carry
     fewer DELETEs than :data:`SHARE` of their mean count: ``{"fileId", "neighbourMessages", "deletes",
     "idsAfter", "idsBefore"}``. Rescans the files, only when such a gap exists."""
     present = {f.file_id for f in result.files}
@@ -55,7 +55,8 @@ def removed_outputs(result) -> list[dict]:
     out = []
     for g in gaps:
         before, after = messages.get(g - 1, []), messages.get(g + 1, [])
-        if len(before) < MIN_MESSAGES or len(after) < MIN_MESSAGES:
+        # (the compaction's last output may hold a few records only: one full neighbour is enough)
+        if not before or not after or max(len(before), len(after)) < MIN_MESSAGES:
             continue
         lo, hi = max(before), min(after)
         if hi <= lo + 1:
