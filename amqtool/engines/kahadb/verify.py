@@ -619,12 +619,14 @@ class _Judge:
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "
                                 "unchanged")
-        if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
+        if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched(),
+                                        None if self.strict else self.holds_at(f)):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
-                                "byte is a record length: the broker's replay loads that record as written, then "
-                                "steps over what follows it in the file, and what it steps over are sends "
-                                "acknowledged later in the replay or records that change nothing: it delivers the "
-                                "same")
+                                "byte is a record length (a user record's, which the broker's replay loads as "
+                                "written, or the batch control record's): the replay then steps over what follows "
+                                "it in the file, and what it steps over are sends acknowledged later in the "
+                                "replay or the index holds already, or records that change nothing: it delivers "
+                                "the same")
         if older and zeroed_head_skips_nothing(self.buf(f), first, ev.acked_after, self.subscribed,
                                                self.unmatched(), self.open_txs()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose control "
