@@ -854,3 +854,17 @@ def test_a_lost_ack_of_a_message_handed_again_from_the_last_ack_changes_nothing(
         o = c.run_one(seed)
         assert (o.fault.path, o.fault.offset) == where
         assert (o.truth, o.verdict) == (SAME, "WARNING") and "kahadb-checksum-mismatch" in o.codes
+
+
+def test_a_queue_send_whose_framed_length_drops_its_priority_fields_is_replayed_unchanged(tmp_path):
+    # campaign seed 8658 (k2-priority-subs-kill, 86581000372 and 86581000475: latent judged CRITICAL): a bit of
+    # the framed length of a send to the prioritized queue fx.k2.p2 / fx.k2.p1 in db-5.log / db-4.log, older files
+    # after the checkpoint 4:19532. MessageDatabase.load's mergeFramed reads that many bytes and ignores the
+    # rest: the send loses its last field, prioritySupported, and is indexed at DEFAULT_PRIORITY (4) for 1 or 6.
+    # A queue's priority only picks the order index band the entry is filed in: dispatch order, the same
+    # messages delivered (a rebuild keeps the damaged batch out: latent)
+    c = KahaCampaign("k2-priority-subs-kill", K2 / "kahadb", tmp_path)
+    for seed, where in ((86581000372, ("db-5.log", 28214)), (86581000475, ("db-4.log", 28421))):
+        o = c.run_one(seed)
+        assert (o.fault.path, o.fault.offset, o.fault.label) == (*where, "record 1 varint")
+        assert (o.truth, o.verdict) == (LATENT, "WARNING") and "kahadb-checksum-mismatch" in o.codes, (seed, o.codes)

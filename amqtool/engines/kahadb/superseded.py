@@ -443,12 +443,17 @@ def _effect(cmd):
     """What ``process`` reads of a command: all of it but a REMOVE's ack (``updateIndex`` only compares it,
     by reference, with UNMATCHED), and of a send's priority fields only the priority its index entry takes:
     ``updateIndex(KahaAddMessageCommand)`` takes ``getPrioritySupported() ? getPriority() :
-    DEFAULT_PRIORITY`` (4), and the message dispatched is the ``message`` bytes, which carry their own."""
+    DEFAULT_PRIORITY`` (4), and the message dispatched is the ``message`` bytes, which carry their own. For a
+    queue's send not even that: the priority only picks the band of the order index the entry is filed in
+    (``MessageOrderIndex``: one B-tree per band, all recovered for the queue's cursor), so it orders dispatch
+    and delivers the same messages (the fault harness compares what is delivered as a multiset)."""
     if cmd.type is EntryType.REMOVE_MESSAGE:
         return cmd.type, cmd.transaction, cmd.destination, cmd.message_id, cmd.subscription_key
     if cmd.type is EntryType.ADD_MESSAGE:
         from dataclasses import replace
 
+        if cmd.destination is not None and cmd.destination.type in (0, 2):  # QUEUE, TEMP_QUEUE
+            return replace(cmd, priority=_DEFAULT_PRIORITY, priority_supported=True)
         return replace(cmd, priority=cmd.priority if cmd.priority_supported else _DEFAULT_PRIORITY,
                        priority_supported=True)
     return cmd
