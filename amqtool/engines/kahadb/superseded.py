@@ -325,7 +325,7 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             quiet = (lambda cmd: idle(cmd, sent)) if idle else None
             at = first + jr.BATCH_CONTROL_RECORD_SIZE
             return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
-                       or _redone(a, b, held, at + q) for (_p, a), (q, b) in zip(now, then))
+                       or _redone(a, b, held, at + q, subscribed) for (_p, a), (q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
@@ -382,14 +382,23 @@ def _taken_back(now, then, acked: dict, subscribed=None) -> bool:
     return None in by
 
 
-def _redone(now, then, held, offset: int) -> bool:
+def _redone(now, then, held, offset: int, subscribed=None) -> bool:
     """The written send ``then`` at ``offset`` is one the index holds (``held``), and the walk steps over it
     (``now`` None: its header's type byte is what changed) or reads a send to the same destination there with
     the message bytes as written (the broker reads them from that Location at dispatch): nothing changes
-    (``replayed_unchanged``)."""
-    return held is not None and then is not None and then.type is EntryType.ADD_MESSAGE and held(offset, then) \
-        and (now is None or now.type is EntryType.ADD_MESSAGE and now.destination == then.destination
-             and bytes(now.message) == bytes(then.message))
+    (``replayed_unchanged``). Nor when it reads a send to a topic no durable subscription holds
+    (``subscribed(destination key)`` empty: a damaged topic name): ``updateIndex(KahaAddMessageCommand)`` skips
+    a topic without subscriptions, and the index keeps the entry as written."""
+    if held is None or then is None or then.type is not EntryType.ADD_MESSAGE or not held(offset, then):
+        return False
+    if now is None:
+        return True
+    if now.type is not EntryType.ADD_MESSAGE:
+        return False
+    if now.destination == then.destination:
+        return bytes(now.message) == bytes(then.message)
+    return subscribed is not None and now.destination is not None and now.destination.type in (1, 3) \
+        and not subscribed(now.destination.key)
 
 
 def _renamed(now, then, acked: dict, rejects=None) -> bool:

@@ -136,3 +136,14 @@ def test_an_older_files_control_record_length_that_skips_acks_stays_critical(tmp
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "kahadb" / "f7-kill-gc" / "kahadb", root)
     o = _outcome(root, tmp_path, Fault("flip", "db-8.log", 22946 + 1, 0x01, "", "batch length"))
     assert (o.truth, o.verdict) == ("loss", "CRITICAL")
+
+
+def test_an_older_files_held_send_read_as_a_topic_nobody_subscribes_is_latent(tmp_path):
+    # db-7.log@62177: the KahaDestination type of the send ...:1:58 (fx.gc.keep, held by the index at 7:62166)
+    # read TOPIC for QUEUE. The walk replays it to a topic fx.gc.keep without durable subscriptions, which
+    # updateIndex(KahaAddMessageCommand) skips, and the index keeps the queue's entry: the same (it was
+    # CRITICAL; kl48 hold-out m2-vtopic-groups-kill, seed 7658: 76581000571, a virtual topic's name damaged)
+    root = _index_ahead_of_db7(tmp_path)
+    o = _outcome(root, tmp_path, Fault("flip", "db-7.log", 62166 + 11, 0x01, "", "record 1 destination"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING")
+    assert "kahadb-checksum-mismatch" in o.codes
