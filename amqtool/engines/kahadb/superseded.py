@@ -267,7 +267,7 @@ def as_written(buf, first: int, last: int):
 
 
 def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
-                       rejects=None, subscribed=None, held=None) -> bool:
+                       rejects=None, subscribed=None, held=None, spent=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -296,7 +296,9 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     id) changes nothing either. A send written where ``held(offset, cmd)`` says the index already holds it
     (index_ahead.py: index pages written after the checkpoint) changes nothing when the walk steps over it or
     reads it as a send to the same destination: ``updateIndex`` finds its Location in ``locationIndex`` and
-    takes it for "a redo of a previously added message"."""
+    takes it for "a redo of a previously added message". A written queue ack of a message the index no longer
+    holds and no replayed send puts back (``spent(cmd, sends)``: after_acks.spent_acks) takes nothing: the walk
+    may step over it or read it as an ack that takes nothing."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -323,8 +325,9 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd, sent)) if idle else None
+            taken = (lambda cmd: spent(cmd, sent)) if spent else None
             at = first + jr.BATCH_CONTROL_RECORD_SIZE
-            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
+            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed, taken)
                        or _redone(a, b, held, at + q, subscribed) for (_p, a), (q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
@@ -346,10 +349,11 @@ def _with_batch_acks(acked: dict, commands: list) -> dict:
     return out
 
 
-def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None) -> bool:
+def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None, spent=None) -> bool:
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
-    nothing the broker delivers, read as nothing or as an ack that takes nothing."""
+    nothing the broker delivers (``spent``: a queue ack that finds nothing), read as nothing or as an ack that
+    takes nothing."""
     if then is None:
         return now is None
     if now is not None:
@@ -360,7 +364,8 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
         if idle is None or not idle(now):
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
-                                           and unmatched is not None and unmatched(then))
+                                           and unmatched is not None and unmatched(then)) \
+        or (spent is not None and spent(then))
 
 
 def _taken_back(now, then, acked: dict, subscribed=None) -> bool:

@@ -442,6 +442,7 @@ class _Judge:
         self._rolled: dict | None = None
         self._unmatched = None
         self._idle = None
+        self._spent = None
         self._located = None
         self._walked = None
         self._rejects = None
@@ -560,6 +561,14 @@ class _Judge:
             self._located = located(self.d.indexed or {})
         return self._located
 
+    def spent(self):
+        """after_acks.spent_acks of this store directory after its checkpoint (built once)."""
+        if self._spent is None:
+            from amqtool.engines.kahadb.after_acks import spent_acks
+
+            self._spent = spent_acks(self.d, self.ev.last_update)
+        return self._spent
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -614,7 +623,8 @@ class _Judge:
                                 "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
                                 "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                        self.rejects(), self.subscribed, None if self.strict else self.holds_at(f)):
+                                        self.rejects(), self.subscribed, None if self.strict else self.holds_at(f),
+                                        None if self.strict else self.spent()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "
