@@ -526,14 +526,25 @@ def _restored(body: bytes, stored: int) -> bytes | None:
                     found.append(bytes(fixed))
     if len(found) > 1:
         found = [x for x in found if _as_written_by_broker(x)]
+    if len(found) > 1:
+        # (the changed byte in a send's destination, not its message: the one body whose every send names the
+        # destination its OpenWire message carries; none when a store files messages elsewhere than they name)
+        named = [x for x in found if _as_written_by_broker(x, destinations=True)]
+        if len(named) == 1:
+            found = named
     return found[0] if len(found) == 1 else None
 
 
-def _as_written_by_broker(body: bytes) -> bool:
+def _as_written_by_broker(body: bytes, destinations: bool = False) -> bool:
     """The records of a batch body tile it and decode, and each send's message id is its OpenWire message's own:
     ``KahaDBStore.addMessage`` sets the command's ``messageId`` from ``message.getMessageId()`` of the message it
     marshals beside it. Of the bodies one changed byte could have been (:func:`_restored`, a body of 64 KiB or
-    more), the one whose changed byte is in a message id, not in the message's body, is found so."""
+    more), the one whose changed byte is in a message id, not in the message's body, is found so.
+    ``destinations``: and each send's destination name is its OpenWire message's (``addMessage`` files it under
+    ``message.getDestination()``; a virtual topic's consumer queue holds a copy sent to that queue): the one
+    whose changed byte is in a destination is found so, when only one body agrees; and no record holds fields
+    its command type does not declare (the one whose changed byte is an entry type, which makes a send's
+    fields another command's unknown ones)."""
     from amqtool.formats.kahadb.openwire import decode_message
 
     try:
@@ -543,8 +554,14 @@ def _as_written_by_broker(body: bytes) -> bool:
             if size < jr.RECORD_HEAD_SPACE or pos + size > len(body):
                 return False
             cmd = decode_command(body[pos + 5:pos + size])
+            if destinations and cmd.unknown:
+                return False  # (fields its type does not declare: another command's, its entry type changed)
             if isinstance(cmd, AddMessageCommand) and cmd.message:
-                if decode_message(cmd.message).message_id != cmd.message_id:
+                msg = decode_message(cmd.message)
+                if msg.message_id != cmd.message_id:
+                    return False
+                if destinations and (msg.destination is None or cmd.destination is None
+                                     or msg.destination[1] != cmd.destination.name):
                     return False
             pos += size
     except (FormatError, struct.error, ValueError, IndexError):
