@@ -114,17 +114,19 @@ def _log(d: DirResult, fid: int) -> str:
     return str(d.directory / f"db-{fid}.log")
 
 
-def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False):
+def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False,
+                     siblings: tuple = ()):
     """Findings of one store directory. ``strict``: the broker runs with ``checkForCorruptJournalFiles=true``
     and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex). ``in_doubt``
     (mKahaDB): a child store still has a prepared transaction whose outcome only the txStore can give.
+    ``siblings`` (mKahaDB): the other child stores' DirResults (preallocated.py reads their files' lengths).
     Returns the locations of the live messages read (decoded already)."""
     add = findings.append
     last_id = d.files[-1].id if d.files else None
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
     torn = d.torn_tail()
-    cut = _cut_after_checkpoint(d)  # the newest file cut short of its preallocated length after the checkpoint
+    cut = _cut_after_checkpoint(d, siblings)  # the newest file cut short of its preallocated length
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -394,9 +396,9 @@ def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
                              "rebuildWouldBringBack": [m for _k, m in back[:100]]}))
 
 
-def _cut_after_checkpoint(d: DirResult) -> int | None:
+def _cut_after_checkpoint(d: DirResult, siblings: tuple = ()) -> int | None:
     """The preallocated length the newest file of ``d`` is cut short of (preallocated.py), or None."""
-    return preallocated_length(d) if d.files and d.files[-1].size else None
+    return preallocated_length(d, siblings) if d.files and d.files[-1].size else None
 
 
 def _killed_cut_before_checkpoint(d: DirResult, f) -> bool:
@@ -1051,7 +1053,8 @@ def judge_results(store, results: list[DirResult], decode: bool = True) -> list[
     strict = strict_settings(store)
     in_doubt = any(t.state == "prepared" for c in results if not c.is_tx_store for t in c.open_transactions)
     for d in results:
-        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt)
+        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt,
+                                   siblings=tuple(x for x in results if x is not d))
         # Decode the OpenWire bytes of live messages (those the index did not name were not read yet): what a
         # consumer would get must be readable.
         bad = 0
