@@ -604,7 +604,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             append_at = (newest, [e for e in jr.scan_file(files(newest)) if isinstance(e, jr.End)][0].offset)
         rolled_back = _rolled_back(directory, append_at)
         names = acked_names(directory)
-        dd, subs, where, order, positions = {}, {}, {}, {}, {}
+        dd, subs, where, order, positions, held = {}, {}, {}, {}, {}, {}
         for key, dest in dests.items():
             rolled = rolled_back.get(key, set())
             kept = [m for m in dest.messages if m.seq not in rolled]
@@ -623,10 +623,12 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 subs[(key, sk)] = tuple(sorted(f"{name[m.seq]} {_digest(files, m.file_id, m.offset, m.size)}"
                                                for m in dest.pending(sk) if m.seq in kept_seqs))
             where.update({name[m.seq]: (m.file_id, m.offset, m.size) for m in dest.messages})
+            # (the Locations its locationIndex keeps: a send the walk replays at one of them is a redo)
+            held[key] = {(m.file_id, m.offset): name[m.seq] for m in kept}
         state = {"dests": dd, "subs": subs}
         # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
         # as its walk reads them (kahadb_after.py)
-        after = after_checkpoint(directory, files, last_update)
+        after = after_checkpoint(directory, files, last_update, held)
         if after.refused:
             out[directory.name] = {"refused": after.refused}
             continue

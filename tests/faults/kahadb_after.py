@@ -46,9 +46,17 @@ class After:
         return bool(self.adds or self.removes or self.refused)
 
 
-def after_checkpoint(directory, files, last_update: tuple | None) -> After:
+def after_checkpoint(directory, files, last_update: tuple | None, held: dict | None = None) -> After:
     """The effect of the records the broker replays after ``last_update`` ((file id, offset); None: from the
-    journal's start) in ``directory``'s journal; ``files(id)`` gives a file's bytes or None."""
+    journal's start) in ``directory``'s journal; ``files(id)`` gives a file's bytes or None.
+
+    ``held``: destination key -> ``{(file id, offset): message id}`` of the entries the index on disk holds
+    (its locationIndex: index pages are written between checkpoints, so it can hold sends written after
+    ``lastUpdate``). A send replayed at a Location its destination's locationIndex holds is "a redo of a
+    previously added message" (``MessageDatabase.updateIndex(KahaAddMessageCommand)``: ``locationIndex.put``
+    returns the previous sequence, which is put back, and nothing else is indexed), whatever message id the
+    record now reads: it adds nothing. A REMOVE the walk applies takes its message's Location out of the
+    locationIndex (``removeAckLocation`` / the queue's remove), so a send replayed there later is a new one."""
     from amqtool.engines.kahadb.replay_walk import WalkStop, load, walk
     from amqtool.engines.kahadb.scan import journal_files
     from amqtool.errors import FormatError
@@ -59,6 +67,7 @@ def after_checkpoint(directory, files, last_update: tuple | None) -> After:
     if last_update is not None and last_update[0] not in ids:
         return out  # the broker cannot start there: delivered() refuses such a store already (needed files)
     pending: dict = {}  # tx key -> its ops, applied at COMMIT
+    held = {key: dict(locs) for key, locs in (held or {}).items()}
     try:
         for fid, off, size in walk(ids, files, last_update):
             try:
@@ -75,10 +84,10 @@ def after_checkpoint(directory, files, last_update: tuple | None) -> After:
                 if cmd.transaction is not None:
                     pending.setdefault(cmd.transaction.key, []).append(op)
                 else:
-                    _apply(out, op)
+                    _apply(out, op, held)
             elif t is EntryType.COMMIT:
                 for op in pending.pop(cmd.transaction.key, []):
-                    _apply(out, op)
+                    _apply(out, op, held)
             elif t is EntryType.ROLLBACK:
                 pending.pop(cmd.transaction.key, None)
     except WalkStop as stop:
@@ -86,10 +95,12 @@ def after_checkpoint(directory, files, last_update: tuple | None) -> After:
     return out
 
 
-def _apply(out: After, op) -> None:
+def _apply(out: After, op, held: dict) -> None:
     from amqtool.formats.kahadb.commands import EntryType
 
     t, key, mid, sub, loc, unmatched = op
+    if t is EntryType.ADD_MESSAGE and loc[:2] in held.get(key, {}):
+        return  # (a redo: the index holds this Location already; see after_checkpoint)
     if t is EntryType.ADD_MESSAGE:
         out.adds.setdefault(key, {})[mid] = loc
         # an ack of it the walk replayed before its send found no such message (updateIndex(
@@ -105,6 +116,10 @@ def _apply(out: After, op) -> None:
             out.last_acks.setdefault((key, sub), []).append(mid)
         if sub is None:
             out.adds.get(key, {}).pop(mid, None)
+            mine = held.get(key)
+            if mine:
+                for at in [at for at, m in mine.items() if m == mid]:
+                    del mine[at]
 
 
 def replayed(index_state: dict, rebuilt_state: dict, after: After, id_of, entry) -> dict:

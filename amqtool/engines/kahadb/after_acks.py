@@ -132,3 +132,43 @@ def acks_nothing(d):
             or bool(cmd.subscription_key) and cmd.subscription_key not in subscribed.get(key, ())
 
     return idle
+
+
+def spent_acks(d, last_update: tuple):
+    """A predicate over a journal command (and the ``(destination key, message id)`` of more sends to count as
+    replayed: the damaged batch's own, as written): a queue acknowledgement (a REMOVE without a subscription
+    key, in a transaction or not) of a message that the index on disk does not hold, under its MessageKeys id or
+    a messageIdIndex key, and that no send read after ``last_update`` ((file id, offset)) in store directory
+    ``d`` puts back. Its replay finds nothing: ``updateIndex(KahaRemoveMessageCommand)`` removes the id from
+    ``messageIdIndex`` and stops when that gives no sequence. A killed broker leaves such acks after its
+    checkpoint whenever index pages were written after it (``PageFile`` flushes every ``indexWriteBatchSize``
+    pages, index_ahead.py): the index already took the message out. Losing the ack, or reading it as one that
+    takes nothing, then changes nothing delivered. Always False without a readable index."""
+    import struct
+
+    from amqtool.formats.kahadb import pagefile as pf
+
+    if d.indexed is None:
+        return lambda cmd, sent=frozenset(): False
+    held = {(key, m.message_id) for key, dest in d.indexed.items() for m in dest.messages}
+    try:
+        with mapped(d.directory / "db.data") as buf:
+            ps = pf.decode_header(buf).page_size
+            meta = pf.decode_metadata(pf.read_chain(buf, ps, 0))
+            for key, sd in list(pf._iter_destinations(buf, ps, meta.destinations_page, meta.version)):
+                by_id, _by_location = pf.sequences(buf, ps, sd, meta.version)
+                held.update((key, mid) for mid in by_id)
+    except (FormatError, OSError, struct.error):
+        return lambda cmd, sent=frozenset(): False  # (a messageIdIndex that does not read may hold any id)
+    held.update((cmd.destination.key, cmd.message_id)
+                for _fid, _off, cmd in replayed_commands(d, last_update, (int(EntryType.ADD_MESSAGE),))
+                if cmd.destination is not None)
+
+    def spent(cmd, sent: set = frozenset()) -> bool:
+        if cmd is None or cmd.type is not EntryType.REMOVE_MESSAGE or cmd.subscription_key \
+                or cmd.destination is None:
+            return False
+        at = (cmd.destination.key, cmd.message_id)
+        return at not in held and at not in sent
+
+    return spent

@@ -6,14 +6,18 @@ file's records after the checkpoint are replayed as ``Journal.getNextLocation`` 
 ``mergeFramed`` reads the framed length and ignores what follows), but the walk then reads its next header
 where the damaged length ends: inside a later record or batch control record, whose bytes it steps over by
 the size they read as (no user record's), past the file's end or onto the end marker or zeros, which take it
-to the next file. Every record from the damaged one's end to there is skipped by the replay.
+to the next file. Every record from the damaged one's end to there is skipped by the replay. A batch control record whose own
+length was damaged (its type and 'WRITE BATCH' as written) moves the walk the same way: it is stepped over by
+the length it now reads, not the 28 bytes written.
 
 :func:`skips_nothing_live` judges that: the batch as written is found from its stored Adler-32 (one changed
 byte, superseded._restored), the walk over the damaged file is followed (replay_walk.walk), and each record
 it returns must be a written record doing what that one did, each written record it skips one whose loss
 changes nothing delivered: a send acknowledged after the checkpoint (by every durable subscription, for a
-topic), an acknowledgement its subscription's selector never needed, or a record whose ``process`` only
-moves ``lastUpdate``. Anything else (a landing on a user record header, a walk that throws, an ack or a
+topic), a send the index on disk already holds at its Location (index_ahead.py: index pages are written
+between checkpoints; its replay would only be "a redo of a previously added message",
+``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an acknowledgement its subscription's selector never
+needed, or a record whose ``process`` only moves ``lastUpdate``. Anything else (a landing on a user record header, a walk that throws, an ack or a
 transaction's record skipped) is not judged here.
 """
 from __future__ import annotations
@@ -27,17 +31,19 @@ from amqtool.formats.kahadb.commands import EntryType, decode_command
 from amqtool.engines.kahadb.replay_walk import WalkStop, load, walk
 
 
-def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None) -> bool:
+def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None, held=None) -> bool:
     """The batch at ``first`` of ``buf`` (a journal file that is not the newest, after the checkpoint), whose
     checksum fails, makes the broker's replay deliver what the records written there and after it would:
     see the module docstring. ``acked``: after_acks.acked_after; ``subscribed(destination key)``: the durable
-    subscription keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack."""
+    subscription keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack; ``held(offset, cmd)``: the index
+    holds that send at its Location (index_ahead.holds; None with checkForCorruptJournalFiles, which refuses the
+    start)."""
     from amqtool.engines.kahadb.superseded import LOCATION_ONLY, _SIZE_AT, _effect, _restored
 
     n = len(buf)
-    if first + jr.BATCH_CONTROL_RECORD_SIZE > n \
-            or bytes(buf[first:first + len(jr.BATCH_CONTROL_RECORD_HEADER)]) != jr.BATCH_CONTROL_RECORD_HEADER:
-        return False
+    head = jr.BATCH_CONTROL_RECORD_HEADER
+    if first + jr.BATCH_CONTROL_RECORD_SIZE > n or bytes(buf[first + 4:first + len(head)]) != head[4:]:
+        return False  # (its length may read otherwise: the walk steps over it by what it reads)
     size, stored = struct.unpack_from(">iq", buf, first + _SIZE_AT)
     start = first + jr.BATCH_CONTROL_RECORD_SIZE
     if size <= 0 or start + size > n or stored <= 0:
@@ -53,7 +59,7 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None)
         # (the walk over this file alone: a next file holding only the end marker takes it to its end, and keeps
         # this one from being taken for the newest, whose corrupted blocks the walk would step over)
         walked = [(off, sz) for _fid, off, sz in walk([0, 1], lambda fid: data if fid == 0 else jr.EOF_RECORD)
-                  if off >= start]
+                  if off >= first]
         returned = {}
         for off, sz in walked:
             if off not in written:
@@ -71,6 +77,8 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None)
             continue
         if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                 and unmatched(cmd):
+            continue
+        if cmd.type is EntryType.ADD_MESSAGE and held is not None and held(off, cmd):
             continue
         if not acked_send(cmd, acked, subscribed):
             return False

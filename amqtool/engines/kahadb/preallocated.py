@@ -17,7 +17,9 @@ marker ``-qMa4`` at offset 0 and again into the file's last five bytes (``maxFil
 appender's writes stop short of them (it rotates when a write would reach ``maxFileLength``). A newest file
 that still ends with that marker was not cut, whatever its length: ``journalMaxFileLength`` may have been
 lowered between runs, which leaves older files longer than the newest (tests/data/kahadb: make_fresh.py f11).
-One that does not, while every other file does, was cut, whatever their lengths.
+One that does not, while every other file does, was cut, whatever their lengths. A child store of an mKahaDB
+with one file has no other file of its own: the other child stores' files, preallocated alike, show the
+length and the marker instead.
 """
 from __future__ import annotations
 
@@ -27,11 +29,20 @@ from amqtool.engines.kahadb.forwarded import is_marker
 from amqtool.engines.kahadb.scan import mapped
 
 
-def preallocated_length(d) -> int | None:
+def preallocated_length(d, siblings: tuple = ()) -> int | None:
     """The length the journal of store directory ``d`` preallocates its files to, when its newest non-empty
     file is shorter than it (cut), else None. Needs at least one other non-compaction file, all of one
-    length."""
+    length; or, for a directory of one file, ``siblings``: the other child stores of an mKahaDB (one
+    ``mKahaDB`` element's adapters, whose journals preallocate alike), every non-compaction file of which ends
+    with the sparse preallocation's end marker while this one does not and is shorter than all of them."""
     files = [f for f in d.files if f.size]
+    if len(files) == 1 and siblings:
+        newest = files[0]
+        others = [f for s in siblings for f in s.files if f.size and not _compaction(f)]
+        if others and not _compaction(newest) and not _marked(newest) and all(_marked(f) for f in others) \
+                and newest.size < min(f.size for f in others):
+            return min(f.size for f in others)
+        return None
     if len(files) < 2:
         return None
     newest = files[-1]

@@ -68,7 +68,38 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     # it replays of a damaged batch of an older file is another finding's: only the skip is judged here)
     a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
     b = _replay(live, [cmd for _f, _o, cmd in walked])
-    return len(skipped), sorted({x[:2] for x in a ^ b})
+    subs = _subscriptions(d)
+    return len(skipped), sorted({x[:2] for x in _handed(a, subs) ^ _handed(b, subs)})
+
+
+def _subscriptions(d) -> dict:
+    """Destination key -> the durable subscription keys the index or the journal's replay knows of it."""
+    out: dict = {}
+    for key, st in d.replay.destinations.items():
+        out.setdefault(key, set()).update(st.subscriptions)
+    for key, dest in (d.indexed or {}).items():
+        out.setdefault(key, set()).update(dest.subscriptions)
+    return out
+
+
+def _handed(state: set, subs: dict) -> set:
+    """What :func:`_replay`'s ``state`` hands out: a queue's live messages, and for a topic (KahaDestination
+    types 1, 3) each ``(key, id, subscription)`` of a live message that subscription has not acknowledged. A
+    topic's stored message goes only to its durable subscriptions (one every subscription acknowledged, or one
+    of a topic without any, is handed to no one, whatever else the replay recorded of it)."""
+    out = set()
+    acks: dict = {}
+    for key, mid, sub in state:
+        if sub is not None:
+            acks.setdefault((key, mid), set()).add(sub)
+    for key, mid, sub in state:
+        if sub is not None:
+            continue
+        if key.split(":", 1)[0] in ("1", "3"):
+            out |= {(key, mid, s) for s in subs.get(key, set()) - acks.get((key, mid), set())}
+        else:
+            out.add((key, mid, None))
+    return out
 
 
 def _forwarded_spans(d, file_ids: set) -> list[tuple[int, int, int]]:

@@ -267,7 +267,7 @@ def as_written(buf, first: int, last: int):
 
 
 def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, unmatched=None, idle=None,
-                       rejects=None, subscribed=None, held=None) -> bool:
+                       rejects=None, subscribed=None, held=None, spent=None) -> bool:
     """``[first, last]`` of a journal file that is not the newest is one damaged batch whose records the
     broker's replay reads to the same effect as the records written: it delivers what it would have.
 
@@ -296,7 +296,9 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
     id) changes nothing either. A send written where ``held(offset, cmd)`` says the index already holds it
     (index_ahead.py: index pages written after the checkpoint) changes nothing when the walk steps over it or
     reads it as a send to the same destination: ``updateIndex`` finds its Location in ``locationIndex`` and
-    takes it for "a redo of a previously added message"."""
+    takes it for "a redo of a previously added message". A written queue ack of a message the index no longer
+    holds and no replayed send puts back (``spent(cmd, sends)``: after_acks.spent_acks) takes nothing: the walk
+    may step over it or read it as an ack that takes nothing."""
     n = len(buf)
     if first + jr.BATCH_CONTROL_RECORD_SIZE > n:
         return False
@@ -323,9 +325,10 @@ def replayed_unchanged(buf, first: int, last: int, acked: dict | None = None, un
             # sends are no message of the store yet (a rebuild skips the batch): an ack that names one takes it
             sent = {(c.destination.key, c.message_id) for _p, c in then if c.type is EntryType.ADD_MESSAGE}
             quiet = (lambda cmd: idle(cmd, sent)) if idle else None
+            taken = (lambda cmd: spent(cmd, sent)) if spent else None
             at = first + jr.BATCH_CONTROL_RECORD_SIZE
-            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed)
-                       or _redone(a, b, held, at + q) for (_p, a), (q, b) in zip(now, then))
+            return all(_same_effect(a, b, acked, unmatched, quiet, rejects, subscribed, taken)
+                       or _redone(a, b, held, at + q, subscribed) for (_p, a), (q, b) in zip(now, then))
         now, then = [_effect(c) for _p, c in now if c], [_effect(c) for _p, c in then if c]
     except (FormatError, struct.error, AttributeError):
         return False
@@ -346,10 +349,11 @@ def _with_batch_acks(acked: dict, commands: list) -> dict:
     return out
 
 
-def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None) -> bool:
+def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscribed=None, spent=None) -> bool:
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
-    nothing the broker delivers, read as nothing or as an ack that takes nothing."""
+    nothing the broker delivers (``spent``: a queue ack that finds nothing), read as nothing or as an ack that
+    takes nothing."""
     if then is None:
         return now is None
     if now is not None:
@@ -360,7 +364,8 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
         if idle is None or not idle(now):
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
-                                           and unmatched is not None and unmatched(then))
+                                           and unmatched is not None and unmatched(then)) \
+        or (spent is not None and spent(then))
 
 
 def _taken_back(now, then, acked: dict, subscribed=None) -> bool:
@@ -382,14 +387,23 @@ def _taken_back(now, then, acked: dict, subscribed=None) -> bool:
     return None in by
 
 
-def _redone(now, then, held, offset: int) -> bool:
+def _redone(now, then, held, offset: int, subscribed=None) -> bool:
     """The written send ``then`` at ``offset`` is one the index holds (``held``), and the walk steps over it
     (``now`` None: its header's type byte is what changed) or reads a send to the same destination there with
     the message bytes as written (the broker reads them from that Location at dispatch): nothing changes
-    (``replayed_unchanged``)."""
-    return held is not None and then is not None and then.type is EntryType.ADD_MESSAGE and held(offset, then) \
-        and (now is None or now.type is EntryType.ADD_MESSAGE and now.destination == then.destination
-             and bytes(now.message) == bytes(then.message))
+    (``replayed_unchanged``). Nor when it reads a send to a topic no durable subscription holds
+    (``subscribed(destination key)`` empty: a damaged topic name): ``updateIndex(KahaAddMessageCommand)`` skips
+    a topic without subscriptions, and the index keeps the entry as written."""
+    if held is None or then is None or then.type is not EntryType.ADD_MESSAGE or not held(offset, then):
+        return False
+    if now is None:
+        return True
+    if now.type is not EntryType.ADD_MESSAGE:
+        return False
+    if now.destination == then.destination:
+        return bytes(now.message) == bytes(then.message)
+    return subscribed is not None and now.destination is not None and now.destination.type in (1, 3) \
+        and not subscribed(now.destination.key)
 
 
 def _renamed(now, then, acked: dict, rejects=None) -> bool:
@@ -443,12 +457,17 @@ def _effect(cmd):
     """What ``process`` reads of a command: all of it but a REMOVE's ack (``updateIndex`` only compares it,
     by reference, with UNMATCHED), and of a send's priority fields only the priority its index entry takes:
     ``updateIndex(KahaAddMessageCommand)`` takes ``getPrioritySupported() ? getPriority() :
-    DEFAULT_PRIORITY`` (4), and the message dispatched is the ``message`` bytes, which carry their own."""
+    DEFAULT_PRIORITY`` (4), and the message dispatched is the ``message`` bytes, which carry their own. For a
+    queue's send not even that: the priority only picks the band of the order index the entry is filed in
+    (``MessageOrderIndex``: one B-tree per band, all recovered for the queue's cursor), so it orders dispatch
+    and delivers the same messages (the fault harness compares what is delivered as a multiset)."""
     if cmd.type is EntryType.REMOVE_MESSAGE:
         return cmd.type, cmd.transaction, cmd.destination, cmd.message_id, cmd.subscription_key
     if cmd.type is EntryType.ADD_MESSAGE:
         from dataclasses import replace
 
+        if cmd.destination is not None and cmd.destination.type in (0, 2):  # QUEUE, TEMP_QUEUE
+            return replace(cmd, priority=_DEFAULT_PRIORITY, priority_supported=True)
         return replace(cmd, priority=cmd.priority if cmd.priority_supported else _DEFAULT_PRIORITY,
                        priority_supported=True)
     return cmd
@@ -507,14 +526,25 @@ def _restored(body: bytes, stored: int) -> bytes | None:
                     found.append(bytes(fixed))
     if len(found) > 1:
         found = [x for x in found if _as_written_by_broker(x)]
+    if len(found) > 1:
+        # (the changed byte in a send's destination, not its message: the one body whose every send names the
+        # destination its OpenWire message carries; none when a store files messages elsewhere than they name)
+        named = [x for x in found if _as_written_by_broker(x, destinations=True)]
+        if len(named) == 1:
+            found = named
     return found[0] if len(found) == 1 else None
 
 
-def _as_written_by_broker(body: bytes) -> bool:
+def _as_written_by_broker(body: bytes, destinations: bool = False) -> bool:
     """The records of a batch body tile it and decode, and each send's message id is its OpenWire message's own:
     ``KahaDBStore.addMessage`` sets the command's ``messageId`` from ``message.getMessageId()`` of the message it
     marshals beside it. Of the bodies one changed byte could have been (:func:`_restored`, a body of 64 KiB or
-    more), the one whose changed byte is in a message id, not in the message's body, is found so."""
+    more), the one whose changed byte is in a message id, not in the message's body, is found so.
+    ``destinations``: and each send's destination name is its OpenWire message's (``addMessage`` files it under
+    ``message.getDestination()``; a virtual topic's consumer queue holds a copy sent to that queue): the one
+    whose changed byte is in a destination is found so, when only one body agrees; and no record holds fields
+    its command type does not declare (the one whose changed byte is an entry type, which makes a send's
+    fields another command's unknown ones)."""
     from amqtool.formats.kahadb.openwire import decode_message
 
     try:
@@ -524,8 +554,14 @@ def _as_written_by_broker(body: bytes) -> bool:
             if size < jr.RECORD_HEAD_SPACE or pos + size > len(body):
                 return False
             cmd = decode_command(body[pos + 5:pos + size])
+            if destinations and cmd.unknown:
+                return False  # (fields its type does not declare: another command's, its entry type changed)
             if isinstance(cmd, AddMessageCommand) and cmd.message:
-                if decode_message(cmd.message).message_id != cmd.message_id:
+                msg = decode_message(cmd.message)
+                if msg.message_id != cmd.message_id:
+                    return False
+                if destinations and (msg.destination is None or cmd.destination is None
+                                     or msg.destination[1] != cmd.destination.name):
                     return False
             pos += size
     except (FormatError, struct.error, ValueError, IndexError):

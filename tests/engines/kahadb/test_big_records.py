@@ -61,3 +61,26 @@ def test_a_damaged_message_id_of_a_long_send_in_an_older_file_is_latent(tmp_path
 def test_a_damaged_body_byte_of_a_long_live_send_stays_critical(tmp_path):
     # the replay reads an older file's records as they are: the broker delivers the damaged body
     assert verdict(_copy_flipped(tmp_path, 60000, 0x04))[0] == "CRITICAL"
+
+
+def test_a_long_body_with_a_damaged_destination_or_entry_type_is_restored():
+    # kl48, campaign seed 8658 on the hold-out store k1 (86580000080: db-26.log@45, a send's destination name;
+    # 86580000315 and 86580000394: db-29.log@33, a send's entry type; same judged CRITICAL): every candidate
+    # names its OpenWire message's own id. The one the broker wrote is the one whose send also names its
+    # message's destination (KahaDBStore.addMessage files the message under message.getDestination()) and
+    # whose record holds no field its command type does not declare (a send read as a TRACE holds the send's)
+    data = (STORE / "db-2.log").read_bytes()
+    stored = struct.unpack_from(">q", data, 20)[0]
+    written = data[28:28 + BATCH]
+    at = written.find(b"fx.k4.q")
+    assert 0 < at < 100 and written[5] == 1  # (the ADD's destination name; its KahaEntryType byte)
+    for offset, mask in ((at + 3, 0x20), (5, 0x01), (5, 0x08)):
+        body = bytearray(written)
+        body[offset] ^= mask
+        assert _restored(bytes(body), stored) == written, (offset, mask)
+
+
+def test_a_damaged_destination_of_a_long_live_send_stays_critical(tmp_path):
+    # restored, the batch is judged as the replay reads it: the live send filed under another queue's name
+    at = (STORE / "db-2.log").read_bytes().find(b"fx.k4.q", 28)
+    assert verdict(_copy_flipped(tmp_path, at + 3, 0x20))[0] == "CRITICAL"

@@ -45,3 +45,28 @@ def test_the_newest_file_cut_is_still_critical(tmp_path):
     p.write_bytes(p.read_bytes()[:9382 + 500])
     said, codes = verdict(root)
     assert said == "CRITICAL" and "kahadb-truncated-file" in codes
+
+
+def test_a_one_file_mkahadb_child_shorter_than_its_siblings_unmarked_was_cut(tmp_path):
+    # kl48, campaign seed 8668 on the hold-out store h3-mkahadb-restarts-kill (86682000290: fx.h3.q4's only file
+    # db-1.log cut at 17211, after its checkpoint; loss judged WARNING, a torn tail): a child store of one file
+    # has no sibling file in its directory to show the length the journal preallocates to. The other child
+    # stores of the mKahaDB do: every file of theirs ends with the sparse preallocation's end marker. A one-file
+    # child shorter than all of them without it was cut (tests/data/kahadb/f8-mkahadb-kill's files here)
+    from types import SimpleNamespace
+
+    from amqtool.engines.kahadb.preallocated import preallocated_length
+
+    f8 = STORE.parents[1] / "f8-mkahadb-kill" / "mkahadb"
+    sibling = f8 / "queue#3a#2f#2ffx.f8.grp.#3e"
+    siblings = (SimpleNamespace(files=[SimpleNamespace(size=p.stat().st_size, path=p)
+                                       for p in sorted(sibling.glob("db-*.log"))]),)
+    own = sorted((f8 / "queue#3a#2f#2ffx.f8.own").glob("db-*.log"))[-1]
+    cut = tmp_path / "db-1.log"
+    cut.write_bytes(own.read_bytes()[:9000])
+    whole = tmp_path / "db-2.log"
+    whole.write_bytes(own.read_bytes())
+    one = lambda p: SimpleNamespace(files=[SimpleNamespace(size=p.stat().st_size, path=p)])  # noqa: E731
+    assert preallocated_length(one(cut), siblings) == 16384
+    assert preallocated_length(one(whole), siblings) is None  # full length, marked: not cut
+    assert preallocated_length(one(cut)) is None  # (no sibling: nothing to tell)
