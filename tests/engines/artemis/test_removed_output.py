@@ -67,3 +67,51 @@ def test_an_output_whose_messages_were_all_deleted_since_is_the_brokers_reclaim(
     # (the file held more than its messages' adds: one more row goes with it, which no record left shows)
     assert o.truth in (SAME, UNPROVEN) and o.diff["lost"] <= 1 and o.verdict != "CRITICAL", o.codes
     assert not [f for f in found if f.code == "missing-journal-file"]
+
+
+def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_path):
+    # a compaction's last output may hold a record or two only (hold-out h15: fileID 20, 41 messages, removed
+    # between outputs of 41 messages and of 1, and 53 rows lost read OK): built here with the journal writer,
+    # outputs renamed as the compactor leaves them (a name number above the header's fileID)
+    import os
+
+    from amqtool.formats.artemis.message import CoreMessage
+    from amqtool.formats.artemis.userrecords import AddRefRecord, QueueBindingRecord
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+    from amqtool.store.layout import BINDINGS
+
+    root = tmp_path / "s"
+    with JournalWriter.create(root / "bindings", BINDINGS) as bw:
+        bw.append_add(4, R.QUEUE_BINDING_RECORD, QueueBindingRecord.build(
+            record_id=4, name="orders", address="orders", routing_type=1).encode())
+    mid = 100
+    with JournalWriter.create(root / "journal", MESSAGES, file_size=12288) as w:
+        def send(cc: int) -> None:
+            nonlocal mid
+            mid += 1
+            w.append_add(mid, R.ADD_MESSAGE_PROTOCOL, CoreMessage.build(
+                message_id=mid, address="orders", body=b"m" * 300).encode(), compact_count=cc)
+            w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=cc)
+        names: list[str] = []
+        while len(names) < 3:  # two full outputs, then a third that takes one message
+            send(1)
+            if w.position[0] not in names:
+                names.append(w.position[0])
+        while w.position[0] == names[2]:  # and the rest of it: records that add no message
+            w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=1)
+        for _ in range(20):
+            send(0)  # what the broker wrote since, in a file of its own
+    journal = root / "journal"
+    for n in (1, 2, 3):  # the compactor's outputs keep the names of the files they were written into
+        os.rename(journal / f"activemq-data-{n}.amq", journal / f"activemq-data-{n + 200}.amq")
+    (journal / "activemq-data-202.amq").unlink()
+    from amqtool.engines.artemis.load import load_journal
+    from amqtool.engines.artemis.removed_outputs import removed_outputs
+    from amqtool.store.journal_files import open_journal
+    from amqtool.store.layout import detect
+
+    jd = next(j for j in detect(root).journals() if j.kind == "messages")
+    with open_journal(jd) as opened:
+        (gone,) = removed_outputs(load_journal(opened))
+    assert (gone["fileId"], gone["deletes"]) == (2, 0)
+    assert gone["neighbourMessages"][0] >= 10 and gone["neighbourMessages"][1] <= 2
