@@ -538,6 +538,8 @@ class Evidence:
             if len(lost) == 1 and bin(lost[0] ^ q).count("1") > 1 and self._dead_bit_neighbour(
                     m, {o for o in self.messages if q not in self.refs.get(o, ())}):
                 continue  # a deleted message's reference, its id one bit damaged: nearer than a queue id a byte off
+            if len(lost) == 1 and self._owned_by_run(m, q):
+                continue  # the record sits among another message's references, its id damaged (ref_in_place.py)
             if len(lost) == 1:
                 out.append((m, q, lost[0]))
         return out
@@ -710,6 +712,27 @@ class Evidence:
             # m's and was not damaged (campaign seed 7676025028006240)
             return False
         return bool(moved or queues)
+
+    def _owned_by_run(self, m: int, q: int) -> bool:
+        """Whether one of the live references of (message ``m``, queue ``q``) lies in the run of references
+        written right after the ADD (live or dead) of another message one damaged byte from ``m`` that holds no
+        live reference on ``q``: ``PostOfficeImpl.processRoute`` writes a message's references right after it,
+        so that record was the other message's, its id damaged -- not a reference of ``m`` whose queue id was
+        (ref_in_place.py: ``run_owner``). Rescans up to each such record, on damage only."""
+        from amqtool.engines.artemis.ref_in_place import run_owner
+        from amqtool.formats.damage import one_byte_apart
+
+        result = self._messages
+        if result is None:
+            return False
+        for r in result.live:
+            if r.id == m and r.is_update and r.user_record_type == R.ADD_REF and r.body_len == 8 \
+                    and int.from_bytes(result.body(r), "big", signed=True) == q:
+                owner = run_owner(result, (r.file_index, r.body_offset))
+                if owner is not None and owner != m and one_byte_apart(owner, m) \
+                        and q not in self.refs.get(owner, ()):
+                    return True
+        return False
 
     def _dead_bit_neighbour(self, rid: int, live) -> bool:
         """Whether ``rid``, read from a damaged id field, is one flipped bit from an id the journal deleted
