@@ -71,6 +71,39 @@ def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, s
     return refs, acks
 
 
+def own_ack_wanted(result, queue_id: int, ids: set[int], at: tuple[int, int]) -> set[int]:
+    """Of ``ids`` (deleted messages that could have written the damaged acknowledgement of ``queue_id`` standing
+    at ``at``, file index and offset in the messages journal loaded as ``result``), those whose ADD_REF of
+    ``queue_id`` and DELETE both stand in that file, before and after it, with no acknowledgement of that queue
+    of theirs: the broker wrote that acknowledgement between them (``storeAcknowledge`` before ``deleteMessage``),
+    and the reclaimer frees a file whole, so the one it lacks is the damaged record. A rescan of that file, done
+    on damage only."""
+    opened = result.opened if result is not None else None
+    if not ids or opened is None:
+        return set()
+    fi, pos = at
+    jf = opened.files[fi]
+    data = opened.read_file(fi)
+    records, _ = native.scan_records(data, jf.tag, jf.version, True, 16)
+    ref_before: set[int] = set()
+    acked: set[int] = set()
+    deleted_after: set[int] = set()
+    for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+        if rid not in ids:
+            continue
+        if t in (_UPDATE, _UPDATE_TX) and utype in (_ADD_REF, _ACK) and body_len >= 8:
+            start = off + fixed_size(t, jf.version) - 4
+            if int.from_bytes(data[start:start + 8], "big", signed=True) != queue_id:
+                continue
+            if utype == _ADD_REF and off < pos:
+                ref_before.add(rid)
+            elif utype == _ACK:
+                acked.add(rid)
+        elif t in (_DELETE, _DELETE_TX) and off > pos:
+            deleted_after.add(rid)
+    return (ref_before & deleted_after) - acked
+
+
 def delete_right_after(result, ack) -> int | None:
     """The id that the record written right after the live acknowledgement ``ack`` (a record of the messages
     journal loaded as ``result``) deletes, when it is a DELETE or DELETE_TX; else None (a rescan of that record

@@ -6,6 +6,10 @@
   ``storeReference``, then ``storeAcknowledge``), so an ACKNOWLEDGE_REF standing before the ADD of the message it
   names had its id damaged. ``loadMessageJournal`` finds no reference of that pair when it reads it and drops
   it: the message that wrote it comes back on its queue, unless it was a message deleted since.
+- A deleted message acknowledges each of its references before its DELETE (``storeAcknowledge``, then
+  ``deleteMessage``), and the reclaimer frees a file whole: a deleted message whose reference on the queue and
+  DELETE stand in the damaged acknowledgement's file, around it, without its own acknowledgement there, wrote
+  it (own_acks.own_ack_wanted).
 """
 from __future__ import annotations
 
@@ -49,3 +53,16 @@ def test_an_acknowledgement_moved_onto_a_message_added_after_it_brings_its_messa
     assert "ack-without-ref" in outcome.codes
 
 
+
+def test_a_deleted_messages_acknowledgement_moved_onto_a_live_message_one_queue_bit_away_is_no_loss(d41):
+    # field sweep seed 7789 (same/CRITICAL, 7789040001): one bit (^0x10) of the id of message 732's
+    # acknowledgement on queue 21 made it 716's; 716 is live on queue 29, one bit from 21, and 732 is deleted
+    # since. Verify read it as 716's own acknowledgement with its queue damaged (a tie with 732's reading: one
+    # bit each): ack-without-ref, CRITICAL. But 732's reference on queue 21 and its DELETE stand in that file,
+    # around the record, with no acknowledgement of queue 21 of its own: the record is that acknowledgement, and
+    # the broker drops it to no effect (the DELETE removes 732 all the same).
+    rel = "data/journal/activemq-data-1.amq"
+    r = _ack_at(d41, rel, 2041439)
+    assert r[5] == 732
+    outcome = d41.judge(Fault("flip", rel, 2041439, 0x10, label="ack-id"))  # 732 -> 716
+    assert (outcome.truth, outcome.verdict) == ("same", "OK"), outcome.codes
