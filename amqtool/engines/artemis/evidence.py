@@ -686,9 +686,11 @@ class Evidence:
         moved = [] if dead else self._one_byte_neighbours(m, on_q)
         near = 1 if dead else None  # bits between m and the deleted message's id: the nearest reading wins
         queues = self._one_byte_neighbours(q, self._live_queues(m))
-        ack = self._ack_of(m, q) if moved or queues else None
+        # every message of q one damaged byte away, for when the nearest readings are ruled out below
+        wide = [] if dead else [x for x in _byte_neighbours(m, on_q) if x not in moved]
+        ack = self._ack_of(m, q) if moved or queues or wide else None
         if ack is not None:
-            from amqtool.engines.artemis.own_acks import delete_right_after
+            from amqtool.engines.artemis.own_acks import delete_right_after, own_ack_wanted
             from amqtool.engines.artemis.write_order import not_owners_at
 
             # only a message that could have written it where it stands is a reading (:meth:`_could_have_acked`;
@@ -700,10 +702,22 @@ class Evidence:
                                                   _byte_neighbours(m, deleted), at)
             if gone and delete_right_after(self._messages, ack) in gone:
                 return False  # that message's last acknowledgement: its DELETE follows it (own_acks.py)
+            if not owners and not gone and wide and self._ordered() and m in not_owners_at(self, at, {m}):
+                # m was added after the acknowledgement that names it, so its id was what was damaged, and
+                # no deleted message one damaged byte away could have written it there, nor one of q's one
+                # flipped bit away: its owner is one of q's messages a damaged byte away, written before it,
+                # which comes back (loadMessageJournal drops an ACKNOWLEDGE_REF read before the message's
+                # ADD_REF: no reference to remove; hold-out sweep seed 7789, d41)
+                owners, _ = self._could_have_acked(m, q, wide, [], at)
             moved = [] if gone else owners
             near = min((bin((x ^ m) & 0xFFFFFFFFFFFFFFFF).count("1") for x in gone), default=None)
             if queues and self._ordered() and m in not_owners_at(self, at, {m}):
                 queues = []  # m was written after it (write_order.py): not m's own, its id was what was damaged
+            if queues and gone and own_ack_wanted(self._messages, q, set(gone), at):
+                # a deleted candidate lacks its own acknowledgement of q in the very file that holds its
+                # reference there and its DELETE: this record is that acknowledgement, however near m's queue
+                # reading is -- which would leave that one unexplained (hold-out sweep seed 7789, d41)
+                return False
         # a queue of m's one byte from q: m's own acknowledgement, its queue id damaged -- unless that reading is
         # farther than the deleted message's (fewer bits are nearer than more: requeued_refs weighs so)
         queues = [x for x in queues if near is None or bin(x ^ q).count("1") <= near]

@@ -21,30 +21,36 @@ from __future__ import annotations
 from amqtool import native
 from amqtool.formats.artemis.records import fixed_size
 from amqtool.formats.damage import one_byte_apart
+from amqtool.engines.artemis.pins import MESSAGE_TYPES
 
+_ADDS = (11, 13)
 _UPDATE, _UPDATE_TX, _COMMIT = 12, 14, 18
 _DELETE, _DELETE_TX = 16, 15
 _ADD_REF, _ACK = 32, 33
 
 
 def acked_elsewhere(result, queue_id: int, ids: set[int]) -> set[int]:
-    """Of ``ids`` (deleted messages that a damaged acknowledgement of ``queue_id`` in the messages journal
+    """Of ``ids`` (deleted records that a damaged acknowledgement of ``queue_id`` in the messages journal
     loaded as ``result`` could have been read from: its id is none of theirs now), those that did not write
     it: their own acknowledgement of ``queue_id`` stands, or the journal holds references of theirs and none
-    names ``queue_id``."""
+    names ``queue_id``, or their ADD stands and adds no message (a page cursor's acknowledgement, a page
+    transaction: the broker deletes those too, and acknowledges only messages; hold-out sweep seed 7791, d21)."""
     opened = result.opened if result is not None else None
     if not ids or opened is None:
         return set()
-    refs, acks = _references(opened, ids)
-    return {m for m in ids if queue_id in acks.get(m, ())} | {m for m, qs in refs.items() if queue_id not in qs}
+    refs, acks, other = _references(opened, ids)
+    return ({m for m in ids if queue_id in acks.get(m, ())} | {m for m, qs in refs.items() if queue_id not in qs}
+            | other)
 
 
-def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, set[int]], set[int]]:
     """For each of ``ids``, the queues its ADD_REF records in the files of ``opened`` name, and those its
-    acknowledgements name (non-transactional ones, or ones whose transaction's COMMIT is in the files): a rescan,
-    done on damage only."""
+    acknowledgements name (non-transactional ones, or ones whose transaction's COMMIT is in the files); and the
+    ids among them whose ADD or ADD_TX stands with a user record type no message has: a rescan, done on damage
+    only."""
     refs: dict[int, set[int]] = {}
     acks: dict[int, set[int]] = {}
+    other: set[int] = set()
     tx_acks: list[tuple[int, int, int]] = []
     committed: set[int] = set()
     for fi, jf in enumerate(opened.files):
@@ -53,6 +59,9 @@ def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, s
         for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
             if t == _COMMIT:
                 committed.add(tx)
+                continue
+            if t in _ADDS and rid in ids and utype not in MESSAGE_TYPES:
+                other.add(rid)
                 continue
             if rid not in ids or t not in (_UPDATE, _UPDATE_TX) or utype not in (_ADD_REF, _ACK) \
                     or body_len < 8:
@@ -68,7 +77,40 @@ def _references(opened, ids: set[int]) -> tuple[dict[int, set[int]], dict[int, s
     for tx, rid, q in tx_acks:
         if tx in committed:
             acks.setdefault(rid, set()).add(q)
-    return refs, acks
+    return refs, acks, other
+
+
+def own_ack_wanted(result, queue_id: int, ids: set[int], at: tuple[int, int]) -> set[int]:
+    """Of ``ids`` (deleted messages that could have written the damaged acknowledgement of ``queue_id`` standing
+    at ``at``, file index and offset in the messages journal loaded as ``result``), those whose ADD_REF of
+    ``queue_id`` and DELETE both stand in that file, before and after it, with no acknowledgement of that queue
+    of theirs: the broker wrote that acknowledgement between them (``storeAcknowledge`` before ``deleteMessage``),
+    and the reclaimer frees a file whole, so the one it lacks is the damaged record. A rescan of that file, done
+    on damage only."""
+    opened = result.opened if result is not None else None
+    if not ids or opened is None:
+        return set()
+    fi, pos = at
+    jf = opened.files[fi]
+    data = opened.read_file(fi)
+    records, _ = native.scan_records(data, jf.tag, jf.version, True, 16)
+    ref_before: set[int] = set()
+    acked: set[int] = set()
+    deleted_after: set[int] = set()
+    for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
+        if rid not in ids:
+            continue
+        if t in (_UPDATE, _UPDATE_TX) and utype in (_ADD_REF, _ACK) and body_len >= 8:
+            start = off + fixed_size(t, jf.version) - 4
+            if int.from_bytes(data[start:start + 8], "big", signed=True) != queue_id:
+                continue
+            if utype == _ADD_REF and off < pos:
+                ref_before.add(rid)
+            elif utype == _ACK:
+                acked.add(rid)
+        elif t in (_DELETE, _DELETE_TX) and off > pos:
+            deleted_after.add(rid)
+    return (ref_before & deleted_after) - acked
 
 
 def delete_right_after(result, ack) -> int | None:
@@ -122,6 +164,6 @@ def ack_before_delete(opened, index: int, first: int, end: int) -> tuple[int, in
         break
     if gone is None:
         return None
-    refs, acks = _references(opened, {gone})
+    refs, acks, _ = _references(opened, {gone})
     left = refs.get(gone, set()) - acks.get(gone, set())
     return (gone, left.pop()) if len(left) == 1 else None

@@ -60,6 +60,7 @@ from amqtool.engines.artemis.lost_deletes import (
 from amqtool.engines.artemis.add_placement import in_present_files, missing_between, placed_in_gaps
 from amqtool.engines.artemis.own_acks import ack_before_delete, deleted_after_own_ack
 from amqtool.engines.artemis.ref_in_place import run_owned
+from amqtool.engines.artemis.strayed_refs import strayed_refs
 from amqtool.engines.artemis.lost_end import lost_end
 from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.restart_orphans import left_by_restart
@@ -1561,7 +1562,11 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             (evidence.run_moved_refs() if ids_trusted else [],
              "written right after a message's record (where the broker routes it) name an id with no message "
              "record one damaged byte from that message's, which has no reference on that queue: the broker never "
-             "delivers the message there", "")):
+             "delivers the message there", ""),
+            (strayed_refs(evidence) if ids_trusted else [],
+             "name a message of an address never routed to that queue, one damaged byte from a message acknowledged "
+             "there whose reference is gone: the broker delivers the named message on a queue it was never sent "
+             "to (strayed_refs.py)", "message ")):
         if moved:
             shown = ", ".join(f"message {o} on queue {q} (its reference now names {named}{m})"
                               for m, q, o in moved[:MAX_LISTED])
