@@ -18,9 +18,7 @@ the broker loses or brings back a message:
   deletes only once every paged message it committed is consumed: while some are still to be, it drops them.
 * **An acknowledgement moved onto a transaction's id** (``ack-id-damaged``). Artemis issues message ids and
   transaction ids from one counter (``BatchingIDGenerator``), so no message has a transaction's id: the
-  acknowledgement's own id was damaged, and the message it acknowledged lost it. So was one naming a live record
-  that is no message (demo hold-out d27: 203's acknowledgement damaged to 146, a duplicate-detection record's
-  id, read OK while 203 came back): the broker acknowledges messages only. The broker deletes a message
+  acknowledgement's own id was damaged, and the message it acknowledged lost it. The broker deletes a message
   right after its last acknowledgement, which may be this one or a later one on another queue, so the loss is
   proven when, of the messages one damaged byte away, none was deleted after the acknowledgement (no message is
   acknowledged once deleted) whose references could include its queue (a reference there, or none left to
@@ -57,7 +55,6 @@ class _Around:
     # (DELETE id, acknowledged candidate, its queue, file, offset of the DELETE) for a DELETE right after one
     moved: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     messages: set[int] = field(default_factory=set)  # neighbours a message ADD carries
-    added: set[int] = field(default_factory=set)  # neighbours any ADD carries (a message's or another record's)
     page_txs: dict[int, int] = field(default_factory=dict)  # neighbour -> transaction of its PAGE_TRANSACTION ADD
     added_in: dict[int, int] = field(default_factory=dict)  # neighbour -> the journal transaction of its ADD_TX
     committed: set[int] = field(default_factory=set)  # transactions a COMMIT ends
@@ -89,8 +86,6 @@ def _scan(opened, candidates: set[int]) -> _Around:
                 if queued and utype == R.ACKNOWLEDGE_REF:
                     out.acks.append((rid, _queue(data, rec, jf.version), fi, off))
             elif near.of(rid):
-                if t in _ADDS:
-                    out.added.add(rid)
                 if t in _ADDS and utype in _MESSAGES:
                     out.messages.add(rid)
                 elif t in _ADDS and utype == R.PAGE_TRANSACTION and rec[7] >= 8:
@@ -129,10 +124,7 @@ def findings(result, evidence) -> list[Finding]:
         return []
     around = _scan(result.opened, candidates)
     paths = [str(f.path) for f in result.opened.files]
-    # a live record that is no message (a duplicate-detection record's, say): the broker acknowledges messages only
-    records = {m for m in candidates if m in evidence.live_ids}
-    return (_moved_deletes(around, paths, evidence.paged_pending)
-            + _moved_acks(around, paths, evidence.messages, records))
+    return _moved_deletes(around, paths, evidence.paged_pending) + _moved_acks(around, paths, evidence.messages)
 
 
 def _moved_deletes(a: _Around, paths: list[str], paged_pending=None) -> list[Finding]:
@@ -170,18 +162,13 @@ def _moved_deletes(a: _Around, paths: list[str], paged_pending=None) -> list[Fin
     return out
 
 
-def _moved_acks(a: _Around, paths: list[str], live_messages: set[int], records: set[int]) -> list[Finding]:
+def _moved_acks(a: _Around, paths: list[str], live_messages: set[int]) -> list[Finding]:
     out = []
     for rid, queue, fi, off in a.acks:
-        # an id no message has: a transaction's, or a live record's that is no message
-        if rid not in a.tx_ids and rid not in records:
+        if rid not in a.tx_ids:
             continue
         around = [m for m in set(a.refs) | set(a.deletes) if one_byte_apart(m, rid)]
-        # (a deleted record with no reference left could have been a message with one on that queue only when
-        # its ADD is gone too, reclaimed: one whose ADD stands without references was routed to no queue here, or
-        # is no message -- a page transaction's, a duplicate-detection record's)
-        if any(max(a.deletes.get(m, [(-1, -1)])) > (fi, off)
-               and (queue in a.refs.get(m, ()) or not a.refs.get(m) and m not in a.added)
+        if any(max(a.deletes.get(m, [(-1, -1)])) > (fi, off) and (queue in a.refs.get(m, ()) or not a.refs.get(m))
                and queue not in a.acked.get(m, ()) for m in around):
             continue  # the acknowledged message may be one deleted since: nothing comes back
         back = sorted(m for m in around if m in live_messages and queue in a.refs.get(m, ())
@@ -193,10 +180,8 @@ def _moved_acks(a: _Around, paths: list[str], live_messages: set[int], records: 
                  f"away, the one it acknowledged is")
         out.append(Finding(
             Severity.CRITICAL, "ack-id-damaged",
-            (f"an acknowledgement on queue {queue} names {rid}, a record that is no message" if rid in records else
-             f"an acknowledgement on queue {queue} names {rid}, a transaction's id, which no message has (one "
-             f"counter issues both)")
-            + f": its id was damaged, and {named} left on that queue with no acknowledgement there and no DELETE: "
-            f"the broker delivers it again", paths[fi], off,
+            f"an acknowledgement on queue {queue} names {rid}, a transaction's id, which no message has (one "
+            f"counter issues both): its id was damaged, and {named} left on that queue with no acknowledgement "
+            f"there and no DELETE: the broker delivers it again", paths[fi], off,
             {"id": rid, "queue": queue, "messageIds": back}))
     return out
