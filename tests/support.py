@@ -56,6 +56,29 @@ def loaded_like_oracle(journal: Path):
                         for r in result.live]
 
 
+def assert_loads_like_journalimpl(fixture: Path) -> None:
+    """A fixture written by the real JournalImpl (``fixture/journal`` and its ``oracle-load.jsonl``) loads in
+    amqtool to the records, and data files in order, that JournalImpl loaded from it."""
+    records, info = oracle_load(fixture / "oracle-load.jsonl")
+    result, mine = loaded_like_oracle(fixture / "journal")
+    assert mine == records
+    assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
+
+
+def journalimpl_store(fixture: Path, root: Path) -> Path:
+    """A store at ``root``: a copy of the JournalImpl fixture's journal beside the real broker's bindings journal
+    whose queue ids its writer routed to (tests/data/artemis/tools/gen.sh); skips the test when the broker-written
+    fixtures are not on this machine."""
+    import pytest
+
+    bindings = MESSAGES / "02_broker_mixed_compacted" / "bindings"
+    if not bindings.is_dir():
+        pytest.skip("broker-written fixture absent")
+    copy_tree(fixture / "journal", root / "journal")
+    copy_tree(bindings, root / "bindings")
+    return root
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (relative path -> hex), to prove nothing was written."""
     out = {}

@@ -9,33 +9,20 @@ fragment of fileID 18's: no old size word counts back under this use's records.
 """
 from __future__ import annotations
 
-import shutil
-
-import pytest
-
-from tests.support import MESSAGES, REPO, loaded_like_oracle, oracle_load
+from tests.support import REPO, assert_loads_like_journalimpl, journalimpl_store
 
 STORE = REPO / "tests" / "data" / "artemis" / "compactor-buffer"
-BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 LAST_END = 12052  # activemq-data-247.amq: its last record (an ADD_REF update at 12021, 31 bytes) ends here
 FIRST = 12053  # the first byte after it that is not a zero (246's byte at 12052 is one)
 TAIL_END = 12274  # the last non-zero byte of the file, plus one
 
 
 def test_the_store_loads_like_journalimpl():
-    records, info = oracle_load(STORE / "oracle-load.jsonl")
-    result, mine = loaded_like_oracle(STORE / "journal")
-    assert mine == records
-    assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
+    assert_loads_like_journalimpl(STORE)
 
 
 def _store(tmp_path):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    return root
+    return journalimpl_store(STORE, tmp_path / "store")
 
 
 def test_the_previous_outputs_bytes_are_no_damaged_tail(tmp_path, run_json):

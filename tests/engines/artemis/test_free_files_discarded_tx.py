@@ -13,30 +13,21 @@ dropped transaction held are no evidence against a free file, as ids whose DELET
 """
 from __future__ import annotations
 
-import pytest
-
-from tests.support import MESSAGES, REPO, copy_tree, loaded_like_oracle, oracle_load
+from tests.support import REPO, assert_loads_like_journalimpl, journalimpl_store
 
 STORE = REPO / "tests" / "data" / "artemis" / "free-files-tx"
-BINDINGS = MESSAGES / "02_broker_mixed_compacted" / "bindings"
 FLIP = ("journal/activemq-data-89.amq", 15366, 0x40)
 
 
 def test_the_store_loads_like_journalimpl():
-    records, info = oracle_load(STORE / "oracle-load.jsonl")
-    result, mine = loaded_like_oracle(STORE / "journal")
-    assert mine == records
-    assert [f"{f.name}#{f.file_id}" for f in result.data_files] == info["dataFileNames"]
+    assert_loads_like_journalimpl(STORE)
 
 
 def test_a_dropped_transactions_deletes_are_no_evidence_against_a_free_file(tmp_path):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
     from tests.faults.model import SAME, Fault
     from tests.faults.runner import Campaign
 
-    root = copy_tree(STORE / "journal", tmp_path / "s" / "journal").parent
-    copy_tree(BINDINGS, root / "bindings")
+    root = journalimpl_store(STORE, tmp_path / "s")
     with Campaign("free-files-tx", root) as c:
         o, found = c.judge_findings(Fault("flip", *FLIP))
     assert (o.truth, o.verdict, o.codes) == (SAME, "WARNING", ("commit-count-mismatch",))

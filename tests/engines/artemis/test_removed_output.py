@@ -10,24 +10,17 @@ same gap is the broker's own reclaim.
 """
 from __future__ import annotations
 
-import pytest
-
 from amqtool.formats.artemis.records import scan_records_py
 from amqtool.store.journal_writer import JournalWriter
 from amqtool.store.layout import MESSAGES
-from tests.support import MESSAGES as FIXTURES, REPO, copy_tree
+from tests.support import REPO, journalimpl_store
 
 STORE = REPO / "tests" / "data" / "artemis" / "compactor-buffer"
-BINDINGS = FIXTURES / "02_broker_mixed_compacted" / "bindings"
 MIDDLE = "journal/activemq-data-247.amq"  # fileID 20, between 19 (246) and 21 (248)
 
 
 def _store(tmp_path):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = copy_tree(STORE / "journal", tmp_path / "s" / "journal").parent
-    copy_tree(BINDINGS, root / "bindings")
-    return root
+    return journalimpl_store(STORE, tmp_path / "s")
 
 
 def _messages(path) -> list[int]:
