@@ -878,9 +878,9 @@ def test_a_killed_stores_newest_file_cut_before_its_checkpoint_s_end_is_a_loss(t
     # kahadb-fresh and hold-out stores (and campaign seeds 8668, 7668: h3-mkahadb-restarts-kill,
     # f13-mkahadb-topics-kill, "the f13 cut"): in a killed broker's store every one lost messages (the broker ran
     # on after its checkpoint), 21 of 35 were judged a torn tail (WARNING), those of single-file journals (k6's
-    # db-1.log here, cut at 3305 before the checkpoint's records end at 3417) whatever the preallocation. No crash cuts what the checkpoint was
-    # written after. A cleanly stopped broker's journal ends with its checkpoint: the shared fixture gc cut
-    # inside it delivers the same, a WARNING still
+    # db-1.log here, cut at 3305 before the checkpoint's records end at 3417) whatever the preallocation. No
+    # crash cuts what the checkpoint was written after. A cleanly stopped broker's journal ends with its
+    # checkpoint: the shared fixture gc cut inside it delivers the same, a WARNING still
     from tests.faults.model import Fault
 
     c = KahaCampaign("k6-acked-after-kill", K6 / "kahadb", tmp_path / "k6")

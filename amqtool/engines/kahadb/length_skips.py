@@ -2,23 +2,23 @@
 
 ActiveMQ 5.17 (``checkForCorruptJournalFiles`` off) checks only the newest file's batches at start; an older
 file's records after the checkpoint are replayed as ``Journal.getNextLocation`` reads them, header by header
-(replay_walk.py). A record whose length grew still loads as written (``MessageDatabase.load``:
-``mergeFramed`` reads the framed length and ignores what follows), but the walk then reads its next header
-where the damaged length ends: inside a later record or batch control record, whose bytes it steps over by
-the size they read as (no user record's), past the file's end or onto the end marker or zeros, which take it
-to the next file. Every record from the damaged one's end to there is skipped by the replay. A batch control record whose own
-length was damaged (its type and 'WRITE BATCH' as written) moves the walk the same way: it is stepped over by
-the length it now reads, not the 28 bytes written.
+(replay_walk.py). A record whose length grew still loads as written (``MessageDatabase.load``: ``mergeFramed``
+reads the framed length and ignores what follows), but the walk then reads its next header where the damaged length
+ends: inside a later record or batch control record, whose bytes it steps over by the size they read as (no user
+record's), past the file's end or onto the end marker or zeros, which take it to the next file. Every record from
+the damaged one's end to there is skipped by the replay. A batch control record whose own length was damaged (its
+type and 'WRITE BATCH' as written) moves the walk the same way: it is stepped over by the length it now reads, not
+the 28 bytes written.
 
-:func:`skips_nothing_live` judges that: the batch as written is found from its stored Adler-32 (one changed
-byte, superseded._restored), the walk over the damaged file is followed (replay_walk.walk), and each record
-it returns must be a written record doing what that one did, each written record it skips one whose loss
-changes nothing delivered: a send acknowledged after the checkpoint (by every durable subscription, for a
-topic), a send the index on disk already holds at its Location (index_ahead.py: index pages are written
-between checkpoints; its replay would only be "a redo of a previously added message",
-``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an acknowledgement its subscription's selector never
-needed, or a record whose ``process`` only moves ``lastUpdate``. Anything else (a landing on a user record header, a walk that throws, an ack or a
-transaction's record skipped) is not judged here.
+:func:`skips_nothing_live` judges that: the batch as written is found from its stored Adler-32 (one changed byte,
+superseded._restored), the walk over the damaged file is followed (replay_walk.walk), and each record it returns
+must be a written record doing what that one did, each written record it skips one whose loss changes nothing
+delivered: a send acknowledged after the checkpoint (by every durable subscription, for a topic), a send the index
+on disk already holds at its Location (index_ahead.py: index pages are written between checkpoints; its replay
+would only be "a redo of a previously added message", ``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an
+acknowledgement its subscription's selector never needed, or a record whose ``process`` only moves ``lastUpdate``.
+Anything else (a landing on a user record header, a walk that throws, an ack or a transaction's record skipped) is
+not judged here.
 """
 from __future__ import annotations
 

@@ -207,8 +207,9 @@ def m2_vtopic_groups_kill():
         stop.set(); bt.join(5)
         run.ev("burst", attempted=len(sent))
     return finish(run, live, broker_config=["tools/" + c for c in cfgs],
-                  scenario="262144-byte files, indexWriteBatchSize=30; virtual topic VirtualTopic.fx.m2 with consumer "
-                           "queues Consumer.A (acks all in committed txs) and Consumer.B (partial acks) and durable sub "
+                  scenario="262144-byte files, indexWriteBatchSize=30; virtual topic VirtualTopic.fx.m2 with "
+                           "consumer queues Consumer.A (acks all in committed txs) and Consumer.B (partial acks) and "
+                           "durable sub "
                            "m2-d/vd; fx.m2.groups with JMSXGroupID g1-g5; run1 (GC <1.5 s) 120 sends, clean stop; run2 "
                            "(default checkpoints) 60 sends, acks, an open tx acking 6 of fx.m2.groups, a burst of up "
                            "to 300 sends without receipt to VT/groups/Consumer.B SIGKILLed after 0.5 s. Burst sends "
