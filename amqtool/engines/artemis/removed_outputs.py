@@ -19,7 +19,7 @@ on average. A removed output of the hold-out h21 (fileID 19, between outputs of 
 from __future__ import annotations
 
 from amqtool import native
-from amqtool.engines.artemis.compaction_marks import compactor_outputs
+from amqtool.store.journal_writer import name_number
 
 MIN_MESSAGES = 4  # a fuller neighbour holding fewer says too little of what the missing output held
 SHARE = 0.5  # deletes below this share of the neighbours' messages: the output went with live messages
@@ -28,13 +28,26 @@ _DELETES = (15, 16)
 _MESSAGES = (30, 31, 45)  # ADD_LARGE_MESSAGE, ADD_MESSAGE, ADD_MESSAGE_PROTOCOL
 
 
-def removed_outputs(result) -> list[dict]:
+def _file_id(f) -> int:
+    """The fileID a file was issued: its header's, or, when the header's high bytes were damaged (a fileID Artemis
+    never issues, judged as ``file-id-damaged``), the tag its records still carry."""
+    return f.tag if not 0 <= f.file_id < 1 << 31 else f.file_id
+
+
+def removed_outputs(result, found_elsewhere=frozenset()) -> list[dict]:
     """For each fileID of the load ``result`` missing between two compactor outputs (the fileIDs on either side),
-    whose neighbours hold messages, one of them at least :data:`MIN_MESSAGES`, and the ids between whose messages carry
-    fewer DELETEs than :data:`SHARE` of their mean count: ``{"fileId", "neighbourMessages", "deletes",
-    "idsAfter", "idsBefore"}``. Rescans the files, only when such a gap exists."""
-    present = {f.file_id for f in result.files}
-    outputs = {f.file_id for f in compactor_outputs(result)}
+    whose neighbours hold messages, one of them at least :data:`MIN_MESSAGES`, and the ids between whose messages
+    carry fewer DELETEs than :data:`SHARE` of their mean count: ``{"fileId", "neighbourMessages", "deletes",
+    "idsAfter", "idsBefore"}``. ``found_elsewhere``: fileIDs the records of files with another header still carry
+    (not missing). Rescans the files, only when such a gap exists."""
+    prefix = result.opened.journal.spec.prefix
+    present = {_file_id(f) for f in result.files} | {f.tag for f in result.files} | set(found_elsewhere)
+    # the compactor's outputs: a header fileID below the number in the file's name (compaction_marks.py)
+    outputs = set()
+    for scan in result.scans:
+        n = name_number(scan.file.name, prefix)
+        if scan.has_data and n is not None and _file_id(scan.file) < n:
+            outputs.add(_file_id(scan.file))
     gaps = sorted(f + 1 for f in outputs if f + 1 not in present and f + 2 in outputs)
     if not gaps:
         return []
@@ -50,8 +63,8 @@ def removed_outputs(result) -> list[dict]:
         for rec in records:
             if rec[0] in _DELETES:
                 deleted.add(rec[5])
-            elif scan.file.file_id in wanted and rec[0] in _ADDS and rec[6] in _MESSAGES:
-                messages.setdefault(scan.file.file_id, []).append(rec[5])
+            elif _file_id(scan.file) in wanted and rec[0] in _ADDS and rec[6] in _MESSAGES:
+                messages.setdefault(_file_id(scan.file), []).append(rec[5])
     out = []
     for g in gaps:
         before, after = messages.get(g - 1, []), messages.get(g + 1, [])

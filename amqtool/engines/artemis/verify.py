@@ -1056,7 +1056,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing {span}; {orphans} live update(s) have lost their add "
             f"record: a journal file appears to have been removed; its records are lost", where, None, details))
         return
-    gone = removed_outputs(result) if compacted else []
+    gone = removed_outputs(result, found_elsewhere) if compacted else []
     if gone:
         first = gone[0]
         details["removedOutputs"] = gone

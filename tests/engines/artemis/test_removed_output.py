@@ -108,3 +108,17 @@ def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_pat
         (gone,) = removed_outputs(load_journal(opened))
     assert (gone["fileId"], gone["deletes"]) == (2, 0)
     assert gone["neighbourMessages"][0] >= 10 and gone["neighbourMessages"][1] <= 2
+
+
+def test_an_output_whose_header_fileid_high_bytes_were_damaged_is_not_missing(tmp_path):
+    # the header's fileID read as one Artemis never issues (file-id-damaged): the records still carry its tag, and
+    # the broker loads the file (campaign seed 9621 on h23 and h26: header flips read CRITICAL missing-journal-file)
+    from tests.faults.model import SAME, Fault
+    from tests.faults.runner import Campaign
+
+    root = _store(tmp_path)
+    with Campaign("s", root) as c:
+        o, found = c.judge_findings(Fault("flip", MIDDLE, 8, 0x10))
+    assert o.truth == SAME and o.verdict != "CRITICAL", o.codes
+    assert not [f for f in found if f.code == "missing-journal-file"]
+    assert [f.code for f in found if f.code == "file-id-damaged"] == ["file-id-damaged"]
