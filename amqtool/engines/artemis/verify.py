@@ -39,6 +39,7 @@ from amqtool.engines.artemis.cut_file import cut_current_file
 from amqtool.engines.artemis.cut_off_tx import last_open_tx
 from amqtool.engines.artemis.deleted_neighbours import update_of_deleted
 from amqtool.engines.artemis import deleted_first, free_files, journal_crash, orphan_acks, prepare_mismatch
+from amqtool.engines.artemis.acked_refs import readded_refs
 from amqtool.engines.artemis.doubled_refs import ack_retyped_finding
 from amqtool.engines.artemis.retyped_refs import ref_retyped_finding
 from amqtool.engines.artemis.short_records import short_record_finding
@@ -1563,6 +1564,10 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
              "written right after a message's record (where the broker routes it) name an id with no message "
              "record one damaged byte from that message's, which has no reference on that queue: the broker never "
              "delivers the message there", ""),
+            (readded_refs(evidence) if ids_trusted else [],
+             "name a message already acknowledged on that queue, written after that acknowledgement, one damaged "
+             "byte from a message acknowledged there that lacks its reference: the broker puts the first back on "
+             "the queue and delivers it again", "message "),
             (strayed_refs(evidence) if ids_trusted else [],
              "name a message of an address never routed to that queue, one damaged byte from a message acknowledged "
              "there whose reference is gone: the broker delivers the named message on a queue it was never sent "
