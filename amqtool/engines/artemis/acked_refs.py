@@ -18,8 +18,8 @@ A reference whose type byte made it an open transaction's is retyped_tx.py's.
 """
 from __future__ import annotations
 
+from amqtool.engines.artemis.ref_order import refs_after_ack
 from amqtool.formats.artemis.records import fixed_size
-from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 from amqtool.formats.damage import one_byte_apart
 
 
@@ -50,22 +50,9 @@ def readded_refs(ev) -> list[tuple[int, int, int]]:
     acknowledged message back on the queue, and the broker delivers it again (demo hold-out d35, field sweep seed
     9628: message 4847's reference on queue 19 damaged to 751, acknowledged there long before: loss, read OK)."""
     pairs = acked_pair_refs(ev)
-    result = ev._messages
-    if not pairs or result is None:
+    if not pairs or ev._messages is None:
         return []
-    wanted = {m for m, q in pairs if (m, q) in ev.acked}
-    if not wanted:
-        return []
-    acked_at: dict[tuple[int, int], int] = {}
-    after: set[tuple[int, int]] = set()
-    for i, r in enumerate(result.live):
-        if r.id not in wanted or not r.is_update or r.body_len < 8:
-            continue
-        q = int.from_bytes(result.body(r)[:8], "big", signed=True)
-        if r.user_record_type == R.ACKNOWLEDGE_REF:
-            acked_at[r.id, q] = i
-        elif r.user_record_type == R.ADD_REF and (r.id, q) in acked_at:
-            after.add((r.id, q))
+    after = refs_after_ack(ev._messages, {p for p in pairs if p in ev.acked})
     return [(m, q, pairs[m, q][0]) for m, q in sorted(pairs) if (m, q) in after]
 
 

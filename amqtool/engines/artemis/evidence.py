@@ -734,14 +734,14 @@ class Evidence:
         so that record was the other message's, its id damaged -- not a reference of ``m`` whose queue id was
         (ref_in_place.py: ``run_owner``). Rescans up to each such record, on damage only."""
         from amqtool.engines.artemis.ref_in_place import run_owner
+        from amqtool.engines.artemis.ref_order import queue_records
         from amqtool.formats.damage import one_byte_apart
 
         result = self._messages
         if result is None:
             return False
-        for r in result.live:
-            if r.id == m and r.is_update and r.user_record_type == R.ADD_REF and r.body_len == 8 \
-                    and int.from_bytes(result.body(r), "big", signed=True) == q:
+        for _i, r, queue in queue_records(result, {m}).get(m, ()):
+            if r.user_record_type == R.ADD_REF and r.body_len == 8 and queue == q:
                 owner = run_owner(result, (r.file_index, r.body_offset))
                 if owner is not None and owner != m and one_byte_apart(owner, m) \
                         and q not in self.refs.get(owner, ()):

@@ -19,6 +19,7 @@ and a pair whose message is already routed to the queue is ``Evidence.moved_refs
 """
 from __future__ import annotations
 
+from amqtool.engines.artemis.ref_order import ref_after_add
 from amqtool.formats.damage import byte_variants
 
 
@@ -44,26 +45,11 @@ def strayed_refs(ev) -> list[tuple[int, int, int]]:
 
 
 def _after_its_message(ev, m: int, q: int) -> bool:
-    """Whether the live reference of (message ``m``, queue ``q``) comes after ``m``'s ADD in the load's list (a
-    transaction's records take their COMMIT's place there): ``loadMessageJournal`` drops a reference read
-    before its message (no message to put on the queue yet), so one moved onto a message stored after it
-    changes nothing (demo hold-out d23, field sweep seed 9628: 4344's reference in a transaction committed before
-    4348 was stored, moved onto 4348, read CRITICAL with nothing lost)."""
-    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
-
-    result = ev._messages
-    if result is None:
-        return False
-    added = False
-    for r in result.live:
-        if r.id != m:
-            continue
-        if not r.is_update:
-            added = True
-        elif r.user_record_type == R.ADD_REF and r.body_len == 8 \
-                and int.from_bytes(result.body(r), "big", signed=True) == q:
-            return added
-    return False
+    """Whether the live reference of (message ``m``, queue ``q``) comes after ``m``'s ADD in the load's list
+    (ref_order.py): ``loadMessageJournal`` drops a reference read before its message, so one moved onto a message
+    stored after it changes nothing (demo hold-out d23, field sweep seed 9628: 4344's reference in a transaction
+    committed before 4348 was stored, moved onto 4348, read CRITICAL with nothing lost)."""
+    return ev._messages is not None and ref_after_add(ev._messages, m, q)
 
 
 def _never_routed(ev, m: int, q: int) -> bool:
