@@ -91,19 +91,41 @@ def write_lines(lines: Iterable[str]) -> None:
         out.write("\n")
 
 
+# INFO findings of one code shown in text before the rest are counted on one line: a healthy compacted journal
+# gives one ``stale-records`` per reused file, hundreds on a large store, which would bury a WARNING among them
+INFO_SHOWN = 3
+
+
 def render_findings_text(findings: list[Finding], wide: bool = False) -> None:
     """Findings on stdout, each ``SEVERITY code path[@offset]: message``, folded to the terminal's width
-    (continuation lines indented, nothing left out; whole lines with ``wide``)."""
-    from amqtool.commands.tables import fold
+    (continuation lines indented; whole lines with ``wide``). Every WARNING and CRITICAL is shown; of the INFO
+    findings of one code, the first :data:`INFO_SHOWN`, then one line counting the rest (``--wide`` and
+    ``--format json`` show them all)."""
+    from collections import Counter
 
     width = terminal_width()
+    shown: Counter = Counter()
     for f in findings:
+        info = f.severity.value == "info"
+        if info and not wide:
+            shown[f.code] += 1
+            if shown[f.code] > INFO_SHOWN:
+                continue
         where = f.path or "-"
         if f.offset is not None:
             where += f"@{f.offset}"
-        line = f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}"
-        for piece in ([line] if wide else fold(line, width, indent="    ")):
-            sys.stdout.write(piece + "\n")
+        _write_folded(f"{f.severity.value.upper():8} {f.code:28} {where}: {f.message}", width, wide)
+    for code, n in shown.items():
+        if n > INFO_SHOWN:
+            _write_folded(f"{'INFO':8} {code:28} -: {n - INFO_SHOWN} more like these (--wide or --format json "
+                          "lists every finding)", width, wide)
+
+
+def _write_folded(line: str, width: int, wide: bool) -> None:
+    from amqtool.commands.tables import fold
+
+    for piece in ([line] if wide else fold(line, width, indent="    ")):
+        sys.stdout.write(piece + "\n")
 
 
 def show_progress(quiet: bool) -> bool:

@@ -21,7 +21,8 @@ import typer
 
 from amqtool.commands.output import terminal_width
 
-WIDE_OPTION = typer.Option(False, "--wide", help="Text: every table column and whole lines, whatever the terminal's width.")
+WIDE_OPTION = typer.Option(False, "--wide", help="Text: every table column, whole lines and every INFO finding, "
+                           "whatever the terminal's width.")
 
 
 @dataclass(frozen=True)

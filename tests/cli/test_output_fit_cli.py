@@ -129,3 +129,21 @@ def test_wide_characters_fold_by_the_columns_they_take():
     pieces = fold(line, 40)
     assert all(cells(p) <= 40 for p in pieces) and len(pieces) > 5
     assert "".join(p.strip() for p in pieces) == line.strip()
+
+
+def test_info_findings_of_one_code_are_counted_past_the_first_three(capsys, monkeypatch):
+    """A healthy compacted journal gives one INFO ``stale-records`` per reused file (hundreds on a large store):
+    text shows three, then counts the rest, and never folds a WARNING away; ``--wide`` shows every one."""
+    from amqtool.commands.output import render_findings_text
+    from amqtool.errors import Finding, Severity
+
+    monkeypatch.setenv("COLUMNS", "200")
+    info = [Finding(Severity.INFO, "stale-records", f"old bytes {i}", "j/f.amq", i) for i in range(40)]
+    warn = [Finding(Severity.WARNING, "torn-tail", f"torn {i}", "j/g.amq", i) for i in range(5)]
+    render_findings_text(info[:20] + warn + info[20:])
+    lines = capsys.readouterr().out.splitlines()
+    assert [x.split()[0] for x in lines].count("WARNING") == 5
+    assert sum("stale-records" in x and "old bytes" in x for x in lines) == 3
+    assert lines[-1].split(None, 3)[:3] == ["INFO", "stale-records", "-:"] and "37 more like these" in lines[-1]
+    render_findings_text(info + warn, wide=True)
+    assert len(capsys.readouterr().out.splitlines()) == 45
