@@ -62,10 +62,12 @@ def test_an_output_whose_messages_were_all_deleted_since_is_the_brokers_reclaim(
     assert not [f for f in found if f.code == "missing-journal-file"]
 
 
-def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_path):
-    # a compaction's last output may hold a record or two only (hold-out h15: fileID 20, 41 messages, removed
-    # between outputs of 41 messages and of 1, and 53 rows lost read OK): built here with the journal writer,
-    # outputs renamed as the compactor leaves them (a name number above the header's fileID)
+def _outputs(root, filled: int = 2, delete_middle: bool = False) -> list[int]:
+    """A messages journal of three compactor outputs (the first ``filled`` full of messages, the rest holding
+    one message, then references only) and 20 messages the broker wrote since, in a file of its own; the
+    outputs renamed as the compactor leaves them (a name number above the header's fileID); ``delete_middle``: the
+    middle output's message deleted since. Returns the message ids of each file. Written with the journal
+    writer."""
     import os
 
     from amqtool.formats.artemis.message import CoreMessage
@@ -73,11 +75,11 @@ def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_pat
     from amqtool.formats.artemis.userrecords import JournalRecordIds as R
     from amqtool.store.layout import BINDINGS
 
-    root = tmp_path / "s"
     with JournalWriter.create(root / "bindings", BINDINGS) as bw:
         bw.append_add(4, R.QUEUE_BINDING_RECORD, QueueBindingRecord.build(
             record_id=4, name="orders", address="orders", routing_type=1).encode())
     mid = 100
+    held: dict[str, list[int]] = {}
     with JournalWriter.create(root / "journal", MESSAGES, file_size=12288) as w:
         def send(cc: int) -> None:
             nonlocal mid
@@ -85,19 +87,28 @@ def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_pat
             w.append_add(mid, R.ADD_MESSAGE_PROTOCOL, CoreMessage.build(
                 message_id=mid, address="orders", body=b"m" * 300).encode(), compact_count=cc)
             w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=cc)
-        names: list[str] = []
-        while len(names) < 3:  # two full outputs, then a third that takes one message
+            held.setdefault(w.position[0], []).append(mid)
+        while len(held) <= filled:
             send(1)
-            if w.position[0] not in names:
-                names.append(w.position[0])
-        while w.position[0] == names[2]:  # and the rest of it: records that add no message
-            w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=1)
-        for _ in range(20):
-            send(0)  # what the broker wrote since, in a file of its own
+        last = w.position[0]
+        while len(held) < 4:
+            while w.position[0] == last:  # the rest of this output: records that add no message
+                w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=1)
+            last = w.position[0]
+            if len(held) < 3:
+                send(1)
+            else:
+                for _ in range(20):
+                    send(0)  # what the broker wrote since, in a file of its own
+        if delete_middle:
+            w.append_delete(held[sorted(held)[1]][0])
     journal = root / "journal"
-    for n in (1, 2, 3):  # the compactor's outputs keep the names of the files they were written into
+    for n in (1, 2, 3):
         os.rename(journal / f"activemq-data-{n}.amq", journal / f"activemq-data-{n + 200}.amq")
-    (journal / "activemq-data-202.amq").unlink()
+    return [held[k] for k in sorted(held)]
+
+
+def _removed(root) -> list[dict]:
     from amqtool.engines.artemis.load import load_journal
     from amqtool.engines.artemis.removed_outputs import removed_outputs
     from amqtool.store.journal_files import open_journal
@@ -105,9 +116,33 @@ def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_pat
 
     jd = next(j for j in detect(root).journals() if j.kind == "messages")
     with open_journal(jd) as opened:
-        (gone,) = removed_outputs(load_journal(opened))
+        return removed_outputs(load_journal(opened))
+
+
+def test_beside_the_compactions_last_output_one_full_neighbour_is_enough(tmp_path):
+    # a compaction's last output may hold a record or two only (hold-out h15: fileID 20, 41 messages, removed
+    # between outputs of 41 messages and of 1, and 53 rows lost read OK)
+    root = tmp_path / "s"
+    _outputs(root)
+    (root / "journal" / "activemq-data-202.amq").unlink()
+    (gone,) = _removed(root)
     assert (gone["fileId"], gone["deletes"]) == (2, 0)
     assert gone["neighbourMessages"][0] >= 10 and gone["neighbourMessages"][1] <= 2
+
+
+def test_an_output_between_neighbours_ids_that_leave_room_for_one_message_held_that_one(tmp_path):
+    # an output holding the rest of a transaction the one before it began held a message or two, whatever its
+    # neighbours hold: the ids between theirs say so (untouched hold-outs h31 and h36, real JournalImpl: one id
+    # between outputs of 18 and 7 messages, that message deleted since, read CRITICAL missing-journal-file)
+    root = tmp_path / "s"
+    first, middle, last, _ = _outputs(root, filled=1, delete_middle=True)
+    assert len(middle) == 1 and len(first) >= 10 and max(first) + 2 == min(last)
+    (root / "journal" / "activemq-data-202.amq").unlink()
+    assert _removed(root) == []
+    _outputs(lost := tmp_path / "lost", filled=1)  # that message never deleted: it went with the file
+    (lost / "journal" / "activemq-data-202.amq").unlink()
+    (gone,) = _removed(lost)
+    assert (gone["fileId"], gone["deletes"]) == (2, 0)
 
 
 def test_an_output_whose_header_fileid_high_bytes_were_damaged_is_not_missing(tmp_path):
