@@ -30,6 +30,19 @@ def test_the_untouched_store_is_a_warning(run_json):
     assert {f["code"] for f in doc["findings"] if f["severity"] != "info"} == {"leftover-cmp"}
 
 
+def test_a_compactions_leftover_cmp_files_are_one_finding(run_json, tmp_path):
+    # a compaction killed mid-way leaves one .cmp per output it had opened (hold-out h35, real JournalImpl: 234
+    # WARNING lines, one a file); the broker deletes them all at start
+    journal = _copy(tmp_path)
+    for n in (9, 10):  # two more empty outputs it had opened (as the pool hands them out: zero-filled)
+        size = (journal / "activemq-data-7.amq.cmp").stat().st_size
+        (journal / f"activemq-data-{n}.amq.cmp").write_bytes(bytes(size))
+    code, doc, _ = run_json("verify", str(journal))
+    (cmp,) = [f for f in doc["findings"] if f["code"] == "leftover-cmp"]
+    assert (code, cmp["severity"], cmp["path"]) == (1, "warning", cmp["details"]["files"][0])
+    assert sorted(cmp["details"]["files"]) == sorted(str(journal / f"activemq-data-{n}.amq.cmp") for n in (7, 9, 10))
+
+
 def test_a_data_file_emptied_after_the_compaction_copied_it_is_critical(run_json, tmp_path):
     # main: WARNING short-file ("the journal was compacted ... nothing shows it held live records"); JournalImpl
     # loads three messages fewer, and the .cmp file holds them
