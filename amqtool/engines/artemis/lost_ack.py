@@ -29,6 +29,7 @@ from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 from amqtool.formats.damage import one_byte_apart
 
 _UPDATE, _UPDATE_TX, _DELETE_TX, _DELETE, _COMMIT = 12, 14, 15, 16, 18
+_QUEUE_BODIES = (R.ADD_REF, R.ACKNOWLEDGE_REF)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,12 @@ def _header(buf: bytes, tag: int, version: int, top_tag: int | None = None):
     size = int.from_bytes(buf[p:p + 4], "big", signed=True)
     utype = buf[p + 4]
     p += 5
-    queue = int.from_bytes(buf[p:p + 8], "big", signed=True) if size == 8 and len(buf) >= p + 8 else None
+    queue = None
+    if len(buf) >= p + 8 and (size == 8 or (utype in _QUEUE_BODIES and len(buf) >= p + 12
+                                            and int.from_bytes(buf[p + 8:p + 12], "big") == p + 12)):
+        # a body size damaged alone: a reference's or an acknowledgement's body is its 8-byte queue id
+        # (RefEncoding), and the record's closing size word, where such a body ends it, says it does
+        queue = int.from_bytes(buf[p:p + 8], "big", signed=True)
     return t, tx, rid, utype, queue
 
 

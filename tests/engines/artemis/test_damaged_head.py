@@ -128,6 +128,18 @@ def test_a_reference_whose_header_survives_proves_the_loss(demo_s2, offset, mask
     assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
 
 
+@pytest.mark.parametrize("offset, mask", [(REF_488 + 16, 0x40), (REF_488 + 17, 0x01)])
+def test_a_reference_whose_body_size_was_damaged_names_its_queue(demo_s2, offset, mask):
+    # campaign seed 4711 on the hold-out h36 (real JournalImpl; loss/WARNING): the last reference of a compactor
+    # output with a bit of its body size flipped. A reference's body is its 8-byte queue id, and the record's
+    # closing size word, where such a body ends it, says the body is whole: the queue is read from it
+    path = "data/journal/activemq-data-14.amq"
+    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record 12 bodysize"))
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
+    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+
+
 @pytest.mark.parametrize("offset, mask", [(REF_488 + 1, 0x40), (REF_488 + 1, 0x10), (REF_488 + 3, 0x80)])
 def test_a_reference_whose_tag_was_damaged_into_an_id_no_file_had_proves_the_loss(demo_s2, offset, mask):
     # fresh seed 9744 of make fuzz (demo-s2 9744030233003086 and 9744030236003016, loss/WARNING): the same
