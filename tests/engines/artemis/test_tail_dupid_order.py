@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.faults.model import Fault
 from tests.support import copy_tree
 
 
@@ -62,3 +63,71 @@ def test_cut_after_a_duplicate_id_record_loses_the_message_written_next(run_json
     (tail,) = [f for f in doc["findings"] if f["code"] == "damaged-tail"]
     assert (code, tail["severity"]) == (2, "critical")
     assert mid in tail["details"]["lostIds"]["unaccountedIds"]
+
+
+def _journal_without_dupids(root, body: int) -> tuple[int, int] | None:
+    """Messages 101.. (an add and one reference each) in files of 12 KiB, with no DUPLICATE_ID record, until the
+    first file ends with a message's reference, 400 bytes of a body after it; the second file then holds the next messages but one, as a
+    compaction leaves them (the one between was consumed before it and dropped), and the first file's last
+    message is deleted since. Returns (that message's id, its reference's offset), or None when the first file
+    ends otherwise with this body size."""
+    from amqtool.formats.artemis.message import CoreMessage
+    from amqtool.formats.artemis.records import scan_records_py
+    from amqtool.formats.artemis.userrecords import AddRefRecord, QueueBindingRecord
+    from amqtool.formats.artemis.userrecords import JournalRecordIds as R
+    from amqtool.store.journal_writer import JournalWriter
+    from amqtool.store.layout import BINDINGS, MESSAGES
+
+    with JournalWriter.create(root / "bindings", BINDINGS) as bw:
+        bw.append_add(4, R.QUEUE_BINDING_RECORD, QueueBindingRecord.build(
+            record_id=4, name="orders", address="orders", routing_type=1).encode())
+    first = None
+    with JournalWriter.create(root / "journal", MESSAGES, file_size=12288) as w:
+        mid = 100
+        while True:
+            mid += 1
+            name = w.position[0]
+            w.append_add(mid, R.ADD_MESSAGE_PROTOCOL, CoreMessage.build(
+                message_id=mid, address="orders", body=b"m" * body).encode())
+            if first is None and w.position[0] != name:
+                first = name
+                break
+            w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode())
+            if w.position[0] != name:
+                return None  # the reference opened the next file
+        w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode())
+        for skip in (mid + 1, mid + 3, mid + 4):  # mid + 2 never stored
+            w.append_add(skip, R.ADD_MESSAGE_PROTOCOL, CoreMessage.build(
+                message_id=skip, address="orders", body=b"m" * body).encode())
+            w.append_update(skip, R.ADD_REF, AddRefRecord(queue_id=4).encode())
+        w.append_delete(mid - 1)
+    data = (root / "journal" / first).read_bytes()
+    recs, _ = scan_records_py(data, int.from_bytes(data[8:16], "big"), 2)
+    last = recs[-1]
+    assert (last[0], last[5], last[6]) == (12, mid - 1, R.ADD_REF)
+    with open(root / "journal" / first, "r+b") as fh:  # bytes no record starts in follow it (a body's, left over)
+        fh.seek(last[1] + last[2])
+        fh.write(b"m" * 400)
+    return mid - 1, last[1]
+
+
+def test_without_duplicate_detection_no_id_past_the_bound_is_counted(tmp_path):
+    # campaign seed 4730 on the hold-out h31 (real JournalImpl, no duplicate detection; same/CRITICAL): the last
+    # reference of a file the broker moved on from damaged, of a message deleted since. Only a DUPLICATE_ID record
+    # takes its id out of order; with none in the store, an id past the bound that no record carries (one a
+    # compaction dropped) is no record lost there
+    from tests.faults.runner import Campaign
+
+    for body in range(300, 400, 7):
+        root = tmp_path / f"s{body}"
+        made = _journal_without_dupids(root, body)
+        if made is not None:
+            break
+    assert made is not None
+    mid, offset = made
+    path = f"journal/{sorted((root / 'journal').iterdir())[0].name}"
+    with Campaign("s", root) as c:
+        o, found = c.judge_findings(Fault("flip", path, offset + 14, 0x4b))  # its body size
+    (tail,) = [f for f in found if f.code == "damaged-tail"]
+    assert (o.truth, o.verdict, tail.severity.name) == ("same", "WARNING", "WARNING"), tail.message
+    assert tail.details["lostIds"]["unaccountedIds"] == []
