@@ -891,3 +891,30 @@ def test_a_killed_stores_newest_file_cut_before_its_checkpoint_s_end_is_a_loss(t
         c = KahaCampaign("gc", gc, tmp_path / "gc")
         o = c.run_fault(Fault("truncate", "db-8.log", 39000, 0, "", "truncated newest file"))
         assert (o.truth, o.verdict) == (SAME, "WARNING"), o.codes
+
+
+V1 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "v1-vtopic-small"
+
+
+def test_an_index_id_damaged_where_a_virtual_topic_copy_keeps_it_is_a_damaged_entry(tmp_path):
+    # kl49 campaign seed 4901 (n2-vtopic-groups-kill, 49011000951: same judged CRITICAL): a db.data flip made
+    # Consumer.B's order-index entry of a virtual topic message name "ID8vm-..." for "ID:vm-...". The broker
+    # reads the record at the entry's location and delivers it as before. Consumer.A holds its own copy under
+    # the same id (each consumer queue's ADD keeps the topic message's id), and verify took that other queue's
+    # live entry for a second owner of the id: CRITICAL kahadb-unreadable-live-message. Every id byte flipped
+    # in db.data of a message live on both queues: no same-truth fault is CRITICAL, and the entry's is named
+    import json
+
+    from tests.faults.model import Fault
+
+    manifest = json.loads((V1 / "manifest.json").read_text())
+    live = {k: set(v["live_fx_ids"]) for k, v in manifest["destinations"].items()}
+    both = live["/queue/Consumer.A.VirtualTopic.fx.v1"] & live["/queue/Consumer.B.VirtualTopic.fx.v1"]
+    mid = next(m["message_id"] for m in manifest["messages"] if m["fx_id"] in both and m["message_id"])
+    data = (V1 / "kahadb" / "db.data").read_bytes()
+    at = [i for i in range(len(data)) if data.startswith(mid.encode(), i)]
+    assert len(at) >= 4  # two order-index entries and two messageIdIndex keys at least
+    c = KahaCampaign("v1-vtopic-small", V1 / "kahadb", tmp_path)
+    outcomes = [c.run_fault(Fault("flip", "db.data", off + 2, 0x02)) for off in at]  # "ID:" -> "ID8"
+    assert all(o.ok for o in outcomes), [(o.fault.offset, o.truth, o.verdict, o.codes) for o in outcomes]
+    assert any(o.truth == SAME and "kahadb-index-entry-damaged" in o.codes for o in outcomes)

@@ -821,22 +821,27 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     acknowledgements find the entry through the messageIdIndex). So is an entry whose sequence the index's
     messageIdIndex gives to the id the record holds (indexed.acked_names): that separate B-tree names the
     message the location holds, and only the entry's own id string disagrees. The others are returned (files
-    swapped, locations damaged: CRITICAL)."""
+    swapped, locations damaged: CRITICAL).
+
+    All of it is judged within the entry's own destination: a message the broker copies to several
+    destinations keeps its id in each (a virtual topic's consumer queues, composite destinations: each copy is
+    an ADD of its own, ``KahaDBStore.addMessage`` per destination), so another destination's live entry or
+    record of that id says nothing about this one."""
     at = {}
-    for st in d.replay.destinations.values():
+    for dest, st in d.replay.destinations.items():
         for mid, m in st.messages.items():
-            at[mid] = (m.file_id, m.offset)
-    names = {m.message_id for lst in ev.live.values() for _k, m in lst}
-    own = {(m.message_id, m.file_id, m.offset) for lst in ev.live.values() for _k, m in lst}
+            at[dest, mid] = (m.file_id, m.offset)
+    names = {(key, m.message_id) for lst in ev.live.values() for key, m in lst}
+    own = {(key, m.message_id, m.file_id, m.offset) for lst in ev.live.values() for key, m in lst}
     out = []
     by_index = None
     for key, m, why in bad:
         got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
-        named = at.get(m.message_id)
+        named = at.get((key, m.message_id))
         if got is not None and by_index is None:
             by_index = acked_names(d.directory)
-        if got is not None and got not in names and (
-                at.get(got) == (m.file_id, m.offset) and (named is None or (m.message_id, *named) in own)
+        if got is not None and (key, got) not in names and (
+                at.get((key, got)) == (m.file_id, m.offset) and (named is None or (key, m.message_id, *named) in own)
                 or by_index.get(key, {}).get(m.seq) == got):
             findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
                                     f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "
