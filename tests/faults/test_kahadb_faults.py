@@ -918,3 +918,28 @@ def test_an_index_id_damaged_where_a_virtual_topic_copy_keeps_it_is_a_damaged_en
     outcomes = [c.run_fault(Fault("flip", "db.data", off + 2, 0x02)) for off in at]  # "ID:" -> "ID8"
     assert all(o.ok for o in outcomes), [(o.fault.offset, o.truth, o.verdict, o.codes) for o in outcomes]
     assert any(o.truth == SAME and "kahadb-index-entry-damaged" in o.codes for o in outcomes)
+
+
+F7 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f7-kill-gc"
+K7 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "k7-batched-nosync-kill"
+
+
+def test_a_newest_file_whose_end_marker_is_gone_was_cut_or_zeroed(tmp_path):
+    # kl49 sweeps of the newest file zeroed to its end and cut (seeds 4931, 4932, 17 stores: 154 and 18 misses,
+    # loss read WARNING kahadb-truncated-tail). Every file a 5.17 broker writes ends with the end marker (the
+    # sparse preallocation's, or the appender's after a batch that ran over it), and a crash only tears a
+    # batch inside the file: zeros or a cut through those last five bytes were made after the fact, and what
+    # the broker would have replayed from the torn batch on is lost. The truth called zeros from inside the
+    # newest file's last batch through that marker a torn write (f7 below): no crash writes them.
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f7-kill-gc", F7 / "kahadb", tmp_path / "f7")
+    o = c.run_fault(Fault("zero", "db-9.log", 4615, 32768 - 4615, label="zeroed to the end"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes
+    c = KahaCampaign("k7-batched-nosync-kill", K7 / "kahadb", tmp_path / "k7")
+    o = c.run_fault(Fault("zero", "db-3.log", 1681, 14703, label="zeroed to the end"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes
+    # a journal of one file: the defaults preallocate it sparse, so it ends with the marker too
+    c = KahaCampaign("k6-acked-after-kill", K6 / "kahadb", tmp_path / "k6")
+    o = c.run_fault(Fault("truncate", "db-1.log", 3973, label="cut"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes
