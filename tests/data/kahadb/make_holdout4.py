@@ -97,11 +97,7 @@ def n3():
                 d = run.rng.choice(QS)
                 live.add(d, run.send(p, d, nxt(d), size=mf.log_uniform_size(run.rng, 20, 1500))["fx_id"])
         if r == 1:
-            for k in range(12):
-                ttl = k % 4 != 3
-                extra = {"expires": str(int(time.time() * 1000) + 1500)} if ttl else None
-                m = run.send(p, QT, nxt(QT), size=run.rng.randint(50, 600), extra=extra)
-                (expired.append if ttl else live.q.setdefault(QT, []).append)(m["fx_id"])
+            h3.send_ttl(run, p, live, QT, nxt, 12, 4, (50, 600), expired)
         p.disconnect()
         for i, d in enumerate(QS):
             if (i + r) % 3 == 0:
@@ -115,14 +111,7 @@ def n3():
             b.stop(); run.broker_timings.append(b.timings)
             continue
         # the last run: an open local transaction with sends and acks, and a burst, at the kill
-        c = Stomp(PORT)
-        d0 = QS[5]
-        c.subscribe(d0, "s1")
-        frames = c.receive(len(live.q.get(d0, [])), timeout=30)
-        c.begin("n3-open")
-        for f in frames[:4]:
-            run.note_msg(f)
-            c.ack(f, tx="n3-open")
+        c = h3.open_acks(run, live, QS[5], 4, "n3-open")
         for _ in range(6):  # a STOMP transaction belongs to its connection
             d = run.rng.choice(QS)
             run.send(c, d, nxt(d), size=run.rng.randint(50, 900), tx="n3-open")
