@@ -156,7 +156,7 @@ def v1():
     b.stop(); run.broker_timings.append(b.timings)
     return fr.finish(run, live, broker_config="tools/" + cfg,
                      scenario="16384-byte files; virtual topic VirtualTopic.fx.v1 with consumer queues Consumer.A "
-                              "(acks seq %% 3 == 0) and Consumer.B (acks even seq), queue fx.v1.q (acks odd seq); "
+                              "(acks seq % 3 == 0) and Consumer.B (acks even seq), queue fx.v1.q (acks odd seq); "
                               "40 sends, clean stop.")
 
 
