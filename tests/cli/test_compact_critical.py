@@ -51,7 +51,8 @@ def kahadb_missing_file(tmp_path):
 def kahadb_torn_tail(tmp_path):
     """basic whose newest file holds, after its last batch, the first 200 bytes of another: a crash
     mid-write. Its zero fill follows, to the length the broker preallocates every file to, so the batch's
-    checksum fails with nothing after it (verify: kahadb-truncated-tail, WARNING). (The same file cut short is
+    checksum fails with nothing after it, and the end marker in its last five bytes (verify:
+    kahadb-truncated-tail, WARNING). (The same file cut short is
     no crash's: basic's files are all 131072 bytes, CRITICAL kahadb-truncated-file,
     tests/engines/kahadb/test_damaged_control_record.py.)"""
     root = copy_tree(KAHADB / "basic", tmp_path / "kahadb")
@@ -62,7 +63,8 @@ def kahadb_torn_tail(tmp_path):
     end = next(e.offset for e in events if isinstance(e, jr.End))
     last = [e for e in events if isinstance(e, jr.Batch)][-1]
     torn = data[:end] + data[last.offset:last.offset + 200]
-    log.write_bytes(torn + bytes(len(data) - len(torn)))
+    # (the end marker the preallocation wrote into the file's last five bytes stays: a crash does not reach it)
+    log.write_bytes(torn + bytes(len(data) - len(torn) - len(jr.EOF_RECORD)) + jr.EOF_RECORD)
     return root
 
 

@@ -323,6 +323,12 @@ class KahaSites:
                 # checkpoint in an older file, as a broker killed a file or more after its last checkpoint
                 # leaves it, the whole newest file was written after it); a fault with an intact batch after
                 # it is not a torn write, unless it zeroed everything after it (_torn_write)
+                newest, marker = d.logs[-1], 5  # (len(jr.EOF_RECORD))
+                if fault.kind == "zero" and newest.marked and fault.offset + fault.length > newest.size - marker:
+                    # the preallocation's end marker in the file's last five bytes is no write a crash tears
+                    # (Journal.doPreallocationSparseFile wrote it before the file's first batch): zeros over it
+                    # were put there after the fact, as _torn_write says of zeros through it
+                    return False
                 last = d.logs[-1].batches[-1][0] if d.logs[-1].batches else 0
                 after = 0 if d.no_checkpoint or d.checkpoint_end[0] < d.logs[-1].id else d.checkpoint_end[1]
                 return fault.offset >= max(after, last) or _torn_write(d.logs[-1], fault, after)

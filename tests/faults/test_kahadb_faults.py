@@ -891,3 +891,55 @@ def test_a_killed_stores_newest_file_cut_before_its_checkpoint_s_end_is_a_loss(t
         c = KahaCampaign("gc", gc, tmp_path / "gc")
         o = c.run_fault(Fault("truncate", "db-8.log", 39000, 0, "", "truncated newest file"))
         assert (o.truth, o.verdict) == (SAME, "WARNING"), o.codes
+
+
+V1 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "v1-vtopic-small"
+
+
+def test_an_index_id_damaged_where_a_virtual_topic_copy_keeps_it_is_a_damaged_entry(tmp_path):
+    # kl49 campaign seed 4901 (n2-vtopic-groups-kill, 49011000951: same judged CRITICAL): a db.data flip made
+    # Consumer.B's order-index entry of a virtual topic message name "ID8vm-..." for "ID:vm-...". The broker
+    # reads the record at the entry's location and delivers it as before. Consumer.A holds its own copy under
+    # the same id (each consumer queue's ADD keeps the topic message's id), and verify took that other queue's
+    # live entry for a second owner of the id: CRITICAL kahadb-unreadable-live-message. Every id byte flipped
+    # in db.data of a message live on both queues: no same-truth fault is CRITICAL, and the entry's is named
+    import json
+
+    from tests.faults.model import Fault
+
+    manifest = json.loads((V1 / "manifest.json").read_text())
+    live = {k: set(v["live_fx_ids"]) for k, v in manifest["destinations"].items()}
+    both = live["/queue/Consumer.A.VirtualTopic.fx.v1"] & live["/queue/Consumer.B.VirtualTopic.fx.v1"]
+    mid = next(m["message_id"] for m in manifest["messages"] if m["fx_id"] in both and m["message_id"])
+    data = (V1 / "kahadb" / "db.data").read_bytes()
+    at = [i for i in range(len(data)) if data.startswith(mid.encode(), i)]
+    assert len(at) >= 4  # two order-index entries and two messageIdIndex keys at least
+    c = KahaCampaign("v1-vtopic-small", V1 / "kahadb", tmp_path)
+    outcomes = [c.run_fault(Fault("flip", "db.data", off + 2, 0x02)) for off in at]  # "ID:" -> "ID8"
+    assert all(o.ok for o in outcomes), [(o.fault.offset, o.truth, o.verdict, o.codes) for o in outcomes]
+    assert any(o.truth == SAME and "kahadb-index-entry-damaged" in o.codes for o in outcomes)
+
+
+F7 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f7-kill-gc"
+K7 = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "k7-batched-nosync-kill"
+
+
+def test_a_newest_file_whose_end_marker_is_gone_was_cut_or_zeroed(tmp_path):
+    # kl49 sweeps of the newest file zeroed to its end and cut (seeds 4931, 4932, 17 stores: 154 and 18 misses,
+    # loss read WARNING kahadb-truncated-tail). Every file a 5.17 broker writes ends with the end marker (the
+    # sparse preallocation's, or the appender's after a batch that ran over it), and a crash only tears a
+    # batch inside the file: zeros or a cut through those last five bytes were made after the fact, and what
+    # the broker would have replayed from the torn batch on is lost. The truth called zeros from inside the
+    # newest file's last batch through that marker a torn write (f7 below): no crash writes them.
+    from tests.faults.model import Fault
+
+    c = KahaCampaign("f7-kill-gc", F7 / "kahadb", tmp_path / "f7")
+    o = c.run_fault(Fault("zero", "db-9.log", 4615, 32768 - 4615, label="zeroed to the end"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes
+    c = KahaCampaign("k7-batched-nosync-kill", K7 / "kahadb", tmp_path / "k7")
+    o = c.run_fault(Fault("zero", "db-3.log", 1681, 14703, label="zeroed to the end"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes
+    # a journal of one file: the defaults preallocate it sparse, so it ends with the marker too
+    c = KahaCampaign("k6-acked-after-kill", K6 / "kahadb", tmp_path / "k6")
+    o = c.run_fault(Fault("truncate", "db-1.log", 3973, label="cut"))
+    assert (o.truth, o.verdict) == (LOSS, "CRITICAL") and "kahadb-truncated-file" in o.codes, o.codes

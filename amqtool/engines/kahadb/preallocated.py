@@ -17,7 +17,9 @@ marker ``-qMa4`` at offset 0 and again into the file's last five bytes (``maxFil
 appender's writes stop short of them (it rotates when a write would reach ``maxFileLength``). A newest file
 that still ends with that marker was not cut, whatever its length: ``journalMaxFileLength`` may have been
 lowered between runs, which leaves older files longer than the newest (tests/data/kahadb: make_fresh.py f11).
-One that does not, while every other file does, was cut, whatever their lengths. A child store of an mKahaDB
+One that does not, while every other file does, and is shorter than the newest of them whose last five
+bytes are still the preallocation's marker (not the appender's, after a batch that ran over the preallocated
+end and made its file longer), was cut. A child store of an mKahaDB
 with one file has no other file of its own: the other child stores' files, preallocated alike, show the
 length and the marker instead.
 """
@@ -49,8 +51,12 @@ def preallocated_length(d, siblings: tuple = ()) -> int | None:
     if _compaction(newest) or _marked(newest):
         return None
     others = [f for f in files[:-1] if not _compaction(f)]
-    if others and all(_marked(f) for f in others) and newest.size < max(f.size for f in others):
-        return max(f.size for f in others)
+    if others and all(_marked(f) for f in others):
+        # (a file whose last batch ran over the preallocated end is longer than it: the length is that of the
+        # newest file whose marker is still the preallocation's)
+        full = [f for f in others if not _overran(d, f)]
+        length = full[-1].size if full else min(f.size for f in others)
+        return length if newest.size < length else None
     sizes = {f.size for f in others}
     if len(sizes) != 1:
         return None
@@ -62,6 +68,32 @@ def _marked(f) -> bool:
     """The file ends with the end marker sparse preallocation writes into its last five bytes."""
     with mapped(f.path) as buf:
         return len(buf) >= len(jr.EOF_RECORD) and bytes(buf[-len(jr.EOF_RECORD):]) == jr.EOF_RECORD
+
+
+def marker_gone(d, siblings: tuple = ()) -> bool:
+    """The newest non-empty file of ``d`` no longer ends with the end marker while the journal's other files
+    (or, for a directory of one file, the other child stores' of an mKahaDB) all do; with no file beside it at
+    all, by the defaults (sparse preallocation of the entire journal). Every file a 5.17 broker writes ends with
+    one: the preallocation's, or the appender's after a batch that ran over it (:func:`_overran`); a crash
+    tears a batch inside the file and leaves those last bytes alone, so the file's end was cut or zeroed
+    after the fact. (An ack compaction file is not preallocated: left out on both sides.)"""
+    files = [f for f in d.files if f.size]
+    if not files or _compaction(files[-1]) or _marked(files[-1]):
+        return False
+    others = [f for f in files[:-1] if not _compaction(f)]
+    if not others:
+        others = [f for s in siblings for f in s.files if f.size and not _compaction(f)]
+    return all(_marked(f) for f in others)
+
+
+def _overran(d, f) -> bool:
+    """The last batch of ``f`` ran up to its last five bytes: the end marker there is the one the appender
+    writes after every batch, over the preallocation's, and the file may be longer than the preallocated length
+    (a real 5.17.2 broker with 32 KiB files left db-5.log 32,782 bytes long beside 32,768-byte ones:
+    tests/data/kahadb/f12-subs-kill)."""
+    scan = d.scans.get(f.id)
+    end = scan.end if scan is not None else None
+    return end is not None and end.how == "eof-marker" and end.offset + len(jr.EOF_RECORD) >= f.size
 
 
 def _compaction(f) -> bool:

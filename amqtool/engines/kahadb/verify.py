@@ -94,7 +94,7 @@ from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.order_keys import moved_entries
 from amqtool.engines.kahadb.sub_cursors import cursorless
 from amqtool.engines.kahadb.out_of_order import acks_before_sends
-from amqtool.engines.kahadb.preallocated import preallocated_length
+from amqtool.engines.kahadb.preallocated import marker_gone, preallocated_length
 from amqtool.engines.kahadb.rebuild_skips import rebuild_skips
 from amqtool.engines.kahadb.pins import referenced_files
 from amqtool.engines.kahadb.replay_gaps import replay_gaps
@@ -154,6 +154,9 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
             if cr is torn and cut is not None and f.size < cut and _cut_loses(d, f.id, cr.first):
                 add(_cut_newest(f, cut, cr.first, details))
                 continue
+            if cr is torn and cr.to_eof and marker_gone(d, siblings) and _cut_loses(d, f.id, cr.first):
+                add(_marker_gone(f, cr.first, details))
+                continue
             if cr is torn and _killed_cut_before_checkpoint(d, f):
                 add(_cut_before_checkpoint(f, cr.first, details))
                 continue
@@ -183,6 +186,9 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
         if scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
                 and cut is not None and _cut_loses(d, f.id, scan.end.offset):
             add(_cut_newest(f, cut, scan.end.offset, None))
+        elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
+                and marker_gone(d, siblings) and _cut_loses(d, f.id, scan.end.offset):
+            add(_marker_gone(f, scan.end.offset, None))
         elif scan.end is not None and scan.end.how == "end-of-file" and f.id == last_id and not scan.corrupt \
                 and _killed_cut_before_checkpoint(d, f):
             add(_cut_before_checkpoint(f, scan.end.offset, None))
@@ -463,6 +469,16 @@ def _cut_newest(f, length: int, offset: int, details: dict | None) -> Finding:
                    "it; it was cut at "
                    f"{f.size}, and what followed (from offset {offset}) is lost", str(f.path), offset,
                    {**(details or {}), "preallocatedLength": length})
+
+
+def _marker_gone(f, offset: int, details: dict | None) -> Finding:
+    """The newest file's end was cut or zeroed (preallocated.marker_gone), from a batch on that the broker
+    replays at start (:func:`_cut_loses`)."""
+    return Finding(C, "kahadb-truncated-file", f"the newest journal file ends at {f.size} without the end marker "
+                   "'-qMa4' that every file of this journal ends with (the preallocation writes it into a file's "
+                   "last five bytes before its first batch, Journal.doPreallocationSparseFile, and a crash only "
+                   f"tears a batch inside the file): its end was cut or zeroed, and what followed offset {offset} "
+                   "is lost", str(f.path), offset, {**(details or {}), "endMarkerGone": True})
 
 
 def _forwarded_only(d: DirResult, view) -> list:
@@ -821,22 +837,27 @@ def _damaged_entries(d: DirResult, ev, bad: list, findings: list[Finding]) -> li
     acknowledgements find the entry through the messageIdIndex). So is an entry whose sequence the index's
     messageIdIndex gives to the id the record holds (indexed.acked_names): that separate B-tree names the
     message the location holds, and only the entry's own id string disagrees. The others are returned (files
-    swapped, locations damaged: CRITICAL)."""
+    swapped, locations damaged: CRITICAL).
+
+    All of it is judged within the entry's own destination: a message the broker copies to several
+    destinations keeps its id in each (a virtual topic's consumer queues, composite destinations: each copy is
+    an ADD of its own, ``KahaDBStore.addMessage`` per destination), so another destination's live entry or
+    record of that id says nothing about this one."""
     at = {}
-    for st in d.replay.destinations.values():
+    for dest, st in d.replay.destinations.items():
         for mid, m in st.messages.items():
-            at[mid] = (m.file_id, m.offset)
-    names = {m.message_id for lst in ev.live.values() for _k, m in lst}
-    own = {(m.message_id, m.file_id, m.offset) for lst in ev.live.values() for _k, m in lst}
+            at[dest, mid] = (m.file_id, m.offset)
+    names = {(key, m.message_id) for lst in ev.live.values() for key, m in lst}
+    own = {(key, m.message_id, m.file_id, m.offset) for lst in ev.live.values() for key, m in lst}
     out = []
     by_index = None
     for key, m, why in bad:
         got = why.split(" holds message ", 1)[1].split(", not ", 1)[0] if " holds message " in why else None
-        named = at.get(m.message_id)
+        named = at.get((key, m.message_id))
         if got is not None and by_index is None:
             by_index = acked_names(d.directory)
-        if got is not None and got not in names and (
-                at.get(got) == (m.file_id, m.offset) and (named is None or (m.message_id, *named) in own)
+        if got is not None and (key, got) not in names and (
+                at.get((key, got)) == (m.file_id, m.offset) and (named is None or (key, m.message_id, *named) in own)
                 or by_index.get(key, {}).get(m.seq) == got):
             findings.append(Finding(W, "kahadb-index-entry-damaged", f"the order index of {qualified(key)} names "
                                     f"{m.message_id!r} at {m.file_id}:{m.offset}, where the journal holds {got}: "

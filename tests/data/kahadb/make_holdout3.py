@@ -87,6 +87,28 @@ def drain(run, dest, n, ack_pred, tx=None, commit=True, timeout=15):
     return got, acked
 
 
+def send_ttl(run, p, live, dest, nxt, count, every, sizes, expired):
+    """``count`` sends to ``dest`` on connection ``p``, all but every ``every``-th with expires=now+1.5 s: those
+    are added to ``expired``, the others to ``live``"""
+    for k in range(count):
+        ttl = k % every != every - 1
+        extra = {"expires": str(int(time.time() * 1000) + 1500)} if ttl else None
+        m = run.send(p, dest, nxt(dest), size=run.rng.randint(*sizes), extra=extra)
+        (expired.append if ttl else live.q.setdefault(dest, []).append)(m["fx_id"])
+
+
+def open_acks(run, live, dest, n, tx):
+    """a connection that received what ``dest`` holds and acks the first ``n`` in transaction ``tx``, left open"""
+    c = Stomp(PORT)
+    c.subscribe(dest, "s1")
+    frames = c.receive(len(live.q.get(dest, [])), timeout=30)
+    c.begin(tx)
+    for f in frames[:n]:
+        run.note_msg(f)
+        c.ack(f, tx=tx)
+    return c
+
+
 def m1_small_files_ttl_kill():
     """64 KiB files (many), checkpoints and GC every second across two clean restarts; a queue whose first
     messages stay (pinning the oldest file); messages with a 1.5 s TTL left to expire while the broker is down
@@ -131,11 +153,7 @@ def m1_small_files_ttl_kill():
             d = run.rng.choice((Q1, Q2, Q2))
             live.add(d, run.send(p, d, nxt(d), size=mf.log_uniform_size(run.rng, 20, 3000))["fx_id"])
         if r == 1:
-            for k in range(14):
-                ttl = k % 3 != 2
-                extra = {"expires": str(int(time.time() * 1000) + 1500)} if ttl else None
-                m = run.send(p, QT, nxt(QT), size=run.rng.randint(100, 900), extra=extra)
-                (expired.append if ttl else live.q.setdefault(QT, []).append)(m["fx_id"])
+            send_ttl(run, p, live, QT, nxt, 14, 3, (100, 900), expired)
         p.disconnect()
         live.consume(Q2, lambda x, r=r: x["seq"] % 5 != r)
         live.consume(Q1, lambda x: x["seq"] > 6 and x["seq"] % 3 == 0)
@@ -192,13 +210,7 @@ def m2_vtopic_groups_kill():
             time.sleep(2.5)
             b.stop(); run.broker_timings.append(b.timings)
             continue
-        c = Stomp(PORT)
-        c.subscribe(G, "s1")
-        frames = c.receive(len(live.q.get(G, [])), timeout=30)
-        c.begin("m2-open-acks")
-        for f in frames[:6]:
-            run.note_msg(f)
-            c.ack(f, tx="m2-open-acks")
+        c = open_acks(run, live, G, 6, "m2-open-acks")
         stop = threading.Event()
         size_fn = lambda: mf.log_uniform_size(run.rng, 50, 20000)  # noqa: E731
         bp, bt, sent = burst(run, (VT, G, CB), 300, seq, size_fn, stop)

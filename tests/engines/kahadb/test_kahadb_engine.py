@@ -191,13 +191,14 @@ def test_truncated_tail_is_warning(kahadb_fixtures, tmp_path):
 
     # A torn write: a new batch started after the checkpoint, only its first 60 bytes reached the disk. The
     # file keeps its preallocated length (Journal.rotateWriteFile sized it before its first write): a file
-    # cut short is no crash's (test_damaged_control_record.py)
+    # cut short is no crash's (test_damaged_control_record.py), and keeps the end marker the preallocation wrote
+    # into its last five bytes (one without it was cut or zeroed: test_kahadb_faults.py)
     data = log.read_bytes()
     end = [e for e in jr.scan_file(data) if isinstance(e, jr.End)][0].offset
     body = encode_field(1, "LOADED torn")
     batch = jr.encode_batch([bytes([0, len(body)]) + body] * 20)
     torn = data[:end] + batch[:60]
-    log.write_bytes(torn + bytes(len(data) - len(torn)))
+    log.write_bytes(torn + bytes(len(data) - len(torn) - len(jr.EOF_RECORD)) + jr.EOF_RECORD)
     findings, _ = verify_store(detect(root))
     tail = [f for f in findings if f.code == "kahadb-truncated-tail"]
     assert tail and tail[0].severity is Severity.WARNING and tail[0].offset == end
