@@ -11,7 +11,10 @@ record type and, in its 8-byte body, the queue id. When that header is
 * an ADD_REF (or, in a transaction whose COMMIT survives in a later file, its transactional form) of a message
   the load still holds,
 * naming a queue the bindings journal holds, on which the message has no reference left and no surviving
-  acknowledgement (an acknowledged reference was consumed: losing it changes nothing),
+  acknowledgement (an acknowledged reference was consumed: losing it changes nothing) -- or, its queue id
+  damaged (zeroed in part, or its end gone), the one queue of the message's address left so, or any queue when
+  every other reference of the message was acknowledged (the broker deletes a message once its last
+  reference is; a live one with none left pending lost the reference that kept it),
 
 the broker loads the message without that queue: a proven loss ("lost").
 """
@@ -29,11 +32,12 @@ class LostRef:
     (-1: none) whose COMMIT survives."""
 
     message: int
-    queue: int
+    queue: int | None  # None: its queue id damaged, and the message has no other reference left unacknowledged
     tx_id: int = -1
 
     def describe(self) -> str:
-        what = f"a reference of message {self.message} to queue {self.queue}"
+        what = (f"a reference of message {self.message} to queue {self.queue}" if self.queue is not None else
+                f"a reference of message {self.message} to a queue its damaged body no longer names")
         if self.tx_id >= 0:
             what += f" in transaction {self.tx_id}, whose COMMIT survives"
         return what
@@ -49,12 +53,35 @@ def lost_ref(opened, index: int, first: int, evidence) -> LostRef | None:
     if head is None:
         return None
     t, tx, mid, utype, queue = head
-    if t not in (_UPDATE, _UPDATE_TX) or utype != R.ADD_REF or queue is None:
+    if t not in (_UPDATE, _UPDATE_TX) or utype != R.ADD_REF or mid not in evidence.messages:
         return None
-    if mid not in evidence.messages or queue not in evidence.queues:
-        return None
-    if queue in evidence.refs.get(mid, ()) or (mid, queue) in evidence.acked:
+    if queue not in evidence.queues:
+        queue = _damaged_queue(evidence, mid, queue)
+        if queue is None and any((mid, q) not in evidence.acked for q in evidence.refs.get(mid, ())):
+            return None  # which queue cannot be told, and the message is still on one: it may be that one
+    if queue is not None and (queue in evidence.refs.get(mid, ()) or (mid, queue) in evidence.acked):
         return None
     if tx >= 0 and not _committed_after(opened, index, tx):
         return None  # an open or rolled-back transaction's: discarded with it anyway
     return LostRef(mid, queue, tx)
+
+
+def _damaged_queue(evidence, mid: int, read: int | None) -> int | None:
+    """The queue a reference of message ``mid`` whose queue id the damage took (``read``: what its body holds
+    now, None when its end is gone) was for: the one queue of the message's address (its surviving references'
+    address) with neither a reference of the message nor an acknowledgement -- whose id ``read`` still shows,
+    byte for byte, where the damage did not zero it. None when no such queue, or more than one, is left."""
+    addresses = {evidence.queue_address.get(q) for q in evidence.refs.get(mid, ())} - {None}
+    if len(addresses) != 1:
+        return None
+    held = evidence.refs.get(mid, set())
+    left = [q for q, a in evidence.queue_address.items()
+            if a in addresses and q not in held and (mid, q) not in evidence.acked
+            and (read is None or _zeroed_from(read, q))]
+    return left[0] if len(left) == 1 else None
+
+
+def _zeroed_from(read: int, queue: int) -> bool:
+    """Whether the 8 bytes of ``read`` are those of ``queue`` with some of them zeroed."""
+    a, b = read.to_bytes(8, "big", signed=True), queue.to_bytes(8, "big", signed=True)
+    return a != b and all(x == y or x == 0 for x, y in zip(a, b))

@@ -658,7 +658,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
       messages: ``storageManager.generateID()``), which neither writer does: on its stores the trace is
       nearly always there, and this reads "records were lost at the end of a file the broker moved on from".
       Damaged bytes with neither evidence (a flipped filler byte after the last record reads the same) and
-      the bindings journal (whose window spans the message journal's ids, compacted away or never stored; but a damaged record whose head names a binding lost there is CRITICAL:
+      the bindings journal (whose window spans the message journal's ids, compacted away or never stored; but a
+      damaged record whose head names a binding lost there is CRITICAL:
       :mod:`~amqtool.engines.artemis.lost_binding`) stay as they were;
     * as it was when ids of the window are carried by no surviving record (outside the case above), or a
       transaction the damage may have left open held live records, or no window bounds the ids (no new record
@@ -695,9 +696,12 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
     ref = lost_ref(result.opened, index, first, evidence)
     if ref is not None:
         details["lostRef"] = {"messageId": ref.message, "queueId": ref.queue, "txId": ref.tx_id}
+        why = (f"no other record puts the message on that queue: the broker loads it without queue {ref.queue}"
+               if ref.queue is not None else "every other reference of the message was acknowledged: the broker "
+               "finds it on no queue and deletes it")
         return Finding(Severity.CRITICAL, finding.code, head + f": records were lost there, and the first of them, "
-                       f"whose header survives, is {ref.describe()}, and no other record puts the message on that "
-                       f"queue: the broker loads it without queue {ref.queue}", finding.path, finding.offset, details)
+                       f"whose header survives, is {ref.describe()}, and {why}", finding.path, finding.offset,
+                       details)
     refless = refless_add(result.opened, index, first, evidence)
     if refless is not None:
         details["reflessMessage"] = refless
@@ -736,8 +740,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
         if cut is not None:
             return cut
         return Finding(_cut_severity(finding), finding.code, finding.message + "; no window of ids bounds what "
-                       "the lost records carried (no new record after them, or a restart's jump in the ids), so what they "
-                       "held cannot be told", finding.path, finding.offset, details)
+                       "the lost records carried (no new record after them, or a restart's jump in the ids), so what "
+                       "they held cannot be told", finding.path, finding.offset, details)
     details["lostIds"] = w.to_json()
     span = f"ids {w.after + 1}..{w.before - 1}" if w.size > 0 else "no new id"
     if w.reordered:

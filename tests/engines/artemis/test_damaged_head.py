@@ -140,6 +140,19 @@ def test_a_reference_whose_body_size_was_damaged_names_its_queue(demo_s2, offset
     assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
 
 
+@pytest.mark.parametrize("offset, length", [(REF_488 + 25, 6), (REF_488 + 20, 11)])
+def test_a_reference_whose_queue_id_was_zeroed_is_its_messages_last(demo_s2, offset, length):
+    # zeros from inside its queue id to the end (hold-out h32, end-zero sweep seed 4740: loss/WARNING, "every new
+    # id ... is accounted for"): which of the address's queues it named cannot be told, but every other reference
+    # of message 488 was acknowledged, and the broker deletes a message once its last reference is: a live one
+    # with none pending lost the reference that kept it
+    path = "data/journal/activemq-data-14.amq"
+    outcome, tail = _cut(demo_s2, path, 0, Fault("zero", path, offset, length, label="end-zero"))
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
+    assert tail.details["lostRef"] == {"messageId": 488, "queueId": None, "txId": -1}
+
+
 @pytest.mark.parametrize("offset, mask", [(REF_488 + 1, 0x40), (REF_488 + 1, 0x10), (REF_488 + 3, 0x80)])
 def test_a_reference_whose_tag_was_damaged_into_an_id_no_file_had_proves_the_loss(demo_s2, offset, mask):
     # fresh seed 9744 of make fuzz (demo-s2 9744030233003086 and 9744030236003016, loss/WARNING): the same
@@ -318,3 +331,19 @@ def test_references_zeroed_whole_that_outnumber_the_acknowledgements_are_lost(de
                                                "damaged-record")
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     assert (found.severity.name, found.details["reflessMessage"]) == ("CRITICAL", 74)
+
+
+def test_a_zeroed_queue_id_names_the_one_queue_of_its_address_left():
+    # hold-out h32 (real JournalImpl), end-zero sweep seed 4740: a reference's queue id 11 zeroed in its low bytes,
+    # of a message of address events (queues 9 and 11) still on 9: only 11 can have been named
+    from types import SimpleNamespace
+
+    from amqtool.engines.artemis.lost_ref import _damaged_queue
+
+    ev = SimpleNamespace(queue_address={4: "orders", 9: "events", 11: "events", 16: "bulk"}, refs={7: {9}},
+                         acked=set())
+    assert _damaged_queue(ev, 7, 0) == 11
+    assert _damaged_queue(ev, 7, None) == 11
+    assert _damaged_queue(ev, 7, 0x0300) is None  # a byte that is neither 11's nor zeroed
+    ev.acked = {(7, 11)}  # consumed there: losing it changes nothing
+    assert _damaged_queue(ev, 7, 0) is None

@@ -67,10 +67,10 @@ def test_cut_after_a_duplicate_id_record_loses_the_message_written_next(run_json
 
 def _journal_without_dupids(root, body: int) -> tuple[int, int] | None:
     """Messages 101.. (an add and one reference each) in files of 12 KiB, with no DUPLICATE_ID record, until the
-    first file ends with a message's reference, 400 bytes of a body after it; the second file then holds the next messages but one, as a
-    compaction leaves them (the one between was consumed before it and dropped), and the first file's last
-    message is deleted since. Returns (that message's id, its reference's offset), or None when the first file
-    ends otherwise with this body size."""
+    first file ends with a message's reference, 400 bytes of a body after it; the second file then holds the next
+    messages but one (mid + 2, consumed before a compaction, dropped by it), and the first file's last message is
+    deleted since. Returns (that message's id, its reference's offset), or None when the first file ends otherwise
+    with this body size."""
     from amqtool.formats.artemis.message import CoreMessage
     from amqtool.formats.artemis.records import scan_records_py
     from amqtool.formats.artemis.userrecords import AddRefRecord, QueueBindingRecord
