@@ -62,11 +62,14 @@ def test_an_output_whose_messages_were_all_deleted_since_is_the_brokers_reclaim(
     assert not [f for f in found if f.code == "missing-journal-file"]
 
 
-def _outputs(root, filled: int = 2, delete_middle: bool = False) -> list[int]:
-    """A messages journal of three compactor outputs (the first ``filled`` full of messages, the rest holding
+def _outputs(root, filled: int = 2, delete_middle: bool = False, outputs: int = 3, bodies: tuple = (300,),
+             steps: tuple = (1,)) -> list[list[int]]:
+    """A messages journal of ``outputs`` compactor outputs (the first ``filled`` full of messages, the rest holding
     one message, then references only) and 20 messages the broker wrote since, in a file of its own; the
-    outputs renamed as the compactor leaves them (a name number above the header's fileID); ``delete_middle``: the
-    middle output's message deleted since. Returns the message ids of each file. Written with the journal
+    outputs renamed as the compactor leaves them (a name number above the header's fileID). The messages of the
+    k-th file have bodies of ``bodies[k]`` bytes and ids ``steps[k]`` apart (the last entry for the files past
+    them: the ids between, of messages consumed before the compaction, it dropped); ``delete_middle``: the
+    second output's messages deleted since. Returns the message ids of each file. Written with the journal
     writer."""
     import os
 
@@ -83,29 +86,33 @@ def _outputs(root, filled: int = 2, delete_middle: bool = False) -> list[int]:
     with JournalWriter.create(root / "journal", MESSAGES, file_size=12288) as w:
         def send(cc: int) -> None:
             nonlocal mid
-            mid += 1
+            pos = w.position[0]
+            k = list(held).index(pos) if pos in held else len(held)
+            mid += steps[min(k, len(steps) - 1)]
             w.append_add(mid, R.ADD_MESSAGE_PROTOCOL, CoreMessage.build(
-                message_id=mid, address="orders", body=b"m" * 300).encode(), compact_count=cc)
+                message_id=mid, address="orders", body=b"m" * bodies[min(k, len(bodies) - 1)]).encode(),
+                compact_count=cc)
             w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=cc)
             held.setdefault(w.position[0], []).append(mid)
         while len(held) <= filled:
             send(1)
         last = w.position[0]
-        while len(held) < 4:
+        while len(held) <= outputs:
             while w.position[0] == last:  # the rest of this output: records that add no message
                 w.append_update(mid, R.ADD_REF, AddRefRecord(queue_id=4).encode(), compact_count=1)
             last = w.position[0]
-            if len(held) < 3:
+            if len(held) < outputs:
                 send(1)
             else:
                 for _ in range(20):
                     send(0)  # what the broker wrote since, in a file of its own
         if delete_middle:
-            w.append_delete(held[sorted(held)[1]][0])
+            for m in held[list(held)[1]]:
+                w.append_delete(m)
     journal = root / "journal"
-    for n in (1, 2, 3):
+    for n in range(1, outputs + 1):
         os.rename(journal / f"activemq-data-{n}.amq", journal / f"activemq-data-{n + 200}.amq")
-    return [held[k] for k in sorted(held)]
+    return list(held.values())
 
 
 def _removed(root) -> list[dict]:
@@ -157,3 +164,19 @@ def test_an_output_whose_header_fileid_high_bytes_were_damaged_is_not_missing(tm
     assert o.truth == SAME and o.verdict != "CRITICAL", o.codes
     assert not [f for f in found if f.code == "missing-journal-file"]
     assert [f.code for f in found if f.code == "file-id-damaged"] == ["file-id-damaged"]
+
+
+def test_an_output_held_no_more_messages_than_its_smaller_full_neighbour(tmp_path):
+    # message sizes vary: an output of 6 large messages, all deleted since, between outputs of 10 and 28 (hold-out
+    # h44, real JournalImpl: 6 and 27 a file, the ids between sparse), freed by the broker, read as a removed output
+    # of 18 (the neighbours' mean): a same/CRITICAL of campaign seed 4712
+    root = tmp_path / "s"
+    first, middle, last, *_ = _outputs(root, filled=3, outputs=4, bodies=(1000, 1800, 300), steps=(1, 6, 1),
+                                       delete_middle=True)
+    assert (len(first), len(middle)) == (10, 6) and len(last) > 20
+    (root / "journal" / "activemq-data-202.amq").unlink()
+    assert _removed(root) == []
+    _outputs(lost := tmp_path / "lost", filled=3, outputs=4, bodies=(1000, 1800, 300), steps=(1, 6, 1))
+    (lost / "journal" / "activemq-data-202.amq").unlink()
+    (gone,) = _removed(lost)
+    assert (gone["fileId"], gone["deletes"], gone["neighbourMessages"]) == (2, 0, [len(first), len(last)])
