@@ -931,6 +931,11 @@ class Evidence:
                        for r in records if r.type in (ADD_TX, UPDATE_TX, DELETE_TX)}
             return LOSS if LOSS in effects else HARMLESS
         worst = HARMLESS
+        # the messages the transaction sent, when each was deleted since: a reference of it whose id the damage
+        # made one no record carries was one of theirs (a session routes what it sends in a transaction right after
+        # its ADD_TX), and goes with them
+        sent = {r.id for r in records if r.type == ADD_TX and r.user_type in MESSAGE_TYPES}
+        sent_gone = bool(sent) and all(self._deleted_later(x) for x in sent)
         for rec in records:
             rid, t = rec.id, rec.type
             q = int.from_bytes(rec.body[:8], "big", signed=True) if len(rec.body) >= 8 else None
@@ -939,7 +944,8 @@ class Evidence:
             elif t == UPDATE_TX and rec.user_type == R.ADD_REF:
                 if (rid, q) in self.acked:
                     self.explained.add((rid, q))  # its acknowledgement, now without it, is no loss either
-                effect = HARMLESS if self._deleted_later(rid) or (rid, q) in self.acked else LOSS
+                unknown = sent_gone and rid not in self.messages and rid not in self.live_ids and rid not in sent
+                effect = HARMLESS if unknown or self._deleted_later(rid) or (rid, q) in self.acked else LOSS
             elif t == UPDATE_TX and rec.user_type == R.ACKNOWLEDGE_REF:
                 effect = LOSS if rid in self.live_ids and q in self._live_queues(rid) else HARMLESS
             elif t == UPDATE_TX and rec.user_type in CONTENT_UPDATES:
