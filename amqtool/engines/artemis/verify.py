@@ -1609,7 +1609,15 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"{len(acks)} acknowledgement(s) of a message on a queue it was never routed to: a reference or "
             f"acknowledgement record was changed, so an acknowledged message comes back or a reference is "
             f"lost: {shown}", where, None, {"count": len(acks)}))
-    refless = acked_refless(evidence)
+    retyped_ack = ack_retyped_finding(evidence, where) if ids_trusted else None
+    if retyped_ack is not None:
+        findings.append(retyped_ack)
+    retyped_ref = ref_retyped_finding(evidence, where) if ids_trusted else None
+    if retyped_ref is not None:
+        findings.append(retyped_ref)
+    # a reference read as an acknowledgement (ref-retyped) leaves the same trace: named there once
+    retyped_ids = set(retyped_ref.details["messageIds"]) if retyped_ref is not None else set()
+    refless = [m for m in acked_refless(evidence) if m not in retyped_ids]
     if refless:
         shown = ", ".join(map(str, refless[:MAX_LISTED]))
         findings.append(Finding(
@@ -1619,12 +1627,6 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
             f"still held each (the broker deletes a message at its last acknowledgement), and the broker deletes "
             f"a message no reference holds at start: {shown}", where, None,
             {"count": len(refless), "messageIds": refless[:100]}))
-    retyped_ack = ack_retyped_finding(evidence, where) if ids_trusted else None
-    if retyped_ack is not None:
-        findings.append(retyped_ack)
-    retyped_ref = ref_retyped_finding(evidence, where) if ids_trusted else None
-    if retyped_ref is not None:
-        findings.append(retyped_ref)
     retyped = retyped_messages(results.get("messages"), evidence.live_queues)
     if retyped:
         first = retyped[0]
