@@ -10,8 +10,10 @@ by the harness's truth (the broker-equal loaders: tests/faults/runner.py). Two m
 older files: the last record's checksize (``last-checksize``) and zeros from inside one of the last four records
 to the end (``end-zero``). Three more damage one field of paged messages (``PagedMessageImpl``'s encoding, in the
 page files): the transaction id (``page-tx``), the queue count (``page-qcount``) and one queue id (``page-qid``).
-And ``ref-as-message`` sets a reference's or acknowledgement's user record type to a message record's. Prints
-each field's confusion table and every miss with what reproduces it.
+``bindings-zero`` zeroes a range of the bindings journal as the campaign's ranges do (a start anywhere in a
+file's records, 1 to 4096 bytes or to the records' end). And ``ref-as-message`` sets a reference's or
+acknowledgement's user record type to a message record's. Prints each field's confusion table and every miss
+with what reproduces it.
 
     python bench/fuzz_fields.py --stores DIR ... [--seed 9131] [--per 8] [--fields ref-id,ack-id,...]
 """
@@ -44,6 +46,8 @@ FIELDS = {
 # sweeps of the damaged ends of older files (lone_record.py, refless_add.py): the last record's checksize, one
 # byte damaged; zeros from inside one of the last four records to the end of the last
 ENDS = ("last-checksize", "end-zero")
+# zeroed ranges of the bindings journal (bindings_run.py, lost_binding.py)
+BINDINGS = ("bindings-zero",)
 # sweeps of paged messages' fields
 PAGE_FIELDS = ("page-tx", "page-qcount", "page-qid")
 # the user record type of a reference or acknowledgement (8-byte body) set to a message record's (45, 30, 31): one
@@ -94,12 +98,22 @@ def _end_fault(rng: random.Random, jf, name: str):
     return Fault("zero", jf.rel, start, end - start, label=f"record {r[0]} {name}")
 
 
+def _bindings_fault(rng: random.Random, jf):
+    """Zeros over a range of bindings journal file ``jf`` drawn as tests/faults/artemis.py's ``_range`` draws."""
+    from tests.faults.artemis import HEADER
+    from tests.faults.model import Fault
+
+    start = rng.randrange(HEADER, max(jf.data_end, HEADER + 1))
+    return Fault("zero", jf.rel, start, rng.choice((1, 4, 16, 64, 512, 4096, jf.data_end - start + 1)),
+                 label="bindings zeroed range")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stores", nargs="+", type=Path, required=True, help="Artemis store roots")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--per", type=int, default=8, help="faults per store and field")
-    every = [*FIELDS, *ENDS, *PAGE_FIELDS, *RETYPED]
+    every = [*FIELDS, *ENDS, *PAGE_FIELDS, *RETYPED, *BINDINGS]
     ap.add_argument("--fields", default=",".join(every), help="comma-separated, of: " + ", ".join(every))
     args = ap.parse_args()
     from tests.faults.artemis import _fields
@@ -117,7 +131,14 @@ def main() -> int:
             # the older files (every data file of the messages journal but the newest, which a crash may tear)
             older = [jf for jf in campaign.sites.journals.get("messages", []) if len(jf.records) >= 5][:-1]
             pages = [pg for pg in campaign.sites.pages if pg.records]
+            bindings = [jf for jf in campaign.sites.journals.get("bindings", []) if jf.records]
             for k, name in enumerate(fields):
+                if name in BINDINGS:
+                    rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
+                    for i in range(args.per if bindings else 0):
+                        fault = _bindings_fault(rng, rng.choice(bindings))
+                        outcomes[name].append(campaign.judge(fault, args.seed * 1_000_000 + k * 10_000 + i))
+                    continue
                 if name in PAGE_FIELDS:
                     rng = random.Random(args.seed * 7919 + zlib.crc32(f"{store.name}/{name}".encode()))
                     for i in range(args.per if pages else 0):

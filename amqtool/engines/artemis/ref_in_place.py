@@ -10,6 +10,10 @@ did not already settle.
 
 The same order names the owner of a reference whose id was damaged (:func:`run_owner`): the message whose ADD
 begins the run of references that holds it.
+
+A scheduled message's run holds one more update a queue: ``processRoute`` writes each reference's
+SET_SCHEDULED_DELIVERY_TIME update (``updateScheduledDeliveryTime``, or its transactional form) right after
+that reference's ADD_REF, under the message's id. Those updates of the run's message belong to the run.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from amqtool.formats.damage import one_byte_apart
 
 _UPDATES = (12, 14)  # UPDATE, UPDATE_TX
 _ADD_REF = 32
+_SCHEDULED = 36  # SET_SCHEDULED_DELIVERY_TIME: written after each reference of a scheduled message
 _ADDS = (11, 13)  # ADD, ADD_TX
 _MESSAGES = (30, 31, 45)
 _RUN = 64  # records after the message's ADD looked at: its references come first
@@ -39,6 +44,8 @@ def ref_written_in_place(result, message_id: int, queue_id: int) -> bool:
     for base, data, records, _marked in opened.scan_windows(fi, start=add.body_offset + add.body_len + 4):
         for t, off, size, cc, tx, rid, utype, body_len, nrec, extra in records:
             seen += 1
+            if seen <= _RUN and t in _UPDATES and utype == _SCHEDULED and rid == message_id:
+                continue  # a reference's scheduled delivery time, written right after it
             if seen > _RUN or t not in _UPDATES or utype != _ADD_REF:
                 return False  # the run of references after the message ended
             at = off + head[t]
@@ -50,9 +57,9 @@ def ref_written_in_place(result, message_id: int, queue_id: int) -> bool:
 
 def run_owner(result, at: tuple[int, int]) -> int | None:
     """The id of the message whose live-or-dead ADD record begins the run of reference records (ADD_REF
-    updates, nothing else between) that holds the record whose body starts at ``at`` (file index, body offset)
-    in the messages journal loaded as ``result``; None when that record follows no such run (a rescan of its
-    file up to it, done on damage only)."""
+    updates and that message's scheduled delivery times, nothing else between) that holds the record whose body
+    starts at ``at`` (file index, body offset) in the messages journal loaded as ``result``; None when that record
+    follows no such run (a rescan of its file up to it, done on damage only)."""
     fi, body_at = at
     opened = result.opened
     version = opened.files[fi].version
@@ -65,6 +72,8 @@ def run_owner(result, at: tuple[int, int]) -> int | None:
                     return owner
             elif t in _ADDS and utype in _MESSAGES:
                 owner = rid
+            elif t in _UPDATES and utype == _SCHEDULED and rid == owner:
+                pass  # the scheduled delivery time of the reference before it: the run goes on
             else:
                 owner = None
             if start >= body_at:

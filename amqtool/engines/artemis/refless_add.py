@@ -16,7 +16,13 @@ A message some queue acknowledged is left out: one acknowledged on every queue i
 crash cut off (``storeAcknowledge``, then ``deleteMessage``: two writes), loses nothing at start. Unless the
 damaged bytes are zeros laid exactly over whole records (``load.file_gaps``) that count more of its references,
 at a reference's length each (the broker writes them right after the ADD), than it has acknowledgements: then a
-queue still held it.
+queue still held it. Nor when every surviving acknowledgement of it stands in a file loaded after the damaged one,
+and live records follow the last of them: the broker deletes a message at its last acknowledgement (the DELETE
+follows it from the same call, ``QueueImpl.postAcknowledge``, or comes from the next start's load, which deletes a
+message no reference holds), so a DELETE written after the damage would survive. None does: some queue still held
+the message, and its reference was in the damaged bytes (acknowledgements come after the references they consume).
+Left out: a crash between the last acknowledgement and its DELETE, which leaves that acknowledgement the journal's
+last live record (:mod:`~amqtool.engines.artemis.acked_refless`).
 """
 from __future__ import annotations
 
@@ -48,9 +54,21 @@ def refless_add(opened, index: int, first: int, evidence, end: int | None = None
     if mid not in evidence.messages or evidence.refs.get(mid) or mid in evidence.deleted_unknown:
         return None
     acked = {q for m, q in evidence.acked if m == mid}
-    if acked and not _more_refs_zeroed(opened, index, first, end, last[0], len(acked)):
+    if acked and not _more_refs_zeroed(opened, index, first, end, last[0], len(acked)) \
+            and not _acked_after(evidence, mid, index):
         return None
     return mid
+
+
+def _acked_after(evidence, mid: int, index: int) -> bool:
+    """Whether every live acknowledgement of message ``mid`` stands in a file loaded after file ``index``, and
+    live records follow the last of them (module contract: its DELETE would then survive)."""
+    from amqtool.engines.artemis.acked_refless import last_acks
+
+    if evidence._messages is None:
+        return False
+    seen = last_acks(evidence._messages, {mid}).get(mid)
+    return seen is not None and seen[0] > index and seen[1]
 
 
 def _more_refs_zeroed(opened, index: int, first: int, end: int | None, add_type: int, acked: int) -> bool:

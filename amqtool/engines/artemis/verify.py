@@ -64,6 +64,7 @@ from amqtool.engines.artemis.ref_in_place import run_owned
 from amqtool.engines.artemis.strayed_refs import strayed_refs
 from amqtool.engines.artemis.lost_end import lost_end
 from amqtool.engines.artemis.refless_add import refless_add
+from amqtool.engines.artemis.acked_refless import acked_refless
 from amqtool.engines.artemis.restart_orphans import left_by_restart
 from amqtool.engines.artemis.stale_tail import compactor_leftover, own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
@@ -1620,6 +1621,18 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
     retyped_ref = ref_retyped_finding(evidence, where) if ids_trusted else None
     if retyped_ref is not None:
         findings.append(retyped_ref)
+    # a reference read as an acknowledgement (ref-retyped) leaves the same trace: named there once
+    retyped_ids = set(retyped_ref.details["messageIds"]) if retyped_ref is not None else set()
+    refless = [m for m in acked_refless(evidence) if m not in retyped_ids]
+    if refless:
+        shown = ", ".join(map(str, refless[:MAX_LISTED]))
+        findings.append(Finding(
+            Severity.CRITICAL, "message-refs-lost",
+            f"{len(refless)} message(s) acknowledged on a queue have no reference left anywhere and no DELETE, "
+            f"while records follow their last acknowledgement: their references were lost to damage, a queue "
+            f"still held each (the broker deletes a message at its last acknowledgement), and the broker deletes "
+            f"a message no reference holds at start: {shown}", where, None,
+            {"count": len(refless), "messageIds": refless[:100]}))
     retyped = retyped_messages(results.get("messages"), evidence.live_queues)
     if retyped:
         first = retyped[0]
