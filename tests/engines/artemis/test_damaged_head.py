@@ -116,16 +116,23 @@ def test_a_consuming_transactions_header_leaves_its_id_unaccounted(demo_s1):
 REF_488 = 64775  # UPDATE, ADD_REF of message 488 to queue 23 (31 bytes): the last record of demo-s2's file 14
 
 
+REF_488_FILE = "data/journal/activemq-data-14.amq"
+
+
+def _loses_ref_488(demo_s2, fault: Fault, queue: int | None = 23) -> None:
+    """``fault`` on demo-s2's REF_488 loses message 488 on a queue, and verify names that reference (lostRef)."""
+    outcome, tail = _cut(demo_s2, REF_488_FILE, 0, fault)
+    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
+    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
+    assert tail.details["lostRef"] == {"messageId": 488, "queueId": queue, "txId": -1}
+
+
 @pytest.mark.parametrize("offset, mask", [(REF_488 + 27, 0x40), (REF_488 + 30, 0x01)])
 def test_a_reference_whose_header_survives_proves_the_loss(demo_s2, offset, mask):
-    path = "data/journal/activemq-data-14.amq"
-    data = (demo_s2.root / path).read_bytes()
+    data = (demo_s2.root / REF_488_FILE).read_bytes()
     assert (data[REF_488], int.from_bytes(data[REF_488 + 6:REF_488 + 14], "big"), data[REF_488 + 18],
             int.from_bytes(data[REF_488 + 19:REF_488 + 27], "big")) == (12, 488, 32, 23)
-    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record checksize"))
-    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
-    assert (outcome.verdict, tail.severity.name) == ("CRITICAL", "CRITICAL")
-    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+    _loses_ref_488(demo_s2, Fault("flip", REF_488_FILE, offset, mask, label="record checksize"))
 
 
 @pytest.mark.parametrize("offset, mask", [(REF_488 + 16, 0x40), (REF_488 + 17, 0x01)])
@@ -133,11 +140,7 @@ def test_a_reference_whose_body_size_was_damaged_names_its_queue(demo_s2, offset
     # campaign seed 4711 on the hold-out h36 (real JournalImpl; loss/WARNING): the last reference of a compactor
     # output with a bit of its body size flipped. A reference's body is its 8-byte queue id, and the record's
     # closing size word, where such a body ends it, says the body is whole: the queue is read from it
-    path = "data/journal/activemq-data-14.amq"
-    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record 12 bodysize"))
-    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
-    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
-    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+    _loses_ref_488(demo_s2, Fault("flip", REF_488_FILE, offset, mask, label="record 12 bodysize"))
 
 
 @pytest.mark.parametrize("offset, length", [(REF_488 + 25, 6), (REF_488 + 20, 11)])
@@ -146,11 +149,7 @@ def test_a_reference_whose_queue_id_was_zeroed_is_its_messages_last(demo_s2, off
     # id ... is accounted for"): which of the address's queues it named cannot be told, but every other reference
     # of message 488 was acknowledged, and the broker deletes a message once its last reference is: a live one
     # with none pending lost the reference that kept it
-    path = "data/journal/activemq-data-14.amq"
-    outcome, tail = _cut(demo_s2, path, 0, Fault("zero", path, offset, length, label="end-zero"))
-    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
-    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
-    assert tail.details["lostRef"] == {"messageId": 488, "queueId": None, "txId": -1}
+    _loses_ref_488(demo_s2, Fault("zero", REF_488_FILE, offset, length, label="end-zero"), queue=None)
 
 
 @pytest.mark.parametrize("offset, mask", [(REF_488 + 1, 0x40), (REF_488 + 1, 0x10), (REF_488 + 3, 0x80)])
@@ -159,18 +158,14 @@ def test_a_reference_whose_tag_was_damaged_into_an_id_no_file_had_proves_the_los
     # reference with a bit of its tag (the fileID, 14) flipped. The broker skips a record whose fileID is not the
     # file's, and stops there; verify read a clean end. A record of an earlier use of the file left behind carries
     # a lower fileID, but no file of the journal ever had this one: the record is this use's, its tag damaged
-    path = "data/journal/activemq-data-14.amq"
-    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, offset, mask, label="record 12 tag"))
-    assert (outcome.truth, outcome.diff["lost"]) == ("loss", 1)
-    assert (outcome.verdict, tail.severity.name, tail.offset) == ("CRITICAL", "CRITICAL", REF_488)
-    assert tail.details["lostRef"] == {"messageId": 488, "queueId": 23, "txId": -1}
+    _loses_ref_488(demo_s2, Fault("flip", REF_488_FILE, offset, mask, label="record 12 tag"))
 
 
 def test_a_reference_whose_tag_reads_as_an_earlier_files_names_nothing(demo_s2):
     # the tag flipped to 10, a fileID an earlier use of the file may have carried: a record that use left
     # behind after this use's last reads the same, and names nothing this use lost
-    path = "data/journal/activemq-data-14.amq"
-    outcome, tail = _cut(demo_s2, path, 0, Fault("flip", path, REF_488 + 4, 0x04, label="record 12 tag"))
+    outcome, tail = _cut(demo_s2, REF_488_FILE, 0, Fault("flip", REF_488_FILE, REF_488 + 4, 0x04,
+                                                          label="record 12 tag"))
     assert "lostRef" not in tail.details
 
 
