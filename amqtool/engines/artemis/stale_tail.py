@@ -32,6 +32,8 @@ ends it: a store of 12 KiB files, written and compacted by the real JournalImpl,
 """
 from __future__ import annotations
 
+from amqtool.formats.damage import one_byte_apart
+
 MIN_RECORD = 13  # a DELETE: type, tag, id, check size
 # a remainder shorter than this may equal the previous output's bytes by chance
 MIN_LEFTOVER = 8
@@ -42,13 +44,18 @@ def _is_type(b: int) -> bool:
     return 10 <= b <= 19
 
 
-def own_record_start(head: bytes, tag: int) -> bool:
+def own_record_start(head: bytes, tag: int, top_tag: int | None = None) -> bool:
     """Whether the bytes after a file's last valid record (``head``) start a record of this use of the file:
     this use's tag after the first byte, whatever that byte holds. An earlier use's bytes there carry that
     use's own, older fileID (fileIDs only grow), so the tag was written in this use: a record torn by a crash,
     or one whose type byte was damaged (``JournalImpl.readJournalFile`` skips a byte that is no record type,
-    and with it the whole record)."""
-    return len(head) >= 5 and int.from_bytes(head[1:5], "big", signed=True) == tag
+    and with it the whole record). Given ``top_tag`` (the highest fileID of the journal's files), so is a tag one
+    damaged byte from this use's and above it: no use of any file ever had that id (the record's tag damaged,
+    which is what made the broker stop reading there)."""
+    if len(head) < 5:
+        return False
+    read = int.from_bytes(head[1:5], "big", signed=True)
+    return read == tag or (top_tag is not None and read > top_tag and one_byte_apart(read, tag))
 
 
 def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,

@@ -158,6 +158,7 @@ class _GapInspector:
         # ids whose DELETE the damage this inspector saw may have taken (lost_deletes.py), set by verify_journal
         self.lost_deletes: set[int] = set()
         self.by_tag: dict[int, list[int]] | None = None  # tag -> indexes of the files carrying it (read lazily)
+        self.top_tag: int | None = None  # the highest fileID of the journal's files (read lazily)
 
     def _region(self, scan: FileScan, first: int, end: int):
         """The damaged bytes (and a few before them) to reconstruct from once the load is complete."""
@@ -193,7 +194,9 @@ class _GapInspector:
         head = self.opened.pread(scan.index, first, _STALE_SEARCH_LIMIT)
         # A torn record of the current use of the file carries the file's own tag (so does one whose type byte
         # was damaged: the broker skips it)
-        own_tag = own_record_start(head, jf.tag)
+        if self.top_tag is None:
+            self.top_tag = max(f.tag for f in self.opened.files)
+        own_tag = own_record_start(head, jf.tag, self.top_tag)
         stale_at = None if own_tag else _first_foreign_record(head, first, jf.tag, jf.version)
         if stale_at is None and not own_tag and stale_fragment(head, first, gaps.tail_end, tag=jf.tag,
                                                                  last_end=gaps.end):
