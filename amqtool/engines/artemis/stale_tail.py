@@ -50,12 +50,15 @@ def own_record_start(head: bytes, tag: int, top_tag: int | None = None) -> bool:
     use's own, older fileID (fileIDs only grow), so the tag was written in this use: a record torn by a crash,
     or one whose type byte was damaged (``JournalImpl.readJournalFile`` skips a byte that is no record type,
     and with it the whole record). Given ``top_tag`` (the highest fileID of the journal's files), so is a tag one
-    damaged byte from this use's and above it: no use of any file ever had that id (the record's tag damaged,
-    which is what made the broker stop reading there)."""
+    damaged byte from this use's, not its lowest, and above it: no use of any file ever had that id (the
+    record's tag damaged, which is what made the broker stop reading there)."""
     if len(head) < 5:
         return False
     read = int.from_bytes(head[1:5], "big", signed=True)
-    return read == tag or (top_tag is not None and read > top_tag and one_byte_apart(read, tag))
+    # (a damaged low byte is left out: a journal cut short of its newest files, whose earlier ids a compaction
+    # reissued lower, may hold an earlier use's tag just above its highest fileID)
+    return read == tag or (top_tag is not None and read > top_tag and one_byte_apart(read, tag)
+                           and (read ^ tag) >> 8 != 0)
 
 
 def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
