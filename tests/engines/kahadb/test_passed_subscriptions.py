@@ -10,18 +10,17 @@ redo of its send adds no ack position back, and the message is lost for k8-b:b (
 49031000021, db.data@41406 ^0x04: read WARNING)."""
 from __future__ import annotations
 
-import shutil
 import struct
 from pathlib import Path
 
 from amqtool.engines.kahadb import verify_store
 from amqtool.errors import overall_verdict
 from amqtool.store.layout import detect
+from tests.engines.kahadb.judged import checkpoint_moved, flip
 from tests.faults.kahadb import KahaCampaign
 from tests.faults.model import Fault
 
 K8 = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k8-priority-topic-kill" / "kahadb"
-LAST_UPDATE_AT = 4096 + 21 + 4 + 8 + 1  # db.data page 0: state, destinations page, lastUpdate's flag: log id, offset
 LAST_ACKS = struct.pack(">qBqB", 4, 0, -1, 0)  # subscriptionAcks leaf values: k8-a:a's LastAck, then k8-b:b's
 RANGE = struct.pack(">iBqq", 1, 1, 0, 6)  # k8-b:b's ackPositions: one range, 0..6
 
@@ -29,11 +28,7 @@ RANGE = struct.pack(">iBqq", 1, 1, 0, 6)  # k8-b:b's ackPositions: one range, 0.
 def _index_ahead(tmp_path: Path) -> tuple[Path, int]:
     """The store, and the offset of the last byte of k8-b:b's ackPositions range end."""
     root = tmp_path / "src" / "kahadb"
-    shutil.copytree(K8, root)
-    (root / "lock").unlink(missing_ok=True)
-    data = bytearray((root / "db.data").read_bytes())
-    assert struct.unpack_from(">ii", data, LAST_UPDATE_AT) == (1, 8236)
-    struct.pack_into(">ii", data, LAST_UPDATE_AT, 1, 3784)
+    data = checkpoint_moved(K8, root, (1, 8236), (1, 3784))
     assert data.count(LAST_ACKS) == 1 and data.count(RANGE) == 1
     struct.pack_into(">q", data, data.find(LAST_ACKS) + 9, 3)
     (root / "db.data").write_bytes(bytes(data))
@@ -57,9 +52,7 @@ def test_a_send_after_the_checkpoint_passed_by_a_subscription_is_a_loss(tmp_path
 
 def test_the_finding_names_the_subscription_and_the_message(tmp_path):
     root, at = _index_ahead(tmp_path)
-    data = bytearray((root / "db.data").read_bytes())
-    data[at] ^= 0x02
-    (root / "db.data").write_bytes(bytes(data))
+    flip(root, "db.data", at, 0x02)
     findings, _ = verify_store(detect(root))
     f = next(f for f in findings if f.code == "kahadb-index-journal-mismatch")
     assert f.details["passedSubscriptions"] == [{"destination": "1:fx.k8.t", "subscription": "k8-b:b",
