@@ -86,6 +86,7 @@ from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact,
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
+from amqtool.engines.kahadb.absent_subscriptions import absent_subscriptions
 from amqtool.engines.kahadb.index_ahead import held, holds, located, passed_subscriptions
 from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
@@ -979,6 +980,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         # killed: the replay after the checkpoint redoes the sends the index already holds (index_ahead.py)
         lu = d.index.view.metadata.last_update
         passed = passed_subscriptions(d, (lu.log_id, lu.offset))
+        subs = absent_subscriptions(d, (lu.log_id, lu.offset))
     if not extra and not lose and not subs and not passed:
         return
     back = sorted({mid for _k, _s, mid, _l in extra})
