@@ -65,3 +65,33 @@ def held(buf, first: int, last: int, fid: int, where: dict, transactions: dict) 
     except (FormatError, AttributeError, ValueError):
         return False
     return n > 0
+
+
+def passed_subscriptions(d, last_update: tuple) -> list[tuple]:
+    """The durable subscriptions the index on disk has passed over a send after ``last_update`` ((file id,
+    offset)) that the journal's replay leaves waiting for them: ``(destination key, sub key, [message id])``
+    per subscription.
+
+    The index can already hold sends written after its checkpoint (pages flushed between checkpoints, above).
+    Replayed at start, such a send finds its Location in ``locationIndex``: a redo, which keeps the entry's
+    sequence and adds no ack position for any subscription (``MessageDatabase.updateIndex``, only a new send
+    calls ``addAckLocationForNewMessage``). So a subscription whose cursor in the index (LastAck, ackPositions)
+    leaves out an entry the index holds at the send's own Location, while no acknowledgement of that
+    subscription in the journal took it, never gets that message: lost for it."""
+    out = []
+    for key, dest in (d.indexed or {}).items():
+        st = d.replay.destinations.get(key)
+        if not dest.subscriptions or st is None:
+            continue
+        at = {(m.file_id, m.offset): m for m in dest.messages}
+        cursors = {sk: set(seqs) for sk, seqs in dest.subscriptions.items()}
+        passed: dict = {}
+        for mid, m in st.messages.items():
+            entry = at.get((m.file_id, m.offset))
+            if (m.file_id, m.offset) <= last_update or entry is None or entry.message_id != mid:
+                continue
+            for sk in m.waiting or ():
+                if sk in cursors and entry.seq not in cursors[sk]:
+                    passed.setdefault(sk, []).append(mid)
+        out.extend((key, sk, sorted(mids)) for sk, mids in sorted(passed.items()))
+    return out

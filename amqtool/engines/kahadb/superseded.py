@@ -23,7 +23,7 @@ import zlib
 
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
-from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode_command
+from amqtool.formats.kahadb.commands import AddMessageCommand, EntryType, decode_command, transaction_head
 
 from amqtool.engines.kahadb.forwarded import is_marker
 
@@ -64,7 +64,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
         for i, (payload, cmd) in enumerate(records):
             if compaction and (i == 0 or inert(payload)):
                 continue
-            cmd = cmd or decode_command(bytes(payload))
+            cmd = _decoded_or_rolled_back(payload, cmd, newest, rolled_back)
+            if cmd is None:
+                continue
             if cmd.type in LOCATION_ONLY and cmd.unknown and not newest:
                 # another record whose type byte now reads as one of these: the replay drops it, which is
                 # harmless when it was written as a send the replay undoes (the batch as written, from its
@@ -87,6 +89,20 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     except (FormatError, struct.error, AttributeError):
         return False
     return bool(records)
+
+
+def _decoded_or_rolled_back(payload, cmd, newest: bool, rolled_back):
+    """``cmd`` (or the record decoded), or None for a record of the newest file that no longer decodes whose head
+    names a transaction the replay reads a ROLLBACK of after it (commands.transaction_head): whatever the rest
+    of a send or an ack of it held, ``process(KahaRollbackCommand)`` drops it, and ``Journal.recoveryCheck`` has
+    the broker skip the corrupted batch anyway."""
+    try:
+        return cmd or decode_command(bytes(payload))
+    except FormatError:
+        head = transaction_head(payload) if newest and rolled_back is not None else None
+        if head is not None and head[1].key in rolled_back():
+            return None
+        raise
 
 
 # MessageDatabase.process visits these with processLocation(location) alone: nothing else changes

@@ -86,7 +86,8 @@ from amqtool.engines.kahadb.damage import checkpoint_failures, evidence, intact,
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
-from amqtool.engines.kahadb.index_ahead import held, holds, located
+from amqtool.engines.kahadb.absent_subscriptions import absent_subscriptions
+from amqtool.engines.kahadb.index_ahead import held, holds, located, passed_subscriptions
 from amqtool.engines.kahadb.indexed import acked_names
 from amqtool.engines.kahadb.length_skips import skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
@@ -966,6 +967,7 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                                                         "messageIds": [mid for _f, _o, _k, mid in early[:100]]}))
     lose = []
     subs = []  # (destination, sub key, what differs) for the durable subscriptions
+    passed = []  # (destination, sub key, [message id]) the index passed over after the checkpoint
     if d.records_after_last_update == 0 or judge.forwarded_only:
         for key, dest in d.indexed.items():
             st = d.replay.destinations.get(key)
@@ -974,7 +976,12 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
             lose.extend((key, m.message_id, (m.file_id, m.offset)) for m in dest.messages
                         if m.message_id not in live and (m.file_id, m.offset) not in locs)
         subs = _subscriptions_against_journal(d)
-    if not extra and not lose and not subs:
+    elif d.index.view.metadata.last_update is not None:
+        # killed: the replay after the checkpoint redoes the sends the index already holds (index_ahead.py)
+        lu = d.index.view.metadata.last_update
+        passed = passed_subscriptions(d, (lu.log_id, lu.offset))
+        subs = absent_subscriptions(d, (lu.log_id, lu.offset))
+    if not extra and not lose and not subs and not passed:
         return
     back = sorted({mid for _k, _s, mid, _l in extra})
     details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
@@ -990,6 +997,15 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         parts.append(f"give {len(subs)} durable subscription(s) other pending messages than the index does ("
                      + ", ".join(f"{sk} on {qualified(k)}: {a} in the index, {b} in the journal"
                                  for k, sk, a, b in subs[:3]) + (" ..." if len(subs) > 3 else "") + ")")
+    if passed:
+        ids = [mid for _k, _sk, mids in passed for mid in mids]
+        details["passedSubscriptions"] = [{"destination": k, "subscription": sk, "messageIds": mids[:100]}
+                                          for k, sk, mids in passed[:100]]
+        parts.append(f"give back {len(ids)} message(s) sent after the checkpoint to durable subscription(s) "
+                     "whose cursor in the index passed over them, which no ack of theirs took and the broker's "
+                     "replay (a redo of a send the index holds) does not hand back ("
+                     + ", ".join(f"{sk} on {qualified(k)}" for k, sk, _m in passed[:3])
+                     + (" ..." if len(passed) > 3 else "") + f": {_first_five(ids)})")
     what = " and ".join(parts)
     db = str(d.directory / "db.data")
     if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):

@@ -348,3 +348,26 @@ def _decode_body(etype: EntryType, body) -> Command:
 def entry_type_of(payload) -> int:
     """The KahaEntryType byte of a payload without decoding it (-1 when empty)."""
     return payload[0] if len(payload) else -1
+
+
+def transaction_head(payload) -> tuple[EntryType, TransactionId] | None:
+    """The entry type and transaction of a send or an ack read from the head of its payload alone, or None.
+
+    ``MessageDatabase.toByteSequence`` writes the type byte, the body's length, then the protobuf body in field
+    order, and a KahaAddMessageCommand's or KahaRemoveMessageCommand's first field is ``transaction_info`` (1):
+    its bytes come before the destination, id and message. So a record whose rest no longer decodes (zeroed,
+    say) still tells whose operation it was when that head is whole."""
+    mv = payload if isinstance(payload, memoryview) else memoryview(payload)
+    try:
+        etype = EntryType(mv[0]) if len(mv) else None
+        if etype not in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE):
+            return None
+        _length, pos = read_varint(mv, 1, len(mv))
+        if pos >= len(mv) or mv[pos] != (1 << 3 | LEN):
+            return None
+        size, start = read_varint(mv, pos + 1, len(mv))
+        if start + size > len(mv):
+            return None
+        return etype, decode_transaction_info(mv[start:start + size])
+    except FormatError:
+        return None

@@ -22,23 +22,18 @@ from amqtool.store.kahadb_layout import from_activemq_xml
 from amqtool.store.layout import detect
 from tests.faults.kahadb import KahaCampaign
 from tests.faults.model import Fault
+from tests.engines.kahadb.judged import LAST_UPDATE_AT, checkpoint_moved
 from tests.support import KAHADB
 
 GC = KAHADB / "gc" / "kahadb"
 BATCH = 2075  # db-8.log: the batch of the ADD at 8:2103 (ID:...-3:3:-1:1:61, live on fx.gc.q), up to 3680
-LAST_UPDATE_AT = 4096 + 21 + 4 + 8 + 1  # db.data page 0: state, destinations page, lastUpdate's flag: log id, offset
 
 pytestmark = pytest.mark.skipif(not GC.is_dir(), reason="shared KahaDB fixtures not present")
 
 
 def _index_ahead(tmp_path: Path) -> Path:
     root = tmp_path / "src" / "kahadb"
-    shutil.copytree(GC, root)
-    (root / "lock").unlink(missing_ok=True)
-    data = bytearray((root / "db.data").read_bytes())
-    assert struct.unpack_from(">ii", data, LAST_UPDATE_AT) == (8, 39989)
-    struct.pack_into(">ii", data, LAST_UPDATE_AT, 7, 63596)
-    (root / "db.data").write_bytes(bytes(data))
+    checkpoint_moved(GC, root, (8, 39989), (7, 63596))
     return root
 
 
