@@ -48,6 +48,22 @@ def test_a_delete_moved_onto_an_earlier_live_message_drops_it(tmp_path, run_json
     assert found["offset"] == at and code == 2
 
 
+def _demo_delete_flipped(tmp_path, size: int, seed: int, live_ratio: float, rel: str, at: int, message: int,
+                         mask: int):
+    """(outcome, findings) of a demo store (``create --demo``) whose DELETE of ``message`` at ``rel``@``at`` has
+    ``mask`` flipped in its id's low byte."""
+    from amqtool.engines.artemis.demo import create_demo
+    from tests.faults.model import Fault
+    from tests.faults.runner import Campaign
+
+    store = tmp_path / "demo"
+    create_demo(store, size, seed=seed, live_ratio=live_ratio)
+    data = (store / rel).read_bytes()
+    assert data[at] == 16 and data[at + 6:at + 14] == message.to_bytes(8, "big")
+    with Campaign("demo", store) as c:
+        return c.judge_findings(Fault("flip", rel, at + 13, mask, label="delete-id"))
+
+
 def test_a_delete_moved_onto_a_page_transaction_record_drops_its_paged_messages(tmp_path):
     # delete-id sweep seed 7798 on hold-out demo d25 (create --demo 24MiB --seed 25 --live-ratio 0.45; loss/OK,
     # 7798010014): a random byte (^0xb6) of the DELETE of message 11662, right after its last acknowledgement,
@@ -55,17 +71,9 @@ def test_a_delete_moved_onto_a_page_transaction_record_drops_its_paged_messages(
     # deletes that record and drops the paged message of that transaction still to be consumed; 11662 stays,
     # acknowledged everywhere and never deleted. Its ADD stands (not reclaimed): verify sought moved DELETEs only
     # after acknowledgements of ids without a message record, and only onto messages, and said OK.
-    from amqtool.engines.artemis.demo import create_demo
-    from tests.faults.model import Fault
-    from tests.faults.runner import Campaign
-
-    store = tmp_path / "d25"
-    create_demo(store, 24 << 20, seed=25, live_ratio=0.45)
-    rel, at = "data/journal/activemq-data-2.amq", 10155720
-    data = (store / rel).read_bytes()
-    assert data[at] == 16 and data[at + 6:at + 14] == (11662).to_bytes(8, "big")
-    with Campaign("d25", store) as c:
-        outcome, found = c.judge_findings(Fault("flip", rel, at + 13, 0xB6, label="delete-id"))  # 11662 -> 11576
+    at = 10155720
+    outcome, found = _demo_delete_flipped(tmp_path, 24 << 20, 25, 0.45, "data/journal/activemq-data-2.amq", at,
+                                          11662, 0xB6)  # 11662 -> 11576
     assert (outcome.truth, outcome.verdict) == ("loss", "CRITICAL")
     (f,) = [f for f in found if f.code == "delete-moved"]
     assert (f.offset, f.details["id"], f.details["acknowledgedId"], f.details["pagedMessages"]) == (at, 11576, 11662, 1)
@@ -77,15 +85,6 @@ def test_a_delete_moved_onto_a_prepared_page_transactions_record_changes_nothing
     # 1017, written in XA transaction 1017, prepared and never committed. The load finds no record to delete
     # (a prepared transaction's records are not in it yet): nothing is lost, and 937, still live and acknowledged
     # everywhere, delivers nothing.
-    from amqtool.engines.artemis.demo import create_demo
-    from tests.faults.model import Fault
-    from tests.faults.runner import Campaign
-
-    store = tmp_path / "d31"
-    create_demo(store, 4 << 20, seed=7746, live_ratio=0.5)
-    rel, at = "data/journal/activemq-data-1.amq", 1833179
-    data = (store / rel).read_bytes()
-    assert data[at] == 16 and data[at + 6:at + 14] == (937).to_bytes(8, "big")
-    with Campaign("d31", store) as c:
-        outcome, found = c.judge_findings(Fault("flip", rel, at + 13, 0x55, label="delete-id"))  # 937 -> 1020
+    outcome, found = _demo_delete_flipped(tmp_path, 4 << 20, 7746, 0.5, "data/journal/activemq-data-1.amq", 1833179,
+                                          937, 0x55)  # 937 -> 1020
     assert (outcome.truth, outcome.verdict) == ("same", "OK"), [f.code for f in found]
