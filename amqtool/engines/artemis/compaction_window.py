@@ -16,10 +16,20 @@ carries is a file the broker wrote and someone removed, with its records: the ga
 reclaimer with a bounded pool, an earlier compaction) do not reach it.
 
 The inputs were all issued before the compaction began (it compacts the data files, the file then current
-among them, after moving on to a new one), so the window starts above the highest number in their names.
+among them, after moving on to a new one), so the window starts above the highest number in their names. An input
+can carry a fileID above its name, though: a file freed earlier is reinitialised under the next id and keeps its
+name (``JournalFilesRepository.reinitializeFile``), and may then be the file current when the compaction began.
+Such an id is carried by that input while it is on disk. The switch-over frees the inputs one by one in the
+order of their header fileIDs (``renameFiles`` over ``dataFilesToProcess``, sorted by ``JOURNAL_FILE_COMPARATOR``),
+so an input gone carried a lower fileID than every input still there: an id below the compaction's first output
+and below every remaining input's, while some input is gone, may be a freed input's and is not weighed.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
+from amqtool.errors import FormatError
+from amqtool.formats.artemis.records import HEADER_SIZE, decode_header
 from amqtool.store.journal_writer import name_number
 
 _SPAN = 1 << 16  # a window wider than this comes of a damaged header, not of the broker's ids: not weighed
@@ -44,10 +54,16 @@ def ids_lost_while_compacting(result) -> list[int]:
         n = name_number(f.name, prefix)
         if n is not None:
             carried.add(n)
-    for name in control.new_files:
-        n = name_number(name, prefix)
-        if n is not None:
-            carried.add(n)
+    outputs = [n for n in (name_number(name, prefix) for name in control.new_files) if n is not None]
+    carried.update(outputs)
+    remaining, gone = _input_ids(opened.journal.directory, control.old_files)
+    carried.update(remaining)
+    lowest_remaining = min(remaining, default=None)
+    first_output = min(outputs, default=None)
+
+    def maybe_freed_input(i: int) -> bool:
+        return gone and (first_output is None or i < first_output) and (
+            lowest_remaining is None or i < lowest_remaining)
     # up to the newest file holding records or named after its own fileID (created new: the broker's next
     # files): the inputs the switch-over reinitialises get the newest ids under their old names, and one of
     # those deleted takes nothing with it
@@ -55,4 +71,18 @@ def ids_lost_while_compacting(result) -> list[int]:
         s.has_data or name_number(s.file.name, prefix) == s.file.file_id)), default=0)
     if high - began > _SPAN:
         return []
-    return [i for i in range(began + 1, high) if i not in carried]
+    return [i for i in range(began + 1, high) if i not in carried and not maybe_freed_input(i)]
+
+
+def _input_ids(directory: Path, names: list[str]) -> tuple[list[int], int]:
+    """The header fileIDs of the compaction's inputs still in ``directory`` (the load leaves them out: the roll
+    forward deletes them), and how many are gone or unreadable."""
+    ids: list[int] = []
+    gone = 0
+    for name in names:
+        try:
+            with open(directory / name, "rb") as fh:
+                ids.append(decode_header(fh.read(HEADER_SIZE)).file_id)
+        except (OSError, FormatError):
+            gone += 1
+    return ids, gone
