@@ -15,14 +15,24 @@ roll-forward, under a header of the lowest old ids: compaction_marks.py). An id 
 carries is a file the broker wrote and someone removed, with its records: the gap's other explanations (the
 reclaimer with a bounded pool, an earlier compaction) do not reach it.
 
-The inputs were all issued before the compaction began (it compacts the data files, the file then current
-among them, after moving on to a new one), so the window starts above the highest number in their names. An input
-can carry a fileID above its name, though: a file freed earlier is reinitialised under the next id and keeps its
-name (``JournalFilesRepository.reinitializeFile``), and may then be the file current when the compaction began.
-Such an id is carried by that input while it is on disk. The switch-over frees the inputs one by one in the
-order of their header fileIDs (``renameFiles`` over ``dataFilesToProcess``, sorted by ``JOURNAL_FILE_COMPARATOR``),
-so an input gone carried a lower fileID than every input still there: an id below the compaction's first output
-and below every remaining input's, while some input is gone, may be a freed input's and is not weighed.
+The files are taken in the order their ids were issued (the pool is a queue, and a new file is created only
+when it is empty), so the file current when the compaction began, one of its inputs, carries the highest id of
+the inputs, and every file taken since, or left in the pool, a higher one. The window starts above the inputs'
+ids: the numbers in their names and their header fileIDs (a file freed earlier is reinitialised under the next
+id and keeps its name, ``JournalFilesRepository.reinitializeFile``), but not the ids the switch-over gave
+the inputs it reinitialised, which are above every other file's.
+
+The switch-over frees the inputs one by one in the order of their header fileIDs (``renameFiles`` over
+``dataFilesToProcess``, sorted by ``JOURNAL_FILE_COMPARATOR``), so an input gone carried a lower fileID than
+every input still there: an id below the compaction's first output and below every remaining input's, while
+some input is gone, may be a freed input's and is not weighed.
+
+Under a pool (``journal-pool-files`` other than 0) the compactor may take its outputs from the free files
+(``openFileCMP`` takes the next opened file, ``takeFile`` polls ``freeFiles`` first): an output named at or
+below the inputs' ids is such a file. Each was reinitialised under a new id when it was freed, before the
+compaction, and that id goes when the compactor writes its own header. Those ids lie below the first output
+the compactor created new (named after a fresh id). So below it, as many ids as such outputs may be carried by
+no file; more than that is a file removed.
 """
 from __future__ import annotations
 
@@ -47,23 +57,27 @@ def ids_lost_while_compacting(result) -> list[int]:
     inputs = [n for n in (name_number(name, prefix) for name in control.old_files) if n is not None]
     if not inputs:
         return []
-    began = max(inputs)
-    carried: set[int] = set()
+    remaining, gone = _input_ids(opened.journal.directory, control.old_files)
+    outputs = [n for n in (name_number(name, prefix) for name in control.new_files) if n is not None]
+    # the ids the switch-over gave inputs are above every file taken since the compaction began
+    others = [f.file_id for f in result.files if name_number(f.name, prefix) not in outputs]
+    taken_since = min(others, default=None)
+    began = max(inputs + [i for i in remaining if taken_since is None or i < taken_since])
+    reused = sum(n <= began for n in outputs)  # free files the compactor took: their ids went with their headers
+    first_fresh = min((n for n in outputs if n > began), default=None)
+    carried: set[int] = set(outputs) | set(remaining)
     for f in result.files:
         carried.add(f.file_id)
         n = name_number(f.name, prefix)
         if n is not None:
             carried.add(n)
-    outputs = [n for n in (name_number(name, prefix) for name in control.new_files) if n is not None]
-    carried.update(outputs)
-    remaining, gone = _input_ids(opened.journal.directory, control.old_files)
-    carried.update(remaining)
     lowest_remaining = min(remaining, default=None)
     first_output = min(outputs, default=None)
 
     def maybe_freed_input(i: int) -> bool:
         return gone and (first_output is None or i < first_output) and (
             lowest_remaining is None or i < lowest_remaining)
+
     # up to the newest file holding records or named after its own fileID (created new: the broker's next
     # files): the inputs the switch-over reinitialises get the newest ids under their old names, and one of
     # those deleted takes nothing with it
@@ -71,7 +85,11 @@ def ids_lost_while_compacting(result) -> list[int]:
         s.has_data or name_number(s.file.name, prefix) == s.file.file_id)), default=0)
     if high - began > _SPAN:
         return []
-    return [i for i in range(began + 1, high) if i not in carried and not maybe_freed_input(i)]
+    missing = [i for i in range(began + 1, high) if i not in carried and not maybe_freed_input(i)]
+    pooled = [i for i in missing if first_fresh is None or i < first_fresh]
+    if len(pooled) <= reused:
+        missing = [i for i in missing if i not in pooled]
+    return missing
 
 
 def _input_ids(directory: Path, names: list[str]) -> tuple[list[int], int]:
