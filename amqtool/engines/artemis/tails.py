@@ -95,6 +95,8 @@ class Window:
     # ids just below ``after`` counted because the record carrying ``after`` is a DUPLICATE_ID record, written
     # before its message (lost_window)
     reordered: list[int] = field(default_factory=list)
+    # no record precedes the damage: ``after`` is one below the lowest id the records after it carry
+    from_lowest: bool = False
 
     @property
     def size(self) -> int:
@@ -125,10 +127,11 @@ class IdLedger:
 
     # -- the window --------------------------------------------------------------------------------------
 
-    def bounds(self, opened, index: int, first: int) -> tuple[int, int | None, bool]:
+    def bounds(self, opened, index: int, first: int) -> tuple[int, int | None, bool, bool]:
         """(highest id written before ``first`` in file ``index`` and the files loaded before it, lowest
         new id above it -- an ADD's id -- in the files loaded after it, None when they hold none; whether the
-        highest is a DUPLICATE_ID record's id, whose message may follow it: see lost_window)."""
+        highest is a DUPLICATE_ID record's id, whose message may follow it: see lost_window; whether no record
+        precedes the damage, the lower bound then being the lowest id the records after it carry)."""
         after, dup = -1, False
         for fi in range(index + 1):
             for t, off, rid, tx, utype in _records(opened, fi):
@@ -137,11 +140,22 @@ class IdLedger:
                 if max(rid, tx) > after:
                     after, dup = max(rid, tx), t in _ADDS and rid > tx and utype == _DUPLICATE_ID
         before = None
+        lowest = None  # the lowest id a record after the damage carries
         for fi in range(index + 1, len(opened.files)):
             for t, off, rid, tx, _ in _records(opened, fi):
                 if t in _ADDS and rid > after and (before is None or rid < before):
                     before = rid
-        return after, before, dup
+                for i in (rid, tx):
+                    if i > 0 and (lowest is None or i < lowest):
+                        lowest = i
+        below = after < 0 and lowest is not None and before is not None
+        if below:
+            # nothing before the damage (the oldest file's first records): the ids just above the lowest one the
+            # records after it carry (updates and deletes of older messages included) are weighed; what lay
+            # below it (a message never consumed since, pinning the file) leaves no trace, so such a window
+            # only adds evidence (see reweigh)
+            after = lowest - 1
+        return after, before, dup, below
 
     def duplicate_ids(self) -> bool:
         """Whether the journals hold a DUPLICATE_ID record (duplicate detection in use; read once)."""
@@ -399,10 +413,10 @@ def lost_window(ledger: IdLedger, result, index: int, first: int, evidence=None)
     """The window of ids the records lost at ``first`` (to the end of file ``index``) of the journal loaded
     as ``result`` may have carried, and what the store's surviving records say of each; None when there is
     no bound (no new record in the files after it) or the window is too wide to enumerate."""
-    after, before, dup = ledger.bounds(result.opened, index, first)
+    after, before, dup, below = ledger.bounds(result.opened, index, first)
     if before is None or before - after - 1 > MAX_WINDOW:
         return None
-    w = Window(after, before)
+    w = Window(after, before, from_lowest=below)
     roles = ledger.roles(after, before)
     # the pages are read only when the journals leave an id of the window unexplained
     stored = {"add", "delete", "update", "tx"}
@@ -734,6 +748,8 @@ def reweigh(finding: Finding, ledger: IdLedger | None, result, index: int, first
                        f"with live records: the broker fails the transaction and loses them", finding.path,
                        finding.offset, details)
     w = lost_window(ledger, result, index, first, evidence)
+    if w is not None and w.from_lowest and not (w.live or w.committed or w.page_txs_lost or w.unowned_count):
+        w = None  # ids below its lower bound may have been lost unseen: it proves nothing either way
     if w is None:
         details["lostIds"] = None
         cut = _cut_off(finding, head, details, result, index, first, evidence)
