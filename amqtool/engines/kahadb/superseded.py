@@ -67,13 +67,14 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             cmd = _decoded_or_rolled_back(payload, cmd, newest, rolled_back)
             if cmd is None:
                 continue
-            if cmd.type in LOCATION_ONLY and cmd.unknown and not newest:
-                # another record whose type byte now reads as one of these: the replay drops it, which is
-                # harmless when it was written as a send the replay undoes (the batch as written, from its
-                # Adler-32: one changed byte)
+            if cmd.unknown and not newest:
+                # fields no command of its type has: the damage changed the record's type byte, and the replay
+                # acts on what it reads, not on what was written (the batch as written, from its Adler-32: one
+                # changed byte). That is harmless only when what it reads does nothing and what was written
+                # is a record the replay undoes anyway
                 if written is None:
                     written = _written_commands(buf, first, last) or []
-                if i >= len(written):
+                if i >= len(written) or not _inert_misread(cmd, written[i], ended):
                     return False
                 cmd = written[i]
             if cmd.type in LOCATION_ONLY and not cmd.unknown:
@@ -103,6 +104,22 @@ def _decoded_or_rolled_back(payload, cmd, newest: bool, rolled_back):
         if head is not None and head[1].key in rolled_back():
             return None
         raise
+
+
+def _inert_misread(read, written, ended) -> bool:
+    """``read``, the command the replay makes of a record written as ``written`` whose type byte the damage
+    changed, does nothing: ``process`` of a trace, the producer audit or the ack map only moves ``lastUpdate``;
+    a PREPARE of a transaction whose COMMIT or ROLLBACK the replay reads intact after it (``ended()``) is
+    overtaken by that outcome; an ack of the very message the written send carried finds nothing to take (the
+    send itself is gone). Anything else -- an ack of a committed transaction read as its PREPARE, say -- may
+    change what the broker delivers."""
+    if read.type in LOCATION_ONLY:
+        return True
+    if read.type is EntryType.PREPARE:
+        return ended is not None and read.transaction is not None and read.transaction.key in ended()
+    if read.type is EntryType.REMOVE_MESSAGE and written.type is EntryType.ADD_MESSAGE:
+        return read.message_id == written.message_id and read.destination == written.destination
+    return False
 
 
 # MessageDatabase.process visits these with processLocation(location) alone: nothing else changes
