@@ -16,8 +16,10 @@ must be a written record doing what that one did, each written record it skips o
 delivered: a send acknowledged after the checkpoint (by every durable subscription, for a topic), a send the index
 on disk already holds at its Location (index_ahead.py: index pages are written between checkpoints; its replay
 would only be "a redo of a previously added message", ``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an
-acknowledgement its subscription's selector never needed, or a record whose ``process`` only moves ``lastUpdate``.
-Anything else (a landing on a user record header, a walk that throws, an ack or a transaction's record skipped) is
+acknowledgement its subscription's selector never needed, a send, an ack or the ROLLBACK of a local transaction
+that never commits (its ROLLBACK read intact later, or none written: ``MessageDatabase.recover`` rolls back the local
+transactions still in flight when its replay ends), or a record whose ``process`` only moves ``lastUpdate``.
+Anything else (a landing on a user record header, a walk that throws, a committed transaction's record skipped) is
 not judged here.
 """
 from __future__ import annotations
@@ -31,13 +33,15 @@ from amqtool.formats.kahadb.commands import EntryType, decode_command
 from amqtool.engines.kahadb.replay_walk import WalkStop, load, walk
 
 
-def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None, held=None) -> bool:
+def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None, held=None, uncommitted=None) -> bool:
     """The batch at ``first`` of ``buf`` (a journal file that is not the newest, after the checkpoint), whose
     checksum fails, makes the broker's replay deliver what the records written there and after it would:
     see the module docstring. ``acked``: after_acks.acked_after; ``subscribed(destination key)``: the durable
     subscription keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack; ``held(offset, cmd)``: the index
     holds that send at its Location (index_ahead.holds; None with checkForCorruptJournalFiles, which refuses the
-    start)."""
+    start); ``uncommitted()``: the keys of the transactions whose ROLLBACK the replay reads intact after the batch
+    or that it leaves open (a local one's skipped record, its ROLLBACK included, changes nothing: it is rolled
+    back either way)."""
     from amqtool.engines.kahadb.superseded import LOCATION_ONLY, _SIZE_AT, _effect, _restored
 
     n = len(buf)
@@ -79,6 +83,10 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None,
                 and unmatched(cmd):
             continue
         if cmd.type is EntryType.ADD_MESSAGE and held is not None and held(off, cmd):
+            continue
+        if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE, EntryType.ROLLBACK) \
+                and cmd.transaction is not None and cmd.transaction.local and uncommitted is not None \
+                and cmd.transaction.key in uncommitted():
             continue
         if not acked_send(cmd, acked, subscribed):
             return False

@@ -700,7 +700,8 @@ class _Judge:
                                 "there, not batches (only the newest file is checked at start), and replays them "
                                 "unchanged")
         if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched(),
-                                        None if self.strict else self.holds_at(f)):
+                                        None if self.strict else self.holds_at(f),
+                                        lambda: self.rolled_back_after((f.id, first)) | self.open_txs()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
                                 "byte is a record length (a user record's, which the broker's replay loads as "
                                 "written, or the batch control record's): the replay then steps over what follows "

@@ -100,3 +100,32 @@ def test_committed_send_read_as_its_transactions_prepare_is_critical(tmp_path, o
     assert said == "CRITICAL", codes
     assert "kahadb-checksum-mismatch" in codes
 
+
+def _control_length(root: Path, batch: int, length: int) -> None:
+    # the batch control record's own length (its first int32, 28 as written): the broker's replay walk steps over
+    # the control record by the length it reads
+    p = root / "db-1.log"
+    data = bytearray(p.read_bytes())
+    data[batch:batch + 4] = length.to_bytes(4, "big")
+    p.write_bytes(bytes(data))
+
+
+def test_walk_stepping_over_a_rolled_back_transactions_sends_is_latent(tmp_path):
+    # db-1.log is not the newest: the control record of the rolled-back transaction's first send (batch 11745)
+    # reads 2164 long, so the walk lands on the ROLLBACK's batch at 13909 and skips both sends; the ROLLBACK
+    # drops them anyway (truth: same; hold-out q4-big-tx-kill, campaign seed 510513000057: CRITICAL before)
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _control_length(root, 11745, 13909 - 11745)
+    said, codes = verdict(root)
+    assert said == "WARNING", codes
+    assert "kahadb-corrupt-range" in codes
+
+
+def test_walk_stepping_over_a_committed_send_stays_critical(tmp_path):
+    # the committed transaction's first send (batch 13981) skipped the same way: its COMMIT at 16170 is read
+    # without it, the message is lost (truth: loss)
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    _control_length(root, 13981, 15059 - 13981)
+    assert verdict(root)[0] == "CRITICAL"
