@@ -241,6 +241,17 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     return judge.checked
 
 
+def _torn_by_a_crash(d: DirResult, findings: list[Finding], end: int) -> bool:
+    """The newest file's logical ``end`` is where a batch torn by a crash starts (``DirResult.torn_tail``: past the
+    index checkpoint, nothing written after it), judged so already (a ``kahadb-truncated-tail`` WARNING there).
+    ``recoverIndex`` rolls back the index entries at or past it: index pages are written between checkpoints
+    (every ``indexWriteBatchSize`` pages), so a crash can leave pages holding sends of a journal write it tore --
+    the loss of that write, which the torn tail already stands for."""
+    torn = d.torn_tail()
+    return torn is not None and torn.first == end and any(
+        x.code == "kahadb-truncated-tail" and x.offset == end and x.severity is W for x in findings)
+
+
 def _index_rest(d, ev, judge, findings) -> None:
     add = findings.append
     last_id = d.files[-1].id if d.files else None
@@ -330,9 +341,13 @@ def _index_rest(d, ev, judge, findings) -> None:
                 # (Location order is file then offset: recoverIndex's GTEVisitor(lastAppendLocation) and the
                 # strict check's BetweenVisitor compare where a record starts, not its size)
                 if scan is not None and scan.end is not None and end >= scan.end.offset:
-                    add(Finding(C, "kahadb-reference-past-end", f"the index holds a message of {key} at offset "
-                                f"{end}, at or past the file's logical end {scan.end.offset}: the broker rolls it "
-                                "back at start", _log(d, fid), scan.end.offset,
+                    crash = fid == last_id and _torn_by_a_crash(d, findings, scan.end.offset)
+                    add(Finding(W if crash else C, "kahadb-reference-past-end", f"the index holds a message of "
+                                f"{key} at offset {end}, at or past the file's logical end {scan.end.offset}: the "
+                                "broker rolls it back at start" + (
+                                    "; the end is a write torn by a crash past the index checkpoint, and index "
+                                    "pages written between checkpoints can hold what that write held: the "
+                                    "crash's loss" if crash else ""), _log(d, fid), scan.end.offset,
                                 {"destination": key, "fileId": fid}))
         lu = meta.last_update
         if lu is not None and d.last_record is not None:

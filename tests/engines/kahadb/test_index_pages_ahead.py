@@ -1,0 +1,55 @@
+"""Damage in a killed store whose index pages are ahead of its checkpoint, on
+tests/data/kahadb/q1-prio-rollback-kill (a real 5.17.2 broker, indexWriteBatchSize=10, SIGKILLed during a burst of
+sends: lastUpdate 8:6750, db-14.log the newest; index pages written after the checkpoint hold its sends up to the
+last batch, 14316, and no longer hold what the committed ack transaction at db-11.log took out).
+
+* A last batch that no longer checks out, with nothing written after it, is what a crash tearing that write
+  leaves: ``Journal.recoveryCheck`` ends the file before it and ``recoverIndex`` rolls back the index entries at or
+  past that end -- the torn write's loss (the truth's ``torn``: WARNING; verify.py ``_torn_by_a_crash``). It was
+  CRITICAL (``kahadb-reference-past-end``; hold-out campaign seed 510510000045, 4 such faults in 300)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.engines.kahadb.judged import flip, verdict
+from tests.faults.kahadb import KahaCampaign
+from tests.faults.model import Fault
+
+STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "q1-prio-rollback-kill" / "kahadb"
+LAST = 14316  # db-14.log: the last batch (its ADD at 14344, the index holds it), the end marker at 14824
+
+
+def test_pristine_store_is_a_warning(tmp_path):
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    assert verdict(root) == ("WARNING", {"kahadb-journal-ahead-of-index", "kahadb-open-transaction"})
+
+
+@pytest.mark.parametrize("offset, mask", [(LAST + 28 + 26, 0x28), (LAST + 20, 0x40), (LAST + 28 + 300, 0x01)],
+                         ids=["message-id", "checksum", "body"])
+def test_torn_last_write_the_index_holds_is_a_warning(tmp_path, offset, mask):
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    flip(root, "db-14.log", offset, mask)
+    said, codes = verdict(root)
+    assert said == "WARNING", codes
+    assert {"kahadb-truncated-tail", "kahadb-reference-past-end"} <= codes
+
+
+def test_the_truth_of_that_tear_is_a_crashs(tmp_path):
+    o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-14.log", LAST + 28 + 26, 0x28,
+                                                                        "", "record 1 message id"))
+    assert (o.truth, o.verdict) == ("torn", "WARNING")
+
+
+def test_a_damaged_batch_before_the_last_stays_critical(tmp_path):
+    # the batch at 11320 (sends the index holds at 11348, 13002, 13753) with a batch written after it: no crash
+    # tears a write and goes on writing; the index's sends there are read from damaged bytes at dispatch
+    root = tmp_path / "kahadb"
+    shutil.copytree(STORE, root)
+    flip(root, "db-14.log", 11320 + 28 + 300, 0x01)
+    assert verdict(root)[0] == "CRITICAL"
+
