@@ -386,7 +386,8 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
     nothing the broker delivers (``spent``: a queue ack that finds nothing), read as nothing or as an ack that
-    takes nothing."""
+    takes nothing (``idle``, or ``spent``: a transaction's queue ack whose damaged id no message has finds nothing
+    at its COMMIT either)."""
     if then is None:
         return now is None
     if now is not None:
@@ -394,7 +395,9 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
         if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed) \
                 or _taken_back(now, then, acked, subscribed):
             return True
-        if idle is None or not idle(now):
+        # (read as an ack that takes nothing: outside a transaction, idle; in one too, a queue ack of an id no
+        # message has, spent, which takes nothing at its COMMIT either)
+        if (idle is None or not idle(now)) and (spent is None or not spent(now)):
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then)) \

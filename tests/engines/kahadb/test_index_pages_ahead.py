@@ -6,7 +6,11 @@ last batch, 14316, and no longer hold what the committed ack transaction at db-1
 * A last batch that no longer checks out, with nothing written after it, is what a crash tearing that write
   leaves: ``Journal.recoveryCheck`` ends the file before it and ``recoverIndex`` rolls back the index entries at or
   past that end -- the torn write's loss (the truth's ``torn``: WARNING; verify.py ``_torn_by_a_crash``). It was
-  CRITICAL (``kahadb-reference-past-end``; hold-out campaign seed 510510000045, 4 such faults in 300)."""
+  CRITICAL (``kahadb-reference-past-end``; hold-out campaign seed 510510000045, 4 such faults in 300).
+* An older file's ack of that committed transaction whose message id is damaged is replayed as an ack that finds
+  nothing, and the ack as written found nothing either: the index already took the message out
+  (superseded._same_effect with after_acks.spent_acks; truth ``latent``, CRITICAL before: seeds 510510000145,
+  510510000210)."""
 from __future__ import annotations
 
 import shutil
@@ -53,3 +57,18 @@ def test_a_damaged_batch_before_the_last_stays_critical(tmp_path):
     flip(root, "db-14.log", 11320 + 28 + 300, 0x01)
     assert verdict(root)[0] == "CRITICAL"
 
+
+@pytest.mark.parametrize("offset, mask", [(6090, 0x2b), (6473, 0x47)])
+def test_an_older_files_committed_ack_under_a_damaged_id_the_index_took_out_is_latent(tmp_path, offset, mask):
+    o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-11.log", offset, mask, "",
+                                                                        "record message id"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
+    assert "kahadb-checksum-mismatch" in o.codes
+
+
+def test_an_older_files_committed_ack_of_a_message_the_index_holds_stays_critical(tmp_path):
+    # the same transaction's ack at 4826 names ...-3:1:-1:1:35, which the index on disk still holds: read under a
+    # damaged id it takes nothing, and the message comes back (truth: loss)
+    o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-11.log", 4826 + 94, 0x2b, "",
+                                                                        "record message id"))
+    assert (o.truth, o.verdict) == ("loss", "CRITICAL"), o.codes
