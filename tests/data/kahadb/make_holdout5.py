@@ -10,7 +10,7 @@ usage: PYTHONPATH=/work/shared/fixtures/kahadb/tools make_holdout5.py [q1 ...]
 Broker configs are written to a copy of the fixture tools under $TMPDIR, never into the shared fixtures.
 Broker on 127.0.0.1:61716 (STOMP only), stopped by PID.
 """
-import os, shutil, sys, threading, time
+import os, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -22,13 +22,7 @@ import make_holdout3 as h3  # noqa: E402
 from stompfx import Stomp  # noqa: E402
 
 PORT = 61716
-TOOLS = os.path.join(os.environ["TMPDIR"], "tools")
-shutil.rmtree(TOOLS, ignore_errors=True)
-shutil.copytree(mf.TOOLS, TOOLS)
-fr.TOOLS = mf.TOOLS = TOOLS
-fr.PORT = mf.PORT = h3.PORT = PORT
-mf.WORK = os.path.join(os.environ["TMPDIR"], "amq-holdout5")
-mf.OUTROOT = os.environ.get("HOLDOUT5", "/work/kahadb-holdout5")
+TOOLS = fr.isolate(PORT, "amq-holdout5", os.environ.get("HOLDOUT5", "/work/kahadb-holdout5"), h3)
 NOCKPT = 'checkpointInterval="600000" cleanupInterval="600000"'
 
 
@@ -146,12 +140,7 @@ def q2():
         tx = "q2-tx-%d" % wave
         p.begin(tx)
         ids = [(d, run.send(p, d, nxt(d), size=run.rng.randint(100, 1200), tx=tx)["fx_id"]) for d in (A1, B, A2)]
-        commit = wave != 1
-        (p.commit if commit else p.abort)(tx)
-        if commit:
-            for d, f in ids:
-                live.add(d, f)
-        txs.append({"transaction": tx, "outcome": "commit" if commit else "abort", "fx_ids": [f for _, f in ids]})
+        fr.settle(p, tx, wave != 1, ids, live, txs)
         p.disconnect()
         live.consume(A1, lambda x, w=wave: w < 2 or x["seq"] % 4 == 0)
         live.consume(B, lambda x: x["seq"] % 3 != 0)
@@ -236,11 +225,7 @@ def q4():
             if run.rng.random() < 0.5:
                 d = run.rng.choice((A, B))
                 live.add(d, run.send(p, d, nxt(d), size=mf.log_uniform_size(run.rng, 50, 20000))["fx_id"])
-        (p.commit if commit else p.abort)(tx)
-        if commit:
-            for d, f in ids:
-                live.add(d, f)
-        txs.append({"transaction": tx, "outcome": "commit" if commit else "abort", "fx_ids": [f for _, f in ids]})
+        fr.settle(p, tx, commit, ids, live, txs)
         if t % 5 == 4:
             p.disconnect()
             live.consume(A, lambda x, t=t: x["seq"] % 3 == t % 3, tx="q4-ack-a-%d" % t, commit=True)

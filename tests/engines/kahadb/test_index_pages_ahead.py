@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.kahadb.judged import flip, verdict
+from tests.engines.kahadb.judged import flipped, verdict
 from tests.faults.kahadb import KahaCampaign
 from tests.faults.model import Fault
 
@@ -35,10 +35,7 @@ def test_pristine_store_is_a_warning(tmp_path):
 @pytest.mark.parametrize("offset, mask", [(LAST + 28 + 26, 0x28), (LAST + 20, 0x40), (LAST + 28 + 300, 0x01)],
                          ids=["message-id", "checksum", "body"])
 def test_torn_last_write_the_index_holds_is_a_warning(tmp_path, offset, mask):
-    root = tmp_path / "kahadb"
-    shutil.copytree(STORE, root)
-    flip(root, "db-14.log", offset, mask)
-    said, codes = verdict(root)
+    said, codes = flipped(STORE, tmp_path, "db-14.log", offset, mask)
     assert said == "WARNING", codes
     assert {"kahadb-truncated-tail", "kahadb-reference-past-end"} <= codes
 
@@ -52,10 +49,7 @@ def test_the_truth_of_that_tear_is_a_crashs(tmp_path):
 def test_a_damaged_batch_before_the_last_stays_critical(tmp_path):
     # the batch at 11320 (sends the index holds at 11348, 13002, 13753) with a batch written after it: no crash
     # tears a write and goes on writing; the index's sends there are read from damaged bytes at dispatch
-    root = tmp_path / "kahadb"
-    shutil.copytree(STORE, root)
-    flip(root, "db-14.log", 11320 + 28 + 300, 0x01)
-    assert verdict(root)[0] == "CRITICAL"
+    assert flipped(STORE, tmp_path, "db-14.log", 11320 + 28 + 300, 0x01)[0] == "CRITICAL"
 
 
 @pytest.mark.parametrize("offset, mask", [(6090, 0x2b), (6473, 0x47)])

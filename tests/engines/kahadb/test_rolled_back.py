@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.kahadb.judged import flip, verdict, zero
+from tests.engines.kahadb.judged import flip, flipped, verdict, zero
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k5-rollback-kill" / "kahadb"
 
@@ -93,10 +93,7 @@ def test_committed_send_read_as_its_transactions_prepare_is_critical(tmp_path, o
     # (ADD_MESSAGE 1 ^ 2 = PREPARE 3) with the send's destination and message id as fields no PREPARE has; the send
     # is lost to the COMMIT at 16170 (truth: loss; verify said WARNING: "prepares of transactions whose outcome
     # follows"; found as a committed ack read as a PREPARE on hold-out q4-big-tx-kill, campaign seed 510513000046)
-    root = tmp_path / "kahadb"
-    shutil.copytree(STORE, root)
-    flip(root, "db-1.log", offset, mask)
-    said, codes = verdict(root)
+    said, codes = flipped(STORE, tmp_path, "db-1.log", offset, mask)
     assert said == "CRITICAL", codes
     assert "kahadb-checksum-mismatch" in codes
 
