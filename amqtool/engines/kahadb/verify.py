@@ -87,9 +87,9 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.absent_subscriptions import absent_subscriptions
-from amqtool.engines.kahadb.index_ahead import held, holds, located, passed_subscriptions
+from amqtool.engines.kahadb.index_ahead import held, held_commits, holds, located, passed_subscriptions
 from amqtool.engines.kahadb.indexed import acked_names
-from amqtool.engines.kahadb.length_skips import skips_nothing_live
+from amqtool.engines.kahadb.length_skips import acked_send, skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.order_keys import moved_entries
@@ -529,6 +529,7 @@ class _Judge:
         self._idle = None
         self._spent = None
         self._located = None
+        self._held_commit = None
         self._walked = None
         self._rejects = None
         self._subscribed = None
@@ -640,6 +641,14 @@ class _Judge:
         where = self.located()
         return lambda off, cmd: holds(where, f.id, off, cmd)
 
+    def held_commit(self):
+        """index_ahead.held_commits of this store directory after its checkpoint (built once)."""
+        if self._held_commit is None:
+            acked = self.ev.acked_after
+            self._held_commit = held_commits(self.d, self.ev.last_update, self.located(), lambda cmd: acked_send(
+                cmd, acked, self.subscribed, in_transaction=True))
+        return self._held_commit
+
     def located(self) -> dict:
         """index_ahead.located of this store directory's order indexes (built once)."""
         if self._located is None:
@@ -716,7 +725,8 @@ class _Judge:
                                 "unchanged")
         if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched(),
                                         None if self.strict else self.holds_at(f),
-                                        lambda: self.rolled_back_after((f.id, first)) | self.open_txs()):
+                                        lambda: self.rolled_back_after((f.id, first)) | self.open_txs(),
+                                        None if self.strict else self.held_commit()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
                                 "byte is a record length (a user record's, which the broker's replay loads as "
                                 "written, or the batch control record's): the replay then steps over what follows "
