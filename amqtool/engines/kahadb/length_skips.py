@@ -13,14 +13,14 @@ the 28 bytes written.
 :func:`skips_nothing_live` judges that: the batch as written is found from its stored Adler-32 (one changed byte,
 superseded._restored), the walk over the damaged file is followed (replay_walk.walk), and each record it returns
 must be a written record doing what that one did, each written record it skips one whose loss changes nothing
-delivered: a send acknowledged after the checkpoint (by every durable subscription, for a topic), a send the index
-on disk already holds at its Location (index_ahead.py: index pages are written between checkpoints; its replay
-would only be "a redo of a previously added message", ``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an
-acknowledgement its subscription's selector never needed, a send, an ack or the ROLLBACK of a local transaction
-that never commits (its ROLLBACK read intact later, or none written: ``MessageDatabase.recover`` rolls back the local
-transactions still in flight when its replay ends), the COMMIT of a local transaction whose every send the index
-holds already (left in flight and rolled back, which undoes no index entry), or a record whose ``process`` only
-moves ``lastUpdate``.
+delivered: a send (in a transaction or not) acknowledged after the checkpoint (by every durable subscription, for
+a topic), a send the index on disk already holds at its Location (index_ahead.py: index pages are written between
+checkpoints; its replay would only be "a redo of a previously added message",
+``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an acknowledgement its subscription's selector never
+needed, a send, an ack or the ROLLBACK of a local transaction that never commits (its ROLLBACK read intact later,
+or none written: ``MessageDatabase.recover`` rolls back the local transactions still in flight when its replay
+ends), the COMMIT of a local transaction whose every send the index holds already (left in flight and rolled
+back, which undoes no index entry), or a record whose ``process`` only moves ``lastUpdate``.
 Anything else (a landing on a user record header, a walk that throws, a committed transaction's record skipped) is
 not judged here.
 """
@@ -94,7 +94,8 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None,
                 and cmd.transaction is not None and cmd.transaction.local and uncommitted is not None \
                 and cmd.transaction.key in uncommitted():
             continue
-        if not acked_send(cmd, acked, subscribed):
+        # (a send of a transaction too: skipped, its COMMIT adds nothing, and the ack finds nothing)
+        if not acked_send(cmd, acked, subscribed, in_transaction=True):
             return False
     return True
 

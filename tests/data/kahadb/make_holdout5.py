@@ -165,7 +165,8 @@ def q3():
     topic with two consumer queues and a durable subscription with a selector on the virtual topic, a plain
     queue; two clean runs (a healthy store)"""
     run = mf.Run("q3-vtopic-periodic-clean", 9583)
-    opts = 'journalDiskSyncStrategy="periodic" indexWriteBatchSize="200" checkpointInterval="900" cleanupInterval="1800"'
+    opts = ('journalDiskSyncStrategy="periodic" indexWriteBatchSize="200" checkpointInterval="900" '
+            'cleanupInterval="1800"')
     cfgs = [h3.config("q3-run%d" % (r + 1), fr.kaha(40960, opts)) for r in range(2)]
     live = fr.Live(run)
     VT, Q = "/topic/VirtualTopic.fx.q3", "/queue/fx.q3.q"
@@ -197,7 +198,8 @@ def q3():
         b.stop(); run.broker_timings.append(b.timings)
     return fr.finish(run, live, broker_config=["tools/" + c for c in cfgs],
                      scenario="40960-byte files, journalDiskSyncStrategy=periodic, indexWriteBatchSize=200, checkpoint "
-                              "900 ms, GC 1.8 s; VirtualTopic.fx.q3 with Consumer.A / Consumer.B queues and durable sub "
+                              "900 ms, GC 1.8 s; VirtualTopic.fx.q3 with Consumer.A / Consumer.B queues and durable "
+                              "sub "
                               "q3-blue/blue (color = 'blue'), queue fx.q3.q; run1 130 sends, run2 80, acks (Consumer.B "
                               "in committed txs), GC waits, two clean stops.")
 

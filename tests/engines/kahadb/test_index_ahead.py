@@ -192,3 +192,21 @@ def test_an_older_files_commit_of_sends_the_index_lacks_stepped_over_stays_criti
     store = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k5-rollback-kill" / "kahadb"
     o = _outcome(store, tmp_path, Fault("flip", "db-1.log", 16142 + 3, 0x1c ^ 72, "", "control record length"))
     assert (o.truth, o.verdict) == ("loss", "CRITICAL"), o.codes
+
+
+def test_an_older_files_committed_send_acked_later_stepped_over_is_latent(tmp_path):
+    # ``tx`` with lastUpdate moved back to 3:16147 as above: transaction 3's first send (db-3.log@16609, ...:1:39)
+    # is one the index no longer holds, acked after the checkpoint. Its batch's control record reads 1845 long,
+    # so the walk lands on the next batch (18426) and skips that send: its COMMIT adds nothing for it, and the ack
+    # finds nothing, as it would have taken it (truth: same; hold-out q4-big-tx-kill, seeds 510513000030 and
+    # 510513000042: CRITICAL before)
+    root = tmp_path / "src" / "kahadb"
+    checkpoint_moved(TX, root, (8, 64702), (3, 16147))
+    c = KahaCampaign("tx-ahead", root, tmp_path / "scratch")
+    log = c.root / "db-3.log"
+    data = bytearray(log.read_bytes())
+    assert data[16581:16585] == (28).to_bytes(4, "big")
+    data[16581 + 2] = 1845 >> 8  # (the other byte of the new length is the fault below)
+    log.write_bytes(bytes(data))
+    o = c.run_fault(Fault("flip", "db-3.log", 16581 + 3, 0x1c ^ (1845 & 0xFF), "", "control record length"))
+    assert o.truth in ("same", "latent") and o.verdict == "WARNING", (o.truth, o.verdict, o.codes)
