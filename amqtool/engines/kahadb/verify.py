@@ -929,7 +929,10 @@ def _replay_skips(d: DirResult, walked: list, findings: list[Finding]) -> None:
     if lu is None:
         return
     anchor = max(((x.log_id, x.offset) for x in (meta.producer_audit, meta.ack_map) if x is not None), default=None)
-    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor)
+    from amqtool.engines.kahadb.unhanded import selector_rejects
+
+    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor,
+                                    selector_rejects(d, meta.openwire_version))
     if changed:
         names = ", ".join(f"{mid} on {qualified(k)}" for k, mid in changed[:3]) + (" ..." if len(changed) > 3 else "")
         findings.append(Finding(C, "kahadb-replay-skips", f"the broker's replay from the index checkpoint {lu} "

@@ -10,7 +10,11 @@ last batch, 14316, and no longer hold what the committed ack transaction at db-1
 * An older file's ack of that committed transaction whose message id is damaged is replayed as an ack that finds
   nothing, and the ack as written found nothing either: the index already took the message out
   (superseded._same_effect with after_acks.spent_acks; truth ``latent``, CRITICAL before: seeds 510510000145,
-  510510000210)."""
+  510510000210).
+* An older file's batch control record whose length reads 0x2000 longer makes the walk step over db-9.log's sends
+  after 6720, among them a topic message of fx.q1.t pending only for subscriptions whose selectors reject it:
+  ``TopicStorePrefetch.recoverMessage`` never hands it to them (replay_skips ``rejects``; truth ``latent``, it was
+  CRITICAL ``kahadb-replay-skips``: seed 510510000261)."""
 from __future__ import annotations
 
 import shutil
@@ -66,3 +70,10 @@ def test_an_older_files_committed_ack_of_a_message_the_index_holds_stays_critica
     o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-11.log", 4826 + 94, 0x2b, "",
                                                                         "record message id"))
     assert (o.truth, o.verdict) == ("loss", "CRITICAL"), o.codes
+
+
+def test_a_walk_stepping_over_a_topic_message_no_selector_takes_is_latent(tmp_path):
+    o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-9.log", 6720, 0x20, "",
+                                                                        "batch length"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
+    assert "kahadb-replay-skips" not in o.codes
