@@ -32,7 +32,7 @@ _DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index prio
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None, spent=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -46,7 +46,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     drops them either way): the cross-store transactions of mKahaDB child stores write one. ``unmatched(cmd)``:
     a subscription's ack of a message its selector does not match (unhanded.unmatched_ack), which changes
     nothing when dropped. ``rolled_back()``: the transactions whose ROLLBACK the replay reads intact after the
-    batch: their sends and acks change nothing when dropped (:func:`_undone`)."""
+    batch: their sends and acks change nothing when dropped (:func:`_undone`). ``spent(cmd)``: a queue ack of a
+    message the index on disk no longer holds and no replayed send puts back (after_acks.spent_acks), which
+    finds nothing either way."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -85,6 +87,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                     and unmatched()(cmd):
                 continue
+            if cmd.type is EntryType.REMOVE_MESSAGE and spent is not None and _spent(cmd, i, newest, spent(), lambda: (
+                    written if written is not None else _written_commands(buf, first, last) or [])):
+                continue
             if not _undone(cmd, acked, open_txs, subscriptions, ended, rolled_back):
                 return False
     except (FormatError, struct.error, AttributeError):
@@ -104,6 +109,18 @@ def _decoded_or_rolled_back(payload, cmd, newest: bool, rolled_back):
         if head is not None and head[1].key in rolled_back():
             return None
         raise
+
+
+def _spent(cmd, i: int, newest: bool, spent, written) -> bool:
+    """The ack ``cmd``, record ``i`` of a damaged batch, takes nothing whether replayed as it reads or lost:
+    ``spent`` (after_acks.spent_acks) accepts it as written -- in the newest file the batch's records are read as
+    written (:func:`as_written`) and the broker skips the corrupted batch whole; in an older one the written
+    record (``written()``: the batch restored from its Adler-32) must be such an ack too, and what the replay
+    reads one that takes nothing (a damaged message id names no message either)."""
+    if newest:
+        return spent(cmd)
+    mine = written()
+    return i < len(mine) and mine[i].type is EntryType.REMOVE_MESSAGE and spent(mine[i]) and spent(cmd)
 
 
 def _inert_misread(read, written, ended) -> bool:

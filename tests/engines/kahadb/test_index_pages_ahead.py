@@ -64,6 +64,15 @@ def test_an_older_files_committed_ack_under_a_damaged_id_the_index_took_out_is_l
     assert "kahadb-checksum-mismatch" in o.codes
 
 
+def test_an_older_files_committed_ack_the_index_took_read_as_its_prepare_is_latent(tmp_path):
+    # the ack at 6386 (...-3:4:-1:1:109, which the index no longer holds) with its type byte REMOVE 2 ^ 1 = PREPARE
+    # 3: the replay reads a PREPARE of the committed transaction, and the ack as written found nothing anyway
+    # (superseded._spent; sweep of type bytes over q1: CRITICAL before)
+    o = KahaCampaign("q1", STORE, tmp_path / "scratch").run_fault(Fault("flip", "db-11.log", 6386 + 5, 0x01, "",
+                                                                        "record entry type"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
+
+
 def test_an_older_files_committed_ack_of_a_message_the_index_holds_stays_critical(tmp_path):
     # the same transaction's ack at 4826 names ...-3:1:-1:1:35, which the index on disk still holds: read under a
     # damaged id it takes nothing, and the message comes back (truth: loss)
