@@ -32,7 +32,8 @@ _DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index prio
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None, spent=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None, spent=None,
+               held_commit=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -48,7 +49,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     nothing when dropped. ``rolled_back()``: the transactions whose ROLLBACK the replay reads intact after the
     batch: their sends and acks change nothing when dropped (:func:`_undone`). ``spent(cmd)``: a queue ack of a
     message the index on disk no longer holds and no replayed send puts back (after_acks.spent_acks), which
-    finds nothing either way."""
+    finds nothing either way. ``held_commit(cmd)`` (index_ahead.held_commits): a local transaction's COMMIT
+    whose sends the index holds or later acks take back; in a file that is not the newest, a COMMIT the replay
+    reads as a ROLLBACK (its type byte damaged: the restored batch says what was written) passes only so."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -79,6 +82,15 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                 if i >= len(written) or not _inert_misread(cmd, written[i], ended):
                     return False
                 cmd = written[i]
+            if cmd.type is EntryType.ROLLBACK and not newest:
+                # a COMMIT written, read as a ROLLBACK (COMMIT 4 ^ 1): the transaction's operations are dropped,
+                # which changes nothing only when they were sends the index holds or later acks take back
+                if written is None:
+                    written = _written_commands(buf, first, last) or []
+                if i < len(written) and written[i].type is EntryType.COMMIT:
+                    if held_commit is None or not held_commit()(written[i]):
+                        return False
+                    continue
             if cmd.type in LOCATION_ONLY and not cmd.unknown:
                 continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
             if cmd.type is EntryType.PREPARE and ended is not None and cmd.transaction is not None \

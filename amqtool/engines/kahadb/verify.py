@@ -705,7 +705,7 @@ class _Judge:
                 newest=f.id == self.newest, inert=self.inert, ended=self.ended,
                 unmatched=lambda: self.quiet_acks(f, first, last),
                 rolled_back=lambda: self.rolled_back_after((f.id, first)),
-                spent=None if self.strict else self.spent):
+                spent=None if self.strict else self.spent, held_commit=None if self.strict else self.held_commit):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
                                 "whose outcome follows, or acks of messages the subscription's selector does not "

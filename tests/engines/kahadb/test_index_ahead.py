@@ -210,3 +210,13 @@ def test_an_older_files_committed_send_acked_later_stepped_over_is_latent(tmp_pa
     log.write_bytes(bytes(data))
     o = c.run_fault(Fault("flip", "db-3.log", 16581 + 3, 0x1c ^ (1845 & 0xFF), "", "control record length"))
     assert o.truth in ("same", "latent") and o.verdict == "WARNING", (o.truth, o.verdict, o.codes)
+
+
+def test_an_older_files_commit_of_held_sends_read_as_a_rollback_is_latent(tmp_path):
+    # ``tx`` with lastUpdate moved back to 3:16147: transaction 3's COMMIT (db-4.log@21556) read as a ROLLBACK
+    # (type byte 4 ^ 1): its sends are ones the index holds or later acks take back, so dropping them changes
+    # nothing delivered (truth: latent)
+    root = tmp_path / "src" / "kahadb"
+    checkpoint_moved(TX, root, (8, 64702), (3, 16147))
+    o = _outcome(root, tmp_path, Fault("flip", "db-4.log", 21556 + 5, 0x01, "", "record entry type"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
