@@ -79,7 +79,8 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                 # is a record the replay undoes anyway
                 if written is None:
                     written = _written_commands(buf, first, last) or []
-                if i >= len(written) or not _inert_misread(cmd, written[i], ended):
+                if i >= len(written) or not _inert_misread(cmd, written[i], ended, lambda: (
+                        (rolled_back() if rolled_back is not None else set()) | set(open_txs))):
                     return False
                 cmd = written[i]
             if cmd.type is EntryType.ROLLBACK and not newest:
@@ -135,15 +136,19 @@ def _spent(cmd, i: int, newest: bool, spent, written) -> bool:
     return i < len(mine) and mine[i].type is EntryType.REMOVE_MESSAGE and spent(mine[i]) and spent(cmd)
 
 
-def _inert_misread(read, written, ended) -> bool:
+def _inert_misread(read, written, ended, dropped=None) -> bool:
     """``read``, the command the replay makes of a record written as ``written`` whose type byte the damage
     changed, does nothing: ``process`` of a trace, the producer audit or the ack map only moves ``lastUpdate``;
     a PREPARE of a transaction whose COMMIT or ROLLBACK the replay reads intact after it (``ended()``) is
-    overtaken by that outcome; an ack of the very message the written send carried finds nothing to take (the
-    send itself is gone). Anything else -- an ack of a committed transaction read as its PREPARE, say -- may
-    change what the broker delivers."""
+    overtaken by that outcome; a ROLLBACK of a local transaction that never commits (``dropped()``: its ROLLBACK
+    read intact after the batch, or none: the start rolls it back) drops early what is dropped anyway; an ack of
+    the very message the written send carried finds nothing to take (the send itself is gone). Anything else --
+    an ack of a committed transaction read as its PREPARE, say -- may change what the broker delivers."""
     if read.type in LOCATION_ONLY:
         return True
+    if read.type is EntryType.ROLLBACK:
+        return dropped is not None and read.transaction is not None and read.transaction.local \
+            and read.transaction.key in dropped()
     if read.type is EntryType.PREPARE:
         return ended is not None and read.transaction is not None and read.transaction.key in ended()
     if read.type is EntryType.REMOVE_MESSAGE and written.type is EntryType.ADD_MESSAGE:

@@ -136,3 +136,14 @@ def test_committed_transactions_commit_read_as_a_rollback_is_critical(tmp_path):
     said, codes = flipped(STORE, tmp_path, "db-1.log", 16170 + 5, 0x01)
     assert said == "CRITICAL", codes
     assert "kahadb-checksum-mismatch" in codes
+
+
+@pytest.mark.parametrize("offset", [11773 + 5, 12855 + 5], ids=["first-send", "second-send"])
+def test_rolled_back_transactions_send_read_as_its_rollback_is_latent(tmp_path, offset):
+    # db-1.log (not the newest): a send of the transaction rolled back at 13937 with its type byte ADD 1 ^ 4 =
+    # ROLLBACK 5: the replay drops the transaction early, which its ROLLBACK does anyway (truth: same; hold-out
+    # q4-big-tx-kill, campaign seed 510773000165: CRITICAL before). The committed transaction's send read so
+    # (14009) stays CRITICAL: test_committed_send_read_as_its_transactions_prepare_is_critical's kind of loss
+    said, codes = flipped(STORE, tmp_path, "db-1.log", offset, 0x04)
+    assert said == "WARNING", codes
+    assert flipped(STORE, tmp_path / "committed", "db-1.log", 14009 + 5, 0x04)[0] == "CRITICAL"
