@@ -51,7 +51,7 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     message the index on disk no longer holds and no replayed send puts back (after_acks.spent_acks), which
     finds nothing either way. ``held_commit(cmd)`` (index_ahead.held_commits): a local transaction's COMMIT
     whose sends the index holds or later acks take back; in a file that is not the newest, a COMMIT the replay
-    reads as a ROLLBACK (its type byte damaged: the restored batch says what was written) passes only so."""
+    reads as another command (its type byte damaged: the restored batch says what was written) passes only so."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -83,9 +83,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                         (rolled_back() if rolled_back is not None else set()) | set(open_txs))):
                     return False
                 cmd = written[i]
-            if cmd.type is EntryType.ROLLBACK and not newest:
-                # a COMMIT written, read as a ROLLBACK (COMMIT 4 ^ 1): the transaction's operations are dropped,
-                # which changes nothing only when they were sends the index holds or later acks take back
+            if cmd.type is not EntryType.COMMIT and not newest:
+                # a COMMIT written, read as a ROLLBACK (4 ^ 1) or a trace (4 ^ 4): the transaction's operations are
+                # dropped, which changes nothing only when they were sends the index holds or later acks take back
                 if written is None:
                     written = _written_commands(buf, first, last) or []
                 if i < len(written) and written[i].type is EntryType.COMMIT:

@@ -128,12 +128,13 @@ def test_walk_stepping_over_a_committed_send_stays_critical(tmp_path):
     assert verdict(root)[0] == "CRITICAL"
 
 
-def test_committed_transactions_commit_read_as_a_rollback_is_critical(tmp_path):
-    # db-1.log (not the newest): the COMMIT at 16170 with its type byte COMMIT 4 ^ 1 = ROLLBACK 5. The replay drops
-    # the committed transaction's two sends, which nothing else holds (truth: loss). It was a WARNING: the rule
-    # took the ROLLBACK as one of a transaction the start rolls back anyway (hold-out q4-big-tx-kill, sweep of type
-    # bytes: db-7.log@1654, db-3.log@33802)
-    said, codes = flipped(STORE, tmp_path, "db-1.log", 16170 + 5, 0x01)
+@pytest.mark.parametrize("mask", [0x01, 0x04], ids=["rollback", "trace"])
+def test_committed_transactions_commit_read_as_another_command_is_critical(tmp_path, mask):
+    # db-1.log (not the newest): the COMMIT at 16170 with its type byte COMMIT 4 ^ 1 = ROLLBACK 5, or 4 ^ 4 = TRACE
+    # 0. The replay drops the committed transaction's two sends, which nothing else holds (truth: loss). It was a
+    # WARNING: the rule took the ROLLBACK as one of a transaction the start rolls back anyway, the trace as a record
+    # that only moves lastUpdate (hold-out q4-big-tx-kill, sweep of type bytes: db-7.log@1654, db-3.log@33802)
+    said, codes = flipped(STORE, tmp_path, "db-1.log", 16170 + 5, mask)
     assert said == "CRITICAL", codes
     assert "kahadb-checksum-mismatch" in codes
 
