@@ -67,6 +67,36 @@ def held(buf, first: int, last: int, fid: int, where: dict, transactions: dict) 
     return n > 0
 
 
+def held_commits(d, last_update: tuple, where: dict, taken_back=None):
+    """A predicate over a journal command: a COMMIT of a local transaction of store directory ``d``, begun after
+    ``last_update`` ((file id, offset)), whose every operation the replay reads is a send the index on disk holds
+    at its own Location (``where``: :func:`located`) or one acknowledgements after it take back
+    (``taken_back(cmd)``). Lost to the replay (stepped over by its walk), it leaves the transaction in flight:
+    ``MessageDatabase.recover`` rolls it back at its end, which undoes no index entry, so the broker delivers what
+    its index holds, those sends included; an acknowledgement of a send never added finds nothing, as it would
+    have taken it."""
+    from amqtool.engines.kahadb.after_acks import replayed_commands
+
+    ops: dict = {}
+    kinds = (int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE), int(EntryType.PREPARE))
+    for fid, off, cmd in replayed_commands(d, last_update, kinds):
+        if cmd.transaction is not None:
+            ops.setdefault(cmd.transaction.key, []).append((fid, off, cmd))
+
+    # (a transaction begun before the checkpoint may hold operations the replay does not read: not judged)
+    began = {tx.id.key: tx.first for tx in list(d.replay.finished) + list(d.replay.transactions.values())}
+
+    def held_commit(cmd) -> bool:
+        if cmd.type is not EntryType.COMMIT or cmd.transaction is None or not cmd.transaction.local \
+                or not began.get(cmd.transaction.key, last_update) > last_update:
+            return False
+        mine = ops.get(cmd.transaction.key)
+        return bool(mine) and all(c.type is EntryType.ADD_MESSAGE and (holds(where, fid, off, c) or (
+            taken_back is not None and taken_back(c))) for fid, off, c in mine)
+
+    return held_commit
+
+
 def passed_subscriptions(d, last_update: tuple) -> list[tuple]:
     """The durable subscriptions the index on disk has passed over a send after ``last_update`` ((file id,
     offset)) that the journal's replay leaves waiting for them: ``(destination key, sub key, [message id])``

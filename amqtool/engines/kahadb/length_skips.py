@@ -13,11 +13,15 @@ the 28 bytes written.
 :func:`skips_nothing_live` judges that: the batch as written is found from its stored Adler-32 (one changed byte,
 superseded._restored), the walk over the damaged file is followed (replay_walk.walk), and each record it returns
 must be a written record doing what that one did, each written record it skips one whose loss changes nothing
-delivered: a send acknowledged after the checkpoint (by every durable subscription, for a topic), a send the index
-on disk already holds at its Location (index_ahead.py: index pages are written between checkpoints; its replay
-would only be "a redo of a previously added message", ``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an
-acknowledgement its subscription's selector never needed, or a record whose ``process`` only moves ``lastUpdate``.
-Anything else (a landing on a user record header, a walk that throws, an ack or a transaction's record skipped) is
+delivered: a send (in a transaction or not) acknowledged after the checkpoint (by every durable subscription, for
+a topic), a send the index on disk already holds at its Location (index_ahead.py: index pages are written between
+checkpoints; its replay would only be "a redo of a previously added message",
+``MessageDatabase.updateIndex(KahaAddMessageCommand)``), an acknowledgement its subscription's selector never
+needed, a send, an ack or the ROLLBACK of a local transaction that never commits (its ROLLBACK read intact later,
+or none written: ``MessageDatabase.recover`` rolls back the local transactions still in flight when its replay
+ends), the COMMIT of a local transaction whose every send the index holds already (left in flight and rolled
+back, which undoes no index entry), or a record whose ``process`` only moves ``lastUpdate``.
+Anything else (a landing on a user record header, a walk that throws, a committed transaction's record skipped) is
 not judged here.
 """
 from __future__ import annotations
@@ -31,13 +35,17 @@ from amqtool.formats.kahadb.commands import EntryType, decode_command
 from amqtool.engines.kahadb.replay_walk import WalkStop, load, walk
 
 
-def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None, held=None) -> bool:
+def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None, held=None, uncommitted=None,
+                       held_commit=None) -> bool:
     """The batch at ``first`` of ``buf`` (a journal file that is not the newest, after the checkpoint), whose
     checksum fails, makes the broker's replay deliver what the records written there and after it would:
     see the module docstring. ``acked``: after_acks.acked_after; ``subscribed(destination key)``: the durable
     subscription keys of a topic; ``unmatched(cmd)``: unhanded.unmatched_ack; ``held(offset, cmd)``: the index
     holds that send at its Location (index_ahead.holds; None with checkForCorruptJournalFiles, which refuses the
-    start)."""
+    start); ``uncommitted()``: the keys of the transactions whose ROLLBACK the replay reads intact after the batch
+    or that it leaves open (a local one's skipped record, its ROLLBACK included, changes nothing: it is rolled
+    back either way); ``held_commit(cmd)``: a local transaction's COMMIT whose sends the index holds already
+    (index_ahead.held_commits; None with checkForCorruptJournalFiles)."""
     from amqtool.engines.kahadb.superseded import LOCATION_ONLY, _SIZE_AT, _effect, _restored
 
     n = len(buf)
@@ -80,7 +88,14 @@ def skips_nothing_live(buf, first: int, acked: dict, subscribed, unmatched=None,
             continue
         if cmd.type is EntryType.ADD_MESSAGE and held is not None and held(off, cmd):
             continue
-        if not acked_send(cmd, acked, subscribed):
+        if cmd.type is EntryType.COMMIT and held_commit is not None and held_commit(cmd):
+            continue
+        if cmd.type in (EntryType.ADD_MESSAGE, EntryType.REMOVE_MESSAGE, EntryType.ROLLBACK) \
+                and cmd.transaction is not None and cmd.transaction.local and uncommitted is not None \
+                and cmd.transaction.key in uncommitted():
+            continue
+        # (a send of a transaction too: skipped, its COMMIT adds nothing, and the ack finds nothing)
+        if not acked_send(cmd, acked, subscribed, in_transaction=True):
             return False
     return True
 
@@ -106,10 +121,11 @@ def _written_from(buf, first: int, start: int, original: bytes) -> dict | None:
     return out
 
 
-def acked_send(cmd, acked: dict, subscribed) -> bool:
-    """``cmd`` is a send outside a transaction that acknowledgements after the checkpoint take back: a queue's
-    acked, a topic's acked by each of its durable subscriptions."""
-    if cmd.type is not EntryType.ADD_MESSAGE or cmd.transaction is not None or cmd.destination is None:
+def acked_send(cmd, acked: dict, subscribed, *, in_transaction: bool = False) -> bool:
+    """``cmd`` is a send outside a transaction (or in one, ``in_transaction``) that acknowledgements after the
+    checkpoint take back: a queue's acked, a topic's acked by each of its durable subscriptions."""
+    if cmd.type is not EntryType.ADD_MESSAGE or cmd.transaction is not None and not in_transaction \
+            or cmd.destination is None:
         return False
     key = cmd.destination.key
     by = acked.get(key, {}).get(cmd.message_id, set())

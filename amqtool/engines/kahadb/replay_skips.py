@@ -33,7 +33,8 @@ _KINDS = (int(EntryType.ADD_MESSAGE), int(EntryType.REMOVE_MESSAGE), int(EntryTy
 _ANY = frozenset(range(256))
 
 
-def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = None) -> tuple[int, list]:
+def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = None,
+                   rejects=None) -> tuple[int, list]:
     """``(records skipped, [(destination key, message id)...] whose state the skip changes)`` for store
     directory ``d`` whose index checkpoint is ``last_update`` ((file id, offset)), given ``walked``: the
     ``(file id, offset, command)`` the broker's replay loads from there (replay_walk.replay, which got
@@ -45,7 +46,11 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     judged from the anchor instead: the records between them are replayed again onto an index that already
     holds what they did (which changes nothing), or were never in it (a damaged ``lastUpdate``: what their
     skip loses shows). A ``lastUpdate`` before the anchor is damaged as well: only the skipped records after
-    the anchor count, those before it being the index's already."""
+    the anchor count, those before it being the index's already.
+
+    ``rejects(destination key, subscription key, message bytes)`` (unhanded.selector_rejects): a topic message a
+    durable subscription's selector does not match is never handed to it (``TopicStorePrefetch.recoverMessage``),
+    so a skip that only changes whether it is pending for that subscription changes nothing delivered."""
     seen = {(fid, off) for fid, off, _cmd in walked}
     start = last_update
     if anchor is not None and anchor < last_update and not _record_at(d, last_update):
@@ -69,7 +74,13 @@ def skipped_effect(d, last_update: tuple, walked: list, anchor: tuple | None = N
     a = _replay(live, [cmd for _f, _o, cmd in sorted(walked + skipped, key=lambda r: (r[0], r[1]))])
     b = _replay(live, [cmd for _f, _o, cmd in walked])
     subs = _subscriptions(d)
-    return len(skipped), sorted({x[:2] for x in _handed(a, subs) ^ _handed(b, subs)})
+    changed = _handed(a, subs) ^ _handed(b, subs)
+    if rejects is not None:
+        sent = {(cmd.destination.key, cmd.message_id): cmd.message for _f, _o, cmd in walked + skipped
+                if cmd.type is EntryType.ADD_MESSAGE and cmd.destination is not None}
+        changed = {x for x in changed if x[2] is None or (x[0], x[1]) not in sent
+                   or not rejects(x[0], x[2], sent[(x[0], x[1])])}
+    return len(skipped), sorted({x[:2] for x in changed})
 
 
 def _subscriptions(d) -> dict:

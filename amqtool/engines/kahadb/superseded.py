@@ -32,7 +32,8 @@ _DEFAULT_PRIORITY = 4  # javax.jms.Message.DEFAULT_PRIORITY: a send's index prio
 
 
 def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscriptions: dict | None = None, *,
-               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None) -> bool:
+               newest: bool = False, inert=None, ended=None, unmatched=None, rolled_back=None, spent=None,
+               held_commit=None) -> bool:
     """True when ``[first, last]`` of a journal file is exactly one batch (what follows it up to ``last``
     only the end marker and zeros) whose records are all sends the replay undoes: queue messages ``acked``
     (``after_acks.acked_after``) after the checkpoint (a trace, producer audit or ack map record beside them
@@ -46,7 +47,11 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
     drops them either way): the cross-store transactions of mKahaDB child stores write one. ``unmatched(cmd)``:
     a subscription's ack of a message its selector does not match (unhanded.unmatched_ack), which changes
     nothing when dropped. ``rolled_back()``: the transactions whose ROLLBACK the replay reads intact after the
-    batch: their sends and acks change nothing when dropped (:func:`_undone`)."""
+    batch: their sends and acks change nothing when dropped (:func:`_undone`). ``spent(cmd)``: a queue ack of a
+    message the index on disk no longer holds and no replayed send puts back (after_acks.spent_acks), which
+    finds nothing either way. ``held_commit(cmd)`` (index_ahead.held_commits): a local transaction's COMMIT
+    whose sends the index holds or later acks take back; in a file that is not the newest, a COMMIT the replay
+    reads as another command (its type byte damaged: the restored batch says what was written) passes only so."""
     try:
         if newest:
             written = as_written(buf, first, last)
@@ -67,15 +72,26 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
             cmd = _decoded_or_rolled_back(payload, cmd, newest, rolled_back)
             if cmd is None:
                 continue
-            if cmd.type in LOCATION_ONLY and cmd.unknown and not newest:
-                # another record whose type byte now reads as one of these: the replay drops it, which is
-                # harmless when it was written as a send the replay undoes (the batch as written, from its
-                # Adler-32: one changed byte)
+            if cmd.unknown and not newest:
+                # fields no command of its type has: the damage changed the record's type byte, and the replay
+                # acts on what it reads, not on what was written (the batch as written, from its Adler-32: one
+                # changed byte). That is harmless only when what it reads does nothing and what was written
+                # is a record the replay undoes anyway
                 if written is None:
                     written = _written_commands(buf, first, last) or []
-                if i >= len(written):
+                if i >= len(written) or not _inert_misread(cmd, written[i], ended, lambda: (
+                        (rolled_back() if rolled_back is not None else set()) | set(open_txs))):
                     return False
                 cmd = written[i]
+            if cmd.type is not EntryType.COMMIT and not newest:
+                # a COMMIT written, read as a ROLLBACK (4 ^ 1) or a trace (4 ^ 4): the transaction's operations are
+                # dropped, which changes nothing only when they were sends the index holds or later acks take back
+                if written is None:
+                    written = _written_commands(buf, first, last) or []
+                if i < len(written) and written[i].type is EntryType.COMMIT:
+                    if held_commit is None or not held_commit()(written[i]):
+                        return False
+                    continue
             if cmd.type in LOCATION_ONLY and not cmd.unknown:
                 continue  # process() of these only moves lastUpdate: a start's "LOADED" trace, say
             if cmd.type is EntryType.PREPARE and ended is not None and cmd.transaction is not None \
@@ -83,6 +99,9 @@ def superseded(buf, first: int, last: int, acked: dict, open_txs: set, subscript
                 continue
             if cmd.type is EntryType.REMOVE_MESSAGE and cmd.transaction is None and unmatched is not None \
                     and unmatched()(cmd):
+                continue
+            if cmd.type is EntryType.REMOVE_MESSAGE and spent is not None and _spent(cmd, i, newest, spent(), lambda: (
+                    written if written is not None else _written_commands(buf, first, last) or [])):
                 continue
             if not _undone(cmd, acked, open_txs, subscriptions, ended, rolled_back):
                 return False
@@ -103,6 +122,38 @@ def _decoded_or_rolled_back(payload, cmd, newest: bool, rolled_back):
         if head is not None and head[1].key in rolled_back():
             return None
         raise
+
+
+def _spent(cmd, i: int, newest: bool, spent, written) -> bool:
+    """The ack ``cmd``, record ``i`` of a damaged batch, takes nothing whether replayed as it reads or lost:
+    ``spent`` (after_acks.spent_acks) accepts it as written -- in the newest file the batch's records are read as
+    written (:func:`as_written`) and the broker skips the corrupted batch whole; in an older one the written
+    record (``written()``: the batch restored from its Adler-32) must be such an ack too, and what the replay
+    reads one that takes nothing (a damaged message id names no message either)."""
+    if newest:
+        return spent(cmd)
+    mine = written()
+    return i < len(mine) and mine[i].type is EntryType.REMOVE_MESSAGE and spent(mine[i]) and spent(cmd)
+
+
+def _inert_misread(read, written, ended, dropped=None) -> bool:
+    """``read``, the command the replay makes of a record written as ``written`` whose type byte the damage
+    changed, does nothing: ``process`` of a trace, the producer audit or the ack map only moves ``lastUpdate``;
+    a PREPARE of a transaction whose COMMIT or ROLLBACK the replay reads intact after it (``ended()``) is
+    overtaken by that outcome; a ROLLBACK of a local transaction that never commits (``dropped()``: its ROLLBACK
+    read intact after the batch, or none: the start rolls it back) drops early what is dropped anyway; an ack of
+    the very message the written send carried finds nothing to take (the send itself is gone). Anything else --
+    an ack of a committed transaction read as its PREPARE, say -- may change what the broker delivers."""
+    if read.type in LOCATION_ONLY:
+        return True
+    if read.type is EntryType.ROLLBACK:
+        return dropped is not None and read.transaction is not None and read.transaction.local \
+            and read.transaction.key in dropped()
+    if read.type is EntryType.PREPARE:
+        return ended is not None and read.transaction is not None and read.transaction.key in ended()
+    if read.type is EntryType.REMOVE_MESSAGE and written.type is EntryType.ADD_MESSAGE:
+        return read.message_id == written.message_id and read.destination == written.destination
+    return False
 
 
 # MessageDatabase.process visits these with processLocation(location) alone: nothing else changes
@@ -369,7 +420,8 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
     """The record the walk reads (``now``: its command, None when stepped over) does what the record written
     (``then``) did: the same effect, a send renamed (:func:`_renamed`), or a written record whose loss changes
     nothing the broker delivers (``spent``: a queue ack that finds nothing), read as nothing or as an ack that
-    takes nothing."""
+    takes nothing (``idle``, or ``spent``: a transaction's queue ack whose damaged id no message has finds nothing
+    at its COMMIT either)."""
     if then is None:
         return now is None
     if now is not None:
@@ -377,7 +429,9 @@ def _same_effect(now, then, acked: dict, unmatched, idle, rejects=None, subscrib
         if a == b or _renamed(a, b, acked, rejects) or _moved(a, b, acked, rejects, subscribed) \
                 or _taken_back(now, then, acked, subscribed):
             return True
-        if idle is None or not idle(now):
+        # (read as an ack that takes nothing: outside a transaction, idle; in one too, a queue ack of an id no
+        # message has, spent, which takes nothing at its COMMIT either)
+        if (idle is None or not idle(now)) and (spent is None or not spent(now)):
             return False
     return then.type in LOCATION_ONLY or (then.type is EntryType.REMOVE_MESSAGE and then.transaction is None
                                            and unmatched is not None and unmatched(then)) \

@@ -87,9 +87,9 @@ from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.engines.kahadb.forwarded import inert_ack, replayed_records
 from amqtool.engines.kahadb.absent_subscriptions import absent_subscriptions
-from amqtool.engines.kahadb.index_ahead import held, holds, located, passed_subscriptions
+from amqtool.engines.kahadb.index_ahead import held, held_commits, holds, located, passed_subscriptions
 from amqtool.engines.kahadb.indexed import acked_names
-from amqtool.engines.kahadb.length_skips import skips_nothing_live
+from amqtool.engines.kahadb.length_skips import acked_send, skips_nothing_live
 from amqtool.engines.kahadb.load import DirResult, load_store
 from amqtool.engines.kahadb.order_dups import duplicate_entries
 from amqtool.engines.kahadb.order_keys import moved_entries
@@ -241,6 +241,17 @@ def verify_directory(d: DirResult, findings: list[Finding], *, strict: bool = Fa
     return judge.checked
 
 
+def _torn_by_a_crash(d: DirResult, findings: list[Finding], end: int) -> bool:
+    """The newest file's logical ``end`` is where a batch torn by a crash starts (``DirResult.torn_tail``: past the
+    index checkpoint, nothing written after it), judged so already (a ``kahadb-truncated-tail`` WARNING there).
+    ``recoverIndex`` rolls back the index entries at or past it: index pages are written between checkpoints
+    (every ``indexWriteBatchSize`` pages), so a crash can leave pages holding sends of a journal write it tore --
+    the loss of that write, which the torn tail already stands for."""
+    torn = d.torn_tail()
+    return torn is not None and torn.first == end and any(
+        x.code == "kahadb-truncated-tail" and x.offset == end and x.severity is W for x in findings)
+
+
 def _index_rest(d, ev, judge, findings) -> None:
     add = findings.append
     last_id = d.files[-1].id if d.files else None
@@ -330,9 +341,13 @@ def _index_rest(d, ev, judge, findings) -> None:
                 # (Location order is file then offset: recoverIndex's GTEVisitor(lastAppendLocation) and the
                 # strict check's BetweenVisitor compare where a record starts, not its size)
                 if scan is not None and scan.end is not None and end >= scan.end.offset:
-                    add(Finding(C, "kahadb-reference-past-end", f"the index holds a message of {key} at offset "
-                                f"{end}, at or past the file's logical end {scan.end.offset}: the broker rolls it "
-                                "back at start", _log(d, fid), scan.end.offset,
+                    crash = fid == last_id and _torn_by_a_crash(d, findings, scan.end.offset)
+                    add(Finding(W if crash else C, "kahadb-reference-past-end", f"the index holds a message of "
+                                f"{key} at offset {end}, at or past the file's logical end {scan.end.offset}: the "
+                                "broker rolls it back at start" + (
+                                    "; the end is a write torn by a crash past the index checkpoint, and index "
+                                    "pages written between checkpoints can hold what that write held: the "
+                                    "crash's loss" if crash else ""), _log(d, fid), scan.end.offset,
                                 {"destination": key, "fileId": fid}))
         lu = meta.last_update
         if lu is not None and d.last_record is not None:
@@ -514,6 +529,7 @@ class _Judge:
         self._idle = None
         self._spent = None
         self._located = None
+        self._held_commit = None
         self._walked = None
         self._rejects = None
         self._subscribed = None
@@ -625,6 +641,14 @@ class _Judge:
         where = self.located()
         return lambda off, cmd: holds(where, f.id, off, cmd)
 
+    def held_commit(self):
+        """index_ahead.held_commits of this store directory after its checkpoint (built once)."""
+        if self._held_commit is None:
+            acked = self.ev.acked_after
+            self._held_commit = held_commits(self.d, self.ev.last_update, self.located(), lambda cmd: acked_send(
+                cmd, acked, self.subscribed, in_transaction=True))
+        return self._held_commit
+
     def located(self) -> dict:
         """index_ahead.located of this store directory's order indexes (built once)."""
         if self._located is None:
@@ -680,7 +704,8 @@ class _Judge:
                 {key: set(st.subscriptions) for key, st in self.d.replay.destinations.items() if st.subscriptions},
                 newest=f.id == self.newest, inert=self.inert, ended=self.ended,
                 unmatched=lambda: self.quiet_acks(f, first, last),
-                rolled_back=lambda: self.rolled_back_after((f.id, first))):
+                rolled_back=lambda: self.rolled_back_after((f.id, first)),
+                spent=None if self.strict else self.spent, held_commit=None if self.strict else self.held_commit):
             return self._latent(f, first, last, "after the index checkpoint, and its records are only sends that "
                                 "later acks (or an open transaction's rollback) take back, prepares of transactions "
                                 "whose outcome follows, or acks of messages the subscription's selector does not "
@@ -700,7 +725,9 @@ class _Judge:
                                 "there, not batches (only the newest file is checked at start), and replays them "
                                 "unchanged")
         if older and skips_nothing_live(self.buf(f), first, ev.acked_after, self.subscribed, self.unmatched(),
-                                        None if self.strict else self.holds_at(f)):
+                                        None if self.strict else self.holds_at(f),
+                                        lambda: self.rolled_back_after((f.id, first)) | self.open_txs(),
+                                        None if self.strict else self.held_commit()):
             return self._latent(f, first, last, "an older file's batch after the index checkpoint whose one damaged "
                                 "byte is a record length (a user record's, which the broker's replay loads as "
                                 "written, or the batch control record's): the replay then steps over what follows "
@@ -903,7 +930,10 @@ def _replay_skips(d: DirResult, walked: list, findings: list[Finding]) -> None:
     if lu is None:
         return
     anchor = max(((x.log_id, x.offset) for x in (meta.producer_audit, meta.ack_map) if x is not None), default=None)
-    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor)
+    from amqtool.engines.kahadb.unhanded import selector_rejects
+
+    count, changed = skipped_effect(d, (lu.log_id, lu.offset), walked, anchor,
+                                    selector_rejects(d, meta.openwire_version))
     if changed:
         names = ", ".join(f"{mid} on {qualified(k)}" for k, mid in changed[:3]) + (" ..." if len(changed) > 3 else "")
         findings.append(Finding(C, "kahadb-replay-skips", f"the broker's replay from the index checkpoint {lu} "

@@ -6,7 +6,7 @@ usage: make_fresh.py [name ...]   (default: all)   ->  /work/kahadb-fresh/<name>
 Reuses make_fixtures.py (Run, consume, send bookkeeping) with other seeds, counts, body sizes,
 journal file sizes and scenarios.  Broker on 127.0.0.1:61755 (STOMP only), stopped by PID.
 """
-import os, re, sys, time
+import os, re, shutil, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TMPDIR", "/tmp/kahafresh-tmp")
@@ -20,6 +20,33 @@ mf.WORK = os.path.join(os.environ["TMPDIR"], "amq-fx")
 mf.PORT = 61755
 PORT = mf.PORT
 BASE_XML = open(os.path.join(TOOLS, "broker-basic.xml")).read()
+
+
+def isolate(port, work, outroot, *modules):
+    """Point this module, make_fixtures and ``modules`` (each with its own ``PORT``) at a copy of the fixture
+    tools under $TMPDIR (broker configs are written there, never into the shared fixtures), the STOMP port
+    ``port`` on 127.0.0.1, the work directory $TMPDIR/``work`` and the output root ``outroot``."""
+    global TOOLS, PORT
+    tools = os.path.join(os.environ["TMPDIR"], "tools")
+    shutil.rmtree(tools, ignore_errors=True)
+    shutil.copytree(mf.TOOLS, tools)
+    TOOLS = mf.TOOLS = tools
+    PORT = mf.PORT = port
+    for m in modules:
+        m.PORT = port
+    mf.WORK = os.path.join(os.environ["TMPDIR"], work)
+    mf.OUTROOT = outroot
+    return tools
+
+
+def settle(p, tx, commit, ids, live, txs):
+    """commit or abort ``tx`` on connection ``p``; a commit makes its sends ``ids`` ((key, fx_id)) live; the
+    outcome is noted in ``txs``"""
+    (p.commit if commit else p.abort)(tx)
+    if commit:
+        for d, f in ids:
+            live.add(d, f)
+    txs.append({"transaction": tx, "outcome": "commit" if commit else "abort", "fx_ids": [f for _, f in ids]})
 
 
 def config(name, adapter_xml):
@@ -152,11 +179,7 @@ def f3_tx():
             d = run.rng.choice((A, B))
             seq[d] += 1
             live.add(d, run.send(p, d, seq[d])["fx_id"])
-        (p.commit if commit else p.abort)(tx)
-        if commit:
-            for d, f in ids:
-                live.add(d, f)
-        txs.append({"transaction": tx, "outcome": "commit" if commit else "abort", "fx_ids": [f for _, f in ids]})
+        settle(p, tx, commit, ids, live, txs)
         if t % 4 == 0:
             p.disconnect()
             live.consume(A, lambda r: r["seq"] % 3 == 0, tx="f3-ack-c%d" % t, commit=True)

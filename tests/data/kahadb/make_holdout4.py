@@ -8,7 +8,7 @@ usage: make_holdout4.py [n1 n2 n3]  ->  /work/kahadb-holdout4/<name>/{kahadb, ma
 Broker configs are written to a copy of the fixture tools under $TMPDIR, never into the shared fixtures.
 Broker on 127.0.0.1:61791 (STOMP only), stopped by PID.
 """
-import os, shutil, sys, threading, time
+import os, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -20,13 +20,7 @@ import make_holdout3 as h3  # noqa: E402
 from stompfx import Stomp  # noqa: E402
 
 PORT = 61791
-TOOLS = os.path.join(os.environ["TMPDIR"], "tools")
-shutil.rmtree(TOOLS, ignore_errors=True)
-shutil.copytree(mf.TOOLS, TOOLS)
-fr.TOOLS = mf.TOOLS = TOOLS
-fr.PORT = mf.PORT = h3.PORT = PORT
-mf.WORK = os.path.join(os.environ["TMPDIR"], "amq-holdout4")
-mf.OUTROOT = os.environ.get("HOLDOUT4", "/work/kahadb-holdout4")
+TOOLS = fr.isolate(PORT, "amq-holdout4", os.environ.get("HOLDOUT4", "/work/kahadb-holdout4"), h3)
 _Run = mf.Run
 
 

@@ -22,6 +22,18 @@ def flip(root: Path, name: str, offset: int, mask: int) -> None:
     p.write_bytes(bytes(data))
 
 
+def flipped(src: Path, tmp_path: Path, name: str, offset: int, mask: int) -> tuple[str, set]:
+    """:func:`verdict` of a copy (under ``tmp_path``) of the store directory ``src`` with ``data[offset] ^= mask``
+    in its file ``name``."""
+    import shutil
+
+    root = tmp_path / "kahadb"
+    shutil.copytree(src, root)
+    (root / "lock").unlink(missing_ok=True)
+    flip(root, name, offset, mask)
+    return verdict(root)
+
+
 def zero(root: Path, name: str, offset: int, length: int) -> None:
     """``length`` zero bytes at ``offset`` of file ``name`` of ``root``."""
     p = root / name

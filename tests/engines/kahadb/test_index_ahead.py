@@ -168,3 +168,55 @@ def test_an_older_files_ack_of_a_message_the_index_no_longer_holds_changes_nothi
                   Fault("flip", "db-6.log", 2800 + 18, 0x20, "", "record 1 destination")):
         o = c.run_fault(fault)
         assert o.truth in ("same", "latent") and o.verdict == "WARNING", (fault, o.truth, o.verdict, o.codes)
+
+
+TX = KAHADB / "tx" / "kahadb"
+
+
+def test_an_older_files_commit_of_held_sends_stepped_over_is_latent(tmp_path):
+    # The shared fixture ``tx`` (clean stop, lastUpdate 8:64702) with lastUpdate moved back to 3:16147, before the
+    # local transaction 3 (sends from db-3.log@16609, its COMMIT at db-4.log@21556): the index holds its sends, or
+    # the acks after them took them out. The COMMIT's control record (batch 21528) reads 72 long, so the walk
+    # steps over the COMMIT onto the next batch: the transaction stays in flight and recover() rolls it back at its
+    # end, which undoes no index entry (truth: latent; hold-out q4-big-tx-kill, seed 510513000192: CRITICAL before)
+    root = tmp_path / "src" / "kahadb"
+    checkpoint_moved(TX, root, (8, 64702), (3, 16147))
+    o = _outcome(root, tmp_path, Fault("flip", "db-4.log", 21528 + 3, 0x1c ^ 72, "", "control record length"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
+    assert "kahadb-corrupt-range" in o.codes
+
+
+def test_an_older_files_commit_of_sends_the_index_lacks_stepped_over_stays_critical(tmp_path):
+    # tests/data/kahadb/k5-rollback-kill: the committed transaction's COMMIT (batch 16142 of db-1.log, the file's
+    # last) stepped over the same way; the index (no checkpoint in that run) holds neither of its sends: lost
+    store = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "k5-rollback-kill" / "kahadb"
+    o = _outcome(store, tmp_path, Fault("flip", "db-1.log", 16142 + 3, 0x1c ^ 72, "", "control record length"))
+    assert (o.truth, o.verdict) == ("loss", "CRITICAL"), o.codes
+
+
+def test_an_older_files_committed_send_acked_later_stepped_over_is_latent(tmp_path):
+    # ``tx`` with lastUpdate moved back to 3:16147 as above: transaction 3's first send (db-3.log@16609, ...:1:39)
+    # is one the index no longer holds, acked after the checkpoint. Its batch's control record reads 1845 long,
+    # so the walk lands on the next batch (18426) and skips that send: its COMMIT adds nothing for it, and the ack
+    # finds nothing, as it would have taken it (truth: same; hold-out q4-big-tx-kill, seeds 510513000030 and
+    # 510513000042: CRITICAL before)
+    root = tmp_path / "src" / "kahadb"
+    checkpoint_moved(TX, root, (8, 64702), (3, 16147))
+    c = KahaCampaign("tx-ahead", root, tmp_path / "scratch")
+    log = c.root / "db-3.log"
+    data = bytearray(log.read_bytes())
+    assert data[16581:16585] == (28).to_bytes(4, "big")
+    data[16581 + 2] = 1845 >> 8  # (the other byte of the new length is the fault below)
+    log.write_bytes(bytes(data))
+    o = c.run_fault(Fault("flip", "db-3.log", 16581 + 3, 0x1c ^ (1845 & 0xFF), "", "control record length"))
+    assert o.truth in ("same", "latent") and o.verdict == "WARNING", (o.truth, o.verdict, o.codes)
+
+
+def test_an_older_files_commit_of_held_sends_read_as_a_rollback_is_latent(tmp_path):
+    # ``tx`` with lastUpdate moved back to 3:16147: transaction 3's COMMIT (db-4.log@21556) read as a ROLLBACK
+    # (type byte 4 ^ 1): its sends are ones the index holds or later acks take back, so dropping them changes
+    # nothing delivered (truth: latent)
+    root = tmp_path / "src" / "kahadb"
+    checkpoint_moved(TX, root, (8, 64702), (3, 16147))
+    o = _outcome(root, tmp_path, Fault("flip", "db-4.log", 21556 + 5, 0x01, "", "record entry type"))
+    assert (o.truth, o.verdict) == ("latent", "WARNING"), o.codes
