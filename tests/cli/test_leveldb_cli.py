@@ -754,6 +754,35 @@ def test_zeroed_end_of_a_complete_unit_in_the_last_file(capsys, tmp_path, start,
     assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)
 
 
+@pytest.mark.parametrize("offset,mask,verdict", [(970934, 0x08, 2), (970921, 0x01, 2), (970937, 0x00, 1)])
+def test_damaged_end_of_the_last_unit_nothing_follows(capsys, tmp_path, offset, mask, verdict):
+    """Fault campaign miss (lane lv51's m3-kill, a new SIGKILLed store, seed 5202017): one bit of the data of the
+    UOW_END closing the last unit of the last file, with nothing after it but the zero fill. The broker
+    truncates the file at the bad record and drops the unit (here: killed-zerofill with its cut unit zeroed,
+    what a kill between two units leaves). RecordLog preallocates the file, so a write a crash tears leaves
+    each byte as written or zero: a byte that is neither (the data's zero high bytes set, 970934; the kind
+    byte 0xFF turned 0xFE, 970921) is damage, CRITICAL; the data's last byte zeroed (mask 0: zeroed) is what
+    a torn write can leave, the WARNING of a cut."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff" and b[970930:970934] == bytes(4)  # the UOW_END; its data's high bytes
+    b[970938:] = bytes(len(b) - 970938)  # the cut unit: never written
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-uow-cut" not in codes(doc)  # (no snapshot, dirty.index dirty: warnings)
+    if mask:
+        b[offset] ^= mask
+    else:
+        b[offset] = 0
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == verdict
+    assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)
+
+
 @pytest.mark.parametrize("offset,mask", [(1869, 0x40), (2172, 0x08)])
 def test_skipped_table_block_whose_counters_the_write_ahead_log_rewrote_is_a_warning(capsys, tmp_path, offset,
                                                                                      mask):

@@ -474,8 +474,9 @@ def _units_after(st: LevelDBState) -> int:
 def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
     """Whether the unit that starts at the last complete end of the last file has its end under a damaged
     kind byte (which no checksum covers): a whole 8-byte record of another kind, with a good checksum, whose
-    data is that unit's start, followed by a record with a good checksum. The broker's scan finds no UOW_END
-    and drops the unit; a crash cannot leave it (searched in the file's data extents only)."""
+    data is that unit's start, followed by a record with a good checksum, or the file's last record with a
+    kind byte that is not zero. The broker's scan finds no UOW_END and drops the unit; a crash cannot leave it
+    (searched in the file's data extents only)."""
     at = st.last_file_end
     want = _UOW.pack(st.logs[-1].position + at)
     end = len(buf)
@@ -486,6 +487,8 @@ def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
             magic, kind, cs, length = _HEAD.unpack_from(buf, h)
             if magic == 0x2A and kind != L.UOW_END and length == 8 and _crc32(want) == (cs & 0xFFFFFFFF):
                 nxt = i + 8
+                if nxt == st.last_file_scan_end and kind:
+                    return True  # the file's last record, its kind byte neither as written nor zero (_not_torn)
                 if nxt + L.HEADER_SIZE <= end:
                     m2, _k2, cs2, len2 = _HEAD.unpack_from(buf, nxt)
                     stop = nxt + L.HEADER_SIZE + len2
@@ -497,9 +500,9 @@ def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
 
 def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -> bool:
     """Whether the record at ``stop`` (where the last file's scan stopped) is the UOW_END of the unit that
-    starts at ``unit_at``, failing only its checksum (or its magic byte), with a whole record with a good
-    checksum after it. Its data names that start, or its stored CRC-32 is the one of that start (the damage hit
-    the data)."""
+    starts at ``unit_at``, failing only its checksum (or its magic byte), and damaged, not torn: a whole record
+    with a good checksum follows it, or it holds a byte no crash leaves (:func:`_not_torn`). Its data names that
+    start, or its stored CRC-32 is the one of that start (the damage hit the data)."""
     if stop is None or stop + L.HEADER_SIZE + 8 > len(buf):
         return False
     magic, kind, cs, length = _HEAD.unpack_from(buf, stop)
@@ -509,12 +512,23 @@ def _damaged_unit_end(buf, unit_at: int, stop: int | None, file_position: int) -
         return False
     if magic != 0x2A and (data != expected or _crc32(data) != (cs & 0xFFFFFFFF)):
         return False  # a damaged magic byte: only a record otherwise whole is that unit's end
+    written = _HEAD.pack(0x2A, L.UOW_END, struct.unpack(">i", struct.pack(">I", _crc32(expected)))[0], 8) + expected
+    if _not_torn(bytes(buf[stop:stop + L.HEADER_SIZE + 8]), written):
+        return True
     nxt = stop + L.HEADER_SIZE + 8
     if nxt + L.HEADER_SIZE > len(buf):
         return False
     magic, _kind, cs, length = _HEAD.unpack_from(buf, nxt)
     end = nxt + L.HEADER_SIZE + length
     return magic == 0x2A and end <= len(buf) and _crc32(buf[nxt + L.HEADER_SIZE:end]) == (cs & 0xFFFFFFFF)
+
+
+def _not_torn(got: bytes, written: bytes) -> bool:
+    """Whether ``got``, read where ``written`` was written, holds a byte no crash leaves. RecordLog preallocates
+    each log file (it writes one byte at ``logSize - 1``: the rest reads as zeros), so a write a crash tears
+    leaves each byte as written or as that zero fill, in whatever sectors reached the disk; a byte that is
+    neither is damage."""
+    return any(g != w and g for g, w in zip(got, written))
 
 
 def _data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
