@@ -788,6 +788,24 @@ def test_snapshot_block_that_does_not_decompress_or_parse_stops_the_broker(capsy
     assert not delivered(store).starts
 
 
+def test_counters_whose_collection_key_the_damage_changed_prove_no_lost_collection(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed-tiny, indexCompression=none, seed 5505100): a flipped bit in the
+    raw table block holding the newest ``:collection-meta`` turns its key 6 into 0x0800000000000006. The counters
+    then name a collection the index does not hold, and the index one they lack, one bit apart: the damage hit
+    the counters' key, not the index. The real broker on this copy recovers exactly what it recovered from the
+    store (collection 6 is a subscription's: its missing counter changes nothing): WARNING, not CRITICAL
+    leveldb-index-lost."""
+    from tests.faults.leveldb import delivered
+    from tests.support import REPO
+
+    src = REPO / "tests/data/leveldb/mix-killed-tiny/store"
+    store = copy_tree(src, tmp_path / "store")
+    flip_byte(store / "0000000000372a1d.index" / "000265.sst", 451, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
+    assert delivered(store).diff(delivered(src)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
+
+
 def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(capsys, tmp_path):
     """Fault campaign miss (killed-snappy, seed 40000019): the kind byte of a snappy-compressed DATA record in
     the replayed part of the last file flipped (5 -> 13). The replay skips kinds it does not know ("Skip other
