@@ -788,6 +788,22 @@ def test_snapshot_block_that_does_not_decompress_or_parse_stops_the_broker(capsy
     assert not delivered(store).starts
 
 
+def test_snapshot_table_whose_footer_is_damaged_stops_the_broker(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed-small, seed 5909015, a false CRITICAL by the campaign's truth):
+    a flipped bit in the magic number of a snapshot table's footer. The real broker on this copy never recovers:
+    iq80 LevelDB throws "File is not a table (bad magic number)" and the store stops and retries for ever:
+    CRITICAL, and the truth is a broker that does not start."""
+    from tests.faults.leveldb import delivered
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/mix-killed-small/store", tmp_path / "store")
+    flip_byte(store / "00000000000b7140.index" / "000056.sst", 807, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and any(f["code"] == "leveldb-index-damaged" and f["severity"] == "critical"
+                             and "iq80 LevelDB throws when it reads the table" in f["message"] for f in doc["findings"])
+    assert not delivered(store).starts
+
+
 def test_counters_whose_collection_key_the_damage_changed_prove_no_lost_collection(capsys, tmp_path):
     """Fault campaign miss (lane lv51's mix-killed-tiny, indexCompression=none, seed 5505100): a flipped bit in the
     raw table block holding the newest ``:collection-meta`` turns its key 6 into 0x0800000000000006. The counters

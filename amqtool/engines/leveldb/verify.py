@@ -794,13 +794,14 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                     str(st.snapshot[1]), None))
     else:
         for path, off, msg, sev in db.problems:
-            if (path, off) in db.unparsable and "checksum" not in msg:
+            if (path, off) in db.unparsable and "checksum" not in msg or path in db.unread_tables:
                 # no evidence lowers it: the broker never gets to use what the index holds (the real broker on
                 # copies of the gc store with such a block, and of a new snappy store: iq80 throws in the open's
                 # compaction, or in listCollections' scan at start, and the store stops and retries for ever)
-                add(Finding(C, "leveldb-index-damaged", msg + "; iq80 LevelDB throws when it reads the block, and "
-                            "the broker reads the snapshot's tables at its open's compactions and its start's scan of "
-                            "the collections: the store stops", path, off))
+                add(Finding(C, "leveldb-index-damaged", msg + "; iq80 LevelDB throws when it reads the "
+                            + ("table" if path in db.unread_tables else "block") + ", and the broker reads the "
+                            "snapshot's tables at its open's compactions and its start's scan of the collections: "
+                            "the store stops", path, off))
                 continue
             keys = db.dropped_keys.get((path, off))
             if sev != "warning" and keys and all(_acked_topic_entry(st, k) for k in keys):
