@@ -788,6 +788,22 @@ def test_snapshot_block_that_does_not_decompress_or_parse_stops_the_broker(capsy
     assert not delivered(store).starts
 
 
+def test_skipped_entry_record_of_an_acknowledged_topic_entry_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed, seed 5909021): the kind byte of an ADD_ENTRY in the replayed
+    part of the last file flipped (3 -> 11). The replay skips it; the entry is a topic's that every durable
+    subscription has acknowledged, so only the topic's own count changes (11 -> 10), which no cursor reads. The
+    real broker on this copy recovers every subscription's pending messages and counts as before: WARNING, not
+    CRITICAL leveldb-unknown-kind."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    log = store / "00000000000468cd.log"
+    assert log.read_bytes()[497:499] == b"\x2a\x03"
+    flip_byte(log, 498, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-unknown-kind"] == "warning"
+
+
 def test_snapshot_table_whose_footer_is_damaged_stops_the_broker(capsys, tmp_path):
     """Fault campaign miss (lane lv51's mix-killed-small, seed 5909015, a false CRITICAL by the campaign's truth):
     a flipped bit in the magic number of a snapshot table's footer. The real broker on this copy never recovers:
