@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(shutil.copytree(case / "store", Path(tmp) / "store", symlinks=True))
             sites = LevelDBSites.read(root)
             pristine = delivered(root)
+            untouched = verify_verdict(root)
             outcomes = []
             for i in range(args.faults):
                 seed = args.seed * 1000 + i
@@ -83,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     undo()
                 truth, diff = classify(pristine, damaged, lambda d, f=fault: sites.torn(f))
-                outcomes.append(Outcome(name, seed, fault, truth, verdict, diff, codes))
+                outcomes.append(Outcome(name, seed, fault, truth, verdict, diff, codes, untouched[0]))
         misses = [o for o in outcomes if not o.ok]
         total += len(outcomes)
         bad += len(misses)
         everything += outcomes
-        print(f"== {name} ({case}): {len(outcomes)} faults, {len(misses)} miss(es)")
+        print(f"== {name} ({case}): untouched {untouched[0]} {','.join(untouched[1])}; {len(outcomes)} faults, "
+              f"{len(misses)} miss(es)")
         if misses:
             print(confusion(outcomes))
         sys.stdout.flush()

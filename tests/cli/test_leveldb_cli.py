@@ -564,21 +564,6 @@ def test_manifest_cut_inside_the_edit_adding_the_table_is_critical(capsys, tmp_p
                for f in doc["findings"])
 
 
-def test_skipped_table_block_the_counters_cover_is_a_warning(capsys, tmp_path):
-    """Fault campaign miss (gc, seed 27000206): a flipped byte in a snappy-compressed SST block that no longer
-    decompresses. LevelDB's iterators skip the block; the index separators bound its keys, none of which is a
-    counter or a subscription's ack position, and the counters prove queue Q.G holds its 160 entries and
-    topic T.G every sequence above subG's ack position: nothing delivered is lost (WARNING, not CRITICAL)."""
-    from tests.support import REPO
-
-    store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
-    flip_byte(store / "000000000023142a.index" / "000088.sst", 3939, 0x20)
-    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
-    assert any("snappy block" in f["message"] and "judged against the counters" in f["message"]
-               for f in doc["findings"])
-
-
 def test_damaged_length_of_a_dropped_counters_record_in_a_collected_store_strands_messages(capsys, tmp_path):
     """Fault campaign miss (gc, seed 27000389): a flipped bit in the length of a write-ahead log record of the
     snapshot, in a store whose first logs the broker's GC deleted. LevelDB drops it and the rest of its block
@@ -754,23 +739,103 @@ def test_zeroed_end_of_a_complete_unit_in_the_last_file(capsys, tmp_path, start,
     assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)
 
 
-@pytest.mark.parametrize("offset,mask", [(1869, 0x40), (2172, 0x08)])
-def test_skipped_table_block_whose_counters_the_write_ahead_log_rewrote_is_a_warning(capsys, tmp_path, offset,
-                                                                                     mask):
-    """Fault campaign misses (gc, seeds 31000064 and 31000142), seen once the campaign's truth exports with
-    --salvage: a flipped byte in the first snappy block of table 000088, which then breaks mid-block (1869:
-    the keys read in order bound what is left unread above the counters) or does not decompress at all
-    (2172: its range reaches the counter keys). Every counter key the broker reads has its newest version in
-    the index's write-ahead log, newer than any table's copy, and the counters prove Q.G and T.G whole: the
-    broker delivers the same messages (WARNING, not CRITICAL)."""
+@pytest.mark.parametrize("offset,mask,verdict", [(970934, 0x08, 2), (970921, 0x01, 2), (970937, 0x00, 1)])
+def test_damaged_end_of_the_last_unit_nothing_follows(capsys, tmp_path, offset, mask, verdict):
+    """Fault campaign miss (lane lv51's m3-kill, a new SIGKILLed store, seed 5202017): one bit of the data of the
+    UOW_END closing the last unit of the last file, with nothing after it but the zero fill. The broker
+    truncates the file at the bad record and drops the unit (here: killed-zerofill with its cut unit zeroed,
+    what a kill between two units leaves). RecordLog preallocates the file, so a write a crash tears leaves
+    each byte as written or zero: a byte that is neither (the data's zero high bytes set, 970934; the kind
+    byte 0xFF turned 0xFE, 970921) is damage, CRITICAL; the data's last byte zeroed (mask 0: zeroed) is what
+    a torn write can leave, the WARNING of a cut."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/killed-zerofill/store", tmp_path / "store")
+    log = store / "0000000000000000.log"
+    b = bytearray(log.read_bytes())
+    assert b[970920:970922] == b"\x2a\xff" and b[970930:970934] == bytes(4)  # the UOW_END; its data's high bytes
+    b[970938:] = bytes(len(b) - 970938)  # the cut unit: never written
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and "leveldb-uow-cut" not in codes(doc)  # (no snapshot, dirty.index dirty: warnings)
+    if mask:
+        b[offset] ^= mask
+    else:
+        b[offset] = 0
+    log.write_bytes(bytes(b))
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == verdict
+    assert codes(doc).get("leveldb-units-dropped") == ("critical" if verdict == 2 else None)
+
+
+@pytest.mark.parametrize("offset,mask", [(2172, 0x08), (3939, 0x20), (1869, 0x40)])
+def test_snapshot_block_that_does_not_decompress_or_parse_stops_the_broker(capsys, tmp_path, offset, mask):
+    """gc seeds 31000142, 27000206 and 31000064 (each once judged a WARNING: C++ LevelDB's iterators skip such a
+    block, and the counters proved nothing delivered lost), and lane lv51's new snappy store (m2-snappy, seed
+    5202098, a false CRITICAL by the campaign's truth): a flipped byte leaves a block of a snapshot table that
+    does not decompress (2172, 3939) or breaks mid-block (1869). The real broker on each copy of gc never
+    recovers: its iq80 LevelDB throws in the open's compaction (FAILED_TO_UNCOMPRESS, IndexOutOfBoundsException;
+    in listCollections' scan at start on m2-snappy), and the store stops and retries for ever, whatever the
+    counters prove: CRITICAL, and the truth is a broker that does not start."""
+    from tests.faults.leveldb import delivered
     from tests.support import REPO
 
     store = copy_tree(REPO / "tests/data/leveldb/gc/store", tmp_path / "store")
     flip_byte(store / "000000000023142a.index" / "000088.sst", offset, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and any(f["code"] == "leveldb-index-damaged" and f["severity"] == "critical"
+                             and "iq80 LevelDB throws" in f["message"] for f in doc["findings"])
+    assert not delivered(store).starts
+
+
+def test_skipped_entry_record_of_an_acknowledged_topic_entry_is_a_warning(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed, seed 5909021): the kind byte of an ADD_ENTRY in the replayed
+    part of the last file flipped (3 -> 11). The replay skips it; the entry is a topic's that every durable
+    subscription has acknowledged, so only the topic's own count changes (11 -> 10), which no cursor reads. The
+    real broker on this copy recovers every subscription's pending messages and counts as before: WARNING, not
+    CRITICAL leveldb-unknown-kind."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    log = store / "00000000000468cd.log"
+    assert log.read_bytes()[497:499] == b"\x2a\x03"
+    flip_byte(log, 498, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 1 and codes(doc)["leveldb-unknown-kind"] == "warning"
+
+
+def test_snapshot_table_whose_footer_is_damaged_stops_the_broker(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed-small, seed 5909015, a false CRITICAL by the campaign's truth):
+    a flipped bit in the magic number of a snapshot table's footer. The real broker on this copy never recovers:
+    iq80 LevelDB throws "File is not a table (bad magic number)" and the store stops and retries for ever:
+    CRITICAL, and the truth is a broker that does not start."""
+    from tests.faults.leveldb import delivered
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb/mix-killed-small/store", tmp_path / "store")
+    flip_byte(store / "00000000000b7140.index" / "000056.sst", 807, 0x80)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code == 2 and any(f["code"] == "leveldb-index-damaged" and f["severity"] == "critical"
+                             and "iq80 LevelDB throws when it reads the table" in f["message"] for f in doc["findings"])
+    assert not delivered(store).starts
+
+
+def test_counters_whose_collection_key_the_damage_changed_prove_no_lost_collection(capsys, tmp_path):
+    """Fault campaign miss (lane lv51's mix-killed-tiny, indexCompression=none, seed 5505100): a flipped bit in the
+    raw table block holding the newest ``:collection-meta`` turns its key 6 into 0x0800000000000006. The counters
+    then name a collection the index does not hold, and the index one they lack, one bit apart: the damage hit
+    the counters' key, not the index. The real broker on this copy recovers exactly what it recovered from the
+    store (collection 6 is a subscription's: its missing counter changes nothing): WARNING, not CRITICAL
+    leveldb-index-lost."""
+    from tests.faults.leveldb import delivered
+    from tests.support import REPO
+
+    src = REPO / "tests/data/leveldb/mix-killed-tiny/store"
+    store = copy_tree(src, tmp_path / "store")
+    flip_byte(store / "0000000000372a1d.index" / "000265.sst", 451, 0x08)
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and {c: s for c, s in codes(doc).items() if s != "info"} == {"leveldb-index-damaged": "warning"}
-    assert any("judged against the counters" in f["message"] for f in doc["findings"])
-    assert doc["summary"]["messages"] == 168
+    assert delivered(store).diff(delivered(src)) == {"lost": 0, "back": 0, "bindings": 0, "content": 0}
 
 
 def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(capsys, tmp_path):
@@ -788,6 +853,22 @@ def test_snappy_data_record_under_a_damaged_kind_byte_is_skipped_by_the_replay(c
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
     assert code == 1 and "leveldb-unknown-kind" not in codes(doc)
     assert doc["summary"]["messages"] == 282  # 6 + 270 + 6 as recovered.json
+
+
+@pytest.mark.parametrize("case", ["mix-killed", "mix-killed-small"])
+def test_deleted_log_holding_only_entries_no_one_is_delivered_is_no_loss(capsys, tmp_path, case):
+    """Fault campaign misses (lane lv51's new SIGKILLed stores, seeds 5202039 and others: the first log deleted
+    or cut short). dirty.index still holds entries whose DATA records were there: in mix-killed topic entries
+    every durable subscription has acknowledged (the broker, on a copy without the file, recovers the same
+    pending messages), in mix-killed-small entries of a topic with no durable subscription, which the broker
+    drops at start. Neither is delivered to anyone: no CRITICAL leveldb-missing-log, and nothing lost."""
+    from tests.support import REPO
+
+    store = copy_tree(REPO / "tests/data/leveldb" / case / "store", tmp_path / "store")
+    (store / "0000000000000000.log").unlink()
+    code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
+    assert code in (0, 1) and "leveldb-missing-log" not in codes(doc)  # (mix-killed-small: its cut unit)
+    assert doc["summary"]["lostMessages"] == 0
 
 
 def test_deleted_last_log_holding_a_complete_unit_is_critical(capsys, tmp_path):

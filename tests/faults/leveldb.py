@@ -14,8 +14,9 @@ key changed is delivered elsewhere in the order, a content change, not the same 
 count is counted too, by the messages its store cursor never hands out
 (:func:`amqtool.engines.leveldb.queue_cursor.stranded`: the broker's cursor reads the store only while that
 count is above 0, so a count left one short strands a message): ``caches`` ``("stranded", queue)``, a change of
-it a loss. ``torn``: loss confined to the records after the snapshot's position in the last log file (the log
-replay's region; what a crash can cut).
+it a loss. A snapshot index holding a table block that does not decompress or parse, or a table it cannot read,
+is a broker that does not start. ``torn``: loss confined to the records after the snapshot's position in the
+last log file (the log replay's region; what a crash can cut).
 """
 from __future__ import annotations
 
@@ -110,6 +111,14 @@ def delivered(root: Path) -> Delivered:
         ex = LevelDBExport(detect(root), ExportOptions(salvage=True))
     except AmqtoolError:
         return Delivered(frozenset(), Counter(), frozenset(), detected=False)
+    snap = ex.st.snapshot_db
+    if snap is not None and (snap.unparsable or snap.unread_tables):
+        # a table block of the snapshot index that does not decompress or parse, or a table it cannot read at all:
+        # the broker's iq80 LevelDB throws whenever it reads it, at the open's compactions or listCollections' scan
+        # at start, and the store stops and retries for ever (the real broker on such copies of gc and of new
+        # stores: FAILED_TO_UNCOMPRESS, IndexOutOfBoundsException, "File is not a table (bad magic number)")
+        ex.close()
+        return Delivered(frozenset(), Counter(), frozenset(), refused=True)
     try:
         bindings = frozenset(ex.binding_rows())
         # the message the broker hands out is the whole stored command, fields the rows leave out included

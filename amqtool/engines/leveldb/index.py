@@ -48,6 +48,10 @@ class IndexDB:
     # (path, offset) of a table block that does not parse -> (lower bound exclusive or None, upper bound
     # inclusive) of the user keys it held: LevelDB's iterators skip it
     unread_ranges: dict = field(default_factory=dict)
+    # (path, offset) of the table blocks of unread_ranges: iq80 LevelDB, the broker's index, throws whenever it
+    # reads one (snappy-java's FAILED_TO_UNCOMPRESS, an IndexOutOfBoundsException parsing it), where C++ LevelDB's
+    # iterators skip a damaged block
+    unparsable: set = field(default_factory=set)
     # those of unread_ranges whose lower bound is the table's smallest key (the MANIFEST's), which the block held:
     # inclusive. Any other lower bound is a key read before the break, whose newest version was read: the block
     # can hold only older versions of it, which that version hides
@@ -341,6 +345,8 @@ def read_index(directory: str | os.PathLike) -> IndexDB:
             # entry by entry); the entries' keys and values are judged as a damaged block's
             db.problem(d / name, off, msg, "warning" if "checksum" in msg or msg == table.RESTART_OUTSIDE
                        else "critical")
+            if off in tr.unread:
+                db.unparsable.add((str(d / name), off))
             if off in tr.unread:
                 lo, hi = tr.unread[off]
                 small, large = version.bounds.get(num, (None, None))

@@ -67,6 +67,7 @@ def test_fault_campaign_has_no_misses(case, tmp_path):
     root = copy_tree(case / "store", tmp_path / "store")
     sites = LevelDBSites.read(root)
     pristine = delivered(root)
+    untouched = verify_verdict(root)[0]
     outcomes = []
     seeds = [BASE + i for i in range(_faults(case))]
     seeds += [s for s in FOUND.get(CASE_IDS[CASES.index(case)], ()) if s not in seeds]
@@ -79,10 +80,30 @@ def test_fault_campaign_has_no_misses(case, tmp_path):
         finally:
             undo()
         truth, diff = classify(pristine, damaged, lambda d, f=fault: sites.torn(f))
-        outcomes.append(Outcome(case.name, seed, fault, truth, verdict, diff, codes))
+        outcomes.append(Outcome(case.name, seed, fault, truth, verdict, diff, codes, untouched))
     shutil.rmtree(tmp_path / ".store.aside", ignore_errors=True)
     table = confusion(outcomes)
     assert all(o.ok for o in outcomes), table
+
+
+def test_a_store_the_broker_already_loses_from_keeps_its_critical(tmp_path):
+    """The xa store without its index snapshot: the broker replays the log from 0 and stops at the first
+    REMOVE_COLLECTION (its bare varint read as a CollectionKeyRecord throws), losing what follows: CRITICAL
+    untouched, as on lane lv51's m6-kill-default (SIGKILLed before its first snapshot, after an unsubscribe:
+    the broker recovered nothing sent after it). A fault that changes nothing the broker delivers leaves that
+    loss as it was: the campaign expects CRITICAL there, not OK or WARNING."""
+    from tests.support import REPO
+
+    root = copy_tree(REPO / "tests/data/leveldb/xa/store", tmp_path / "store")
+    for p in root.glob("*.index"):
+        if p.name not in ("dirty.index", "plist.index"):
+            shutil.rmtree(p)
+    verdict, codes = verify_verdict(root)
+    assert verdict == "CRITICAL" and "leveldb-replay-stopped" in codes
+    fault = LevelDBSites.read(root).draw(random.Random(BASE))
+    same = Outcome("xa-no-snapshot", BASE, fault, "same", "CRITICAL", {}, codes, verdict)
+    assert same.ok and not Outcome("xa-no-snapshot", BASE, fault, "same", "WARNING", {}, (), verdict).ok
+    assert not Outcome("xa", BASE, fault, "same", "CRITICAL", {}, codes).ok  # a healthy store's: a false alarm
 
 
 def test_a_queue_count_left_short_is_a_loss_in_the_truth(tmp_path):
