@@ -14,7 +14,7 @@ newest file, ``JournalImpl.setUpCurrentFile``, over any torn one). So when it is
 * a DELETE of a message the load still holds (``JournalImpl`` deletes a record only once: the broker's
   ``deleteMessage`` after its last reference was acknowledged), or
 * an ACKNOWLEDGE_REF update of such a message on a queue it still has a reference on (its queue id read,
-  when the damage left it; else any of its references), or
+  when the damage left it -- an id no binding has is the damage's --; else any of its references), or
 * either of them in a transaction whose COMMIT survives in a later file (``JournalImpl.load`` applies a
   committed transaction's surviving records and ignores its lost ones),
 
@@ -120,6 +120,8 @@ def lost_ack(opened, index: int, first: int, evidence) -> LostAck | None:
     t, tx, mid, utype, queue = head
     if mid not in evidence.messages:
         return None
+    if queue is not None and evidence.have_bindings and queue not in evidence.queues:
+        queue = None  # no queue is bound under that id: the damage took the body (zeros over it read queue 0)
     held = {q for q in evidence.refs.get(mid, ()) if (mid, q) not in evidence.acked}
     if t in (_UPDATE, _UPDATE_TX):
         if utype != R.ACKNOWLEDGE_REF or not held or (queue is not None and queue not in held):

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from amqtool.engines.artemis.cut_off_tx import cut_off_tx
 from amqtool.engines.artemis.evidence import HARMLESS, LOSS, UNKNOWN, Rebuilt, _plausible
+from amqtool.engines.artemis.lost_ack import lost_ack
 from amqtool.engines.artemis.rolled_back import rolled_back_ids, rolled_clause
 from amqtool.engines.artemis.tails import settled_clause, settled_ids
 from amqtool.formats.artemis.records import fixed_size
@@ -89,6 +90,7 @@ class RunWindow:
     unstored: list[int] = field(default_factory=list)
     smallest_add: int = 0
     region_size: int = 0
+    lost_ack: object = None  # lost_ack.LostAck: the head's record consumed a message the load still holds
 
     @property
     def room_only(self) -> bool:
@@ -134,7 +136,10 @@ class RunWindow:
                     f"message (acknowledgements or deletes of older messages written there carry no new id and "
                     f"cannot be seen)")
         why = []
-        if self.head_effect == LOSS:
+        if self.lost_ack is not None:
+            why.append(f"the first, whose header survives, is {self.lost_ack.describe()}, which the load still "
+                       f"holds: the broker consumed it before the damage and will deliver it again")
+        elif self.head_effect == LOSS:
             why.append(f"the first, {_name(self.head)}, is lost with them")
         if self.live:
             why.append(f"{len(self.live)} id(s) issued while they were written ({span}) keep references, "
@@ -296,6 +301,12 @@ def run_window(ledger, result, index: int, first: int, end: int, region, evidenc
                     and w.head_effect == HARMLESS):
                 # a message added there and never deleted: its references may have been lost with it
                 w.head_effect = UNKNOWN
+    if head is not None and w.head_effect != LOSS:
+        # an acknowledgement or DELETE of a message the load still delivers, its header whole (lost_ack.py): the
+        # broker consumed it before the damage, and the region took the record (its queue id too, maybe)
+        w.lost_ack = lost_ack(opened, index, first, evidence)
+        if w.lost_ack is not None:
+            w.head_effect = LOSS
     # the window, widened by REORDER on both sides: a record written in the region may carry an id issued just
     # after the first new id written after it (two sessions storing at once)
     lo, hi = max(after - REORDER, 0), before + REORDER + 1
