@@ -858,6 +858,10 @@ class Evidence:
                 return HARMLESS
             return LOSS
         if rec.user_type == R.ACKNOWLEDGE_REF:
+            if q is not None and self.have_bindings and q not in self.queues:
+                # no queue is bound under that id: the damage took it too (zeros over it read 0); the message's
+                # id names what the broker consumed, a reference of it no surviving acknowledgement took
+                return LOSS if any((rid, x) not in self.acked for x in self.refs.get(rid, ())) else HARMLESS
             return LOSS if q is not None and q in self.refs.get(rid, ()) else HARMLESS
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
