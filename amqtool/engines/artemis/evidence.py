@@ -858,10 +858,10 @@ class Evidence:
                 return HARMLESS
             return LOSS
         if rec.user_type == R.ACKNOWLEDGE_REF:
-            if q is not None and self.have_bindings and q not in self.queues:
-                # no queue is bound under that id: the damage took it too (zeros over it read 0); the message's
-                # id names what the broker consumed, a reference of it no surviving acknowledgement took
-                return LOSS if any((rid, x) not in self.acked for x in self.refs.get(rid, ())) else HARMLESS
+            if q is not None and self.unbound(q):
+                # the damage took the queue id too; the message's id names what the broker consumed, a reference
+                # of it no surviving acknowledgement took
+                return LOSS if self.live_queues(rid) else HARMLESS
             return LOSS if q is not None and q in self.refs.get(rid, ()) else HARMLESS
         if rec.user_type in CONTENT_UPDATES:
             return HARMLESS
@@ -896,6 +896,11 @@ class Evidence:
         return {q for q in self.refs.get(mid, ()) if (mid, q) not in self.acked}
 
     _live_queues = live_queues
+
+    def unbound(self, queue: int) -> bool:
+        """Whether no queue is bound under ``queue`` in a store whose bindings were read: a queue id the damage
+        took (zeros over it read 0), not one a record was written for."""
+        return self.have_bindings and queue not in self.queues
 
     def _page_tx_effect(self, rec: Rebuilt) -> str | None:
         """What losing a PAGE_TRANSACTION or PAGE_CURSOR_COMPLETE record costs. A PAGE_TRANSACTION add: every cursor

@@ -120,9 +120,9 @@ def lost_ack(opened, index: int, first: int, evidence) -> LostAck | None:
     t, tx, mid, utype, queue = head
     if mid not in evidence.messages:
         return None
-    if queue is not None and evidence.have_bindings and queue not in evidence.queues:
-        queue = None  # no queue is bound under that id: the damage took the body (zeros over it read queue 0)
-    held = {q for q in evidence.refs.get(mid, ()) if (mid, q) not in evidence.acked}
+    if queue is not None and evidence.unbound(queue):
+        queue = None  # the damage took the body (zeros over it read queue 0)
+    held = evidence.live_queues(mid)
     if t in (_UPDATE, _UPDATE_TX):
         if utype != R.ACKNOWLEDGE_REF or not held or (queue is not None and queue not in held):
             return None

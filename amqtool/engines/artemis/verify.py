@@ -1020,6 +1020,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
     # such a file's records still carry the id it was issued (its tag): that id is not missing
     found_elsewhere = set(found_elsewhere) | {s.file.tag for s in result.scans
                                                if s.has_data and s.file.file_id >= 1 << 31}
+    where = str(result.files[0].path.parent)
     # weighed first: a file written while the compaction ran may be the newest holding records, leaving no gap
     # below the newest data file
     window = ids_lost_while_compacting(result)
@@ -1030,7 +1031,7 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             Severity.CRITICAL, "missing-journal-file",
             f"fileID(s) {shown} issued while the interrupted compaction ran (after its inputs) are carried by no "
             f"file: the broker frees no file while compacting, so a journal file written then was removed; its "
-            f"records are lost", str(result.files[0].path.parent), None,
+            f"records are lost", where, None,
             {"missingFileIds": window[:MAX_LISTED_MISSING_IDS], "missingCount": len(window), "duringCompaction": True}))
         return
     # Counted from the sorted ids present, never by walking the range: a damaged header can claim any
@@ -1050,7 +1051,6 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             expected += 1
         expected = fid + 1
     reused = sum(1 for f in result.files if _name_number(f.name) not in (None, f.file_id))
-    where = str(result.files[0].path.parent)
     shown = ", ".join(map(str, missing[:10])) + (f" ... ({count} in all)" if count > 10 else "")
     span = "between data files" if missing[0] > low else "before the oldest data file or between data files"
     details = {"missingFileIds": missing, "missingCount": count}
