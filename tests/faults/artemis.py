@@ -677,6 +677,31 @@ def _stale_tail(opened, i: int, g, jf) -> bool:
     return bool(stale and not this_use)
 
 
+def _restart_left(result, ids: set[int]) -> set[int]:
+    """The message ids of ``ids`` (acknowledged, with neither their record nor a reference in the load
+    ``result``) that a broker leaves after a restart (see :func:`restart_orphans`): every live update of the id
+    is an acknowledgement or a delivery count (acknowledged: the ids given are), and a fileID between the file of
+    the last of them and the newest
+    file is carried by no file (the file of its DELETE, freed since). Never-compacted JournalImpl stores with a
+    bounded pool, restarted, hold such ids untouched in 7 of 17 (amqtool/engines/artemis/restart_orphans.py):
+    a damaged copy left with only such ids is one a broker could have written."""
+    if result is None or not ids:
+        return set()
+    limit = 1 << 31  # past it a damaged header's fileID: the issued id is its records' tag
+    fids = [jf.file_id if 0 <= jf.file_id < limit else jf.tag for jf in result.files]
+    present = {f for f in fids if f < limit}
+    last: dict[int, int] = {}
+    other: set[int] = set()
+    for r in result.live:
+        if r.id in ids and r.is_update:
+            if r.user_record_type not in (33, 34):  # ACKNOWLEDGE_REF, UPDATE_DELIVERY_COUNT
+                other.add(r.id)
+            last[r.id] = max(last.get(r.id, -1), fids[r.file_index])
+    high = max(present, default=0)
+    return {m for m, f in last.items()
+            if m not in other and any(t not in present for t in range(f + 1, min(high, f + 1 + (1 << 20))))}
+
+
 def restart_orphans(root: Path) -> frozenset:
     """The message ids the pristine store at ``root`` holds references or acknowledgements of without their
     record and without a DELETE. A broker writes that: after a restart JournalImpl ties no update to a DELETE
@@ -890,8 +915,9 @@ def inconsistencies(root: Path, loaded: tuple | None = None, journal_only: bool 
                 yield f"references of message {mid}, never deleted, without its record"
             if "bindings" in results and any(q not in state.queues for q in qs):
                 yield f"message {mid} referenced by a queue the bindings do not hold"
+        restarted = _restart_left(results.get("messages"), {m for m, _ in state.acked} - messages - set(state.refs))
         for mid, q in state.acked:
-            if mid not in messages and mid not in deleted and mid not in orphans_ok:
+            if mid not in messages and mid not in deleted and mid not in orphans_ok and mid not in restarted:
                 yield f"acknowledgement of message {mid}, never deleted, without its record"
             if mid in messages and q not in state.refs.get(mid, ()):
                 yield f"acknowledgement of message {mid} on queue {q} without its reference"

@@ -112,7 +112,9 @@ def test_what_the_pristine_store_shows_already_proves_no_damage():
     from tests.faults.runner import Campaign
 
     src = Path(__file__).resolve().parents[1] / "data" / "artemis" / "restart-orphan"
-    assert "never deleted, without its record" in broker_could_write(src)
+    # acknowledged, with a freed fileID after them: the oracle's own model takes them for a restart's
+    # (artemis._restart_left) as the pristine's excuse does
+    assert broker_could_write(src) == ""
     assert restart_orphans(src) == {2147484131}
     assert broker_could_write(src, orphans_ok=restart_orphans(src)) == ""
     with Campaign("restart-orphan", src) as c:

@@ -65,7 +65,7 @@ from amqtool.engines.artemis.strayed_refs import strayed_refs
 from amqtool.engines.artemis.lost_end import lost_end
 from amqtool.engines.artemis.refless_add import refless_add
 from amqtool.engines.artemis.acked_refless import acked_refless
-from amqtool.engines.artemis.restart_orphans import left_by_restart
+from amqtool.engines.artemis.restart_orphans import left_by_restart, restart_shaped
 from amqtool.engines.artemis.stale_tail import compactor_leftover, own_record_start, stale_fragment
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 from amqtool.engines.artemis.compaction_window import ids_lost_while_compacting
@@ -907,9 +907,11 @@ def _name_number(name: str) -> int | None:
 
 
 def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(),
-                         missing=None) -> tuple[bool, int]:
+                         missing=None) -> tuple[bool, int, int]:
     """(whether the journal was compacted: a live record with a compactCount, or a file the compactor wrote
-    (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone). A
+    (:mod:`~amqtool.engines.artemis.compaction_marks`), the number of live updates whose add is gone, the number
+    of those a restart may have left: :func:`~amqtool.engines.artemis.restart_orphans.restart_shaped`, not
+    counted in the second). A
     compaction frees files and gives freed files new ids, so a file gone from between data files proves a loss
     only in a journal never compacted, or beside live updates that lost their add (the broker never frees a
     file holding the add of a live record). ``missing``: a test of a bracket of fileIDs (add_placement.py): only
@@ -956,7 +958,11 @@ def _compaction_evidence(result: LoadResult, lost_deletes: set[int] = frozenset(
         # a lone acknowledged id older than every add, with a freed fileID after it: its DELETE's file, which
         # a restart untied from the update (restart_orphans.py)
         orphans -= left_by_restart(result, orphans, missing)
-    return compacted, sum(1 for r in result.live if r.is_update and r.id in orphans)
+    # acknowledgements and delivery counts with room for their DELETE's file after them: a restart leaves them
+    # in a healthy journal as a removed file does (restart_orphans.restart_shaped)
+    shaped = restart_shaped(result, orphans)
+    return (compacted, sum(1 for r in result.live if r.is_update and r.id in orphans - shaped),
+            sum(1 for r in result.live if r.is_update and r.id in shaped))
 
 
 def _short_file_findings(opened, result: LoadResult | None, findings: list[Finding], *,
@@ -971,7 +977,7 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
     no records), and a data file whose records all died since (the reclaimer frees such files, and a real
     JournalImpl store killed mid-run has them) is lost to no one: a warning."""
     ids = sorted(f.file_id for f in opened.files)
-    compacted, orphans = _compaction_evidence(result, lost_deletes) if result is not None else (False, 0)
+    compacted, orphans, shaped = _compaction_evidence(result, lost_deletes) if result is not None else (False, 0, 0)
     unbounded = not compacted and pool_files is not None and pool_files < 0
     for p in opened.pending:
         if p.code != "short-file":
@@ -981,9 +987,12 @@ def _short_file_findings(opened, result: LoadResult | None, findings: list[Findi
         if inside and not orphans and not unbounded:
             why = ("the journal was compacted, which frees files" if compacted else
                    "a data file whose records all died is one the broker may free")
+            held = ("every live update still has its add" if not shaped else
+                    f"the {shaped} live acknowledgement(s) or delivery count(s) without their add are what a restart "
+                    f"leaves once the broker freed their message's files (restart_orphans.restart_shaped)")
             findings.append(Finding(Severity.WARNING, "short-file", p.message + (
-                f" (its name is one of the journal's ids between data files, but {why}, and every live update "
-                f"still has its add: nothing shows it held live records)"), p.path, 0))
+                f" (its name is one of the journal's ids between data files, but {why}, and {held}: nothing proves "
+                f"it held live records)"), p.path, 0))
         elif inside:
             findings.append(Finding(Severity.CRITICAL, "short-file", p.message + (
                 " (its name is one of the journal's ids between data files: the records it held are lost)"),
@@ -1060,8 +1069,8 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"fileID(s) {shown} missing {span}; explained by {reused} reused file(s)", where, None,
             details))
         return
-    compacted, orphans = _compaction_evidence(result, lost_deletes, missing_between(inside, high))
-    details["liveUpdatesWithoutAdd"] = orphans
+    compacted, orphans, shaped = _compaction_evidence(result, lost_deletes, missing_between(inside, high))
+    details["liveUpdatesWithoutAdd"] = orphans + shaped
     if orphans:
         # live updates without their add: the broker never frees a file holding the add of a live record
         findings.append(Finding(
@@ -1080,6 +1089,18 @@ def _gap_findings(result: LoadResult, findings: list[Finding], found_elsewhere: 
             f"and the ids between theirs ({first['idsAfter'] + 1}..{first['idsBefore'] - 1}) carry only "
             f"{first['deletes']} DELETE(s): the broker frees a compacted file only once every message it held is "
             f"deleted, so this one was removed with live messages in it; they are lost", where, None, details))
+        return
+    if shaped and (compacted or pool_files is None or pool_files >= 0):
+        # (a never-compacted journal whose pool keeps every freed file is judged below: any gap there is a removal)
+        details["restartMayExplain"] = True
+        findings.append(Finding(
+            Severity.WARNING, "missing-journal-file",
+            f"fileID(s) {shown} missing {span}; {shaped} live acknowledgement(s) or delivery count(s) have lost "
+            f"their add record, with room after them for the file of their DELETE: either a journal file holding "
+            f"their message was removed (the broker loses it on its other queues), or the broker freed that file "
+            f"and, after a restart, the file of the DELETE (JournalImpl.load ties no update to a message whose add "
+            f"it did not read, and a healthy journal keeps such updates): which, cannot be told", where, None,
+            details))
         return
     if compacted or (pool_files is not None and pool_files >= 0):
         how = ("compacted, which frees and deletes files" if compacted else
@@ -1555,6 +1576,19 @@ def _evidence_findings(store: ArtemisStore, evidence, results: dict, findings: l
         moved = (deleted_after_own_ack(results["messages"], set(lost)) | set(run_owned(results["messages"], set(lost)))
                  if lost else set())
         lost = {m: u for m, u in lost.items() if m not in moved}
+        # acknowledgements and delivery counts with room after them for their DELETE's file: a restart leaves
+        # them in a healthy journal as a removed file does (restart_orphans.restart_shaped), a warning
+        left = restart_shaped(results["messages"], set(lost))
+        shaped = {m: u for m, u in lost.items() if m in left}
+        lost = {m: u for m, u in lost.items() if m not in shaped}
+        if sum(map(len, shaped.values())) >= 2 and not any(f.details.get("restartMayExplain") for f in findings):
+            findings.append(replace(_records_missing(
+                shaped, lambda m: f"{m} (queues {', '.join(map(str, sorted({q for _, q in shaped[m]})))})",
+                "never deleted keep only acknowledgements or delivery counts, with no message record, and a fileID "
+                "after them no file carries: either their message's file was removed (the broker loses them on "
+                "their other queues), or the broker freed it and, after a restart, the file of their DELETE "
+                "(restart_orphans.py), which cannot be told", where, restartMayExplain=True),
+                severity=Severity.WARNING))
         if sum(map(len, lost.values())) < 2:
             # what is left is one record, as lost_adds takes none alone (one damaged id field makes one; a
             # restart leaves one: restart_orphans.py): the explained id no longer vouches for it

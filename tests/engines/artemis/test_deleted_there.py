@@ -9,8 +9,9 @@ long freed. With that file removed, the earlier acknowledgement loads live with 
 (``oracle-load-removed-12.jsonl``: what the real JournalImpl loads), the broker drops it
 (``AbstractJournalStorageManager.loadMessageJournal``: ``cannotFindMessage``), and it delivers what it
 delivered: verify called it CRITICAL missing-journal-file (campaign seed 9412070236126031, same/CRITICAL).
-Removals that took acknowledgements of messages the broker then delivers again stay CRITICAL: they leave
-messages stored before the removed file pending."""
+Removals that took acknowledgements of messages the broker then delivers again read WARNING since
+restart_orphans.restart_shaped: what they leave is what a restart leaves in a healthy store, pending messages
+and all."""
 from __future__ import annotations
 
 import shutil
@@ -59,10 +60,16 @@ def test_a_removed_file_holding_only_a_deleted_messages_last_records_is_no_loss(
     ("activemq-data-2.amq", 12),
     ("activemq-data-3.amq", 19),
 ])
-def test_a_removed_file_that_brings_messages_back_is_still_critical(tmp_path, name, back):
+def test_a_removed_file_that_brings_messages_back_is_a_warning_naming_both_readings(tmp_path, name, back):
+    # The acknowledgement left live is what a restart leaves once the broker freed its message's file and then
+    # its DELETE's (restart_orphans.restart_shaped): files the pool re-initialised after it (named 12, 37, 50)
+    # are where that DELETE could have been. Messages stored before them still pending, which made this
+    # CRITICAL, are no proof: healthy restarted stores have them too (tests/data/artemis/restart-shaped, 7 of
+    # 17 such stores read CRITICAL untouched). The harness calls it loss-unproven.
     root = _store(tmp_path)
     reader = artemis.DeliveredReader(root)
     (root / "journal" / name).unlink()
     assert reader.pristine.diff(reader.damaged(root))["back"] == back
     verdict, codes = verify_verdict(root)
-    assert verdict == "CRITICAL" and "missing-journal-file" in codes
+    assert verdict == "WARNING" and "missing-journal-file" in codes
+    assert artemis.broker_could_write(root) == ""
