@@ -77,7 +77,6 @@ from typing import Callable
 
 from amqtool import native
 from amqtool.engines.artemis.add_placement import add_positions, bracket
-from amqtool.engines.artemis.compaction_marks import compactor_outputs
 from amqtool.formats.artemis.userrecords import JournalRecordIds as _R
 
 _TAG_LIMIT = 1 << 31  # a header fileID past it was damaged: its records carry the issued id as their tag
@@ -129,8 +128,10 @@ def restart_shaped(result, orphans: set[int]) -> set[int]:
     holds, so a compaction drops such updates: no compacted store of the sweeps kept one), where no other such
     id's add lay between the same two files still holding adds (a restart leaves ids of messages deleted long
     apart; a file removed under live messages leaves neighbours: 7 of 42 removals that left only such ids)."""
-    # a compaction copies every live record with its compactCount raised: one such record alone is a damaged byte
-    if not orphans or compactor_outputs(result) or sum(1 for r in result.live if r.compact_count > 0) > 1:
+    # A compaction copies every live record with its compactCount raised: one such record alone is a damaged
+    # byte. (Not a file named after a fileID above its own, what compactor_outputs takes for an output: two
+    # files swapped by name give one too.)
+    if not orphans or sum(1 for r in result.live if r.compact_count > 0) > 1:
         return set()
     last: dict[int, int] = {}
     other: set[int] = set()

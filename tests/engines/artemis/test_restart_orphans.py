@@ -193,3 +193,16 @@ def test_one_damaged_compact_count_does_not_make_the_journal_compacted(run_json,
     path.write_bytes(bytes(data))
     code, doc, _ = run_json("verify", str(journal))
     assert (code, doc["verdict"]) == (1, "WARNING")
+
+
+def test_two_files_swapped_by_name_do_not_make_the_journal_compacted(run_json, tmp_path):
+    # a file named after a fileID above its own is what a compaction's output looks like by name; swapping two
+    # files gives one too, and JournalImpl orders files by the fileID in their headers, so it loads the same
+    # (fault campaign seed 4960, f9734: "swapped journal files" read CRITICAL)
+    journal = shutil.copytree(SHAPED / "journal", tmp_path / "journal")
+    a, b = journal / "activemq-data-88.amq", journal / "activemq-data-115.amq"
+    first = a.read_bytes()
+    a.write_bytes(b.read_bytes())
+    b.write_bytes(first)
+    code, doc, _ = run_json("verify", str(journal))
+    assert (code, doc["verdict"]) == (1, "WARNING")
