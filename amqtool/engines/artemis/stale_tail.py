@@ -79,9 +79,17 @@ def stale_fragment(head: bytes, first: int, end: int, *, tag: int | None = None,
     if length < 4:
         # the old record's size word lies partly under this use's last record: nothing to count back with
         return last_end is None and not _is_type(head[0])
-    size = int.from_bytes(head[length - 4:length], "big")
-    # the old record began before first (under this use's records), after the file header
-    return MIN_RECORD <= size <= 1 << 27 and end - size < first and end - size >= 16
+    # the old record began before first (under this use's records), after the file header. Its own end may leave
+    # the last one to three bytes of a still earlier use's size word after it (that use's record ended there a
+    # little further on: real JournalImpl files show "00 1f" and "00 00 1f", the low bytes of a 31-byte
+    # reference's size): its size word is looked for before them too
+    for k in range(min(3, length - 4) + 1):
+        stop = end - k
+        size = int.from_bytes(head[length - k - 4:length - k], "big")
+        older = int.from_bytes(head[length - k:length], "big") if k else MIN_RECORD
+        if MIN_RECORD <= size <= 1 << 27 and first > stop - size >= 16 and MIN_RECORD <= older:
+            return True
+    return False
 
 
 def compactor_leftover(opened, index: int, first: int, end: int, by_tag: dict[int, list[int]]) -> int | None:

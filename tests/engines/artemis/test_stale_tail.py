@@ -80,3 +80,30 @@ def test_a_remainder_too_short_for_a_record_is_an_old_one():
     assert not stale_fragment(head, first, first + 1, tag=9, last_end=first + 1 - 13)
     # a record type there may be a write of this use torn after one byte
     assert not stale_fragment(b"\x0b", first, first + 1, tag=9, last_end=last_end)
+
+
+# /work/s49/q/q9722 (gen.sh q9722 12288 9722 2500 150, pool -1, restarted every 120 operations): the tail of
+# activemq-data-956.amq (fileID 1948, a re-initialised free file) from 11890, three zeros after its last record:
+# the rest of an earlier use's message whose size word (0x1b1) ends at 12283, then "00 00 1f", bytes of a use
+# before that. verify read the healthy store WARNING damaged-tail (its size word was looked for at the very end).
+STRAY_TAIL = bytes.fromhex(
+    "0c6500760065006e0074007300000001740000012801000001167000730065006400740077007000610075006d0072006800"
+    "7900750064007100670075006b006d006d007700740066006d0070006d006b006b006e00750061007a00750067007a007400"
+    "67006100700076006d0067007700750072007a0065006e00690074006f00670079006b00640075006d006f00730064006f00"
+    "6a00610062006c0073006d006500730061006c00720064006d006900710074006e00700067006b0064007200660074007100"
+    "6d006800760065006c0064007100770077006e0066007900700064006a006600630064006a00720063007a006f006b006100"
+    "6b006b007700730063006d006c006e00620073006f0062006a0063006a00690079006f0073006200750076006d007a006400"
+    "69006b000000000080000777010000000c6500760065006e007400730000030100000000000000000000018bcfe6b6370001"
+    "00000001000000067300650071000a000000143200310034003700340038003500350035003900000001b100001f")
+
+
+def test_an_earlier_use_s_record_followed_by_stray_bytes_of_a_use_before_it_is_stale():
+    from amqtool.engines.artemis.stale_tail import stale_fragment
+
+    first, end = 11890, 11890 + len(STRAY_TAIL)
+    assert end == 12286 and STRAY_TAIL[-7:] == bytes.fromhex("000001b100001f")
+    assert stale_fragment(STRAY_TAIL, first, end, tag=1948, last_end=11887)
+    # the old record's size word must count back under this use's records, after the file header
+    assert not stale_fragment(STRAY_TAIL, 12100, end, tag=1948)
+    assert not stale_fragment(STRAY_TAIL[:-7] + bytes(6) + b"\x1f", first, end, tag=1948)
+
