@@ -115,6 +115,8 @@ def main() -> int:
     ap.add_argument("--per", type=int, default=8, help="faults per store and field")
     every = [*FIELDS, *ENDS, *PAGE_FIELDS, *RETYPED, *BINDINGS]
     ap.add_argument("--fields", default=",".join(every), help="comma-separated, of: " + ", ".join(every))
+    ap.add_argument("--each", action="store_true",
+                    help="also print every fault's outcome, one line each (to compare two runs of one seed)")
     args = ap.parse_args()
     from tests.faults.artemis import _fields
     from tests.faults.model import Fault, confusion
@@ -184,6 +186,8 @@ def main() -> int:
         print(f"== {name}: seed {args.seed}, {len(outcomes[name])} faults over {len(args.stores)} store(s)")
         print(confusion(outcomes[name]))
         bad += sum(1 for o in outcomes[name] if not o.ok)
+        for o in outcomes[name] if args.each else ():
+            print(f"EACH {o.store} seed={o.seed} truth={o.truth} verdict={o.verdict} {o.fault.describe()}")
     print(f"{bad} miss(es) in all")
     return 1 if bad else 0
 
