@@ -432,3 +432,23 @@ def test_a_page_transaction_row_read_as_a_reference_skips_its_paged_messages(art
                                          for o in outcomes if not o.ok]
     lost = [o for o in outcomes if o.truth == LOSS]
     assert lost and all(o.verdict == "CRITICAL" and "ref-without-message" in o.codes for o in lost)
+
+
+def test_a_page_complete_row_read_as_a_reference_brings_its_page_back(paged_campaign):
+    # bench/fuzz_jdbc.py seed 5242 (demo 6 MiB, seed 7321), fault 5242015856 (loss/WARNING): a queue's
+    # PAGE_CURSOR_COMPLETE row (42; CursorAckRecordEncoding, as a cursor acknowledgement's) with its userRecordType
+    # set to ADD_REF. loadMessageJournal reads it as a reference of a message it cannot find and never marks the
+    # page done, so the page's messages, whose acknowledgements the broker deleted when it completed, come back.
+    # verify read the 20 bytes only as a cursor acknowledgement, whose own message was no longer pending: WARNING
+    c = paged_campaign
+    rows = [seq for (seq,) in c.conn.execute(
+        "SELECT d.seq FROM messages d WHERE d.userRecordType = 42 AND (d.recordType = 11 OR EXISTS (SELECT 1 FROM "
+        "messages e WHERE e.txId = d.txId AND e.recordType = 18)) ORDER BY d.seq")]
+    judged = []
+    for seq in rows:
+        fault = jdbc.RowFault("set", "messages", (("seq", seq),), "userRecordType", 32)
+        c.sites = _Fixed(fault)
+        o = c.run_one(0)
+        judged.append((o.truth, o.verdict))
+        assert o.truth != LOSS or o.verdict == "CRITICAL", (fault.describe(), o.diff, o.codes)
+    assert (LOSS, "CRITICAL") in judged, judged

@@ -929,9 +929,17 @@ class Evidence:
             return None
         return LOSS if self.paged_pending(int.from_bytes(rec.body[:8], "big", signed=True)) else HARMLESS
 
-    def effect_of_discarded(self, records: list[Rebuilt]) -> str:
+    def effect_of_discarded(self, records: list[Rebuilt], intact: list[Rebuilt] = ()) -> str:
         """What the broker loses when it discards a whole transaction (its COMMIT no longer counts its
-        records): ``records`` are the transaction's records, which the load then applied none of."""
+        records): ``records`` are the transaction's records, which the load then applied none of.
+
+        ``intact``: more of its records, read whole by the load (their ids are the ones written). A reference
+        among them to a message no ADD carries anywhere was routed right after that message's ADD_TX, which the
+        damage took (``JournalImpl.appendAddRecordTransactional``, then ``appendUpdateRecordTransactional``:
+        the commit's count, written in the same file, counted both): the broker committed it and, unless a
+        DELETE of it survives, delivers it."""
+        records = [*records, *intact]
+        whole = {id(r) for r in intact}
         if self.bare:
             # JournalImpl.load's user loses each record the transaction added or updated (unless its id is
             # deleted since) and keeps each it deleted (a loss when the id is live: brought back)
@@ -953,7 +961,9 @@ class Evidence:
             elif t == UPDATE_TX and rec.user_type == R.ADD_REF:
                 if (rid, q) in self.acked:
                     self.explained.add((rid, q))  # its acknowledgement, now without it, is no loss either
-                unknown = sent_gone and rid not in self.messages and rid not in self.live_ids and rid not in sent
+                # (only a reference read from damaged bytes: one read whole names the message it was written for)
+                unknown = (sent_gone and rid not in self.messages and rid not in self.live_ids and rid not in sent
+                           and id(rec) not in whole)
                 effect = HARMLESS if unknown or self._deleted_later(rid) or (rid, q) in self.acked else LOSS
             elif t == UPDATE_TX and rec.user_type == R.ACKNOWLEDGE_REF:
                 effect = LOSS if rid in self.live_ids and q in self._live_queues(rid) else HARMLESS

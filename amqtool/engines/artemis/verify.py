@@ -459,10 +459,10 @@ class _GapInspector:
             i = a.ids
             where = str(files[a.file_index].path)
             unexplained = i["expected"] - i["found"] - sum(1 for p, _ in lost_at.get(i["txId"], ()) if p == where)
-            effect = evidence.effect_of_discarded(transaction_records(self.opened, i["txId"])
-                                                  + lost_in_tx.get(i["txId"], [])
-                                                  + strayed_records(self.result, self.opened, i["txId"], unexplained,
-                                                                  a.file_index))
+            effect = evidence.effect_of_discarded(
+                lost_in_tx.get(i["txId"], []),
+                intact=transaction_records(self.opened, i["txId"])
+                + strayed_records(self.result, self.opened, i["txId"], unexplained, a.file_index))
             harmless = effect == HARMLESS
             self.findings.append(Finding(
                 Severity.WARNING if harmless else Severity.CRITICAL, "commit-count-mismatch",

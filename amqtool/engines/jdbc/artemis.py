@@ -963,19 +963,24 @@ class _Governs:
 
     def retyped_loss(self, rec: LiveRecord) -> str | None:
         """What a messages row read as a reference though its bytes are no reference's encoding (a damaged
-        user record type), or read as type 0 (a NULL one), held: a page cursor acknowledgement (``i64 queue, i64 page, i32 message number``)
-        of a paged message still pending, which then comes back, a page transaction's record (``i64
-        transactionID, i32 numberOfMessages``) whose paged messages still to be consumed are then skipped
-        (:meth:`page_tx_loss`; loadMessageJournal's ADD_REF case reads the row as a reference of a message it
-        cannot find, and the page transaction is never loaded), or a duplicate-detection record whose cache
-        entry is lost (:meth:`duplicate_id_loss`)."""
+        user record type), or read as type 0 (a NULL one), held: a page cursor acknowledgement (``i64 queue,
+        i64 page, i32 message number``) of a paged message still pending, which then comes back, or in the same
+        encoding a queue's page-complete record, whose page's messages then pending come back, a page
+        transaction's record (``i64 transactionID, i32 numberOfMessages``) whose paged messages still to be
+        consumed are then skipped (:meth:`page_tx_loss`; loadMessageJournal's ADD_REF case reads the row as a
+        reference of a message it cannot find, and the page transaction is never loaded), or a
+        duplicate-detection record whose cache entry is lost (:meth:`duplicate_id_loss`)."""
         from amqtool.formats.artemis.userrecords import JournalRecordIds as R
 
         if rec.body_len == 12:  # bench/fuzz_jdbc.py seed 9895029888: a PAGE_TRANSACTION row typed ADD_REF
             return self.page_tx_loss(int.from_bytes(self.data.result("messages").body(rec)[:8], "big", signed=True))
         if rec.body_len != 20:
             return self.duplicate_id_loss(rec, self.data.result("messages").body(rec), typed=False)
-        return self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
+        # CursorAckRecordEncoding is a page-complete record's too (PAGE_CURSOR_COMPLETE: the queue's page done,
+        # its acknowledgements deleted): when no message of that position is pending, a page with messages
+        # pending without it was the one completed (bench/fuzz_jdbc.py seed 5242015856: 49 come back)
+        return (self.what("messages", rec._replace(user_record_type=R.ACKNOWLEDGE_CURSOR))
+                or self.what("messages", rec._replace(user_record_type=R.PAGE_CURSOR_COMPLETE)))
 
     def null_type_loss(self, body: bytes) -> str | None:
         """What a row read as type 0 (a NULL userRecordType) held, judged by its bytes where its id names no
