@@ -14,7 +14,7 @@ key changed is delivered elsewhere in the order, a content change, not the same 
 count is counted too, by the messages its store cursor never hands out
 (:func:`amqtool.engines.leveldb.queue_cursor.stranded`: the broker's cursor reads the store only while that
 count is above 0, so a count left one short strands a message): ``caches`` ``("stranded", queue)``, a change of
-it a loss. A snapshot index holding a table block that does not decompress or parse, or a table it cannot read,
+it a loss; a durable subscription's the same way, by its own count (``("stranded", "topic/client/name")``). A snapshot index holding a table block that does not decompress or parse, or a table it cannot read,
 is a broker that does not start. ``torn``: loss confined to the records after the snapshot's position in the
 last log file (the log replay's region; what a crash can cut).
 """
@@ -99,7 +99,7 @@ class LevelDBSites:
 def delivered(root: Path) -> Delivered:
     from amqtool.engines.export.leveldb import LevelDBExport
     from amqtool.engines.export.model import ExportOptions
-    from amqtool.engines.leveldb.queue_cursor import stranded
+    from amqtool.engines.leveldb.queue_cursor import stranded, stranded_pending
     from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
     from amqtool.errors import AmqtoolError
     from amqtool.store.layout import detect
@@ -137,6 +137,8 @@ def delivered(root: Path) -> Delivered:
             content.add(key + (h, raw.get(r[n["message_id"]]), order[r[n["queue"]]]))
             order[r[n["queue"]]] += 1
         held = Counter({("stranded", d.name): stranded(ex.st, d) for d in ex.st.destinations.values()})
+        held.update({("stranded", f"{d.name}/{s.client_id}/{s.name}"): stranded_pending(s)
+                     for d in ex.st.destinations.values() for s in d.subscriptions})
     finally:
         ex.close()
     return Delivered(bindings, rows, frozenset(content), caches=+held)

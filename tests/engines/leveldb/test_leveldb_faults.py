@@ -128,6 +128,28 @@ def test_a_queue_count_left_short_is_a_loss_in_the_truth(tmp_path):
     assert verify_verdict(root)[0] == "CRITICAL"
 
 
+def test_a_subscription_count_left_below_its_pending_is_a_loss_in_the_truth(tmp_path):
+    """A durable subscription's store cursor is sized the same way as a queue's (queue_cursor.stranded_pending:
+    TopicStorePrefetch.getStoreSize is getMessageCount(clientId, subscriptionName), the topic's last sequence
+    less the ack position). mix-killed (lane lv51's m3-kill) seed 5707015: the kind byte of MT211.1's replayed
+    ADD_ENTRY at 00000000000468cd.log@1373 flipped 3 -> 2 (REMOVE_COLLECTION): the topic's last sequence falls
+    by 11, s2's count 6 -> -5 over the same 6 pending messages, s3's 0 -> -11 (the real broker on the copy gives
+    these counts). The truth said same (the rows are equal), against verify's CRITICAL."""
+    from tests.faults.model import LOSS
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "00000000000468cd.log", 1373, 0x01)
+    damaged = delivered(root)
+    assert damaged.rows == pristine.rows
+    gone = damaged.caches - pristine.caches
+    assert gone == {("stranded", "MT211.1/mixB/s2"): 11, ("stranded", "MT211.1/mixA/s3"): 11}
+    truth, _diff = classify(pristine, damaged, lambda d: False)
+    assert truth == LOSS
+    assert verify_verdict(root)[0] == "CRITICAL"
+
+
 def test_an_entry_moved_in_its_queue_order_is_a_content_change(tmp_path):
     """The truth keeps each row's place in its queue's order: the broker hands a queue's entries out in key
     order (LevelDBClient.queueCursor over collectionCursor). killed-snapshot seed 7301025: a bit flipped in the
