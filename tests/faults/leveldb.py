@@ -14,8 +14,9 @@ key changed is delivered elsewhere in the order, a content change, not the same 
 count is counted too, by the messages its store cursor never hands out
 (:func:`amqtool.engines.leveldb.queue_cursor.stranded`: the broker's cursor reads the store only while that
 count is above 0, so a count left one short strands a message): ``caches`` ``("stranded", queue)``, a change of
-it a loss; a durable subscription's the same way, by its own count (``("stranded", "topic/client/name")``). A snapshot index holding a table block that does not decompress or parse, or a table it cannot read,
-is a broker that does not start. ``torn``: loss confined to the records after the snapshot's position in the
+it a loss; a durable subscription's the same way, by its own count (``("stranded", "topic/client/name")``). A
+snapshot index holding a table block that does not decompress or parse, or a table it cannot read, is a broker
+that does not start. ``torn``: loss confined to the records after the snapshot's position in the
 last log file (the log replay's region; what a crash can cut).
 """
 from __future__ import annotations
