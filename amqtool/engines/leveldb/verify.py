@@ -22,6 +22,8 @@ leveldb-uow-broken                WARNING   a UOW_END naming another start than 
                                             that is not the last (the replay does not check the chain)
 leveldb-units-dropped             CRITICAL  complete units of work after the break of the last file's chain:
                                             the broker truncates the file at the break and drops them
+                                            (WARNING when, the damaged record mended for certain, their
+                                            replay changes nothing the broker delivers: mended_tail)
 leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write), or the
                                             file's end cuts the record after the last complete unit: the
                                             broker drops those records on start
@@ -92,7 +94,7 @@ from amqtool.gcpause import gc_paused
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
-from amqtool.engines.leveldb import indexlog, invented, walunits
+from amqtool.engines.leveldb import indexlog, invented, mended_tail, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.skipped_kind import retyped_traces
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
@@ -670,16 +672,24 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
+    # the record at the break mended for certain (mended_tail): a damaged record, not a crash's cut, and the
+    # units it ends are complete ones the broker drops (a UOW_END whose length took the damage, found by nothing
+    # else); their replay tells whether dropping them changes what the broker delivers
+    mended = mended_tail.mend_tail(st)
+    if mended is not None and not dropped:
+        dropped = mended.units
     if dropped and not cut:
         cut = {"file": st.logs[-1].name, "offset": st.last_file_end, "records": 0}
     # units before the snapshot's position are in the index already: dropping them loses nothing but the
     # DATA records entries point at, which the entries' check judges (leveldb-entry-past-end)
     replayed = cut and st.logs[-1].position + cut["offset"] >= st.replay.start
+    moot = bool(dropped and replayed and mended) and mended_tail.dropped_units_change(st, mended) is False
     if dropped:
-        add(Finding(C if replayed else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
-                    f"last log file's chain of units breaks (offset {cut['offset']}): the broker truncates the file "
-                    "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
-                    cut["offset"]))
+        add(Finding(C if replayed and not moot else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of "
+                    f"work follow the point where the last log file's chain of units breaks (offset {cut['offset']}): "
+                    "the broker truncates the file there and drops them; a crash leaves only one unfinished unit"
+                    + ("; replayed with the damaged record mended, they change nothing the broker delivers"
+                       if moot else ""), str(st.logs[-1].path), cut["offset"]))
     elif cut:
         torn = (f", then a record the end of the file cuts at offset {cut['tornRecord']}"
                 if "tornRecord" in cut else "")
