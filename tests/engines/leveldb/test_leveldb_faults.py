@@ -241,3 +241,26 @@ def test_the_last_log_cut_inside_the_record_after_its_last_complete_unit_is_a_to
     findings, _ = verify_store(detect(root))
     cut = next(f for f in findings if f.code == "leveldb-uow-cut")
     assert "a record the end of the file cuts" in cut.message and cut.offset <= 2765
+
+
+@pytest.mark.parametrize("table, offset, truth_class, verdict", [
+    ("000005.sst", 842, "same", "WARNING"),  # s3's destination name (field 5): "topic://" -> "topic\x1a//"
+    ("000261.sst", 3043, "same", "WARNING"),  # another subscription's, in the other table
+    ("000005.sst", 859, "same", "WARNING"),  # a subscribed destination name (field 6)
+    ("000005.sst", 496, "loss", "CRITICAL"),  # a topic's own name (its collection record's meta)
+])
+def test_a_subscription_record_whose_destination_names_took_the_damage(tmp_path, table, offset, truth_class,
+                                                                        verdict):
+    """mix-killed-tiny (raw index blocks): a bit flipped in a durable subscription record's destination names,
+    read from a damaged block of the snapshot, while dirty.index's intact copy holds them as written. The
+    broker attaches a subscription to its topic by topic key and reads those names only for JMX and the inactive
+    consumer it recovers (indexlog.loaded_as): what it delivers is the same (lane lv51's m4-kill-snappy seed
+    5909145, field 6 in a snappy block, the real broker recovering the same). verify said CRITICAL
+    leveldb-index-lost; a topic's own name damaged stays a loss."""
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed-tiny/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "0000000000372a1d.index" / table, offset, 0x20)
+    truth, _diff = classify(pristine, delivered(root), lambda d: False)
+    assert (truth, verify_verdict(root)[0]) == (truth_class, verdict)
