@@ -264,3 +264,29 @@ def test_a_subscription_record_whose_destination_names_took_the_damage(tmp_path,
     flip_byte(root / "0000000000372a1d.index" / table, offset, 0x20)
     truth, _diff = classify(pristine, delivered(root), lambda d: False)
     assert (truth, verify_verdict(root)[0]) == (truth_class, verdict)
+
+
+def test_a_message_a_store_cursor_cannot_decode_stops_the_broker_in_the_truth():
+    """The truth counts a queue message, or a durable subscription's pending one, that the broker cannot decode
+    as a broker that stops (tests.faults.leveldb._cursor_fails: getMessage throws out of queueCursor and
+    might_fail stops the broker; the real broker on lane lv52's n5-kill-reopen seed 5233055, a damaged snapshot
+    block bringing back a queue entry that points at log position 0, stops so). A topic message no subscription
+    still has pending is never read. The truth said same there (an undecodable message gives no row), against
+    verify's CRITICAL."""
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+    from tests.faults.leveldb import _cursor_fails
+    from tests.support import REPO
+
+    with load(detect(REPO / "tests/data/leveldb/mix-killed/store")) as st:
+        assert not _cursor_fails(st)
+        queue = next(d for d in st.destinations.values() if d.kind == "queue" and d.messages)
+        topic = next(d for d in st.destinations.values() if d.kind == "topic" and d.messages)
+        acked = [m for m in topic.messages if all(m.seq <= s.ack_position for s in topic.subscriptions)]
+        saved = queue.messages[0].location
+        queue.messages[0].location = 0  # no DATA record starts there: it does not unmarshal
+        assert _cursor_fails(st)
+        queue.messages[0].location = saved
+        if acked:
+            acked[0].location = 0
+            assert not _cursor_fails(st)
