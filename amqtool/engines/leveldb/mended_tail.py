@@ -103,12 +103,13 @@ class _MendedReader:
         return self.mended if f is self.last else self.reader.buffer(f)
 
 
-def _good_unit_ends(buf, pos: int) -> int:
-    """UOW_END records with good checksums from ``pos`` on (searched byte by byte)."""
+def good_unit_ends(buf, pos: int, end: int | None = None) -> int:
+    """UOW_END records with good checksums between ``pos`` and ``end`` (searched byte by byte)."""
+    end = len(buf) if end is None else end
     n = 0
     while True:
-        pos = buf.find(b"\x2a\xff", pos)
-        if pos < 0 or pos + L.HEADER_SIZE + 8 > len(buf):
+        pos = buf.find(b"\x2a\xff", pos, end)
+        if pos < 0 or pos + L.HEADER_SIZE + 8 > end:
             return n
         _m, _k, cs, length = L.HEADER.unpack_from(buf, pos)
         if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == cs & 0xFFFFFFFF:
@@ -166,10 +167,13 @@ def mend_tail(st) -> Mended | None:
     if st.replay.limit != last.position + st.last_file_end:
         return None
     buf = st.reader.buffer(last)
-    kinded = _unit_end_kind(buf, st.last_file_end, st.last_file_scan_end, last.position)
-    for mended, undecoded in chain(mend(buf, st.last_file_scan_end), [] if kinded is None else [(kinded, None)]):
+    stop = st.last_file_scan_end
+    kinded = _unit_end_kind(buf, st.last_file_end, stop, last.position)
+    if kinded is None and bytes(buf[stop + 1:stop + 2]) != b"\xff" and not good_unit_ends(buf, stop):
+        return None  # no unit end after the break, nor one at it: nothing a mending completes (the file not copied)
+    for mended, undecoded in chain(mend(buf, stop), [] if kinded is None else [(kinded, None)]):
         end, _scan_end, _cut = L.complete_end(mended, last.position)
-        if end <= st.last_file_end or _good_unit_ends(mended, end):
+        if end <= st.last_file_end or good_unit_ends(mended, end):
             continue
         units = sum(1 for r in L.iter_records(memoryview(mended)[:end], st.last_file_end, verify=False)
                     if isinstance(r, L.Record) and r.kind == L.UOW_END)

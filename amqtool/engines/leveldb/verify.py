@@ -467,15 +467,7 @@ def _units_after(st: LevelDBState) -> int:
         # no record; only the extents holding data are searched (a record may run 17 bytes into a hole)
         return n + sum(native.leveldb_count_uow_ends(buf, lo, min(hi + 17, end))
                        for lo, hi in _data_extents(st.logs[-1].path, pos, end))
-    marker = b"\x2a\xff"
-    while True:
-        pos = buf.find(marker, pos, end)
-        if pos < 0 or pos + L.HEADER_SIZE + 8 > end:
-            return n
-        _m, _k, cs, length = _HEAD.unpack_from(buf, pos)
-        if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
-            n += 1
-        pos += 1
+    return n + mended_tail.good_unit_ends(buf, pos, end)
 
 
 def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
