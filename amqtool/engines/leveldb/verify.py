@@ -68,6 +68,9 @@ leveldb-snapshot-left             WARNING   an older index snapshot beside the l
                                             snapshot and the previous one's deletion); deleted on start
 leveldb-queue-count-short         CRITICAL  a queue's message count (its collection size counter) below the
                                             entries it holds: the broker's cursor never hands out the rest
+leveldb-subscription-count-short  CRITICAL  a durable subscription's count (the topic's last sequence less its
+                                            ack position) below its pending messages because a damaged index
+                                            snapshot changed the topic's counter (dirty.index's differs)
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -98,7 +101,7 @@ from amqtool.engines.leveldb import indexlog, invented, mended_tail, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.skipped_kind import retyped_traces
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
-from amqtool.engines.leveldb.queue_cursor import stranded
+from amqtool.engines.leveldb.queue_cursor import stranded, stranded_pending
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
@@ -378,6 +381,39 @@ def _collections_changed(st: LevelDBState, add) -> None:
                     "snapshot, differs from dirty.index's intact copy (a collection record is never rewritten): "
                     "the broker loads the damaged one", str(st.snapshot[1]), None,
                     {"collection": ck}))
+
+
+def _subscription_counts(st: LevelDBState, add, directory: str) -> None:
+    """CRITICAL ``leveldb-subscription-count-short`` for a durable subscription whose store cursor, sized by
+    ``getMessageCount(clientId, sub)`` (the topic's last sequence from the counters less its ack position:
+    queue_cursor.stranded_pending), never hands out pending messages it would with the topic's counter as
+    dirty.index's intact copy holds it, when the index snapshot is damaged. A broker's own store can count a
+    subscription below its pending messages (lane lv51's m8-bigwal: -3 with 2 pending), so only a counter the
+    damage changed proves the loss (mix-killed seed 5266009: a damaged snapshot block left topic MT211.0 without
+    its last key; the real broker on the copy counts s0, s1, s5 at -6, -4, -7, so s1's 3 pending and s0's one
+    are never delivered)."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or not db.problems or ddb is None or ddb is db or ddb.error:
+        return
+    raw = ddb.data.get(b":collection-meta")
+    try:
+        intact = R.decode_collection_meta(raw) if raw is not None else {}
+    except FormatError:
+        return
+    for d in st.destinations.values():
+        cm, was = st.meta.get(d.key), intact.get(d.key)
+        if d.kind != "topic" or was is None or (cm.last_seq if cm is not None else 0) == was.last_seq:
+            continue
+        for s in d.subscriptions:
+            short = stranded_pending(s)
+            if short > max(0, len(s.pending) - (was.last_seq - s.ack_position)):
+                add(Finding(C, "leveldb-subscription-count-short", f"{d.qualified}: durable subscription "
+                            f"{s.client_id}:{s.name} counts {s.pending_count} message(s) (the topic's last sequence "
+                            f"{s.last_seq}, dirty.index's counters {was.last_seq}, less its ack position "
+                            f"{s.ack_position}) for {len(s.pending)} pending: the broker's cursor, which reads the "
+                            f"store only while that count is above 0, never hands out {short} of them (the index "
+                            "snapshot is damaged)", directory, None,
+                            {"pendingCount": s.pending_count, "stranded": short}))
 
 
 def _is_message(data) -> bool:
@@ -905,6 +941,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                         f"{d.entries + short} messages it holds: the broker's cursor, which reads the "
                         f"store only while that count is above 0, never hands out {short} message(s)", directory,
                         None, {"messageCount": d.entries, "stranded": short}))
+    _subscription_counts(st, add, directory)
     for t in st.transactions:
         add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
                     f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))

@@ -290,3 +290,21 @@ def test_a_message_a_store_cursor_cannot_decode_stops_the_broker_in_the_truth():
         if acked:
             acked[0].location = 0
             assert not _cursor_fails(st)
+
+
+def test_a_damaged_snapshot_that_drops_a_topics_last_key_strands_its_subscriptions(tmp_path):
+    """mix-killed seed 5266009 (bench/fuzz_leveldb.py): a bit flipped in a block of the snapshot's 000005.sst
+    leaves topic MT211.0 without its last key, so its subscriptions count last sequence 0 less their ack
+    positions: s0 -6 for 1 pending, s1 -4 for 3 (the real broker on the copy gives these counts), and the store
+    cursor, which reads only while the count is above 0, never hands them out. dirty.index's counters hold the
+    last key 7. The truth (with the subscriptions' stranded counts) is a loss; verify said WARNING."""
+    from tests.faults.model import LOSS
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "00000000000468cd.index" / "000005.sst", 126, 0x08)
+    truth, _diff = classify(pristine, delivered(root), lambda d: False)
+    verdict, codes = verify_verdict(root)
+    assert truth == LOSS
+    assert verdict == "CRITICAL" and "leveldb-subscription-count-short" in codes
