@@ -175,9 +175,11 @@ def mend_tail(st) -> Mended | None:
         end, _scan_end, _cut = L.complete_end(mended, last.position)
         if end <= st.last_file_end or good_unit_ends(mended, end):
             continue
-        units = sum(1 for r in L.iter_records(memoryview(mended)[:end], st.last_file_end, verify=False)
-                    if isinstance(r, L.Record) and r.kind == L.UOW_END)
-        return Mended(mended, end, units, undecoded)
+        ends = [r.offset for r in L.iter_records(memoryview(mended)[:end], st.last_file_end, verify=False)
+                if isinstance(r, L.Record) and r.kind == L.UOW_END]
+        if good_unit_ends(mended, stop, end) != sum(1 for o in ends if o >= stop):
+            continue  # a mended length that swallowed whole units: not the record as written
+        return Mended(mended, end, len(ends), undecoded)
     return None
 
 
