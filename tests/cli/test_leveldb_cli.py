@@ -472,11 +472,16 @@ def test_dropped_counters_record_strands_the_messages_of_a_queue(capsys, tmp_pat
     (``LevelDBClient.loadCounters``, no recount) are the older ``:collection-meta``, where Q.B's size is 0, and
     its cursor reads the store only while that count is above 0: the real broker, restarted on this copy
     (tools/Drain.java), hands out 0 of Q.B's 11 messages (15 of Q.A's 15): CRITICAL leveldb-queue-count-short.
-    It was a WARNING while the fault harness did not count queue sizes."""
+    It was a WARNING while the fault harness did not count queue sizes. The older counters hold no last key for
+    T.1 either, so sub1 counts 0 - 3 for its 5 pending messages (getMessageCount(clientId, sub) sizes its cursor
+    the same way): CRITICAL leveldb-subscription-count-short (dirty.index's counters hold T.1's last key 8)."""
     store = copy_tree(FIXTURE / "store", tmp_path / "store")
     flip_byte(store / "0000000000018045.index" / "000003.log", 4170, mask)
     code, doc, _ = doc_of(capsys, "verify", store, "--format", "json")
-    assert code == 2 and codes(doc) == {"leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical"}
+    assert code == 2 and codes(doc) == {"leveldb-index-damaged": "warning", "leveldb-queue-count-short": "critical",
+                                        "leveldb-subscription-count-short": "critical"}
+    (sub1,) = [f for f in doc["findings"] if f["code"] == "leveldb-subscription-count-short" and "sub1" in f["message"]]
+    assert sub1["details"] == {"pendingCount": -3, "stranded": 8}
     (msg,) = [f["message"] for f in doc["findings"] if f["code"] == "leveldb-index-damaged"]
     assert why in msg
     (f,) = [f for f in doc["findings"] if f["code"] == "leveldb-queue-count-short"]

@@ -14,8 +14,9 @@ key changed is delivered elsewhere in the order, a content change, not the same 
 count is counted too, by the messages its store cursor never hands out
 (:func:`amqtool.engines.leveldb.queue_cursor.stranded`: the broker's cursor reads the store only while that
 count is above 0, so a count left one short strands a message): ``caches`` ``("stranded", queue)``, a change of
-it a loss. A snapshot index holding a table block that does not decompress or parse, or a table it cannot read,
-is a broker that does not start. ``torn``: loss confined to the records after the snapshot's position in the
+it a loss; a durable subscription's the same way, by its own count (``("stranded", "topic/client/name")``). A
+snapshot index holding a table block that does not decompress or parse, or a table it cannot read, is a broker
+that does not start. ``torn``: loss confined to the records after the snapshot's position in the
 last log file (the log replay's region; what a crash can cut).
 """
 from __future__ import annotations
@@ -99,7 +100,7 @@ class LevelDBSites:
 def delivered(root: Path) -> Delivered:
     from amqtool.engines.export.leveldb import LevelDBExport
     from amqtool.engines.export.model import ExportOptions
-    from amqtool.engines.leveldb.queue_cursor import stranded
+    from amqtool.engines.leveldb.queue_cursor import stranded, stranded_pending
     from amqtool.engines.export.schema import MESSAGE_COLUMN_NAMES
     from amqtool.errors import AmqtoolError
     from amqtool.store.layout import detect
@@ -117,6 +118,9 @@ def delivered(root: Path) -> Delivered:
         # the broker's iq80 LevelDB throws whenever it reads it, at the open's compactions or listCollections' scan
         # at start, and the store stops and retries for ever (the real broker on such copies of gc and of new
         # stores: FAILED_TO_UNCOMPRESS, IndexOutOfBoundsException, "File is not a table (bad magic number)")
+        ex.close()
+        return Delivered(frozenset(), Counter(), frozenset(), refused=True)
+    if _cursor_fails(ex.st):
         ex.close()
         return Delivered(frozenset(), Counter(), frozenset(), refused=True)
     try:
@@ -137,9 +141,25 @@ def delivered(root: Path) -> Delivered:
             content.add(key + (h, raw.get(r[n["message_id"]]), order[r[n["queue"]]]))
             order[r[n["queue"]]] += 1
         held = Counter({("stranded", d.name): stranded(ex.st, d) for d in ex.st.destinations.values()})
+        held.update({("stranded", f"{d.name}/{s.client_id}/{s.name}"): stranded_pending(s)
+                     for d in ex.st.destinations.values() for s in d.subscriptions})
     finally:
         ex.close()
     return Delivered(bindings, rows, frozenset(content), caches=+held)
+
+
+def _cursor_fails(st) -> bool:
+    """Whether a store cursor reads a message the broker cannot decode: a queue's (its cursor pages them in) or a
+    durable subscription's pending one (read when it reconnects). ``queueCursor`` passes only a null message
+    over (a position before the first log file: those are ``skipped``); a read past a file's end or data that
+    does not unmarshal throws out of ``getMessage``, and ``might_fail`` stops the broker. The real broker on
+    lane lv52's n5-kill-reopen seed 5233055 (a damaged snapshot block bringing back a queue entry that points at
+    position 0): EOFException in OpenWireFormat.unmarshal, "Stopping BrokerService"."""
+    for d in st.destinations.values():
+        read = d.messages if d.kind == "queue" else {m.seq: m for s in d.subscriptions for m in s.pending}.values()
+        if any(st.decode(m)[0] is None for m in read):
+            return True
+    return False
 
 
 def verify_verdict(root: Path) -> tuple[str, tuple]:

@@ -198,11 +198,21 @@ def from_log(st, replay) -> IndexEvidence | None:
 def loaded_as(value):
     """What the broker takes from a collection record: its type and meta. ``DBManager.loadCollections`` keys a
     collection by its index key (``listCollections``: ``decodeLongKey(key)``), never by the record's own key
-    field, so a record differing only there loads the same. The raw value when it does not decode."""
+    field, so a record differing only there loads the same. A durable subscription's meta is its topic key,
+    client id, name and selector, without its destination names (fields 5 and 6): the store attaches it to its
+    topic by ``topic_key`` (``LevelDBStore``: ``topic.subscriptions.put``); the broker copies the subscribed
+    destination into the inactive consumer it recovers (``TopicRegion.createInactiveConsumerInfo``) and adds it
+    to the topic whose store holds it (``addSubscriptionsForDestination``), a reconnecting subscriber is changed
+    by its selector or noLocal alone (``Topic.hasDurableSubChanged``), and only JMX views read the destination:
+    damaged names deliver the same (lane lv51's m4-kill-snappy, seed 5909145: the real broker recovers the same
+    subscriptions and pending messages). The raw value when it does not decode."""
     if value is None:
         return None
     try:
         rec = R.decode_collection(value)
+        if rec.type == R.SUBSCRIPTION and rec.meta is not None:
+            sub = R.decode_subscription(rec.meta)
+            return rec.type, (sub.topic_key, sub.client_id, sub.subscription_name, sub.selector)
     except FormatError:
         return bytes(value)
     return rec.type, bytes(rec.meta) if rec.meta is not None else None

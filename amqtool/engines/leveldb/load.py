@@ -263,10 +263,11 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
 
 
 def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
-            remove_key=R.collection_key_of_remove) -> ReplayResult:
+            remove_key=R.collection_key_of_remove, undecoded=()) -> ReplayResult:
     """Replay the log from ``start`` to ``limit`` over ``index`` and ``meta`` as ``replay_from`` does.
     ``remove_key`` reads a REMOVE_COLLECTION's key: the broker's way by default; :mod:`.indexlog` passes the
-    bare varint ``removeCollection`` wrote, to rebuild the index the live broker kept."""
+    bare varint ``removeCollection`` wrote, to rebuild the index the live broker kept. ``undecoded``: positions
+    of DATA records whose message is not decoded (:mod:`.mended_tail`: data whose content is unknown)."""
     res = ReplayResult(start, limit, start)
     batch: list = []
     pos = start
@@ -286,7 +287,8 @@ def _replay(index: dict, reader: LogReader, start: int, limit: int, meta: dict,
             break
         try:
             if kind == L.DATA:
-                decode_data(bytes(data))
+                if pos not in undecoded:
+                    decode_data(bytes(data))
             elif kind == L.ADD_COLLECTION:
                 rec = R.decode_collection(data)
                 batch.append((R.collection_index_key(rec.key), bytes(data)))

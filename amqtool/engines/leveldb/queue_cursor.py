@@ -26,3 +26,13 @@ def stranded(st, d) -> int:
     if d.kind != "queue":
         return 0
     return max(0, len(st.entries.get(d.key, ())) - len(d.skipped) - d.entries)
+
+
+def stranded_pending(sub) -> int:
+    """How many of the pending messages of durable subscription ``sub`` (a :class:`~.load.Subscription`) its store
+    cursor never hands out: the same rule as a queue's, with the subscription's count. ``TopicStorePrefetch
+    .getStoreSize`` is ``getMessageCount(clientId, subscriptionName)`` (``LevelDBTopicMessageStore``: the topic's
+    last sequence at load less the ack position, :attr:`~.load.Subscription.pending_count`), and
+    ``AbstractStoreCursor.fillBatch`` reads only while that size is above 0. The real broker on a copy of a store
+    whose replay lost a topic's last entries: pendingCount 6 -> -5 with the same 6 pending, none handed out."""
+    return max(0, len(sub.pending) - sub.pending_count)

@@ -22,6 +22,8 @@ leveldb-uow-broken                WARNING   a UOW_END naming another start than 
                                             that is not the last (the replay does not check the chain)
 leveldb-units-dropped             CRITICAL  complete units of work after the break of the last file's chain:
                                             the broker truncates the file at the break and drops them
+                                            (WARNING when, the damaged record mended for certain, their
+                                            replay changes nothing the broker delivers: mended_tail)
 leveldb-uow-cut                   WARNING   the last unit of work is incomplete (a crash mid-write), or the
                                             file's end cuts the record after the last complete unit: the
                                             broker drops those records on start
@@ -66,6 +68,9 @@ leveldb-snapshot-left             WARNING   an older index snapshot beside the l
                                             snapshot and the previous one's deletion); deleted on start
 leveldb-queue-count-short         CRITICAL  a queue's message count (its collection size counter) below the
                                             entries it holds: the broker's cursor never hands out the rest
+leveldb-subscription-count-short  CRITICAL  a durable subscription's count (the topic's last sequence less its
+                                            ack position) below its pending messages because a damaged index
+                                            snapshot changed the topic's counter (dirty.index's differs)
 leveldb-prepared-transaction      WARNING   an XA transaction left prepared (its messages are held)
 leveldb-dropped-subscription      INFO      a durable subscription whose topic is gone (dropped at start)
 leveldb-dropped-topic             INFO      a topic without durable subscriptions (dropped at start)
@@ -92,11 +97,11 @@ from amqtool.gcpause import gc_paused
 from amqtool.formats.leveldb import records as R
 from amqtool.formats.leveldb import recordlog as L
 from amqtool.formats.leveldb.codecs import crc32 as _crc32
-from amqtool.engines.leveldb import indexlog, invented, walunits
+from amqtool.engines.leveldb import indexlog, invented, mended_tail, walunits
 from amqtool.engines.leveldb.document import cut_tail, dirty_flag
 from amqtool.engines.leveldb.skipped_kind import retyped_traces
 from amqtool.engines.leveldb.load import LevelDBState, _replay, load
-from amqtool.engines.leveldb.queue_cursor import stranded
+from amqtool.engines.leveldb.queue_cursor import stranded, stranded_pending
 from amqtool.engines.leveldb.logfiles import data_at, log_files, match_data, scan as scan_log
 
 C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
@@ -378,6 +383,39 @@ def _collections_changed(st: LevelDBState, add) -> None:
                     {"collection": ck}))
 
 
+def _subscription_counts(st: LevelDBState, add, directory: str) -> None:
+    """CRITICAL ``leveldb-subscription-count-short`` for a durable subscription whose store cursor, sized by
+    ``getMessageCount(clientId, sub)`` (the topic's last sequence from the counters less its ack position:
+    queue_cursor.stranded_pending), never hands out pending messages it would with the topic's counter as
+    dirty.index's intact copy holds it, when the index snapshot is damaged. A broker's own store can count a
+    subscription below its pending messages (lane lv51's m8-bigwal: -3 with 2 pending), so only a counter the
+    damage changed proves the loss (mix-killed seed 5266009: a damaged snapshot block left topic MT211.0 without
+    its last key; the real broker on the copy counts s0, s1, s5 at -6, -4, -7, so s1's 3 pending and s0's one
+    are never delivered)."""
+    db, ddb = st.snapshot_db, st.dirty_db
+    if db is None or not db.problems or ddb is None or ddb is db or ddb.error:
+        return
+    raw = ddb.data.get(b":collection-meta")
+    try:
+        intact = R.decode_collection_meta(raw) if raw is not None else {}
+    except FormatError:
+        return
+    for d in st.destinations.values():
+        cm, was = st.meta.get(d.key), intact.get(d.key)
+        if d.kind != "topic" or was is None or (cm.last_seq if cm is not None else 0) == was.last_seq:
+            continue
+        for s in d.subscriptions:
+            short = stranded_pending(s)
+            if short > max(0, len(s.pending) - (was.last_seq - s.ack_position)):
+                add(Finding(C, "leveldb-subscription-count-short", f"{d.qualified}: durable subscription "
+                            f"{s.client_id}:{s.name} counts {s.pending_count} message(s) (the topic's last sequence "
+                            f"{s.last_seq}, dirty.index's counters {was.last_seq}, less its ack position "
+                            f"{s.ack_position}) for {len(s.pending)} pending: the broker's cursor, which reads the "
+                            f"store only while that count is above 0, never hands out {short} of them (the index "
+                            "snapshot is damaged)", directory, None,
+                            {"pendingCount": s.pending_count, "stranded": short}))
+
+
 def _is_message(data) -> bool:
     """Whether a record's data decodes as a DATA record's (a message, snappy-compressed or not)."""
     from amqtool.engines.leveldb.load import decode_data
@@ -465,15 +503,7 @@ def _units_after(st: LevelDBState) -> int:
         # no record; only the extents holding data are searched (a record may run 17 bytes into a hole)
         return n + sum(native.leveldb_count_uow_ends(buf, lo, min(hi + 17, end))
                        for lo, hi in _data_extents(st.logs[-1].path, pos, end))
-    marker = b"\x2a\xff"
-    while True:
-        pos = buf.find(marker, pos, end)
-        if pos < 0 or pos + L.HEADER_SIZE + 8 > end:
-            return n
-        _m, _k, cs, length = _HEAD.unpack_from(buf, pos)
-        if length == 8 and _crc32(buf[pos + L.HEADER_SIZE:pos + L.HEADER_SIZE + 8]) == (cs & 0xFFFFFFFF):
-            n += 1
-        pos += 1
+    return n + mended_tail.good_unit_ends(buf, pos, end)
 
 
 def _kind_damaged_unit_end(st: LevelDBState, buf) -> bool:
@@ -670,16 +700,24 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
     _judge_damaged_entries(st, findings)
     cut = cut_tail(st)
     dropped = _units_after(st) if st.logs and st.last_file_end is not None else 0
+    # the record at the break mended for certain (mended_tail): a damaged record, not a crash's cut, and the
+    # units it ends are complete ones the broker drops (a UOW_END whose length took the damage, found by nothing
+    # else); their replay tells whether dropping them changes what the broker delivers
+    mended = mended_tail.mend_tail(st)
+    if mended is not None and not dropped:
+        dropped = mended.units
     if dropped and not cut:
         cut = {"file": st.logs[-1].name, "offset": st.last_file_end, "records": 0}
     # units before the snapshot's position are in the index already: dropping them loses nothing but the
     # DATA records entries point at, which the entries' check judges (leveldb-entry-past-end)
     replayed = cut and st.logs[-1].position + cut["offset"] >= st.replay.start
+    moot = bool(dropped and replayed and mended) and mended_tail.dropped_units_change(st, mended) is False
     if dropped:
-        add(Finding(C if replayed else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of work follow the point where the "
-                    f"last log file's chain of units breaks (offset {cut['offset']}): the broker truncates the file "
-                    "there and drops them; a crash leaves only one unfinished unit", str(st.logs[-1].path),
-                    cut["offset"]))
+        add(Finding(C if replayed and not moot else W, "leveldb-units-dropped", f"{dropped} complete unit(s) of "
+                    f"work follow the point where the last log file's chain of units breaks (offset {cut['offset']}): "
+                    "the broker truncates the file there and drops them; a crash leaves only one unfinished unit"
+                    + ("; replayed with the damaged record mended, they change nothing the broker delivers"
+                       if moot else ""), str(st.logs[-1].path), cut["offset"]))
     elif cut:
         torn = (f", then a record the end of the file cuts at offset {cut['tornRecord']}"
                 if "tornRecord" in cut else "")
@@ -903,6 +941,7 @@ def verify_state(st: LevelDBState, findings: list, progress=None, scans: dict | 
                         f"{d.entries + short} messages it holds: the broker's cursor, which reads the "
                         f"store only while that count is above 0, never hands out {short} message(s)", directory,
                         None, {"messageCount": d.entries, "stranded": short}))
+    _subscription_counts(st, add, directory)
     for t in st.transactions:
         add(Finding(W, "leveldb-prepared-transaction", f"XA transaction {t.xid} is prepared ({len(t.sends)} "
                     f"send(s), {len(t.acks)} ack(s)); held until a transaction manager decides it", directory, None))

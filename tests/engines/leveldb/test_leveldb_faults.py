@@ -128,6 +128,28 @@ def test_a_queue_count_left_short_is_a_loss_in_the_truth(tmp_path):
     assert verify_verdict(root)[0] == "CRITICAL"
 
 
+def test_a_subscription_count_left_below_its_pending_is_a_loss_in_the_truth(tmp_path):
+    """A durable subscription's store cursor is sized the same way as a queue's (queue_cursor.stranded_pending:
+    TopicStorePrefetch.getStoreSize is getMessageCount(clientId, subscriptionName), the topic's last sequence
+    less the ack position). mix-killed (lane lv51's m3-kill) seed 5707015: the kind byte of MT211.1's replayed
+    ADD_ENTRY at 00000000000468cd.log@1373 flipped 3 -> 2 (REMOVE_COLLECTION): the topic's last sequence falls
+    by 11, s2's count 6 -> -5 over the same 6 pending messages, s3's 0 -> -11 (the real broker on the copy gives
+    these counts). The truth said same (the rows are equal), against verify's CRITICAL."""
+    from tests.faults.model import LOSS
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "00000000000468cd.log", 1373, 0x01)
+    damaged = delivered(root)
+    assert damaged.rows == pristine.rows
+    gone = damaged.caches - pristine.caches
+    assert gone == {("stranded", "MT211.1/mixB/s2"): 11, ("stranded", "MT211.1/mixA/s3"): 11}
+    truth, _diff = classify(pristine, damaged, lambda d: False)
+    assert truth == LOSS
+    assert verify_verdict(root)[0] == "CRITICAL"
+
+
 def test_an_entry_moved_in_its_queue_order_is_a_content_change(tmp_path):
     """The truth keeps each row's place in its queue's order: the broker hands a queue's entries out in key
     order (LevelDBClient.queueCursor over collectionCursor). killed-snapshot seed 7301025: a bit flipped in the
@@ -219,3 +241,70 @@ def test_the_last_log_cut_inside_the_record_after_its_last_complete_unit_is_a_to
     findings, _ = verify_store(detect(root))
     cut = next(f for f in findings if f.code == "leveldb-uow-cut")
     assert "a record the end of the file cuts" in cut.message and cut.offset <= 2765
+
+
+@pytest.mark.parametrize("table, offset, truth_class, verdict", [
+    ("000005.sst", 842, "same", "WARNING"),  # s3's destination name (field 5): "topic://" -> "topic\x1a//"
+    ("000261.sst", 3043, "same", "WARNING"),  # another subscription's, in the other table
+    ("000005.sst", 859, "same", "WARNING"),  # a subscribed destination name (field 6)
+    ("000005.sst", 496, "loss", "CRITICAL"),  # a topic's own name (its collection record's meta)
+])
+def test_a_subscription_record_whose_destination_names_took_the_damage(tmp_path, table, offset, truth_class,
+                                                                        verdict):
+    """mix-killed-tiny (raw index blocks): a bit flipped in a durable subscription record's destination names,
+    read from a damaged block of the snapshot, while dirty.index's intact copy holds them as written. The
+    broker attaches a subscription to its topic by topic key and reads those names only for JMX and the inactive
+    consumer it recovers (indexlog.loaded_as): what it delivers is the same (lane lv51's m4-kill-snappy seed
+    5909145, field 6 in a snappy block, the real broker recovering the same). verify said CRITICAL
+    leveldb-index-lost; a topic's own name damaged stays a loss."""
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed-tiny/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "0000000000372a1d.index" / table, offset, 0x20)
+    truth, _diff = classify(pristine, delivered(root), lambda d: False)
+    assert (truth, verify_verdict(root)[0]) == (truth_class, verdict)
+
+
+def test_a_message_a_store_cursor_cannot_decode_stops_the_broker_in_the_truth():
+    """The truth counts a queue message, or a durable subscription's pending one, that the broker cannot decode
+    as a broker that stops (tests.faults.leveldb._cursor_fails: getMessage throws out of queueCursor and
+    might_fail stops the broker; the real broker on lane lv52's n5-kill-reopen seed 5233055, a damaged snapshot
+    block bringing back a queue entry that points at log position 0, stops so). A topic message no subscription
+    still has pending is never read. The truth said same there (an undecodable message gives no row), against
+    verify's CRITICAL."""
+    from amqtool.engines.leveldb.load import load
+    from amqtool.store.layout import detect
+    from tests.faults.leveldb import _cursor_fails
+    from tests.support import REPO
+
+    with load(detect(REPO / "tests/data/leveldb/mix-killed/store")) as st:
+        assert not _cursor_fails(st)
+        queue = next(d for d in st.destinations.values() if d.kind == "queue" and d.messages)
+        topic = next(d for d in st.destinations.values() if d.kind == "topic" and d.messages)
+        acked = [m for m in topic.messages if all(m.seq <= s.ack_position for s in topic.subscriptions)]
+        saved = queue.messages[0].location
+        queue.messages[0].location = 0  # no DATA record starts there: it does not unmarshal
+        assert _cursor_fails(st)
+        queue.messages[0].location = saved
+        if acked:
+            acked[0].location = 0
+            assert not _cursor_fails(st)
+
+
+def test_a_damaged_snapshot_that_drops_a_topics_last_key_strands_its_subscriptions(tmp_path):
+    """mix-killed seed 5266009 (bench/fuzz_leveldb.py): a bit flipped in a block of the snapshot's 000005.sst
+    leaves topic MT211.0 without its last key, so its subscriptions count last sequence 0 less their ack
+    positions: s0 -6 for 1 pending, s1 -4 for 3 (the real broker on the copy gives these counts), and the store
+    cursor, which reads only while the count is above 0, never hands them out. dirty.index's counters hold the
+    last key 7. The truth (with the subscriptions' stranded counts) is a loss; verify said WARNING."""
+    from tests.faults.model import LOSS
+    from tests.support import REPO, flip_byte
+
+    root = copy_tree(REPO / "tests/data/leveldb/mix-killed/store", tmp_path / "store")
+    pristine = delivered(root)
+    flip_byte(root / "00000000000468cd.index" / "000005.sst", 126, 0x08)
+    truth, _diff = classify(pristine, delivered(root), lambda d: False)
+    verdict, codes = verify_verdict(root)
+    assert truth == LOSS
+    assert verdict == "CRITICAL" and "leveldb-subscription-count-short" in codes
