@@ -581,7 +581,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
-    from tests.faults.kahadb_after import after_checkpoint, handed_from_last_ack, replayed
+    from tests.faults.kahadb_after import after_checkpoint, handed_from_last_ack, replayed, unsubscribed
 
     store_obj = detect(Path(store))
     out = {}
@@ -659,6 +659,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
         state = _recovered_only(state, directory, dests, after)
+        if after:
+            state = unsubscribed(state, after, _id_of)
         if any(dest.subscriptions for dest in dests.values()):
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)

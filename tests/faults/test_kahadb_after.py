@@ -331,3 +331,26 @@ def test_a_send_the_index_holds_replayed_under_a_damaged_id_is_a_redo(tmp_path):
     assert mid in ids and "ID:Vm-41387-1795304891300-3:3:-1:1:58" not in ids
     assert k._consumed({"kahadb": state}) == k._consumed(pristine)
     assert k.classify(pristine, pristine_rb, store) in (k.SAME, k.LATENT)
+
+
+def test_an_unsubscribe_after_the_checkpoint_removes_the_subscription(tmp_path):
+    # a SUBSCRIPTION record without its info after lastUpdate (an UNSUBSCRIBE the kill left unindexed): the
+    # broker's replay deletes the subscription and hands it nothing (kahadb_after.unsubscribed; on the real
+    # broker, the kl52 hold-out r3-unsub-groups-ttl-kill: 0 of the 171 pending, where the truth said 171)
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.protobuf import encode_field, encode_varint
+
+    store = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / "f12-subs-kill" / "kahadb", store)
+    k._Files.reset()
+    before = k.delivered(store)["kahadb"]["subs"]
+    assert len(before[("1:fx.f12.t", "f12-all:all")]) > 0
+    body = encode_field(1, b"\x08\x01\x12\x08fx.f12.t") + encode_field(2, "f12-all:all") + encode_field(3, 0)
+    newest = max(store.glob("db-*.log"), key=lambda p: int(p.name[3:-4]))
+    data = newest.read_bytes()
+    end = [ev for ev in jr.scan_file(data) if isinstance(ev, jr.Batch)][-1].end
+    newest.write_bytes(data[:end] + jr.encode_batch([b"\x07" + encode_varint(len(body)) + body]))
+    k._Files.reset()
+    after = k.delivered(store)["kahadb"]
+    assert ("1:fx.f12.t", "f12-all:all") not in after["subs"]
+    assert after["subs"][("1:fx.f12.t", "f12-red:red")] == before[("1:fx.f12.t", "f12-red:red")]
