@@ -1059,15 +1059,19 @@ def _skipped_by_rebuild_only(d: DirResult, extra: list, lose: list, findings: li
     ``process(KahaRewrittenDataFileCommand)``), so an index that holds their sends, or not the messages their
     acks took, is the broker's own, not a wrong index: the broker with it loses nothing. Only a rebuild would
     (kahadb-rebuild-skips-writes, when the index is gone). A real 5.17.2 broker writes such a store whenever it
-    stops with its compaction file the newest and starts again (the kl52 hold-out r5-archive-gc-kill)."""
-    if d.replay.skip_file is None or not d.replay.skipped_records or not (extra or lose):
+    stops with its compaction file the newest and starts again (the kl52 hold-out r5-archive-gc-kill). The
+    loader put the queue messages back into the replay already (load._restore_skipped: ``d.skip_restored``)."""
+    if d.replay.skip_file is None or not d.replay.skipped_records or not (extra or lose or d.skip_restored):
         return extra, lose
     lost, back, files = rebuild_skips(d)
+    lost = sorted(set(lost) | set(d.skip_restored))
     lost_set, back_set = set(lost), set(back)
     kept_lose = [x for x in lose if (x[0], x[1]) not in lost_set]
     kept_extra = [x for x in extra if (x[0], x[2]) not in back_set]
-    gone = len(lose) - len(kept_lose) + len(extra) - len(kept_extra)
+    gone = len(d.skip_restored) + len(lose) - len(kept_lose) + len(extra) - len(kept_extra)
     if gone:
+        if not files:
+            files = [d.replay.skip_file]
         names = ", ".join(f"db-{fid}.log" for fid in files)
         findings.append(Finding(I, "kahadb-rebuild-would-skip", f"{gone} message(s) the index holds otherwise than "
                                 "a replay of the journal: a later run wrote on after the forwarded acks of ack "
