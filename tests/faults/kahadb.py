@@ -707,7 +707,10 @@ def _recovered_only(state: dict, directory: Path, dests: dict, after) -> dict:
         if key not in recovered:
             continue
         acked_after = {sub for _mid, sub in after.removes.get(key, ())} if after else set()
-        for sk in set(dest.subscriptions) - recovered[key]:
+        # (one only the journal holds, its removal lost, is no one's: the broker recovers the index's, and
+        # those a SUBSCRIPTION record after the checkpoint writes into it)
+        written = {sk for k, sk in after.subscribed if k == key} if after else set()
+        for sk in (set(dest.subscriptions) | {sk for k, sk in subs if k == key}) - recovered[key] - written:
             subs.pop((key, sk), None)
         for sk in recovered[key] - set(dest.subscriptions) - acked_after:
             subs[(key, sk)] = ()

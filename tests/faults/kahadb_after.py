@@ -45,6 +45,9 @@ class After:
     # removes (an UNSUBSCRIBE: updateIndex(KahaSubscriptionCommand) deletes its ack positions and LastAck), and
     # no later one writes again
     unsubscribed: set = field(default_factory=set)
+    # (destination key, subscription key) of the durable subscriptions a SUBSCRIPTION record with its info
+    # writes (updateIndex(KahaSubscriptionCommand) puts it in the index's subscriptions B-tree)
+    subscribed: set = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.adds or self.removes or self.refused or self.unsubscribed)
@@ -97,6 +100,7 @@ def after_checkpoint(directory, files, last_update: tuple | None, held: dict | N
             elif t is EntryType.SUBSCRIPTION and cmd.destination is not None:
                 k = (cmd.destination.key, cmd.subscription_key)
                 (out.unsubscribed.add if cmd.subscription_info is None else out.unsubscribed.discard)(k)
+                (out.subscribed.discard if cmd.subscription_info is None else out.subscribed.add)(k)
     except WalkStop as stop:
         out.refused = str(stop)
     return out

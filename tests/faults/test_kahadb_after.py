@@ -354,3 +354,19 @@ def test_an_unsubscribe_after_the_checkpoint_removes_the_subscription(tmp_path):
     after = k.delivered(store)["kahadb"]
     assert ("1:fx.f12.t", "f12-all:all") not in after["subs"]
     assert after["subs"][("1:fx.f12.t", "f12-red:red")] == before[("1:fx.f12.t", "f12-red:red")]
+
+
+def test_a_subscription_only_the_journal_holds_is_no_ones(tmp_path):
+    # db-5.log of the kl52 hold-out r3 holds u1's UNSUBSCRIBE, before the checkpoint: emptied, the journal alone
+    # keeps u1, but the broker recovers the subscriptions of its index, which has none (campaign seed 52077,
+    # 520772000313: the truth said loss, u1 handed the 63 sends replayed after the checkpoint)
+    store = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / "r3-unsub-groups-ttl-kill" / "kahadb", store)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    pristine = k.delivered(store, pristine_rb)
+    (store / "db-5.log").write_bytes(b"")
+    k._Files.reset()
+    assert ("1:fx.r3.t", "r3-u1:u1") in k.rebuilt(store)["kahadb"]["subs"]
+    assert k.delivered(store)["kahadb"] == pristine["kahadb"]
+    assert k.classify(pristine, pristine_rb, store) != k.LOSS
