@@ -633,8 +633,11 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             held[key] = {(m.file_id, m.offset): name[m.seq] for m in kept}
         state = {"dests": dd, "subs": subs}
         # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
-        # as its walk reads them (kahadb_after.py)
-        after = after_checkpoint(directory, files, last_update, held)
+        # as its walk reads them (kahadb_after.py); one walk, from the minimum of that and the positions
+        # recoverProducerAudit / recoverAckMessageFileMap return: the journal's start when either record does not
+        # load (journal.getNextLocation(null)), and then getNextInitializedLocation(lastUpdate) skips nothing
+        loads = _checkpoint_loads(directory, files)
+        after = after_checkpoint(directory, files, last_update if loads else None, held)
         if after.refused:
             out[directory.name] = {"refused": after.refused}
             continue
@@ -647,7 +650,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             state = handed_from_last_ack(state, after, order, positions, _id_of)
             # (where the walk found what it added: a message the selectors judge, under the id the walk read)
             where.update({mid: loc for adds in after.adds.values() for mid, loc in adds.items()})
-        if not _checkpoint_loads(directory, files):
+        if not loads:
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay
             # loads does not load, which stops the start

@@ -370,3 +370,23 @@ def test_a_subscription_only_the_journal_holds_is_no_ones(tmp_path):
     assert ("1:fx.r3.t", "r3-u1:u1") in k.rebuilt(store)["kahadb"]["subs"]
     assert k.delivered(store)["kahadb"] == pristine["kahadb"]
     assert k.classify(pristine, pristine_rb, store) != k.LOSS
+
+
+def test_a_checkpoint_record_that_does_not_load_replays_from_the_start(tmp_path):
+    # recover() replays in one walk from the minimum of getRecoveryPosition and what recoverProducerAudit returns:
+    # journal.getNextLocation(null) when the audit does not load. The truth walked from lastUpdate too, where the
+    # corrupted batch holding it (the newest file's, stepped over whole) made the walk take the ack after it for
+    # the checkpoint's record and skip it: the acked message came back, 'loss' where the broker delivers the same
+    # (kl51's leftover q5 db-18.log@3578, campaign seed 51077)
+    store = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / "q5-tiny-files-gc-kill" / "kahadb", store)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    pristine = k.delivered(store, pristine_rb)
+    log = store / "db-18.log"
+    data = bytearray(log.read_bytes())
+    data[3578] ^= 0x08  # the producer audit's entry type: it no longer loads as one
+    log.write_bytes(bytes(data))
+    k._Files.reset()
+    assert k.delivered(store)["kahadb"] == pristine["kahadb"]
+    assert k.classify(pristine, pristine_rb, store) != k.LOSS
