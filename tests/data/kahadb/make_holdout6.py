@@ -26,16 +26,6 @@ TOOLS = fr.isolate(PORT, "amq-holdout6", os.environ.get("HOLDOUT6", "/work/kahad
 NOSYNC = 'enableJournalDiskSyncs="false" concurrentStoreAndDispatchQueues="false"'
 
 
-def counter():
-    """per-destination send sequence numbers: (the dict, next(dest))"""
-    seq = {}
-
-    def nxt(d):
-        seq[d] = seq.get(d, 0) + 1
-        return seq[d]
-    return seq, nxt
-
-
 def unsubscribe(run, cid, sub):
     """remove durable subscription ``sub`` of client ``cid`` (STOMP UNSUBSCRIBE with its subscription name: the
     broker's RemoveSubscriptionInfo, a KahaRemoveSubscriptionCommand in the journal)"""
@@ -54,7 +44,7 @@ def r1():
     cfgs = [h3.config("r1-run%d" % (r + 1), fr.kaha(4096, opts)) for r in range(2)]
     live = fr.Live(run)
     A, B, K = "/queue/fx.r1.a", "/queue/fx.r1.b", "/queue/fx.r1.keep"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         for wave in range(2):
@@ -93,7 +83,7 @@ def r2():
     live = fr.Live(run)
     qs = ["/queue/fx.r2.q%02d" % i for i in range(60)]
     ts = ["/topic/fx.r2.t%d" % i for i in range(4)]
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         if r == 0:
@@ -127,7 +117,7 @@ def r3():
     T, G, X = "/topic/fx.r3.t", "/queue/fx.r3.groups", "/queue/fx.r3.ttl"
     DLQ = "/queue/ActiveMQ.DLQ"
     subs = ["u1", "u2", "k1", "k2"]
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     expired = []
     b = run.broker(cfgs[0]); b.start()
     for s in subs:
@@ -154,11 +144,7 @@ def r3():
     b.stop(); run.broker_timings.append(b.timings)
     time.sleep(1.0)  # the expiries pass while the broker is down
     b = run.broker(cfgs[1]); b.start()
-    got, acked = h3.drain(run, X, len(live.q.get(X, [])), lambda x: x["seq"] % 2 == 0)
-    if sorted(got) != sorted(live.q.get(X, [])):
-        raise RuntimeError("ttl queue delivered %r, expected %r" % (got, live.q.get(X)))
-    live.q[X] = [f for f in live.q[X] if f not in set(acked)]
-    live.q[DLQ] = list(expired)
+    h3.drain_expired(run, live, X, DLQ, expired)
     p = Stomp(PORT)
     for _ in range(50):
         d = run.rng.choice((T, G))
@@ -204,7 +190,7 @@ def r4():
     live = fr.Live(run)
     O1, O2, O3 = "/queue/fx.r4.orders.eu", "/queue/fx.r4.orders.us", "/queue/fx.r4.orders.apac"
     M, T = "/queue/fx.r4.misc", "/topic/fx.r4.t"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     txs = []
     b = run.broker(cfg); b.start()
     fr.subscribe_durable(run, T, "r4-d", "d")
@@ -248,7 +234,7 @@ def r5():
     cfgs = [h3.config("r5-run%d" % (r + 1), fr.kaha(24576, opts)) for r in range(2)]
     live = fr.Live(run)
     Q, K = "/queue/fx.r5.q", "/queue/fx.r5.keep"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         p = Stomp(PORT)

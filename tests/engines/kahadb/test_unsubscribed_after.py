@@ -17,6 +17,7 @@ import pytest
 from amqtool.engines.kahadb import verify_store
 from amqtool.errors import overall_verdict
 from amqtool.store.layout import detect
+from tests.support import flip_byte
 
 STORE = Path(__file__).resolve().parents[2] / "data" / "kahadb" / "r3-unsub-groups-ttl-kill" / "kahadb"
 
@@ -25,10 +26,7 @@ def _verdict(tmp_path: Path, offset: int | None = None) -> str:
     root = tmp_path / "kahadb"
     shutil.copytree(STORE, root)
     if offset is not None:
-        p = root / "db-1.log"
-        data = bytearray(p.read_bytes())
-        data[offset] ^= 0x20
-        p.write_bytes(bytes(data))
+        flip_byte(root / "db-1.log", offset, 0x20)
     findings, _ = verify_store(detect(root))
     return overall_verdict(findings).name
 
