@@ -1017,6 +1017,12 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
     extra, lose = _skipped_by_rebuild_only(d, extra, lose, findings)
     if not extra and not lose and not subs and not passed:
         return
+    # (what only the journal's file order explains: each message a rebuild brings back has an ack before its
+    # send in file order, which no broker writes -- files swapped or renamed -- so the journal is the damaged
+    # side, and the broker with this index delivers what it did)
+    early = {(k, mid) for _f, _o, k, mid in acks_before_sends(d, None)} if extra and not lose and not subs \
+        and not passed else set()
+    misordered = bool(early) and all((k, mid) in early for k, _s, mid, _l in extra)
     back = sorted({mid for _k, _s, mid, _l in extra})
     details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
                "bringBack": len(back), "lose": len(lose)}
@@ -1042,9 +1048,12 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                      + (" ..." if len(passed) > 3 else "") + f": {_first_five(ids)})")
     what = " and ".join(parts)
     db = str(d.directory / "db.data")
-    if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
+    if judge.damaged or misordered or any(f.code == "kahadb-missing-journal-file" for f in findings):
+        why = ("; each of them has an acknowledgement before its send in the journal's file order, which no "
+               "broker writes (journal files swapped or renamed): the journal is damaged, not the index"
+               if misordered else "")
         findings.append(Finding(W, "kahadb-rebuild-would-differ", f"a rebuild of the index from the journal "
-                                f"would {what}; the broker with this index does not", db, None, details))
+                                f"would {what}; the broker with this index does not{why}", db, None, details))
     else:
         findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
                                 f"differs from it: a rebuild would {what}; the broker delivers from the index",
