@@ -581,7 +581,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
     from amqtool.formats.kahadb import journal as jr
     from amqtool.formats.kahadb import pagefile as pf
     from amqtool.store.layout import detect
-    from tests.faults.kahadb_after import after_checkpoint, handed_from_last_ack, replayed
+    from tests.faults.kahadb_after import after_checkpoint, handed_from_last_ack, replayed, unsubscribed
 
     store_obj = detect(Path(store))
     out = {}
@@ -633,8 +633,11 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             held[key] = {(m.file_id, m.offset): name[m.seq] for m in kept}
         state = {"dests": dd, "subs": subs}
         # MessageDatabase.recover replays the records after lastUpdate (all of them without one) onto the index,
-        # as its walk reads them (kahadb_after.py)
-        after = after_checkpoint(directory, files, last_update, held)
+        # as its walk reads them (kahadb_after.py); one walk, from the minimum of that and the positions
+        # recoverProducerAudit / recoverAckMessageFileMap return: the journal's start when either record does not
+        # load (journal.getNextLocation(null)), and then getNextInitializedLocation(lastUpdate) skips nothing
+        loads = _checkpoint_loads(directory, files)
+        after = after_checkpoint(directory, files, last_update if loads else None, held)
         if after.refused:
             out[directory.name] = {"refused": after.refused}
             continue
@@ -647,7 +650,7 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
             state = handed_from_last_ack(state, after, order, positions, _id_of)
             # (where the walk found what it added: a message the selectors judge, under the id the walk read)
             where.update({mid: loc for adds in after.adds.values() for mid, loc in adds.items()})
-        if not _checkpoint_loads(directory, files):
+        if not loads:
             # MessageDatabase.recover: without its producer audit or ack map the broker replays the whole
             # journal on top of the index: what the replay keeps live comes back, unless a record the replay
             # loads does not load, which stops the start
@@ -659,6 +662,8 @@ def delivered(store: Path, rebuilt_state: dict | None = None, indexed: dict | No
                 rebuilt_state = rebuilt(store)
             state = _merge(state, rebuilt_state.get(directory.name, {"dests": {}, "subs": {}}))
         state = _recovered_only(state, directory, dests, after)
+        if after:
+            state = unsubscribed(state, after, _id_of)
         if any(dest.subscriptions for dest in dests.values()):
             if rebuilt_state is None:
                 rebuilt_state = rebuilt(store)
@@ -705,7 +710,10 @@ def _recovered_only(state: dict, directory: Path, dests: dict, after) -> dict:
         if key not in recovered:
             continue
         acked_after = {sub for _mid, sub in after.removes.get(key, ())} if after else set()
-        for sk in set(dest.subscriptions) - recovered[key]:
+        # (one only the journal holds, its removal lost, is no one's: the broker recovers the index's, and
+        # those a SUBSCRIPTION record after the checkpoint writes into it)
+        written = {sk for k, sk in after.subscribed if k == key} if after else set()
+        for sk in (set(dest.subscriptions) | {sk for k, sk in subs if k == key}) - recovered[key] - written:
             subs.pop((key, sk), None)
         for sk in recovered[key] - set(dest.subscriptions) - acked_after:
             subs[(key, sk)] = ()

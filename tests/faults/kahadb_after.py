@@ -41,9 +41,16 @@ class After:
     # then on, the last in time, as updateIndex(KahaRemoveMessageCommand) puts it (subscriptionAcks.put(new
     # LastAck(sequence, priority)) for a message the messageIdIndex finds)
     last_acks: dict = field(default_factory=dict)
+    # (destination key, subscription key) of the durable subscriptions a SUBSCRIPTION record without its info
+    # removes (an UNSUBSCRIBE: updateIndex(KahaSubscriptionCommand) deletes its ack positions and LastAck), and
+    # no later one writes again
+    unsubscribed: set = field(default_factory=set)
+    # (destination key, subscription key) of the durable subscriptions a SUBSCRIPTION record with its info
+    # writes (updateIndex(KahaSubscriptionCommand) puts it in the index's subscriptions B-tree)
+    subscribed: set = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.adds or self.removes or self.refused)
+        return bool(self.adds or self.removes or self.refused or self.unsubscribed)
 
 
 def after_checkpoint(directory, files, last_update: tuple | None, held: dict | None = None) -> After:
@@ -90,6 +97,10 @@ def after_checkpoint(directory, files, last_update: tuple | None, held: dict | N
                     _apply(out, op, held)
             elif t is EntryType.ROLLBACK:
                 pending.pop(cmd.transaction.key, None)
+            elif t is EntryType.SUBSCRIPTION and cmd.destination is not None:
+                k = (cmd.destination.key, cmd.subscription_key)
+                (out.unsubscribed.add if cmd.subscription_info is None else out.unsubscribed.discard)(k)
+                (out.subscribed.discard if cmd.subscription_info is None else out.subscribed.add)(k)
     except WalkStop as stop:
         out.refused = str(stop)
     return out
@@ -203,3 +214,24 @@ def handed_from_last_ack(state: dict, after: After, order: dict, positions: dict
         else:
             subs[k] = tuple(sorted(x for x in stored if seq.get(id_of(x), -1) > last))
     return {**state, "subs": subs}
+
+
+def unsubscribed(state: dict, after: After, id_of) -> dict:
+    """``state`` without the durable subscriptions the walk removed (:attr:`After.unsubscribed`): the broker
+    recovers no such subscription, and a topic message no remaining subscription waits for is gone
+    (updateIndex(KahaSubscriptionCommand) without a subscription info removes the subscription's ack positions,
+    and with them the messages only it still referenced). Shown on the real broker with the kl52 hold-out
+    r3-unsub-groups-ttl-kill: a subscription UNSUBSCRIBEd after the checkpoint with 171 messages pending is
+    handed none after the SIGKILL."""
+    if not after.unsubscribed:
+        return state
+    subs = {k: v for k, v in state["subs"].items() if k not in after.unsubscribed}
+    dests = dict(state["dests"])
+    for key in {key for key, _sk in after.unsubscribed} & set(dests):
+        wanted = {id_of(x) for (k, _sk), v in subs.items() if k == key for x in v}
+        kept = tuple(x for x in dests[key] if id_of(x) in wanted)
+        if kept:
+            dests[key] = kept
+        else:
+            del dests[key]
+    return {**state, "dests": dests, "subs": subs}

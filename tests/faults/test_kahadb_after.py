@@ -7,8 +7,19 @@ import shutil
 from pathlib import Path
 
 from tests.faults import kahadb as k
+from tests.support import flip_byte
 
 STORE = Path(__file__).resolve().parents[1] / "data" / "kahadb" / "f7-kill-gc"
+
+
+def _pristine(tmp_path: Path, name: str) -> tuple[Path, dict, dict]:
+    """A copy of the committed store ``name`` (tests/data/kahadb), what the broker delivers from it and what a
+    rebuild gives."""
+    store = tmp_path / "kahadb"
+    shutil.copytree(STORE.parent / name / "kahadb", store)
+    k._Files.reset()
+    pristine_rb = k.rebuilt(store)
+    return store, k.delivered(store, pristine_rb), pristine_rb
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -237,11 +248,7 @@ def test_a_subscription_ack_in_an_older_files_damaged_batch_is_still_replayed(tm
     # over the durable subscription's ack of a topic message sent after the checkpoint. The walk replays that
     # ack (the batch size is never read); the truth took the message's pending subscriptions from the
     # rebuild, which skips the batch, and called the acknowledged message back: loss (verify: WARNING)
-    store = tmp_path / "kahadb"
-    shutil.copytree(STORE.parent / "f5-kill" / "kahadb", store)
-    k._Files.reset()
-    pristine_rb = k.rebuilt(store)
-    pristine = k.delivered(store, pristine_rb)
+    store, pristine, pristine_rb = _pristine(tmp_path, "f5-kill")
     p = store / "db-8.log"
     data = bytearray(p.read_bytes())
     data[50228 + 18] ^= 0x02  # the batch holding f5-d:sd's ack of ...:1:-1:1:33, sent in db-6 after lastUpdate
@@ -331,3 +338,49 @@ def test_a_send_the_index_holds_replayed_under_a_damaged_id_is_a_redo(tmp_path):
     assert mid in ids and "ID:Vm-41387-1795304891300-3:3:-1:1:58" not in ids
     assert k._consumed({"kahadb": state}) == k._consumed(pristine)
     assert k.classify(pristine, pristine_rb, store) in (k.SAME, k.LATENT)
+
+
+def test_an_unsubscribe_after_the_checkpoint_removes_the_subscription(tmp_path):
+    # a SUBSCRIPTION record without its info after lastUpdate (an UNSUBSCRIBE the kill left unindexed): the
+    # broker's replay deletes the subscription and hands it nothing (kahadb_after.unsubscribed; on the real
+    # broker, the kl52 hold-out r3-unsub-groups-ttl-kill: 0 of the 171 pending, where the truth said 171)
+    from amqtool.formats.kahadb import journal as jr
+    from amqtool.formats.kahadb.protobuf import encode_field, encode_varint
+
+    store, pristine, _rb = _pristine(tmp_path, "f12-subs-kill")
+    before = pristine["kahadb"]["subs"]
+    assert len(before[("1:fx.f12.t", "f12-all:all")]) > 0
+    body = encode_field(1, b"\x08\x01\x12\x08fx.f12.t") + encode_field(2, "f12-all:all") + encode_field(3, 0)
+    newest = max(store.glob("db-*.log"), key=lambda p: int(p.name[3:-4]))
+    data = newest.read_bytes()
+    end = [ev for ev in jr.scan_file(data) if isinstance(ev, jr.Batch)][-1].end
+    newest.write_bytes(data[:end] + jr.encode_batch([b"\x07" + encode_varint(len(body)) + body]))
+    k._Files.reset()
+    after = k.delivered(store)["kahadb"]
+    assert ("1:fx.f12.t", "f12-all:all") not in after["subs"]
+    assert after["subs"][("1:fx.f12.t", "f12-red:red")] == before[("1:fx.f12.t", "f12-red:red")]
+
+
+def test_a_subscription_only_the_journal_holds_is_no_ones(tmp_path):
+    # db-5.log of the kl52 hold-out r3 holds u1's UNSUBSCRIBE, before the checkpoint: emptied, the journal alone
+    # keeps u1, but the broker recovers the subscriptions of its index, which has none (campaign seed 52077,
+    # 520772000313: the truth said loss, u1 handed the 63 sends replayed after the checkpoint)
+    store, pristine, pristine_rb = _pristine(tmp_path, "r3-unsub-groups-ttl-kill")
+    (store / "db-5.log").write_bytes(b"")
+    k._Files.reset()
+    assert ("1:fx.r3.t", "r3-u1:u1") in k.rebuilt(store)["kahadb"]["subs"]
+    assert k.delivered(store)["kahadb"] == pristine["kahadb"]
+    assert k.classify(pristine, pristine_rb, store) != k.LOSS
+
+
+def test_a_checkpoint_record_that_does_not_load_replays_from_the_start(tmp_path):
+    # recover() replays in one walk from the minimum of getRecoveryPosition and what recoverProducerAudit returns:
+    # journal.getNextLocation(null) when the audit does not load. The truth walked from lastUpdate too, where the
+    # corrupted batch holding it (the newest file's, stepped over whole) made the walk take the ack after it for
+    # the checkpoint's record and skip it: the acked message came back, 'loss' where the broker delivers the same
+    # (kl51's leftover q5 db-18.log@3578, campaign seed 51077)
+    store, pristine, pristine_rb = _pristine(tmp_path, "q5-tiny-files-gc-kill")
+    flip_byte(store / "db-18.log", 3578, 0x08)  # the producer audit's entry type: it no longer loads as one
+    k._Files.reset()
+    assert k.delivered(store)["kahadb"] == pristine["kahadb"]
+    assert k.classify(pristine, pristine_rb, store) != k.LOSS

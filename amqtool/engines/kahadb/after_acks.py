@@ -72,18 +72,35 @@ def acked_after(d, last_update: tuple) -> dict:
     return out
 
 
+def unsubscribed_after(d, last_update: tuple) -> dict:
+    """Destination key -> the subscription keys whose durable subscription a SUBSCRIPTION record without its
+    info removes in the replay after ``last_update`` ((file id, offset)) in store directory ``d`` (batches that
+    check out; one a later record of its key writes again is not removed). ``updateIndex(
+    KahaSubscriptionCommand)`` deletes such a subscription's ack positions and LastAck: a message the index
+    holds only for removed subscriptions leaves it before anything is dispatched (an UNSUBSCRIBE a kill left
+    after the checkpoint; the real broker hands it nothing, the kl52 hold-out r3-unsub-groups-ttl-kill)."""
+    out: dict = {}
+    for _fid, _off, cmd in replayed_commands(d, last_update, (int(EntryType.SUBSCRIPTION),)):
+        if cmd.destination is None:
+            continue
+        subs = out.setdefault(cmd.destination.key, set())
+        (subs.add if cmd.subscription_info is None else subs.discard)(cmd.subscription_key)
+    return {key: subs for key, subs in out.items() if subs}
+
+
 def _ack(out: dict, ack: tuple) -> None:
     key, mid, sub = ack
     out.setdefault(key, {}).setdefault(mid, set()).add(sub)
 
 
-def gone_after(acked: dict, key: str, message_id: str, subscriptions) -> bool:
+def gone_after(acked: dict, key: str, message_id: str, subscriptions, removed: set = frozenset()) -> bool:
     """The index entry ``message_id`` of destination ``key`` leaves the index in the replay: acknowledged by
-    a queue ack, or (a topic's: ``subscriptions`` the index still has it pending for) by all of them."""
-    subs = acked.get(key, {}).get(message_id)
-    if not subs:
+    a queue ack, or (a topic's: ``subscriptions`` the index still has it pending for) by all of them, each
+    by an ack or by its removal (``removed``: unsubscribed_after's keys for ``key``)."""
+    subs = acked.get(key, {}).get(message_id) or set()
+    if not subs and not (subscriptions and removed):
         return False
-    return None in subs or (bool(subscriptions) and set(subscriptions) <= subs)
+    return None in subs or (bool(subscriptions) and set(subscriptions) <= subs | set(removed))
 
 
 def ended_transactions(d, last_update: tuple) -> set:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from amqtool.errors import FormatError
 from amqtool.formats.kahadb import journal as jr
 from amqtool.formats.kahadb.openwire import decode_message
-from amqtool.engines.kahadb.after_acks import acked_after, gone_after
+from amqtool.engines.kahadb.after_acks import acked_after, gone_after, unsubscribed_after
 from amqtool.engines.kahadb.indexed import IndexedMessage, acked_names, read_at
 from amqtool.engines.kahadb.unhanded import unhanded
 from amqtool.formats.damage import one_byte_apart
@@ -88,6 +88,8 @@ def evidence(d) -> Evidence | None:
         ev.last_update = _BEFORE_ALL
     # entries acknowledged by records after the checkpoint leave the index in the replay at start, unread
     acked = ev.acked_after = acked_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
+    # and topic entries pending only for subscriptions an UNSUBSCRIBE after the checkpoint removes
+    removed = unsubscribed_after(d, ev.last_update) if ev.last_update and d.records_after_last_update else {}
     # topic messages pending only for subscriptions whose selectors do not match them are never handed out
     quiet = unhanded(d, ev.openwire_version, acked) if any(dest.subscriptions for dest in d.indexed.values()) \
         else set()
@@ -95,13 +97,14 @@ def evidence(d) -> Evidence | None:
     names = acked_names(d.directory) if acked else {}
     for key, dest in d.indexed.items():
         subs = {}
-        if acked.get(key) and dest.subscriptions:
+        if (acked.get(key) or removed.get(key)) and dest.subscriptions:
             for sk, seqs in dest.subscriptions.items():
                 for seq in seqs:
                     subs.setdefault(seq, set()).add(sk)
         for m in dest.messages:
             name = names.get(key, {}).get(m.seq, m.message_id)
-            if acked.get(key) and gone_after(acked, key, name, subs.get(m.seq)):
+            if (acked.get(key) or removed.get(key)) and gone_after(acked, key, name, subs.get(m.seq),
+                                                                  removed.get(key, ())):
                 continue
             if name != m.message_id and acked.get(key, {}).get(m.message_id) and _comes_back(
                     d, key, m, acked[key][m.message_id], ev.openwire_version):

@@ -59,6 +59,9 @@ class DirResult:
     # what the index knows acknowledged but the replay alone would keep (indexed.reconcile): taken out of
     # the replay; a rebuild of the index from the journal would bring it back
     rebuild_extra: list = field(default_factory=list)
+    # (destination key, message id) of the sends after an ack compaction file's marker that the replay skipped
+    # and the index holds (put back into the replay by _restore_skipped): only a rebuild would lose them
+    skip_restored: list = field(default_factory=list)
 
     def damage(self) -> int:
         """Batches whose checksum or framing fails and records that do not decode: what the replay could not
@@ -349,6 +352,30 @@ def _reconcile(d: DirResult, *, multi: bool) -> None:
             if sub is not None:
                 m.waiting.add(sub)
         d.rebuild_extra = [x for x in d.rebuild_extra if x not in back]
+    _restore_skipped(d)
+
+
+def _restore_skipped(d: DirResult) -> None:
+    """Put back into the replay the queue messages it skipped after an ack compaction file's marker
+    (``process(KahaRewrittenDataFileCommand)``: the rest of the file while the source file is there) that the
+    index holds: a broker stopped with its compaction file the newest writes the next run's records there, and
+    the running broker indexed them as it wrote them (rebuild_skips.py). The broker with this index delivers
+    them; only a rebuild of the index would lose them. (Topic messages are left as the replay has them.)"""
+    if d.replay.skip_file is None or not d.replay.skipped_records or not d.indexed:
+        return
+    full = load_directory(d.directory, skip_rewritten=False).replay
+    for key, dest in d.indexed.items():
+        st, src = d.replay.destinations.get(key), full.destinations.get(key)
+        if src is None or (st is not None and st.destination.type in (1, 3)):
+            continue
+        for m in dest.messages:
+            fm = src.messages.get(m.message_id)
+            if fm is not None and fm.waiting is None and (st is None or m.message_id not in st.messages):
+                d.replay._dest(src.destination).messages[m.message_id] = fm
+                d.skip_restored.append((key, m.message_id))
+    for key in {key for key, _mid in d.skip_restored}:
+        st = d.replay.destinations[key]  # (in journal order again: the skipped file is older than what follows)
+        st.messages = dict(sorted(st.messages.items(), key=lambda kv: (kv[1].file_id, kv[1].offset)))
 
 
 def _written_after(path: Path, first: int) -> bool:

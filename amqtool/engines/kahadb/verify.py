@@ -70,6 +70,9 @@ kahadb-index-unreadable            WARNING   db.data unreadable: the broker rebu
 kahadb-rebuild-skips-writes        CRITICAL  the broker rebuilds the index, and its replay skips records a later
                                              run wrote into an ack compaction file after its forwarded acks:
                                              what they did is lost (rebuild_skips.py)
+kahadb-rebuild-would-skip          INFO      the index holds what a later run wrote after a compaction file's
+                                             forwarded acks, which a replay skips: the broker's own index,
+                                             only a rebuild would lose it (rebuild_skips.py)
 kahadb-unknown-field               WARNING   a protobuf field the schema does not declare
 kahadb-bad-message                 WARNING   a live message whose OpenWire bytes do not decode
 kahadb-empty-journal-file          INFO      a zero-length db-N.log (a failed create; ignored at start)
@@ -1011,8 +1014,15 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
         lu = d.index.view.metadata.last_update
         passed = passed_subscriptions(d, (lu.log_id, lu.offset))
         subs = absent_subscriptions(d, (lu.log_id, lu.offset))
+    extra, lose = _skipped_by_rebuild_only(d, extra, lose, findings)
     if not extra and not lose and not subs and not passed:
         return
+    # (what only the journal's file order explains: each message a rebuild brings back has an ack before its
+    # send in file order, which no broker writes -- files swapped or renamed -- so the journal is the damaged
+    # side, and the broker with this index delivers what it did)
+    early = {(k, mid) for _f, _o, k, mid in acks_before_sends(d, None)} if extra and not lose and not subs \
+        and not passed else set()
+    misordered = bool(early) and all((k, mid) in early for k, _s, mid, _l in extra)
     back = sorted({mid for _k, _s, mid, _l in extra})
     details = {"rebuildWouldBringBack": back[:100], "rebuildWouldLose": [x[1] for x in lose[:100]],
                "bringBack": len(back), "lose": len(lose)}
@@ -1038,13 +1048,48 @@ def _index_against_journal(d: DirResult, ev, judge: _Judge, findings: list[Findi
                      + (" ..." if len(passed) > 3 else "") + f": {_first_five(ids)})")
     what = " and ".join(parts)
     db = str(d.directory / "db.data")
-    if judge.damaged or any(f.code == "kahadb-missing-journal-file" for f in findings):
+    if judge.damaged or misordered or any(f.code == "kahadb-missing-journal-file" for f in findings):
+        why = ("; each of them has an acknowledgement before its send in the journal's file order, which no "
+               "broker writes (journal files swapped or renamed): the journal is damaged, not the index"
+               if misordered else "")
         findings.append(Finding(W, "kahadb-rebuild-would-differ", f"a rebuild of the index from the journal "
-                                f"would {what}; the broker with this index does not", db, None, details))
+                                f"would {what}; the broker with this index does not{why}", db, None, details))
     else:
         findings.append(Finding(C, "kahadb-index-journal-mismatch", f"the journal is intact but the index "
                                 f"differs from it: a rebuild would {what}; the broker delivers from the index",
                                 db, None, details))
+
+
+def _skipped_by_rebuild_only(d: DirResult, extra: list, lose: list, findings: list[Finding]) -> tuple[list, list]:
+    """``extra`` and ``lose`` of :func:`_index_against_journal` without what only the skip of an ack compaction
+    file a later run wrote on explains (rebuild_skips.py), with an INFO finding naming it.
+
+    The running broker indexed those records as it wrote them (the marker's skip is a replay's,
+    ``process(KahaRewrittenDataFileCommand)``), so an index that holds their sends, or not the messages their
+    acks took, is the broker's own, not a wrong index: the broker with it loses nothing. Only a rebuild would
+    (kahadb-rebuild-skips-writes, when the index is gone). A real 5.17.2 broker writes such a store whenever it
+    stops with its compaction file the newest and starts again (the kl52 hold-out r5-archive-gc-kill). The
+    loader put the queue messages back into the replay already (load._restore_skipped: ``d.skip_restored``)."""
+    if d.replay.skip_file is None or not d.replay.skipped_records or not (extra or lose or d.skip_restored):
+        return extra, lose
+    lost, back, files = rebuild_skips(d)
+    lost = sorted(set(lost) | set(d.skip_restored))
+    lost_set, back_set = set(lost), set(back)
+    kept_lose = [x for x in lose if (x[0], x[1]) not in lost_set]
+    kept_extra = [x for x in extra if (x[0], x[2]) not in back_set]
+    gone = len(d.skip_restored) + len(lose) - len(kept_lose) + len(extra) - len(kept_extra)
+    if gone:
+        if not files:
+            files = [d.replay.skip_file]
+        names = ", ".join(f"db-{fid}.log" for fid in files)
+        findings.append(Finding(I, "kahadb-rebuild-would-skip", f"{gone} message(s) the index holds otherwise than "
+                                "a replay of the journal: a later run wrote on after the forwarded acks of ack "
+                                f"compaction file(s) {names}, which a replay skips while the source file is there; "
+                                "the broker delivers from its index and loses nothing (a rebuild of the index would)",
+                                _log(d, files[0]) if files else str(d.directory / "db.data"), None,
+                                {"rebuildWouldLose": [m for _k, m in lost[:100]],
+                                 "rebuildWouldBringBack": [m for _k, m in back[:100]]}))
+    return kept_extra, kept_lose
 
 
 def _subscriptions_against_journal(d: DirResult) -> list[tuple]:

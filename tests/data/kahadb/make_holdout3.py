@@ -34,6 +34,16 @@ def config(name, adapter_xml, policy=None):
     return c
 
 
+def counter():
+    """per-destination send sequence numbers: (the dict, next(dest))"""
+    seq = {}
+
+    def nxt(d):
+        seq[d] = seq.get(d, 0) + 1
+        return seq[d]
+    return seq, nxt
+
+
 def killed(run, b, *conns):
     b.kill9()
     run.ev("sigkill", pid=b.proc.pid)
@@ -87,6 +97,16 @@ def drain(run, dest, n, ack_pred, tx=None, commit=True, timeout=15):
     return got, acked
 
 
+def drain_expired(run, live, queue, dlq, expired):
+    """receive what ``queue`` holds (its expired messages go to ``dlq`` at dispatch, the rest must come) and ack
+    those of even seq; ``live`` then holds the rest on ``queue`` and ``expired`` on ``dlq``"""
+    got, acked = drain(run, queue, len(live.q.get(queue, [])), lambda x: x["seq"] % 2 == 0)
+    if sorted(got) != sorted(live.q.get(queue, [])):
+        raise RuntimeError("ttl queue delivered %r, expected %r" % (got, live.q.get(queue)))
+    live.q[queue] = [f for f in live.q[queue] if f not in set(acked)]
+    live.q[dlq] = list(expired)
+
+
 def send_ttl(run, p, live, dest, nxt, count, every, sizes, expired):
     """``count`` sends to ``dest`` on connection ``p``, all but every ``every``-th with expires=now+1.5 s: those
     are added to ``expired``, the others to ``live``"""
@@ -129,11 +149,7 @@ def m1_small_files_ttl_kill():
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         if r == 2:
-            got, acked = drain(run, QT, len(live.q.get(QT, [])), lambda x: x["seq"] % 2 == 0)
-            if sorted(got) != sorted(live.q.get(QT, [])):
-                raise RuntimeError("ttl queue delivered %r, expected %r" % (got, live.q.get(QT)))
-            live.q[QT] = [f for f in live.q[QT] if f not in set(acked)]
-            live.q[DLQ] = list(expired)
+            drain_expired(run, live, QT, DLQ, expired)
             p = Stomp(PORT)
             for _ in range(40):
                 d = run.rng.choice((Q1, Q2))

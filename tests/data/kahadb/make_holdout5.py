@@ -26,15 +26,6 @@ TOOLS = fr.isolate(PORT, "amq-holdout5", os.environ.get("HOLDOUT5", "/work/kahad
 NOCKPT = 'checkpointInterval="600000" cleanupInterval="600000"'
 
 
-def counter():
-    seq = {}
-
-    def nxt(d):
-        seq[d] = seq.get(d, 0) + 1
-        return seq[d]
-    return seq, nxt
-
-
 def send_props(run, p, live, dest, seq, subs, size, receipt=True, tx=None):
     """a topic send with ``color`` and numeric ``n`` properties, added to each subscription of ``subs``
     ((key, predicate(color, n))) it matches when it is confirmed outside a transaction"""
@@ -63,7 +54,7 @@ def q1():
     sels = {"hot": "n > 30 AND color <> 'green'", "rb": "color IN ('red', 'blue')", "all": None}
     subs = (("hot", lambda c, n: n > 30 and c != "green"), ("rb", lambda c, n: c in ("red", "blue")),
             ("all", lambda c, n: True))
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     txs = []
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
@@ -127,7 +118,7 @@ def q2():
     live = fr.Live(run)
     A1, A2, B = "/queue/fx.q2.a.one", "/queue/fx.q2.a.two", "/queue/fx.q2.b"
     T = "/topic/fx.q2.t"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     txs = []
     b = run.broker(cfg); b.start()
     fr.subscribe_durable(run, T, "q2-d", "d")
@@ -172,7 +163,7 @@ def q3():
     VT, Q = "/topic/VirtualTopic.fx.q3", "/queue/fx.q3.q"
     CA, CB = "/queue/Consumer.A.VirtualTopic.fx.q3", "/queue/Consumer.B.VirtualTopic.fx.q3"
     subs = (("blue", lambda c, n: c == "blue"),)
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         if r == 0:
@@ -212,7 +203,7 @@ def q4():
     cfg = h3.config("q4", fr.kaha(98304, 'enableIndexWriteAsync="true" ' + NOCKPT))
     live = fr.Live(run)
     A, B = "/queue/fx.q4.a", "/queue/fx.q4.b"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     txs = []
     b = run.broker(cfg); b.start()
     p = Stomp(PORT)
@@ -250,7 +241,7 @@ def q5():
                                                            'indexCacheSize="8"')) for r in range(3)]
     live = fr.Live(run)
     Q, K = "/queue/fx.q5.q", "/queue/fx.q5.keep"
-    seq, nxt = counter()
+    seq, nxt = h3.counter()
     for r, cfg in enumerate(cfgs):
         b = run.broker(cfg); b.start()
         p = Stomp(PORT)
