@@ -28,9 +28,9 @@ def flipped(tmp_path, file_name: str, offset: int, mask: int,
     return changed(tmp_path, file_name, flip, store)
 
 
-def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes], store=STORE):
+def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes] | None, store=STORE):
     """(the copy's root, the truth's diff of pristine and damaged) once journal file ``file_name`` holds
-    ``change(its bytes)``."""
+    ``change(its bytes)``, or is removed (``change`` None)."""
     if not BINDINGS.is_dir():
         pytest.skip("broker-written fixture absent")
     root = tmp_path / "store"
@@ -38,5 +38,8 @@ def changed(tmp_path, file_name: str, change: Callable[[bytearray], bytes], stor
     shutil.copytree(BINDINGS, root / "bindings")
     reader = artemis.DeliveredReader(root)
     path = root / "journal" / file_name
-    path.write_bytes(change(bytearray(path.read_bytes())))
+    if change is None:
+        path.unlink()
+    else:
+        path.write_bytes(change(bytearray(path.read_bytes())))
     return root, reader.pristine.diff(reader.damaged(root))

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.engines.artemis.pool2 import BINDINGS, flipped
+from tests.engines.artemis.pool2 import changed, flipped
 from tests.faults import artemis
 from tests.faults.runner import verify_verdict
 from tests.support import REPO, loaded_like_oracle, oracle_load
@@ -48,19 +48,13 @@ def test_a_healthy_restarted_store_with_an_acknowledged_orphan_is_ok(run_json):
     ("activemq-data-17.amq", 15, "CRITICAL"),
     # fileID 64: the one file holding records of fileID 26, missing after the orphan's updates. Its 17 messages
     # leave no trace of their own, and the orphan still has room for its DELETE's file after it (fileID 26,
-    # freed), which is all a restart needs to leave it (restart_orphans.restart_shaped: 9 of 35 healthy stores
+    # freed), which is all a restart needs to leave it (restart_orphans.restart_shaped: 7 of 17 healthy stores
     # written so read CRITICAL): a warning that names both readings. The harness calls it loss-unproven.
     ("activemq-data-26.amq", 17, "WARNING"),
 ])
 def test_a_removed_file_beside_it_is_weighed(tmp_path, name, lost, verdict):
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(STORE / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    (root / "journal" / name).unlink()
-    assert reader.pristine.diff(reader.damaged(root))["lost"] == lost
+    root, diff = changed(tmp_path, name, None, STORE)
+    assert diff["lost"] == lost
     found, codes = verify_verdict(root)
     assert found == verdict and "missing-journal-file" in codes
 
@@ -168,14 +162,8 @@ def test_the_harness_takes_the_restart_shaped_store_for_one_a_broker_writes():
 def test_a_removed_file_of_the_restart_shaped_store_is_still_critical(tmp_path, name):
     # the removed file held messages with references in later files: references without their add, which no
     # restart leaves (each of the store's 69 files removed in turn: 12 proven losses, all CRITICAL)
-    if not BINDINGS.is_dir():
-        pytest.skip("broker-written fixture absent")
-    root = tmp_path / "store"
-    shutil.copytree(SHAPED / "journal", root / "journal")
-    shutil.copytree(BINDINGS, root / "bindings")
-    reader = artemis.DeliveredReader(root)
-    (root / "journal" / name).unlink()
-    assert reader.pristine.diff(reader.damaged(root))["lost"] > 0
+    root, diff = changed(tmp_path, name, None, SHAPED)
+    assert diff["lost"] > 0
     verdict, codes = verify_verdict(root)
     assert verdict == "CRITICAL" and "missing-journal-file" in codes
     assert artemis.broker_could_write(root) != ""
