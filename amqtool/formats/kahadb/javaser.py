@@ -156,7 +156,7 @@ class _Parser:
 
 
 def _integer(o) -> int:
-    if isinstance(o, _Obj) and o.cls.name == "java.lang.Integer":
+    if isinstance(o, _Obj) and o.cls.name == "java.lang.Integer" and isinstance(o.values.get("value"), int):
         return o.values["value"]
     raise FormatError(f"expected java.lang.Integer, found {getattr(getattr(o, 'cls', None), 'name', type(o).__name__)}")
 
@@ -176,8 +176,10 @@ def decode_ack_file_map(data) -> dict[int, set[int]]:
     ps.p = 4
     try:
         root = ps.content()
-    except (struct.error, UnicodeDecodeError) as err:
-        raise FormatError(f"ack-file map: {err}") from None
+    except (struct.error, UnicodeDecodeError, AttributeError, KeyError, IndexError, TypeError, ValueError) as err:
+        # a damaged stream misleads the parser anywhere (a class descriptor's name read as a string, a handle
+        # past the table): whatever it trips on, the broker's ObjectInputStream refuses the map too
+        raise FormatError(f"ack-file map: {type(err).__name__}: {err}") from None
     if not isinstance(root, _Obj) or root.cls.name != "java.util.HashMap" or not root.annotations:
         raise FormatError("ack-file map: root object is not a java.util.HashMap")
     blocks, objs = _flatten(root.annotations[-1])
